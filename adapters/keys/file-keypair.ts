@@ -1,0 +1,23 @@
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { Keypair } from '@solana/web3.js';
+
+/**
+ * Loads a keypair kept as a JSON byte array (the Solana CLI format) or creates it on first use, owner-only.
+ * Returns the public key; the secret never leaves the file here.
+ */
+export async function ensureKeypairFile(path: string): Promise<string> {
+  try {
+    const bytes = JSON.parse(await readFile(path, 'utf8')) as number[];
+    return Keypair.fromSecretKey(Uint8Array.from(bytes)).publicKey.toBase58();
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`Cannot read keypair ${path}: ${(e as Error).message}`);
+  }
+  const kp = Keypair.generate();
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  await writeFile(path, JSON.stringify(Array.from(kp.secretKey)), { mode: 0o600, flag: 'wx' }).catch(async (e) => {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  });
+  const bytes = JSON.parse(await readFile(path, 'utf8')) as number[];
+  return Keypair.fromSecretKey(Uint8Array.from(bytes)).publicKey.toBase58();
+}

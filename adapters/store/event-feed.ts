@@ -1,0 +1,101 @@
+import pg from 'pg';
+import type { EventFeed } from '../../domain/ports/store.ts';
+import type { EventRecord } from '../../domain/events/schema.ts';
+import { EVENTS_CHANNEL, type MikroOrmStore } from './mikro-orm-store.ts';
+
+export interface FeedLogger {
+  warn(obj: object, msg: string): void;
+}
+
+const PAGE = 500;
+
+/**
+ * LISTEN/NOTIFY bridge: one connection per process listens on the events channel; each notification triggers
+ * one catch-up query (seq > last seen) whose rows are fanned out, in seq order, to every local subscriber.
+ * After a lost connection it reconnects and catches up from the last seq, so subscribers see no gap.
+ */
+export class PgEventFeed implements EventFeed {
+  private readonly listeners = new Set<(e: EventRecord) => void>();
+  private client: pg.Client | undefined;
+  private lastSeq = 0n;
+  private pumping = false;
+  private again = false;
+  private closed = false;
+  private retry: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly url: string,
+    private readonly store: MikroOrmStore,
+    private readonly log: FeedLogger,
+  ) {}
+
+  async start(): Promise<void> {
+    this.lastSeq = await this.store.maxEventSeq();
+    await this.connect();
+  }
+
+  subscribe(listener: (e: EventRecord) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.listeners.clear();
+    await this.client?.end().catch(() => {});
+  }
+
+  private async connect(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url });
+    client.on('notification', () => void this.pump());
+    client.on('error', (err) => this.lost(client, err));
+    client.on('end', () => this.lost(client, new Error('connection ended')));
+    await client.connect();
+    await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+    this.client = client;
+    // Anything committed while we were not listening is picked up here.
+    void this.pump();
+  }
+
+  private lost(client: pg.Client, err: Error): void {
+    if (this.closed || this.client !== client) return;
+    this.client = undefined;
+    this.log.warn({ err: err.message }, 'event feed connection lost; reconnecting');
+    const attempt = (delay: number) => {
+      this.retry = setTimeout(() => {
+        this.connect().catch(() => attempt(Math.min(delay * 2, 5000)));
+      }, delay);
+    };
+    attempt(200);
+  }
+
+  private async pump(): Promise<void> {
+    if (this.pumping) {
+      this.again = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      do {
+        this.again = false;
+        for (;;) {
+          if (this.closed) return;
+          const rows = await this.store.eventsSince(this.lastSeq, PAGE);
+          for (const e of rows) {
+            this.lastSeq = e.seq;
+            for (const listener of this.listeners) listener(e);
+          }
+          if (rows.length < PAGE) break;
+        }
+      } while (this.again);
+    } catch (err) {
+      if (!this.closed) {
+        this.log.warn({ err: (err as Error).message }, 'event feed catch-up failed; retrying');
+        setTimeout(() => void this.pump(), 500).unref();
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+}

@@ -1,0 +1,79 @@
+import { z } from 'zod';
+import { Network } from '../shared/network.ts';
+import { Cursor, Limit, listEnvelope } from '../shared/pagination.ts';
+
+export const EventPhase = z.enum(['prepared', 'submitted', 'confirmed', 'failed']);
+export type EventPhase = z.infer<typeof EventPhase>;
+
+/** hosted-api §6 plus DECISIONS; `kind` is a dotted lowercase name. */
+export const EventKind = z.string().regex(/^[a-z0-9_]+(\.[a-z0-9_]+)*$/);
+
+/** A kind pattern: exact kind, `prefix.*`, or `*`. */
+export const KindPattern = z
+  .string()
+  .max(100)
+  .regex(/^(\*|[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?)$/, 'Expected an event kind, a wildcard such as payment_link.*, or *');
+
+export interface EventRecord {
+  id: string;
+  seq: bigint;
+  kind: string;
+  phase: EventPhase;
+  network: Network;
+  agentAsset: string | null;
+  signature: string | null;
+  blockTime: number | null;
+  confirmedAt: Date | null;
+  slot: number | null;
+  errorCode: string | null;
+  errorLogs: string[] | null;
+  metadata: Record<string, unknown>;
+  clientReference: string | null;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a domain service appends inside its transaction (transactional outbox). */
+export interface NewEvent {
+  id: string;
+  kind: string;
+  phase: EventPhase;
+  network: Network;
+  agentAsset: string | null;
+  metadata: Record<string, unknown>;
+  createdAt: Date;
+  confirmedAt?: Date | null;
+}
+
+export const Event = z.object({
+  id: z.string(),
+  kind: z.string(),
+  phase: EventPhase,
+  network: Network,
+  agent_asset: z.string().nullable(),
+  signature: z.string().nullable(),
+  block_time: z.number().int().nullable(),
+  confirmed_at: z.string().nullable(),
+  slot: z.number().int().nullable(),
+  error_code: z.string().nullable(),
+  error_logs: z.array(z.string()).nullable(),
+  metadata: z.record(z.string(), z.unknown()),
+  client_reference: z.string().nullable(),
+  created_at: z.string(),
+});
+export type Event = z.infer<typeof Event>;
+
+/** `kind` may hold several patterns separated by commas: `payment_link.*,receipt.published`. */
+export const ListEventsInput = z.object({
+  kind: z.string().max(500).optional(),
+  agent: z.string().max(64).optional(),
+  id: z.string().max(64).optional(),
+  cursor: Cursor.optional(),
+  limit: Limit,
+});
+export type ListEventsInput = z.input<typeof ListEventsInput>;
+
+export const EventIdInput = z.object({ id: z.string().min(1).max(64) });
+
+export const EventList = listEnvelope(Event);
+export type EventList = z.infer<typeof EventList>;

@@ -1,0 +1,139 @@
+import { z } from 'zod';
+import { DomainError } from '../shared/errors.ts';
+import type { Network } from '../shared/network.ts';
+import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
+import { isoOrNull, iso } from '../shared/settings.ts';
+import { parseInput } from '../shared/validation.ts';
+import type { EventFeed, EventFilter, Store } from '../ports/store.ts';
+import { KindPattern, ListEventsInput, type Event, type EventRecord } from './schema.ts';
+
+const CursorShape = z.object({ seq: z.string().regex(/^\d+$/) });
+const REPLAY_PAGE = 500;
+/** A subscriber that falls this far behind is closed rather than buffering without bound. */
+const MAX_BUFFERED = 10_000;
+
+export function toEvent(r: EventRecord): Event {
+  return {
+    id: r.id,
+    kind: r.kind,
+    phase: r.phase,
+    network: r.network,
+    agent_asset: r.agentAsset,
+    signature: r.signature,
+    block_time: r.blockTime,
+    confirmed_at: isoOrNull(r.confirmedAt),
+    slot: r.slot,
+    error_code: r.errorCode,
+    error_logs: r.errorLogs,
+    metadata: r.metadata,
+    client_reference: r.clientReference,
+    created_at: iso(r.createdAt),
+  };
+}
+
+/** Splits and checks kind patterns: "payment_link.*,receipt.published" → ["payment_link.*", "receipt.published"]. */
+export function parseKinds(kinds: string | string[] | undefined, path = 'kind'): string[] | undefined {
+  if (kinds === undefined) return undefined;
+  const parts = (Array.isArray(kinds) ? kinds : kinds.split(',')).map((k) => k.trim()).filter(Boolean);
+  if (parts.length === 0) return undefined;
+  parts.forEach((p, i) => {
+    if (!KindPattern.safeParse(p).success) {
+      throw DomainError.invalid(
+        [{ path: Array.isArray(kinds) ? `${path}.${i}` : path, message: `Invalid kind pattern "${p}"`, code: 'invalid_string' }],
+        `Invalid kind pattern "${p}": use a kind, a wildcard such as payment_link.*, or *.`,
+      );
+    }
+  });
+  return parts.includes('*') ? undefined : parts;
+}
+
+export function matchesKind(kind: string, patterns: string[] | undefined): boolean {
+  if (!patterns) return true;
+  return patterns.some((p) => (p.endsWith('.*') ? kind.startsWith(p.slice(0, -1)) : kind === p));
+}
+
+export function matches(e: EventRecord, network: Network, filter: EventFilter): boolean {
+  return (
+    e.network === network &&
+    matchesKind(e.kind, filter.kinds) &&
+    (filter.agent === undefined || e.agentAsset === filter.agent) &&
+    (filter.id === undefined || e.id === filter.id)
+  );
+}
+
+export interface StreamOptions {
+  kinds?: string[] | undefined;
+  agent?: string | undefined;
+  /** event id: replay every matching event committed after it, then continue live */
+  after?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+export class EventService {
+  constructor(private readonly deps: { store: Store; feed: EventFeed }) {}
+
+  async list(network: Network, input: ListEventsInput): Promise<Page<Event>> {
+    const q = parseInput(ListEventsInput, input);
+    const kinds = parseKinds(q.kind);
+    const before = q.cursor ? BigInt(decodeCursor(CursorShape, q.cursor).seq) : undefined;
+    const rows = await this.deps.store.events.list(network, { kinds, agent: q.agent, id: q.id, beforeSeq: before, limit: q.limit + 1 });
+    return toPage(rows, q.limit, toEvent, (r) => encodeCursor({ seq: r.seq.toString() }));
+  }
+
+  async get(network: Network, id: string): Promise<Event> {
+    const row = await this.deps.store.events.get(network, id);
+    if (!row) throw new DomainError('event_not_found', `No event ${id} on ${network}.`, { id });
+    return toEvent(row);
+  }
+
+  /**
+   * Live stream, in commit order. With `after`, first replays what the table holds after that event, then
+   * continues live. The live listener is attached before the replay query and events are deduplicated by seq,
+   * so nothing committed in between is lost or sent twice.
+   */
+  async *stream(network: Network, options: StreamOptions): AsyncGenerator<Event> {
+    const filter: EventFilter = { kinds: options.kinds, agent: options.agent };
+    const queue: EventRecord[] = [];
+    let wake: (() => void) | undefined;
+    let overflow = false;
+    const unsubscribe = this.deps.feed.subscribe((e) => {
+      if (!matches(e, network, filter)) return;
+      if (queue.length >= MAX_BUFFERED) overflow = true;
+      else queue.push(e);
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    options.signal?.addEventListener('abort', onAbort);
+    try {
+      let lastSeq = -1n;
+      if (options.after !== undefined) {
+        const anchor = await this.deps.store.events.get(network, options.after);
+        if (!anchor) throw new DomainError('event_not_found', `No event ${options.after} on ${network}.`, { id: options.after });
+        lastSeq = anchor.seq;
+        for (;;) {
+          const page = await this.deps.store.events.after(network, lastSeq, filter, REPLAY_PAGE);
+          for (const e of page) {
+            lastSeq = e.seq;
+            yield toEvent(e);
+          }
+          if (page.length < REPLAY_PAGE) break;
+        }
+      }
+      while (!options.signal?.aborted) {
+        if (overflow) throw new DomainError('service_unavailable', 'The subscriber fell too far behind; reconnect with after.');
+        const next = queue.shift();
+        if (next === undefined) {
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = undefined;
+          continue;
+        }
+        if (next.seq <= lastSeq) continue;
+        lastSeq = next.seq;
+        yield toEvent(next);
+      }
+    } finally {
+      unsubscribe();
+      options.signal?.removeEventListener('abort', onAbort);
+    }
+  }
+}

@@ -1,0 +1,52 @@
+import { z } from 'zod';
+import { DomainError } from '../shared/errors.ts';
+import { STABLE_SYMBOLS, findStable, type Network, type Stable } from '../shared/network.ts';
+import { atomicToDecimal, decimalToAtomic } from '../shared/money.ts';
+
+export interface ParsedPrice {
+  amountAtomic: bigint;
+  stable: Stable;
+  display: string;
+}
+
+const PRICE = /^\s*(\$)?\s*(\d+(?:\.\d+)?)\s*([A-Za-z]+)?\s*$/;
+
+function fail(path: string, message: string): never {
+  throw DomainError.invalid([{ path, message, code: 'invalid_price' }], message);
+}
+
+/**
+ * DECISIONS "Payment links": `$0.01`, `0.01`, `0.01 USDC`, `1.5 usdt` (symbol case-insensitive); at most the
+ * stable's decimals; zero and negative prices refused. `currency` is the default symbol when the text names none.
+ */
+export function parsePrice(text: string, network: Network, currency?: string): ParsedPrice {
+  const m = PRICE.exec(text);
+  if (!m) fail('price', `Unrecognised price "${text}": use forms like $0.01, 0.01, or 0.01 USDC`);
+  const [, dollar, number, symbolText] = m;
+  if (dollar && symbolText) fail('price', 'Use either a $ prefix or a stable symbol, not both');
+  const symbol = (symbolText ?? currency ?? 'USDC').toUpperCase();
+  if (symbolText && currency && currency.toUpperCase() !== symbol) {
+    fail('currency', `The price names ${symbol} but currency is ${currency.toUpperCase()}`);
+  }
+  if (!(STABLE_SYMBOLS as readonly string[]).includes(symbol)) {
+    fail(symbolText ? 'price' : 'currency', `Unknown stable ${symbol}; known: ${STABLE_SYMBOLS.join(', ')}`);
+  }
+  const stable = findStable(network, symbol);
+  if (!stable) fail(symbolText ? 'price' : 'currency', `${symbol} is not available on ${network}`);
+  const amountAtomic = decimalToAtomic(number!, stable.decimals);
+  if (amountAtomic === null) fail('price', `At most ${stable.decimals} decimal places for ${symbol}`);
+  if (amountAtomic <= 0n) fail('price', 'The price must be greater than zero');
+  return { amountAtomic, stable, display: `${atomicToDecimal(amountAtomic, stable.decimals)} ${stable.symbol}` };
+}
+
+export const ParsePriceInput = z.strictObject({
+  price: z.string().min(1).max(64),
+  currency: z.string().min(1).max(16).optional(),
+});
+
+export const ParsedPriceOutput = z.object({
+  amount_atomic: z.string(),
+  currency: z.string(),
+  decimals: z.number().int(),
+  display: z.string(),
+});

@@ -1,0 +1,278 @@
+import { DomainError } from '../shared/errors.ts';
+import { CAIP2, findStable, type Network, type Stable, type StableSymbol, STABLES, X402_V1_NETWORK } from '../shared/network.ts';
+import { newId } from '../shared/ids.ts';
+import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
+import { iso, isoOrNull, type GatewaySettings } from '../shared/settings.ts';
+import { parseInput } from '../shared/validation.ts';
+import { bpsToPct } from '../shared/money.ts';
+import type { Store, Repositories } from '../ports/store.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { AgentService } from '../agents/service.ts';
+import { payToFor, treasuryOf } from '../treasury/derive.ts';
+import { parsePrice, ParsePriceInput } from './price.ts';
+import { z } from 'zod';
+import {
+  CreatePaymentLinkInput,
+  ListPaymentLinksInput,
+  PreviewPaymentLinkInput,
+  UpdatePaymentLinkInput,
+  type AcceptEntry,
+  type PaymentLink,
+  type PaymentLinkRecord,
+} from './schema.ts';
+
+interface Deps {
+  store: Store;
+  clock: Clock;
+  agents: AgentService;
+  settings: GatewaySettings;
+}
+
+const CursorShape = z.object({ pk: z.string() });
+
+/** hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. */
+export function acceptsFor(network: Network, ownerAgent: string, amountAtomic: bigint, currencies: StableSymbol[]): AcceptEntry[] {
+  return currencies.map((symbol) => {
+    const stable = findStable(network, symbol)!;
+    return {
+      scheme: 'exact',
+      network: CAIP2[network],
+      pay_to: payToFor(ownerAgent, stable),
+      asset: stable.mint,
+      amount: amountAtomic.toString(),
+      currency: stable.symbol,
+    };
+  });
+}
+
+function resolveCurrencies(network: Network, primary: Stable, extra: StableSymbol[] | undefined): StableSymbol[] {
+  const extras = [...new Set(extra ?? [])].filter((s) => s !== primary.symbol);
+  extras.forEach((symbol, i) => {
+    if (!findStable(network, symbol)) {
+      throw DomainError.invalid(
+        [{ path: `accepts_currencies.${i}`, message: `${symbol} is not available on ${network}`, code: 'invalid_currency' }],
+        `${symbol} is not available on ${network}.`,
+      );
+    }
+  });
+  return [primary.symbol, ...extras];
+}
+
+export class PaymentLinkService {
+  constructor(private readonly deps: Deps) {}
+
+  toWire(r: PaymentLinkRecord): PaymentLink {
+    const { baseUrl, facilitatorUrl } = this.deps.settings;
+    const primary = findStable(r.network, r.currency)!;
+    return {
+      id: r.id,
+      network: r.network,
+      label: r.label,
+      owner_agent: r.ownerAgent,
+      pay_to: payToFor(r.ownerAgent, primary),
+      method: r.method,
+      path: `/x/${r.id}`,
+      price: r.price,
+      currency: r.currency,
+      accepts_currencies: r.acceptsCurrencies,
+      protocol: r.protocol,
+      response: r.response,
+      webhook_url: r.webhookUrl,
+      wrap_receipt: r.wrapReceipt,
+      settle_policy: r.settlePolicy,
+      disabled: r.disabled,
+      facilitator: facilitatorUrl,
+      share_url: `${baseUrl}/x/${encodeURIComponent(r.id)}`,
+      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies]),
+      counters: {
+        call_count: r.callCount,
+        settled_count: r.settledCount,
+        last_called_at: isoOrNull(r.lastCalledAt),
+        last_settled_at: isoOrNull(r.lastSettledAt),
+        last_tx_sig: r.lastTxSig,
+      },
+      metadata: r.metadata,
+      created_at: iso(r.createdAt),
+      updated_at: iso(r.updatedAt),
+    };
+  }
+
+  async create(network: Network, keyId: string, input: CreatePaymentLinkInput): Promise<PaymentLink> {
+    const parsed = parseInput(CreatePaymentLinkInput, input);
+    await this.deps.agents.require(network, parsed.owner_agent).catch(rethrowAt('owner_agent'));
+    const price = parsePrice(parsed.price, network, parsed.currency);
+    const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
+    const now = this.deps.clock.now();
+    const pk = newId(now.getTime());
+    const record: PaymentLinkRecord = {
+      pk,
+      id: parsed.id ?? pk,
+      network,
+      label: parsed.label,
+      ownerAgent: parsed.owner_agent,
+      method: parsed.method,
+      price: parsed.price,
+      currency: price.stable.symbol,
+      amountAtomic: price.amountAtomic,
+      acceptsCurrencies: currencies.slice(1),
+      protocol: parsed.protocol ?? 'x402',
+      response: parsed.response,
+      webhookUrl: parsed.webhook_url ?? null,
+      wrapReceipt: parsed.wrap_receipt ?? false,
+      settlePolicy: parsed.settle_policy ?? 'before_forward',
+      metadata: parsed.metadata ?? {},
+      disabled: false,
+      callCount: 0,
+      settledCount: 0,
+      lastCalledAt: null,
+      lastSettledAt: null,
+      lastTxSig: null,
+      createdBy: keyId,
+      createdAt: now,
+      updatedAt: now,
+    };
+    const link = this.toWire(record);
+    await this.deps.store.transaction(async (tx) => {
+      await tx.paymentLinks.insert(record);
+      await this.emit(tx, 'payment_link.created', record, { payment_link: link });
+    });
+    return link;
+  }
+
+  async get(network: Network, id: string): Promise<PaymentLink> {
+    return this.toWire(await this.require(this.deps.store, network, id));
+  }
+
+  async list(network: Network, input: ListPaymentLinksInput): Promise<Page<PaymentLink>> {
+    const q = parseInput(ListPaymentLinksInput, input);
+    const before = q.cursor ? decodeCursor(CursorShape, q.cursor).pk : undefined;
+    const rows = await this.deps.store.paymentLinks.list(network, { ownerAgent: q.owner_agent, beforePk: before, limit: q.limit + 1 });
+    return toPage(rows, q.limit, (r) => this.toWire(r), (r) => encodeCursor({ pk: r.pk }));
+  }
+
+  async update(network: Network, input: UpdatePaymentLinkInput): Promise<PaymentLink> {
+    const { id, ...patch } = parseInput(UpdatePaymentLinkInput, input);
+    const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
+    return this.deps.store.transaction(async (tx) => {
+      const current = await this.require(tx, network, id);
+      if (changed.length === 0) return this.toWire(current);
+      const next: PaymentLinkRecord = { ...current, updatedAt: this.deps.clock.now() };
+      if (patch.owner_agent !== undefined) {
+        await this.deps.agents.require(network, patch.owner_agent).catch(rethrowAt('owner_agent'));
+        next.ownerAgent = patch.owner_agent;
+      }
+      if (patch.price !== undefined || patch.currency !== undefined || patch.accepts_currencies !== undefined) {
+        // A new currency without a new price re-reads the stored price text in that currency.
+        const price = parsePrice(patch.price ?? current.price, network, patch.currency ?? (patch.price ? undefined : current.currency));
+        next.price = patch.price ?? current.price;
+        next.currency = price.stable.symbol;
+        next.amountAtomic = price.amountAtomic;
+        next.acceptsCurrencies = resolveCurrencies(network, price.stable, patch.accepts_currencies ?? current.acceptsCurrencies).slice(1);
+      }
+      if (patch.label !== undefined) next.label = patch.label;
+      if (patch.method !== undefined) next.method = patch.method;
+      if (patch.protocol !== undefined) next.protocol = patch.protocol;
+      if (patch.response !== undefined) next.response = patch.response;
+      if (patch.webhook_url !== undefined) next.webhookUrl = patch.webhook_url;
+      if (patch.wrap_receipt !== undefined) next.wrapReceipt = patch.wrap_receipt;
+      if (patch.settle_policy !== undefined) next.settlePolicy = patch.settle_policy;
+      if (patch.metadata !== undefined) next.metadata = patch.metadata;
+      if (patch.disabled !== undefined) next.disabled = patch.disabled;
+      await tx.paymentLinks.update(next);
+      const link = this.toWire(next);
+      await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed });
+      return link;
+    });
+  }
+
+  /** hosted-api §3.2: 204, event payment_link.deleted, slug reusable on the same network. */
+  async delete(network: Network, id: string): Promise<void> {
+    await this.deps.store.transaction(async (tx) => {
+      const current = await this.require(tx, network, id);
+      await tx.paymentLinks.delete(network, id);
+      await this.emit(tx, 'payment_link.deleted', current, {});
+    });
+  }
+
+  /** hosted-api §4.1 preview: nothing is stored. */
+  async preview(network: Network, input: PreviewPaymentLinkInput) {
+    const parsed = parseInput(PreviewPaymentLinkInput, input);
+    await this.deps.agents.require(network, parsed.owner_agent).catch(rethrowAt('owner_agent'));
+    const price = parsePrice(parsed.price, network, parsed.currency);
+    const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
+    return {
+      network,
+      owner_agent: parsed.owner_agent,
+      treasury: treasuryOf(parsed.owner_agent),
+      pay_to: payToFor(parsed.owner_agent, price.stable),
+      facilitator: this.deps.settings.facilitatorUrl,
+      price: parsed.price,
+      currency: price.stable.symbol,
+      amount_atomic: price.amountAtomic.toString(),
+      accepts: acceptsFor(network, parsed.owner_agent, price.amountAtomic, currencies),
+    };
+  }
+
+  parsePrice(network: Network, input: z.input<typeof ParsePriceInput>) {
+    const parsed = parseInput(ParsePriceInput, input);
+    const price = parsePrice(parsed.price, network, parsed.currency);
+    return {
+      amount_atomic: price.amountAtomic.toString(),
+      currency: price.stable.symbol,
+      decimals: price.stable.decimals,
+      display: price.display,
+    };
+  }
+
+  /** GET /v1/seller/networks: both networks, the caller's marked current. */
+  networks(current: Network) {
+    const { fee, facilitatorUrl } = this.deps.settings;
+    return {
+      data: (Object.keys(STABLES) as Network[]).map((network) => ({
+        network,
+        caip2: CAIP2[network],
+        x402_network: X402_V1_NETWORK[network],
+        current: network === current,
+        facilitator: facilitatorUrl,
+        protocol_fee: { bps: fee.bps, pct: bpsToPct(fee.bps), authority: fee.authorities[network] },
+        stables: STABLES[network].map((s) => ({
+          symbol: s.symbol,
+          mint: s.mint,
+          decimals: s.decimals,
+          token_program: s.tokenProgram,
+          token_program_id: s.tokenProgramId,
+        })),
+      })),
+    };
+  }
+
+  private async require(repos: Repositories, network: Network, id: string): Promise<PaymentLinkRecord> {
+    const row = await repos.paymentLinks.get(network, id);
+    if (!row) throw new DomainError('payment_link_not_found', `No payment link ${id} on ${network}.`, { id });
+    return row;
+  }
+
+  private async emit(tx: Repositories, kind: string, link: PaymentLinkRecord, extra: Record<string, unknown>) {
+    const now = this.deps.clock.now();
+    await tx.events.append({
+      id: newId(now.getTime()),
+      kind,
+      phase: 'confirmed',
+      network: link.network,
+      agentAsset: link.ownerAgent,
+      metadata: { payment_link_id: link.id, ...extra },
+      createdAt: now,
+      confirmedAt: now,
+    });
+  }
+}
+
+/** A missing owner agent is a 404 agent_not_found naming the field, so clients can point at it. */
+function rethrowAt(path: string) {
+  return (e: unknown): never => {
+    if (e instanceof DomainError && e.code === 'agent_not_found') {
+      throw new DomainError('agent_not_found', e.message, { ...e.details, path });
+    }
+    throw e;
+  };
+}

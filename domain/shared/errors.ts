@@ -1,0 +1,66 @@
+// hosted-api §7 extended by DECISIONS "Wire conventions": one table, each transport maps from it once.
+export const ERROR_CODES = {
+  invalid_request: { status: 400, trpc: 'BAD_REQUEST' },
+  missing_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
+  invalid_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
+  forbidden: { status: 403, trpc: 'FORBIDDEN' },
+  wrong_network: { status: 403, trpc: 'FORBIDDEN' },
+  not_found: { status: 404, trpc: 'NOT_FOUND' },
+  agent_not_found: { status: 404, trpc: 'NOT_FOUND' },
+  event_not_found: { status: 404, trpc: 'NOT_FOUND' },
+  receipt_not_found: { status: 404, trpc: 'NOT_FOUND' },
+  payment_link_not_found: { status: 404, trpc: 'NOT_FOUND' },
+  webhook_not_found: { status: 404, trpc: 'NOT_FOUND' },
+  method_not_allowed: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
+  conflict: { status: 409, trpc: 'CONFLICT' },
+  idempotency_body_mismatch: { status: 409, trpc: 'CONFLICT' },
+  idempotency_in_progress: { status: 409, trpc: 'CONFLICT' },
+  event_already_submitted: { status: 409, trpc: 'CONFLICT' },
+  transaction_expired: { status: 409, trpc: 'CONFLICT' },
+  payment_link_disabled: { status: 410, trpc: 'NOT_FOUND' },
+  payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
+  transaction_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  receipt_hash_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  rate_limited: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
+  internal_error: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
+  rpc_unavailable: { status: 502, trpc: 'BAD_GATEWAY' },
+  upstream_failed: { status: 502, trpc: 'BAD_GATEWAY' },
+  service_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
+  submit_timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
+  payment_pending: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+export type TrpcCodeKey = (typeof ERROR_CODES)[ErrorCode]['trpc'];
+
+export interface Issue {
+  path: string;
+  message: string;
+  code: string;
+}
+
+export class DomainError extends Error {
+  override readonly name = 'DomainError';
+  readonly code: ErrorCode;
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>) {
+    super(message);
+    this.code = code;
+    this.details = details;
+  }
+
+  get status(): number {
+    return ERROR_CODES[this.code].status;
+  }
+
+  static invalid(issues: Issue[], message = 'The request is invalid.'): DomainError {
+    return new DomainError('invalid_request', message, { issues });
+  }
+}
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && Object.hasOwn(ERROR_CODES, value);
+}

@@ -1,0 +1,40 @@
+// The only place that converts between display decimals and atomic bigint amounts.
+
+const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
+
+/** "1.5" with 6 decimals → 1500000n. Returns null when the text is not a plain decimal or is too precise. */
+export function decimalToAtomic(text: string, decimals: number): bigint | null {
+  const m = DECIMAL.exec(text);
+  if (!m) return null;
+  const whole = m[1]!;
+  const frac = m[2] ?? '';
+  if (frac.length > decimals) return null;
+  return BigInt(whole) * 10n ** BigInt(decimals) + BigInt(frac.padEnd(decimals, '0') || '0');
+}
+
+/** 1500000n with 6 decimals → "1.5"; 1000000n → "1". */
+export function atomicToDecimal(amount: bigint, decimals: number): string {
+  const negative = amount < 0n;
+  const abs = negative ? -amount : amount;
+  const base = 10n ** BigInt(decimals);
+  const whole = abs / base;
+  const frac = (abs % base).toString().padStart(decimals, '0').replace(/0+$/, '');
+  return `${negative ? '-' : ''}${whole}${frac ? `.${frac}` : ''}`;
+}
+
+/** Ceiling division of non-negative bigints (fee math, fee-facilitator-mpp-tools §2.2). */
+export function ceilDiv(numerator: bigint, denominator: bigint): bigint {
+  if (denominator <= 0n) throw new RangeError('denominator must be positive');
+  if (numerator < 0n) throw new RangeError('numerator must be non-negative');
+  return (numerator + denominator - 1n) / denominator;
+}
+
+/** fee = ceil(amount × bps / 10000). */
+export function feeFor(amount: bigint, bps: number): bigint {
+  return ceilDiv(amount * BigInt(bps), 10_000n);
+}
+
+/** 100 bps → "1.00" (percent with two decimals). */
+export function bpsToPct(bps: number): string {
+  return `${Math.trunc(bps / 100)}.${String(bps % 100).padStart(2, '0')}`;
+}

@@ -1,0 +1,19 @@
+import type { Network } from './network.ts';
+
+/** Values from configuration that domain rules need; built once by the composition root. */
+export interface GatewaySettings {
+  /** public base URL, e.g. "http://localhost:8080" */
+  baseUrl: string;
+  /** facilitator URL each link advertises, e.g. "http://localhost:8080/facilitator" */
+  facilitatorUrl: string;
+  version: string;
+  commit: string;
+  fee: {
+    bps: number;
+    enforcement: 'enforce' | 'warn' | 'off';
+    authorities: Record<Network, string>;
+  };
+}
+
+export const iso = (d: Date): string => d.toISOString();
+export const isoOrNull = (d: Date | null): string | null => (d ? d.toISOString() : null);

@@ -1,0 +1,201 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import pino, { type Logger } from 'pino';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { newId } from '../domain/shared/ids.ts';
+import type { Clock } from '../domain/ports/clock.ts';
+import type { GatewaySettings } from '../domain/shared/settings.ts';
+import { startEmbeddedPostgres } from '../adapters/store/embedded-postgres.ts';
+import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';
+import { PgEventFeed } from '../adapters/store/event-feed.ts';
+import { systemClock } from '../adapters/clock/system.ts';
+import { ensureKeypairFile } from '../adapters/keys/file-keypair.ts';
+import type { Config } from './config.ts';
+import { buildServices, type Services } from './services.ts';
+import type { Context } from './trpc/context.ts';
+import { appRouter } from './trpc/router.ts';
+import { openApiDocument, registerRest } from './rest/handler.ts';
+import { resolveError, restError } from './errors.ts';
+import { mountGraphql } from './graphql/yoga.ts';
+
+// The one composition root: config → adapters → services → servers. Tests build the app through here too.
+
+export const BODY_LIMIT = 1024 * 1024;
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+function gitCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'], cwd: new URL('..', import.meta.url) })
+      .toString()
+      .trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+export interface Database {
+  url: string;
+  orm: MikroORM;
+  store: MikroOrmStore;
+  /** true when the embedded server was already running (another process serves the data directory) */
+  reused: boolean;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL (DATABASE_URL, or embedded under SVC_DATA_DIR) with migrations applied. Used by the app and the CLI. */
+export async function openDatabase(config: Config, options: { pgSettings?: Record<string, string>; poolMax?: number } = {}): Promise<Database> {
+  const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: config.dataDir, settings: options.pgSettings });
+  const url = config.databaseUrl ?? embedded!.url;
+  try {
+    const orm = await initOrm(url, options.poolMax ?? config.dbPoolMax);
+    await migrate(orm, url);
+    return {
+      url,
+      orm,
+      store: new MikroOrmStore(orm),
+      reused: embedded?.reused ?? false,
+      embedded: embedded !== undefined,
+      async close() {
+        await orm.close(true);
+        await embedded?.stop();
+      },
+    };
+  } catch (e) {
+    await embedded?.stop();
+    throw e;
+  }
+}
+
+export interface App {
+  url: string;
+  config: Config;
+  services: Services;
+  fastify: FastifyInstance;
+  database: Database;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+export interface AppOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /** extra PostgreSQL settings for a cluster this process starts (tests turn fsync off) */
+  pgSettings?: Record<string, string>;
+}
+
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const log =
+    options.logger ??
+    pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'] });
+  const clock = options.clock ?? systemClock;
+  const database = await openDatabase(config, { pgSettings: options.pgSettings });
+  const feed = new PgEventFeed(database.url, database.store, log);
+  let fastify: FastifyInstance | undefined;
+  try {
+    await feed.start();
+    const keysDir = join(config.dataDir, 'keys');
+    const settings: GatewaySettings = {
+      baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,
+      facilitatorUrl: config.facilitatorUrl ?? '',
+      version: pkg.version,
+      commit: config.commit ?? gitCommit(),
+      fee: {
+        bps: config.feeBps,
+        enforcement: config.feeEnforce,
+        authorities: {
+          'chain-mainnet': config.feeAuthorityMainnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-mainnet.json'))),
+          'chain-devnet': config.feeAuthorityDevnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-devnet.json'))),
+        },
+      },
+    };
+    const services = buildServices({ store: database.store, feed, clock, settings });
+    fastify = buildHttp({ services, log });
+    await fastify.listen({ port: config.port, host: config.host });
+    const address = fastify.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.port;
+    // With PORT=0 the real port is known only now.
+    if (!config.baseUrl) settings.baseUrl = `http://localhost:${port}`;
+    if (!config.facilitatorUrl) settings.facilitatorUrl = `${settings.baseUrl}/facilitator`;
+    const app: App = {
+      url: `http://127.0.0.1:${port}`,
+      config,
+      services,
+      fastify,
+      database,
+      log,
+      async close() {
+        await fastify!.close();
+        await feed.close();
+        await database.close();
+      },
+    };
+    return app;
+  } catch (e) {
+    await fastify?.close().catch(() => {});
+    await feed.close();
+    await database.close();
+    throw e;
+  }
+}
+
+function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
+  const { services, log } = deps;
+  const app = Fastify({
+    loggerInstance: log,
+    disableRequestLogging: true,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId(),
+    requestIdHeader: false,
+    routerOptions: { maxParamLength: 5000 },
+  });
+
+  // X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too.
+  app.addHook('onRequest', async (req, reply) => {
+    reply.raw.setHeader('X-Svc-Request-Id', req.id);
+    const clientId = req.headers['x-request-id'];
+    if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+    void reply.code(status).send(body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    void reply.code(404).send({ error: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.`, request_id: req.id });
+  });
+
+  const createContext = (req: FastifyRequest): Context => ({
+    services,
+    log: req.log,
+    requestId: req.id,
+    authorization: req.headers.authorization,
+  });
+
+  registerRest(app, { createContext, baseUrl: () => services.settings.baseUrl, version: services.settings.version });
+
+  let openapi: string | undefined;
+  app.get('/openapi.json', async (_req, reply) => {
+    openapi ??= JSON.stringify(openApiDocument(services.settings.baseUrl, services.settings.version));
+    return reply.type('application/json').send(openapi);
+  });
+
+  void app.register(fastifyTRPCPlugin, {
+    prefix: '/trpc',
+    trpcOptions: {
+      router: appRouter,
+      createContext: ({ req }: { req: FastifyRequest }) => createContext(req),
+      maxBodySize: BODY_LIMIT,
+    },
+  });
+
+  mountGraphql(app, { services, log });
+  return app;
+}

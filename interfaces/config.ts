@@ -1,0 +1,91 @@
+import { z } from 'zod';
+import { Address } from '../domain/shared/address.ts';
+
+// Every setting is an environment variable, validated once at start; a bad value stops start-up.
+
+const Port = z.coerce.number().int().min(0).max(65_535);
+const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
+
+export const ConfigSchema = z.object({
+  PORT: Port.default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  SVC_DATA_DIR: z.string().min(1).default('.data'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  SVC_BASE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
+  SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(100),
+  SVC_FEE_ENFORCE: z.enum(['enforce', 'warn', 'off']).default('enforce'),
+  SVC_FEE_AUTHORITY_MAINNET: Address.optional().or(z.literal('').transform(() => undefined)),
+  SVC_FEE_AUTHORITY_DEVNET: Address.optional().or(z.literal('').transform(() => undefined)),
+  SVC_PAYWALL_FACILITATOR_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
+  SVC_COMMIT: optionalString,
+  SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+});
+
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  baseUrl: string | undefined;
+  logLevel: z.infer<typeof ConfigSchema>['SVC_LOG_LEVEL'];
+  feeBps: number;
+  feeEnforce: 'enforce' | 'warn' | 'off';
+  feeAuthorityMainnet: string | undefined;
+  feeAuthorityDevnet: string | undefined;
+  facilitatorUrl: string | undefined;
+  commit: string | undefined;
+  dbPoolMax: number;
+}
+
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError';
+}
+
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const parsed = ConfigSchema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => {
+      const key = i.path.join('.');
+      return `  ${key}=${JSON.stringify(env[key] ?? '')}: ${i.message}`;
+    });
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir: e.SVC_DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    baseUrl: e.SVC_BASE_URL?.replace(/\/+$/, ''),
+    logLevel: e.SVC_LOG_LEVEL,
+    feeBps: e.SVC_FEE_BPS,
+    feeEnforce: e.SVC_FEE_ENFORCE,
+    feeAuthorityMainnet: e.SVC_FEE_AUTHORITY_MAINNET,
+    feeAuthorityDevnet: e.SVC_FEE_AUTHORITY_DEVNET,
+    facilitatorUrl: e.SVC_PAYWALL_FACILITATOR_URL?.replace(/\/+$/, ''),
+    commit: e.SVC_COMMIT,
+    dbPoolMax: e.SVC_DB_POOL_MAX,
+  };
+}
+
+/** For the README's configuration table and start-up errors: name, default, meaning. */
+export const CONFIG_DOC: [string, string, string][] = [
+  ['PORT', '8080', 'HTTP port for /v1, /openapi.json, /trpc, /graphql (0 = any free port)'],
+  ['HOST', '0.0.0.0', 'bind address'],
+  ['SVC_DATA_DIR', '.data', 'embedded PostgreSQL cluster (pg/) and generated keys (keys/), kept across restarts'],
+  ['DATABASE_URL', '(embedded)', 'external PostgreSQL instead of the embedded one'],
+  ['SVC_BASE_URL', 'http://localhost:PORT', 'public base URL used in share_url and OpenAPI servers'],
+  ['SVC_LOG_LEVEL', 'info', 'pino level: fatal error warn info debug trace silent'],
+  ['SVC_FEE_BPS', '100', 'protocol fee in basis points (0 disables the fee leg)'],
+  ['SVC_FEE_ENFORCE', 'enforce', 'enforce | warn | off'],
+  ['SVC_FEE_AUTHORITY_MAINNET', '(generated)', 'fee authority for chain-mainnet; generated under SVC_DATA_DIR/keys when unset'],
+  ['SVC_FEE_AUTHORITY_DEVNET', '(generated)', 'fee authority for chain-devnet; generated under SVC_DATA_DIR/keys when unset'],
+  ['SVC_PAYWALL_FACILITATOR_URL', 'BASE_URL/facilitator', 'facilitator URL advertised by payment links'],
+  ['SVC_COMMIT', '(git HEAD)', 'commit reported by /v1/version'],
+  ['SVC_DB_POOL_MAX', '10', 'PostgreSQL connections per process'],
+];

@@ -1,0 +1,102 @@
+import { TRPCError } from '@trpc/server';
+import { ZodError } from 'zod';
+import { DomainError, ERROR_CODES, isErrorCode, type ErrorCode } from '../domain/shared/errors.ts';
+import { invalidFromZod, toIssues } from '../domain/shared/validation.ts';
+
+// The one place where any thrown value becomes a DomainError, and a DomainError becomes each transport's shape.
+
+export interface ErrorLogger {
+  error(obj: object, msg: string): void;
+}
+
+interface StandardIssue {
+  message: string;
+  path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>;
+  code?: string;
+}
+
+function fromStandardIssues(issues: readonly StandardIssue[]): DomainError {
+  const list = issues.map((i) => ({
+    path: (i.path ?? []).map((p) => String(typeof p === 'object' ? p.key : p)).join('.'),
+    message: i.message,
+    code: i.code ?? 'invalid',
+  }));
+  const first = list[0];
+  return DomainError.invalid(list, `Invalid request${first?.path ? ` at ${first.path}` : ''}: ${first?.message ?? 'schema mismatch'}`);
+}
+
+/** Errors raised by the HTTP framework itself (fastify), by status. */
+function fromHttpStatus(status: number, message: string): DomainError | undefined {
+  if (status === 413) return new DomainError('payload_too_large', 'The request body exceeds 1 MiB.');
+  if (status === 415) return DomainError.invalid([{ path: '', message, code: 'unsupported_media_type' }], 'Send JSON with Content-Type: application/json.');
+  if (status === 404) return new DomainError('not_found', 'No such route.');
+  if (status === 405) return new DomainError('method_not_allowed', message);
+  if (status >= 400 && status < 500) return DomainError.invalid([{ path: '', message, code: 'malformed' }], message);
+  return undefined;
+}
+
+const TRPC_FALLBACK: Partial<Record<TRPCError['code'], ErrorCode>> = {
+  PARSE_ERROR: 'invalid_request',
+  BAD_REQUEST: 'invalid_request',
+  NOT_FOUND: 'not_found',
+  METHOD_NOT_SUPPORTED: 'method_not_allowed',
+  PAYLOAD_TOO_LARGE: 'payload_too_large',
+  UNAUTHORIZED: 'invalid_api_key',
+  FORBIDDEN: 'forbidden',
+  TOO_MANY_REQUESTS: 'rate_limited',
+};
+
+/** Anything thrown → DomainError; `expected` is false for faults that must be masked and logged. */
+export function toDomainError(err: unknown): { error: DomainError; expected: boolean } {
+  if (err instanceof DomainError) return { error: err, expected: true };
+  if (err instanceof ZodError) return { error: invalidFromZod(err), expected: true };
+  if (err instanceof TRPCError) {
+    const cause = err.cause;
+    if (cause instanceof DomainError) return { error: cause, expected: true };
+    if (cause instanceof ZodError) return { error: invalidFromZod(cause), expected: true };
+    if (cause && Array.isArray((cause as { issues?: unknown }).issues)) {
+      return { error: fromStandardIssues((cause as { issues: StandardIssue[] }).issues), expected: true };
+    }
+    const code = TRPC_FALLBACK[err.code];
+    if (code === 'invalid_request') {
+      return { error: DomainError.invalid([{ path: '', message: err.message, code: 'malformed' }], err.message), expected: true };
+    }
+    if (code) return { error: new DomainError(code, err.message), expected: true };
+    return toDomainError(cause ?? new Error(err.message));
+  }
+  const e = err as { statusCode?: unknown; code?: unknown; message?: unknown; extensions?: { code?: unknown }; originalError?: unknown };
+  if (e && typeof e === 'object') {
+    if (e.originalError) return toDomainError(e.originalError);
+    if (isErrorCode(e.extensions?.code) && typeof e.message === 'string') {
+      return { error: new DomainError(e.extensions.code, e.message), expected: true };
+    }
+    if (typeof e.statusCode === 'number' && e.statusCode < 500) {
+      const mapped = fromHttpStatus(e.statusCode, typeof e.message === 'string' ? e.message : 'Bad request');
+      if (mapped) return { error: mapped, expected: true };
+    }
+  }
+  return { error: new DomainError('internal_error', 'An unexpected error occurred. Quote the request_id when reporting it.'), expected: false };
+}
+
+/** Maps and logs once: unexpected faults are logged with the request id and masked. */
+export function resolveError(err: unknown, requestId: string, log: ErrorLogger): DomainError {
+  const { error, expected } = toDomainError(err);
+  if (!expected) log.error({ err, request_id: requestId }, 'unexpected error');
+  return error;
+}
+
+export interface RestErrorBody {
+  error: ErrorCode;
+  message: string;
+  details?: Record<string, unknown>;
+  request_id: string;
+}
+
+/** REST envelope of hosted-api §7. */
+export function restError(error: DomainError, requestId: string): { status: number; body: RestErrorBody } {
+  const body: RestErrorBody = { error: error.code, message: error.message, request_id: requestId };
+  if (error.details !== undefined) body.details = error.details;
+  return { status: ERROR_CODES[error.code].status, body };
+}
+
+export { toIssues };

@@ -1,0 +1,56 @@
+import { performance } from 'node:perf_hooks';
+import { ConfigError, loadConfig } from './config.ts';
+import { createApp } from './app.ts';
+
+// npm start: embedded PostgreSQL under SVC_DATA_DIR (or DATABASE_URL), migrations, one HTTP port.
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  let config;
+  try {
+    config = loadConfig();
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message);
+      process.exit(1);
+    }
+    throw e;
+  }
+  const app = await createApp(config);
+  const base = app.services.settings.baseUrl;
+  const db = app.database.embedded
+    ? `embedded PostgreSQL in ${config.dataDir}/pg${app.database.reused ? ' (already running, reused)' : ''}`
+    : 'PostgreSQL at DATABASE_URL';
+  const lines = [
+    `svc gateway ${app.services.settings.version} ready in ${Math.round(performance.now() - started)} ms`,
+    `  REST        ${base}/v1   (e.g. GET ${base}/v1/health with Authorization: Bearer <key>)`,
+    `  OpenAPI     ${base}/openapi.json`,
+    `  tRPC        ${base}/trpc`,
+    `  GraphQL     ${base}/graphql   (GraphiQL in a browser; graphql-ws and SSE subscriptions on the same path)`,
+    `  database    ${db}`,
+    `  API key     npm run keys -- create --network chain-devnet [--admin]`,
+  ];
+  console.log(lines.join('\n'));
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    app.log.info({ signal }, 'shutting down');
+    const force = setTimeout(() => process.exit(1), 10_000);
+    force.unref();
+    try {
+      await app.close();
+    } finally {
+      process.exit(0);
+    }
+  };
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+}
+
+main().catch((e) => {
+  console.error('svc gateway failed to start:', e instanceof Error ? e.message : e);
+  if (e instanceof Error && e.cause) console.error(e.cause);
+  process.exit(1);
+});

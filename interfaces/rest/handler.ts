@@ -1,0 +1,132 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { generateOpenApiDocument } from 'trpc-to-openapi';
+import { ZodVoid } from 'zod';
+import type { AnyProcedure } from '@trpc/server';
+import type { Meta } from '../trpc/init.ts';
+import { createCallerFactory } from '../trpc/init.ts';
+import { appRouter } from '../trpc/router.ts';
+import type { Context } from '../trpc/context.ts';
+import { resolveError, restError } from '../errors.ts';
+
+/**
+ * REST /v1: each tRPC procedure with `meta.openapi` becomes a fastify route that calls the procedure through a
+ * server-side caller (no Fetch Request/Response per call), with the error envelope of hosted-api §7 and the
+ * success statuses of DECISIONS. The same metadata generates /openapi.json.
+ */
+export interface RestOptions {
+  createContext(req: FastifyRequest): Context;
+  baseUrl: () => string;
+  version: string;
+}
+
+interface Route {
+  path: string;
+  procedure: AnyProcedure;
+  meta: Meta;
+}
+
+function routes(): Route[] {
+  const out: Route[] = [];
+  for (const [path, procedure] of Object.entries(appRouter._def.procedures) as [string, AnyProcedure][]) {
+    const meta = procedure._def.meta as Meta | undefined;
+    if (meta?.openapi && meta.openapi.enabled !== false) out.push({ path, procedure, meta });
+  }
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+const createCaller = createCallerFactory(appRouter);
+
+function callAt(ctx: Context, path: string, input: unknown): Promise<unknown> {
+  let target: unknown = createCaller(ctx);
+  for (const part of path.split('.')) target = (target as Record<string, unknown>)[part];
+  return (target as (i: unknown) => Promise<unknown>)(input);
+}
+
+export function registerRest(app: FastifyInstance, options: RestOptions): void {
+  for (const { path, procedure, meta } of routes()) {
+    const openapi = meta.openapi!;
+    const inputs = (procedure._def as { inputs?: unknown[] }).inputs ?? [];
+    const takesInput = inputs.length > 0 && !inputs.every((p) => p instanceof ZodVoid);
+    const status = meta.status ?? 200;
+    const bodyMethod = openapi.method === 'POST' || openapi.method === 'PATCH' || openapi.method === 'PUT';
+
+    app.route({
+      method: openapi.method,
+      url: openapi.path.replace(/\{(\w+)\}/g, ':$1'),
+      handler: async (req: FastifyRequest, reply: FastifyReply) => {
+        const ctx = options.createContext(req);
+        const params = (req.params ?? {}) as Record<string, string>;
+        let input: unknown;
+        if (takesInput) {
+          const source = bodyMethod ? (req.body ?? {}) : (req.query ?? {});
+          input = isPlainObject(source) ? { ...source, ...params } : source;
+        }
+        try {
+          const result = await callAt(ctx, path, input);
+          if (status === 204) return reply.code(204).send();
+          return reply.code(status).send(result);
+        } catch (err) {
+          const { status: code, body } = restError(resolveError(err, ctx.requestId, req.log), ctx.requestId);
+          return reply.code(code).send(body);
+        }
+      },
+    });
+  }
+}
+
+const ErrorSchema = {
+  type: 'object',
+  required: ['error', 'message', 'request_id'],
+  properties: {
+    error: { type: 'string', description: 'stable snake_case code; branch on this' },
+    message: { type: 'string' },
+    details: {
+      type: 'object',
+      properties: {
+        issues: {
+          type: 'array',
+          items: {
+            type: 'object',
+            required: ['path', 'message', 'code'],
+            properties: { path: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
+          },
+        },
+      },
+      additionalProperties: true,
+    },
+    request_id: { type: 'string' },
+  },
+};
+
+/** OpenAPI 3.1 from the procedures, with our statuses and error envelope put in. */
+export function openApiDocument(baseUrl: string, version: string): Record<string, unknown> {
+  const doc = generateOpenApiDocument(appRouter, {
+    title: 'svc gateway API',
+    description: 'Payment links (HTTP 402), receipts and events for agents on Solana.',
+    version,
+    openApiVersion: '3.1.0',
+    baseUrl,
+    securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'svc_test_… (chain-devnet) or svc_live_… (chain-mainnet)' } },
+  }) as unknown as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components?: Record<string, Record<string, unknown>> };
+
+  const statusOf = new Map<string, number>();
+  for (const { meta } of routes()) statusOf.set(`${meta.openapi!.method.toLowerCase()} ${meta.openapi!.path}`, meta.status ?? 200);
+
+  for (const [path, ops] of Object.entries(doc.paths ?? {})) {
+    for (const [method, op] of Object.entries(ops)) {
+      const success = op.responses['200'];
+      const status = statusOf.get(`${method} ${path}`) ?? 200;
+      const responses: Record<string, unknown> = {};
+      if (status === 204) responses['204'] = { description: 'No content' };
+      else responses[String(status)] = success;
+      responses.default = { description: 'Error envelope', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      op.responses = responses;
+    }
+  }
+  doc.components = { ...doc.components, schemas: { ...(doc.components?.schemas ?? {}), Error: ErrorSchema } };
+  return doc as unknown as Record<string, unknown>;
+}

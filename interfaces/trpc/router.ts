@@ -1,0 +1,27 @@
+import { z } from 'zod';
+import { Health, Version } from '../../domain/meta/service.ts';
+import { keyedProcedure, router } from './init.ts';
+import { agentsRouter } from './routers/agents.ts';
+import { eventsRouter } from './routers/events.ts';
+import { paymentLinksRouter } from './routers/payment-links.ts';
+import { sellerRouter } from './routers/seller.ts';
+
+export const appRouter = router({
+  health: keyedProcedure
+    .meta({ openapi: { method: 'GET', path: '/v1/health', tags: ['meta'], summary: 'Health and the protocol fee block' } })
+    .input(z.void())
+    .output(Health)
+    .query(({ ctx }) => ctx.services.meta.health()),
+  version: keyedProcedure
+    .meta({ openapi: { method: 'GET', path: '/v1/version', tags: ['meta'], summary: 'Version of the API' } })
+    .input(z.void())
+    .output(Version)
+    .query(({ ctx }) => ctx.services.meta.version()),
+  paymentLinks: paymentLinksRouter,
+  events: eventsRouter,
+  agents: agentsRouter,
+  seller: sellerRouter,
+});
+
+/** Imported by TypeScript frontends through interfaces/client. */
+export type AppRouter = typeof appRouter;

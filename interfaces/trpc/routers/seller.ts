@@ -1,0 +1,36 @@
+import { z } from 'zod';
+import { Network } from '../../../domain/shared/network.ts';
+import { ParsedPriceOutput, ParsePriceInput } from '../../../domain/payment-links/price.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+const tags = ['seller'];
+
+const SellerNetworks = z.object({
+  data: z.array(
+    z.object({
+      network: Network,
+      caip2: z.string(),
+      x402_network: z.string(),
+      current: z.boolean(),
+      facilitator: z.string(),
+      protocol_fee: z.object({ bps: z.number().int(), pct: z.string(), authority: z.string() }),
+      stables: z.array(
+        z.object({ symbol: z.string(), mint: z.string(), decimals: z.number().int(), token_program: z.string(), token_program_id: z.string() }),
+      ),
+    }),
+  ),
+});
+
+export const sellerRouter = router({
+  parsePrice: keyedProcedure
+    .meta({ openapi: { method: 'POST', path: '/v1/seller/parse-price', tags, summary: 'Parse a display price into an atomic amount' } })
+    .input(ParsePriceInput)
+    .output(ParsedPriceOutput)
+    .mutation(({ ctx, input }) => ctx.services.paymentLinks.parsePrice(ctx.principal.network, input)),
+
+  networks: keyedProcedure
+    .meta({ openapi: { method: 'GET', path: '/v1/seller/networks', tags, summary: 'Networks, stables and fee settings' } })
+    .input(z.void())
+    .output(SellerNetworks)
+    .query(({ ctx }) => ctx.services.paymentLinks.networks(ctx.principal.network)),
+});

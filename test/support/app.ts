@@ -1,0 +1,102 @@
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig, type Config } from '../../interfaces/config.ts';
+import { createApp, type App } from '../../interfaces/app.ts';
+import type { Network } from '../../domain/shared/network.ts';
+
+export interface TestApp extends App {
+  dataDir: string;
+}
+
+/** Throw-away cluster settings: durability is not what these tests check. */
+const FAST_PG = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' };
+
+export async function makeDataDir(): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-test-'));
+  await chmod(dir, 0o755); // embedded PostgreSQL runs as the postgres user when we are root
+  return dir;
+}
+
+export function testConfig(overrides: Record<string, string> = {}): Config {
+  return loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_LOG_LEVEL: 'silent', SVC_COMMIT: 'test', ...overrides });
+}
+
+/**
+ * Starts the real app on port 0 with its own embedded PostgreSQL in a fresh data directory (or on `databaseUrl`,
+ * for a second instance on the same database). Close second instances before the first: the first owns the cluster.
+ */
+export async function startTestApp(options: { dataDir?: string; databaseUrl?: string; env?: Record<string, string> } = {}): Promise<TestApp> {
+  const dataDir = options.dataDir ?? (await makeDataDir());
+  const env: Record<string, string> = { SVC_DATA_DIR: dataDir, ...options.env };
+  if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+  const app = await createApp(testConfig(env), { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), pgSettings: FAST_PG });
+  return Object.assign(app, { dataDir });
+}
+
+export async function removeDataDir(dir: string): Promise<void> {
+  await rm(dir, { recursive: true, force: true });
+}
+
+export async function issueKey(app: App, network: Network = 'chain-devnet', role: 'user' | 'admin' = 'user'): Promise<string> {
+  const created = await app.services.access.issueKey({ network, role });
+  return created.key;
+}
+
+/** A valid random Solana address (a fresh keypair's public key). */
+export async function randomAddress(): Promise<string> {
+  const { Keypair } = await import('@solana/web3.js');
+  return Keypair.generate().publicKey.toBase58();
+}
+
+export interface HttpResult<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+}
+
+/** JSON over real HTTP. */
+export async function http<T = any>(
+  app: App,
+  method: string,
+  path: string,
+  options: { key?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<HttpResult<T>> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.key) headers.authorization = `Bearer ${options.key}`;
+  if (options.body !== undefined) headers['content-type'] ??= 'application/json';
+  const res = await fetch(`${app.url}${path}`, {
+    method,
+    headers,
+    body: options.body === undefined ? undefined : typeof options.body === 'string' ? options.body : JSON.stringify(options.body),
+  });
+  const text = await res.text();
+  let body: unknown = text;
+  try {
+    body = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, headers: res.headers, body: body as T };
+}
+
+/** A recorded agent on the key's network, ready to own payment links. */
+export async function recordAgent(app: App, key: string, fields: { name?: string } = {}): Promise<{ mint: string; owner: string }> {
+  const mint = await randomAddress();
+  const owner = await randomAddress();
+  const res = await http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, ...fields } });
+  if (res.status !== 200) throw new Error(`record agent failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { mint, owner };
+}
+
+export function linkBody(ownerAgent: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    label: 'Weather report',
+    owner_agent: ownerAgent,
+    method: 'GET',
+    price: '$0.01',
+    response: { body: { forecast: 'sunny' } },
+    ...overrides,
+  };
+}
