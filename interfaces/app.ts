@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import pino, { type Logger } from 'pino';
 import type { MikroORM } from '@mikro-orm/postgresql';
@@ -146,7 +146,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   const { services, log } = deps;
   const app = Fastify({
-    loggerInstance: log,
+    loggerInstance: log as unknown as FastifyBaseLogger,
     disableRequestLogging: true,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId(),

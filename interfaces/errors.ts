@@ -55,7 +55,7 @@ export function toDomainError(err: unknown): { error: DomainError; expected: boo
     if (cause instanceof DomainError) return { error: cause, expected: true };
     if (cause instanceof ZodError) return { error: invalidFromZod(cause), expected: true };
     if (cause && Array.isArray((cause as { issues?: unknown }).issues)) {
-      return { error: fromStandardIssues((cause as { issues: StandardIssue[] }).issues), expected: true };
+      return { error: fromStandardIssues((cause as unknown as { issues: StandardIssue[] }).issues), expected: true };
     }
     const code = TRPC_FALLBACK[err.code];
     if (code === 'invalid_request') {
