@@ -6,6 +6,7 @@ import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import pino, { type Logger } from 'pino';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { newId } from '../domain/shared/ids.ts';
+import { AccessService } from '../domain/access/service.ts';
 import type { Clock } from '../domain/ports/clock.ts';
 import type { GatewaySettings } from '../domain/shared/settings.ts';
 import { startEmbeddedPostgres } from '../adapters/store/embedded-postgres.ts';
@@ -69,6 +70,12 @@ export async function openDatabase(config: Config, options: { pgSettings?: Recor
     await embedded?.stop();
     throw e;
   }
+}
+
+/** For out-of-band commands (npm run keys): the access service on the same database, no HTTP. */
+export async function openAccess(config: Config): Promise<{ access: AccessService; database: Database; close(): Promise<void> }> {
+  const database = await openDatabase(config, { poolMax: 2 });
+  return { access: new AccessService({ store: database.store, clock: systemClock }), database, close: () => database.close() };
 }
 
 export interface App {
@@ -147,7 +154,6 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   const { services, log } = deps;
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
-    disableRequestLogging: true,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId(),
     requestIdHeader: false,
@@ -159,9 +165,6 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     reply.raw.setHeader('X-Svc-Request-Id', req.id);
     const clientId = req.headers['x-request-id'];
     if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
-  });
-  app.addHook('onResponse', async (req, reply) => {
-    req.log.info({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 
   app.setErrorHandler((err, req, reply) => {
