@@ -39,6 +39,11 @@ export function parsePrice(text: string, network: Network, currency?: string): P
   return { amountAtomic, stable, display: `${atomicToDecimal(amountAtomic, stable.decimals)} ${stable.symbol}` };
 }
 
+/** The stable symbol a price text names: "1.5 usdt" → "USDT"; undefined for "$1", "1" or unparsable text. */
+export function priceSymbol(text: string): string | undefined {
+  return PRICE.exec(text)?.[3]?.toUpperCase();
+}
+
 export const ParsePriceInput = z.strictObject({
   price: z.string().min(1).max(64),
   currency: z.string().min(1).max(16).optional(),

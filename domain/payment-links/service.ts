@@ -9,7 +9,7 @@ import type { Store, Repositories } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { AgentService } from '../agents/service.ts';
 import { payToFor, treasuryOf } from '../treasury/derive.ts';
-import { parsePrice, ParsePriceInput } from './price.ts';
+import { parsePrice, ParsePriceInput, priceSymbol } from './price.ts';
 import { z } from 'zod';
 import {
   CreatePaymentLinkInput,
@@ -162,8 +162,10 @@ export class PaymentLinkService {
         next.ownerAgent = patch.owner_agent;
       }
       if (patch.price !== undefined || patch.currency !== undefined || patch.accepts_currencies !== undefined) {
-        // A new currency without a new price re-reads the stored price text in that currency.
-        const price = parsePrice(patch.price ?? current.price, network, patch.currency ?? (patch.price ? undefined : current.currency));
+        // A new currency without a new price re-reads the stored price text in that currency; a new price keeps the
+        // stored currency unless it names a symbol itself (PATCH changes only what it is given).
+        const keepCurrency = patch.price === undefined || priceSymbol(patch.price) === undefined;
+        const price = parsePrice(patch.price ?? current.price, network, patch.currency ?? (keepCurrency ? current.currency : undefined));
         next.price = patch.price ?? current.price;
         next.currency = price.stable.symbol;
         next.amountAtomic = price.amountAtomic;

@@ -21,7 +21,7 @@ export const X402_V1_NETWORK: Record<Network, string> = {
 };
 
 export const TOKEN_PROGRAM_ID = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
-export const TOKEN_2022_PROGRAM_ID = 'TokenzQdBNbLqP5VEhdkAS6EHFLwvXjgbf7Ku9tZTV1mHH';
+export const TOKEN_2022_PROGRAM_ID = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuEb';
 export type TokenProgramName = 'spl' | 'token-2022';
 
 export const STABLE_SYMBOLS = ['USDC', 'USDT', 'USDG'] as const;

