@@ -158,6 +158,12 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     genReqId: () => newId(),
     requestIdHeader: false,
     routerOptions: { maxParamLength: 5000 },
+    // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
+    frameworkErrors: (err, req, reply) => {
+      reply.header('X-Svc-Request-Id', req.id);
+      const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+      void reply.code(status).send(body);
+    },
   });
 
   // X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too.

@@ -245,11 +245,9 @@ test('concurrent creates of one slug: exactly one 201, the rest 409, one created
   t.is(events.data[0]!.metadata.payment_link.label, winner.body.label);
 });
 
-// KNOWN BUG, outside this suite's files: fastify answers router-level failures (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH)
-// itself, bypassing setErrorHandler and the onRequest hook, so neither the envelope nor X-Svc-Request-Id is sent.
-// Fix: a `frameworkErrors` option in interfaces/app.ts buildHttp that sets the header and sends restError(...).
-// When that lands this test passes and ava flags the `.failing`: turn it into a plain test.
-test.failing('a malformed percent-encoded path still gets the error envelope and X-Svc-Request-Id', async (t) => {
+// fastify answers router-level failures (FST_ERR_BAD_URL, FST_ERR_MAX_PARAM_LENGTH) before any hook runs;
+// buildHttp's `frameworkErrors` gives them the envelope and X-Svc-Request-Id too.
+test('a malformed percent-encoded path still gets the error envelope and X-Svc-Request-Id', async (t) => {
   const { app, key } = t.context;
   const res = await http(app, 'GET', '/v1/payment-links/%E0%A4%A', { key });
   expectError(t, res, 400, 'invalid_request');
