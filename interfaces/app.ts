@@ -14,6 +14,11 @@ import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-sto
 import { PgEventFeed } from '../adapters/store/event-feed.ts';
 import { systemClock } from '../adapters/clock/system.ts';
 import { ensureKeypairFile } from '../adapters/keys/file-keypair.ts';
+import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
+import { startGraphileRunner } from '../adapters/queue/graphile.ts';
+import { resolveLimits } from '../domain/policies/rate-limit.ts';
+import type { JobRunner } from '../domain/ports/job-queue.ts';
+import { jobDefinitions } from '../jobs/runner.ts';
 import type { Config } from './config.ts';
 import { buildServices, type Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
@@ -103,6 +108,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   const database = await openDatabase(config, { pgSettings: options.pgSettings });
   const feed = new PgEventFeed(database.url, database.store, log);
   let fastify: FastifyInstance | undefined;
+  let runner: JobRunner | undefined;
   try {
     await feed.start();
     const keysDir = join(config.dataDir, 'keys');
@@ -120,7 +126,15 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         },
       },
     };
-    const services = buildServices({ store: database.store, feed, clock, settings });
+    const services = buildServices({
+      store: database.store,
+      policies: new MikroOrmPolicyStore(database.orm),
+      feed,
+      clock,
+      settings,
+      limits: resolveLimits(config.rateLimits),
+      onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
+    });
     fastify = buildHttp({ services, log });
     await fastify.listen({ port: config.port, host: config.host });
     const address = fastify.server.address();
@@ -128,6 +142,9 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // With PORT=0 the real port is known only now.
     if (!config.baseUrl) settings.baseUrl = `http://localhost:${port}`;
     if (!config.facilitatorUrl) settings.facilitatorUrl = `${settings.baseUrl}/facilitator`;
+    const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
+    flushTimer.unref();
+    runner = config.jobs === 'inline' ? await startJobRunner(database.url, services, log) : undefined;
     const app: App = {
       url: `http://127.0.0.1:${port}`,
       config,
@@ -137,17 +154,27 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       log,
       async close() {
         await fastify!.close();
+        clearInterval(flushTimer);
+        await services.recorder.flush();
+        await runner?.stop();
         await feed.close();
         await database.close();
       },
     };
     return app;
   } catch (e) {
+    await runner?.stop().catch(() => {});
     await fastify?.close().catch(() => {});
     await feed.close();
     await database.close();
     throw e;
   }
+}
+
+/** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
+export function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
+  const { tasks, recurring } = jobDefinitions({ maintenance: services.maintenance, log });
+  return startGraphileRunner({ connectionString: url, tasks, recurring, log });
 }
 
 function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
@@ -160,9 +187,10 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     routerOptions: { maxParamLength: 5000 },
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
-      reply.header('X-Svc-Request-Id', req.id);
       const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
-      void reply.code(status).send(body);
+      // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
+      const plain = reply as unknown as { code(n: number): { header(k: string, v: string): { send(b: unknown): void } } };
+      plain.code(status).header('X-Svc-Request-Id', req.id).send(body);
     },
   });
 
@@ -181,12 +209,19 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     void reply.code(404).send({ error: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.`, request_id: req.id });
   });
 
-  const createContext = (req: FastifyRequest): Context => ({
-    services,
-    log: req.log,
-    requestId: req.id,
-    authorization: req.headers.authorization,
-  });
+  const createContext = (req: FastifyRequest, transport: string): Context => {
+    const idem = req.headers['idempotency-key'];
+    return {
+      services,
+      log: req.log,
+      requestId: req.id,
+      authorization: req.headers.authorization,
+      idempotencyKey: req.method === 'POST' && typeof idem === 'string' ? idem : undefined,
+      clientIp: req.ip,
+      transport,
+      responseHeaders: {},
+    };
+  };
 
   registerRest(app, { createContext, baseUrl: () => services.settings.baseUrl, version: services.settings.version });
 
@@ -200,7 +235,8 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     prefix: '/trpc',
     trpcOptions: {
       router: appRouter,
-      createContext: ({ req }: { req: FastifyRequest }) => createContext(req),
+      createContext: ({ req }: { req: FastifyRequest }) => createContext(req, 'trpc'),
+      responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} }),
       maxBodySize: BODY_LIMIT,
     },
   });

@@ -1,5 +1,18 @@
 import { z } from 'zod';
 import { Address } from '../domain/shared/address.ts';
+import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
+
+const JsonLimits = z
+  .string()
+  .transform((text, ctx) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      ctx.addIssue({ code: 'custom', message: 'must be a JSON object such as {"meta":5}' });
+      return z.NEVER;
+    }
+  })
+  .pipe(RateLimitOverrides);
 
 // Every setting is an environment variable, validated once at start; a bad value stops start-up.
 
@@ -24,6 +37,8 @@ export const ConfigSchema = z.object({
   SVC_PAYWALL_FACILITATOR_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
   SVC_COMMIT: optionalString,
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+  SVC_RATE_LIMITS: JsonLimits.optional().or(z.literal('').transform(() => undefined)),
+  SVC_JOBS: z.enum(['inline', 'off']).default('inline'),
 });
 
 export interface Config {
@@ -40,6 +55,8 @@ export interface Config {
   facilitatorUrl: string | undefined;
   commit: string | undefined;
   dbPoolMax: number;
+  rateLimits: RateLimitOverrides;
+  jobs: 'inline' | 'off';
 }
 
 export class ConfigError extends Error {
@@ -70,6 +87,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     facilitatorUrl: e.SVC_PAYWALL_FACILITATOR_URL?.replace(/\/+$/, ''),
     commit: e.SVC_COMMIT,
     dbPoolMax: e.SVC_DB_POOL_MAX,
+    rateLimits: e.SVC_RATE_LIMITS ?? {},
+    jobs: e.SVC_JOBS,
   };
 }
 
@@ -88,4 +107,6 @@ export const CONFIG_DOC: [string, string, string][] = [
   ['SVC_PAYWALL_FACILITATOR_URL', 'BASE_URL/facilitator', 'facilitator URL advertised by payment links'],
   ['SVC_COMMIT', '(git HEAD)', 'commit reported by /v1/version'],
   ['SVC_DB_POOL_MAX', '10', 'PostgreSQL connections per process'],
+  ['SVC_RATE_LIMITS', '(spec)', 'JSON overrides of the per-60 s limits by bucket, e.g. {"meta":5}'],
+  ['SVC_JOBS', 'inline', 'inline: npm start also runs the job runner; off: run it with npm run jobs'],
 ];

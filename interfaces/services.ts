@@ -1,31 +1,63 @@
 import type { Store, EventFeed } from '../domain/ports/store.ts';
+import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import type { Clock } from '../domain/ports/clock.ts';
 import type { GatewaySettings } from '../domain/shared/settings.ts';
 import { AccessService } from '../domain/access/service.ts';
+import { AdminService } from '../domain/admin/service.ts';
 import { AgentService } from '../domain/agents/service.ts';
 import { PaymentLinkService } from '../domain/payment-links/service.ts';
 import { EventService } from '../domain/events/service.ts';
 import { MetaService } from '../domain/meta/service.ts';
+import { MetricsService } from '../domain/metrics/service.ts';
+import { RequestRecorder } from '../domain/metrics/recorder.ts';
+import { IdempotencyService } from '../domain/policies/idempotency.ts';
+import { MemoryRateLimiter, RateLimiter, type Bucket } from '../domain/policies/rate-limit.ts';
+import { PolicyMaintenance } from '../domain/policies/maintenance.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
   access: AccessService;
+  admin: AdminService;
   agents: AgentService;
   paymentLinks: PaymentLinkService;
   events: EventService;
   meta: MetaService;
+  metrics: MetricsService;
+  rateLimiter: RateLimiter;
+  memoryLimiter: MemoryRateLimiter;
+  idempotency: IdempotencyService;
+  recorder: RequestRecorder;
+  maintenance: PolicyMaintenance;
   settings: GatewaySettings;
 }
 
-export function buildServices(deps: { store: Store; feed: EventFeed; clock: Clock; settings: GatewaySettings }): Services {
-  const { store, feed, clock, settings } = deps;
+export interface ServiceDeps {
+  store: Store;
+  policies: PolicyStore;
+  feed: EventFeed;
+  clock: Clock;
+  settings: GatewaySettings;
+  limits: Record<Bucket, number>;
+  onRecorderError?: (e: unknown) => void;
+}
+
+export function buildServices(deps: ServiceDeps): Services {
+  const { store, policies, feed, clock, settings, limits } = deps;
+  const access = new AccessService({ store, clock });
   const agents = new AgentService({ store, clock });
   return {
-    access: new AccessService({ store, clock }),
+    access,
+    admin: new AdminService({ store, clock, access }),
     agents,
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings }),
     events: new EventService({ store, feed }),
     meta: new MetaService({ settings, clock }),
+    metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
+    rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
+    memoryLimiter: new MemoryRateLimiter({ clock, limits }),
+    idempotency: new IdempotencyService({ store: policies.idempotency, clock }),
+    recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
+    maintenance: new PolicyMaintenance({ store: policies, clock }),
     settings,
   };
 }

@@ -1,4 +1,8 @@
 import { Migration0001Initial } from './0001-initial.ts';
+import { Migration0002Policies } from './0002-policies.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
-export const migrationsList = [{ name: '0001-initial', class: Migration0001Initial }];
+export const migrationsList = [
+  { name: '0001-initial', class: Migration0001Initial },
+  { name: '0002-policies', class: Migration0002Policies },
+];

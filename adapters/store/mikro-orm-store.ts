@@ -32,7 +32,8 @@ export async function initOrm(url: string, poolMax = 10): Promise<MikroORM> {
     clientUrl: url,
     entities,
     extensions: [Migrator],
-    migrations: { migrationsList, silent: true, transactional: true, allOrNothing: true },
+    // Migrations are hand-written SQL listed in migrations/index.ts; no snapshot is written at run time.
+    migrations: { migrationsList, silent: true, transactional: true, allOrNothing: true, snapshot: false },
     pool: { min: 0, max: poolMax },
     debug: false,
     allowGlobalContext: false,
@@ -85,6 +86,22 @@ class Repos implements Repositories {
     },
     touch: async (id: string, at: Date) => {
       await this.em().nativeUpdate(ApiKeyEntity, { id }, { lastUsedAt: at });
+    },
+    get: async (network: Network, id: string) => {
+      const row = await this.em().findOne(ApiKeyEntity, { network, id });
+      return row ? apiKeyFromRow(row) : null;
+    },
+    list: async (network: Network, q) => {
+      const where: Record<string, unknown> = { network };
+      if (q.ownerWallet !== undefined) where.ownerWallet = q.ownerWallet;
+      if (q.beforeId !== undefined) where.id = { $lt: q.beforeId };
+      const rows = await this.em().find(ApiKeyEntity, where, { orderBy: { id: 'desc' }, limit: q.limit });
+      return rows.map(apiKeyFromRow);
+    },
+    disable: async (network: Network, id: string, at: Date) => {
+      await this.em().nativeUpdate(ApiKeyEntity, { network, id, disabledAt: null }, { disabledAt: at });
+      const row = await this.em().findOne(ApiKeyEntity, { network, id });
+      return row ? apiKeyFromRow(row) : null;
     },
   };
 
@@ -180,6 +197,14 @@ class Repos implements Repositories {
       if (filter.beforeSeq !== undefined) where.seq = { $lt: filter.beforeSeq.toString() };
       const rows = await this.em().find(EventEntity, where, { orderBy: { seq: 'desc' }, limit: filter.limit });
       return rows.map(eventFromRow);
+    },
+    countByKind: async (network, since) => {
+      const rows = (await this.em().execute(
+        `select kind, phase, count(*)::int as count from events where network = ? ${since ? 'and created_at >= ?' : ''}
+          group by kind, phase order by kind, phase`,
+        since ? [network, since] : [network],
+      )) as { kind: string; phase: string; count: number }[];
+      return rows;
     },
     after: async (network, afterSeq, filter, limit) => {
       const where = { ...eventWhere(network, filter), seq: { $gt: afterSeq.toString() } };

@@ -11,6 +11,9 @@ import { CreateApiKeyInput, type ApiKey, type ApiKeyRecord, type CreatedApiKey, 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = /^svc_(test|live)_[0-9A-Za-z]{32}$/;
 const TOUCH_EVERY_MS = 60_000;
+/** A key's row is re-read at least this often: a disabled key is refused on every instance within a second. */
+const CACHE_TTL_MS = 500;
+const CACHE_MAX = 10_000;
 
 export function hashKey(key: string): string {
   return createHash('sha256').update(key, 'utf8').digest('hex');
@@ -38,6 +41,7 @@ export function toApiKey(r: ApiKeyRecord): ApiKey {
 /** hosted-api §5, DECISIONS "API keys": bearer keys, prefix → network, stored only as SHA-256. */
 export class AccessService {
   private readonly touched = new Map<string, number>();
+  private readonly cache = new Map<string, { record: ApiKeyRecord | null; until: number }>();
 
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
@@ -48,7 +52,7 @@ export class AccessService {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     const key = match?.[1];
     if (!key || !KEY_PATTERN.test(key)) throw new DomainError('invalid_api_key', 'The API key is not valid.');
-    const record = await this.deps.store.apiKeys.findByHash(hashKey(key));
+    const record = await this.lookup(hashKey(key));
     // The prefix must agree with the stored network: a re-prefixed key is not the same key.
     if (!record || record.disabledAt !== null || networkOfKey(key) !== record.network) {
       throw new DomainError('invalid_api_key', 'The API key is unknown, disabled, or for another network.');
@@ -77,6 +81,21 @@ export class AccessService {
     };
     await this.deps.store.apiKeys.insert(record);
     return { ...toApiKey(record), key };
+  }
+
+  /** Drops cached rows of a key in this process (e.g. right after disabling it). */
+  forget(keyId: string): void {
+    for (const [hash, entry] of this.cache) if (entry.record?.id === keyId) this.cache.delete(hash);
+  }
+
+  private async lookup(hash: string): Promise<ApiKeyRecord | null> {
+    const now = this.deps.clock.now().getTime();
+    const hit = this.cache.get(hash);
+    if (hit && hit.until > now) return hit.record;
+    const record = await this.deps.store.apiKeys.findByHash(hash);
+    if (this.cache.size >= CACHE_MAX) this.cache.clear();
+    this.cache.set(hash, { record, until: now + CACHE_TTL_MS });
+    return record;
   }
 
   /** last_used_at is written at most once a minute per key per process: no write on the hot path. */

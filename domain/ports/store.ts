@@ -11,6 +11,11 @@ export interface ApiKeyRepository {
   /** by SHA-256 hex of the full key, e.g. "9f86d08…"; null when unknown */
   findByHash(keyHash: string): Promise<ApiKeyRecord | null>;
   touch(id: string, at: Date): Promise<void>;
+  get(network: Network, id: string): Promise<ApiKeyRecord | null>;
+  /** newest first, id < beforeId */
+  list(network: Network, query: { ownerWallet?: string | undefined; beforeId?: string | undefined; limit: number }): Promise<ApiKeyRecord[]>;
+  /** sets disabled_at once (keeps the first time); returns the row, null when absent on the network */
+  disable(network: Network, id: string, at: Date): Promise<ApiKeyRecord | null>;
 }
 
 export interface AgentRepository {
@@ -54,6 +59,8 @@ export interface EventRepository {
   list(network: Network, filter: EventFilter & { beforeSeq?: bigint | undefined; limit: number }): Promise<EventRecord[]>;
   /** oldest first, seq > afterSeq: replay for subscribers */
   after(network: Network, afterSeq: bigint, filter: EventFilter, limit: number): Promise<EventRecord[]>;
+  /** per (kind, phase) counts on a network, e.g. [{ kind: "payment_link.created", phase: "confirmed", count: 3 }] */
+  countByKind(network: Network, since?: Date): Promise<{ kind: string; phase: string; count: number }[]>;
 }
 
 export interface Repositories {

@@ -14,7 +14,7 @@ import { resolveError, restError } from '../errors.ts';
  * success statuses of DECISIONS. The same metadata generates /openapi.json.
  */
 export interface RestOptions {
-  createContext(req: FastifyRequest): Context;
+  createContext(req: FastifyRequest, transport: string): Context;
   baseUrl: () => string;
   version: string;
 }
@@ -54,11 +54,12 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
     const status = meta.status ?? 200;
     const bodyMethod = openapi.method === 'POST' || openapi.method === 'PATCH' || openapi.method === 'PUT';
 
+    const transport = `${openapi.method} ${openapi.path}`;
     app.route({
       method: openapi.method,
       url: openapi.path.replace(/\{(\w+)\}/g, ':$1'),
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ctx = options.createContext(req);
+        const ctx = options.createContext(req, transport);
         const params = (req.params ?? {}) as Record<string, string>;
         let input: unknown;
         if (takesInput) {
@@ -67,10 +68,15 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
         }
         try {
           const result = await callAt(ctx, path, input);
+          reply.headers(ctx.responseHeaders);
           if (status === 204) return reply.code(204).send();
-          return reply.code(status).send(result);
+          // Serialised here so a replayed Idempotency-Key answer is the same bytes as the first one.
+          return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(result));
         } catch (err) {
-          const { status: code, body } = restError(resolveError(err, ctx.requestId, req.log), ctx.requestId);
+          // A replayed error keeps the request id of the call that produced it.
+          const requestId = ctx.replay?.requestId ?? ctx.requestId;
+          const { status: code, body } = restError(resolveError(err, ctx.requestId, req.log), requestId);
+          reply.headers(ctx.responseHeaders);
           return reply.code(code).send(body);
         }
       },

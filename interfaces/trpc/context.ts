@@ -8,9 +8,18 @@ export interface InnerContext {
   log: FastifyBaseLogger;
 }
 
-/** Per request: adds the request id and the caller's credentials. `principal` is set by the keyed middleware. */
+/** Per request: adds the request id, the caller's credentials and what the policies report back. */
 export interface Context extends InnerContext {
   requestId: string;
   authorization: string | undefined;
+  idempotencyKey: string | undefined;
+  clientIp: string;
+  /** "GET /v1/health", "trpc", "graphql": recorded with usage */
+  transport: string;
+  /** headers the policies add (RateLimit-*, Idempotent-Replayed); every transport copies them to its response */
+  responseHeaders: Record<string, string>;
+  /** set by the idempotency policy on a replay */
+  replay?: { requestId: string };
+  /** set by the keyed middleware */
   principal?: Principal;
 }

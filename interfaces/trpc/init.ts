@@ -1,12 +1,17 @@
+import { performance } from 'node:perf_hooks';
 import { initTRPC, TRPCError } from '@trpc/server';
+import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
-import { resolveError } from '../errors.ts';
+import type { Bucket } from '../../domain/policies/rate-limit.ts';
+import { resolveError, toDomainError } from '../errors.ts';
 import { authenticate, requireAdmin } from '../policies/auth.ts';
+import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
+import { idempotent } from '../policies/idempotency.ts';
 import type { Context } from './context.ts';
 
 /** `status` is the REST success status (DECISIONS "Wire conventions": 201 create, 204 delete). */
-export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204 }>;
+export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204; bucket?: Bucket }>;
 
 const t = initTRPC
   .context<Context>()
@@ -47,9 +52,56 @@ const base = t.procedure.use(async ({ next }) => {
 /** The allowed base procedures. A new kind of procedure is a visible decision made here. */
 export const publicProcedure = base;
 
-export const keyedProcedure = base.use(async ({ ctx, next }) => {
-  const principal = await authenticate(ctx.services, ctx.authorization);
-  return next({ ctx: { ...ctx, principal } });
+/**
+ * Keyed: API-key auth and network, the rate-limit bucket of the procedure, usage records, and Idempotency-Key on
+ * mutations — the policies of hosted-api §5 and §8, applied once here for REST, tRPC and (through the caller) GraphQL.
+ */
+export const keyedProcedure = base.use(async ({ ctx, next, meta, path, type, getRawInput }) => {
+  let principal;
+  try {
+    principal = await authenticate(ctx.services, ctx.authorization);
+  } catch (e) {
+    limitAnonymous(ctx.services, ctx.clientIp, 'default', ctx.responseHeaders);
+    throw e;
+  }
+  const bucket = meta?.bucket ?? 'default';
+  const started = performance.now();
+  const keyed = { ...ctx, principal };
+  let status: number = meta?.status ?? 200;
+  try {
+    await limitKey(ctx.services, principal, bucket, ctx.responseHeaders);
+    if (type !== 'mutation' || ctx.idempotencyKey === undefined) {
+      const result = await next({ ctx: keyed });
+      if (!result.ok) status = ERROR_CODES[toDomainError(result.error).error.code].status;
+      return result;
+    }
+    // The stored outcome is the procedure's value or its domain error; unexpected faults are not stored.
+    let data: unknown;
+    try {
+      data = await idempotent(keyed, path, await getRawInput(), async () => {
+        const result = await next({ ctx: keyed });
+        if (result.ok) return result.data;
+        const mapped = toDomainError(result.error);
+        throw mapped.expected ? mapped.error : result.error;
+      });
+    } finally {
+      ctx.replay = keyed.replay;
+    }
+    return { ok: true as const, data, marker: middlewareMarker, ctx: keyed };
+  } catch (e) {
+    status = ERROR_CODES[toDomainError(e).error.code].status;
+    throw e;
+  } finally {
+    ctx.services.recorder.record({
+      keyId: principal.keyId,
+      network: principal.network,
+      bucket,
+      method: ctx.transport,
+      route: path,
+      status,
+      durationMs: Math.round(performance.now() - started),
+    });
+  }
 });
 
 export const adminProcedure = keyedProcedure.use(({ ctx, next }) => {

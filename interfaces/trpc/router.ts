@@ -5,15 +5,17 @@ import { agentsRouter } from './routers/agents.ts';
 import { eventsRouter } from './routers/events.ts';
 import { paymentLinksRouter } from './routers/payment-links.ts';
 import { sellerRouter } from './routers/seller.ts';
+import { adminRouter } from './routers/admin.ts';
+import { metricsRouter } from './routers/metrics.ts';
 
 export const appRouter = router({
   health: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/health', tags: ['meta'], summary: 'Health and the protocol fee block' } })
+    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/health', tags: ['meta'], summary: 'Health and the protocol fee block' } })
     .input(z.void())
     .output(Health)
     .query(({ ctx }) => ctx.services.meta.health()),
   version: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/version', tags: ['meta'], summary: 'Version of the API' } })
+    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/version', tags: ['meta'], summary: 'Version of the API' } })
     .input(z.void())
     .output(Version)
     .query(({ ctx }) => ctx.services.meta.version()),
@@ -21,6 +23,8 @@ export const appRouter = router({
   events: eventsRouter,
   agents: agentsRouter,
   seller: sellerRouter,
+  admin: adminRouter,
+  metrics: metricsRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

@@ -11,7 +11,7 @@ export const agentsRouter = router({
     .mutation(({ ctx, input }) => ctx.services.agents.record(ctx.principal.network, input)),
 
   get: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/agents/{mint}', tags, summary: 'Get an agent record' } })
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/agents/{mint}', tags, summary: 'Get an agent record' } })
     .input(AgentMintInput)
     .output(Agent)
     .query(({ ctx, input }) => ctx.services.agents.get(ctx.principal.network, input.mint)),

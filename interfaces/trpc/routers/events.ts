@@ -5,13 +5,13 @@ const tags = ['events'];
 
 export const eventsRouter = router({
   list: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/events', tags, summary: 'List events, newest first (kind accepts wildcards such as payment_link.*)' } })
+    .meta({ bucket: 'events.read', openapi: { method: 'GET', path: '/v1/events', tags, summary: 'List events, newest first (kind accepts wildcards such as payment_link.*)' } })
     .input(ListEventsInput)
     .output(EventList)
     .query(({ ctx, input }) => ctx.services.events.list(ctx.principal.network, input)),
 
   get: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/events/{id}', tags, summary: 'Get one event' } })
+    .meta({ bucket: 'events.read', openapi: { method: 'GET', path: '/v1/events/{id}', tags, summary: 'Get one event' } })
     .input(EventIdInput)
     .output(Event)
     .query(({ ctx, input }) => ctx.services.events.get(ctx.principal.network, input.id)),

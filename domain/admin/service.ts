@@ -1,0 +1,45 @@
+import { z } from 'zod';
+import { DomainError } from '../shared/errors.ts';
+import type { Network } from '../shared/network.ts';
+import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
+import { parseInput } from '../shared/validation.ts';
+import type { Store } from '../ports/store.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { Principal } from '../access/schema.ts';
+import { toApiKey, type AccessService } from '../access/service.ts';
+import type { ApiKey, CreatedApiKey } from '../access/schema.ts';
+import { AdminCreateApiKeyInput, ListApiKeysInput } from './schema.ts';
+
+const CursorShape = z.object({ id: z.string() });
+
+/** hosted-api §4.8 admin routes; the caller is an admin key (checked by the front door's admin procedure). */
+export class AdminService {
+  constructor(private readonly deps: { store: Store; clock: Clock; access: AccessService }) {}
+
+  /** Keys are issued for the admin's own network: isolation holds for admins too. */
+  async createKey(admin: Principal, input: AdminCreateApiKeyInput): Promise<CreatedApiKey> {
+    const parsed = parseInput(AdminCreateApiKeyInput, input);
+    this.sameNetwork(admin.network, parsed.network);
+    return this.deps.access.issueKey({ network: parsed.network, owner_wallet: parsed.owner_wallet, label: parsed.label, role: parsed.role ?? 'user' });
+  }
+
+  async listKeys(admin: Principal, input: ListApiKeysInput): Promise<Page<ApiKey>> {
+    const q = parseInput(ListApiKeysInput, input);
+    const before = q.cursor ? decodeCursor(CursorShape, q.cursor).id : undefined;
+    const rows = await this.deps.store.apiKeys.list(admin.network, { ownerWallet: q.owner_wallet, beforeId: before, limit: q.limit + 1 });
+    return toPage(rows, q.limit, toApiKey, (r) => encodeCursor({ id: r.id }));
+  }
+
+  async disableKey(admin: Principal, id: string): Promise<ApiKey> {
+    const row = await this.deps.store.apiKeys.disable(admin.network, id, this.deps.clock.now());
+    if (!row) throw new DomainError('not_found', `No API key ${id} on ${admin.network}.`, { id });
+    this.deps.access.forget(id);
+    return toApiKey(row);
+  }
+
+  private sameNetwork(own: Network, wanted: Network): void {
+    if (own !== wanted) {
+      throw new DomainError('wrong_network', `This admin key manages ${own} keys only.`, { network: own });
+    }
+  }
+}

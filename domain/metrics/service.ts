@@ -1,0 +1,70 @@
+import { z } from 'zod';
+import type { Network } from '../shared/network.ts';
+import { parseInput } from '../shared/validation.ts';
+import type { Store } from '../ports/store.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { RequestRecordStore } from '../ports/policy-store.ts';
+import type { Principal } from '../access/schema.ts';
+
+export const UsageInput = z.object({
+  days: z.coerce.number().int().min(1).max(30).default(7),
+  key_id: z.string().max(64).optional(),
+});
+export type UsageInput = z.input<typeof UsageInput>;
+
+export const Usage = z.object({
+  network: z.string(),
+  since: z.string(),
+  data: z.array(
+    z.object({
+      key_id: z.string(),
+      bucket: z.string(),
+      day: z.string(),
+      requests: z.number().int(),
+      errors: z.number().int(),
+      throttled: z.number().int(),
+    }),
+  ),
+});
+
+export const EventsInput = z.object({ days: z.coerce.number().int().min(1).max(3650).optional() });
+export const EventCounters = z.object({
+  network: z.string(),
+  since: z.string().nullable(),
+  total: z.number().int(),
+  kinds: z.array(z.object({ kind: z.string(), count: z.number().int(), phases: z.record(z.string(), z.number().int()) })),
+});
+
+/** hosted-api §4.8 metrics: usage from stored request records, event counters by kind. */
+export class MetricsService {
+  constructor(private readonly deps: { store: Store; records: RequestRecordStore; clock: Clock }) {}
+
+  /** A user key sees its own usage; an admin key sees every key of its network (or one, with key_id). */
+  async usage(principal: Principal, input: z.input<typeof UsageInput>): Promise<z.infer<typeof Usage>> {
+    const q = parseInput(UsageInput, input);
+    const now = this.deps.clock.now();
+    const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (q.days - 1)));
+    const keyId = principal.role === 'admin' ? q.key_id : principal.keyId;
+    const rows = await this.deps.records.usage(principal.network, { keyId, since });
+    return {
+      network: principal.network,
+      since: since.toISOString(),
+      data: rows.map((r) => ({ key_id: r.keyId, bucket: r.bucket, day: r.day, requests: r.requests, errors: r.errors, throttled: r.throttled })),
+    };
+  }
+
+  async events(network: Network, input: z.input<typeof EventsInput>): Promise<z.infer<typeof EventCounters>> {
+    const q = parseInput(EventsInput, input ?? {});
+    const since = q.days ? new Date(this.deps.clock.now().getTime() - q.days * 86_400_000) : undefined;
+    const rows = await this.deps.store.events.countByKind(network, since);
+    const byKind = new Map<string, { kind: string; count: number; phases: Record<string, number> }>();
+    for (const r of rows) {
+      const entry = byKind.get(r.kind) ?? { kind: r.kind, count: 0, phases: {} };
+      entry.count += r.count;
+      entry.phases[r.phase] = r.count;
+      byKind.set(r.kind, entry);
+    }
+    const kinds = [...byKind.values()];
+    return { network, since: since?.toISOString() ?? null, total: kinds.reduce((n, k) => n + k.count, 0), kinds };
+  }
+}

@@ -1,0 +1,78 @@
+// Storage for the cross-cutting request policies (idempotency, rate limits, request records), shared by every
+// process on the database so that two instances behave as one.
+
+export interface IdempotencyRecord {
+  keyId: string;
+  route: string;
+  idemKey: string;
+  /** SHA-256 hex of the canonical request input */
+  requestHash: string;
+  state: 'running' | 'done';
+  /** JSON text of the stored outcome, byte-for-byte what is replayed; null while running */
+  response: string | null;
+  /** a running record whose owner died may be taken over after this */
+  lockedUntil: Date;
+  createdAt: Date;
+  expiresAt: Date;
+}
+
+export interface IdempotencyStore {
+  /**
+   * Inserts a running record, or takes over a running one whose lock expired. Returns 'claimed' when this caller
+   * now owns the key, otherwise the existing record.
+   */
+  claim(record: IdempotencyRecord): Promise<'claimed' | IdempotencyRecord>;
+  get(keyId: string, route: string, idemKey: string): Promise<IdempotencyRecord | null>;
+  complete(keyId: string, route: string, idemKey: string, response: string): Promise<void>;
+  /** forgets a claim (the call failed with a 5xx or threw): a retry runs again */
+  release(keyId: string, route: string, idemKey: string): Promise<void>;
+  /** removes records past expires_at; returns how many */
+  deleteExpired(now: Date): Promise<number>;
+}
+
+export interface RateHitResult {
+  allowed: boolean;
+  /** hits in the window after this decision (including this one when allowed) */
+  used: number;
+  /** the oldest hit still in the window (when a slot frees up) */
+  oldest: Date;
+}
+
+export interface RateLimitStore {
+  /** Atomically ages out, counts and (when under `limit`) records a hit for (subject, bucket). */
+  hit(subject: string, bucket: string, limit: number, windowMs: number, now: Date): Promise<RateHitResult>;
+}
+
+export interface RequestRecord {
+  id: string;
+  keyId: string;
+  network: string;
+  bucket: string;
+  method: string;
+  route: string;
+  status: number;
+  durationMs: number;
+  at: Date;
+}
+
+export interface UsageRow {
+  keyId: string;
+  bucket: string;
+  /** "2026-11-21" (UTC) */
+  day: string;
+  requests: number;
+  errors: number;
+  throttled: number;
+}
+
+export interface RequestRecordStore {
+  insertMany(records: RequestRecord[]): Promise<void>;
+  usage(network: string, query: { keyId?: string | undefined; since: Date }): Promise<UsageRow[]>;
+  deleteOlderThan(cutoff: Date): Promise<number>;
+}
+
+export interface PolicyStore {
+  idempotency: IdempotencyStore;
+  rateLimits: RateLimitStore;
+  requestRecords: RequestRecordStore;
+}

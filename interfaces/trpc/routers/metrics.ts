@@ -1,0 +1,18 @@
+import { EventCounters, EventsInput, Usage, UsageInput } from '../../../domain/metrics/service.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+const tags = ['metrics'];
+
+export const metricsRouter = router({
+  usage: keyedProcedure
+    .meta({ openapi: { method: 'GET', path: '/v1/metrics/usage', tags, summary: 'Requests per key, bucket and day (admin: every key)' } })
+    .input(UsageInput)
+    .output(Usage)
+    .query(({ ctx, input }) => ctx.services.metrics.usage(ctx.principal, input)),
+
+  events: keyedProcedure
+    .meta({ openapi: { method: 'GET', path: '/v1/metrics/events', tags, summary: 'Event counters by kind on this network' } })
+    .input(EventsInput)
+    .output(EventCounters)
+    .query(({ ctx, input }) => ctx.services.metrics.events(ctx.principal.network, input)),
+});

@@ -1,0 +1,65 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration0002Policies extends Migration {
+  override async up(): Promise<void> {
+    // hosted-api §5.7 / DECISIONS: first response per (api key, route, key) for 24 h.
+    this.addSql(`create table idempotency_records (
+      key_id text not null,
+      route text not null,
+      idem_key text not null,
+      request_hash text not null,
+      state text not null,
+      response text null,
+      locked_until timestamptz not null,
+      created_at timestamptz not null,
+      expires_at timestamptz not null,
+      primary key (key_id, route, idem_key)
+    );`);
+    this.addSql(`create index idempotency_records_expires_idx on idempotency_records (expires_at);`);
+
+    // Sliding-window log: one row per admitted hit, shared by every process on the database.
+    this.addSql(`create table rate_hits (
+      subject text not null,
+      bucket text not null,
+      at timestamptz not null
+    );`);
+    this.addSql(`create index rate_hits_subject_bucket_at_idx on rate_hits (subject, bucket, at);`);
+
+    // One round trip per decision: lock the (subject, bucket) log, age out, count, admit or refuse.
+    this.addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer, p_now timestamptz)
+      returns table (allowed boolean, used integer, oldest timestamptz)
+      language plpgsql as $fn$
+      declare
+        v_used integer;
+        v_oldest timestamptz;
+      begin
+        -- hits are throttling state, not records: losing the last few on a crash is acceptable
+        set local synchronous_commit = off;
+        perform pg_advisory_xact_lock(hashtextextended(p_subject || '|' || p_bucket, 7201));
+        delete from rate_hits where subject = p_subject and bucket = p_bucket and at <= p_now - make_interval(secs => p_window_ms / 1000.0);
+        select count(*)::integer, min(at) into v_used, v_oldest from rate_hits where subject = p_subject and bucket = p_bucket;
+        if v_used < p_limit then
+          insert into rate_hits (subject, bucket, at) values (p_subject, p_bucket, p_now);
+          return query select true, v_used + 1, coalesce(v_oldest, p_now);
+        else
+          return query select false, v_used, v_oldest;
+        end if;
+      end
+      $fn$;`);
+
+    // Request records for usage metrics, kept 30 days.
+    this.addSql(`create table request_records (
+      id text primary key,
+      key_id text not null,
+      network text not null,
+      bucket text not null,
+      method text not null,
+      route text not null,
+      status integer not null,
+      duration_ms integer not null,
+      at timestamptz not null
+    );`);
+    this.addSql(`create index request_records_network_at_idx on request_records (network, at);`);
+    this.addSql(`create index request_records_key_at_idx on request_records (key_id, at);`);
+  }
+}
