@@ -18,6 +18,7 @@ import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
 import { startGraphileRunner } from '../adapters/queue/graphile.ts';
 import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
+import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
 import type { Config } from './config.ts';
 import { buildServices, type Services } from './services.ts';
@@ -98,23 +99,34 @@ export interface AppOptions {
   logger?: Logger;
   /** extra PostgreSQL settings for a cluster this process starts (tests turn fsync off) */
   pgSettings?: Record<string, string>;
+  /** replaces the policy tables' adapter (the policies benchmark measures against one that stores nothing) */
+  policyStore?: PolicyStore;
 }
 
-export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const log =
-    options.logger ??
-    pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'] });
+export function defaultLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'] });
+}
+
+/** Everything but HTTP: database, event feed, services and their timers. Used by the app and by `npm run jobs`. */
+export interface Core {
+  database: Database;
+  services: Services;
+  settings: GatewaySettings;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+export async function openCore(config: Config, options: AppOptions = {}): Promise<Core> {
+  const log = options.logger ?? defaultLogger(config);
   const clock = options.clock ?? systemClock;
   const database = await openDatabase(config, { pgSettings: options.pgSettings });
   const feed = new PgEventFeed(database.url, database.store, log);
-  let fastify: FastifyInstance | undefined;
-  let runner: JobRunner | undefined;
   try {
     await feed.start();
     const keysDir = join(config.dataDir, 'keys');
     const settings: GatewaySettings = {
       baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,
-      facilitatorUrl: config.facilitatorUrl ?? '',
+      facilitatorUrl: config.facilitatorUrl ?? `${config.baseUrl ?? `http://localhost:${config.port}`}/facilitator`,
       version: pkg.version,
       commit: config.commit ?? gitCommit(),
       fee: {
@@ -128,13 +140,47 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     };
     const services = buildServices({
       store: database.store,
-      policies: new MikroOrmPolicyStore(database.orm),
+      policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
       feed,
       clock,
       settings,
       limits: resolveLimits(config.rateLimits),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
     });
+    const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
+    flushTimer.unref();
+    const syncTimer = setInterval(
+      () => void services.rateLimiter.sync().catch((err) => log.warn({ err }, 'rate-limit exchange failed; will retry')),
+      250,
+    );
+    syncTimer.unref();
+    return {
+      database,
+      services,
+      settings,
+      log,
+      async close() {
+        clearInterval(flushTimer);
+        clearInterval(syncTimer);
+        await services.rateLimiter.sync().catch(() => {});
+        await services.recorder.flush();
+        await feed.close();
+        await database.close();
+      },
+    };
+  } catch (e) {
+    await feed.close();
+    await database.close();
+    throw e;
+  }
+}
+
+export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
+  const core = await openCore(config, options);
+  const { services, settings, database, log } = core;
+  let fastify: FastifyInstance | undefined;
+  let runner: JobRunner | undefined;
+  try {
     fastify = buildHttp({ services, log });
     await fastify.listen({ port: config.port, host: config.host });
     const address = fastify.server.address();
@@ -142,10 +188,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     // With PORT=0 the real port is known only now.
     if (!config.baseUrl) settings.baseUrl = `http://localhost:${port}`;
     if (!config.facilitatorUrl) settings.facilitatorUrl = `${settings.baseUrl}/facilitator`;
-    const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
-    flushTimer.unref();
     runner = config.jobs === 'inline' ? await startJobRunner(database.url, services, log) : undefined;
-    const app: App = {
+    return {
       url: `http://127.0.0.1:${port}`,
       config,
       services,
@@ -154,19 +198,14 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       log,
       async close() {
         await fastify!.close();
-        clearInterval(flushTimer);
-        await services.recorder.flush();
         await runner?.stop();
-        await feed.close();
-        await database.close();
+        await core.close();
       },
     };
-    return app;
   } catch (e) {
     await runner?.stop().catch(() => {});
     await fastify?.close().catch(() => {});
-    await feed.close();
-    await database.close();
+    await core.close();
     throw e;
   }
 }

@@ -91,22 +91,3 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     jobs: e.SVC_JOBS,
   };
 }
-
-/** For the README's configuration table and start-up errors: name, default, meaning. */
-export const CONFIG_DOC: [string, string, string][] = [
-  ['PORT', '8080', 'HTTP port for /v1, /openapi.json, /trpc, /graphql (0 = any free port)'],
-  ['HOST', '0.0.0.0', 'bind address'],
-  ['SVC_DATA_DIR', '.data', 'embedded PostgreSQL cluster (pg/) and generated keys (keys/), kept across restarts'],
-  ['DATABASE_URL', '(embedded)', 'external PostgreSQL instead of the embedded one'],
-  ['SVC_BASE_URL', 'http://localhost:PORT', 'public base URL used in share_url and OpenAPI servers'],
-  ['SVC_LOG_LEVEL', 'info', 'pino level: fatal error warn info debug trace silent'],
-  ['SVC_FEE_BPS', '100', 'protocol fee in basis points (0 disables the fee leg)'],
-  ['SVC_FEE_ENFORCE', 'enforce', 'enforce | warn | off'],
-  ['SVC_FEE_AUTHORITY_MAINNET', '(generated)', 'fee authority for chain-mainnet; generated under SVC_DATA_DIR/keys when unset'],
-  ['SVC_FEE_AUTHORITY_DEVNET', '(generated)', 'fee authority for chain-devnet; generated under SVC_DATA_DIR/keys when unset'],
-  ['SVC_PAYWALL_FACILITATOR_URL', 'BASE_URL/facilitator', 'facilitator URL advertised by payment links'],
-  ['SVC_COMMIT', '(git HEAD)', 'commit reported by /v1/version'],
-  ['SVC_DB_POOL_MAX', '10', 'PostgreSQL connections per process'],
-  ['SVC_RATE_LIMITS', '(spec)', 'JSON overrides of the per-60 s limits by bucket, e.g. {"meta":5}'],
-  ['SVC_JOBS', 'inline', 'inline: npm start also runs the job runner; off: run it with npm run jobs'],
-];

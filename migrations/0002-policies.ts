@@ -17,25 +17,28 @@ export class Migration0002Policies extends Migration {
     );`);
     this.addSql(`create index idempotency_records_expires_idx on idempotency_records (expires_at);`);
 
-    // Sliding-window log: one row per admitted hit, shared by every process on the database.
-    this.addSql(`create table rate_hits (
+    // Sliding-window log: one row per admitted hit, shared by every process on the database. Unlogged: it is
+    // throttling state, not a record, and losing it in a crash only forgives a minute of hits.
+    this.addSql(`create unlogged table rate_hits (
       subject text not null,
       bucket text not null,
       at timestamptz not null
     );`);
     this.addSql(`create index rate_hits_subject_bucket_at_idx on rate_hits (subject, bucket, at);`);
 
-    // One round trip per decision: lock the (subject, bucket) log, age out, count, admit or refuse.
-    this.addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer, p_now timestamptz)
+    // The exact decision: lock the (subject, bucket) log, add the caller's not-yet-shared hits, age out, count,
+    // admit or refuse — one round trip.
+    this.addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer,
+                                                       p_now timestamptz, p_pending jsonb)
       returns table (allowed boolean, used integer, oldest timestamptz)
       language plpgsql as $fn$
       declare
         v_used integer;
         v_oldest timestamptz;
       begin
-        -- hits are throttling state, not records: losing the last few on a crash is acceptable
-        set local synchronous_commit = off;
         perform pg_advisory_xact_lock(hashtextextended(p_subject || '|' || p_bucket, 7201));
+        insert into rate_hits (subject, bucket, at)
+          select p_subject, p_bucket, value::timestamptz from jsonb_array_elements_text(p_pending);
         delete from rate_hits where subject = p_subject and bucket = p_bucket and at <= p_now - make_interval(secs => p_window_ms / 1000.0);
         select count(*)::integer, min(at) into v_used, v_oldest from rate_hits where subject = p_subject and bucket = p_bucket;
         if v_used < p_limit then

@@ -73,8 +73,38 @@ function decide(bucket: Bucket, limit: number, allowed: boolean, used: number, o
   };
 }
 
-/** Sliding-window log per (subject, bucket) shared through the store: every hit counts for 60 s. */
+/** A process admits on its own only while its view of the window is under this share of the limit. */
+export const LOCAL_SHARE = 0.25;
+/** ...and only while its view of the other processes' hits is this fresh. */
+const FRESH_MS = 1000;
+
+interface WindowState {
+  /** this process's hits in the window (ms), oldest first */
+  local: number[];
+  /** this process's hits not yet written to the shared log */
+  pending: Date[];
+  /** other processes' hits in the window at the last exchange */
+  others: number;
+  exchangedAt: number;
+}
+
+function prune(log: number[], nowMs: number): void {
+  let drop = 0;
+  while (drop < log.length && log[drop]! <= nowMs - WINDOW_MS) drop++;
+  if (drop) log.splice(0, drop);
+}
+
+/**
+ * Sliding-window log per (subject, bucket) shared by every process through the store (hosted-api §8).
+ *
+ * Far from the limit a process admits from memory (its exact own hits plus the others' count from the last exchange,
+ * refreshed every 250 ms by `sync`), so a request costs no database round trip. Once its view reaches LOCAL_SHARE of
+ * the limit, every decision is the store's exact, serialised one. One process is therefore exact; across N processes
+ * a burst inside one exchange interval can exceed the limit by at most (N − 1) × LOCAL_SHARE × limit.
+ */
 export class RateLimiter {
+  private readonly windows = new Map<string, WindowState>();
+
   constructor(private readonly deps: { store: RateLimitStore; clock: Clock; limits: Record<Bucket, number> }) {}
 
   limitOf(bucket: Bucket): number {
@@ -83,9 +113,68 @@ export class RateLimiter {
 
   async hit(subject: string, bucket: Bucket): Promise<RateDecision> {
     const now = this.deps.clock.now();
+    const nowMs = now.getTime();
     const limit = this.deps.limits[bucket];
-    const r = await this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now);
-    return decide(bucket, limit, r.allowed, r.used, r.oldest.getTime(), now.getTime());
+    const id = `${subject}\u0000${bucket}`;
+    let w = this.windows.get(id);
+    if (!w) this.windows.set(id, (w = { local: [], pending: [], others: 0, exchangedAt: -Infinity }));
+    prune(w.local, nowMs);
+    const view = w.others + w.local.length;
+    if (nowMs - w.exchangedAt <= FRESH_MS && view + 1 <= Math.floor(limit * LOCAL_SHARE)) {
+      w.local.push(nowMs);
+      w.pending.push(now);
+      return decide(bucket, limit, true, view + 1, w.local[0]!, nowMs);
+    }
+    const pending = w.pending;
+    w.pending = [];
+    let r;
+    try {
+      r = await this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending);
+    } catch (e) {
+      w.pending = pending.concat(w.pending);
+      throw e;
+    }
+    if (r.allowed) w.local.push(nowMs);
+    // own hits in the store now: every local one except those admitted meanwhile and still pending
+    w.others = Math.max(0, r.used - (w.local.length - w.pending.length));
+    w.exchangedAt = nowMs;
+    return decide(bucket, limit, r.allowed, r.used, r.oldest.getTime(), nowMs);
+  }
+
+  /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
+  async sync(): Promise<void> {
+    const now = this.deps.clock.now();
+    const nowMs = now.getTime();
+    const entries: { subject: string; bucket: string; pending: Date[] }[] = [];
+    const taken = new Map<string, Date[]>();
+    for (const [id, w] of this.windows) {
+      prune(w.local, nowMs);
+      if (!w.local.length && !w.pending.length) {
+        this.windows.delete(id);
+        continue;
+      }
+      const [subject, bucket] = id.split('\u0000') as [string, string];
+      entries.push({ subject, bucket, pending: w.pending });
+      taken.set(id, w.pending);
+      w.pending = [];
+    }
+    if (!entries.length) return;
+    let rows;
+    try {
+      rows = await this.deps.store.sync(entries, WINDOW_MS, now);
+    } catch (e) {
+      for (const [id, pending] of taken) {
+        const w = this.windows.get(id);
+        if (w) w.pending = pending.concat(w.pending);
+      }
+      throw e;
+    }
+    for (const row of rows) {
+      const w = this.windows.get(`${row.subject}\u0000${row.bucket}`);
+      if (!w) continue;
+      w.others = Math.max(0, row.used - (w.local.length - w.pending.length));
+      w.exchangedAt = nowMs;
+    }
   }
 }
 

@@ -38,9 +38,23 @@ export interface RateHitResult {
   oldest: Date;
 }
 
+export interface RateWindow {
+  subject: string;
+  bucket: string;
+  /** hits of every process in the window, after the flush */
+  used: number;
+  /** oldest hit in the window, null when empty */
+  oldest: Date | null;
+}
+
 export interface RateLimitStore {
-  /** Atomically ages out, counts and (when under `limit`) records a hit for (subject, bucket). */
-  hit(subject: string, bucket: string, limit: number, windowMs: number, now: Date): Promise<RateHitResult>;
+  /**
+   * The exact decision: adds `pending` (this process's hits not shared yet), ages out hits older than the window,
+   * counts, and records a hit at `now` when under `limit`. Serialised per (subject, bucket) across processes.
+   */
+  hit(subject: string, bucket: string, limit: number, windowMs: number, now: Date, pending: Date[]): Promise<RateHitResult>;
+  /** Shares pending hits and reads back the window of each (subject, bucket), in one round trip. */
+  sync(entries: { subject: string; bucket: string; pending: Date[] }[], windowMs: number, now: Date): Promise<RateWindow[]>;
 }
 
 export interface RequestRecord {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../interfaces/config.ts';
-import { createApp, type App } from '../../interfaces/app.ts';
+import { createApp, type App, type AppOptions } from '../../interfaces/app.ts';
 import type { Network } from '../../domain/shared/network.ts';
 
 export interface TestApp extends App {
@@ -27,11 +27,17 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
  * Starts the real app on port 0 with its own embedded PostgreSQL in a fresh data directory (or on `databaseUrl`,
  * for a second instance on the same database). Close second instances before the first: the first owns the cluster.
  */
-export async function startTestApp(options: { dataDir?: string; databaseUrl?: string; env?: Record<string, string> } = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: { dataDir?: string; databaseUrl?: string; env?: Record<string, string>; appOptions?: AppOptions } = {},
+): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await makeDataDir());
   const env: Record<string, string> = { SVC_DATA_DIR: dataDir, ...options.env };
   if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
-  const app = await createApp(testConfig(env), { logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }), pgSettings: FAST_PG });
+  const app = await createApp(testConfig(env), {
+    logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    pgSettings: FAST_PG,
+    ...options.appOptions,
+  });
   return Object.assign(app, { dataDir });
 }
 

@@ -1,0 +1,27 @@
+import { ConfigError, loadConfig } from './config.ts';
+import { openCore, startJobRunner } from './app.ts';
+
+// npm run jobs: the job runner on its own (npm start runs it in-process unless SVC_JOBS=off). Several runners on one
+// database share the work: each job runs once.
+
+async function main(): Promise<void> {
+  const config = loadConfig();
+  const core = await openCore(config);
+  const runner = await startJobRunner(core.database.url, core.services, core.log);
+  console.log(`svc job runner started on ${core.database.embedded ? `embedded PostgreSQL in ${config.dataDir}/pg` : 'DATABASE_URL'}`);
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await runner.stop();
+    await core.close();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+}
+
+main().catch((e) => {
+  console.error(e instanceof ConfigError ? e.message : `svc job runner failed: ${e instanceof Error ? e.message : e}`);
+  process.exit(1);
+});

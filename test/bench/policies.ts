@@ -1,0 +1,60 @@
+// Cost of the request policies (rate-limit window in PostgreSQL, usage records) on GET /v1/health, measured in one
+// run against the same app whose policy storage does nothing. Run on demand: npm run bench:policies
+import autocannon from 'autocannon';
+import type { PolicyStore } from '../../domain/ports/policy-store.ts';
+import { issueKey, startTestApp } from '../support/app.ts';
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+
+/** The baseline's policy storage: admits everything, keeps nothing. A measuring instrument, not a test double. */
+const nothingStored: PolicyStore = {
+  idempotency: {
+    claim: async () => 'claimed',
+    get: async () => null,
+    complete: async () => {},
+    release: async () => {},
+    deleteExpired: async () => 0,
+  },
+  rateLimits: {
+    hit: async (_s, _b, _limit, _w, now) => ({ allowed: true, used: 1, oldest: now }),
+    sync: async () => [],
+  },
+  requestRecords: { insertMany: async () => {}, usage: async () => [], deleteOlderThan: async () => 0 },
+};
+
+async function measure(url: string, key: string): Promise<{ rps: number; p50: number; p99: number; non2xx: number }> {
+  const result = await autocannon({
+    url: `${url}/v1/health`,
+    connections: CONNECTIONS,
+    duration: DURATION,
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
+}
+
+const env = { SVC_RATE_LIMITS: JSON.stringify({ meta: 10_000_000 }), SVC_JOBS: 'off', SVC_DB_POOL_MAX: '20' };
+const withPolicies = await startTestApp({ env });
+const baseline = await startTestApp({ databaseUrl: withPolicies.database.url, env, appOptions: { policyStore: nothingStored } });
+try {
+  const key = await issueKey(withPolicies);
+  await measure(baseline.url, key); // warm-up both
+  await measure(withPolicies.url, key);
+  const rounds: { base: Awaited<ReturnType<typeof measure>>; full: Awaited<ReturnType<typeof measure>> }[] = [];
+  for (let i = 0; i < 2; i++) {
+    const base = await measure(baseline.url, key);
+    const full = await measure(withPolicies.url, key);
+    rounds.push({ base, full });
+  }
+  const avg = (f: (r: (typeof rounds)[number]) => number) => rounds.reduce((n, r) => n + f(r), 0) / rounds.length;
+  const baseRps = avg((r) => r.base.rps);
+  const fullRps = avg((r) => r.full.rps);
+  console.log(JSON.stringify(rounds, null, 2));
+  console.log(`GET /v1/health, ${CONNECTIONS} connections, ${DURATION}s x ${rounds.length} rounds`);
+  console.log(`  without policies: ${baseRps.toFixed(0)} req/s, p99 ${avg((r) => r.base.p99).toFixed(1)} ms`);
+  console.log(`  with policies:    ${fullRps.toFixed(0)} req/s, p99 ${avg((r) => r.full.p99).toFixed(1)} ms`);
+  console.log(`  throughput ratio ${(fullRps / baseRps).toFixed(3)} (policies cost ${((1 - fullRps / baseRps) * 100).toFixed(1)}%)`);
+} finally {
+  await baseline.close();
+  await withPolicies.close();
+}
