@@ -1,0 +1,126 @@
+import { DomainError } from '../../../domain/shared/errors.ts';
+import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
+import { decodeAddress } from './base58.ts';
+import type { EmbeddedLedger } from './ledger.ts';
+
+// The faucet of the embedded ledgers: SOL from the local faucet key, curated stables minted by the local mint
+// authority. Two front ends share this shape: in-process (the gateway, its dev route) and over a running ledger's
+// JSON-RPC (requestAirdrop + svc_mintStable), which is how the CLI reaches a ledger another process has open.
+
+export interface FaucetRequest {
+  network: Network;
+  /** recipient wallet */
+  to: string;
+  /** SOL to airdrop, decimal, e.g. "1.5" */
+  sol?: string | number | undefined;
+  /** stable symbol (USDC, USDT, USDG) or mint address */
+  token?: string | undefined;
+  /** token amount in whole units, decimal, e.g. "10" (required with token) */
+  amount?: string | number | undefined;
+}
+
+export interface FaucetResult {
+  network: Network;
+  to: string;
+  airdrop?: { signature: string; lamports: bigint };
+  mint?: { signature: string; symbol: string | null; mint: string; tokenAccount: string; amount: bigint; decimals: number };
+}
+
+export type Faucet = (request: FaucetRequest) => Promise<FaucetResult>;
+
+const MAX_SOL_LAMPORTS = 1_000_000n * 1_000_000_000n;
+
+/** "10.5" with 6 decimals → 10_500_000n; null when not a non-negative decimal with at most `decimals` places. */
+export function parseDecimal(text: string, decimals: number): bigint | null {
+  const m = /^(\d{1,20})(?:\.(\d+))?$/.exec(text.trim());
+  if (!m) return null;
+  const fraction = m[2] ?? '';
+  if (fraction.length > decimals) return null;
+  return BigInt(m[1]!) * 10n ** BigInt(decimals) + BigInt((fraction + '0'.repeat(decimals)).slice(0, decimals) || '0');
+}
+
+interface Plan {
+  lamports: bigint | null;
+  token: { symbol: string | null; mint: string | null; amountText: string } | null;
+}
+
+function invalid(path: string, message: string): DomainError {
+  return DomainError.invalid([{ path, message, code: 'invalid' }], message);
+}
+
+function plan(request: FaucetRequest): Plan {
+  if (!(NETWORKS as readonly string[]).includes(request.network)) throw invalid('network', `unknown network ${String(request.network)}`);
+  if (!decodeAddress(request.to)) throw invalid('to', 'to must be a base-58 Solana address');
+  let lamports: bigint | null = null;
+  if (request.sol !== undefined) {
+    lamports = parseDecimal(String(request.sol), 9);
+    if (lamports === null || lamports <= 0n || lamports > MAX_SOL_LAMPORTS) throw invalid('sol', 'sol must be a positive decimal up to 1000000');
+  }
+  let token: Plan['token'] = null;
+  if (request.token !== undefined) {
+    if (request.amount === undefined) throw invalid('amount', 'amount is required with token');
+    const stable = findStable(request.network, request.token);
+    if (!stable && !decodeAddress(request.token)) throw invalid('token', `token must be a stable of ${request.network} or a mint address`);
+    token = { symbol: stable?.symbol ?? null, mint: stable?.mint ?? request.token, amountText: String(request.amount) };
+  } else if (request.amount !== undefined) throw invalid('token', 'token is required with amount');
+  if (lamports === null && token === null) lamports = 1_000_000_000n; // nothing asked: 1 SOL
+  return { lamports, token };
+}
+
+/** In-process faucet over the embedded ledgers (networks without one are refused). */
+export function createFaucet(ledgers: Partial<Record<Network, EmbeddedLedger>>): Faucet {
+  return async (request) => {
+    const p = plan(request);
+    const ledger = ledgers[request.network];
+    if (!ledger) throw new DomainError('invalid_request', `${request.network} is not an embedded ledger: the faucet is only for embedded ledgers`);
+    const result: FaucetResult = { network: request.network, to: request.to };
+    if (p.lamports !== null) result.airdrop = { signature: ledger.airdrop(request.to, p.lamports), lamports: p.lamports };
+    if (p.token) {
+      const decimals = ledger.decimalsOf(p.token.mint!);
+      if (decimals === undefined) throw invalid('token', `no mint ${p.token.mint} on ${request.network}`);
+      const amount = parseDecimal(p.token.amountText, decimals);
+      if (amount === null || amount <= 0n || amount >= 1n << 64n) throw invalid('amount', `amount must be a positive decimal with at most ${decimals} decimals`);
+      const minted = ledger.mintTo(request.to, p.token.mint!, amount);
+      result.mint = { signature: minted.signature, symbol: p.token.symbol, mint: minted.mint, tokenAccount: minted.tokenAccount, amount: minted.amount, decimals: minted.decimals };
+    }
+    return result;
+  };
+}
+
+async function rpcCall(url: string, method: string, params: unknown[]): Promise<unknown> {
+  let res: Response;
+  try {
+    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), signal: AbortSignal.timeout(15_000) });
+  } catch (e) {
+    throw new DomainError('rpc_unavailable', `cannot reach the ledger at ${url}: ${(e as Error).message}`);
+  }
+  const body = (await res.json().catch(() => null)) as { result?: unknown; error?: { code: number; message: string } } | null;
+  if (!body) throw new DomainError('rpc_unavailable', `${url} answered ${res.status} without JSON-RPC`);
+  if (body.error) throw new DomainError(body.error.code === -32602 ? 'invalid_request' : 'upstream_failed', `${method}: ${body.error.message}`);
+  return body.result;
+}
+
+/** Faucet over the JSON-RPC of running embedded ledgers (requestAirdrop and the local svc_mintStable). */
+export function createRemoteFaucet(urls: Partial<Record<Network, string>>): Faucet {
+  return async (request) => {
+    const p = plan(request);
+    const url = urls[request.network];
+    if (!url) throw new DomainError('invalid_request', `no running embedded ledger for ${request.network}`);
+    const result: FaucetResult = { network: request.network, to: request.to };
+    if (p.lamports !== null) {
+      if (p.lamports > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('sol', 'sol is too large');
+      result.airdrop = { signature: String(await rpcCall(url, 'requestAirdrop', [request.to, Number(p.lamports)])), lamports: p.lamports };
+    }
+    if (p.token) {
+      const minted = (await rpcCall(url, 'svc_mintStable', [request.to, p.token.mint, p.token.amountText])) as {
+        signature: string;
+        mint: string;
+        tokenAccount: string;
+        amount: string;
+        decimals: number;
+      };
+      result.mint = { signature: minted.signature, symbol: p.token.symbol, mint: minted.mint, tokenAccount: minted.tokenAccount, amount: BigInt(minted.amount), decimals: minted.decimals };
+    }
+    return result;
+  };
+}

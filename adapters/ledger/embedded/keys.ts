@@ -1,0 +1,46 @@
+import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { encodeBase58 } from './base58.ts';
+
+// Local keys of the embedded ledger (mint authority, faucet), kept as Solana CLI keypair files (a JSON array of the
+// 64-byte secret key), owner-only. Signing uses node's native ed25519: web3.js's JavaScript ed25519 costs milliseconds.
+
+const PKCS8_ED25519_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
+export interface LocalSigner {
+  address: string;
+  publicKey: Uint8Array;
+  sign(message: Uint8Array): Uint8Array;
+}
+
+export function signerFromSecret(secretKey: Uint8Array): LocalSigner {
+  if (secretKey.length !== 64) throw new Error('a Solana secret key has 64 bytes');
+  const key: KeyObject = createPrivateKey({ key: Buffer.concat([PKCS8_ED25519_PREFIX, secretKey.subarray(0, 32)]), format: 'der', type: 'pkcs8' });
+  const publicKey = new Uint8Array(createPublicKey(key).export({ format: 'der', type: 'spki' }).subarray(-32));
+  if (!Buffer.from(publicKey).equals(Buffer.from(secretKey.subarray(32)))) throw new Error('secret key and public key do not match');
+  return { address: encodeBase58(publicKey), publicKey, sign: (message) => new Uint8Array(sign(null, message, key)) };
+}
+
+export function generateSecretKey(): Uint8Array {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(-32);
+  const pub = publicKey.export({ format: 'der', type: 'spki' }).subarray(-32);
+  return new Uint8Array(Buffer.concat([seed, pub]));
+}
+
+/** Loads the keypair file, creating it (0600, directory 0700) on first use. */
+export function loadOrCreateKeypair(path: string): LocalSigner {
+  try {
+    return signerFromSecret(Uint8Array.from(JSON.parse(readFileSync(path, 'utf8')) as number[]));
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new Error(`cannot read keypair ${path}: ${(e as Error).message}`);
+  }
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    writeFileSync(path, JSON.stringify(Array.from(generateSecretKey())), { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  return signerFromSecret(Uint8Array.from(JSON.parse(readFileSync(path, 'utf8')) as number[]));
+}

@@ -1,0 +1,1094 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
+import { PublicKey } from '@solana/web3.js';
+import type {
+  LatestBlockhash,
+  Ledger,
+  LedgerAccount,
+  LedgerTransaction,
+  LedgerTransactionError,
+  SendOptions,
+  SendResult,
+  SignatureInfo,
+  SignaturesForAddressOptions,
+  SignatureStatus,
+  SimulateOptions,
+  SimulationResult,
+  TokenAccountBalance,
+  TransactionTokenBalance,
+} from '../../../domain/ports/ledger.ts';
+import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
+import { decodeAddress, decodeBase58, encodeBase58 } from './base58.ts';
+import { transactionErrorJson } from './errors.ts';
+import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
+import { History, type HistoryEntry, type StoredTokenBalance, type StoredTransaction } from './history.ts';
+import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
+import {
+  ASSOCIATED_TOKEN_PROGRAM_ID,
+  MEMO_PROGRAM_ID,
+  MEMO_V1_PROGRAM_ID,
+  SYSTEM_PROGRAM_ID,
+  TOKEN_2022_PROGRAM_ID,
+  TOKEN_PROGRAM_ID,
+  encodeMint,
+  isMintData,
+  isTokenAccountData,
+  isTokenProgram,
+  parseTokenAccount,
+  readTokenAmount,
+} from './token.ts';
+import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
+
+// One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
+// LiteSVM lacks — a slot clock, blockhashes that expire after 150 blocks, preflight, a signature index, history and
+// persistence. Every state change goes through send (or genesis), which keeps the account cache below coherent.
+
+/** the real clusters' genesis hashes: clients (x402 among them) tell the network by it */
+export const GENESIS_HASH: Record<Network, string> = {
+  'chain-devnet': 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG',
+  'chain-mainnet': '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d',
+};
+
+export const MAX_PROCESSING_AGE = 150;
+export const SLOTS_PER_EPOCH = 432_000;
+const LAMPORTS_PER_SIGNATURE = 5_000n;
+/** below 2^53 so JSON clients that read lamports as numbers stay exact */
+const FAUCET_LAMPORTS = 4_000_000_000_000_000n;
+const LOOKUP_TABLE_PROGRAM_ID = 'AddressLookupTab1e1111111111111111111111111';
+const LOOKUP_TABLE_META_SIZE = 56;
+const RENT_EXEMPT_EPOCH = 18_446_744_073_709_551_615n;
+
+export interface EmbeddedLedgerOptions {
+  network: Network;
+  /** this network's directory, e.g. `${dataDir}/ledger/chain-devnet` */
+  dir: string;
+  /** slot length; 0 = slots move only by advance() (tests). Default 400 ms, like the clusters. */
+  slotMs?: number;
+  /** snapshot after this many transactions (default 2000) … */
+  snapshotEvery?: number;
+  /** … or this long after the first unsaved change (default 5000 ms) */
+  snapshotIntervalMs?: number;
+  onWarning?: (message: string) => void;
+}
+
+interface TokenInfo {
+  mint: string;
+  owner: string;
+  amount: bigint;
+  program: string;
+}
+
+/** What the hot path needs to know of an account before a transaction: kept in step with LiteSVM by send. */
+interface Known {
+  lamports: bigint;
+  /** null: the account does not exist */
+  owner: string | null;
+  executable: boolean;
+  token: TokenInfo | null;
+}
+
+export interface LandedTransaction {
+  signature: string;
+  slot: number;
+  err: LedgerTransactionError | null;
+  /** writable account keys, whose state may have changed */
+  writable: string[];
+}
+
+export interface SimulateWireOptions extends SimulateOptions {
+  replaceRecentBlockhash?: boolean;
+  /** addresses whose post-simulation state to return */
+  accounts?: string[];
+}
+
+export interface SimulateWireResult extends SimulationResult {
+  accounts?: (LedgerAccount | null)[];
+  replacementBlockhash?: LatestBlockhash;
+}
+
+export interface TransactionRecord {
+  stored: StoredTransaction;
+  wire: WireTransaction;
+  accountKeys: string[];
+}
+
+export interface MintResult {
+  signature: string;
+  mint: string;
+  tokenAccount: string;
+  amount: bigint;
+  decimals: number;
+}
+
+interface ResolvedKeys {
+  names: string[];
+  keys: Uint8Array[];
+  loadedWritable: number;
+}
+
+const NOT_FOUND: Known = { lamports: 0n, owner: null, executable: false, token: null };
+
+export class EmbeddedLedger implements Ledger {
+  readonly network: Network;
+  readonly dir: string;
+  readonly slotMs: number;
+  readonly mintAuthority: LocalSigner;
+  readonly faucet: LocalSigner;
+
+  private svm: LiteSvm;
+  private readonly history: History;
+  private header: SnapshotHeader;
+  private readonly seed: Buffer;
+  private lastSlot: number;
+  private clockSlot = -1;
+  private readonly releaseLock: () => void;
+
+  // blockhash window: heights [top - 150, top]
+  private windowTop = -1;
+  private readonly window: { height: number; text: string; raw: string }[] = [];
+  private readonly windowByText = new Map<string, number>();
+  private readonly windowByRaw = new Map<string, number>();
+
+  /** latin1 of 32 key bytes → base58 */
+  private readonly names = new Map<string, string>();
+  private readonly known = new Map<string, Known>();
+  private readonly tokenAccountsByOwner = new Map<string, Set<string>>();
+  private readonly decimals = new Map<string, number>();
+  private readonly listeners = new Set<(landed: LandedTransaction) => void>();
+
+  private unsaved = 0;
+  private firstUnsavedAt = 0;
+  private saving: Promise<void> | null = null;
+  private saveAgain = false;
+  private readonly snapshotEvery: number;
+  private readonly snapshotIntervalMs: number;
+  private readonly timer: NodeJS.Timeout;
+  private closed = false;
+  private readonly warn: (message: string) => void;
+
+  private constructor(options: EmbeddedLedgerOptions, parts: { svm: LiteSvm; header: SnapshotHeader; releaseLock: () => void; mintAuthority: LocalSigner; faucet: LocalSigner }) {
+    this.network = options.network;
+    this.dir = options.dir;
+    this.slotMs = options.slotMs ?? 400;
+    this.snapshotEvery = options.snapshotEvery ?? 2000;
+    this.snapshotIntervalMs = options.snapshotIntervalMs ?? 5000;
+    this.warn = options.onWarning ?? (() => {});
+    this.svm = parts.svm;
+    this.header = parts.header;
+    this.seed = Buffer.from(parts.header.blockhashSeed, 'hex');
+    this.releaseLock = parts.releaseLock;
+    this.mintAuthority = parts.mintAuthority;
+    this.faucet = parts.faucet;
+    this.lastSlot = parts.header.slot;
+    this.history = new History(join(this.dir, 'history.log'), (record) => this.describeStored(record));
+    this.lastSlot = Math.max(this.lastSlot, this.history.lastSlot);
+    this.timer = setInterval(() => this.tick(), 1000);
+    this.timer.unref();
+  }
+
+  /**
+   * Opens the ledger in `dir` (creating it with the curated mints on first use): loads the last snapshot and
+   * executes the transactions logged after it. Throws LedgerLockedError when another live process has it open.
+   */
+  static async open(options: EmbeddedLedgerOptions): Promise<EmbeddedLedger> {
+    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+    const releaseLock = acquireLock(options.dir);
+    try {
+      const mintAuthority = loadOrCreateKeypair(join(options.dir, 'mint-authority.json'));
+      const faucet = loadOrCreateKeypair(join(options.dir, 'faucet.json'));
+      const snapshot = readSnapshot(options.dir);
+      if (snapshot && snapshot.header.network !== options.network) throw new Error(`${options.dir} holds the ledger of ${snapshot.header.network}`);
+      const svm = snapshot ? LiteSvm.fromBytes(snapshot.state) : new LiteSvm();
+      // Blockhash ages are checked here (LiteSVM only knows one blockhash); LiteSVM's own history is not needed.
+      svm.setBlockhashCheck(false);
+      svm.setTransactionHistory(0n);
+      svm.setSigverify(true);
+      const header: SnapshotHeader = snapshot?.header ?? {
+        format: 1,
+        network: options.network,
+        seq: 0,
+        slot: 0,
+        slotOffset: 0,
+        genesisMs: Date.now(),
+        blockhashSeed: randomBytes(32).toString('hex'),
+        savedAt: new Date().toISOString(),
+      };
+      const ledger = new EmbeddedLedger(options, { svm, header, releaseLock, mintAuthority, faucet });
+      ledger.replay(header.seq);
+      const changed = ledger.ensureGenesisAccounts();
+      // a snapshot ahead of the history (its tail was lost) is rewritten so new records are never skipped
+      if (!snapshot || changed || ledger.history.lastSeq < header.seq) ledger.saveSync();
+      ledger.indexTokenAccounts();
+      return ledger;
+    } catch (e) {
+      releaseLock();
+      throw e;
+    }
+  }
+
+  // ---- clock and blockhashes ----
+
+  /** Current slot (= block height: this ledger skips no slots). */
+  slot(): number {
+    const s = this.slotMs > 0 ? Math.floor((Date.now() - this.header.genesisMs) / this.slotMs) + this.header.slotOffset : this.header.slotOffset;
+    if (s > this.lastSlot) this.lastSlot = s;
+    return this.lastSlot;
+  }
+
+  /** Moves the chain forward by `slots` blocks (tests: expire blockhashes). */
+  advance(slots: number): void {
+    if (!Number.isInteger(slots) || slots < 0) throw new RangeError('advance by a non-negative whole number of slots');
+    this.header.slotOffset += slots;
+    this.lastSlot += slots;
+    this.markUnsaved();
+  }
+
+  private blockhashAt(height: number): Buffer {
+    const h = createHash('sha256');
+    h.update(this.seed);
+    const n = Buffer.alloc(8);
+    n.writeBigUInt64LE(BigInt(height));
+    h.update(n);
+    return h.digest();
+  }
+
+  private refreshWindow(): number {
+    const top = this.slot();
+    if (top === this.windowTop) return top;
+    for (let h = Math.max(this.windowTop + 1, top - MAX_PROCESSING_AGE, 0); h <= top; h++) {
+      const raw = this.blockhashAt(h);
+      const entry = { height: h, text: encodeBase58(raw), raw: raw.toString('latin1') };
+      this.window.push(entry);
+      this.windowByText.set(entry.text, h);
+      this.windowByRaw.set(entry.raw, h);
+    }
+    while (this.window.length && this.window[0]!.height < top - MAX_PROCESSING_AGE) {
+      const old = this.window.shift()!;
+      this.windowByText.delete(old.text);
+      this.windowByRaw.delete(old.raw);
+    }
+    this.windowTop = top;
+    return top;
+  }
+
+  latestBlockhash(): LatestBlockhash {
+    const height = this.refreshWindow();
+    return { blockhash: this.window[this.window.length - 1]!.text, lastValidBlockHeight: height + MAX_PROCESSING_AGE, slot: height };
+  }
+
+  blockhashValid(blockhash: string): boolean {
+    this.refreshWindow();
+    return this.windowByText.has(blockhash);
+  }
+
+  private syncClock(slot: number, unixSeconds: number): void {
+    if (slot === this.clockSlot) return;
+    const epoch = BigInt(Math.floor(slot / SLOTS_PER_EPOCH));
+    const epochStart = BigInt(Math.floor((this.header.genesisMs + (slot - (slot % SLOTS_PER_EPOCH)) * Math.max(this.slotMs, 1)) / 1000));
+    this.svm.setClock(new Clock(BigInt(slot), epochStart, epoch, epoch + 1n, BigInt(unixSeconds)));
+    this.clockSlot = slot;
+  }
+
+  epochInfo() {
+    const slot = this.slot();
+    return {
+      absoluteSlot: slot,
+      blockHeight: slot,
+      epoch: Math.floor(slot / SLOTS_PER_EPOCH),
+      slotIndex: slot % SLOTS_PER_EPOCH,
+      slotsInEpoch: SLOTS_PER_EPOCH,
+      transactionCount: this.history.lastSeq,
+    };
+  }
+
+  get genesisHash(): string {
+    return GENESIS_HASH[this.network];
+  }
+
+  get transactionCount(): number {
+    return this.history.lastSeq;
+  }
+
+  minimumBalanceForRentExemption(dataLength: number): bigint {
+    return this.svm.minimumBalanceForRentExemption(BigInt(dataLength));
+  }
+
+  // ---- names and accounts ----
+
+  private nameAt(bytes: Buffer, offset: number): string {
+    const raw = bytes.toString('latin1', offset, offset + 32);
+    let name = this.names.get(raw);
+    if (name === undefined) {
+      name = encodeBase58(bytes.subarray(offset, offset + 32));
+      this.names.set(raw, name);
+    }
+    return name;
+  }
+
+  private nameOf(bytes: Uint8Array): string {
+    const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    return this.nameAt(b, 0);
+  }
+
+  private readKnown(name: string, key: Uint8Array): Known {
+    const a = this.svm.getAccount(key);
+    if (a === null) return NOT_FOUND;
+    const lamports = a.lamports();
+    if (a.executable()) return { lamports, owner: null, executable: true, token: null };
+    const owner = this.nameOf(a.owner());
+    let token: TokenInfo | null = null;
+    if (isTokenProgram(owner)) {
+      const data = a.data();
+      if (isTokenAccountData(owner, data)) {
+        const b = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+        token = { mint: this.nameAt(b, 0), owner: this.nameAt(b, 32), amount: readTokenAmount(data), program: owner };
+      }
+    }
+    return { lamports, owner, executable: false, token };
+  }
+
+  private knownOf(name: string, key: Uint8Array): Known {
+    let k = this.known.get(name);
+    if (k === undefined) {
+      k = this.readKnown(name, key);
+      this.remember(name, k);
+    }
+    return k;
+  }
+
+  private remember(name: string, k: Known): void {
+    const before = this.known.get(name);
+    if (before?.token && (!k.token || k.token.owner !== before.token.owner)) this.tokenAccountsByOwner.get(before.token.owner)?.delete(name);
+    if (k.token && (!before?.token || before.token.owner !== k.token.owner)) {
+      let set = this.tokenAccountsByOwner.get(k.token.owner);
+      if (!set) this.tokenAccountsByOwner.set(k.token.owner, (set = new Set()));
+      set.add(name);
+    }
+    this.known.set(name, k);
+  }
+
+  /** Token accounts already in the state (after a restart) for getTokenBalances. */
+  private indexTokenAccounts(): void {
+    for (const program of [TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID]) {
+      for (const item of this.svm.getProgramAccounts(decodeBase58(program)!)) {
+        const name = this.nameOf(item.address);
+        if (!this.known.has(name)) this.remember(name, this.readKnown(name, item.address));
+      }
+    }
+  }
+
+  readAccount(address: string): LedgerAccount | null {
+    const key = decodeAddress(address);
+    if (!key) return null;
+    const a = this.svm.getAccount(key);
+    if (a === null) return null;
+    return { address, lamports: a.lamports(), owner: this.nameOf(a.owner()), data: a.data(), executable: a.executable() };
+  }
+
+  balance(address: string): bigint {
+    const key = decodeAddress(address);
+    return (key && this.svm.getBalance(key)) ?? 0n;
+  }
+
+  decimalsOf(mint: string): number | undefined {
+    let d = this.decimals.get(mint);
+    if (d === undefined) {
+      const account = this.readAccount(mint);
+      if (!account || !isMintData(account.owner, account.data)) return undefined;
+      d = account.data[44]!;
+      this.decimals.set(mint, d);
+    }
+    return d;
+  }
+
+  /** Token accounts of `owner`, optionally of one mint or one token program, read from the state. */
+  tokenAccountsOf(owner: string, filter: { mint?: string | undefined; programId?: string | undefined } = {}): LedgerAccount[] {
+    const out: LedgerAccount[] = [];
+    for (const address of this.tokenAccountsByOwner.get(owner) ?? []) {
+      const account = this.readAccount(address);
+      if (!account || !isTokenAccountData(account.owner, account.data)) continue;
+      if (filter.programId && account.owner !== filter.programId) continue;
+      if (filter.mint && encodeBase58(account.data.subarray(0, 32)) !== filter.mint) continue;
+      out.push(account);
+    }
+    return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  }
+
+  // ---- transactions ----
+
+  /** Account keys of a parsed transaction (static, then loaded writable, then loaded readonly) with their bytes. */
+  private resolveKeys(tx: WireTransaction): ResolvedKeys | { err: LedgerTransactionError } {
+    const names: string[] = [];
+    const keys: Uint8Array[] = [];
+    for (let i = 0; i < tx.numStaticKeys; i++) {
+      const at = tx.keysOffset + i * 32;
+      names.push(this.nameAt(tx.bytes, at));
+      keys.push(tx.bytes.subarray(at, at + 32));
+    }
+    if (tx.lookups.length === 0) return { names, keys, loadedWritable: 0 };
+    const tables = tx.lookups.map((l) => {
+      const table = this.svm.getAccount(tx.bytes.subarray(l.keyOffset, l.keyOffset + 32));
+      return table ? { owner: this.nameOf(table.owner()), data: Buffer.from(table.data()) } : null;
+    });
+    let loadedWritable = 0;
+    for (const kind of ['writable', 'readonly'] as const) {
+      for (let t = 0; t < tx.lookups.length; t++) {
+        const table = tables[t];
+        if (!table) return { err: 'AddressLookupTableNotFound' };
+        if (table.owner !== LOOKUP_TABLE_PROGRAM_ID) return { err: 'InvalidAddressLookupTableOwner' };
+        const count = Math.floor((table.data.length - LOOKUP_TABLE_META_SIZE) / 32);
+        for (const index of tx.lookups[t]![kind]) {
+          if (index >= count) return { err: 'InvalidAddressLookupTableIndex' };
+          const at = LOOKUP_TABLE_META_SIZE + index * 32;
+          names.push(this.nameAt(table.data, at));
+          keys.push(table.data.subarray(at, at + 32));
+          if (kind === 'writable') loadedWritable++;
+        }
+      }
+    }
+    return { names, keys, loadedWritable };
+  }
+
+  private isWritable(tx: WireTransaction, i: number, loadedWritable: number): boolean {
+    return i < tx.numStaticKeys ? isStaticWritable(tx, i) : i < tx.numStaticKeys + loadedWritable;
+  }
+
+  /** A durable-nonce transaction: first instruction AdvanceNonceAccount, blockhash = the nonce account's nonce. */
+  private nonceAccountOf(tx: WireTransaction, names: string[], keys: Uint8Array[]): Uint8Array | null {
+    if (!this.isNonceTransaction(tx, names)) return null;
+    const nonceKey = keys[tx.instructions[0]!.accounts[0]!];
+    if (!nonceKey) return null;
+    const account = this.svm.getAccount(nonceKey);
+    if (!account || this.nameOf(account.owner()) !== SYSTEM_PROGRAM_ID) return null;
+    const data = account.data();
+    if (data.length !== 80 || data[4] !== 1) return null;
+    return Buffer.from(data.subarray(40, 72)).equals(tx.bytes.subarray(tx.blockhashOffset, tx.blockhashOffset + 32)) ? nonceKey : null;
+  }
+
+  private reject(signature: string | null, err: LedgerTransactionError, logs: string[] = []): SendResult {
+    return { ok: false, signature, err, logs };
+  }
+
+  /**
+   * Executes a wire transaction. With preflight (the default) a transaction that fails leaves no trace, as the
+   * RPC's preflight simulation would reject it. With skipPreflight one that fails in execution lands failed and
+   * pays its fee, and one that cannot land (expired blockhash, unfunded payer, duplicate) is accepted and dropped,
+   * as a cluster does; bad signatures and malformed bytes are rejected either way (the RPC checks those itself).
+   */
+  sendWire(bytes: Uint8Array, options: SendOptions = {}): SendResult {
+    this.assertOpen();
+    let tx: WireTransaction;
+    try {
+      tx = parseTransaction(bytes);
+    } catch (e) {
+      if (e instanceof WireError) return this.reject(null, 'SanitizeFailure', [e.message]);
+      throw e;
+    }
+    const signature = encodeBase58(tx.bytes.subarray(tx.signaturesOffset, tx.signaturesOffset + 64));
+    const slot = this.refreshWindow();
+    // Without preflight the RPC forwards what it cannot check; what then fails to land is dropped silently.
+    const drop = (err: LedgerTransactionError, logs: string[] = []): SendResult =>
+      options.skipPreflight && err !== 'SignatureFailure' ? { ok: true, signature } : this.reject(signature, err, logs);
+    const resolved = this.resolveKeys(tx);
+    if ('err' in resolved) return drop(resolved.err);
+    const { names, keys, loadedWritable } = resolved;
+    const inWindow = this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32));
+    const nonceKey = inWindow ? null : this.nonceAccountOf(tx, names, keys);
+    if (!inWindow && !nonceKey) return drop('BlockhashNotFound');
+    if (this.history.has(signature)) return drop('AlreadyProcessed');
+
+    const pre: Known[] = new Array(names.length);
+    for (let i = 0; i < names.length; i++) pre[i] = this.knownOf(names[i]!, keys[i]!);
+    const nowSeconds = Math.floor(Date.now() / 1000);
+    this.syncClock(slot, nowSeconds);
+    const nonceBefore = nonceKey ? this.svm.getAccount(nonceKey) : null;
+    if (nonceKey) this.svm.expireBlockhash(); // AdvanceNonceAccount needs a new durable nonce to store
+
+    const result = tx.version === 'legacy' ? this.svm.sendLegacyTransaction(tx.bytes) : this.svm.sendVersionedTransaction(tx.bytes);
+    let err: LedgerTransactionError | null = null;
+    let meta: TransactionMetadata;
+    if (result instanceof FailedTransactionMetadata) {
+      err = transactionErrorJson(result);
+      meta = result.meta();
+      const payerAfter = this.svm.getBalance(keys[0]!) ?? 0n;
+      const landed = payerAfter !== pre[0]!.lamports;
+      if (!landed) return drop(err, meta.logs());
+      if (!options.skipPreflight) {
+        this.rollbackFee(keys[0]!, pre[0]!.lamports, nonceKey, nonceBefore);
+        return this.reject(signature, err, meta.logs());
+      }
+    } else {
+      meta = result;
+    }
+    return { ok: true, signature: this.land({ tx, signature, names, keys, loadedWritable, pre, slot, time: nowSeconds, err, meta }) };
+  }
+
+  /** Undoes what a failed transaction changed (its fee, and a durable nonce's advance). */
+  private rollbackFee(payer: Uint8Array, lamports: bigint, nonceKey: Uint8Array | null, nonceBefore: Account | null): void {
+    const a = this.svm.getAccount(payer);
+    if (a) this.svm.setAccount(payer, new Account(lamports, a.data(), a.owner(), a.executable(), a.rentEpoch()));
+    if (nonceKey && nonceBefore) this.svm.setAccount(nonceKey, nonceBefore);
+  }
+
+  private land(input: {
+    tx: WireTransaction;
+    signature: string;
+    names: string[];
+    keys: Uint8Array[];
+    loadedWritable: number;
+    pre: Known[];
+    slot: number;
+    time: number;
+    err: LedgerTransactionError | null;
+    meta: TransactionMetadata;
+  }): string {
+    const { tx, signature, names, keys, loadedWritable, pre, slot, time, err, meta } = input;
+    const n = names.length;
+    const post: Known[] = new Array(n);
+    const writable: string[] = [];
+    let fee = 0n;
+    const preBalances: string[] = new Array(n);
+    const postBalances: string[] = new Array(n);
+    const preTok: StoredTokenBalance[] = [];
+    const postTok: StoredTokenBalance[] = [];
+    for (let i = 0; i < n; i++) {
+      const before = pre[i]!;
+      let after = before;
+      if (!before.executable && this.isWritable(tx, i, loadedWritable)) {
+        after = this.readKnown(names[i]!, keys[i]!);
+        this.remember(names[i]!, after);
+        writable.push(names[i]!);
+      }
+      post[i] = after;
+      fee += before.lamports - after.lamports;
+      preBalances[i] = before.lamports.toString();
+      postBalances[i] = after.lamports.toString();
+      if (before.token) preTok.push(this.storedTokenBalance(i, before.token));
+      if (after.token) postTok.push(this.storedTokenBalance(i, after.token));
+    }
+    const record: StoredTransaction = {
+      seq: this.history.nextSeq(),
+      sig: signature,
+      slot,
+      time,
+      tx: tx.bytes.toString('base64'),
+      err,
+      fee: fee.toString(),
+      pre: preBalances,
+      post: postBalances,
+      preTok,
+      postTok,
+      logs: meta.logs(),
+      cu: Number(meta.computeUnitsConsumed()),
+    };
+    const inner = innerInstructionsOf(meta);
+    if (inner) record.inner = inner;
+    if (tx.lookups.length) {
+      record.lw = names.slice(tx.numStaticKeys, tx.numStaticKeys + loadedWritable);
+      record.lr = names.slice(tx.numStaticKeys + loadedWritable);
+    }
+    this.history.append(record, names, memoSummary(tx, names));
+    this.markUnsaved();
+    if (this.listeners.size) {
+      const landed: LandedTransaction = { signature, slot, err, writable };
+      for (const listener of this.listeners) listener(landed);
+    }
+    return signature;
+  }
+
+  private storedTokenBalance(index: number, t: TokenInfo): StoredTokenBalance {
+    return [index, t.mint, t.owner, t.amount.toString(), this.decimalsOf(t.mint) ?? 0, t.program];
+  }
+
+  simulateWire(bytes: Uint8Array, options: SimulateWireOptions = {}): SimulateWireResult {
+    this.assertOpen();
+    let tx: WireTransaction;
+    try {
+      tx = parseTransaction(bytes);
+    } catch (e) {
+      if (e instanceof WireError) return { err: 'SanitizeFailure', logs: [e.message], unitsConsumed: 0 };
+      throw e;
+    }
+    const slot = this.refreshWindow();
+    const out: Partial<SimulateWireResult> = {};
+    if (options.replaceRecentBlockhash) {
+      out.replacementBlockhash = this.latestBlockhash();
+    } else if (!this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
+      const resolved = this.resolveKeys(tx);
+      const nonce = 'err' in resolved ? null : this.nonceAccountOf(tx, resolved.names, resolved.keys);
+      if (!nonce) return { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 };
+    }
+    this.syncClock(slot, Math.floor(Date.now() / 1000));
+    const sigVerify = options.sigVerify ?? false;
+    if (!sigVerify) this.svm.setSigverify(false);
+    let result;
+    try {
+      result = tx.version === 'legacy' ? this.svm.simulateLegacyTransaction(tx.bytes) : this.svm.simulateVersionedTransaction(tx.bytes);
+    } finally {
+      if (!sigVerify) this.svm.setSigverify(true);
+    }
+    const failed = result instanceof FailedTransactionMetadata ? result : null;
+    const meta = result.meta();
+    const simulated: SimulateWireResult = {
+      err: failed ? transactionErrorJson(failed) : null,
+      logs: meta.logs(),
+      unitsConsumed: Number(meta.computeUnitsConsumed()),
+      ...out,
+    };
+    if (options.accounts) {
+      const postAccounts = new Map<string, LedgerAccount>();
+      if (!(result instanceof FailedTransactionMetadata)) {
+        for (const item of result.postAccounts()) {
+          const a = item.account();
+          const address = this.nameOf(item.address);
+          postAccounts.set(address, { address, lamports: a.lamports(), owner: this.nameOf(a.owner()), data: a.data(), executable: a.executable() });
+        }
+      }
+      simulated.accounts = options.accounts.map((address) => (failed ? null : (postAccounts.get(address) ?? this.readAccount(address))));
+    }
+    return simulated;
+  }
+
+  /** The fee a message would pay (5000 per signature + priority fee), or null when its blockhash is not valid. */
+  feeForMessage(message: Uint8Array): bigint | null {
+    let m;
+    try {
+      m = parseMessage(message);
+    } catch {
+      return null;
+    }
+    this.refreshWindow();
+    if (!this.windowByRaw.has(m.bytes.toString('latin1', m.blockhashOffset, m.blockhashOffset + 32))) return null;
+    const names: string[] = [];
+    for (let i = 0; i < m.numStaticKeys; i++) names.push(this.nameAt(m.bytes, m.keysOffset + i * 32));
+    return LAMPORTS_PER_SIGNATURE * BigInt(m.numRequiredSignatures) + priorityFee(m.instructions, names);
+  }
+
+  signatureStatus(signature: string): SignatureStatus | null {
+    const e = this.history.entry(signature);
+    return e ? { slot: e.slot, confirmationStatus: 'finalized', err: e.err } : null;
+  }
+
+  signaturesFor(address: string, options: SignaturesForAddressOptions = {}): HistoryEntry[] {
+    const limit = Math.min(Math.max(Math.trunc(options.limit ?? 1000), 1), 1000);
+    return this.history.signaturesFor(address, { before: options.before, until: options.until, limit });
+  }
+
+  /** The stored record of a landed transaction with its parsed wire form. */
+  transactionRecord(signature: string): TransactionRecord | null {
+    const entry = this.history.entry(signature);
+    if (!entry) return null;
+    const stored = this.history.read(entry);
+    const wire = parseTransaction(Buffer.from(stored.tx, 'base64'));
+    const accountKeys: string[] = [];
+    for (let i = 0; i < wire.numStaticKeys; i++) accountKeys.push(this.nameAt(wire.bytes, wire.keysOffset + i * 32));
+    accountKeys.push(...(stored.lw ?? []), ...(stored.lr ?? []));
+    return { stored, wire, accountKeys };
+  }
+
+  onTransaction(listener: (landed: LandedTransaction) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  // ---- faucet: real transactions signed by the local faucet and mint authority keys ----
+
+  /** Transfers `lamports` from the faucet; returns the signature. */
+  airdrop(to: string, lamports: bigint): string {
+    const toKey = decodeAddress(to);
+    if (!toKey) throw new RangeError(`not an address: ${to}`);
+    if (lamports <= 0n || lamports > 0xffff_ffff_ffff_ffffn) throw new RangeError('lamports must be a positive u64');
+    const data = Buffer.alloc(12);
+    data.writeUInt32LE(2, 0);
+    data.writeBigUInt64LE(lamports, 4);
+    return this.sendLocal([this.faucet], [{ programId: SYSTEM_PROGRAM_ID, accounts: [{ address: this.faucet.address, signer: true, writable: true }, { address: to, signer: false, writable: true }], data }]);
+  }
+
+  /** Mints `amount` (atomic units) of a curated stable or any mint of the local authority to `owner`'s ATA. */
+  mintTo(owner: string, mint: string, amount: bigint): MintResult {
+    if (!decodeAddress(owner)) throw new RangeError(`not an address: ${owner}`);
+    const mintAccount = this.readAccount(mint);
+    if (!mintAccount || !isMintData(mintAccount.owner, mintAccount.data)) throw new RangeError(`no mint at ${mint}`);
+    if (amount <= 0n || amount > 0xffff_ffff_ffff_ffffn) throw new RangeError('amount must be a positive u64');
+    const tokenProgram = mintAccount.owner;
+    const decimals = mintAccount.data[44]!;
+    const ata = associatedTokenAddress(owner, mint, tokenProgram);
+    const mintData = Buffer.alloc(10);
+    mintData[0] = 14; // MintToChecked
+    mintData.writeBigUInt64LE(amount, 1);
+    mintData[9] = decimals;
+    const signature = this.sendLocal(
+      [this.faucet, this.mintAuthority],
+      [
+        {
+          programId: ASSOCIATED_TOKEN_PROGRAM_ID,
+          accounts: [
+            { address: this.faucet.address, signer: true, writable: true },
+            { address: ata, signer: false, writable: true },
+            { address: owner, signer: false, writable: false },
+            { address: mint, signer: false, writable: false },
+            { address: SYSTEM_PROGRAM_ID, signer: false, writable: false },
+            { address: tokenProgram, signer: false, writable: false },
+          ],
+          data: Buffer.from([1]), // CreateIdempotent
+        },
+        {
+          programId: tokenProgram,
+          accounts: [
+            { address: mint, signer: false, writable: true },
+            { address: ata, signer: false, writable: true },
+            { address: this.mintAuthority.address, signer: true, writable: false },
+          ],
+          data: mintData,
+        },
+      ],
+    );
+    return { signature, mint, tokenAccount: ata, amount, decimals };
+  }
+
+  private sendLocal(signers: LocalSigner[], instructions: LocalInstruction[]): string {
+    const message = compileLegacyMessage(signers[0]!.address, instructions, this.latestBlockhash().blockhash);
+    const signatures = signers.map((s) => s.sign(message));
+    const wire = Buffer.concat([Buffer.from(shortU16(signatures.length)), ...signatures, message]);
+    const result = this.sendWire(wire);
+    if (!result.ok) throw new Error(`faucet transaction failed: ${JSON.stringify(result.err)} ${result.logs.join(' | ')}`);
+    return result.signature;
+  }
+
+  // ---- genesis, replay and persistence ----
+
+  /** The curated stables at their real addresses and the funded faucet; true when something was created. */
+  private ensureGenesisAccounts(): boolean {
+    let changed = false;
+    for (const stable of STABLES[this.network] as readonly Stable[]) {
+      const key = decodeAddress(stable.mint)!;
+      if (this.svm.getAccount(key)) continue;
+      this.svm.setAccount(key, new Account(this.minimumBalanceForRentExemption(82), encodeMint(this.mintAuthority.publicKey, stable.decimals), decodeAddress(stable.tokenProgramId)!, false, RENT_EXEMPT_EPOCH));
+      this.known.delete(stable.mint);
+      changed = true;
+    }
+    if (!this.svm.getAccount(this.faucet.publicKey)) {
+      this.svm.setAccount(this.faucet.publicKey, new Account(FAUCET_LAMPORTS, new Uint8Array(0), decodeAddress(SYSTEM_PROGRAM_ID)!, false, RENT_EXEMPT_EPOCH));
+      this.known.delete(this.faucet.address);
+      changed = true;
+    }
+    return changed;
+  }
+
+  private describeStored(record: StoredTransaction): { keys: string[]; memo: string | null } {
+    const wire = parseTransaction(Buffer.from(record.tx, 'base64'));
+    const keys: string[] = [];
+    for (let i = 0; i < wire.numStaticKeys; i++) keys.push(this.nameAt(wire.bytes, wire.keysOffset + i * 32));
+    keys.push(...(record.lw ?? []), ...(record.lr ?? []));
+    return { keys, memo: memoSummary(wire, keys) };
+  }
+
+  /** Executes the logged transactions after the snapshot's `seq` again (the history log is the write-ahead log). */
+  private replay(afterSeq: number): void {
+    if (this.history.lastSeq < afterSeq) this.warn(`history.log ends at #${this.history.lastSeq} but the snapshot includes #${afterSeq}`);
+    let replayed = 0;
+    for (const record of this.history.since(afterSeq)) {
+      const tx = parseTransaction(Buffer.from(record.tx, 'base64'));
+      this.syncClock(record.slot, record.time);
+      const resolved = this.resolveKeys(tx);
+      if (!('err' in resolved) && this.isNonceTransaction(tx, resolved.names)) this.svm.expireBlockhash();
+      const result = tx.version === 'legacy' ? this.svm.sendLegacyTransaction(tx.bytes) : this.svm.sendVersionedTransaction(tx.bytes);
+      const err = result instanceof FailedTransactionMetadata ? transactionErrorJson(result) : null;
+      if (JSON.stringify(err) !== JSON.stringify(record.err)) this.warn(`replay of ${record.sig} gave ${JSON.stringify(err)}, logged ${JSON.stringify(record.err)}`);
+      this.lastSlot = Math.max(this.lastSlot, record.slot);
+      replayed++;
+    }
+    this.known.clear();
+    this.tokenAccountsByOwner.clear();
+    if (replayed) this.unsaved = replayed;
+  }
+
+  /** First instruction is System AdvanceNonceAccount (index 4). */
+  private isNonceTransaction(tx: WireTransaction, names: string[]): boolean {
+    const first = tx.instructions[0];
+    if (!first || names[first.programIndex] !== SYSTEM_PROGRAM_ID || first.accounts.length < 1) return false;
+    const d = first.data;
+    return d.length === 4 && d[0] === 4 && d[1] === 0 && d[2] === 0 && d[3] === 0;
+  }
+
+  private markUnsaved(): void {
+    this.unsaved++;
+    this.firstUnsavedAt ||= Date.now();
+    if (this.unsaved >= this.snapshotEvery) setImmediate(() => void this.save());
+  }
+
+  private tick(): void {
+    this.history.syncSoon();
+    if (this.unsaved && Date.now() - this.firstUnsavedAt >= this.snapshotIntervalMs) void this.save();
+  }
+
+  private snapshotHeader(): SnapshotHeader {
+    return { ...this.header, seq: this.history.lastSeq, slot: this.slot(), savedAt: new Date().toISOString() };
+  }
+
+  /** Writes a snapshot in the background (one at a time); history up to it is fsynced first. */
+  save(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    if (this.saving) {
+      this.saveAgain = true;
+      return this.saving;
+    }
+    if (!this.unsaved) return Promise.resolve();
+    const header = this.snapshotHeader();
+    const state = this.svm.toBytes();
+    this.unsaved = 0;
+    this.firstUnsavedAt = 0;
+    this.saving = (async () => {
+      try {
+        await this.history.sync();
+        await writeSnapshot(this.dir, header, state);
+        this.header = { ...this.header, seq: header.seq, slot: header.slot };
+      } catch (e) {
+        this.warn(`snapshot failed: ${(e as Error).message}`);
+        this.unsaved ||= 1;
+      } finally {
+        this.saving = null;
+        if (this.saveAgain && !this.closed) {
+          this.saveAgain = false;
+          void this.save();
+        }
+      }
+    })();
+    return this.saving;
+  }
+
+  private saveSync(): void {
+    this.history.syncNow();
+    writeSnapshotSync(this.dir, this.snapshotHeader(), this.svm.toBytes());
+    this.unsaved = 0;
+    this.firstUnsavedAt = 0;
+  }
+
+  private assertOpen(): void {
+    if (this.closed) throw new Error(`the ${this.network} ledger is closed`);
+  }
+
+  /** Saves a final snapshot and releases the directory. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    clearInterval(this.timer);
+    this.saveAgain = false;
+    await this.saving;
+    this.saveSync();
+    this.closed = true;
+    this.history.close();
+    this.listeners.clear();
+    this.releaseLock();
+  }
+
+  // ---- the Ledger port ----
+
+  async getLatestBlockhash(): Promise<LatestBlockhash> {
+    return this.latestBlockhash();
+  }
+
+  async isBlockhashValid(blockhash: string): Promise<boolean> {
+    return this.blockhashValid(blockhash);
+  }
+
+  async getBlockHeight(): Promise<number> {
+    return this.slot();
+  }
+
+  async getSlot(): Promise<number> {
+    return this.slot();
+  }
+
+  async getAccount(address: string): Promise<LedgerAccount | null> {
+    return this.readAccount(address);
+  }
+
+  async getMultipleAccounts(addresses: string[]): Promise<(LedgerAccount | null)[]> {
+    return addresses.map((a) => this.readAccount(a));
+  }
+
+  async getBalance(address: string): Promise<bigint> {
+    return this.balance(address);
+  }
+
+  async getTokenBalances(owner: string, filter: { mint?: string } = {}): Promise<TokenAccountBalance[]> {
+    return this.tokenAccountsOf(owner, { mint: filter.mint }).map((account) => {
+      const t = parseTokenAccount(account.data);
+      return { address: account.address, mint: t.mint, owner: t.owner, amount: t.amount, decimals: this.decimalsOf(t.mint) ?? 0, tokenProgram: account.owner };
+    });
+  }
+
+  async simulateTransaction(wire: Uint8Array, options: SimulateOptions = {}): Promise<SimulationResult> {
+    const { err, logs, unitsConsumed } = this.simulateWire(wire, options);
+    return { err, logs, unitsConsumed };
+  }
+
+  async sendTransaction(wire: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
+    return this.sendWire(wire, options);
+  }
+
+  async getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
+    return signatures.map((s) => this.signatureStatus(s));
+  }
+
+  async getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
+    return this.signaturesFor(address, options).map((e) => ({ signature: e.sig, slot: e.slot, blockTime: e.time, err: e.err, memo: e.memo }));
+  }
+
+  async getTransaction(signature: string): Promise<LedgerTransaction | null> {
+    const record = this.transactionRecord(signature);
+    return record ? toLedgerTransaction(record) : null;
+  }
+}
+
+// ---- helpers shared with the JSON-RPC server ----
+
+export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRecord): LedgerTransaction {
+  const tokenBalance = ([accountIndex, mint, owner, amount, decimals, tokenProgram]: StoredTokenBalance): TransactionTokenBalance => ({
+    accountIndex,
+    account: accountKeys[accountIndex]!,
+    mint,
+    owner,
+    amount: BigInt(amount),
+    decimals,
+    tokenProgram,
+  });
+  return {
+    signature: stored.sig,
+    slot: stored.slot,
+    blockTime: stored.time,
+    version: wire.version,
+    err: stored.err,
+    fee: BigInt(stored.fee),
+    accountKeys,
+    signers: accountKeys.slice(0, wire.numRequiredSignatures),
+    recentBlockhash: encodeBase58(wire.bytes.subarray(wire.blockhashOffset, wire.blockhashOffset + 32)),
+    preBalances: stored.pre.map(BigInt),
+    postBalances: stored.post.map(BigInt),
+    preTokenBalances: stored.preTok.map(tokenBalance),
+    postTokenBalances: stored.postTok.map(tokenBalance),
+    instructions: wire.instructions.map((ix) => ({
+      programId: accountKeys[ix.programIndex]!,
+      accounts: Array.from(ix.accounts, (i) => accountKeys[i]!),
+      data: new Uint8Array(ix.data),
+    })),
+    innerInstructions: (stored.inner ?? []).map(([index, list]) => ({
+      index,
+      instructions: list.map(([programIndex, accounts, data]) => ({
+        programId: accountKeys[programIndex]!,
+        accounts: accounts.map((i) => accountKeys[i]!),
+        data: new Uint8Array(Buffer.from(data, 'base64')),
+      })),
+    })),
+    logs: stored.logs,
+    unitsConsumed: stored.cu,
+  };
+}
+
+function innerInstructionsOf(meta: TransactionMetadata): StoredTransaction['inner'] {
+  const groups = meta.innerInstructions();
+  let out: StoredTransaction['inner'];
+  for (let i = 0; i < groups.length; i++) {
+    const group = groups[i]!;
+    if (group.length === 0) continue;
+    const list: [number, number[], string, number][] = [];
+    for (const inner of group) {
+      const c = inner.instruction();
+      const data = c.data();
+      list.push([c.programIdIndex(), Array.from(c.accounts()), Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'), inner.stackHeight()]);
+    }
+    (out ??= []).push([i, list]);
+  }
+  return out;
+}
+
+/** The RPC's memo summary: "[len] text" per memo instruction, joined by "; ". */
+function memoSummary(tx: Pick<WireTransaction, 'instructions'>, names: string[]): string | null {
+  let out: string | null = null;
+  for (const ix of tx.instructions) {
+    const program = names[ix.programIndex];
+    if (program !== MEMO_PROGRAM_ID && program !== MEMO_V1_PROGRAM_ID) continue;
+    const text = `[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`;
+    out = out === null ? text : `${out}; ${text}`;
+  }
+  return out;
+}
+
+const BUILTIN_PROGRAMS = new Set([
+  SYSTEM_PROGRAM_ID,
+  'ComputeBudget111111111111111111111111111111',
+  LOOKUP_TABLE_PROGRAM_ID,
+  'BPFLoaderUpgradeab1e11111111111111111111111',
+  'BPFLoader2111111111111111111111111111111111',
+  'BPFLoader1111111111111111111111111111111111',
+  'LoaderV411111111111111111111111111111111111',
+  'Vote111111111111111111111111111111111111111',
+  'Stake11111111111111111111111111111111111111',
+  'Config1111111111111111111111111111111111111',
+]);
+
+/** ceil(unit price × unit limit / 1e6), with the runtime's default limits when no SetComputeUnitLimit is given. */
+function priorityFee(instructions: { programIndex: number; data: Uint8Array }[], names: string[]): bigint {
+  let limit: bigint | null = null;
+  let price = 0n;
+  let defaultLimit = 0n;
+  for (const ix of instructions) {
+    const program = names[ix.programIndex];
+    if (program === 'ComputeBudget111111111111111111111111111111') {
+      const d = Buffer.from(ix.data);
+      if (d[0] === 2 && d.length === 5) limit = BigInt(d.readUInt32LE(1));
+      else if (d[0] === 3 && d.length === 9) price = d.readBigUInt64LE(1);
+    }
+    defaultLimit += program !== undefined && BUILTIN_PROGRAMS.has(program) ? 3_000n : 200_000n;
+  }
+  const units = (limit ?? defaultLimit) > 1_400_000n ? 1_400_000n : (limit ?? defaultLimit);
+  return (price * units + 999_999n) / 1_000_000n;
+}
+
+export function associatedTokenAddress(owner: string, mint: string, tokenProgram: string): string {
+  return PublicKey.findProgramAddressSync(
+    [new PublicKey(owner).toBytes(), new PublicKey(tokenProgram).toBytes(), new PublicKey(mint).toBytes()],
+    new PublicKey(ASSOCIATED_TOKEN_PROGRAM_ID),
+  )[0].toBase58();
+}
+
+interface LocalInstruction {
+  programId: string;
+  accounts: { address: string; signer: boolean; writable: boolean }[];
+  data: Uint8Array;
+}
+
+/** A legacy message: payer first, then writable signers, readonly signers, writable and readonly others. */
+function compileLegacyMessage(payer: string, instructions: LocalInstruction[], blockhash: string): Buffer {
+  const metas = new Map<string, { signer: boolean; writable: boolean }>();
+  const note = (address: string, signer: boolean, writable: boolean) => {
+    const m = metas.get(address);
+    if (m) {
+      m.signer ||= signer;
+      m.writable ||= writable;
+    } else metas.set(address, { signer, writable });
+  };
+  note(payer, true, true);
+  for (const ix of instructions) {
+    for (const a of ix.accounts) note(a.address, a.signer, a.writable);
+    note(ix.programId, false, false);
+  }
+  const rank = (m: { signer: boolean; writable: boolean }) => (m.signer ? (m.writable ? 0 : 1) : m.writable ? 2 : 3);
+  const ordered = [...metas.entries()].sort(([a, ma], [b, mb]) => (a === payer ? -1 : b === payer ? 1 : rank(ma) - rank(mb)));
+  const keys = ordered.map(([address]) => address);
+  const index = new Map(keys.map((k, i) => [k, i]));
+  const header = [
+    ordered.filter(([, m]) => m.signer).length,
+    ordered.filter(([, m]) => m.signer && !m.writable).length,
+    ordered.filter(([, m]) => !m.signer && !m.writable).length,
+  ];
+  const parts: Buffer[] = [Buffer.from(header), Buffer.from(shortU16(keys.length)), ...keys.map((k) => Buffer.from(decodeAddress(k)!))];
+  parts.push(Buffer.from(decodeBase58(blockhash)!), Buffer.from(shortU16(instructions.length)));
+  for (const ix of instructions) {
+    parts.push(Buffer.from([index.get(ix.programId)!]), Buffer.from(shortU16(ix.accounts.length)), Buffer.from(ix.accounts.map((a) => index.get(a.address)!)));
+    parts.push(Buffer.from(shortU16(ix.data.length)), Buffer.from(ix.data));
+  }
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,131 @@
+import { join } from 'node:path';
+import type { Ledger } from '../../domain/ports/ledger.ts';
+import { NETWORKS, type Network } from '../../domain/shared/network.ts';
+import { createFaucet, createRemoteFaucet, type Faucet, type FaucetRequest, type FaucetResult } from './embedded/faucet.ts';
+import { announcedRpc, LedgerLockedError, lockHolder } from './embedded/files.ts';
+import { EmbeddedLedger } from './embedded/ledger.ts';
+import { startLedgerRpcServer, type LedgerRpcServer } from './embedded/rpc-server.ts';
+import { RpcLedger } from './rpc/rpc-ledger.ts';
+
+export type { Faucet, FaucetRequest, FaucetResult } from './embedded/faucet.ts';
+export { EmbeddedLedger } from './embedded/ledger.ts';
+export { LedgerLockedError } from './embedded/files.ts';
+export { startLedgerRpcServer } from './embedded/rpc-server.ts';
+
+/** 'embedded' (LiteSVM under dataDir) or the http(s) URL of a Solana JSON-RPC node */
+export type LedgerSource = 'embedded' | (string & {});
+
+export interface OpenLedgersOptions {
+  /** SVC_DATA_DIR: embedded ledgers live in `${dataDir}/ledger/<network>/` */
+  dataDir: string;
+  devnet: LedgerSource;
+  mainnet: LedgerSource;
+  /** serve the embedded devnet's JSON-RPC on this port (0 = any free port; WebSocket on port + 1); omit/null = no server */
+  devnetRpcPort?: number | null | undefined;
+  mainnetRpcPort?: number | null | undefined;
+  /** bind address of those servers, default 127.0.0.1 */
+  rpcHost?: string | undefined;
+  /** embedded slot length, default 400 ms; 0 = slots move only by advance() */
+  slotMs?: number | undefined;
+  /** deadlines of the rpc adapter: reads default 10 s, sendTransaction default 15 s */
+  rpcReadTimeoutMs?: number | undefined;
+  rpcSendTimeoutMs?: number | undefined;
+  onWarning?: ((message: string) => void) | undefined;
+}
+
+export interface OpenedLedgers {
+  ledgers: Record<Network, Ledger>;
+  /** the embedded ones, for tests and dev tooling (advance the clock, read history) */
+  embedded: Partial<Record<Network, EmbeddedLedger>>;
+  /** present when at least one network is embedded; refuses the others */
+  faucet: Faucet | undefined;
+  /** per network: the JSON-RPC URL clients can use (the remote URL, or the embedded ledger's local server) */
+  rpcUrls: Partial<Record<Network, string>>;
+  /** stops the servers, snapshots and closes the embedded ledgers */
+  close(): Promise<void>;
+}
+
+function checkUrl(network: Network, source: string): string {
+  let url: URL;
+  try {
+    url = new URL(source);
+  } catch {
+    throw new Error(`the ${network} ledger must be "embedded" or an http(s) URL, not ${JSON.stringify(source)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`the ${network} ledger URL must be http(s): ${source}`);
+  return source;
+}
+
+/** Builds both networks' ledgers from config: the one place that knows the adapters. */
+export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLedgers> {
+  const ledgers = {} as Record<Network, Ledger>;
+  const embedded: Partial<Record<Network, EmbeddedLedger>> = {};
+  const rpcUrls: Partial<Record<Network, string>> = {};
+  const servers: LedgerRpcServer[] = [];
+  const closeAll = async () => {
+    await Promise.allSettled(servers.map((s) => s.close()));
+    await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
+  };
+  try {
+    for (const network of NETWORKS) {
+      const source = network === 'chain-devnet' ? options.devnet : options.mainnet;
+      const rpcPort = network === 'chain-devnet' ? options.devnetRpcPort : options.mainnetRpcPort;
+      if (source === 'embedded') {
+        const ledger = await EmbeddedLedger.open({ network, dir: join(options.dataDir, 'ledger', network), slotMs: options.slotMs, onWarning: options.onWarning });
+        embedded[network] = ledger;
+        ledgers[network] = ledger;
+        if (rpcPort !== undefined && rpcPort !== null) {
+          const server = await startLedgerRpcServer({ ledger, port: rpcPort, host: options.rpcHost });
+          servers.push(server);
+          rpcUrls[network] = server.url;
+        }
+      } else {
+        const url = checkUrl(network, source);
+        ledgers[network] = new RpcLedger({ url, readTimeoutMs: options.rpcReadTimeoutMs, sendTimeoutMs: options.rpcSendTimeoutMs });
+        rpcUrls[network] = url;
+      }
+    }
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+  return {
+    ledgers,
+    embedded,
+    faucet: Object.keys(embedded).length ? createFaucet(embedded) : undefined,
+    rpcUrls,
+    close: closeAll,
+  };
+}
+
+/**
+ * The faucet for out-of-band use (the CLI) on the embedded ledger under `dataDir`. When a live process holds the
+ * ledger (its LOCK), the request goes through that process's JSON-RPC (announced in rpc.json) so its in-memory
+ * state stays the only writer; otherwise the ledger is opened here under the same lock, used and closed.
+ */
+export async function runFaucet(options: { dataDir: string }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+  const dir = join(options.dataDir, 'ledger', request.network);
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const holder = lockHolder(dir);
+    if (holder !== null) {
+      const announced = announcedRpc(dir);
+      if (!announced || announced.pid !== holder) {
+        throw new Error(`the ${request.network} ledger is open in process ${holder}, which serves no JSON-RPC for it: stop that process or give it an RPC port`);
+      }
+      return { ...(await createRemoteFaucet({ [request.network]: announced.url })(request)), via: announced.url };
+    }
+    let ledger: EmbeddedLedger;
+    try {
+      ledger = await EmbeddedLedger.open({ network: request.network, dir });
+    } catch (e) {
+      if (e instanceof LedgerLockedError) continue; // someone opened it meanwhile: go through them
+      throw e;
+    }
+    try {
+      return { ...(await createFaucet({ [request.network]: ledger })(request)), via: dir };
+    } finally {
+      await ledger.close();
+    }
+  }
+  throw new Error(`the ${request.network} ledger in ${dir} is busy`);
+}

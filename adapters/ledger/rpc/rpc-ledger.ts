@@ -1,0 +1,337 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { Connection, PublicKey, VersionedTransaction, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
+import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
+import type {
+  Commitment,
+  LatestBlockhash,
+  Ledger,
+  LedgerAccount,
+  LedgerTransaction,
+  LedgerTransactionError,
+  SendOptions,
+  SendResult,
+  SignatureInfo,
+  SignaturesForAddressOptions,
+  SignatureStatus,
+  SimulateOptions,
+  SimulationResult,
+  TokenAccountBalance,
+  TransactionTokenBalance,
+} from '../../../domain/ports/ledger.ts';
+import { DomainError } from '../../../domain/shared/errors.ts';
+import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
+
+// The Ledger port over any Solana JSON-RPC node (devnet, mainnet, a local validator, our embedded ledger's server)
+// through @solana/web3.js's Connection. Every call has a deadline; transport failures become rpc_unavailable, a
+// send without an answer in time becomes submit_timeout.
+
+export interface RpcLedgerOptions {
+  /** e.g. https://api.devnet.solana.com */
+  url: string;
+  /** commitment of reads (default confirmed) */
+  commitment?: Exclude<Commitment, 'processed'>;
+  /** deadline of a read, default 10 s */
+  readTimeoutMs?: number;
+  /** deadline of sendTransaction, default 15 s */
+  sendTimeoutMs?: number;
+  httpHeaders?: Record<string, string>;
+}
+
+interface CallContext {
+  failure?: { kind: 'timeout' | 'network' | 'http'; message: string };
+}
+
+interface RawRpcResponse {
+  result?: unknown;
+  error?: { code: number; message: string; data?: { err?: LedgerTransactionError; logs?: string[] | null } };
+}
+
+const base58Text = getBase58Decoder(); // bytes → text
+const base58Bytes = getBase58Encoder(); // text → bytes
+
+function isAddress(value: string): boolean {
+  try {
+    return typeof value === 'string' && value.length >= 32 && value.length <= 44 && base58Bytes.encode(value).length === 32;
+  } catch {
+    return false;
+  }
+}
+
+function isSignature(value: string): boolean {
+  try {
+    return typeof value === 'string' && value.length >= 64 && value.length <= 88 && base58Bytes.encode(value).length === 64;
+  } catch {
+    return false;
+  }
+}
+
+/** The transaction's own signature (its first), when the bytes parse; null otherwise. */
+function firstSignature(wire: Uint8Array): string | null {
+  try {
+    const tx = VersionedTransaction.deserialize(wire);
+    return tx.signatures[0] ? base58Text.decode(tx.signatures[0]) : null;
+  } catch {
+    return null;
+  }
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+export class RpcLedger implements Ledger {
+  readonly url: string;
+  private readonly connection: Connection;
+  private readonly commitment: Exclude<Commitment, 'processed'>;
+  private readonly context = new AsyncLocalStorage<CallContext>();
+  private readonly rawRequest: (method: string, params: unknown[]) => Promise<RawRpcResponse>;
+
+  constructor(options: RpcLedgerOptions) {
+    this.url = options.url;
+    this.commitment = options.commitment ?? 'confirmed';
+    const readTimeoutMs = options.readTimeoutMs ?? 10_000;
+    const sendTimeoutMs = options.sendTimeoutMs ?? 15_000;
+    const context = this.context;
+    // The deadline covers the whole exchange: the body is read here, before web3.js sees the response.
+    const timedFetch = async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]): Promise<Response> => {
+      const ctx = context.getStore();
+      const isSend = typeof init?.body === 'string' && init.body.includes('"method":"sendTransaction"');
+      const ms = isSend ? sendTimeoutMs : readTimeoutMs;
+      const controller = new AbortController();
+      const timer = setTimeout(() => {
+        if (ctx) ctx.failure = { kind: 'timeout', message: `no answer within ${ms} ms` };
+        controller.abort();
+      }, ms);
+      try {
+        const res = await fetch(input, { ...init, signal: controller.signal });
+        const text = await res.text();
+        if (!res.ok && ctx) ctx.failure = { kind: 'http', message: `HTTP ${res.status}` };
+        return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
+      } catch (e) {
+        if (ctx && !ctx.failure) ctx.failure = { kind: 'network', message: (e as Error & { cause?: Error }).cause?.message ?? (e as Error).message };
+        throw e;
+      } finally {
+        clearTimeout(timer);
+      }
+    };
+    this.connection = new Connection(options.url, {
+      commitment: this.commitment,
+      fetch: timedFetch as typeof fetch,
+      disableRetryOnRateLimit: true,
+      httpHeaders: options.httpHeaders,
+    });
+    // web3.js's sendRawTransaction and simulateTransaction drop the RPC error's data.err; the raw request keeps it.
+    const raw = (this.connection as unknown as { _rpcRequest?: (method: string, params: unknown[]) => Promise<RawRpcResponse> })._rpcRequest;
+    if (typeof raw !== 'function') throw new Error('this @solana/web3.js Connection has no _rpcRequest');
+    this.rawRequest = raw.bind(this.connection);
+  }
+
+  /** Runs one RPC exchange and maps its failure to the port's errors. */
+  private async call<T>(method: string, work: () => Promise<T>, send?: { signature: string | null }): Promise<T> {
+    const ctx: CallContext = {};
+    try {
+      return await this.context.run(ctx, work);
+    } catch (e) {
+      if (e instanceof DomainError) throw e;
+      const failure = ctx.failure;
+      if (send && failure?.kind === 'timeout') {
+        throw new DomainError('submit_timeout', `The Solana RPC did not answer sendTransaction in time; the transaction may still land.`, {
+          method,
+          signature: send.signature,
+        });
+      }
+      const reason = failure?.message ?? (e as Error).message;
+      throw new DomainError('rpc_unavailable', `The Solana RPC failed on ${method}: ${reason}`, { method, reason: failure?.kind ?? 'error' });
+    }
+  }
+
+  getLatestBlockhash(): Promise<LatestBlockhash> {
+    return this.call('getLatestBlockhash', async () => {
+      const { context, value } = await this.connection.getLatestBlockhashAndContext({ commitment: this.commitment });
+      return { blockhash: value.blockhash, lastValidBlockHeight: value.lastValidBlockHeight, slot: context.slot };
+    });
+  }
+
+  async isBlockhashValid(blockhash: string): Promise<boolean> {
+    if (!isAddress(blockhash)) return false;
+    return this.call('isBlockhashValid', async () => (await this.connection.isBlockhashValid(blockhash, { commitment: this.commitment })).value);
+  }
+
+  getBlockHeight(): Promise<number> {
+    return this.call('getBlockHeight', () => this.connection.getBlockHeight(this.commitment));
+  }
+
+  getSlot(): Promise<number> {
+    return this.call('getSlot', () => this.connection.getSlot(this.commitment));
+  }
+
+  async getAccount(address: string): Promise<LedgerAccount | null> {
+    return (await this.getMultipleAccounts([address]))[0] ?? null;
+  }
+
+  async getMultipleAccounts(addresses: string[]): Promise<(LedgerAccount | null)[]> {
+    const valid = addresses.filter(isAddress);
+    const found = new Map<string, LedgerAccount | null>();
+    await this.call('getMultipleAccounts', async () => {
+      for (const batch of chunks(valid, 100)) {
+        const infos = await this.connection.getMultipleAccountsInfo(batch.map((a) => new PublicKey(a)), { commitment: this.commitment });
+        batch.forEach((address, i) => {
+          const info = infos[i];
+          found.set(address, info ? { address, lamports: BigInt(info.lamports), owner: info.owner.toBase58(), data: new Uint8Array(info.data), executable: info.executable } : null);
+        });
+      }
+    });
+    return addresses.map((a) => found.get(a) ?? null);
+  }
+
+  async getBalance(address: string): Promise<bigint> {
+    if (!isAddress(address)) return 0n;
+    return this.call('getBalance', async () => BigInt(await this.connection.getBalance(new PublicKey(address), { commitment: this.commitment })));
+  }
+
+  async getTokenBalances(owner: string, filter: { mint?: string } = {}): Promise<TokenAccountBalance[]> {
+    if (!isAddress(owner) || (filter.mint !== undefined && !isAddress(filter.mint))) return [];
+    const ownerKey = new PublicKey(owner);
+    const filters = filter.mint ? [{ mint: new PublicKey(filter.mint) }] : [{ programId: new PublicKey(TOKEN_PROGRAM_ID) }, { programId: new PublicKey(TOKEN_2022_PROGRAM_ID) }];
+    const lists = await this.call('getTokenAccountsByOwner', () =>
+      Promise.all(filters.map((f) => this.connection.getParsedTokenAccountsByOwner(ownerKey, f, this.commitment))),
+    );
+    const out: TokenAccountBalance[] = [];
+    for (const { value } of lists) {
+      for (const { pubkey, account } of value) {
+        const data = account.data as ParsedAccountData;
+        const info = (data.parsed as { info?: { mint: string; owner: string; tokenAmount: { amount: string; decimals: number } } })?.info;
+        if (!info?.tokenAmount) continue;
+        out.push({ address: pubkey.toBase58(), mint: info.mint, owner: info.owner, amount: BigInt(info.tokenAmount.amount), decimals: info.tokenAmount.decimals, tokenProgram: account.owner.toBase58() });
+      }
+    }
+    return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+  }
+
+  async simulateTransaction(wire: Uint8Array, options: SimulateOptions = {}): Promise<SimulationResult> {
+    const response = await this.call('simulateTransaction', () =>
+      this.rawRequest('simulateTransaction', [Buffer.from(wire).toString('base64'), { encoding: 'base64', sigVerify: options.sigVerify ?? false, commitment: this.commitment }]),
+    );
+    if (response.error) {
+      if (response.error.code === -32602) return { err: 'SanitizeFailure', logs: [response.error.message], unitsConsumed: 0 };
+      if (response.error.code === -32003) return { err: 'SignatureFailure', logs: [], unitsConsumed: 0 };
+      throw new DomainError('rpc_unavailable', `The Solana RPC failed on simulateTransaction: ${response.error.message}`, { method: 'simulateTransaction', code: response.error.code });
+    }
+    const value = (response.result as { value?: { err: LedgerTransactionError | null; logs: string[] | null; unitsConsumed?: number } } | undefined)?.value;
+    if (!value) throw new DomainError('rpc_unavailable', 'The Solana RPC answered simulateTransaction without a value', { method: 'simulateTransaction' });
+    return { err: value.err ?? null, logs: value.logs ?? [], unitsConsumed: value.unitsConsumed ?? 0 };
+  }
+
+  async sendTransaction(wire: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
+    const signature = firstSignature(wire);
+    const response = await this.call(
+      'sendTransaction',
+      () =>
+        this.rawRequest('sendTransaction', [
+          Buffer.from(wire).toString('base64'),
+          { encoding: 'base64', skipPreflight: options.skipPreflight ?? false, preflightCommitment: this.commitment, maxRetries: 0 },
+        ]),
+      { signature },
+    );
+    if (response.error) {
+      const { code, message, data } = response.error;
+      switch (code) {
+        case -32002: // preflight simulation failed
+          return { ok: false, signature, err: data?.err ?? 'SanitizeFailure', logs: data?.logs ?? [] };
+        case -32003: // signature verification failure
+          return { ok: false, signature, err: 'SignatureFailure', logs: [] };
+        case -32602: // not a transaction, or one that fails to sanitize
+        case -32013: // signature count mismatch
+        case -32015: // unsupported version
+          return { ok: false, signature, err: 'SanitizeFailure', logs: [message] };
+        default:
+          throw new DomainError('rpc_unavailable', `The Solana RPC failed on sendTransaction: ${message}`, { method: 'sendTransaction', code, signature });
+      }
+    }
+    if (typeof response.result !== 'string') throw new DomainError('rpc_unavailable', 'The Solana RPC answered sendTransaction without a signature', { method: 'sendTransaction', signature });
+    return { ok: true, signature: response.result };
+  }
+
+  async getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
+    const valid = signatures.filter(isSignature);
+    const found = new Map<string, SignatureStatus | null>();
+    await this.call('getSignatureStatuses', async () => {
+      for (const batch of chunks(valid, 256)) {
+        const { value } = await this.connection.getSignatureStatuses(batch, { searchTransactionHistory: true });
+        batch.forEach((s, i) => {
+          const v = value[i];
+          found.set(s, v ? { slot: v.slot, confirmationStatus: v.confirmationStatus ?? (v.confirmations === null ? 'finalized' : 'confirmed'), err: (v.err as LedgerTransactionError | null) ?? null } : null);
+        });
+      }
+    });
+    return signatures.map((s) => found.get(s) ?? null);
+  }
+
+  async getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
+    if (!isAddress(address)) return [];
+    const limit = Math.min(Math.max(Math.trunc(options.limit ?? 1000), 1), 1000);
+    const list = await this.call('getSignaturesForAddress', () =>
+      this.connection.getSignaturesForAddress(new PublicKey(address), { before: options.before, until: options.until, limit }, this.commitment),
+    );
+    return list.map((s) => ({ signature: s.signature, slot: s.slot, blockTime: s.blockTime ?? null, err: (s.err as LedgerTransactionError | null) ?? null, memo: s.memo ?? null }));
+  }
+
+  async getTransaction(signature: string): Promise<LedgerTransaction | null> {
+    if (!isSignature(signature)) return null;
+    const tx = await this.call('getTransaction', () => this.connection.getTransaction(signature, { commitment: this.commitment, maxSupportedTransactionVersion: 0 }));
+    if (!tx || !tx.meta) return null;
+    const { message } = tx.transaction;
+    const keys = message.getAccountKeys({ accountKeysFromLookups: tx.meta.loadedAddresses ?? { writable: [], readonly: [] } });
+    const accountKeys = [...keys.staticAccountKeys, ...(keys.accountKeysFromLookups?.writable ?? []), ...(keys.accountKeysFromLookups?.readonly ?? [])].map((k) => k.toBase58());
+    const tokenBalances = (list: TokenBalance[] | null | undefined): TransactionTokenBalance[] =>
+      (list ?? []).map((b) => ({
+        accountIndex: b.accountIndex,
+        account: accountKeys[b.accountIndex]!,
+        mint: b.mint,
+        owner: b.owner ?? '',
+        amount: BigInt(b.uiTokenAmount.amount),
+        decimals: b.uiTokenAmount.decimals,
+        tokenProgram: b.programId ?? '',
+      }));
+    const meta = tx.meta;
+    return {
+      signature: tx.transaction.signatures[0] ?? signature,
+      slot: tx.slot,
+      blockTime: tx.blockTime ?? null,
+      version: tx.version === 0 ? 0 : 'legacy',
+      err: (meta.err as LedgerTransactionError | null) ?? null,
+      fee: BigInt(meta.fee),
+      accountKeys,
+      signers: accountKeys.slice(0, message.header.numRequiredSignatures),
+      recentBlockhash: message.recentBlockhash,
+      preBalances: meta.preBalances.map((n) => BigInt(n)),
+      postBalances: meta.postBalances.map((n) => BigInt(n)),
+      preTokenBalances: tokenBalances(meta.preTokenBalances),
+      postTokenBalances: tokenBalances(meta.postTokenBalances),
+      instructions: message.compiledInstructions.map((ix) => ({
+        programId: accountKeys[ix.programIdIndex]!,
+        accounts: ix.accountKeyIndexes.map((i) => accountKeys[i]!),
+        data: new Uint8Array(ix.data),
+      })),
+      innerInstructions:
+        meta.innerInstructions === null || meta.innerInstructions === undefined
+          ? null
+          : meta.innerInstructions.map((group) => ({
+              index: group.index,
+              instructions: group.instructions.map((ix) => ({
+                programId: accountKeys[ix.programIdIndex]!,
+                accounts: ix.accounts.map((i) => accountKeys[i]!),
+                data: new Uint8Array(base58Bytes.encode(ix.data)),
+              })),
+            })),
+      logs: meta.logMessages ?? [],
+      unitsConsumed: meta.computeUnitsConsumed ?? null,
+    };
+  }
+}
+
+export function createRpcLedger(options: RpcLedgerOptions): RpcLedger {
+  return new RpcLedger(options);
+}

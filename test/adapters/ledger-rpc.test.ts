@@ -1,0 +1,87 @@
+import test from 'ava';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Keypair } from '@solana/web3.js';
+import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
+import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import { ledgerContract } from './ledger-contract.ts';
+import { ledgerDir, openTestLedger, removeDir, solTransfer, USDC_DEVNET } from '../support/ledger.ts';
+
+// The rpc adapter against the embedded ledger's JSON-RPC server: the same contract as the embedded adapter.
+ledgerContract(test, 'rpc', async () => {
+  const dir = await ledgerDir();
+  const embedded = await openTestLedger({ dir });
+  const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
+  return {
+    ledger: new RpcLedger({ url: server.url }),
+    airdrop: async (to, lamports) => void embedded.airdrop(to, lamports),
+    mintUsdc: async (owner, amount) => void embedded.mintTo(owner, USDC_DEVNET.mint, amount),
+    advance: async (slots) => embedded.advance(slots),
+    close: async () => {
+      await server.close();
+      await embedded.close();
+      await removeDir(dir);
+    },
+  };
+});
+
+// ---- faults: an unreachable node, a node that never answers, a node that answers garbage ----
+
+async function fakeNode(t: { teardown(fn: () => unknown): void }, answer: (req: IncomingMessage, body: string) => { status: number; body: string } | 'hang'): Promise<string> {
+  const hanging: IncomingMessage[] = [];
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c) => (body += c));
+    req.on('end', () => {
+      const a = answer(req, body);
+      if (a === 'hang') return void hanging.push(req);
+      res.writeHead(a.status, { 'content-type': 'application/json' }).end(a.body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+const signedTransfer = () => solTransfer(Keypair.generate(), Keypair.generate().publicKey, 1_000_000, Keypair.generate().publicKey.toBase58());
+
+test('rpc: an unreachable node is rpc_unavailable, for reads and for sends', async (t) => {
+  const ledger = new RpcLedger({ url: 'http://127.0.0.1:1', readTimeoutMs: 2_000, sendTimeoutMs: 2_000 });
+  const read = await t.throwsAsync(ledger.getLatestBlockhash(), { instanceOf: DomainError });
+  t.is(read?.code, 'rpc_unavailable');
+  t.is(read?.details?.method, 'getLatestBlockhash');
+  const send = await t.throwsAsync(ledger.sendTransaction(signedTransfer()), { instanceOf: DomainError });
+  t.is(send?.code, 'rpc_unavailable', 'refused before anything was sent: not a timeout');
+  t.is((await t.throwsAsync(ledger.getBalance(Keypair.generate().publicKey.toBase58()), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+});
+
+test('rpc: a node that never answers sendTransaction is submit_timeout, with the signature to poll', async (t) => {
+  const url = await fakeNode(t, () => 'hang');
+  const ledger = new RpcLedger({ url, readTimeoutMs: 200, sendTimeoutMs: 300 });
+  const wire = signedTransfer();
+  const started = Date.now();
+  const e = await t.throwsAsync(ledger.sendTransaction(wire), { instanceOf: DomainError });
+  t.is(e?.code, 'submit_timeout');
+  t.is(e?.status, 504);
+  t.is(typeof e?.details?.signature, 'string');
+  t.true(Date.now() - started < 3_000);
+  const read = await t.throwsAsync(ledger.getSlot(), { instanceOf: DomainError });
+  t.is(read?.code, 'rpc_unavailable', 'a read that times out is the node being unavailable');
+});
+
+test('rpc: HTTP errors, JSON-RPC errors and garbage are rpc_unavailable', async (t) => {
+  const url500 = await fakeNode(t, () => ({ status: 500, body: 'boom' }));
+  t.is((await t.throwsAsync(new RpcLedger({ url: url500 }).getBlockHeight(), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+  const url429 = await fakeNode(t, () => ({ status: 429, body: '' }));
+  t.is((await t.throwsAsync(new RpcLedger({ url: url429 }).getBlockHeight(), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+  const garbage = await fakeNode(t, () => ({ status: 200, body: '{"jsonrpc":"2.0","id":1,"result":{"unexpected":true}}' }));
+  t.is((await t.throwsAsync(new RpcLedger({ url: garbage }).getLatestBlockhash(), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+  const unhealthy = await fakeNode(t, (_req, body) => ({ status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'Node is unhealthy' } }) }));
+  const ledger = new RpcLedger({ url: unhealthy });
+  t.is((await t.throwsAsync(ledger.sendTransaction(signedTransfer()), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+  t.is((await t.throwsAsync(ledger.getSignatureStatuses([]).then(() => ledger.getSlot()), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+});
