@@ -66,6 +66,10 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
     await Promise.allSettled(servers.map((s) => s.close()));
     await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
   };
+  for (const network of NETWORKS) {
+    const source = network === 'chain-devnet' ? options.devnet : options.mainnet;
+    if (source !== 'embedded') checkUrl(network, source);
+  }
   try {
     for (const network of NETWORKS) {
       const source = network === 'chain-devnet' ? options.devnet : options.mainnet;

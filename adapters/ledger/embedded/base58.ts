@@ -39,7 +39,7 @@ export function encodeBase58(bytes: Uint8Array): string {
 
 /** base58 text → bytes; null when the text is not base58 */
 export function decodeBase58(text: string): Uint8Array | null {
-  if (typeof text !== 'string' || text.length > 256) return null;
+  if (typeof text !== 'string' || text.length > 2048) return null;
   let zeros = 0;
   while (zeros < text.length && text.charCodeAt(zeros) === 49) zeros++;
   const bytes: number[] = [];

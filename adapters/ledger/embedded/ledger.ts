@@ -749,7 +749,9 @@ export class EmbeddedLedger implements Ledger {
   }
 
   private sendLocal(signers: LocalSigner[], instructions: LocalInstruction[]): string {
-    const message = compileLegacyMessage(signers[0]!.address, instructions, this.latestBlockhash().blockhash);
+    // Two equal requests in one slot would be the same bytes, a duplicate: a memo with the sequence keeps them apart.
+    const memo = { programId: MEMO_PROGRAM_ID, accounts: [], data: Buffer.from(`faucet #${this.history.nextSeq()}`) };
+    const message = compileLegacyMessage(signers[0]!.address, [...instructions, memo], this.latestBlockhash().blockhash);
     const signatures = signers.map((s) => s.sign(message));
     const wire = Buffer.concat([Buffer.from(shortU16(signatures.length)), ...signatures, message]);
     const result = this.sendWire(wire);

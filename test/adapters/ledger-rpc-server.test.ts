@@ -1,0 +1,218 @@
+import test, { type ExecutionContext } from 'ava';
+import { Keypair, Message } from '@solana/web3.js';
+import WebSocket from 'ws';
+import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
+import { TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
+import { ata, ledgerDir, openTestLedger, removeDir, solTransfer, tokenTransfer, USDC_DEVNET } from '../support/ledger.ts';
+
+// The embedded ledger's JSON-RPC on the wire: the error objects, shapes and PubSub that Solana clients rely on.
+
+async function served(t: ExecutionContext) {
+  const dir = await ledgerDir();
+  const ledger = await openTestLedger({ dir });
+  const server = await startLedgerRpcServer({ ledger, port: 0 });
+  t.teardown(async () => {
+    await server.close();
+    await ledger.close();
+    await removeDir(dir);
+  });
+  const post = async (body: unknown) => {
+    const res = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    return (await res.json()) as any;
+  };
+  const call = async (method: string, params?: unknown[]) => post({ jsonrpc: '2.0', id: 1, method, params });
+  return { ledger, server, post, call };
+}
+
+test('rpc server: JSON-RPC 2.0 envelopes, batches and the standard error codes', async (t) => {
+  const { server, post, call } = await served(t);
+  t.deepEqual(await call('getHealth'), { jsonrpc: '2.0', result: 'ok', id: 1 });
+  t.is(await (await fetch(`${server.url}/health`)).text(), 'ok');
+  t.like(await call('nope'), { error: { code: -32601, message: 'Method not found' }, id: 1 });
+  t.like(await post('{not json'), { error: { code: -32700 }, id: null });
+  t.like(await post([]), { error: { code: -32600 } });
+  t.like(await post({ id: 3, method: 'getSlot' }), { error: { code: -32600 }, id: 3 });
+  t.like(await call('getBalance', ['not-an-address']), { error: { code: -32602 } });
+  t.like(await call('getSlot', [{ minContextSlot: 10_000 }]), { error: { code: -32016, data: { contextSlot: 0 } } });
+  const batch = await post([
+    { jsonrpc: '2.0', id: 'a', method: 'getSlot' },
+    { jsonrpc: '2.0', id: 'b', method: 'nope' },
+    { jsonrpc: '2.0', id: 'c', method: 'getGenesisHash' },
+  ]);
+  t.deepEqual(
+    batch.map((r: { id: string }) => r.id),
+    ['a', 'b', 'c'],
+  );
+  t.is(batch[0].result, 0);
+  t.is(batch[1].error.code, -32601);
+  t.is(batch[2].result, 'EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG');
+});
+
+test('rpc server: response shapes of reads', async (t) => {
+  const { ledger, call } = await served(t);
+  const owner = Keypair.generate().publicKey.toBase58();
+  ledger.airdrop(owner, 1_000_000_000n);
+  ledger.mintTo(owner, USDC_DEVNET.mint, 1_500_000n);
+  const latest = await call('getLatestBlockhash', [{ commitment: 'finalized' }]);
+  t.like(latest.result, { context: { slot: 0 }, value: { lastValidBlockHeight: 150 } });
+  t.is(typeof latest.result.context.apiVersion, 'string');
+  t.like(await call('isBlockhashValid', [latest.result.value.blockhash, { commitment: 'processed' }]), { result: { value: true } });
+  t.is((await call('getMinimumBalanceForRentExemption', [165])).result, 2_039_280);
+  t.like((await call('getEpochInfo')).result, { absoluteSlot: 0, blockHeight: 0, epoch: 0, slotsInEpoch: 432_000 });
+
+  const base64 = (await call('getAccountInfo', [owner, { encoding: 'base64' }])).result.value;
+  t.deepEqual(base64, { data: ['', 'base64'], executable: false, lamports: 1_000_000_000, owner: '11111111111111111111111111111111', rentEpoch: 18_446_744_073_709_551_615, space: 0 });
+  t.is((await call('getAccountInfo', [owner])).result.value.data, '', 'default encoding: legacy base58 string');
+  t.is((await call('getAccountInfo', [Keypair.generate().publicKey.toBase58()])).result.value, null);
+  const tokenAccount = ata(owner, USDC_DEVNET.mint);
+  const parsed = (await call('getAccountInfo', [tokenAccount, { encoding: 'jsonParsed' }])).result.value;
+  t.deepEqual(parsed.data, {
+    program: 'spl-token',
+    parsed: { info: { isNative: false, mint: USDC_DEVNET.mint, owner, state: 'initialized', tokenAmount: { amount: '1500000', decimals: 6, uiAmount: 1.5, uiAmountString: '1.5' } }, type: 'account' },
+    space: 165,
+  });
+  t.is(parsed.owner, TOKEN_PROGRAM_ID);
+  const sliced = (await call('getAccountInfo', [tokenAccount, { encoding: 'base64', dataSlice: { offset: 64, length: 8 } }])).result.value;
+  t.deepEqual(Buffer.from(sliced.data[0], 'base64'), Buffer.from([0x60, 0xe3, 0x16, 0, 0, 0, 0, 0]));
+  const many = (await call('getMultipleAccounts', [[owner, tokenAccount, Keypair.generate().publicKey.toBase58()], { encoding: 'jsonParsed' }])).result.value;
+  t.is(many.length, 3);
+  t.deepEqual(many[0].data, ['', 'base64'], 'jsonParsed falls back to base64 for other programs');
+  t.is(many[1].data.parsed.type, 'account');
+  t.is(many[2], null);
+  t.like((await call('getAccountInfo', [USDC_DEVNET.mint, { encoding: 'jsonParsed' }])).result.value.data, { program: 'spl-token', parsed: { type: 'mint', info: { decimals: 6, supply: '1500000', isInitialized: true, freezeAuthority: null } } });
+  t.like((await call('getTokenAccountBalance', [tokenAccount])).result.value, { amount: '1500000', decimals: 6, uiAmountString: '1.5' });
+  t.like(await call('getTokenAccountBalance', [owner]), { error: { code: -32602 } });
+  t.like((await call('getTokenSupply', [USDC_DEVNET.mint])).result.value, { amount: '1500000' });
+  const byProgram = (await call('getTokenAccountsByOwner', [owner, { programId: TOKEN_PROGRAM_ID }, { encoding: 'base64' }])).result.value;
+  t.is(byProgram.length, 1);
+  t.is(byProgram[0].pubkey, tokenAccount);
+  t.is(byProgram[0].account.data[1], 'base64');
+  t.like(await call('getTokenAccountsByOwner', [owner, {}]), { error: { code: -32602 } });
+  const message = new Message({
+    header: { numRequiredSignatures: 1, numReadonlySignedAccounts: 0, numReadonlyUnsignedAccounts: 1 },
+    accountKeys: [owner, '11111111111111111111111111111111'],
+    recentBlockhash: latest.result.value.blockhash,
+    instructions: [],
+  });
+  t.is((await call('getFeeForMessage', [message.serialize().toString('base64')])).result.value, 5000);
+});
+
+test('rpc server: sendTransaction and simulateTransaction errors are agave’s', async (t) => {
+  const { ledger, call } = await served(t);
+  const payer = Keypair.generate();
+  ledger.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+  const blockhash = ledger.latestBlockhash().blockhash;
+  const failing = tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 1n, blockhash });
+  const preflight = await call('sendTransaction', [Buffer.from(failing).toString('base64'), { encoding: 'base64' }]);
+  t.is(preflight.error.code, -32002);
+  t.regex(preflight.error.message, /^Transaction simulation failed: Error processing Instruction 1: /);
+  t.truthy(preflight.error.data.err.InstructionError);
+  t.true(Array.isArray(preflight.error.data.logs));
+  const bad = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
+  bad[5] = bad[5]! ^ 1;
+  t.like(await call('sendTransaction', [Buffer.from(bad).toString('base64'), { encoding: 'base64' }]), { error: { code: -32003, message: 'Transaction signature verification failure' } });
+  t.like(await call('sendTransaction', ['AQID', { encoding: 'base64' }]), { error: { code: -32602 } });
+  t.like(await call('sendTransaction', ['abc', { encoding: 'hex' }]), { error: { code: -32602 } });
+  ledger.advance(151);
+  const stale = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
+  t.like(await call('sendTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64' }]), { error: { code: -32002, message: 'Transaction simulation failed: Blockhash not found', data: { err: 'BlockhashNotFound' } } });
+  const simulated = await call('simulateTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64', replaceRecentBlockhash: true }]);
+  t.like(simulated.result.value, { err: null, replacementBlockhash: { lastValidBlockHeight: 301 } });
+  t.like((await call('simulateTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64' }])).result.value, { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 });
+  const fresh = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, ledger.latestBlockhash().blockhash);
+  const base58 = (await import('@solana/kit')).getBase58Decoder().decode(fresh);
+  const signature = (await call('sendTransaction', [base58])).result;
+  t.is(typeof signature, 'string', 'base58 is the default encoding');
+  t.like((await call('getSignatureStatuses', [[signature]])).result.value[0], { slot: 151, confirmations: null, err: null, confirmationStatus: 'finalized', status: { Ok: null } });
+});
+
+test('rpc server: getTransaction encodings and the version-0 guard', async (t) => {
+  const { ledger, call } = await served(t);
+  const payer = Keypair.generate();
+  const merchant = Keypair.generate().publicKey;
+  ledger.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+  ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 2_000_000n);
+  const legacy = ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash, memo: 'hi' }));
+  const v0 = ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 2n, blockhash: ledger.latestBlockhash().blockhash, version: 0 }));
+  if (!legacy.ok || !v0.ok) return t.fail();
+  const json = (await call('getTransaction', [legacy.signature])).result;
+  t.is(json.version, 'legacy');
+  t.deepEqual(json.transaction.signatures, [legacy.signature]);
+  t.like(json.transaction.message.header, { numRequiredSignatures: 1, numReadonlySignedAccounts: 0 });
+  t.like(json.meta, { err: null, status: { Ok: null }, fee: 5000, rewards: [], loadedAddresses: { writable: [], readonly: [] } });
+  t.is(json.meta.innerInstructions.length, 1, 'the ATA creation made CPIs');
+  t.is(json.meta.innerInstructions[0].index, 0);
+  const parsed = (await call('getTransaction', [legacy.signature, { encoding: 'jsonParsed' }])).result;
+  t.like(parsed.transaction.message.accountKeys[0], { pubkey: payer.publicKey.toBase58(), signer: true, writable: true, source: 'transaction' });
+  t.like(parsed.transaction.message.instructions[2], { program: 'spl-memo', parsed: 'hi' });
+  t.like(parsed.transaction.message.instructions[0], { program: 'spl-associated-token-account', parsed: { type: 'createIdempotent' } });
+  t.true(parsed.meta.innerInstructions[0].instructions.some((i: { parsed?: { type: string } }) => i.parsed?.type === 'createAccount'));
+  const b64 = (await call('getTransaction', [legacy.signature, { encoding: 'base64' }])).result;
+  t.is(b64.transaction[1], 'base64');
+  t.like(await call('getTransaction', [v0.signature]), { error: { code: -32015 } });
+  t.like((await call('getTransaction', [v0.signature, { maxSupportedTransactionVersion: 0 }])).result, { version: 0, transaction: { message: { addressTableLookups: [] } } });
+  t.is((await call('getTransaction', [(await import('../support/ledger.ts')).randomSignature()])).result, null);
+  const sigs = (await call('getSignaturesForAddress', [merchant.toBase58(), { limit: 5 }])).result;
+  t.deepEqual(sigs.map((s: { signature: string }) => s.signature), [v0.signature, legacy.signature]);
+  t.like(sigs[1], { memo: '[2] hi', confirmationStatus: 'finalized', err: null });
+});
+
+test('rpc server: PubSub notifies signatures, accounts and slots', async (t) => {
+  const { ledger, server, call } = await served(t);
+  const socket = new WebSocket(server.wsUrl);
+  t.teardown(() => socket.close());
+  await new Promise((resolve) => socket.once('open', resolve));
+  const messages: any[] = [];
+  const waiters: Array<() => void> = [];
+  socket.on('message', (raw) => {
+    messages.push(JSON.parse(raw.toString()));
+    waiters.splice(0).forEach((w) => w());
+  });
+  const next = async (predicate: (m: any) => boolean) => {
+    for (;;) {
+      const found = messages.find(predicate);
+      if (found) return found;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  const request = async (id: number, method: string, params: unknown[]) => {
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
+    return (await next((m) => m.id === id)).result as number;
+  };
+  const payer = Keypair.generate();
+  const watched = Keypair.generate().publicKey.toBase58();
+  ledger.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+  const wire = solTransfer(payer, watched, 3_000_000, ledger.latestBlockhash().blockhash);
+  const signature = (await import('@solana/kit')).getBase58Decoder().decode(wire.subarray(1, 65));
+
+  const sigSub = await request(1, 'signatureSubscribe', [signature, { commitment: 'confirmed' }]);
+  const accSub = await request(2, 'accountSubscribe', [watched, { encoding: 'base64', commitment: 'confirmed' }]);
+  const slotSub = await request(3, 'slotSubscribe', []);
+  socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'ping' })); // a client ping: no answer, no error
+  t.is((await call('sendTransaction', [Buffer.from(wire).toString('base64'), { encoding: 'base64' }])).result, signature);
+  t.like(await next((m) => m.method === 'signatureNotification'), { params: { subscription: sigSub, result: { context: { slot: 0 }, value: { err: null } } } });
+  t.like(await next((m) => m.method === 'accountNotification'), { params: { subscription: accSub, result: { value: { lamports: 3_000_000, data: ['', 'base64'] } } } });
+  ledger.advance(2);
+  t.like(await next((m) => m.method === 'slotNotification'), { params: { subscription: slotSub, result: { slot: 2 } } });
+  t.true(await request(4, 'slotUnsubscribe', [slotSub]));
+  t.like(await (async () => {
+    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'accountUnsubscribe', params: [999] }));
+    return next((m) => m.id === 5);
+  })(), { error: { code: -32602 } });
+  // a signature that already landed is notified right away
+  const late = await request(6, 'signatureSubscribe', [signature]);
+  t.like(await next((m) => m.method === 'signatureNotification' && m.params.subscription === late), { params: { result: { value: { err: null } } } });
+});
+
+test('rpc server: svc_mintStable and requestAirdrop fund wallets', async (t) => {
+  const { ledger, call } = await served(t);
+  const owner = Keypair.generate().publicKey.toBase58();
+  const airdrop = await call('requestAirdrop', [owner, 2_000_000_000]);
+  t.is(typeof airdrop.result, 'string');
+  t.is(ledger.balance(owner), 2_000_000_000n);
+  const minted = (await call('svc_mintStable', [owner, 'USDC', '12.5'])).result;
+  t.like(minted, { mint: USDC_DEVNET.mint, amount: '12500000', decimals: 6, tokenAccount: ata(owner, USDC_DEVNET.mint) });
+  t.like(await call('svc_mintStable', [owner, 'USDC', 'ten']), { error: { code: -32602 } });
+  t.like(await call('svc_mintStable', [owner, 'USDT', '1']), { error: { code: -32602 } });
+  t.like(await call('requestAirdrop', [owner, -5]), { error: { code: -32602 } });
+});
