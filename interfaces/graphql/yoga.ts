@@ -1,6 +1,196 @@
-import type { FastifyInstance } from 'fastify';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { GraphQLError, type ExecutionResult } from 'graphql';
+import { createYoga, handleStreamOrSingleExecutionResult, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Logger } from 'pino';
+import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
+import { resolveError, type ErrorLogger } from '../errors.ts';
 import type { Services } from '../services.ts';
+import { graphqlContext, type GraphqlContext } from './builder.ts';
+import { schema } from './schema/index.ts';
+import { mountGraphqlWs } from './ws.ts';
 
-// Placeholder while the GraphQL layer is written.
-export function mountGraphql(_app: FastifyInstance, _deps: { services: Services; log: Logger }): void {}
+// GraphQL front door: Yoga over fastify at /graphql (GET/POST, SSE subscriptions, GraphiQL in a browser) and
+// graphql-ws on the same path (ws.ts), both executing through Yoga's envelop pipeline with the same context,
+// auth policy and error mapping as REST and tRPC.
+
+export const GRAPHQL_PATH = '/graphql';
+
+// ---------------------------------------------------------------------------------------------------------------
+// Errors: every error leaving GraphQL carries extensions { code, status, details?, request_id } (hosted-api §7).
+
+const formatted = new WeakSet<GraphQLError>();
+/** Only where no request is at hand; HTTP responses still carry X-Svc-Request-Id. */
+const UNKNOWN_REQUEST = 'unknown';
+
+/**
+ * Parse, validation and variable-coercion errors: raised by GraphQL itself before any resolver ran (no path), with
+ * no cause other than GraphQL's own errors. These are the client's mistakes: invalid_request.
+ */
+function isRequestError(err: unknown): err is GraphQLError {
+  if (!(err instanceof GraphQLError) || err.path !== undefined) return false;
+  let cause: unknown = err.originalError;
+  while (cause instanceof GraphQLError) cause = cause.originalError;
+  return cause === undefined || cause === null;
+}
+
+function requestError(err: GraphQLError): DomainError {
+  const status = (err.extensions.http as { status?: number } | undefined)?.status;
+  if (status === 405) return new DomainError('method_not_allowed', err.message);
+  if (status === 413) return new DomainError('payload_too_large', err.message);
+  return DomainError.invalid([{ path: '', message: err.message, code: 'invalid_graphql' }], err.message);
+}
+
+/**
+ * Any error → a GraphQLError with our extensions, keeping its location and path. Unexpected faults are masked to
+ * internal_error and logged once, with the request id, by `resolveError` (the same function REST and tRPC use).
+ */
+export function toGraphqlError(err: unknown, requestId: string, log: ErrorLogger): GraphQLError {
+  if (err instanceof GraphQLError && formatted.has(err)) {
+    // Yoga caches validation results per document: re-issue a cached error under this request's id.
+    if (err.extensions.request_id === requestId || requestId === UNKNOWN_REQUEST) return err;
+    return issue(err, { ...err.extensions, request_id: requestId });
+  }
+  const domain = isRequestError(err) ? requestError(err) : resolveError(err, requestId, log);
+  const extensions: Record<string, unknown> = { code: domain.code, status: ERROR_CODES[domain.code].status };
+  if (domain.details !== undefined) extensions.details = domain.details;
+  extensions.request_id = requestId;
+  // Yoga's HTTP status hint for request errors; it is stripped from the JSON it sends.
+  if (err instanceof GraphQLError && err.extensions.http) extensions.http = err.extensions.http;
+  return issue(err instanceof GraphQLError ? err : undefined, extensions, domain.message);
+}
+
+function issue(from: GraphQLError | undefined, extensions: Record<string, unknown>, message = from?.message ?? ''): GraphQLError {
+  const out = new GraphQLError(message, {
+    nodes: from?.nodes,
+    source: from?.source,
+    positions: from?.positions,
+    path: from?.path,
+    extensions,
+  });
+  formatted.add(out);
+  return out;
+}
+
+function isAbortError(error: unknown): boolean {
+  return error instanceof Error && (error.name === 'AbortError' || error.name === 'TimeoutError');
+}
+
+interface ErrorScope {
+  requestId?: string;
+  log?: ErrorLogger;
+}
+
+/**
+ * Formats errors where the request id is known: parse, validation, execution and subscription results. Registered
+ * before Yoga's masking, which then finds them already formatted and leaves them be.
+ */
+function useDomainErrors(fallbackLog: ErrorLogger): Plugin<ErrorScope> {
+  const format = (scope: ErrorScope | undefined) => (err: unknown) =>
+    toGraphqlError(err, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? fallbackLog);
+  const onResult =
+    (scope: ErrorScope | undefined) =>
+    ({ result, setResult }: { result: ExecutionResult; setResult: (r: ExecutionResult) => void }) => {
+      if (result.errors?.length) setResult({ ...result, errors: result.errors.map(format(scope)) });
+    };
+  return {
+    onParse: ({ context }) => ({ result, replaceParseResult }) => {
+      if (result instanceof Error) replaceParseResult(format(context)(result));
+    },
+    onValidate: ({ context }) => ({ result, setResult }) => {
+      if (result.length) setResult(result.map(format(context)));
+    },
+    onExecute: ({ args }) => ({
+      onExecuteDone: (payload) => handleStreamOrSingleExecutionResult(payload, onResult(args.contextValue as ErrorScope)),
+    }),
+    onSubscribe: ({ args }) => ({
+      onSubscribeResult: (payload) => handleStreamOrSingleExecutionResult(payload, onResult(args.contextValue as ErrorScope)),
+      onSubscribeError: ({ error, setError }) => {
+        if (!isAbortError(error)) setError(format(args.contextValue as ErrorScope)(error));
+      },
+    }),
+  };
+}
+
+/** Yoga's own log lines go to pino. Its error lines are dropped: resolveError already logged each fault once. */
+function yogaLogger(log: Logger): YogaLogger {
+  const line = (level: 'debug' | 'info' | 'warn') => (...args: unknown[]) => log[level]({ yoga: args.slice(1) }, String(args[0]));
+  return { debug: () => {}, info: line('info'), warn: line('warn'), error: () => {} };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+
+type ServerContext = GraphqlContext & { req?: FastifyRequest; reply?: FastifyReply };
+
+export function mountGraphql(app: FastifyInstance, deps: { services: Services; log: Logger }): void {
+  const { services, log } = deps;
+  const shutdown = new AbortController();
+  const httpRequest = new AsyncLocalStorage<ErrorScope>();
+
+  const yoga = createYoga<ServerContext>({
+    schema,
+    graphqlEndpoint: GRAPHQL_PATH,
+    logging: yogaLogger(log),
+    landingPage: false,
+    multipart: false,
+    // Subscriptions in GraphiQL use SSE, so the Authorization header typed in its headers editor applies to them too.
+    graphiql: { title: 'svc gateway GraphQL', headers: JSON.stringify({ Authorization: 'Bearer svc_test_…' }) },
+    plugins: [useDomainErrors(log)],
+    // Errors raised by Yoga itself, outside the plugin's reach (e.g. a mutation over GET): same mapping, and the
+    // request id from the HTTP request being handled.
+    maskedErrors: {
+      maskError: (error) => {
+        const scope = httpRequest.getStore();
+        return toGraphqlError(error, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? log);
+      },
+    },
+  });
+
+  app.route({
+    method: ['GET', 'POST', 'OPTIONS'],
+    url: GRAPHQL_PATH,
+    handler: async (req, reply) => {
+      const idempotencyKey = req.headers['idempotency-key'];
+      const context = graphqlContext({
+        services,
+        requestId: req.id,
+        log: req.log,
+        authorization: req.headers.authorization,
+        // As for REST: only a POST carries an Idempotency-Key (and then covers the mutation fields of the request).
+        idempotencyKey: req.method === 'POST' && typeof idempotencyKey === 'string' ? idempotencyKey : undefined,
+        clientIp: req.ip,
+        shutdown: shutdown.signal,
+      });
+      const response = await httpRequest.run({ requestId: req.id, log: req.log }, () =>
+        yoga.handleNodeRequestAndResponse(req, reply, { req, reply, ...context }),
+      );
+      // Headers the policies set while the operation ran (RateLimit-*, Idempotent-Replayed); for SSE, those of the
+      // subscribe step, which ran before the response started.
+      void reply.headers(context.responseHeaders);
+      response.headers.forEach((value, key) => void reply.header(key, value));
+      // A live SSE stream ends only at unsubscribe or shutdown; its connection is not reused, so closing the server
+      // does not wait for the client's keep-alive to expire.
+      if (response.headers.get('content-type')?.startsWith('text/event-stream')) void reply.header('connection', 'close');
+      void reply.status(response.status);
+      return reply.send(response.body);
+    },
+  });
+
+  const ws = mountGraphqlWs(app, {
+    path: GRAPHQL_PATH,
+    yoga,
+    services,
+    log: log as unknown as FastifyBaseLogger,
+    context: (input) => graphqlContext({ ...input, services, idempotencyKey: undefined, shutdown: shutdown.signal }),
+    formatError: toGraphqlError,
+  });
+
+  // Live subscriptions (SSE responses, graphql-ws operations) end first, so closing the server does not wait on them;
+  // then the WebSocket clients and server, which app.close() would not close.
+  app.addHook('preClose', async () => {
+    shutdown.abort();
+  });
+  app.addHook('onClose', async () => {
+    await ws.close();
+  });
+}

@@ -1,0 +1,97 @@
+import SchemaBuilder from '@pothos/core';
+import type { FastifyBaseLogger } from 'fastify';
+import type { Bucket } from '../../domain/policies/rate-limit.ts';
+import type { Principal } from '../../domain/access/schema.ts';
+import { authenticate } from '../policies/auth.ts';
+import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
+import type { Services } from '../services.ts';
+import type { Context } from '../trpc/context.ts';
+import { createCallerFactory } from '../trpc/init.ts';
+import { appRouter } from '../trpc/router.ts';
+
+// The one Pothos builder and the GraphQL context. Types live in schema/<module>.ts.
+
+const createCaller = createCallerFactory(appRouter);
+
+/**
+ * The tRPC procedures, called in-process: a resolver for an action the procedures cover calls the procedure, so the
+ * keyed policies (API key and network, rate-limit bucket, Idempotency-Key, usage record) and the zod input schema
+ * apply to GraphQL exactly as to REST and tRPC, and the procedure calls the domain service.
+ */
+export type Api = ReturnType<typeof createCaller>;
+
+/** Per operation, for HTTP (Yoga) and graphql-ws alike. */
+export interface GraphqlContext {
+  services: Services;
+  requestId: string;
+  log: FastifyBaseLogger;
+  api: Api;
+  /**
+   * For work outside the procedures (subscriptions): the key checked with the shared auth policy (missing_api_key,
+   * invalid_api_key; a failed attempt counts against the client IP) and one hit on `bucket`.
+   */
+  keyed(bucket: Bucket): Promise<Principal>;
+  /** RateLimit-* and Idempotent-Replayed, copied onto the HTTP response */
+  responseHeaders: Record<string, string>;
+  /** aborted when the server shuts down: live subscriptions end so the process can close */
+  shutdown: AbortSignal;
+}
+
+export interface ContextInput {
+  services: Services;
+  requestId: string;
+  log: FastifyBaseLogger;
+  authorization: string | undefined;
+  idempotencyKey: string | undefined;
+  clientIp: string;
+  shutdown: AbortSignal;
+}
+
+/** The one way a GraphQL context is built, for HTTP and graphql-ws. */
+export function graphqlContext(input: ContextInput): GraphqlContext {
+  const { services, requestId, log, shutdown } = input;
+  const procedureContext: Context = {
+    services,
+    log,
+    requestId,
+    authorization: input.authorization,
+    idempotencyKey: input.idempotencyKey,
+    clientIp: input.clientIp,
+    transport: 'graphql',
+    responseHeaders: {},
+  };
+  return {
+    services,
+    requestId,
+    log,
+    api: createCaller(procedureContext),
+    responseHeaders: procedureContext.responseHeaders,
+    shutdown,
+    async keyed(bucket) {
+      let principal: Principal;
+      try {
+        principal = await authenticate(services, input.authorization);
+      } catch (e) {
+        // As in the keyed procedures: a request without a valid key counts against the client IP.
+        limitAnonymous(services, input.clientIp, 'default', procedureContext.responseHeaders);
+        throw e;
+      }
+      await limitKey(services, principal, bucket, procedureContext.responseHeaders);
+      return principal;
+    },
+  };
+}
+
+export const builder = new SchemaBuilder<{
+  Context: GraphqlContext;
+  // Fields are non-null unless they say otherwise, like the zod wire types they mirror.
+  DefaultFieldNullability: false;
+  Scalars: {
+    ID: { Input: string; Output: string };
+    JSON: { Input: unknown; Output: unknown };
+  };
+}>({ defaultFieldNullability: false });
+
+builder.queryType({});
+builder.mutationType({});
+builder.subscriptionType({});

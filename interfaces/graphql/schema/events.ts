@@ -1,0 +1,114 @@
+import { EventPhase, type Event } from '../../../domain/events/schema.ts';
+import { parseKinds } from '../../../domain/events/service.ts';
+import { builder } from '../builder.ts';
+import { given, pageRef } from './common.ts';
+
+// hosted-api §6: the event stream. Queries read the table; the subscription replays after a cursor, then goes live
+// (EventService.stream: LISTEN/NOTIFY, deduplicated, no gap), over graphql-ws and SSE alike.
+
+export const EventPhaseEnum = builder.enumType('EventPhase', { values: EventPhase.options });
+
+export const EventRef = builder.objectRef<Event>('Event').implement({
+  description: 'One event; `id` is the cursor to resume a subscription with `after`.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    kind: t.exposeString('kind'),
+    phase: t.expose('phase', { type: EventPhaseEnum }),
+    network: t.exposeString('network'),
+    agentAsset: t.exposeString('agent_asset', { nullable: true }),
+    signature: t.exposeString('signature', { nullable: true }),
+    // Float, not Int: GraphQL Int is 32-bit and slots (and unix seconds after 2038) outgrow it.
+    blockTime: t.exposeFloat('block_time', { nullable: true }),
+    confirmedAt: t.exposeString('confirmed_at', { nullable: true }),
+    slot: t.exposeFloat('slot', { nullable: true }),
+    errorCode: t.exposeString('error_code', { nullable: true }),
+    errorLogs: t.exposeStringList('error_logs', { nullable: true }),
+    metadata: t.expose('metadata', { type: 'JSON' }),
+    clientReference: t.exposeString('client_reference', { nullable: true }),
+    createdAt: t.exposeString('created_at'),
+  }),
+});
+
+const EventPageRef = pageRef('EventPage', EventRef);
+
+/** A failure of the live stream, delivered as the field error of one last payload instead of tearing the socket down. */
+class StreamFailure {
+  constructor(readonly error: unknown) {}
+}
+
+/**
+ * Adapts `EventService.stream` to a subscription source. `return()` (client unsubscribed, socket or SSE request
+ * closed) aborts the stream at once, even while it waits for the next event; so does server shutdown.
+ */
+function eventSource(start: (signal: AbortSignal) => AsyncGenerator<Event>, shutdown: AbortSignal): AsyncIterableIterator<Event | StreamFailure> {
+  const controller = new AbortController();
+  const stop = () => controller.abort();
+  if (shutdown.aborted) stop();
+  else shutdown.addEventListener('abort', stop, { once: true });
+  const source = start(controller.signal);
+  let done = false;
+  const finish = async (): Promise<IteratorResult<Event | StreamFailure>> => {
+    done = true;
+    shutdown.removeEventListener('abort', stop);
+    controller.abort();
+    await source.return(undefined);
+    return { done: true, value: undefined };
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (done) return { done: true, value: undefined };
+      try {
+        const item = await source.next();
+        if (item.done) return finish();
+        return item;
+      } catch (error) {
+        done = true;
+        shutdown.removeEventListener('abort', stop);
+        return { done: false, value: new StreamFailure(error) };
+      }
+    },
+    return: finish,
+  };
+}
+
+builder.queryFields((t) => ({
+  events: t.field({
+    type: EventPageRef,
+    nullable: true,
+    description: 'Newest first. kinds: exact kinds or wildcards such as payment_link.*; after: nextCursor; first: page size.',
+    args: { kinds: t.arg.stringList(), agent: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
+    // The procedure's `kind` holds comma-separated patterns (checked by parseKinds in the service).
+    resolve: (_root, args, ctx) =>
+      ctx.api.events.list({ kind: args.kinds?.join(','), agent: given(args.agent), cursor: given(args.after), limit: given(args.first) }),
+  }),
+  event: t.field({
+    type: EventRef,
+    nullable: true,
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.api.events.get({ id }),
+  }),
+}));
+
+builder.subscriptionFields((t) => ({
+  events: t.field({
+    type: EventRef,
+    description: 'Live events of your network. With `after` (an event id), first replays every matching event after it.',
+    args: { kinds: t.arg.stringList(), agent: t.arg.string(), after: t.arg.id() },
+    // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.stream.
+    subscribe: async (_root, args, ctx) => {
+      const { network } = await ctx.keyed('events.read');
+      const kinds = parseKinds(given(args.kinds), 'kinds');
+      return eventSource(
+        (signal) => ctx.services.events.stream(network, { kinds, agent: given(args.agent), after: given(args.after), signal }),
+        ctx.shutdown,
+      );
+    },
+    resolve: (payload: Event | StreamFailure) => {
+      if (payload instanceof StreamFailure) throw payload.error;
+      return payload;
+    },
+  }),
+}));

@@ -1,0 +1,8 @@
+import { builder } from '../builder.ts';
+import './common.ts';
+import './payment-links.ts';
+import './events.ts';
+import './agents.ts';
+
+/** The GraphQL schema: every module registers its types on the builder when imported. */
+export const schema = builder.toSchema({ sortSchema: true });

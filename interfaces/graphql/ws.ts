@@ -1,0 +1,147 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { GraphQLError, type ExecutionArgs } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import type { YogaServerInstance } from 'graphql-yoga';
+import { WebSocketServer } from 'ws';
+import { ERROR_CODES } from '../../domain/shared/errors.ts';
+import { newId } from '../../domain/shared/ids.ts';
+import { resolveError, type ErrorLogger } from '../errors.ts';
+import { authenticate } from '../policies/auth.ts';
+import { limitAnonymous } from '../policies/rate-limit.ts';
+import type { Services } from '../services.ts';
+import type { GraphqlContext } from './builder.ts';
+
+// graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
+// pipeline (yoga.getEnveloped) so WebSocket operations get the same plugins, context and error mapping as HTTP.
+// The API key is checked at connection_init: a missing or bad key closes the socket with 4401 and the error code
+// (missing_api_key, invalid_api_key) as the reason; graphql-ws clients do not retry 4401. Operations then run with
+// that key through the same policies as over HTTP.
+
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+export interface WsOptions {
+  path: string;
+  yoga: YogaServerInstance<GraphqlContext, {}>;
+  services: Services;
+  log: FastifyBaseLogger;
+  context(input: { requestId: string; log: FastifyBaseLogger; authorization: string | undefined; clientIp: string }): GraphqlContext;
+  /** the HTTP transport's error mapping, for errors raised before execution (it returns formatted errors as they are) */
+  formatError(err: unknown, requestId: string, log: ErrorLogger): GraphQLError;
+}
+
+type ConnectionExtra = {
+  connectionId: string;
+  authorization: string | undefined;
+  clientIp: string;
+};
+
+interface Enveloped {
+  execute(args: ExecutionArgs): unknown;
+  subscribe(args: ExecutionArgs): unknown;
+}
+
+/** connectionParams.authorization: "Bearer <key>" or the bare key; else the upgrade request's Authorization header. */
+export function wsAuthorization(params: Record<string, unknown> | undefined, request: IncomingMessage): string | undefined {
+  const value = params?.authorization ?? params?.Authorization;
+  if (typeof value === 'string' && value.trim()) return /^bearer\s/i.test(value.trim()) ? value.trim() : `Bearer ${value.trim()}`;
+  return request.headers.authorization;
+}
+
+function closeCodeFor(status: number): number {
+  if (status === 401) return 4401;
+  if (status === 403) return 4403;
+  if (status === 429) return 4429;
+  return 4500;
+}
+
+/** Validation errors carry Yoga's HTTP status hint, which only the HTTP transport strips. */
+function withoutHttpHint(error: GraphQLError): GraphQLError {
+  if (!error.extensions.http) return error;
+  const { http: _http, ...extensions } = error.extensions;
+  return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions });
+}
+
+export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { close(): Promise<void> } {
+  const { path, yoga, services, log } = options;
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
+
+  app.server.on('upgrade', (request, socket, head) => {
+    const pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
+    if (pathname === path) {
+      wss.handleUpgrade(request, socket, head, (client) => wss.emit('connection', client, request));
+    } else if (app.server.listenerCount('upgrade') === 1) {
+      // Nobody else serves upgrades: answer instead of leaving the socket hanging.
+      socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    }
+  });
+
+  useServer<Record<string, unknown> | undefined, ConnectionExtra>(
+    {
+      onConnect: async (ctx) => {
+        const connectionId = newId();
+        ctx.extra.connectionId = connectionId;
+        const authorization = wsAuthorization(ctx.connectionParams, ctx.extra.request);
+        const clientIp = ctx.extra.request.socket.remoteAddress ?? 'unknown';
+        try {
+          try {
+            await authenticate(services, authorization);
+          } catch (e) {
+            // As in the keyed procedures: a connection without a valid key counts against the client IP.
+            limitAnonymous(services, clientIp, 'default', {});
+            throw e;
+          }
+          ctx.extra.authorization = authorization;
+          ctx.extra.clientIp = clientIp;
+          return true;
+        } catch (err) {
+          const error = resolveError(err, connectionId, log);
+          ctx.extra.socket.close(closeCodeFor(ERROR_CODES[error.code].status), error.code);
+          return false;
+        }
+      },
+
+      onSubscribe: async (ctx, _id, payload) => {
+        const requestId = newId();
+        const opLog = log.child({ request_id: requestId, connection_id: ctx.extra.connectionId, transport: 'graphql-ws' });
+        // Each operation re-checks the key through the same policies as HTTP (a key disabled since connect stops working).
+        const context = options.context({ requestId, log: opLog, authorization: ctx.extra.authorization, clientIp: ctx.extra.clientIp ?? 'unknown' });
+        // No `request` in the context: Yoga would read the upgrade's GET as the operation's method and refuse mutations.
+        const enveloped = yoga.getEnveloped({ ...context, params: payload, socket: ctx.extra.socket });
+        const refuse = (errors: readonly unknown[]) => errors.map((e) => withoutHttpHint(options.formatError(e, requestId, opLog)));
+        let document;
+        try {
+          document = enveloped.parse(payload.query);
+        } catch (err) {
+          return refuse([err]);
+        }
+        const errors = enveloped.validate(enveloped.schema, document);
+        if (errors.length) return refuse(errors);
+        const args: ExecutionArgs = {
+          schema: enveloped.schema,
+          document,
+          operationName: payload.operationName,
+          variableValues: payload.variables,
+          contextValue: await enveloped.contextFactory(),
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } satisfies Enveloped,
+        };
+        return args;
+      },
+      execute: (args) => (args.rootValue as Enveloped).execute(args) as never,
+      subscribe: (args) => (args.rootValue as Enveloped).subscribe(args) as never,
+    },
+    wss,
+  );
+
+  return {
+    /** Closes every client ("going away"), terminating any that does not finish the close handshake within 1 s. */
+    async close() {
+      for (const client of wss.clients) client.close(1001, 'Server shutting down');
+      const stragglers = setTimeout(() => {
+        for (const client of wss.clients) client.terminate();
+      }, 1000);
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      clearTimeout(stragglers);
+    },
+  };
+}
