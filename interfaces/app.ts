@@ -197,7 +197,12 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       database,
       log,
       async close() {
-        await fastify!.close();
+        // In-flight requests get a short grace period; then lingering sockets (an aborted streaming client's
+        // never-used keep-alive connection, say) are cut so shutdown does not wait for the headers timeout.
+        const closing = fastify!.close();
+        const cut = setTimeout(() => fastify!.server.closeAllConnections(), 2000);
+        await closing;
+        clearTimeout(cut);
         await runner?.stop();
         await core.close();
       },
