@@ -6,6 +6,8 @@ import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import pino, { type Logger } from 'pino';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { newId } from '../domain/shared/ids.ts';
+import { DomainError } from '../domain/shared/errors.ts';
+import { limitAnonymous } from './policies/rate-limit.ts';
 import { AccessService } from '../domain/access/service.ts';
 import type { Clock } from '../domain/ports/clock.ts';
 import type { GatewaySettings } from '../domain/shared/settings.ts';
@@ -223,6 +225,17 @@ export function startJobRunner(url: string, services: Services, log: Logger): Pr
 
 function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   const { services, log } = deps;
+  /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
+  const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
+    const values: Record<string, string> = {};
+    if (!url.startsWith('/v1/') && url !== '/v1') return { values };
+    try {
+      limitAnonymous(services, ip, 'default', values);
+      return { values };
+    } catch (error) {
+      return { values, error };
+    }
+  };
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
@@ -231,10 +244,11 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     routerOptions: { maxParamLength: 5000 },
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
-      const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+      const headers = anonymousLimit(req.url, req.ip);
+      const { status, body } = restError(resolveError(headers.error ?? err, req.id, req.log), req.id);
       // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
-      const plain = reply as unknown as { code(n: number): { header(k: string, v: string): { send(b: unknown): void } } };
-      plain.code(status).header('X-Svc-Request-Id', req.id).send(body);
+      const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
+      plain.code(status).headers({ ...headers.values, 'X-Svc-Request-Id': req.id }).send(body);
     },
   });
 
@@ -250,7 +264,10 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
-    void reply.code(404).send({ error: 'not_found', message: `No route ${req.method} ${req.url.split('?')[0]}.`, request_id: req.id });
+    const headers = anonymousLimit(req.url, req.ip);
+    const error: unknown = headers.error ?? new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}.`);
+    const { status, body } = restError(resolveError(error, req.id, req.log), req.id);
+    void reply.code(status).headers(headers.values).send(body);
   });
 
   const createContext = (req: FastifyRequest, transport: string): Context => {
