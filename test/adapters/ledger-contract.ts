@@ -3,7 +3,7 @@ import { Keypair, Transaction, SystemProgram } from '@solana/web3.js';
 import { getBase58Decoder } from '@solana/kit';
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
-import { ata, MEMO_PROGRAM, randomHash, randomSignature, solTransfer, tokenTransfer, USDC_DEVNET } from '../support/ledger.ts';
+import { ata, MEMO_PROGRAM, randomHash, randomSignature, solTransfer, tokenTransfer, USDC_DEVNET, waitForCommitment } from '../support/ledger.ts';
 
 // The Ledger port's contract: every adapter passes the same tests, so they stay interchangeable. A harness wraps an
 // adapter together with the embedded ledger behind it (for funding and for moving the clock).
@@ -129,10 +129,12 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     if (!sent.ok) return;
     t.is(sent.signature, getBase58Decoder().decode(wire.subarray(1, 65)), 'the signature is the first one of the transaction');
 
-    const [status, unknown] = await h.ledger.getSignatureStatuses([sent.signature, randomSignature()]);
+    const [first, unknown] = await h.ledger.getSignatureStatuses([sent.signature, randomSignature()]);
     t.is(unknown, null);
-    t.is(status?.err, null);
-    t.true(status?.confirmationStatus === 'confirmed' || status?.confirmationStatus === 'finalized');
+    t.is(first?.err, null, 'known from processed on');
+    const status = await waitForCommitment(h.ledger, sent.signature, 'confirmed');
+    t.is(status.err, null);
+    t.is((await waitForCommitment(h.ledger, sent.signature, 'finalized')).confirmationStatus, 'finalized');
     t.deepEqual(await h.ledger.getSignatureStatuses(['garbage']), [null]);
 
     const merchantAta = ata(merchant, USDC_DEVNET.mint);

@@ -71,9 +71,11 @@ test('embedded: a killed process loses nothing it acknowledged (the history log 
 
   const ledger = await openTestLedger({ dir }); // the dead process's LOCK is stale
   t.teardown(() => ledger.close());
-  t.is(ledger.balance(report.payer), BigInt(report.payerLamports));
-  t.deepEqual((await ledger.getTokenBalances(report.merchant)).map((b) => b.amount), [6_000_000n]);
-  t.deepEqual((await ledger.getSignaturesForAddress(report.merchant)).map((s) => s.signature), [...report.signatures].reverse());
+  const history = (await ledger.getSignaturesForAddress(report.merchant)).map((s) => s.signature);
+  const lostTheLast = history.length === 6; // the unconfirmed one may or may not have been written
+  t.deepEqual(history.slice(lostTheLast ? 0 : 1), [...report.signatures].reverse());
+  t.is(ledger.balance(report.payer), BigInt(report.payerLamports) - (lostTheLast ? 0n : 5_000n));
+  t.deepEqual((await ledger.getTokenBalances(report.merchant)).map((b) => b.amount), [lostTheLast ? 6_000_000n : 6_000_001n]);
   t.true(ledger.slot() >= report.slot);
   for (const status of await ledger.getSignatureStatuses(report.signatures)) t.is(status?.err, null);
 });
@@ -136,10 +138,11 @@ test('embedded: mainnet has USDC and USDT on SPL Token and USDG on Token-2022 at
 test('embedded: slots advance with time and blockhashes with them', async (t) => {
   const dir = await ledgerDir();
   t.teardown(() => removeDir(dir));
-  const ledger = await openTestLedger({ dir, slotMs: 20 });
+  // 100 ms slots: the 150-block window (15 s) outlasts other tests blocking this process's event loop
+  const ledger = await openTestLedger({ dir, slotMs: 100 });
   t.teardown(() => ledger.close());
   const first = ledger.latestBlockhash();
-  await new Promise((r) => setTimeout(r, 120));
+  await new Promise((r) => setTimeout(r, 350));
   const later = ledger.latestBlockhash();
   t.true(later.slot >= first.slot + 3);
   t.not(later.blockhash, first.blockhash);

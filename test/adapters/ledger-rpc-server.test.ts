@@ -3,7 +3,7 @@ import { Keypair, Message } from '@solana/web3.js';
 import WebSocket from 'ws';
 import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
-import { ata, ledgerDir, openTestLedger, removeDir, solTransfer, tokenTransfer, USDC_DEVNET } from '../support/ledger.ts';
+import { ata, ledgerDir, openTestLedger, removeDir, solTransfer, tokenTransfer, USDC_DEVNET, waitForCommitment } from '../support/ledger.ts';
 
 // The embedded ledger's JSON-RPC on the wire: the error objects, shapes and PubSub that Solana clients rely on.
 
@@ -123,6 +123,8 @@ test('rpc server: sendTransaction and simulateTransaction errors are agave’s',
   const base58 = (await import('@solana/kit')).getBase58Decoder().decode(fresh);
   const signature = (await call('sendTransaction', [base58])).result;
   t.is(typeof signature, 'string', 'base58 is the default encoding');
+  const rpcStatuses = { getSignatureStatuses: async (sigs: string[]) => (await call('getSignatureStatuses', [sigs])).result.value };
+  await waitForCommitment(rpcStatuses, signature, 'finalized');
   t.like((await call('getSignatureStatuses', [[signature]])).result.value[0], { slot: 151, confirmations: null, err: null, confirmationStatus: 'finalized', status: { Ok: null } });
 });
 

@@ -1,6 +1,6 @@
 import { Keypair } from '@solana/web3.js';
 import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
-import { tokenTransfer, USDC_DEVNET } from './ledger.ts';
+import { tokenTransfer, USDC_DEVNET, waitForCommitment } from './ledger.ts';
 
 // Child process for the crash test: lands transactions, reports them, then dies by SIGKILL without closing (no
 // final snapshot, no fsync). Usage: node --import tsx test/support/ledger-crash.ts DIR COUNT
@@ -19,5 +19,9 @@ for (let i = 0; i < count; i++) {
   if (!sent.ok) throw new Error(JSON.stringify(sent));
   signatures.push(sent.signature);
 }
+// Reported once confirmed (written to the file): that is what must survive the kill.
+await waitForCommitment(ledger, signatures.at(-1)!, 'confirmed');
 const report = { payer: payer.publicKey.toBase58(), merchant, signatures, payerLamports: String(ledger.balance(payer.publicKey.toBase58())), slot: ledger.slot() };
+// One more that is only processed when the process dies: it may be lost, as on a cluster.
+ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash, memo: 'unconfirmed' }));
 process.stdout.write(`${JSON.stringify(report)}\n`, () => process.kill(process.pid, 'SIGKILL'));

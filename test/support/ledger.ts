@@ -135,3 +135,20 @@ export function runTs(script: string, args: string[], env: Record<string, string
     });
   });
 }
+
+/** Polls until the signature reaches `level` (or fails after `timeoutMs`), as clients confirm transactions. */
+export async function waitForCommitment<S extends { confirmationStatus: string }>(
+  ledger: { getSignatureStatuses(signatures: string[]): Promise<(S | null)[]> },
+  signature: string,
+  level: 'confirmed' | 'finalized' = 'confirmed',
+  timeoutMs = 5_000,
+): Promise<S> {
+  const rank = { processed: 0, confirmed: 1, finalized: 2 } as Record<string, number>;
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const [status] = await ledger.getSignatureStatuses([signature]);
+    if (status && rank[status.confirmationStatus]! >= rank[level]!) return status;
+    if (Date.now() > deadline) throw new Error(`${signature} did not reach ${level}: ${JSON.stringify(status)}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

@@ -5,36 +5,50 @@ const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const INDEX = new Int16Array(128).fill(-1);
 for (let i = 0; i < ALPHABET.length; i++) INDEX[ALPHABET.charCodeAt(i)] = i;
 
+const CODES = Uint8Array.from(ALPHABET, (c) => c.charCodeAt(0));
+const words = new Float64Array(512);
+const INV_58_5 = 1 / 656_356_768;
+const chars = Buffer.alloc(2048);
+
 /** bytes → base58 text, e.g. 32 zero bytes → "11111111111111111111111111111111" */
 export function encodeBase58(bytes: Uint8Array): string {
+  const n = bytes.length;
+  if (n > 1024) throw new RangeError('base58 input too long');
   let zeros = 0;
-  while (zeros < bytes.length && bytes[zeros] === 0) zeros++;
-  // Base 58^5 limbs (< 2^32) keep the inner loop short.
-  const size = Math.ceil(((bytes.length - zeros) * 138) / 100 / 5) + 1;
-  const limbs = new Float64Array(size);
-  let length = 0;
-  for (let i = zeros; i < bytes.length; i++) {
-    let carry = bytes[i]!;
-    let j = 0;
-    for (; j < length || carry !== 0; j++) {
-      const v = (j < length ? limbs[j]! : 0) * 256 + carry;
-      carry = Math.floor(v / 656_356_768); // 58^5
-      limbs[j] = v - carry * 656_356_768;
+  while (zeros < n && bytes[zeros] === 0) zeros++;
+  // The number as 16-bit words, most significant first, divided repeatedly by 58^5: every intermediate value stays
+  // below 2^53, so plain doubles are exact. Digits are written from the end of `chars`.
+  const count = (n - zeros + 1) >> 1;
+  for (let i = n - 1, w = count - 1; w >= 0; i -= 2, w--) words[w] = bytes[i]! + (i - 1 >= zeros ? bytes[i - 1]! * 256 : 0);
+  let at = chars.length;
+  let start = 0;
+  while (start < count) {
+    let rem = 0;
+    for (let w = start; w < count; w++) {
+      const cur = rem * 65_536 + words[w]!;
+      let q = Math.floor(cur * INV_58_5); // multiply by the inverse, then correct the rounding
+      let r = cur - q * 656_356_768;
+      if (r < 0) {
+        q--;
+        r += 656_356_768;
+      } else if (r >= 656_356_768) {
+        q++;
+        r -= 656_356_768;
+      }
+      words[w] = q;
+      rem = r;
     }
-    length = j;
-  }
-  let out = '1'.repeat(zeros);
-  for (let j = length - 1; j >= 0; j--) {
-    let limb = limbs[j]!;
-    let chunk = '';
+    while (start < count && words[start] === 0) start++;
+    let r = rem | 0; // < 58^5 < 2^31
     for (let k = 0; k < 5; k++) {
-      const d = limb % 58;
-      chunk = ALPHABET[d] + chunk;
-      limb = (limb - d) / 58;
+      const q = (r / 58) | 0;
+      chars[--at] = CODES[r - q * 58]!;
+      r = q;
     }
-    out += j === length - 1 ? chunk.replace(/^1+/, '') : chunk;
   }
-  return out;
+  while (at < chars.length && chars[at] === 49) at++; // leading zero digits of the division
+  for (let z = 0; z < zeros; z++) chars[--at] = 49;
+  return chars.toString('latin1', at, chars.length);
 }
 
 /** base58 text → bytes; null when the text is not base58 */

@@ -1,34 +1,81 @@
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
+import { crc32 } from 'node:zlib';
 import type { LedgerTransactionError } from '../../../domain/ports/ledger.ts';
+import { encodeBase58 } from './base58.ts';
+import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './token.ts';
 
-// The transaction history of one embedded ledger: an append-only file of JSON lines, one per landed transaction,
-// written before the send returns. It is also the write-ahead log: on start, the records after the last snapshot
-// are executed again to bring the accounts up to date (see ledger.ts).
+// The transaction history of one embedded ledger: an append-only file with one binary record per landed
+// transaction. It is also the write-ahead log: on start the records after the last snapshot are executed again
+// (ledger.ts). Binary because this runs once per transaction: raw keys and the wire transaction are copied, not
+// base58/base64/JSON-encoded.
+//
+// Group commit, mapped onto Solana's commitment levels: a record is appended in memory when its transaction executes
+// (processed: lost if the process dies), written to the file once per event-loop turn (confirmed: survives the
+// process) and fdatasync'd right after in the background (finalized: survives the machine).
+//
+// Record: u32 body length | body | u32 crc32(body). A record whose length or checksum does not hold is a torn
+// write at the tail (the process or machine died mid-write) and is cut off with everything after it.
 
-/** [accountIndex, mint, owner, amount, decimals, tokenProgram] */
-export type StoredTokenBalance = [number, string, string, string, number, string];
+/** A token balance as recorded: the account's mint and owner as raw bytes (the first 64 bytes of its data). */
+export interface RawTokenBalance {
+  index: number;
+  /** mint (32) + owner (32) */
+  raw: Uint8Array;
+  amount: bigint;
+  decimals: number;
+  program: string;
+}
 
+export type RawInner = [number, [number, Uint8Array, Uint8Array, number][]][];
+
+export interface RecordInput {
+  seq: number;
+  slot: number;
+  time: number;
+  wire: Uint8Array;
+  err: LedgerTransactionError | null;
+  fee: bigint;
+  pre: bigint[];
+  post: bigint[];
+  preTok: RawTokenBalance[];
+  postTok: RawTokenBalance[];
+  logs: string[];
+  cu: number;
+  loadedWritable: Uint8Array[];
+  loadedReadonly: Uint8Array[];
+  inner: RawInner | undefined;
+}
+
+export interface StoredTokenBalance {
+  index: number;
+  mint: string;
+  owner: string;
+  amount: bigint;
+  decimals: number;
+  program: string;
+}
+
+/** A record as read back. */
 export interface StoredTransaction {
   seq: number;
   sig: string;
   slot: number;
   /** unix seconds */
   time: number;
-  /** the wire transaction, base64 */
-  tx: string;
+  tx: Buffer;
   err: LedgerTransactionError | null;
-  fee: string;
+  fee: bigint;
   /** addresses loaded from lookup tables: writable, readonly */
-  lw?: string[];
-  lr?: string[];
-  pre: string[];
-  post: string[];
+  lw: string[];
+  lr: string[];
+  pre: bigint[];
+  post: bigint[];
   preTok: StoredTokenBalance[];
   postTok: StoredTokenBalance[];
   logs: string[];
   cu: number;
-  /** inner instructions per top-level index: [index, [programIdIndex, accountIndexes, data base64, stackHeight][]] */
-  inner?: [number, [number, number[], string, number][]][];
+  /** inner instructions per top-level index: [index, [programIdIndex, accountIndexes, data, stackHeight][]] */
+  inner: [number, [number, number[], Buffer, number][]][];
 }
 
 export interface HistoryEntry {
@@ -48,44 +95,284 @@ export interface SignatureQuery {
   limit: number;
 }
 
+const FORMAT = 2;
+
+// Field by field through a DataView: Buffer's write helpers and subarray cost microseconds each on small VMs.
+class Writer {
+  buf = Buffer.allocUnsafe(256 * 1024);
+  view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);
+  at = 0;
+  ensure(n: number): void {
+    if (this.at + n <= this.buf.length) return;
+    const bigger = Buffer.allocUnsafe(Math.max(this.buf.length * 2, this.at + n + 1024));
+    this.buf.copy(bigger, 0, 0, this.at);
+    this.buf = bigger;
+    this.view = new DataView(bigger.buffer, bigger.byteOffset, bigger.byteLength);
+  }
+  u8(v: number): void {
+    this.buf[this.at++] = v;
+  }
+  u16(v: number): void {
+    this.view.setUint16(this.at, v, true);
+    this.at += 2;
+  }
+  u32(v: number): void {
+    this.view.setUint32(this.at, v >>> 0, true);
+    this.at += 4;
+  }
+  f64(v: number): void {
+    this.view.setFloat64(this.at, v, true);
+    this.at += 8;
+  }
+  u64(v: bigint): void {
+    this.view.setBigUint64(this.at, v, true);
+    this.at += 8;
+  }
+  bytes(b: Uint8Array): void {
+    this.ensure(b.length);
+    this.buf.set(b, this.at);
+    this.at += b.length;
+  }
+  /** u16 byte length + utf8 */
+  text(s: string): void {
+    this.ensure(2 + s.length * 3);
+    const n = this.buf.write(s, this.at + 2, 'utf8');
+    this.view.setUint16(this.at, n, true);
+    this.at += 2 + n;
+  }
+  /** u16 count, u16 UTF-16 length of each, u32 byte length, then all of them as one utf8 run */
+  texts(list: string[]): void {
+    this.ensure(6 + list.length * 2);
+    this.u16(list.length);
+    for (const s of list) this.u16(s.length);
+    const joined = list.join('');
+    this.ensure(4 + joined.length * 3);
+    const n = this.buf.write(joined, this.at + 4, 'utf8');
+    this.view.setUint32(this.at, n, true);
+    this.at += 4 + n;
+  }
+}
+
+class Reader {
+  at = 0;
+  constructor(readonly buf: Buffer) {}
+  u8(): number {
+    return this.buf[this.at++]!;
+  }
+  u16(): number {
+    const v = this.buf.readUInt16LE(this.at);
+    this.at += 2;
+    return v;
+  }
+  u32(): number {
+    const v = this.buf.readUInt32LE(this.at);
+    this.at += 4;
+    return v;
+  }
+  f64(): number {
+    const v = this.buf.readDoubleLE(this.at);
+    this.at += 8;
+    return v;
+  }
+  u64(): bigint {
+    const v = this.buf.readBigUInt64LE(this.at);
+    this.at += 8;
+    return v;
+  }
+  bytes(n: number): Buffer {
+    const b = this.buf.subarray(this.at, this.at + n);
+    this.at += n;
+    return b;
+  }
+  text(): string {
+    const n = this.u16();
+    const s = this.buf.toString('utf8', this.at, this.at + n);
+    this.at += n;
+    return s;
+  }
+  texts(): string[] {
+    const lengths: number[] = [];
+    for (let n = this.u16(); n > 0; n--) lengths.push(this.u16());
+    const bytes = this.u32();
+    const joined = this.buf.toString('utf8', this.at, this.at + bytes);
+    this.at += bytes;
+    const out: string[] = [];
+    let from = 0;
+    for (const length of lengths) {
+      out.push(joined.slice(from, from + length));
+      from += length;
+    }
+    return out;
+  }
+}
+
+function encodeTokenBalances(w: Writer, list: RawTokenBalance[]): void {
+  w.ensure(1 + list.length * 76);
+  w.u8(list.length);
+  for (const t of list) {
+    w.u8(t.index);
+    w.bytes(t.raw); // exactly the 64 bytes
+    w.u64(t.amount);
+    w.u8(t.decimals);
+    w.u8(t.program === TOKEN_2022_PROGRAM_ID ? 1 : 0);
+  }
+}
+
+/** Appends a record (framed) to `w`. */
+function encodeRecord(w: Writer, r: RecordInput): void {
+  const start = w.at;
+  w.ensure(68 + r.wire.length + r.pre.length * 16);
+  w.at += 4;
+  w.u8(FORMAT);
+  w.u32(r.seq);
+  w.f64(r.slot);
+  w.f64(r.time);
+  w.u16(r.wire.length);
+  w.bytes(r.wire);
+  if (r.err === null) w.u8(0);
+  else {
+    w.u8(1);
+    w.text(JSON.stringify(r.err));
+  }
+  w.ensure(9 + r.pre.length * 16);
+  w.u64(r.fee);
+  w.u8(r.pre.length);
+  for (const v of r.pre) w.u64(v);
+  for (const v of r.post) w.u64(v);
+  encodeTokenBalances(w, r.preTok);
+  encodeTokenBalances(w, r.postTok);
+  w.ensure(4);
+  w.u32(r.cu);
+  w.texts(r.logs);
+  w.ensure(2 + (r.loadedWritable.length + r.loadedReadonly.length) * 32);
+  w.u8(r.loadedWritable.length);
+  for (const k of r.loadedWritable) w.bytes(k);
+  w.u8(r.loadedReadonly.length);
+  for (const k of r.loadedReadonly) w.bytes(k);
+  const inner = r.inner ?? [];
+  w.ensure(1);
+  w.u8(inner.length);
+  for (const [index, list] of inner) {
+    w.ensure(3);
+    w.u8(index);
+    w.u16(list.length);
+    for (const [program, accounts, data, stackHeight] of list) {
+      w.ensure(6 + accounts.length + data.length);
+      w.u8(program);
+      w.u8(accounts.length);
+      w.bytes(accounts);
+      w.u16(data.length);
+      w.bytes(data);
+      w.u8(stackHeight);
+    }
+  }
+  const bodyLength = w.at - start - 4;
+  w.view.setUint32(start, bodyLength, true);
+  w.ensure(4);
+  w.u32(crc32(new Uint8Array(w.buf.buffer, w.buf.byteOffset + start + 4, bodyLength)));
+}
+
+function decodeTokenBalances(r: Reader): StoredTokenBalance[] {
+  const out: StoredTokenBalance[] = [];
+  for (let n = r.u8(); n > 0; n--) {
+    const index = r.u8();
+    const raw = r.bytes(64);
+    out.push({ index, mint: encodeBase58(raw.subarray(0, 32)), owner: encodeBase58(raw.subarray(32)), amount: r.u64(), decimals: r.u8(), program: r.u8() === 1 ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID });
+  }
+  return out;
+}
+
+/** Decodes one record body. */
+export function decodeRecord(body: Buffer): StoredTransaction {
+  const r = new Reader(body);
+  if (r.u8() !== FORMAT) throw new Error('unknown history record format');
+  const seq = r.u32();
+  const slot = r.f64();
+  const time = r.f64();
+  const tx = Buffer.from(r.bytes(r.u16()));
+  const err = r.u8() === 1 ? (JSON.parse(r.text()) as LedgerTransactionError) : null;
+  const fee = r.u64();
+  const keys = r.u8();
+  const pre: bigint[] = [];
+  const post: bigint[] = [];
+  for (let i = 0; i < keys; i++) pre.push(r.u64());
+  for (let i = 0; i < keys; i++) post.push(r.u64());
+  const preTok = decodeTokenBalances(r);
+  const postTok = decodeTokenBalances(r);
+  const cu = r.u32();
+  const logs = r.texts();
+  const lw: string[] = [];
+  for (let n = r.u8(); n > 0; n--) lw.push(encodeBase58(r.bytes(32)));
+  const lr: string[] = [];
+  for (let n = r.u8(); n > 0; n--) lr.push(encodeBase58(r.bytes(32)));
+  const inner: StoredTransaction['inner'] = [];
+  for (let g = r.u8(); g > 0; g--) {
+    const index = r.u8();
+    const list: [number, number[], Buffer, number][] = [];
+    for (let n = r.u16(); n > 0; n--) {
+      const program = r.u8();
+      const accounts = Array.from(r.bytes(r.u8()));
+      const data = Buffer.from(r.bytes(r.u16()));
+      list.push([program, accounts, data, r.u8()]);
+    }
+    inner.push([index, list]);
+  }
+  const sig = encodeBase58(tx.subarray(1, 65));
+  return { seq, sig, slot, time, tx, err, fee, lw, lr, pre, post, preTok, postTok, logs, cu, inner };
+}
+
+export type Commitment = 'processed' | 'confirmed' | 'finalized';
+
+const FLUSH_AT = 1 << 20;
+
 export class History {
   private readonly fd: number;
+  /** bytes in the file (written) */
   private size: number;
+  private readonly pending = new Writer();
+  private confirmedSeq: number;
+  private finalizedSeq: number;
   private readonly entries: HistoryEntry[] = [];
   private readonly bySig = new Map<string, HistoryEntry>();
   private readonly byAddress = new Map<string, number[]>();
-  private dirtySince = 0;
   private syncing = false;
 
   /**
    * Opens (creating) the log and rebuilds the indexes; `describe` returns the account keys and memo summary of a
-   * stored record. A torn last line (the process died mid-write) is cut off.
+   * stored record. A torn tail is cut off.
    */
   constructor(
     readonly path: string,
     describe: (record: StoredTransaction) => { keys: string[]; memo: string | null },
-    onRecord?: (record: StoredTransaction) => void,
   ) {
     this.fd = openSync(path, 'a+', 0o600);
     this.size = fstatSync(this.fd).size;
     let good = 0;
-    for (const { line, offset, length } of readLines(this.fd, this.size)) {
+    const head = Buffer.allocUnsafe(4);
+    while (good + 4 <= this.size) {
+      readSync(this.fd, head, 0, 4, good);
+      const bodyLength = head.readUInt32LE(0);
+      if (good + 8 + bodyLength > this.size) break;
+      const frame = Buffer.allocUnsafe(bodyLength + 4);
+      readSync(this.fd, frame, 0, frame.length, good + 4);
+      const body = frame.subarray(0, bodyLength);
+      if (crc32(body) !== frame.readUInt32LE(bodyLength)) break;
       let record: StoredTransaction;
       try {
-        record = JSON.parse(line) as StoredTransaction;
+        record = decodeRecord(body);
       } catch {
         break;
       }
       if (record.seq !== this.entries.length + 1) break;
       const { keys, memo } = describe(record);
-      this.index(record, keys, memo, offset, length);
-      onRecord?.(record);
-      good = offset + length;
+      this.index(record.seq, record.sig, record.slot, record.time, record.err, keys, memo, good, bodyLength + 8);
+      good += bodyLength + 8;
     }
     if (good < this.size) {
       ftruncateSync(this.fd, good);
       this.size = good;
     }
+    this.confirmedSeq = this.finalizedSeq = this.entries.length;
   }
 
   get lastSeq(): number {
@@ -100,25 +387,45 @@ export class History {
     return this.entries.length + 1;
   }
 
-  /** Appends one record (its `seq` must be nextSeq()) and indexes it under every account key. */
-  append(record: StoredTransaction, keys: string[], memo: string | null): HistoryEntry {
-    const line = `${JSON.stringify(record)}\n`;
-    const length = Buffer.byteLength(line);
-    writeSync(this.fd, line);
-    const entry = this.index(record, keys, memo, this.size, length);
-    this.size += length;
-    this.dirtySince ||= Date.now();
+  /** Appends one record in memory (its `seq` must be nextSeq()) and indexes it under every account key. */
+  append(record: RecordInput, signature: string, keys: string[], memo: string | null): HistoryEntry {
+    const start = this.pending.at;
+    encodeRecord(this.pending, record);
+    const entry = this.index(record.seq, signature, record.slot, record.time, record.err, keys, memo, this.size + start, this.pending.at - start);
+    if (this.pending.at >= FLUSH_AT) this.flush();
     return entry;
   }
 
-  private index(record: StoredTransaction, keys: string[], memo: string | null, offset: number, length: number): HistoryEntry {
-    const entry: HistoryEntry = { seq: record.seq, sig: record.sig, slot: record.slot, time: record.time, err: record.err, memo, offset, length };
+  /** Writes the pending records to the file (one write); true when there were some. */
+  flush(): boolean {
+    if (this.pending.at === 0) return false;
+    writeSync(this.fd, this.pending.buf, 0, this.pending.at);
+    this.size += this.pending.at;
+    this.pending.at = 0;
+    this.confirmedSeq = this.entries.length;
+    return true;
+  }
+
+  commitment(seq: number): Commitment {
+    return seq <= this.finalizedSeq ? 'finalized' : seq <= this.confirmedSeq ? 'confirmed' : 'processed';
+  }
+
+  get confirmed(): number {
+    return this.confirmedSeq;
+  }
+
+  get finalized(): number {
+    return this.finalizedSeq;
+  }
+
+  private index(seq: number, sig: string, slot: number, time: number, err: LedgerTransactionError | null, keys: string[], memo: string | null, offset: number, length: number): HistoryEntry {
+    const entry: HistoryEntry = { seq, sig, slot, time, err, memo, offset, length };
     this.entries.push(entry);
-    this.bySig.set(record.sig, entry);
+    this.bySig.set(sig, entry);
     for (const key of keys) {
       const list = this.byAddress.get(key);
-      if (list === undefined) this.byAddress.set(key, [record.seq]);
-      else if (list[list.length - 1] !== record.seq) list.push(record.seq);
+      if (list === undefined) this.byAddress.set(key, [seq]);
+      else if (list[list.length - 1] !== seq) list.push(seq);
     }
     return entry;
   }
@@ -132,9 +439,10 @@ export class History {
   }
 
   read(entry: HistoryEntry): StoredTransaction {
-    const buffer = Buffer.allocUnsafe(entry.length);
-    readSync(this.fd, buffer, 0, entry.length, entry.offset);
-    return JSON.parse(buffer.toString('utf8')) as StoredTransaction;
+    if (entry.offset + entry.length > this.size) this.flush();
+    const frame = Buffer.allocUnsafe(entry.length);
+    readSync(this.fd, frame, 0, entry.length, entry.offset);
+    return decodeRecord(frame.subarray(4, entry.length - 4));
   }
 
   /** Records with seq > `afterSeq`, oldest first (for replay). */
@@ -158,48 +466,44 @@ export class History {
     return out;
   }
 
-  /** Flushes written records to disk in the background (at most one fdatasync in flight). */
-  syncSoon(): void {
-    if (!this.dirtySince || this.syncing) return;
-    this.dirtySince = 0;
+  /**
+   * fdatasync in the background (one at a time) when written records are not yet on disk; `done` gets the seq now
+   * finalized. Returns false when nothing needed it or one is already running.
+   */
+  syncSoon(done?: (finalizedSeq: number) => void): boolean {
+    if (this.syncing || this.finalizedSeq >= this.confirmedSeq) return false;
+    const target = this.confirmedSeq;
     this.syncing = true;
-    fdatasync(this.fd, () => {
+    fdatasync(this.fd, (e) => {
       this.syncing = false;
+      if (e) return;
+      this.finalizedSeq = Math.max(this.finalizedSeq, target);
+      done?.(this.finalizedSeq);
     });
+    return true;
   }
 
-  /** fdatasync off the event loop. */
+  /** Everything appended, written and fdatasync'd off the event loop. */
   sync(): Promise<void> {
-    return new Promise((resolve, reject) => fdatasync(this.fd, (e) => (e ? reject(e) : resolve())));
+    this.flush();
+    const target = this.confirmedSeq;
+    return new Promise((resolve, reject) =>
+      fdatasync(this.fd, (e) => {
+        if (e) return reject(e);
+        this.finalizedSeq = Math.max(this.finalizedSeq, target);
+        resolve();
+      }),
+    );
   }
 
   syncNow(): void {
+    this.flush();
     fdatasyncSync(this.fd);
-    this.dirtySince = 0;
+    this.finalizedSeq = this.confirmedSeq;
   }
 
   close(): void {
     this.syncNow();
     closeSync(this.fd);
   }
-}
-
-function* readLines(fd: number, size: number): Generator<{ line: string; offset: number; length: number }> {
-  const chunk = Buffer.allocUnsafe(1 << 20);
-  let carry = Buffer.alloc(0);
-  let carryOffset = 0;
-  for (let position = 0; position < size; ) {
-    const n = readSync(fd, chunk, 0, Math.min(chunk.length, size - position), position);
-    if (n <= 0) break;
-    position += n;
-    const data = carry.length ? Buffer.concat([carry, chunk.subarray(0, n)]) : chunk.subarray(0, n);
-    let start = 0;
-    for (let nl = data.indexOf(10, start); nl !== -1; nl = data.indexOf(10, start)) {
-      yield { line: data.toString('utf8', start, nl), offset: carryOffset + start, length: nl + 1 - start };
-      start = nl + 1;
-    }
-    carryOffset += start;
-    carry = Buffer.from(data.subarray(start));
-  }
-  // a last line without its newline is torn: not yielded
 }

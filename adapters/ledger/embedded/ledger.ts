@@ -23,10 +23,11 @@ import { STABLES, type Network, type Stable } from '../../../domain/shared/netwo
 import { decodeAddress, decodeBase58, encodeBase58 } from './base58.ts';
 import { transactionErrorJson } from './errors.ts';
 import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
-import { History, type HistoryEntry, type StoredTokenBalance, type StoredTransaction } from './history.ts';
+import { History, type HistoryEntry, type RawInner, type RawTokenBalance, type StoredTokenBalance, type StoredTransaction } from './history.ts';
 import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
 import {
   ASSOCIATED_TOKEN_PROGRAM_ID,
+  COMPUTE_BUDGET_PROGRAM_ID,
   MEMO_PROGRAM_ID,
   MEMO_V1_PROGRAM_ID,
   SYSTEM_PROGRAM_ID,
@@ -74,6 +75,8 @@ export interface EmbeddedLedgerOptions {
 }
 
 interface TokenInfo {
+  /** the account's first 64 data bytes: mint and owner */
+  raw: Buffer;
   mint: string;
   owner: string;
   amount: bigint;
@@ -91,6 +94,8 @@ interface Known {
 
 export interface LandedTransaction {
   signature: string;
+  /** position in the history (commitment events name the last seq they cover) */
+  seq: number;
   slot: number;
   err: LedgerTransactionError | null;
   /** writable account keys, whose state may have changed */
@@ -124,7 +129,8 @@ export interface MintResult {
 
 interface ResolvedKeys {
   names: string[];
-  keys: Uint8Array[];
+  /** raw addresses loaded from lookup tables (writable first) */
+  loaded: Buffer[];
   loadedWritable: number;
 }
 
@@ -157,6 +163,9 @@ export class EmbeddedLedger implements Ledger {
   private readonly tokenAccountsByOwner = new Map<string, Set<string>>();
   private readonly decimals = new Map<string, number>();
   private readonly listeners = new Set<(landed: LandedTransaction) => void>();
+  private readonly commitListeners = new Set<(level: 'confirmed' | 'finalized', seq: number) => void>();
+  private commitScheduled = false;
+  private finalizedNotified = 0;
 
   private unsaved = 0;
   private firstUnsavedAt = 0;
@@ -342,11 +351,31 @@ export class EmbeddedLedger implements Ledger {
     if (isTokenProgram(owner)) {
       const data = a.data();
       if (isTokenAccountData(owner, data)) {
-        const b = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-        token = { mint: this.nameAt(b, 0), owner: this.nameAt(b, 32), amount: readTokenAmount(data), program: owner };
+        const b = Buffer.from(data.buffer, data.byteOffset, 64);
+        token = { raw: b, mint: this.nameAt(b, 0), owner: this.nameAt(b, 32), amount: readTokenAmount(data), program: owner };
       }
     }
     return { lamports, owner, executable: false, token };
+  }
+
+  /**
+   * State after a transaction, read cheaply where the transaction cannot have changed an account's kind: a token
+   * account keeps its owner program (only its data and lamports are read), and a signing wallet keeps its owner
+   * when no instruction could reassign it (only its balance is read).
+   */
+  private readPost(name: string, key: Uint8Array, before: Known, signer: boolean, stable: boolean): Known {
+    if (stable && before.token) {
+      const a = this.svm.getAccount(key);
+      if (a === null) return NOT_FOUND;
+      const data = a.data();
+      if (data.length >= 72 && before.token.raw.equals(Buffer.from(data.buffer, data.byteOffset, 64))) {
+        return { lamports: a.lamports(), owner: before.owner, executable: false, token: { ...before.token, amount: readTokenAmount(data) } };
+      }
+    } else if (stable && signer && before.owner === SYSTEM_PROGRAM_ID) {
+      const lamports = this.svm.getBalance(key);
+      return lamports === null ? NOT_FOUND : { lamports, owner: SYSTEM_PROGRAM_ID, executable: false, token: null };
+    }
+    return this.readKnown(name, key);
   }
 
   private knownOf(name: string, key: Uint8Array): Known {
@@ -418,20 +447,16 @@ export class EmbeddedLedger implements Ledger {
 
   // ---- transactions ----
 
-  /** Account keys of a parsed transaction (static, then loaded writable, then loaded readonly) with their bytes. */
+  /** Account keys of a parsed transaction: static, then loaded writable, then loaded readonly. */
   private resolveKeys(tx: WireTransaction): ResolvedKeys | { err: LedgerTransactionError } {
-    const names: string[] = [];
-    const keys: Uint8Array[] = [];
-    for (let i = 0; i < tx.numStaticKeys; i++) {
-      const at = tx.keysOffset + i * 32;
-      names.push(this.nameAt(tx.bytes, at));
-      keys.push(tx.bytes.subarray(at, at + 32));
-    }
-    if (tx.lookups.length === 0) return { names, keys, loadedWritable: 0 };
+    const names: string[] = new Array(tx.numStaticKeys);
+    for (let i = 0; i < tx.numStaticKeys; i++) names[i] = this.nameAt(tx.bytes, tx.keysOffset + i * 32);
+    if (tx.lookups.length === 0) return { names, loaded: [], loadedWritable: 0 };
     const tables = tx.lookups.map((l) => {
       const table = this.svm.getAccount(tx.bytes.subarray(l.keyOffset, l.keyOffset + 32));
       return table ? { owner: this.nameOf(table.owner()), data: Buffer.from(table.data()) } : null;
     });
+    const loaded: Buffer[] = [];
     let loadedWritable = 0;
     for (const kind of ['writable', 'readonly'] as const) {
       for (let t = 0; t < tx.lookups.length; t++) {
@@ -443,12 +468,16 @@ export class EmbeddedLedger implements Ledger {
           if (index >= count) return { err: 'InvalidAddressLookupTableIndex' };
           const at = LOOKUP_TABLE_META_SIZE + index * 32;
           names.push(this.nameAt(table.data, at));
-          keys.push(table.data.subarray(at, at + 32));
+          loaded.push(table.data.subarray(at, at + 32));
           if (kind === 'writable') loadedWritable++;
         }
       }
     }
-    return { names, keys, loadedWritable };
+    return { names, loaded, loadedWritable };
+  }
+
+  private keyAt(tx: WireTransaction, resolved: ResolvedKeys, i: number): Buffer {
+    return i < tx.numStaticKeys ? tx.bytes.subarray(tx.keysOffset + i * 32, tx.keysOffset + i * 32 + 32) : resolved.loaded[i - tx.numStaticKeys]!;
   }
 
   private isWritable(tx: WireTransaction, i: number, loadedWritable: number): boolean {
@@ -456,10 +485,11 @@ export class EmbeddedLedger implements Ledger {
   }
 
   /** A durable-nonce transaction: first instruction AdvanceNonceAccount, blockhash = the nonce account's nonce. */
-  private nonceAccountOf(tx: WireTransaction, names: string[], keys: Uint8Array[]): Uint8Array | null {
-    if (!this.isNonceTransaction(tx, names)) return null;
-    const nonceKey = keys[tx.instructions[0]!.accounts[0]!];
-    if (!nonceKey) return null;
+  private nonceAccountOf(tx: WireTransaction, resolved: ResolvedKeys): Uint8Array | null {
+    if (!this.isNonceTransaction(tx, resolved.names)) return null;
+    const index = tx.instructions[0]!.accounts[0]!;
+    if (index >= resolved.names.length) return null;
+    const nonceKey = this.keyAt(tx, resolved, index);
     const account = this.svm.getAccount(nonceKey);
     if (!account || this.nameOf(account.owner()) !== SYSTEM_PROGRAM_ID) return null;
     const data = account.data();
@@ -469,6 +499,11 @@ export class EmbeddedLedger implements Ledger {
 
   private reject(signature: string | null, err: LedgerTransactionError, logs: string[] = []): SendResult {
     return { ok: false, signature, err, logs };
+  }
+
+  /** Without preflight the RPC forwards what it cannot check; what then fails to land is dropped silently. */
+  private drop(skipPreflight: boolean, signature: string, err: LedgerTransactionError, logs: string[] = []): SendResult {
+    return skipPreflight && err !== 'SignatureFailure' ? { ok: true, signature } : this.reject(signature, err, logs);
   }
 
   /**
@@ -488,19 +523,21 @@ export class EmbeddedLedger implements Ledger {
     }
     const signature = encodeBase58(tx.bytes.subarray(tx.signaturesOffset, tx.signaturesOffset + 64));
     const slot = this.refreshWindow();
-    // Without preflight the RPC forwards what it cannot check; what then fails to land is dropped silently.
-    const drop = (err: LedgerTransactionError, logs: string[] = []): SendResult =>
-      options.skipPreflight && err !== 'SignatureFailure' ? { ok: true, signature } : this.reject(signature, err, logs);
+    const skip = options.skipPreflight === true;
     const resolved = this.resolveKeys(tx);
-    if ('err' in resolved) return drop(resolved.err);
-    const { names, keys, loadedWritable } = resolved;
+    if ('err' in resolved) return this.drop(skip, signature, resolved.err);
+    const names = resolved.names;
     const inWindow = this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32));
-    const nonceKey = inWindow ? null : this.nonceAccountOf(tx, names, keys);
-    if (!inWindow && !nonceKey) return drop('BlockhashNotFound');
-    if (this.history.has(signature)) return drop('AlreadyProcessed');
+    const nonceKey = inWindow ? null : this.nonceAccountOf(tx, resolved);
+    if (!inWindow && !nonceKey) return this.drop(skip, signature, 'BlockhashNotFound');
+    if (this.history.has(signature)) return this.drop(skip, signature, 'AlreadyProcessed');
 
     const pre: Known[] = new Array(names.length);
-    for (let i = 0; i < names.length; i++) pre[i] = this.knownOf(names[i]!, keys[i]!);
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i]!;
+      pre[i] = this.known.get(name) ?? this.knownOf(name, this.keyAt(tx, resolved, i));
+    }
+    const payerKey = this.keyAt(tx, resolved, 0);
     const nowSeconds = Math.floor(Date.now() / 1000);
     this.syncClock(slot, nowSeconds);
     const nonceBefore = nonceKey ? this.svm.getAccount(nonceKey) : null;
@@ -512,17 +549,17 @@ export class EmbeddedLedger implements Ledger {
     if (result instanceof FailedTransactionMetadata) {
       err = transactionErrorJson(result);
       meta = result.meta();
-      const payerAfter = this.svm.getBalance(keys[0]!) ?? 0n;
+      const payerAfter = this.svm.getBalance(payerKey) ?? 0n;
       const landed = payerAfter !== pre[0]!.lamports;
-      if (!landed) return drop(err, meta.logs());
+      if (!landed) return this.drop(skip, signature, err, meta.logs());
       if (!options.skipPreflight) {
-        this.rollbackFee(keys[0]!, pre[0]!.lamports, nonceKey, nonceBefore);
+        this.rollbackFee(payerKey, pre[0]!.lamports, nonceKey, nonceBefore);
         return this.reject(signature, err, meta.logs());
       }
     } else {
       meta = result;
     }
-    return { ok: true, signature: this.land({ tx, signature, names, keys, loadedWritable, pre, slot, time: nowSeconds, err, meta }) };
+    return { ok: true, signature: this.land({ tx, signature, resolved, pre, slot, time: nowSeconds, err, meta }) };
   }
 
   /** Undoes what a failed transaction changed (its fee, and a durable nonce's advance). */
@@ -535,71 +572,96 @@ export class EmbeddedLedger implements Ledger {
   private land(input: {
     tx: WireTransaction;
     signature: string;
-    names: string[];
-    keys: Uint8Array[];
-    loadedWritable: number;
+    resolved: ResolvedKeys;
     pre: Known[];
     slot: number;
     time: number;
     err: LedgerTransactionError | null;
     meta: TransactionMetadata;
   }): string {
-    const { tx, signature, names, keys, loadedWritable, pre, slot, time, err, meta } = input;
+    const { tx, signature, resolved, pre, slot, time, err, meta } = input;
+    const { names, loadedWritable } = resolved;
     const n = names.length;
-    const post: Known[] = new Array(n);
+    const stable = ownersStable(tx, names);
     const writable: string[] = [];
     let fee = 0n;
-    const preBalances: string[] = new Array(n);
-    const postBalances: string[] = new Array(n);
-    const preTok: StoredTokenBalance[] = [];
-    const postTok: StoredTokenBalance[] = [];
+    const preBalances: bigint[] = new Array(n);
+    const postBalances: bigint[] = new Array(n);
+    const preTok: RawTokenBalance[] = [];
+    const postTok: RawTokenBalance[] = [];
     for (let i = 0; i < n; i++) {
       const before = pre[i]!;
       let after = before;
       if (!before.executable && this.isWritable(tx, i, loadedWritable)) {
-        after = this.readKnown(names[i]!, keys[i]!);
+        after = this.readPost(names[i]!, this.keyAt(tx, resolved, i), before, i < tx.numRequiredSignatures, stable);
         this.remember(names[i]!, after);
         writable.push(names[i]!);
       }
-      post[i] = after;
       fee += before.lamports - after.lamports;
-      preBalances[i] = before.lamports.toString();
-      postBalances[i] = after.lamports.toString();
-      if (before.token) preTok.push(this.storedTokenBalance(i, before.token));
-      if (after.token) postTok.push(this.storedTokenBalance(i, after.token));
+      preBalances[i] = before.lamports;
+      postBalances[i] = after.lamports;
+      if (before.token) preTok.push(this.rawTokenBalance(i, before.token));
+      if (after.token) postTok.push(this.rawTokenBalance(i, after.token));
     }
-    const record: StoredTransaction = {
-      seq: this.history.nextSeq(),
-      sig: signature,
-      slot,
-      time,
-      tx: tx.bytes.toString('base64'),
-      err,
-      fee: fee.toString(),
-      pre: preBalances,
-      post: postBalances,
-      preTok,
-      postTok,
-      logs: meta.logs(),
-      cu: Number(meta.computeUnitsConsumed()),
-    };
-    const inner = innerInstructionsOf(meta);
-    if (inner) record.inner = inner;
-    if (tx.lookups.length) {
-      record.lw = names.slice(tx.numStaticKeys, tx.numStaticKeys + loadedWritable);
-      record.lr = names.slice(tx.numStaticKeys + loadedWritable);
-    }
-    this.history.append(record, names, memoSummary(tx, names));
+    const seq = this.history.nextSeq();
+    this.history.append(
+      {
+        seq,
+        slot,
+        time,
+        wire: tx.bytes,
+        err,
+        fee,
+        pre: preBalances,
+        post: postBalances,
+        preTok,
+        postTok,
+        logs: meta.logs(),
+        cu: Number(meta.computeUnitsConsumed()),
+        loadedWritable: resolved.loaded.slice(0, loadedWritable),
+        loadedReadonly: resolved.loaded.slice(loadedWritable),
+        inner: innerInstructionsOf(meta),
+      },
+      signature,
+      names,
+      memoSummary(tx, names),
+    );
     this.markUnsaved();
+    if (!this.commitScheduled) {
+      this.commitScheduled = true;
+      setImmediate(this.commit);
+    }
     if (this.listeners.size) {
-      const landed: LandedTransaction = { signature, slot, err, writable };
+      const landed: LandedTransaction = { signature, seq, slot, err, writable };
       for (const listener of this.listeners) listener(landed);
     }
     return signature;
   }
 
-  private storedTokenBalance(index: number, t: TokenInfo): StoredTokenBalance {
-    return [index, t.mint, t.owner, t.amount.toString(), this.decimalsOf(t.mint) ?? 0, t.program];
+  /** Group commit: this turn's records in one write (confirmed), then fdatasync in the background (finalized). */
+  private readonly commit = (): void => {
+    this.commitScheduled = false;
+    if (this.closed) return;
+    if (this.history.flush()) for (const listener of this.commitListeners) listener('confirmed', this.history.confirmed);
+    this.finalizeSoon();
+  };
+
+  private finalizeSoon(): void {
+    this.history.syncSoon(() => {
+      this.notifyFinalized();
+      if (!this.closed) this.finalizeSoon();
+    });
+  }
+
+  private notifyFinalized(): void {
+    const seq = this.history.finalized;
+    if (seq <= this.finalizedNotified) return;
+    this.finalizedNotified = seq;
+    for (const listener of this.commitListeners) listener('finalized', seq);
+  }
+
+  private rawTokenBalance(index: number, t: TokenInfo): RawTokenBalance {
+    return { index, raw: t.raw, amount: t.amount, decimals: this.decimalsOf(t.mint) ?? 0, program: t.program };
   }
 
   simulateWire(bytes: Uint8Array, options: SimulateWireOptions = {}): SimulateWireResult {
@@ -617,7 +679,7 @@ export class EmbeddedLedger implements Ledger {
       out.replacementBlockhash = this.latestBlockhash();
     } else if (!this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
       const resolved = this.resolveKeys(tx);
-      const nonce = 'err' in resolved ? null : this.nonceAccountOf(tx, resolved.names, resolved.keys);
+      const nonce = 'err' in resolved ? null : this.nonceAccountOf(tx, resolved);
       if (!nonce) return { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 };
     }
     this.syncClock(slot, Math.floor(Date.now() / 1000));
@@ -666,9 +728,9 @@ export class EmbeddedLedger implements Ledger {
     return LAMPORTS_PER_SIGNATURE * BigInt(m.numRequiredSignatures) + priorityFee(m.instructions, names);
   }
 
-  signatureStatus(signature: string): SignatureStatus | null {
+  signatureStatus(signature: string): (SignatureStatus & { seq: number }) | null {
     const e = this.history.entry(signature);
-    return e ? { slot: e.slot, confirmationStatus: 'finalized', err: e.err } : null;
+    return e ? { slot: e.slot, confirmationStatus: this.history.commitment(e.seq), err: e.err, seq: e.seq } : null;
   }
 
   signaturesFor(address: string, options: SignaturesForAddressOptions = {}): HistoryEntry[] {
@@ -681,16 +743,27 @@ export class EmbeddedLedger implements Ledger {
     const entry = this.history.entry(signature);
     if (!entry) return null;
     const stored = this.history.read(entry);
-    const wire = parseTransaction(Buffer.from(stored.tx, 'base64'));
+    const wire = parseTransaction(stored.tx);
     const accountKeys: string[] = [];
     for (let i = 0; i < wire.numStaticKeys; i++) accountKeys.push(this.nameAt(wire.bytes, wire.keysOffset + i * 32));
-    accountKeys.push(...(stored.lw ?? []), ...(stored.lr ?? []));
+    accountKeys.push(...stored.lw, ...stored.lr);
     return { stored, wire, accountKeys };
   }
 
+  /** Called for every landed transaction, as it executes (processed). */
   onTransaction(listener: (landed: LandedTransaction) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /** Called when transactions up to `seq` become confirmed (written) or finalized (on disk). */
+  onCommit(listener: (level: 'confirmed' | 'finalized', seq: number) => void): () => void {
+    this.commitListeners.add(listener);
+    return () => this.commitListeners.delete(listener);
+  }
+
+  commitmentOf(seq: number): 'processed' | 'confirmed' | 'finalized' {
+    return this.history.commitment(seq);
   }
 
   // ---- faucet: real transactions signed by the local faucet and mint authority keys ----
@@ -780,10 +853,10 @@ export class EmbeddedLedger implements Ledger {
   }
 
   private describeStored(record: StoredTransaction): { keys: string[]; memo: string | null } {
-    const wire = parseTransaction(Buffer.from(record.tx, 'base64'));
+    const wire = parseTransaction(record.tx);
     const keys: string[] = [];
     for (let i = 0; i < wire.numStaticKeys; i++) keys.push(this.nameAt(wire.bytes, wire.keysOffset + i * 32));
-    keys.push(...(record.lw ?? []), ...(record.lr ?? []));
+    keys.push(...record.lw, ...record.lr);
     return { keys, memo: memoSummary(wire, keys) };
   }
 
@@ -792,7 +865,7 @@ export class EmbeddedLedger implements Ledger {
     if (this.history.lastSeq < afterSeq) this.warn(`history.log ends at #${this.history.lastSeq} but the snapshot includes #${afterSeq}`);
     let replayed = 0;
     for (const record of this.history.since(afterSeq)) {
-      const tx = parseTransaction(Buffer.from(record.tx, 'base64'));
+      const tx = parseTransaction(record.tx);
       this.syncClock(record.slot, record.time);
       const resolved = this.resolveKeys(tx);
       if (!('err' in resolved) && this.isNonceTransaction(tx, resolved.names)) this.svm.expireBlockhash();
@@ -822,7 +895,7 @@ export class EmbeddedLedger implements Ledger {
   }
 
   private tick(): void {
-    this.history.syncSoon();
+    this.commit();
     if (this.unsaved && Date.now() - this.firstUnsavedAt >= this.snapshotIntervalMs) void this.save();
   }
 
@@ -845,6 +918,7 @@ export class EmbeddedLedger implements Ledger {
     this.saving = (async () => {
       try {
         await this.history.sync();
+        this.notifyFinalized();
         await writeSnapshot(this.dir, header, state);
         this.header = { ...this.header, seq: header.seq, slot: header.slot };
       } catch (e) {
@@ -932,7 +1006,10 @@ export class EmbeddedLedger implements Ledger {
   }
 
   async getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
-    return signatures.map((s) => this.signatureStatus(s));
+    return signatures.map((s) => {
+      const status = this.signatureStatus(s);
+      return status && { slot: status.slot, confirmationStatus: status.confirmationStatus, err: status.err };
+    });
   }
 
   async getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
@@ -948,14 +1025,14 @@ export class EmbeddedLedger implements Ledger {
 // ---- helpers shared with the JSON-RPC server ----
 
 export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRecord): LedgerTransaction {
-  const tokenBalance = ([accountIndex, mint, owner, amount, decimals, tokenProgram]: StoredTokenBalance): TransactionTokenBalance => ({
-    accountIndex,
-    account: accountKeys[accountIndex]!,
-    mint,
-    owner,
-    amount: BigInt(amount),
-    decimals,
-    tokenProgram,
+  const tokenBalance = (b: StoredTokenBalance): TransactionTokenBalance => ({
+    accountIndex: b.index,
+    account: accountKeys[b.index]!,
+    mint: b.mint,
+    owner: b.owner,
+    amount: b.amount,
+    decimals: b.decimals,
+    tokenProgram: b.program,
   });
   return {
     signature: stored.sig,
@@ -963,12 +1040,12 @@ export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRe
     blockTime: stored.time,
     version: wire.version,
     err: stored.err,
-    fee: BigInt(stored.fee),
+    fee: stored.fee,
     accountKeys,
     signers: accountKeys.slice(0, wire.numRequiredSignatures),
     recentBlockhash: encodeBase58(wire.bytes.subarray(wire.blockhashOffset, wire.blockhashOffset + 32)),
-    preBalances: stored.pre.map(BigInt),
-    postBalances: stored.post.map(BigInt),
+    preBalances: stored.pre,
+    postBalances: stored.post,
     preTokenBalances: stored.preTok.map(tokenBalance),
     postTokenBalances: stored.postTok.map(tokenBalance),
     instructions: wire.instructions.map((ix) => ({
@@ -976,12 +1053,12 @@ export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRe
       accounts: Array.from(ix.accounts, (i) => accountKeys[i]!),
       data: new Uint8Array(ix.data),
     })),
-    innerInstructions: (stored.inner ?? []).map(([index, list]) => ({
+    innerInstructions: stored.inner.map(([index, list]) => ({
       index,
       instructions: list.map(([programIndex, accounts, data]) => ({
         programId: accountKeys[programIndex]!,
         accounts: accounts.map((i) => accountKeys[i]!),
-        data: new Uint8Array(Buffer.from(data, 'base64')),
+        data: new Uint8Array(data),
       })),
     })),
     logs: stored.logs,
@@ -989,21 +1066,38 @@ export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRe
   };
 }
 
-function innerInstructionsOf(meta: TransactionMetadata): StoredTransaction['inner'] {
+function innerInstructionsOf(meta: TransactionMetadata): RawInner | undefined {
   const groups = meta.innerInstructions();
-  let out: StoredTransaction['inner'];
+  let out: RawInner | undefined;
   for (let i = 0; i < groups.length; i++) {
     const group = groups[i]!;
     if (group.length === 0) continue;
-    const list: [number, number[], string, number][] = [];
+    const list: RawInner[number][1] = [];
     for (const inner of group) {
       const c = inner.instruction();
-      const data = c.data();
-      list.push([c.programIdIndex(), Array.from(c.accounts()), Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64'), inner.stackHeight()]);
+      list.push([c.programIdIndex(), c.accounts(), c.data(), inner.stackHeight()]);
     }
     (out ??= []).push([i, list]);
   }
   return out;
+}
+
+/** Programs whose instructions never reassign an account that is a signer or already a token account. */
+const OWNER_STABLE_PROGRAMS = new Set([COMPUTE_BUDGET_PROGRAM_ID, TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, ASSOCIATED_TOKEN_PROGRAM_ID, MEMO_PROGRAM_ID, MEMO_V1_PROGRAM_ID]);
+
+/** True when no instruction can change an account's owner program except by creating a new account. */
+function ownersStable(tx: WireTransaction, names: string[]): boolean {
+  for (const ix of tx.instructions) {
+    const program = names[ix.programIndex]!;
+    if (OWNER_STABLE_PROGRAMS.has(program)) continue;
+    if (program === SYSTEM_PROGRAM_ID) {
+      const d = ix.data;
+      const kind = d.length >= 4 && d[1] === 0 && d[2] === 0 && d[3] === 0 ? d[0] : -1;
+      if (kind === 2 || kind === 4 || kind === 11) continue; // Transfer, AdvanceNonceAccount, TransferWithSeed
+    }
+    return false;
+  }
+  return true;
 }
 
 /** The RPC's memo summary: "[len] text" per memo instruction, joined by "; ". */
@@ -1012,7 +1106,7 @@ function memoSummary(tx: Pick<WireTransaction, 'instructions'>, names: string[])
   for (const ix of tx.instructions) {
     const program = names[ix.programIndex];
     if (program !== MEMO_PROGRAM_ID && program !== MEMO_V1_PROGRAM_ID) continue;
-    const text = `[${ix.data.length}] ${Buffer.from(ix.data).toString('utf8')}`;
+    const text = `[${ix.dataLength}] ${ix.data.toString('utf8')}`;
     out = out === null ? text : `${out}; ${text}`;
   }
   return out;

@@ -61,8 +61,7 @@ export function encodeAccount(ledger: EmbeddedLedger, account: LedgerAccount, en
 }
 
 function tokenBalanceJson(b: StoredTokenBalance) {
-  const [accountIndex, mint, owner, amount, decimals, programId] = b;
-  return { accountIndex, mint, owner, programId, uiTokenAmount: uiTokenAmount(BigInt(amount), decimals) };
+  return { accountIndex: b.index, mint: b.mint, owner: b.owner, programId: b.program, uiTokenAmount: uiTokenAmount(b.amount, b.decimals) };
 }
 
 export type TransactionEncoding = 'json' | 'jsonParsed' | 'base64' | 'base58';
@@ -71,32 +70,32 @@ export type TransactionEncoding = 'json' | 'jsonParsed' | 'base64' | 'base58';
 export function encodeTransaction(record: TransactionRecord, encoding: TransactionEncoding) {
   const { stored, wire, accountKeys } = record;
   const staticKeys = accountKeys.slice(0, wire.numStaticKeys);
-  const loaded = { writable: stored.lw ?? [], readonly: stored.lr ?? [] };
+  const loaded = { writable: stored.lw, readonly: stored.lr };
   const signatures: string[] = [];
   for (let i = 0; i < wire.numSignatures; i++) signatures.push(encodeBase58(wire.bytes.subarray(wire.signaturesOffset + i * 64, wire.signaturesOffset + (i + 1) * 64)));
   const parsed = encoding === 'jsonParsed';
   const instructionJson = (programIndex: number, accounts: ArrayLike<number>, data: Uint8Array, stackHeight: number | null) =>
     parsed ? parseInstruction(accountKeys[programIndex]!, Array.from(accounts, (i) => accountKeys[i]!), data, stackHeight) : { programIdIndex: programIndex, accounts: Array.from(accounts), data: encodeBase58(data), stackHeight };
-  const inner = (stored.inner ?? []).map(([index, list]) => ({
+  const inner = stored.inner.map(([index, list]) => ({
     index,
-    instructions: list.map(([programIndex, accounts, data, stackHeight]) => instructionJson(programIndex, accounts, Buffer.from(data, 'base64'), stackHeight)),
+    instructions: list.map(([programIndex, accounts, data, stackHeight]) => instructionJson(programIndex, accounts, data, stackHeight)),
   }));
   const meta = {
     computeUnitsConsumed: stored.cu,
     err: stored.err,
-    fee: BigInt(stored.fee),
+    fee: stored.fee,
     innerInstructions: inner,
     loadedAddresses: loaded,
     logMessages: stored.logs,
-    postBalances: stored.post.map(BigInt),
+    postBalances: stored.post,
     postTokenBalances: stored.postTok.map(tokenBalanceJson),
-    preBalances: stored.pre.map(BigInt),
+    preBalances: stored.pre,
     preTokenBalances: stored.preTok.map(tokenBalanceJson),
     rewards: [],
     status: stored.err === null ? { Ok: null } : { Err: stored.err },
   };
   let transaction: unknown;
-  if (encoding === 'base64') transaction = [stored.tx, 'base64'];
+  if (encoding === 'base64') transaction = [stored.tx.toString('base64'), 'base64'];
   else if (encoding === 'base58') transaction = [encodeBase58(wire.bytes), 'base58'];
   else {
     const message: Record<string, unknown> = {

@@ -14,7 +14,9 @@ import { parseDecimal } from './faucet.ts';
 
 // The standard Solana JSON-RPC (HTTP POST, batches) and PubSub (WebSocket on the same port and on port + 1, as
 // agave does) for one embedded ledger, so wallets, @solana/web3.js, @solana/kit and x402 clients work unchanged.
-// Everything lands final at once: statuses say "finalized" and commitment parameters are accepted and ignored.
+// Commitment: a transaction is processed when it executes, confirmed once its history record is written and
+// finalized once that is on disk (ledger.ts, history.ts) — a turn of the event loop and one fdatasync later.
+// Signature subscriptions notify at the level asked; reads answer from the latest state whatever level is asked.
 
 export const API_VERSION = '2.2.7';
 const FEATURE_SET = 3_640_012_085;
@@ -338,7 +340,9 @@ function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
       config(p, 1),
       sigs.map((s) => {
         const status = ledger.signatureStatus(s);
-        return status ? { confirmationStatus: status.confirmationStatus, confirmations: null, err: status.err, slot: status.slot, status: status.err === null ? { Ok: null } : { Err: status.err } } : null;
+        if (!status) return null;
+        const confirmations = status.confirmationStatus === 'finalized' ? null : Math.max(0, ledger.slot() - status.slot);
+        return { confirmationStatus: status.confirmationStatus, confirmations, err: status.err, slot: status.slot, status: status.err === null ? { Ok: null } : { Err: status.err } };
       }),
     );
   });
@@ -351,7 +355,7 @@ function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
     const until = c.until === undefined || c.until === null ? undefined : signature(c.until);
     return ledger
       .signaturesFor(a, { before, until, limit: (c.limit as number | undefined) ?? 1000 })
-      .map((e) => ({ blockTime: e.time, confirmationStatus: 'finalized', err: e.err, memo: e.memo, signature: e.sig, slot: e.slot }));
+      .map((e) => ({ blockTime: e.time, confirmationStatus: ledger.commitmentOf(e.seq), err: e.err, memo: e.memo, signature: e.sig, slot: e.slot }));
   });
   m.set('getTransaction', (p) => {
     const s = signature(p[0]);
@@ -446,8 +450,12 @@ function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
 
 // ---- PubSub over WebSocket ----
 
+type Level = 'processed' | 'confirmed' | 'finalized';
+const RANK: Record<Level, number> = { processed: 0, confirmed: 1, finalized: 2 };
+const level = (value: unknown): Level => (value === 'processed' || value === 'confirmed' ? value : value === 'recent' ? 'processed' : value === 'single' || value === 'singleGossip' ? 'confirmed' : 'finalized');
+
 type Subscription =
-  | { kind: 'signature'; socket: WebSocket; signature: string }
+  | { kind: 'signature'; socket: WebSocket; signature: string; level: Level }
   | { kind: 'account'; socket: WebSocket; address: string; encoding: AccountEncoding }
   | { kind: 'slot' | 'root'; socket: WebSocket };
 
@@ -457,9 +465,12 @@ class PubSub {
   private readonly bySignature = new Map<string, Set<number>>();
   private readonly byAccount = new Map<string, Set<number>>();
   private readonly slotSubs = new Set<number>();
+  /** landed signatures whose subscribers wait for a higher commitment */
+  private waiting: { id: number; seq: number; slot: number; err: unknown }[] = [];
   private slotTimer: NodeJS.Timeout | undefined;
   private lastSlot = -1;
   private readonly unlisten: () => void;
+  private readonly unlistenCommit: () => void;
 
   constructor(private readonly ledger: EmbeddedLedger) {
     this.unlisten = ledger.onTransaction((landed) => {
@@ -467,8 +478,9 @@ class PubSub {
       if (sigSubs) {
         for (const id of sigSubs) {
           const sub = this.subs.get(id);
-          if (sub) this.notify(sub.socket, 'signatureNotification', id, { context: { slot: landed.slot }, value: { err: landed.err } });
-          this.subs.delete(id);
+          if (sub?.kind !== 'signature') continue;
+          if (sub.level === 'processed') this.notifySignature(id, landed.slot, landed.err);
+          else this.waiting.push({ id, seq: landed.seq, slot: landed.slot, err: landed.err });
         }
         this.bySignature.delete(landed.signature);
       }
@@ -486,6 +498,25 @@ class PubSub {
         }
       }
     });
+    this.unlistenCommit = ledger.onCommit((reached, seq) => this.onCommit(reached, seq));
+  }
+
+  private onCommit(reached: Level, seq: number): void {
+    if (!this.waiting.length) return;
+    const still: typeof this.waiting = [];
+    for (const w of this.waiting) {
+      const sub = this.subs.get(w.id);
+      if (sub?.kind !== 'signature') continue;
+      if (w.seq <= seq && RANK[sub.level] <= RANK[reached]) this.notifySignature(w.id, w.slot, w.err);
+      else still.push(w);
+    }
+    this.waiting = still;
+  }
+
+  private notifySignature(id: number, slot: number, err: unknown): void {
+    const sub = this.subs.get(id);
+    if (sub) this.notify(sub.socket, 'signatureNotification', id, { context: { slot }, value: { err } });
+    this.subs.delete(id);
   }
 
   attach(socket: WebSocket): void {
@@ -522,7 +553,7 @@ class PubSub {
     switch (request.method) {
       case 'signatureSubscribe': {
         const s = signature(params[0]);
-        const id = add({ kind: 'signature', socket, signature: s });
+        const id = add({ kind: 'signature', socket, signature: s, level: level(config(params, 1).commitment) });
         let set = this.bySignature.get(s);
         if (!set) this.bySignature.set(s, (set = new Set()));
         set.add(id);
@@ -565,8 +596,9 @@ class PubSub {
     if (sub?.kind !== 'signature') return;
     const status = this.ledger.signatureStatus(sub.signature);
     if (!status) return;
-    this.notify(sub.socket, 'signatureNotification', result, { context: { slot: status.slot }, value: { err: status.err } });
-    this.remove(result);
+    this.bySignature.get(sub.signature)?.delete(result);
+    if (RANK[status.confirmationStatus] >= RANK[sub.level]) this.notifySignature(result, status.slot, status.err);
+    else this.waiting.push({ id: result, seq: status.seq, slot: status.slot, err: status.err });
   }
 
   private remove(id: number): void {
@@ -613,6 +645,7 @@ class PubSub {
 
   close(): void {
     this.unlisten();
+    this.unlistenCommit();
     if (this.slotTimer) clearInterval(this.slotTimer);
     this.subs.clear();
   }

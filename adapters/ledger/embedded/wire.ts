@@ -7,10 +7,24 @@ export class WireError extends Error {
   override readonly name = 'WireError';
 }
 
-export interface WireInstruction {
-  programIndex: number;
-  accounts: Uint8Array;
-  data: Uint8Array;
+/** An instruction as offsets into the transaction; the views are made on first use (most are never read). */
+export class WireInstruction {
+  private accountsView: Uint8Array | undefined;
+  private dataView: Uint8Array | undefined;
+  constructor(
+    private readonly bytes: Buffer,
+    readonly programIndex: number,
+    readonly accountsOffset: number,
+    readonly accountsLength: number,
+    readonly dataOffset: number,
+    readonly dataLength: number,
+  ) {}
+  get accounts(): Uint8Array {
+    return (this.accountsView ??= this.bytes.subarray(this.accountsOffset, this.accountsOffset + this.accountsLength));
+  }
+  get data(): Buffer {
+    return (this.dataView ??= this.bytes.subarray(this.dataOffset, this.dataOffset + this.dataLength)) as Buffer;
+  }
 }
 
 export interface WireLookup {
@@ -99,9 +113,11 @@ function readMessage(r: Reader) {
   const instructions: WireInstruction[] = [];
   for (let i = 0; i < numInstructions; i++) {
     const programIndex = r.u8();
-    const accounts = r.take(r.shortU16());
-    const data = r.take(r.shortU16());
-    instructions.push({ programIndex, accounts, data });
+    const accountsLength = r.shortU16();
+    const accountsOffset = r.skip(accountsLength);
+    const dataLength = r.shortU16();
+    const dataOffset = r.skip(dataLength);
+    instructions.push(new WireInstruction(r.bytes, programIndex, accountsOffset, accountsLength, dataOffset, dataLength));
   }
   const lookups: WireLookup[] = [];
   let numLoadedKeys = 0;
@@ -131,7 +147,7 @@ function readMessage(r: Reader) {
 }
 
 /** The sanitize rules of the runtime (`Message::sanitize`), checked before LiteSVM sees the bytes. */
-function sanitize(m: ReturnType<typeof readMessage>, numSignatures: number): void {
+function sanitize(bytes: Buffer, m: ReturnType<typeof readMessage>, numSignatures: number): void {
   if (m.numRequiredSignatures === 0) throw new WireError('a transaction needs a fee payer signature');
   if (m.numRequiredSignatures > m.numStaticKeys) throw new WireError('more required signatures than account keys');
   if (m.numReadonlySigned >= m.numRequiredSignatures) throw new WireError('the fee payer must be writable');
@@ -141,7 +157,7 @@ function sanitize(m: ReturnType<typeof readMessage>, numSignatures: number): voi
   if (total > 256) throw new WireError('too many account keys');
   for (const ix of m.instructions) {
     if (ix.programIndex === 0 || ix.programIndex >= m.numStaticKeys) throw new WireError('invalid program index');
-    for (const a of ix.accounts) if (a >= total) throw new WireError('invalid account index');
+    for (let k = ix.accountsOffset; k < ix.accountsOffset + ix.accountsLength; k++) if (bytes[k]! >= total) throw new WireError('invalid account index');
   }
   for (const l of m.lookups) if (l.writable.length + l.readonly.length === 0) throw new WireError('empty address table lookup');
 }
@@ -155,7 +171,7 @@ export function parseTransaction(input: Uint8Array): WireTransaction {
   const signaturesOffset = r.skip(numSignatures * 64);
   const m = readMessage(r);
   if (r.pos !== bytes.length) throw new WireError('trailing bytes after the transaction');
-  sanitize(m, numSignatures);
+  sanitize(bytes, m, numSignatures);
   return { bytes, numSignatures, signaturesOffset, ...m };
 }
 
@@ -165,7 +181,7 @@ export function parseMessage(input: Uint8Array): Omit<WireTransaction, 'numSigna
   const r = new Reader(bytes, 0);
   const m = readMessage(r);
   if (r.pos !== bytes.length) throw new WireError('trailing bytes after the message');
-  sanitize(m, m.numRequiredSignatures);
+  sanitize(bytes, m, m.numRequiredSignatures);
   return { bytes, ...m };
 }
 

@@ -1,4 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Connection, PublicKey, VersionedTransaction, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
 import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
 import type {
@@ -87,6 +89,7 @@ export class RpcLedger implements Ledger {
   private readonly commitment: Exclude<Commitment, 'processed'>;
   private readonly context = new AsyncLocalStorage<CallContext>();
   private readonly rawRequest: (method: string, params: unknown[]) => Promise<RawRpcResponse>;
+  private readonly agent: HttpAgent;
 
   constructor(options: RpcLedgerOptions) {
     this.url = options.url;
@@ -94,27 +97,47 @@ export class RpcLedger implements Ledger {
     const readTimeoutMs = options.readTimeoutMs ?? 10_000;
     const sendTimeoutMs = options.sendTimeoutMs ?? 15_000;
     const context = this.context;
-    // The deadline covers the whole exchange: the body is read here, before web3.js sees the response.
-    const timedFetch = async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]): Promise<Response> => {
+    const agent = options.url.startsWith('https:') ? new HttpsAgent({ keepAlive: true, maxSockets: 64 }) : new HttpAgent({ keepAlive: true, maxSockets: 64 });
+    this.agent = agent;
+    // web3.js's transport, over node:http with a keep-alive agent: Node 20's global fetch costs 1–2 ms per call on
+    // a small VM, node:http a fraction of that. The deadline covers the whole exchange, body included.
+    const timedFetch = (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]): Promise<Response> => {
       const ctx = context.getStore();
-      const isSend = typeof init?.body === 'string' && init.body.includes('"method":"sendTransaction"');
-      const ms = isSend ? sendTimeoutMs : readTimeoutMs;
-      const controller = new AbortController();
-      const timer = setTimeout(() => {
-        if (ctx) ctx.failure = { kind: 'timeout', message: `no answer within ${ms} ms` };
-        controller.abort();
-      }, ms);
-      try {
-        const res = await fetch(input, { ...init, signal: controller.signal });
-        const text = await res.text();
-        if (!res.ok && ctx) ctx.failure = { kind: 'http', message: `HTTP ${res.status}` };
-        return new Response(text, { status: res.status, statusText: res.statusText, headers: res.headers });
-      } catch (e) {
-        if (ctx && !ctx.failure) ctx.failure = { kind: 'network', message: (e as Error & { cause?: Error }).cause?.message ?? (e as Error).message };
-        throw e;
-      } finally {
-        clearTimeout(timer);
-      }
+      const body = typeof init?.body === 'string' ? init.body : '';
+      const ms = body.includes('"method":"sendTransaction"') ? sendTimeoutMs : readTimeoutMs;
+      return new Promise<Response>((resolve, reject) => {
+        const fail = (kind: 'timeout' | 'network', e: Error) => {
+          if (ctx && !ctx.failure) ctx.failure = { kind, message: kind === 'timeout' ? `no answer within ${ms} ms` : e.message };
+          reject(e);
+        };
+        const url = new URL(String(input));
+        const request = (url.protocol === 'https:' ? httpsRequest : httpRequest)(
+          url,
+          { method: 'POST', agent, headers: { ...(init?.headers as Record<string, string>), 'content-length': String(Buffer.byteLength(body)) } },
+          (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (c: Buffer) => chunks.push(c));
+            res.on('error', (e) => fail('network', e));
+            res.on('end', () => {
+              clearTimeout(timer);
+              const text = Buffer.concat(chunks).toString('utf8');
+              const status = res.statusCode ?? 0;
+              if ((status < 200 || status > 299) && ctx) ctx.failure = { kind: 'http', message: `HTTP ${status}` };
+              // what web3.js reads of a Response
+              resolve({ ok: status >= 200 && status <= 299, status, statusText: res.statusMessage ?? '', text: async () => text, json: async () => JSON.parse(text) } as Response);
+            });
+          },
+        );
+        const timer = setTimeout(() => {
+          fail('timeout', new Error(`no answer within ${ms} ms`));
+          request.destroy();
+        }, ms);
+        request.on('error', (e) => {
+          clearTimeout(timer);
+          fail('network', e);
+        });
+        request.end(body);
+      });
     };
     this.connection = new Connection(options.url, {
       commitment: this.commitment,
@@ -145,6 +168,11 @@ export class RpcLedger implements Ledger {
       const reason = failure?.message ?? (e as Error).message;
       throw new DomainError('rpc_unavailable', `The Solana RPC failed on ${method}: ${reason}`, { method, reason: failure?.kind ?? 'error' });
     }
+  }
+
+  /** Releases kept-alive sockets (optional: they are unref'd by the agent's timeout anyway). */
+  close(): void {
+    this.agent.destroy();
   }
 
   getLatestBlockhash(): Promise<LatestBlockhash> {
