@@ -2,15 +2,16 @@ import test from 'ava';
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, SystemProgram, Transaction } from '@solana/web3.js';
+import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
+import { AuthorityType, createAssociatedTokenAccountIdempotentInstruction, createCloseAccountInstruction, createSetAuthorityInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
 import { EmbeddedLedger, LedgerLockedError, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
 import { createFaucet, parseDecimal } from '../../adapters/ledger/embedded/faucet.ts';
 import { encodeBase58 } from '../../adapters/ledger/embedded/base58.ts';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { STABLES, TOKEN_2022_PROGRAM_ID } from '../../domain/shared/network.ts';
+import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
 import { ledgerContract } from './ledger-contract.ts';
-import { ata, ledgerDir, openTestLedger, removeDir, runTs, solTransfer, tokenTransfer, USDC_DEVNET } from '../support/ledger.ts';
+import { ata, ledgerDir, openTestLedger, removeDir, runTs, solTransfer, tokenTransfer, tokenTransferInstructions, USDC_DEVNET } from '../support/ledger.ts';
 
 ledgerContract(test, 'embedded', async () => {
   const dir = await ledgerDir();
@@ -290,4 +291,60 @@ test('embedded: the faucet CLI goes through a running ledger’s JSON-RPC, or op
   await opened.close();
   const after = await runFaucet({ dataDir }, { network: 'chain-mainnet', to, token: 'USDT', amount: '1' });
   t.is(after.via, join(dataDir, 'ledger', 'chain-mainnet'));
+});
+
+test('embedded: recorded post balances match the state, also where the cheap reads do not apply', async (t) => {
+  const dir = await ledgerDir();
+  t.teardown(() => removeDir(dir));
+  const ledger = await openTestLedger({ dir });
+  t.teardown(() => ledger.close());
+  const payer = Keypair.generate();
+  const other = Keypair.generate();
+  ledger.airdrop(payer.publicKey.toBase58(), 5n * SOL);
+  ledger.airdrop(other.publicKey.toBase58(), SOL);
+  ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 50_000_000n);
+  const mint = new PublicKey(USDC_DEVNET.mint);
+  const payerAta = new PublicKey(ata(payer.publicKey, USDC_DEVNET.mint));
+  const otherAta = new PublicKey(ata(other.publicKey, USDC_DEVNET.mint));
+  const send = (...ixs: TransactionInstruction[]) => {
+    const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: ledger.latestBlockhash().blockhash }).add(...ixs);
+    tx.sign(payer);
+    const sent = ledger.sendWire(tx.serialize());
+    if (!sent.ok) throw new Error(JSON.stringify(sent));
+    return sent.signature;
+  };
+  const check = async (signature: string, label: string) => {
+    const tx = (await ledger.getTransaction(signature))!;
+    tx.accountKeys.forEach((key, i) => t.is(tx.postBalances[i], ledger.balance(key), `${label}: lamports of ${key}`));
+    for (const key of tx.accountKeys) {
+      const account = ledger.readAccount(key);
+      const recorded = tx.postTokenBalances.find((b) => b.account === key);
+      if (account && account.owner === TOKEN_PROGRAM_ID && account.data.length === 165) {
+        t.like(recorded, { amount: Buffer.from(account.data).readBigUInt64LE(64), owner: encodeBase58(account.data.subarray(32, 64)) }, `${label}: token ${key}`);
+      } else t.is(recorded, undefined, `${label}: ${key} is no token account`);
+    }
+  };
+  // a plain payment (the cheap reads)
+  await check(send(...tokenTransferInstructions({ owner: payer, to: other.publicKey, mint: USDC_DEVNET.mint, amount: 5_000_000n })), 'payment');
+  // SOL sent into an existing token account
+  await check(send(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: otherAta, lamports: 1_000_000 }), createTransferCheckedInstruction(payerAta, mint, otherAta, payer.publicKey, 1n, 6)), 'sol into token account');
+  // the token account's owner changes
+  const newOwner = Keypair.generate().publicKey;
+  await check(send(createSetAuthorityInstruction(payerAta, payer.publicKey, AuthorityType.AccountOwner, newOwner)), 'owner change');
+  // a pre-funded ATA address becomes a token account (not a signer, not yet a token account)
+  const third = Keypair.generate().publicKey;
+  const thirdAta = new PublicKey(ata(third, USDC_DEVNET.mint));
+  send(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: thirdAta, lamports: 3_000_000 }));
+  await check(send(createAssociatedTokenAccountIdempotentInstruction(payer.publicKey, thirdAta, third, mint)), 'pre-funded ATA');
+  // an empty token account closed into another token account
+  const fourth = Keypair.generate();
+  ledger.airdrop(fourth.publicKey.toBase58(), SOL);
+  const fourthAta = new PublicKey(ata(fourth.publicKey, USDC_DEVNET.mint));
+  send(createAssociatedTokenAccountIdempotentInstruction(payer.publicKey, fourthAta, fourth.publicKey, mint));
+  const close = new Transaction({ feePayer: payer.publicKey, recentBlockhash: ledger.latestBlockhash().blockhash }).add(createCloseAccountInstruction(fourthAta, thirdAta, fourth.publicKey));
+  close.sign(payer, fourth);
+  const closed = ledger.sendWire(close.serialize());
+  t.true(closed.ok, JSON.stringify(closed));
+  await check((closed as { signature: string }).signature, 'close into token account');
+  t.is(ledger.readAccount(fourthAta.toBase58()), null);
 });

@@ -134,6 +134,9 @@ interface ResolvedKeys {
   loadedWritable: number;
 }
 
+/** Buffer's own latin1 slice (what toString('latin1') calls after checking its arguments) */
+type LatinBuffer = Buffer & { latin1Slice(start: number, end: number): string };
+
 const NOT_FOUND: Known = { lamports: 0n, owner: null, executable: false, token: null };
 
 export class EmbeddedLedger implements Ledger {
@@ -327,7 +330,7 @@ export class EmbeddedLedger implements Ledger {
   // ---- names and accounts ----
 
   private nameAt(bytes: Buffer, offset: number): string {
-    const raw = bytes.toString('latin1', offset, offset + 32);
+    const raw = (bytes as LatinBuffer).latin1Slice(offset, offset + 32);
     let name = this.names.get(raw);
     if (name === undefined) {
       name = encodeBase58(bytes.subarray(offset, offset + 32));
@@ -363,15 +366,16 @@ export class EmbeddedLedger implements Ledger {
    * account keeps its owner program (only its data and lamports are read), and a signing wallet keeps its owner
    * when no instruction could reassign it (only its balance is read).
    */
-  private readPost(name: string, key: Uint8Array, before: Known, signer: boolean, stable: boolean): Known {
-    if (stable && before.token) {
+  private readPost(name: string, key: Uint8Array, before: Known, signer: boolean, stable: number): Known {
+    if (stable !== UNSTABLE && before.token) {
       const a = this.svm.getAccount(key);
       if (a === null) return NOT_FOUND;
       const data = a.data();
       if (data.length >= 72 && before.token.raw.equals(Buffer.from(data.buffer, data.byteOffset, 64))) {
-        return { lamports: a.lamports(), owner: before.owner, executable: false, token: { ...before.token, amount: readTokenAmount(data) } };
+        const lamports = stable === TOKEN_LAMPORTS_STABLE ? before.lamports : a.lamports();
+        return { lamports, owner: before.owner, executable: false, token: { raw: before.token.raw, mint: before.token.mint, owner: before.token.owner, amount: readTokenAmount(data), program: before.token.program } };
       }
-    } else if (stable && signer && before.owner === SYSTEM_PROGRAM_ID) {
+    } else if (stable !== UNSTABLE && signer && before.owner === SYSTEM_PROGRAM_ID) {
       const lamports = this.svm.getBalance(key);
       return lamports === null ? NOT_FOUND : { lamports, owner: SYSTEM_PROGRAM_ID, executable: false, token: null };
     }
@@ -527,7 +531,7 @@ export class EmbeddedLedger implements Ledger {
     const resolved = this.resolveKeys(tx);
     if ('err' in resolved) return this.drop(skip, signature, resolved.err);
     const names = resolved.names;
-    const inWindow = this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32));
+    const inWindow = this.windowByRaw.has((tx.bytes as LatinBuffer).latin1Slice(tx.blockhashOffset, tx.blockhashOffset + 32));
     const nonceKey = inWindow ? null : this.nonceAccountOf(tx, resolved);
     if (!inWindow && !nonceKey) return this.drop(skip, signature, 'BlockhashNotFound');
     if (this.history.has(signature)) return this.drop(skip, signature, 'AlreadyProcessed');
@@ -1085,19 +1089,35 @@ function innerInstructionsOf(meta: TransactionMetadata): RawInner | undefined {
 /** Programs whose instructions never reassign an account that is a signer or already a token account. */
 const OWNER_STABLE_PROGRAMS = new Set([COMPUTE_BUDGET_PROGRAM_ID, TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, ASSOCIATED_TOKEN_PROGRAM_ID, MEMO_PROGRAM_ID, MEMO_V1_PROGRAM_ID]);
 
-/** True when no instruction can change an account's owner program except by creating a new account. */
-function ownersStable(tx: WireTransaction, names: string[]): boolean {
+const UNSTABLE = 0;
+/** no instruction changes an account's owner program except by creating a new account */
+const OWNERS_STABLE = 1;
+/** … and none moves lamports into or out of an existing token account */
+const TOKEN_LAMPORTS_STABLE = 2;
+
+/** What the transaction's top-level instructions can do to existing accounts (their CPIs included). */
+function ownersStable(tx: WireTransaction, names: string[]): number {
+  let result = TOKEN_LAMPORTS_STABLE;
   for (const ix of tx.instructions) {
     const program = names[ix.programIndex]!;
+    if (program === TOKEN_PROGRAM_ID || program === TOKEN_2022_PROGRAM_ID) {
+      const kind = ix.dataLength > 0 ? ix.data[0] : -1;
+      if (kind === 9 || (kind === 38 && program === TOKEN_2022_PROGRAM_ID)) result = OWNERS_STABLE; // CloseAccount, WithdrawExcessLamports
+      continue;
+    }
     if (OWNER_STABLE_PROGRAMS.has(program)) continue;
     if (program === SYSTEM_PROGRAM_ID) {
       const d = ix.data;
       const kind = d.length >= 4 && d[1] === 0 && d[2] === 0 && d[3] === 0 ? d[0] : -1;
-      if (kind === 2 || kind === 4 || kind === 11) continue; // Transfer, AdvanceNonceAccount, TransferWithSeed
+      if (kind === 4) continue; // AdvanceNonceAccount
+      if (kind === 2 || kind === 11) {
+        result = OWNERS_STABLE; // Transfer, TransferWithSeed: lamports may go to a token account
+        continue;
+      }
     }
-    return false;
+    return UNSTABLE;
   }
-  return true;
+  return result;
 }
 
 /** The RPC's memo summary: "[len] text" per memo instruction, joined by "; ". */

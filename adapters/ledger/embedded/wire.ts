@@ -53,85 +53,84 @@ export interface WireTransaction {
   numLoadedKeys: number;
 }
 
-class Reader {
-  pos: number;
-  constructor(
-    readonly bytes: Buffer,
-    start: number,
-  ) {
-    this.pos = start;
-  }
-  u8(): number {
-    if (this.pos >= this.bytes.length) throw new WireError('unexpected end of transaction');
-    return this.bytes[this.pos++]!;
-  }
-  /** Solana's compact-u16 ("short_vec" length), rejecting the non-canonical encodings bincode rejects. */
-  shortU16(): number {
-    let value = 0;
-    for (let i = 0; i < 3; i++) {
-      const byte = this.u8();
-      value |= (byte & 0x7f) << (i * 7);
-      if ((byte & 0x80) === 0) {
-        if (i > 0 && byte === 0) throw new WireError('non-canonical compact-u16');
-        if (value > 0xffff) throw new WireError('compact-u16 overflow');
-        return value;
-      }
-      if (i === 2) throw new WireError('compact-u16 overflow');
-    }
-    throw new WireError('compact-u16 overflow');
-  }
-  take(n: number): Uint8Array {
-    if (this.pos + n > this.bytes.length) throw new WireError('unexpected end of transaction');
-    const out = this.bytes.subarray(this.pos, this.pos + n);
-    this.pos += n;
-    return out;
-  }
-  skip(n: number): number {
-    const at = this.pos;
-    if (at + n > this.bytes.length) throw new WireError('unexpected end of transaction');
-    this.pos += n;
-    return at;
-  }
+type Message = Omit<WireTransaction, 'bytes' | 'numSignatures' | 'signaturesOffset'>;
+
+// A cursor shared by the readers below: module-level functions, so nothing is allocated per call (tsx's keepNames
+// would wrap every per-call closure with a property definition).
+const EMPTY = Buffer.alloc(0);
+let bytesAt: Buffer = EMPTY;
+let pos = 0;
+
+function u8(): number {
+  if (pos >= bytesAt.length) throw new WireError('unexpected end of transaction');
+  return bytesAt[pos++]!;
 }
 
-function readMessage(r: Reader) {
-  const messageOffset = r.pos;
-  const first = r.u8();
+/** Solana's compact-u16 ("short_vec" length), rejecting the non-canonical encodings bincode rejects. */
+function readShortU16(): number {
+  const b0 = u8();
+  if (b0 < 0x80) return b0;
+  const b1 = u8();
+  if (b1 < 0x80) {
+    if (b1 === 0) throw new WireError('non-canonical compact-u16');
+    return (b0 & 0x7f) | (b1 << 7);
+  }
+  const b2 = u8();
+  if (b2 === 0) throw new WireError('non-canonical compact-u16');
+  if (b2 > 3) throw new WireError('compact-u16 overflow');
+  return (b0 & 0x7f) | ((b1 & 0x7f) << 7) | (b2 << 14);
+}
+
+function skip(count: number): number {
+  const at = pos;
+  if (at + count > bytesAt.length) throw new WireError('unexpected end of transaction');
+  pos += count;
+  return at;
+}
+
+/** Reads a message at `start`; returns it with the position after it. */
+function readMessage(bytes: Buffer, start: number): { message: Message; end: number } {
+  bytesAt = bytes;
+  pos = start;
+  const messageOffset = pos;
+  const first = u8();
   let version: 'legacy' | 0 = 'legacy';
   let numRequiredSignatures = first;
   if (first & 0x80) {
     if ((first & 0x7f) !== 0) throw new WireError(`unsupported transaction version ${first & 0x7f}`);
     version = 0;
-    numRequiredSignatures = r.u8();
+    numRequiredSignatures = u8();
   }
-  const numReadonlySigned = r.u8();
-  const numReadonlyUnsigned = r.u8();
-  const numStaticKeys = r.shortU16();
-  const keysOffset = r.skip(numStaticKeys * 32);
-  const blockhashOffset = r.skip(32);
-  const numInstructions = r.shortU16();
-  const instructions: WireInstruction[] = [];
+  const numReadonlySigned = u8();
+  const numReadonlyUnsigned = u8();
+  const numStaticKeys = readShortU16();
+  const keysOffset = skip(numStaticKeys * 32);
+  const blockhashOffset = skip(32);
+  const numInstructions = readShortU16();
+  const instructions: WireInstruction[] = new Array(numInstructions);
   for (let i = 0; i < numInstructions; i++) {
-    const programIndex = r.u8();
-    const accountsLength = r.shortU16();
-    const accountsOffset = r.skip(accountsLength);
-    const dataLength = r.shortU16();
-    const dataOffset = r.skip(dataLength);
-    instructions.push(new WireInstruction(r.bytes, programIndex, accountsOffset, accountsLength, dataOffset, dataLength));
+    const programIndex = u8();
+    const accountsLength = readShortU16();
+    const accountsOffset = skip(accountsLength);
+    const dataLength = readShortU16();
+    const dataOffset = skip(dataLength);
+    instructions[i] = new WireInstruction(bytes, programIndex, accountsOffset, accountsLength, dataOffset, dataLength);
   }
   const lookups: WireLookup[] = [];
   let numLoadedKeys = 0;
   if (version === 0) {
-    const numLookups = r.shortU16();
+    const numLookups = readShortU16();
     for (let i = 0; i < numLookups; i++) {
-      const keyOffset = r.skip(32);
-      const writable = r.take(r.shortU16());
-      const readonly = r.take(r.shortU16());
-      numLoadedKeys += writable.length + readonly.length;
+      const keyOffset = skip(32);
+      const w = readShortU16();
+      const writable = bytes.subarray(skip(w), pos);
+      const r = readShortU16();
+      const readonly = bytes.subarray(skip(r), pos);
+      numLoadedKeys += w + r;
       lookups.push({ keyOffset, writable, readonly });
     }
   }
-  return {
+  const message: Message = {
     messageOffset,
     version,
     numRequiredSignatures,
@@ -144,10 +143,13 @@ function readMessage(r: Reader) {
     lookups,
     numLoadedKeys,
   };
+  const end = pos;
+  bytesAt = EMPTY;
+  return { message, end };
 }
 
 /** The sanitize rules of the runtime (`Message::sanitize`), checked before LiteSVM sees the bytes. */
-function sanitize(bytes: Buffer, m: ReturnType<typeof readMessage>, numSignatures: number): void {
+function sanitize(bytes: Buffer, m: Message, numSignatures: number): void {
   if (m.numRequiredSignatures === 0) throw new WireError('a transaction needs a fee payer signature');
   if (m.numRequiredSignatures > m.numStaticKeys) throw new WireError('more required signatures than account keys');
   if (m.numReadonlySigned >= m.numRequiredSignatures) throw new WireError('the fee payer must be writable');
@@ -166,23 +168,25 @@ function sanitize(bytes: Buffer, m: ReturnType<typeof readMessage>, numSignature
 export function parseTransaction(input: Uint8Array): WireTransaction {
   const bytes = Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   if (bytes.length > PACKET_DATA_SIZE) throw new WireError(`transaction too large: ${bytes.length} bytes, max ${PACKET_DATA_SIZE}`);
-  const r = new Reader(bytes, 0);
-  const numSignatures = r.shortU16();
-  const signaturesOffset = r.skip(numSignatures * 64);
-  const m = readMessage(r);
-  if (r.pos !== bytes.length) throw new WireError('trailing bytes after the transaction');
-  sanitize(bytes, m, numSignatures);
-  return { bytes, numSignatures, signaturesOffset, ...m };
+  if (bytes.length === 0) throw new WireError('unexpected end of transaction');
+  // a one-byte count: 128 signatures or more cannot fit in a packet
+  const numSignatures = bytes[0]!;
+  if (numSignatures >= 0x80) throw new WireError('too many signatures');
+  const signaturesOffset = 1;
+  if (signaturesOffset + numSignatures * 64 > bytes.length) throw new WireError('unexpected end of transaction');
+  const { message, end } = readMessage(bytes, signaturesOffset + numSignatures * 64);
+  if (end !== bytes.length) throw new WireError('trailing bytes after the transaction');
+  sanitize(bytes, message, numSignatures);
+  return { bytes, numSignatures, signaturesOffset, ...message };
 }
 
 /** Parses a message alone (getFeeForMessage). */
 export function parseMessage(input: Uint8Array): Omit<WireTransaction, 'numSignatures' | 'signaturesOffset'> {
   const bytes = Buffer.isBuffer(input) ? input : Buffer.from(input.buffer, input.byteOffset, input.byteLength);
-  const r = new Reader(bytes, 0);
-  const m = readMessage(r);
-  if (r.pos !== bytes.length) throw new WireError('trailing bytes after the message');
-  sanitize(bytes, m, m.numRequiredSignatures);
-  return { bytes, ...m };
+  const { message, end } = readMessage(bytes, 0);
+  if (end !== bytes.length) throw new WireError('trailing bytes after the message');
+  sanitize(bytes, message, message.numRequiredSignatures);
+  return { bytes, ...message };
 }
 
 export function isStaticWritable(tx: Pick<WireTransaction, 'numRequiredSignatures' | 'numReadonlySigned' | 'numReadonlyUnsigned' | 'numStaticKeys'>, i: number): boolean {
