@@ -22,6 +22,9 @@ import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
+import { openLedgers, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
+import type { Network } from '../domain/shared/network.ts';
 import type { Config } from './config.ts';
 import { buildServices, type Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
@@ -88,6 +91,7 @@ export async function openAccess(config: Config): Promise<{ access: AccessServic
 
 export interface App {
   url: string;
+  ledgers: OpenedLedgers;
   config: Config;
   services: Services;
   fastify: FastifyInstance;
@@ -103,6 +107,13 @@ export interface AppOptions {
   pgSettings?: Record<string, string>;
   /** replaces the policy tables' adapter (the policies benchmark measures against one that stores nothing) */
   policyStore?: PolicyStore;
+  /** false: no JSON-RPC servers for the embedded ledgers (the job runner alone needs none) */
+  ledgerRpc?: boolean;
+}
+
+/** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
+export function faucetCommand(options: { dataDir: string }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+  return runFaucet(options, request);
 }
 
 export function defaultLogger(config: Config): Logger {
@@ -112,6 +123,7 @@ export function defaultLogger(config: Config): Logger {
 /** Everything but HTTP: database, event feed, services and their timers. Used by the app and by `npm run jobs`. */
 export interface Core {
   database: Database;
+  ledgers: OpenedLedgers;
   services: Services;
   settings: GatewaySettings;
   log: Logger;
@@ -123,8 +135,18 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
   const clock = options.clock ?? systemClock;
   const database = await openDatabase(config, { pgSettings: options.pgSettings });
   const feed = new PgEventFeed(database.url, database.store, log);
+  let ledgers: OpenedLedgers | undefined;
   try {
     await feed.start();
+    ledgers = await openLedgers({
+      dataDir: config.dataDir,
+      devnet: config.ledgers.devnet,
+      mainnet: config.ledgers.mainnet,
+      devnetRpcPort: options.ledgerRpc === false ? null : config.ledgers.devnetRpcPort,
+      mainnetRpcPort: options.ledgerRpc === false ? null : config.ledgers.mainnetRpcPort,
+      rpcHost: config.ledgers.rpcHost,
+      onWarning: (message) => log.warn({ component: 'ledger' }, message),
+    });
     const keysDir = join(config.dataDir, 'keys');
     const settings: GatewaySettings = {
       baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,
@@ -147,6 +169,9 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       clock,
       settings,
       limits: resolveLimits(config.rateLimits),
+      ledgers: ledgers.ledgers,
+      faucet: ledgers.faucet,
+      embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
     });
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
@@ -156,8 +181,10 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       250,
     );
     syncTimer.unref();
+    const opened = ledgers;
     return {
       database,
+      ledgers: opened,
       services,
       settings,
       log,
@@ -166,11 +193,13 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         clearInterval(syncTimer);
         await services.rateLimiter.sync().catch(() => {});
         await services.recorder.flush();
+        await opened.close();
         await feed.close();
         await database.close();
       },
     };
   } catch (e) {
+    await ledgers?.close();
     await feed.close();
     await database.close();
     throw e;
@@ -193,6 +222,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     runner = config.jobs === 'inline' ? await startJobRunner(database.url, services, log) : undefined;
     return {
       url: `http://127.0.0.1:${port}`,
+      ledgers: core.ledgers,
       config,
       services,
       fastify,

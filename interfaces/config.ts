@@ -17,6 +17,8 @@ const JsonLimits = z
 // Every setting is an environment variable, validated once at start; a bad value stops start-up.
 
 const Port = z.coerce.number().int().min(0).max(65_535);
+/** "embedded" (LiteSVM under SVC_DATA_DIR) or the http(s) URL of a Solana JSON-RPC node */
+const LedgerSource = z.union([z.literal('embedded'), z.url({ protocol: /^https?$/ })]);
 const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
 
 export const ConfigSchema = z.object({
@@ -39,6 +41,11 @@ export const ConfigSchema = z.object({
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   SVC_RATE_LIMITS: JsonLimits.optional().or(z.literal('').transform(() => undefined)),
   SVC_JOBS: z.enum(['inline', 'off']).default('inline'),
+  SVC_DEVNET_LEDGER: LedgerSource.default('embedded'),
+  SVC_MAINNET_LEDGER: LedgerSource.default('embedded'),
+  SVC_DEVNET_RPC_PORT: Port.default(8899),
+  SVC_MAINNET_RPC_PORT: Port.default(8900),
+  SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
 });
 
 export interface Config {
@@ -57,6 +64,7 @@ export interface Config {
   dbPoolMax: number;
   rateLimits: RateLimitOverrides;
   jobs: 'inline' | 'off';
+  ledgers: { devnet: string; mainnet: string; devnetRpcPort: number; mainnetRpcPort: number; rpcHost: string };
 }
 
 export class ConfigError extends Error {
@@ -89,5 +97,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dbPoolMax: e.SVC_DB_POOL_MAX,
     rateLimits: e.SVC_RATE_LIMITS ?? {},
     jobs: e.SVC_JOBS,
+    ledgers: {
+      devnet: e.SVC_DEVNET_LEDGER,
+      mainnet: e.SVC_MAINNET_LEDGER,
+      devnetRpcPort: e.SVC_DEVNET_RPC_PORT,
+      mainnetRpcPort: e.SVC_MAINNET_RPC_PORT,
+      rpcHost: e.SVC_LEDGER_RPC_HOST,
+    },
   };
 }

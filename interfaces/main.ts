@@ -28,6 +28,9 @@ async function main(): Promise<void> {
     `  tRPC        ${base}/trpc`,
     `  GraphQL     ${base}/graphql   (GraphiQL in a browser; graphql-ws and SSE subscriptions on the same path)`,
     `  database    ${db}`,
+    ...Object.entries(app.ledgers.rpcUrls).map(
+      ([network, url]) => `  ledger      ${network}: ${app.ledgers.embedded[network as 'chain-devnet'] ? 'embedded, JSON-RPC at ' : ''}${url}`,
+    ),
     `  API key     npm run keys -- create --network chain-devnet [--admin]`,
   ];
   console.log(lines.join('\n'));

@@ -13,6 +13,10 @@ import { RequestRecorder } from '../domain/metrics/recorder.ts';
 import { IdempotencyService } from '../domain/policies/idempotency.ts';
 import { MemoryRateLimiter, RateLimiter, type Bucket } from '../domain/policies/rate-limit.ts';
 import { PolicyMaintenance } from '../domain/policies/maintenance.ts';
+import { DevService } from '../domain/dev/service.ts';
+import type { Ledger } from '../domain/ports/ledger.ts';
+import type { Faucet } from '../domain/ports/faucet.ts';
+import type { Network } from '../domain/shared/network.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -28,6 +32,8 @@ export interface Services {
   idempotency: IdempotencyService;
   recorder: RequestRecorder;
   maintenance: PolicyMaintenance;
+  dev: DevService;
+  ledgers: Record<Network, Ledger>;
   settings: GatewaySettings;
 }
 
@@ -38,6 +44,9 @@ export interface ServiceDeps {
   clock: Clock;
   settings: GatewaySettings;
   limits: Record<Bucket, number>;
+  ledgers: Record<Network, Ledger>;
+  faucet: Faucet | undefined;
+  embeddedNetworks: ReadonlySet<Network>;
   onRecorderError?: (e: unknown) => void;
 }
 
@@ -58,6 +67,8 @@ export function buildServices(deps: ServiceDeps): Services {
     idempotency: new IdempotencyService({ store: policies.idempotency, clock }),
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
     maintenance: new PolicyMaintenance({ store: policies, clock }),
+    dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks }),
+    ledgers: deps.ledgers,
     settings,
   };
 }

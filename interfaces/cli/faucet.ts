@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
-import { runFaucet } from '../../adapters/ledger/index.ts';
+import { faucetCommand as runFaucet } from '../app.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 

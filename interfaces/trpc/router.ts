@@ -7,6 +7,7 @@ import { paymentLinksRouter } from './routers/payment-links.ts';
 import { sellerRouter } from './routers/seller.ts';
 import { adminRouter } from './routers/admin.ts';
 import { metricsRouter } from './routers/metrics.ts';
+import { devRouter } from './routers/dev.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -25,6 +26,7 @@ export const appRouter = router({
   seller: sellerRouter,
   admin: adminRouter,
   metrics: metricsRouter,
+  dev: devRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

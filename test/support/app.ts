@@ -20,7 +20,15 @@ export async function makeDataDir(): Promise<string> {
 }
 
 export function testConfig(overrides: Record<string, string> = {}): Config {
-  return loadConfig({ PORT: '0', HOST: '127.0.0.1', SVC_LOG_LEVEL: 'silent', SVC_COMMIT: 'test', ...overrides });
+  return loadConfig({
+    PORT: '0',
+    HOST: '127.0.0.1',
+    SVC_LOG_LEVEL: 'silent',
+    SVC_COMMIT: 'test',
+    SVC_DEVNET_RPC_PORT: '0',
+    SVC_MAINNET_RPC_PORT: '0',
+    ...overrides,
+  });
 }
 
 /**

@@ -1,0 +1,56 @@
+import { z } from 'zod';
+import { DomainError } from '../shared/errors.ts';
+import { Address } from '../shared/address.ts';
+import type { Network } from '../shared/network.ts';
+import { parseInput } from '../shared/validation.ts';
+import type { Faucet } from '../ports/faucet.ts';
+
+const Decimal = z.string().regex(/^\d{1,20}(\.\d{1,9})?$/, 'a positive decimal such as "1.5"');
+
+export const FaucetInput = z
+  .strictObject({
+    address: Address,
+    sol: Decimal.optional(),
+    token: z.string().min(1).max(44).optional(),
+    amount: Decimal.optional(),
+  })
+  .refine((v) => v.sol !== undefined || v.token !== undefined, { message: 'give sol, or token with amount' })
+  .refine((v) => (v.token === undefined) === (v.amount === undefined), { message: 'token and amount go together', path: ['amount'] });
+export type FaucetInput = z.input<typeof FaucetInput>;
+
+export const FaucetOutput = z.object({
+  network: z.string(),
+  address: z.string(),
+  airdrop: z.object({ signature: z.string(), lamports: z.string() }).nullable(),
+  mint: z
+    .object({ signature: z.string(), symbol: z.string().nullable(), mint: z.string(), token_account: z.string(), amount_atomic: z.string(), decimals: z.number().int() })
+    .nullable(),
+});
+
+/** POST /v1/dev/faucet: only where the gateway runs the network's ledger itself (issue "ledger"). */
+export class DevService {
+  constructor(private readonly deps: { faucet: Faucet | undefined; embedded: ReadonlySet<Network> }) {}
+
+  async fund(network: Network, input: FaucetInput): Promise<z.infer<typeof FaucetOutput>> {
+    if (!this.deps.faucet || !this.deps.embedded.has(network)) {
+      throw new DomainError('not_found', `No faucet: the ${network} ledger is not embedded.`);
+    }
+    const parsed = parseInput(FaucetInput, input);
+    const r = await this.deps.faucet({ network, to: parsed.address, sol: parsed.sol, token: parsed.token, amount: parsed.amount });
+    return {
+      network,
+      address: r.to,
+      airdrop: r.airdrop ? { signature: r.airdrop.signature, lamports: r.airdrop.lamports.toString() } : null,
+      mint: r.mint
+        ? {
+            signature: r.mint.signature,
+            symbol: r.mint.symbol,
+            mint: r.mint.mint,
+            token_account: r.mint.tokenAccount,
+            amount_atomic: r.mint.amount.toString(),
+            decimals: r.mint.decimals,
+          }
+        : null,
+    };
+  }
+}
