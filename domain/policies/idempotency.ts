@@ -45,6 +45,11 @@ export interface IdempotentCall {
   idemKey: string;
   input: unknown;
   requestId: string;
+  /**
+   * What of a success value may be kept: a secret shown once (a new API key) is removed before storing, so a replay
+   * returns the same answer without it.
+   */
+  redact?: (data: unknown) => unknown;
 }
 
 export class IdempotencyService {
@@ -109,7 +114,8 @@ export class IdempotencyService {
       if (e.details !== undefined) error.details = e.details;
       outcome = { ok: false, error, requestId: call.requestId };
     }
-    await store.complete(call.keyId, call.route, call.idemKey, JSON.stringify(outcome));
+    const kept = outcome.ok && call.redact ? { ...outcome, data: call.redact(outcome.data) } : outcome;
+    await store.complete(call.keyId, call.route, call.idemKey, JSON.stringify(kept));
     return outcome;
   }
 }

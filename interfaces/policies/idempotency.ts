@@ -15,11 +15,22 @@ export interface IdempotencyScope {
   replay?: { requestId: string };
 }
 
-export async function idempotent<T>(scope: IdempotencyScope, route: string, input: unknown, exec: () => Promise<T>): Promise<T> {
+/** `secretFields`: top-level fields of the result never written to the idempotency store (replays omit them). */
+export async function idempotent<T>(
+  scope: IdempotencyScope,
+  route: string,
+  input: unknown,
+  exec: () => Promise<T>,
+  secretFields: readonly string[] = [],
+): Promise<T> {
   const idemKey = checkIdempotencyKey(scope.idempotencyKey);
   if (idemKey === undefined) return exec();
+  const redact = secretFields.length
+    ? (data: unknown) =>
+        typeof data === 'object' && data !== null ? Object.fromEntries(Object.entries(data).filter(([k]) => !secretFields.includes(k))) : data
+    : undefined;
   const { outcome, replayed } = await scope.services.idempotency.run(
-    { keyId: scope.principal.keyId, route, idemKey, input, requestId: scope.requestId },
+    { keyId: scope.principal.keyId, route, idemKey, input, requestId: scope.requestId, redact },
     exec,
   );
   if (replayed) {

@@ -11,7 +11,8 @@ import { idempotent } from '../policies/idempotency.ts';
 import type { Context } from './context.ts';
 
 /** `status` is the REST success status (DECISIONS "Wire conventions": 201 create, 204 delete). */
-export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204; bucket?: Bucket }>;
+/** `secretFields`: result fields shown once and never stored for Idempotency-Key replays (e.g. a new API key). */
+export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204; bucket?: Bucket; secretFields?: readonly string[] }>;
 
 const t = initTRPC
   .context<Context>()
@@ -78,12 +79,18 @@ export const keyedProcedure = base.use(async ({ ctx, next, meta, path, type, get
     // The stored outcome is the procedure's value or its domain error; unexpected faults are not stored.
     let data: unknown;
     try {
-      data = await idempotent(keyed, path, await getRawInput(), async () => {
-        const result = await next({ ctx: keyed });
-        if (result.ok) return result.data;
-        const mapped = toDomainError(result.error);
-        throw mapped.expected ? mapped.error : result.error;
-      });
+      data = await idempotent(
+        keyed,
+        path,
+        await getRawInput(),
+        async () => {
+          const result = await next({ ctx: keyed });
+          if (result.ok) return result.data;
+          const mapped = toDomainError(result.error);
+          throw mapped.expected ? mapped.error : result.error;
+        },
+        meta?.secretFields,
+      );
     } finally {
       ctx.replay = keyed.replay;
     }

@@ -5,7 +5,7 @@ const tags = ['admin'];
 
 export const adminRouter = router({
   createApiKey: adminProcedure
-    .meta({ status: 201, openapi: { method: 'POST', path: '/v1/admin/api-keys', tags, summary: 'Issue an API key (shown once)' } })
+    .meta({ status: 201, secretFields: ['key'], openapi: { method: 'POST', path: '/v1/admin/api-keys', tags, summary: 'Issue an API key (shown once)' } })
     .input(AdminCreateApiKeyInput)
     .output(CreatedApiKey)
     .mutation(({ ctx, input }) => ctx.services.admin.createKey(ctx.principal, input)),
