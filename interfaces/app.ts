@@ -91,7 +91,7 @@ export async function openAccess(config: Config): Promise<{ access: AccessServic
 
 export interface App {
   url: string;
-  ledgers: OpenedLedgers;
+  ledgers: CoreLedgers;
   config: Config;
   services: Services;
   fastify: FastifyInstance;
@@ -107,8 +107,11 @@ export interface AppOptions {
   pgSettings?: Record<string, string>;
   /** replaces the policy tables' adapter (the policies benchmark measures against one that stores nothing) */
   policyStore?: PolicyStore;
-  /** false: no JSON-RPC servers for the embedded ledgers (the job runner alone needs none) */
-  ledgerRpc?: boolean;
+  /**
+   * false: open no ledgers. The job runner run apart (`npm run jobs`) does not, while the gateway holds the
+   * embedded ledgers' files; no job of today needs one.
+   */
+  ledgers?: boolean;
 }
 
 /** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
@@ -121,9 +124,12 @@ export function defaultLogger(config: Config): Logger {
 }
 
 /** Everything but HTTP: database, event feed, services and their timers. Used by the app and by `npm run jobs`. */
+/** Opened ledgers; with `ledgers: false` the records are empty. */
+type CoreLedgers = Omit<OpenedLedgers, 'ledgers'> & { ledgers: Partial<OpenedLedgers['ledgers']> };
+
 export interface Core {
   database: Database;
-  ledgers: OpenedLedgers;
+  ledgers: CoreLedgers;
   services: Services;
   settings: GatewaySettings;
   log: Logger;
@@ -135,18 +141,21 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
   const clock = options.clock ?? systemClock;
   const database = await openDatabase(config, { pgSettings: options.pgSettings });
   const feed = new PgEventFeed(database.url, database.store, log);
-  let ledgers: OpenedLedgers | undefined;
+  let ledgers: CoreLedgers | undefined;
   try {
     await feed.start();
-    ledgers = await openLedgers({
-      dataDir: config.dataDir,
-      devnet: config.ledgers.devnet,
-      mainnet: config.ledgers.mainnet,
-      devnetRpcPort: options.ledgerRpc === false ? null : config.ledgers.devnetRpcPort,
-      mainnetRpcPort: options.ledgerRpc === false ? null : config.ledgers.mainnetRpcPort,
-      rpcHost: config.ledgers.rpcHost,
-      onWarning: (message) => log.warn({ component: 'ledger' }, message),
-    });
+    ledgers =
+      options.ledgers === false
+        ? { ledgers: {}, embedded: {}, faucet: undefined, rpcUrls: {}, close: async () => {} }
+        : await openLedgers({
+            dataDir: config.dataDir,
+            devnet: config.ledgers.devnet,
+            mainnet: config.ledgers.mainnet,
+            devnetRpcPort: config.ledgers.devnetRpcPort,
+            mainnetRpcPort: config.ledgers.mainnetRpcPort,
+            rpcHost: config.ledgers.rpcHost,
+            onWarning: (message) => log.warn({ component: 'ledger' }, message),
+          });
     const keysDir = join(config.dataDir, 'keys');
     const settings: GatewaySettings = {
       baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,

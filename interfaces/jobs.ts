@@ -6,7 +6,7 @@ import { openCore, startJobRunner } from './app.ts';
 
 async function main(): Promise<void> {
   const config = loadConfig();
-  const core = await openCore(config, { ledgerRpc: false });
+  const core = await openCore(config, { ledgers: false });
   const runner = await startJobRunner(core.database.url, core.services, core.log);
   console.log(`svc job runner started on ${core.database.embedded ? `embedded PostgreSQL in ${config.dataDir}/pg` : 'DATABASE_URL'}`);
   let stopping = false;

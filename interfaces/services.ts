@@ -33,7 +33,8 @@ export interface Services {
   recorder: RequestRecorder;
   maintenance: PolicyMaintenance;
   dev: DevService;
-  ledgers: Record<Network, Ledger>;
+  /** per network; empty in a process that opened none (the job runner run apart) */
+  ledgers: Partial<Record<Network, Ledger>>;
   settings: GatewaySettings;
 }
 
@@ -44,7 +45,7 @@ export interface ServiceDeps {
   clock: Clock;
   settings: GatewaySettings;
   limits: Record<Bucket, number>;
-  ledgers: Record<Network, Ledger>;
+  ledgers: Partial<Record<Network, Ledger>>;
   faucet: Faucet | undefined;
   embeddedNetworks: ReadonlySet<Network>;
   onRecorderError?: (e: unknown) => void;
