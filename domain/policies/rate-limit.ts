@@ -83,9 +83,29 @@ interface WindowState {
   local: number[];
   /** this process's hits not yet written to the shared log */
   pending: Date[];
-  /** other processes' hits in the window at the last exchange */
+  /** other processes' hits in the window at the last exchange (an upper bound: never fewer than there were) */
   others: number;
   exchangedAt: number;
+  /** own hits taken from `pending` by exchanges still in flight: the store may or may not have them yet */
+  carrying: number;
+  /** exact decisions in flight: each may be an own hit that is in neither `local` nor `others` yet */
+  deciding: number;
+  /** exact decisions started so far: an exchange that overlapped one leaves `others` to that decision's answer */
+  decisions: number;
+  /** an exact decision carrying pending hits to the store: the next exact decision waits until they are there */
+  flushing: Promise<void> | undefined;
+  /** admissions from memory so far: those made while an exact decision was in flight may precede it in truth */
+  admitted: number;
+}
+
+/**
+ * Own hits the store has surely counted once an exchange that started with this view is answered: every local hit
+ * neither pending nor carried by another exchange in flight. Subtracting them from the store's count gives the
+ * others' hits exactly when no other exchange of the window overlapped, and an upper bound when one did (its hits
+ * may have been counted too) — so concurrent exchanges can make a process cautious, never generous.
+ */
+function confirmedOwn(w: WindowState): number {
+  return Math.max(0, w.local.length - w.pending.length - w.carrying);
 }
 
 function prune(log: number[], nowMs: number): void {
@@ -104,6 +124,10 @@ function prune(log: number[], nowMs: number): void {
  */
 export class RateLimiter {
   private readonly windows = new Map<string, WindowState>();
+  /** the exchange in flight: an exact decision of a window whose hits it carries waits for it */
+  private syncing: Promise<void> | undefined;
+  /** the one exchange due after it: exchanges never overlap, and calls made meanwhile share the next one */
+  private next: Promise<void> | undefined;
 
   constructor(private readonly deps: { store: RateLimitStore; clock: Clock; limits: Record<Bucket, number> }) {}
 
@@ -117,45 +141,98 @@ export class RateLimiter {
     const limit = this.deps.limits[bucket];
     const id = `${subject}\u0000${bucket}`;
     let w = this.windows.get(id);
-    if (!w) this.windows.set(id, (w = { local: [], pending: [], others: 0, exchangedAt: -Infinity }));
+    if (!w) {
+      w = { local: [], pending: [], others: 0, exchangedAt: -Infinity, carrying: 0, deciding: 0, decisions: 0, flushing: undefined, admitted: 0 };
+      this.windows.set(id, w);
+    }
     prune(w.local, nowMs);
-    const view = w.others + w.local.length;
+    const view = w.others + w.local.length + w.deciding;
     if (nowMs - w.exchangedAt <= FRESH_MS && view + 1 <= Math.floor(limit * LOCAL_SHARE)) {
       w.local.push(nowMs);
       w.pending.push(now);
+      w.admitted++;
       return decide(bucket, limit, true, view + 1, w.local[0]!, nowMs);
     }
+    // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
+    while (w.carrying > 0) {
+      if (w.flushing) await w.flushing;
+      else if (this.syncing) await this.syncing.catch(() => {});
+      else break;
+    }
+    const confirmed = confirmedOwn(w);
     const pending = w.pending;
     w.pending = [];
+    w.carrying += pending.length;
+    w.deciding++;
+    w.decisions++;
+    const admittedBefore = w.admitted;
+    const call = this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending);
+    if (pending.length) {
+      const flushing = call.then(
+        () => undefined,
+        () => undefined,
+      );
+      w.flushing = flushing;
+      void flushing.then(() => {
+        if (w.flushing === flushing) w.flushing = undefined;
+      });
+    }
     let r;
     try {
-      r = await this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending);
+      r = await call;
     } catch (e) {
+      w.carrying -= pending.length;
+      w.deciding--;
       w.pending = pending.concat(w.pending);
       throw e;
     }
+    w.carrying -= pending.length;
+    w.deciding--;
     if (r.allowed) w.local.push(nowMs);
-    // own hits in the store now: every local one except those admitted meanwhile and still pending
-    w.others = Math.max(0, r.used - (w.local.length - w.pending.length));
+    // own hits the store surely counted: those confirmed before, the ones this call carried, and its own
+    w.others = Math.max(0, r.used - confirmed - pending.length - (r.allowed ? 1 : 0));
     w.exchangedAt = nowMs;
-    return decide(bucket, limit, r.allowed, r.used, r.oldest.getTime(), nowMs);
+    // Admissions from memory made while this decision was in flight were not in the store it counted: report them
+    // as taken (cautious; there are none once the window nears the limit, where every decision is exact).
+    const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
+    return decide(bucket, limit, r.allowed, used, r.oldest.getTime(), nowMs);
   }
 
   /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
-  async sync(): Promise<void> {
+  sync(): Promise<void> {
+    if (!this.syncing) return this.startExchange();
+    this.next ??= this.syncing
+      .catch(() => {})
+      .then(() => {
+        this.next = undefined;
+        return this.startExchange();
+      });
+    return this.next;
+  }
+
+  private startExchange(): Promise<void> {
+    const run = this.exchange().finally(() => {
+      if (this.syncing === run) this.syncing = undefined;
+    });
+    this.syncing = run;
+    return run;
+  }
+
+  private async exchange(): Promise<void> {
     const now = this.deps.clock.now();
     const nowMs = now.getTime();
     const entries: { subject: string; bucket: string; pending: Date[] }[] = [];
-    const taken = new Map<string, Date[]>();
+    const taken = new Map<string, { w: WindowState; pending: Date[]; confirmed: number; overlapped: boolean; decisions: number }>();
     for (const [id, w] of this.windows) {
       prune(w.local, nowMs);
-      if (!w.local.length && !w.pending.length) {
+      if (!w.local.length && !w.pending.length && !w.deciding) {
         this.windows.delete(id);
         continue;
       }
       const [subject, bucket] = id.split('\u0000') as [string, string];
       entries.push({ subject, bucket, pending: w.pending });
-      taken.set(id, w.pending);
+      taken.set(id, { w, pending: w.pending, confirmed: confirmedOwn(w), overlapped: w.deciding > 0, decisions: w.decisions });
+      w.carrying += w.pending.length;
       w.pending = [];
     }
     if (!entries.length) return;
@@ -163,17 +240,19 @@ export class RateLimiter {
     try {
       rows = await this.deps.store.sync(entries, WINDOW_MS, now);
     } catch (e) {
-      for (const [id, pending] of taken) {
-        const w = this.windows.get(id);
-        if (w) w.pending = pending.concat(w.pending);
+      for (const { w, pending } of taken.values()) {
+        w.carrying -= pending.length;
+        w.pending = pending.concat(w.pending);
       }
       throw e;
     }
+    for (const { w, pending } of taken.values()) w.carrying -= pending.length;
     for (const row of rows) {
-      const w = this.windows.get(`${row.subject}\u0000${row.bucket}`);
-      if (!w) continue;
-      w.others = Math.max(0, row.used - (w.local.length - w.pending.length));
-      w.exchangedAt = nowMs;
+      const mine = taken.get(`${row.subject}\u0000${row.bucket}`);
+      // An exact decision ran meanwhile: the store may have counted its hit, and it refreshes `others` itself.
+      if (!mine || mine.overlapped || mine.w.decisions !== mine.decisions) continue;
+      mine.w.others = Math.max(0, row.used - mine.confirmed - mine.pending.length);
+      mine.w.exchangedAt = nowMs;
     }
   }
 }

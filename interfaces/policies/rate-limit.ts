@@ -1,6 +1,8 @@
 import { rateLimitedError, rateLimitHeaders, type Bucket } from '../../domain/policies/rate-limit.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
 import type { Principal } from '../../domain/access/schema.ts';
 import type { Services } from '../services.ts';
+import { authenticate } from './auth.ts';
 
 // hosted-api §8, DECISIONS "Wire conventions": the sliding window per (api key, bucket), shared by every process;
 // requests without a valid key count against a per-client-IP bucket kept in memory. One policy for all doors.
@@ -15,4 +17,30 @@ export function limitAnonymous(services: Services, clientIp: string, bucket: Buc
   const decision = services.memoryLimiter.hit(`ip:${clientIp}`, bucket);
   Object.assign(headers, rateLimitHeaders(decision));
   if (!decision.allowed) throw rateLimitedError(decision);
+}
+
+/**
+ * For a known route answered outside its procedure (a body the HTTP framework refused: malformed JSON, over 1 MiB,
+ * wrong content type): the window the procedure would have used — the key's bucket, or the client IP's when the key
+ * is missing or not valid — so these responses carry the RateLimit-* headers too. A failed authentication does not
+ * change the answer; a refused hit throws rate_limited. Returns the principal when the key was valid.
+ */
+export async function limitOutsideProcedure(
+  services: Services,
+  request: { authorization: string | undefined; clientIp: string },
+  bucket: Bucket,
+  headers: Record<string, string>,
+): Promise<Principal | undefined> {
+  let principal: Principal | undefined;
+  try {
+    principal = await authenticate(services, request.authorization);
+  } catch (e) {
+    if (!(e instanceof DomainError)) throw e;
+  }
+  if (!principal) {
+    limitAnonymous(services, request.clientIp, 'default', headers);
+    return undefined;
+  }
+  await limitKey(services, principal, bucket, headers);
+  return principal;
 }

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { generateOpenApiDocument } from 'trpc-to-openapi';
 import { ZodVoid } from 'zod';
@@ -7,6 +8,8 @@ import { createCallerFactory } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';
 import type { Context } from '../trpc/context.ts';
 import { resolveError, restError } from '../errors.ts';
+import type { Bucket } from '../../domain/policies/rate-limit.ts';
+import { limitOutsideProcedure } from '../policies/rate-limit.ts';
 
 /**
  * REST /v1: each tRPC procedure with `meta.openapi` becomes a fastify route that calls the procedure through a
@@ -80,8 +83,43 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
           return reply.code(code).send(body);
         }
       },
+      // Errors fastify raises before the handler (malformed JSON, 413, unsupported content type) still pass the
+      // rate-limit policy of the route, so they carry the RateLimit-* headers like every /v1 response.
+      errorHandler: (err, req, reply) =>
+        answerOutsideProcedure(options.createContext(req, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
     });
   }
+}
+
+/** Answers an error fastify raised for a known route after the key (or client IP) has been counted in the route's window. */
+async function answerOutsideProcedure(
+  ctx: Context,
+  reply: FastifyReply,
+  { bucket, route }: { bucket: Bucket; route: string },
+  error: unknown,
+): Promise<FastifyReply> {
+  const started = performance.now();
+  let answer = error;
+  let principal;
+  try {
+    principal = await limitOutsideProcedure(ctx.services, ctx, bucket, ctx.responseHeaders);
+  } catch (e) {
+    answer = e;
+  }
+  const { status, body } = restError(resolveError(answer, ctx.requestId, reply.log), ctx.requestId);
+  if (principal) {
+    ctx.services.recorder.record({
+      keyId: principal.keyId,
+      network: principal.network,
+      bucket,
+      method: ctx.transport,
+      route,
+      status,
+      durationMs: Math.round(performance.now() - started),
+    });
+  }
+  reply.headers(ctx.responseHeaders);
+  return reply.code(status).send(body);
 }
 
 const ErrorSchema = {

