@@ -5,12 +5,18 @@
 //
 // Each transaction: SetComputeUnitLimit, SetComputeUnitPrice, CreateAssociatedTokenAccountIdempotent (merchant),
 // TransferChecked (buyer → merchant), TransferChecked (buyer → fee collector), Memo; signed by a fee payer and the
-// buyer (x402-style). Each round fetches a blockhash through the path being measured; building and signing happen
-// between the timed sections (they are the client's cost, the same for every path).
+// buyer (x402-style). Each round fetches a blockhash through the path being measured, sends 250 transactions and,
+// where the path persists (adapter, rpc), waits until the last one is confirmed, i.e. written to the history file.
+// Building and signing happen between the timed sections (the client's cost, the same for every path). Paths run
+// in interleaved rounds so a busy machine slows all of them alike.
+//
+// Baselines: "wire bytes" hands the signed bytes to LiteSVM's native binding (litesvm/dist/internal), the floor;
+// "@solana/kit" is LiteSVM's public API, which takes a kit Transaction (decoded from the wire bytes here).
 
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import v8 from 'node:v8';
 import vm from 'node:vm';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +28,7 @@ import { Account, type LiteSvm } from 'litesvm/dist/internal.js';
 import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
 import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
+import type { Ledger } from '../../domain/ports/ledger.ts';
 import { findStable, TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
 
 const TOTAL = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 4000);
@@ -36,8 +43,7 @@ interface Party {
   kp: Keypair;
   key: KeyObject;
 }
-const party = (): Party => {
-  const kp = Keypair.generate();
+const party = (kp = Keypair.generate()): Party => {
   return { kp, key: createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(kp.secretKey.subarray(0, 32))]), format: 'der', type: 'pkcs8' }) };
 };
 
@@ -91,7 +97,10 @@ function fundingTransactions(blockhash: string, mintAuthority: Party): Uint8Arra
 interface Path {
   name: string;
   blockhash(): Promise<string>;
-  send(wire: Uint8Array): Promise<void>;
+  /** sends one transaction; returns its signature where the path persists anything */
+  send(wire: Uint8Array): Promise<string | void>;
+  /** waits until the round's last transaction is confirmed (written to the history file) */
+  settle?(signature: string): Promise<void>;
   /** how many sends in flight (1 = one after the other) */
   concurrency?: number;
   close(): void | Promise<void>;
@@ -111,13 +120,23 @@ async function round(path: Path, n: number): Promise<number> {
   collect();
   started = performance.now();
   let next = 0;
+  let last: string | void = undefined;
   await Promise.all(
     Array.from({ length: path.concurrency ?? 1 }, async () => {
-      while (next < batch.length) await path.send(batch[next++]!);
+      while (next < batch.length) last = await path.send(batch[next++]!);
     }),
   );
+  if (path.settle && last) await path.settle(last);
   timed += performance.now() - started;
   return timed;
+}
+
+async function confirmed(ledger: Ledger, signature: string): Promise<void> {
+  for (;;) {
+    const [status] = await ledger.getSignatureStatuses([signature]);
+    if (status && status.confirmationStatus !== 'processed') return;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }
 
 async function directPath(kind: 'raw' | 'kit'): Promise<Path> {
@@ -151,8 +170,7 @@ async function openLedger(): Promise<{ ledger: EmbeddedLedger; dir: string }> {
   const dir = await mkdtemp(join(tmpdir(), 'svc-bench-ledger-'));
   const ledger = await EmbeddedLedger.open({ network: 'chain-devnet', dir });
   ledger.airdrop(facilitator.kp.publicKey.toBase58(), 1_000_000_000_000n);
-  const mintAuthority: Party = { kp: Keypair.fromSecretKey(Uint8Array.from(JSON.parse(await import('node:fs').then((fs) => fs.readFileSync(join(dir, 'mint-authority.json'), 'utf8'))) as number[])), key: undefined as never };
-  mintAuthority.key = createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(mintAuthority.kp.secretKey.subarray(0, 32))]), format: 'der', type: 'pkcs8' });
+  const mintAuthority = party(Keypair.fromSecretKey(Uint8Array.from(JSON.parse(readFileSync(join(dir, 'mint-authority.json'), 'utf8')) as number[])));
   for (const wire of fundingTransactions(ledger.latestBlockhash().blockhash, mintAuthority)) {
     const r = ledger.sendWire(wire);
     if (!r.ok) throw new Error(`funding failed: ${JSON.stringify(r)}`);
@@ -176,7 +194,9 @@ async function main() {
       send: async (wire) => {
         const r = await embedded.ledger.sendTransaction(wire);
         if (!r.ok) throw new Error(JSON.stringify(r));
+        return r.signature;
       },
+      settle: (signature) => confirmed(embedded.ledger, signature),
       close: async () => {
         await embedded.ledger.close();
         await rm(embedded.dir, { recursive: true, force: true });
@@ -195,7 +215,9 @@ async function main() {
         send: async (wire) => {
           const r = await rpc.sendTransaction(wire);
           if (!r.ok) throw new Error(JSON.stringify(r));
+          return r.signature;
         },
+        settle: (signature) => confirmed(rpc, signature),
         close: async () => {
           if (concurrency !== 16) return;
           await server.close();

@@ -129,9 +129,18 @@ export interface MintResult {
 
 interface ResolvedKeys {
   names: string[];
+  /** the 32 bytes of each key */
+  keys: Buffer[];
   /** raw addresses loaded from lookup tables (writable first) */
   loaded: Buffer[];
   loadedWritable: number;
+}
+
+const NONE: Buffer[] = [];
+
+function sameFirst64(a: Uint8Array, b: Uint8Array): boolean {
+  for (let i = 0; i < 64; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Buffer's own latin1 slice (what toString('latin1') calls after checking its arguments) */
@@ -160,8 +169,8 @@ export class EmbeddedLedger implements Ledger {
   private readonly windowByText = new Map<string, number>();
   private readonly windowByRaw = new Map<string, number>();
 
-  /** latin1 of 32 key bytes → base58 */
-  private readonly names = new Map<string, string>();
+  /** latin1 of 32 key bytes → its base58 name and a copy of the bytes (for LiteSVM calls, without a view per use) */
+  private readonly names = new Map<string, { name: string; key: Buffer }>();
   private readonly known = new Map<string, Known>();
   private readonly tokenAccountsByOwner = new Map<string, Set<string>>();
   private readonly decimals = new Map<string, number>();
@@ -330,13 +339,18 @@ export class EmbeddedLedger implements Ledger {
   // ---- names and accounts ----
 
   private nameAt(bytes: Buffer, offset: number): string {
+    return this.keyEntry(bytes, offset).name;
+  }
+
+  private keyEntry(bytes: Buffer, offset: number): { name: string; key: Buffer } {
     const raw = (bytes as LatinBuffer).latin1Slice(offset, offset + 32);
-    let name = this.names.get(raw);
-    if (name === undefined) {
-      name = encodeBase58(bytes.subarray(offset, offset + 32));
-      this.names.set(raw, name);
+    let entry = this.names.get(raw);
+    if (entry === undefined) {
+      const key = Buffer.from(bytes.subarray(offset, offset + 32));
+      entry = { name: encodeBase58(key), key };
+      this.names.set(raw, entry);
     }
-    return name;
+    return entry;
   }
 
   private nameOf(bytes: Uint8Array): string {
@@ -371,7 +385,7 @@ export class EmbeddedLedger implements Ledger {
       const a = this.svm.getAccount(key);
       if (a === null) return NOT_FOUND;
       const data = a.data();
-      if (data.length >= 72 && before.token.raw.equals(Buffer.from(data.buffer, data.byteOffset, 64))) {
+      if (data.length >= 72 && sameFirst64(before.token.raw, data)) {
         const lamports = stable === TOKEN_LAMPORTS_STABLE ? before.lamports : a.lamports();
         return { lamports, owner: before.owner, executable: false, token: { raw: before.token.raw, mint: before.token.mint, owner: before.token.owner, amount: readTokenAmount(data), program: before.token.program } };
       }
@@ -454,8 +468,13 @@ export class EmbeddedLedger implements Ledger {
   /** Account keys of a parsed transaction: static, then loaded writable, then loaded readonly. */
   private resolveKeys(tx: WireTransaction): ResolvedKeys | { err: LedgerTransactionError } {
     const names: string[] = new Array(tx.numStaticKeys);
-    for (let i = 0; i < tx.numStaticKeys; i++) names[i] = this.nameAt(tx.bytes, tx.keysOffset + i * 32);
-    if (tx.lookups.length === 0) return { names, loaded: [], loadedWritable: 0 };
+    const keys: Buffer[] = new Array(tx.numStaticKeys);
+    for (let i = 0; i < tx.numStaticKeys; i++) {
+      const entry = this.keyEntry(tx.bytes, tx.keysOffset + i * 32);
+      names[i] = entry.name;
+      keys[i] = entry.key;
+    }
+    if (tx.lookups.length === 0) return { names, keys, loaded: [], loadedWritable: 0 };
     const tables = tx.lookups.map((l) => {
       const table = this.svm.getAccount(tx.bytes.subarray(l.keyOffset, l.keyOffset + 32));
       return table ? { owner: this.nameOf(table.owner()), data: Buffer.from(table.data()) } : null;
@@ -470,18 +489,19 @@ export class EmbeddedLedger implements Ledger {
         const count = Math.floor((table.data.length - LOOKUP_TABLE_META_SIZE) / 32);
         for (const index of tx.lookups[t]![kind]) {
           if (index >= count) return { err: 'InvalidAddressLookupTableIndex' };
-          const at = LOOKUP_TABLE_META_SIZE + index * 32;
-          names.push(this.nameAt(table.data, at));
-          loaded.push(table.data.subarray(at, at + 32));
+          const entry = this.keyEntry(table.data, LOOKUP_TABLE_META_SIZE + index * 32);
+          names.push(entry.name);
+          keys.push(entry.key);
+          loaded.push(entry.key);
           if (kind === 'writable') loadedWritable++;
         }
       }
     }
-    return { names, loaded, loadedWritable };
+    return { names, keys, loaded, loadedWritable };
   }
 
-  private keyAt(tx: WireTransaction, resolved: ResolvedKeys, i: number): Buffer {
-    return i < tx.numStaticKeys ? tx.bytes.subarray(tx.keysOffset + i * 32, tx.keysOffset + i * 32 + 32) : resolved.loaded[i - tx.numStaticKeys]!;
+  private keyAt(_tx: WireTransaction, resolved: ResolvedKeys, i: number): Buffer {
+    return resolved.keys[i]!;
   }
 
   private isWritable(tx: WireTransaction, i: number, loadedWritable: number): boolean {
@@ -601,7 +621,7 @@ export class EmbeddedLedger implements Ledger {
         this.remember(names[i]!, after);
         writable.push(names[i]!);
       }
-      fee += before.lamports - after.lamports;
+      if (after !== before) fee += before.lamports - after.lamports;
       preBalances[i] = before.lamports;
       postBalances[i] = after.lamports;
       if (before.token) preTok.push(this.rawTokenBalance(i, before.token));
@@ -622,8 +642,8 @@ export class EmbeddedLedger implements Ledger {
         postTok,
         logs: meta.logs(),
         cu: Number(meta.computeUnitsConsumed()),
-        loadedWritable: resolved.loaded.slice(0, loadedWritable),
-        loadedReadonly: resolved.loaded.slice(loadedWritable),
+        loadedWritable: resolved.loaded.length ? resolved.loaded.slice(0, loadedWritable) : NONE,
+        loadedReadonly: resolved.loaded.length ? resolved.loaded.slice(loadedWritable) : NONE,
         inner: innerInstructionsOf(meta),
       },
       signature,
@@ -1101,7 +1121,7 @@ function ownersStable(tx: WireTransaction, names: string[]): number {
   for (const ix of tx.instructions) {
     const program = names[ix.programIndex]!;
     if (program === TOKEN_PROGRAM_ID || program === TOKEN_2022_PROGRAM_ID) {
-      const kind = ix.dataLength > 0 ? ix.data[0] : -1;
+      const kind = ix.dataLength > 0 ? ix.bytesOf()[ix.dataOffset] : -1;
       if (kind === 9 || (kind === 38 && program === TOKEN_2022_PROGRAM_ID)) result = OWNERS_STABLE; // CloseAccount, WithdrawExcessLamports
       continue;
     }
@@ -1126,7 +1146,7 @@ function memoSummary(tx: Pick<WireTransaction, 'instructions'>, names: string[])
   for (const ix of tx.instructions) {
     const program = names[ix.programIndex];
     if (program !== MEMO_PROGRAM_ID && program !== MEMO_V1_PROGRAM_ID) continue;
-    const text = `[${ix.dataLength}] ${ix.data.toString('utf8')}`;
+    const text = `[${ix.dataLength}] ${ix.bytesOf().toString('utf8', ix.dataOffset, ix.dataOffset + ix.dataLength)}`;
     out = out === null ? text : `${out}; ${text}`;
   }
   return out;

@@ -19,6 +19,10 @@ export class WireInstruction {
     readonly dataOffset: number,
     readonly dataLength: number,
   ) {}
+  /** the whole transaction the offsets point into */
+  bytesOf(): Buffer {
+    return this.bytes;
+  }
   get accounts(): Uint8Array {
     return (this.accountsView ??= this.bytes.subarray(this.accountsOffset, this.accountsOffset + this.accountsLength));
   }

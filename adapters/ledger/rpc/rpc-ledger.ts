@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { Connection, PublicKey, VersionedTransaction, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
+import { Connection, PublicKey, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
 import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
 import type {
   Commitment,
@@ -67,14 +67,9 @@ function isSignature(value: string): boolean {
   }
 }
 
-/** The transaction's own signature (its first), when the bytes parse; null otherwise. */
+/** The transaction's own signature: the first of its signatures (a one-byte count, then 64-byte signatures). */
 function firstSignature(wire: Uint8Array): string | null {
-  try {
-    const tx = VersionedTransaction.deserialize(wire);
-    return tx.signatures[0] ? base58Text.decode(tx.signatures[0]) : null;
-  } catch {
-    return null;
-  }
+  return wire.length > 65 && wire[0]! >= 1 && wire[0]! < 0x80 ? base58Text.decode(wire.subarray(1, 65)) : null;
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
