@@ -20,7 +20,10 @@ export interface OpenLedgersOptions {
   dataDir: string;
   devnet: LedgerSource;
   mainnet: LedgerSource;
-  /** serve the embedded devnet's JSON-RPC on this port (0 = any free port; WebSocket on port + 1); omit/null = no server */
+  /**
+   * serve the embedded devnet's JSON-RPC on this port and its PubSub WebSocket on port + 1, as agave does (0 = any
+   * free pair); omit/null = no server. Keep the two networks' ports two apart, e.g. 8899 and 8901.
+   */
   devnetRpcPort?: number | null | undefined;
   mainnetRpcPort?: number | null | undefined;
   /** bind address of those servers, default 127.0.0.1 */

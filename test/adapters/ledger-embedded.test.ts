@@ -1,5 +1,5 @@
 import test from 'ava';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
@@ -107,6 +107,17 @@ test('embedded: one process at a time opens a ledger directory', async (t) => {
   t.teardown(() => ledger.close());
   const e = await t.throwsAsync(openTestLedger({ dir }), { instanceOf: LedgerLockedError });
   t.is(e?.pid, process.pid);
+});
+
+test('embedded: a LOCK left by a dead process with our pid (a restarted container) does not block', async (t) => {
+  const dir = await ledgerDir();
+  t.teardown(() => removeDir(dir));
+  const first = await openTestLedger({ dir });
+  await first.close();
+  writeFileSync(join(dir, 'LOCK'), String(process.pid)); // as if this pid had crashed holding it
+  const again = await openTestLedger({ dir });
+  t.teardown(() => again.close());
+  t.pass();
 });
 
 test('embedded: mainnet has USDC and USDT on SPL Token and USDG on Token-2022 at their real addresses', async (t) => {

@@ -1,6 +1,6 @@
 import { closeSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { open } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 
 // The files of one embedded ledger under `${dataDir}/ledger/<network>/`:
 //   snapshot.bin        LiteSVM state (accounts, sysvars) + a JSON header; replaced atomically (write, fsync, rename)
@@ -102,7 +102,12 @@ export class LedgerLockedError extends Error {
   }
 }
 
-function alive(pid: number): boolean {
+/** Directories this process holds: a LOCK naming our own pid but not in here was left by a previous process that
+ * had the same pid (containers restart as pid 1). */
+const held = new Set<string>();
+
+function alive(pid: number, dir: string): boolean {
+  if (pid === process.pid) return held.has(resolve(dir));
   try {
     process.kill(pid, 0);
     return true;
@@ -115,7 +120,7 @@ function alive(pid: number): boolean {
 export function lockHolder(dir: string): number | null {
   try {
     const pid = Number(readFileSync(join(dir, 'LOCK'), 'utf8').trim());
-    return Number.isInteger(pid) && pid > 0 && alive(pid) ? pid : null;
+    return Number.isInteger(pid) && pid > 0 && alive(pid, dir) ? pid : null;
   } catch {
     return null;
   }
@@ -130,10 +135,12 @@ export function acquireLock(dir: string): () => void {
   for (let attempt = 0; attempt < 3; attempt++) {
     try {
       writeFileSync(path, String(process.pid), { flag: 'wx', mode: 0o600 });
+      held.add(resolve(dir));
       let released = false;
       return () => {
         if (released) return;
         released = true;
+        held.delete(resolve(dir));
         rmSync(path, { force: true });
       };
     } catch (e) {
@@ -168,7 +175,7 @@ export function withdrawRpc(dir: string): void {
 export function announcedRpc(dir: string): RpcAnnouncement | null {
   try {
     const a = JSON.parse(readFileSync(join(dir, 'rpc.json'), 'utf8')) as RpcAnnouncement;
-    return typeof a.url === 'string' && Number.isInteger(a.pid) && alive(a.pid) ? a : null;
+    return typeof a.url === 'string' && Number.isInteger(a.pid) && alive(a.pid, dir) ? a : null;
   } catch {
     return null;
   }
