@@ -269,7 +269,7 @@ test('embedded: openLedgers composes embedded and rpc ledgers, servers and the f
   t.is(opened.rpcUrls['chain-mainnet'], 'http://127.0.0.1:1');
   t.regex(opened.rpcUrls['chain-devnet']!, /^http:\/\/127\.0\.0\.1:\d+$/);
   const to = Keypair.generate().publicKey.toBase58();
-  await opened.faucet!({ network: 'chain-devnet', to, sol: 2 });
+  await opened.faucet!({ network: 'chain-devnet', to, sol: '2' });
   const viaRpc = new RpcLedger({ url: opened.rpcUrls['chain-devnet']! });
   t.is(await viaRpc.getBalance(to), 2n * SOL);
   t.is((await t.throwsAsync(opened.ledgers['chain-mainnet'].getSlot(), { instanceOf: DomainError }))?.code, 'rpc_unavailable');

@@ -1,3 +1,4 @@
+import type { Faucet, FaucetRequest, FaucetResult } from '../../../domain/ports/faucet.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
 import { decodeAddress } from './base58.ts';
@@ -7,26 +8,7 @@ import type { EmbeddedLedger } from './ledger.ts';
 // authority. Two front ends share this shape: in-process (the gateway, its dev route) and over a running ledger's
 // JSON-RPC (requestAirdrop + svc_mintStable), which is how the CLI reaches a ledger another process has open.
 
-export interface FaucetRequest {
-  network: Network;
-  /** recipient wallet */
-  to: string;
-  /** SOL to airdrop, decimal, e.g. "1.5" */
-  sol?: string | number | undefined;
-  /** stable symbol (USDC, USDT, USDG) or mint address */
-  token?: string | undefined;
-  /** token amount in whole units, decimal, e.g. "10" (required with token) */
-  amount?: string | number | undefined;
-}
-
-export interface FaucetResult {
-  network: Network;
-  to: string;
-  airdrop?: { signature: string; lamports: bigint };
-  mint?: { signature: string; symbol: string | null; mint: string; tokenAccount: string; amount: bigint; decimals: number };
-}
-
-export type Faucet = (request: FaucetRequest) => Promise<FaucetResult>;
+export type { Faucet, FaucetRequest, FaucetResult };
 
 const MAX_SOL_LAMPORTS = 1_000_000n * 1_000_000_000n;
 
