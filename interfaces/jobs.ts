@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { openCore, startJobRunner } from './app.ts';
+import { onShutdownSignal } from './shutdown.ts';
 
 // npm run jobs: the job runner on its own (npm start runs it in-process unless SVC_JOBS=off). Several runners on one
 // database share the work: each job runs once.
@@ -9,16 +10,10 @@ async function main(): Promise<void> {
   const core = await openCore(config, { ledgers: false });
   const runner = await startJobRunner(core.database.url, core.services, core.log);
   console.log(`svc job runner started on ${core.database.embedded ? `embedded PostgreSQL in ${config.dataDir}/pg` : 'DATABASE_URL'}`);
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
+  onShutdownSignal(async () => {
     await runner.stop();
     await core.close();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop());
-  process.on('SIGTERM', () => void stop());
+  });
 }
 
 main().catch((e) => {

@@ -1,6 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { ConfigError, loadConfig } from './config.ts';
 import { createApp } from './app.ts';
+import { onShutdownSignal } from './shutdown.ts';
 
 // npm start: embedded PostgreSQL under SVC_DATA_DIR (or DATABASE_URL), migrations, one HTTP port.
 
@@ -35,21 +36,10 @@ async function main(): Promise<void> {
   ];
   console.log(lines.join('\n'));
 
-  let stopping = false;
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
+  onShutdownSignal(async (signal) => {
     app.log.info({ signal }, 'shutting down');
-    const force = setTimeout(() => process.exit(1), 10_000);
-    force.unref();
-    try {
-      await app.close();
-    } finally {
-      process.exit(0);
-    }
-  };
-  process.on('SIGINT', () => void stop('SIGINT'));
-  process.on('SIGTERM', () => void stop('SIGTERM'));
+    await app.close();
+  });
 }
 
 main().catch((e) => {
