@@ -82,6 +82,17 @@ function expect429(t: ExecutionContext, res: Res, bucket: string, limit: number)
   return ms;
 }
 
+/**
+ * The real-clock tests count on every hit staying in the 60 s window until they finish; on a machine so loaded that a
+ * run takes longer, hits age out (as they should) and exact counts no longer apply — say so instead of a wrong diff.
+ */
+function stillInWindow(t: ExecutionContext, started: number): boolean {
+  const elapsed = Date.now() - started;
+  if (elapsed < 55_000) return true;
+  t.fail(`the run took ${elapsed} ms: the first hits have aged out of the 60 s window, exact counts do not apply`);
+  return false;
+}
+
 test('the defaults are the table of hosted-api §8 plus default 600', (t) => {
   t.like(DEFAULT_LIMITS, {
     prepare: 600,
@@ -143,6 +154,7 @@ test('default bucket: 600 sequential requests are admitted with remaining 599…
     t.is(r.headers.get('retry-after'), null);
     remaining.push(Number(r.headers.get('ratelimit-remaining')));
   }
+  if (!stillInWindow(t, started)) return;
   t.deepEqual(remaining, Array.from({ length: 600 }, (_, i) => 599 - i), 'RateLimit-Remaining counts down by one');
   const refused = await get(a, '/v1/payment-links', key);
   const ms = expect429(t, refused, 'default', 600);
@@ -162,6 +174,7 @@ test('default bucket: 600 sequential requests are admitted with remaining 599…
 test('default bucket under concurrency: batches of 20 admit exactly 600, RateLimit-Remaining never over-promises', async (t) => {
   const { a } = t.context;
   const key = await issueKey(a);
+  const started = Date.now();
   const remaining: number[] = [];
   const batches: string[] = [];
   for (let batch = 0; batch < 30; batch++) {
@@ -174,6 +187,7 @@ test('default bucket under concurrency: batches of 20 admit exactly 600, RateLim
     batches.push(results.map((r) => r.headers.get('ratelimit-remaining')).join(','));
   }
   t.is(remaining.length, 600);
+  if (!stillInWindow(t, started)) return;
   // Far from the limit a process admits from memory and may report fewer slots than are left (never more); from a
   // quarter of the limit on, every decision is the store's exact one, each remaining value exactly once.
   const sorted = [...remaining].sort((x, y) => y - x);
@@ -239,7 +253,9 @@ async function admittedAcross(apps: TestApp[], key: string, n: number, concurren
 test('two instances share the window: a key is not given twice the limit (alternating)', async (t) => {
   const { a, b } = t.context;
   const key = await issueKey(a);
+  const started = Date.now();
   const admitted = await admittedAcross([a, b], key, 40, false);
+  if (!stillInWindow(t, started)) return;
   t.log(`alternating: ${admitted} of 40 admitted with meta=10 on 2 instances`);
   // documented bound: limit + (N − 1) × LOCAL_SHARE × limit
   t.true(admitted >= 10 && admitted <= 10 + Math.floor(LOCAL_SHARE * 10), `admitted ${admitted}`);
@@ -253,7 +269,9 @@ test('two instances share the window: a key is not given twice the limit (altern
 test('two instances share the window: a concurrent burst of 40 (20 per instance)', async (t) => {
   const { a, b } = t.context;
   const key = await issueKey(a);
+  const started = Date.now();
   const admitted = await admittedAcross([a, b], key, 40, true);
+  if (!stillInWindow(t, started)) return;
   t.log(`burst: ${admitted} of 40 admitted with meta=10 on 2 instances`);
   t.true(admitted >= 10 && admitted <= 10 + Math.floor(LOCAL_SHARE * 10), `admitted ${admitted}`);
   t.true(admitted < 20);
@@ -266,6 +284,7 @@ test('two instances, waves of concurrent requests across several exchanges: with
   const { a, b } = t.context;
   const key = await issueKey(a);
   const { mint } = await recordAgent(a, key);
+  const started = Date.now();
   let admitted = 0;
   for (let wave = 0; wave < 6; wave++) {
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => get(i % 2 ? b : a, `/v1/agents/${mint}`, key)));
@@ -274,6 +293,7 @@ test('two instances, waves of concurrent requests across several exchanges: with
     await new Promise((r) => setTimeout(r, 120));
   }
   t.log(`waves: ${admitted} of 240 admitted with agents.read=100 on 2 instances`);
+  if (!stillInWindow(t, started)) return;
   t.true(admitted >= 100, `admitted ${admitted}`);
   t.true(admitted <= 100 + LOCAL_SHARE * 100, `admitted ${admitted}: over the documented bound`);
 });
