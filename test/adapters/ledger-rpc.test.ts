@@ -68,7 +68,7 @@ test('rpc: a node that never answers sendTransaction is submit_timeout, with the
   t.is(e?.code, 'submit_timeout');
   t.is(e?.status, 504);
   t.is(typeof e?.details?.signature, 'string');
-  t.true(Date.now() - started < 3_000);
+  t.true(Date.now() - started < 10_000, 'the deadline, not a hang');
   const read = await t.throwsAsync(ledger.getSlot(), { instanceOf: DomainError });
   t.is(read?.code, 'rpc_unavailable', 'a read that times out is the node being unavailable');
 });

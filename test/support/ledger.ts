@@ -141,7 +141,7 @@ export async function waitForCommitment<S extends { confirmationStatus: string }
   ledger: { getSignatureStatuses(signatures: string[]): Promise<(S | null)[]> },
   signature: string,
   level: 'confirmed' | 'finalized' = 'confirmed',
-  timeoutMs = 5_000,
+  timeoutMs = 30_000, // finalized waits for an fdatasync, slow on a disk busy with other suites
 ): Promise<S> {
   const rank = { processed: 0, confirmed: 1, finalized: 2 } as Record<string, number>;
   const deadline = Date.now() + timeoutMs;
