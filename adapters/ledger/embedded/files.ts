@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 
 // The files of one embedded ledger under `${dataDir}/ledger/<network>/`:
 //   snapshot.bin        LiteSVM state (accounts, sysvars) + a JSON header; replaced atomically (write, fsync, rename)
-//   history.log         landed transactions, one JSON line each (history.ts)
+//   history.log         landed transactions, one binary record each; also the write-ahead log (history.ts)
 //   mint-authority.json, faucet.json   local keypairs
 //   LOCK                pid of the process that has the ledger open
 //   rpc.json            { url, pid } of that process's JSON-RPC server, while it serves one

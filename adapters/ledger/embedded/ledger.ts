@@ -45,6 +45,11 @@ import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, 
 // One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
 // LiteSVM lacks — a slot clock, blockhashes that expire after 150 blocks, preflight, a signature index, history and
 // persistence. Every state change goes through send (or genesis), which keeps the account cache below coherent.
+//
+// Durability: state = the last snapshot (LiteSVM's own serialization, written atomically every 2000 transactions or
+// 5 s after a change, and on close) + the history log after it, executed again on open. A landed transaction is
+// processed at once, confirmed when its history record is written (once per event-loop turn) and finalized when
+// fdatasync'd; a killed process loses nothing confirmed, a lost machine nothing finalized.
 
 /** the real clusters' genesis hashes: clients (x402 among them) tell the network by it */
 export const GENESIS_HASH: Record<Network, string> = {
