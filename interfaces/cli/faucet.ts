@@ -2,6 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { faucetCommand as runFaucet } from '../app.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
+import { atomicToDecimal } from '../../domain/shared/money.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 
 // npm run faucet -- --network chain-devnet --to ADDR [--sol 1] [--token USDC --amount 10] [--json]
@@ -12,11 +13,6 @@ import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 const USAGE = 'usage: npm run faucet -- --network chain-devnet|chain-mainnet --to ADDRESS [--sol 1] [--token USDC --amount 10] [--json]';
 const ALIASES: Record<string, Network> = { devnet: 'chain-devnet', mainnet: 'chain-mainnet' };
 
-function decimal(amount: bigint, decimals: number): string {
-  const scale = 10n ** BigInt(decimals);
-  const fraction = (amount % scale).toString().padStart(decimals, '0').replace(/0+$/, '');
-  return fraction ? `${amount / scale}.${fraction}` : `${amount / scale}`;
-}
 
 async function main(argv: string[]): Promise<number> {
   let values;
@@ -54,7 +50,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (result.airdrop) console.log(`Airdropped ${Number(result.airdrop.lamports) / 1e9} SOL to ${result.to} on ${network}: ${result.airdrop.signature}`);
   if (result.mint) {
-    console.log(`Minted ${decimal(result.mint.amount, result.mint.decimals)} ${result.mint.symbol ?? result.mint.mint} to ${result.to} (token account ${result.mint.tokenAccount}): ${result.mint.signature}`);
+    console.log(`Minted ${atomicToDecimal(result.mint.amount, result.mint.decimals)} ${result.mint.symbol ?? result.mint.mint} to ${result.to} (token account ${result.mint.tokenAccount}): ${result.mint.signature}`);
   }
   console.log(`(via ${result.via})`);
   return 0;

@@ -1,3 +1,4 @@
+import { decimalToAtomic } from '../../../domain/shared/money.ts';
 import type { Faucet, FaucetRequest, FaucetResult } from '../../../domain/ports/faucet.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
@@ -14,11 +15,10 @@ const MAX_SOL_LAMPORTS = 1_000_000n * 1_000_000_000n;
 
 /** "10.5" with 6 decimals → 10_500_000n; null when not a non-negative decimal with at most `decimals` places. */
 export function parseDecimal(text: string, decimals: number): bigint | null {
-  const m = /^(\d{1,20})(?:\.(\d+))?$/.exec(text.trim());
-  if (!m) return null;
-  const fraction = m[2] ?? '';
-  if (fraction.length > decimals) return null;
-  return BigInt(m[1]!) * 10n ** BigInt(decimals) + BigInt((fraction + '0'.repeat(decimals)).slice(0, decimals) || '0');
+  const trimmed = text.trim();
+  // at most 20 whole digits: a faucet request is never near u64 overflow
+  if (!/^\d{1,20}(\.\d+)?$/.test(trimmed)) return null;
+  return decimalToAtomic(trimmed, decimals);
 }
 
 interface Plan {
