@@ -27,6 +27,7 @@ export const ERROR_CODES = {
   internal_error: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
   rpc_unavailable: { status: 502, trpc: 'BAD_GATEWAY' },
   upstream_failed: { status: 502, trpc: 'BAD_GATEWAY' },
+  facilitator_unavailable: { status: 502, trpc: 'BAD_GATEWAY' },
   service_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
   submit_timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
   payment_pending: { status: 504, trpc: 'GATEWAY_TIMEOUT' },

@@ -1,0 +1,162 @@
+import { z } from 'zod';
+import { Address } from '../shared/address.ts';
+import { CAIP2, Network, X402_V1_NETWORK } from '../shared/network.ts';
+import { FeeEnforcement, VERIFY_REASONS } from './schema.ts';
+
+// The x402 facilitator HTTP API as it travels (DECISIONS "Facilitator"; x402 v2 with v1 bodies accepted). These are
+// the wire shapes every facilitator adapter speaks: the in-process one calls FacilitatorService with them, the HTTP
+// one posts them. Unknown fields are kept (loose objects): x402 clients add extensions we pass through untouched.
+
+const AtomicAmount = z.string().regex(/^[1-9]\d{0,19}$/, 'an atomic amount: a positive integer as a decimal string');
+const Extra = z.record(z.string(), z.unknown());
+
+/** One x402 v2 "accepts" entry, e.g. { scheme: "exact", network: "solana:EtWT…", asset: "4zMM…", amount: "10000", payTo: "<treasury>", maxTimeoutSeconds: 60, extra: { feePayer } } */
+export const X402RequirementsV2 = z.looseObject({
+  scheme: z.string(),
+  network: z.string(),
+  asset: Address,
+  amount: AtomicAmount,
+  payTo: Address,
+  maxTimeoutSeconds: z.number().int().positive(),
+  extra: Extra.default({}),
+});
+export type X402RequirementsV2 = z.infer<typeof X402RequirementsV2>;
+
+/** The v1 form of the same offer (maxAmountRequired, resource, description, mimeType). */
+export const X402RequirementsV1 = z.looseObject({
+  scheme: z.string(),
+  network: z.string(),
+  maxAmountRequired: AtomicAmount,
+  resource: z.string(),
+  description: z.string().default(''),
+  mimeType: z.string().default(''),
+  payTo: Address,
+  maxTimeoutSeconds: z.number().int().positive(),
+  asset: Address,
+  outputSchema: Extra.optional(),
+  extra: Extra.default({}),
+});
+export type X402RequirementsV1 = z.infer<typeof X402RequirementsV1>;
+
+export const ResourceInfo = z.looseObject({
+  url: z.string(),
+  description: z.string().optional(),
+  mimeType: z.string().optional(),
+});
+export type ResourceInfo = z.infer<typeof ResourceInfo>;
+
+/** The "exact" SVM payload: the buyer-signed transaction, base64 of the wire bytes. */
+export const ExactSvmPayload = z.looseObject({ transaction: z.string().min(1).max(4096) });
+
+export const PaymentPayloadV2 = z.looseObject({
+  x402Version: z.literal(2),
+  resource: ResourceInfo.optional(),
+  accepted: X402RequirementsV2,
+  payload: ExactSvmPayload,
+  extensions: Extra.optional(),
+});
+export type PaymentPayloadV2 = z.infer<typeof PaymentPayloadV2>;
+
+export const PaymentPayloadV1 = z.looseObject({
+  x402Version: z.literal(1),
+  scheme: z.string(),
+  network: z.string(),
+  payload: ExactSvmPayload,
+});
+export type PaymentPayloadV1 = z.infer<typeof PaymentPayloadV1>;
+
+/** POST /verify and POST /settle body. */
+export const FacilitatorRequest = z.union([
+  z.looseObject({ x402Version: z.literal(2), paymentPayload: PaymentPayloadV2, paymentRequirements: X402RequirementsV2 }),
+  z.looseObject({ x402Version: z.literal(1), paymentPayload: PaymentPayloadV1, paymentRequirements: X402RequirementsV1 }),
+]);
+export type FacilitatorRequest = z.infer<typeof FacilitatorRequest>;
+
+/**
+ * Reasons beyond the pure verify's: request shape, network and asset support, the offer's fee terms against the
+ * facilitator's own, rent sponsorship, the duplicate guard, and what simulation and broadcast report.
+ */
+export const FACILITATOR_REASONS = [
+  ...VERIFY_REASONS,
+  'invalid_payload',
+  'unsupported_scheme',
+  'unsupported_network',
+  'unsupported_asset',
+  'requirements_mismatch',
+  'fee_terms_mismatch',
+  'ata_creation_not_sponsored',
+  'duplicate_settlement',
+  'transaction_expired',
+  'insufficient_funds',
+  'simulation_failed',
+  'settlement_failed',
+  'settlement_pending',
+] as const;
+export const FacilitatorReason = z.enum(FACILITATOR_REASONS);
+export type FacilitatorReason = z.infer<typeof FacilitatorReason>;
+
+/** e.g. { isValid: false, invalidReason: "wrong_amount", invalidMessage: "the transfer moves 1 atoms…", payer: "7Yk…" } */
+export const VerifyResponse = z.looseObject({
+  isValid: z.boolean(),
+  invalidReason: z.string().optional(),
+  invalidMessage: z.string().optional(),
+  payer: z.string().optional(),
+});
+export type VerifyResponse = z.infer<typeof VerifyResponse>;
+
+/**
+ * e.g. { success: true, transaction: "5VER…", network: "solana:EtWT…", payer: "7Yk…" }. On `settlement_pending`
+ * (broadcast, outcome not known in time) `transaction` holds the signature to poll; otherwise it is "" on failure.
+ */
+export const SettleResponse = z.looseObject({
+  success: z.boolean(),
+  errorReason: z.string().optional(),
+  errorMessage: z.string().optional(),
+  transaction: z.string(),
+  network: z.string(),
+  payer: z.string().optional(),
+});
+export type SettleResponse = z.infer<typeof SettleResponse>;
+
+export const SupportedResponse = z.looseObject({
+  kinds: z.array(z.looseObject({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), extra: Extra.optional() })),
+  extensions: z.array(z.string()),
+  signers: z.record(z.string(), z.array(z.string())),
+});
+export type SupportedResponse = z.infer<typeof SupportedResponse>;
+
+/** GET /health of the facilitator (fee-facilitator-mpp-tools §2.4, DECISIONS "Facilitator"). */
+export const FacilitatorHealth = z.looseObject({
+  ok: z.boolean(),
+  fee_payer: z.string(),
+  networks: z.array(Network),
+  protocol_fee: z.object({
+    bps: z.number().int(),
+    enforcement: FeeEnforcement,
+    /** the fee authority; per network in `authorities` when the two differ */
+    authority: z.string(),
+    authorities: z.record(z.string(), z.string()),
+  }),
+});
+export type FacilitatorHealth = z.infer<typeof FacilitatorHealth>;
+
+/** CAIP-2 id or v1 name → our network; undefined when it is neither. */
+export function networkFromX402(id: string): Network | undefined {
+  for (const n of Network.options) if (CAIP2[n] === id || X402_V1_NETWORK[n] === id) return n;
+  return undefined;
+}
+
+/** The v2 accept from either form (v1 maxAmountRequired → amount). */
+export function requirementsV2(r: X402RequirementsV2 | X402RequirementsV1): X402RequirementsV2 {
+  if ('amount' in r && typeof r.amount === 'string') return r as X402RequirementsV2;
+  const v1 = r as X402RequirementsV1;
+  return {
+    scheme: v1.scheme,
+    network: v1.network,
+    asset: v1.asset,
+    amount: v1.maxAmountRequired,
+    payTo: v1.payTo,
+    maxTimeoutSeconds: v1.maxTimeoutSeconds,
+    extra: v1.extra,
+  };
+}

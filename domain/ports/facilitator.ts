@@ -1,0 +1,21 @@
+import type { FacilitatorHealth, FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../facilitator/wire.ts';
+
+// The facilitator as the paywall sees it (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"). Two adapters:
+// in-process (the FacilitatorService of this process) and HTTP (SVC_PAYWALL_FACILITATOR_URL, any x402 v2
+// facilitator); test/adapters/facilitator-contract.ts holds both to this shape.
+//
+// A refused payment is a result, never a throw: verify → { isValid: false, invalidReason }, settle → { success:
+// false, errorReason }. Throws only when the facilitator cannot be asked:
+// - verify/supported/health unreachable or garbage → DomainError('facilitator_unavailable');
+// - settle sent but no answer in time → DomainError('payment_pending', …, { signature: null }): the payment may
+//   still land, so the caller must not treat it as refused. A settle the facilitator itself could not confirm in
+//   time answers { success: false, errorReason: "settlement_pending", transaction: "<signature>" } instead.
+
+export interface Facilitator {
+  /** e.g. { kinds: [{ x402Version: 2, scheme: "exact", network: "solana:EtWT…" }], extensions: [], signers: { "solana:*": ["FeeP…"] } } */
+  supported(): Promise<SupportedResponse>;
+  /** e.g. { ok: true, fee_payer: "FeeP…", networks: ["chain-devnet"], protocol_fee: { bps: 100, enforcement: "enforce", authority: "Fee1…", authorities: {…} } } */
+  health(): Promise<FacilitatorHealth>;
+  verify(request: FacilitatorRequest): Promise<VerifyResponse>;
+  settle(request: FacilitatorRequest): Promise<SettleResponse>;
+}
