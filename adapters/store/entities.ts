@@ -77,6 +77,7 @@ export interface PaymentLinkRow {
   protocol: string;
   response: { status: number; mimeType: string; body: unknown };
   webhookUrl: string | null;
+  webhookSecret: string | null;
   wrapReceipt: boolean;
   settlePolicy: string;
   metadata: Record<string, unknown>;
@@ -108,6 +109,7 @@ export const PaymentLinkEntity = new EntitySchema<PaymentLinkRow>({
     protocol: { type: 'string' },
     response: { type: 'json' },
     webhookUrl: { type: 'string', nullable: true },
+    webhookSecret: { type: 'string', nullable: true },
     wrapReceipt: { type: 'boolean' },
     settlePolicy: { type: 'string' },
     metadata: { type: 'json' },

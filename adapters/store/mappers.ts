@@ -49,6 +49,7 @@ export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   protocol: r.protocol as PaymentLinkRecord['protocol'],
   response: r.response,
   webhookUrl: r.webhookUrl,
+  webhookSecret: r.webhookSecret,
   wrapReceipt: r.wrapReceipt,
   settlePolicy: r.settlePolicy as PaymentLinkRecord['settlePolicy'],
   metadata: r.metadata,

@@ -9,7 +9,9 @@ import type {
   EventFilter,
   EventRepository,
   PaymentLinkListQuery,
+  PaidCallRepository,
   PaymentLinkRepository,
+  ReceiptRepository,
   Repositories,
   Store,
 } from '../../domain/ports/store.ts';
@@ -17,6 +19,8 @@ import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { AgentRecord } from '../../domain/agents/schema.ts';
 import type { ApiKeyRecord } from '../../domain/access/schema.ts';
+import type { ReceiptRecord, ReceiptV1 } from '../../domain/receipts/schema.ts';
+import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
 import { agentFromRow, agentToRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
@@ -24,6 +28,8 @@ import { agentFromRow, agentToRow, apiKeyFromRow, apiKeyToRow, eventFromRow, pay
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
 const EVENTS_LOCK = 7_201_002;
+/** receipt chains: one transaction-scoped lock per (network, agent), keyed (RECEIPTS_LOCK, hashtext(…)) */
+const RECEIPTS_LOCK = 7_201_003;
 export const EVENTS_CHANNEL = 'svc_events';
 
 export async function initOrm(url: string, poolMax = 10): Promise<MikroORM> {
@@ -69,6 +75,45 @@ function eventWhere(network: Network, filter: EventFilter): Record<string, unkno
   }
   return where;
 }
+
+interface ReceiptRow {
+  network: Network;
+  source: string;
+  body: ReceiptV1;
+  created_at: Date;
+}
+
+const receiptFromRow = (r: ReceiptRow): ReceiptRecord => ({ network: r.network, receipt: r.body, source: r.source, createdAt: new Date(r.created_at) });
+
+interface PaidCallRow {
+  network: Network;
+  payment_key: string;
+  link_pk: string;
+  link_id: string;
+  status: PaidCallRecord['status'];
+  signature: string | null;
+  payer: string | null;
+  response: PaidCallRecord['response'];
+  locked_until: Date;
+  created_at: Date;
+  updated_at: Date;
+  expires_at: Date;
+}
+
+const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
+  network: r.network,
+  paymentKey: r.payment_key,
+  linkPk: r.link_pk,
+  linkId: r.link_id,
+  status: r.status,
+  signature: r.signature,
+  payer: r.payer,
+  response: r.response,
+  lockedUntil: new Date(r.locked_until),
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+  expiresAt: new Date(r.expires_at),
+});
 
 class Repos implements Repositories {
   constructor(
@@ -153,6 +198,99 @@ class Repos implements Repositories {
       await this.em().nativeUpdate(PaymentLinkEntity, { pk }, fields);
     },
     delete: async (network: Network, id: string) => (await this.em().nativeDelete(PaymentLinkEntity, { network, id })) > 0,
+    countCall: async (network, pk, call) => {
+      await this.em().execute(
+        `update payment_links set call_count = call_count + 1, last_called_at = ?,
+           settled_count = settled_count + (case when ?::text is null then 0 else 1 end),
+           last_settled_at = case when ?::text is null then last_settled_at else ? end,
+           last_tx_sig = coalesce(?::text, last_tx_sig)
+         where network = ? and pk = ?`,
+        [call.at, call.settledTxSig, call.settledTxSig, call.at, call.settledTxSig, network, pk],
+      );
+    },
+  };
+
+  readonly receipts: ReceiptRepository = {
+    lockHead: async (network, agent) => {
+      if (!this.inTransaction) throw new Error('receipts.lockHead must run inside store.transaction');
+      const em = this.em();
+      await em.execute('select pg_advisory_xact_lock(?, hashtext(?))', [RECEIPTS_LOCK, `${network}:${agent}`]);
+      const rows = (await em.execute(
+        `select nonce::int as nonce, receipt_hash from receipts where network = ? and agent = ? order by nonce desc limit 1`,
+        [network, agent],
+      )) as { nonce: number; receipt_hash: string }[];
+      return rows[0] ? { nonce: rows[0].nonce, receiptHash: rows[0].receipt_hash } : null;
+    },
+    insert: async (r: ReceiptRecord) => {
+      try {
+        await this.em().execute(
+          `insert into receipts (network, agent, nonce, kind, receipt_hash, prev_receipt_hash, tx_sig, source, body, created_at)
+           values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
+          [r.network, r.receipt.agent, r.receipt.nonce, r.receipt.kind, r.receipt.receipt_hash, r.receipt.prev_receipt_hash,
+            r.receipt.tx_sig ?? null, r.source, JSON.stringify(r.receipt), r.createdAt],
+        );
+      } catch (e) {
+        if (e instanceof UniqueConstraintViolationException) {
+          throw new DomainError('receipt_chain_invalid', `Receipt nonce ${r.receipt.nonce} or hash is already on the chain of ${r.receipt.agent}.`);
+        }
+        throw e;
+      }
+    },
+    get: async (network, receiptHash) => {
+      const rows = (await this.em().execute(`select * from receipts where network = ? and receipt_hash = ?`, [network, receiptHash])) as ReceiptRow[];
+      return rows[0] ? receiptFromRow(rows[0]) : null;
+    },
+    listByAgent: async (network, agent, q) => {
+      const rows = (await this.em().execute(
+        `select * from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`,
+        [network, agent, q.afterNonce ?? -1, q.limit],
+      )) as ReceiptRow[];
+      return rows.map(receiptFromRow);
+    },
+  };
+
+  readonly paidCalls: PaidCallRepository = {
+    claim: async (c) => {
+      const em = this.em();
+      const claimed = (await em.execute(
+        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, locked_until, created_at, updated_at, expires_at)
+         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?)
+         on conflict (network, payment_key) do update
+           set status = 'running', locked_until = excluded.locked_until, updated_at = excluded.updated_at,
+               signature = case when paid_calls.expires_at <= excluded.updated_at then null else paid_calls.signature end,
+               response = case when paid_calls.expires_at <= excluded.updated_at then null else paid_calls.response end,
+               link_pk = excluded.link_pk, link_id = excluded.link_id,
+               created_at = case when paid_calls.expires_at <= excluded.updated_at then excluded.created_at else paid_calls.created_at end,
+               expires_at = case when paid_calls.expires_at <= excluded.updated_at then excluded.expires_at else paid_calls.expires_at end
+           where paid_calls.expires_at <= excluded.updated_at
+              or (paid_calls.status in ('running', 'pending') and paid_calls.locked_until <= excluded.updated_at)
+         returning *`,
+        [c.network, c.paymentKey, c.linkPk, c.linkId, c.lockedUntil, c.at, c.at, c.expiresAt],
+      )) as PaidCallRow[];
+      if (claimed[0]) return { claimed: true, record: paidCallFromRow(claimed[0]) };
+      const existing = await this.paidCalls.get(c.network, c.paymentKey);
+      if (!existing) return this.paidCalls.claim(c);
+      return { claimed: false, record: existing };
+    },
+    get: async (network, paymentKey) => {
+      const rows = (await this.em().execute(`select * from paid_calls where network = ? and payment_key = ?`, [network, paymentKey])) as PaidCallRow[];
+      return rows[0] ? paidCallFromRow(rows[0]) : null;
+    },
+    markPending: async (network, paymentKey, signature, at) => {
+      await this.em().execute(
+        `update paid_calls set status = 'pending', signature = coalesce(?, signature), locked_until = ?, updated_at = ? where network = ? and payment_key = ?`,
+        [signature, at, at, network, paymentKey],
+      );
+    },
+    complete: async (network, paymentKey, done) => {
+      await this.em().execute(
+        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, updated_at = ? where network = ? and payment_key = ?`,
+        [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
+      );
+    },
+    release: async (network, paymentKey) => {
+      await this.em().execute(`delete from paid_calls where network = ? and payment_key = ? and status <> 'done'`, [network, paymentKey]);
+    },
   };
 
   readonly events: EventRepository = {
@@ -163,9 +301,9 @@ class Repos implements Repositories {
       // Serialise appends until commit so seq order equals commit order: a cursor on seq never skips a late commit.
       await em.execute('select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
       const rows = (await em.execute(
-        `insert into events (id, network, kind, phase, agent_asset, metadata, confirmed_at, created_at, updated_at)
-         values (?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
-        [e.id, e.network, e.kind, e.phase, e.agentAsset, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
+        `insert into events (id, network, kind, phase, agent_asset, signature, metadata, confirmed_at, created_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
+        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.signature ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
       )) as { seq: string }[];
       const seq = rows[0]!.seq;
       await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
@@ -176,7 +314,7 @@ class Repos implements Repositories {
         phase: e.phase,
         network: e.network,
         agentAsset: e.agentAsset,
-        signature: null,
+        signature: e.signature ?? null,
         blockTime: null,
         confirmedAt: e.confirmedAt ?? null,
         slot: null,

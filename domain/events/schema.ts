@@ -43,6 +43,8 @@ export interface NewEvent {
   metadata: Record<string, unknown>;
   createdAt: Date;
   confirmedAt?: Date | null;
+  /** the transaction the event is about, e.g. a settlement */
+  signature?: string | null;
 }
 
 export const Event = z.object({

@@ -20,6 +20,7 @@ export interface DecodedTransaction {
   /** static account keys; the first `numRequiredSignatures` are the signers, the first of all the fee payer */
   accountKeys: string[];
   numRequiredSignatures: number;
+  recentBlockhash: string;
   addressTableLookups: number;
   instructions: DecodedInstruction[];
 }
@@ -105,6 +106,7 @@ export function decodeTransaction(wire: Uint8Array): DecodedTransaction {
     signatures,
     accountKeys,
     numRequiredSignatures: header.numRequiredSignatures,
+    recentBlockhash: message.recentBlockhash,
     addressTableLookups,
     instructions,
   };

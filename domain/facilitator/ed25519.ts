@@ -1,4 +1,5 @@
-import { createPublicKey, verify } from 'node:crypto';
+import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
+import { PublicKey } from '@solana/web3.js';
 
 // Ed25519 signature checks with node's native implementation: pure computation, no I/O.
 
@@ -22,4 +23,33 @@ export function verifyEd25519(publicKey: Uint8Array, message: Uint8Array, signat
 export function isAllZero(bytes: Uint8Array): boolean {
   for (const b of bytes) if (b !== 0) return false;
   return true;
+}
+
+/** RFC 8410 PKCS#8 header for an Ed25519 private key; the 32-byte seed follows it. */
+const ED25519_PKCS8_PREFIX = Uint8Array.from([0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20]);
+
+/** The facilitator's fee payer: signs message bytes with node's native Ed25519 (the settle hot path). */
+export interface FeePayerSigner {
+  /** base58 public key */
+  address: string;
+  sign(message: Uint8Array): Uint8Array;
+}
+
+/**
+ * From a Solana 64-byte secret key (seed ‖ public key). Throws when the public half does not belong to the seed —
+ * a mismatched key file would otherwise sign as someone else.
+ */
+export function feePayerFromSecretKey(secretKey: Uint8Array): FeePayerSigner {
+  if (secretKey.length !== 64) throw new Error(`a secret key has 64 bytes, got ${secretKey.length}`);
+  const der = new Uint8Array(ED25519_PKCS8_PREFIX.length + 32);
+  der.set(ED25519_PKCS8_PREFIX, 0);
+  der.set(secretKey.subarray(0, 32), ED25519_PKCS8_PREFIX.length);
+  const key = createPrivateKey({ key: Buffer.from(der), format: 'der', type: 'pkcs8' });
+  const spki = createPublicKey(key).export({ format: 'der', type: 'spki' });
+  const publicKey = Uint8Array.from(spki.subarray(spki.length - 32));
+  if (!publicKey.every((b, i) => b === secretKey[32 + i])) throw new Error('the secret key’s public half does not match its seed');
+  return {
+    address: new PublicKey(publicKey).toBase58(),
+    sign: (message) => new Uint8Array(sign(null, message, key)),
+  };
 }

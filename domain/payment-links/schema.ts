@@ -130,6 +130,8 @@ export const PaymentLink = z.object({
   protocol: Protocol,
   response: z.object({ status: z.number().int(), mimeType: z.string(), body: z.unknown() }),
   webhook_url: z.string().nullable(),
+  /** whsec_…: verifies the X-Svc-Signature of this link's webhook POSTs; null without a webhook_url */
+  webhook_secret: z.string().nullable(),
   wrap_receipt: z.boolean(),
   settle_policy: SettlePolicy,
   disabled: z.boolean(),
@@ -172,6 +174,8 @@ export interface PaymentLinkRecord {
   protocol: z.infer<typeof Protocol>;
   response: { status: number; mimeType: string; body: unknown };
   webhookUrl: string | null;
+  /** signs the per-link webhook POST (DECISIONS "Webhooks" scheme); set while a webhook_url is */
+  webhookSecret: string | null;
   wrapReceipt: boolean;
   settlePolicy: z.infer<typeof SettlePolicy>;
   metadata: Record<string, unknown>;

@@ -10,6 +10,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { AgentService } from '../agents/service.ts';
 import { payToFor, treasuryOf } from '../treasury/derive.ts';
 import { parsePrice, ParsePriceInput, priceSymbol } from './price.ts';
+import { newWebhookSecret } from '../webhooks/signature.ts';
 import { z } from 'zod';
 import {
   CreatePaymentLinkInput,
@@ -29,6 +30,15 @@ interface Deps {
 }
 
 const CursorShape = z.object({ pk: z.string() });
+
+/**
+ * {base_url}/x/{id}; the paywall resolves chain-mainnet unless told otherwise (hosted-api §4.2 rule 2), so a devnet
+ * link's URL names its network and works as shared.
+ */
+export function shareUrl(baseUrl: string, network: Network, id: string): string {
+  const url = `${baseUrl}/x/${encodeURIComponent(id)}`;
+  return network === 'chain-mainnet' ? url : `${url}?network=${network}`;
+}
 
 /** hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. */
 export function acceptsFor(network: Network, ownerAgent: string, amountAtomic: bigint, currencies: StableSymbol[]): AcceptEntry[] {
@@ -78,11 +88,12 @@ export class PaymentLinkService {
       protocol: r.protocol,
       response: r.response,
       webhook_url: r.webhookUrl,
+      webhook_secret: r.webhookUrl ? r.webhookSecret : null,
       wrap_receipt: r.wrapReceipt,
       settle_policy: r.settlePolicy,
       disabled: r.disabled,
       facilitator: facilitatorUrl,
-      share_url: `${baseUrl}/x/${encodeURIComponent(r.id)}`,
+      share_url: shareUrl(baseUrl, r.network, r.id),
       accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies]),
       counters: {
         call_count: r.callCount,
@@ -118,6 +129,7 @@ export class PaymentLinkService {
       protocol: parsed.protocol ?? 'x402',
       response: parsed.response,
       webhookUrl: parsed.webhook_url ?? null,
+      webhookSecret: parsed.webhook_url ? newWebhookSecret() : null,
       wrapReceipt: parsed.wrap_receipt ?? false,
       settlePolicy: parsed.settle_policy ?? 'before_forward',
       metadata: parsed.metadata ?? {},
@@ -175,7 +187,11 @@ export class PaymentLinkService {
       if (patch.method !== undefined) next.method = patch.method;
       if (patch.protocol !== undefined) next.protocol = patch.protocol;
       if (patch.response !== undefined) next.response = patch.response;
-      if (patch.webhook_url !== undefined) next.webhookUrl = patch.webhook_url;
+      if (patch.webhook_url !== undefined) {
+        next.webhookUrl = patch.webhook_url;
+        // The secret outlives URL changes (receivers keep verifying); it is made when a first URL is set.
+        if (patch.webhook_url && !next.webhookSecret) next.webhookSecret = newWebhookSecret();
+      }
       if (patch.wrap_receipt !== undefined) next.wrapReceipt = patch.wrap_receipt;
       if (patch.settle_policy !== undefined) next.settlePolicy = patch.settle_policy;
       if (patch.metadata !== undefined) next.metadata = patch.metadata;

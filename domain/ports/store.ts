@@ -3,6 +3,8 @@ import type { ApiKeyRecord } from '../access/schema.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import type { EventRecord, NewEvent } from '../events/schema.ts';
+import type { ChainHead, ReceiptRecord } from '../receipts/schema.ts';
+import type { PaidCallRecord, StoredResponse } from '../paywall/schema.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -39,6 +41,40 @@ export interface PaymentLinkRepository {
   update(record: PaymentLinkRecord): Promise<void>;
   /** true when a row was removed */
   delete(network: Network, id: string): Promise<boolean>;
+  /** hosted-api §2.4 counters of a paid call, in place (no read-modify-write) */
+  countCall(network: Network, pk: string, call: { at: Date; settledTxSig: string | null }): Promise<void>;
+}
+
+export interface ReceiptRepository {
+  /**
+   * Inside a transaction: locks the agent's chain until commit and returns its head (null when empty), so
+   * concurrent appends to one agent queue up and never fork the chain.
+   */
+  lockHead(network: Network, agent: string): Promise<ChainHead | null>;
+  /** throws DomainError `receipt_chain_invalid` when the nonce is taken */
+  insert(record: ReceiptRecord): Promise<void>;
+  get(network: Network, receiptHash: string): Promise<ReceiptRecord | null>;
+  /** oldest first */
+  listByAgent(network: Network, agent: string, query: { afterNonce?: number | undefined; limit: number }): Promise<ReceiptRecord[]>;
+}
+
+/** DECISIONS "x402 on the paywall": one row per payment transaction, the exactly-once record. */
+export interface PaidCallRepository {
+  /**
+   * Takes the payment for this request: inserts a `running` row, or takes over one whose lease lapsed (`pending`
+   * after an unknown settle outcome, or `running` of a crashed request), or one past its 24 h. Otherwise returns
+   * the row as it is (done, or running elsewhere).
+   */
+  claim(claim: { network: Network; paymentKey: string; linkPk: string; linkId: string; lockedUntil: Date; at: Date; expiresAt: Date }): Promise<
+    { claimed: true; record: PaidCallRecord } | { claimed: false; record: PaidCallRecord }
+  >;
+  get(network: Network, paymentKey: string): Promise<PaidCallRecord | null>;
+  /** settle outcome unknown: keep the signature; a replay may take over at once */
+  markPending(network: Network, paymentKey: string, signature: string | null, at: Date): Promise<void>;
+  /** stores the response served for this payment (inside the side-effect transaction) */
+  complete(network: Network, paymentKey: string, done: { signature: string; payer: string | null; response: StoredResponse; at: Date }): Promise<void>;
+  /** the payment was refused and nothing moved: forget it */
+  release(network: Network, paymentKey: string): Promise<void>;
 }
 
 export interface EventFilter {
@@ -68,6 +104,8 @@ export interface Repositories {
   agents: AgentRepository;
   paymentLinks: PaymentLinkRepository;
   events: EventRepository;
+  receipts: ReceiptRepository;
+  paidCalls: PaidCallRepository;
 }
 
 export interface Store extends Repositories {

@@ -6,7 +6,7 @@ import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, PublicKey, SystemProgram, 
 import { AuthorityType, createAssociatedTokenAccountIdempotentInstruction, createCloseAccountInstruction, createSetAuthorityInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
 import { EmbeddedLedger, LedgerLockedError, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
 import { createFaucet, parseDecimal } from '../../adapters/ledger/embedded/faucet.ts';
-import { encodeBase58 } from '../../adapters/ledger/embedded/base58.ts';
+import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';

@@ -136,7 +136,7 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
   });
   t.is(link.accepts.length, 1);
   t.like(link.accepts[0], { scheme: 'exact', amount: '250000', currency: 'USDC', payTo: link.payTo });
-  t.true(link.shareUrl.endsWith('/x/gql-weather'));
+  t.true(link.shareUrl.endsWith('/x/gql-weather?network=chain-devnet'));
   t.is(link.createdAt, link.updatedAt);
 
   const read = await gql(t, GET_LINK, { id: link.id });

@@ -103,7 +103,7 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
   t.deepEqual(link.accepts_currencies, []);
   t.is(link.facilitator, `${app.services.settings.baseUrl}/facilitator`);
   t.regex(link.facilitator, /^https?:\/\//);
-  t.is(link.share_url, `${app.services.settings.baseUrl}/x/${link.id}`);
+  t.is(link.share_url, `${app.services.settings.baseUrl}/x/${link.id}?network=chain-devnet`);
   t.deepEqual(link.accepts, [{ scheme: 'exact', network: DEVNET_CAIP2, pay_to: payTo, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' }]);
   t.deepEqual(link.counters, { call_count: 0, settled_count: 0, last_called_at: null, last_settled_at: null, last_tx_sig: null });
   t.regex(link.created_at, ISO_MS);
@@ -148,7 +148,7 @@ test('a caller-chosen slug: 409 conflict when taken, reusable after DELETE (204,
   const first = await createLink(t, mint, { id: 'weather-now' });
   t.is(first.id, 'weather-now');
   t.is(first.path, '/x/weather-now');
-  t.is(first.share_url, `${app.services.settings.baseUrl}/x/weather-now`);
+  t.is(first.share_url, `${app.services.settings.baseUrl}/x/weather-now?network=chain-devnet`);
 
   const dup = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { id: 'weather-now', label: 'Other' }) });
   expectError(t, dup, 409, 'conflict');

@@ -2,7 +2,7 @@ import { decimalToAtomic } from '../../../domain/shared/money.ts';
 import type { Faucet, FaucetRequest, FaucetResult } from '../../../domain/ports/faucet.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
-import { decodeAddress } from './base58.ts';
+import { decodeAddress } from '../../../domain/shared/base58.ts';
 import type { EmbeddedLedger } from './ledger.ts';
 
 // The faucet of the embedded ledgers: SOL from the local faucet key, curated stables minted by the local mint

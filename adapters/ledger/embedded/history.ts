@@ -1,7 +1,7 @@
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, ftruncateSync, openSync, readSync, writeSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
 import type { LedgerTransactionError } from '../../../domain/ports/ledger.ts';
-import { encodeBase58 } from './base58.ts';
+import { encodeBase58 } from '../../../domain/shared/base58.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './token.ts';
 
 // The transaction history of one embedded ledger: an append-only file with one binary record per landed

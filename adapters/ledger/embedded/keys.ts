@@ -1,7 +1,7 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { encodeBase58 } from './base58.ts';
+import { encodeBase58 } from '../../../domain/shared/base58.ts';
 
 // Local keys of the embedded ledger (mint authority, faucet), kept as Solana CLI keypair files (a JSON array of the
 // 64-byte secret key), owner-only. Signing uses node's native ed25519: web3.js's JavaScript ed25519 costs milliseconds.

@@ -20,7 +20,7 @@ import type {
   TransactionTokenBalance,
 } from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
-import { decodeAddress, decodeBase58, encodeBase58 } from './base58.ts';
+import { decodeAddress, decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
 import { transactionErrorJson } from './errors.ts';
 import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
 import { History, type HistoryEntry, type RawInner, type RawTokenBalance, type StoredTokenBalance, type StoredTransaction } from './history.ts';

@@ -1,5 +1,5 @@
 import type { LedgerAccount } from '../../../domain/ports/ledger.ts';
-import { encodeBase58 } from './base58.ts';
+import { encodeBase58 } from '../../../domain/shared/base58.ts';
 import type { StoredTokenBalance } from './history.ts';
 import type { EmbeddedLedger, TransactionRecord } from './ledger.ts';
 import {

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { findStable } from '../../../domain/shared/network.ts';
-import { decodeAddress, decodeBase58 } from './base58.ts';
+import { decodeAddress, decodeBase58 } from '../../../domain/shared/base58.ts';
 import { describeTransactionError } from './errors.ts';
 import { announceRpc, withdrawRpc } from './files.ts';
 import { toJson } from './json.ts';

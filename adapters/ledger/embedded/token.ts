@@ -1,5 +1,5 @@
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
-import { encodeBase58 } from './base58.ts';
+import { encodeBase58 } from '../../../domain/shared/base58.ts';
 
 // SPL Token / Token-2022 account layouts: enough to read balances and answer jsonParsed like the RPC does.
 

@@ -64,6 +64,7 @@ export const PaymentLinkRef = builder.objectRef<PaymentLink>('PaymentLink').impl
     protocol: t.expose('protocol', { type: ProtocolEnum }),
     response: t.expose('response', { type: LinkResponseRef }),
     webhookUrl: t.exposeString('webhook_url', { nullable: true }),
+    webhookSecret: t.exposeString('webhook_secret', { nullable: true, description: 'Verifies the X-Svc-Signature of this link’s webhook POSTs.' }),
     wrapReceipt: t.exposeBoolean('wrap_receipt'),
     settlePolicy: t.expose('settle_policy', { type: SettlePolicyEnum }),
     disabled: t.exposeBoolean('disabled'),

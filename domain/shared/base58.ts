@@ -1,5 +1,5 @@
-// Base58 (Bitcoin alphabet) for signatures, addresses and blockhashes. A local copy because the hot path encodes a
-// signature per transaction and @solana/kit's codec is ~10x slower on 64 bytes.
+// Base58 (Bitcoin alphabet) for signatures, addresses and blockhashes. Our own because the hot paths (ledger, settle)
+// encode a signature per transaction and @solana/kit's codec is ~10x slower on 64 bytes.
 
 const ALPHABET = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 const INDEX = new Int16Array(128).fill(-1);

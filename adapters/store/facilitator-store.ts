@@ -1,0 +1,117 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+import type { Network } from '../../domain/shared/network.ts';
+import type {
+  ClaimResult,
+  FacilitatorStore,
+  SettlementRecord,
+  SponsorshipDecision,
+  SponsorshipRequest,
+} from '../../domain/ports/facilitator-store.ts';
+
+interface SettlementRow {
+  network: Network;
+  signature: string;
+  status: SettlementRecord['status'];
+  payer: string;
+  blockhash: string;
+  error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const fromRow = (r: SettlementRow): SettlementRecord => ({
+  network: r.network,
+  signature: r.signature,
+  status: r.status,
+  payer: r.payer,
+  blockhash: r.blockhash,
+  error: r.error,
+  createdAt: new Date(r.created_at),
+  updatedAt: new Date(r.updated_at),
+});
+
+/** The facilitator's tables in plain SQL: each decision is one statement or one short transaction. */
+export class MikroOrmFacilitatorStore implements FacilitatorStore {
+  constructor(private readonly orm: MikroORM) {}
+
+  private exec<T>(sql: string, params: unknown[] = []): Promise<T[]> {
+    return this.orm.em.fork({ useContext: false }).execute(sql, params) as Promise<T[]>;
+  }
+
+  async claimSettlement(r: { network: Network; signature: string; payer: string; blockhash: string; at: Date }): Promise<ClaimResult> {
+    // The primary key is the decision point across instances; a failed row (nothing landed) may be claimed again.
+    const claimed = await this.exec<{ signature: string }>(
+      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, created_at, updated_at)
+       values (?, ?, 'pending', ?, ?, null, ?, ?)
+       on conflict (network, signature) do update
+         set status = 'pending', error = null, updated_at = excluded.updated_at
+         where facilitator_settlements.status = 'failed'
+       returning signature`,
+      [r.network, r.signature, r.payer, r.blockhash, r.at, r.at],
+    );
+    if (claimed.length) return { claimed: true };
+    const existing = await this.getSettlement(r.network, r.signature);
+    if (!existing) return this.claimSettlement(r); // deleted in between: try again
+    return { claimed: false, existing };
+  }
+
+  async finishSettlement(network: Network, signature: string, status: 'settled' | 'failed', error: string | null, at: Date): Promise<void> {
+    await this.exec(`update facilitator_settlements set status = ?, error = ?, updated_at = ? where network = ? and signature = ?`, [
+      status,
+      error,
+      at,
+      network,
+      signature,
+    ]);
+  }
+
+  async getSettlement(network: Network, signature: string): Promise<SettlementRecord | null> {
+    const rows = await this.exec<SettlementRow>(`select * from facilitator_settlements where network = ? and signature = ?`, [network, signature]);
+    return rows[0] ? fromRow(rows[0]) : null;
+  }
+
+  async checkSponsorship(r: Omit<SponsorshipRequest, 'signature'>): Promise<SponsorshipDecision> {
+    const rows = await this.exec<{ sponsored: boolean; used: string }>(
+      `select exists (select 1 from rent_sponsorships where network = ? and owner = ? and mint = ?) as sponsored,
+              coalesce((select lamports_used from rent_budget where network = ? and day = ?), 0)::text as used`,
+      [r.network, r.owner, r.mint, r.network, r.day],
+    );
+    const row = rows[0]!;
+    if (row.sponsored) return 'already_sponsored';
+    return BigInt(row.used) + r.lamports > r.dailyBudget ? 'budget_exhausted' : 'ok';
+  }
+
+  async reserveSponsorship(r: SponsorshipRequest): Promise<SponsorshipDecision> {
+    return this.orm.em.fork({ useContext: false }).transactional(async (em) => {
+      const inserted = (await em.execute(
+        `insert into rent_sponsorships (network, owner, mint, account, lamports, signature, day, created_at)
+         values (?, ?, ?, ?, ?, ?, ?, now()) on conflict do nothing returning owner`,
+        [r.network, r.owner, r.mint, r.account, r.lamports.toString(), r.signature, r.day],
+      )) as unknown[];
+      if (!inserted.length) return 'already_sponsored';
+      await em.execute(`insert into rent_budget (network, day, lamports_used) values (?, ?, 0) on conflict do nothing`, [r.network, r.day]);
+      // Conditional increment: concurrent reservations serialise on the budget row and none overspends.
+      const spent = (await em.execute(
+        `update rent_budget set lamports_used = lamports_used + ? where network = ? and day = ? and lamports_used + ? <= ? returning day`,
+        [r.lamports.toString(), r.network, r.day, r.lamports.toString(), r.dailyBudget.toString()],
+      )) as unknown[];
+      if (!spent.length) {
+        await em.execute(`delete from rent_sponsorships where network = ? and owner = ? and mint = ?`, [r.network, r.owner, r.mint]);
+        return 'budget_exhausted';
+      }
+      return 'ok';
+    });
+  }
+
+  async releaseSponsorships(network: Network, signature: string): Promise<void> {
+    await this.orm.em.fork({ useContext: false }).transactional(async (em) => {
+      const released = (await em.execute(
+        `delete from rent_sponsorships where network = ? and signature = ? returning lamports::text as lamports, day::text as day`,
+        [network, signature],
+      )) as { lamports: string; day: string }[];
+      for (const r of released) {
+        await em.execute(`update rent_budget set lamports_used = greatest(lamports_used - ?, 0) where network = ? and day = ?`, [r.lamports, network, r.day]);
+      }
+    });
+  }
+}

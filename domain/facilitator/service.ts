@@ -1,0 +1,440 @@
+import { PublicKey, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
+import { createAssociatedTokenAccountIdempotentInstruction } from '@solana/spl-token';
+import { encodeBase58 } from '../shared/base58.ts';
+import { CAIP2, Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { Facilitator } from '../ports/facilitator.ts';
+import type { FacilitatorStore } from '../ports/facilitator-store.ts';
+import type { Ledger, LedgerTransactionError } from '../ports/ledger.ts';
+import type { GatewaySettings } from '../shared/settings.ts';
+import { ataOf } from './ata.ts';
+import { decodeTransaction } from './decode.ts';
+import type { FeePayerSigner } from './ed25519.ts';
+import { FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
+import { verifyPayment } from './verify.ts';
+import {
+  FacilitatorRequest,
+  networkFromX402,
+  requirementsV2,
+  type FacilitatorHealth,
+  type FacilitatorReason,
+  type SettleResponse,
+  type SupportedResponse,
+  type VerifyResponse,
+  type X402RequirementsV2,
+} from './wire.ts';
+
+// The facilitator's use cases (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): the pure verify of
+// verify.ts plus what needs state and the ledger — the offer's fee terms against ours, rent sponsorship, the
+// duplicate-settlement guard, co-signing, simulation, broadcast and confirmation.
+
+/** Rent-exempt minimum of an associated token account: 165 bytes (SPL Token), 170 (Token-2022 with ImmutableOwner). */
+const ATA_RENT: Record<string, bigint> = { [TOKEN_PROGRAM_ID]: 2_039_280n, [TOKEN_2022_PROGRAM_ID]: 2_074_080n };
+
+export interface FacilitatorSettings {
+  /** networks this facilitator settles on; each needs a ledger */
+  networks: Network[];
+  fee: GatewaySettings['fee'];
+  /** lamports of token-account rent the facilitator sponsors per network per UTC day */
+  rentBudgetLamports: bigint;
+  /** how long settle waits for confirmation before answering settlement_pending */
+  confirmTimeoutMs: number;
+  confirmPollMs?: number;
+}
+
+export interface FacilitatorDeps {
+  ledgers: Partial<Record<Network, Ledger>>;
+  store: FacilitatorStore;
+  signer: FeePayerSigner;
+  clock: Clock;
+  settings: FacilitatorSettings;
+  /** fee-leg findings under SVC_FEE_ENFORCE=warn, and anything else an operator should see */
+  onWarning?: (message: string, context: Record<string, unknown>) => void;
+}
+
+type Failure = { ok: false; reason: FacilitatorReason; message: string; payer?: string | undefined };
+
+interface Prepared {
+  ok: true;
+  network: Network;
+  ledger: Ledger;
+  /** the network as the request spelled it (echoed in the settle response) */
+  wireNetwork: string;
+  requirements: PaymentRequirements;
+  transaction: Uint8Array;
+}
+
+interface Checked {
+  prepared: Prepared;
+  verdict: VerifyValid;
+  /** the co-signed wire transaction */
+  signed: Uint8Array;
+  signature: string;
+  blockhash: string;
+  /** token accounts this settlement makes the fee payer create, with the in-transaction ones flagged */
+  creations: { account: string; owner: string; inTransaction: boolean }[];
+}
+
+const fail = (reason: FacilitatorReason, message: string, payer?: string): Failure => ({ ok: false, reason, message, payer });
+
+export class FacilitatorService implements Facilitator {
+  constructor(private readonly deps: FacilitatorDeps) {}
+
+  get feePayer(): string {
+    return this.deps.signer.address;
+  }
+
+  async supported(): Promise<SupportedResponse> {
+    const kinds = this.deps.settings.networks.flatMap((n) => [
+      { x402Version: 2, scheme: 'exact', network: CAIP2[n], extra: { feePayer: this.feePayer } },
+      { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK[n], extra: { feePayer: this.feePayer } },
+    ]);
+    return { kinds, extensions: [], signers: { 'solana:*': [this.feePayer] } };
+  }
+
+  async health(): Promise<FacilitatorHealth> {
+    const { networks, fee } = this.deps.settings;
+    const authorities: Record<string, string> = {};
+    for (const n of networks) authorities[n] = fee.authorities[n];
+    return {
+      ok: true,
+      fee_payer: this.feePayer,
+      networks,
+      protocol_fee: { bps: fee.bps, enforcement: fee.enforcement, authority: fee.authorities[networks[0] ?? 'chain-devnet'], authorities },
+    };
+  }
+
+  async verify(request: FacilitatorRequest): Promise<VerifyResponse> {
+    const checked = await this.check(request);
+    if (!checked.ok) return { isValid: false, invalidReason: checked.reason, invalidMessage: checked.message, payer: checked.payer };
+    const { prepared, verdict, signature, creations } = checked.value;
+    const existing = await this.deps.store.getSettlement(prepared.network, signature);
+    if (existing && existing.status !== 'failed') {
+      return { isValid: false, invalidReason: 'duplicate_settlement', invalidMessage: `transaction ${signature} was already submitted for settlement`, payer: verdict.payer };
+    }
+    for (const c of creations) {
+      const decision = await this.deps.store.checkSponsorship(this.sponsorship(prepared, c));
+      if (decision !== 'ok') return { isValid: false, ...this.notSponsored(decision, c.account), payer: verdict.payer };
+    }
+    // Simulation needs the seller account to exist; when the facilitator will create it first, settle simulates.
+    if (!creations.some((c) => !c.inTransaction)) {
+      const simulated = await this.simulate(prepared.ledger, checked.value.signed);
+      if (simulated) return { isValid: false, invalidReason: simulated.reason, invalidMessage: simulated.message, payer: verdict.payer };
+    }
+    return { isValid: true, payer: verdict.payer };
+  }
+
+  async settle(request: FacilitatorRequest): Promise<SettleResponse> {
+    const wireNetwork = String((request as { paymentRequirements?: { network?: unknown } } | null)?.paymentRequirements?.network ?? '');
+    const checked = await this.check(request);
+    if (!checked.ok) return failed(checked, '', wireNetwork);
+    const c = checked.value;
+    const { network, ledger } = c.prepared;
+    const payer = c.verdict.payer;
+    const response = (outcome: Failure | null, transaction = c.signature): SettleResponse =>
+      outcome ? failed(outcome, transaction, c.prepared.wireNetwork) : { success: true, transaction, network: c.prepared.wireNetwork, payer };
+
+    const claim = await this.deps.store.claimSettlement({ network, signature: c.signature, payer, blockhash: c.blockhash, at: this.deps.clock.now() });
+    if (!claim.claimed) {
+      if (claim.existing.status === 'settled') {
+        return response(fail('duplicate_settlement', `transaction ${c.signature} was already settled`, payer));
+      }
+      return response(await this.resume(c, claim.existing.updatedAt));
+    }
+
+    // Rent sponsorship (DECISIONS "Facilitator"): reserved before anything is sent, given back if nothing lands.
+    for (const creation of c.creations) {
+      const reserveFor = creation.inTransaction ? c.signature : `precreate:${c.signature}`;
+      const decision = await this.deps.store.reserveSponsorship({ ...this.sponsorship(c.prepared, creation), signature: reserveFor });
+      if (decision !== 'ok') {
+        await this.deps.store.releaseSponsorships(network, `precreate:${c.signature}`);
+        await this.giveUp(network, c.signature, 'ata_creation_not_sponsored');
+        return response({ ok: false, ...this.notSponsored(decision, creation.account) }, '');
+      }
+    }
+
+    // A stock x402 transaction creates no token account: the facilitator creates the seller's first, in its own
+    // transaction, so a seller needs no setup before the first payment.
+    const missingSeller = c.creations.find((x) => !x.inTransaction);
+    if (missingSeller) {
+      const created = await this.createAccount(ledger, c.prepared.requirements, missingSeller.owner);
+      if (created) {
+        await this.deps.store.releaseSponsorships(network, `precreate:${c.signature}`);
+        await this.giveUp(network, c.signature, created.reason);
+        return response(created, '');
+      }
+    }
+
+    const simulated = await this.simulate(ledger, c.signed);
+    if (simulated) {
+      await this.giveUp(network, c.signature, simulated.reason);
+      return response({ ...simulated, payer }, '');
+    }
+    return response(await this.broadcast(c));
+  }
+
+  /** Parse, resolve the offer, run the pure verify and co-sign: everything verify and settle share. */
+  private async check(raw: unknown): Promise<{ ok: true; value: Checked } | Failure> {
+    const prepared = await this.prepare(raw);
+    if (!prepared.ok) return prepared;
+    const { requirements } = prepared;
+    const verdict = verifyPayment({
+      transaction: prepared.transaction,
+      requirements,
+      facilitator: { feePayer: this.feePayer, enforcement: this.deps.settings.fee.enforcement },
+    });
+    if (!verdict.isValid) return fail(verdict.invalidReason, verdict.message, verdict.payer ?? undefined);
+    if (verdict.warnings.length) {
+      this.deps.onWarning?.('fee leg accepted under SVC_FEE_ENFORCE=warn', { warnings: verdict.warnings, payer: verdict.payer, network: prepared.network });
+    }
+
+    const decoded = decodeTransaction(prepared.transaction);
+    const signed = Uint8Array.from(prepared.transaction);
+    const feePayerSignature = this.deps.signer.sign(decoded.messageBytes);
+    // The first signature slot sits right after the one-byte signature count (fewer than 128 signers).
+    signed.set(feePayerSignature, 1);
+    const signature = encodeBase58(feePayerSignature);
+
+    const sellerAccount = ataOf(requirements.payTo, requirements.asset, requirements.tokenProgram);
+    const wanted = new Map<string, { owner: string; inTransaction: boolean }>();
+    for (const account of verdict.createsAccounts) {
+      const owner = account === sellerAccount ? requirements.payTo : requirements.fee!.feeAuthority;
+      wanted.set(account, { owner, inTransaction: true });
+    }
+    if (!wanted.has(sellerAccount)) wanted.set(sellerAccount, { owner: requirements.payTo, inTransaction: false });
+    const accounts = [...wanted.keys()];
+    const existing = await prepared.ledger.getMultipleAccounts(accounts);
+    const creations = accounts.filter((_, i) => existing[i] === null).map((account) => ({ account, ...wanted.get(account)! }));
+
+    return { ok: true, value: { prepared, verdict, signed, signature, blockhash: decoded.recentBlockhash, creations } };
+  }
+
+  private async prepare(raw: unknown): Promise<Prepared | Failure> {
+    const parsed = FacilitatorRequest.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return fail('invalid_payload', `the request is not an x402 verify/settle body: ${issue?.path.join('.') || '(root)'} ${issue?.message ?? ''}`.trim());
+    }
+    const request = parsed.data;
+    const offer = requirementsV2(request.paymentRequirements);
+    if (request.x402Version === 2) {
+      const accepted = request.paymentPayload.accepted;
+      const same = (['scheme', 'network', 'asset', 'amount', 'payTo'] as const).every((k) => accepted[k] === offer[k]);
+      if (!same) return fail('requirements_mismatch', 'paymentPayload.accepted differs from paymentRequirements');
+    } else if (request.paymentPayload.scheme !== offer.scheme || request.paymentPayload.network !== offer.network) {
+      return fail('requirements_mismatch', 'paymentPayload scheme/network differ from paymentRequirements');
+    }
+    if (offer.scheme !== 'exact') return fail('unsupported_scheme', `scheme ${offer.scheme} is not supported; only exact`);
+    const network = networkFromX402(offer.network);
+    const ledger = network && this.deps.settings.networks.includes(network) ? this.deps.ledgers[network] : undefined;
+    if (!network || !ledger) return fail('unsupported_network', `network ${offer.network} is not served by this facilitator`);
+
+    const mint = await this.mintOf(network, ledger, offer.asset);
+    if (!mint) return fail('unsupported_asset', `${offer.asset} is not an SPL Token or Token-2022 mint on ${network}`);
+    const fee = this.feeTerms(network, offer);
+    if (fee && !fee.ok) return fee;
+
+    const transaction = decodeBase64(request.paymentPayload.payload.transaction);
+    if (!transaction) return fail('invalid_payload', 'payload.transaction is not base64');
+    return {
+      ok: true,
+      network,
+      ledger,
+      wireNetwork: offer.network,
+      transaction,
+      requirements: {
+        scheme: 'exact',
+        network,
+        payTo: offer.payTo,
+        asset: offer.asset,
+        amount: BigInt(offer.amount),
+        tokenProgram: mint.tokenProgram,
+        decimals: mint.decimals,
+        fee: fee?.terms,
+      },
+    };
+  }
+
+  /**
+   * extra["svc.fee"] as the offer states it, held to this facilitator's own terms: under enforce a different rate or
+   * authority is refused (the fee is ours to name); under warn it is reported and the offer's terms are verified;
+   * under off the offer's terms only shape the second transfer.
+   */
+  private feeTerms(network: Network, offer: X402RequirementsV2): { ok: true; terms: FeeTerms } | Failure | undefined {
+    const raw = offer.extra[FEE_EXTENSION_KEY];
+    if (raw === undefined) return undefined;
+    const ext = FeeExtension.safeParse(raw);
+    if (!ext.success) return fail('fee_terms_mismatch', `extra["${FEE_EXTENSION_KEY}"] is malformed`);
+    const { fee } = this.deps.settings;
+    const ours = { bps: fee.bps, feeAuthority: fee.authorities[network] };
+    const matches = ext.data.bps === ours.bps && ext.data.feeAuthority === ours.feeAuthority;
+    if (!matches && fee.enforcement === 'enforce') {
+      return fail('fee_terms_mismatch', `the offer's fee terms (${ext.data.bps} bps to ${ext.data.feeAuthority}) differ from this facilitator's (${ours.bps} bps to ${ours.feeAuthority})`);
+    }
+    if (!matches) this.deps.onWarning?.('offer fee terms differ from the facilitator’s', { network, offer: ext.data, ours });
+    return { ok: true, terms: { bps: ext.data.bps, feeAuthority: ext.data.feeAuthority } };
+  }
+
+  private async mintOf(network: Network, ledger: Ledger, mint: string): Promise<{ tokenProgram: typeof TOKEN_PROGRAM_ID | typeof TOKEN_2022_PROGRAM_ID; decimals: number } | null> {
+    const curated = STABLES[network].find((s) => s.mint === mint);
+    if (curated) return { tokenProgram: curated.tokenProgramId as typeof TOKEN_PROGRAM_ID, decimals: curated.decimals };
+    const account = await ledger.getAccount(mint);
+    if (!account || account.data.length < 82) return null;
+    if (account.owner !== TOKEN_PROGRAM_ID && account.owner !== TOKEN_2022_PROGRAM_ID) return null;
+    // Mint layout: mint_authority (36) | supply (8) | decimals (1) | is_initialized (1) | freeze_authority (36)
+    if (account.data[45] !== 1) return null;
+    return { tokenProgram: account.owner, decimals: account.data[44]! };
+  }
+
+  private sponsorship(prepared: Prepared, creation: { account: string; owner: string }) {
+    const { requirements, network } = prepared;
+    return {
+      network,
+      owner: creation.owner,
+      mint: requirements.asset,
+      account: creation.account,
+      lamports: ATA_RENT[requirements.tokenProgram] ?? ATA_RENT[TOKEN_PROGRAM_ID]!,
+      day: this.deps.clock.now().toISOString().slice(0, 10),
+      dailyBudget: this.deps.settings.rentBudgetLamports,
+    };
+  }
+
+  private notSponsored(decision: 'already_sponsored' | 'budget_exhausted', account: string): { reason: 'ata_creation_not_sponsored'; invalidReason: 'ata_creation_not_sponsored'; message: string; invalidMessage: string } {
+    const message =
+      decision === 'already_sponsored'
+        ? `the facilitator already paid once for a token account of this owner and mint; ${account} must be created by its owner`
+        : `the facilitator's daily rent budget is spent; ${account} must be created by its owner`;
+    return { reason: 'ata_creation_not_sponsored', invalidReason: 'ata_creation_not_sponsored', message, invalidMessage: message };
+  }
+
+  /** §4.1.5: the co-signed transaction against the node; null when it would succeed. */
+  private async simulate(ledger: Ledger, signed: Uint8Array): Promise<Failure | null> {
+    const result = await ledger.simulateTransaction(signed, { sigVerify: true });
+    if (result.err === null) return null;
+    return ledgerFailure(result.err, result.logs);
+  }
+
+  private async createAccount(ledger: Ledger, requirements: PaymentRequirements, owner: string): Promise<Failure | null> {
+    const key = (a: string) => new PublicKey(a);
+    const { blockhash } = await ledger.getLatestBlockhash();
+    const account = ataOf(owner, requirements.asset, requirements.tokenProgram);
+    const message = new TransactionMessage({
+      payerKey: key(this.feePayer),
+      recentBlockhash: blockhash,
+      instructions: [
+        createAssociatedTokenAccountIdempotentInstruction(key(this.feePayer), key(account), key(owner), key(requirements.asset), key(requirements.tokenProgram)),
+      ],
+    }).compileToV0Message();
+    const tx = new VersionedTransaction(message);
+    tx.addSignature(key(this.feePayer), this.deps.signer.sign(tx.message.serialize()));
+    const what = `creating the seller's token account ${account}`;
+    let sent: Awaited<ReturnType<Ledger['sendTransaction']>>;
+    try {
+      sent = await ledger.sendTransaction(tx.serialize());
+    } catch (e) {
+      return fail('settlement_failed', `${what} failed: ${(e as Error).message}`);
+    }
+    if (!sent.ok) return { ...ledgerFailure(sent.err, sent.logs), reason: 'settlement_failed', message: `${what} failed` };
+    const landed = await this.confirm(ledger, sent.signature);
+    if (landed === 'pending') return fail('settlement_failed', `${what} was not confirmed in time`);
+    return landed === null ? null : fail('settlement_failed', `${what} failed on the ledger`);
+  }
+
+  /** Send the co-signed transaction and wait for it; an unknown outcome stays pending for a later settle to resolve. */
+  private async broadcast(c: Checked): Promise<Failure | null> {
+    const { network, ledger } = c.prepared;
+    let sent: Awaited<ReturnType<Ledger['sendTransaction']>>;
+    try {
+      sent = await ledger.sendTransaction(c.signed);
+    } catch (e) {
+      // submit_timeout or an unreachable node after the bytes may have left: the outcome is unknown.
+      return fail('settlement_pending', `broadcast not acknowledged (${(e as Error).message}); settle again with the same transaction to learn the outcome`, c.verdict.payer);
+    }
+    if (!sent.ok) {
+      const failure = ledgerFailure(sent.err, sent.logs);
+      await this.giveUp(network, c.signature, failure.reason);
+      return { ...failure, payer: c.verdict.payer };
+    }
+    return this.settleOutcome(c, await this.confirm(ledger, c.signature));
+  }
+
+  /** A pending claim found again: in flight elsewhere, or abandoned — then resolve it from the ledger. */
+  private async resume(c: Checked, since: Date): Promise<Failure | null> {
+    const { ledger, network } = c.prepared;
+    const [status] = await ledger.getSignatureStatuses([c.signature]);
+    if (status) return this.settleOutcome(c, status.err);
+    const abandoned = this.deps.clock.now().getTime() - since.getTime() > this.deps.settings.confirmTimeoutMs;
+    if (!abandoned) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
+    if (!(await ledger.isBlockhashValid(c.blockhash))) {
+      await this.giveUp(network, c.signature, 'transaction_expired');
+      return fail('transaction_expired', `transaction ${c.signature} never landed and its blockhash expired`, c.verdict.payer);
+    }
+    // Still valid and unknown: broadcast the same bytes again (the ledger deduplicates by signature).
+    await this.deps.store.finishSettlement(network, c.signature, 'failed', null, this.deps.clock.now());
+    const again = await this.deps.store.claimSettlement({ network, signature: c.signature, payer: c.verdict.payer, blockhash: c.blockhash, at: this.deps.clock.now() });
+    if (!again.claimed) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
+    return this.broadcast(c);
+  }
+
+  private async settleOutcome(c: Checked, outcome: LedgerTransactionError | null | 'pending'): Promise<Failure | null> {
+    const { network } = c.prepared;
+    if (outcome === 'pending') {
+      return fail('settlement_pending', `transaction ${c.signature} was sent but not confirmed within ${this.deps.settings.confirmTimeoutMs} ms; settle again to learn the outcome`, c.verdict.payer);
+    }
+    if (outcome !== null) {
+      // It landed and failed: the fee was paid, nothing moved; sponsored creations in it were rolled back too.
+      const failure = ledgerFailure(outcome, []);
+      await this.giveUp(network, c.signature, failure.reason);
+      return { ...failure, reason: failure.reason === 'simulation_failed' ? 'settlement_failed' : failure.reason, payer: c.verdict.payer };
+    }
+    await this.deps.store.finishSettlement(network, c.signature, 'settled', null, this.deps.clock.now());
+    return null;
+  }
+
+  /** Polls until the transaction is confirmed: its error (null = success), or 'pending' after the timeout. */
+  private async confirm(ledger: Ledger, signature: string): Promise<LedgerTransactionError | null | 'pending'> {
+    const deadline = Date.now() + this.deps.settings.confirmTimeoutMs;
+    const poll = this.deps.settings.confirmPollMs ?? 200;
+    for (;;) {
+      const [status] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);
+      if (status && status.confirmationStatus !== 'processed') return status.err;
+      if (Date.now() >= deadline) return 'pending';
+      await new Promise((resolve) => setTimeout(resolve, poll));
+    }
+  }
+
+  private async giveUp(network: Network, signature: string, reason: string): Promise<void> {
+    await this.deps.store.releaseSponsorships(network, signature);
+    await this.deps.store.finishSettlement(network, signature, 'failed', reason, this.deps.clock.now());
+  }
+}
+
+function failed(f: Failure, transaction: string, network: string): SettleResponse {
+  return { success: false, errorReason: f.reason, errorMessage: f.message, transaction, network, payer: f.payer };
+}
+
+function decodeBase64(text: string): Uint8Array | null {
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || text.length % 4 !== 0) return null;
+  return Uint8Array.from(Buffer.from(text, 'base64'));
+}
+
+/** SPL Token's InsufficientFunds; the same code under Token-2022. */
+const TOKEN_INSUFFICIENT_FUNDS = 1;
+
+/** A ledger's transaction error as a stable reason. */
+export function ledgerFailure(err: LedgerTransactionError, logs: string[]): Failure {
+  const text = typeof err === 'string' ? err : JSON.stringify(err);
+  const tail = logs.length ? ` (${logs.slice(-3).join(' | ')})` : '';
+  if (err === 'BlockhashNotFound') return fail('transaction_expired', 'the transaction’s blockhash is unknown or expired; build it again with a fresh one');
+  if (err === 'AlreadyProcessed') return fail('duplicate_settlement', 'the ledger already processed this transaction');
+  if (typeof err === 'object' && Array.isArray(err.InstructionError)) {
+    const [, inner] = err.InstructionError as [number, unknown];
+    if (inner && typeof inner === 'object' && (inner as { Custom?: unknown }).Custom === TOKEN_INSUFFICIENT_FUNDS) {
+      return fail('insufficient_funds', `the source account cannot cover the transfer${tail}`);
+    }
+  }
+  if (err === 'InsufficientFundsForFee' || err === 'AccountNotFound') {
+    return fail('simulation_failed', `the facilitator's fee payer cannot pay the transaction fee (${text})`);
+  }
+  return fail('simulation_failed', `the ledger refused the transaction: ${text}${tail}`);
+}

@@ -1,0 +1,76 @@
+import { Migration } from '@mikro-orm/migrations';
+
+export class Migration0003PaidCalls extends Migration {
+  override async up(): Promise<void> {
+    // DECISIONS "Facilitator": the duplicate-settlement guard, shared by every facilitator instance.
+    this.addSql(`create table facilitator_settlements (
+      network text not null,
+      signature text not null,
+      status text not null,
+      payer text not null,
+      blockhash text not null,
+      error text null,
+      created_at timestamptz not null,
+      updated_at timestamptz not null,
+      primary key (network, signature)
+    );`);
+
+    // DECISIONS "Facilitator": one sponsored token-account creation per (owner, mint), a daily budget per network.
+    this.addSql(`create table rent_sponsorships (
+      network text not null,
+      owner text not null,
+      mint text not null,
+      account text not null,
+      lamports bigint not null,
+      signature text not null,
+      day date not null,
+      created_at timestamptz not null,
+      primary key (network, owner, mint)
+    );`);
+    this.addSql(`create index rent_sponsorships_signature_idx on rent_sponsorships (network, signature);`);
+    this.addSql(`create table rent_budget (
+      network text not null,
+      day date not null,
+      lamports_used bigint not null,
+      primary key (network, day)
+    );`);
+
+    // DECISIONS "x402 on the paywall": a payment is used once; its replay within 24 h gets the stored response.
+    // Keyed by the SHA-256 of the signed message: the same transaction whatever signature bytes carry it.
+    this.addSql(`create table paid_calls (
+      network text not null,
+      payment_key text not null,
+      link_pk text not null,
+      link_id text not null,
+      status text not null,
+      signature text null,
+      payer text null,
+      response jsonb null,
+      locked_until timestamptz not null,
+      created_at timestamptz not null,
+      updated_at timestamptz not null,
+      expires_at timestamptz not null,
+      primary key (network, payment_key)
+    );`);
+    this.addSql(`create index paid_calls_expires_idx on paid_calls (expires_at);`);
+
+    // DECISIONS "Receipts": hash-chained per agent, gapless nonces from 0.
+    this.addSql(`create table receipts (
+      network text not null,
+      agent text not null,
+      nonce bigint not null,
+      kind text not null,
+      receipt_hash text not null,
+      prev_receipt_hash text null,
+      tx_sig text null,
+      source text not null,
+      body jsonb not null,
+      created_at timestamptz not null,
+      primary key (network, agent, nonce),
+      constraint receipts_network_hash_key unique (network, receipt_hash)
+    );`);
+
+    // Per-link webhook: a signing secret of its own (DECISIONS "Webhooks" signature scheme).
+    this.addSql(`alter table payment_links add column webhook_secret text null;`);
+  }
+}
