@@ -1,0 +1,307 @@
+import { Connection, Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+import { z } from 'zod';
+import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
+import { FEE_EXTENSION_KEY, FeeExtension, type FeeTerms, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import {
+  FacilitatorHealth,
+  networkFromX402,
+  requirementsV2,
+  ResourceInfo,
+  SettleResponse,
+  X402RequirementsV1,
+  X402RequirementsV2,
+  type PaymentPayloadV1,
+  type PaymentPayloadV2,
+} from '../../domain/facilitator/wire.ts';
+import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
+
+// The buyer kit (DECISIONS "x402 on the paywall", fee-facilitator-mpp-tools §2.1–2.4): a fetch that answers an x402
+// 402 by signing the §2.3 settlement transaction — seller leg, fee leg when the offer carries extra["svc.fee"], and
+// idempotent creations of the receiving token accounts funded by the facilitator — and retrying the request once.
+//
+//   const pay = createPayingFetch({ signer: keypair, rpcUrl: 'https://api.devnet.solana.com', network: 'chain-devnet' });
+//   const res = await pay('https://gateway.example/x/weather?network=chain-devnet');
+//   const settled = decodePaymentResponse(res.headers.get('PAYMENT-RESPONSE')!); // { success, transaction, network, payer }
+
+/** What a refusal of the kit is about; branch on `err.code`, never on the message. */
+export const PAYING_FETCH_ERRORS = [
+  /** the facilitator publishes another fee authority or rate than the offer names (§2.4): nothing is signed */
+  'fee_authority_mismatch',
+  /** the offer's gross (amount + fee) exceeds maxAmountAtomic */
+  'amount_too_high',
+  /** no "exact" accept on the kit's network */
+  'no_matching_offer',
+  /** the 402 names an asset that is not a token mint, or an offer the kit cannot build (no extra.feePayer …) */
+  'unsupported_offer',
+  /** the facilitator's /health could not be read: the fee terms cannot be checked, so nothing is signed */
+  'facilitator_unavailable',
+  /** rpcUrl did not answer (blockhash, mint metadata): nothing is signed */
+  'rpc_unavailable',
+] as const;
+export type PayingFetchErrorCode = (typeof PAYING_FETCH_ERRORS)[number];
+
+export class PaymentError extends Error {
+  override readonly name = 'PaymentError';
+  constructor(
+    readonly code: PayingFetchErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+  }
+}
+
+/** A wallet that signs without handing out its key (browser wallets, HSMs): it adds its signature and returns the transaction. */
+export interface TransactionSigner {
+  /** base58 public key: the transfer authority */
+  address: string;
+  signTransaction(tx: VersionedTransaction): Promise<VersionedTransaction>;
+}
+
+export interface PayingFetchOptions {
+  signer: Keypair | TransactionSigner;
+  /** Solana JSON-RPC of the paying network: blockhashes and, for mints that are not curated stables, mint metadata */
+  rpcUrl: string;
+  /** where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else `${origin of the request}/facilitator` */
+  facilitatorUrl?: string;
+  /** token account debited; default the signer's associated token account for the offer's mint */
+  source?: string;
+  fetch?: typeof fetch;
+  /** refuse offers whose gross (amount + protocol fee) exceeds this many atomic units */
+  maxAmountAtomic?: bigint;
+  /** pay only offers on this network; default the first "exact" offer on any network the kit knows */
+  network?: Network;
+}
+
+/** Decodes PAYMENT-RESPONSE (or X-PAYMENT-RESPONSE): { success, transaction, network, payer }. */
+export function decodePaymentResponse(header: string): SettleResponse {
+  return SettleResponse.parse(JSON.parse(Buffer.from(header, 'base64').toString('utf8')));
+}
+
+const PaymentRequiredV2 = z.looseObject({
+  x402Version: z.literal(2),
+  error: z.string().optional(),
+  resource: ResourceInfo.optional(),
+  accepts: z.array(z.unknown()),
+});
+const PaymentRequiredV1 = z.looseObject({
+  x402Version: z.literal(1),
+  error: z.string().optional(),
+  accepts: z.array(z.unknown()),
+});
+
+/** The kit reads only the fee block of the facilitator's GET /health. */
+const HealthFeeBlock = FacilitatorHealth.pick({ protocol_fee: true });
+
+/** The offer the kit pays: the accept exactly as received (echoed back as `accepted`) and its v2 reading. */
+interface Chosen {
+  version: 1 | 2;
+  raw: Record<string, unknown>;
+  accept: X402RequirementsV2;
+  network: Network;
+  resource: ResourceInfo | undefined;
+}
+
+interface MintInfo {
+  decimals: number;
+  tokenProgram: PaymentRequirements['tokenProgram'];
+}
+
+export function createPayingFetch(options: PayingFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const connection = new Connection(options.rpcUrl, 'confirmed');
+  const { signer } = options;
+  const wallet = isTransactionSigner(signer) ? signer : null;
+  const signerAddress = isTransactionSigner(signer) ? signer.address : signer.publicKey.toBase58();
+  const mints = new Map<string, Promise<MintInfo>>();
+
+  const mintInfo = (network: Network, mint: string): Promise<MintInfo> => {
+    const curated = STABLES[network].find((s) => s.mint === mint);
+    if (curated) return Promise.resolve({ decimals: curated.decimals, tokenProgram: curated.tokenProgramId as MintInfo['tokenProgram'] });
+    const key = `${network}:${mint}`;
+    let info = mints.get(key);
+    if (!info) {
+      info = rpc('getAccountInfo', () => readMint(connection, mint));
+      mints.set(key, info);
+      info.catch(() => mints.delete(key));
+    }
+    return info;
+  };
+
+  /** Node failures become rpc_unavailable; the kit's own refusals pass through. */
+  const rpc = async <T>(method: string, call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (e) {
+      if (e instanceof PaymentError) throw e;
+      throw new PaymentError('rpc_unavailable', `${method} on ${options.rpcUrl} failed: ${(e as Error).message}`, { rpcUrl: options.rpcUrl });
+    }
+  };
+
+  const sign = async (tx: VersionedTransaction): Promise<VersionedTransaction> => {
+    if (wallet) return wallet.signTransaction(tx);
+    tx.sign([signer as Keypair]); // fills only the buyer's slot: the fee payer's stays empty for the facilitator
+    return tx;
+  };
+
+  return async (input, init) => {
+    const original = new Request(input, init);
+    // Buffered once so the paid retry sends the very same body.
+    const body = original.body === null ? undefined : await original.arrayBuffer();
+    const send = (extra: Record<string, string> = {}) => {
+      const headers = new Headers(original.headers);
+      for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+      return fetchImpl(new Request(original.url, { method: original.method, headers, body, redirect: original.redirect, signal: original.signal }));
+    };
+
+    const first = await send();
+    if (first.status !== 402) return first;
+    // A request that already carried a payment is not paid twice.
+    if (original.headers.has('PAYMENT-SIGNATURE') || original.headers.has('X-PAYMENT')) return first;
+    const chosen = await chooseOffer(first, options.network);
+    if (!chosen) return first; // a 402 that is not x402: nothing the kit can pay
+    await first.body?.cancel();
+
+    const { accept, network } = chosen;
+    const feePayer = accept.extra.feePayer;
+    if (typeof feePayer !== 'string') throw new PaymentError('unsupported_offer', 'the offer names no extra.feePayer');
+    const fee = offeredFeeTerms(accept);
+    const mint = await mintInfo(network, accept.asset);
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network,
+      payTo: accept.payTo,
+      asset: accept.asset,
+      amount: BigInt(accept.amount),
+      tokenProgram: mint.tokenProgram,
+      decimals: mint.decimals,
+      ...(fee ? { fee } : {}),
+    };
+    const layout = feeLayoutFor(requirements);
+    if (options.maxAmountAtomic !== undefined && layout.gross > options.maxAmountAtomic) {
+      throw new PaymentError('amount_too_high', `the offer costs ${layout.gross} atomic units (${layout.amount} + fee ${layout.fee}); the limit is ${options.maxAmountAtomic}`, {
+        amount: layout.amount.toString(),
+        fee: layout.fee.toString(),
+        gross: layout.gross.toString(),
+        max: options.maxAmountAtomic.toString(),
+      });
+    }
+    if (fee) await confirmFeeTerms(fee, network, original.url);
+
+    const blockhash = await rpc('getLatestBlockhash', async () => (await connection.getLatestBlockhash('confirmed')).blockhash);
+    let unsigned: VersionedTransaction;
+    try {
+      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(options.source ? { source: options.source } : {}), requirements, blockhash });
+    } catch (e) {
+      if (e instanceof DomainError) throw new PaymentError('unsupported_offer', `the offer cannot be paid: ${e.message}`, { accept: chosen.raw });
+      throw e;
+    }
+    const transaction = Buffer.from((await sign(unsigned)).serialize()).toString('base64');
+
+    if (chosen.version === 1) {
+      const payload: PaymentPayloadV1 = { x402Version: 1, scheme: 'exact', network: accept.network, payload: { transaction } };
+      return send({ 'X-PAYMENT': base64Json(payload) });
+    }
+    const payload: PaymentPayloadV2 = {
+      x402Version: 2,
+      ...(chosen.resource ? { resource: chosen.resource } : {}),
+      accepted: chosen.raw as X402RequirementsV2,
+      payload: { transaction },
+    };
+    return send({ 'PAYMENT-SIGNATURE': base64Json(payload) });
+  };
+
+  /** §2.4: the offer's fee terms must be the ones the facilitator publishes; otherwise nothing is signed. */
+  async function confirmFeeTerms(offered: FeeTerms, network: Network, requestUrl: string): Promise<void> {
+    const base = (options.facilitatorUrl ?? envFacilitatorUrl() ?? `${new URL(requestUrl).origin}/facilitator`).replace(/\/+$/, '');
+    let health: z.infer<typeof HealthFeeBlock>;
+    try {
+      const res = await fetchImpl(`${base}/health`, { headers: { accept: 'application/json' } });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      health = HealthFeeBlock.parse(await res.json());
+    } catch (e) {
+      throw new PaymentError('facilitator_unavailable', `cannot read the fee terms at ${base}/health: ${(e as Error).message}`, { facilitatorUrl: base });
+    }
+    const published = { bps: health.protocol_fee.bps, feeAuthority: health.protocol_fee.authorities[network] ?? health.protocol_fee.authority };
+    if (published.feeAuthority !== offered.feeAuthority || published.bps !== offered.bps) {
+      throw new PaymentError(
+        'fee_authority_mismatch',
+        `the offer names fee authority ${offered.feeAuthority} at ${offered.bps} bps; ${base} publishes ${published.feeAuthority} at ${published.bps} bps`,
+        { offered, published, facilitatorUrl: base },
+      );
+    }
+  }
+}
+
+/** extra["svc.fee"] as offered (§2.1); undefined when the offer carries no fee extension. */
+function offeredFeeTerms(accept: X402RequirementsV2): FeeTerms | undefined {
+  const raw = accept.extra[FEE_EXTENSION_KEY];
+  if (raw === undefined) return undefined;
+  const offered = FeeExtension.safeParse(raw);
+  if (!offered.success) throw new PaymentError('unsupported_offer', `extra["${FEE_EXTENSION_KEY}"] is malformed`, { extension: raw });
+  return { bps: offered.data.bps, feeAuthority: offered.data.feeAuthority };
+}
+
+/** PAYMENT-REQUIRED (v2) first, else the v1 body; the first "exact" accept on the wanted network (any known one by default). */
+async function chooseOffer(response: Response, wanted: Network | undefined): Promise<Chosen | null> {
+  const header = response.headers.get('PAYMENT-REQUIRED');
+  let version: 1 | 2;
+  let accepts: unknown[];
+  let resource: ResourceInfo | undefined;
+  const v2 = header ? PaymentRequiredV2.safeParse(decodeBase64Json(header)) : undefined;
+  if (v2?.success) {
+    version = 2;
+    accepts = v2.data.accepts;
+    resource = v2.data.resource;
+  } else {
+    const v1 = PaymentRequiredV1.safeParse(await response.clone().json().catch(() => null));
+    if (!v1.success) return null;
+    version = 1;
+    accepts = v1.data.accepts;
+  }
+  const schema = version === 2 ? X402RequirementsV2 : X402RequirementsV1;
+  const seen: string[] = [];
+  for (const raw of accepts) {
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) continue;
+    const accept = requirementsV2(parsed.data);
+    const network = networkFromX402(accept.network);
+    seen.push(`${accept.scheme}@${accept.network}`);
+    if (accept.scheme !== 'exact' || !network || (wanted && network !== wanted)) continue;
+    return { version, raw: raw as Record<string, unknown>, accept, network, resource };
+  }
+  throw new PaymentError('no_matching_offer', `no "exact" offer on ${wanted ?? 'a supported network'}; offered: ${seen.join(', ') || 'nothing usable'}`, { offered: seen });
+}
+
+/** Decimals and token program of a mint that is not a curated stable, from its account (Mint layout: decimals at byte 44). */
+async function readMint(connection: Connection, mint: string): Promise<MintInfo> {
+  const account = await connection.getAccountInfo(new PublicKey(mint), 'confirmed');
+  const owner = account?.owner.toBase58();
+  if (!account || (owner !== TOKEN_PROGRAM_ID && owner !== TOKEN_2022_PROGRAM_ID) || account.data.length < 82) {
+    throw new PaymentError('unsupported_offer', `${mint} is not a mint of SPL Token or Token-2022`, { asset: mint });
+  }
+  return { decimals: account.data[44]!, tokenProgram: owner };
+}
+
+/** Duck-typed: a Keypair from another copy of web3.js is still a Keypair. */
+function isTransactionSigner(signer: Keypair | TransactionSigner): signer is TransactionSigner {
+  return typeof (signer as TransactionSigner).signTransaction === 'function';
+}
+
+function envFacilitatorUrl(): string | undefined {
+  const value = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env?.SVC_FACILITATOR_URL;
+  return value ? value : undefined;
+}
+
+function base64Json(value: unknown): string {
+  return Buffer.from(JSON.stringify(value), 'utf8').toString('base64');
+}
+
+function decodeBase64Json(text: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(text, 'base64').toString('utf8'));
+  } catch {
+    return null;
+  }
+}
