@@ -1,0 +1,225 @@
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Keypair } from '@solana/web3.js';
+import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { ExactSvmScheme } from '@x402/svm/exact/client';
+import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
+import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/index.ts';
+import { ataOf } from '../../domain/facilitator/ata.ts';
+import { feeFor } from '../../domain/shared/money.ts';
+import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
+import { treasuryOf } from '../../domain/treasury/derive.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { waitForCommitment } from '../support/ledger.ts';
+
+// DECISIONS "x402 on the paywall" and fee-facilitator-mpp-tools §2.1–2.4: the paywall /x/{id} is paid by the official
+// x402 client (@x402/fetch + @x402/svm, unmodified, pointed at the embedded devnet JSON-RPC) and by our buyer kit
+// (fee leg, one transaction); the kit refuses fee terms its facilitator does not publish. Real app, real ledger.
+
+interface World {
+  app: TestApp;
+  key: string;
+  rpcUrl: string;
+}
+const test = anyTest as TestFn<{ free: World; fee: World }>;
+const USDC = findStable('chain-devnet', 'USDC')!;
+const PRICE = 10_000n; // linkBody's $0.01
+
+async function world(env: Record<string, string> = {}): Promise<World> {
+  const app = await startTestApp({ env });
+  const rpcUrl = app.ledgers.rpcUrls['chain-devnet'];
+  if (!rpcUrl) throw new Error('the test app runs no devnet JSON-RPC server');
+  return { app, key: await issueKey(app), rpcUrl };
+}
+
+test.before(async (t) => {
+  const [free, fee] = await Promise.all([world({ SVC_FEE_BPS: '0' }), world()]);
+  t.context = { free, fee };
+});
+
+test.after.always(async (t) => {
+  for (const w of [t.context.free, t.context.fee]) {
+    if (!w) continue;
+    await w.app.close();
+    await removeDataDir(w.app.dataDir);
+  }
+});
+
+/** A seller agent with one link; its treasury's token account does not exist yet (the facilitator creates it). */
+async function sellerLink(t: ExecutionContext, w: World, overrides: Record<string, unknown> = {}) {
+  const { mint: agent } = await recordAgent(w.app, w.key);
+  const res = await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(agent, overrides) });
+  t.is(res.status, 201, JSON.stringify(res.body));
+  const link = res.body as { id: string; accepts: { amount: string; asset: string }[] };
+  t.is(link.accepts[0]?.amount, PRICE.toString());
+  t.is(link.accepts[0]?.asset, USDC.mint);
+  const treasury = treasuryOf(agent);
+  return { link, treasury, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
+}
+
+/** A buyer holding USDC on the embedded devnet, and no SOL: the facilitator pays every native fee and rent. */
+async function buyer(w: World, usdc = '1'): Promise<Keypair> {
+  const kp = Keypair.generate();
+  await w.app.services.dev.fund('chain-devnet', { address: kp.publicKey.toBase58(), token: 'USDC', amount: usdc });
+  return kp;
+}
+
+/** USDC atoms held by `owner` (all its token accounts of the mint; 0n when it has none). */
+async function usdcOf(w: World, owner: string): Promise<bigint> {
+  const balances = await w.app.services.ledgers['chain-devnet']!.getTokenBalances(owner, { mint: USDC.mint });
+  return balances.reduce((sum, b) => sum + b.amount, 0n);
+}
+
+function decodeBase64Json(value: string | null): any {
+  return value ? JSON.parse(Buffer.from(value, 'base64').toString('utf8')) : null;
+}
+
+test('(a) the official @x402/fetch + @x402/svm client pays a fee-free link; the treasury grows by the price', async (t) => {
+  const w = t.context.free;
+  const { treasury, url } = await sellerLink(t, w, { response: { status: 201, body: { forecast: 'sunny', via: 'x402' } } });
+  const payer = await buyer(w);
+
+  // The unpaid offer, as the official client reads it: v2 in PAYMENT-REQUIRED, v1 in the body; no fee extension.
+  const unpaid = await fetch(url);
+  t.is(unpaid.status, 402);
+  const required = decodeBase64Json(unpaid.headers.get('PAYMENT-REQUIRED'));
+  t.is(required?.x402Version, 2);
+  const accept = required.accepts[0];
+  t.like(accept, { scheme: 'exact', network: CAIP2['chain-devnet'], asset: USDC.mint, amount: PRICE.toString(), payTo: treasury, maxTimeoutSeconds: 60 });
+  t.is(typeof accept.extra?.feePayer, 'string');
+  t.false('svc.fee' in accept.extra, 'SVC_FEE_BPS=0: no fee extension');
+  const v1 = (await unpaid.json()) as any;
+  t.is(v1.x402Version, 1);
+  t.like(v1.accepts[0], { scheme: 'exact', network: X402_V1_NETWORK['chain-devnet'], maxAmountRequired: PRICE.toString(), payTo: treasury, asset: USDC.mint });
+
+  t.is(await usdcOf(w, treasury), 0n, 'no treasury token account before the first payment');
+  const before = await usdcOf(w, payer.publicKey.toBase58());
+
+  // registerExactSvmScheme() has no rpcUrl option (it would dial api.devnet.solana.com): the schemes' own config does.
+  const signer = await createKeyPairSignerFromBytes(payer.secretKey);
+  const client = new x402Client()
+    .register('solana:*', new ExactSvmScheme(signer, { rpcUrl: w.rpcUrl }))
+    .registerV1(X402_V1_NETWORK['chain-devnet'], new ExactSvmSchemeV1(signer, { rpcUrl: w.rpcUrl }));
+  const payFetch = wrapFetchWithPayment(fetch, client);
+
+  const res = await payFetch(url);
+  const text = await res.text();
+  t.is(res.status, 201, text);
+  t.deepEqual(JSON.parse(text), { forecast: 'sunny', via: 'x402' });
+  const header = res.headers.get('PAYMENT-RESPONSE');
+  t.truthy(header, 'PAYMENT-RESPONSE on the paid response');
+  const settled = decodePaymentResponseHeader(header!);
+  t.like(settled, { success: true, network: CAIP2['chain-devnet'], payer: payer.publicKey.toBase58() });
+  t.regex(settled.transaction, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+
+  t.is(await usdcOf(w, treasury), PRICE, 'the treasury token account was created and credited with exactly the price');
+  t.is(await usdcOf(w, payer.publicKey.toBase58()), before - PRICE);
+});
+
+test('(b) our kit pays a fee-bearing link: seller and fee legs in one transaction', async (t) => {
+  const w = t.context.fee;
+  // A POST link: the kit must send the same body again on the paid retry.
+  const { treasury, url } = await sellerLink(t, w, { method: 'POST', response: { body: { forecast: 'rain' } } });
+  const payer = await buyer(w);
+  const health = await http(w.app, 'GET', '/v1/health', { key: w.key });
+  t.is(health.status, 200, JSON.stringify(health.body));
+  const feeAuthority = health.body.protocol_fee.authorities['chain-devnet'] as string;
+  t.is(feeAuthority, w.app.services.settings.fee.authorities['chain-devnet']);
+  t.is(health.body.protocol_fee.bps, 100);
+  const fee = feeFor(PRICE, 100);
+  t.is(fee, 100n, 'ceil(10000 × 100 / 10000)');
+
+  const buyerAddress = payer.publicKey.toBase58();
+  const sellerAccount = ataOf(treasury, USDC.mint, USDC.tokenProgramId);
+  const feeAccount = ataOf(feeAuthority, USDC.mint, USDC.tokenProgramId);
+  const buyerBefore = await usdcOf(w, buyerAddress);
+  const feeBefore = await usdcOf(w, feeAuthority);
+  t.is(await usdcOf(w, treasury), 0n);
+
+  // Facilitator URL by default: `${origin}/facilitator` of the paywall (no SVC_FACILITATOR_URL in the test env).
+  const pay = createPayingFetch({ signer: payer, rpcUrl: w.rpcUrl, network: 'chain-devnet' });
+  const res = await pay(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ city: 'Lisbon' }) });
+  const text = await res.text();
+  t.is(res.status, 200, text);
+  t.deepEqual(JSON.parse(text), { forecast: 'rain' });
+  const header = res.headers.get('PAYMENT-RESPONSE');
+  t.truthy(header);
+  const settled = decodePaymentResponse(header!);
+  t.like(settled, { success: true, network: CAIP2['chain-devnet'], payer: buyerAddress });
+
+  t.is(await usdcOf(w, treasury), PRICE, 'seller leg');
+  t.is((await usdcOf(w, feeAuthority)) - feeBefore, fee, 'fee leg');
+  t.is(buyerBefore - (await usdcOf(w, buyerAddress)), PRICE + fee, 'the buyer paid the gross');
+
+  // One transaction: both legs (and the buyer's debit) are in the balances of the signature PAYMENT-RESPONSE names.
+  const ledger = w.app.services.ledgers['chain-devnet']!;
+  await waitForCommitment(ledger, settled.transaction);
+  const tx = await ledger.getTransaction(settled.transaction);
+  t.truthy(tx);
+  t.is(tx!.err, null);
+  const delta = (account: string) => {
+    const pre = tx!.preTokenBalances.find((b) => b.account === account)?.amount ?? 0n;
+    const post = tx!.postTokenBalances.find((b) => b.account === account)?.amount ?? 0n;
+    return post - pre;
+  };
+  t.is(delta(sellerAccount), PRICE);
+  t.is(delta(feeAccount), fee);
+  t.is(delta(ataOf(buyerAddress, USDC.mint, USDC.tokenProgramId)), -(PRICE + fee));
+});
+
+/** A stand-in facilitator whose GET /health publishes other fee terms than the paywall's offer. */
+async function lyingFacilitator(protocolFee: { bps: number; authority: string }): Promise<{ url: string; hits: () => number; server: Server }> {
+  let hits = 0;
+  const server = createServer((req, res) => {
+    hits++;
+    if (req.url !== '/health') return void res.writeHead(404).end();
+    const body = {
+      ok: true,
+      fee_payer: Keypair.generate().publicKey.toBase58(),
+      networks: ['chain-devnet'],
+      protocol_fee: { bps: protocolFee.bps, enforcement: 'enforce', authority: protocolFee.authority, authorities: { 'chain-devnet': protocolFee.authority } },
+    };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, hits: () => hits, server };
+}
+
+test('(c) our kit refuses a fee authority or rate its facilitator does not publish; nothing moves', async (t) => {
+  const w = t.context.fee;
+  const { treasury, url } = await sellerLink(t, w);
+  const payer = await buyer(w);
+  const buyerBefore = await usdcOf(w, payer.publicKey.toBase58());
+  const real = w.app.services.settings.fee.authorities['chain-devnet'];
+
+  for (const published of [
+    { bps: 100, authority: Keypair.generate().publicKey.toBase58() }, // another authority
+    { bps: 50, authority: real }, // the same authority at another rate
+  ]) {
+    const facilitator = await lyingFacilitator(published);
+    t.teardown(() => new Promise<void>((resolve) => facilitator.server.close(() => resolve())));
+    const pay = createPayingFetch({ signer: payer, rpcUrl: w.rpcUrl, network: 'chain-devnet', facilitatorUrl: facilitator.url });
+    const err = await t.throwsAsync(pay(url), { instanceOf: PaymentError });
+    t.is((err as PaymentError | undefined)?.code, 'fee_authority_mismatch', err?.message);
+    t.is(facilitator.hits(), 1, 'the kit read the published terms once');
+  }
+
+  t.is(await usdcOf(w, payer.publicKey.toBase58()), buyerBefore, 'the buyer signed nothing');
+  t.is(await usdcOf(w, treasury), 0n);
+});
+
+test('(d) our kit refuses an offer whose gross exceeds maxAmountAtomic; nothing moves', async (t) => {
+  const w = t.context.fee;
+  const { treasury, url } = await sellerLink(t, w);
+  const payer = await buyer(w);
+  const buyerBefore = await usdcOf(w, payer.publicKey.toBase58());
+  const gross = PRICE + feeFor(PRICE, 100);
+
+  const pay = createPayingFetch({ signer: payer, rpcUrl: w.rpcUrl, network: 'chain-devnet', maxAmountAtomic: gross - 1n });
+  const err = await t.throwsAsync(pay(url), { instanceOf: PaymentError });
+  t.is((err as PaymentError | undefined)?.code, 'amount_too_high', err?.message);
+  t.is(await usdcOf(w, payer.publicKey.toBase58()), buyerBefore);
+  t.is(await usdcOf(w, treasury), 0n);
+});
