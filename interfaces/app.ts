@@ -15,7 +15,16 @@ import { startEmbeddedPostgres } from '../adapters/store/embedded-postgres.ts';
 import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';
 import { PgEventFeed } from '../adapters/store/event-feed.ts';
 import { systemClock } from '../adapters/clock/system.ts';
-import { ensureKeypairFile } from '../adapters/keys/file-keypair.ts';
+import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
+import { MikroOrmFacilitatorStore } from '../adapters/store/facilitator-store.ts';
+import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';
+import { HttpFacilitator } from '../adapters/facilitator/http.ts';
+import { InProcessFacilitator } from '../adapters/facilitator/in-process.ts';
+import { FacilitatorService } from '../domain/facilitator/service.ts';
+import { feePayerFromSecretKey } from '../domain/facilitator/ed25519.ts';
+import type { Ledger } from '../domain/ports/ledger.ts';
+import { registerFacilitatorRoutes } from './facilitator/routes.ts';
+import { registerPaywallRoutes } from './paywall/routes.ts';
 import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
 import { startGraphileRunner } from '../adapters/queue/graphile.ts';
 import { resolveLimits } from '../domain/policies/rate-limit.ts';
@@ -171,6 +180,15 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         },
       },
     };
+    const facilitator =
+      options.ledgers === false
+        ? undefined
+        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, embedded: ledgers.embedded, database, clock, log, fee: settings.fee });
+    const paywallFacilitator = config.facilitatorUrl
+      ? new HttpFacilitator({ url: config.facilitatorUrl })
+      : facilitator
+        ? new InProcessFacilitator(facilitator)
+        : undefined;
     const services = buildServices({
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
@@ -181,7 +199,11 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       ledgers: ledgers.ledgers,
       faucet: ledgers.faucet,
       embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
+      facilitator,
+      paywallFacilitator,
+      outbound: new GuardedOutboundHttp({ allowPrivate: config.outboundAllowPrivate }),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
+      onWarning: (message, context) => log.warn(context, message),
     });
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
     flushTimer.unref();
@@ -255,6 +277,51 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     throw e;
   }
 }
+
+/**
+ * The facilitator of this process: fee payer from SVC_FACILITATOR_SECRET_KEY, or generated under the data directory
+ * (DECISIONS "Facilitator"); on an embedded ledger it is funded from the faucet so settlements can pay their fees.
+ */
+async function openFacilitator(deps: {
+  config: Config;
+  ledgers: Partial<Record<Network, Ledger>>;
+  embedded: Partial<Record<Network, unknown>>;
+  faucet: OpenedLedgers['faucet'];
+  database: Database;
+  clock: Clock;
+  log: Logger;
+  fee: GatewaySettings['fee'];
+  networks?: Network[];
+}): Promise<FacilitatorService> {
+  const { config, ledgers, log } = deps;
+  const secret = config.facilitator.secretKey ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'facilitator.json')));
+  const signer = feePayerFromSecretKey(secret);
+  const networks = deps.networks ?? (Object.keys(ledgers) as Network[]);
+  for (const network of networks) {
+    if (!deps.embedded[network] || !deps.faucet) continue;
+    const balance = await ledgers[network]!.getBalance(signer.address);
+    if (balance < FEE_PAYER_FLOOR) {
+      await deps.faucet({ network, to: signer.address, sol: '100' });
+      log.info({ network, fee_payer: signer.address }, 'funded the facilitator fee payer from the embedded faucet');
+    }
+  }
+  return new FacilitatorService({
+    ledgers,
+    store: new MikroOrmFacilitatorStore(deps.database.orm),
+    signer,
+    clock: deps.clock,
+    settings: {
+      networks,
+      fee: deps.fee,
+      rentBudgetLamports: config.facilitator.rentBudgetLamports,
+      confirmTimeoutMs: config.facilitator.confirmTimeoutMs,
+    },
+    onWarning: (message, context) => log.warn({ component: 'facilitator', ...context }, message),
+  });
+}
+
+/** 1 SOL: below it the embedded fee payer is topped up at start. */
+const FEE_PAYER_FLOOR = 1_000_000_000n;
 
 /** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
 export function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
@@ -342,5 +409,7 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   });
 
   mountGraphql(app, { services, log });
+  if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator' });
+  if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;
 }

@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { Address } from '../domain/shared/address.ts';
 import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
+import { decodeBase58 } from '../domain/shared/base58.ts';
+import type { Network } from '../domain/shared/network.ts';
 
 const JsonLimits = z
   .string()
@@ -20,6 +22,38 @@ const Port = z.coerce.number().int().min(0).max(65_535);
 /** "embedded" (LiteSVM under SVC_DATA_DIR) or the http(s) URL of a Solana JSON-RPC node */
 const LedgerSource = z.union([z.literal('embedded'), z.url({ protocol: /^https?$/ })]);
 const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
+const Bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+
+/** fee-facilitator-mpp-tools §2.5: a 64-byte secret as a JSON byte array or base58. */
+const SecretKey = z.string().transform((text, ctx) => {
+  const bytes = parseSecretKey(text.trim());
+  if (!bytes) {
+    ctx.addIssue({ code: 'custom', message: 'must be a 64-byte secret key: a JSON byte array or a base58 string' });
+    return z.NEVER;
+  }
+  return bytes;
+});
+
+function parseSecretKey(text: string): Uint8Array | null {
+  try {
+    if (text.startsWith('[')) {
+      const arr = JSON.parse(text) as unknown;
+      if (Array.isArray(arr) && arr.length === 64 && arr.every((b) => Number.isInteger(b) && b >= 0 && b <= 255)) return Uint8Array.from(arr as number[]);
+      return null;
+    }
+    const bytes = decodeBase58(text);
+    return bytes && bytes.length === 64 ? bytes : null;
+  } catch {
+    return null;
+  }
+}
+
+/** §2.5 network names; testnet has no stables curated here, so it is refused with a clear message. */
+const FacilitatorNetworks = z
+  .string()
+  .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+  .pipe(z.array(z.enum(['devnet', 'mainnet'], { message: 'networks are devnet and mainnet (testnet is not served)' })).min(1))
+  .transform((names) => [...new Set(names)].map((n) => (n === 'devnet' ? 'chain-devnet' : 'chain-mainnet') as Network));
 
 export const ConfigSchema = z.object({
   PORT: Port.default(8080),
@@ -46,6 +80,16 @@ export const ConfigSchema = z.object({
   SVC_DEVNET_RPC_PORT: Port.default(8899),
   SVC_MAINNET_RPC_PORT: Port.default(8900),
   SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
+  SVC_FACILITATOR_SECRET_KEY: SecretKey.optional().or(z.literal('').transform(() => undefined)),
+  SVC_FACILITATOR_NETWORKS: FacilitatorNetworks.optional().or(z.literal('').transform(() => undefined)),
+  SVC_FACILITATOR_PORT: Port.default(8787),
+  SVC_FACILITATOR_HOST: z.string().min(1).default('0.0.0.0'),
+  SVC_FACILITATOR_RPC_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
+  /** lamports of token-account rent the facilitator sponsors per network per UTC day (default 1 SOL ≈ 490 accounts) */
+  SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: z.coerce.bigint().min(0n).default(1_000_000_000n),
+  SVC_FACILITATOR_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+  /** DECISIONS "Webhooks": outbound calls to loopback/private addresses and plain http; default on for the embedded setup */
+  SVC_OUTBOUND_ALLOW_PRIVATE: Bool.optional().or(z.literal('').transform(() => undefined)),
 });
 
 export interface Config {
@@ -65,6 +109,18 @@ export interface Config {
   rateLimits: RateLimitOverrides;
   jobs: 'inline' | 'off';
   ledgers: { devnet: string; mainnet: string; devnetRpcPort: number; mainnetRpcPort: number; rpcHost: string };
+  facilitator: {
+    secretKey: Uint8Array | undefined;
+    /** the standalone service's networks (default devnet); the gateway's in-process facilitator serves both */
+    networks: Network[];
+    port: number;
+    host: string;
+    rpcUrl: string | undefined;
+    rentBudgetLamports: bigint;
+    confirmTimeoutMs: number;
+  };
+  /** outbound HTTP may reach loopback/private addresses and plain http (development) */
+  outboundAllowPrivate: boolean;
 }
 
 export class ConfigError extends Error {
@@ -104,5 +160,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       mainnetRpcPort: e.SVC_MAINNET_RPC_PORT,
       rpcHost: e.SVC_LEDGER_RPC_HOST,
     },
+    facilitator: {
+      secretKey: e.SVC_FACILITATOR_SECRET_KEY,
+      networks: e.SVC_FACILITATOR_NETWORKS ?? ['chain-devnet'],
+      port: e.SVC_FACILITATOR_PORT,
+      host: e.SVC_FACILITATOR_HOST,
+      rpcUrl: e.SVC_FACILITATOR_RPC_URL,
+      rentBudgetLamports: e.SVC_FACILITATOR_RENT_BUDGET_LAMPORTS,
+      confirmTimeoutMs: e.SVC_FACILITATOR_CONFIRM_TIMEOUT_MS,
+    },
+    outboundAllowPrivate: e.SVC_OUTBOUND_ALLOW_PRIVATE ?? (e.SVC_DEVNET_LEDGER === 'embedded' && e.SVC_MAINNET_LEDGER === 'embedded'),
   };
 }

@@ -17,6 +17,10 @@ import { DevService } from '../domain/dev/service.ts';
 import type { Ledger } from '../domain/ports/ledger.ts';
 import type { Faucet } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
+import type { Facilitator } from '../domain/ports/facilitator.ts';
+import type { OutboundHttp } from '../domain/ports/outbound-http.ts';
+import type { FacilitatorService } from '../domain/facilitator/service.ts';
+import { PaywallService } from '../domain/paywall/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -36,6 +40,10 @@ export interface Services {
   /** per network; empty in a process that opened none (the job runner run apart) */
   ledgers: Partial<Record<Network, Ledger>>;
   settings: GatewaySettings;
+  /** this process's facilitator (mounted at /facilitator); absent in a process without ledgers */
+  facilitator: FacilitatorService | undefined;
+  /** the public /x/{id}; absent in a process without ledgers */
+  paywall: PaywallService | undefined;
 }
 
 export interface ServiceDeps {
@@ -48,7 +56,12 @@ export interface ServiceDeps {
   ledgers: Partial<Record<Network, Ledger>>;
   faucet: Faucet | undefined;
   embeddedNetworks: ReadonlySet<Network>;
+  facilitator?: FacilitatorService | undefined;
+  /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
+  paywallFacilitator?: Facilitator | undefined;
+  outbound: OutboundHttp;
   onRecorderError?: (e: unknown) => void;
+  onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
 export function buildServices(deps: ServiceDeps): Services {
@@ -71,5 +84,17 @@ export function buildServices(deps: ServiceDeps): Services {
     dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks }),
     ledgers: deps.ledgers,
     settings,
+    facilitator: deps.facilitator,
+    paywall: deps.paywallFacilitator
+      ? new PaywallService({
+          store,
+          facilitator: deps.paywallFacilitator,
+          outbound: deps.outbound,
+          ledgers: deps.ledgers,
+          clock,
+          settings,
+          onWarning: deps.onWarning,
+        })
+      : undefined,
   };
 }

@@ -44,6 +44,7 @@ export class Migration0003PaidCalls extends Migration {
       link_id text not null,
       status text not null,
       signature text null,
+      attempted boolean not null default false,
       payer text null,
       response jsonb null,
       locked_until timestamptz not null,

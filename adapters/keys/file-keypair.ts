@@ -21,3 +21,9 @@ export async function ensureKeypairFile(path: string): Promise<string> {
   const bytes = JSON.parse(await readFile(path, 'utf8')) as number[];
   return Keypair.fromSecretKey(Uint8Array.from(bytes)).publicKey.toBase58();
 }
+
+/** Like ensureKeypairFile, but returns the 64-byte secret key (the facilitator's fee payer signs with it). */
+export async function ensureSecretKeyFile(path: string): Promise<Uint8Array> {
+  await ensureKeypairFile(path);
+  return Uint8Array.from(JSON.parse(await readFile(path, 'utf8')) as number[]);
+}

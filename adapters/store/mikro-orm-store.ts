@@ -92,6 +92,7 @@ interface PaidCallRow {
   link_id: string;
   status: PaidCallRecord['status'];
   signature: string | null;
+  attempted: boolean;
   payer: string | null;
   response: PaidCallRecord['response'];
   locked_until: Date;
@@ -107,6 +108,7 @@ const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
   linkId: r.link_id,
   status: r.status,
   signature: r.signature,
+  attempted: r.attempted,
   payer: r.payer,
   response: r.response,
   lockedUntil: new Date(r.locked_until),
@@ -256,14 +258,9 @@ class Repos implements Repositories {
         `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, locked_until, created_at, updated_at, expires_at)
          values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?)
          on conflict (network, payment_key) do update
-           set status = 'running', locked_until = excluded.locked_until, updated_at = excluded.updated_at,
-               signature = case when paid_calls.expires_at <= excluded.updated_at then null else paid_calls.signature end,
-               response = case when paid_calls.expires_at <= excluded.updated_at then null else paid_calls.response end,
-               link_pk = excluded.link_pk, link_id = excluded.link_id,
-               created_at = case when paid_calls.expires_at <= excluded.updated_at then excluded.created_at else paid_calls.created_at end,
-               expires_at = case when paid_calls.expires_at <= excluded.updated_at then excluded.expires_at else paid_calls.expires_at end
-           where paid_calls.expires_at <= excluded.updated_at
-              or (paid_calls.status in ('running', 'pending') and paid_calls.locked_until <= excluded.updated_at)
+           set status = 'running', locked_until = excluded.locked_until, updated_at = excluded.updated_at
+           where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
+             and paid_calls.locked_until <= excluded.updated_at
          returning *`,
         [c.network, c.paymentKey, c.linkPk, c.linkId, c.lockedUntil, c.at, c.at, c.expiresAt],
       )) as PaidCallRow[];
@@ -278,7 +275,8 @@ class Repos implements Repositories {
     },
     markPending: async (network, paymentKey, signature, at) => {
       await this.em().execute(
-        `update paid_calls set status = 'pending', signature = coalesce(?, signature), locked_until = ?, updated_at = ? where network = ? and payment_key = ?`,
+        `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), locked_until = ?, updated_at = ?
+          where network = ? and payment_key = ?`,
         [signature, at, at, network, paymentKey],
       );
     },

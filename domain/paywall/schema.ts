@@ -18,6 +18,8 @@ export interface PaidCallRecord {
   /** running: a request holds it · pending: settle outcome unknown · done: response stored */
   status: 'running' | 'pending' | 'done';
   signature: string | null;
+  /** an earlier request got as far as settling it (its outcome was unknown): a later one may resume it */
+  attempted: boolean;
   payer: string | null;
   response: StoredResponse | null;
   lockedUntil: Date;

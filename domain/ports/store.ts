@@ -61,9 +61,9 @@ export interface ReceiptRepository {
 /** DECISIONS "x402 on the paywall": one row per payment transaction, the exactly-once record. */
 export interface PaidCallRepository {
   /**
-   * Takes the payment for this request: inserts a `running` row, or takes over one whose lease lapsed (`pending`
-   * after an unknown settle outcome, or `running` of a crashed request), or one past its 24 h. Otherwise returns
-   * the row as it is (done, or running elsewhere).
+   * Takes the payment for this request: inserts a `running` row, or takes over one of the same link whose lease
+   * lapsed (`pending` after an unknown settle outcome, or `running` of a crashed request). Otherwise returns the row
+   * as it is (done, running elsewhere, or another link's).
    */
   claim(claim: { network: Network; paymentKey: string; linkPk: string; linkId: string; lockedUntil: Date; at: Date; expiresAt: Date }): Promise<
     { claimed: true; record: PaidCallRecord } | { claimed: false; record: PaidCallRecord }

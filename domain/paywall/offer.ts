@@ -1,0 +1,148 @@
+import { CAIP2, findStable, X402_V1_NETWORK, type Network } from '../shared/network.ts';
+import { treasuryOf } from '../treasury/derive.ts';
+import { FEE_EXTENSION_KEY } from '../facilitator/schema.ts';
+import { decodeTransaction } from '../facilitator/decode.ts';
+import { readTransferChecked } from '../facilitator/instructions.ts';
+import {
+  PaymentPayloadV1,
+  PaymentPayloadV2,
+  type ResourceInfo,
+  type X402RequirementsV1,
+  type X402RequirementsV2,
+} from '../facilitator/wire.ts';
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+
+// The x402 side of the paywall (DECISIONS "x402 on the paywall"): the 402 offer in v2 (header) and v1 (body) form,
+// and the payment headers buyers answer with. Pure.
+
+/** How long a buyer may take between the 402 and paying (x402 maxTimeoutSeconds). */
+export const MAX_TIMEOUT_SECONDS = 60;
+
+export interface OfferTerms {
+  /** the facilitator's fee payer (extra.feePayer) */
+  feePayer: string;
+  /** the protocol fee when on (bps > 0) */
+  fee: { bps: number; feeAuthority: string } | null;
+}
+
+/** One x402 v2 accept per currency of the link (hosted-api §2.3): payTo is the owner agent's treasury. */
+export function acceptsFor(link: PaymentLinkRecord, terms: OfferTerms): X402RequirementsV2[] {
+  const payTo = treasuryOf(link.ownerAgent);
+  return [link.currency, ...link.acceptsCurrencies].map((symbol) => {
+    const stable = findStable(link.network, symbol)!;
+    const extra: Record<string, unknown> = { feePayer: terms.feePayer };
+    if (terms.fee && terms.fee.bps > 0) extra[FEE_EXTENSION_KEY] = { v: '1', bps: terms.fee.bps, feeAuthority: terms.fee.feeAuthority };
+    return {
+      scheme: 'exact',
+      network: CAIP2[link.network],
+      asset: stable.mint,
+      amount: link.amountAtomic.toString(),
+      payTo,
+      maxTimeoutSeconds: MAX_TIMEOUT_SECONDS,
+      extra,
+    };
+  });
+}
+
+export function toV1(accept: X402RequirementsV2, network: Network, resource: ResourceInfo): X402RequirementsV1 {
+  return {
+    scheme: accept.scheme,
+    network: X402_V1_NETWORK[network],
+    maxAmountRequired: accept.amount,
+    resource: resource.url,
+    description: resource.description ?? '',
+    mimeType: resource.mimeType ?? '',
+    payTo: accept.payTo,
+    maxTimeoutSeconds: accept.maxTimeoutSeconds,
+    asset: accept.asset,
+    extra: accept.extra,
+  };
+}
+
+/** The unpaid answer: the v2 envelope for PAYMENT-REQUIRED and the v1 form for the body. */
+export function paymentRequired(network: Network, accepts: X402RequirementsV2[], resource: ResourceInfo, error: string) {
+  const v2 = { x402Version: 2, error, resource, accepts };
+  const v1 = { x402Version: 1, error, accepts: accepts.map((a) => toV1(a, network, resource)) };
+  return { header: Buffer.from(JSON.stringify(v2)).toString('base64'), body: v1 };
+}
+
+export interface PaymentHeaders {
+  /** PAYMENT-SIGNATURE (x402 v2) */
+  paymentSignature?: string | undefined;
+  /** X-PAYMENT (x402 v1 payload, or a bare base64 signed transaction) */
+  xPayment?: string | undefined;
+}
+
+export type ParsedPayment =
+  | { ok: true; version: 1 | 2; transaction: string; transactionBytes: Uint8Array; accepted: X402RequirementsV2 | null }
+  | { ok: false; reason: 'invalid_payload' | 'invalid_transaction'; message: string };
+
+function jsonOf(base64: string): unknown {
+  try {
+    return JSON.parse(Buffer.from(base64, 'base64').toString('utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function bytesOf(base64: string): Uint8Array | null {
+  const text = base64.trim();
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || text.length % 4 !== 0) return null;
+  return Uint8Array.from(Buffer.from(text, 'base64'));
+}
+
+/** null when the request carries no payment at all. */
+export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
+  const raw = headers.paymentSignature ?? headers.xPayment;
+  if (raw === undefined || raw.trim() === '') return null;
+  const json = jsonOf(raw);
+  let version: 1 | 2;
+  let transaction: string;
+  let accepted: X402RequirementsV2 | null = null;
+  if (json !== undefined && typeof json === 'object' && json !== null) {
+    const v2 = PaymentPayloadV2.safeParse(json);
+    const v1 = v2.success ? undefined : PaymentPayloadV1.safeParse(json);
+    if (v2.success) {
+      version = 2;
+      transaction = v2.data.payload.transaction;
+      accepted = v2.data.accepted;
+    } else if (v1?.success) {
+      version = 1;
+      transaction = v1.data.payload.transaction;
+    } else {
+      const issue = (v2.error ?? v1?.error)?.issues[0];
+      return { ok: false, reason: 'invalid_payload', message: `the payment header is not an x402 payment payload: ${issue?.path.join('.')} ${issue?.message}` };
+    }
+  } else {
+    // DECISIONS: X-PAYMENT may carry the bare base64 signed transaction (hosted-api §4.2 rule 5).
+    version = 1;
+    transaction = raw.trim();
+  }
+  const transactionBytes = bytesOf(transaction);
+  if (!transactionBytes) return { ok: false, reason: 'invalid_transaction', message: 'the payment transaction is not base64' };
+  return { ok: true, version, transaction, transactionBytes, accepted };
+}
+
+/**
+ * Which of the link's accepts a payment answers: v2 names it (`accepted`, matched on what the buyer signed for);
+ * v1 and bare transactions are matched by the mint of their first TransferChecked. undefined when none matches.
+ */
+export function chooseAccept(accepts: X402RequirementsV2[], payment: Extract<ParsedPayment, { ok: true }>): X402RequirementsV2 | undefined {
+  if (payment.accepted) {
+    const a = payment.accepted;
+    return accepts.find((o) => o.network === a.network && o.asset === a.asset && o.amount === a.amount && o.payTo === a.payTo && o.scheme === a.scheme);
+  }
+  let mint: string | undefined;
+  try {
+    for (const ix of decodeTransaction(payment.transactionBytes).instructions) {
+      const t = readTransferChecked(ix);
+      if (t) {
+        mint = t.mint;
+        break;
+      }
+    }
+  } catch {
+    // an undecodable transaction is the facilitator's to refuse, with its reason
+  }
+  return accepts.find((o) => o.asset === mint) ?? accepts[0];
+}

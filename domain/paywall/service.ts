@@ -1,0 +1,475 @@
+import { DomainError } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { atomicToDecimal, feeFor } from '../shared/money.ts';
+import { Network, NETWORKS, STABLES, type Stable } from '../shared/network.ts';
+import type { GatewaySettings } from '../shared/settings.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { Facilitator } from '../ports/facilitator.ts';
+import type { Ledger } from '../ports/ledger.ts';
+import type { OutboundHttp } from '../ports/outbound-http.ts';
+import type { Repositories, Store } from '../ports/store.ts';
+import { decodeTransaction } from '../facilitator/decode.ts';
+import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
+import type { FacilitatorHealth, FacilitatorRequest, ResourceInfo, SettleResponse, X402RequirementsV2 } from '../facilitator/wire.ts';
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import { shareUrl } from '../payment-links/service.ts';
+import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
+import { signWebhook } from '../webhooks/signature.ts';
+import { acceptsFor, chooseAccept, paymentRequired, parsePayment, toV1, type OfferTerms, type PaymentHeaders } from './offer.ts';
+import type { PaidCallRecord, StoredResponse } from './schema.ts';
+
+// hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the public /x/{id}.
+//
+// A paid call: parse the payment → claim it in paid_calls (exactly once across instances) → settle (or, under
+// settle_policy on_success, verify → forward → settle) → one transaction of side effects (counters, earn receipt,
+// events, the stored response) → best-effort webhook. A replay of a done payment gets the stored response; a settle
+// whose outcome is unknown leaves the claim pending (504 payment_pending) for the replay to resolve.
+
+/** How long one request may hold a payment before another may take it over (settle + forward fit well inside). */
+const LEASE_MS = 120_000;
+const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** A concurrent replay waits this long for the first request to finish. */
+const WAIT_FOR_OWNER_MS = 10_000;
+const HEALTH_TTL_MS = 60_000;
+
+export interface PaywallRequest {
+  id: string;
+  /** ?network= as given; default chain-mainnet (rule 2) */
+  network: string | undefined;
+  method: string;
+  /** the query string without `network`, e.g. "city=Paris" ('' when none); forwarded upstream */
+  forwardQuery: string;
+  headers: PaymentHeaders & { contentType?: string | undefined; accept?: string | undefined };
+  body: Uint8Array | undefined;
+}
+
+export interface PaywallResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+export interface PaywallDeps {
+  store: Store;
+  facilitator: Facilitator;
+  outbound: OutboundHttp;
+  ledgers: Partial<Record<Network, Ledger>>;
+  clock: Clock;
+  settings: GatewaySettings;
+  /** failures nobody is waiting for (webhooks), for the operator's log */
+  onWarning?: (message: string, context: Record<string, unknown>) => void;
+}
+
+type Accept = X402RequirementsV2;
+
+interface Call {
+  link: PaymentLinkRecord;
+  request: PaywallRequest;
+  resource: ResourceInfo;
+  accepts: Accept[];
+  accept: Accept;
+  version: 1 | 2;
+  transaction: string;
+  paymentKey: string;
+  terms: OfferTerms;
+}
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+
+export class PaywallService {
+  private health: { at: number; value: Promise<FacilitatorHealth> } | undefined;
+
+  constructor(private readonly deps: PaywallDeps) {}
+
+  async handle(request: PaywallRequest): Promise<PaywallResponse> {
+    const link = await this.resolveLink(request);
+    if (link.protocol !== 'x402') {
+      throw new DomainError('service_unavailable', 'This link uses the MPP rail, which this gateway does not serve yet.', { protocol: link.protocol });
+    }
+    const terms = await this.offerTerms(link.network);
+    const resource: ResourceInfo = {
+      url: shareUrl(this.deps.settings.baseUrl, link.network, link.id),
+      description: link.label,
+      mimeType: link.response.mimeType,
+    };
+    const accepts = acceptsFor(link, terms);
+    const payment = parsePayment(request.headers);
+    if (!payment) return this.challenge(link, accepts, resource, 'payment_required', 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).');
+    if (!payment.ok) return this.challenge(link, accepts, resource, payment.reason, payment.message);
+    const accept = chooseAccept(accepts, payment);
+    if (!accept) return this.challenge(link, accepts, resource, 'requirements_mismatch', 'The payment answers an offer this link does not make (amount, asset, payTo or network differ).');
+
+    let messageBytes: Uint8Array;
+    try {
+      messageBytes = decodeTransaction(payment.transactionBytes).messageBytes;
+    } catch (e) {
+      return this.challenge(link, accepts, resource, 'invalid_transaction', `The payment transaction does not parse: ${(e as Error).message}`);
+    }
+    const call: Call = {
+      link,
+      request,
+      resource,
+      accepts,
+      accept,
+      version: payment.version,
+      transaction: payment.transaction,
+      paymentKey: sha256Hex(messageBytes),
+      terms,
+    };
+    return this.pay(call);
+  }
+
+  /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */
+  private async resolveLink(request: PaywallRequest): Promise<PaymentLinkRecord> {
+    const parsed = Network.safeParse(request.network ?? 'chain-mainnet');
+    if (!parsed.success) {
+      throw DomainError.invalid([{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }], 'Unknown network.');
+    }
+    const network = parsed.data;
+    const link = await this.deps.store.paymentLinks.get(network, request.id);
+    if (!link) {
+      for (const other of NETWORKS.filter((n) => n !== network)) {
+        const elsewhere = await this.deps.store.paymentLinks.get(other, request.id);
+        if (elsewhere) {
+          throw new DomainError('wrong_network', `Payment link ${request.id} is on ${other}, not ${network}.`, {
+            network: other,
+            url: `${this.deps.settings.baseUrl}/x/${encodeURIComponent(request.id)}?network=${other}`,
+          });
+        }
+      }
+      throw new DomainError('payment_link_not_found', `No payment link ${request.id} on ${network}.`, { id: request.id });
+    }
+    if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${request.id} is disabled.`, { id: request.id });
+    if (request.method.toUpperCase() !== link.method) {
+      throw new DomainError('method_not_allowed', `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
+    }
+    return link;
+  }
+
+  /** extra.feePayer and extra["svc.fee"] come from the facilitator that will settle: its /health, cached. */
+  private async offerTerms(network: Network): Promise<OfferTerms> {
+    const now = this.deps.clock.now().getTime();
+    if (!this.health || now - this.health.at > HEALTH_TTL_MS) {
+      const value = this.deps.facilitator.health();
+      this.health = { at: now, value };
+      value.catch(() => {
+        if (this.health?.value === value) this.health = undefined;
+      });
+    }
+    const health = await this.health.value;
+    const fee = health.protocol_fee;
+    const authority = fee.authorities[network] ?? fee.authority;
+    return { feePayer: health.fee_payer, fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null };
+  }
+
+  private challenge(link: PaymentLinkRecord, accepts: Accept[], resource: ResourceInfo, error: string, message: string): PaywallResponse {
+    const offer = paymentRequired(link.network, accepts, resource, error);
+    return {
+      status: 402,
+      headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },
+      body: json({ ...offer.body, message }),
+    };
+  }
+
+  private facilitatorRequest(call: Call): FacilitatorRequest {
+    return {
+      x402Version: 2,
+      paymentPayload: { x402Version: 2, resource: call.resource, accepted: call.accept, payload: { transaction: call.transaction } },
+      paymentRequirements: call.accept,
+    };
+  }
+
+  /** Exactly once: claim the payment, or answer from its record. */
+  private async pay(call: Call): Promise<PaywallResponse> {
+    const { network } = call.link;
+    const deadline = Date.now() + WAIT_FOR_OWNER_MS;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const claim = await this.deps.store.paidCalls.claim({
+        network,
+        paymentKey: call.paymentKey,
+        linkPk: call.link.pk,
+        linkId: call.link.id,
+        lockedUntil: new Date(now.getTime() + LEASE_MS),
+        at: now,
+        expiresAt: new Date(now.getTime() + REPLAY_WINDOW_MS),
+      });
+      const record = claim.record;
+      if (claim.claimed) return this.run(call, record);
+      if (record.linkPk !== call.link.pk) {
+        return this.challenge(call.link, call.accepts, call.resource, 'payment_already_used', 'This payment transaction was already used for another payment link.');
+      }
+      if (record.status === 'done' && record.response) {
+        if (record.expiresAt.getTime() <= now.getTime()) {
+          return this.challenge(call.link, call.accepts, call.resource, 'payment_already_used', 'This payment was used more than 24 hours ago; its response is no longer kept.');
+        }
+        return replayed(record.response);
+      }
+      if (Date.now() >= deadline) throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** We hold the claim: settle (resuming a pending attempt), respond, record. */
+  private async run(call: Call, record: PaidCallRecord): Promise<PaywallResponse> {
+    const { network } = call.link;
+    const request = this.facilitatorRequest(call);
+    let settledAs: string | null = record.signature;
+    try {
+      if (call.link.settlePolicy === 'on_success' && !record.attempted) {
+        const verdict = await this.deps.facilitator.verify(request);
+        if (!verdict.isValid) {
+          await this.deps.store.paidCalls.release(network, call.paymentKey);
+          return this.challenge(call.link, call.accepts, call.resource, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
+        }
+        const served = await this.produce(call);
+        if (!served.ok) {
+          // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as upstream_failed.
+          await this.deps.store.paidCalls.release(network, call.paymentKey);
+          await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
+          throw served.error;
+        }
+        const settled = await this.settle(call, request, record);
+        if (!settled.ok) return settled.response;
+        settledAs = settled.signature;
+        return await this.finish(call, settled.signature, settled.payer, served.value);
+      }
+      const settled = await this.settle(call, request, record);
+      if (!settled.ok) return settled.response;
+      settledAs = settled.signature;
+      const served = await this.produce(call);
+      // before_forward: the payment landed; an upstream failure is what this paid call served (and what replays get).
+      const value = served.ok ? served.value : errorResponse(served.error);
+      return await this.finish(call, settled.signature, settled.payer, value);
+    } catch (e) {
+      // Once money may have moved the claim is kept (pending, with what we know) for the replay to finish;
+      // before that, nothing happened and the payment is forgotten.
+      const signature = e instanceof DomainError && e.code === 'payment_pending' ? ((e.details?.signature as string | null) ?? settledAs) : settledAs;
+      if (signature !== null || (e instanceof DomainError && e.code === 'payment_pending')) {
+        await this.deps.store.paidCalls.markPending(network, call.paymentKey, signature, this.deps.clock.now()).catch(() => {});
+      } else {
+        await this.deps.store.paidCalls.release(network, call.paymentKey).catch(() => {});
+      }
+      throw e;
+    }
+  }
+
+  private async settle(
+    call: Call,
+    request: FacilitatorRequest,
+    record: PaidCallRecord,
+  ): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; response: PaywallResponse }> {
+    const { network } = call.link;
+    let result: SettleResponse;
+    try {
+      result = await this.deps.facilitator.settle(request);
+    } catch (e) {
+      if (e instanceof DomainError && e.code === 'payment_pending') throw pending(record.signature, e.message);
+      throw e;
+    }
+    if (result.success) return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+    if (result.errorReason === 'settlement_pending') {
+      throw pending(result.transaction || record.signature, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
+    }
+    // Resuming our own earlier attempt: the facilitator's guard already settled it — the ledger says whether it landed.
+    if (result.errorReason === 'duplicate_settlement' && record.attempted && result.transaction && (await this.confirmed(network, result.transaction))) {
+      return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+    }
+    await this.deps.store.paidCalls.release(network, call.paymentKey);
+    return {
+      ok: false,
+      response: this.challenge(call.link, call.accepts, call.resource, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.'),
+    };
+  }
+
+  private async confirmed(network: Network, signature: string): Promise<boolean> {
+    const ledger = this.deps.ledgers[network];
+    if (!ledger) return false;
+    const [status] = await ledger.getSignatureStatuses([signature]);
+    return !!status && status.err === null;
+  }
+
+  /** Rule 7: the upstream response when metadata.upstream_url is set, else the link's response template. */
+  private async produce(call: Call): Promise<{ ok: true; value: StoredResponse } | { ok: false; error: DomainError }> {
+    const { link, request } = call;
+    const upstream = typeof link.metadata.upstream_url === 'string' ? link.metadata.upstream_url : undefined;
+    if (!upstream) {
+      const body = link.response.body;
+      const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : json(body);
+      return { ok: true, value: { status: link.response.status, headers: { 'content-type': link.response.mimeType }, body: Buffer.from(bytes).toString('base64') } };
+    }
+    const url = new URL(upstream);
+    if (request.forwardQuery) {
+      for (const [k, v] of new URLSearchParams(request.forwardQuery)) url.searchParams.append(k, v);
+    }
+    const headers: Record<string, string> = {};
+    if (request.headers.contentType) headers['content-type'] = request.headers.contentType;
+    if (request.headers.accept) headers.accept = request.headers.accept;
+    const answer = await this.deps.outbound.request({
+      url: url.toString(),
+      method: link.method,
+      headers,
+      body: link.method === 'GET' || link.method === 'DELETE' ? undefined : request.body,
+    });
+    if (!answer.ok) {
+      return { ok: false, error: new DomainError('upstream_failed', `The upstream call failed: ${answer.message}`, { reason: answer.reason }) };
+    }
+    if (link.settlePolicy === 'on_success' && (answer.status < 200 || answer.status > 299)) {
+      return { ok: false, error: new DomainError('upstream_failed', `The upstream answered ${answer.status}; the payment was not settled.`, { upstream_status: answer.status }) };
+    }
+    const contentType = answer.headers['content-type'] ?? 'application/octet-stream';
+    return { ok: true, value: { status: answer.status, headers: { 'content-type': contentType }, body: Buffer.from(answer.body).toString('base64') } };
+  }
+
+  /** Rule 9 in one transaction: counters, earn receipt, events, the stored response. Then the webhook. */
+  private async finish(call: Call, signature: string, payer: string | null, served: StoredResponse): Promise<PaywallResponse> {
+    const { link } = call;
+    const network = link.network;
+    const now = this.deps.clock.now();
+    const stable = STABLES[network].find((s) => s.mint === call.accept.asset)!;
+    const feeTerms = FeeExtension.safeParse(call.accept.extra[FEE_EXTENSION_KEY]);
+    const bps = feeTerms.success ? feeTerms.data.bps : 0;
+    const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
+    const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
+
+    const final = await this.deps.store.transaction(async (tx) => {
+      await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
+      const head = await tx.receipts.lockHead(network, link.ownerAgent);
+      const receipt = chainReceipt(
+        {
+          v: '0.1',
+          kind: 'earn',
+          agent: link.ownerAgent,
+          ts: now.toISOString(),
+          request: {
+            method: link.method,
+            url: call.resource.url,
+            ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
+          },
+          decision: 'allow',
+          price: {
+            amount: atomicToDecimal(link.amountAtomic, stable.decimals),
+            currency: stable.symbol,
+            asset: stable.mint,
+            network: call.accept.network,
+            amount_atomic: link.amountAtomic.toString(),
+            fee: fee.toString(),
+            gross: (link.amountAtomic + fee).toString(),
+            feeBps: bps,
+            feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
+          },
+          facilitator: this.deps.settings.facilitatorUrl,
+          response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) },
+          tx_sig: signature,
+        },
+        head,
+      );
+      await tx.receipts.insert({ network, receipt, source: 'paywall', createdAt: now });
+
+      const body = link.wrapReceipt ? wrapped(served, receipt) : served;
+      const headers: Record<string, string> = { ...body.headers, 'payment-response': b64json(paymentResponse) };
+      if (call.version === 1) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+      const response: StoredResponse = { ...body, headers };
+      await tx.paidCalls.complete(network, call.paymentKey, { signature, payer, response, at: now });
+      await this.emit(tx, call, now, signature, payer, receipt, fee, stable, served.status);
+      return { response, receipt };
+    });
+
+    this.webhook(call, paymentResponse, final.response, final.receipt);
+    return fromStored(final.response);
+  }
+
+  private async emit(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, receipt: ReceiptV1, fee: bigint, stable: Stable, status: number) {
+    const { link } = call;
+    const base = { network: link.network, agentAsset: link.ownerAgent, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
+    const append = (kind: string, metadata: Record<string, unknown>, withSignature = true) =>
+      tx.events.append({ ...base, id: newId(now.getTime()), kind, metadata, signature: withSignature ? signature : null });
+    await append('payment_link.settled', {
+      payment_link_id: link.id,
+      agent: link.ownerAgent,
+      tx_sig: signature,
+      payer,
+      currency: stable.symbol,
+      asset: stable.mint,
+      amount_atomic: link.amountAtomic.toString(),
+      fee_atomic: fee.toString(),
+      gross_atomic: (link.amountAtomic + fee).toString(),
+    });
+    await append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
+    await append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
+    if (fee > 0n) {
+      // fee-facilitator-mpp-tools §6 path 1: once per receipt with a fee.
+      await append('protocol.fee.collected', {
+        source: 'receipt',
+        receipt_hash: receipt.receipt_hash,
+        tx_sig: signature,
+        mint: stable.mint,
+        currency: stable.symbol,
+        fee_atomic: fee.toString(),
+        fee_authority: receipt.price.feeAuthority,
+        payment_link_id: link.id,
+      });
+    }
+  }
+
+  /** hosted-api §2.1 webhook_url: a signed POST of { payment, response }, best effort (full webhooks come later). */
+  private webhook(call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: ReceiptV1): void {
+    const { link } = call;
+    if (!link.webhookUrl || !link.webhookSecret) return;
+    const id = newId();
+    const payload = JSON.stringify({
+      id,
+      type: 'payment_link.settled',
+      created_at: this.deps.clock.now().toISOString(),
+      data: { payment_link_id: link.id, payment, receipt, response: { status: response.status, headers: response.headers, body: response.body } },
+    });
+    const headers = {
+      ...signWebhook({ secret: link.webhookSecret, body: payload, timestamp: Math.floor(this.deps.clock.now().getTime() / 1000), id }),
+      'content-type': 'application/json',
+      'x-svc-event': 'payment_link.settled',
+      'x-svc-delivery': id,
+    };
+    void this.deps.outbound
+      .request({ url: link.webhookUrl, method: 'POST', headers, body: payload, timeoutMs: 15_000 })
+      .then((r) => {
+        if (!r.ok || r.status < 200 || r.status > 299) {
+          this.deps.onWarning?.('payment link webhook not delivered', { payment_link_id: link.id, reason: r.ok ? `status ${r.status}` : r.reason });
+        }
+      });
+  }
+}
+
+function pending(signature: string | null, message: string): DomainError {
+  return new DomainError('payment_pending', message, { signature });
+}
+
+function replayed(stored: StoredResponse): PaywallResponse {
+  const response = fromStored(stored);
+  response.headers['x-svc-replayed'] = 'true';
+  return response;
+}
+
+function fromStored(stored: StoredResponse): PaywallResponse {
+  return { status: stored.status, headers: { ...stored.headers }, body: Uint8Array.from(Buffer.from(stored.body, 'base64')) };
+}
+
+/** DECISIONS wrap_receipt: { data: <template body or upstream JSON>, receipt }. */
+function wrapped(served: StoredResponse, receipt: ReceiptV1): StoredResponse {
+  const text = Buffer.from(served.body, 'base64').toString('utf8');
+  let data: unknown = text;
+  if (/json/i.test(served.headers['content-type'] ?? '')) {
+    try {
+      data = JSON.parse(text) as unknown;
+    } catch {
+      data = text;
+    }
+  }
+  return { status: served.status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ data, receipt })).toString('base64') };
+}
+
+/** An upstream failure after settlement, as the paid call's answer (standard envelope; request_id added by HTTP). */
+function errorResponse(error: DomainError): StoredResponse {
+  const body = { error: error.code, message: error.message, details: error.details };
+  return { status: error.status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)).toString('base64') };
+}

@@ -1,0 +1,62 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../../domain/shared/errors.ts';
+import type { PaywallService } from '../../domain/paywall/service.ts';
+import { limitAnonymous } from '../policies/rate-limit.ts';
+import type { Services } from '../services.ts';
+import { resolveError, restError } from '../errors.ts';
+
+// hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window
+// (DECISIONS: 600 per 60 s per client IP, in memory), call PaywallService, write its answer or the error envelope.
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
+/** Response headers a buyer's browser-based client must be able to read. */
+const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, X-Svc-Request-Id, X-Svc-Replayed';
+
+const header = (req: FastifyRequest, name: string): string | undefined => {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+};
+
+export function registerPaywallRoutes(app: FastifyInstance, options: { services: Services; paywall: PaywallService }): void {
+  const { services, paywall } = options;
+  void app.register(async (scope) => {
+    // Any body, as bytes: a forwarded POST carries whatever the upstream takes (the 1 MiB limit still applies).
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+    scope.route({
+      method: [...METHODS],
+      url: '/x/:id',
+      handler: async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
+        const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
+        try {
+          limitAnonymous(services, req.ip, 'paywall', headers);
+          const url = new URL(req.url, 'http://paywall.invalid');
+          const network = url.searchParams.get('network') ?? undefined;
+          url.searchParams.delete('network');
+          const result = await paywall.handle({
+            id: req.params.id,
+            network,
+            method: req.method,
+            forwardQuery: url.searchParams.toString(),
+            headers: {
+              paymentSignature: header(req, 'payment-signature'),
+              xPayment: header(req, 'x-payment'),
+              contentType: header(req, 'content-type'),
+              accept: header(req, 'accept'),
+            },
+            body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,
+          });
+          return reply.code(result.status).headers({ ...headers, ...result.headers }).send(Buffer.from(result.body));
+        } catch (err) {
+          const error = resolveError(err, req.id, req.log);
+          const { status, body } = restError(error, req.id);
+          if (error instanceof DomainError && error.code === 'method_not_allowed' && typeof error.details?.allow === 'string') {
+            headers.Allow = error.details.allow;
+          }
+          return reply.code(status).headers(headers).send(body);
+        }
+      },
+    });
+  });
+}
