@@ -1,0 +1,55 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Facilitator } from '../../domain/ports/facilitator.ts';
+import { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import { invalidFromZod } from '../../domain/shared/validation.ts';
+import { resolveError, restError } from '../errors.ts';
+
+// The x402 facilitator HTTP API (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): the gateway mounts it at
+// /facilitator, `npm run facilitator` at the root. A refused payment is a 200 with isValid/success false, as the x402
+// facilitator API answers; only a body that is not a verify/settle request, or a facilitator that cannot answer,
+// is an HTTP error, in the REST envelope.
+
+export interface FacilitatorRoutesOptions {
+  facilitator: Facilitator;
+  /** '' (standalone, at the root) or a path such as '/facilitator' */
+  prefix: string;
+}
+
+export function registerFacilitatorRoutes(app: FastifyInstance, options: FacilitatorRoutesOptions): void {
+  const { facilitator } = options;
+  void app.register(
+    async (scope) => {
+      // Encapsulated: also catches what fastify refuses before a handler runs (bad JSON, wrong content type), so the
+      // standalone server answers the same envelope as the gateway.
+      scope.setErrorHandler((err, req, reply) => fail(err, req, reply));
+
+      scope.post('/verify', async (req, reply) => reply.send(await facilitator.verify(parseRequest(req.body))));
+      scope.post('/settle', async (req, reply) => reply.send(await facilitator.settle(parseRequest(req.body))));
+      scope.get('/supported', async (_req, reply) => reply.send(await facilitator.supported()));
+      scope.get('/health', async (_req, reply) => reply.send(await facilitator.health()));
+    },
+    { prefix: options.prefix.replace(/\/+$/, '') },
+  );
+}
+
+/**
+ * The body as a v2 or v1 request. A union failure alone says only "invalid input": the issues reported are those of the
+ * version the body names, so a client learns which field is wrong.
+ */
+function parseRequest(body: unknown): FacilitatorRequest {
+  const parsed = FacilitatorRequest.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const version = (body as { x402Version?: unknown } | null)?.x402Version;
+  const variant = FacilitatorRequest.options.find((o) => o.shape.x402Version.value === version);
+  if (!variant) {
+    throw DomainError.invalid([{ path: 'x402Version', message: 'expected 1 or 2', code: 'invalid_value' }], 'Invalid request at x402Version: expected 1 or 2');
+  }
+  const issues = variant.safeParse(body);
+  throw issues.success ? invalidFromZod(parsed.error) : invalidFromZod(issues.error);
+}
+
+function fail(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+  return reply.code(status).send(body);
+}
