@@ -31,7 +31,7 @@ import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
-import { openLedgers, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import { joinLedgers, openLedgers, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
 import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
 import type { Config } from './config.ts';
@@ -165,25 +165,17 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
             rpcHost: config.ledgers.rpcHost,
             onWarning: (message) => log.warn({ component: 'ledger' }, message),
           });
-    const keysDir = join(config.dataDir, 'keys');
     const settings: GatewaySettings = {
       baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,
       facilitatorUrl: config.facilitatorUrl ?? `${config.baseUrl ?? `http://localhost:${config.port}`}/facilitator`,
       version: pkg.version,
       commit: config.commit ?? gitCommit(),
-      fee: {
-        bps: config.feeBps,
-        enforcement: config.feeEnforce,
-        authorities: {
-          'chain-mainnet': config.feeAuthorityMainnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-mainnet.json'))),
-          'chain-devnet': config.feeAuthorityDevnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-devnet.json'))),
-        },
-      },
+      fee: await feeSettings(config),
     };
     const facilitator =
       options.ledgers === false
         ? undefined
-        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, embedded: ledgers.embedded, database, clock, log, fee: settings.fee });
+        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee });
     const paywallFacilitator = config.facilitatorUrl
       ? new HttpFacilitator({ url: config.facilitatorUrl })
       : facilitator
@@ -285,7 +277,8 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
 async function openFacilitator(deps: {
   config: Config;
   ledgers: Partial<Record<Network, Ledger>>;
-  embedded: Partial<Record<Network, unknown>>;
+  /** networks whose faucet can top up the fee payer (embedded ledgers) */
+  fundable: ReadonlySet<Network>;
   faucet: OpenedLedgers['faucet'];
   database: Database;
   clock: Clock;
@@ -298,7 +291,7 @@ async function openFacilitator(deps: {
   const signer = feePayerFromSecretKey(secret);
   const networks = deps.networks ?? (Object.keys(ledgers) as Network[]);
   for (const network of networks) {
-    if (!deps.embedded[network] || !deps.faucet) continue;
+    if (!deps.fundable.has(network) || !deps.faucet) continue;
     const balance = await ledgers[network]!.getBalance(signer.address);
     if (balance < FEE_PAYER_FLOOR) {
       await deps.faucet({ network, to: signer.address, sol: '100' });
@@ -318,6 +311,87 @@ async function openFacilitator(deps: {
     },
     onWarning: (message, context) => log.warn({ component: 'facilitator', ...context }, message),
   });
+}
+
+export interface FacilitatorApp {
+  url: string;
+  service: FacilitatorService;
+  rpcUrls: Partial<Record<Network, string>>;
+  close(): Promise<void>;
+}
+
+/**
+ * `npm run facilitator`: the facilitator alone (fee-facilitator-mpp-tools §2.5) on SVC_FACILITATOR_PORT, with the
+ * same database (duplicate guard, rent sponsorship) and ledgers as the installation: SVC_FACILITATOR_RPC_URL, or the
+ * embedded ledgers under SVC_DATA_DIR (through the gateway's JSON-RPC when it runs).
+ */
+export async function createFacilitatorApp(config: Config, options: { logger?: Logger; clock?: Clock; pgSettings?: Record<string, string> } = {}): Promise<FacilitatorApp> {
+  const log = options.logger ?? defaultLogger(config);
+  const clock = options.clock ?? systemClock;
+  const networks = config.facilitator.networks;
+  const database = await openDatabase(config, { pgSettings: options.pgSettings, poolMax: 5 });
+  let ledgers: OpenedLedgers | undefined;
+  let fastify: FastifyInstance | undefined;
+  try {
+    ledgers = await joinLedgers({
+      dataDir: config.dataDir,
+      networks,
+      rpcUrl: config.facilitator.rpcUrl,
+      rpcPorts: { 'chain-devnet': config.ledgers.devnetRpcPort, 'chain-mainnet': config.ledgers.mainnetRpcPort },
+      rpcHost: config.ledgers.rpcHost,
+      onWarning: (message) => log.warn({ component: 'ledger' }, message),
+    });
+    const fee = await feeSettings(config);
+    const service = await openFacilitator({
+      config,
+      ledgers: ledgers.ledgers,
+      faucet: ledgers.faucet,
+      fundable: new Set(config.facilitator.rpcUrl ? [] : networks),
+      database,
+      clock,
+      log,
+      fee,
+      networks,
+    });
+    fastify = Fastify({ loggerInstance: log as unknown as FastifyBaseLogger, bodyLimit: BODY_LIMIT, genReqId: () => newId(), requestIdHeader: false });
+    fastify.addHook('onRequest', async (req, reply) => {
+      reply.raw.setHeader('X-Svc-Request-Id', req.id);
+    });
+    registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '' });
+    await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host });
+    const address = fastify.server.address();
+    const port = typeof address === 'object' && address ? address.port : config.facilitator.port;
+    const opened = ledgers;
+    const server = fastify;
+    return {
+      url: `http://127.0.0.1:${port}`,
+      service,
+      rpcUrls: opened.rpcUrls,
+      async close() {
+        await server.close();
+        await opened.close();
+        await database.close();
+      },
+    };
+  } catch (e) {
+    await fastify?.close().catch(() => {});
+    await ledgers?.close();
+    await database.close();
+    throw e;
+  }
+}
+
+/** The protocol fee of §2.5; fee authorities from env, or generated under the data directory (DECISIONS). */
+async function feeSettings(config: Config): Promise<GatewaySettings['fee']> {
+  const keysDir = join(config.dataDir, 'keys');
+  return {
+    bps: config.feeBps,
+    enforcement: config.feeEnforce,
+    authorities: {
+      'chain-mainnet': config.feeAuthorityMainnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-mainnet.json'))),
+      'chain-devnet': config.feeAuthorityDevnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-devnet.json'))),
+    },
+  };
 }
 
 /** 1 SOL: below it the embedded fee payer is topped up at start. */

@@ -136,3 +136,59 @@ export async function runFaucet(options: { dataDir: string }, request: FaucetReq
   }
   throw new Error(`the ${request.network} ledger in ${dir} is busy`);
 }
+
+/**
+ * Ledgers for a process that joins an installation (`npm run facilitator`): an explicit RPC URL for every network;
+ * otherwise each network's embedded ledger under `dataDir` — through the JSON-RPC of the process holding it (the
+ * gateway), or opened here (with its RPC server on `rpcPorts`) when nobody does.
+ */
+export async function joinLedgers(options: {
+  dataDir: string;
+  networks: Network[];
+  rpcUrl?: string | undefined;
+  rpcPorts: Record<Network, number>;
+  rpcHost?: string | undefined;
+  onWarning?: ((message: string) => void) | undefined;
+}): Promise<OpenedLedgers> {
+  const ledgers = {} as Record<Network, Ledger>;
+  const embedded: Partial<Record<Network, EmbeddedLedger>> = {};
+  const rpcUrls: Partial<Record<Network, string>> = {};
+  const remote: Partial<Record<Network, string>> = {};
+  const servers: LedgerRpcServer[] = [];
+  const closeAll = async () => {
+    await Promise.allSettled(servers.map((s) => s.close()));
+    await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
+  };
+  try {
+    for (const network of options.networks) {
+      if (options.rpcUrl) {
+        ledgers[network] = new RpcLedger({ url: checkUrl(network, options.rpcUrl) });
+        rpcUrls[network] = options.rpcUrl;
+        continue;
+      }
+      const dir = join(options.dataDir, 'ledger', network);
+      const holder = lockHolder(dir);
+      const announced = holder !== null ? announcedRpc(dir) : null;
+      if (holder !== null) {
+        if (!announced || announced.pid !== holder) throw new Error(`the ${network} ledger is open in process ${holder}, which serves no JSON-RPC for it`);
+        ledgers[network] = new RpcLedger({ url: announced.url });
+        rpcUrls[network] = remote[network] = announced.url;
+        continue;
+      }
+      const ledger = await EmbeddedLedger.open({ network, dir, onWarning: options.onWarning });
+      embedded[network] = ledger;
+      ledgers[network] = ledger;
+      const server = await startLedgerRpcServer({ ledger, port: options.rpcPorts[network], host: options.rpcHost });
+      servers.push(server);
+      rpcUrls[network] = server.url;
+    }
+  } catch (e) {
+    await closeAll();
+    throw e;
+  }
+  const local = Object.keys(embedded).length ? createFaucet(embedded) : undefined;
+  const viaRpc = Object.keys(remote).length ? createRemoteFaucet(remote) : undefined;
+  const faucet: Faucet | undefined =
+    local || viaRpc ? (request) => (embedded[request.network] ? local!(request) : viaRpc!(request)) : undefined;
+  return { ledgers, embedded, faucet, rpcUrls, close: closeAll };
+}
