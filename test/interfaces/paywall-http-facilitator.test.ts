@@ -1,0 +1,102 @@
+import test from 'ava';
+import pino from 'pino';
+import { Keypair } from '@solana/web3.js';
+import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/index.ts';
+import { createFacilitatorApp, type FacilitatorApp } from '../../interfaces/app.ts';
+import { feeFor } from '../../domain/shared/money.ts';
+import { findStable } from '../../domain/shared/network.ts';
+import { treasuryOf } from '../../domain/treasury/derive.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, testConfig, type TestApp } from '../support/app.ts';
+
+// Issue "paid calls": the same link paid through the facilitator run as its own HTTP service (`npm run facilitator`,
+// createFacilitatorApp) as through the gateway's in-process one. Gateway A holds the embedded ledgers and settles
+// in-process; the standalone facilitator joins A's database and ledgers (A's JSON-RPC); gateway B serves the same
+// links on the same database with SVC_PAYWALL_FACILITATOR_URL pointing at the standalone facilitator.
+
+const USDC = findStable('chain-devnet', 'USDC')!;
+const PRICE = 10_000n;
+
+let a: TestApp;
+let b: TestApp;
+let facilitator: FacilitatorApp;
+
+test.before(async () => {
+  a = await startTestApp();
+  const devnet = a.ledgers.rpcUrls['chain-devnet']!;
+  const mainnet = a.ledgers.rpcUrls['chain-mainnet']!;
+  facilitator = await createFacilitatorApp(
+    testConfig({ SVC_DATA_DIR: a.dataDir, DATABASE_URL: a.database.url, SVC_FACILITATOR_PORT: '0', SVC_FACILITATOR_HOST: '127.0.0.1', SVC_FACILITATOR_NETWORKS: 'devnet' }),
+    { logger: pino({ level: 'silent' }) },
+  );
+  b = await startTestApp({
+    dataDir: a.dataDir,
+    databaseUrl: a.database.url,
+    env: { SVC_DEVNET_LEDGER: devnet, SVC_MAINNET_LEDGER: mainnet, SVC_PAYWALL_FACILITATOR_URL: facilitator.url, SVC_JOBS: 'off' },
+  });
+});
+
+test.after.always(async () => {
+  await b?.close();
+  await facilitator?.close();
+  await a?.close();
+  if (a) await removeDataDir(a.dataDir);
+});
+
+async function usdcOf(owner: string): Promise<bigint> {
+  const balances = await a.services.ledgers['chain-devnet']!.getTokenBalances(owner, { mint: USDC.mint });
+  return balances.reduce((sum, x) => sum + x.amount, 0n);
+}
+
+async function payOnce(gateway: TestApp, linkId: string, facilitatorUrl: string) {
+  const buyer = Keypair.generate();
+  await a.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
+  const pay = createPayingFetch({ signer: buyer, rpcUrl: a.ledgers.rpcUrls['chain-devnet']!, facilitatorUrl });
+  const res = await pay(`${gateway.url}/x/${linkId}?network=chain-devnet`);
+  const body = (await res.json()) as unknown;
+  return { res, body, buyer: buyer.publicKey.toBase58() };
+}
+
+test('the standalone facilitator generated its fee payer under the data directory: the same key, funded, as the gateway’s', async (t) => {
+  const standalone = await facilitator.service.health();
+  const inProcess = await a.services.facilitator!.health();
+  t.is(standalone.fee_payer, inProcess.fee_payer);
+  t.deepEqual(standalone.networks, ['chain-devnet']);
+  t.true((await a.services.ledgers['chain-devnet']!.getBalance(standalone.fee_payer)) > 1_000_000_000n);
+  const res = await fetch(`${facilitator.url}/supported`);
+  t.is(res.status, 200);
+  t.deepEqual(((await res.json()) as { signers: unknown }).signers, { 'solana:*': [standalone.fee_payer] });
+});
+
+test('one link paid through the in-process facilitator (gateway A) and through the HTTP facilitator service (gateway B)', async (t) => {
+  const key = await issueKey(a);
+  const { mint: agent } = await recordAgent(a, key);
+  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body: { ok: true } } }) });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const id = (created.body as { id: string }).id;
+  const treasury = treasuryOf(agent);
+  const fee = feeFor(PRICE, 100);
+
+  const viaA = await payOnce(a, id, `${a.url}/facilitator`);
+  t.is(viaA.res.status, 200, JSON.stringify(viaA.body));
+  t.deepEqual(viaA.body, { ok: true });
+  t.is(await usdcOf(treasury), PRICE);
+
+  const viaB = await payOnce(b, id, facilitator.url);
+  t.is(viaB.res.status, 200, JSON.stringify(viaB.body));
+  t.deepEqual(viaB.body, { ok: true });
+  t.is(await usdcOf(treasury), 2n * PRICE, 'the seller leg landed again, through the HTTP facilitator');
+  t.is(await usdcOf(viaB.buyer), 1_000_000n - PRICE - fee, 'the buyer paid price + fee once');
+
+  const sigA = decodePaymentResponse(viaA.res.headers.get('PAYMENT-RESPONSE')!).transaction;
+  const sigB = decodePaymentResponse(viaB.res.headers.get('PAYMENT-RESPONSE')!).transaction;
+  t.not(sigA, sigB);
+  for (const sig of [sigA, sigB]) {
+    const [status] = await a.services.ledgers['chain-devnet']!.getSignatureStatuses([sig]);
+    t.is(status?.err, null);
+  }
+  // Both settlements went through the one duplicate guard and counted on the one link.
+  const link = await http(a, 'GET', `/v1/payment-links/${id}`, { key });
+  t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 2);
+  const rows = (await a.database.orm.em.fork().execute(`select status from facilitator_settlements where signature in (?, ?)`, [sigA, sigB])) as { status: string }[];
+  t.deepEqual(rows.map((r) => r.status), ['settled', 'settled']);
+});
