@@ -1,0 +1,333 @@
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { Keypair, PublicKey, Transaction } from '@solana/web3.js';
+import { createAssociatedTokenAccountIdempotentInstruction, createBurnCheckedInstruction, createCloseAccountInstruction } from '@solana/spl-token';
+import { systemClock } from '../../adapters/clock/system.ts';
+import { MikroOrmFacilitatorStore } from '../../adapters/store/facilitator-store.ts';
+import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
+import { feePayerFromSecretKey, type FeePayerSigner } from '../../domain/facilitator/ed25519.ts';
+import { FEE_EXTENSION_KEY, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
+import { FacilitatorService, type FacilitatorSettings } from '../../domain/facilitator/service.ts';
+import type { FacilitatorRequest, SettleResponse, X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
+import type { Ledger } from '../../domain/ports/ledger.ts';
+import { encodeBase58 } from '../../domain/shared/base58.ts';
+import { CAIP2, findStable } from '../../domain/shared/network.ts';
+import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { waitForCommitment } from '../support/ledger.ts';
+
+// The facilitator's stateful rules on a real gateway (DECISIONS "Facilitator"): rent sponsorship (one sponsored
+// creation per (owner, mint), a daily lamport budget) and the duplicate guard under concurrency. Each test builds its
+// own FacilitatorService over the app's store and ledger, with a fee payer of its own, so it can choose the settings
+// (a tiny budget, a slow confirmation poll) and knows the signature the facilitator will give a transaction.
+
+const test = anyTest as TestFn<{ app: TestApp; ledger: Ledger }>;
+const NETWORK = 'chain-devnet' as const;
+const USDC = findStable(NETWORK, 'USDC')!;
+const AMOUNT = 10_000n;
+const ATA_RENT = 2_039_280n;
+
+test.before(async (t) => {
+  const app = await startTestApp();
+  t.context = { app, ledger: app.services.ledgers[NETWORK]! };
+});
+
+test.after.always(async (t) => {
+  await t.context.app?.close();
+  if (t.context.app) await removeDataDir(t.context.app.dataDir);
+});
+
+async function fund(app: TestApp, address: string, funds: { usdc?: string; sol?: string }): Promise<void> {
+  if (funds.sol) await app.services.dev.fund(NETWORK, { address, sol: funds.sol });
+  if (funds.usdc) await app.services.dev.fund(NETWORK, { address, token: 'USDC', amount: funds.usdc });
+}
+
+interface Facilitator {
+  service: FacilitatorService;
+  signer: FeePayerSigner;
+}
+
+/** A facilitator of its own: fresh fee payer funded from the faucet, the app's store and ledger. */
+async function facilitator(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>, settings: Partial<FacilitatorSettings> = {}): Promise<Facilitator> {
+  const { app } = t.context;
+  const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
+  await fund(app, signer.address, { sol: '10' });
+  const service = new FacilitatorService({
+    ledgers: app.services.ledgers,
+    store: new MikroOrmFacilitatorStore(app.database.orm),
+    signer,
+    clock: systemClock,
+    settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 30_000, confirmPollMs: 50, ...settings },
+  });
+  return { service, signer };
+}
+
+interface Payment {
+  request: FacilitatorRequest;
+  /** the signature the facilitator gives it (ed25519 is deterministic) */
+  signature: string;
+  gross: bigint;
+  sellerAccount: string;
+}
+
+/** A buyer-signed payment of AMOUNT to `seller`: the fee layout (fee leg, in-transaction creations) or the stock one. */
+async function payment(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>, f: Facilitator, buyer: Keypair, seller: string, layout: 'fee' | 'stock'): Promise<Payment> {
+  const { app, ledger } = t.context;
+  const { fee } = app.services.settings;
+  const terms = { bps: fee.bps, feeAuthority: fee.authorities[NETWORK] };
+  const withFee = layout === 'fee';
+  const requirements: PaymentRequirements = {
+    scheme: 'exact',
+    network: NETWORK,
+    payTo: seller,
+    asset: USDC.mint,
+    amount: AMOUNT,
+    tokenProgram: USDC.tokenProgramId as PaymentRequirements['tokenProgram'],
+    decimals: USDC.decimals,
+    ...(withFee ? { fee: terms } : {}),
+  };
+  const offer: X402RequirementsV2 = {
+    scheme: 'exact',
+    network: CAIP2[NETWORK],
+    asset: USDC.mint,
+    amount: AMOUNT.toString(),
+    payTo: seller,
+    maxTimeoutSeconds: 60,
+    extra: withFee ? { feePayer: f.signer.address, [FEE_EXTENSION_KEY]: { v: '1', ...terms } } : { feePayer: f.signer.address },
+  };
+  const { blockhash } = await ledger.getLatestBlockhash();
+  const tx = buildPaymentTransaction({ feePayer: f.signer.address, payer: buyer.publicKey.toBase58(), requirements, blockhash, createAtas: withFee });
+  tx.sign([buyer]);
+  const transaction = Buffer.from(tx.serialize()).toString('base64');
+  const layoutOf = feeLayoutFor(requirements);
+  return {
+    request: { x402Version: 2, paymentPayload: { x402Version: 2, accepted: offer, payload: { transaction } }, paymentRequirements: offer },
+    signature: encodeBase58(f.signer.sign(tx.message.serialize())),
+    gross: layoutOf.gross,
+    sellerAccount: layoutOf.sellerAccount,
+  };
+}
+
+async function usdc(ledger: Ledger, owner: string): Promise<bigint> {
+  return (await ledger.getTokenBalances(owner, { mint: USDC.mint })).reduce((sum, b) => sum + b.amount, 0n);
+}
+
+async function buyer(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>): Promise<Keypair> {
+  const kp = Keypair.generate();
+  await fund(t.context.app, kp.publicKey.toBase58(), { usdc: '1' });
+  return kp;
+}
+
+/** Lamports of sponsored rent spent today on the devnet, across every facilitator instance on this database. */
+async function budgetUsed(app: TestApp): Promise<bigint> {
+  const rows = (await app.database.orm.em
+    .fork({ useContext: false })
+    .execute(`select lamports_used::text as used from rent_budget where network = ? and day = ?`, [NETWORK, new Date().toISOString().slice(0, 10)])) as { used: string }[];
+  return BigInt(rows[0]?.used ?? '0');
+}
+
+// Serial: it sets the day's budget from what is spent so far, which concurrent tests would change under it.
+test.serial('daily rent budget: a creation that fits is sponsored, the next is ata_creation_not_sponsored; a refusal reserves nothing', async (t) => {
+  const { app, ledger } = t.context;
+  const main = await facilitator(t);
+  // Warm-up: the fee vault exists before the budget is measured (its creation is sponsored once too).
+  t.like(await main.service.settle((await payment(t, main, await buyer(t), Keypair.generate().publicKey.toBase58(), 'fee')).request), { success: true });
+
+  const tight = await facilitator(t, { rentBudgetLamports: (await budgetUsed(app)) + ATA_RENT });
+  const payer = await buyer(t);
+  const [first, second] = [Keypair.generate().publicKey.toBase58(), Keypair.generate().publicKey.toBase58()];
+
+  // The last account the budget covers: created before the stock transfer lands.
+  const fits = await payment(t, tight, payer, first, 'stock');
+  t.like(await tight.service.verify(fits.request), { isValid: true });
+  t.like(await tight.service.settle(fits.request), { success: true, transaction: fits.signature });
+  t.is(await usdc(ledger, first), AMOUNT);
+
+  // Spent: neither layout gets a new account, and nothing moves.
+  const before = await usdc(ledger, payer.publicKey.toBase58());
+  for (const layout of ['stock', 'fee'] as const) {
+    const refused = await payment(t, tight, payer, second, layout);
+    t.like(await tight.service.verify(refused.request), { isValid: false, invalidReason: 'ata_creation_not_sponsored' }, layout);
+    t.like(await tight.service.settle(refused.request), { success: false, errorReason: 'ata_creation_not_sponsored', transaction: '' }, layout);
+  }
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before);
+  t.is(await ledger.getAccount(sellerAccountOf(second)), null);
+
+  // An existing account needs no rent: the tight facilitator still settles to it.
+  const existing = await payment(t, tight, payer, first, 'fee');
+  t.like(await tight.service.settle(existing.request), { success: true });
+  t.is(await usdc(ledger, first), 2n * AMOUNT);
+
+  // The refusals left no sponsorship behind: with budget to spare, the same seller is sponsored.
+  const later = await payment(t, main, payer, second, 'stock');
+  t.like(await main.service.settle(later.request), { success: true });
+  t.is(await usdc(ledger, second), AMOUNT);
+});
+
+function sellerAccountOf(owner: string): string {
+  return feeLayoutFor({
+    scheme: 'exact',
+    network: NETWORK,
+    payTo: owner,
+    asset: USDC.mint,
+    amount: AMOUNT,
+    tokenProgram: USDC.tokenProgramId as PaymentRequirements['tokenProgram'],
+    decimals: USDC.decimals,
+  }).sellerAccount;
+}
+
+test('one sponsored creation per (owner, mint): after the owner closes the account and takes the rent, a payment needing it again is refused', async (t) => {
+  const { app, ledger } = t.context;
+  const f = await facilitator(t);
+  const payer = await buyer(t);
+  const seller = Keypair.generate();
+  const owner = seller.publicKey.toBase58();
+  await fund(app, owner, { sol: '1' });
+
+  const first = await payment(t, f, payer, owner, 'fee');
+  t.like(await f.service.settle(first.request), { success: true });
+  const account = await ledger.getAccount(first.sellerAccount);
+  t.is(account?.lamports, ATA_RENT, 'the facilitator paid the rent');
+
+  // The owner empties and closes it: the rent goes to the owner.
+  const lamportsBefore = await ledger.getBalance(owner);
+  const mint = new PublicKey(USDC.mint);
+  const program = new PublicKey(USDC.tokenProgramId);
+  const accountKey = new PublicKey(first.sellerAccount);
+  const close = new Transaction({ feePayer: seller.publicKey, recentBlockhash: (await ledger.getLatestBlockhash()).blockhash }).add(
+    createBurnCheckedInstruction(accountKey, mint, seller.publicKey, AMOUNT, USDC.decimals, [], program),
+    createCloseAccountInstruction(accountKey, seller.publicKey, seller.publicKey, [], program),
+  );
+  close.sign(seller);
+  const sent = await ledger.sendTransaction(close.serialize());
+  t.true(sent.ok, JSON.stringify(sent));
+  if (!sent.ok) return;
+  t.is((await waitForCommitment(ledger, sent.signature, 'confirmed')).err, null);
+  t.is(await ledger.getAccount(first.sellerAccount), null);
+  t.is(await ledger.getBalance(owner), lamportsBefore + ATA_RENT - 5_000n, 'rent reclaimed, one signature fee paid');
+
+  // Paying again needs the account again: not a second time at the facilitator's expense, in either layout.
+  const before = await usdc(ledger, payer.publicKey.toBase58());
+  for (const layout of ['stock', 'fee'] as const) {
+    const again = await payment(t, f, payer, owner, layout);
+    const verdict = await f.service.verify(again.request);
+    t.like(verdict, { isValid: false, invalidReason: 'ata_creation_not_sponsored' }, layout);
+    t.regex(verdict.invalidMessage ?? '', /already paid once/);
+    t.like(await f.service.settle(again.request), { success: false, errorReason: 'ata_creation_not_sponsored', transaction: '' }, layout);
+  }
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before, 'nothing moved');
+  t.is(await ledger.getAccount(first.sellerAccount), null);
+
+  // The owner creates it at their own expense: payments settle again.
+  const recreate = new Transaction({ feePayer: seller.publicKey, recentBlockhash: (await ledger.getLatestBlockhash()).blockhash }).add(
+    createAssociatedTokenAccountIdempotentInstruction(seller.publicKey, accountKey, seller.publicKey, mint, program),
+  );
+  recreate.sign(seller);
+  const recreated = await ledger.sendTransaction(recreate.serialize());
+  t.true(recreated.ok);
+  if (recreated.ok) await waitForCommitment(ledger, recreated.signature, 'confirmed');
+  const paid = await payment(t, f, payer, owner, 'stock');
+  t.like(await f.service.settle(paid.request), { success: true });
+  t.is(await usdc(ledger, owner), AMOUNT);
+});
+
+const outcome = (r: SettleResponse) => (r.success ? 'success' : (r.errorReason ?? 'unknown'));
+
+test('five concurrent settles of one transaction: exactly one success, the rest duplicate or pending, the money moves once', async (t) => {
+  const { ledger } = t.context;
+  const f = await facilitator(t);
+  const payer = await buyer(t);
+  const seller = Keypair.generate().publicKey.toBase58();
+  const p = await payment(t, f, payer, seller, 'fee');
+  const before = await usdc(ledger, payer.publicKey.toBase58());
+
+  const results = await Promise.all(Array.from({ length: 5 }, () => f.service.settle(p.request)));
+  const outcomes = results.map(outcome);
+  t.is(outcomes.filter((o) => o === 'success').length, 1, outcomes.join(', '));
+  t.true(outcomes.every((o) => ['success', 'duplicate_settlement', 'settlement_pending'].includes(o)), outcomes.join(', '));
+  for (const r of results) if (r.success || r.errorReason === 'settlement_pending') t.is(r.transaction, p.signature);
+
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross);
+  t.is(await usdc(ledger, seller), AMOUNT);
+  t.like(await f.service.settle(p.request), { success: false, errorReason: 'duplicate_settlement' });
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'moved once');
+});
+
+test('five concurrent stock-layout settles to a seller without an account: the account is created once, the money moves once', async (t) => {
+  const { ledger } = t.context;
+  const f = await facilitator(t);
+  const payer = await buyer(t);
+  const seller = Keypair.generate().publicKey.toBase58();
+  const p = await payment(t, f, payer, seller, 'stock');
+  const before = await usdc(ledger, payer.publicKey.toBase58());
+  const outcomes = (await Promise.all(Array.from({ length: 5 }, () => f.service.settle(p.request)))).map(outcome);
+  t.is(outcomes.filter((o) => o === 'success').length, 1, outcomes.join(', '));
+  t.true(outcomes.every((o) => ['success', 'duplicate_settlement', 'settlement_pending'].includes(o)), outcomes.join(', '));
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before - AMOUNT);
+  t.is(await usdc(ledger, seller), AMOUNT);
+});
+
+// BUG (domain/facilitator/service.ts, resume): a settle that finds the claim pending asks the ledger first and reports
+// success as soon as the transaction is known there — even while the first settle is still waiting for confirmation
+// and will report success itself. Two successes for one payment. Marked failing until the service checks that the
+// claim is abandoned before resolving it from the ledger; remove `.failing` then.
+test.failing('a second settle of a transaction whose first settle is still confirming is not a second success', async (t) => {
+  const { ledger } = t.context;
+  const f = await facilitator(t, { confirmPollMs: 1_500 });
+  const payer = await buyer(t);
+  const p = await payment(t, f, payer, Keypair.generate().publicKey.toBase58(), 'fee');
+  const first = f.service.settle(p.request);
+  while (!(await ledger.getSignatureStatuses([p.signature]))[0]) await new Promise((r) => setTimeout(r, 5));
+  const second = outcome(await f.service.settle(p.request));
+  t.is(outcome(await first), 'success');
+  t.true(['duplicate_settlement', 'settlement_pending'].includes(second), `second settle: ${second}`);
+});
+
+test('a settle that answered settlement_pending is resolved by settling again: success once, then duplicate', async (t) => {
+  const { app, ledger } = t.context;
+  // Fault injection: the node does not report the transaction until `hidden` is cleared.
+  let hidden = true;
+  const slow = new Proxy(ledger, {
+    get(target, prop, receiver) {
+      if (prop === 'getSignatureStatuses' && hidden) return async (signatures: string[]) => signatures.map(() => null);
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
+  await fund(app, signer.address, { sol: '1' });
+  const service = new FacilitatorService({
+    ledgers: { [NETWORK]: slow },
+    store: new MikroOrmFacilitatorStore(app.database.orm),
+    signer,
+    clock: systemClock,
+    settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 300, confirmPollMs: 50 },
+  });
+  const f = { service, signer };
+  const payer = await buyer(t);
+  const seller = Keypair.generate().publicKey.toBase58();
+  const p = await payment(t, f, payer, seller, 'fee');
+  const before = await usdc(ledger, payer.publicKey.toBase58());
+
+  t.like(await service.settle(p.request), { success: false, errorReason: 'settlement_pending', transaction: p.signature });
+  t.is(await usdc(ledger, seller), AMOUNT, 'it landed all the same');
+  hidden = false;
+  t.like(await service.settle(p.request), { success: true, transaction: p.signature });
+  t.like(await service.settle(p.request), { success: false, errorReason: 'duplicate_settlement' });
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'moved once');
+});
+
+// BUG (domain/facilitator/service.ts, settle's sponsorship reservation): two buyers paying one new seller at the same
+// time both need the seller's token account; the first settlement reserves its (owner, mint) sponsorship, the second
+// is refused with ata_creation_not_sponsored ("already paid once … must be created by its owner") although nobody
+// paid for the account yet and its creation in the second transaction is a no-op once the first lands. Marked failing
+// until the service waits for (or re-checks after) the settlement holding the reservation; remove `.failing` then.
+for (const layout of ['fee', 'stock'] as const) {
+  test.failing(`two buyers paying one new seller at the same time both settle (${layout} layout)`, async (t) => {
+    const { ledger } = t.context;
+    const f = await facilitator(t);
+    const seller = Keypair.generate().publicKey.toBase58();
+    const [a, b] = await Promise.all([payment(t, f, await buyer(t), seller, layout), payment(t, f, await buyer(t), seller, layout)]);
+    const outcomes = await Promise.all([f.service.settle(a.request), f.service.settle(b.request)]);
+    t.deepEqual(outcomes.map(outcome), ['success', 'success'], outcomes.map((o) => o.errorMessage ?? '').join(' | '));
+    t.is(await usdc(ledger, seller), 2n * AMOUNT);
+  });
+}
