@@ -30,6 +30,11 @@ const fromRow = (r: SettlementRow): SettlementRecord => ({
   updatedAt: new Date(r.updated_at),
 });
 
+/** A sponsorship of (network, owner, mint, account) whose settlement has not finished yet. */
+const IN_FLIGHT = `select 1 from rent_sponsorships r join facilitator_settlements f
+    on f.network = r.network and f.signature = regexp_replace(r.signature, '^precreate:', '')
+  where r.network = ? and r.owner = ? and r.mint = ? and r.account = ? and f.status = 'pending'`;
+
 /** The facilitator's tables in plain SQL: each decision is one statement or one short transaction. */
 export class MikroOrmFacilitatorStore implements FacilitatorStore {
   constructor(private readonly orm: MikroORM) {}
@@ -71,12 +76,14 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
   }
 
   async checkSponsorship(r: Omit<SponsorshipRequest, 'signature'>): Promise<SponsorshipDecision> {
-    const rows = await this.exec<{ sponsored: boolean; used: string }>(
+    const rows = await this.exec<{ sponsored: boolean; in_flight: boolean; used: string }>(
       `select exists (select 1 from rent_sponsorships where network = ? and owner = ? and mint = ?) as sponsored,
+              exists (${IN_FLIGHT}) as in_flight,
               coalesce((select lamports_used from rent_budget where network = ? and day = ?), 0)::text as used`,
-      [r.network, r.owner, r.mint, r.network, r.day],
+      [r.network, r.owner, r.mint, r.network, r.owner, r.mint, r.account, r.network, r.day],
     );
     const row = rows[0]!;
+    if (row.in_flight) return 'ok';
     if (row.sponsored) return 'already_sponsored';
     return BigInt(row.used) + r.lamports > r.dailyBudget ? 'budget_exhausted' : 'ok';
   }
@@ -88,7 +95,12 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
          values (?, ?, ?, ?, ?, ?, ?, now()) on conflict do nothing returning owner`,
         [r.network, r.owner, r.mint, r.account, r.lamports.toString(), r.signature, r.day],
       )) as unknown[];
-      if (!inserted.length) return 'already_sponsored';
+      if (!inserted.length) {
+        // Another buyer's settlement creating the same account is in flight: its creation is ours too (idempotent,
+        // one rent). Once it landed, a missing account means it was closed — the create-close-reclaim drain.
+        const shared = (await em.execute(IN_FLIGHT, [r.network, r.owner, r.mint, r.account])) as unknown[];
+        return shared.length ? 'ok' : 'already_sponsored';
+      }
       await em.execute(`insert into rent_budget (network, day, lamports_used) values (?, ?, 0) on conflict do nothing`, [r.network, r.day]);
       // Conditional increment: concurrent reservations serialise on the budget row and none overspends.
       const spent = (await em.execute(

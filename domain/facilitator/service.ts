@@ -314,7 +314,14 @@ export class FacilitatorService implements Facilitator {
     return ledgerFailure(result.err, result.logs);
   }
 
+  /** Creates the seller's account; fine when a concurrent settlement (the same bytes, even) created it first. */
   private async createAccount(ledger: Ledger, requirements: PaymentRequirements, owner: string): Promise<Failure | null> {
+    const failure = await this.sendCreation(ledger, requirements, owner);
+    if (failure && (await ledger.getAccount(ataOf(owner, requirements.asset, requirements.tokenProgram)))) return null;
+    return failure;
+  }
+
+  private async sendCreation(ledger: Ledger, requirements: PaymentRequirements, owner: string): Promise<Failure | null> {
     const key = (a: string) => new PublicKey(a);
     const { blockhash } = await ledger.getLatestBlockhash();
     const account = ataOf(owner, requirements.asset, requirements.tokenProgram);
@@ -361,10 +368,11 @@ export class FacilitatorService implements Facilitator {
   /** A pending claim found again: in flight elsewhere, or abandoned — then resolve it from the ledger. */
   private async resume(c: Checked, since: Date): Promise<Failure | null> {
     const { ledger, network } = c.prepared;
-    const [status] = await ledger.getSignatureStatuses([c.signature]);
-    if (status) return this.settleOutcome(c, status.err);
+    // While its first request still waits for confirmation, that request answers for it: only one success.
     const abandoned = this.deps.clock.now().getTime() - since.getTime() > this.deps.settings.confirmTimeoutMs;
     if (!abandoned) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
+    const [status] = await ledger.getSignatureStatuses([c.signature]);
+    if (status) return this.settleOutcome(c, status.err);
     if (!(await ledger.isBlockhashValid(c.blockhash))) {
       await this.giveUp(network, c.signature, 'transaction_expired');
       return fail('transaction_expired', `transaction ${c.signature} never landed and its blockhash expired`, c.verdict.payer);

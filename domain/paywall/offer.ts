@@ -113,6 +113,8 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
       const issue = (v2.error ?? v1?.error)?.issues[0];
       return { ok: false, reason: 'invalid_payload', message: `the payment header is not an x402 payment payload: ${issue?.path.join('.')} ${issue?.message}` };
     }
+  } else if (headers.paymentSignature !== undefined) {
+    return { ok: false, reason: 'invalid_payload', message: 'PAYMENT-SIGNATURE must be base64 of an x402 v2 payment payload (JSON)' };
   } else {
     // DECISIONS: X-PAYMENT may carry the bare base64 signed transaction (hosted-api §4.2 rule 5).
     version = 1;

@@ -265,11 +265,9 @@ test('five concurrent stock-layout settles to a seller without an account: the a
   t.is(await usdc(ledger, seller), AMOUNT);
 });
 
-// BUG (domain/facilitator/service.ts, resume): a settle that finds the claim pending asks the ledger first and reports
-// success as soon as the transaction is known there — even while the first settle is still waiting for confirmation
-// and will report success itself. Two successes for one payment. Marked failing until the service checks that the
-// claim is abandoned before resolving it from the ledger; remove `.failing` then.
-test.failing('a second settle of a transaction whose first settle is still confirming is not a second success', async (t) => {
+// A settle that finds the claim pending while its first settle still waits for confirmation answers
+// settlement_pending: the first one reports the success, so one payment is one success.
+test('a second settle of a transaction whose first settle is still confirming is not a second success', async (t) => {
   const { ledger } = t.context;
   const f = await facilitator(t, { confirmPollMs: 1_500 });
   const payer = await buyer(t);
@@ -315,13 +313,11 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'moved once');
 });
 
-// BUG (domain/facilitator/service.ts, settle's sponsorship reservation): two buyers paying one new seller at the same
-// time both need the seller's token account; the first settlement reserves its (owner, mint) sponsorship, the second
-// is refused with ata_creation_not_sponsored ("already paid once … must be created by its owner") although nobody
-// paid for the account yet and its creation in the second transaction is a no-op once the first lands. Marked failing
-// until the service waits for (or re-checks after) the settlement holding the reservation; remove `.failing` then.
+// Two buyers paying one new seller at the same time both need the seller's token account: the first settlement
+// reserves its (owner, mint) sponsorship; the second shares that in-flight reservation (its creation is a no-op once
+// the first lands, one rent paid) instead of being refused as a create-close-reclaim.
 for (const layout of ['fee', 'stock'] as const) {
-  test.failing(`two buyers paying one new seller at the same time both settle (${layout} layout)`, async (t) => {
+  test(`two buyers paying one new seller at the same time both settle (${layout} layout)`, async (t) => {
     const { ledger } = t.context;
     const f = await facilitator(t);
     const seller = Keypair.generate().publicKey.toBase58();
