@@ -1,4 +1,6 @@
 import test from 'ava';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Keypair } from '@solana/web3.js';
 import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/index.ts';
@@ -18,7 +20,10 @@ const PRICE = 10_000n;
 
 let a: TestApp;
 let b: TestApp;
+let c: TestApp;
 let facilitator: FacilitatorApp;
+/** Fault injection between gateway C and the facilitator: `dropSettle` forwards /settle, then cuts the answer. */
+const proxy = { server: undefined as Server | undefined, url: '', dropSettle: false, settles: 0 };
 
 test.before(async () => {
   a = await startTestApp();
@@ -33,9 +38,33 @@ test.before(async () => {
     databaseUrl: a.database.url,
     env: { SVC_DEVNET_LEDGER: devnet, SVC_MAINNET_LEDGER: mainnet, SVC_PAYWALL_FACILITATOR_URL: facilitator.url, SVC_JOBS: 'off' },
   });
+  proxy.server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', async () => {
+      const body = chunks.length ? Buffer.concat(chunks) : undefined;
+      const answer = await fetch(`${facilitator.url}${req.url}`, { method: req.method, headers: { 'content-type': 'application/json' }, body });
+      const text = await answer.text();
+      if (req.url === '/settle') proxy.settles++;
+      if (req.url === '/settle' && proxy.dropSettle) {
+        res.destroy(); // the settlement happened; its answer never arrives
+        return;
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(text);
+    });
+  });
+  await new Promise<void>((resolve) => proxy.server!.listen(0, '127.0.0.1', resolve));
+  proxy.url = `http://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+  c = await startTestApp({
+    dataDir: a.dataDir,
+    databaseUrl: a.database.url,
+    env: { SVC_DEVNET_LEDGER: devnet, SVC_MAINNET_LEDGER: mainnet, SVC_PAYWALL_FACILITATOR_URL: proxy.url, SVC_JOBS: 'off' },
+  });
 });
 
 test.after.always(async () => {
+  await c?.close();
+  proxy.server?.close();
   await b?.close();
   await facilitator?.close();
   await a?.close();
@@ -99,4 +128,50 @@ test('one link paid through the in-process facilitator (gateway A) and through t
   t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 2);
   const rows = (await a.database.orm.em.fork().execute(`select status from facilitator_settlements where signature in (?, ?)`, [sigA, sigB])) as { status: string }[];
   t.deepEqual(rows.map((r) => r.status), ['settled', 'settled']);
+});
+
+test('a settle whose answer is lost answers 504 payment_pending, never a new 402; the replay resolves it without settling twice', async (t) => {
+  const key = await issueKey(a);
+  const { mint: agent } = await recordAgent(a, key);
+  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body: { pending: 'resolved' } } }) });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const url = `${c.url}/x/${(created.body as { id: string }).id}?network=chain-devnet`;
+  const treasury = treasuryOf(agent);
+
+  const buyer = Keypair.generate();
+  await a.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
+  // Record the kit's paid retry so the very same payment can be replayed.
+  let paymentHeader = '';
+  const recording: typeof fetch = async (input, init) => {
+    const h = input instanceof Request ? input.headers : new Headers(init?.headers);
+    if (h.get('PAYMENT-SIGNATURE')) paymentHeader = h.get('PAYMENT-SIGNATURE')!;
+    return fetch(input, init);
+  };
+  const pay = createPayingFetch({ signer: buyer, rpcUrl: a.ledgers.rpcUrls['chain-devnet']!, facilitatorUrl: `${a.url}/facilitator`, fetch: recording });
+
+  proxy.dropSettle = true;
+  const first = await pay(url);
+  const firstBody = (await first.json()) as { error: string; details: { signature: unknown } };
+  t.is(first.status, 504, JSON.stringify(firstBody));
+  t.is(firstBody.error, 'payment_pending');
+  t.true('signature' in firstBody.details);
+  t.truthy(paymentHeader);
+  t.is(await usdcOf(treasury), PRICE, 'the settlement did land');
+  t.is(proxy.settles, 1);
+
+  proxy.dropSettle = false;
+  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': paymentHeader } });
+  t.is(replay.status, 200, await replay.clone().text());
+  t.deepEqual(await replay.json(), { pending: 'resolved' });
+  const settled = decodePaymentResponse(replay.headers.get('PAYMENT-RESPONSE')!);
+  const [status] = await a.services.ledgers['chain-devnet']!.getSignatureStatuses([settled.transaction]);
+  t.is(status?.err, null);
+  t.is(await usdcOf(treasury), PRICE, 'settled once');
+
+  const again = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': paymentHeader } });
+  t.is(again.status, 200);
+  t.is(again.headers.get('X-Svc-Replayed'), 'true');
+  t.is(proxy.settles, 2, 'the stored response answers the second replay: no third settle');
+  const link = await http(a, 'GET', `/v1/payment-links/${(created.body as { id: string }).id}`, { key });
+  t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 1);
 });
