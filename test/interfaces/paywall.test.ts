@@ -4,9 +4,13 @@ import { decodePaymentResponse } from '../../interfaces/client/index.ts';
 import { ReceiptV1, receiptHash } from '../../domain/receipts/schema.ts';
 import { verifyWebhookSignature } from '../../domain/webhooks/signature.ts';
 import { feeFor } from '../../domain/shared/money.ts';
-import { CAIP2, X402_V1_NETWORK } from '../../domain/shared/network.ts';
+import { CAIP2, findStable, TOKEN_2022_PROGRAM_ID, X402_V1_NETWORK } from '../../domain/shared/network.ts';
+import { Keypair } from '@solana/web3.js';
+import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
+import { FEE_EXTENSION_KEY, FeeExtension } from '../../domain/facilitator/schema.ts';
+import type { X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
 import { associatedTokenAccount, payToFor, treasuryOf } from '../../domain/treasury/derive.ts';
-import { http } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import {
   base64Json,
@@ -685,4 +689,61 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
   t.is(replay.headers.get('x-svc-replayed'), 'true');
   await new Promise((resolve) => setTimeout(resolve, 300));
   t.is(receiver.received.length, 1);
+});
+
+// ── Several currencies (chain-mainnet): one accept each; a Token-2022 stable settles with both legs ─────────────────
+
+test('a mainnet link accepting USDC, USDT and USDG offers three accepts; paying the USDG one (Token-2022) settles both legs in USDG', async (t) => {
+  const { app } = t.context;
+  const key = await issueKey(app, 'chain-mainnet');
+  const { mint: agent } = await recordAgent(app, key);
+  const res = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { accepts_currencies: ['usdt', 'USDG'] }) });
+  t.is(res.status, 201, JSON.stringify(res.body));
+  const url = (res.body as { share_url: string }).share_url;
+  t.false(url.includes('network='), 'a mainnet link needs no ?network');
+
+  const offer = await unpaidOffer(url);
+  t.is(offer.status, 402);
+  const accepts = offer.v2!.accepts as X402RequirementsV2[];
+  t.deepEqual(accepts.map((a) => a.asset), ['USDC', 'USDT', 'USDG'].map((s) => findStable('chain-mainnet', s)!.mint));
+  for (const a of accepts) t.like(a, { network: CAIP2['chain-mainnet'], amount: PRICE.toString(), payTo: treasuryOf(agent) });
+
+  const usdg = findStable('chain-mainnet', 'USDG')!;
+  const accepted = accepts[2]!;
+  const ext = FeeExtension.parse(accepted.extra[FEE_EXTENSION_KEY]);
+  t.is(ext.feeAuthority, app.services.settings.fee.authorities['chain-mainnet']);
+  const buyer = Keypair.generate();
+  await app.services.dev.fund('chain-mainnet', { address: buyer.publicKey.toBase58(), token: 'USDG', amount: '1' });
+  const ledger = app.services.ledgers['chain-mainnet']!;
+  const { blockhash } = await ledger.getLatestBlockhash();
+  const tx = buildPaymentTransaction({
+    feePayer: accepted.extra.feePayer as string,
+    payer: buyer.publicKey.toBase58(),
+    blockhash,
+    requirements: {
+      scheme: 'exact',
+      network: 'chain-mainnet',
+      payTo: accepted.payTo,
+      asset: usdg.mint,
+      amount: PRICE,
+      tokenProgram: TOKEN_2022_PROGRAM_ID,
+      decimals: usdg.decimals,
+      fee: { bps: ext.bps, feeAuthority: ext.feeAuthority },
+    },
+  });
+  tx.sign([buyer]);
+  const payload = { x402Version: 2, accepted, payload: { transaction: Buffer.from(tx.serialize()).toString('base64') } };
+  const paid = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': base64Json(payload) } });
+  t.is(paid.status, 200, await paid.clone().text());
+  const { transaction } = decodePaymentResponse(paid.headers.get('PAYMENT-RESPONSE')!);
+  const landed = await ledger.getTransaction(transaction);
+  t.is(landed?.err, null);
+  const delta = (owner: string) =>
+    (landed!.postTokenBalances.filter((b) => b.owner === owner && b.mint === usdg.mint).reduce((s, b) => s + b.amount, 0n)) -
+    (landed!.preTokenBalances.filter((b) => b.owner === owner && b.mint === usdg.mint).reduce((s, b) => s + b.amount, 0n));
+  t.is(delta(treasuryOf(agent)), PRICE);
+  t.is(delta(ext.feeAuthority), feeFor(PRICE, ext.bps));
+  t.is(delta(buyer.publicKey.toBase58()), -(PRICE + feeFor(PRICE, ext.bps)));
+  const [receipt] = (await app.database.store.transaction(async (r) => r.receipts.listByAgent('chain-mainnet', agent, { limit: 5 }))).map((x) => x.receipt);
+  t.like(receipt?.price, { currency: 'USDG', asset: usdg.mint, network: CAIP2['chain-mainnet'] });
 });
