@@ -21,6 +21,7 @@ import type { Facilitator } from '../domain/ports/facilitator.ts';
 import type { OutboundHttp } from '../domain/ports/outbound-http.ts';
 import type { FacilitatorService } from '../domain/facilitator/service.ts';
 import { PaywallService } from '../domain/paywall/service.ts';
+import { LinkCache } from '../domain/paywall/link-cache.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -68,11 +69,12 @@ export function buildServices(deps: ServiceDeps): Services {
   const { store, policies, feed, clock, settings, limits } = deps;
   const access = new AccessService({ store, clock });
   const agents = new AgentService({ store, clock });
+  const links = new LinkCache({ store, clock, feed });
   return {
     access,
     admin: new AdminService({ store, clock, access }),
     agents,
-    paymentLinks: new PaymentLinkService({ store, clock, agents, settings }),
+    paymentLinks: new PaymentLinkService({ store, clock, agents, settings, onChange: (network, id) => links.invalidate(network, id) }),
     events: new EventService({ store, feed }),
     meta: new MetaService({ settings, clock }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
@@ -88,6 +90,7 @@ export function buildServices(deps: ServiceDeps): Services {
     paywall: deps.paywallFacilitator
       ? new PaywallService({
           store,
+          links,
           facilitator: deps.paywallFacilitator,
           outbound: deps.outbound,
           ledgers: deps.ledgers,

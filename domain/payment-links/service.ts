@@ -27,6 +27,8 @@ interface Deps {
   clock: Clock;
   agents: AgentService;
   settings: GatewaySettings;
+  /** told after a link was written (committed), e.g. to drop a cached copy */
+  onChange?: (network: Network, id: string) => void;
 }
 
 const CursorShape = z.object({ pk: z.string() });
@@ -148,6 +150,7 @@ export class PaymentLinkService {
       await tx.paymentLinks.insert(record);
       await this.emit(tx, 'payment_link.created', record, { payment_link: link });
     });
+    this.deps.onChange?.(network, record.id);
     return link;
   }
 
@@ -165,7 +168,7 @@ export class PaymentLinkService {
   async update(network: Network, input: UpdatePaymentLinkInput): Promise<PaymentLink> {
     const { id, ...patch } = parseInput(UpdatePaymentLinkInput, input);
     const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
-    return this.deps.store.transaction(async (tx) => {
+    const updated = await this.deps.store.transaction(async (tx) => {
       const current = await this.require(tx, network, id);
       if (changed.length === 0) return this.toWire(current);
       const next: PaymentLinkRecord = { ...current, updatedAt: this.deps.clock.now() };
@@ -201,6 +204,8 @@ export class PaymentLinkService {
       await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed });
       return link;
     });
+    this.deps.onChange?.(network, id);
+    return updated;
   }
 
   /** hosted-api §3.2: 204, event payment_link.deleted, slug reusable on the same network. */
@@ -210,6 +215,7 @@ export class PaymentLinkService {
       await tx.paymentLinks.delete(network, id);
       await this.emit(tx, 'payment_link.deleted', current, {});
     });
+    this.deps.onChange?.(network, id);
   }
 
   /** hosted-api §4.1 preview: nothing is stored. */

@@ -17,6 +17,7 @@ import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
 import { signWebhook } from '../webhooks/signature.ts';
 import { acceptsFor, chooseAccept, paymentRequired, parsePayment, toV1, type OfferTerms, type PaymentHeaders } from './offer.ts';
 import type { PaidCallRecord, StoredResponse } from './schema.ts';
+import type { LinkCache } from './link-cache.ts';
 
 // hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the public /x/{id}.
 //
@@ -51,6 +52,8 @@ export interface PaywallResponse {
 
 export interface PaywallDeps {
   store: Store;
+  /** the links as the paywall reads them (process-local, invalidated on every write) */
+  links: LinkCache;
   facilitator: Facilitator;
   outbound: OutboundHttp;
   ledgers: Partial<Record<Network, Ledger>>;
@@ -79,6 +82,8 @@ const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString(
 
 export class PaywallService {
   private health: { at: number; value: Promise<FacilitatorHealth> } | undefined;
+  /** the unpaid 402 of a cached link record under given terms: rendered once (a record is replaced on any write) */
+  private readonly challenges = new WeakMap<PaymentLinkRecord, { terms: OfferTerms; response: PaywallResponse }>();
 
   constructor(private readonly deps: PaywallDeps) {}
 
@@ -88,14 +93,22 @@ export class PaywallService {
       throw new DomainError('service_unavailable', 'This link uses the MPP rail, which this gateway does not serve yet.', { protocol: link.protocol });
     }
     const terms = await this.offerTerms(link.network);
+    const payment = parsePayment(request.headers);
+    if (!payment) {
+      const cached = this.challenges.get(link);
+      if (cached && cached.terms === terms) return cached.response;
+    }
     const resource: ResourceInfo = {
       url: shareUrl(this.deps.settings.baseUrl, link.network, link.id),
       description: link.label,
       mimeType: link.response.mimeType,
     };
     const accepts = acceptsFor(link, terms);
-    const payment = parsePayment(request.headers);
-    if (!payment) return this.challenge(link, accepts, resource, 'payment_required', 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).');
+    if (!payment) {
+      const response = this.challenge(link, accepts, resource, 'payment_required', 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).');
+      this.challenges.set(link, { terms, response });
+      return response;
+    }
     if (!payment.ok) return this.challenge(link, accepts, resource, payment.reason, payment.message);
     const accept = chooseAccept(accepts, payment);
     if (!accept) return this.challenge(link, accepts, resource, 'requirements_mismatch', 'The payment answers an offer this link does not make (amount, asset, payTo or network differ).');
@@ -127,10 +140,10 @@ export class PaywallService {
       throw DomainError.invalid([{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }], 'Unknown network.');
     }
     const network = parsed.data;
-    const link = await this.deps.store.paymentLinks.get(network, request.id);
+    const link = await this.deps.links.get(network, request.id);
     if (!link) {
       for (const other of NETWORKS.filter((n) => n !== network)) {
-        const elsewhere = await this.deps.store.paymentLinks.get(other, request.id);
+        const elsewhere = await this.deps.links.get(other, request.id);
         if (elsewhere) {
           throw new DomainError('wrong_network', `Payment link ${request.id} is on ${other}, not ${network}.`, {
             network: other,
@@ -149,6 +162,20 @@ export class PaywallService {
 
   /** extra.feePayer and extra["svc.fee"] come from the facilitator that will settle: its /health, cached. */
   private async offerTerms(network: Network): Promise<OfferTerms> {
+    const health = await this.facilitatorHealth();
+    const known = this.terms.get(network);
+    if (known && known.health === health) return known.terms;
+    const fee = health.protocol_fee;
+    const authority = fee.authorities[network] ?? fee.authority;
+    const terms: OfferTerms = { feePayer: health.fee_payer, fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null };
+    // One object per health answer, so a rendered challenge can tell whether its terms still hold by identity.
+    this.terms.set(network, { health, terms });
+    return terms;
+  }
+
+  private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
+
+  private async facilitatorHealth(): Promise<FacilitatorHealth> {
     const now = this.deps.clock.now().getTime();
     if (!this.health || now - this.health.at > HEALTH_TTL_MS) {
       const value = this.deps.facilitator.health();
@@ -157,10 +184,7 @@ export class PaywallService {
         if (this.health?.value === value) this.health = undefined;
       });
     }
-    const health = await this.health.value;
-    const fee = health.protocol_fee;
-    const authority = fee.authorities[network] ?? fee.authority;
-    return { feePayer: health.fee_payer, fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null };
+    return this.health.value;
   }
 
   private challenge(link: PaymentLinkRecord, accepts: Accept[], resource: ResourceInfo, error: string, message: string): PaywallResponse {

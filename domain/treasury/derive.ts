@@ -1,17 +1,18 @@
 import { PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import type { Stable } from '../shared/network.ts';
+import { memoize } from '../shared/memo.ts';
 
 export const MPL_CORE_PROGRAM_ID = 'CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d';
 
 /** The Metaplex Core asset-signer PDA (seeds ["mpl-core-execute", asset]) that holds an agent's funds. */
-export function treasuryOf(asset: string): string {
+export const treasuryOf: (asset: string) => string = memoize((asset) => {
   const [pda] = PublicKey.findProgramAddressSync(
     [Buffer.from('mpl-core-execute'), new PublicKey(asset).toBuffer()],
     new PublicKey(MPL_CORE_PROGRAM_ID),
   );
   return pda.toBase58();
-}
+});
 
 /** Associated token account of `owner` for a mint under its token program (off-curve owners allowed: PDAs). */
 export function associatedTokenAccount(owner: string, mint: string, tokenProgramId: string): string {
