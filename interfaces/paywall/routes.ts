@@ -29,6 +29,18 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
       url: '/x/:id',
       handler: async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
         const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
+        if (req.method === 'OPTIONS') {
+          // CORS preflight of a browser buyer sending PAYMENT-SIGNATURE / X-PAYMENT: any method, the payment headers.
+          return reply
+            .code(204)
+            .headers({
+              ...headers,
+              'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE',
+              'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Accept',
+              'Access-Control-Max-Age': '600',
+            })
+            .send();
+        }
         try {
           limitAnonymous(services, req.ip, 'paywall', headers);
           const url = new URL(req.url, 'http://paywall.invalid');

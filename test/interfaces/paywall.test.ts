@@ -747,3 +747,13 @@ test('a mainnet link accepting USDC, USDT and USDG offers three accepts; paying 
   const [receipt] = (await app.database.store.transaction(async (r) => r.receipts.listByAgent('chain-mainnet', agent, { limit: 5 }))).map((x) => x.receipt);
   t.like(receipt?.price, { currency: 'USDG', asset: usdg.mint, network: CAIP2['chain-mainnet'] });
 });
+
+test('CORS: a browser preflight (OPTIONS) is answered 204 allowing the payment headers; answers expose PAYMENT-* headers', async (t) => {
+  const { link } = await createLink(t.context);
+  const preflight = await fetch(link.share_url, { method: 'OPTIONS', headers: { Origin: 'https://buyer.example', 'Access-Control-Request-Headers': 'payment-signature' } });
+  t.is(preflight.status, 204);
+  t.regex(preflight.headers.get('access-control-allow-headers') ?? '', /PAYMENT-SIGNATURE/);
+  const unpaid = await fetch(link.share_url);
+  t.is(unpaid.status, 402);
+  t.regex(unpaid.headers.get('access-control-expose-headers') ?? '', /PAYMENT-REQUIRED/);
+});
