@@ -48,25 +48,40 @@ export class GuardedOutboundHttp implements OutboundHttp {
     }
   }
 
-  #request(req: OutboundRequest): Promise<Result> {
+  async check(target: string): Promise<OutboundFailure | null> {
+    const parsed = this.#parse(target);
+    if (!parsed.ok) return parsed;
+    if (this.#allowPrivate || isIP(parsed.host) !== 0) return null;
+    return new Promise((resolve) => {
+      publicOnlyLookup(parsed.host, { all: true }, (error) => {
+        if (!error) resolve(null);
+        else if (error.code === REFUSED_ADDRESS) resolve(fail('url_refused', error.message));
+        else resolve(fail('network', `${parsed.host}: ${describe(error)}`));
+      });
+    });
+  }
+
+  /** The checks that need no network: a valid absolute URL, the scheme, no credentials, a public IP literal. */
+  #parse(target: string): { ok: true; url: URL; host: string } | OutboundFailure {
     let url: URL;
     try {
-      url = new URL(req.url);
+      url = new URL(target);
     } catch {
-      return Promise.resolve(fail('url_refused', 'not a valid absolute URL'));
+      return fail('url_refused', 'not a valid absolute URL');
     }
     const allowed = this.#allowPrivate ? ['https:', 'http:'] : ['https:'];
-    if (!allowed.includes(url.protocol)) {
-      return Promise.resolve(fail('url_refused', `scheme ${url.protocol} is not allowed (${allowed.join(' or ')} only)`));
-    }
-    if (!this.#allowPrivate && (url.username !== '' || url.password !== '')) {
-      return Promise.resolve(fail('url_refused', 'URLs with credentials are not allowed'));
-    }
+    if (!allowed.includes(url.protocol)) return fail('url_refused', `scheme ${url.protocol} is not allowed (${allowed.join(' or ')} only)`);
+    if (!this.#allowPrivate && (url.username !== '' || url.password !== '')) return fail('url_refused', 'URLs with credentials are not allowed');
     // URL keeps IPv6 literals in brackets ("[::1]"); node:http and isIP want them bare.
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    if (!this.#allowPrivate && isIP(host) !== 0 && !isPublicAddress(host)) {
-      return Promise.resolve(fail('url_refused', `address ${host} is not public`));
-    }
+    if (!this.#allowPrivate && isIP(host) !== 0 && !isPublicAddress(host)) return fail('url_refused', `address ${host} is not public`);
+    return { ok: true, url, host };
+  }
+
+  #request(req: OutboundRequest): Promise<Result> {
+    const parsed = this.#parse(req.url);
+    if (!parsed.ok) return Promise.resolve(parsed);
+    const { url, host } = parsed;
 
     const timeoutMs = positive(req.timeoutMs, DEFAULT_TIMEOUT_MS);
     const maxBytes = positive(req.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES);

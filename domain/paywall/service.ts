@@ -259,6 +259,15 @@ export class PaywallService {
         settledAs = settled.signature;
         return await this.finish(call, settled.signature, settled.payer, served.value);
       }
+      // before_forward settles first; an upstream that cannot be called at all (refused address, no DNS) would
+      // charge the buyer for nothing, so it is checked before any money moves.
+      const upstream = upstreamOf(call.link);
+      if (upstream && !record.attempted) {
+        const refused = await this.deps.outbound.check(upstream);
+        if (refused) {
+          throw new DomainError('upstream_failed', `The upstream cannot be called (${refused.message}); the payment was not settled.`, { reason: refused.reason });
+        }
+      }
       const settled = await this.settle(call, request, record);
       if (!settled.ok) return settled.response;
       settledAs = settled.signature;
@@ -317,7 +326,7 @@ export class PaywallService {
   /** Rule 7: the upstream response when metadata.upstream_url is set, else the link's response template. */
   private async produce(call: Call): Promise<{ ok: true; value: StoredResponse } | { ok: false; error: DomainError }> {
     const { link, request } = call;
-    const upstream = typeof link.metadata.upstream_url === 'string' ? link.metadata.upstream_url : undefined;
+    const upstream = upstreamOf(link);
     if (!upstream) {
       const body = link.response.body;
       const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : json(body);
@@ -462,6 +471,10 @@ export class PaywallService {
         }
       });
   }
+}
+
+function upstreamOf(link: PaymentLinkRecord): string | undefined {
+  return typeof link.metadata.upstream_url === 'string' ? link.metadata.upstream_url : undefined;
 }
 
 function pending(signature: string | null, message: string): DomainError {

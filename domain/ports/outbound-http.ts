@@ -41,4 +41,9 @@ export interface OutboundFailure {
 
 export interface OutboundHttp {
   request(request: OutboundRequest): Promise<OutboundResponse | OutboundFailure>;
+  /**
+   * Would `url` be dialled now? The same refusals as `request` (scheme, credentials, addresses — resolving the host
+   * name), without connecting; null when allowed. `request` checks again at connect time.
+   */
+  check(url: string): Promise<OutboundFailure | null>;
 }

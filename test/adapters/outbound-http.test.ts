@@ -423,3 +423,14 @@ test('https: certificates are verified (a self-signed server → network)', asyn
   expectFailure(t, await guarded.request({ url: `https://localhost:${port}/`, method: 'GET', timeoutMs: 5000 }), 'url_refused');
   expectFailure(t, await guarded.request({ url: `https://127.0.0.1:${port}/`, method: 'GET', timeoutMs: 5000 }), 'url_refused');
 });
+
+test('check(): the same refusals without connecting, resolving host names; null when allowed', async (t) => {
+  for (const url of ['https://127.0.0.1/x', 'https://[::1]/', 'https://169.254.169.254/latest', 'https://localhost/', 'http://example.com/', 'https://u:p@example.com/', 'ftp://example.com/', 'not a url']) {
+    const refused = await guarded.check(url);
+    t.is(refused?.reason, 'url_refused', url);
+  }
+  t.is((await guarded.check('https://no-such-host.invalid/'))?.reason, 'network');
+  t.is(await guarded.check('https://8.8.8.8/'), null);
+  t.is(await open.check('http://127.0.0.1:1/'), null);
+  t.is((await open.check('ftp://127.0.0.1/'))?.reason, 'url_refused');
+});
