@@ -22,6 +22,7 @@ import type { OutboundHttp } from '../domain/ports/outbound-http.ts';
 import type { FacilitatorService } from '../domain/facilitator/service.ts';
 import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
+import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -37,6 +38,7 @@ export interface Services {
   idempotency: IdempotencyService;
   recorder: RequestRecorder;
   maintenance: PolicyMaintenance;
+  paidCallMaintenance: PaidCallMaintenance;
   dev: DevService;
   /** per network; empty in a process that opened none (the job runner run apart) */
   ledgers: Partial<Record<Network, Ledger>>;
@@ -83,6 +85,7 @@ export function buildServices(deps: ServiceDeps): Services {
     idempotency: new IdempotencyService({ store: policies.idempotency, clock }),
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
     maintenance: new PolicyMaintenance({ store: policies, clock }),
+    paidCallMaintenance: new PaidCallMaintenance({ store, clock }),
     dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks }),
     ledgers: deps.ledgers,
     settings,

@@ -1,5 +1,6 @@
 import type { PolicyMaintenance } from '../domain/policies/maintenance.ts';
 import type { TaskHandler } from '../domain/ports/job-queue.ts';
+import type { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 
 export interface JobLogger {
   info(obj: object, msg: string): void;
@@ -19,4 +20,12 @@ export const pruneRequestRecords =
   async () => {
     const removed = await deps.maintenance.pruneRequestRecords();
     if (removed) deps.log.info({ removed }, 'pruned request records older than 30 days');
+  };
+
+/** Removes answered paid calls past their 24 h replay window (DECISIONS "x402 on the paywall"). */
+export const prunePaidCalls =
+  (deps: { paidCalls: PaidCallMaintenance; log: JobLogger }): TaskHandler =>
+  async () => {
+    const removed = await deps.paidCalls.prune();
+    if (removed) deps.log.info({ removed }, 'pruned paid calls past their replay window');
   };

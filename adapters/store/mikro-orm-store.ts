@@ -289,6 +289,10 @@ class Repos implements Repositories {
     release: async (network, paymentKey) => {
       await this.em().execute(`delete from paid_calls where network = ? and payment_key = ? and status <> 'done'`, [network, paymentKey]);
     },
+    deleteExpired: async (now) => {
+      const rows = (await this.em().execute(`delete from paid_calls where status = 'done' and expires_at <= ? returning 1`, [now])) as unknown[];
+      return rows.length;
+    },
   };
 
   readonly events: EventRepository = {

@@ -75,6 +75,8 @@ export interface PaidCallRepository {
   complete(network: Network, paymentKey: string, done: { signature: string; payer: string | null; response: StoredResponse; at: Date }): Promise<void>;
   /** the payment was refused and nothing moved: forget it */
   release(network: Network, paymentKey: string): Promise<void>;
+  /** removes answered calls past their replay window; returns how many */
+  deleteExpired(now: Date): Promise<number>;
 }
 
 export interface EventFilter {

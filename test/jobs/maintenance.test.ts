@@ -103,6 +103,26 @@ test.serial('the maintenance service removes expired idempotency records and req
   t.is(await a.services.maintenance.pruneRequestRecords(), 0);
 });
 
+test.serial('paid calls: answered ones past their 24 h replay window are removed; unknown outcomes and live ones stay', async (t) => {
+  const { a } = t.context;
+  const now = Date.now();
+  const row = async (status: string, expiresAt: Date) => {
+    const key = `${status}-${expiresAt.getTime()}-${Math.random().toString(36).slice(2)}`;
+    await sql(a, `insert into paid_calls (network, payment_key, link_pk, link_id, status, locked_until, created_at, updated_at, expires_at)
+      values ('chain-devnet', ?, 'pk', 'link', ?, now(), now(), now(), ?)`, [key, status, expiresAt]);
+    return key;
+  };
+  const exists = async (key: string) => (await sql<{ n: number }>(a, 'select count(*)::int as n from paid_calls where payment_key = ?', [key]))[0]!.n === 1;
+  const expiredDone = await row('done', new Date(now - 1000));
+  const liveDone = await row('done', new Date(now + DAY));
+  const expiredPending = await row('pending', new Date(now - 1000));
+  t.true((await a.services.paidCallMaintenance.prune()) >= 1);
+  t.false(await exists(expiredDone));
+  t.true(await exists(liveDone));
+  t.true(await exists(expiredPending), 'an unknown settle outcome is the only trace of a payment that may have landed');
+  t.is(await a.services.paidCallMaintenance.prune(), 0, 'idempotent');
+});
+
 test.serial('`npm run jobs` runs the job runner on its own and it processes queued jobs', async (t) => {
   const { a } = t.context;
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
@@ -125,8 +145,8 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
     const crons = await sql<{ identifier: string }>(a, 'select identifier from graphile_worker._private_known_crontabs order by identifier');
     t.deepEqual(
       crons.map((c) => c.identifier),
-      ['prune_idempotency', 'prune_request_records'],
-      'both tasks are registered as recurring',
+      ['prune_idempotency', 'prune_paid_calls', 'prune_request_records'],
+      'every task is registered as recurring',
     );
   } finally {
     await runner.stop();
