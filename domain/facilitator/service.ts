@@ -116,11 +116,12 @@ export class FacilitatorService implements Facilitator {
       const decision = await this.deps.store.checkSponsorship(this.sponsorship(prepared, c));
       if (decision !== 'ok') return { isValid: false, ...this.notSponsored(decision, c.account), payer: verdict.payer };
     }
-    // Simulation needs the seller account to exist; when the facilitator will create it first, settle simulates.
-    if (!creations.some((c) => !c.inTransaction)) {
-      const simulated = await this.simulate(prepared.ledger, checked.value.signed);
-      if (simulated) return { isValid: false, invalidReason: simulated.reason, invalidMessage: simulated.message, payer: verdict.payer };
-    }
+    // Simulation needs the seller account to exist; when the facilitator will create it first, the buyer's funds are
+    // read instead (settle simulates after the creation).
+    const refused = creations.some((c) => !c.inTransaction)
+      ? await this.canPay(prepared, verdict)
+      : await this.simulate(prepared.ledger, checked.value.signed);
+    if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: verdict.payer };
     return { isValid: true, payer: verdict.payer };
   }
 
@@ -157,6 +158,14 @@ export class FacilitatorService implements Facilitator {
     // transaction, so a seller needs no setup before the first payment.
     const missingSeller = c.creations.find((x) => !x.inTransaction);
     if (missingSeller) {
+      // Rent is spent only for a buyer who can pay: an unfunded transaction must not make the facilitator create
+      // accounts for any owner named in a request.
+      const unfunded = await this.canPay(c.prepared, c.verdict);
+      if (unfunded) {
+        await this.deps.store.releaseSponsorships(network, `precreate:${c.signature}`);
+        await this.giveUp(network, c.signature, unfunded.reason);
+        return response({ ...unfunded, payer }, '');
+      }
       const created = await this.createAccount(ledger, c.prepared.requirements, missingSeller.owner);
       if (created) {
         await this.deps.store.releaseSponsorships(network, `precreate:${c.signature}`);
@@ -305,6 +314,30 @@ export class FacilitatorService implements Facilitator {
         ? `the facilitator already paid once for a token account of this owner and mint; ${account} must be created by its owner`
         : `the facilitator's daily rent budget is spent; ${account} must be created by its owner`;
     return { reason: 'ata_creation_not_sponsored', invalidReason: 'ata_creation_not_sponsored', message, invalidMessage: message };
+  }
+
+  /**
+   * The buyer's source token account can cover amount + fee for the transfer authority (fee-facilitator-mpp-tools §7:
+   * a delegate's remaining allowance too). Token account layout: mint 0..32, owner 32..64, amount 64..72,
+   * delegate COption 72..108, delegated_amount 121..129.
+   */
+  private async canPay(prepared: Prepared, verdict: VerifyValid): Promise<Failure | null> {
+    const account = await prepared.ledger.getAccount(verdict.source);
+    const gross = verdict.amount + verdict.fee;
+    if (!account || account.data.length < 165 || account.owner !== prepared.requirements.tokenProgram) {
+      return fail('insufficient_funds', `the source ${verdict.source} is not a token account of ${prepared.requirements.asset}`, verdict.payer);
+    }
+    const view = new DataView(account.data.buffer, account.data.byteOffset, account.data.byteLength);
+    const key = (from: number) => encodeBase58(account.data.subarray(from, from + 32));
+    if (key(0) !== prepared.requirements.asset) return fail('insufficient_funds', `the source ${verdict.source} holds another mint`, verdict.payer);
+    const amount = view.getBigUint64(64, true);
+    if (amount < gross) return fail('insufficient_funds', `the source holds ${amount} atoms; the payment needs ${gross}`, verdict.payer);
+    if (key(32) === verdict.payer) return null;
+    const delegated = view.getUint32(72, true) === 1 && key(76) === verdict.payer;
+    if (!delegated) return fail('insufficient_allowance', `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`, verdict.payer);
+    const allowance = view.getBigUint64(121, true);
+    if (allowance < gross) return fail('insufficient_allowance', `the delegation allows ${allowance} atoms; the payment needs ${gross}`, verdict.payer);
+    return null;
   }
 
   /** §4.1.5: the co-signed transaction against the node; null when it would succeed. */

@@ -88,6 +88,7 @@ export const FACILITATOR_REASONS = [
   'duplicate_settlement',
   'transaction_expired',
   'insufficient_funds',
+  'insufficient_allowance',
   'simulation_failed',
   'settlement_failed',
   'settlement_pending',

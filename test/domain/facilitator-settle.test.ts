@@ -327,3 +327,25 @@ for (const layout of ['fee', 'stock'] as const) {
     t.is(await usdc(ledger, seller), 2n * AMOUNT);
   });
 }
+
+test('an unfunded buyer cannot make the facilitator create a seller account: insufficient_funds, no account, no rent spent', async (t) => {
+  const { app, ledger } = t.context;
+  const f = await facilitator(t);
+  const seller = Keypair.generate().publicKey.toBase58();
+  const poor = Keypair.generate();
+  await fund(app, poor.publicKey.toBase58(), { usdc: '0.000001' }); // a token account holding 1 atom
+  const pay = await payment(t, f, poor, seller, 'stock');
+  const verdict = await f.service.verify(pay.request);
+  t.like(verdict, { isValid: false, invalidReason: 'insufficient_funds' });
+  const settled = await f.service.settle(pay.request);
+  t.like(settled, { success: false, errorReason: 'insufficient_funds' });
+  t.is(await ledger.getAccount(pay.sellerAccount), null, 'the seller account was not created');
+  const sponsored = (await app.database.orm.em
+    .fork({ useContext: false })
+    .execute(`select count(*)::int as n from rent_sponsorships where network = ? and owner = ?`, [NETWORK, seller])) as { n: number }[];
+  t.is(sponsored[0]!.n, 0, 'no rent sponsored (other tests spend the shared budget concurrently, so the row is what is checked)');
+
+  // Without any token account at all: the same refusal.
+  const none = await payment(t, f, Keypair.generate(), Keypair.generate().publicKey.toBase58(), 'stock');
+  t.like(await f.service.settle(none.request), { success: false, errorReason: 'insufficient_funds' });
+});
