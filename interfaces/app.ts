@@ -399,7 +399,7 @@ const FEE_PAYER_FLOOR = 1_000_000_000n;
 
 /** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
 export function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
-  const { tasks, recurring } = jobDefinitions({ maintenance: services.maintenance, paidCalls: services.paidCallMaintenance, log });
+  const { tasks, recurring } = jobDefinitions({ maintenance: services.maintenance, paidCalls: services.paidCallMaintenance, paywall: services.paywall, log });
   return startGraphileRunner({ connectionString: url, tasks, recurring, log });
 }
 

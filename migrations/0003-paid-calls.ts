@@ -47,6 +47,7 @@ export class Migration0003PaidCalls extends Migration {
       attempted boolean not null default false,
       payer text null,
       response jsonb null,
+      request jsonb null,
       locked_until timestamptz not null,
       created_at timestamptz not null,
       updated_at timestamptz not null,
@@ -54,6 +55,7 @@ export class Migration0003PaidCalls extends Migration {
       primary key (network, payment_key)
     );`);
     this.addSql(`create index paid_calls_expires_idx on paid_calls (expires_at);`);
+    this.addSql(`create index paid_calls_pending_idx on paid_calls (locked_until) where status = 'pending';`);
 
     // DECISIONS "Receipts": hash-chained per agent, gapless nonces from 0.
     this.addSql(`create table receipts (

@@ -95,6 +95,7 @@ interface PaidCallRow {
   attempted: boolean;
   payer: string | null;
   response: PaidCallRecord['response'];
+  request: PaidCallRecord['request'];
   locked_until: Date;
   created_at: Date;
   updated_at: Date;
@@ -111,6 +112,7 @@ const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
   attempted: r.attempted,
   payer: r.payer,
   response: r.response,
+  request: r.request,
   lockedUntil: new Date(r.locked_until),
   createdAt: new Date(r.created_at),
   updatedAt: new Date(r.updated_at),
@@ -273,12 +275,20 @@ class Repos implements Repositories {
       const rows = (await this.em().execute(`select * from paid_calls where network = ? and payment_key = ?`, [network, paymentKey])) as PaidCallRow[];
       return rows[0] ? paidCallFromRow(rows[0]) : null;
     },
-    markPending: async (network, paymentKey, signature, at) => {
+    markPending: async (network, paymentKey, p) => {
       await this.em().execute(
-        `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), locked_until = ?, updated_at = ?
+        `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), request = ?::jsonb,
+           locked_until = ?, updated_at = ?
           where network = ? and payment_key = ?`,
-        [signature, at, at, network, paymentKey],
+        [p.signature, JSON.stringify(p.request), p.at, p.at, network, paymentKey],
       );
+    },
+    listPending: async (before, limit) => {
+      const rows = (await this.em().execute(
+        `select * from paid_calls where status = 'pending' and locked_until <= ? order by locked_until limit ?`,
+        [before, limit],
+      )) as PaidCallRow[];
+      return rows.map(paidCallFromRow);
     },
     complete: async (network, paymentKey, done) => {
       await this.em().execute(

@@ -1,4 +1,5 @@
 import type { Network } from '../shared/network.ts';
+import type { X402RequirementsV2 } from '../facilitator/wire.ts';
 
 /** A response as served, kept for replays: body as base64 so any bytes survive. */
 export interface StoredResponse {
@@ -6,6 +7,23 @@ export interface StoredResponse {
   headers: Record<string, string>;
   /** base64 */
   body: string;
+}
+
+/**
+ * What a paid call needs to be finished without its buyer: kept when its settle outcome is unknown, so the
+ * reconciliation job can settle it again, forward it and record it (a payment that landed is never left unrecorded).
+ */
+export interface PendingRequest {
+  version: 1 | 2;
+  /** base64 buyer-signed transaction */
+  transaction: string;
+  /** the x402 v2 accept it answers */
+  accept: X402RequirementsV2;
+  forwardQuery: string;
+  contentType: string | null;
+  accept_header: string | null;
+  /** base64 request body; null without one */
+  body: string | null;
 }
 
 /** e.g. { network: "chain-devnet", paymentKey: "9f86…", status: "done", signature: "5VER…", response: {…} } */
@@ -22,6 +40,7 @@ export interface PaidCallRecord {
   attempted: boolean;
   payer: string | null;
   response: StoredResponse | null;
+  request: PendingRequest | null;
   lockedUntil: Date;
   createdAt: Date;
   updatedAt: Date;

@@ -16,7 +16,7 @@ import { shareUrl } from '../payment-links/service.ts';
 import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
 import { signWebhook } from '../webhooks/signature.ts';
 import { acceptsFor, chooseAccept, paymentRequired, parsePayment, toV1, type OfferTerms, type PaymentHeaders } from './offer.ts';
-import type { PaidCallRecord, StoredResponse } from './schema.ts';
+import type { PaidCallRecord, PendingRequest, StoredResponse } from './schema.ts';
 import type { LinkCache } from './link-cache.ts';
 
 // hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the public /x/{id}.
@@ -98,11 +98,7 @@ export class PaywallService {
       const cached = this.challenges.get(link);
       if (cached && cached.terms === terms) return cached.response;
     }
-    const resource: ResourceInfo = {
-      url: shareUrl(this.deps.settings.baseUrl, link.network, link.id),
-      description: link.label,
-      mimeType: link.response.mimeType,
-    };
+    const resource = resourceOf(this.deps.settings.baseUrl, link);
     const accepts = acceptsFor(link, terms);
     if (!payment) {
       const response = this.challenge(link, accepts, resource, 'payment_required', 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).');
@@ -130,7 +126,56 @@ export class PaywallService {
       paymentKey: sha256Hex(messageBytes),
       terms,
     };
-    return this.pay(call);
+    return this.pay(call, WAIT_FOR_OWNER_MS);
+  }
+
+  /**
+   * Reconciliation (job resolve_paid_calls): paid calls whose settle outcome was unknown and whose buyer has not come
+   * back within `olderThanMs` are settled again from their kept request — recorded (receipt, counters, events,
+   * webhook, the response a replay will get) when they landed, forgotten when they were refused, left pending when
+   * the outcome is still unknown.
+   */
+  async resolvePending(options: { olderThanMs?: number; limit?: number } = {}): Promise<{ resolved: number; refused: number; pending: number }> {
+    const before = new Date(this.deps.clock.now().getTime() - (options.olderThanMs ?? 60_000));
+    const tally = { resolved: 0, refused: 0, pending: 0 };
+    for (const row of await this.deps.store.paidCalls.listPending(before, options.limit ?? 20)) {
+      const link = row.request ? await this.deps.store.paymentLinks.get(row.network, row.linkId) : null;
+      if (!link || link.pk !== row.linkPk || !row.request) {
+        this.deps.onWarning?.('a pending paid call cannot be resolved: its link or request is gone', { network: row.network, payment_key: row.paymentKey, signature: row.signature });
+        tally.pending++;
+        continue;
+      }
+      const kept = row.request;
+      const call: Call = {
+        link,
+        request: {
+          id: link.id,
+          network: link.network,
+          method: link.method,
+          forwardQuery: kept.forwardQuery,
+          headers: { contentType: kept.contentType ?? undefined, accept: kept.accept_header ?? undefined },
+          body: kept.body === null ? undefined : Uint8Array.from(Buffer.from(kept.body, 'base64')),
+        },
+        resource: resourceOf(this.deps.settings.baseUrl, link),
+        accepts: [kept.accept],
+        accept: kept.accept,
+        version: kept.version,
+        transaction: kept.transaction,
+        paymentKey: row.paymentKey,
+        terms: await this.offerTerms(link.network),
+      };
+      try {
+        const answer = await this.pay(call, 0);
+        if (answer.status === 402) tally.refused++;
+        else tally.resolved++;
+      } catch (e) {
+        if (!(e instanceof DomainError && e.code === 'payment_pending')) {
+          this.deps.onWarning?.('resolving a pending paid call failed; will retry', { payment_key: row.paymentKey, error: (e as Error).message });
+        }
+        tally.pending++;
+      }
+    }
+    return tally;
   }
 
   /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */
@@ -205,9 +250,9 @@ export class PaywallService {
   }
 
   /** Exactly once: claim the payment, or answer from its record. */
-  private async pay(call: Call): Promise<PaywallResponse> {
+  private async pay(call: Call, waitMs: number): Promise<PaywallResponse> {
     const { network } = call.link;
-    const deadline = Date.now() + WAIT_FOR_OWNER_MS;
+    const deadline = Date.now() + waitMs;
     for (;;) {
       const now = this.deps.clock.now();
       const claim = await this.deps.store.paidCalls.claim({
@@ -280,7 +325,9 @@ export class PaywallService {
       // before that, nothing happened and the payment is forgotten.
       const signature = e instanceof DomainError && e.code === 'payment_pending' ? ((e.details?.signature as string | null) ?? settledAs) : settledAs;
       if (signature !== null || (e instanceof DomainError && e.code === 'payment_pending')) {
-        await this.deps.store.paidCalls.markPending(network, call.paymentKey, signature, this.deps.clock.now()).catch(() => {});
+        await this.deps.store.paidCalls
+          .markPending(network, call.paymentKey, { signature, request: pendingRequest(call), at: this.deps.clock.now() })
+          .catch(() => {});
       } else {
         await this.deps.store.paidCalls.release(network, call.paymentKey).catch(() => {});
       }
@@ -471,6 +518,23 @@ export class PaywallService {
         }
       });
   }
+}
+
+function resourceOf(baseUrl: string, link: PaymentLinkRecord): ResourceInfo {
+  return { url: shareUrl(baseUrl, link.network, link.id), description: link.label, mimeType: link.response.mimeType };
+}
+
+function pendingRequest(call: Call): PendingRequest {
+  const { request } = call;
+  return {
+    version: call.version,
+    transaction: call.transaction,
+    accept: call.accept,
+    forwardQuery: request.forwardQuery,
+    contentType: request.headers.contentType ?? null,
+    accept_header: request.headers.accept ?? null,
+    body: request.body?.length ? Buffer.from(request.body).toString('base64') : null,
+  };
 }
 
 function upstreamOf(link: PaymentLinkRecord): string | undefined {

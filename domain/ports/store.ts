@@ -4,7 +4,7 @@ import type { AgentRecord } from '../agents/schema.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import type { EventRecord, NewEvent } from '../events/schema.ts';
 import type { ChainHead, ReceiptRecord } from '../receipts/schema.ts';
-import type { PaidCallRecord, StoredResponse } from '../paywall/schema.ts';
+import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -69,8 +69,10 @@ export interface PaidCallRepository {
     { claimed: true; record: PaidCallRecord } | { claimed: false; record: PaidCallRecord }
   >;
   get(network: Network, paymentKey: string): Promise<PaidCallRecord | null>;
-  /** settle outcome unknown: keep the signature; a replay may take over at once */
-  markPending(network: Network, paymentKey: string, signature: string | null, at: Date): Promise<void>;
+  /** settle outcome unknown: keep the signature and the request; a replay (or the reconciliation job) may take over at once */
+  markPending(network: Network, paymentKey: string, pending: { signature: string | null; request: PendingRequest; at: Date }): Promise<void>;
+  /** pending calls nobody touched since `before`, oldest first */
+  listPending(before: Date, limit: number): Promise<PaidCallRecord[]>;
   /** stores the response served for this payment (inside the side-effect transaction) */
   complete(network: Network, paymentKey: string, done: { signature: string; payer: string | null; response: StoredResponse; at: Date }): Promise<void>;
   /** the payment was refused and nothing moved: forget it */

@@ -130,7 +130,7 @@ test('one link paid through the in-process facilitator (gateway A) and through t
   t.deepEqual(rows.map((r) => r.status), ['settled', 'settled']);
 });
 
-test('a settle whose answer is lost answers 504 payment_pending, never a new 402; the replay resolves it without settling twice', async (t) => {
+test.serial('a settle whose answer is lost answers 504 payment_pending, never a new 402; the replay resolves it without settling twice', async (t) => {
   const key = await issueKey(a);
   const { mint: agent } = await recordAgent(a, key);
   const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body: { pending: 'resolved' } } }) });
@@ -174,4 +174,48 @@ test('a settle whose answer is lost answers 504 payment_pending, never a new 402
   t.is(proxy.settles, 2, 'the stored response answers the second replay: no third settle');
   const link = await http(a, 'GET', `/v1/payment-links/${(created.body as { id: string }).id}`, { key });
   t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 1);
+});
+
+test.serial('a pending paid call whose buyer never comes back is finished by the reconciliation job: receipt, counters, stored response', async (t) => {
+  const key = await issueKey(a);
+  const { mint: agent } = await recordAgent(a, key);
+  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body: { late: true } } }) });
+  const id = (created.body as { id: string }).id;
+  const url = `${c.url}/x/${id}?network=chain-devnet`;
+  const buyer = Keypair.generate();
+  await a.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
+  let paymentHeader = '';
+  const recording: typeof fetch = async (input, init) => {
+    const h = input instanceof Request ? input.headers : new Headers(init?.headers);
+    if (h.get('PAYMENT-SIGNATURE')) paymentHeader = h.get('PAYMENT-SIGNATURE')!;
+    return fetch(input, init);
+  };
+  const pay = createPayingFetch({ signer: buyer, rpcUrl: a.ledgers.rpcUrls['chain-devnet']!, facilitatorUrl: `${a.url}/facilitator`, fetch: recording });
+
+  proxy.dropSettle = true;
+  try {
+    t.is((await pay(url)).status, 504);
+  } finally {
+    proxy.dropSettle = false;
+  }
+  const treasury = treasuryOf(agent);
+  t.is(await usdcOf(treasury), PRICE, 'the money moved');
+  const countersBefore = await http(a, 'GET', `/v1/payment-links/${id}`, { key });
+  t.is((countersBefore.body as { counters: { settled_count: number } }).counters.settled_count, 0, 'not recorded yet');
+
+  // The buyer never replays; the job (run here directly, with no grace period) finishes the call.
+  const tally = await c.services.paywall!.resolvePending({ olderThanMs: 0 });
+  t.like(tally, { resolved: 1 });
+  const link = await http(a, 'GET', `/v1/payment-links/${id}`, { key });
+  t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 1);
+  const receipts = (await a.database.store.transaction((r) => r.receipts.listByAgent('chain-devnet', agent, { limit: 5 }))).map((x) => x.receipt);
+  t.is(receipts.length, 1);
+  t.is(await usdcOf(treasury), PRICE, 'settled once');
+  t.deepEqual(await c.services.paywall!.resolvePending({ olderThanMs: 0 }), { resolved: 0, refused: 0, pending: 0 }, 'nothing left');
+
+  // The buyer's late replay gets the response the job stored.
+  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': paymentHeader } });
+  t.is(replay.status, 200);
+  t.is(replay.headers.get('X-Svc-Replayed'), 'true');
+  t.deepEqual(await replay.json(), { late: true });
 });
