@@ -17,6 +17,18 @@ const header = (req: FastifyRequest, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v;
 };
 
+/** ?network= for the paywall, the rest for the upstream; the common `?network=…` alone costs no parsing. */
+function splitQuery(url: string): { network: string | undefined; forwardQuery: string } {
+  const at = url.indexOf('?');
+  if (at < 0) return { network: undefined, forwardQuery: '' };
+  const raw = url.slice(at + 1);
+  if (/^network=[A-Za-z0-9-]*$/.test(raw)) return { network: raw.slice('network='.length), forwardQuery: '' };
+  const params = new URLSearchParams(raw);
+  const network = params.get('network') ?? undefined;
+  params.delete('network');
+  return { network, forwardQuery: params.toString() };
+}
+
 export function registerPaywallRoutes(app: FastifyInstance, options: { services: Services; paywall: PaywallService }): void {
   const { services, paywall } = options;
   void app.register(async (scope) => {
@@ -43,14 +55,12 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
         }
         try {
           limitAnonymous(services, req.ip, 'paywall', headers);
-          const url = new URL(req.url, 'http://paywall.invalid');
-          const network = url.searchParams.get('network') ?? undefined;
-          url.searchParams.delete('network');
+          const { network, forwardQuery } = splitQuery(req.url);
           const result = await paywall.handle({
             id: req.params.id,
             network,
             method: req.method,
-            forwardQuery: url.searchParams.toString(),
+            forwardQuery,
             headers: {
               paymentSignature: header(req, 'payment-signature'),
               xPayment: header(req, 'x-payment'),
@@ -59,7 +69,8 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
             },
             body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,
           });
-          return reply.code(result.status).headers({ ...headers, ...result.headers }).send(Buffer.from(result.body));
+          const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength); // no copy
+          return reply.code(result.status).headers(headers).headers(result.headers).send(body);
         } catch (err) {
           const error = resolveError(err, req.id, req.log);
           const { status, body } = restError(error, req.id);
