@@ -74,7 +74,6 @@ interface Call {
   version: 1 | 2;
   transaction: string;
   paymentKey: string;
-  terms: OfferTerms;
 }
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
@@ -124,7 +123,6 @@ export class PaywallService {
       version: payment.version,
       transaction: payment.transaction,
       paymentKey: sha256Hex(messageBytes),
-      terms,
     };
     return this.pay(call, WAIT_FOR_OWNER_MS);
   }
@@ -162,7 +160,6 @@ export class PaywallService {
         version: kept.version,
         transaction: kept.transaction,
         paymentKey: row.paymentKey,
-        terms: await this.offerTerms(link.network),
       };
       try {
         const answer = await this.pay(call, 0);
