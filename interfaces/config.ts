@@ -174,3 +174,16 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     outboundAllowPrivate: e.SVC_OUTBOUND_ALLOW_PRIVATE ?? (e.SVC_DEVNET_LEDGER === 'embedded' && e.SVC_MAINNET_LEDGER === 'embedded'),
   };
 }
+
+/** For the commands' entry points: the configuration, or the ConfigError's message on stderr and exit code 1. */
+export function loadConfigOrExit(env: Record<string, string | undefined> = process.env): Config {
+  try {
+    return loadConfig(env);
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(e.message);
+      process.exit(1);
+    }
+    throw e;
+  }
+}

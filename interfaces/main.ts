@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { ConfigError, loadConfig } from './config.ts';
+import { loadConfigOrExit } from './config.ts';
 import { createApp } from './app.ts';
 import { onShutdownSignal } from './shutdown.ts';
 
@@ -7,16 +7,7 @@ import { onShutdownSignal } from './shutdown.ts';
 
 async function main(): Promise<void> {
   const started = performance.now();
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      console.error(e.message);
-      process.exit(1);
-    }
-    throw e;
-  }
+  const config = loadConfigOrExit();
   const app = await createApp(config);
   const base = app.services.settings.baseUrl;
   const db = app.database.embedded

@@ -1,20 +1,11 @@
-import { ConfigError, loadConfig } from '../config.ts';
+import { loadConfigOrExit } from '../config.ts';
 import { createFacilitatorApp } from '../app.ts';
 import { onShutdownSignal } from '../shutdown.ts';
 
 // npm run facilitator: the x402 facilitator as its own HTTP service (fee-facilitator-mpp-tools §2.5, §4.1).
 
 async function main(): Promise<void> {
-  let config;
-  try {
-    config = loadConfig();
-  } catch (e) {
-    if (e instanceof ConfigError) {
-      console.error(e.message);
-      process.exit(1);
-    }
-    throw e;
-  }
+  const config = loadConfigOrExit();
   const app = await createFacilitatorApp(config);
   const health = await app.service.health();
   console.log(

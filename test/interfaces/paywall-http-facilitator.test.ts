@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
@@ -130,24 +130,31 @@ test('one link paid through the in-process facilitator (gateway A) and through t
   t.deepEqual(rows.map((r) => r.status), ['settled', 'settled']);
 });
 
-test.serial('a settle whose answer is lost answers 504 payment_pending, never a new 402; the replay resolves it without settling twice', async (t) => {
+/**
+ * A seller agent with a link answering `body`, served by gateway C (whose facilitator sits behind the fault proxy),
+ * and a funded buyer whose kit records its paid retry's PAYMENT-SIGNATURE so the very same payment can be replayed.
+ */
+async function pendingScenario(t: ExecutionContext, body: Record<string, unknown>) {
   const key = await issueKey(a);
   const { mint: agent } = await recordAgent(a, key);
-  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body: { pending: 'resolved' } } }) });
+  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body } }) });
   t.is(created.status, 201, JSON.stringify(created.body));
-  const url = `${c.url}/x/${(created.body as { id: string }).id}?network=chain-devnet`;
-  const treasury = treasuryOf(agent);
-
+  const id = (created.body as { id: string }).id;
   const buyer = Keypair.generate();
   await a.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
-  // Record the kit's paid retry so the very same payment can be replayed.
-  let paymentHeader = '';
+  const recorded = { paymentHeader: '' };
   const recording: typeof fetch = async (input, init) => {
     const h = input instanceof Request ? input.headers : new Headers(init?.headers);
-    if (h.get('PAYMENT-SIGNATURE')) paymentHeader = h.get('PAYMENT-SIGNATURE')!;
+    if (h.get('PAYMENT-SIGNATURE')) recorded.paymentHeader = h.get('PAYMENT-SIGNATURE')!;
     return fetch(input, init);
   };
   const pay = createPayingFetch({ signer: buyer, rpcUrl: a.ledgers.rpcUrls['chain-devnet']!, facilitatorUrl: `${a.url}/facilitator`, fetch: recording });
+  const settledCount = async () => ((await http(a, 'GET', `/v1/payment-links/${id}`, { key })).body as { counters: { settled_count: number } }).counters.settled_count;
+  return { agent, id, url: `${c.url}/x/${id}?network=chain-devnet`, treasury: treasuryOf(agent), pay, recorded, settledCount };
+}
+
+test.serial('a settle whose answer is lost answers 504 payment_pending, never a new 402; the replay resolves it without settling twice', async (t) => {
+  const { url, treasury, pay, recorded, settledCount } = await pendingScenario(t, { pending: 'resolved' });
 
   proxy.dropSettle = true;
   const first = await pay(url);
@@ -155,6 +162,7 @@ test.serial('a settle whose answer is lost answers 504 payment_pending, never a 
   t.is(first.status, 504, JSON.stringify(firstBody));
   t.is(firstBody.error, 'payment_pending');
   t.true('signature' in firstBody.details);
+  const paymentHeader = recorded.paymentHeader;
   t.truthy(paymentHeader);
   t.is(await usdcOf(treasury), PRICE, 'the settlement did land');
   t.is(proxy.settles, 1);
@@ -172,25 +180,11 @@ test.serial('a settle whose answer is lost answers 504 payment_pending, never a 
   t.is(again.status, 200);
   t.is(again.headers.get('X-Svc-Replayed'), 'true');
   t.is(proxy.settles, 2, 'the stored response answers the second replay: no third settle');
-  const link = await http(a, 'GET', `/v1/payment-links/${(created.body as { id: string }).id}`, { key });
-  t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 1);
+  t.is(await settledCount(), 1);
 });
 
 test.serial('a pending paid call whose buyer never comes back is finished by the reconciliation job: receipt, counters, stored response', async (t) => {
-  const key = await issueKey(a);
-  const { mint: agent } = await recordAgent(a, key);
-  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { response: { status: 200, body: { late: true } } }) });
-  const id = (created.body as { id: string }).id;
-  const url = `${c.url}/x/${id}?network=chain-devnet`;
-  const buyer = Keypair.generate();
-  await a.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
-  let paymentHeader = '';
-  const recording: typeof fetch = async (input, init) => {
-    const h = input instanceof Request ? input.headers : new Headers(init?.headers);
-    if (h.get('PAYMENT-SIGNATURE')) paymentHeader = h.get('PAYMENT-SIGNATURE')!;
-    return fetch(input, init);
-  };
-  const pay = createPayingFetch({ signer: buyer, rpcUrl: a.ledgers.rpcUrls['chain-devnet']!, facilitatorUrl: `${a.url}/facilitator`, fetch: recording });
+  const { agent, url, treasury, pay, recorded, settledCount } = await pendingScenario(t, { late: true });
 
   proxy.dropSettle = true;
   try {
@@ -198,23 +192,20 @@ test.serial('a pending paid call whose buyer never comes back is finished by the
   } finally {
     proxy.dropSettle = false;
   }
-  const treasury = treasuryOf(agent);
   t.is(await usdcOf(treasury), PRICE, 'the money moved');
-  const countersBefore = await http(a, 'GET', `/v1/payment-links/${id}`, { key });
-  t.is((countersBefore.body as { counters: { settled_count: number } }).counters.settled_count, 0, 'not recorded yet');
+  t.is(await settledCount(), 0, 'not recorded yet');
 
   // The buyer never replays; the job (run here directly, with no grace period) finishes the call.
   const tally = await c.services.paywall!.resolvePending({ olderThanMs: 0 });
   t.like(tally, { resolved: 1 });
-  const link = await http(a, 'GET', `/v1/payment-links/${id}`, { key });
-  t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 1);
+  t.is(await settledCount(), 1);
   const receipts = (await a.database.store.transaction((r) => r.receipts.listByAgent('chain-devnet', agent, { limit: 5 }))).map((x) => x.receipt);
   t.is(receipts.length, 1);
   t.is(await usdcOf(treasury), PRICE, 'settled once');
   t.deepEqual(await c.services.paywall!.resolvePending({ olderThanMs: 0 }), { resolved: 0, refused: 0, pending: 0 }, 'nothing left');
 
   // The buyer's late replay gets the response the job stored.
-  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': paymentHeader } });
+  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': recorded.paymentHeader } });
   t.is(replay.status, 200);
   t.is(replay.headers.get('X-Svc-Replayed'), 'true');
   t.deepEqual(await replay.json(), { late: true });
