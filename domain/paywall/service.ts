@@ -291,8 +291,8 @@ export class PaywallService {
         }
         const served = await this.produce(call);
         if (!served.ok) {
-          // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as upstream_failed.
-          await this.deps.store.paidCalls.release(network, call.paymentKey);
+          // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as upstream_failed
+          // (the catch below forgets the payment).
           await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
           throw served.error;
         }

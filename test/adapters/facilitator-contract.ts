@@ -3,13 +3,14 @@ import { ComputeBudgetProgram, Keypair, PublicKey, TransactionInstruction, Trans
 import { createTransferCheckedInstruction } from '@solana/spl-token';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { buildPaymentTransaction, feeLayoutFor, type FeeLayout } from '../../domain/facilitator/build.ts';
-import { FEE_EXTENSION_KEY, MEMO_PROGRAM_ID, type FeeEnforcement, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
+import { MEMO_PROGRAM_ID, type FeeEnforcement, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import type { FacilitatorRequest, X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { CAIP2, findStable, X402_V1_NETWORK, type Stable } from '../../domain/shared/network.ts';
 import { randomHash, waitForCommitment } from '../support/ledger.ts';
+import { devnetUsdcOffer } from '../support/facilitator.ts';
 
 // The Facilitator port's contract (fee-facilitator-mpp-tools §2.3, §4.1; DECISIONS "Facilitator"): the in-process
 // adapter and the HTTP adapter pass the same tests against the same embedded devnet, so the paywall can use either.
@@ -69,25 +70,7 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     const seller = Keypair.generate().publicKey.toBase58();
     const withFee = options.fee ?? true;
     const terms = { bps: h.fee.bps, feeAuthority: h.fee.authority };
-    const offer: X402RequirementsV2 = {
-      scheme: 'exact',
-      network: CAIP2_DEVNET,
-      asset: USDC.mint,
-      amount: AMOUNT.toString(),
-      payTo: seller,
-      maxTimeoutSeconds: 60,
-      extra: withFee ? { feePayer, [FEE_EXTENSION_KEY]: { v: '1', ...terms } } : { feePayer },
-    };
-    const requirements: PaymentRequirements = {
-      scheme: 'exact',
-      network: NETWORK,
-      payTo: seller,
-      asset: USDC.mint,
-      amount: AMOUNT,
-      tokenProgram: USDC.tokenProgramId as PaymentRequirements['tokenProgram'],
-      decimals: USDC.decimals,
-      ...(withFee ? { fee: terms } : {}),
-    };
+    const { offer, requirements } = devnetUsdcOffer({ payTo: seller, feePayer, amount: AMOUNT, fee: withFee ? terms : undefined });
     return { h, feePayer, buyer, seller, offer, requirements, layout: feeLayoutFor(requirements) };
   };
 

@@ -5,14 +5,15 @@ import { systemClock } from '../../adapters/clock/system.ts';
 import { MikroOrmFacilitatorStore } from '../../adapters/store/facilitator-store.ts';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
 import { feePayerFromSecretKey, type FeePayerSigner } from '../../domain/facilitator/ed25519.ts';
-import { FEE_EXTENSION_KEY, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
+import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import { FacilitatorService, type FacilitatorSettings } from '../../domain/facilitator/service.ts';
-import type { FacilitatorRequest, SettleResponse, X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
+import type { FacilitatorRequest, SettleResponse } from '../../domain/facilitator/wire.ts';
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
-import { CAIP2, findStable } from '../../domain/shared/network.ts';
+import { findStable } from '../../domain/shared/network.ts';
 import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
+import { devnetUsdcOffer } from '../support/facilitator.ts';
 
 // The facilitator's stateful rules on a real gateway (DECISIONS "Facilitator"): rent sponsorship (one sponsored
 // creation per (owner, mint), a daily lamport budget) and the duplicate guard under concurrency. Each test builds its
@@ -74,25 +75,7 @@ async function payment(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>, f:
   const { fee } = app.services.settings;
   const terms = { bps: fee.bps, feeAuthority: fee.authorities[NETWORK] };
   const withFee = layout === 'fee';
-  const requirements: PaymentRequirements = {
-    scheme: 'exact',
-    network: NETWORK,
-    payTo: seller,
-    asset: USDC.mint,
-    amount: AMOUNT,
-    tokenProgram: USDC.tokenProgramId as PaymentRequirements['tokenProgram'],
-    decimals: USDC.decimals,
-    ...(withFee ? { fee: terms } : {}),
-  };
-  const offer: X402RequirementsV2 = {
-    scheme: 'exact',
-    network: CAIP2[NETWORK],
-    asset: USDC.mint,
-    amount: AMOUNT.toString(),
-    payTo: seller,
-    maxTimeoutSeconds: 60,
-    extra: withFee ? { feePayer: f.signer.address, [FEE_EXTENSION_KEY]: { v: '1', ...terms } } : { feePayer: f.signer.address },
-  };
+  const { offer, requirements } = devnetUsdcOffer({ payTo: seller, feePayer: f.signer.address, amount: AMOUNT, fee: withFee ? terms : undefined });
   const { blockhash } = await ledger.getLatestBlockhash();
   const tx = buildPaymentTransaction({ feePayer: f.signer.address, payer: buyer.publicKey.toBase58(), requirements, blockhash, createAtas: withFee });
   tx.sign([buyer]);

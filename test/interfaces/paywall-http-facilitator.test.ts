@@ -210,3 +210,30 @@ test.serial('a pending paid call whose buyer never comes back is finished by the
   t.is(replay.headers.get('X-Svc-Replayed'), 'true');
   t.deepEqual(await replay.json(), { late: true });
 });
+
+test('a link changed on one instance is seen by another’s paywall at once (event-feed invalidation, well inside the 5 s cache TTL)', async (t) => {
+  const key = await issueKey(a);
+  const { mint: agent } = await recordAgent(a, key);
+  const created = await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(agent) });
+  const id = (created.body as { id: string }).id;
+  const url = `${c.url}/x/${id}?network=chain-devnet`;
+  t.is((await fetch(url)).status, 402, 'gateway C has read (and cached) the link');
+  t.is((await fetch(url)).status, 402);
+
+  const patched = await http(b, 'PATCH', `/v1/payment-links/${id}`, { key, body: { disabled: true } });
+  t.is(patched.status, 200, JSON.stringify(patched.body));
+  const started = Date.now();
+  let status = 0;
+  while (Date.now() - started < 2_000) {
+    status = (await fetch(url)).status;
+    if (status === 410) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  t.is(status, 410, 'C answers 410 for the link disabled through B');
+  t.true(Date.now() - started < 2_000);
+
+  await http(b, 'DELETE', `/v1/payment-links/${id}`, { key });
+  const deadline = Date.now() + 2_000;
+  while (Date.now() < deadline && (await fetch(url)).status !== 404) await new Promise((r) => setTimeout(r, 20));
+  t.is((await fetch(url)).status, 404, 'and 404 once deleted there');
+});
