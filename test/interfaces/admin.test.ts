@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash, randomUUID } from 'node:crypto';
-import { http, issueKey, randomAddress, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, randomAddress, startTwoInstances, type HttpResult, type TestApp } from '../support/app.ts';
 
 // hosted-api §4.8/§5.5 and DECISIONS "API keys": admin routes to issue, list and disable keys; admin role only;
 // a disabled key is refused within one second on every instance.
@@ -16,14 +16,7 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 
 test.before(async (t) => {
-  const a = await startTestApp();
-  let b: TestApp;
-  try {
-    b = await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' } });
-  } catch (e) {
-    await a.close();
-    throw e;
-  }
+  const { a, b } = await startTwoInstances();
   t.context = {
     a,
     b,

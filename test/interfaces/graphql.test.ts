@@ -2,6 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request, type IncomingMessage } from 'node:http';
 import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { toGraphqlError } from '../../interfaces/graphql/yoga.ts';
+import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 
 // GraphQL over HTTP end to end (real PostgreSQL, real HTTP): queries, mutations, error extensions, auth,
 // network isolation and subscriptions over SSE. graphql-ws is covered in subscriptions.test.ts.
@@ -18,14 +19,7 @@ const test = anyTest as TestFn<Ctx>;
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const AGENTS_READ_LIMIT = 5;
 
-const LINK_FIELDS = `
-  id network label ownerAgent payTo method path price currency acceptsCurrencies protocol
-  response { status mimeType body } webhookUrl webhookSecret wrapReceipt settlePolicy disabled facilitator shareUrl
-  accepts { scheme network payTo asset amount currency }
-  counters { callCount settledCount lastCalledAt lastSettledAt lastTxSig }
-  metadata createdAt updatedAt`;
 
-const EVENT_FIELDS = `id kind phase network agentAsset signature blockTime confirmedAt slot errorCode errorLogs metadata clientReference createdAt`;
 
 const CREATE = `mutation Create($input: CreatePaymentLinkInput!) { createPaymentLink(input: $input) { ${LINK_FIELDS} } }`;
 const UPDATE = `mutation Update($id: ID!, $input: UpdatePaymentLinkInput!) { updatePaymentLink(id: $id, input: $input) { ${LINK_FIELDS} } }`;

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { randomUUID } from 'node:crypto';
-import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, recordAgent, startTwoInstances, type TestApp } from '../support/app.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, type Outcome } from '../../domain/policies/idempotency.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { MikroOrmPolicyStore } from '../../adapters/store/policy-store.ts';
@@ -20,14 +20,7 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 
 test.before(async (t) => {
-  const a = await startTestApp();
-  let b: TestApp;
-  try {
-    b = await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' } });
-  } catch (e) {
-    await a.close();
-    throw e;
-  }
+  const { a, b } = await startTwoInstances();
   const created = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const { mint } = await recordAgent(a, created.key);
   t.context = { a, b, key: created.key, keyId: created.id, mint };

@@ -1,6 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, errorCode, type Client } from '../../interfaces/client/index.ts';
 import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 
 // One domain, three front doors: the same payment link reads identically over REST, tRPC and GraphQL, and the same
 // bad input fails with the same error code on all three (ARCHITECTURE "One definition per thing").
@@ -14,14 +15,7 @@ interface Ctx {
 
 const test = anyTest as TestFn<Ctx>;
 
-const LINK_FIELDS = `
-  id network label ownerAgent payTo method path price currency acceptsCurrencies protocol
-  response { status mimeType body } webhookUrl webhookSecret wrapReceipt settlePolicy disabled facilitator shareUrl
-  accepts { scheme network payTo asset amount currency }
-  counters { callCount settledCount lastCalledAt lastSettledAt lastTxSig }
-  metadata createdAt updatedAt`;
 
-const EVENT_FIELDS = `id kind phase network agentAsset signature blockTime confirmedAt slot errorCode errorLogs metadata clientReference createdAt`;
 
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());

@@ -114,3 +114,14 @@ export function linkBody(ownerAgent: string, overrides: Record<string, unknown> 
     ...overrides,
   };
 }
+
+/** Two instances on one database (the second without its own job runner), as a scaled-out deployment. */
+export async function startTwoInstances(): Promise<{ a: TestApp; b: TestApp }> {
+  const a = await startTestApp();
+  try {
+    return { a, b: await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' } }) };
+  } catch (e) {
+    await a.close();
+    throw e;
+  }
+}
