@@ -103,6 +103,8 @@ export interface App {
   ledgers: CoreLedgers;
   config: Config;
   services: Services;
+  /** the outbound HTTP the services call through (issue 17: tests ask it which listeners it refuses) */
+  outbound: GuardedOutboundHttp;
   fastify: FastifyInstance;
   database: Database;
   log: Logger;
@@ -294,6 +296,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ledgers: core.ledgers,
       config,
       services,
+      outbound: core.outbound,
       fastify,
       database,
       log,

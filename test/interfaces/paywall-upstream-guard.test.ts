@@ -123,3 +123,36 @@ for (const policy of POLICIES) {
     t.is(counter.connections, 0);
   });
 }
+
+test('every listener of the gateway is registered as its own: HTTP, ledger JSON-RPC and WebSocket, facilitator, embedded PostgreSQL', async (t) => {
+  const pg = Number(new URL(app.database.url).port);
+  t.true(pg > 0);
+  const own = [ports.http, ports.rpc, ports.rpc + 1, app.config.facilitator.port, pg];
+  for (const port of own) {
+    for (const url of [`http://127.0.0.1:${port}/`, `https://localhost:${port}/`, `http://[::1]:${port}/`]) {
+      const refused = await app.outbound.check(url);
+      t.is(refused?.reason, 'url_refused', url);
+      t.regex(refused?.message ?? '', /own listeners/, url);
+    }
+  }
+  // another loopback port is refused for its address, not as ours: the registration is what names the ones above
+  const other = await freePort();
+  t.regex((await app.outbound.check(`http://127.0.0.1:${other}/`))?.message ?? '', /not a public address \(loopback\)/);
+});
+
+test('listeners on port 0 are registered with the port they were assigned, after listen', async (t) => {
+  // A second instance on the same database (no cluster of its own): HTTP and ledger JSON-RPC on port 0.
+  const second = await startTestApp({ databaseUrl: app.database.url });
+  try {
+    const http = Number(new URL(second.url).port);
+    const rpc = Number(new URL(second.ledgers.rpcUrls['chain-devnet']!).port);
+    t.true(http > 0 && rpc > 0);
+    t.is(second.config.port, 0);
+    for (const port of [http, rpc, rpc + 1]) {
+      t.regex((await second.outbound.check(`http://127.0.0.1:${port}/`))?.message ?? '', /own listeners/, String(port));
+    }
+  } finally {
+    await second.close();
+    await removeDataDir(second.dataDir);
+  }
+});
