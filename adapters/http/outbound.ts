@@ -27,7 +27,18 @@ export interface GuardedOutboundHttpOptions {
   allow?: readonly string[];
   /** default "svc-gateway"; a request's own user-agent header wins */
   userAgent?: string;
+  /** the resolver (default node:dns lookup, as net uses); tests inject one whose answers change (DNS rebinding) */
+  resolve?: Resolver;
 }
+
+/** dns.lookup with all: true. */
+export type Resolver = (
+  hostname: string,
+  options: { all: true; family: number; hints?: number },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(hostname, options, callback);
 
 const DEFAULT_TIMEOUT_MS = 15_000;
 const CHECK_RESOLVE_TIMEOUT_MS = 10_000;
@@ -52,6 +63,7 @@ interface Target {
 export class GuardedOutboundHttp implements OutboundHttp {
   readonly #allow: ReadonlySet<string>;
   readonly #userAgent: string;
+  readonly #resolve: Resolver;
   /** the gateway's own listeners: port → the hosts they were registered with (normalised) */
   readonly #own = new Map<number, Set<string>>();
 
@@ -64,6 +76,7 @@ export class GuardedOutboundHttp implements OutboundHttp {
     }
     this.#allow = allow;
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.#resolve = options.resolve ?? systemResolver;
   }
 
   /**
@@ -176,7 +189,7 @@ export class GuardedOutboundHttp implements OutboundHttp {
       callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
     ): void => {
       const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0) || 0;
-      dnsLookup(hostname, { all: true, family, ...(options.hints === undefined ? {} : { hints: options.hints }) }, (error, addresses) => {
+      this.#resolve(hostname, { all: true, family, ...(options.hints === undefined ? {} : { hints: options.hints }) }, (error, addresses) => {
         if (error) return callback(error, '', 0);
         const refused = this.#vet(target, hostname, addresses);
         if (refused !== null) {

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { hostname, networkInterfaces } from 'node:os';
-import { GuardedOutboundHttp, addressClass, isPublicAddress } from '../../adapters/http/outbound.ts';
+import { GuardedOutboundHttp, addressClass, isPublicAddress, type Resolver } from '../../adapters/http/outbound.ts';
 import type { OutboundFailure, OutboundResponse } from '../../domain/ports/outbound-http.ts';
 import { ConfigError, loadConfig } from '../../interfaces/config.ts';
 
@@ -440,6 +440,38 @@ test('own listeners are refused even when allow-listed, on every local address a
   }
   t.is(connections(), 1, 'nothing connected after the refusal');
   t.throws(() => client.refuse('no port'), { message: /host:port/ });
+});
+
+test('DNS rebinding: the addresses judged are the ones dialled — a name public at check() and loopback at connect is refused', async (t) => {
+  const { port, connections } = await tcpCounter(t);
+  const answers: Record<string, string[][]> = {
+    'rebind.example': [['8.8.8.8'], ['127.0.0.1']],
+    'mixed.example': [['8.8.8.8', '127.0.0.1']],
+    'listed.example': [['127.0.0.1'], ['127.0.0.1']],
+  };
+  const calls: string[] = [];
+  const resolve: Resolver = (hostname, _options, callback) => {
+    calls.push(hostname);
+    const next = answers[hostname]?.shift();
+    if (!next) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
+    callback(null, next.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+  };
+  const client = new GuardedOutboundHttp({ resolve, allow: [`listed.example:${port}`] });
+
+  t.is(await client.check(`https://rebind.example:${port}/`), null, 'public when checked');
+  const rebound = expectFailure(t, await client.request({ url: `https://rebind.example:${port}/`, method: 'GET', timeoutMs: 3000 }), 'url_refused');
+  t.regex(rebound.message, /rebind\.example resolves to 127\.0\.0\.1, not a public address \(loopback\)/);
+
+  // one private answer among public ones refuses the name (happy eyeballs could fall back to it)
+  t.regex((await client.check(`https://mixed.example:${port}/`))?.message ?? '', /127\.0\.0\.1, not a public address/);
+
+  // listed, then registered as our own between check and connect: the connect-time answer is judged again
+  t.is(await client.check(`http://listed.example:${port}/`), null);
+  client.refuse(`127.0.0.1:${port}`);
+  t.regex(expectFailure(t, await client.request({ url: `http://listed.example:${port}/`, method: 'GET', timeoutMs: 3000 }), 'url_refused').message, /own listeners/);
+
+  t.deepEqual(calls, ['rebind.example', 'rebind.example', 'mixed.example', 'listed.example', 'listed.example']);
+  t.is(connections(), 0);
 });
 
 test('check() resolves names: an allow-listed name that does not resolve ("localhost.", .invalid) is a network failure', async (t) => {
