@@ -103,6 +103,8 @@ export interface App {
   ledgers: CoreLedgers;
   config: Config;
   services: Services;
+  /** the outbound HTTP the services call through (issue 17: tests ask it which listeners it refuses) */
+  outbound: GuardedOutboundHttp;
   fastify: FastifyInstance;
   database: Database;
   log: Logger;
@@ -141,8 +143,38 @@ export interface Core {
   ledgers: CoreLedgers;
   services: Services;
   settings: GatewaySettings;
+  /** the services' outbound HTTP; `refuse` registers a listener learned later (the HTTP port after listen) */
+  outbound: GuardedOutboundHttp;
   log: Logger;
   close(): Promise<void>;
+}
+
+/**
+ * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
+ * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`);
+ * then each listener's real port once known (port 0 becomes the assigned one).
+ */
+function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) return;
+  try {
+    outbound.refuse(`${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`);
+  } catch {
+    outbound.refuse(`0.0.0.0:${port}`); // an odd bind host: the port is refused on every local address all the same
+  }
+}
+
+function refuseConfiguredListeners(outbound: GuardedOutboundHttp, config: Config): void {
+  refuseOwnListener(outbound, config.host, config.port);
+  for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
+    if (source !== 'embedded' || port === 0) continue;
+    refuseOwnListener(outbound, config.ledgers.rpcHost, port);
+    refuseOwnListener(outbound, config.ledgers.rpcHost, port + 1); // its PubSub WebSocket
+  }
+  refuseOwnListener(outbound, config.facilitator.host, config.facilitator.port);
+  if (config.facilitatorUrl) {
+    const url = new URL(config.facilitatorUrl);
+    refuseOwnListener(outbound, url.hostname, url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port));
+  }
 }
 
 export async function openCore(config: Config, options: AppOptions = {}): Promise<Core> {
@@ -181,6 +213,20 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       : facilitator
         ? new InProcessFacilitator(facilitator)
         : undefined;
+    const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow });
+    refuseConfiguredListeners(outbound, config);
+    for (const network of Object.keys(ledgers.embedded) as Network[]) {
+      const rpc = ledgers.rpcUrls[network];
+      if (!rpc) continue;
+      const url = new URL(rpc);
+      // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
+      refuseOwnListener(outbound, url.hostname, Number(url.port));
+      refuseOwnListener(outbound, url.hostname, Number(url.port) + 1);
+    }
+    if (database.embedded) {
+      const pg = new URL(database.url);
+      refuseOwnListener(outbound, pg.hostname, Number(pg.port));
+    }
     const services = buildServices({
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
@@ -193,7 +239,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
       facilitator,
       paywallFacilitator,
-      outbound: new GuardedOutboundHttp({ allowPrivate: config.outboundAllowPrivate }),
+      outbound,
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
       onWarning: (message, context) => log.warn(context, message),
     });
@@ -210,6 +256,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       ledgers: opened,
       services,
       settings,
+      outbound,
       log,
       async close() {
         clearInterval(flushTimer);
@@ -239,6 +286,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await fastify.listen({ port: config.port, host: config.host });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
+    refuseOwnListener(core.outbound, config.host, port);
     // With PORT=0 the real port is known only now.
     if (!config.baseUrl) settings.baseUrl = `http://localhost:${port}`;
     if (!config.facilitatorUrl) settings.facilitatorUrl = `${settings.baseUrl}/facilitator`;
@@ -248,6 +296,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ledgers: core.ledgers,
       config,
       services,
+      outbound: core.outbound,
       fastify,
       database,
       log,
