@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import pino, { type Logger } from 'pino';
@@ -39,7 +41,7 @@ import { buildServices, type Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
-import { resolveError, restError } from './errors.ts';
+import { noteRequestId, resolveError, restError } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
 
 // The one composition root: config → adapters → services → servers. Tests build the app through here too.
@@ -452,6 +454,31 @@ export function startJobRunner(url: string, services: Services, log: Logger): Pr
   return startGraphileRunner({ connectionString: url, tasks, recurring, log });
 }
 
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (request line and headers over 16 KiB, malformed
+ * request lines): the envelope and X-Svc-Request-Id like every other answer, then the connection is closed.
+ */
+function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const requestId = newId();
+  const error =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new DomainError('headers_too_large', 'The request line and headers exceed 16 KiB.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? DomainError.invalid([{ path: '', message: 'The request did not arrive in time', code: 'timeout' }], 'The request did not arrive in time.')
+        : DomainError.invalid([{ path: '', message: 'Malformed HTTP request', code: 'malformed' }], 'Malformed HTTP request.');
+  const { status, body } = restError(error, requestId);
+  const json = JSON.stringify(body);
+  this.log.debug({ err, request_id: requestId }, 'client error');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
+        `X-Svc-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${json}`,
+    );
+  }
+  socket.destroy();
+}
+
 function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   const { services, log } = deps;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
@@ -471,6 +498,7 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     genReqId: () => newId(),
     requestIdHeader: false,
     routerOptions: { maxParamLength: 5000 },
+    clientErrorHandler,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
       const headers = anonymousLimit(req.url, req.ip);
@@ -527,6 +555,7 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
       router: appRouter,
       createContext: ({ req }: { req: FastifyRequest }) => createContext(req, 'trpc'),
       responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} }),
+      onError: ({ error, req }: { error: object; req: FastifyRequest }) => noteRequestId(error, req.id),
       maxBodySize: BODY_LIMIT,
     },
   });

@@ -44,6 +44,7 @@ const TRPC_FALLBACK: Partial<Record<TRPCError['code'], ErrorCode>> = {
   UNAUTHORIZED: 'invalid_api_key',
   FORBIDDEN: 'forbidden',
   TOO_MANY_REQUESTS: 'rate_limited',
+  CONFLICT: 'conflict',
 };
 
 /** Anything thrown → DomainError; `expected` is false for faults that must be masked and logged. */
@@ -57,6 +58,8 @@ export function toDomainError(err: unknown): { error: DomainError; expected: boo
     if (cause && Array.isArray((cause as { issues?: unknown }).issues)) {
       return { error: fromStandardIssues((cause as unknown as { issues: StandardIssue[] }).issues), expected: true };
     }
+    // tRPC refuses a body that is not JSON (e.g. text/plain) before any context exists: the same answer as REST's 415.
+    if (err.code === 'UNSUPPORTED_MEDIA_TYPE') return { error: fromHttpStatus(415, err.message)!, expected: true };
     const code = TRPC_FALLBACK[err.code];
     if (code === 'invalid_request') {
       return { error: DomainError.invalid([{ path: '', message: err.message, code: 'malformed' }], err.message), expected: true };
@@ -76,6 +79,21 @@ export function toDomainError(err: unknown): { error: DomainError; expected: boo
     }
   }
   return { error: new DomainError('internal_error', 'An unexpected error occurred. Quote the request_id when reporting it.'), expected: false };
+}
+
+const requestIds = new WeakMap<object, string>();
+
+/**
+ * tRPC reports an error to `onError`, which sees the HTTP request, before its errorFormatter, which sees only the
+ * context — absent when the request failed before one was made (an unsupported content type, a bad batch). The
+ * request id travels from one to the other on the error itself.
+ */
+export function noteRequestId(error: object, requestId: string): void {
+  requestIds.set(error, requestId);
+}
+
+export function notedRequestId(error: object): string | undefined {
+  return requestIds.get(error);
 }
 
 /** Maps and logs once: unexpected faults are logged with the request id and masked. */

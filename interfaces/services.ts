@@ -86,7 +86,7 @@ export function buildServices(deps: ServiceDeps): Services {
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
     maintenance: new PolicyMaintenance({ store: policies, clock }),
     paidCallMaintenance: new PaidCallMaintenance({ store, clock }),
-    dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks }),
+    dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks, ledgers: deps.ledgers }),
     ledgers: deps.ledgers,
     settings,
     facilitator: deps.facilitator,

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { GraphQLError, type ExecutionResult } from 'graphql';
-import { createYoga, handleStreamOrSingleExecutionResult, type Plugin, type YogaLogger } from 'graphql-yoga';
+import { createGraphQLError, createYoga, handleStreamOrSingleExecutionResult, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
@@ -112,6 +112,26 @@ function useDomainErrors(fallbackLog: ErrorLogger): Plugin<ErrorScope> {
   };
 }
 
+/**
+ * Yoga parses the `variables` and `extensions` of a GET or form request with a bare JSON.parse: malformed text is the
+ * client's mistake (invalid_request, 400), not a fault to mask (issue 17).
+ */
+function useMalformedParams(): Plugin {
+  return {
+    onRequestParse: ({ requestParser, setRequestParser }) => {
+      if (!requestParser) return;
+      setRequestParser(async (request) => {
+        try {
+          return await requestParser(request);
+        } catch (e) {
+          if (!(e instanceof SyntaxError)) throw e;
+          throw createGraphQLError(`variables and extensions must be JSON: ${e.message}`, { extensions: { http: { status: 400 } } });
+        }
+      });
+    },
+  };
+}
+
 /** Yoga's own log lines go to pino. Its error lines are dropped: resolveError already logged each fault once. */
 function yogaLogger(log: Logger): YogaLogger {
   const line = (level: 'debug' | 'info' | 'warn') => (...args: unknown[]) => log[level]({ yoga: args.slice(1) }, String(args[0]));
@@ -135,7 +155,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     multipart: false,
     // Subscriptions in GraphiQL use SSE, so the Authorization header typed in its headers editor applies to them too.
     graphiql: { title: 'svc gateway GraphQL', headers: JSON.stringify({ Authorization: 'Bearer svc_test_…' }) },
-    plugins: [useDomainErrors(log)],
+    plugins: [useDomainErrors(log), useMalformedParams()],
     // Errors raised by Yoga itself, outside the plugin's reach (e.g. a mutation over GET): same mapping, and the
     // request id from the HTTP request being handled.
     maskedErrors: {

@@ -2,6 +2,7 @@ import { EventPhase, type Event } from '../../../domain/events/schema.ts';
 import { parseKinds } from '../../../domain/events/service.ts';
 import { builder } from '../builder.ts';
 import { given, pageRef } from './common.ts';
+import { refuseUnsafeInput } from '../../../domain/shared/validation.ts';
 
 // hosted-api §6: the event stream. Queries read the table; the subscription replays after a cursor, then goes live
 // (EventService.stream: LISTEN/NOTIFY, deduplicated, no gap), over graphql-ws and SSE alike.
@@ -100,6 +101,7 @@ builder.subscriptionFields((t) => ({
     // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.stream.
     subscribe: async (_root, args, ctx) => {
       const { network } = await ctx.keyed('events.read');
+      refuseUnsafeInput(args); // as the procedures do for their inputs: `after` is looked up in the store
       const kinds = parseKinds(given(args.kinds), 'kinds');
       return eventSource(
         (signal) => ctx.services.events.stream(network, { kinds, agent: given(args.agent), after: given(args.after), signal }),
