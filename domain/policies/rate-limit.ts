@@ -118,19 +118,21 @@ function confirmedOwn(w: WindowState): number {
 }
 
 /**
- * When the sliding window alone proves that `need` more slots do not fit, the time (ms) at which that proof lapses;
- * otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a refusal from memory is one the
+ * When the sliding window alone proves that `need` more slots do not fit: the hits proven in the window and the time
+ * (ms) at which that proof lapses; otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a refusal from memory is one the
  * store would have made:
  * - this process's own hits: each one is in the shared log (or on its way there) until it ages out;
  * - the store's last answer: `used` hits none older than `until` − 60 s are all still in the window before `until`.
  * The wait is until the proof lapses: then the store decides again (the first moment a slot may be free).
  */
-function provenFull(w: WindowState, limit: number, need: number, nowMs: number): number | undefined {
-  let until: number | undefined;
+function provenFull(w: WindowState, limit: number, need: number, nowMs: number): { used: number; until: number } | undefined {
+  let proof: { used: number; until: number } | undefined;
   const room = limit - need;
-  if (w.local.length > room) until = w.local[w.local.length - room - 1]! + WINDOW_MS;
-  if (w.floor.until > nowMs && w.floor.used > room) until = Math.max(until ?? -Infinity, w.floor.until);
-  return until;
+  if (w.local.length > room) proof = { used: w.local.length, until: w.local[w.local.length - room - 1]! + WINDOW_MS };
+  if (w.floor.until > nowMs && w.floor.used > room && (!proof || w.floor.until > proof.until)) {
+    proof = { used: Math.max(w.floor.used, proof?.used ?? 0), until: w.floor.until };
+  }
+  return proof;
 }
 
 /** Keeps the store's latest proof of a busy window (see `WindowState.floor`). */
@@ -199,9 +201,9 @@ export class RateLimiter {
     }
     prune(w.local, nowMs);
     const refused = provenFull(w, limit, need, nowMs);
-    if (refused !== undefined) {
+    if (refused) {
       this.localDenials++;
-      return decide(bucket, limit, false, limit, refused - WINDOW_MS, nowMs);
+      return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
     }
     const view = w.others + w.local.length + w.deciding;
     if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {

@@ -243,7 +243,10 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     maskedErrors: {
       maskError: (error) => {
         const scope = httpRequest.getStore();
-        return toGraphqlError(error, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? log);
+        const masked = toGraphqlError(error, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? log);
+        // Yoga never masks an error object twice, and its parse cache throws the same object for every request with
+        // that document: a copy keeps the cached one maskable, so the next request gets its own request id.
+        return masked === error ? issue(masked, { ...masked.extensions }) : masked;
       },
     },
   });

@@ -1,6 +1,7 @@
 import { createComplexityRule, type FieldComplexityValue } from '@pothos/plugin-complexity';
 import {
   getNullableType,
+  GraphQLError,
   isListType,
   Kind,
   parse,
@@ -62,8 +63,11 @@ export function parseLimited(source: string | Source): DocumentNode {
   try {
     return parse(source, { maxTokens: GRAPHQL_LIMITS.maxTokens });
   } catch (e) {
-    if (e instanceof Error && /more than \d+ tokens/.test(e.message)) {
-      throw tooComplex('tokens', GRAPHQL_LIMITS.maxTokens, null, `The document has more than ${GRAPHQL_LIMITS.maxTokens} tokens.`);
+    // graphql-js 16 words it "contains more that N tokens"
+    if (e instanceof Error && /contains more (?:than|that) \d+ tokens/.test(e.message)) {
+      const error = tooComplex('tokens', GRAPHQL_LIMITS.maxTokens, null, `The document has more than ${GRAPHQL_LIMITS.maxTokens} tokens.`);
+      // Yoga's HTTP status hint, as on its own request errors (the transports strip it)
+      throw new GraphQLError(error.message, { originalError: error, extensions: { http: { status: error.status } } });
     }
     throw e;
   }
