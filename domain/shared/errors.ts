@@ -1,6 +1,8 @@
 // hosted-api §7 extended by DECISIONS "Wire conventions": one table, each transport maps from it once.
 export const ERROR_CODES = {
   invalid_request: { status: 400, trpc: 'BAD_REQUEST' },
+  // A GraphQL document over the cost, depth, alias or token limits, or whose answer exceeds the response cap.
+  query_too_complex: { status: 400, trpc: 'BAD_REQUEST' },
   missing_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
   invalid_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
   forbidden: { status: 403, trpc: 'FORBIDDEN' },
