@@ -149,12 +149,12 @@ export const PaymentLinkList = listEnvelope(PaymentLink);
 
 /**
  * The answer of a call that may make a webhook secret: create, PATCH and POST …/webhook-secret/rotate. The secret is
- * shown only here, once: null when this call made none; absent from an Idempotency-Key replay (never stored).
+ * shown only here, once: present only when this call made one, and absent from an Idempotency-Key replay (never
+ * stored), so an answer without a new secret reads exactly like GET.
  */
 export const PaymentLinkWithSecret = PaymentLink.extend({
   webhook_secret: z
     .string()
-    .nullable()
     .optional()
     .describe('whsec_…: verifies the X-Svc-Signature of this link’s webhook POSTs. Only in the answer of the call that made it.'),
 });

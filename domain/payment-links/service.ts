@@ -156,7 +156,7 @@ export class PaymentLinkService {
       await this.emit(tx, 'payment_link.created', record, { payment_link: link });
     });
     this.deps.onChange?.(network, record.id);
-    return { ...link, webhook_secret: record.webhookSecret };
+    return withSecret(link, record.webhookSecret);
   }
 
   async get(caller: Caller, id: string): Promise<PaymentLink> {
@@ -183,7 +183,7 @@ export class PaymentLinkService {
     const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     const updated = await this.deps.store.transaction(async (tx) => {
       const current = await this.require(tx, caller, id);
-      if (changed.length === 0) return { ...this.toWire(current), webhook_secret: null };
+      if (changed.length === 0) return this.toWire(current);
       const next: PaymentLinkRecord = { ...current, updatedAt: this.deps.clock.now() };
       if (patch.owner_agent !== undefined) {
         await this.deps.agents.requireOwned(caller, patch.owner_agent).catch(rethrowAt('owner_agent'));
@@ -215,7 +215,7 @@ export class PaymentLinkService {
       await tx.paymentLinks.update(next);
       const link = this.toWire(next);
       await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed });
-      return { ...link, webhook_secret: next.webhookSecret !== current.webhookSecret ? next.webhookSecret : null };
+      return withSecret(link, next.webhookSecret !== current.webhookSecret ? next.webhookSecret : null);
     });
     this.deps.onChange?.(network, id);
     return updated;
@@ -232,7 +232,7 @@ export class PaymentLinkService {
       await tx.paymentLinks.update(next);
       const link = this.toWire(next);
       await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed: ['webhook_secret'] });
-      return { ...link, webhook_secret: next.webhookSecret };
+      return withSecret(link, next.webhookSecret);
     });
     this.deps.onChange?.(caller.network, id);
     return rotated;
@@ -325,6 +325,11 @@ export class PaymentLinkService {
       confirmedAt: now,
     });
   }
+}
+
+/** The secret a call made, in its answer only. */
+function withSecret(link: PaymentLink, secret: string | null): PaymentLinkWithSecret {
+  return secret === null ? link : { ...link, webhook_secret: secret };
 }
 
 /** A missing owner agent (404 agent_not_found) or another principal's (403 forbidden) names the field. */
