@@ -70,7 +70,7 @@ export interface ServiceDeps {
 export function buildServices(deps: ServiceDeps): Services {
   const { store, policies, feed, clock, settings, limits } = deps;
   const access = new AccessService({ store, clock });
-  const agents = new AgentService({ store, clock });
+  const agents = new AgentService({ store, clock, ledgers: deps.ledgers });
   const links = new LinkCache({ store, clock, feed });
   return {
     access,

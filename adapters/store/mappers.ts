@@ -30,6 +30,7 @@ export const agentFromRow = (r: AgentRow): AgentRecord => ({
   treasury: r.treasury,
   executive: r.executive,
   source: r.source as AgentRecord['source'],
+  ownerPrincipal: r.ownerPrincipal,
   registeredAt: r.registeredAt,
 });
 
@@ -60,6 +61,7 @@ export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   lastSettledAt: r.lastSettledAt,
   lastTxSig: r.lastTxSig,
   createdBy: r.createdBy,
+  ownerPrincipal: r.ownerPrincipal,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 });
@@ -81,6 +83,7 @@ export const eventFromRow = (r: EventRow): EventRecord => ({
   errorLogs: r.errorLogs,
   metadata: r.metadata,
   clientReference: r.clientReference,
+  owner: r.ownerPrincipal,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 });

@@ -21,12 +21,19 @@ export interface ApiKeyRepository {
 }
 
 export interface AgentRepository {
-  /** inserts or replaces owner/name/uri of (network, mint); returns the stored row */
-  upsert(record: AgentRecord): Promise<AgentRecord>;
+  /** inserts a new (network, mint); false when it is already recorded */
+  insert(record: AgentRecord): Promise<boolean>;
+  /**
+   * Replaces owner, owner principal, name and uri of (network, mint) only while the stored owner and owner principal
+   * are still `expected` (compare-and-set: a concurrent re-record cannot be overwritten unseen); false otherwise.
+   */
+  replace(record: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }): Promise<boolean>;
   get(network: Network, mint: string): Promise<AgentRecord | null>;
 }
 
 export interface PaymentLinkListQuery {
+  /** the owning principal; undefined: the whole network (an admin's read). Required so no caller forgets it. */
+  owner: string | undefined;
   ownerAgent?: string | undefined;
   /** exclusive upper bound on pk (newest first) */
   beforePk?: string | undefined;
@@ -82,6 +89,8 @@ export interface PaidCallRepository {
 }
 
 export interface EventFilter {
+  /** the owning principal; undefined: the whole network (an admin's read). Required so no caller forgets it. */
+  owner: string | undefined;
   /** kind patterns: exact kinds or prefixes ending in ".*"; "*" matches all */
   kinds?: string[] | undefined;
   agent?: string | undefined;

@@ -169,13 +169,20 @@ test('Idempotency-Key longer than 64 characters is 400 invalid_request; 64 is ac
 });
 
 test('the key is scoped to (api key, route): another key or another route is not a replay nor a mismatch', async (t) => {
-  const { a, key, mint } = t.context;
+  const { a } = t.context;
+  // Two keys of one owner_wallet: one principal (both may use its agent), two idempotency scopes.
+  const { randomAddress } = await import('../support/app.ts');
+  const wallet = await randomAddress();
+  const key = (await a.services.access.issueKey({ network: 'chain-devnet', role: 'user', owner_wallet: wallet })).key;
+  const otherKey = (await a.services.access.issueKey({ network: 'chain-devnet', role: 'user', owner_wallet: wallet })).key;
+  const mint = await randomAddress();
+  const recorded = await raw(a, 'POST', '/v1/agents/record', { key, body: { mint, owner: wallet } });
+  t.is(recorded.status, 200, recorded.text);
   const idem = uniq('scope');
   const body = linkBody(mint, { label: uniq('scope') });
   const first = await raw(a, 'POST', '/v1/payment-links', { key, body, idem });
   t.is(first.status, 201);
 
-  const otherKey = (await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
   const byOther = await raw(a, 'POST', '/v1/payment-links', { key: otherKey, body, idem });
   t.is(byOther.status, 201, byOther.text);
   t.is(byOther.headers.get('idempotent-replayed'), null);
