@@ -1,10 +1,12 @@
 import { Migration0001Initial } from './0001-initial.ts';
 import { Migration0002Policies } from './0002-policies.ts';
 import { Migration0003PaidCalls } from './0003-paid-calls.ts';
+import { Migration0004PaidCallOwners } from './0004-paid-call-owners.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
   { name: '0001-initial', class: Migration0001Initial },
   { name: '0002-policies', class: Migration0002Policies },
   { name: '0003-paid-calls', class: Migration0003PaidCalls },
+  { name: '0004-paid-call-owners', class: Migration0004PaidCallOwners },
 ];
