@@ -19,6 +19,8 @@ import { PgEventFeed } from '../adapters/store/event-feed.ts';
 import { systemClock } from '../adapters/clock/system.ts';
 import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
 import { MikroOrmFacilitatorStore } from '../adapters/store/facilitator-store.ts';
+import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
+import { joinLedgersLazily } from '../adapters/ledger/joined.ts';
 import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';
 import { HttpFacilitator } from '../adapters/facilitator/http.ts';
 import { InProcessFacilitator } from '../adapters/facilitator/in-process.ts';
@@ -64,6 +66,8 @@ export interface Database {
   url: string;
   orm: MikroORM;
   store: MikroOrmStore;
+  /** this process's liveness number: the claims it holds are taken over at once when it dies (issue 17) */
+  owner: ProcessOwner;
   /** true when the embedded server was already running (another process serves the data directory) */
   reused: boolean;
   embedded: boolean;
@@ -71,19 +75,32 @@ export interface Database {
 }
 
 /** PostgreSQL (DATABASE_URL, or embedded under SVC_DATA_DIR) with migrations applied. Used by the app and the CLI. */
-export async function openDatabase(config: Config, options: { pgSettings?: Record<string, string>; poolMax?: number } = {}): Promise<Database> {
+export async function openDatabase(
+  config: Config,
+  options: { pgSettings?: Record<string, string>; poolMax?: number; onWarning?: (message: string, err: unknown) => void } = {},
+): Promise<Database> {
   const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: config.dataDir, settings: options.pgSettings });
   const url = config.databaseUrl ?? embedded!.url;
   try {
     const orm = await initOrm(url, options.poolMax ?? config.dbPoolMax);
-    await migrate(orm, url);
+    let owner: ProcessOwner | undefined;
+    try {
+      await migrate(orm, url);
+      owner = await startProcessOwner(url, options.onWarning);
+    } catch (e) {
+      await orm.close(true);
+      throw e;
+    }
+    const held = owner;
     return {
       url,
       orm,
-      store: new MikroOrmStore(orm),
+      store: new MikroOrmStore(orm, held),
+      owner: held,
       reused: embedded?.reused ?? false,
       embedded: embedded !== undefined,
       async close() {
+        await held.close();
         await orm.close(true);
         await embedded?.stop();
       },
@@ -121,10 +138,11 @@ export interface AppOptions {
   /** replaces the policy tables' adapter (the policies benchmark measures against one that stores nothing) */
   policyStore?: PolicyStore;
   /**
-   * false: open no ledgers. The job runner run apart (`npm run jobs`) does not, while the gateway holds the
-   * embedded ledgers' files; no job of today needs one.
+   * false: open no ledgers. 'join': open none but reach them — remote nodes as configured, embedded ones through
+   * the JSON-RPC of the process holding them — so the job runner run apart (`npm run jobs`) can settle and record
+   * paid calls without ever holding the gateway's files.
    */
-  ledgers?: boolean;
+  ledgers?: boolean | 'join';
 }
 
 /** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
@@ -182,7 +200,7 @@ function refuseConfiguredListeners(outbound: GuardedOutboundHttp, config: Config
 export async function openCore(config: Config, options: AppOptions = {}): Promise<Core> {
   const log = options.logger ?? defaultLogger(config);
   const clock = options.clock ?? systemClock;
-  const database = await openDatabase(config, { pgSettings: options.pgSettings });
+  const database = await openDatabase(config, { pgSettings: options.pgSettings, onWarning: (message, err) => log.warn({ err }, message) });
   const feed = new PgEventFeed(database.url, database.store, log);
   let ledgers: CoreLedgers | undefined;
   try {
@@ -190,7 +208,9 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     ledgers =
       options.ledgers === false
         ? { ledgers: {}, embedded: {}, faucet: undefined, rpcUrls: {}, close: async () => {} }
-        : await openLedgers({
+        : options.ledgers === 'join'
+          ? { ...joinLedgersLazily({ dataDir: config.dataDir, devnet: config.ledgers.devnet, mainnet: config.ledgers.mainnet }), embedded: {}, faucet: undefined, rpcUrls: {} }
+          : await openLedgers({
             dataDir: config.dataDir,
             devnet: config.ledgers.devnet,
             mainnet: config.ledgers.mainnet,
@@ -351,7 +371,7 @@ async function openFacilitator(deps: {
   }
   return new FacilitatorService({
     ledgers,
-    store: new MikroOrmFacilitatorStore(deps.database.orm),
+    store: new MikroOrmFacilitatorStore(deps.database.orm, deps.database.owner),
     signer,
     clock: deps.clock,
     settings: {

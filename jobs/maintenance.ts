@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { PolicyMaintenance } from '../domain/policies/maintenance.ts';
 import type { TaskHandler } from '../domain/ports/job-queue.ts';
 import type { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
@@ -31,14 +32,20 @@ export const prunePaidCalls =
     if (removed) deps.log.info({ removed }, 'pruned paid calls past their replay window');
   };
 
+const ResolvePayload = z.looseObject({
+  /** how long a buyer may take to come back before the job finishes the call itself; default 60 s */
+  older_than_ms: z.number().int().min(0).optional(),
+});
+
 /**
- * Finishes paid calls whose settle outcome was unknown and whose buyer never came back (DECISIONS "x402 on the
- * paywall": a payment that landed is always recorded). Needs the paywall: a runner without ledgers skips it.
+ * Finishes paid calls nobody answered — an unknown settle outcome, or a process that died holding the claim — whose
+ * buyer never came back (DECISIONS "x402 on the paywall", issue 17: a payment that landed is always recorded).
+ * Every process that runs jobs has a paywall (`npm run jobs` reaches the ledgers through the gateway's JSON-RPC).
  */
 export const resolvePaidCalls =
-  (deps: { paywall: PaywallService | undefined; log: JobLogger }): TaskHandler =>
-  async () => {
-    if (!deps.paywall) return;
-    const tally = await deps.paywall.resolvePending();
-    if (tally.resolved + tally.refused + tally.pending) deps.log.info(tally, 'resolved pending paid calls');
+  (deps: { paywall: PaywallService; log: JobLogger }): TaskHandler =>
+  async (payload) => {
+    const parsed = ResolvePayload.safeParse(payload ?? {});
+    const tally = await deps.paywall.resolvePending({ olderThanMs: parsed.success ? parsed.data.older_than_ms : undefined });
+    if (tally.resolved + tally.refused + tally.pending + tally.forgotten) deps.log.info(tally, 'resolved pending paid calls');
   };

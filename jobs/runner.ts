@@ -9,18 +9,21 @@ export function jobDefinitions(deps: { maintenance: PolicyMaintenance; paidCalls
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
 } {
+  const { paywall } = deps;
+  // A task is registered only where it can run: a process without a paywall (no ledgers) leaves resolve_paid_calls
+  // to one that has it, rather than taking the job and doing nothing.
   return {
     tasks: {
       prune_idempotency: pruneIdempotency(deps),
       prune_request_records: pruneRequestRecords(deps),
       prune_paid_calls: prunePaidCalls(deps),
-      resolve_paid_calls: resolvePaidCalls(deps),
+      ...(paywall ? { resolve_paid_calls: resolvePaidCalls({ paywall, log: deps.log }) } : {}),
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
       { task: 'prune_request_records', schedule: '17 * * * *' },
       { task: 'prune_paid_calls', schedule: '37 * * * *' },
-      { task: 'resolve_paid_calls', schedule: '* * * * *' },
+      ...(paywall ? [{ task: 'resolve_paid_calls', schedule: '* * * * *' }] : []),
     ],
   };
 }

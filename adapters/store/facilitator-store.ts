@@ -7,6 +7,7 @@ import type {
   SponsorshipDecision,
   SponsorshipRequest,
 } from '../../domain/ports/facilitator-store.ts';
+import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 
 interface SettlementRow {
   network: Network;
@@ -37,7 +38,11 @@ const IN_FLIGHT = `select 1 from rent_sponsorships r join facilitator_settlement
 
 /** The facilitator's tables in plain SQL: each decision is one statement or one short transaction. */
 export class MikroOrmFacilitatorStore implements FacilitatorStore {
-  constructor(private readonly orm: MikroORM) {}
+  constructor(
+    private readonly orm: MikroORM,
+    /** this process's liveness number, written into the settlements it claims */
+    private readonly owner?: ProcessOwner,
+  ) {}
 
   private exec<T>(sql: string, params: unknown[] = []): Promise<T[]> {
     return this.orm.em.fork({ useContext: false }).execute(sql, params) as Promise<T[]>;
@@ -46,18 +51,21 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
   async claimSettlement(r: { network: Network; signature: string; payer: string; blockhash: string; at: Date }): Promise<ClaimResult> {
     // The primary key is the decision point across instances; a failed row (nothing landed) may be claimed again.
     const claimed = await this.exec<{ signature: string }>(
-      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, created_at, updated_at)
-       values (?, ?, 'pending', ?, ?, null, ?, ?)
+      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, owner, created_at, updated_at)
+       values (?, ?, 'pending', ?, ?, null, ?, ?, ?)
        on conflict (network, signature) do update
-         set status = 'pending', error = null, updated_at = excluded.updated_at
+         set status = 'pending', error = null, owner = excluded.owner, updated_at = excluded.updated_at
          where facilitator_settlements.status = 'failed'
        returning signature`,
-      [r.network, r.signature, r.payer, r.blockhash, r.at, r.at],
+      [r.network, r.signature, r.payer, r.blockhash, this.owner?.epoch ?? null, r.at, r.at],
     );
     if (claimed.length) return { claimed: true };
-    const existing = await this.getSettlement(r.network, r.signature);
-    if (!existing) return this.claimSettlement(r); // deleted in between: try again
-    return { claimed: false, existing };
+    const rows = await this.exec<SettlementRow & { alive: boolean }>(
+      `select *, ${ownerAlive('owner')} as alive from facilitator_settlements where network = ? and signature = ?`,
+      [r.network, r.signature],
+    );
+    if (!rows[0]) return this.claimSettlement(r); // deleted in between: try again
+    return { claimed: false, existing: fromRow(rows[0]), ownerGone: !rows[0].alive };
   }
 
   async finishSettlement(network: Network, signature: string, status: 'settled' | 'failed', error: string | null, at: Date): Promise<void> {

@@ -22,6 +22,7 @@ import type { ApiKeyRecord } from '../../domain/access/schema.ts';
 import type { ReceiptRecord, ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
+import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
 import { agentFromRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
 
@@ -124,6 +125,8 @@ class Repos implements Repositories {
   constructor(
     private readonly em: () => EntityManager,
     private readonly inTransaction: boolean,
+    /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
+    protected readonly owner: ProcessOwner | undefined,
   ) {}
 
   readonly apiKeys: ApiKeyRepository = {
@@ -252,6 +255,10 @@ class Repos implements Repositories {
         throw e;
       }
     },
+    hasPaywallTxSig: async (network, txSig) => {
+      const rows = (await this.em().execute(`select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])) as unknown[];
+      return rows.length > 0;
+    },
     get: async (network, receiptHash) => {
       const rows = (await this.em().execute(`select * from receipts where network = ? and receipt_hash = ?`, [network, receiptHash])) as ReceiptRow[];
       return rows[0] ? receiptFromRow(rows[0]) : null;
@@ -268,15 +275,17 @@ class Repos implements Repositories {
   readonly paidCalls: PaidCallRepository = {
     claim: async (c) => {
       const em = this.em();
+      // Taken over: a pending call (its outcome unknown, nobody on it), a running one whose lease lapsed, or one whose
+      // owner process is gone (issue 17: after a crash the replay is answered at once, not after the lease).
       const claimed = (await em.execute(
-        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, locked_until, created_at, updated_at, expires_at)
-         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?)
+        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, owner, locked_until, created_at, updated_at, expires_at)
+         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?, ?)
          on conflict (network, payment_key) do update
-           set status = 'running', locked_until = excluded.locked_until, updated_at = excluded.updated_at
+           set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
            where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
-             and paid_calls.locked_until <= excluded.updated_at
+             and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
          returning *`,
-        [c.network, c.paymentKey, c.linkPk, c.linkId, c.lockedUntil, c.at, c.at, c.expiresAt],
+        [c.network, c.paymentKey, c.linkPk, c.linkId, this.owner?.epoch ?? null, c.lockedUntil, c.at, c.at, c.expiresAt],
       )) as PaidCallRow[];
       if (claimed[0]) return { claimed: true, record: paidCallFromRow(claimed[0]) };
       const existing = await this.paidCalls.get(c.network, c.paymentKey);
@@ -284,27 +293,51 @@ class Repos implements Repositories {
       return { claimed: false, record: existing };
     },
     get: async (network, paymentKey) => {
-      const rows = (await this.em().execute(`select * from paid_calls where network = ? and payment_key = ?`, [network, paymentKey])) as PaidCallRow[];
+      // Inside a transaction the row is locked: the side effects of one payment are recorded once.
+      const rows = (await this.em().execute(
+        `select * from paid_calls where network = ? and payment_key = ?${this.inTransaction ? ' for update' : ''}`,
+        [network, paymentKey],
+      )) as PaidCallRow[];
       return rows[0] ? paidCallFromRow(rows[0]) : null;
+    },
+    markAttempted: async (network, paymentKey, a) => {
+      const rows = (await this.em().execute(
+        `update paid_calls set attempted = true, request = ?::jsonb, updated_at = ?
+          where network = ? and payment_key = ? and status = 'running' and owner is not distinct from ?::int
+          returning 1`,
+        [JSON.stringify(a.request), a.at, network, paymentKey, this.owner?.epoch ?? null],
+      )) as unknown[];
+      return rows.length > 0;
     },
     markPending: async (network, paymentKey, p) => {
       await this.em().execute(
         `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), request = ?::jsonb,
-           locked_until = ?, updated_at = ?
-          where network = ? and payment_key = ?`,
+           owner = null, locked_until = ?, updated_at = ?
+          where network = ? and payment_key = ? and status <> 'done'`,
         [p.signature, JSON.stringify(p.request), p.at, p.at, network, paymentKey],
       );
     },
-    listPending: async (before, limit) => {
+    listUnresolved: async (q) => {
       const rows = (await this.em().execute(
-        `select * from paid_calls where status = 'pending' and locked_until <= ? order by locked_until limit ?`,
-        [before, limit],
+        `select * from paid_calls where status <> 'done' and updated_at <= ?
+           and (status = 'pending' or locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
+         order by updated_at limit ?`,
+        [q.before, q.now, q.limit],
       )) as PaidCallRow[];
       return rows.map(paidCallFromRow);
     },
+    forgetUnattempted: async (network, paymentKey, now) => {
+      const rows = (await this.em().execute(
+        `delete from paid_calls where network = ? and payment_key = ? and status = 'running' and not attempted
+           and owner is not null and (locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
+         returning 1`,
+        [network, paymentKey, now],
+      )) as unknown[];
+      return rows.length > 0;
+    },
     complete: async (network, paymentKey, done) => {
       await this.em().execute(
-        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, updated_at = ? where network = ? and payment_key = ?`,
+        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, owner = null, updated_at = ? where network = ? and payment_key = ?`,
         [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
       );
     },
@@ -379,12 +412,15 @@ class Repos implements Repositories {
 
 /** The Store port on MikroORM + PostgreSQL: one fork per call, one per transaction. */
 export class MikroOrmStore extends Repos implements Store {
-  constructor(private readonly orm: MikroORM) {
-    super(() => orm.em.fork({ clear: true, useContext: false }), false);
+  constructor(
+    private readonly orm: MikroORM,
+    owner?: ProcessOwner,
+  ) {
+    super(() => orm.em.fork({ clear: true, useContext: false }), false, owner);
   }
 
   transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {
-    return this.orm.em.fork({ useContext: false }).transactional((em) => work(new Repos(() => em, true)));
+    return this.orm.em.fork({ useContext: false }).transactional((em) => work(new Repos(() => em, true, this.owner)));
   }
 
   /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */

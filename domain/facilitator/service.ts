@@ -140,7 +140,7 @@ export class FacilitatorService implements Facilitator {
       if (claim.existing.status === 'settled') {
         return response(fail('duplicate_settlement', `transaction ${c.signature} was already settled`, payer));
       }
-      return response(await this.resume(c, claim.existing.updatedAt));
+      return response(await this.resume(c, claim.existing.updatedAt, claim.ownerGone));
     }
 
     // Rent sponsorship (DECISIONS "Facilitator"): reserved before anything is sent, given back if nothing lands.
@@ -399,13 +399,14 @@ export class FacilitatorService implements Facilitator {
   }
 
   /** A pending claim found again: in flight elsewhere, or abandoned — then resolve it from the ledger. */
-  private async resume(c: Checked, since: Date): Promise<Failure | null> {
+  private async resume(c: Checked, since: Date, ownerGone: boolean): Promise<Failure | null> {
     const { ledger, network } = c.prepared;
-    // While its first request still waits for confirmation, that request answers for it: only one success.
-    const abandoned = this.deps.clock.now().getTime() - since.getTime() > this.deps.settings.confirmTimeoutMs;
+    // While its first request still waits for confirmation, that request answers for it: only one success. A claim
+    // whose process died is abandoned at once (issue 17: a replay after a restart is answered within seconds).
+    const abandoned = ownerGone || this.deps.clock.now().getTime() - since.getTime() > this.deps.settings.confirmTimeoutMs;
     if (!abandoned) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
     const [status] = await ledger.getSignatureStatuses([c.signature]);
-    if (status) return this.settleOutcome(c, status.err);
+    if (status) return this.settleOutcome(c, status.confirmationStatus === 'processed' ? await this.confirm(ledger, c.signature) : status.err);
     if (!(await ledger.isBlockhashValid(c.blockhash))) {
       await this.giveUp(network, c.signature, 'transaction_expired');
       return fail('transaction_expired', `transaction ${c.signature} never landed and its blockhash expired`, c.verdict.payer);

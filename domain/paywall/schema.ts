@@ -10,8 +10,9 @@ export interface StoredResponse {
 }
 
 /**
- * What a paid call needs to be finished without its buyer: kept when its settle outcome is unknown, so the
- * reconciliation job can settle it again, forward it and record it (a payment that landed is never left unrecorded).
+ * What a paid call needs to be finished without its buyer: kept before it is settled, so after an unknown outcome or
+ * a crash a replay or the reconciliation job can settle it again, forward it and record it (a payment that landed is
+ * never left unrecorded).
  */
 export interface PendingRequest {
   version: 1 | 2;
@@ -36,7 +37,7 @@ export interface PaidCallRecord {
   /** running: a request holds it · pending: settle outcome unknown · done: response stored */
   status: 'running' | 'pending' | 'done';
   signature: string | null;
-  /** an earlier request got as far as settling it (its outcome was unknown): a later one may resume it */
+  /** money may have moved: the request was kept and the facilitator asked to settle (a later claimant resumes it) */
   attempted: boolean;
   payer: string | null;
   response: StoredResponse | null;

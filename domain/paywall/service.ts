@@ -64,6 +64,7 @@ export interface PaywallDeps {
 }
 
 type Accept = X402RequirementsV2;
+type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
 
 interface Call {
   link: PaymentLinkRecord;
@@ -128,18 +129,28 @@ export class PaywallService {
   }
 
   /**
-   * Reconciliation (job resolve_paid_calls): paid calls whose settle outcome was unknown and whose buyer has not come
-   * back within `olderThanMs` are settled again from their kept request — recorded (receipt, counters, events,
-   * webhook, the response a replay will get) when they landed, forgotten when they were refused, left pending when
-   * the outcome is still unknown.
+   * Reconciliation (job resolve_paid_calls): paid calls nobody answered — a settle outcome that was unknown, or a
+   * process that died with the claim (issue 17) — and whose buyer has not come back within `olderThanMs` are settled
+   * again from their kept request: recorded (receipt, counters, events, webhook, the response a replay will get) when
+   * they landed, forgotten when they were refused, left pending when the outcome is still unknown. A claim that never
+   * reached settlement (nothing moved) is forgotten.
    */
-  async resolvePending(options: { olderThanMs?: number; limit?: number } = {}): Promise<{ resolved: number; refused: number; pending: number }> {
-    const before = new Date(this.deps.clock.now().getTime() - (options.olderThanMs ?? 60_000));
-    const tally = { resolved: 0, refused: 0, pending: 0 };
-    for (const row of await this.deps.store.paidCalls.listPending(before, options.limit ?? 20)) {
-      const link = row.request ? await this.deps.store.paymentLinks.get(row.network, row.linkId) : null;
-      if (!link || link.pk !== row.linkPk || !row.request) {
-        this.deps.onWarning?.('a pending paid call cannot be resolved: its link or request is gone', { network: row.network, payment_key: row.paymentKey, signature: row.signature });
+  async resolvePending(options: { olderThanMs?: number; limit?: number } = {}): Promise<{ resolved: number; refused: number; pending: number; forgotten: number }> {
+    const now = this.deps.clock.now();
+    const before = new Date(now.getTime() - (options.olderThanMs ?? 60_000));
+    const tally = { resolved: 0, refused: 0, pending: 0, forgotten: 0 };
+    for (const row of await this.deps.store.paidCalls.listUnresolved({ before, now, limit: options.limit ?? 20 })) {
+      if (!row.attempted || !row.request) {
+        if (await this.deps.store.paidCalls.forgetUnattempted(row.network, row.paymentKey, now)) tally.forgotten++;
+        else if (row.status === 'pending') {
+          this.deps.onWarning?.('a pending paid call cannot be resolved: its request was not kept', { network: row.network, payment_key: row.paymentKey });
+          tally.pending++;
+        }
+        continue;
+      }
+      const link = await this.deps.store.paymentLinks.get(row.network, row.linkId);
+      if (!link || link.pk !== row.linkPk) {
+        this.deps.onWarning?.('a pending paid call cannot be resolved: its link is gone', { network: row.network, payment_key: row.paymentKey, signature: row.signature });
         tally.pending++;
         continue;
       }
@@ -277,51 +288,68 @@ export class PaywallService {
     }
   }
 
-  /** We hold the claim: settle (resuming a pending attempt), respond, record. */
+  /**
+   * We hold the claim: settle (resuming an earlier attempt), respond, record. The request is kept in the claim before
+   * the facilitator is asked to settle (issue 17), so whatever happens after — an unknown outcome, a crash — a replay
+   * or the reconciliation job can finish the payment.
+   */
   private async run(call: Call, record: PaidCallRecord): Promise<PaywallResponse> {
     const { network } = call.link;
     const request = this.facilitatorRequest(call);
+    const resuming = record.attempted;
+    let attempted = resuming;
     let settledAs: string | null = record.signature;
     try {
-      if (call.link.settlePolicy === 'on_success' && !record.attempted) {
+      // An upstream that cannot be called at all (refused address, no DNS) would charge the buyer for nothing: checked
+      // before any money can move, in every mode and when resuming.
+      const upstream = upstreamOf(call.link);
+      if (upstream) {
+        const refused = await this.deps.outbound.check(upstream);
+        if (refused) {
+          throw new DomainError(
+            'upstream_failed',
+            resuming
+              ? `The upstream cannot be called (${refused.message}); the payment is kept pending until it can be.`
+              : `The upstream cannot be called (${refused.message}); the payment was not settled.`,
+            { reason: refused.reason },
+          );
+        }
+      }
+      let served: Produced | undefined;
+      if (call.link.settlePolicy === 'on_success' && !resuming) {
         const verdict = await this.deps.facilitator.verify(request);
         if (!verdict.isValid) {
           await this.deps.store.paidCalls.release(network, call.paymentKey);
           return this.challenge(call.link, call.accepts, call.resource, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
         }
-        const served = await this.produce(call);
+        served = await this.produce(call);
         if (!served.ok) {
           // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as upstream_failed
           // (the catch below forgets the payment).
           await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
           throw served.error;
         }
-        const settled = await this.settle(call, request, record);
-        if (!settled.ok) return settled.response;
-        settledAs = settled.signature;
-        return await this.finish(call, settled.signature, settled.payer, served.value);
       }
-      // before_forward settles first; an upstream that cannot be called at all (refused address, no DNS) would
-      // charge the buyer for nothing, so it is checked before any money moves.
-      const upstream = upstreamOf(call.link);
-      if (upstream && !record.attempted) {
-        const refused = await this.deps.outbound.check(upstream);
-        if (refused) {
-          throw new DomainError('upstream_failed', `The upstream cannot be called (${refused.message}); the payment was not settled.`, { reason: refused.reason });
+      if (!attempted) {
+        // Durable before the transaction can land: committed before the facilitator sees it.
+        if (!(await this.deps.store.paidCalls.markAttempted(network, call.paymentKey, { request: pendingRequest(call), at: this.deps.clock.now() }))) {
+          throw pending(null, 'Another request took this payment over; retry the same request to get its outcome.');
         }
+        attempted = true;
       }
-      const settled = await this.settle(call, request, record);
+      const settled = await this.settle(call, request);
       if (!settled.ok) return settled.response;
       settledAs = settled.signature;
-      const served = await this.produce(call);
-      // before_forward: the payment landed; an upstream failure is what this paid call served (and what replays get).
+      // before_forward (or an on_success call resumed after its answer was lost): the payment landed; an upstream
+      // failure is what this paid call served (and what replays get).
+      served ??= await this.produce(call);
       const value = served.ok ? served.value : errorResponse(served.error);
       return await this.finish(call, settled.signature, settled.payer, value);
     } catch (e) {
-      // Once money may have moved the claim is kept (pending, with what we know) for the replay to finish;
+      // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;
       // before that, nothing happened and the payment is forgotten.
       const signature = e instanceof DomainError && e.code === 'payment_pending' ? ((e.details?.signature as string | null) ?? settledAs) : settledAs;
-      if (signature !== null || (e instanceof DomainError && e.code === 'payment_pending')) {
+      if (attempted) {
         await this.deps.store.paidCalls
           .markPending(network, call.paymentKey, { signature, request: pendingRequest(call), at: this.deps.clock.now() })
           .catch(() => {});
@@ -332,26 +360,25 @@ export class PaywallService {
     }
   }
 
-  private async settle(
-    call: Call,
-    request: FacilitatorRequest,
-    record: PaidCallRecord,
-  ): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; response: PaywallResponse }> {
+  private async settle(call: Call, request: FacilitatorRequest): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; response: PaywallResponse }> {
     const { network } = call.link;
     let result: SettleResponse;
     try {
       result = await this.deps.facilitator.settle(request);
     } catch (e) {
-      if (e instanceof DomainError && e.code === 'payment_pending') throw pending(record.signature, e.message);
+      if (e instanceof DomainError && e.code === 'payment_pending') throw pending(null, e.message);
       throw e;
     }
     if (result.success) return { ok: true, signature: result.transaction, payer: result.payer ?? null };
     if (result.errorReason === 'settlement_pending') {
-      throw pending(result.transaction || record.signature, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
+      throw pending(result.transaction || null, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
     }
-    // Resuming our own earlier attempt: the facilitator's guard already settled it — the ledger says whether it landed.
-    if (result.errorReason === 'duplicate_settlement' && record.attempted && result.transaction && (await this.confirmed(network, result.transaction))) {
-      return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+    // The facilitator's guard already settled this transaction (an earlier attempt of ours, by whichever process):
+    // the ledger says whether it landed. Landed is a success to resume, never a 402 (issue 17).
+    if (result.errorReason === 'duplicate_settlement' && result.transaction) {
+      const outcome = await this.outcome(network, result.transaction);
+      if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+      if (outcome === 'processing') throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
     }
     await this.deps.store.paidCalls.release(network, call.paymentKey);
     return {
@@ -360,15 +387,17 @@ export class PaywallService {
     };
   }
 
-  private async confirmed(network: Network, signature: string): Promise<boolean> {
+  /** A signature on the ledger: landed (confirmed, no error), processing (not confirmed yet), or absent/failed. */
+  private async outcome(network: Network, signature: string): Promise<'landed' | 'processing' | 'absent'> {
     const ledger = this.deps.ledgers[network];
-    if (!ledger) return false;
+    if (!ledger) throw pending(signature, `No ledger for ${network} to learn the payment's outcome; retry the same request later.`);
     const [status] = await ledger.getSignatureStatuses([signature]);
-    return !!status && status.err === null;
+    if (!status || status.err !== null) return 'absent';
+    return status.confirmationStatus === 'processed' ? 'processing' : 'landed';
   }
 
   /** Rule 7: the upstream response when metadata.upstream_url is set, else the link's response template. */
-  private async produce(call: Call): Promise<{ ok: true; value: StoredResponse } | { ok: false; error: DomainError }> {
+  private async produce(call: Call): Promise<Produced> {
     const { link, request } = call;
     const upstream = upstreamOf(link);
     if (!upstream) {
@@ -410,7 +439,13 @@ export class PaywallService {
     const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
     const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
 
-    const final = await this.deps.store.transaction(async (tx) => {
+    const final = await this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
+      // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
+      // racing a process thought dead) serves what was stored.
+      const current = await tx.paidCalls.get(network, call.paymentKey);
+      if (current?.status === 'done' && current.response) return { response: current.response, receipt: null };
+      // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
+      if (await tx.receipts.hasPaywallTxSig(network, signature)) return null;
       await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
       const head = await tx.receipts.lockHead(network, link.ownerAgent);
       const receipt = chainReceipt(
@@ -453,7 +488,11 @@ export class PaywallService {
       return { response, receipt };
     });
 
-    this.webhook(call, paymentResponse, final.response, final.receipt);
+    if (!final) {
+      await this.deps.store.paidCalls.release(network, call.paymentKey);
+      return this.challenge(call.link, call.accepts, call.resource, 'payment_already_used', 'This payment was used more than 24 hours ago; its response is no longer kept.');
+    }
+    if (final.receipt) this.webhook(call, paymentResponse, final.response, final.receipt);
     return fromStored(final.response);
   }
 

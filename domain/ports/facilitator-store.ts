@@ -20,7 +20,8 @@ export interface SettlementRecord {
   updatedAt: Date;
 }
 
-export type ClaimResult = { claimed: true } | { claimed: false; existing: SettlementRecord };
+/** `ownerGone`: the process that claimed the existing row has died (a pending row of it is abandoned at once). */
+export type ClaimResult = { claimed: true } | { claimed: false; existing: SettlementRecord; ownerGone: boolean };
 
 export interface SponsorshipRequest {
   network: Network;
@@ -40,8 +41,9 @@ export type SponsorshipDecision = 'ok' | 'already_sponsored' | 'budget_exhausted
 
 export interface FacilitatorStore {
   /**
-   * Claims a signature for settlement: inserts a pending row, or takes over a `failed` one (nothing landed; the
-   * same bytes may be tried again). Otherwise returns the existing row untouched.
+   * Claims a signature for settlement for this process: inserts a pending row, or takes over a `failed` one
+   * (nothing landed; the same bytes may be tried again). Otherwise returns the existing row untouched, and whether
+   * the process that claimed it is gone.
    */
   claimSettlement(record: { network: Network; signature: string; payer: string; blockhash: string; at: Date }): Promise<ClaimResult>;
   finishSettlement(network: Network, signature: string, status: 'settled' | 'failed', error: string | null, at: Date): Promise<void>;

@@ -61,25 +61,43 @@ export interface ReceiptRepository {
   /** throws DomainError `receipt_chain_invalid` when the nonce is taken */
   insert(record: ReceiptRecord): Promise<void>;
   get(network: Network, receiptHash: string): Promise<ReceiptRecord | null>;
+  /** true when the paywall already recorded an earn receipt for this payment transaction */
+  hasPaywallTxSig(network: Network, txSig: string): Promise<boolean>;
   /** oldest first */
   listByAgent(network: Network, agent: string, query: { afterNonce?: number | undefined; limit: number }): Promise<ReceiptRecord[]>;
 }
 
-/** DECISIONS "x402 on the paywall": one row per payment transaction, the exactly-once record. */
+/**
+ * DECISIONS "x402 on the paywall": one row per payment transaction, the exactly-once record. Issue 17: the row is
+ * durable before any money can move (markAttempted, committed before the facilitator is asked to settle), and a
+ * claim names its owner process, so after a crash every payment that may have landed is found and finished.
+ */
 export interface PaidCallRepository {
   /**
-   * Takes the payment for this request: inserts a `running` row, or takes over one of the same link whose lease
-   * lapsed (`pending` after an unknown settle outcome, or `running` of a crashed request). Otherwise returns the row
-   * as it is (done, running elsewhere, or another link's).
+   * Takes the payment for this request: inserts a `running` row owned by this process, or takes over one of the same
+   * link that nobody is working on — `pending` after an unknown settle outcome, `running` whose lease lapsed, or
+   * `running` whose owner process is gone (at once). Otherwise returns the row as it is (done, running elsewhere, or
+   * another link's).
    */
   claim(claim: { network: Network; paymentKey: string; linkPk: string; linkId: string; lockedUntil: Date; at: Date; expiresAt: Date }): Promise<
     { claimed: true; record: PaidCallRecord } | { claimed: false; record: PaidCallRecord }
   >;
+  /** inside a transaction the row is locked until commit */
   get(network: Network, paymentKey: string): Promise<PaidCallRecord | null>;
+  /**
+   * The claim is about to be settled: keeps the request (what a replay or the reconciliation job needs to finish it)
+   * and marks that money may move from now on. False when this process no longer holds the claim.
+   */
+  markAttempted(network: Network, paymentKey: string, attempt: { request: PendingRequest; at: Date }): Promise<boolean>;
   /** settle outcome unknown: keep the signature and the request; a replay (or the reconciliation job) may take over at once */
   markPending(network: Network, paymentKey: string, pending: { signature: string | null; request: PendingRequest; at: Date }): Promise<void>;
-  /** pending calls nobody touched since `before`, oldest first */
-  listPending(before: Date, limit: number): Promise<PaidCallRecord[]>;
+  /**
+   * Unanswered calls untouched since `before` that nobody is working on (pending, or running with a lapsed lease or
+   * a dead owner), oldest first, across networks.
+   */
+  listUnresolved(query: { before: Date; now: Date; limit: number }): Promise<PaidCallRecord[]>;
+  /** removes a running call that never reached settlement and whose owner is gone (nothing moved); true when removed */
+  forgetUnattempted(network: Network, paymentKey: string, now: Date): Promise<boolean>;
   /** stores the response served for this payment (inside the side-effect transaction) */
   complete(network: Network, paymentKey: string, done: { signature: string; payer: string | null; response: StoredResponse; at: Date }): Promise<void>;
   /** the payment was refused and nothing moved: forget it */

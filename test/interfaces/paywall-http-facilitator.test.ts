@@ -202,7 +202,7 @@ test.serial('a pending paid call whose buyer never comes back is finished by the
   const receipts = (await a.database.store.transaction((r) => r.receipts.listByAgent('chain-devnet', agent, { limit: 5 }))).map((x) => x.receipt);
   t.is(receipts.length, 1);
   t.is(await usdcOf(treasury), PRICE, 'settled once');
-  t.deepEqual(await c.services.paywall!.resolvePending({ olderThanMs: 0 }), { resolved: 0, refused: 0, pending: 0 }, 'nothing left');
+  t.deepEqual(await c.services.paywall!.resolvePending({ olderThanMs: 0 }), { resolved: 0, refused: 0, pending: 0, forgotten: 0 }, 'nothing left');
 
   // The buyer's late replay gets the response the job stored.
   const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': recorded.paymentHeader } });

@@ -1,10 +1,12 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { makeWorkerUtils, quickAddJob } from 'graphile-worker';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { issueKey, startTestApp, type TestApp } from '../support/app.ts';
+import { buildPayment, createLink, decodeBase64Json, fundBuyer, getLink, paidCallsOf, receiptsOf, tokenBalance, type PaywallWorld } from '../support/paywall.ts';
+import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { REQUEST_RECORD_RETENTION_MS } from '../../domain/policies/maintenance.ts';
 
 // hosted-api §5.7/§7/§8: expired idempotency records and request records older than 30 days are removed by
@@ -154,10 +156,10 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
 });
 
 /** `npm run jobs` (the command of package.json) as a child process on the test database. */
-function startRunner(app: TestApp): { output(): string; stop(): Promise<{ code: number | null; signal: string | null }> } {
+function startRunner(app: TestApp, env: Record<string, string> = {}): { output(): string; stop(): Promise<{ code: number | null; signal: string | null }> } {
   const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/jobs.ts'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent' },
+    env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -241,4 +243,50 @@ test.serial('inline runners (npm start): quickAddJob tasks run, and each job run
     await c?.close();
     await b.close();
   }
+});
+
+// Issue 9 "also mend" / issue 17: `npm run jobs` registered resolve_paid_calls without ledgers and the job then did
+// nothing, so with SVC_JOBS=off a payment that landed was never recorded. The runner now reaches the embedded ledger
+// through the JSON-RPC of the process holding it (here, this test's gateway) and finishes the call itself.
+test.serial('`npm run jobs` on its own reconciles a pending paid call: receipt, counters, the stored response for the replay', async (t) => {
+  const { a } = t.context;
+  const w: PaywallWorld = { app: a, key: await issueKey(a), rpcUrl: a.ledgers.rpcUrls['chain-devnet']! };
+  await a.services.dev.fund('chain-devnet', { address: a.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
+  const { link, agent, treasury, url } = await createLink(w, { response: { status: 200, body: { reconciled: true } } });
+  const buyer = await fundBuyer(w);
+  const payment = await buildPayment(w, url, buyer);
+
+  // The payment landed, and its paid call is pending (its settle outcome was never learned): what a crash leaves.
+  const payload = decodeBase64Json(payment.paymentSignature);
+  const settled = await a.services.facilitator!.settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted });
+  t.true(settled.success, JSON.stringify(settled));
+  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const record = (await a.database.store.paymentLinks.get('chain-devnet', link.id))!;
+  const now = new Date();
+  const paidCalls = a.database.store.paidCalls;
+  t.true((await paidCalls.claim({ network: 'chain-devnet', paymentKey, linkPk: record.pk, linkId: link.id, lockedUntil: now, at: now, expiresAt: new Date(now.getTime() + DAY) })).claimed);
+  const request = { version: 2 as const, transaction: payment.transaction, accept: payment.accepted, forwardQuery: '', contentType: null, accept_header: null, body: null };
+  t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
+  await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
+  t.is(await tokenBalance(w, treasury), 10_000n);
+  t.is((await receiptsOf(w, agent)).length, 0, 'not recorded yet');
+
+  const runner = startRunner(a, { SVC_BASE_URL: a.services.settings.baseUrl });
+  try {
+    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'));
+    await quickAddJob({ connectionString: a.database.url }, 'resolve_paid_calls', { older_than_ms: 0 });
+    await until(t, 'the job recorded the paid call', async () => (await paidCallsOf(w, link.id))[0]?.status === 'done', 30_000);
+  } finally {
+    await runner.stop();
+  }
+  const receipts = await receiptsOf(w, agent);
+  t.is(receipts.length, 1);
+  t.is(receipts[0]!.tx_sig, settled.transaction);
+  t.is((await getLink(w, link.id)).counters.settled_count, 1);
+  t.is(await tokenBalance(w, treasury), 10_000n, 'settled once');
+
+  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
+  t.is(replay.status, 200);
+  t.is(replay.headers.get('X-Svc-Replayed'), 'true');
+  t.deepEqual(await replay.json(), { reconciled: true });
 });
