@@ -4,6 +4,7 @@ import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 import { createFaucet, createRemoteFaucet, type Faucet, type FaucetRequest, type FaucetResult } from './embedded/faucet.ts';
 import { announcedRpc, LedgerLockedError, lockHolder } from './embedded/files.ts';
 import { EmbeddedLedger } from './embedded/ledger.ts';
+import { loadOrCreateAdminSecret, readAdminSecret } from './embedded/keys.ts';
 import { startLedgerRpcServer, type LedgerRpcServer } from './embedded/rpc-server.ts';
 import { RpcLedger } from './rpc/rpc-ledger.ts';
 
@@ -82,7 +83,7 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
         embedded[network] = ledger;
         ledgers[network] = ledger;
         if (rpcPort !== undefined && rpcPort !== null) {
-          const server = await startLedgerRpcServer({ ledger, port: rpcPort, host: options.rpcHost });
+          const server = await startLedgerRpcServer({ ledger, port: rpcPort, host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) });
           servers.push(server);
           rpcUrls[network] = server.url;
         }
@@ -119,7 +120,7 @@ export async function runFaucet(options: { dataDir: string }, request: FaucetReq
       if (!announced || announced.pid !== holder) {
         throw new Error(`the ${request.network} ledger is open in process ${holder}, which serves no JSON-RPC for it: stop that process or give it an RPC port`);
       }
-      return { ...(await createRemoteFaucet({ [request.network]: announced.url })(request)), via: announced.url };
+      return { ...(await createRemoteFaucet({ [request.network]: announced.url }, readAdminSecret(options.dataDir))(request)), via: announced.url };
     }
     let ledger: EmbeddedLedger;
     try {
@@ -178,7 +179,7 @@ export async function joinLedgers(options: {
       const ledger = await EmbeddedLedger.open({ network, dir, onWarning: options.onWarning });
       embedded[network] = ledger;
       ledgers[network] = ledger;
-      const server = await startLedgerRpcServer({ ledger, port: options.rpcPorts[network], host: options.rpcHost });
+      const server = await startLedgerRpcServer({ ledger, port: options.rpcPorts[network], host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) });
       servers.push(server);
       rpcUrls[network] = server.url;
     }
@@ -187,7 +188,7 @@ export async function joinLedgers(options: {
     throw e;
   }
   const local = Object.keys(embedded).length ? createFaucet(embedded) : undefined;
-  const viaRpc = Object.keys(remote).length ? createRemoteFaucet(remote) : undefined;
+  const viaRpc = Object.keys(remote).length ? createRemoteFaucet(remote, readAdminSecret(options.dataDir)) : undefined;
   const faucet: Faucet | undefined =
     local || viaRpc ? (request) => (embedded[request.network] ? local!(request) : viaRpc!(request)) : undefined;
   return { ledgers, embedded, faucet, rpcUrls, close: closeAll };

@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
@@ -6,6 +7,7 @@ import { findStable } from '../../../domain/shared/network.ts';
 import { decodeAddress, decodeBase58 } from '../../../domain/shared/base58.ts';
 import { describeTransactionError } from './errors.ts';
 import { announceRpc, withdrawRpc } from './files.ts';
+import { ADMIN_HEADER } from './keys.ts';
 import { toJson } from './json.ts';
 import type { EmbeddedLedger } from './ledger.ts';
 import { encodeAccount, encodeTransaction, invalidParams, RpcError, type AccountEncoding, type DataSlice, type TransactionEncoding } from './rpc-encode.ts';
@@ -23,6 +25,8 @@ const FEATURE_SET = 3_640_012_085;
 const MAX_BODY = 256 * 1024;
 const MAX_SIGNATURE_STATUSES = 256;
 const MAX_MULTIPLE_ACCOUNTS = 100;
+/** JSON-RPC server-error range: an admin method called without the right secret */
+export const ADMIN_REFUSED = -32099;
 
 export interface LedgerRpcServerOptions {
   ledger: EmbeddedLedger;
@@ -33,6 +37,11 @@ export interface LedgerRpcServerOptions {
   wsPort?: number | false;
   /** write `rpc.json` in the ledger directory so the faucet CLI finds this server (default true) */
   announce?: boolean;
+  /**
+   * the ledger-admin secret (`SVC_DATA_DIR/keys/ledger-admin.secret`, keys.ts) callers send in the
+   * `x-svc-ledger-admin` header; unset, or a listener not bound to loopback: the admin methods do not exist
+   */
+  adminSecret?: string | null | undefined;
 }
 
 export interface LedgerRpcServer {
@@ -51,15 +60,31 @@ interface JsonRpcRequest {
 }
 
 type Params = unknown[];
-type Handler = (params: Params, context: { local: boolean }) => unknown;
+/** `admin`: the request may call the ledger-admin methods (loopback listener and the admin secret). */
+interface CallContext {
+  admin: boolean;
+}
+type Handler = (params: Params, context: CallContext) => unknown;
 
 export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Promise<LedgerRpcServer> {
   const { ledger } = options;
   const host = options.host ?? '127.0.0.1';
-  const methods = rpcMethods(ledger);
   const pubsub = new PubSub(ledger);
 
+  // Ledger-admin methods (svc_mintStable; requestAirdrop on mainnet) exist only on a loopback listener that was
+  // given the admin secret, and answer only loopback callers presenting it (header ADMIN_HEADER).
+  const adminSecret = options.adminSecret && isLoopbackHost(host) ? Buffer.from(options.adminSecret) : null;
+  const isAdmin = (req: IncomingMessage) => {
+    if (!adminSecret || !isLoopback(req.socket.remoteAddress)) return false;
+    const given = req.headers[ADMIN_HEADER];
+    return typeof given === 'string' && given.length === adminSecret.length && timingSafeEqual(Buffer.from(given), adminSecret);
+  };
+  const methods = rpcMethods(ledger, { admin: adminSecret !== null });
+
   const handle = (req: IncomingMessage, res: ServerResponse) => {
+    // last resort: nothing a client sends may throw out of this listener (the process serves others)
+    req.on('error', () => res.destroy());
+    res.on('error', () => res.destroy());
     if (req.method === 'GET' && (req.url === '/health' || req.url === '/health/')) return void res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
     if (req.method !== 'POST') return void res.writeHead(405, { allow: 'POST' }).end();
     const chunks: Buffer[] = [];
@@ -67,19 +92,24 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_BODY) {
-        res.writeHead(413).end();
+        if (!res.headersSent) res.writeHead(413).end();
         req.destroy();
       } else chunks.push(c);
     });
     req.on('end', () => {
       if (res.writableEnded) return;
-      const local = isLoopback(req.socket.remoteAddress);
-      const body = dispatch(methods, Buffer.concat(chunks).toString('utf8'), local);
+      let body: string;
+      try {
+        body = dispatch(methods, Buffer.concat(chunks).toString('utf8'), { admin: isAdmin(req) });
+      } catch {
+        body = toJson(errorObject(null, new RpcError(-32603, 'Internal error')));
+      }
       res.writeHead(200, { 'content-type': 'application/json' }).end(body);
     });
   };
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY });
+  wss.on('error', () => {});
   wss.on('connection', (socket) => pubsub.attach(socket));
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
 
@@ -148,40 +178,59 @@ function isLoopback(address: string | undefined): boolean {
   return address === '127.0.0.1' || address === '::1' || address === '::ffff:127.0.0.1';
 }
 
+/** A bind address only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(host);
+}
+
 // ---- JSON-RPC dispatch ----
 
 const errorObject = (id: unknown, e: RpcError) => ({ jsonrpc: '2.0', error: e.data === undefined ? { code: e.code, message: e.message } : { code: e.code, message: e.message, data: e.data }, id });
 
-function callOne(methods: Map<string, Handler>, request: JsonRpcRequest, local: boolean): unknown {
+/** JSON-RPC 2.0 §4: an id is a string, a number or null; anything else makes the request invalid. */
+function validId(id: unknown): id is string | number | null {
+  return id === null || typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id));
+}
+
+function callOne(methods: Map<string, Handler>, raw: unknown, context: CallContext): unknown {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return errorObject(null, new RpcError(-32600, 'Invalid request'));
+  const request = raw as JsonRpcRequest;
   const id = request.id ?? null;
-  if (typeof request !== 'object' || request === null || request.jsonrpc !== '2.0' || typeof request.method !== 'string') {
-    return errorObject(id, new RpcError(-32600, 'Invalid request'));
-  }
+  if (!validId(id)) return errorObject(null, new RpcError(-32600, 'Invalid request'));
+  if (request.jsonrpc !== '2.0' || typeof request.method !== 'string') return errorObject(id, new RpcError(-32600, 'Invalid request'));
   const handler = methods.get(request.method);
   if (!handler) return errorObject(id, new RpcError(-32601, 'Method not found'));
   const params = request.params === undefined || request.params === null ? [] : request.params;
   if (!Array.isArray(params)) return errorObject(id, invalidParams('Invalid params: expected an array'));
   try {
-    return { jsonrpc: '2.0', result: handler(params, { local }), id };
+    return { jsonrpc: '2.0', result: handler(params, context), id };
   } catch (e) {
     if (e instanceof RpcError) return errorObject(id, e);
     return errorObject(id, new RpcError(-32603, `Internal error: ${(e as Error).message}`));
   }
 }
 
-/** One HTTP body → one response body (batches answered in order; notifications without id answered too). */
-export function dispatch(methods: Map<string, Handler>, body: string, local: boolean): string {
+/**
+ * One HTTP body → one response body (batches answered in order; notifications without id answered too). Never
+ * throws: whatever the body, the answer is a JSON-RPC response or error (-32700 unparsable, -32600 not a request).
+ */
+export function dispatch(methods: Map<string, Handler>, body: string, context: CallContext): string {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body);
   } catch {
     return toJson(errorObject(null, new RpcError(-32700, 'Parse error')));
   }
-  if (Array.isArray(parsed)) {
-    if (parsed.length === 0) return toJson(errorObject(null, new RpcError(-32600, 'Invalid request')));
-    return toJson(parsed.map((r) => callOne(methods, r as JsonRpcRequest, local)));
+  try {
+    if (Array.isArray(parsed)) {
+      if (parsed.length === 0) return toJson(errorObject(null, new RpcError(-32600, 'Invalid request')));
+      return toJson(parsed.map((r) => callOne(methods, r, context)));
+    }
+    return toJson(callOne(methods, parsed, context));
+  } catch {
+    // last resort (a result that cannot be encoded, say): the caller still gets a JSON-RPC error
+    return toJson(errorObject(null, new RpcError(-32603, 'Internal error')));
   }
-  return toJson(callOne(methods, parsed as JsonRpcRequest, local));
 }
 
 // ---- parameter helpers ----
@@ -237,7 +286,7 @@ function wireBytes(value: unknown, encoding: unknown): Uint8Array {
 
 // ---- methods ----
 
-function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
+function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }): Map<string, Handler> {
   const context = (c: Record<string, unknown> = {}) => {
     const slot = ledger.slot();
     if (c.minContextSlot !== undefined && typeof c.minContextSlot === 'number' && c.minContextSlot > slot) {
@@ -417,7 +466,7 @@ function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
       },
     };
   });
-  m.set('requestAirdrop', (p) => {
+  const airdrop: Handler = (p) => {
     const to = address(p[0]);
     const lamports = p[1];
     if (typeof lamports !== 'number' || !Number.isSafeInteger(lamports) || lamports <= 0) throw invalidParams('Invalid params: lamports must be a positive integer');
@@ -426,10 +475,9 @@ function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
     } catch (e) {
       throw new RpcError(-32603, `airdrop request failed: ${(e as Error).message}`);
     }
-  });
-  // Not standard: the faucet CLI mints a curated stable through the running ledger. Loopback clients only.
-  m.set('svc_mintStable', (p, { local }) => {
-    if (!local) throw new RpcError(-32601, 'Method not found');
+  };
+  // Not standard: the faucet mints a curated stable through the running ledger. An admin method.
+  const mintStable: Handler = (p) => {
     const owner = address(p[0]);
     if (typeof p[1] !== 'string') throw invalidParams('Invalid params: expected a stable symbol or mint');
     const stable = findStable(ledger.network, p[1]);
@@ -444,7 +492,19 @@ function rpcMethods(ledger: EmbeddedLedger): Map<string, Handler> {
     } catch (e) {
       throw new RpcError(-32603, `mint failed: ${(e as Error).message}`);
     }
-  });
+  };
+  const adminOnly =
+    (handler: Handler): Handler =>
+    (p, context) => {
+      if (!context.admin) throw new RpcError(ADMIN_REFUSED, 'Unauthorized: a ledger-admin method needs the admin secret');
+      return handler(p, context);
+    };
+  // requestAirdrop is public on devnet, as on Solana's devnet; mainnet has no faucet but the admin's
+  if (ledger.network === 'chain-devnet') m.set('requestAirdrop', airdrop);
+  if (options.admin) {
+    if (ledger.network !== 'chain-devnet') m.set('requestAirdrop', adminOnly(airdrop));
+    m.set('svc_mintStable', adminOnly(mintStable));
+  }
   return m;
 }
 
@@ -521,25 +581,42 @@ class PubSub {
 
   attach(socket: WebSocket): void {
     const mine = new Set<number>();
+    // a bad frame (invalid UTF-8, over maxPayload) is an 'error' on the socket: close it, never throw
+    socket.on('error', () => socket.terminate());
     socket.on('message', (raw) => {
-      let request: JsonRpcRequest;
       try {
-        request = JSON.parse(raw.toString()) as JsonRpcRequest;
+        this.onMessage(socket, raw.toString(), mine);
       } catch {
-        return void socket.send(toJson(errorObject(null, new RpcError(-32700, 'Parse error'))));
-      }
-      if (request === null || typeof request !== 'object' || request.id === undefined) return; // notifications (pings)
-      try {
-        const result = this.call(socket, request, mine);
-        socket.send(toJson({ jsonrpc: '2.0', result, id: request.id }));
-        this.afterSubscribe(result, request);
-      } catch (e) {
-        socket.send(toJson(errorObject(request.id, e instanceof RpcError ? e : new RpcError(-32603, (e as Error).message))));
+        this.send(socket, errorObject(null, new RpcError(-32603, 'Internal error')));
       }
     });
     socket.on('close', () => {
       for (const id of mine) this.remove(id);
     });
+  }
+
+  private onMessage(socket: WebSocket, text: string, mine: Set<number>): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return this.send(socket, errorObject(null, new RpcError(-32700, 'Parse error')));
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+    const request = parsed as JsonRpcRequest;
+    if (request.id === undefined) return; // notifications (pings)
+    if (!validId(request.id)) return this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+    try {
+      const result = this.call(socket, request, mine);
+      this.send(socket, { jsonrpc: '2.0', result, id: request.id });
+      this.afterSubscribe(result, request);
+    } catch (e) {
+      this.send(socket, errorObject(request.id, e instanceof RpcError ? e : new RpcError(-32603, (e as Error).message)));
+    }
+  }
+
+  private send(socket: WebSocket, message: unknown): void {
+    if (socket.readyState === socket.OPEN) socket.send(toJson(message));
   }
 
   private call(socket: WebSocket, request: JsonRpcRequest, mine: Set<number>): unknown {
