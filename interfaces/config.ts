@@ -88,6 +88,8 @@ export const ConfigSchema = z.object({
   /** lamports of token-account rent the facilitator sponsors per network per UTC day (default 1 SOL ≈ 490 accounts) */
   SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: z.coerce.bigint().min(0n).default(1_000_000_000n),
   SVC_FACILITATOR_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+  /** issue 9: the bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
+  SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
   /** DECISIONS "Webhooks": outbound calls to loopback/private addresses and plain http; default on for the embedded setup */
   SVC_OUTBOUND_ALLOW_PRIVATE: Bool.optional().or(z.literal('').transform(() => undefined)),
 });
@@ -118,6 +120,8 @@ export interface Config {
     rpcUrl: string | undefined;
     rentBudgetLamports: bigint;
     confirmTimeoutMs: number;
+    /** bearer of POST /accounts, sent by the HTTP adapter and required by the route; unset: the route is closed */
+    accountsSecret: string | undefined;
   };
   /** outbound HTTP may reach loopback/private addresses and plain http (development) */
   outboundAllowPrivate: boolean;
@@ -170,6 +174,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rpcUrl: e.SVC_FACILITATOR_RPC_URL,
       rentBudgetLamports: e.SVC_FACILITATOR_RENT_BUDGET_LAMPORTS,
       confirmTimeoutMs: e.SVC_FACILITATOR_CONFIRM_TIMEOUT_MS,
+      accountsSecret: e.SVC_FACILITATOR_ACCOUNTS_SECRET,
     },
     outboundAllowPrivate: e.SVC_OUTBOUND_ALLOW_PRIVATE ?? (e.SVC_DEVNET_LEDGER === 'embedded' && e.SVC_MAINNET_LEDGER === 'embedded'),
   };

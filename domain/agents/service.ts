@@ -5,6 +5,7 @@ import { parseInput } from '../shared/validation.ts';
 import type { Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import { treasuryOf } from '../treasury/derive.ts';
+import type { TreasuryAccounts } from '../treasury/accounts.ts';
 import { RecordAgentInput, type Agent, type AgentRecord } from './schema.ts';
 
 export function toAgent(r: AgentRecord): Agent {
@@ -23,7 +24,8 @@ export function toAgent(r: AgentRecord): Agent {
 }
 
 export class AgentService {
-  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+  /** treasuryAccounts (issue 9): the treasury's token accounts are prepared when an agent is recorded */
+  constructor(private readonly deps: { store: Store; clock: Clock; treasuryAccounts?: TreasuryAccounts | undefined }) {}
 
   /** hosted-api §4.4 POST /v1/agents/record: an agent minted outside the API. */
   async record(network: Network, input: RecordAgentInput): Promise<Agent> {
@@ -39,6 +41,8 @@ export class AgentService {
       source: 'recorded',
       registeredAt: this.deps.clock.now(),
     });
+    // Refusals are logged by TreasuryAccounts; a link created later prepares its currencies again and says so.
+    await this.deps.treasuryAccounts?.ensure(network, parsed.mint);
     return toAgent(stored);
   }
 
