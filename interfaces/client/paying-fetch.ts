@@ -1,4 +1,5 @@
 import { Connection, Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+import type { TransactionPartialSigner } from '@solana/kit';
 import { z } from 'zod';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
 import { FEE_EXTENSION_KEY, FeeExtension, type FeeTerms, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
@@ -109,11 +110,9 @@ interface MintInfo {
   tokenProgram: PaymentRequirements['tokenProgram'];
 }
 
-/** A wallet in @solana/kit's shape (createKeyPairSignerFromBytes, the official x402 clients' signer): it signs message bytes. */
-export interface KitTransactionSigner {
-  address: string;
-  signTransactions(transactions: readonly { messageBytes: Uint8Array; signatures: Record<string, Uint8Array | null> }[]): Promise<readonly Record<string, Uint8Array>[]>;
-}
+/** A @solana/kit signer (createKeyPairSignerFromBytes: what the official x402 clients take); it signs message bytes. */
+export type KitTransactionSigner = Pick<TransactionPartialSigner, 'address' | 'signTransactions'>;
+type KitTransaction = Parameters<KitTransactionSigner['signTransactions']>[0][number];
 
 export type PaymentSigner = Keypair | TransactionSigner | KitTransactionSigner;
 
@@ -292,9 +291,12 @@ async function signWith(signer: PaymentSigner, tx: VersionedTransaction): Promis
   if (isTransactionSigner(signer)) return signer.signTransaction(tx);
   if (isKitSigner(signer)) {
     const required = tx.message.staticAccountKeys.slice(0, tx.message.header.numRequiredSignatures);
-    const [signatures] = await signer.signTransactions([
-      { messageBytes: tx.message.serialize(), signatures: Object.fromEntries(required.map((k) => [k.toBase58(), null])) },
-    ]);
+    const unsigned = {
+      messageBytes: tx.message.serialize(),
+      signatures: Object.fromEntries(required.map((k) => [k.toBase58(), null])),
+      lifetimeConstraint: { blockhash: tx.message.recentBlockhash, lastValidBlockHeight: 0n },
+    } as unknown as KitTransaction;
+    const [signatures] = await signer.signTransactions([unsigned]);
     const mine = signatures?.[signer.address];
     if (!mine) throw new PaymentError('unsupported_offer', `the signer ${signer.address} returned no signature`);
     tx.addSignature(new PublicKey(signer.address), mine);
