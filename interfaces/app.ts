@@ -231,7 +231,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         ? undefined
         : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee });
     const paywallFacilitator = config.facilitatorUrl
-      ? new HttpFacilitator({ url: config.facilitatorUrl })
+      ? new HttpFacilitator({ url: config.facilitatorUrl, token: config.facilitator.accountsSecret })
       : facilitator
         ? new InProcessFacilitator(facilitator)
         : undefined;
@@ -304,7 +304,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let fastify: FastifyInstance | undefined;
   let runner: JobRunner | undefined;
   try {
-    fastify = buildHttp({ services, log });
+    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.port, host: config.host });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
@@ -428,7 +428,7 @@ export async function createFacilitatorApp(config: Config, options: { logger?: L
     fastify.addHook('onRequest', async (req, reply) => {
       reply.raw.setHeader('X-Svc-Request-Id', req.id);
     });
-    registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '' });
+    registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '', accountsToken: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.facilitator.port;
@@ -499,7 +499,7 @@ function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string 
   socket.destroy();
 }
 
-function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
+function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined }): FastifyInstance {
   const { services, log } = deps;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
   const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
@@ -581,7 +581,7 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   });
 
   mountGraphql(app, { services, log });
-  if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator' });
+  if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;
 }

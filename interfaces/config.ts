@@ -111,6 +111,8 @@ export const ConfigSchema = z.object({
   /** DECISIONS "Webhooks", issue 17: host:port targets outbound calls may reach over http / on private addresses */
   SVC_OUTBOUND_ALLOW: OutboundAllow.optional(),
   SVC_OUTBOUND_ALLOW_PRIVATE: RemovedAllowPrivate,
+  /** issue 9: the bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
+  SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
 });
 
 export interface Config {
@@ -139,6 +141,8 @@ export interface Config {
     rpcUrl: string | undefined;
     rentBudgetLamports: bigint;
     confirmTimeoutMs: number;
+    /** bearer of POST /accounts, sent by the HTTP adapter and required by the route; unset: the route is closed */
+    accountsSecret: string | undefined;
   };
   outbound: {
     /**
@@ -196,6 +200,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rpcUrl: e.SVC_FACILITATOR_RPC_URL,
       rentBudgetLamports: e.SVC_FACILITATOR_RENT_BUDGET_LAMPORTS,
       confirmTimeoutMs: e.SVC_FACILITATOR_CONFIRM_TIMEOUT_MS,
+      accountsSecret: e.SVC_FACILITATOR_ACCOUNTS_SECRET,
     },
     outbound: { allow: e.SVC_OUTBOUND_ALLOW ?? [] },
   };

@@ -107,6 +107,8 @@ export interface RestErrorBody {
   error: ErrorCode;
   message: string;
   details?: Record<string, unknown>;
+  /** rate_limited only: hosted-api §7 puts it in the body; details.retry_after_ms carries it too */
+  retry_after_ms?: number;
   request_id: string;
 }
 
@@ -114,6 +116,8 @@ export interface RestErrorBody {
 export function restError(error: DomainError, requestId: string): { status: number; body: RestErrorBody } {
   const body: RestErrorBody = { error: error.code, message: error.message, request_id: requestId };
   if (error.details !== undefined) body.details = error.details;
+  const retryAfterMs = error.details?.retry_after_ms;
+  if (error.code === 'rate_limited' && typeof retryAfterMs === 'number') body.retry_after_ms = retryAfterMs;
   return { status: ERROR_CODES[error.code].status, body };
 }
 

@@ -7,6 +7,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { treasuryOf } from '../treasury/derive.ts';
+import type { TreasuryAccounts } from '../treasury/accounts.ts';
 import { coreAssetOwner } from './asset.ts';
 import { RecordAgentInput, type Agent, type AgentRecord } from './schema.ts';
 
@@ -29,7 +30,10 @@ export function toAgent(r: AgentRecord): Agent {
 const RECORD_ATTEMPTS = 3;
 
 export class AgentService {
-  constructor(private readonly deps: { store: Store; clock: Clock; ledgers: Partial<Record<Network, Ledger>> }) {}
+  /** treasuryAccounts (issue 9): the treasury's token accounts are prepared when an agent is recorded */
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; ledgers: Partial<Record<Network, Ledger>>; treasuryAccounts?: TreasuryAccounts | undefined },
+  ) {}
 
   /**
    * hosted-api §4.4 POST /v1/agents/record: an agent minted outside the API, owned by the caller's principal
@@ -64,7 +68,7 @@ export class AgentService {
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       const current = await this.deps.store.agents.get(network, parsed.mint);
       if (!current) {
-        if (await this.deps.store.agents.insert(wanted)) return toAgent(wanted);
+        if (await this.deps.store.agents.insert(wanted)) return this.recorded(wanted);
         continue;
       }
       const sameOwner = current.owner === parsed.owner;
@@ -83,9 +87,15 @@ export class AgentService {
         }
       }
       const next: AgentRecord = { ...current, owner: parsed.owner, ownerPrincipal: caller.owner, name: wanted.name, uri: wanted.uri };
-      if (await this.deps.store.agents.replace(next, { owner: current.owner, ownerPrincipal: current.ownerPrincipal })) return toAgent(next);
+      if (await this.deps.store.agents.replace(next, { owner: current.owner, ownerPrincipal: current.ownerPrincipal })) return this.recorded(next);
     }
     throw new DomainError('conflict', `Agent ${parsed.mint} is being recorded concurrently; try again.`, { mint: parsed.mint });
+  }
+
+  /** Refusals are logged by TreasuryAccounts; a link created later prepares its currencies again and says so. */
+  private async recorded(agent: AgentRecord): Promise<Agent> {
+    await this.deps.treasuryAccounts?.ensure(agent.network, agent.mint);
+    return toAgent(agent);
   }
 
   /** Another principal's agent is not found (existence is not disclosed); an admin sees its whole network. */

@@ -99,7 +99,17 @@ export type PreviewPaymentLinkInput = z.input<typeof PreviewPaymentLinkInput>;
 export const AcceptEntry = z.object({
   scheme: z.literal('exact'),
   network: z.string(),
+  /** the x402 offer's payTo, in the other spelling: the owner agent's treasury (hosted-api §2.3) */
   pay_to: z.string(),
+  /** the account the seller leg credits: ATA(pay_to, asset, token program) */
+  pay_to_token_account: z.string(),
+  /**
+   * Whether pay_to_token_account exists, so stock x402 clients that simulate a plain transfer into it can pay: true or
+   * false in the answer of the call that prepared it (create, or an update changing owner_agent or currencies);
+   * null where this answer did not check (reads, preview). False means the facilitator refused to create it (e.g.
+   * its rent sponsorship is spent); the gateway's buyer kit and x402 scheme pay such a link anyway.
+   */
+  pay_to_ready: z.boolean().nullable(),
   asset: z.string(),
   amount: z.string(),
   currency: StableSymbol,

@@ -10,6 +10,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { AgentService } from '../agents/service.ts';
 import { canAccess, ownerFilter, type Caller } from '../access/ownership.ts';
 import { payToFor, treasuryOf } from '../treasury/derive.ts';
+import type { PayToReadiness, TreasuryAccounts } from '../treasury/accounts.ts';
 import { parsePrice, ParsePriceInput, priceSymbol } from './price.ts';
 import { newWebhookSecret } from '../webhooks/signature.ts';
 import { z } from 'zod';
@@ -31,6 +32,8 @@ interface Deps {
   settings: GatewaySettings;
   /** told after a link was written (committed), e.g. to drop a cached copy */
   onChange?: (network: Network, id: string) => void;
+  /** issue 9: makes the treasury's token accounts exist for the link's currencies (absent: not checked) */
+  treasuryAccounts?: TreasuryAccounts | undefined;
 }
 
 const CursorShape = z.object({ pk: z.string() });
@@ -44,14 +47,25 @@ export function shareUrl(baseUrl: string, network: Network, id: string): string 
   return network === 'chain-mainnet' ? url : `${url}?network=${network}`;
 }
 
-/** hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. */
-export function acceptsFor(network: Network, ownerAgent: string, amountAtomic: bigint, currencies: StableSymbol[]): AcceptEntry[] {
+/**
+ * hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. pay_to is the x402 payTo
+ * (the treasury); `ready` is what the caller learnt about the token accounts (null: not checked).
+ */
+export function acceptsFor(
+  network: Network,
+  ownerAgent: string,
+  amountAtomic: bigint,
+  currencies: StableSymbol[],
+  ready?: ReadonlyMap<StableSymbol, PayToReadiness>,
+): AcceptEntry[] {
   return currencies.map((symbol) => {
     const stable = findStable(network, symbol)!;
     return {
       scheme: 'exact',
       network: CAIP2[network],
-      pay_to: payToFor(ownerAgent, stable),
+      pay_to: treasuryOf(ownerAgent),
+      pay_to_token_account: payToFor(ownerAgent, stable),
+      pay_to_ready: ready?.get(stable.symbol)?.ready ?? null,
       asset: stable.mint,
       amount: amountAtomic.toString(),
       currency: stable.symbol,
@@ -75,7 +89,7 @@ function resolveCurrencies(network: Network, primary: Stable, extra: StableSymbo
 export class PaymentLinkService {
   constructor(private readonly deps: Deps) {}
 
-  toWire(r: PaymentLinkRecord): PaymentLink {
+  toWire(r: PaymentLinkRecord, ready?: ReadonlyMap<StableSymbol, PayToReadiness>): PaymentLink {
     const { baseUrl, facilitatorUrl } = this.deps.settings;
     const primary = findStable(r.network, r.currency)!;
     return {
@@ -98,7 +112,7 @@ export class PaymentLinkService {
       disabled: r.disabled,
       facilitator: facilitatorUrl,
       share_url: shareUrl(baseUrl, r.network, r.id),
-      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies]),
+      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies], ready),
       counters: {
         call_count: r.callCount,
         settled_count: r.settledCount,
@@ -156,7 +170,14 @@ export class PaymentLinkService {
       await this.emit(tx, 'payment_link.created', record, { payment_link: link });
     });
     this.deps.onChange?.(network, record.id);
-    return withSecret(link, record.webhookSecret);
+    return withSecret(await this.withReadiness(record, link), record.webhookSecret);
+  }
+
+  /** After the commit (no transaction held across ledger I/O): the accounts made ready, in the answer. */
+  private async withReadiness(record: PaymentLinkRecord, link: PaymentLink): Promise<PaymentLink> {
+    if (!this.deps.treasuryAccounts) return link;
+    const ready = await this.deps.treasuryAccounts.ensure(record.network, record.ownerAgent, [record.currency, ...record.acceptsCurrencies]);
+    return this.toWire(record, ready);
   }
 
   async get(caller: Caller, id: string): Promise<PaymentLink> {
@@ -183,7 +204,7 @@ export class PaymentLinkService {
     const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     const updated = await this.deps.store.transaction(async (tx) => {
       const current = await this.require(tx, caller, id);
-      if (changed.length === 0) return this.toWire(current);
+      if (changed.length === 0) return { link: this.toWire(current), record: null, secret: null };
       const next: PaymentLinkRecord = { ...current, updatedAt: this.deps.clock.now() };
       if (patch.owner_agent !== undefined) {
         await this.deps.agents.requireOwned(caller, patch.owner_agent).catch(rethrowAt('owner_agent'));
@@ -215,10 +236,12 @@ export class PaymentLinkService {
       await tx.paymentLinks.update(next);
       const link = this.toWire(next);
       await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed });
-      return withSecret(link, next.webhookSecret !== current.webhookSecret ? next.webhookSecret : null);
+      return { link, record: next, secret: next.webhookSecret !== current.webhookSecret ? next.webhookSecret : null };
     });
     this.deps.onChange?.(network, id);
-    return updated;
+    const offerChanged = ['owner_agent', 'price', 'currency', 'accepts_currencies'].some((k) => changed.includes(k));
+    const link = updated.record && offerChanged ? await this.withReadiness(updated.record, updated.link) : updated.link;
+    return withSecret(link, updated.secret);
   }
 
   /**

@@ -15,7 +15,7 @@ import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import { shareUrl } from '../payment-links/service.ts';
 import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
 import { signWebhook } from '../webhooks/signature.ts';
-import { acceptsFor, chooseAccept, paymentRequired, parsePayment, toV1, type OfferTerms, type PaymentHeaders } from './offer.ts';
+import { acceptsFor, chooseAccept, paymentRequired, parsePayment, refusalMessage, toV1, type OfferTerms, type PaymentHeaders } from './offer.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from './schema.ts';
 import type { LinkCache } from './link-cache.ts';
 
@@ -245,7 +245,7 @@ export class PaywallService {
     return {
       status: 402,
       headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },
-      body: json({ ...offer.body, message }),
+      body: json({ ...offer.body, message: refusalMessage(error, message) }),
     };
   }
 

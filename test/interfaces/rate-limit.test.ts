@@ -74,6 +74,7 @@ function expect429(t: ExecutionContext, res: Res, bucket: string, limit: number)
   t.is(res.body.request_id, res.headers.get('x-svc-request-id'));
   const ms = res.body.details?.retry_after_ms;
   t.true(Number.isInteger(ms) && ms > 0 && ms <= 60_000, `retry_after_ms ${ms}`);
+  t.is(res.body.retry_after_ms, ms, 'hosted-api §7: retry_after_ms in the body too, beside details');
   t.like(res.body.details, { bucket, limit });
   t.is(res.headers.get('retry-after'), String(Math.ceil(ms / 1000)), 'Retry-After is retry_after_ms in whole seconds, rounded up');
   t.is(res.headers.get('ratelimit-remaining'), '0');

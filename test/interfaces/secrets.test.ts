@@ -12,10 +12,10 @@ import { fundBuyer, payingFetch, startLocalServer } from '../support/paywall.ts'
 test('a link\'s webhook secret is answered once and appears in no event, log line, error, webhook body or idempotency record', async (t) => {
   const lines: string[] = [];
   const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
-  // Loopback receivers are reached as in development (the default with embedded ledgers, said explicitly here).
-  const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW_PRIVATE: 'true' }, appOptions: { logger } });
   let failing = true;
   const receiver = await startLocalServer(() => ({ status: failing ? 500 : 204 }));
+  // The loopback receiver is reached as in development: named by the allow-list (issue 17).
+  const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: new URL(receiver.url).host }, appOptions: { logger } });
   t.teardown(async () => {
     await receiver.close();
     await app.close();

@@ -32,7 +32,12 @@ const AcceptEntryRef = builder.objectRef<AcceptEntry>('AcceptEntry').implement({
   fields: (t) => ({
     scheme: t.exposeString('scheme'),
     network: t.exposeString('network'),
-    payTo: t.exposeString('pay_to'),
+    payTo: t.exposeString('pay_to', { description: 'The x402 payTo: the owner agent’s treasury.' }),
+    payToTokenAccount: t.exposeString('pay_to_token_account', { description: 'The account the seller leg credits: ATA(payTo, asset).' }),
+    payToReady: t.exposeBoolean('pay_to_ready', {
+      nullable: true,
+      description: 'Whether payToTokenAccount exists (stock x402 clients need it): set by the call that prepared it, null on reads.',
+    }),
     asset: t.exposeString('asset'),
     amount: t.exposeString('amount'),
     currency: t.expose('currency', { type: StableSymbolEnum }),
