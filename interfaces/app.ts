@@ -22,6 +22,7 @@ import { MikroOrmFacilitatorStore } from '../adapters/store/facilitator-store.ts
 import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
 import { joinLedgersLazily } from '../adapters/ledger/joined.ts';
 import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';
+import { effectivePort } from '../domain/ports/outbound-http.ts';
 import { HttpFacilitator } from '../adapters/facilitator/http.ts';
 import { InProcessFacilitator } from '../adapters/facilitator/in-process.ts';
 import { FacilitatorService } from '../domain/facilitator/service.ts';
@@ -169,34 +170,6 @@ export interface Core {
   close(): Promise<void>;
 }
 
-/**
- * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
- * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`);
- * then each listener's real port once known (port 0 becomes the assigned one).
- */
-function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
-  if (!Number.isInteger(port) || port < 1 || port > 65_535) return;
-  try {
-    outbound.refuse(`${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`);
-  } catch {
-    outbound.refuse(`0.0.0.0:${port}`); // an odd bind host: the port is refused on every local address all the same
-  }
-}
-
-function refuseConfiguredListeners(outbound: GuardedOutboundHttp, config: Config): void {
-  refuseOwnListener(outbound, config.host, config.port);
-  for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
-    if (source !== 'embedded' || port === 0) continue;
-    refuseOwnListener(outbound, config.ledgers.rpcHost, port);
-    refuseOwnListener(outbound, config.ledgers.rpcHost, port + 1); // its PubSub WebSocket
-  }
-  refuseOwnListener(outbound, config.facilitator.host, config.facilitator.port);
-  if (config.facilitatorUrl) {
-    const url = new URL(config.facilitatorUrl);
-    refuseOwnListener(outbound, url.hostname, url.port === '' ? (url.protocol === 'https:' ? 443 : 80) : Number(url.port));
-  }
-}
-
 export async function openCore(config: Config, options: AppOptions = {}): Promise<Core> {
   const log = options.logger ?? defaultLogger(config);
   const clock = options.clock ?? systemClock;
@@ -236,19 +209,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         ? new InProcessFacilitator(facilitator)
         : undefined;
     const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow });
-    refuseConfiguredListeners(outbound, config);
-    for (const network of Object.keys(ledgers.embedded) as Network[]) {
-      const rpc = ledgers.rpcUrls[network];
-      if (!rpc) continue;
-      const url = new URL(rpc);
-      // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
-      refuseOwnListener(outbound, url.hostname, Number(url.port));
-      refuseOwnListener(outbound, url.hostname, Number(url.port) + 1);
-    }
-    if (database.embedded) {
-      const pg = new URL(database.url);
-      refuseOwnListener(outbound, pg.hostname, Number(pg.port));
-    }
+    refuseOwnListeners(outbound, config, ledgers, database);
     const services = buildServices({
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
@@ -338,6 +299,39 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await fastify?.close().catch(() => {});
     await core.close();
     throw e;
+  }
+}
+
+/**
+ * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
+ * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`), the
+ * embedded ledgers' JSON-RPC and WebSocket ports and the embedded PostgreSQL; createApp adds its HTTP port after
+ * listen (port 0 becomes the assigned one).
+ */
+function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, ledgers: CoreLedgers, database: Database): void {
+  const ports: [host: string, port: number][] = [[config.host, config.port], [config.facilitator.host, config.facilitator.port]];
+  for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
+    if (source === 'embedded' && port !== 0) ports.push([config.ledgers.rpcHost, port], [config.ledgers.rpcHost, port + 1]);
+  }
+  const at = (url: string): [string, number] => [new URL(url).hostname, effectivePort(new URL(url))];
+  for (const network of Object.keys(ledgers.embedded) as Network[]) {
+    const rpc = ledgers.rpcUrls[network];
+    if (!rpc) continue;
+    // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
+    const [host, port] = at(rpc);
+    ports.push([host, port], [host, port + 1]);
+  }
+  if (config.facilitatorUrl) ports.push(at(config.facilitatorUrl));
+  if (database.embedded) ports.push(at(database.url));
+  for (const [host, port] of ports) refuseOwnListener(outbound, host, port);
+}
+
+function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) return;
+  try {
+    outbound.refuse(`${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`);
+  } catch {
+    outbound.refuse(`0.0.0.0:${port}`); // an odd bind host: the port is refused on every local address all the same
   }
 }
 

@@ -395,7 +395,13 @@ function isLocalAddress(key: string): boolean {
   const value = BigInt(text);
   if (family === '4' && (inCidr(value, v4('127.0.0.0', 8), 32) || inCidr(value, v4('0.0.0.0', 8), 32))) return true;
   if (family === '6' && (value === 0n || value === 1n)) return true;
-  for (const entries of Object.values(networkInterfaces())) {
+  let interfaces: ReturnType<typeof networkInterfaces>;
+  try {
+    interfaces = networkInterfaces();
+  } catch {
+    return false; // some sandboxes refuse to list interfaces: loopback and unspecified were judged above
+  }
+  for (const entries of Object.values(interfaces)) {
     for (const entry of entries ?? []) if (addressKey(entry.address) === key) return true;
   }
   return false;

@@ -280,7 +280,8 @@ export async function startLocalServer(
       res.writeHead(out.status, out.headers ?? {}).end(out.body ?? '');
     });
   });
-  const url = `http://${pooled ? `127.0.0.1:${(server.address() as AddressInfo).port}` : await listenLocal(server)}`;
+  const hostPort = pooled ? `127.0.0.1:${(server.address() as AddressInfo).port}` : await listenLocal(server);
+  const url = `http://${hostPort}`;
   return {
     url,
     received,
