@@ -543,6 +543,25 @@ test('agents: a legacy agent nobody owns is admin-only until a principal records
   t.is((await http(app, 'POST', '/v1/agents/record', { key: late, body: { mint, owner } })).status, 409);
 });
 
+test('agents: concurrent first records of one mint by two principals: one owns it, the other gets 409', async (t) => {
+  const { app } = t.context;
+  const [first, second] = [await issue(app), await issue(app)];
+  const mint = await randomAddress();
+  const [ownerA, ownerB] = [await randomAddress(), await randomAddress()];
+  const results = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      http(app, 'POST', '/v1/agents/record', { key: i % 2 ? second : first, body: { mint, owner: i % 2 ? ownerB : ownerA } }),
+    ),
+  );
+  const winners = new Set(results.filter((r) => r.status === 200).map((r) => r.body.owner));
+  t.is(winners.size, 1, JSON.stringify(results.map((r) => r.status)));
+  t.true(results.every((r) => r.status === 200 || (r.status === 409 && r.body.error === 'conflict')));
+  const winnerKey = winners.has(ownerA) ? first : second;
+  const loserKey = winnerKey === first ? second : first;
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: winnerKey })).status, 200);
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: loserKey })).status, 404);
+});
+
 test('coreAssetOwner reads the owner of an AssetV1 account and nothing else', (t) => {
   const owner = PublicKey.unique().toBase58();
   const data = new Uint8Array(40);
