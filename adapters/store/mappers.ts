@@ -34,7 +34,6 @@ export const agentFromRow = (r: AgentRow): AgentRecord => ({
   registeredAt: r.registeredAt,
 });
 
-
 export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   pk: r.pk,
   id: r.id,
