@@ -34,8 +34,6 @@ export const agentFromRow = (r: AgentRow): AgentRecord => ({
   registeredAt: r.registeredAt,
 });
 
-export const agentToRow = (r: AgentRecord): AgentRow => ({ ...r, updatedAt: new Date() });
-
 export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   pk: r.pk,
   id: r.id,

@@ -394,11 +394,14 @@ class Repos implements Repositories {
       const rows = await this.em().find(EventEntity, where, { orderBy: { seq: 'desc' }, limit: filter.limit });
       return rows.map(eventFromRow);
     },
-    countByKind: async (network, since) => {
+    countByKind: async (network, { owner, since }) => {
+      const params: unknown[] = [network];
+      if (owner !== undefined) params.push(owner);
+      if (since) params.push(since);
       const rows = (await this.em().execute(
-        `select kind, phase, count(*)::int as count from events where network = ? ${since ? 'and created_at >= ?' : ''}
-          group by kind, phase order by kind, phase`,
-        since ? [network, since] : [network],
+        `select kind, phase, count(*)::int as count from events where network = ? ${owner !== undefined ? 'and owner_principal = ?' : ''}
+          ${since ? 'and created_at >= ?' : ''} group by kind, phase order by kind, phase`,
+        params,
       )) as { kind: string; phase: string; count: number }[];
       return rows;
     },

@@ -126,8 +126,11 @@ export interface EventRepository {
   list(network: Network, filter: EventFilter & { beforeSeq?: bigint | undefined; limit: number }): Promise<EventRecord[]>;
   /** oldest first, seq > afterSeq: replay for subscribers */
   after(network: Network, afterSeq: bigint, filter: EventFilter, limit: number): Promise<EventRecord[]>;
-  /** per (kind, phase) counts on a network, e.g. [{ kind: "payment_link.created", phase: "confirmed", count: 3 }] */
-  countByKind(network: Network, since?: Date): Promise<{ kind: string; phase: string; count: number }[]>;
+  /**
+   * per (kind, phase) counts on a network of one owner's events (owner undefined: the whole network), e.g.
+   * [{ kind: "payment_link.created", phase: "confirmed", count: 3 }]
+   */
+  countByKind(network: Network, filter: { owner: string | undefined; since?: Date | undefined }): Promise<{ kind: string; phase: string; count: number }[]>;
 }
 
 export interface Repositories {

@@ -7,6 +7,7 @@ import { Account } from 'litesvm/dist/internal.js';
 import { createClient, errorCode, type Client } from '../../interfaces/client/index.ts';
 import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
+import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
 import { http, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
@@ -542,6 +543,25 @@ test('agents: a legacy agent nobody owns is admin-only until a principal records
   t.is((await http(app, 'POST', '/v1/agents/record', { key: late, body: { mint, owner } })).status, 409);
 });
 
+test('agents: concurrent first records of one mint by two principals: one owns it, the other gets 409', async (t) => {
+  const { app } = t.context;
+  const [first, second] = [await issue(app), await issue(app)];
+  const mint = await randomAddress();
+  const [ownerA, ownerB] = [await randomAddress(), await randomAddress()];
+  const results = await Promise.all(
+    Array.from({ length: 8 }, (_, i) =>
+      http(app, 'POST', '/v1/agents/record', { key: i % 2 ? second : first, body: { mint, owner: i % 2 ? ownerB : ownerA } }),
+    ),
+  );
+  const winners = new Set(results.filter((r) => r.status === 200).map((r) => r.body.owner));
+  t.is(winners.size, 1, JSON.stringify(results.map((r) => r.status)));
+  t.true(results.every((r) => r.status === 200 || (r.status === 409 && r.body.error === 'conflict')));
+  const winnerKey = winners.has(ownerA) ? first : second;
+  const loserKey = winnerKey === first ? second : first;
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: winnerKey })).status, 200);
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: loserKey })).status, 404);
+});
+
 test('coreAssetOwner reads the owner of an AssetV1 account and nothing else', (t) => {
   const owner = PublicKey.unique().toBase58();
   const data = new Uint8Array(40);
@@ -552,4 +572,70 @@ test('coreAssetOwner reads the owner of an AssetV1 account and nothing else', (t
   t.is(coreAssetOwner({ ...account, owner: '11111111111111111111111111111111' }), null, 'another program\'s account');
   t.is(coreAssetOwner({ ...account, data: Uint8Array.of(5, ...data.subarray(1)) }), null, 'a collection, not an asset');
   t.is(coreAssetOwner({ ...account, data: data.subarray(0, 20) }), null, 'too short');
+});
+
+// ── Migration 0005: rows from before ownership ──────────────────────────────────────────────────────────────────
+
+test('migration 0005 gives legacy links, agents and events their owners, and leaves the rest admin-only', async (t) => {
+  const { app } = t.context;
+  const admin = app.database.orm.em.fork();
+  await admin.execute('create database legacy_0005');
+  const url = app.database.url.replace(/\/[^/]+$/, '/legacy_0005');
+  const orm = await initOrm(url, 2);
+  t.teardown(() => orm.close());
+  await orm.getMigrator().up({ to: '0003-paid-calls' });
+  const em = orm.em.fork();
+  const walletKey = { id: 'K-WALLET', wallet: await randomAddress() };
+  const [walletAgent, linkedAgent, loneAgent] = [await randomAddress(), await randomAddress(), await randomAddress()];
+  const plainOwner = await randomAddress();
+  await em.execute(
+    `insert into api_keys (id, network, prefix, key_hash, owner_wallet, role, created_at) values
+       ('K-WALLET', 'chain-devnet', 'svc_test_aaa', 'h1', ?, 'user', now()),
+       ('K-PLAIN', 'chain-devnet', 'svc_test_bbb', 'h2', null, 'user', now())`,
+    [walletKey.wallet],
+  );
+  const agent = (mint: string, owner: string) =>
+    em.execute(
+      `insert into agents (network, mint, owner, treasury, source, registered_at, updated_at) values ('chain-devnet', ?, ?, 'T', 'recorded', now(), now())`,
+      [mint, owner],
+    );
+  await agent(walletAgent, walletKey.wallet);
+  await agent(linkedAgent, plainOwner);
+  await agent(loneAgent, await randomAddress());
+  const link = (pk: string, id: string, owner: string, by: string, at: string) =>
+    em.execute(
+      `insert into payment_links (pk, id, network, label, owner_agent, method, price, currency, amount_atomic, accepts_currencies, protocol,
+         response, wrap_receipt, settle_policy, metadata, created_by, created_at, updated_at)
+       values (?, ?, 'chain-devnet', 'l', ?, 'GET', '$0.01', 'USDC', 10000, '[]', 'x402', '{}', false, 'before_forward', '{}', ?, ?, ?)`,
+      [pk, id, owner, by, at, at],
+    );
+  await link('P1', 'by-wallet', walletAgent, 'K-WALLET', '2026-01-01T00:00:00Z');
+  await link('P2', 'by-plain', linkedAgent, 'K-PLAIN', '2026-01-01T00:00:00Z');
+  // "reused" was deleted by K-WALLET's principal and re-created by K-PLAIN: the old events are not K-PLAIN's.
+  await link('P3', 'reused', linkedAgent, 'K-PLAIN', '2026-03-01T00:00:00Z');
+  const event = (id: string, agentAsset: string | null, linkId: string | null, at: string) =>
+    em.execute(
+      `insert into events (id, network, kind, phase, agent_asset, metadata, created_at, updated_at) values (?, 'chain-devnet', 'k', 'confirmed', ?, ?::jsonb, ?, ?)`,
+      [id, agentAsset, JSON.stringify(linkId ? { payment_link_id: linkId } : {}), at, at],
+    );
+  await event('E1', walletAgent, 'by-wallet', '2026-02-01T00:00:00Z');
+  await event('E2', linkedAgent, 'by-plain', '2026-02-01T00:00:00Z');
+  await event('E3', linkedAgent, 'reused', '2026-02-01T00:00:00Z'); // before the current "reused" existed
+  await event('E4', linkedAgent, 'reused', '2026-04-01T00:00:00Z');
+  await event('E5', loneAgent, null, '2026-04-01T00:00:00Z');
+  await event('E6', walletAgent, null, '2026-04-01T00:00:00Z');
+
+  await orm.getMigrator().up();
+  const owners = async (table: string, key: string) =>
+    Object.fromEntries(((await em.execute(`select ${key} as k, owner_principal as o from ${table}`)) as { k: string; o: string | null }[]).map((r) => [r.k, r.o]));
+  t.deepEqual(await owners('payment_links', 'id'), { 'by-wallet': `wallet:${walletKey.wallet}`, 'by-plain': 'key:K-PLAIN', reused: 'key:K-PLAIN' });
+  t.deepEqual(await owners('agents', 'mint'), { [walletAgent]: `wallet:${walletKey.wallet}`, [linkedAgent]: 'key:K-PLAIN', [loneAgent]: null });
+  t.deepEqual(await owners('events', 'id'), {
+    E1: `wallet:${walletKey.wallet}`,
+    E2: 'key:K-PLAIN',
+    E3: null,
+    E4: 'key:K-PLAIN',
+    E5: null,
+    E6: `wallet:${walletKey.wallet}`,
+  });
 });
