@@ -322,7 +322,9 @@ function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, ledge
     ports.push([host, port], [host, port + 1]);
   }
   if (config.facilitatorUrl) ports.push(at(config.facilitatorUrl));
-  if (database.embedded) ports.push(at(database.url));
+  // The database too, embedded or DATABASE_URL: no upstream may speak to PostgreSQL on the gateway's behalf.
+  const db = new URL(database.url);
+  ports.push([db.hostname || '127.0.0.1', db.port ? Number(db.port) : 5432]);
   for (const [host, port] of ports) refuseOwnListener(outbound, host, port);
 }
 
