@@ -602,6 +602,32 @@ test('two processes: after the store refuses once, the refusals that follow are 
   t.is(store2.calls, 2);
 });
 
+test('when a full window frees up, one exact decision answers for the waiting requests: no stampede on PostgreSQL', async (t) => {
+  const clock = new TestClock('2031-04-01T00:00:00.000Z');
+  const store1 = countingStore(t.context.a);
+  const store2 = countingStore(t.context.a);
+  const limits = resolveLimits({ default: 20 });
+  const p1 = new RateLimiter({ store: store1, clock, limits });
+  const p2 = new RateLimiter({ store: store2, clock, limits });
+  const subject = `key:herd-${Date.now()}`;
+  for (let i = 0; i < 20; i++) t.true((await p1.hit(subject, 'default')).allowed);
+  await p1.sync();
+  clock.advance(10_000);
+  t.false((await p2.hit(subject, 'default')).allowed);
+  t.is(store2.calls, 1);
+
+  // the 20 hits age out together: 50 requests arrive at once
+  clock.advance(50_000);
+  const results = await Promise.all(Array.from({ length: 50 }, () => p2.hit(subject, 'default')));
+  t.is(results.filter((d) => d.allowed).length, 20, 'exactly the 20 free slots');
+  const trips = store2.calls - 1;
+  t.log(`${trips} round trips for 50 concurrent requests and 20 free slots`);
+  // one decision finds the window open, then no more than the 19 free slots it leaves are asked for at once; the
+  // other 30 are refused once the answers prove the window full again
+  t.true(trips <= 21, `${trips} round trips`);
+  for (const d of results.filter((x) => !x.allowed)) t.is(d.retryAfterMs, 60_000);
+});
+
 test('a request taking several slots (a GraphQL operation\'s cost) is admitted only when all of them fit', async (t) => {
   const clock = new TestClock('2031-03-01T00:00:00.000Z');
   const store = countingStore(t.context.a);
