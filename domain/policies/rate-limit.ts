@@ -124,8 +124,8 @@ function confirmedOwn(w: WindowState): number {
 
 /**
  * When the sliding window alone proves that `need` more slots do not fit: the hits proven in the window and the time
- * (ms) at which that proof lapses; otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a refusal from memory is one the
- * store would have made:
+ * (ms) at which that proof lapses; otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a
+ * refusal from memory is one the store would have made:
  * - this process's own hits: each one is in the shared log (or on its way there) until it ages out;
  * - the store's last answer: `used` hits none older than `until` − 60 s are all still in the window before `until`.
  * The wait is until the proof lapses: then the store decides again (the first moment a slot may be free).
@@ -302,7 +302,6 @@ export class RateLimiter {
     const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
     return decide(bucket, limit, r.allowed, used, r.oldest.getTime(), nowMs);
   }
-
 
   /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
   sync(): Promise<void> {
