@@ -92,8 +92,13 @@ interface WindowState {
   exchangedAt: number;
   /** own hits taken from `pending` by exchanges still in flight: the store may or may not have them yet */
   carrying: number;
-  /** exact decisions in flight: each may be an own hit that is in neither `local` nor `others` yet */
+  /** exact decisions in flight */
   deciding: number;
+  /** slots those decisions ask for: each may be an own hit that is in neither `local` nor `others` yet */
+  decidingSlots: number;
+  /** resolved (and replaced) each time an exact decision of this window is answered */
+  settled: Promise<void>;
+  settle: () => void;
   /** exact decisions started so far: an exchange that overlapped one leaves `others` to that decision's answer */
   decisions: number;
   /** an exact decision carrying pending hits to the store: the next exact decision waits until they are there */
@@ -119,8 +124,8 @@ function confirmedOwn(w: WindowState): number {
 
 /**
  * When the sliding window alone proves that `need` more slots do not fit: the hits proven in the window and the time
- * (ms) at which that proof lapses; otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a refusal from memory is one the
- * store would have made:
+ * (ms) at which that proof lapses; otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a
+ * refusal from memory is one the store would have made:
  * - this process's own hits: each one is in the shared log (or on its way there) until it ages out;
  * - the store's last answer: `used` hits none older than `until` − 60 s are all still in the window before `until`.
  * The wait is until the proof lapses: then the store decides again (the first moment a slot may be free).
@@ -135,9 +140,22 @@ function provenFull(w: WindowState, limit: number, need: number, nowMs: number):
   return proof;
 }
 
-/** Keeps the store's latest proof of a busy window (see `WindowState.floor`). */
-function raiseFloor(w: WindowState, used: number, oldestMs: number): void {
+/**
+ * Keeps the store's proof of a busy window (see `WindowState.floor`): a new answer replaces a proof still valid only
+ * when it proves as many hits (answers may arrive out of order; both are lower bounds, the larger one is kept).
+ */
+function raiseFloor(w: WindowState, used: number, oldestMs: number, nowMs: number): void {
+  if (w.floor.until > nowMs && w.floor.used > used) return;
   w.floor = { used, until: oldestMs + WINDOW_MS };
+}
+
+function renewSettled(w: WindowState): void {
+  let settle!: () => void;
+  w.settled = new Promise<void>((resolve) => (settle = resolve));
+  w.settle = () => {
+    renewSettled(w);
+    settle();
+  };
 }
 
 function prune(log: number[], nowMs: number): void {
@@ -196,7 +214,11 @@ export class RateLimiter {
         flushing: undefined,
         admitted: 0,
         floor: { used: 0, until: -Infinity },
+        decidingSlots: 0,
+        settled: Promise.resolve(),
+        settle: () => {},
       };
+      renewSettled(w);
       this.windows.set(id, w);
     }
     prune(w.local, nowMs);
@@ -205,7 +227,7 @@ export class RateLimiter {
       this.localDenials++;
       return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
     }
-    const view = w.others + w.local.length + w.deciding;
+    const view = w.others + w.local.length + w.decidingSlots;
     if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
       for (let i = 0; i < need; i++) {
         w.local.push(nowMs);
@@ -214,17 +236,34 @@ export class RateLimiter {
       w.admitted += need;
       return decide(bucket, limit, true, view + need, w.local[0]!, nowMs);
     }
-    // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
-    while (w.carrying > 0) {
-      if (w.flushing) await w.flushing;
-      else if (this.syncing) await this.syncing.catch(() => {});
-      else break;
+    for (;;) {
+      // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
+      if (w.carrying > 0 && (w.flushing || this.syncing)) {
+        if (w.flushing) await w.flushing;
+        else await this.syncing!.catch(() => {});
+        continue;
+      }
+      // The window was full at the store's last answer and the exact decisions in flight may take whatever has freed
+      // up since: wait for one of them to be answered rather than ask too. (Otherwise, near the limit, every request
+      // that comes in while a slot frees up would go to PostgreSQL at once.)
+      if (w.decidingSlots > 0 && w.floor.used + w.decidingSlots + need > limit) {
+        await w.settled;
+        prune(w.local, nowMs);
+        const proof = provenFull(w, limit, need, nowMs);
+        if (proof) {
+          this.localDenials++;
+          return decide(bucket, limit, false, proof.used, proof.until - WINDOW_MS, nowMs);
+        }
+        continue;
+      }
+      break;
     }
     const confirmed = confirmedOwn(w);
     const pending = w.pending;
     w.pending = [];
     w.carrying += pending.length;
     w.deciding++;
+    w.decidingSlots += need;
     w.decisions++;
     const admittedBefore = w.admitted;
     const call = this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending, need);
@@ -244,22 +283,25 @@ export class RateLimiter {
     } catch (e) {
       w.carrying -= pending.length;
       w.deciding--;
+      w.decidingSlots -= need;
       w.pending = pending.concat(w.pending);
+      w.settle();
       throw e;
     }
     w.carrying -= pending.length;
     w.deciding--;
+    w.decidingSlots -= need;
     if (r.allowed) for (let i = 0; i < need; i++) w.local.push(nowMs);
     // own hits the store surely counted: those confirmed before, the ones this call carried, and its own
     w.others = Math.max(0, r.used - confirmed - pending.length - (r.allowed ? need : 0));
     w.exchangedAt = nowMs;
-    raiseFloor(w, r.used, r.oldest.getTime());
+    raiseFloor(w, r.used, r.oldest.getTime(), nowMs);
+    w.settle();
     // Admissions from memory made while this decision was in flight were not in the store it counted: report them
     // as taken (cautious; there are none once the window nears the limit, where every decision is exact).
     const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
     return decide(bucket, limit, r.allowed, used, r.oldest.getTime(), nowMs);
   }
-
 
   /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
   sync(): Promise<void> {
@@ -316,7 +358,7 @@ export class RateLimiter {
       if (!mine || mine.overlapped || mine.w.decisions !== mine.decisions) continue;
       mine.w.others = Math.max(0, row.used - mine.confirmed - mine.pending.length);
       mine.w.exchangedAt = nowMs;
-      if (row.oldest) raiseFloor(mine.w, row.used, row.oldest.getTime());
+      if (row.oldest) raiseFloor(mine.w, row.used, row.oldest.getTime(), nowMs);
     }
   }
 }

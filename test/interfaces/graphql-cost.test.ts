@@ -5,6 +5,8 @@ import WebSocket from 'ws';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 import { GRAPHQL_LIMITS } from '../../interfaces/policies/graphql-limits.ts';
+import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
+import { restError, toDomainError } from '../../interfaces/errors.ts';
 
 // Issue 17 "One query stalls everyone": a GraphQL operation is measured before it runs (tokens, aliases, depth,
 // estimated cost) and refused with query_too_complex in the standard extensions; its cost is counted against the key's
@@ -221,6 +223,16 @@ test('an answer over the byte cap is replaced by query_too_complex, never sent',
   const one = await gql(t, '{ paymentLinks(first: 1) { data { id response { body } } } }', key);
   t.is(one.status, 200);
   t.is(one.body.data.paymentLinks.data.length, 1);
+});
+
+test('query_too_complex is one code of the error table: REST envelope and tRPC code from the same row', (t) => {
+  t.deepEqual(ERROR_CODES.query_too_complex, { status: 400, trpc: 'BAD_REQUEST' });
+  const error = new DomainError('query_too_complex', 'too big', { limit: 'cost', max: 1, actual: 2 });
+  t.deepEqual(restError(error, 'REQ'), {
+    status: 400,
+    body: { error: 'query_too_complex', message: 'too big', details: { limit: 'cost', max: 1, actual: 2 }, request_id: 'REQ' },
+  });
+  t.is(toDomainError(error).error.code, 'query_too_complex');
 });
 
 /** Opens an SSE subscription and returns its first payload (node:http without keep-alive). */
