@@ -318,16 +318,20 @@ export class PaywallService {
       let served: Produced | undefined;
       if (call.link.settlePolicy === 'on_success' && !resuming) {
         const verdict = await this.deps.facilitator.verify(request);
-        if (!verdict.isValid) {
+        if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
           await this.deps.store.paidCalls.release(network, call.paymentKey);
           return this.challenge(call.link, call.accepts, call.resource, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
         }
-        served = await this.produce(call);
-        if (!served.ok) {
-          // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as upstream_failed
-          // (the catch below forgets the payment).
-          await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
-          throw served.error;
+        // Already settled (by a process that died before recording it): the settle below learns from the ledger
+        // whether it landed; the money moved, so the call is served and recorded like a resumed one.
+        if (verdict.isValid) {
+          served = await this.produce(call);
+          if (!served.ok) {
+            // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as
+            // upstream_failed (the catch below forgets the payment).
+            await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
+            throw served.error;
+          }
         }
       }
       if (!attempted) {

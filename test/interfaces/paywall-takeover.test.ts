@@ -17,6 +17,7 @@ import {
   paidCallsOf,
   receiptsOf,
   recordingPayingFetch,
+  startLocalServer,
   startPaywallApp,
   stopPaywallApp,
   tokenBalance,
@@ -165,27 +166,31 @@ function facilitatorRequest(paymentSignature: string): FacilitatorRequest {
   return { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted } as FacilitatorRequest;
 }
 
-test('a facilitator duplicate_settlement for a transaction the ledger confirms resumes to success for a fresh claimant', async (t) => {
-  const w = t.context;
-  const { link, agent, treasury, url } = await createLink(w, { response: { status: 200, body: { resumed: true } } });
-  const buyer = await fundBuyer(w);
-  const payment = await buildPayment(w, url, buyer);
-  // The transaction was settled (it landed) but no paid call was recorded: what a process that died between the
-  // facilitator's answer and its claim's first write — before this fix, any crash after broadcast — leaves behind.
-  const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
-  t.true(direct.success, JSON.stringify(direct));
-  t.is(await tokenBalance(w, treasury), PRICE);
-  t.deepEqual(await paidCallsOf(w, link.id), []);
+for (const policy of ['before_forward', 'on_success'] as const) {
+  test(`a facilitator duplicate_settlement for a transaction the ledger confirms resumes to success for a fresh claimant (${policy})`, async (t) => {
+    const w = t.context;
+    const upstream = await startLocalServer(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"resumed":true}' }));
+    t.teardown(() => upstream.close());
+    const { link, agent, treasury, url } = await createLink(w, { settle_policy: policy, metadata: { upstream_url: `${upstream.url}/data` } });
+    const buyer = await fundBuyer(w);
+    const payment = await buildPayment(w, url, buyer);
+    // The transaction was settled (it landed) but no paid call was recorded: what a process that died between the
+    // facilitator's answer and its claim's first write — before this fix, any crash after broadcast — leaves behind.
+    const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
+    t.true(direct.success, JSON.stringify(direct));
+    t.is(await tokenBalance(w, treasury), PRICE);
+    t.deepEqual(await paidCallsOf(w, link.id), []);
 
-  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
-  const text = await replay.text();
-  t.is(replay.status, 200, text); // before: 402 duplicate_settlement, the paid call deleted
-  t.deepEqual(JSON.parse(text), { resumed: true });
-  t.is(decodePaymentResponse(replay.headers.get('PAYMENT-RESPONSE')!).transaction, direct.transaction);
-  t.is((await receiptsOf(w, agent)).length, 1);
-  t.is((await getLink(w, link.id)).counters.settled_count, 1);
-  t.is(await tokenBalance(w, treasury), PRICE, 'nothing settled twice');
-});
+    const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
+    const text = await replay.text();
+    t.is(replay.status, 200, text); // before: 402 duplicate_settlement, the paid call deleted
+    t.deepEqual(JSON.parse(text), { resumed: true });
+    t.is(decodePaymentResponse(replay.headers.get('PAYMENT-RESPONSE')!).transaction, direct.transaction);
+    t.is((await receiptsOf(w, agent)).length, 1);
+    t.is((await getLink(w, link.id)).counters.settled_count, 1);
+    t.is(await tokenBalance(w, treasury), PRICE, 'nothing settled twice');
+  });
+}
 
 test('a payment whose record was pruned after its replay window is never recorded twice: 402 payment_already_used', async (t) => {
   const w = t.context;
