@@ -260,7 +260,7 @@ export class PaywallService {
   /** Exactly once: claim the payment, or answer from its record. */
   private async pay(call: Call, waitMs: number): Promise<PaywallResponse> {
     const { network } = call.link;
-    const deadline = Date.now() + waitMs;
+    const deadline = this.deps.clock.now().getTime() + waitMs;
     for (;;) {
       const now = this.deps.clock.now();
       const claim = await this.deps.store.paidCalls.claim({
@@ -283,8 +283,8 @@ export class PaywallService {
         }
         return replayed(record.response);
       }
-      if (Date.now() >= deadline) throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      if (now.getTime() >= deadline) throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
+      await this.deps.clock.sleep(100);
     }
   }
 
