@@ -31,7 +31,7 @@ export class TestClock implements Clock {
   }
 
   /** how many sleeps are waiting for this clock to move */
-  get sleeping(): number {
+  get waiting(): number {
     return this.sleepers.length;
   }
 
