@@ -77,6 +77,8 @@ export interface EmbeddedLedgerOptions {
   /** … or this long after the first unsaved change (default 5000 ms) */
   snapshotIntervalMs?: number;
   onWarning?: (message: string) => void;
+  /** the caller already holds the directory's LOCK (a LedgerThread takes it on the main thread) and releases it */
+  lockHeld?: boolean;
 }
 
 interface TokenInfo {
@@ -220,7 +222,7 @@ export class EmbeddedLedger implements Ledger {
    */
   static async open(options: EmbeddedLedgerOptions): Promise<EmbeddedLedger> {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
-    const releaseLock = acquireLock(options.dir);
+    const releaseLock = options.lockHeld ? () => {} : acquireLock(options.dir);
     try {
       const mintAuthority = loadOrCreateKeypair(join(options.dir, 'mint-authority.json'));
       const faucet = loadOrCreateKeypair(join(options.dir, 'faucet.json'));

@@ -27,6 +27,17 @@ const MAX_SIGNATURE_STATUSES = 256;
 const MAX_MULTIPLE_ACCOUNTS = 100;
 /** JSON-RPC server-error range: an admin method called without the right secret */
 export const ADMIN_REFUSED = -32099;
+/** JSON-RPC server-error range: a PubSub cap was reached (subscriptions per socket, sockets per client) */
+export const LIMIT_REACHED = -32098;
+
+/** Caps of the PubSub server, so one client cannot make the ledger's thread work for everyone's subscriptions. */
+export interface PubSubLimits {
+  /** subscriptions one WebSocket may hold at once (default 256) */
+  subscriptionsPerSocket?: number | undefined;
+  /** WebSockets open at once from one client address (default 64) */
+  socketsPerClient?: number | undefined;
+}
+const DEFAULT_LIMITS: Required<PubSubLimits> = { subscriptionsPerSocket: 256, socketsPerClient: 64 };
 
 export interface LedgerRpcServerOptions {
   ledger: EmbeddedLedger;
@@ -42,6 +53,7 @@ export interface LedgerRpcServerOptions {
    * `x-svc-ledger-admin` header; unset, or a listener not bound to loopback: the admin methods do not exist
    */
   adminSecret?: string | null | undefined;
+  limits?: PubSubLimits | undefined;
 }
 
 export interface LedgerRpcServer {
@@ -69,7 +81,10 @@ type Handler = (params: Params, context: CallContext) => unknown;
 export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Promise<LedgerRpcServer> {
   const { ledger } = options;
   const host = options.host ?? '127.0.0.1';
-  const pubsub = new PubSub(ledger);
+  const pubsub = new PubSub(ledger, {
+    subscriptionsPerSocket: options.limits?.subscriptionsPerSocket ?? DEFAULT_LIMITS.subscriptionsPerSocket,
+    socketsPerClient: options.limits?.socketsPerClient ?? DEFAULT_LIMITS.socketsPerClient,
+  });
 
   // Ledger-admin methods (svc_mintStable; requestAirdrop on mainnet) exist only on a loopback listener that was
   // given the admin secret, and answer only loopback callers presenting it (header ADMIN_HEADER).
@@ -110,7 +125,7 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY });
   wss.on('error', () => {});
-  wss.on('connection', (socket) => pubsub.attach(socket));
+  wss.on('connection', (socket: WebSocket, req: IncomingMessage) => pubsub.attach(socket, req.socket.remoteAddress ?? ''));
   const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer) => wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
 
   const listen = (server: Server, port: number) =>
@@ -532,7 +547,15 @@ class PubSub {
   private readonly unlisten: () => void;
   private readonly unlistenCommit: () => void;
 
-  constructor(private readonly ledger: EmbeddedLedger) {
+  /** each socket's subscription ids */
+  private readonly ofSocket = new WeakMap<WebSocket, Set<number>>();
+  /** open sockets per client address */
+  private readonly sockets = new Map<string, number>();
+
+  constructor(
+    private readonly ledger: EmbeddedLedger,
+    private readonly limits: Required<PubSubLimits>,
+  ) {
     this.unlisten = ledger.onTransaction((landed) => {
       const sigSubs = this.bySignature.get(landed.signature);
       if (sigSubs) {
@@ -575,12 +598,27 @@ class PubSub {
 
   private notifySignature(id: number, slot: number, err: unknown): void {
     const sub = this.subs.get(id);
-    if (sub) this.notify(sub.socket, 'signatureNotification', id, { context: { slot }, value: { err } });
+    if (!sub) return;
+    this.notify(sub.socket, 'signatureNotification', id, { context: { slot }, value: { err } });
     this.subs.delete(id);
+    this.ofSocket.get(sub.socket)?.delete(id); // a signature subscription ends with its notification
   }
 
-  attach(socket: WebSocket): void {
+  attach(socket: WebSocket, client: string): void {
+    const open = this.sockets.get(client) ?? 0;
+    if (open >= this.limits.socketsPerClient) {
+      socket.on('error', () => socket.terminate());
+      this.send(socket, errorObject(null, new RpcError(LIMIT_REACHED, `Too many WebSocket connections from this client (max ${this.limits.socketsPerClient})`)));
+      return void socket.close(1008, 'too many connections');
+    }
+    this.sockets.set(client, open + 1);
+    socket.once('close', () => {
+      const left = (this.sockets.get(client) ?? 1) - 1;
+      if (left > 0) this.sockets.set(client, left);
+      else this.sockets.delete(client);
+    });
     const mine = new Set<number>();
+    this.ofSocket.set(socket, mine);
     // a bad frame (invalid UTF-8, over maxPayload) is an 'error' on the socket: close it, never throw
     socket.on('error', () => socket.terminate());
     socket.on('message', (raw) => {
@@ -622,6 +660,9 @@ class PubSub {
   private call(socket: WebSocket, request: JsonRpcRequest, mine: Set<number>): unknown {
     const params = Array.isArray(request.params) ? request.params : [];
     const add = (sub: Subscription) => {
+      if (mine.size >= this.limits.subscriptionsPerSocket) {
+        throw new RpcError(LIMIT_REACHED, `Too many subscriptions on this socket (max ${this.limits.subscriptionsPerSocket}); unsubscribe or open another socket`);
+      }
       const id = this.nextId++;
       this.subs.set(id, sub);
       mine.add(id);
