@@ -2,7 +2,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
-import { PublicKey } from '@solana/web3.js';
 import type {
   LatestBlockhash,
   Ledger,
@@ -38,8 +37,10 @@ import {
   isTokenAccountData,
   isTokenProgram,
   parseTokenAccount,
+  readMintDecimals,
   readTokenAmount,
 } from './token.ts';
+import { associatedTokenAccount } from '../../../domain/treasury/derive.ts';
 import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
 
 // One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
@@ -451,7 +452,7 @@ export class EmbeddedLedger implements Ledger {
     if (d === undefined) {
       const account = this.readAccount(mint);
       if (!account || !isMintData(account.owner, account.data)) return undefined;
-      d = account.data[44]!;
+      d = readMintDecimals(account.data);
       this.decimals.set(mint, d);
     }
     return d;
@@ -817,8 +818,8 @@ export class EmbeddedLedger implements Ledger {
     if (!mintAccount || !isMintData(mintAccount.owner, mintAccount.data)) throw new RangeError(`no mint at ${mint}`);
     if (amount <= 0n || amount > 0xffff_ffff_ffff_ffffn) throw new RangeError('amount must be a positive u64');
     const tokenProgram = mintAccount.owner;
-    const decimals = mintAccount.data[44]!;
-    const ata = associatedTokenAddress(owner, mint, tokenProgram);
+    const decimals = readMintDecimals(mintAccount.data);
+    const ata = associatedTokenAccount(owner, mint, tokenProgram);
     const mintData = Buffer.alloc(10);
     mintData[0] = 14; // MintToChecked
     mintData.writeBigUInt64LE(amount, 1);
@@ -1188,13 +1189,6 @@ function priorityFee(instructions: { programIndex: number; data: Uint8Array }[],
   }
   const units = (limit ?? defaultLimit) > 1_400_000n ? 1_400_000n : (limit ?? defaultLimit);
   return (price * units + 999_999n) / 1_000_000n;
-}
-
-export function associatedTokenAddress(owner: string, mint: string, tokenProgram: string): string {
-  return PublicKey.findProgramAddressSync(
-    [new PublicKey(owner).toBytes(), new PublicKey(tokenProgram).toBytes(), new PublicKey(mint).toBytes()],
-    new PublicKey(ASSOCIATED_TOKEN_PROGRAM_ID),
-  )[0].toBase58();
 }
 
 interface LocalInstruction {
