@@ -19,7 +19,7 @@ import type { Network } from '../../../domain/shared/network.ts';
 import type { FaucetLedger } from './faucet.ts';
 import { acquireLock } from './files.ts';
 import type { MintResult } from './ledger.ts';
-import type { PubSubLimits } from './rpc-server.ts';
+import type { PubSubLimits } from './pubsub.ts';
 import { deserializeError, type FromThread, type LedgerThreadData, type ThreadMethod, type ToThread } from './thread-protocol.ts';
 
 // An embedded ledger run off the main thread (issue 17: 200 sockets × 100 accountSubscribe stalled /v1/health for

@@ -1,7 +1,7 @@
 import { DomainError, isErrorCode } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import { LedgerLockedError } from './files.ts';
-import type { PubSubLimits } from './rpc-server.ts';
+import type { PubSubLimits } from './pubsub.ts';
 
 // The messages between a LedgerThread (main thread) and its worker (thread-worker.ts), which owns one embedded
 // ledger and its JSON-RPC server. Values cross by structured clone: bigint and Uint8Array survive, classes do not,
