@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
 import type { LatestBlockhash, Ledger, LedgerAccount, LedgerTransaction, LedgerTransactionError, SendOptions, SendResult, SignatureInfo, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult, TokenAccountBalance } from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
 import { decodeAddress, decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
+import { BlockhashWindow } from './blockhash-window.ts';
 import { transactionErrorJson } from './errors.ts';
 import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
 import { History, type HistoryEntry, type RawTokenBalance, type StoredTransaction } from './history.ts';
@@ -29,7 +30,6 @@ export const GENESIS_HASH: Record<Network, string> = {
   'chain-mainnet': '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d',
 };
 
-export const MAX_PROCESSING_AGE = 150;
 export const SLOTS_PER_EPOCH = 432_000;
 const LAMPORTS_PER_SIGNATURE = 5_000n;
 /** below 2^53 so JSON clients that read lamports as numbers stay exact */
@@ -136,16 +136,12 @@ export class EmbeddedLedger implements Ledger {
   private svm: LiteSvm;
   private readonly history: History;
   private header: SnapshotHeader;
-  private readonly seed: Buffer;
   private lastSlot: number;
   private clockSlot = -1;
   private readonly releaseLock: () => void;
 
-  // blockhash window: heights [top - 150, top]
-  private windowTop = -1;
-  private readonly window: { height: number; text: string; raw: string }[] = [];
-  private readonly windowByText = new Map<string, number>();
-  private readonly windowByRaw = new Map<string, number>();
+  /** blockhashes of heights [top - 150, top] */
+  private readonly blockhashes: BlockhashWindow;
 
   /** latin1 of 32 key bytes → its base58 name and a copy of the bytes (for LiteSVM calls, without a view per use) */
   private readonly names = new Map<string, { name: string; key: Buffer }>();
@@ -176,7 +172,7 @@ export class EmbeddedLedger implements Ledger {
     this.warn = options.onWarning ?? (() => {});
     this.svm = parts.svm;
     this.header = parts.header;
-    this.seed = Buffer.from(parts.header.blockhashSeed, 'hex');
+    this.blockhashes = new BlockhashWindow(Buffer.from(parts.header.blockhashSeed, 'hex'));
     this.releaseLock = parts.releaseLock;
     this.mintAuthority = parts.mintAuthority;
     this.faucet = parts.faucet;
@@ -244,42 +240,18 @@ export class EmbeddedLedger implements Ledger {
     this.markUnsaved();
   }
 
-  private blockhashAt(height: number): Buffer {
-    const h = createHash('sha256');
-    h.update(this.seed);
-    const n = Buffer.alloc(8);
-    n.writeBigUInt64LE(BigInt(height));
-    h.update(n);
-    return h.digest();
-  }
-
   private refreshWindow(): number {
-    const top = this.slot();
-    if (top === this.windowTop) return top;
-    for (let h = Math.max(this.windowTop + 1, top - MAX_PROCESSING_AGE, 0); h <= top; h++) {
-      const raw = this.blockhashAt(h);
-      const entry = { height: h, text: encodeBase58(raw), raw: raw.toString('latin1') };
-      this.window.push(entry);
-      this.windowByText.set(entry.text, h);
-      this.windowByRaw.set(entry.raw, h);
-    }
-    while (this.window.length && this.window[0]!.height < top - MAX_PROCESSING_AGE) {
-      const old = this.window.shift()!;
-      this.windowByText.delete(old.text);
-      this.windowByRaw.delete(old.raw);
-    }
-    this.windowTop = top;
-    return top;
+    return this.blockhashes.refresh(this.slot());
   }
 
   latestBlockhash(): LatestBlockhash {
-    const height = this.refreshWindow();
-    return { blockhash: this.window[this.window.length - 1]!.text, lastValidBlockHeight: height + MAX_PROCESSING_AGE, slot: height };
+    this.refreshWindow();
+    return this.blockhashes.latest();
   }
 
   blockhashValid(blockhash: string): boolean {
     this.refreshWindow();
-    return this.windowByText.has(blockhash);
+    return this.blockhashes.has(blockhash);
   }
 
   private syncClock(slot: number, unixSeconds: number): void {
@@ -529,7 +501,7 @@ export class EmbeddedLedger implements Ledger {
     const resolved = this.resolveKeys(tx);
     if ('err' in resolved) return this.drop(skip, signature, resolved.err);
     const names = resolved.names;
-    const inWindow = this.windowByRaw.has((tx.bytes as LatinBuffer).latin1Slice(tx.blockhashOffset, tx.blockhashOffset + 32));
+    const inWindow = this.blockhashes.hasRaw((tx.bytes as LatinBuffer).latin1Slice(tx.blockhashOffset, tx.blockhashOffset + 32));
     const nonceKey = inWindow ? null : this.nonceAccountOf(tx, resolved);
     if (!inWindow && !nonceKey) return this.drop(skip, signature, 'BlockhashNotFound');
     if (this.history.has(signature)) return this.drop(skip, signature, 'AlreadyProcessed');
@@ -679,7 +651,7 @@ export class EmbeddedLedger implements Ledger {
     const out: Partial<SimulateWireResult> = {};
     if (options.replaceRecentBlockhash) {
       out.replacementBlockhash = this.latestBlockhash();
-    } else if (!this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
+    } else if (!this.blockhashes.hasRaw(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
       const resolved = this.resolveKeys(tx);
       const nonce = 'err' in resolved ? null : this.nonceAccountOf(tx, resolved);
       if (!nonce) return { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 };
@@ -724,7 +696,7 @@ export class EmbeddedLedger implements Ledger {
       return null;
     }
     this.refreshWindow();
-    if (!this.windowByRaw.has(m.bytes.toString('latin1', m.blockhashOffset, m.blockhashOffset + 32))) return null;
+    if (!this.blockhashes.hasRaw(m.bytes.toString('latin1', m.blockhashOffset, m.blockhashOffset + 32))) return null;
     const names: string[] = [];
     for (let i = 0; i < m.numStaticKeys; i++) names.push(this.nameAt(m.bytes, m.keysOffset + i * 32));
     return LAMPORTS_PER_SIGNATURE * BigInt(m.numRequiredSignatures) + priorityFee(m.instructions, names);
