@@ -77,6 +77,9 @@ function describe(req: Req): string {
 /** The invariant: below 500, X-Svc-Request-Id (a ULID), and errors in the transport's envelope naming that id. */
 type EnvelopeCheck = (status: number, json: unknown, requestId: string) => string | undefined;
 
+/** Answers seen, by status class: printed so a run shows how far past validation the fuzz reached. */
+const seen = new Map<string, number>();
+
 async function probe(ctx: Ctx, req: Req, envelope: EnvelopeCheck): Promise<string | undefined> {
   let res: Res;
   const started = Date.now();
@@ -86,6 +89,8 @@ async function probe(ctx: Ctx, req: Req, envelope: EnvelopeCheck): Promise<strin
   } catch (e) {
     return `no answer (${(e as Error).message}) to ${describe(req)}`;
   }
+  const klass = `${res.status}`;
+  seen.set(klass, (seen.get(klass) ?? 0) + 1);
   const fail = (why: string) => `${why}: ${res.status} ${res.text.slice(0, 300)} ← ${describe(req)}`;
   if (res.status >= 500) return fail('5xx');
   const requestId = res.headers['x-svc-request-id'];
@@ -177,6 +182,10 @@ const hostileString: fc.Arbitrary<string> = fc.oneof(
     '*',
     'payment_link.*',
     'chain-mainnet',
+    'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA',
+    'SysvarRent111111111111111111111111111111111',
+    'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr',
+    '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
     'svc_test_',
     '😀',
   ),
@@ -381,9 +390,14 @@ function operationsOf(doc: { paths: Record<string, Record<string, { parameters?:
 }
 
 /** Valid requests to mutate from, where a valid one needs state (an agent, a link, an event); else the schema's shape. */
-function baselines(ctx: Ctx): Record<string, { body?: unknown; params?: Record<string, string>; query?: Record<string, string> }> {
+function baselines(ctx: Ctx): Record<string, { body?: unknown; bodies?: unknown[]; params?: Record<string, string>; query?: Record<string, string> }> {
   return {
-    'POST /v1/payment-links': { body: linkBody(ctx.owner) },
+    'POST /v1/payment-links': {
+      bodies: [
+        linkBody(ctx.owner),
+        linkBody(ctx.owner, { method: 'POST', currency: 'USDC', accepts_currencies: ['USDC'], webhook_url: 'https://example.com/hook', metadata: { upstream_url: 'https://example.com/x' } }),
+      ],
+    },
     'PATCH /v1/payment-links/{id}': { body: { label: 'renamed' }, params: { id: ctx.linkId } },
     'GET /v1/payment-links/{id}': { params: { id: ctx.linkId } },
     'DELETE /v1/payment-links/{id}': { params: { id: ctx.linkId } },
@@ -399,13 +413,13 @@ function baselines(ctx: Ctx): Record<string, { body?: unknown; params?: Record<s
     'POST /v1/admin/api-keys/{id}/disable': { params: { id: ctx.spareKeyId } },
     'GET /v1/metrics/usage': { query: { days: '7' } },
     'GET /v1/metrics/events': { query: { days: '7' } },
-    'POST /v1/dev/faucet': { body: { address: ctx.owner, sol: '0.001' } },
+    'POST /v1/dev/faucet': { bodies: [{ address: ctx.owner, sol: '0.001' }, { address: ctx.owner, token: 'USDC', amount: '1' }] },
   };
 }
 
 function restRequest(ctx: Ctx, op: Operation): fc.Arbitrary<Req> {
   const base = baselines(ctx)[`${op.method} ${op.path}`] ?? {};
-  const bodyBaseline = base.body ?? (op.body ? exampleOf(op.body) : undefined);
+  const bodyBaselines = base.bodies ?? [base.body ?? (op.body ? exampleOf(op.body) : {})];
   const pathParams = op.parameters.filter((p) => p.in === 'path');
   const queryParams = op.parameters.filter((p) => p.in === 'query');
 
@@ -434,7 +448,9 @@ function restRequest(ctx: Ctx, op: Operation): fc.Arbitrary<Req> {
       method: fc.oneof({ arbitrary: fc.constant(op.method), weight: 12 }, { arbitrary: fc.constantFrom('PUT', 'OPTIONS', 'DELETE', 'POST', 'GET'), weight: 1 }),
       params,
       query,
-      body: takesBody ? bodyFor(bodyBaseline ?? {}).map((b) => b as string | undefined) : fc.option(rawBody, { freq: 8 }).map((b) => b ?? undefined),
+      body: takesBody
+        ? fc.constantFrom(...bodyBaselines).chain((b) => bodyFor(b)).map((b) => b as string | undefined)
+        : fc.option(rawBody, { freq: 8 }).map((b) => b ?? undefined),
       ct: contentType,
       auth: authorization(ctx),
       idem: idempotencyKey,
@@ -479,6 +495,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
+  console.log(`fuzz answers by status: ${JSON.stringify(Object.fromEntries([...seen].sort()))}`);
   if (!t.context?.app) return;
   t.context.agent.destroy();
   await t.context.app.close();
