@@ -316,3 +316,20 @@ test('(g) the legacy x402-fetch 1.x client pays a fee-free link of a brand-new s
   t.is(await usdcOf(w, treasury), PRICE);
   t.is(await usdcOf(w, payer.publicKey.toBase58()), before - PRICE);
 });
+
+test.serial('(h) svc-gateway/x402 answers an x402 v1 offer too (registerV1): the v1 body offer, paid with X-PAYMENT, settles both legs', async (t) => {
+  const w = t.context.fee;
+  const { treasury, url } = await sellerLink(t, w);
+  const payer = await buyer(w);
+  const buyerBefore = await usdcOf(w, payer.publicKey.toBase58());
+  const v1 = (await (await fetch(url)).json()) as { x402Version: number; accepts: any[] };
+  t.is(v1.x402Version, 1);
+  const scheme = new ExactSvmFeeScheme(payer, { rpcUrl: w.rpcUrl }); // a web3.js Keypair works as the signer too
+  const payload = await scheme.createPaymentPayload(1, v1.accepts[0]);
+  t.like(payload, { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK['chain-devnet'] });
+  const res = await fetch(url, { headers: { 'X-PAYMENT': Buffer.from(JSON.stringify(payload)).toString('base64') } });
+  t.is(res.status, 200, await res.clone().text());
+  t.truthy(res.headers.get('X-PAYMENT-RESPONSE'));
+  t.is(await usdcOf(w, treasury), PRICE);
+  t.is(buyerBefore - (await usdcOf(w, payer.publicKey.toBase58())), PRICE + feeFor(PRICE, 100));
+});
