@@ -8,7 +8,7 @@ import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
 import { createSigner as createLegacySigner, decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchWithPaymentV1 } from 'x402-fetch';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/index.ts';
-import { ExactSvmFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
+import { ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
@@ -281,7 +281,8 @@ test('(f) the scheme refuses fee terms the facilitator does not publish, and hol
 
   const liar = await lyingFacilitator({ bps: 100, authority: Keypair.generate().publicKey.toBase58() });
   t.teardown(() => new Promise<void>((resolve) => liar.server.close(() => resolve())));
-  const lied = new x402Client().register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl, facilitatorUrl: liar.url }));
+  // registerSvcFeeScheme: the same scheme for v2 (CAIP-2) and v1 names of both networks.
+  const lied = registerSvcFeeScheme(new x402Client(), { signer, rpcUrl: w.rpcUrl, facilitatorUrl: liar.url });
   const mismatch = await t.throwsAsync(wrapFetchWithPayment(fetch, lied)(url));
   t.regex(mismatch?.message ?? '', /fee authority/);
 
