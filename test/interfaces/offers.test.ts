@@ -65,3 +65,16 @@ test('the facilitator answers why it did not prepare the account: ata_creation_n
   t.like(answer.accounts[0], { asset: USDC.mint, ready: false, reason: 'ata_creation_not_sponsored' });
   t.regex((answer.accounts[0] as { message: string }).message, /daily rent budget is spent/);
 });
+
+test('an update that changes the offer (owner, price, currencies) prepares again and answers pay_to_ready; other updates do not check (null)', async (t) => {
+  const { app, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const created = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { id: 'refused-update' }) });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const label = await http(app, 'PATCH', '/v1/payment-links/refused-update', { key, body: { label: 'Renamed' } });
+  t.is(label.status, 200, JSON.stringify(label.body));
+  t.is(label.body.accepts[0].pay_to_ready, null);
+  const price = await http(app, 'PATCH', '/v1/payment-links/refused-update', { key, body: { price: '$0.02' } });
+  t.is(price.status, 200, JSON.stringify(price.body));
+  t.like(price.body.accepts[0], { amount: '20000', pay_to_ready: false });
+});
