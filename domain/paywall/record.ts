@@ -1,4 +1,5 @@
 import { newId } from '../shared/ids.ts';
+import { newEvent, type EventKindName, type EventMetadata } from '../events/kinds.ts';
 import { atomicToDecimal, feeFor } from '../shared/money.ts';
 import { STABLES, type Stable } from '../shared/network.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
@@ -104,8 +105,8 @@ export class PaidCallRecorder {
   private async emit(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, receipt: ReceiptV1, fee: bigint, stable: Stable, status: number) {
     const { link } = call;
     const base = { network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
-    const append = (kind: string, metadata: Record<string, unknown>, withSignature = true) =>
-      tx.events.append({ ...base, id: newId(now.getTime()), kind, metadata, signature: withSignature ? signature : null });
+    const append = <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) =>
+      tx.events.append(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
     await append('payment_link.settled', {
       payment_link_id: link.id,
       agent: link.ownerAgent,
