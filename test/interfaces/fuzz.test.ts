@@ -104,7 +104,10 @@ async function probe(ctx: Ctx, req: Req, envelope: EnvelopeCheck): Promise<strin
   } catch {
     return fail('not JSON');
   }
-  const problem = envelope(res.status, json, requestId);
+  // An Idempotency-Key replay is the first answer byte for byte: its body names the request that produced it.
+  const replayedId = (json as { request_id?: unknown } | null)?.request_id;
+  const expectedId = res.headers['idempotent-replayed'] === 'true' && typeof replayedId === 'string' && ULID.test(replayedId) ? replayedId : requestId;
+  const problem = envelope(res.status, json, expectedId);
   return problem ? fail(problem) : undefined;
 }
 
