@@ -1,6 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import pino, { type Logger } from 'pino';
@@ -20,6 +22,7 @@ import { MikroOrmFacilitatorStore } from '../adapters/store/facilitator-store.ts
 import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
 import { joinLedgersLazily } from '../adapters/ledger/joined.ts';
 import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';
+import { effectivePort } from '../domain/ports/outbound-http.ts';
 import { HttpFacilitator } from '../adapters/facilitator/http.ts';
 import { InProcessFacilitator } from '../adapters/facilitator/in-process.ts';
 import { FacilitatorService } from '../domain/facilitator/service.ts';
@@ -41,7 +44,7 @@ import { buildServices, type Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
-import { resolveError, restError } from './errors.ts';
+import { noteRequestId, resolveError, restError, trpcError } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
 
 // The one composition root: config → adapters → services → servers. Tests build the app through here too.
@@ -120,6 +123,8 @@ export interface App {
   ledgers: CoreLedgers;
   config: Config;
   services: Services;
+  /** the outbound HTTP the services call through (issue 17: tests ask it which listeners it refuses) */
+  outbound: GuardedOutboundHttp;
   fastify: FastifyInstance;
   database: Database;
   log: Logger;
@@ -159,6 +164,8 @@ export interface Core {
   ledgers: CoreLedgers;
   services: Services;
   settings: GatewaySettings;
+  /** the services' outbound HTTP; `refuse` registers a listener learned later (the HTTP port after listen) */
+  outbound: GuardedOutboundHttp;
   log: Logger;
   close(): Promise<void>;
 }
@@ -197,10 +204,12 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         ? undefined
         : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee });
     const paywallFacilitator = config.facilitatorUrl
-      ? new HttpFacilitator({ url: config.facilitatorUrl })
+      ? new HttpFacilitator({ url: config.facilitatorUrl, token: config.facilitator.accountsSecret })
       : facilitator
         ? new InProcessFacilitator(facilitator)
         : undefined;
+    const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow });
+    refuseOwnListeners(outbound, config, ledgers, database);
     const services = buildServices({
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
@@ -213,7 +222,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
       facilitator,
       paywallFacilitator,
-      outbound: new GuardedOutboundHttp({ allowPrivate: config.outboundAllowPrivate }),
+      outbound,
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
       onWarning: (message, context) => log.warn(context, message),
     });
@@ -230,6 +239,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       ledgers: opened,
       services,
       settings,
+      outbound,
       log,
       async close() {
         clearInterval(flushTimer);
@@ -255,10 +265,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let fastify: FastifyInstance | undefined;
   let runner: JobRunner | undefined;
   try {
-    fastify = buildHttp({ services, log });
+    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.port, host: config.host });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.port;
+    refuseOwnListener(core.outbound, config.host, port);
     // With PORT=0 the real port is known only now.
     if (!config.baseUrl) settings.baseUrl = `http://localhost:${port}`;
     if (!config.facilitatorUrl) settings.facilitatorUrl = `${settings.baseUrl}/facilitator`;
@@ -268,6 +279,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
       ledgers: core.ledgers,
       config,
       services,
+      outbound: core.outbound,
       fastify,
       database,
       log,
@@ -287,6 +299,41 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
     await fastify?.close().catch(() => {});
     await core.close();
     throw e;
+  }
+}
+
+/**
+ * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
+ * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`), the
+ * embedded ledgers' JSON-RPC and WebSocket ports and the embedded PostgreSQL; createApp adds its HTTP port after
+ * listen (port 0 becomes the assigned one).
+ */
+function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, ledgers: CoreLedgers, database: Database): void {
+  const ports: [host: string, port: number][] = [[config.host, config.port], [config.facilitator.host, config.facilitator.port]];
+  for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
+    if (source === 'embedded' && port !== 0) ports.push([config.ledgers.rpcHost, port], [config.ledgers.rpcHost, port + 1]);
+  }
+  const at = (url: string): [string, number] => [new URL(url).hostname, effectivePort(new URL(url))];
+  for (const network of Object.keys(ledgers.embedded) as Network[]) {
+    const rpc = ledgers.rpcUrls[network];
+    if (!rpc) continue;
+    // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
+    const [host, port] = at(rpc);
+    ports.push([host, port], [host, port + 1]);
+  }
+  if (config.facilitatorUrl) ports.push(at(config.facilitatorUrl));
+  // The database too, embedded or DATABASE_URL: no upstream may speak to PostgreSQL on the gateway's behalf.
+  const db = new URL(database.url);
+  ports.push([db.hostname || '127.0.0.1', db.port ? Number(db.port) : 5432]);
+  for (const [host, port] of ports) refuseOwnListener(outbound, host, port);
+}
+
+function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) return;
+  try {
+    outbound.refuse(`${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`);
+  } catch {
+    outbound.refuse(`0.0.0.0:${port}`); // an odd bind host: the port is refused on every local address all the same
   }
 }
 
@@ -377,7 +424,7 @@ export async function createFacilitatorApp(config: Config, options: { logger?: L
     fastify.addHook('onRequest', async (req, reply) => {
       reply.raw.setHeader('X-Svc-Request-Id', req.id);
     });
-    registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '' });
+    registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '', accountsToken: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.facilitator.port;
@@ -423,7 +470,37 @@ export function startJobRunner(url: string, services: Services, log: Logger): Pr
   return startGraphileRunner({ connectionString: url, tasks, recurring, log });
 }
 
-function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (request line and headers over 16 KiB, malformed
+ * request lines): the envelope and X-Svc-Request-Id like every other answer, then the connection is closed.
+ */
+function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const requestId = newId();
+  const error =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new DomainError('headers_too_large', 'The request line and headers exceed 16 KiB.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? DomainError.invalid([{ path: '', message: 'The request did not arrive in time', code: 'timeout' }], 'The request did not arrive in time.')
+        : DomainError.invalid([{ path: '', message: 'Malformed HTTP request', code: 'malformed' }], 'Malformed HTTP request.');
+  const { status, body } = restError(error, requestId);
+  const json = JSON.stringify(body);
+  this.log.debug({ err, request_id: requestId }, 'client error');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
+        `X-Svc-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${json}`,
+    );
+  }
+  socket.destroy();
+}
+
+/** What fastify refuses itself is answered in the shape of the door asked: tRPC's under /trpc, the REST envelope elsewhere. */
+function errorAnswer(url: string, error: DomainError, requestId: string): { status: number; body: unknown } {
+  return url.startsWith('/trpc/') || url === '/trpc' ? trpcError(error, requestId) : restError(error, requestId);
+}
+
+function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined }): FastifyInstance {
   const { services, log } = deps;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
   const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
@@ -442,10 +519,11 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
     genReqId: () => newId(),
     requestIdHeader: false,
     routerOptions: { maxParamLength: 5000 },
+    clientErrorHandler,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
       const headers = anonymousLimit(req.url, req.ip);
-      const { status, body } = restError(resolveError(headers.error ?? err, req.id, req.log), req.id);
+      const { status, body } = errorAnswer(req.url, resolveError(headers.error ?? err, req.id, req.log), req.id);
       // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
       const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
       plain.code(status).headers({ ...headers.values, 'X-Svc-Request-Id': req.id }).send(body);
@@ -460,7 +538,7 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
   });
 
   app.setErrorHandler((err, req, reply) => {
-    const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+    const { status, body } = errorAnswer(req.url, resolveError(err, req.id, req.log), req.id);
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
@@ -498,12 +576,13 @@ function buildHttp(deps: { services: Services; log: Logger }): FastifyInstance {
       router: appRouter,
       createContext: ({ req }: { req: FastifyRequest }) => createContext(req, 'trpc'),
       responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} }),
+      onError: ({ error, req }: { error: object; req: FastifyRequest }) => noteRequestId(error, req.id),
       maxBodySize: BODY_LIMIT,
     },
   });
 
   mountGraphql(app, { services, log });
-  if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator' });
+  if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;
 }

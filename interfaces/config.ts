@@ -3,6 +3,7 @@ import { Address } from '../domain/shared/address.ts';
 import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
 import { decodeBase58 } from '../domain/shared/base58.ts';
 import type { Network } from '../domain/shared/network.ts';
+import { parseOutboundTarget } from '../domain/ports/outbound-http.ts';
 
 const JsonLimits = z
   .string()
@@ -22,7 +23,6 @@ const Port = z.coerce.number().int().min(0).max(65_535);
 /** "embedded" (LiteSVM under SVC_DATA_DIR) or the http(s) URL of a Solana JSON-RPC node */
 const LedgerSource = z.union([z.literal('embedded'), z.url({ protocol: /^https?$/ })]);
 const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
-const Bool = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
 
 /** fee-facilitator-mpp-tools §2.5: a 64-byte secret as a JSON byte array or base58. */
 const SecretKey = z.string().transform((text, ctx) => {
@@ -54,6 +54,26 @@ const FacilitatorNetworks = z
   .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
   .pipe(z.array(z.enum(['devnet', 'mainnet'], { message: 'networks are devnet and mainnet (testnet is not served)' })).min(1))
   .transform((names) => [...new Set(names)].map((n) => (n === 'devnet' ? 'chain-devnet' : 'chain-mainnet') as Network));
+
+/**
+ * Issue 17: the development targets outbound calls may reach over plain http and on private addresses, as
+ * "host:port,host:port" ("localhost:3000,127.0.0.1:8080,[::1]:4000"); normalised like URLs so an entry matches every
+ * spelling of its own URL and nothing else. A bad entry stops start-up naming it.
+ */
+const OutboundAllow = z.string().transform((text, ctx) => {
+  const entries: string[] = [];
+  for (const entry of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+    const target = parseOutboundTarget(entry);
+    if (typeof target === 'string') ctx.addIssue({ code: 'custom', message: target });
+    else entries.push(`${target.host}:${target.port}`);
+  }
+  return [...new Set(entries)];
+});
+
+/** Removed (issue 17): a blanket opening; only its harmless "off" is still accepted, so old env files keep starting. */
+const RemovedAllowPrivate = z
+  .enum(['false', '0', ''], { message: 'was removed: outbound calls reach only public https targets; name each development target in SVC_OUTBOUND_ALLOW=host:port' })
+  .optional();
 
 export const ConfigSchema = z.object({
   PORT: Port.default(8080),
@@ -88,8 +108,11 @@ export const ConfigSchema = z.object({
   /** lamports of token-account rent the facilitator sponsors per network per UTC day (default 1 SOL ≈ 490 accounts) */
   SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: z.coerce.bigint().min(0n).default(1_000_000_000n),
   SVC_FACILITATOR_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
-  /** DECISIONS "Webhooks": outbound calls to loopback/private addresses and plain http; default on for the embedded setup */
-  SVC_OUTBOUND_ALLOW_PRIVATE: Bool.optional().or(z.literal('').transform(() => undefined)),
+  /** DECISIONS "Webhooks", issue 17: host:port targets outbound calls may reach over http / on private addresses */
+  SVC_OUTBOUND_ALLOW: OutboundAllow.optional(),
+  SVC_OUTBOUND_ALLOW_PRIVATE: RemovedAllowPrivate,
+  /** issue 9: the bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
+  SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
 });
 
 export interface Config {
@@ -118,9 +141,16 @@ export interface Config {
     rpcUrl: string | undefined;
     rentBudgetLamports: bigint;
     confirmTimeoutMs: number;
+    /** bearer of POST /accounts, sent by the HTTP adapter and required by the route; unset: the route is closed */
+    accountsSecret: string | undefined;
   };
-  /** outbound HTTP may reach loopback/private addresses and plain http (development) */
-  outboundAllowPrivate: boolean;
+  outbound: {
+    /**
+     * normalised "host:port" development targets (SVC_OUTBOUND_ALLOW) that may be plain http and private; every other
+     * target is https to public addresses only, and the gateway's own listeners are refused even when listed
+     */
+    allow: string[];
+  };
 }
 
 export class ConfigError extends Error {
@@ -170,8 +200,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       rpcUrl: e.SVC_FACILITATOR_RPC_URL,
       rentBudgetLamports: e.SVC_FACILITATOR_RENT_BUDGET_LAMPORTS,
       confirmTimeoutMs: e.SVC_FACILITATOR_CONFIRM_TIMEOUT_MS,
+      accountsSecret: e.SVC_FACILITATOR_ACCOUNTS_SECRET,
     },
-    outboundAllowPrivate: e.SVC_OUTBOUND_ALLOW_PRIVATE ?? (e.SVC_DEVNET_LEDGER === 'embedded' && e.SVC_MAINNET_LEDGER === 'embedded'),
+    outbound: { allow: e.SVC_OUTBOUND_ALLOW ?? [] },
   };
 }
 

@@ -1,4 +1,5 @@
 import { TRPCError } from '@trpc/server';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { ZodError } from 'zod';
 import { DomainError, ERROR_CODES, isErrorCode, type ErrorCode } from '../domain/shared/errors.ts';
 import { invalidFromZod, toIssues } from '../domain/shared/validation.ts';
@@ -44,6 +45,7 @@ const TRPC_FALLBACK: Partial<Record<TRPCError['code'], ErrorCode>> = {
   UNAUTHORIZED: 'invalid_api_key',
   FORBIDDEN: 'forbidden',
   TOO_MANY_REQUESTS: 'rate_limited',
+  CONFLICT: 'conflict',
 };
 
 /** Anything thrown → DomainError; `expected` is false for faults that must be masked and logged. */
@@ -57,6 +59,8 @@ export function toDomainError(err: unknown): { error: DomainError; expected: boo
     if (cause && Array.isArray((cause as { issues?: unknown }).issues)) {
       return { error: fromStandardIssues((cause as unknown as { issues: StandardIssue[] }).issues), expected: true };
     }
+    // tRPC refuses a body that is not JSON (e.g. text/plain) before any context exists: the same answer as REST's 415.
+    if (err.code === 'UNSUPPORTED_MEDIA_TYPE') return { error: fromHttpStatus(415, err.message)!, expected: true };
     const code = TRPC_FALLBACK[err.code];
     if (code === 'invalid_request') {
       return { error: DomainError.invalid([{ path: '', message: err.message, code: 'malformed' }], err.message), expected: true };
@@ -78,6 +82,21 @@ export function toDomainError(err: unknown): { error: DomainError; expected: boo
   return { error: new DomainError('internal_error', 'An unexpected error occurred. Quote the request_id when reporting it.'), expected: false };
 }
 
+const requestIds = new WeakMap<object, string>();
+
+/**
+ * tRPC reports an error to `onError`, which sees the HTTP request, before its errorFormatter, which sees only the
+ * context — absent when the request failed before one was made (an unsupported content type, a bad batch). The
+ * request id travels from one to the other on the error itself.
+ */
+export function noteRequestId(error: object, requestId: string): void {
+  requestIds.set(error, requestId);
+}
+
+export function notedRequestId(error: object): string | undefined {
+  return requestIds.get(error);
+}
+
 /** Maps and logs once: unexpected faults are logged with the request id and masked. */
 export function resolveError(err: unknown, requestId: string, log: ErrorLogger): DomainError {
   const { error, expected } = toDomainError(err);
@@ -89,6 +108,8 @@ export interface RestErrorBody {
   error: ErrorCode;
   message: string;
   details?: Record<string, unknown>;
+  /** rate_limited only: hosted-api §7 puts it in the body; details.retry_after_ms carries it too */
+  retry_after_ms?: number;
   request_id: string;
 }
 
@@ -96,7 +117,20 @@ export interface RestErrorBody {
 export function restError(error: DomainError, requestId: string): { status: number; body: RestErrorBody } {
   const body: RestErrorBody = { error: error.code, message: error.message, request_id: requestId };
   if (error.details !== undefined) body.details = error.details;
+  const retryAfterMs = error.details?.retry_after_ms;
+  if (error.code === 'rate_limited' && typeof retryAfterMs === 'number') body.retry_after_ms = retryAfterMs;
   return { status: ERROR_CODES[error.code].status, body };
+}
+
+/** The `data` of every tRPC error (the errorFormatter of trpc/init.ts): code, status, details and request id. */
+export function trpcErrorData(error: DomainError, requestId: string, path: string | null) {
+  return { code: error.code, httpStatus: ERROR_CODES[error.code].status, details: error.details ?? null, request_id: requestId, path };
+}
+
+/** A tRPC error response for what the HTTP framework refuses under /trpc before tRPC runs (415, a malformed URL). */
+export function trpcError(error: DomainError, requestId: string): { status: number; body: { error: { message: string; code: number; data: ReturnType<typeof trpcErrorData> } } } {
+  const code = TRPC_ERROR_CODES_BY_KEY[ERROR_CODES[error.code].trpc];
+  return { status: ERROR_CODES[error.code].status, body: { error: { message: error.message, code, data: trpcErrorData(error, requestId, null) } } };
 }
 
 export { toIssues };

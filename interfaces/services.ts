@@ -23,6 +23,7 @@ import type { FacilitatorService } from '../domain/facilitator/service.ts';
 import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
+import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -70,13 +71,14 @@ export interface ServiceDeps {
 export function buildServices(deps: ServiceDeps): Services {
   const { store, policies, feed, clock, settings, limits } = deps;
   const access = new AccessService({ store, clock });
-  const agents = new AgentService({ store, clock });
+  const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
+  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts });
   const links = new LinkCache({ store, clock, feed });
   return {
     access,
     admin: new AdminService({ store, clock, access }),
     agents,
-    paymentLinks: new PaymentLinkService({ store, clock, agents, settings, onChange: (network, id) => links.invalidate(network, id) }),
+    paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
     events: new EventService({ store, feed }),
     meta: new MetaService({ settings, clock }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
@@ -86,7 +88,7 @@ export function buildServices(deps: ServiceDeps): Services {
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
     maintenance: new PolicyMaintenance({ store: policies, clock }),
     paidCallMaintenance: new PaidCallMaintenance({ store, clock }),
-    dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks }),
+    dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks, ledgers: deps.ledgers }),
     ledgers: deps.ledgers,
     settings,
     facilitator: deps.facilitator,

@@ -2,6 +2,8 @@ import { Migration0001Initial } from './0001-initial.ts';
 import { Migration0002Policies } from './0002-policies.ts';
 import { Migration0003PaidCalls } from './0003-paid-calls.ts';
 import { Migration0004PaidCallOwners } from './0004-paid-call-owners.ts';
+import { Migration0005Ownership } from './0005-ownership.ts';
+import { Migration0007WeightedRateHits } from './0007-weighted-rate-hits.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -9,4 +11,6 @@ export const migrationsList = [
   { name: '0002-policies', class: Migration0002Policies },
   { name: '0003-paid-calls', class: Migration0003PaidCalls },
   { name: '0004-paid-call-owners', class: Migration0004PaidCallOwners },
+  { name: '0005-ownership', class: Migration0005Ownership },
+  { name: '0007-weighted-rate-hits', class: Migration0007WeightedRateHits },
 ];

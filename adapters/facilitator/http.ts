@@ -8,6 +8,7 @@ import {
   VerifyResponse,
   type FacilitatorRequest,
 } from '../../domain/facilitator/wire.ts';
+import { PrepareAccountsResponse, type PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
 
 // The Facilitator port over the x402 facilitator HTTP API (any x402 v2 facilitator: ours at {gateway}/facilitator or
 // `npm run facilitator`, or another one). Every answer is held to the wire schemas. The throw rules are the port's:
@@ -23,6 +24,8 @@ export interface HttpFacilitatorOptions {
   settleTimeoutMs?: number;
   /** injected for fault tests; default the global fetch */
   fetch?: typeof fetch;
+  /** SVC_FACILITATOR_ACCOUNTS_SECRET: the bearer POST /accounts requires (it spends the facilitator's rent) */
+  token?: string | undefined;
 }
 
 /** Failures where nothing reached the facilitator: connection refused, name not resolved, no route, TLS refused. */
@@ -45,8 +48,10 @@ export class HttpFacilitator implements Facilitator {
   readonly #timeoutMs: number;
   readonly #settleTimeoutMs: number;
   readonly #fetch: typeof fetch;
+  readonly #token: string | undefined;
 
   constructor(options: HttpFacilitatorOptions) {
+    this.#token = options.token;
     this.#base = options.url.replace(/\/+$/, '');
     this.#timeoutMs = options.timeoutMs ?? 10_000;
     this.#settleTimeoutMs = options.settleTimeoutMs ?? 60_000;
@@ -63,6 +68,11 @@ export class HttpFacilitator implements Facilitator {
 
   verify(request: FacilitatorRequest): Promise<VerifyResponse> {
     return this.#ask('POST', '/verify', request, VerifyResponse);
+  }
+
+  /** Creating an account is idempotent on the ledger: a lost answer is asked again, so every failure is facilitator_unavailable. */
+  prepareAccounts(request: PrepareAccountsRequest): Promise<PrepareAccountsResponse> {
+    return this.#ask('POST', '/accounts', request, PrepareAccountsResponse, this.#settleTimeoutMs);
   }
 
   /**
@@ -88,11 +98,11 @@ export class HttpFacilitator implements Facilitator {
     return parsed.data;
   }
 
-  async #ask<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S): Promise<z.output<S>> {
+  async #ask<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S, timeoutMs = this.#timeoutMs): Promise<z.output<S>> {
     let res: Response;
     let text: string;
     try {
-      res = await this.#send(method, path, body, this.#timeoutMs);
+      res = await this.#send(method, path, body, timeoutMs);
       text = await res.text();
     } catch (e) {
       throw this.#unavailable(path, describe(e));
@@ -104,9 +114,11 @@ export class HttpFacilitator implements Facilitator {
   }
 
   #send(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number): Promise<Response> {
+    const headers: Record<string, string> = body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
+    if (path === '/accounts' && this.#token) headers.authorization = `Bearer ${this.#token}`;
     return this.#fetch(`${this.#base}${path}`, {
       method,
-      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(timeoutMs),
     });

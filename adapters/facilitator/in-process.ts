@@ -1,5 +1,6 @@
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import type { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
+import type { PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
 
 /**
  * The paywall's default: this process's facilitator, called directly. Requests and answers cross as JSON copies so
@@ -22,5 +23,9 @@ export class InProcessFacilitator implements Facilitator {
 
   async settle(request: FacilitatorRequest) {
     return structuredClone(await this.facilitator.settle(structuredClone(request)));
+  }
+
+  async prepareAccounts(request: PrepareAccountsRequest) {
+    return structuredClone(await this.facilitator.prepareAccounts(structuredClone(request)));
   }
 }

@@ -4,6 +4,8 @@ import { request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import { effectivePort, parseOutboundTarget } from '../../domain/ports/outbound-http.ts';
 import type {
   OutboundFailure,
   OutboundHttp,
@@ -11,32 +13,83 @@ import type {
   OutboundResponse,
 } from '../../domain/ports/outbound-http.ts';
 
-// DECISIONS "Webhooks": outbound URLs must be https and resolve to public addresses unless the development setting
-// allows private targets. The address check runs inside the socket's own `lookup`, on the very addresses the socket
-// will dial, so a DNS answer that changes between a check and the connect (DNS rebinding) cannot slip through.
-// IP-literal hosts never reach `lookup` (net skips it), so they are checked before the request is made.
+// DECISIONS "Webhooks", issue 17: https to public addresses only; the allow-list (SVC_OUTBOUND_ALLOW) names the
+// development targets that may be plain http and private; the gateway's own listeners are refused even when listed.
+// The address check runs inside the socket's own `lookup`, on the very addresses the socket will dial, so a DNS
+// answer that changes between a check and the connect (DNS rebinding) cannot slip through. IP-literal hosts never
+// reach `lookup` (net skips it), so they are checked before the request is made.
 
 export interface GuardedOutboundHttpOptions {
-  /** development/test setting: http: and private/loopback targets allowed */
-  allowPrivate: boolean;
+  /**
+   * development targets, "host:port" (SVC_OUTBOUND_ALLOW): a URL naming exactly that host and port may be plain http
+   * and reach a loopback/private address. Every other target is https to public addresses only.
+   */
+  allow?: readonly string[];
   /** default "svc-gateway"; a request's own user-agent header wins */
   userAgent?: string;
+  /** the resolver (default node:dns lookup, as net uses); tests inject one whose answers change (DNS rebinding) */
+  resolve?: Resolver;
 }
 
+/** dns.lookup with all: true. */
+export type Resolver = (
+  hostname: string,
+  options: { all: true; family: number; hints?: number },
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
+
+const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(hostname, options, callback);
+
 const DEFAULT_TIMEOUT_MS = 15_000;
+const CHECK_RESOLVE_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_RESPONSE_BYTES = 1024 * 1024;
 const DEFAULT_USER_AGENT = 'svc-gateway';
 const REFUSED_ADDRESS = 'ERR_SVC_ADDRESS_REFUSED';
+const ALLOW_HINT = 'only https to public addresses is called (SVC_OUTBOUND_ALLOW=host:port names development targets)';
 
 type Result = OutboundResponse | OutboundFailure;
 
-export class GuardedOutboundHttp implements OutboundHttp {
-  readonly #allowPrivate: boolean;
-  readonly #userAgent: string;
+/** What the URL alone decides; the addresses of a host name are judged when it resolves. */
+interface Target {
+  ok: true;
+  url: URL;
+  /** the host as dialled: IPv6 without brackets */
+  host: string;
+  port: number;
+  /** the URL's host:port is on the allow-list */
+  listed: boolean;
+}
 
-  constructor(options: GuardedOutboundHttpOptions) {
-    this.#allowPrivate = options.allowPrivate;
+export class GuardedOutboundHttp implements OutboundHttp {
+  readonly #allow: ReadonlySet<string>;
+  readonly #userAgent: string;
+  readonly #resolve: Resolver;
+  /** the gateway's own listeners: port → the hosts they were registered with (normalised) */
+  readonly #own = new Map<number, Set<string>>();
+
+  constructor(options: GuardedOutboundHttpOptions = {}) {
+    const allow = new Set<string>();
+    for (const entry of options.allow ?? []) {
+      const target = parseOutboundTarget(entry);
+      if (typeof target === 'string') throw new Error(`outbound allow-list: ${target}`);
+      allow.add(`${target.host}:${target.port}`);
+    }
+    this.#allow = allow;
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
+    this.#resolve = options.resolve ?? systemResolver;
+  }
+
+  /**
+   * Registers one of the gateway's own listeners ("0.0.0.0:8080", "127.0.0.1:8899", "[::]:8080"), learned after
+   * `listen` (port 0 becomes the assigned port). From then on that port is refused on every local address (loopback,
+   * unspecified, this machine's interfaces) and on the registered host, allow-listed or not.
+   */
+  refuse(hostPort: string): void {
+    const target = parseOutboundTarget(hostPort);
+    if (typeof target === 'string') throw new Error(`own listener: ${target}`);
+    const hosts = this.#own.get(target.port) ?? new Set<string>();
+    hosts.add(target.host);
+    this.#own.set(target.port, hosts);
   }
 
   async request(req: OutboundRequest): Promise<Result> {
@@ -48,40 +101,113 @@ export class GuardedOutboundHttp implements OutboundHttp {
     }
   }
 
-  async check(target: string): Promise<OutboundFailure | null> {
-    const parsed = this.#parse(target);
-    if (!parsed.ok) return parsed;
-    if (this.#allowPrivate || isIP(parsed.host) !== 0) return null;
+  async check(url: string): Promise<OutboundFailure | null> {
+    const target = this.#judge(url);
+    if (!target.ok) return target;
+    if (isIP(target.host) !== 0) return null;
+    // The name is resolved like the connection would resolve it, so a name that does not resolve (a typo,
+    // "localhost.", an unknown TLD) is found before the caller commits to anything.
     return new Promise((resolve) => {
-      publicOnlyLookup(parsed.host, { all: true }, (error) => {
-        if (!error) resolve(null);
-        else if (error.code === REFUSED_ADDRESS) resolve(fail('url_refused', error.message));
-        else resolve(fail('network', `${parsed.host}: ${describe(error)}`));
+      let done = false;
+      const finish = (result: OutboundFailure | null) => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        resolve(result);
+      };
+      const timer = setTimeout(() => finish(fail('timeout', `${target.host} did not resolve within ${CHECK_RESOLVE_TIMEOUT_MS} ms`)), CHECK_RESOLVE_TIMEOUT_MS);
+      this.#lookupFor(target)(target.host, { all: true }, (error) => {
+        if (!error) finish(null);
+        else if (error.code === REFUSED_ADDRESS) finish(fail('url_refused', error.message));
+        else finish(fail('network', `${target.host} does not resolve: ${describe(error)}`));
       });
     });
   }
 
-  /** The checks that need no network: a valid absolute URL, the scheme, no credentials, a public IP literal. */
-  #parse(target: string): { ok: true; url: URL; host: string } | OutboundFailure {
+  /**
+   * The checks that need no DNS: a valid absolute http(s) URL without credentials; not one of our own listeners; and
+   * unless its host:port is allow-listed, https and (for an IP literal) a public address.
+   */
+  #judge(raw: string): Target | OutboundFailure {
     let url: URL;
     try {
-      url = new URL(target);
+      url = new URL(raw);
     } catch {
       return fail('url_refused', 'not a valid absolute URL');
     }
-    const allowed = this.#allowPrivate ? ['https:', 'http:'] : ['https:'];
-    if (!allowed.includes(url.protocol)) return fail('url_refused', `scheme ${url.protocol} is not allowed (${allowed.join(' or ')} only)`);
-    if (!this.#allowPrivate && (url.username !== '' || url.password !== '')) return fail('url_refused', 'URLs with credentials are not allowed');
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') return fail('url_refused', `scheme ${url.protocol} is not allowed (https only)`);
+    if (url.username !== '' || url.password !== '') return fail('url_refused', 'URLs with credentials are not allowed');
+    const port = effectivePort(url);
     // URL keeps IPv6 literals in brackets ("[::1]"); node:http and isIP want them bare.
     const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-    if (!this.#allowPrivate && isIP(host) !== 0 && !isPublicAddress(host)) return fail('url_refused', `address ${host} is not public`);
-    return { ok: true, url, host };
+    if (this.#own.get(port)?.has(url.hostname) || (isIP(host) !== 0 && this.#isOwn(host, port))) {
+      return fail('url_refused', `${url.hostname}:${port} is one of the gateway's own listeners, which are never called`);
+    }
+    const listed = this.#allow.has(`${url.hostname}:${port}`);
+    if (!listed && isIP(host) !== 0) {
+      const kind = addressClass(host);
+      if (kind !== null) return fail('url_refused', `${host} is not a public address (${kind}); ${ALLOW_HINT}`);
+    }
+    if (!listed && url.protocol === 'http:') return fail('url_refused', `plain http is not allowed for ${url.hostname}:${port}; ${ALLOW_HINT}`);
+    return { ok: true, url, host, port, listed };
+  }
+
+  /** Is (address, port) one of our own listeners? The port on any local address, or on the host it was registered with. */
+  #isOwn(address: string, port: number): boolean {
+    const hosts = this.#own.get(port);
+    if (hosts === undefined) return false;
+    const key = addressKey(address);
+    if (key === undefined) return false;
+    if (isLocalAddress(key)) return true;
+    for (const host of hosts) {
+      const bare = host.startsWith('[') ? host.slice(1, -1) : host;
+      if (addressKey(bare) === key) return true;
+    }
+    return false;
+  }
+
+  /** A refusal message for the addresses `hostname` resolved to, or null when every one may be dialled. */
+  #vet(target: Target, hostname: string, addresses: readonly LookupAddress[]): string | null {
+    if (addresses.length === 0) return `${hostname} resolved to no address`;
+    for (const { address } of addresses) {
+      if (this.#isOwn(address, target.port)) return `${hostname} resolves to ${address}, and ${address}:${target.port} is one of the gateway's own listeners, which are never called`;
+      if (target.listed) continue;
+      const kind = addressClass(address);
+      if (kind !== null) return `${hostname} resolves to ${address}, not a public address (${kind}); ${ALLOW_HINT}`;
+    }
+    return null;
+  }
+
+  /**
+   * The socket's resolver for `target`. Resolves every address (all: true) and refuses the host if ANY may not be
+   * dialled, so happy-eyeballs cannot fall back to a refused one. Answers in whichever form net asked for.
+   */
+  #lookupFor(target: Target) {
+    return (
+      hostname: string,
+      options: { family?: number | string; hints?: number; all?: boolean },
+      callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
+    ): void => {
+      const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0) || 0;
+      this.#resolve(hostname, { all: true, family, ...(options.hints === undefined ? {} : { hints: options.hints }) }, (error, addresses) => {
+        if (error) return callback(error, '', 0);
+        const refused = this.#vet(target, hostname, addresses);
+        if (refused !== null) {
+          const refusal: NodeJS.ErrnoException = new Error(refused);
+          refusal.code = REFUSED_ADDRESS;
+          return callback(refusal, '', 0);
+        }
+        if (options.all) return callback(null, addresses);
+        const first = addresses[0]!;
+        callback(null, first.address, first.family);
+      });
+    };
   }
 
   #request(req: OutboundRequest): Promise<Result> {
-    const parsed = this.#parse(req.url);
-    if (!parsed.ok) return Promise.resolve(parsed);
-    const { url, host } = parsed;
+    const target = this.#judge(req.url);
+    if (!target.ok) return Promise.resolve(target);
+    const { url, host } = target;
 
     const timeoutMs = positive(req.timeoutMs, DEFAULT_TIMEOUT_MS);
     const maxBytes = positive(req.maxResponseBytes, DEFAULT_MAX_RESPONSE_BYTES);
@@ -99,19 +225,14 @@ export class GuardedOutboundHttp implements OutboundHttp {
     const options: RequestOptions = {
       protocol: url.protocol,
       hostname: host,
-      port: url.port === '' ? undefined : Number(url.port),
+      port: target.port,
       path: `${url.pathname}${url.search}`,
       method,
       headers,
-      // A fresh connection per request: a pooled socket must never carry a request past the address check, and an
-      // agent shared with an allowPrivate instance could hand one over.
+      // A fresh connection per request: a pooled socket must never carry a request past the address check.
       agent: false,
-      ...(this.#allowPrivate ? {} : { lookup: publicOnlyLookup }),
-      ...(url.username !== '' || url.password !== ''
-        ? { auth: `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` }
-        : {}),
+      lookup: this.#lookupFor(target),
     };
-
     return new Promise<Result>((resolve) => {
       let settled = false;
       let clientRequest: ClientRequest | undefined;
@@ -167,92 +288,123 @@ export class GuardedOutboundHttp implements OutboundHttp {
   }
 }
 
-/**
- * The socket's resolver when private targets are refused. Resolves every address (all: true) and refuses the host if
- * ANY is not public, so happy-eyeballs cannot fall back to a private one. Answers in whichever form net asked for.
- */
-function publicOnlyLookup(
-  hostname: string,
-  options: { family?: number | string; hints?: number; all?: boolean },
-  callback: (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void,
-): void {
-  const family = options.family === 'IPv4' ? 4 : options.family === 'IPv6' ? 6 : Number(options.family ?? 0) || 0;
-  dnsLookup(hostname, { all: true, family, ...(options.hints === undefined ? {} : { hints: options.hints }) }, (error, addresses) => {
-    if (error) return callback(error, '', 0);
-    const refused = addresses.find((a) => !isPublicAddress(a.address));
-    if (refused !== undefined || addresses.length === 0) {
-      const refusal: NodeJS.ErrnoException = new Error(
-        refused === undefined ? `${hostname} resolved to no address` : `${hostname} resolves to ${refused.address}, which is not public`,
-      );
-      refusal.code = REFUSED_ADDRESS;
-      return callback(refusal, '', 0);
-    }
-    if (options.all) return callback(null, addresses);
-    const first = addresses[0]!;
-    callback(null, first.address, first.family);
-  });
-}
-
 // ---------------------------------------------------------------------------------------------------------------------
 // Address classification (IANA IPv4/IPv6 special-purpose address registries).
 
 type Cidr = readonly [prefix: bigint, bits: number];
+type Range = readonly [cidr: Cidr, kind: string];
 
-/** IPv4 ranges that are not globally reachable unicast. */
-const IPV4_BLOCKED: readonly Cidr[] = [
-  v4('0.0.0.0', 8), // "this network"
-  v4('10.0.0.0', 8), // private
-  v4('100.64.0.0', 10), // CGNAT shared address space
-  v4('127.0.0.0', 8), // loopback
-  v4('169.254.0.0', 16), // link-local (cloud metadata lives here)
-  v4('172.16.0.0', 12), // private
-  v4('192.0.0.0', 24), // IETF protocol assignments
-  v4('192.0.2.0', 24), // TEST-NET-1
-  v4('192.88.99.0', 24), // deprecated 6to4 relay anycast
-  v4('192.168.0.0', 16), // private
-  v4('198.18.0.0', 15), // benchmarking
-  v4('198.51.100.0', 24), // TEST-NET-2
-  v4('203.0.113.0', 24), // TEST-NET-3
-  v4('224.0.0.0', 4), // multicast
-  v4('240.0.0.0', 4), // reserved, including 255.255.255.255 broadcast
+/** IPv4 ranges that are not globally reachable unicast, most specific first, with what they are. */
+const IPV4_BLOCKED: readonly Range[] = [
+  [v4('0.0.0.0', 32), 'unspecified'],
+  [v4('0.0.0.0', 8), '"this network"'],
+  [v4('10.0.0.0', 8), 'private'],
+  [v4('100.64.0.0', 10), 'CGNAT shared'],
+  [v4('127.0.0.0', 8), 'loopback'],
+  [v4('169.254.0.0', 16), 'link-local'], // cloud metadata lives here
+  [v4('172.16.0.0', 12), 'private'],
+  [v4('192.0.0.0', 24), 'IETF protocol'],
+  [v4('192.0.2.0', 24), 'documentation'],
+  [v4('192.88.99.0', 24), '6to4 relay anycast'],
+  [v4('192.168.0.0', 16), 'private'],
+  [v4('198.18.0.0', 15), 'benchmarking'],
+  [v4('198.51.100.0', 24), 'documentation'],
+  [v4('203.0.113.0', 24), 'documentation'],
+  [v4('224.0.0.0', 4), 'multicast'],
+  [v4('255.255.255.255', 32), 'broadcast'],
+  [v4('240.0.0.0', 4), 'reserved'],
+];
+
+/** IPv6 ranges outside 2000::/3 worth naming; the rest of that space is "non-global". */
+const IPV6_NAMED: readonly Range[] = [
+  [v6('::', 128), 'unspecified'],
+  [v6('::1', 128), 'loopback'],
+  [v6('100::', 64), 'discard-only'],
+  [v6('64:ff9b:1::', 48), 'local-use NAT64'],
+  [v6('fc00::', 7), 'unique-local (private)'],
+  [v6('fe80::', 10), 'link-local'],
+  [v6('fec0::', 10), 'site-local'],
+  [v6('ff00::', 8), 'multicast'],
 ];
 
 /** Inside 2000::/3 (the only global unicast space assigned), ranges that are still not public. */
-const IPV6_BLOCKED_IN_GLOBAL: readonly Cidr[] = [
-  v6('2001::', 23), // IETF protocol assignments: Teredo, benchmarking, ORCHID…
-  v6('2001:db8::', 32), // documentation
-  v6('3fff::', 20), // documentation (RFC 9637)
+const IPV6_BLOCKED_IN_GLOBAL: readonly Range[] = [
+  [v6('2001:db8::', 32), 'documentation'],
+  [v6('2001::', 23), 'IETF protocol'], // Teredo, benchmarking, ORCHID…
+  [v6('3fff::', 20), 'documentation'], // RFC 9637
 ];
 
 const IPV6_GLOBAL = v6('2000::', 3);
 const IPV4_MAPPED = v6('::ffff:0:0', 96);
+const IPV4_COMPATIBLE = v6('::', 96);
 const NAT64_WELL_KNOWN = v6('64:ff9b::', 96);
 const SIX_TO_FOUR = v6('2002::', 16);
 
 /**
- * True only for a globally reachable unicast address: "8.8.8.8", "2606:4700::1111" → true;
- * "127.0.0.1", "10.0.0.1", "::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "64:ff9b::a00:1" → false.
- * Anything that is not an IP address → false. IPv6 that embeds an IPv4 address (mapped, NAT64, 6to4) is judged by
- * the embedded address.
+ * Null for a globally reachable unicast address, else what it is: "8.8.8.8", "2606:4700::1111" → null;
+ * "127.0.0.1" → "loopback", "10.0.0.1" → "private", "169.254.169.254" → "link-local", "::ffff:127.0.0.1" →
+ * "IPv4-mapped loopback", "64:ff9b::a00:1" → "NAT64-embedded private", "localhost" → "not an IP". IPv6 that embeds
+ * an IPv4 address (mapped, NAT64, 6to4) is judged by the embedded address.
  */
-export function isPublicAddress(ip: string): boolean {
+export function addressClass(ip: string): string | null {
   const bare = ip.startsWith('[') && ip.endsWith(']') ? ip.slice(1, -1) : ip;
   // A zone id ("fe80::1%eth0") only exists on link-scoped addresses.
-  if (bare.includes('%')) return false;
+  if (bare.includes('%')) return 'scoped (zone id)';
   const kind = isIP(bare);
-  if (kind === 4) return isPublicV4(parseV4(bare));
-  if (kind !== 6) return false;
+  if (kind === 4) return classV4(parseV4(bare));
+  if (kind !== 6) return 'not an IP';
   const value = parseV6(bare);
-  if (value === undefined) return false;
+  if (value === undefined) return 'not an IP';
   const low32 = value & 0xffff_ffffn;
-  if (inCidr(value, IPV4_MAPPED, 128) || inCidr(value, NAT64_WELL_KNOWN, 128)) return isPublicV4(low32);
-  if (inCidr(value, SIX_TO_FOUR, 128)) return isPublicV4((value >> 80n) & 0xffff_ffffn);
-  if (!inCidr(value, IPV6_GLOBAL, 128)) return false; // ::, ::1, fc00::/7, fe80::/10, ff00::/8, 64:ff9b:1::/48…
-  return !IPV6_BLOCKED_IN_GLOBAL.some((cidr) => inCidr(value, cidr, 128));
+  const embedded = (label: string, inner: string | null) => (inner === null ? null : `${label} ${inner}`);
+  if (inCidr(value, IPV4_MAPPED, 128)) return embedded('IPv4-mapped', classV4(low32));
+  if (inCidr(value, NAT64_WELL_KNOWN, 128)) return embedded('NAT64-embedded', classV4(low32));
+  if (inCidr(value, SIX_TO_FOUR, 128)) return embedded('6to4-embedded', classV4((value >> 80n) & 0xffff_ffffn));
+  const named = IPV6_NAMED.find(([cidr]) => inCidr(value, cidr, 128));
+  if (named) return named[1];
+  if (inCidr(value, IPV4_COMPATIBLE, 128)) return 'IPv4-compatible (deprecated)';
+  if (!inCidr(value, IPV6_GLOBAL, 128)) return 'non-global';
+  return IPV6_BLOCKED_IN_GLOBAL.find(([cidr]) => inCidr(value, cidr, 128))?.[1] ?? null;
 }
 
-function isPublicV4(value: bigint): boolean {
-  return !IPV4_BLOCKED.some((cidr) => inCidr(value, cidr, 32));
+/** True only for a globally reachable unicast address (addressClass is null); anything not an IP → false. */
+export function isPublicAddress(ip: string): boolean {
+  return addressClass(ip) === null;
+}
+
+function classV4(value: bigint): string | null {
+  return IPV4_BLOCKED.find(([cidr]) => inCidr(value, cidr, 32))?.[1] ?? null;
+}
+
+/**
+ * One spelling per address, IPv4-mapped IPv6 folded onto its IPv4 ("::ffff:7f00:1" and "127.0.0.1" → "4:2130706433");
+ * undefined for a non-address.
+ */
+function addressKey(ip: string): string | undefined {
+  const kind = isIP(ip);
+  if (kind === 4) return `4:${parseV4(ip)}`;
+  if (kind !== 6) return undefined;
+  const value = parseV6(ip.split('%')[0]!);
+  if (value === undefined) return undefined;
+  return inCidr(value, IPV4_MAPPED, 128) ? `4:${value & 0xffff_ffffn}` : `6:${value}`;
+}
+
+/** An address that lands on this machine: loopback, unspecified, "this network", or one of its interfaces. */
+function isLocalAddress(key: string): boolean {
+  const [family, text] = key.split(':') as [string, string];
+  const value = BigInt(text);
+  if (family === '4' && (inCidr(value, v4('127.0.0.0', 8), 32) || inCidr(value, v4('0.0.0.0', 8), 32))) return true;
+  if (family === '6' && (value === 0n || value === 1n)) return true;
+  let interfaces: ReturnType<typeof networkInterfaces>;
+  try {
+    interfaces = networkInterfaces();
+  } catch {
+    return false; // some sandboxes refuse to list interfaces: loopback and unspecified were judged above
+  }
+  for (const entries of Object.values(interfaces)) {
+    for (const entry of entries ?? []) if (addressKey(entry.address) === key) return true;
+  }
+  return false;
 }
 
 function inCidr(value: bigint, [prefix, bits]: Cidr, width: number): boolean {

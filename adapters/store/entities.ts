@@ -41,6 +41,7 @@ export interface AgentRow {
   treasury: string;
   executive: string | null;
   source: string;
+  ownerPrincipal: string | null;
   registeredAt: Date;
   updatedAt: Date;
 }
@@ -57,6 +58,7 @@ export const AgentEntity = new EntitySchema<AgentRow>({
     treasury: { type: 'string' },
     executive: { type: 'string', nullable: true },
     source: { type: 'string' },
+    ownerPrincipal: { type: 'string', nullable: true },
     registeredAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },
@@ -88,6 +90,7 @@ export interface PaymentLinkRow {
   lastSettledAt: Date | null;
   lastTxSig: string | null;
   createdBy: string;
+  ownerPrincipal: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -120,6 +123,7 @@ export const PaymentLinkEntity = new EntitySchema<PaymentLinkRow>({
     lastSettledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
     lastTxSig: { type: 'string', nullable: true },
     createdBy: { type: 'string' },
+    ownerPrincipal: { type: 'string' },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },
@@ -141,6 +145,7 @@ export interface EventRow {
   errorLogs: string[] | null;
   metadata: Record<string, unknown>;
   clientReference: string | null;
+  ownerPrincipal: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -163,6 +168,7 @@ export const EventEntity = new EntitySchema<EventRow>({
     errorLogs: { type: 'json', nullable: true },
     metadata: { type: 'json' },
     clientReference: { type: 'string', nullable: true },
+    ownerPrincipal: { type: 'string', nullable: true },
     createdAt: { type: 'Date', columnType: 'timestamptz' },
     updatedAt: { type: 'Date', columnType: 'timestamptz' },
   },

@@ -30,10 +30,9 @@ export const agentFromRow = (r: AgentRow): AgentRecord => ({
   treasury: r.treasury,
   executive: r.executive,
   source: r.source as AgentRecord['source'],
+  ownerPrincipal: r.ownerPrincipal,
   registeredAt: r.registeredAt,
 });
-
-export const agentToRow = (r: AgentRecord): AgentRow => ({ ...r, updatedAt: new Date() });
 
 export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   pk: r.pk,
@@ -60,6 +59,7 @@ export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   lastSettledAt: r.lastSettledAt,
   lastTxSig: r.lastTxSig,
   createdBy: r.createdBy,
+  ownerPrincipal: r.ownerPrincipal,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 });
@@ -81,6 +81,7 @@ export const eventFromRow = (r: EventRow): EventRecord => ({
   errorLogs: r.errorLogs,
   metadata: r.metadata,
   clientReference: r.clientReference,
+  owner: r.ownerPrincipal,
   createdAt: r.createdAt,
   updatedAt: r.updatedAt,
 });

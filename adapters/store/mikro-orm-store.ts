@@ -24,7 +24,7 @@ import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
-import { agentFromRow, agentToRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
+import { agentFromRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
@@ -69,6 +69,7 @@ function likePrefix(pattern: string): string {
 
 function eventWhere(network: Network, filter: EventFilter): Record<string, unknown> {
   const where: Record<string, unknown> = { network };
+  if (filter.owner !== undefined) where.ownerPrincipal = filter.owner;
   if (filter.agent !== undefined) where.agentAsset = filter.agent;
   if (filter.id !== undefined) where.id = filter.id;
   if (filter.kinds && filter.kinds.length) {
@@ -158,12 +159,22 @@ class Repos implements Repositories {
   };
 
   readonly agents: AgentRepository = {
-    upsert: async (record: AgentRecord) => {
-      const row = await this.em().upsert(AgentEntity, agentToRow(record), {
-        onConflictFields: ['network', 'mint'],
-        onConflictMergeFields: ['owner', 'name', 'uri', 'updatedAt'],
-      });
-      return agentFromRow(row);
+    insert: async (record: AgentRecord) => {
+      const rows = (await this.em().execute(
+        `insert into agents (network, mint, owner, name, uri, treasury, executive, source, owner_principal, registered_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing returning 1`,
+        [record.network, record.mint, record.owner, record.name, record.uri, record.treasury, record.executive, record.source,
+          record.ownerPrincipal, record.registeredAt, record.registeredAt],
+      )) as unknown[];
+      return rows.length === 1;
+    },
+    replace: async (record: AgentRecord, expected) => {
+      const rows = (await this.em().execute(
+        `update agents set owner = ?, owner_principal = ?, name = ?, uri = ?, updated_at = ?
+          where network = ? and mint = ? and owner = ? and owner_principal is not distinct from ? returning 1`,
+        [record.owner, record.ownerPrincipal, record.name, record.uri, new Date(), record.network, record.mint, expected.owner, expected.ownerPrincipal],
+      )) as unknown[];
+      return rows.length === 1;
     },
     get: async (network: Network, mint: string) => {
       const row = await this.em().findOne(AgentEntity, { network, mint });
@@ -195,6 +206,7 @@ class Repos implements Repositories {
     },
     list: async (network: Network, q: PaymentLinkListQuery) => {
       const where: Record<string, unknown> = { network };
+      if (q.owner !== undefined) where.ownerPrincipal = q.owner;
       if (q.ownerAgent !== undefined) where.ownerAgent = q.ownerAgent;
       if (q.beforePk !== undefined) where.pk = { $lt: q.beforePk };
       const rows = await this.em().find(PaymentLinkEntity, where, { orderBy: { pk: 'desc' }, limit: q.limit });
@@ -346,9 +358,9 @@ class Repos implements Repositories {
       // Serialise appends until commit so seq order equals commit order: a cursor on seq never skips a late commit.
       await em.execute('select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
       const rows = (await em.execute(
-        `insert into events (id, network, kind, phase, agent_asset, signature, metadata, confirmed_at, created_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
-        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.signature ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
+        `insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, metadata, confirmed_at, created_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
+        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
       )) as { seq: string }[];
       const seq = rows[0]!.seq;
       await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
@@ -367,6 +379,7 @@ class Repos implements Repositories {
         errorLogs: null,
         metadata: e.metadata,
         clientReference: null,
+        owner: e.owner,
         createdAt: e.createdAt,
         updatedAt: e.createdAt,
       };
@@ -381,11 +394,14 @@ class Repos implements Repositories {
       const rows = await this.em().find(EventEntity, where, { orderBy: { seq: 'desc' }, limit: filter.limit });
       return rows.map(eventFromRow);
     },
-    countByKind: async (network, since) => {
+    countByKind: async (network, { owner, since }) => {
+      const params: unknown[] = [network];
+      if (owner !== undefined) params.push(owner);
+      if (since) params.push(since);
       const rows = (await this.em().execute(
-        `select kind, phase, count(*)::int as count from events where network = ? ${since ? 'and created_at >= ?' : ''}
-          group by kind, phase order by kind, phase`,
-        since ? [network, since] : [network],
+        `select kind, phase, count(*)::int as count from events where network = ? ${owner !== undefined ? 'and owner_principal = ?' : ''}
+          ${since ? 'and created_at >= ?' : ''} group by kind, phase order by kind, phase`,
+        params,
       )) as { kind: string; phase: string; count: number }[];
       return rows;
     },

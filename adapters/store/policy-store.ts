@@ -94,10 +94,10 @@ export class MikroOrmPolicyStore implements PolicyStore {
   };
 
   readonly rateLimits: RateLimitStore = {
-    hit: async (subject, bucket, limit, windowMs, now, pending) => {
+    hit: async (subject, bucket, limit, windowMs, now, pending, hits = 1) => {
       const rows = await this.exec<{ allowed: boolean; used: number; oldest: Date }>(
-        'select allowed, used, oldest from svc_rate_hit(?, ?, ?, ?, ?, ?::jsonb)',
-        [subject, bucket, limit, windowMs, now, JSON.stringify(pending.map((d) => d.toISOString()))],
+        'select allowed, used, oldest from svc_rate_hit(?, ?, ?, ?, ?, ?::jsonb, ?::integer)',
+        [subject, bucket, limit, windowMs, now, JSON.stringify(pending.map((d) => d.toISOString())), hits],
       );
       const r = rows[0]!;
       return { allowed: r.allowed, used: r.used, oldest: new Date(r.oldest) };

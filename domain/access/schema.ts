@@ -19,12 +19,17 @@ export interface ApiKeyRecord {
   lastUsedAt: Date | null;
 }
 
-/** Who is calling: resolved once per request from the bearer key. */
+/**
+ * Who is calling: resolved once per request (and once per subscription) from the bearer key. `owner` is the key's
+ * principal, the owner of what it creates (README "Ownership"): `wallet:<owner_wallet>` when the key has one, so keys
+ * of one wallet share everything, otherwise `key:<id>`.
+ */
 export interface Principal {
   keyId: string;
   network: Network;
   role: ApiKeyRole;
   ownerWallet: string | null;
+  owner: string;
 }
 
 export const ApiKey = z.object({

@@ -6,6 +6,7 @@ import { iso, isoOrNull } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
 import type { Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
+import { principalOf } from './ownership.ts';
 import { CreateApiKeyInput, type ApiKey, type ApiKeyRecord, type CreatedApiKey, type Principal } from './schema.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -58,7 +59,7 @@ export class AccessService {
       throw new DomainError('invalid_api_key', 'The API key is unknown, disabled, or for another network.');
     }
     this.touch(record.id);
-    return { keyId: record.id, network: record.network, role: record.role, ownerWallet: record.ownerWallet };
+    return { keyId: record.id, network: record.network, role: record.role, ownerWallet: record.ownerWallet, owner: principalOf(record) };
   }
 
   /** Issues a key; the full key is returned once and never stored. */

@@ -11,6 +11,8 @@ export interface AgentRecord {
   treasury: string;
   executive: string | null;
   source: 'recorded' | 'prepared';
+  /** the principal that recorded it and owns it ("wallet:…", "key:…"); null for a legacy row nobody adopted yet */
+  ownerPrincipal: string | null;
   registeredAt: Date;
 }
 

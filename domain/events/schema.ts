@@ -29,6 +29,8 @@ export interface EventRecord {
   errorLogs: string[] | null;
   metadata: Record<string, unknown>;
   clientReference: string | null;
+  /** the principal owning the resource the event is about ("wallet:…", "key:…"); null: admin-only (README "Ownership") */
+  owner: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -40,6 +42,11 @@ export interface NewEvent {
   phase: EventPhase;
   network: Network;
   agentAsset: string | null;
+  /**
+   * The principal owning the resource the event is about (its link, its agent): only it (and admins) read the event.
+   * Required so that no appender forgets it; null makes the event admin-only.
+   */
+  owner: string | null;
   metadata: Record<string, unknown>;
   createdAt: Date;
   confirmedAt?: Date | null;

@@ -5,6 +5,7 @@ import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/paginat
 import { isoOrNull, iso } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
 import type { EventFeed, EventFilter, Store } from '../ports/store.ts';
+import { canAccess, ownerFilter, type Caller } from '../access/ownership.ts';
 import { KindPattern, ListEventsInput, type Event, type EventRecord } from './schema.ts';
 
 // seq is a PostgreSQL bigint: a forged cursor beyond it is a malformed cursor, not a database error.
@@ -57,6 +58,7 @@ export function matchesKind(kind: string, patterns: string[] | undefined): boole
 export function matches(e: EventRecord, network: Network, filter: EventFilter): boolean {
   return (
     e.network === network &&
+    (filter.owner === undefined || e.owner === filter.owner) &&
     matchesKind(e.kind, filter.kinds) &&
     (filter.agent === undefined || e.agentAsset === filter.agent) &&
     (filter.id === undefined || e.id === filter.id)
@@ -71,21 +73,38 @@ export interface StreamOptions {
   signal?: AbortSignal | undefined;
 }
 
+/**
+ * README "Ownership": a principal reads the events of what it owns (each event row carries its owner); an admin reads
+ * its whole network. This service is the one place the rule is applied, for REST, tRPC, GraphQL queries and both
+ * subscription transports: list and replay filter on the indexed (network, owner, seq), the live feed on the same
+ * predicate (`matches`), and `get` answers another principal's event as not found.
+ */
 export class EventService {
   constructor(private readonly deps: { store: Store; feed: EventFeed }) {}
 
-  async list(network: Network, input: ListEventsInput): Promise<Page<Event>> {
+  async list(caller: Caller, input: ListEventsInput): Promise<Page<Event>> {
     const q = parseInput(ListEventsInput, input);
     const kinds = parseKinds(q.kind);
     const before = q.cursor ? BigInt(decodeCursor(CursorShape, q.cursor).seq) : undefined;
-    const rows = await this.deps.store.events.list(network, { kinds, agent: q.agent, id: q.id, beforeSeq: before, limit: q.limit + 1 });
+    const rows = await this.deps.store.events.list(caller.network, {
+      owner: ownerFilter(caller),
+      kinds,
+      agent: q.agent,
+      id: q.id,
+      beforeSeq: before,
+      limit: q.limit + 1,
+    });
     return toPage(rows, q.limit, toEvent, (r) => encodeCursor({ seq: r.seq.toString() }));
   }
 
-  async get(network: Network, id: string): Promise<Event> {
-    const row = await this.deps.store.events.get(network, id);
-    if (!row) throw new DomainError('event_not_found', `No event ${id} on ${network}.`, { id });
-    return toEvent(row);
+  async get(caller: Caller, id: string): Promise<Event> {
+    return toEvent(await this.require(caller, id));
+  }
+
+  private async require(caller: Caller, id: string): Promise<EventRecord> {
+    const row = await this.deps.store.events.get(caller.network, id);
+    if (!row || !canAccess(caller, row.owner)) throw new DomainError('event_not_found', `No event ${id} on ${caller.network}.`, { id });
+    return row;
   }
 
   /**
@@ -93,8 +112,10 @@ export class EventService {
    * continues live. The live listener is attached before the replay query and events are deduplicated by seq,
    * so nothing committed in between is lost or sent twice.
    */
-  async *stream(network: Network, options: StreamOptions): AsyncGenerator<Event> {
-    const filter: EventFilter = { kinds: options.kinds, agent: options.agent };
+  async *stream(caller: Caller, options: StreamOptions): AsyncGenerator<Event> {
+    // The caller is resolved once per subscription by the front door and fixed here for the stream's life.
+    const network = caller.network;
+    const filter: EventFilter = { owner: ownerFilter(caller), kinds: options.kinds, agent: options.agent };
     const queue: EventRecord[] = [];
     let wake: (() => void) | undefined;
     let overflow = false;
@@ -109,9 +130,7 @@ export class EventService {
     try {
       let lastSeq = -1n;
       if (options.after !== undefined) {
-        const anchor = await this.deps.store.events.get(network, options.after);
-        if (!anchor) throw new DomainError('event_not_found', `No event ${options.after} on ${network}.`, { id: options.after });
-        lastSeq = anchor.seq;
+        lastSeq = (await this.require(caller, options.after)).seq;
         for (;;) {
           const page = await this.deps.store.events.after(network, lastSeq, filter, REPLAY_PAGE);
           for (const e of page) {

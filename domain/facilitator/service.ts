@@ -23,6 +23,7 @@ import {
   type VerifyResponse,
   type X402RequirementsV2,
 } from './wire.ts';
+import type { PreparedAccount, PrepareAccountsRequest, PrepareAccountsResponse } from '../treasury/accounts.ts';
 
 // The facilitator's use cases (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): the pure verify of
 // verify.ts plus what needs state and the ledger — the offer's fee terms against ours, rent sponsorship, the
@@ -182,6 +183,51 @@ export class FacilitatorService implements Facilitator {
     return response(await this.broadcast(c));
   }
 
+  /**
+   * Issue 9: the seller's token accounts before the first payment, for stock clients that simulate a plain transfer
+   * into them. Existing accounts are ready; a missing one is created by the fee payer when the rent-sponsorship rules
+   * allow it (one sponsored account per owner and mint, the daily budget) — the same rules as for settlements.
+   */
+  async prepareAccounts(request: PrepareAccountsRequest): Promise<PrepareAccountsResponse> {
+    const network = networkFromX402(request.network);
+    const ledger = network && this.deps.settings.networks.includes(network) ? this.deps.ledgers[network] : undefined;
+    const answer = (accounts: PreparedAccount[]): PrepareAccountsResponse => ({ network: request.network, owner: request.owner, accounts });
+    if (!network || !ledger) {
+      const message = `network ${request.network} is not served by this facilitator`;
+      return answer(request.assets.map((asset) => ({ asset, account: null, ready: false, reason: 'unsupported_network', message })));
+    }
+    const accounts: PreparedAccount[] = [];
+    for (const asset of [...new Set(request.assets)]) {
+      const mint = await this.mintOf(network, ledger, asset);
+      if (!mint) {
+        accounts.push({ asset, account: null, ready: false, reason: 'unsupported_asset', message: `${asset} is not an SPL Token or Token-2022 mint on ${network}` });
+        continue;
+      }
+      const account = ataOf(request.owner, asset, mint.tokenProgram);
+      if (await ledger.getAccount(account)) {
+        accounts.push({ asset, account, ready: true, created: false });
+        continue;
+      }
+      const token = { asset, tokenProgram: mint.tokenProgram };
+      const reservation = `prepare:${account}`;
+      const decision = await this.deps.store.reserveSponsorship({ ...this.rent(network, token, { account, owner: request.owner }), signature: reservation });
+      if (decision !== 'ok') {
+        // A concurrent request for the same owner and mint holds the one sponsorship: its creation may have landed.
+        if (await ledger.getAccount(account)) accounts.push({ asset, account, ready: true, created: false });
+        else accounts.push({ asset, account, ready: false, reason: 'ata_creation_not_sponsored', message: this.notSponsored(decision, account).message });
+        continue;
+      }
+      const failure = await this.createAccount(ledger, token, request.owner);
+      if (failure) {
+        await this.deps.store.releaseSponsorships(network, reservation);
+        accounts.push({ asset, account, ready: false, reason: 'account_creation_failed', message: failure.message });
+        continue;
+      }
+      accounts.push({ asset, account, ready: true, created: true });
+    }
+    return answer(accounts);
+  }
+
   /** Parse, resolve the offer, run the pure verify and co-sign: everything verify and settle share. */
   private async check(raw: unknown): Promise<{ ok: true; value: Checked } | Failure> {
     const prepared = await this.prepare(raw);
@@ -296,13 +342,16 @@ export class FacilitatorService implements Facilitator {
   }
 
   private sponsorship(prepared: Prepared, creation: { account: string; owner: string }) {
-    const { requirements, network } = prepared;
+    return this.rent(prepared.network, prepared.requirements, creation);
+  }
+
+  private rent(network: Network, token: Pick<PaymentRequirements, 'asset' | 'tokenProgram'>, creation: { account: string; owner: string }) {
     return {
       network,
       owner: creation.owner,
-      mint: requirements.asset,
+      mint: token.asset,
       account: creation.account,
-      lamports: ATA_RENT[requirements.tokenProgram] ?? ATA_RENT[TOKEN_PROGRAM_ID]!,
+      lamports: ATA_RENT[token.tokenProgram] ?? ATA_RENT[TOKEN_PROGRAM_ID]!,
       day: this.deps.clock.now().toISOString().slice(0, 10),
       dailyBudget: this.deps.settings.rentBudgetLamports,
     };
@@ -348,13 +397,13 @@ export class FacilitatorService implements Facilitator {
   }
 
   /** Creates the seller's account; fine when a concurrent settlement (the same bytes, even) created it first. */
-  private async createAccount(ledger: Ledger, requirements: PaymentRequirements, owner: string): Promise<Failure | null> {
+  private async createAccount(ledger: Ledger, requirements: Pick<PaymentRequirements, 'asset' | 'tokenProgram'>, owner: string): Promise<Failure | null> {
     const failure = await this.sendCreation(ledger, requirements, owner);
     if (failure && (await ledger.getAccount(ataOf(owner, requirements.asset, requirements.tokenProgram)))) return null;
     return failure;
   }
 
-  private async sendCreation(ledger: Ledger, requirements: PaymentRequirements, owner: string): Promise<Failure | null> {
+  private async sendCreation(ledger: Ledger, requirements: Pick<PaymentRequirements, 'asset' | 'tokenProgram'>, owner: string): Promise<Failure | null> {
     const key = (a: string) => new PublicKey(a);
     const { blockhash } = await ledger.getLatestBlockhash();
     const account = ataOf(owner, requirements.asset, requirements.tokenProgram);

@@ -1,10 +1,10 @@
 import { z } from 'zod';
-import type { Network } from '../shared/network.ts';
 import { parseInput } from '../shared/validation.ts';
 import type { Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RequestRecordStore } from '../ports/policy-store.ts';
 import type { Principal } from '../access/schema.ts';
+import { ownerFilter, type Caller } from '../access/ownership.ts';
 
 export const UsageInput = z.object({
   days: z.coerce.number().int().min(1).max(30).default(7),
@@ -53,10 +53,12 @@ export class MetricsService {
     };
   }
 
-  async events(network: Network, input: z.input<typeof EventsInput>): Promise<z.infer<typeof EventCounters>> {
+  /** Counts of the events the caller may read (README "Ownership"): its own; an admin's, its network's. */
+  async events(caller: Caller, input: z.input<typeof EventsInput>): Promise<z.infer<typeof EventCounters>> {
     const q = parseInput(EventsInput, input ?? {});
+    const { network } = caller;
     const since = q.days ? new Date(this.deps.clock.now().getTime() - q.days * 86_400_000) : undefined;
-    const rows = await this.deps.store.events.countByKind(network, since);
+    const rows = await this.deps.store.events.countByKind(network, { owner: ownerFilter(caller), since });
     const byKind = new Map<string, { kind: string; count: number; phases: Record<string, number> }>();
     for (const r of rows) {
       const entry = byKind.get(r.kind) ?? { kind: r.kind, count: 0, phases: {} };

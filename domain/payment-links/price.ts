@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DomainError } from '../shared/errors.ts';
 import { STABLE_SYMBOLS, findStable, type Network, type Stable } from '../shared/network.ts';
-import { atomicToDecimal, decimalToAtomic } from '../shared/money.ts';
+import { atomicToDecimal, parseAtomic, U64_MAX } from '../shared/money.ts';
 
 export interface ParsedPrice {
   amountAtomic: bigint;
@@ -33,8 +33,16 @@ export function parsePrice(text: string, network: Network, currency?: string): P
   }
   const stable = findStable(network, symbol);
   if (!stable) fail(symbolText ? 'price' : 'currency', `${symbol} is not available on ${network}`);
-  const amountAtomic = decimalToAtomic(number!, stable.decimals);
-  if (amountAtomic === null) fail('price', `At most ${stable.decimals} decimal places for ${symbol}`);
+  const parsed = parseAtomic(number!, stable.decimals);
+  if ('problem' in parsed) {
+    fail(
+      'price',
+      parsed.problem === 'range'
+        ? `The price exceeds the largest token amount (${atomicToDecimal(U64_MAX, stable.decimals)} ${symbol})`
+        : `At most ${stable.decimals} decimal places for ${symbol}`,
+    );
+  }
+  const amountAtomic = parsed.amount;
   if (amountAtomic <= 0n) fail('price', 'The price must be greater than zero');
   return { amountAtomic, stable, display: `${atomicToDecimal(amountAtomic, stable.decimals)} ${stable.symbol}` };
 }

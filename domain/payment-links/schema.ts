@@ -99,7 +99,17 @@ export type PreviewPaymentLinkInput = z.input<typeof PreviewPaymentLinkInput>;
 export const AcceptEntry = z.object({
   scheme: z.literal('exact'),
   network: z.string(),
+  /** the x402 offer's payTo, in the other spelling: the owner agent's treasury (hosted-api §2.3) */
   pay_to: z.string(),
+  /** the account the seller leg credits: ATA(pay_to, asset, token program) */
+  pay_to_token_account: z.string(),
+  /**
+   * Whether pay_to_token_account exists, so stock x402 clients that simulate a plain transfer into it can pay: true or
+   * false in the answer of the call that prepared it (create, or an update changing owner_agent or currencies);
+   * null where this answer did not check (reads, preview). False means the facilitator refused to create it (e.g.
+   * its rent sponsorship is spent); the gateway's buyer kit and x402 scheme pay such a link anyway.
+   */
+  pay_to_ready: z.boolean().nullable(),
   asset: z.string(),
   amount: z.string(),
   currency: StableSymbol,
@@ -130,8 +140,8 @@ export const PaymentLink = z.object({
   protocol: Protocol,
   response: z.object({ status: z.number().int(), mimeType: z.string(), body: z.unknown() }),
   webhook_url: z.string().nullable(),
-  /** whsec_…: verifies the X-Svc-Signature of this link's webhook POSTs; null without a webhook_url */
-  webhook_secret: z.string().nullable(),
+  /** a webhook signing secret exists; the secret itself is shown once (create, rotate), never on reads */
+  webhook_secret_set: z.boolean(),
   wrap_receipt: z.boolean(),
   settle_policy: SettlePolicy,
   disabled: z.boolean(),
@@ -146,6 +156,19 @@ export const PaymentLink = z.object({
 export type PaymentLink = z.infer<typeof PaymentLink>;
 
 export const PaymentLinkList = listEnvelope(PaymentLink);
+
+/**
+ * The answer of a call that may make a webhook secret: create, PATCH and POST …/webhook-secret/rotate. The secret is
+ * shown only here, once: present only when this call made one, and absent from an Idempotency-Key replay (never
+ * stored), so an answer without a new secret reads exactly like GET.
+ */
+export const PaymentLinkWithSecret = PaymentLink.extend({
+  webhook_secret: z
+    .string()
+    .optional()
+    .describe('whsec_…: verifies the X-Svc-Signature of this link’s webhook POSTs. Only in the answer of the call that made it.'),
+});
+export type PaymentLinkWithSecret = z.infer<typeof PaymentLinkWithSecret>;
 
 export const PaymentLinkPreview = z.object({
   network: Network,
@@ -185,7 +208,10 @@ export interface PaymentLinkRecord {
   lastCalledAt: Date | null;
   lastSettledAt: Date | null;
   lastTxSig: string | null;
+  /** the API key that created it */
   createdBy: string;
+  /** the principal owning it ("wallet:…" or "key:…", README "Ownership"): the only one (with admins) that sees it */
+  ownerPrincipal: string;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -8,7 +8,9 @@ import { bpsToPct } from '../shared/money.ts';
 import type { Store, Repositories } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { AgentService } from '../agents/service.ts';
+import { canAccess, ownerFilter, type Caller } from '../access/ownership.ts';
 import { payToFor, treasuryOf } from '../treasury/derive.ts';
+import type { PayToReadiness, TreasuryAccounts } from '../treasury/accounts.ts';
 import { parsePrice, ParsePriceInput, priceSymbol } from './price.ts';
 import { newWebhookSecret } from '../webhooks/signature.ts';
 import { z } from 'zod';
@@ -20,6 +22,7 @@ import {
   type AcceptEntry,
   type PaymentLink,
   type PaymentLinkRecord,
+  type PaymentLinkWithSecret,
 } from './schema.ts';
 
 interface Deps {
@@ -29,6 +32,8 @@ interface Deps {
   settings: GatewaySettings;
   /** told after a link was written (committed), e.g. to drop a cached copy */
   onChange?: (network: Network, id: string) => void;
+  /** issue 9: makes the treasury's token accounts exist for the link's currencies (absent: not checked) */
+  treasuryAccounts?: TreasuryAccounts | undefined;
 }
 
 const CursorShape = z.object({ pk: z.string() });
@@ -42,14 +47,25 @@ export function shareUrl(baseUrl: string, network: Network, id: string): string 
   return network === 'chain-mainnet' ? url : `${url}?network=${network}`;
 }
 
-/** hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. */
-export function acceptsFor(network: Network, ownerAgent: string, amountAtomic: bigint, currencies: StableSymbol[]): AcceptEntry[] {
+/**
+ * hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. pay_to is the x402 payTo
+ * (the treasury); `ready` is what the caller learnt about the token accounts (null: not checked).
+ */
+export function acceptsFor(
+  network: Network,
+  ownerAgent: string,
+  amountAtomic: bigint,
+  currencies: StableSymbol[],
+  ready?: ReadonlyMap<StableSymbol, PayToReadiness>,
+): AcceptEntry[] {
   return currencies.map((symbol) => {
     const stable = findStable(network, symbol)!;
     return {
       scheme: 'exact',
       network: CAIP2[network],
-      pay_to: payToFor(ownerAgent, stable),
+      pay_to: treasuryOf(ownerAgent),
+      pay_to_token_account: payToFor(ownerAgent, stable),
+      pay_to_ready: ready?.get(stable.symbol)?.ready ?? null,
       asset: stable.mint,
       amount: amountAtomic.toString(),
       currency: stable.symbol,
@@ -73,7 +89,7 @@ function resolveCurrencies(network: Network, primary: Stable, extra: StableSymbo
 export class PaymentLinkService {
   constructor(private readonly deps: Deps) {}
 
-  toWire(r: PaymentLinkRecord): PaymentLink {
+  toWire(r: PaymentLinkRecord, ready?: ReadonlyMap<StableSymbol, PayToReadiness>): PaymentLink {
     const { baseUrl, facilitatorUrl } = this.deps.settings;
     const primary = findStable(r.network, r.currency)!;
     return {
@@ -90,13 +106,13 @@ export class PaymentLinkService {
       protocol: r.protocol,
       response: r.response,
       webhook_url: r.webhookUrl,
-      webhook_secret: r.webhookUrl ? r.webhookSecret : null,
+      webhook_secret_set: r.webhookSecret !== null,
       wrap_receipt: r.wrapReceipt,
       settle_policy: r.settlePolicy,
       disabled: r.disabled,
       facilitator: facilitatorUrl,
       share_url: shareUrl(baseUrl, r.network, r.id),
-      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies]),
+      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies], ready),
       counters: {
         call_count: r.callCount,
         settled_count: r.settledCount,
@@ -110,9 +126,11 @@ export class PaymentLinkService {
     };
   }
 
-  async create(network: Network, keyId: string, input: CreatePaymentLinkInput): Promise<PaymentLink> {
+  /** The secret is in this answer only (README "Ownership" and secrets); the event carries the link without it. */
+  async create(caller: Caller, keyId: string, input: CreatePaymentLinkInput): Promise<PaymentLinkWithSecret> {
     const parsed = parseInput(CreatePaymentLinkInput, input);
-    await this.deps.agents.require(network, parsed.owner_agent).catch(rethrowAt('owner_agent'));
+    const { network } = caller;
+    await this.deps.agents.requireOwned(caller, parsed.owner_agent).catch(rethrowAt('owner_agent'));
     const price = parsePrice(parsed.price, network, parsed.currency);
     const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
     const now = this.deps.clock.now();
@@ -142,6 +160,7 @@ export class PaymentLinkService {
       lastSettledAt: null,
       lastTxSig: null,
       createdBy: keyId,
+      ownerPrincipal: caller.owner,
       createdAt: now,
       updatedAt: now,
     };
@@ -151,29 +170,44 @@ export class PaymentLinkService {
       await this.emit(tx, 'payment_link.created', record, { payment_link: link });
     });
     this.deps.onChange?.(network, record.id);
-    return link;
+    return withSecret(await this.withReadiness(record, link), record.webhookSecret);
   }
 
-  async get(network: Network, id: string): Promise<PaymentLink> {
-    return this.toWire(await this.require(this.deps.store, network, id));
+  /** After the commit (no transaction held across ledger I/O): the accounts made ready, in the answer. */
+  private async withReadiness(record: PaymentLinkRecord, link: PaymentLink): Promise<PaymentLink> {
+    if (!this.deps.treasuryAccounts) return link;
+    const ready = await this.deps.treasuryAccounts.ensure(record.network, record.ownerAgent, [record.currency, ...record.acceptsCurrencies]);
+    return this.toWire(record, ready);
   }
 
-  async list(network: Network, input: ListPaymentLinksInput): Promise<Page<PaymentLink>> {
+  async get(caller: Caller, id: string): Promise<PaymentLink> {
+    return this.toWire(await this.require(this.deps.store, caller, id));
+  }
+
+  /** Only the caller's principal's links (an admin's: the whole network), through the (network, owner, pk) index. */
+  async list(caller: Caller, input: ListPaymentLinksInput): Promise<Page<PaymentLink>> {
     const q = parseInput(ListPaymentLinksInput, input);
     const before = q.cursor ? decodeCursor(CursorShape, q.cursor).pk : undefined;
-    const rows = await this.deps.store.paymentLinks.list(network, { ownerAgent: q.owner_agent, beforePk: before, limit: q.limit + 1 });
+    const rows = await this.deps.store.paymentLinks.list(caller.network, {
+      owner: ownerFilter(caller),
+      ownerAgent: q.owner_agent,
+      beforePk: before,
+      limit: q.limit + 1,
+    });
     return toPage(rows, q.limit, (r) => this.toWire(r), (r) => encodeCursor({ pk: r.pk }));
   }
 
-  async update(network: Network, input: UpdatePaymentLinkInput): Promise<PaymentLink> {
+  /** Answers webhook_secret only when this PATCH made the link's first secret (a first webhook_url). */
+  async update(caller: Caller, input: UpdatePaymentLinkInput): Promise<PaymentLinkWithSecret> {
     const { id, ...patch } = parseInput(UpdatePaymentLinkInput, input);
+    const { network } = caller;
     const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
     const updated = await this.deps.store.transaction(async (tx) => {
-      const current = await this.require(tx, network, id);
-      if (changed.length === 0) return this.toWire(current);
+      const current = await this.require(tx, caller, id);
+      if (changed.length === 0) return { link: this.toWire(current), record: null, secret: null };
       const next: PaymentLinkRecord = { ...current, updatedAt: this.deps.clock.now() };
       if (patch.owner_agent !== undefined) {
-        await this.deps.agents.require(network, patch.owner_agent).catch(rethrowAt('owner_agent'));
+        await this.deps.agents.requireOwned(caller, patch.owner_agent).catch(rethrowAt('owner_agent'));
         next.ownerAgent = patch.owner_agent;
       }
       if (patch.price !== undefined || patch.currency !== undefined || patch.accepts_currencies !== undefined) {
@@ -202,16 +236,36 @@ export class PaymentLinkService {
       await tx.paymentLinks.update(next);
       const link = this.toWire(next);
       await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed });
-      return link;
+      return { link, record: next, secret: next.webhookSecret !== current.webhookSecret ? next.webhookSecret : null };
     });
     this.deps.onChange?.(network, id);
-    return updated;
+    const offerChanged = ['owner_agent', 'price', 'currency', 'accepts_currencies'].some((k) => changed.includes(k));
+    const link = updated.record && offerChanged ? await this.withReadiness(updated.record, updated.link) : updated.link;
+    return withSecret(link, updated.secret);
+  }
+
+  /**
+   * POST /v1/payment-links/{id}/webhook-secret/rotate: a new secret, answered once; the old one stops signing at once.
+   * The event says that it changed, never what it is.
+   */
+  async rotateWebhookSecret(caller: Caller, id: string): Promise<PaymentLinkWithSecret> {
+    const rotated = await this.deps.store.transaction(async (tx) => {
+      const current = await this.require(tx, caller, id);
+      const next: PaymentLinkRecord = { ...current, webhookSecret: newWebhookSecret(), updatedAt: this.deps.clock.now() };
+      await tx.paymentLinks.update(next);
+      const link = this.toWire(next);
+      await this.emit(tx, 'payment_link.updated', next, { payment_link: link, changed: ['webhook_secret'] });
+      return withSecret(link, next.webhookSecret);
+    });
+    this.deps.onChange?.(caller.network, id);
+    return rotated;
   }
 
   /** hosted-api §3.2: 204, event payment_link.deleted, slug reusable on the same network. */
-  async delete(network: Network, id: string): Promise<void> {
+  async delete(caller: Caller, id: string): Promise<void> {
+    const { network } = caller;
     await this.deps.store.transaction(async (tx) => {
-      const current = await this.require(tx, network, id);
+      const current = await this.require(tx, caller, id);
       await tx.paymentLinks.delete(network, id);
       await this.emit(tx, 'payment_link.deleted', current, {});
     });
@@ -219,9 +273,10 @@ export class PaymentLinkService {
   }
 
   /** hosted-api §4.1 preview: nothing is stored. */
-  async preview(network: Network, input: PreviewPaymentLinkInput) {
+  async preview(caller: Caller, input: PreviewPaymentLinkInput) {
     const parsed = parseInput(PreviewPaymentLinkInput, input);
-    await this.deps.agents.require(network, parsed.owner_agent).catch(rethrowAt('owner_agent'));
+    const { network } = caller;
+    await this.deps.agents.requireOwned(caller, parsed.owner_agent).catch(rethrowAt('owner_agent'));
     const price = parsePrice(parsed.price, network, parsed.currency);
     const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
     return {
@@ -270,9 +325,12 @@ export class PaymentLinkService {
     };
   }
 
-  private async require(repos: Repositories, network: Network, id: string): Promise<PaymentLinkRecord> {
-    const row = await repos.paymentLinks.get(network, id);
-    if (!row) throw new DomainError('payment_link_not_found', `No payment link ${id} on ${network}.`, { id });
+  /** Another principal's link is not found, exactly like a missing one: its existence is not disclosed. */
+  private async require(repos: Repositories, caller: Caller, id: string): Promise<PaymentLinkRecord> {
+    const row = await repos.paymentLinks.get(caller.network, id);
+    if (!row || !canAccess(caller, row.ownerPrincipal)) {
+      throw new DomainError('payment_link_not_found', `No payment link ${id} on ${caller.network}.`, { id });
+    }
     return row;
   }
 
@@ -284,6 +342,7 @@ export class PaymentLinkService {
       phase: 'confirmed',
       network: link.network,
       agentAsset: link.ownerAgent,
+      owner: link.ownerPrincipal,
       metadata: { payment_link_id: link.id, ...extra },
       createdAt: now,
       confirmedAt: now,
@@ -291,11 +350,16 @@ export class PaymentLinkService {
   }
 }
 
-/** A missing owner agent is a 404 agent_not_found naming the field, so clients can point at it. */
+/** The secret a call made, in its answer only. */
+function withSecret(link: PaymentLink, secret: string | null): PaymentLinkWithSecret {
+  return secret === null ? link : { ...link, webhook_secret: secret };
+}
+
+/** A missing owner agent (404 agent_not_found) or another principal's (403 forbidden) names the field. */
 function rethrowAt(path: string) {
   return (e: unknown): never => {
-    if (e instanceof DomainError && e.code === 'agent_not_found') {
-      throw new DomainError('agent_not_found', e.message, { ...e.details, path });
+    if (e instanceof DomainError && (e.code === 'agent_not_found' || e.code === 'forbidden')) {
+      throw new DomainError(e.code, e.message, { ...e.details, path });
     }
     throw e;
   };

@@ -1,5 +1,5 @@
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
-import { paymentRequired, type OfferTerms } from './offer.ts';
+import { paymentRequired, refusalMessage, type OfferTerms } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { PaywallResult } from './core.ts';
 
@@ -30,7 +30,7 @@ export class PaywallHttp {
     const response: PaywallResponse = {
       status: 402,
       headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },
-      body: json({ ...offer.body, message: result.message }),
+      body: json({ ...offer.body, message: refusalMessage(result.reason, result.message) }),
     };
     if (terms) this.challenges.set(link, { terms, response });
     return response;

@@ -59,6 +59,20 @@ export function toV1(accept: X402RequirementsV2, network: Network, resource: Res
   };
 }
 
+/**
+ * The human message of a 402 after a refused payment. A stock x402 client pays only the seller leg; on a fee-on link
+ * it is refused with fee_leg_missing, and its user learns here what to add (issue 9).
+ */
+export function refusalMessage(reason: string, message: string): string {
+  if (reason !== 'fee_leg_missing') return message;
+  return (
+    `${message} This link charges a protocol fee (extra["${FEE_EXTENSION_KEY}"] in the offer), which a stock x402 client does not pay. ` +
+    `With the official client (@x402/fetch, @x402/core) register the fee scheme, one line: ` +
+    `client.register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl })) with ExactSvmFeeScheme from 'svc-gateway/x402'; ` +
+    `or pay with createPayingFetch from 'svc-gateway/client'.`
+  );
+}
+
 /** The unpaid answer: the v2 envelope for PAYMENT-REQUIRED and the v1 form for the body. */
 export function paymentRequired(network: Network, accepts: X402RequirementsV2[], resource: ResourceInfo, error: string) {
   const v2 = { x402Version: 2, error, resource, accepts };

@@ -103,7 +103,7 @@ export class PaidCallRecorder {
 
   private async emit(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, receipt: ReceiptV1, fee: bigint, stable: Stable, status: number) {
     const { link } = call;
-    const base = { network: link.network, agentAsset: link.ownerAgent, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
+    const base = { network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
     const append = (kind: string, metadata: Record<string, unknown>, withSignature = true) =>
       tx.events.append({ ...base, id: newId(now.getTime()), kind, metadata, signature: withSignature ? signature : null });
     await append('payment_link.settled', {

@@ -3,7 +3,10 @@ import { DomainError } from '../shared/errors.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RateLimitStore } from '../ports/policy-store.ts';
 
-/** hosted-api §8 and DECISIONS: limits per 60 s; `default` covers routes outside the table, `paywall` is per client IP. */
+/**
+ * hosted-api §8 and DECISIONS: limits per 60 s; `default` covers routes outside the table, `paywall` is per client IP,
+ * `graphql` counts the cost of GraphQL operations (one slot per started unit of cost, interfaces/policies/graphql-limits.ts).
+ */
 export const DEFAULT_LIMITS = {
   prepare: 600,
   submit: 600,
@@ -15,6 +18,7 @@ export const DEFAULT_LIMITS = {
   meta: 60,
   default: 600,
   paywall: 600,
+  graphql: 600,
 } as const;
 
 export type Bucket = keyof typeof DEFAULT_LIMITS;
@@ -88,14 +92,24 @@ interface WindowState {
   exchangedAt: number;
   /** own hits taken from `pending` by exchanges still in flight: the store may or may not have them yet */
   carrying: number;
-  /** exact decisions in flight: each may be an own hit that is in neither `local` nor `others` yet */
+  /** exact decisions in flight */
   deciding: number;
+  /** slots those decisions ask for: each may be an own hit that is in neither `local` nor `others` yet */
+  decidingSlots: number;
+  /** resolved (and replaced) each time an exact decision of this window is answered */
+  settled: Promise<void>;
+  settle: () => void;
   /** exact decisions started so far: an exchange that overlapped one leaves `others` to that decision's answer */
   decisions: number;
   /** an exact decision carrying pending hits to the store: the next exact decision waits until they are there */
   flushing: Promise<void> | undefined;
   /** admissions from memory so far: those made while an exact decision was in flight may precede it in truth */
   admitted: number;
+  /**
+   * What the store last proved (an exact decision or an exchange): `used` hits in the window, none older than
+   * `until` − WINDOW_MS. Hits only age out or are added, so until `until` the window holds at least `used`.
+   */
+  floor: { used: number; until: number };
 }
 
 /**
@@ -106,6 +120,42 @@ interface WindowState {
  */
 function confirmedOwn(w: WindowState): number {
   return Math.max(0, w.local.length - w.pending.length - w.carrying);
+}
+
+/**
+ * When the sliding window alone proves that `need` more slots do not fit: the hits proven in the window and the time
+ * (ms) at which that proof lapses; otherwise undefined. Two proofs, both lower bounds on the hits in the window, so a
+ * refusal from memory is one the store would have made:
+ * - this process's own hits: each one is in the shared log (or on its way there) until it ages out;
+ * - the store's last answer: `used` hits none older than `until` − 60 s are all still in the window before `until`.
+ * The wait is until the proof lapses: then the store decides again (the first moment a slot may be free).
+ */
+function provenFull(w: WindowState, limit: number, need: number, nowMs: number): { used: number; until: number } | undefined {
+  let proof: { used: number; until: number } | undefined;
+  const room = limit - need;
+  if (w.local.length > room) proof = { used: w.local.length, until: w.local[w.local.length - room - 1]! + WINDOW_MS };
+  if (w.floor.until > nowMs && w.floor.used > room && (!proof || w.floor.until > proof.until)) {
+    proof = { used: Math.max(w.floor.used, proof?.used ?? 0), until: w.floor.until };
+  }
+  return proof;
+}
+
+/**
+ * Keeps the store's proof of a busy window (see `WindowState.floor`): a new answer replaces a proof still valid only
+ * when it proves as many hits (answers may arrive out of order; both are lower bounds, the larger one is kept).
+ */
+function raiseFloor(w: WindowState, used: number, oldestMs: number, nowMs: number): void {
+  if (w.floor.until > nowMs && w.floor.used > used) return;
+  w.floor = { used, until: oldestMs + WINDOW_MS };
+}
+
+function renewSettled(w: WindowState): void {
+  let settle!: () => void;
+  w.settled = new Promise<void>((resolve) => (settle = resolve));
+  w.settle = () => {
+    renewSettled(w);
+    settle();
+  };
 }
 
 function prune(log: number[], nowMs: number): void {
@@ -119,8 +169,12 @@ function prune(log: number[], nowMs: number): void {
  *
  * Far from the limit a process admits from memory (its exact own hits plus the others' count from the last exchange,
  * refreshed every 250 ms by `sync`), so a request costs no database round trip. Once its view reaches LOCAL_SHARE of
- * the limit, every decision is the store's exact, serialised one. One process is therefore exact; across N processes
- * a burst inside one exchange interval can exceed the limit by at most (N − 1) × LOCAL_SHARE × limit.
+ * the limit, every admission is the store's exact, serialised decision. One process is therefore exact; across N
+ * processes a burst inside one exchange interval can exceed the limit by at most (N − 1) × LOCAL_SHARE × limit.
+ *
+ * Refusals need no round trip once memory proves them (`provenFull`): this process's own hits already fill the
+ * window, or the store's last answer showed a full window whose oldest hit has not aged out yet. Near the limit, then,
+ * only the first refusal and the requests made when a slot may have freed up reach the store.
  */
 export class RateLimiter {
   private readonly windows = new Map<string, WindowState>();
@@ -128,6 +182,8 @@ export class RateLimiter {
   private syncing: Promise<void> | undefined;
   /** the one exchange due after it: exchanges never overlap, and calls made meanwhile share the next one */
   private next: Promise<void> | undefined;
+  /** refusals decided from memory so far, with no store round trip */
+  localDenials = 0;
 
   constructor(private readonly deps: { store: RateLimitStore; clock: Clock; limits: Record<Bucket, number> }) {}
 
@@ -135,38 +191,82 @@ export class RateLimiter {
     return this.deps.limits[bucket];
   }
 
-  async hit(subject: string, bucket: Bucket): Promise<RateDecision> {
+  /**
+   * One request taking `hits` slots of the window (default 1; a GraphQL operation takes one per unit of its cost). A
+   * request needing more slots than the limit takes the whole window.
+   */
+  async hit(subject: string, bucket: Bucket, hits = 1): Promise<RateDecision> {
     const now = this.deps.clock.now();
     const nowMs = now.getTime();
     const limit = this.deps.limits[bucket];
+    const need = Math.min(Math.max(1, Math.ceil(hits)), limit);
     const id = `${subject}\u0000${bucket}`;
     let w = this.windows.get(id);
     if (!w) {
-      w = { local: [], pending: [], others: 0, exchangedAt: -Infinity, carrying: 0, deciding: 0, decisions: 0, flushing: undefined, admitted: 0 };
+      w = {
+        local: [],
+        pending: [],
+        others: 0,
+        exchangedAt: -Infinity,
+        carrying: 0,
+        deciding: 0,
+        decisions: 0,
+        flushing: undefined,
+        admitted: 0,
+        floor: { used: 0, until: -Infinity },
+        decidingSlots: 0,
+        settled: Promise.resolve(),
+        settle: () => {},
+      };
+      renewSettled(w);
       this.windows.set(id, w);
     }
     prune(w.local, nowMs);
-    const view = w.others + w.local.length + w.deciding;
-    if (nowMs - w.exchangedAt <= FRESH_MS && view + 1 <= Math.floor(limit * LOCAL_SHARE)) {
-      w.local.push(nowMs);
-      w.pending.push(now);
-      w.admitted++;
-      return decide(bucket, limit, true, view + 1, w.local[0]!, nowMs);
+    const refused = provenFull(w, limit, need, nowMs);
+    if (refused) {
+      this.localDenials++;
+      return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
     }
-    // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
-    while (w.carrying > 0) {
-      if (w.flushing) await w.flushing;
-      else if (this.syncing) await this.syncing.catch(() => {});
-      else break;
+    const view = w.others + w.local.length + w.decidingSlots;
+    if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
+      for (let i = 0; i < need; i++) {
+        w.local.push(nowMs);
+        w.pending.push(now);
+      }
+      w.admitted += need;
+      return decide(bucket, limit, true, view + need, w.local[0]!, nowMs);
+    }
+    for (;;) {
+      // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
+      if (w.carrying > 0 && (w.flushing || this.syncing)) {
+        if (w.flushing) await w.flushing;
+        else await this.syncing!.catch(() => {});
+        continue;
+      }
+      // The window was full at the store's last answer and the exact decisions in flight may take whatever has freed
+      // up since: wait for one of them to be answered rather than ask too. (Otherwise, near the limit, every request
+      // that comes in while a slot frees up would go to PostgreSQL at once.)
+      if (w.decidingSlots > 0 && w.floor.used + w.decidingSlots + need > limit) {
+        await w.settled;
+        prune(w.local, nowMs);
+        const proof = provenFull(w, limit, need, nowMs);
+        if (proof) {
+          this.localDenials++;
+          return decide(bucket, limit, false, proof.used, proof.until - WINDOW_MS, nowMs);
+        }
+        continue;
+      }
+      break;
     }
     const confirmed = confirmedOwn(w);
     const pending = w.pending;
     w.pending = [];
     w.carrying += pending.length;
     w.deciding++;
+    w.decidingSlots += need;
     w.decisions++;
     const admittedBefore = w.admitted;
-    const call = this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending);
+    const call = this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending, need);
     if (pending.length) {
       const flushing = call.then(
         () => undefined,
@@ -183,15 +283,20 @@ export class RateLimiter {
     } catch (e) {
       w.carrying -= pending.length;
       w.deciding--;
+      w.decidingSlots -= need;
       w.pending = pending.concat(w.pending);
+      w.settle();
       throw e;
     }
     w.carrying -= pending.length;
     w.deciding--;
-    if (r.allowed) w.local.push(nowMs);
+    w.decidingSlots -= need;
+    if (r.allowed) for (let i = 0; i < need; i++) w.local.push(nowMs);
     // own hits the store surely counted: those confirmed before, the ones this call carried, and its own
-    w.others = Math.max(0, r.used - confirmed - pending.length - (r.allowed ? 1 : 0));
+    w.others = Math.max(0, r.used - confirmed - pending.length - (r.allowed ? need : 0));
     w.exchangedAt = nowMs;
+    raiseFloor(w, r.used, r.oldest.getTime(), nowMs);
+    w.settle();
     // Admissions from memory made while this decision was in flight were not in the store it counted: report them
     // as taken (cautious; there are none once the window nears the limit, where every decision is exact).
     const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
@@ -253,6 +358,7 @@ export class RateLimiter {
       if (!mine || mine.overlapped || mine.w.decisions !== mine.decisions) continue;
       mine.w.others = Math.max(0, row.used - mine.confirmed - mine.pending.length);
       mine.w.exchangedAt = nowMs;
+      if (row.oldest) raiseFloor(mine.w, row.used, row.oldest.getTime(), nowMs);
     }
   }
 }

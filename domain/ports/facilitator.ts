@@ -1,4 +1,5 @@
 import type { FacilitatorHealth, FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../facilitator/wire.ts';
+import type { PrepareAccountsRequest, PrepareAccountsResponse } from '../treasury/accounts.ts';
 
 // The facilitator as the paywall sees it (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"). Two adapters:
 // in-process (the FacilitatorService of this process) and HTTP (SVC_PAYWALL_FACILITATOR_URL, any x402 v2
@@ -18,4 +19,12 @@ export interface Facilitator {
   health(): Promise<FacilitatorHealth>;
   verify(request: FacilitatorRequest): Promise<VerifyResponse>;
   settle(request: FacilitatorRequest): Promise<SettleResponse>;
+  /**
+   * Not x402 (issue 9): makes sure ATA(owner, asset) exists for each asset, creating the missing ones at the
+   * facilitator's expense within its rent-sponsorship limits, so stock clients that need the seller's token account
+   * to exist can pay. A refusal is an answer per account; throws facilitator_unavailable like the others.
+   * e.g. { network: "solana:EtWT…", owner: "<treasury>", assets: ["4zMM…"] } →
+   * { network, owner, accounts: [{ asset: "4zMM…", account: "9xQe…", ready: true, created: true }] }
+   */
+  prepareAccounts(request: PrepareAccountsRequest): Promise<PrepareAccountsResponse>;
 }

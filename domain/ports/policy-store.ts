@@ -32,7 +32,7 @@ export interface IdempotencyStore {
 
 export interface RateHitResult {
   allowed: boolean;
-  /** hits in the window after this decision (including this one when allowed) */
+  /** hits in the window after this decision (including this one's when allowed) */
   used: number;
   /** the oldest hit still in the window (when a slot frees up) */
   oldest: Date;
@@ -50,9 +50,10 @@ export interface RateWindow {
 export interface RateLimitStore {
   /**
    * The exact decision: adds `pending` (this process's hits not shared yet), ages out hits older than the window,
-   * counts, and records a hit at `now` when under `limit`. Serialised per (subject, bucket) across processes.
+   * counts, and records `hits` hits (default 1) at `now` when they all fit under `limit`. Serialised per (subject, bucket)
+   * across processes.
    */
-  hit(subject: string, bucket: string, limit: number, windowMs: number, now: Date, pending: Date[]): Promise<RateHitResult>;
+  hit(subject: string, bucket: string, limit: number, windowMs: number, now: Date, pending: Date[], hits?: number): Promise<RateHitResult>;
   /** Shares pending hits and reads back the window of each (subject, bucket), in one round trip. */
   sync(entries: { subject: string; bucket: string; pending: Date[] }[], windowMs: number, now: Date): Promise<RateWindow[]>;
 }

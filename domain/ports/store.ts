@@ -21,12 +21,19 @@ export interface ApiKeyRepository {
 }
 
 export interface AgentRepository {
-  /** inserts or replaces owner/name/uri of (network, mint); returns the stored row */
-  upsert(record: AgentRecord): Promise<AgentRecord>;
+  /** inserts a new (network, mint); false when it is already recorded */
+  insert(record: AgentRecord): Promise<boolean>;
+  /**
+   * Replaces owner, owner principal, name and uri of (network, mint) only while the stored owner and owner principal
+   * are still `expected` (compare-and-set: a concurrent re-record cannot be overwritten unseen); false otherwise.
+   */
+  replace(record: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }): Promise<boolean>;
   get(network: Network, mint: string): Promise<AgentRecord | null>;
 }
 
 export interface PaymentLinkListQuery {
+  /** the owning principal; undefined: the whole network (an admin's read). Required so no caller forgets it. */
+  owner: string | undefined;
   ownerAgent?: string | undefined;
   /** exclusive upper bound on pk (newest first) */
   beforePk?: string | undefined;
@@ -100,6 +107,8 @@ export interface PaidCallRepository {
 }
 
 export interface EventFilter {
+  /** the owning principal; undefined: the whole network (an admin's read). Required so no caller forgets it. */
+  owner: string | undefined;
   /** kind patterns: exact kinds or prefixes ending in ".*"; "*" matches all */
   kinds?: string[] | undefined;
   agent?: string | undefined;
@@ -117,8 +126,11 @@ export interface EventRepository {
   list(network: Network, filter: EventFilter & { beforeSeq?: bigint | undefined; limit: number }): Promise<EventRecord[]>;
   /** oldest first, seq > afterSeq: replay for subscribers */
   after(network: Network, afterSeq: bigint, filter: EventFilter, limit: number): Promise<EventRecord[]>;
-  /** per (kind, phase) counts on a network, e.g. [{ kind: "payment_link.created", phase: "confirmed", count: 3 }] */
-  countByKind(network: Network, since?: Date): Promise<{ kind: string; phase: string; count: number }[]>;
+  /**
+   * per (kind, phase) counts on a network of one owner's events (owner undefined: the whole network), e.g.
+   * [{ kind: "payment_link.created", phase: "confirmed", count: 3 }]
+   */
+  countByKind(network: Network, filter: { owner: string | undefined; since?: Date | undefined }): Promise<{ kind: string; phase: string; count: number }[]>;
 }
 
 export interface Repositories {

@@ -1,6 +1,8 @@
 // hosted-api §7 extended by DECISIONS "Wire conventions": one table, each transport maps from it once.
 export const ERROR_CODES = {
   invalid_request: { status: 400, trpc: 'BAD_REQUEST' },
+  // A GraphQL document over the cost, depth, alias or token limits, or whose answer exceeds the response cap.
+  query_too_complex: { status: 400, trpc: 'BAD_REQUEST' },
   missing_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
   invalid_api_key: { status: 401, trpc: 'UNAUTHORIZED' },
   forbidden: { status: 403, trpc: 'FORBIDDEN' },
@@ -19,6 +21,7 @@ export const ERROR_CODES = {
   transaction_expired: { status: 409, trpc: 'CONFLICT' },
   payment_link_disabled: { status: 410, trpc: 'NOT_FOUND' },
   payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
+  headers_too_large: { status: 431, trpc: 'BAD_REQUEST' },
   transaction_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },

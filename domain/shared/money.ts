@@ -2,14 +2,29 @@
 
 const DECIMAL = /^(\d+)(?:\.(\d+))?$/;
 
-/** "1.5" with 6 decimals → 1500000n. Returns null when the text is not a plain decimal or is too precise. */
-export function decimalToAtomic(text: string, decimals: number): bigint | null {
+/** The largest atomic amount there is: SPL token amounts and lamport balances are u64. */
+export const U64_MAX = 2n ** 64n - 1n;
+
+/** Why a decimal text is no atomic amount: not a plain decimal, more places than the decimals, or beyond u64. */
+export type AtomicProblem = 'format' | 'precision' | 'range';
+
+/** "1.5" with 6 decimals → { amount: 1500000n }; every amount returned fits u64. */
+export function parseAtomic(text: string, decimals: number): { amount: bigint } | { problem: AtomicProblem } {
   const m = DECIMAL.exec(text);
-  if (!m) return null;
+  if (!m) return { problem: 'format' };
   const whole = m[1]!;
   const frac = m[2] ?? '';
-  if (frac.length > decimals) return null;
-  return BigInt(whole) * 10n ** BigInt(decimals) + BigInt(frac.padEnd(decimals, '0') || '0');
+  if (frac.length > decimals) return { problem: 'precision' };
+  // u64 has 20 digits: longer whole parts (leading zeros aside) are out of range before any BigInt is built.
+  if (whole.replace(/^0+/, '').length > 20) return { problem: 'range' };
+  const amount = BigInt(whole) * 10n ** BigInt(decimals) + BigInt(frac.padEnd(decimals, '0') || '0');
+  return amount > U64_MAX ? { problem: 'range' } : { amount };
+}
+
+/** "1.5" with 6 decimals → 1500000n. Null when the text is not a plain decimal, is too precise or exceeds u64. */
+export function decimalToAtomic(text: string, decimals: number): bigint | null {
+  const parsed = parseAtomic(text, decimals);
+  return 'amount' in parsed ? parsed.amount : null;
 }
 
 /** 1500000n with 6 decimals → "1.5"; 1000000n → "1". */

@@ -1,4 +1,5 @@
 import { Connection, Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+import type { TransactionPartialSigner } from '@solana/kit';
 import { z } from 'zod';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
 import { FEE_EXTENSION_KEY, FeeExtension, type FeeTerms, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
@@ -60,7 +61,8 @@ export interface TransactionSigner {
 }
 
 export interface PayingFetchOptions {
-  signer: Keypair | TransactionSigner;
+  /** a web3.js Keypair, a wallet that signs a VersionedTransaction, or a @solana/kit signer */
+  signer: PaymentSigner;
   /** Solana JSON-RPC of the paying network: blockhashes and, for mints that are not curated stables, mint metadata */
   rpcUrl: string;
   /** where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else `${origin of the request}/facilitator` */
@@ -108,13 +110,58 @@ interface MintInfo {
   tokenProgram: PaymentRequirements['tokenProgram'];
 }
 
-export function createPayingFetch(options: PayingFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
+/** A @solana/kit signer (createKeyPairSignerFromBytes: what the official x402 clients take); it signs message bytes. */
+export type KitTransactionSigner = Pick<TransactionPartialSigner, 'address' | 'signTransactions'>;
+type KitTransaction = Parameters<KitTransactionSigner['signTransactions']>[0][number];
+
+export type PaymentSigner = Keypair | TransactionSigner | KitTransactionSigner;
+
+export interface OfferSignerOptions {
+  signer: PaymentSigner;
+  /** Solana JSON-RPC of the paying network, or one per network */
+  rpcUrl: string | Partial<Record<Network, string>>;
+  /** where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else `${origin of the resource}/facilitator` */
+  facilitatorUrl?: string;
+  /** token account debited; default the signer's associated token account for the offer's mint */
+  source?: string;
+  fetch?: typeof fetch;
+}
+
+export interface OfferToSign {
+  /** the accept in x402 v2 form */
+  accept: X402RequirementsV2;
+  network: Network;
+  /** the paid resource: its origin locates the default facilitator */
+  resourceUrl: string | undefined;
+  /** refuse when amount + fee exceeds this many atomic units */
+  maxAmountAtomic?: bigint | undefined;
+}
+
+/**
+ * The one path from an accepted offer to the buyer-signed §2.3 transaction (base64), shared by the paying fetch and the
+ * x402 scheme client (svc-gateway/x402): fee terms held to the facilitator's published ones (§2.4), the gross held to
+ * the buyer's limit, then the seller leg, the fee leg when offered, idempotent creations paid by the facilitator.
+ */
+export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToSign) => Promise<string> {
   const fetchImpl = options.fetch ?? globalThis.fetch;
-  const connection = new Connection(options.rpcUrl, 'confirmed');
+  const connections = new Map<string, Connection>();
   const { signer } = options;
-  const wallet = isTransactionSigner(signer) ? signer : null;
-  const signerAddress = isTransactionSigner(signer) ? signer.address : signer.publicKey.toBase58();
+  const signerAddress = signerAddressOf(signer);
   const mints = new Map<string, Promise<MintInfo>>();
+
+  const rpcUrlOf = (network: Network): string => {
+    const url = typeof options.rpcUrl === 'string' ? options.rpcUrl : options.rpcUrl[network];
+    if (!url) throw new PaymentError('rpc_unavailable', `no rpcUrl for ${network}`, { network });
+    return url;
+  };
+  const connectionOf = (url: string): Connection => {
+    let connection = connections.get(url);
+    if (!connection) {
+      connection = new Connection(url, 'confirmed');
+      connections.set(url, connection);
+    }
+    return connection;
+  };
 
   const mintInfo = (network: Network, mint: string): Promise<MintInfo> => {
     const curated = STABLES[network].find((s) => s.mint === mint);
@@ -122,7 +169,8 @@ export function createPayingFetch(options: PayingFetchOptions): (input: RequestI
     const key = `${network}:${mint}`;
     let info = mints.get(key);
     if (!info) {
-      info = rpc('getAccountInfo', () => readMint(connection, mint));
+      const url = rpcUrlOf(network);
+      info = rpc(url, 'getAccountInfo', () => readMint(connectionOf(url), mint));
       mints.set(key, info);
       info.catch(() => mints.delete(key));
     }
@@ -130,20 +178,80 @@ export function createPayingFetch(options: PayingFetchOptions): (input: RequestI
   };
 
   /** Node failures become rpc_unavailable; the kit's own refusals pass through. */
-  const rpc = async <T>(method: string, call: () => Promise<T>): Promise<T> => {
+  const rpc = async <T>(url: string, method: string, call: () => Promise<T>): Promise<T> => {
     try {
       return await call();
     } catch (e) {
       if (e instanceof PaymentError) throw e;
-      throw new PaymentError('rpc_unavailable', `${method} on ${options.rpcUrl} failed: ${(e as Error).message}`, { rpcUrl: options.rpcUrl });
+      throw new PaymentError('rpc_unavailable', `${method} on ${url} failed: ${(e as Error).message}`, { rpcUrl: url });
     }
   };
 
-  const sign = async (tx: VersionedTransaction): Promise<VersionedTransaction> => {
-    if (wallet) return wallet.signTransaction(tx);
-    tx.sign([signer as Keypair]); // fills only the buyer's slot: the fee payer's stays empty for the facilitator
-    return tx;
+  /** §2.4: the offer's fee terms must be the ones the facilitator publishes; otherwise nothing is signed. */
+  const confirmFeeTerms = async (offered: FeeTerms, network: Network, resourceUrl: string | undefined): Promise<void> => {
+    const located = options.facilitatorUrl ?? envFacilitatorUrl() ?? (resourceUrl ? `${new URL(resourceUrl).origin}/facilitator` : undefined);
+    if (!located) throw new PaymentError('facilitator_unavailable', 'no facilitatorUrl, and the offer names no resource to find the facilitator from: the fee terms cannot be checked');
+    const base = located.replace(/\/+$/, '');
+    let health: z.infer<typeof HealthFeeBlock>;
+    try {
+      const res = await fetchImpl(`${base}/health`, { headers: { accept: 'application/json' } });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      health = HealthFeeBlock.parse(await res.json());
+    } catch (e) {
+      throw new PaymentError('facilitator_unavailable', `cannot read the fee terms at ${base}/health: ${(e as Error).message}`, { facilitatorUrl: base });
+    }
+    const published = { bps: health.protocol_fee.bps, feeAuthority: health.protocol_fee.authorities[network] ?? health.protocol_fee.authority };
+    if (published.feeAuthority !== offered.feeAuthority || published.bps !== offered.bps) {
+      throw new PaymentError(
+        'fee_authority_mismatch',
+        `the offer names fee authority ${offered.feeAuthority} at ${offered.bps} bps; ${base} publishes ${published.feeAuthority} at ${published.bps} bps`,
+        { offered, published, facilitatorUrl: base },
+      );
+    }
   };
+
+  return async ({ accept, network, resourceUrl, maxAmountAtomic }) => {
+    const feePayer = accept.extra.feePayer;
+    if (typeof feePayer !== 'string') throw new PaymentError('unsupported_offer', 'the offer names no extra.feePayer');
+    const fee = offeredFeeTerms(accept);
+    const mint = await mintInfo(network, accept.asset);
+    const requirements: PaymentRequirements = {
+      scheme: 'exact',
+      network,
+      payTo: accept.payTo,
+      asset: accept.asset,
+      amount: BigInt(accept.amount),
+      tokenProgram: mint.tokenProgram,
+      decimals: mint.decimals,
+      ...(fee ? { fee } : {}),
+    };
+    const layout = feeLayoutFor(requirements);
+    if (maxAmountAtomic !== undefined && layout.gross > maxAmountAtomic) {
+      throw new PaymentError('amount_too_high', `the offer costs ${layout.gross} atomic units (${layout.amount} + fee ${layout.fee}); the limit is ${maxAmountAtomic}`, {
+        amount: layout.amount.toString(),
+        fee: layout.fee.toString(),
+        gross: layout.gross.toString(),
+        max: maxAmountAtomic.toString(),
+      });
+    }
+    if (fee) await confirmFeeTerms(fee, network, resourceUrl);
+
+    const url = rpcUrlOf(network);
+    const blockhash = await rpc(url, 'getLatestBlockhash', async () => (await connectionOf(url).getLatestBlockhash('confirmed')).blockhash);
+    let unsigned: VersionedTransaction;
+    try {
+      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(options.source ? { source: options.source } : {}), requirements, blockhash });
+    } catch (e) {
+      if (e instanceof DomainError) throw new PaymentError('unsupported_offer', `the offer cannot be paid: ${e.message}`, { accept });
+      throw e;
+    }
+    return Buffer.from((await signWith(signer, unsigned)).serialize()).toString('base64');
+  };
+}
+
+export function createPayingFetch(options: PayingFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const signOffer = createOfferSigner(options);
 
   return async (input, init) => {
     const original = new Request(input, init);
@@ -163,44 +271,9 @@ export function createPayingFetch(options: PayingFetchOptions): (input: RequestI
     if (!chosen) return first; // a 402 that is not x402: nothing the kit can pay
     await first.body?.cancel();
 
-    const { accept, network } = chosen;
-    const feePayer = accept.extra.feePayer;
-    if (typeof feePayer !== 'string') throw new PaymentError('unsupported_offer', 'the offer names no extra.feePayer');
-    const fee = offeredFeeTerms(accept);
-    const mint = await mintInfo(network, accept.asset);
-    const requirements: PaymentRequirements = {
-      scheme: 'exact',
-      network,
-      payTo: accept.payTo,
-      asset: accept.asset,
-      amount: BigInt(accept.amount),
-      tokenProgram: mint.tokenProgram,
-      decimals: mint.decimals,
-      ...(fee ? { fee } : {}),
-    };
-    const layout = feeLayoutFor(requirements);
-    if (options.maxAmountAtomic !== undefined && layout.gross > options.maxAmountAtomic) {
-      throw new PaymentError('amount_too_high', `the offer costs ${layout.gross} atomic units (${layout.amount} + fee ${layout.fee}); the limit is ${options.maxAmountAtomic}`, {
-        amount: layout.amount.toString(),
-        fee: layout.fee.toString(),
-        gross: layout.gross.toString(),
-        max: options.maxAmountAtomic.toString(),
-      });
-    }
-    if (fee) await confirmFeeTerms(fee, network, original.url);
-
-    const blockhash = await rpc('getLatestBlockhash', async () => (await connection.getLatestBlockhash('confirmed')).blockhash);
-    let unsigned: VersionedTransaction;
-    try {
-      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(options.source ? { source: options.source } : {}), requirements, blockhash });
-    } catch (e) {
-      if (e instanceof DomainError) throw new PaymentError('unsupported_offer', `the offer cannot be paid: ${e.message}`, { accept: chosen.raw });
-      throw e;
-    }
-    const transaction = Buffer.from((await sign(unsigned)).serialize()).toString('base64');
-
+    const transaction = await signOffer({ accept: chosen.accept, network: chosen.network, resourceUrl: original.url, maxAmountAtomic: options.maxAmountAtomic });
     if (chosen.version === 1) {
-      const payload: PaymentPayloadV1 = { x402Version: 1, scheme: 'exact', network: accept.network, payload: { transaction } };
+      const payload: PaymentPayloadV1 = { x402Version: 1, scheme: 'exact', network: chosen.accept.network, payload: { transaction } };
       return send({ 'X-PAYMENT': base64Json(payload) });
     }
     const payload: PaymentPayloadV2 = {
@@ -211,27 +284,31 @@ export function createPayingFetch(options: PayingFetchOptions): (input: RequestI
     };
     return send({ 'PAYMENT-SIGNATURE': base64Json(payload) });
   };
+}
 
-  /** §2.4: the offer's fee terms must be the ones the facilitator publishes; otherwise nothing is signed. */
-  async function confirmFeeTerms(offered: FeeTerms, network: Network, requestUrl: string): Promise<void> {
-    const base = (options.facilitatorUrl ?? envFacilitatorUrl() ?? `${new URL(requestUrl).origin}/facilitator`).replace(/\/+$/, '');
-    let health: z.infer<typeof HealthFeeBlock>;
-    try {
-      const res = await fetchImpl(`${base}/health`, { headers: { accept: 'application/json' } });
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      health = HealthFeeBlock.parse(await res.json());
-    } catch (e) {
-      throw new PaymentError('facilitator_unavailable', `cannot read the fee terms at ${base}/health: ${(e as Error).message}`, { facilitatorUrl: base });
-    }
-    const published = { bps: health.protocol_fee.bps, feeAuthority: health.protocol_fee.authorities[network] ?? health.protocol_fee.authority };
-    if (published.feeAuthority !== offered.feeAuthority || published.bps !== offered.bps) {
-      throw new PaymentError(
-        'fee_authority_mismatch',
-        `the offer names fee authority ${offered.feeAuthority} at ${offered.bps} bps; ${base} publishes ${published.feeAuthority} at ${published.bps} bps`,
-        { offered, published, facilitatorUrl: base },
-      );
-    }
+/** Fills only the buyer's signature slot: the fee payer's stays empty for the facilitator. */
+async function signWith(signer: PaymentSigner, tx: VersionedTransaction): Promise<VersionedTransaction> {
+  if (isTransactionSigner(signer)) return signer.signTransaction(tx);
+  if (isKitSigner(signer)) {
+    const required = tx.message.staticAccountKeys.slice(0, tx.message.header.numRequiredSignatures);
+    const unsigned = {
+      messageBytes: tx.message.serialize(),
+      signatures: Object.fromEntries(required.map((k) => [k.toBase58(), null])),
+      lifetimeConstraint: { blockhash: tx.message.recentBlockhash, lastValidBlockHeight: 0n },
+    } as unknown as KitTransaction;
+    const [signatures] = await signer.signTransactions([unsigned]);
+    const mine = signatures?.[signer.address];
+    if (!mine) throw new PaymentError('unsupported_offer', `the signer ${signer.address} returned no signature`);
+    tx.addSignature(new PublicKey(signer.address), mine);
+    return tx;
   }
+  tx.sign([signer]);
+  return tx;
+}
+
+function signerAddressOf(signer: PaymentSigner): string {
+  if (isTransactionSigner(signer) || isKitSigner(signer)) return signer.address;
+  return signer.publicKey.toBase58();
 }
 
 /** extra["svc.fee"] as offered (§2.1); undefined when the offer carries no fee extension. */
@@ -285,8 +362,12 @@ async function readMint(connection: Connection, mint: string): Promise<MintInfo>
 }
 
 /** Duck-typed: a Keypair from another copy of web3.js is still a Keypair. */
-function isTransactionSigner(signer: Keypair | TransactionSigner): signer is TransactionSigner {
+function isTransactionSigner(signer: PaymentSigner): signer is TransactionSigner {
   return typeof (signer as TransactionSigner).signTransaction === 'function';
+}
+
+function isKitSigner(signer: PaymentSigner): signer is KitTransactionSigner {
+  return typeof (signer as KitTransactionSigner).signTransactions === 'function';
 }
 
 function envFacilitatorUrl(): string | undefined {

@@ -4,6 +4,8 @@ import { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { invalidFromZod } from '../../domain/shared/validation.ts';
 import { resolveError, restError } from '../errors.ts';
+import { PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
+import { timingSafeEqual, createHash } from 'node:crypto';
 
 // The x402 facilitator HTTP API (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): the gateway mounts it at
 // /facilitator, `npm run facilitator` at the root. A refused payment is a 200 with isValid/success false, as the x402
@@ -14,6 +16,11 @@ export interface FacilitatorRoutesOptions {
   facilitator: Facilitator;
   /** '' (standalone, at the root) or a path such as '/facilitator' */
   prefix: string;
+  /**
+   * SVC_FACILITATOR_ACCOUNTS_SECRET: POST /accounts spends the fee payer's rent for any owner named, so it answers only a caller
+   * holding this bearer; unset, the route is closed (403) — the gateway's in-process facilitator needs no route.
+   */
+  accountsToken?: string | undefined;
 }
 
 export function registerFacilitatorRoutes(app: FastifyInstance, options: FacilitatorRoutesOptions): void {
@@ -28,6 +35,12 @@ export function registerFacilitatorRoutes(app: FastifyInstance, options: Facilit
       scope.post('/settle', async (req, reply) => reply.send(await facilitator.settle(parseRequest(req.body))));
       scope.get('/supported', async (_req, reply) => reply.send(await facilitator.supported()));
       scope.get('/health', async (_req, reply) => reply.send(await facilitator.health()));
+      scope.post('/accounts', async (req, reply) => {
+        requireToken(options.accountsToken, req.headers.authorization);
+        const parsed = PrepareAccountsRequest.safeParse(req.body);
+        if (!parsed.success) throw invalidFromZod(parsed.error);
+        return reply.send(await facilitator.prepareAccounts(parsed.data));
+      });
     },
     { prefix: options.prefix.replace(/\/+$/, '') },
   );
@@ -47,6 +60,13 @@ function parseRequest(body: unknown): FacilitatorRequest {
   }
   const issues = variant.safeParse(body);
   throw issues.success ? invalidFromZod(parsed.error) : invalidFromZod(issues.error);
+}
+
+function requireToken(expected: string | undefined, authorization: string | undefined): void {
+  if (!expected) throw new DomainError('forbidden', 'POST /accounts is closed: the facilitator has no SVC_FACILITATOR_ACCOUNTS_SECRET.');
+  const given = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '';
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  if (!timingSafeEqual(digest(given), digest(expected))) throw new DomainError('forbidden', 'POST /accounts needs Authorization: Bearer <SVC_FACILITATOR_ACCOUNTS_SECRET>.');
 }
 
 function fail(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -1,8 +1,11 @@
 import SchemaBuilder from '@pothos/core';
+import ComplexityPlugin from '@pothos/plugin-complexity';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import type { Principal } from '../../domain/access/schema.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
 import { authenticate } from '../policies/auth.ts';
+import { fieldCost, hitsForCost } from '../policies/graphql-limits.ts';
 import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
 import type { Services } from '../services.ts';
 import type { Context } from '../trpc/context.ts';
@@ -31,6 +34,14 @@ export interface GraphqlContext {
    * invalid_api_key; a failed attempt counts against the client IP) and one hit on `bucket`.
    */
   keyed(bucket: Bucket): Promise<Principal>;
+  /**
+   * Counts an operation's estimated cost against the key's `graphql` bucket (hitsForCost), before it runs; throws
+   * rate_limited. Without a valid key nothing is counted here: each field then answers the key error and counts
+   * against the client IP, as in the procedures.
+   */
+  chargeCost(cost: number): Promise<void>;
+  /** the credentials the operation runs with: live subscriptions are ended when they stop being valid */
+  authorization: string | undefined;
   /** RateLimit-* and Idempotent-Replayed, copied onto the HTTP response */
   responseHeaders: Record<string, string>;
   /** aborted when the server shuts down: live subscriptions end so the process can close */
@@ -79,6 +90,17 @@ export function graphqlContext(input: ContextInput): GraphqlContext {
       await limitKey(services, principal, bucket, procedureContext.responseHeaders);
       return principal;
     },
+    async chargeCost(cost) {
+      let principal: Principal;
+      try {
+        principal = await authenticate(services, input.authorization);
+      } catch (e) {
+        if (e instanceof DomainError) return;
+        throw e;
+      }
+      await limitKey(services, principal, 'graphql', procedureContext.responseHeaders, hitsForCost(cost));
+    },
+    authorization: input.authorization,
   };
 }
 
@@ -90,7 +112,12 @@ export const builder = new SchemaBuilder<{
     ID: { Input: string; Output: string };
     JSON: { Input: unknown; Output: unknown };
   };
-}>({ defaultFieldNullability: false });
+}>({
+  defaultFieldNullability: false,
+  plugins: [ComplexityPlugin],
+  // Only the cost model here; the limits are checked before execution by interfaces/policies/graphql-limits.ts.
+  complexity: { fieldComplexity: fieldCost },
+});
 
 builder.queryType({});
 builder.mutationType({});

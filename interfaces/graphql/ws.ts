@@ -9,6 +9,7 @@ import { newId } from '../../domain/shared/ids.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
 import { authenticate } from '../policies/auth.ts';
 import { limitAnonymous } from '../policies/rate-limit.ts';
+import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
 
@@ -25,6 +26,8 @@ export interface WsOptions {
   yoga: YogaServerInstance<GraphqlContext, {}>;
   services: Services;
   log: FastifyBaseLogger;
+  /** re-authenticates the key of every open socket: a disabled key closes it with 4403 */
+  keys: KeyWatch;
   context(input: { requestId: string; log: FastifyBaseLogger; authorization: string | undefined; clientIp: string }): GraphqlContext;
   /** the HTTP transport's error mapping, for errors raised before execution (it returns formatted errors as they are) */
   formatError(err: unknown, requestId: string, log: ErrorLogger): GraphQLError;
@@ -34,6 +37,7 @@ type ConnectionExtra = {
   connectionId: string;
   authorization: string | undefined;
   clientIp: string;
+  unwatch?: () => void;
 };
 
 interface Enveloped {
@@ -93,6 +97,9 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
           }
           ctx.extra.authorization = authorization;
           ctx.extra.clientIp = clientIp;
+          // A key disabled while the socket is open (on any node) closes it, ending its subscriptions: 4403 and the
+          // error code as the reason, which graphql-ws clients do not retry.
+          ctx.extra.unwatch = options.keys.watch(authorization, (error) => ctx.extra.socket.close(4403, error.code));
           return true;
         } catch (err) {
           const error = resolveError(err, connectionId, log);
@@ -126,6 +133,9 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
           rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } satisfies Enveloped,
         };
         return args;
+      },
+      onClose: (ctx) => {
+        ctx.extra.unwatch?.();
       },
       execute: (args) => (args.rootValue as Enveloped).execute(args) as never,
       subscribe: (args) => (args.rootValue as Enveloped).subscribe(args) as never,

@@ -1,10 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GraphQLError, type ExecutionResult } from 'graphql';
-import { createYoga, handleStreamOrSingleExecutionResult, type Plugin, type YogaLogger } from 'graphql-yoga';
+import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { createGraphQLError, createYoga, handleStreamOrSingleExecutionResult, isAsyncIterable, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
+import { checkOperation, GRAPHQL_LIMITS, parseLimited, responseTooLarge } from '../policies/graphql-limits.ts';
+import { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import { graphqlContext, type GraphqlContext } from './builder.ts';
 import { schema } from './schema/index.ts';
@@ -112,6 +114,125 @@ function useDomainErrors(fallbackLog: ErrorLogger): Plugin<ErrorScope> {
   };
 }
 
+/**
+ * Yoga parses the `variables` and `extensions` of a GET or form request with a bare JSON.parse: malformed text is the
+ * client's mistake (invalid_request, 400), not a fault to mask (issue 17).
+ */
+function useMalformedParams(): Plugin {
+  return {
+    onRequestParse: ({ requestParser, setRequestParser }) => {
+      if (!requestParser) return;
+      setRequestParser(async (request) => {
+        try {
+          return await requestParser(request);
+        } catch (e) {
+          if (!(e instanceof SyntaxError)) throw e;
+          throw createGraphQLError(`variables and extensions must be JSON: ${e.message}`, { extensions: { http: { status: 400 } } });
+        }
+      });
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Limits (interfaces/policies/graphql-limits.ts): the token limit at parse; aliases, depth and estimated cost after
+// validation and before execution, then the cost counted against the key's `graphql` bucket; the size of every result
+// (HTTP answer, SSE or graphql-ws payload) before it is sent. The same pipeline serves HTTP, SSE and graphql-ws.
+
+type LimitedContext = GraphqlContext & { req?: unknown };
+
+/** A refusal before execution: the error of the table, with Yoga's HTTP status hint when the request is HTTP. */
+function refusal(err: unknown, ctx: LimitedContext): ExecutionResult {
+  const error = toGraphqlError(err, ctx.requestId, ctx.log);
+  if (!ctx.req) return { errors: [error] };
+  return { errors: [issue(error, { ...error.extensions, http: { status: error.extensions.status } }, error.message)] };
+}
+
+/** Results over the byte cap are replaced by query_too_complex (the estimate missed: large JSON values, say). */
+function capped(result: ExecutionResult, ctx: LimitedContext): ExecutionResult {
+  const bytes = Buffer.byteLength(JSON.stringify(result));
+  return bytes > GRAPHQL_LIMITS.maxResponseBytes ? refusal(responseTooLarge(bytes), ctx) : result;
+}
+
+/** Ends an SSE subscription with the key's error once the key stops authenticating (the socket's own watch ends graphql-ws). */
+function endOnRevocation(source: AsyncIterable<ExecutionResult>, ctx: LimitedContext, keys: KeyWatch): AsyncIterableIterator<ExecutionResult> {
+  const iterator = source[Symbol.asyncIterator]();
+  let revoke!: (error: unknown) => void;
+  const revoked = new Promise<{ revoked: unknown }>((resolve) => (revoke = (error) => resolve({ revoked: error })));
+  const unwatch = keys.watch(ctx.authorization, revoke);
+  let done = false;
+  const finish = async (): Promise<IteratorResult<ExecutionResult>> => {
+    done = true;
+    unwatch();
+    await iterator.return?.();
+    return { done: true, value: undefined };
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      return this;
+    },
+    async next() {
+      if (done) return { done: true, value: undefined };
+      const item = await Promise.race([iterator.next(), revoked]);
+      if ('revoked' in item) {
+        await finish();
+        return { done: false, value: refusal(item.revoked, ctx) };
+      }
+      if (item.done) return finish();
+      return item;
+    },
+    return: finish,
+  };
+}
+
+function useQueryLimits(keys: KeyWatch): Plugin<GraphqlContext> {
+  const admit = async (args: ExecutionArgs): Promise<ExecutionResult | undefined> => {
+    const ctx = args.contextValue as LimitedContext;
+    try {
+      const { cost } = checkOperation({
+        schema: args.schema,
+        document: args.document,
+        variables: args.variableValues,
+        operationName: args.operationName,
+        context: ctx,
+      });
+      await ctx.chargeCost(cost);
+      return undefined;
+    } catch (e) {
+      return refusal(e, ctx);
+    }
+  };
+  return {
+    onParse: ({ setParseFn }) => setParseFn(parseLimited),
+    onExecute: async ({ args, setResultAndStopExecution }) => {
+      const refused = await admit(args);
+      if (refused) {
+        setResultAndStopExecution(refused);
+        return;
+      }
+      const ctx = args.contextValue as LimitedContext;
+      return {
+        onExecuteDone: (payload) =>
+          handleStreamOrSingleExecutionResult(payload, ({ result, setResult }) => setResult(capped(result, ctx))),
+      };
+    },
+    onSubscribe: async ({ args, setResultAndStopExecution }) => {
+      const refused = await admit(args);
+      if (refused) {
+        setResultAndStopExecution(refused);
+        return;
+      }
+      const ctx = args.contextValue as LimitedContext;
+      return {
+        onSubscribeResult: ({ result, setResult }) => {
+          if (ctx.req && isAsyncIterable(result)) setResult(endOnRevocation(result, ctx, keys));
+          return { onNext: ({ result: next, setResult: setNext }) => setNext(capped(next, ctx)) };
+        },
+      };
+    },
+  };
+}
+
 /** Yoga's own log lines go to pino. Its error lines are dropped: resolveError already logged each fault once. */
 function yogaLogger(log: Logger): YogaLogger {
   const line = (level: 'debug' | 'info' | 'warn') => (...args: unknown[]) => log[level]({ yoga: args.slice(1) }, String(args[0]));
@@ -126,6 +247,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
   const { services, log } = deps;
   const shutdown = new AbortController();
   const httpRequest = new AsyncLocalStorage<ErrorScope>();
+  const keys = new KeyWatch(services);
 
   const yoga = createYoga<ServerContext>({
     schema,
@@ -135,13 +257,18 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     multipart: false,
     // Subscriptions in GraphiQL use SSE, so the Authorization header typed in its headers editor applies to them too.
     graphiql: { title: 'svc gateway GraphQL', headers: JSON.stringify({ Authorization: 'Bearer svc_test_…' }) },
-    plugins: [useDomainErrors(log)],
+    plugins: [useDomainErrors(log), useMalformedParams(), useQueryLimits(keys)],
+    // Parse errors are not cached: a cached one would be answered as thrown, with the request id it was formatted for.
+    parserAndValidationCache: { errorCache: { get: () => undefined, set: () => {} } },
     // Errors raised by Yoga itself, outside the plugin's reach (e.g. a mutation over GET): same mapping, and the
     // request id from the HTTP request being handled.
     maskedErrors: {
       maskError: (error) => {
         const scope = httpRequest.getStore();
-        return toGraphqlError(error, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? log);
+        const masked = toGraphqlError(error, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? log);
+        // Yoga never masks an error object twice, and its parse cache throws the same object for every request with
+        // that document: a copy keeps the cached one maskable, so the next request gets its own request id.
+        return masked === error ? issue(masked, { ...masked.extensions }) : masked;
       },
     },
   });
@@ -181,6 +308,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     yoga,
     services,
     log: log as unknown as FastifyBaseLogger,
+    keys,
     context: (input) => graphqlContext({ ...input, services, idempotencyKey: undefined, shutdown: shutdown.signal }),
     formatError: toGraphqlError,
   });
@@ -191,6 +319,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     shutdown.abort();
   });
   app.addHook('onClose', async () => {
+    keys.close();
     await ws.close();
   });
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../domain/shared/errors.ts';
+import { Slug } from '../../domain/payment-links/schema.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import { limitAnonymous } from '../policies/rate-limit.ts';
 import type { Services } from '../services.ts';
@@ -55,6 +56,8 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
         }
         try {
           limitAnonymous(services, req.ip, 'paywall', headers);
+          // No link has an id outside the slug alphabet: answered before any lookup, so hostile bytes (NUL) never reach the store.
+          if (!Slug.safeParse(req.params.id).success) throw new DomainError('payment_link_not_found', 'No payment link with that id.', { id: req.params.id });
           const { network, forwardQuery } = splitQuery(req.url);
           const result = await paywall.handle({
             id: req.params.id,

@@ -7,8 +7,9 @@ import { authenticate } from './auth.ts';
 // hosted-api §8, DECISIONS "Wire conventions": the sliding window per (api key, bucket), shared by every process;
 // requests without a valid key count against a per-client-IP bucket kept in memory. One policy for all doors.
 
-export async function limitKey(services: Services, principal: Principal, bucket: Bucket, headers: Record<string, string>): Promise<void> {
-  const decision = await services.rateLimiter.hit(`key:${principal.keyId}`, bucket);
+/** `hits`: slots the request takes (a GraphQL operation: one per started unit of its cost, graphql-limits.ts). */
+export async function limitKey(services: Services, principal: Principal, bucket: Bucket, headers: Record<string, string>, hits = 1): Promise<void> {
+  const decision = await services.rateLimiter.hit(`key:${principal.keyId}`, bucket, hits);
   Object.assign(headers, rateLimitHeaders(decision));
   if (!decision.allowed) throw rateLimitedError(decision);
 }

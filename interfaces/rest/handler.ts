@@ -142,6 +142,7 @@ const ErrorSchema = {
       },
       additionalProperties: true,
     },
+    retry_after_ms: { type: 'integer', description: 'rate_limited only: how long to wait, also under details' },
     request_id: { type: 'string' },
   },
 };

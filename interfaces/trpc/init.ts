@@ -4,7 +4,8 @@ import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
-import { resolveError, toDomainError } from '../errors.ts';
+import { refuseUnsafeInput } from '../../domain/shared/validation.ts';
+import { notedRequestId, resolveError, toDomainError, trpcErrorData } from '../errors.ts';
 import { authenticate, requireAdmin } from '../policies/auth.ts';
 import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
 import { idempotent } from '../policies/idempotency.ts';
@@ -21,19 +22,9 @@ const t = initTRPC
     isDev: false,
     // One formatter: the snake_case code, HTTP status, details and request id travel in `data`.
     errorFormatter({ shape, error, ctx }) {
-      const requestId = ctx?.requestId ?? 'unknown';
+      const requestId = ctx?.requestId ?? notedRequestId(error) ?? 'unknown';
       const domain = resolveError(error, requestId, ctx?.log ?? console);
-      return {
-        message: domain.message,
-        code: shape.code,
-        data: {
-          code: domain.code,
-          httpStatus: ERROR_CODES[domain.code].status,
-          details: domain.details ?? null,
-          request_id: requestId,
-          path: shape.data.path ?? null,
-        },
-      };
+      return { message: domain.message, code: shape.code, data: trpcErrorData(domain, requestId, shape.data.path ?? null) };
     },
   });
 
@@ -50,8 +41,18 @@ const base = t.procedure.use(async ({ next }) => {
   return result;
 });
 
+/**
+ * Text no store can keep (NUL, lone surrogates) and hostile nesting, anywhere in the raw input (REST body, path and
+ * query parameters; tRPC and GraphQL inputs), are `invalid_request` before the input schema runs (issue 17).
+ */
+const safeInput = t.middleware(async ({ getRawInput, next }) => {
+  // keyedProcedure applies the same check itself, between its rate limit and Idempotency-Key.
+  refuseUnsafeInput(await getRawInput());
+  return next();
+});
+
 /** The allowed base procedures. A new kind of procedure is a visible decision made here. */
-export const publicProcedure = base;
+export const publicProcedure = base.use(safeInput);
 
 /**
  * Keyed: API-key auth and network, the rate-limit bucket of the procedure, usage records, and Idempotency-Key on
@@ -71,6 +72,8 @@ export const keyedProcedure = base.use(async ({ ctx, next, meta, path, type, get
   let status: number = meta?.status ?? 200;
   try {
     await limitKey(ctx.services, principal, bucket, ctx.responseHeaders);
+    // After the key is counted, before the input is hashed for Idempotency-Key (a hostile depth would overflow it).
+    refuseUnsafeInput(await getRawInput());
     if (type !== 'mutation' || ctx.idempotencyKey === undefined) {
       const result = await next({ ctx: keyed });
       if (!result.ok) status = ERROR_CODES[toDomainError(result.error).error.code].status;

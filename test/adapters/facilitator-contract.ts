@@ -1,6 +1,6 @@
 import type { ExecutionContext, TestFn } from 'ava';
 import { ComputeBudgetProgram, Keypair, PublicKey, TransactionInstruction, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
-import { createTransferCheckedInstruction } from '@solana/spl-token';
+import { createCloseAccountInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { buildPaymentTransaction, feeLayoutFor, type FeeLayout } from '../../domain/facilitator/build.ts';
 import { MEMO_PROGRAM_ID, type FeeEnforcement, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
@@ -245,6 +245,61 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
       const created = await s.h.ledger.getAccount(each.layout.sellerAccount);
       t.is(created?.owner, USDC.tokenProgramId);
     }
+  });
+
+  test(`${name}: prepareAccounts creates a missing token account once, at the facilitator's expense; an existing one is ready`, async (t) => {
+    const h = await setup.harness(t);
+    const owner = Keypair.generate().publicKey.toBase58(); // holds no SOL: the fee payer pays the rent
+    const account = ataOf(owner, USDC.mint, USDC.tokenProgramId);
+    t.is(await h.ledger.getAccount(account), null);
+
+    const first = await h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner, assets: [USDC.mint] });
+    t.deepEqual(first, { network: CAIP2_DEVNET, owner, accounts: [{ asset: USDC.mint, account, ready: true, created: true }] });
+    const created = await h.ledger.getAccount(account);
+    t.is(created?.owner, USDC.tokenProgramId, 'a token account of the stable, on the ledger');
+
+    const again = await h.facilitator.prepareAccounts({ network: V1_DEVNET, owner, assets: [USDC.mint] });
+    t.deepEqual(again.accounts, [{ asset: USDC.mint, account, ready: true, created: false }], 'the v1 network name works too; nothing created twice');
+  });
+
+  test(`${name}: prepareAccounts refuses per account, never throws: another network, an asset that is not a mint`, async (t) => {
+    const h = await setup.harness(t);
+    const owner = Keypair.generate().publicKey.toBase58();
+    const unknown = await h.facilitator.prepareAccounts({ network: 'eip155:1', owner, assets: [USDC.mint] });
+    t.like(unknown.accounts[0], { asset: USDC.mint, account: null, ready: false, reason: 'unsupported_network' });
+    const notMint = Keypair.generate().publicKey.toBase58();
+    const mixed = await h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner, assets: [notMint, USDC.mint] });
+    t.like(mixed.accounts[0], { asset: notMint, account: null, ready: false, reason: 'unsupported_asset' });
+    t.is(typeof (mixed.accounts[0] as { message?: unknown }).message, 'string');
+    t.like(mixed.accounts[1], { asset: USDC.mint, ready: true, created: true });
+  });
+
+  test(`${name}: prepareAccounts stays within rent sponsorship: an account closed after its sponsored creation is not paid for again`, async (t) => {
+    const h = await setup.harness(t);
+    const owner = Keypair.generate();
+    const ownerAddress = owner.publicKey.toBase58();
+    const account = ataOf(ownerAddress, USDC.mint, USDC.tokenProgramId);
+    t.like((await h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner: ownerAddress, assets: [USDC.mint] })).accounts[0], { ready: true, created: true });
+    // The owner closes it and takes the rent (the create-close-reclaim drain), then asks again.
+    await h.fund(ownerAddress, { sol: '0.01' });
+    const { blockhash } = await h.ledger.getLatestBlockhash();
+    const close = new VersionedTransaction(
+      new TransactionMessage({
+        payerKey: owner.publicKey,
+        recentBlockhash: blockhash,
+        instructions: [createCloseAccountInstruction(new PublicKey(account), owner.publicKey, owner.publicKey, [], new PublicKey(USDC.tokenProgramId))],
+      }).compileToV0Message(),
+    );
+    close.sign([owner]);
+    const sent = await h.ledger.sendTransaction(close.serialize());
+    t.true(sent.ok, JSON.stringify(sent));
+    if (sent.ok) await waitForCommitment(h.ledger, sent.signature);
+    t.is(await h.ledger.getAccount(account), null);
+
+    const refused = await h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner: ownerAddress, assets: [USDC.mint] });
+    t.like(refused.accounts[0], { asset: USDC.mint, account, ready: false, reason: 'ata_creation_not_sponsored' });
+    t.regex((refused.accounts[0] as { message: string }).message, /already paid once/);
+    t.is(await h.ledger.getAccount(account), null, 'not created again');
   });
 
   test(`${name}: a body that is not a verify/settle request`, async (t) => {

@@ -24,8 +24,10 @@ interface Context {
 
 const test = anyTest as TestFn<Context>;
 
+const ACCOUNTS_SECRET = 'contract-accounts-secret-0123456789';
+
 test.before(async (t) => {
-  const app = await startTestApp();
+  const app = await startTestApp({ env: { SVC_FACILITATOR_ACCOUNTS_SECRET: ACCOUNTS_SECRET } });
   const facilitator = app.services.facilitator;
   if (!facilitator) throw new Error('the test app runs no facilitator');
   const { fee } = app.services.settings;
@@ -42,7 +44,7 @@ test.before(async (t) => {
     facilitator,
     harnesses: {
       inProcess: { ...common, facilitator: new InProcessFacilitator(facilitator), malformed: 'result' },
-      http: { ...common, facilitator: new HttpFacilitator({ url: `${app.url}/facilitator` }), malformed: 'throws' },
+      http: { ...common, facilitator: new HttpFacilitator({ url: `${app.url}/facilitator`, token: ACCOUNTS_SECRET }), malformed: 'throws' },
     },
   };
 });
@@ -107,10 +109,45 @@ test('routes: a refused payment is a 200 with the x402 body', async (t) => {
   t.like(unsupported.body, { isValid: false, invalidReason: 'unsupported_network' });
 });
 
+test('routes: POST /accounts spends rent, so it answers only the SVC_FACILITATOR_ACCOUNTS_SECRET bearer; a bad body is 400', async (t) => {
+  const { app } = t.context;
+  const owner = (await t.context.facilitator.health()).fee_payer;
+  const body = { network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', owner, assets: ['4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU'] };
+  for (const authorization of [undefined, 'Bearer wrong-secret-wrong-secret', ACCOUNTS_SECRET.slice(1)]) {
+    const res = await fetch(`${app.url}/facilitator/accounts`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) },
+      body: JSON.stringify(body),
+    });
+    const answer = (await res.json()) as Record<string, any>;
+    t.is(res.status, 403, `${authorization}: ${JSON.stringify(answer)}`);
+    t.is(answer.error, 'forbidden');
+  }
+  const allowed = await fetch(`${app.url}/facilitator/accounts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ACCOUNTS_SECRET}` },
+    body: JSON.stringify(body),
+  });
+  t.is(allowed.status, 200);
+  t.like(await allowed.json(), { network: body.network, owner, accounts: [{ asset: body.assets[0], ready: true }] });
+  const bad = await fetch(`${app.url}/facilitator/accounts`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ACCOUNTS_SECRET}` },
+    body: JSON.stringify({ ...body, assets: [] }),
+  });
+  t.is(bad.status, 400);
+  t.like(await bad.json(), { error: 'invalid_request', details: { issues: [{ path: 'assets' }] } });
+  // Without the bearer the HTTP adapter is refused, and says so as facilitator_unavailable.
+  const anonymous = new HttpFacilitator({ url: `${app.url}/facilitator` });
+  const refused = await t.throwsAsync(anonymous.prepareAccounts(body), { instanceOf: DomainError });
+  t.is(refused?.code, 'facilitator_unavailable');
+  t.regex(refused?.message ?? '', /403/);
+});
+
 /** A fake facilitator: fault injection for what the real one does not do on demand. */
 function fakeFacilitator(over: Partial<Facilitator>): Facilitator {
   const never = () => Promise.reject(new Error('not used'));
-  return { supported: never, health: never, verify: never, settle: never, ...over };
+  return { supported: never, health: never, verify: never, settle: never, prepareAccounts: never, ...over };
 }
 
 test('routes standalone at the root (prefix ""): same paths without a prefix, same envelope, thrown errors mapped and masked', async (t) => {

@@ -33,6 +33,17 @@ async function measure(url: string, key: string): Promise<{ rps: number; p50: nu
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
 }
 
+/** Near the limit (issue 17): a key over its limit, 200 connections; almost every answer is a 429. */
+async function measureNearLimit(url: string, key: string): Promise<{ rps: number; p50: number; p99: number; refused: number }> {
+  const result = await autocannon({
+    url: `${url}/v1/version`,
+    connections: 200,
+    duration: DURATION,
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, refused: result.non2xx };
+}
+
 const env = { SVC_RATE_LIMITS: JSON.stringify({ meta: 10_000_000 }), SVC_JOBS: 'off', SVC_DB_POOL_MAX: '20' };
 const withPolicies = await startTestApp({ env });
 const baseline = await startTestApp({ databaseUrl: withPolicies.database.url, env, appOptions: { policyStore: nothingStored } });
@@ -54,6 +65,16 @@ try {
   console.log(`  without policies: ${baseRps.toFixed(0)} req/s, p99 ${avg((r) => r.base.p99).toFixed(1)} ms`);
   console.log(`  with policies:    ${fullRps.toFixed(0)} req/s, p99 ${avg((r) => r.full.p99).toFixed(1)} ms`);
   console.log(`  throughput ratio ${(fullRps / baseRps).toFixed(3)} (policies cost ${((1 - fullRps / baseRps) * 100).toFixed(1)}%)`);
+  // A third instance on the same database whose meta limit is 600: the key is over it after its first 600 answers.
+  const near = await startTestApp({ databaseUrl: withPolicies.database.url, env: { ...env, SVC_RATE_LIMITS: JSON.stringify({ meta: 600 }) } });
+  try {
+    const nearKey = await issueKey(near);
+    const r = await measureNearLimit(near.url, nearKey);
+    console.log(`GET /v1/version over the key's limit of 600, 200 connections, ${DURATION}s`);
+    console.log(`  ${r.rps.toFixed(0)} req/s, ${r.refused} refused, p50 ${r.p50} ms, p99 ${r.p99} ms`);
+  } finally {
+    await near.close();
+  }
 } finally {
   await baseline.close();
   await withPolicies.close();

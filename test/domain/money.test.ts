@@ -1,5 +1,5 @@
 import test from 'ava';
-import { atomicToDecimal, bpsToPct, ceilDiv, decimalToAtomic, feeFor } from '../../domain/shared/money.ts';
+import { atomicToDecimal, bpsToPct, ceilDiv, decimalToAtomic, feeFor, parseAtomic, U64_MAX } from '../../domain/shared/money.ts';
 
 test('decimalToAtomic scales plain decimals to atomic bigint', (t) => {
   t.is(decimalToAtomic('1.5', 6), 1_500_000n);
@@ -27,6 +27,19 @@ test('decimalToAtomic refuses anything but a plain non-negative decimal', (t) =>
   for (const text of ['', '-1', '+1', '1e3', '.5', '1.', ' 1', '1 ', '1,5', '0x10', 'abc', '$1', '1.2.3', 'Infinity', 'NaN']) {
     t.is(decimalToAtomic(text, 6), null, text);
   }
+});
+
+test('every atomic amount fits u64: one more than u64 max is out of range, at any scale (issue 17)', (t) => {
+  t.is(U64_MAX, 18_446_744_073_709_551_615n);
+  t.deepEqual(parseAtomic('18446744073709551615', 0), { amount: U64_MAX });
+  t.deepEqual(parseAtomic('18446744073709551616', 0), { problem: 'range' });
+  t.deepEqual(parseAtomic('18446744073709.551616', 6), { problem: 'range' });
+  t.deepEqual(parseAtomic('11111111111111111111111111111111', 6), { problem: 'range' });
+  t.deepEqual(parseAtomic('9'.repeat(10_000), 6), { problem: 'range' });
+  t.deepEqual(parseAtomic(`${'0'.repeat(40)}1`, 6), { amount: 1_000_000n });
+  t.deepEqual(parseAtomic('1.5', 0), { problem: 'precision' });
+  t.deepEqual(parseAtomic('1e3', 6), { problem: 'format' });
+  t.is(decimalToAtomic('18446744073709.551616', 6), null);
 });
 
 test('atomicToDecimal writes the shortest exact decimal', (t) => {

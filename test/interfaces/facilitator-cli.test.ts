@@ -94,6 +94,5 @@ test('config: the secret key as a JSON byte array or base58, networks as a list,
   t.throws(() => loadConfig({ SVC_FACILITATOR_NETWORKS: 'testnet' }), { instanceOf: ConfigError, message: /SVC_FACILITATOR_NETWORKS/ });
   t.throws(() => loadConfig({ SVC_FACILITATOR_SECRET_KEY: 'not-base58-0OIl' }), { instanceOf: ConfigError });
   t.throws(() => loadConfig({ SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: '-1' }), { instanceOf: ConfigError });
-  t.false(loadConfig({ SVC_DEVNET_LEDGER: 'https://api.devnet.solana.com' }).outboundAllowPrivate, 'a real network: public https only');
-  t.true(loadConfig({}).outboundAllowPrivate, 'the all-embedded setup allows loopback');
+  t.deepEqual(loadConfig({}).outbound.allow, [], 'issue 17: no outbound opening by default, embedded ledgers or not');
 });

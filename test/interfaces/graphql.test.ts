@@ -133,8 +133,11 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
   t.true(link.shareUrl.endsWith('/x/gql-weather?network=chain-devnet'));
   t.is(link.createdAt, link.updatedAt);
 
+  // The webhook secret is answered by the create call only; reads say that one is set.
+  t.regex(link.webhookSecret, /^whsec_/);
+  t.true(link.webhookSecretSet);
   const read = await gql(t, GET_LINK, { id: link.id });
-  t.deepEqual(read.body.data.paymentLink, link);
+  t.deepEqual(read.body.data.paymentLink, { ...link, webhookSecret: null });
 
   const events = await gql(t, EVENTS, { kinds: ['payment_link.created'], agent: t.context.agent, first: 200 });
   const created = events.body.data.events.data.find((e: any) => e.metadata.payment_link_id === link.id);

@@ -171,15 +171,19 @@ test.serial('usage: days window (default 7, 1..30) and one row per day from stor
   }
 });
 
-async function countsBySql(app: TestApp, network: string): Promise<Map<string, number>> {
+/** A user key counts its principal's events only (README "Ownership"); an admin key, its network's. */
+async function countsBySql(app: TestApp, network: string, owner?: string): Promise<Map<string, number>> {
   const rows = (await app.database.orm.em
     .fork()
-    .execute('select kind, count(*)::int as n from events where network = ? group by kind', [network])) as { kind: string; n: number }[];
+    .execute(`select kind, count(*)::int as n from events where network = ? ${owner ? 'and owner_principal = ?' : ''} group by kind`, owner ? [network, owner] : [network])) as {
+    kind: string;
+    n: number;
+  }[];
   return new Map(rows.map((r) => [r.kind, r.n]));
 }
 
-test.serial('events: counters by kind for the caller network only, matching the stored events', async (t) => {
-  const { a, b, user1, live } = t.context;
+test.serial('events: counters by kind of the caller\'s own events on its network (admin: the network), matching the stored events', async (t) => {
+  const { a, b, user1, user2, admin, live } = t.context;
   const { mint } = await recordAgent(a, user1.key);
   const created = [];
   for (let i = 0; i < 3; i++) created.push((await http(a, 'POST', '/v1/payment-links', { key: user1.key, body: linkBody(mint, { label: `m${i}` }) })).body);
@@ -190,7 +194,7 @@ test.serial('events: counters by kind for the caller network only, matching the 
   t.is(before.status, 200, JSON.stringify(before.body));
   t.is(before.body.network, 'chain-devnet');
   t.is(before.body.since, null);
-  const expected = await countsBySql(a, 'chain-devnet');
+  const expected = await countsBySql(a, 'chain-devnet', `key:${user1.id}`);
   t.deepEqual(new Map(before.body.kinds.map((k: { kind: string; count: number }) => [k.kind, k.count])), expected);
   t.true(before.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.created').count >= 3);
   t.is(before.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.updated').count, 1);
@@ -207,9 +211,17 @@ test.serial('events: counters by kind for the caller network only, matching the 
   t.is(liveCounters.body.network, 'chain-mainnet');
   t.deepEqual(
     new Map(liveCounters.body.kinds.map((k: { kind: string; count: number }) => [k.kind, k.count])),
-    await countsBySql(a, 'chain-mainnet'),
+    await countsBySql(a, 'chain-mainnet', `key:${live.id}`),
   );
   t.is(liveCounters.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.created').count, 1);
+
+  // another principal's activity does not move user1's counters; the admin's counters are the network's
+  const other = await recordAgent(a, user2.key);
+  t.is((await http(a, 'POST', '/v1/payment-links', { key: user2.key, body: linkBody(other.mint) })).status, 201);
+  t.deepEqual((await http(a, 'GET', '/v1/metrics/events', { key: user1.key })).body.kinds, before.body.kinds);
+  const ofNetwork = await http(a, 'GET', '/v1/metrics/events', { key: admin.key });
+  t.deepEqual(new Map(ofNetwork.body.kinds.map((k: { kind: string; count: number }) => [k.kind, k.count])), await countsBySql(a, 'chain-devnet'));
+  t.true(ofNetwork.body.total > before.body.total);
 
   // ?days limits to recent events
   await a.database.orm.em

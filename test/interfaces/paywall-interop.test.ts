@@ -6,7 +6,10 @@ import { createKeyPairSignerFromBytes } from '@solana/kit';
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
+import { createSigner as createLegacySigner, decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchWithPaymentV1 } from 'x402-fetch';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/index.ts';
+import { ExactSvmFeeScheme } from '../../interfaces/x402/index.ts';
+import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
@@ -52,7 +55,7 @@ async function sellerLink(t: ExecutionContext, w: World, overrides: Record<strin
   const { mint: agent } = await recordAgent(w.app, w.key);
   const res = await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(agent, overrides) });
   t.is(res.status, 201, JSON.stringify(res.body));
-  const link = res.body as { id: string; accepts: { amount: string; asset: string }[] };
+  const link = res.body as { id: string; accepts: { amount: string; asset: string; pay_to: string; pay_to_token_account: string; pay_to_ready: boolean | null }[] };
   t.is(link.accepts[0]?.amount, PRICE.toString());
   t.is(link.accepts[0]?.asset, USDC.mint);
   const treasury = treasuryOf(agent);
@@ -118,7 +121,8 @@ test('(a) the official @x402/fetch + @x402/svm client pays a fee-free link; the 
   t.is(await usdcOf(w, payer.publicKey.toBase58()), before - PRICE);
 });
 
-test('(b) our kit pays a fee-bearing link: seller and fee legs in one transaction', async (t) => {
+// Serial: (b) and (e) read the fee authority's balance, which every fee-on payment of this world credits.
+test.serial('(b) our kit pays a fee-bearing link: seller and fee legs in one transaction', async (t) => {
   const w = t.context.fee;
   // A POST link: the kit must send the same body again on the paid retry.
   const { treasury, url } = await sellerLink(t, w, { method: 'POST', response: { body: { forecast: 'rain' } } });
@@ -222,4 +226,93 @@ test('(d) our kit refuses an offer whose gross exceeds maxAmountAtomic; nothing 
   t.is((err as PaymentError | undefined)?.code, 'amount_too_high', err?.message);
   t.is(await usdcOf(w, payer.publicKey.toBase58()), buyerBefore);
   t.is(await usdcOf(w, treasury), 0n);
+});
+
+test.serial('(e) the official @x402/fetch client plus one registration of svc-gateway/x402 pays a fee-on link: both legs in one transaction', async (t) => {
+  const w = t.context.fee;
+  const { treasury, url } = await sellerLink(t, w, { response: { body: { forecast: 'fog' } } });
+  const payer = await buyer(w);
+  const buyerAddress = payer.publicKey.toBase58();
+  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
+  const fee = feeFor(PRICE, 100);
+  const buyerBefore = await usdcOf(w, buyerAddress);
+  const feeBefore = await usdcOf(w, feeAuthority);
+
+  const signer = await createKeyPairSignerFromBytes(payer.secretKey);
+  // The buyer's existing setup (the official SVM scheme) …
+  const client = new x402Client().register('solana:*', new ExactSvmScheme(signer, { rpcUrl: w.rpcUrl }));
+  // … without the fee scheme: the stock transaction lacks the fee leg, and the 402 says what to add.
+  const stock = await wrapFetchWithPayment(fetch, client)(url);
+  t.is(stock.status, 402);
+  const refusal = (await stock.json()) as { error: string; message: string };
+  t.is(refusal.error, 'fee_leg_missing');
+  t.regex(refusal.message, /svc-gateway\/x402/);
+  t.regex(refusal.message, /ExactSvmFeeScheme/);
+  t.is(decodeBase64Json(stock.headers.get('PAYMENT-REQUIRED'))?.error, 'fee_leg_missing');
+  t.is(await usdcOf(w, buyerAddress), buyerBefore, 'the refused payment moved nothing');
+
+  // … plus the one registration line.
+  client.register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl }));
+  const res = await wrapFetchWithPayment(fetch, client)(url);
+  const text = await res.text();
+  t.is(res.status, 200, text);
+  t.deepEqual(JSON.parse(text), { forecast: 'fog' });
+  const settled = decodePaymentResponseHeader(res.headers.get('PAYMENT-RESPONSE')!);
+  t.like(settled, { success: true, network: CAIP2['chain-devnet'], payer: buyerAddress });
+
+  t.is(await usdcOf(w, treasury), PRICE, 'seller leg');
+  t.is((await usdcOf(w, feeAuthority)) - feeBefore, fee, 'fee leg');
+  t.is(buyerBefore - (await usdcOf(w, buyerAddress)), PRICE + fee, 'the buyer paid the gross');
+  const ledger = w.app.services.ledgers['chain-devnet']!;
+  await waitForCommitment(ledger, settled.transaction);
+  const tx = await ledger.getTransaction(settled.transaction);
+  const delta = (account: string) =>
+    (tx!.postTokenBalances.find((b) => b.account === account)?.amount ?? 0n) - (tx!.preTokenBalances.find((b) => b.account === account)?.amount ?? 0n);
+  t.is(delta(ataOf(treasury, USDC.mint, USDC.tokenProgramId)), PRICE, 'both legs in the transaction PAYMENT-RESPONSE names');
+  t.is(delta(ataOf(feeAuthority, USDC.mint, USDC.tokenProgramId)), fee);
+});
+
+test('(f) the scheme refuses fee terms the facilitator does not publish, and holds the official spend cap to amount + fee', async (t) => {
+  const w = t.context.fee;
+  const { url } = await sellerLink(t, w);
+  const payer = await buyer(w);
+  const before = await usdcOf(w, payer.publicKey.toBase58());
+  const signer = await createKeyPairSignerFromBytes(payer.secretKey);
+
+  const liar = await lyingFacilitator({ bps: 100, authority: Keypair.generate().publicKey.toBase58() });
+  t.teardown(() => new Promise<void>((resolve) => liar.server.close(() => resolve())));
+  const lied = new x402Client().register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl, facilitatorUrl: liar.url }));
+  const mismatch = await t.throwsAsync(wrapFetchWithPayment(fetch, lied)(url));
+  t.regex(mismatch?.message ?? '', /fee authority/);
+
+  // The official cap covers the offer's amount (10 000 atoms); the fee scheme holds it to the gross (10 100).
+  const capped = new x402Client().register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl }));
+  capped.setSpendControls({ allowedAssets: [{ network: CAIP2['chain-devnet'], asset: USDC.mint, maxAmountPerPayment: PRICE.toString() }] } as never);
+  const tooHigh = await t.throwsAsync(wrapFetchWithPayment(fetch, capped)(url));
+  t.regex(tooHigh?.message ?? '', /10100 atomic units/);
+  t.is(await usdcOf(w, payer.publicKey.toBase58()), before, 'nothing signed, nothing moved');
+});
+
+test('(g) the legacy x402-fetch 1.x client pays a fee-free link of a brand-new seller: the treasury token account was made ready when the agent was recorded', async (t) => {
+  const w = t.context.free;
+  const { link, treasury, url } = await sellerLink(t, w, { response: { status: 200, body: { forecast: 'hail', via: 'x402 v1' } } });
+  // hosted-api §2.3: pay_to is the offer's payTo; the account the seller leg credits is beside it, ready.
+  const account = ataOf(treasury, USDC.mint, USDC.tokenProgramId);
+  t.like(link.accepts[0], { pay_to: treasury, pay_to_token_account: account, pay_to_ready: true });
+  const offer = decodeBase64Json((await fetch(url)).headers.get('PAYMENT-REQUIRED'));
+  t.is(offer.accepts[0].payTo, link.accepts[0]!.pay_to, 'one value in two spellings');
+  t.truthy(await w.app.services.ledgers['chain-devnet']!.getAccount(account), 'the facilitator created it before any payment');
+
+  const payer = await buyer(w);
+  const before = await usdcOf(w, payer.publicKey.toBase58());
+  const signer = await createLegacySigner('solana-devnet', encodeBase58(payer.secretKey));
+  const pay = wrapFetchWithPaymentV1(fetch, signer, undefined, undefined, { svmConfig: { rpcUrl: w.rpcUrl } });
+  const res = await pay(url);
+  const text = await res.text();
+  t.is(res.status, 200, text);
+  t.deepEqual(JSON.parse(text), { forecast: 'hail', via: 'x402 v1' });
+  const settled = decodeXPaymentResponse(res.headers.get('X-PAYMENT-RESPONSE') ?? res.headers.get('PAYMENT-RESPONSE')!);
+  t.like(settled, { success: true, payer: payer.publicKey.toBase58() });
+  t.is(await usdcOf(w, treasury), PRICE);
+  t.is(await usdcOf(w, payer.publicKey.toBase58()), before - PRICE);
 });

@@ -23,9 +23,10 @@ test('the paywall counts every /x request per client IP; the request over the li
   t.is(answers[0]!.headers.get('ratelimit-policy'), '3;w=60');
   const refused = answers[3]!;
   t.truthy(Number(refused.headers.get('retry-after')) > 0);
-  const body = (await refused.json()) as { error: string; details: { retry_after_ms: number; bucket: string }; request_id: string };
+  const body = (await refused.json()) as { error: string; retry_after_ms: number; details: { retry_after_ms: number; bucket: string }; request_id: string };
   t.is(body.error, 'rate_limited');
   t.true(body.details.retry_after_ms > 0);
+  t.is(body.retry_after_ms, body.details.retry_after_ms, 'hosted-api §7: retry_after_ms at the top level too');
   t.is(body.details.bucket, 'paywall');
   t.is(refused.headers.get('x-svc-request-id'), body.request_id);
   // /v1 is a different bucket: the paywall's window does not spend it.

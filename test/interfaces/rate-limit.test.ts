@@ -3,6 +3,7 @@ import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } fro
 import { TestClock } from '../support/clock.ts';
 import { DEFAULT_LIMITS, LOCAL_SHARE, RateLimiter, resolveLimits } from '../../domain/policies/rate-limit.ts';
 import type { RateLimitStore } from '../../domain/ports/policy-store.ts';
+import { MikroOrmPolicyStore } from '../../adapters/store/policy-store.ts';
 import { ConfigError, loadConfig } from '../../interfaces/config.ts';
 
 // hosted-api §8 and DECISIONS "Wire conventions": sliding-window log per (api key, bucket) over 60 s, shared by every
@@ -74,6 +75,7 @@ function expect429(t: ExecutionContext, res: Res, bucket: string, limit: number)
   t.is(res.body.request_id, res.headers.get('x-svc-request-id'));
   const ms = res.body.details?.retry_after_ms;
   t.true(Number.isInteger(ms) && ms > 0 && ms <= 60_000, `retry_after_ms ${ms}`);
+  t.is(res.body.retry_after_ms, ms, 'hosted-api §7: retry_after_ms in the body too, beside details');
   t.like(res.body.details, { bucket, limit });
   t.is(res.headers.get('retry-after'), String(Math.ceil(ms / 1000)), 'Retry-After is retry_after_ms in whole seconds, rounded up');
   t.is(res.headers.get('ratelimit-remaining'), '0');
@@ -523,4 +525,132 @@ test('domain: concurrent exact decisions wait for the one carrying this process\
     'neither decision ran without the 3 hits the other was carrying',
   );
   t.is(store.log.length, 27);
+});
+
+/** The real PostgreSQL adapter of the shared log, counting its round trips. */
+function countingStore(app: TestApp): RateLimitStore & { calls: number } {
+  const real = new MikroOrmPolicyStore(app.database.orm).rateLimits;
+  const store = {
+    calls: 0,
+    hit: (...args: Parameters<RateLimitStore['hit']>) => {
+      store.calls++;
+      return real.hit(...args);
+    },
+    sync: (...args: Parameters<RateLimitStore['sync']>) => {
+      store.calls++;
+      return real.sync(...args);
+    },
+  };
+  return store;
+}
+
+test('one process near the limit: exactly the limit admitted, then refusals decided without a database round trip', async (t) => {
+  const clock = new TestClock('2031-01-01T00:00:00.000Z');
+  const store = countingStore(t.context.a);
+  const limiter = new RateLimiter({ store, clock, limits: resolveLimits({ default: 40 }) });
+  const subject = `key:near-${Date.now()}`;
+  // 60 concurrent requests against a limit of 40, all at one instant
+  const first = await Promise.all(Array.from({ length: 60 }, () => limiter.hit(subject, 'default')));
+  t.is(first.filter((d) => d.allowed).length, 40, 'exactly the limit');
+  const tripsToFill = store.calls;
+  t.log(`${tripsToFill} round trips for 60 decisions up to the limit`);
+
+  // near the limit, refusals are proven by this process's own 40 hits: no round trip, the store's exact answer
+  clock.advance(30_000);
+  for (let i = 0; i < 100; i++) {
+    const d = await limiter.hit(subject, 'default');
+    t.false(d.allowed);
+    t.is(d.remaining, 0);
+    t.is(d.retryAfterMs, 30_000, 'the first hits age out 60 s after they were made');
+  }
+  t.is(store.calls, tripsToFill, 'no database round trip for 100 refusals');
+  t.true(limiter.localDenials >= 100);
+
+  // once the oldest hits age out the store decides again, and admits
+  clock.advance(30_000);
+  const later = await limiter.hit(subject, 'default');
+  t.true(later.allowed);
+  t.is(store.calls, tripsToFill + 1);
+});
+
+test('two processes: after the store refuses once, the refusals that follow are decided from memory until a slot may free up', async (t) => {
+  const clock = new TestClock('2031-02-01T00:00:00.000Z');
+  const store1 = countingStore(t.context.a);
+  const store2 = countingStore(t.context.a);
+  const limits = resolveLimits({ default: 20 });
+  const p1 = new RateLimiter({ store: store1, clock, limits });
+  const p2 = new RateLimiter({ store: store2, clock, limits });
+  const subject = `key:two-${Date.now()}`;
+  let admitted = 0;
+  for (let i = 0; i < 20; i++) if ((await p1.hit(subject, 'default')).allowed) admitted++;
+  t.is(admitted, 20);
+  await p1.sync(); // its hits admitted from memory reach the shared log
+
+  clock.advance(10_000);
+  const refused = await p2.hit(subject, 'default');
+  t.false(refused.allowed, 'the store sees the 20 hits of the other process');
+  t.is(refused.retryAfterMs, 50_000);
+  t.is(store2.calls, 1);
+  for (let i = 0; i < 50; i++) {
+    const d = await p2.hit(subject, 'default');
+    t.false(d.allowed);
+    t.is(d.retryAfterMs, 50_000);
+  }
+  t.is(store2.calls, 1, 'the store proved a full window until its oldest hit ages out: no further round trip');
+
+  clock.advance(50_000);
+  t.true((await p2.hit(subject, 'default')).allowed, 'then the store decides again');
+  t.is(store2.calls, 2);
+});
+
+test('when a full window frees up, one exact decision answers for the waiting requests: no stampede on PostgreSQL', async (t) => {
+  const clock = new TestClock('2031-04-01T00:00:00.000Z');
+  const store1 = countingStore(t.context.a);
+  const store2 = countingStore(t.context.a);
+  const limits = resolveLimits({ default: 20 });
+  const p1 = new RateLimiter({ store: store1, clock, limits });
+  const p2 = new RateLimiter({ store: store2, clock, limits });
+  const subject = `key:herd-${Date.now()}`;
+  for (let i = 0; i < 20; i++) t.true((await p1.hit(subject, 'default')).allowed);
+  await p1.sync();
+  clock.advance(10_000);
+  t.false((await p2.hit(subject, 'default')).allowed);
+  t.is(store2.calls, 1);
+
+  // the 20 hits age out together: 50 requests arrive at once
+  clock.advance(50_000);
+  const results = await Promise.all(Array.from({ length: 50 }, () => p2.hit(subject, 'default')));
+  t.is(results.filter((d) => d.allowed).length, 20, 'exactly the 20 free slots');
+  const trips = store2.calls - 1;
+  t.log(`${trips} round trips for 50 concurrent requests and 20 free slots`);
+  // one decision finds the window open, then no more than the 19 free slots it leaves are asked for at once; the
+  // other 30 are refused once the answers prove the window full again
+  t.true(trips <= 21, `${trips} round trips`);
+  for (const d of results.filter((x) => !x.allowed)) t.is(d.retryAfterMs, 60_000);
+});
+
+test('a request taking several slots (a GraphQL operation\'s cost) is admitted only when all of them fit', async (t) => {
+  const clock = new TestClock('2031-03-01T00:00:00.000Z');
+  const store = countingStore(t.context.a);
+  const limiter = new RateLimiter({ store, clock, limits: resolveLimits({ graphql: 40 }) });
+  const subject = `key:weighted-${Date.now()}`;
+  t.like(await limiter.hit(subject, 'graphql', 15), { allowed: true, remaining: 25 });
+  t.like(await limiter.hit(subject, 'graphql', 15), { allowed: true, remaining: 10 });
+  t.like(await limiter.hit(subject, 'graphql', 15), { allowed: false, remaining: 10 });
+  t.like(await limiter.hit(subject, 'graphql', 10), { allowed: true, remaining: 0 });
+  t.like(await limiter.hit(subject, 'graphql', 1), { allowed: false, remaining: 0 });
+  // more slots than the limit: it takes the whole window (and is refused while any slot is taken)
+  t.like(await limiter.hit(`${subject}-2`, 'graphql', 100), { allowed: true, remaining: 0 });
+  const rows = await t.context.a.database.orm.em.fork().execute('select count(*)::int as n from rate_hits where subject = ?', [subject]);
+  t.is(rows[0]!.n, 40, 'one row per slot in the shared log');
+});
+
+test.serial('over HTTP: the requests refused after the limit are decided in memory', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  t.is(await admittedAcross([a], key, 10, false), 10);
+  const before = a.services.rateLimiter.localDenials;
+  const results = await Promise.all(Array.from({ length: 30 }, () => get(a, '/v1/health', key)));
+  for (const r of results) expect429(t, r, 'meta', 10);
+  t.is(a.services.rateLimiter.localDenials - before, 30, 'none of the 30 refusals needed PostgreSQL');
 });

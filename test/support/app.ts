@@ -5,6 +5,7 @@ import pino from 'pino';
 import { loadConfig, type Config } from '../../interfaces/config.ts';
 import { createApp, type App, type AppOptions } from '../../interfaces/app.ts';
 import type { Network } from '../../domain/shared/network.ts';
+import { sharedDatabaseUrl } from './cluster.ts';
 
 export interface TestApp extends App {
   dataDir: string;
@@ -31,16 +32,23 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   });
 }
 
+/** Under AVA, files share one cluster per run (test/support/cluster.ts); a script run alone starts its own. */
+const UNDER_AVA = /[\\/]ava[\\/]/.test(process.argv[1] ?? '');
+
 /**
- * Starts the real app on port 0 with its own embedded PostgreSQL in a fresh data directory (or on `databaseUrl`,
- * for a second instance on the same database). Close second instances before the first: the first owns the cluster.
+ * Starts the real app on port 0 in a fresh data directory, on `databaseUrl` (a second instance on the same database),
+ * or else on a fresh database of the run's shared cluster. `embeddedPostgres: true` (implied by a given `dataDir`)
+ * starts the app's own embedded PostgreSQL under the data directory instead, as `npm start` does; then close second
+ * instances before the first, which owns the cluster.
  */
 export async function startTestApp(
-  options: { dataDir?: string; databaseUrl?: string; env?: Record<string, string>; appOptions?: AppOptions } = {},
+  options: { dataDir?: string; databaseUrl?: string; embeddedPostgres?: boolean; env?: Record<string, string>; appOptions?: AppOptions } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await makeDataDir());
   const env: Record<string, string> = { SVC_DATA_DIR: dataDir, ...options.env };
-  if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+  const embedded = options.embeddedPostgres ?? (options.dataDir !== undefined || !UNDER_AVA);
+  const databaseUrl = options.databaseUrl ?? (embedded ? undefined : await sharedDatabaseUrl(dataDir));
+  if (databaseUrl) env.DATABASE_URL = databaseUrl;
   const app = await createApp(testConfig(env), {
     logger: pino({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     pgSettings: FAST_PG,

@@ -2,12 +2,13 @@ import type { Clock } from '../../domain/ports/clock.ts';
 
 /**
  * A movable clock for tests: `startTestApp({ appOptions: { clock } })` makes every policy (rate-limit windows,
- * idempotency expiry, request-record retention) read this time. It stands still until moved, and so do the waits
- * that go through it (`sleep`): they end when the clock is moved past their end, like fake timers.
+ * idempotency expiry and waits, request-record retention) read this time. It stands still until moved; a `sleep`
+ * on it ends when the clock is moved past its end, so a test moves time instead of waiting for it.
  */
 export class TestClock implements Clock {
   private ms: number;
   private sleepers: { until: number; wake: () => void }[] = [];
+  private watchers: { count: number; wake: () => void }[] = [];
 
   constructor(start: Date | string | number = Date.now()) {
     this.ms = new Date(start).getTime();
@@ -19,35 +20,39 @@ export class TestClock implements Clock {
   }
 
   sleep(ms: number): Promise<void> {
-    return new Promise((wake) => {
+    if (ms <= 0) return Promise.resolve();
+    return new Promise<void>((wake) => {
       this.sleepers.push({ until: this.ms + ms, wake });
-      this.wakeDue();
+      for (const w of this.watchers.filter((w) => this.sleepers.length >= w.count)) {
+        this.watchers.splice(this.watchers.indexOf(w), 1);
+        w.wake();
+      }
     });
   }
 
-  /** waits in progress (sleeps not yet ended) */
+  /** how many sleeps are waiting for this clock to move */
   get waiting(): number {
     return this.sleepers.length;
   }
 
-  /** moves forward (or back, with a negative value) by `ms` milliseconds; returns the new time */
-  advance(ms: number): Date {
-    this.ms += ms;
-    this.wakeDue();
-    return this.now();
+  /** resolves once at least `count` sleeps wait on this clock (something is now waiting for time to pass) */
+  untilSleeping(count = 1): Promise<void> {
+    if (this.sleepers.length >= count) return Promise.resolve();
+    return new Promise<void>((wake) => this.watchers.push({ count, wake }));
   }
 
-  private wakeDue(): void {
-    const due = this.sleepers.filter((s) => s.until <= this.ms);
-    this.sleepers = this.sleepers.filter((s) => s.until > this.ms);
-    for (const s of due) s.wake();
+  /** moves forward (or back, with a negative value) by `ms` milliseconds; returns the new time */
+  advance(ms: number): Date {
+    return this.set(this.ms + ms);
   }
 
   set(date: Date | string | number): Date {
     const ms = new Date(date).getTime();
     if (!Number.isFinite(ms)) throw new Error(`TestClock: invalid date ${String(date)}`);
     this.ms = ms;
-    this.wakeDue();
+    const due = this.sleepers.filter((s) => s.until <= ms);
+    this.sleepers = this.sleepers.filter((s) => s.until > ms);
+    for (const s of due) s.wake();
     return this.now();
   }
 }

@@ -2,8 +2,8 @@
 
 export const LINK_FIELDS = `
   id network label ownerAgent payTo method path price currency acceptsCurrencies protocol
-  response { status mimeType body } webhookUrl webhookSecret wrapReceipt settlePolicy disabled facilitator shareUrl
-  accepts { scheme network payTo asset amount currency }
+  response { status mimeType body } webhookUrl webhookSecretSet webhookSecret wrapReceipt settlePolicy disabled facilitator shareUrl
+  accepts { scheme network payTo payToTokenAccount payToReady asset amount currency }
   counters { callCount settledCount lastCalledAt lastSettledAt lastTxSig }
   metadata createdAt updatedAt`;
 

@@ -24,9 +24,28 @@ export interface PaywallWorld {
   rpcUrl: string;
 }
 
-/** The real app with its embedded devnet, and a devnet key. */
+/**
+ * Issue 17: outbound calls reach only the targets SVC_OUTBOUND_ALLOW names, fixed when the app starts. So the local
+ * servers tests use as upstreams and webhook receivers are opened first, allow-listed, and handed out by
+ * startLocalServer (each test file runs in its own process, so this pool is the file's own).
+ */
+const LOCAL_SERVER_POOL = 12;
+const pooledServers: Server[] = [];
+
+async function listenLocal(server: Server): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return `127.0.0.1:${(server.address() as AddressInfo).port}`;
+}
+
+/** The real app with its embedded devnet, and a devnet key; with pooled local servers its outbound calls may reach. */
 export async function startPaywallApp(env: Record<string, string> = {}): Promise<PaywallWorld> {
-  const app = await startTestApp({ env });
+  const allow = env.SVC_OUTBOUND_ALLOW ? [env.SVC_OUTBOUND_ALLOW] : [];
+  for (let i = 0; i < LOCAL_SERVER_POOL; i++) {
+    const server = createServer();
+    pooledServers.push(server);
+    allow.push(await listenLocal(server));
+  }
+  const app = await startTestApp({ env: { ...env, SVC_OUTBOUND_ALLOW: allow.join(',') } });
   const rpcUrl = app.ledgers.rpcUrls['chain-devnet'];
   if (!rpcUrl) {
     await app.close();
@@ -36,6 +55,7 @@ export async function startPaywallApp(env: Record<string, string> = {}): Promise
 }
 
 export async function stopPaywallApp(w: PaywallWorld | undefined): Promise<void> {
+  for (const server of pooledServers.splice(0)) server.close();
   if (!w) return;
   await w.app.close();
   await removeDataDir(w.app.dataDir);
@@ -238,13 +258,18 @@ export interface LocalServer {
   close(): Promise<void>;
 }
 
-/** A loopback HTTP server (upstream or webhook receiver) answering with `answer(request)`. */
+/**
+ * A loopback HTTP server (upstream or webhook receiver) answering with `answer(request)`: one of the servers
+ * startPaywallApp allow-listed while any is left (a fresh one after that, which the app refuses to call).
+ */
 export async function startLocalServer(
   answer: (r: Received) => { status: number; headers?: Record<string, string>; body?: string } = () => ({ status: 200 }),
 ): Promise<LocalServer> {
   const received: Received[] = [];
   const waiters: (() => void)[] = [];
-  const server: Server = createServer((req, res) => {
+  const pooled = pooledServers.shift();
+  const server: Server = pooled ?? createServer();
+  server.on('request', (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -255,8 +280,8 @@ export async function startLocalServer(
       res.writeHead(out.status, out.headers ?? {}).end(out.body ?? '');
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const hostPort = pooled ? `127.0.0.1:${(server.address() as AddressInfo).port}` : await listenLocal(server);
+  const url = `http://${hostPort}`;
   return {
     url,
     received,

@@ -3,7 +3,8 @@ import type { Faucet, FaucetRequest, FaucetResult } from '../../../domain/ports/
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
 import { decodeAddress } from '../../../domain/shared/base58.ts';
-import type { EmbeddedLedger } from './ledger.ts';
+import type { MintResult } from './ledger.ts';
+import { ADMIN_HEADER } from './keys.ts';
 
 // The faucet of the embedded ledgers: SOL from the local faucet key, curated stables minted by the local mint
 // authority. Two front ends share this shape: in-process (the gateway, its dev route) and over a running ledger's
@@ -49,30 +50,39 @@ function plan(request: FaucetRequest): Plan {
   return { lamports, token };
 }
 
-/** In-process faucet over the embedded ledgers (networks without one are refused). */
-export function createFaucet(ledgers: Partial<Record<Network, EmbeddedLedger>>): Faucet {
+/** What the faucet needs of an embedded ledger: an EmbeddedLedger, or a LedgerThread running one. */
+export interface FaucetLedger {
+  airdrop(to: string, lamports: bigint): string | Promise<string>;
+  decimalsOf(mint: string): number | undefined | Promise<number | undefined>;
+  mintTo(owner: string, mint: string, amount: bigint): MintResult | Promise<MintResult>;
+}
+
+/** Faucet over the embedded ledgers of this process (networks without one are refused). */
+export function createFaucet(ledgers: Partial<Record<Network, FaucetLedger>>): Faucet {
   return async (request) => {
     const p = plan(request);
     const ledger = ledgers[request.network];
     if (!ledger) throw new DomainError('invalid_request', `${request.network} is not an embedded ledger: the faucet is only for embedded ledgers`);
     const result: FaucetResult = { network: request.network, to: request.to };
-    if (p.lamports !== null) result.airdrop = { signature: ledger.airdrop(request.to, p.lamports), lamports: p.lamports };
+    if (p.lamports !== null) result.airdrop = { signature: await ledger.airdrop(request.to, p.lamports), lamports: p.lamports };
     if (p.token) {
-      const decimals = ledger.decimalsOf(p.token.mint!);
+      const decimals = await ledger.decimalsOf(p.token.mint!);
       if (decimals === undefined) throw invalid('token', `no mint ${p.token.mint} on ${request.network}`);
       const amount = parseDecimal(p.token.amountText, decimals);
       if (amount === null || amount <= 0n || amount >= 1n << 64n) throw invalid('amount', `amount must be a positive decimal with at most ${decimals} decimals`);
-      const minted = ledger.mintTo(request.to, p.token.mint!, amount);
+      const minted = await ledger.mintTo(request.to, p.token.mint!, amount);
       result.mint = { signature: minted.signature, symbol: p.token.symbol, mint: minted.mint, tokenAccount: minted.tokenAccount, amount: minted.amount, decimals: minted.decimals };
     }
     return result;
   };
 }
 
-async function rpcCall(url: string, method: string, params: unknown[]): Promise<unknown> {
+async function rpcCall(url: string, method: string, params: unknown[], adminSecret: string | null): Promise<unknown> {
   let res: Response;
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (adminSecret) headers[ADMIN_HEADER] = adminSecret;
   try {
-    res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), signal: AbortSignal.timeout(15_000) });
+    res = await fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }), signal: AbortSignal.timeout(15_000) });
   } catch (e) {
     throw new DomainError('rpc_unavailable', `cannot reach the ledger at ${url}: ${(e as Error).message}`);
   }
@@ -82,8 +92,11 @@ async function rpcCall(url: string, method: string, params: unknown[]): Promise<
   return body.result;
 }
 
-/** Faucet over the JSON-RPC of running embedded ledgers (requestAirdrop and the local svc_mintStable). */
-export function createRemoteFaucet(urls: Partial<Record<Network, string>>): Faucet {
+/**
+ * Faucet over the JSON-RPC of running embedded ledgers (requestAirdrop and svc_mintStable, with the installation's
+ * ledger-admin secret from `SVC_DATA_DIR/keys`).
+ */
+export function createRemoteFaucet(urls: Partial<Record<Network, string>>, adminSecret: string | null): Faucet {
   return async (request) => {
     const p = plan(request);
     const url = urls[request.network];
@@ -91,10 +104,10 @@ export function createRemoteFaucet(urls: Partial<Record<Network, string>>): Fauc
     const result: FaucetResult = { network: request.network, to: request.to };
     if (p.lamports !== null) {
       if (p.lamports > BigInt(Number.MAX_SAFE_INTEGER)) throw invalid('sol', 'sol is too large');
-      result.airdrop = { signature: String(await rpcCall(url, 'requestAirdrop', [request.to, Number(p.lamports)])), lamports: p.lamports };
+      result.airdrop = { signature: String(await rpcCall(url, 'requestAirdrop', [request.to, Number(p.lamports)], adminSecret)), lamports: p.lamports };
     }
     if (p.token) {
-      const minted = (await rpcCall(url, 'svc_mintStable', [request.to, p.token.mint, p.token.amountText])) as {
+      const minted = (await rpcCall(url, 'svc_mintStable', [request.to, p.token.mint, p.token.amountText], adminSecret)) as {
         signature: string;
         mint: string;
         tokenAccount: string;

@@ -1,6 +1,6 @@
-import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, type KeyObject } from 'node:crypto';
+import { createPrivateKey, createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { encodeBase58 } from '../../../domain/shared/base58.ts';
 
 // Local keys of the embedded ledger (mint authority, faucet), kept as Solana CLI keypair files (a JSON array of the
@@ -43,4 +43,36 @@ export function loadOrCreateKeypair(path: string): LocalSigner {
     if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
   }
   return signerFromSecret(Uint8Array.from(JSON.parse(readFileSync(path, 'utf8')) as number[]));
+}
+
+/** the HTTP header a ledger-admin JSON-RPC call carries the secret in */
+export const ADMIN_HEADER = 'x-svc-ledger-admin';
+
+/** `SVC_DATA_DIR/keys/ledger-admin.secret`: the secret the ledger-admin JSON-RPC methods (minting, faucet) ask for. */
+export function adminSecretPath(dataDir: string): string {
+  return join(dataDir, 'keys', 'ledger-admin.secret');
+}
+
+/** The installation's ledger-admin secret, created (0600, 32 random bytes as hex) on first use. */
+export function loadOrCreateAdminSecret(dataDir: string): string {
+  const path = adminSecretPath(dataDir);
+  const existing = readAdminSecret(dataDir);
+  if (existing) return existing;
+  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  try {
+    writeFileSync(path, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+  }
+  return readFileSync(path, 'utf8').trim();
+}
+
+/** The secret for a client of a running ledger (the faucet CLI, a joining facilitator); null when none was made. */
+export function readAdminSecret(dataDir: string): string | null {
+  try {
+    return readFileSync(adminSecretPath(dataDir), 'utf8').trim() || null;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw e;
+  }
 }

@@ -2,6 +2,7 @@ import { EventPhase, type Event } from '../../../domain/events/schema.ts';
 import { parseKinds } from '../../../domain/events/service.ts';
 import { builder } from '../builder.ts';
 import { given, pageRef } from './common.ts';
+import { refuseUnsafeInput } from '../../../domain/shared/validation.ts';
 
 // hosted-api §6: the event stream. Queries read the table; the subscription replays after a cursor, then goes live
 // (EventService.stream: LISTEN/NOTIFY, deduplicated, no gap), over graphql-ws and SSE alike.
@@ -95,14 +96,17 @@ builder.queryFields((t) => ({
 builder.subscriptionFields((t) => ({
   events: t.field({
     type: EventRef,
-    description: 'Live events of your network. With `after` (an event id), first replays every matching event after it.',
+    description:
+      'Live events of what you own (an admin key: its whole network). With `after` (an event id), first replays every matching event after it.',
     args: { kinds: t.arg.stringList(), agent: t.arg.string(), after: t.arg.id() },
-    // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.stream.
+    // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.stream, which
+    // applies the ownership filter. The principal is resolved once, here, and held for the subscription's life.
     subscribe: async (_root, args, ctx) => {
-      const { network } = await ctx.keyed('events.read');
+      const principal = await ctx.keyed('events.read');
+      refuseUnsafeInput(args); // as the procedures do for their inputs: `after` is looked up in the store
       const kinds = parseKinds(given(args.kinds), 'kinds');
       return eventSource(
-        (signal) => ctx.services.events.stream(network, { kinds, agent: given(args.agent), after: given(args.after), signal }),
+        (signal) => ctx.services.events.stream(principal, { kinds, agent: given(args.agent), after: given(args.after), signal }),
         ctx.shutdown,
       );
     },

@@ -5,6 +5,7 @@ import {
   type AcceptEntry,
   type CreatePaymentLinkInput,
   type PaymentLink,
+  type PaymentLinkWithSecret,
   type UpdatePaymentLinkInput,
 } from '../../../domain/payment-links/schema.ts';
 import { builder } from '../builder.ts';
@@ -31,7 +32,12 @@ const AcceptEntryRef = builder.objectRef<AcceptEntry>('AcceptEntry').implement({
   fields: (t) => ({
     scheme: t.exposeString('scheme'),
     network: t.exposeString('network'),
-    payTo: t.exposeString('pay_to'),
+    payTo: t.exposeString('pay_to', { description: 'The x402 payTo: the owner agent’s treasury.' }),
+    payToTokenAccount: t.exposeString('pay_to_token_account', { description: 'The account the seller leg credits: ATA(payTo, asset).' }),
+    payToReady: t.exposeBoolean('pay_to_ready', {
+      nullable: true,
+      description: 'Whether payToTokenAccount exists (stock x402 clients need it): set by the call that prepared it, null on reads.',
+    }),
     asset: t.exposeString('asset'),
     amount: t.exposeString('amount'),
     currency: t.expose('currency', { type: StableSymbolEnum }),
@@ -48,7 +54,8 @@ const CountersRef = builder.objectRef<PaymentLink['counters']>('PaymentLinkCount
   }),
 });
 
-export const PaymentLinkRef = builder.objectRef<PaymentLink>('PaymentLink').implement({
+// One GraphQL type for reads and for the answers that may carry a new secret (create, update, rotate).
+export const PaymentLinkRef = builder.objectRef<PaymentLinkWithSecret>('PaymentLink').implement({
   description: 'A paid HTTP endpoint answering 402 until paid (hosted-api §2.2).',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -64,7 +71,14 @@ export const PaymentLinkRef = builder.objectRef<PaymentLink>('PaymentLink').impl
     protocol: t.expose('protocol', { type: ProtocolEnum }),
     response: t.expose('response', { type: LinkResponseRef }),
     webhookUrl: t.exposeString('webhook_url', { nullable: true }),
-    webhookSecret: t.exposeString('webhook_secret', { nullable: true, description: 'Verifies the X-Svc-Signature of this link’s webhook POSTs.' }),
+    webhookSecretSet: t.exposeBoolean('webhook_secret_set', { description: 'A webhook signing secret exists (it is shown once, when made).' }),
+    webhookSecret: t.string({
+      nullable: true,
+      description:
+        'whsec_…: verifies the X-Svc-Signature of this link’s webhook POSTs. Only in the answer of the mutation that made it ' +
+        '(createPaymentLink, an updatePaymentLink setting a first webhookUrl, rotatePaymentLinkWebhookSecret); null on reads.',
+      resolve: (link) => link.webhook_secret ?? null,
+    }),
     wrapReceipt: t.exposeBoolean('wrap_receipt'),
     settlePolicy: t.expose('settle_policy', { type: SettlePolicyEnum }),
     disabled: t.exposeBoolean('disabled'),
@@ -166,6 +180,13 @@ builder.mutationFields((t) => ({
     nullable: true,
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdatePaymentLinkInputRef, required: true }) },
     resolve: (_root, { id, input }, ctx) => ctx.api.paymentLinks.update({ ...linkInput(input, ['webhookUrl']), id } as UpdatePaymentLinkInput),
+  }),
+  rotatePaymentLinkWebhookSecret: t.field({
+    type: PaymentLinkRef,
+    nullable: true,
+    description: 'A new webhook signing secret, answered once in webhookSecret; the old one stops signing at once.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.api.paymentLinks.rotateWebhookSecret({ id }),
   }),
   deletePaymentLink: t.boolean({
     args: { id: t.arg.id({ required: true }) },

@@ -8,11 +8,11 @@ export const agentsRouter = router({
     .meta({ openapi: { method: 'POST', path: '/v1/agents/record', tags, summary: 'Record an agent minted outside the API' } })
     .input(RecordAgentInput)
     .output(Agent)
-    .mutation(({ ctx, input }) => ctx.services.agents.record(ctx.principal.network, input)),
+    .mutation(({ ctx, input }) => ctx.services.agents.record(ctx.principal, input)),
 
   get: keyedProcedure
     .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/agents/{mint}', tags, summary: 'Get an agent record' } })
     .input(AgentMintInput)
     .output(Agent)
-    .query(({ ctx, input }) => ctx.services.agents.get(ctx.principal.network, input.mint)),
+    .query(({ ctx, input }) => ctx.services.agents.get(ctx.principal, input.mint)),
 });

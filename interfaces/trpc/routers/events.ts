@@ -8,11 +8,11 @@ export const eventsRouter = router({
     .meta({ bucket: 'events.read', openapi: { method: 'GET', path: '/v1/events', tags, summary: 'List events, newest first (kind accepts wildcards such as payment_link.*)' } })
     .input(ListEventsInput)
     .output(EventList)
-    .query(({ ctx, input }) => ctx.services.events.list(ctx.principal.network, input)),
+    .query(({ ctx, input }) => ctx.services.events.list(ctx.principal, input)),
 
   get: keyedProcedure
     .meta({ bucket: 'events.read', openapi: { method: 'GET', path: '/v1/events/{id}', tags, summary: 'Get one event' } })
     .input(EventIdInput)
     .output(Event)
-    .query(({ ctx, input }) => ctx.services.events.get(ctx.principal.network, input.id)),
+    .query(({ ctx, input }) => ctx.services.events.get(ctx.principal, input.id)),
 });

@@ -11,8 +11,8 @@ export const metricsRouter = router({
     .query(({ ctx, input }) => ctx.services.metrics.usage(ctx.principal, input)),
 
   events: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/metrics/events', tags, summary: 'Event counters by kind on this network' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/metrics/events', tags, summary: 'Counters by kind of the events you can read (admin: the network)' } })
     .input(EventsInput)
     .output(EventCounters)
-    .query(({ ctx, input }) => ctx.services.metrics.events(ctx.principal.network, input)),
+    .query(({ ctx, input }) => ctx.services.metrics.events(ctx.principal, input)),
 });

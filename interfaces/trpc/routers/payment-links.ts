@@ -6,47 +6,60 @@ import {
   PaymentLinkIdInput,
   PaymentLinkList,
   PaymentLinkPreview,
+  PaymentLinkWithSecret,
   PreviewPaymentLinkInput,
   UpdatePaymentLinkInput,
 } from '../../../domain/payment-links/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['payment-links'];
+/** The webhook secret is answered once and never written to the Idempotency-Key store (a replay omits it). */
+const secretFields = ['webhook_secret'] as const;
 
+// Every procedure passes the caller's principal: another principal's link answers 404 (README "Ownership").
 export const paymentLinksRouter = router({
   create: keyedProcedure
-    .meta({ status: 201, openapi: { method: 'POST', path: '/v1/payment-links', tags, summary: 'Create a payment link' } })
+    .meta({ status: 201, secretFields, openapi: { method: 'POST', path: '/v1/payment-links', tags, summary: 'Create a payment link (its webhook_secret is shown once, here)' } })
     .input(CreatePaymentLinkInput)
-    .output(PaymentLink)
-    .mutation(({ ctx, input }) => ctx.services.paymentLinks.create(ctx.principal.network, ctx.principal.keyId, input)),
+    .output(PaymentLinkWithSecret)
+    .mutation(({ ctx, input }) => ctx.services.paymentLinks.create(ctx.principal, ctx.principal.keyId, input)),
 
   list: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/payment-links', tags, summary: 'List payment links, newest first' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/payment-links', tags, summary: 'List your payment links, newest first' } })
     .input(ListPaymentLinksInput)
     .output(PaymentLinkList)
-    .query(({ ctx, input }) => ctx.services.paymentLinks.list(ctx.principal.network, input)),
+    .query(({ ctx, input }) => ctx.services.paymentLinks.list(ctx.principal, input)),
 
   get: keyedProcedure
     .meta({ openapi: { method: 'GET', path: '/v1/payment-links/{id}', tags, summary: 'Get a payment link with live counters' } })
     .input(PaymentLinkIdInput)
     .output(PaymentLink)
-    .query(({ ctx, input }) => ctx.services.paymentLinks.get(ctx.principal.network, input.id)),
+    .query(({ ctx, input }) => ctx.services.paymentLinks.get(ctx.principal, input.id)),
 
   update: keyedProcedure
-    .meta({ openapi: { method: 'PATCH', path: '/v1/payment-links/{id}', tags, summary: 'Update a payment link (incl. disabled)' } })
+    .meta({ secretFields, openapi: { method: 'PATCH', path: '/v1/payment-links/{id}', tags, summary: 'Update a payment link (incl. disabled)' } })
     .input(UpdatePaymentLinkInput)
-    .output(PaymentLink)
-    .mutation(({ ctx, input }) => ctx.services.paymentLinks.update(ctx.principal.network, input)),
+    .output(PaymentLinkWithSecret)
+    .mutation(({ ctx, input }) => ctx.services.paymentLinks.update(ctx.principal, input)),
+
+  rotateWebhookSecret: keyedProcedure
+    .meta({
+      secretFields,
+      openapi: { method: 'POST', path: '/v1/payment-links/{id}/webhook-secret/rotate', tags, summary: 'Replace the webhook signing secret (the new one is shown once, here)' },
+    })
+    .input(PaymentLinkIdInput)
+    .output(PaymentLinkWithSecret)
+    .mutation(({ ctx, input }) => ctx.services.paymentLinks.rotateWebhookSecret(ctx.principal, input.id)),
 
   delete: keyedProcedure
     .meta({ status: 204, openapi: { method: 'DELETE', path: '/v1/payment-links/{id}', tags, summary: 'Delete a payment link' } })
     .input(PaymentLinkIdInput)
     .output(z.void())
-    .mutation(({ ctx, input }) => ctx.services.paymentLinks.delete(ctx.principal.network, input.id)),
+    .mutation(({ ctx, input }) => ctx.services.paymentLinks.delete(ctx.principal, input.id)),
 
   preview: keyedProcedure
     .meta({ openapi: { method: 'POST', path: '/v1/payment-links/preview', tags, summary: 'Preview accepts[] and pay_to; stores nothing' } })
     .input(PreviewPaymentLinkInput)
     .output(PaymentLinkPreview)
-    .mutation(({ ctx, input }) => ctx.services.paymentLinks.preview(ctx.principal.network, input)),
+    .mutation(({ ctx, input }) => ctx.services.paymentLinks.preview(ctx.principal, input)),
 });

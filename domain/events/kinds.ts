@@ -1,0 +1,118 @@
+import { z } from 'zod';
+import { PaymentLink } from '../payment-links/schema.ts';
+import { ReceiptV1 } from '../receipts/schema.ts';
+import type { EventPhase, NewEvent } from './schema.ts';
+
+// The event catalogue (issue 18): every kind the gateway appends, with its metadata schema and the phases it may be
+// in. `newEvent` is typed by kind, so a service cannot append a kind or a metadata shape the catalogue does not know;
+// the OpenAPI and GraphQL docs and the webhook payload docs are generated from this table. A new kind is one entry.
+
+const Atomic = z.string().regex(/^\d+$/).describe('atomic amount, decimal string');
+const Signature = z.string().describe('transaction signature (base58)');
+
+export interface KindSpec {
+  description: string;
+  phases: readonly EventPhase[];
+  metadata: z.ZodType<Record<string, unknown>>;
+}
+
+export const EVENT_KINDS = {
+  'payment_link.created': {
+    description: 'A payment link was created (hosted-api §3.1).',
+    phases: ['confirmed'],
+    metadata: z.object({ payment_link: PaymentLink }),
+  },
+  'payment_link.updated': {
+    description: 'A payment link was changed; `changed` names the fields given.',
+    phases: ['confirmed'],
+    metadata: z.object({ payment_link: PaymentLink, changed: z.array(z.string()) }),
+  },
+  'payment_link.deleted': {
+    description: 'A payment link was deleted; its id may be reused.',
+    phases: ['confirmed'],
+    metadata: z.object({}),
+  },
+  'payment_link.settled': {
+    description: 'A paid call to a payment link settled on the ledger (hosted-api §4.2 rule 9).',
+    phases: ['confirmed'],
+    metadata: z.object({
+      payment_link_id: z.string(),
+      agent: z.string(),
+      tx_sig: Signature,
+      payer: z.string().nullable(),
+      currency: z.string(),
+      asset: z.string(),
+      amount_atomic: Atomic,
+      fee_atomic: Atomic,
+      gross_atomic: Atomic,
+    }),
+  },
+  'payment_link.served': {
+    description: 'The paid response of a settled call was produced (template or upstream).',
+    phases: ['confirmed'],
+    metadata: z.object({ payment_link_id: z.string(), status: z.number().int(), tx_sig: Signature, method: z.string() }),
+  },
+  'receipt.published': {
+    description: 'A receipt joined its agent’s hash chain.',
+    phases: ['confirmed'],
+    metadata: z.object({
+      payment_link_id: z.string().optional(),
+      source: z.string(),
+      receipt_hash: z.string(),
+      nonce: z.number().int(),
+      receipt: ReceiptV1,
+    }),
+  },
+  'protocol.fee.collected': {
+    description: 'The protocol fee of a receipt (fee-facilitator-mpp-tools §6, path 1).',
+    phases: ['confirmed'],
+    metadata: z.object({
+      source: z.literal('receipt'),
+      receipt_hash: z.string(),
+      tx_sig: Signature,
+      mint: z.string(),
+      currency: z.string(),
+      fee_atomic: Atomic,
+      fee_authority: z.string().nullable(),
+      payment_link_id: z.string().optional(),
+    }),
+  },
+} as const satisfies Record<string, KindSpec>;
+
+export type EventKindName = keyof typeof EVENT_KINDS;
+export const EVENT_KIND_NAMES = Object.keys(EVENT_KINDS) as EventKindName[];
+export type EventMetadata<K extends EventKindName> = z.input<(typeof EVENT_KINDS)[K]['metadata']>;
+
+/**
+ * An event to append, typed by its kind. The metadata shape is checked by the compiler, not at run time: an event is
+ * appended in the transaction that records money that already moved, which a stray field must never roll back
+ * (test/domain/event-kinds.test.ts checks stored events against the catalogue instead).
+ */
+export function newEvent<K extends EventKindName>(
+  kind: K,
+  fields: Omit<NewEvent, 'kind' | 'metadata'> & { metadata: EventMetadata<K> },
+): NewEvent {
+  return { ...fields, kind, metadata: fields.metadata as Record<string, unknown> };
+}
+
+/** Whether a stored event matches the catalogue: its kind is known, its phase allowed and its metadata valid. */
+export function checkEvent(event: { kind: string; phase: EventPhase; metadata: unknown }): string | null {
+  if (!(event.kind in EVENT_KINDS)) return `unknown kind ${event.kind}`;
+  const spec: KindSpec = EVENT_KINDS[event.kind as EventKindName];
+  if (!spec.phases.includes(event.phase)) return `${event.kind} has no phase ${event.phase}`;
+  const checked = spec.metadata.safeParse(event.metadata);
+  return checked.success ? null : `${event.kind} metadata: ${checked.error.message}`;
+}
+
+/** The catalogue as documentation: JSON Schema of each kind's metadata (OpenAPI, GraphQL, webhook payload docs). */
+export function eventCatalogue(): { kind: EventKindName; description: string; phases: EventPhase[]; metadata_schema: Record<string, unknown> }[] {
+  return EVENT_KIND_NAMES.map((kind) => {
+    const spec: KindSpec = EVENT_KINDS[kind];
+    return {
+      kind,
+      description: spec.description,
+      phases: [...spec.phases],
+      metadata_schema: z.toJSONSchema(spec.metadata, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>,
+    };
+  });
+}

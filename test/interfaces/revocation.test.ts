@@ -1,0 +1,193 @@
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { createClient, type Client } from 'graphql-ws';
+import { request, type IncomingMessage } from 'node:http';
+import WebSocket from 'ws';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTwoInstances, type TestApp } from '../support/app.ts';
+
+// Issue 17: a key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
+// seconds, on every node. Subscriptions run on node B; the key is disabled through node A's admin route.
+
+interface Ctx {
+  a: TestApp;
+  b: TestApp;
+  admin: string;
+}
+
+const test = anyTest as TestFn<Ctx>;
+
+/** "within seconds": the watch re-checks every second and a key row is cached 0.5 s per process */
+const WITHIN_MS = 5000;
+
+/** every event of the network after `after`: an event created by anyone would reach a subscription still open */
+const SUB = `subscription($after: ID) { events(after: $after) { id kind metadata } }`;
+
+test.before(async (t) => {
+  const { a, b } = await startTwoInstances();
+  t.context = { a, b, admin: await issueKey(a, 'chain-devnet', 'admin') };
+});
+
+test.after.always(async (t) => {
+  const { a, b } = t.context;
+  if (b) await b.close();
+  if (a) {
+    await a.close();
+    await removeDataDir(a.dataDir);
+  }
+  if (b) await removeDataDir(b.dataDir);
+});
+
+/** A user key (its id, to disable it), an agent and an anchor event to subscribe after, so no event is missed. */
+async function setUp(t: ExecutionContext<Ctx>) {
+  const { a } = t.context;
+  const created = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(a, created.key);
+  await createLink(a, created.key, mint, 'anchor');
+  const events = await http(a, 'GET', `/v1/events?limit=1`, { key: created.key });
+  const anchor = events.body.data[0].id as string;
+  return { id: created.id, key: created.key, mint, anchor };
+}
+
+async function createLink(app: TestApp, key: string, mint: string, label: string): Promise<string> {
+  const res = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { label }) });
+  if (res.status !== 201) throw new Error(`create failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.id;
+}
+
+async function disable(t: ExecutionContext<Ctx>, id: string): Promise<void> {
+  const res = await http(t.context.a, 'POST', `/v1/admin/api-keys/${id}/disable`, { key: t.context.admin, body: {} });
+  t.is(res.status, 200, JSON.stringify(res.body));
+}
+
+function until<T>(what: string, check: () => T | undefined, timeoutMs = WITHIN_MS): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const poll = () => {
+      const value = check();
+      if (value !== undefined) resolve(value);
+      else if (Date.now() - started > timeoutMs) reject(new Error(`${what}: not within ${timeoutMs} ms`));
+      else setTimeout(poll, 20);
+    };
+    poll();
+  });
+}
+
+interface WsSubscriber {
+  client: Client;
+  linkIds: string[];
+  closedWith: { code: number; reason: string } | undefined;
+  dispose(): Promise<void>;
+}
+
+function wsSubscribe(app: TestApp, key: string, variables: Record<string, unknown>): WsSubscriber {
+  const sub: WsSubscriber = {
+    client: createClient({
+      url: `${app.url.replace(/^http/, 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams: { authorization: key },
+      retryAttempts: 0,
+      on: {
+        closed: (event) => {
+          const e = event as { code: number; reason: string };
+          sub.closedWith ??= { code: e.code, reason: String(e.reason) };
+        },
+      },
+    }),
+    linkIds: [],
+    closedWith: undefined,
+    dispose: () => sub.client.dispose() as Promise<void>,
+  };
+  sub.client.subscribe<{ events: { metadata: { payment_link_id?: string } } }>(
+    { query: SUB, variables },
+    { next: (r) => void (r.data?.events.metadata.payment_link_id && sub.linkIds.push(r.data.events.metadata.payment_link_id)), error: () => {}, complete: () => {} },
+  );
+  return sub;
+}
+
+test('graphql-ws: a key disabled on node A closes its socket on node B with 4403 within seconds; no event after', async (t) => {
+  const { a, b } = t.context;
+  const user = await setUp(t);
+  const bystander = await setUp(t);
+  const sub = wsSubscribe(b, user.key, { after: user.anchor });
+  const other = wsSubscribe(b, bystander.key, { after: bystander.anchor });
+  try {
+    const first = await createLink(a, user.key, user.mint, 'before');
+    await until('the event before the revocation', () => (sub.linkIds.includes(first) ? true : undefined));
+
+    const started = Date.now();
+    await disable(t, user.id);
+    const closed = await until('socket closed', () => sub.closedWith);
+    const elapsed = Date.now() - started;
+    t.log(`closed ${elapsed} ms after the disable`);
+    t.deepEqual(closed, { code: 4403, reason: 'invalid_api_key' });
+
+    // Nothing more arrives for the disabled key; the other key's subscription on the same node is untouched.
+    const received = sub.linkIds.length;
+    const after = await createLink(a, bystander.key, bystander.mint, 'after');
+    await until('the bystander still receives', () => (other.linkIds.includes(after) ? true : undefined));
+    t.is(other.closedWith, undefined);
+    t.is(sub.linkIds.length, received);
+    t.false(sub.linkIds.includes(after));
+  } finally {
+    await sub.dispose();
+    await other.dispose();
+  }
+});
+
+test('SSE: a key disabled on node A ends its subscription on node B with invalid_api_key within seconds', async (t) => {
+  const { a, b } = t.context;
+  const user = await setUp(t);
+  const stream = await openSse(b, user.key, { after: user.anchor });
+  try {
+    t.is(stream.res.statusCode, 200);
+    const first = await createLink(a, user.key, user.mint, 'before');
+    await until('the event before the revocation', () => (stream.payloads.some((p) => p.data?.events?.metadata?.payment_link_id === first) ? true : undefined));
+
+    const started = Date.now();
+    await disable(t, user.id);
+    await until('stream ended', () => (stream.ended ? true : undefined));
+    t.log(`ended ${Date.now() - started} ms after the disable`);
+    const last = stream.payloads.at(-1);
+    t.is(last?.errors?.[0]?.extensions?.code, 'invalid_api_key', JSON.stringify(stream.payloads));
+    t.is(last?.errors?.[0]?.extensions?.status, 401);
+    t.true(stream.completed, 'the stream says complete before it ends');
+
+    // the stream is closed: an event another key creates now does not reach it
+    const count = stream.payloads.length;
+    const other = await issueKey(a);
+    const { mint } = await recordAgent(a, other);
+    await createLink(a, other, mint, 'after');
+    await new Promise((r) => setTimeout(r, 500));
+    t.is(stream.payloads.length, count);
+  } finally {
+    stream.close();
+  }
+});
+
+/** An SSE subscription over node:http without keep-alive, collecting its payloads. */
+async function openSse(app: TestApp, key: string, variables: Record<string, unknown>) {
+  const req = request(`${app.url}/graphql`, {
+    method: 'POST',
+    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
+    agent: false,
+  });
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    req.once('response', resolve).once('error', reject);
+    req.end(JSON.stringify({ query: SUB, variables }));
+  });
+  res.setEncoding('utf8');
+  const state = { res, payloads: [] as any[], ended: false, completed: false, close: () => req.destroy() };
+  let buffer = '';
+  res.on('data', (chunk: string) => {
+    buffer += chunk;
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const lines = buffer.slice(0, end).split('\n');
+      buffer = buffer.slice(end + 2);
+      const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim();
+      if (event === 'complete') state.completed = true;
+      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      if (event !== 'complete' && data) state.payloads.push(JSON.parse(data));
+    }
+  });
+  res.on('close', () => (state.ended = true));
+  return state;
+}
