@@ -222,7 +222,10 @@ export class PaywallCore {
         const feePayer = call.accept.extra.feePayer;
         const ours = (await this.facilitatorHealth()).fee_payer;
         if (typeof feePayer === 'string' && feePayer !== ours) {
-          throw pending(settledAs, `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`);
+          throw new DomainError('payment_pending', `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`, {
+            signature: settledAs,
+            reason: 'fee_payer_mismatch',
+          });
         }
       }
       // An upstream that cannot be called at all (refused address, no DNS) would charge the buyer for nothing: checked
