@@ -216,6 +216,18 @@ export class PaywallCore {
     let attempted = resuming;
     let settledAs: string | null = record.signature;
     try {
+      if (resuming) {
+        // Money may have moved: only a facilitator with the fee payer the transaction names can learn its outcome. Any
+        // other (a job runner configured with another key) would refuse it, and the refusal would drop a landed payment.
+        const feePayer = call.accept.extra.feePayer;
+        const ours = (await this.facilitatorHealth()).fee_payer;
+        if (typeof feePayer === 'string' && feePayer !== ours) {
+          throw new DomainError('payment_pending', `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`, {
+            signature: settledAs,
+            reason: 'fee_payer_mismatch',
+          });
+        }
+      }
       // An upstream that cannot be called at all (refused address, no DNS) would charge the buyer for nothing: checked
       // before any money can move, in every mode and when resuming.
       const upstream = upstreamOf(call.link);

@@ -56,7 +56,8 @@ export class PaidCallReconciler {
         if (result.kind === 'payment_required') tally.refused++;
         else tally.resolved++;
       } catch (e) {
-        if (!(e instanceof DomainError && e.code === 'payment_pending')) {
+        // Still settling is the normal case; anything else (a failure, or a call this process cannot settle) is shown.
+        if (!(e instanceof DomainError && e.code === 'payment_pending' && e.details?.reason === undefined)) {
           onWarning?.('resolving a pending paid call failed; will retry', { payment_key: row.paymentKey, error: (e as Error).message });
         }
         tally.pending++;
