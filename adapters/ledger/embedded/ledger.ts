@@ -8,7 +8,8 @@ import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
 import { AccountIndex, type Known, type LatinBuffer, type TokenInfo } from './account-index.ts';
 import { BlockhashWindow } from './blockhash-window.ts';
 import { transactionErrorJson } from './errors.ts';
-import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
+import { acquireLock, readSnapshot, type SnapshotHeader } from './files.ts';
+import { Snapshots } from './snapshots.ts';
 import { History, type HistoryEntry, type RawTokenBalance, type StoredTransaction } from './history.ts';
 import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
 import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, encodeMint, isMintData, isTokenAccountData, parseTokenAccount, readMintDecimals } from './token.ts';
@@ -124,12 +125,7 @@ export class EmbeddedLedger implements Ledger {
   private commitScheduled = false;
   private finalizedNotified = 0;
 
-  private unsaved = 0;
-  private firstUnsavedAt = 0;
-  private saving: Promise<void> | null = null;
-  private saveAgain = false;
-  private readonly snapshotEvery: number;
-  private readonly snapshotIntervalMs: number;
+  private readonly snapshots: Snapshots;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
   private readonly warn: (message: string) => void;
@@ -138,8 +134,6 @@ export class EmbeddedLedger implements Ledger {
     this.network = options.network;
     this.dir = options.dir;
     this.slotMs = options.slotMs ?? 400;
-    this.snapshotEvery = options.snapshotEvery ?? 2000;
-    this.snapshotIntervalMs = options.snapshotIntervalMs ?? 5000;
     this.warn = options.onWarning ?? (() => {});
     this.svm = parts.svm;
     this.accounts = new AccountIndex(parts.svm);
@@ -151,6 +145,20 @@ export class EmbeddedLedger implements Ledger {
     this.lastSlot = parts.header.slot;
     this.history = new History(join(this.dir, 'history.log'), (record) => this.describeStored(record));
     this.lastSlot = Math.max(this.lastSlot, this.history.lastSlot);
+    this.snapshots = new Snapshots({
+      dir: this.dir,
+      every: options.snapshotEvery ?? 2000,
+      intervalMs: options.snapshotIntervalMs ?? 5000,
+      take: () => ({ header: this.snapshotHeader(), state: this.svm.toBytes() }),
+      beforeWrite: async () => {
+        await this.history.sync();
+        this.notifyFinalized();
+      },
+      beforeWriteSync: () => this.history.syncNow(),
+      written: (header) => (this.header = { ...this.header, seq: header.seq, slot: header.slot }),
+      isClosed: () => this.closed,
+      warn: this.warn,
+    });
     this.timer = setInterval(() => this.tick(), 1000);
     this.timer.unref();
   }
@@ -186,7 +194,7 @@ export class EmbeddedLedger implements Ledger {
       ledger.replay(header.seq);
       const changed = ledger.ensureGenesisAccounts();
       // a snapshot ahead of the history (its tail was lost) is rewritten so new records are never skipped
-      if (!snapshot || changed || ledger.history.lastSeq < header.seq) ledger.saveSync();
+      if (!snapshot || changed || ledger.history.lastSeq < header.seq) ledger.snapshots.saveSync();
       ledger.accounts.indexTokenAccounts();
       return ledger;
     } catch (e) {
@@ -732,7 +740,7 @@ export class EmbeddedLedger implements Ledger {
       replayed++;
     }
     this.accounts.clear();
-    if (replayed) this.unsaved = replayed;
+    if (replayed) this.snapshots.replayed(replayed);
   }
 
   /** First instruction is System AdvanceNonceAccount (index 4). */
@@ -744,14 +752,12 @@ export class EmbeddedLedger implements Ledger {
   }
 
   private markUnsaved(): void {
-    this.unsaved++;
-    this.firstUnsavedAt ||= Date.now();
-    if (this.unsaved >= this.snapshotEvery) setImmediate(() => void this.save());
+    this.snapshots.markUnsaved();
   }
 
   private tick(): void {
     this.commit();
-    if (this.unsaved && Date.now() - this.firstUnsavedAt >= this.snapshotIntervalMs) void this.save();
+    this.snapshots.tick();
   }
 
   private snapshotHeader(): SnapshotHeader {
@@ -760,41 +766,7 @@ export class EmbeddedLedger implements Ledger {
 
   /** Writes a snapshot in the background (one at a time); history up to it is fsynced first. */
   save(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    if (this.saving) {
-      this.saveAgain = true;
-      return this.saving;
-    }
-    if (!this.unsaved) return Promise.resolve();
-    const header = this.snapshotHeader();
-    const state = this.svm.toBytes();
-    this.unsaved = 0;
-    this.firstUnsavedAt = 0;
-    this.saving = (async () => {
-      try {
-        await this.history.sync();
-        this.notifyFinalized();
-        await writeSnapshot(this.dir, header, state);
-        this.header = { ...this.header, seq: header.seq, slot: header.slot };
-      } catch (e) {
-        this.warn(`snapshot failed: ${(e as Error).message}`);
-        this.unsaved ||= 1;
-      } finally {
-        this.saving = null;
-        if (this.saveAgain && !this.closed) {
-          this.saveAgain = false;
-          void this.save();
-        }
-      }
-    })();
-    return this.saving;
-  }
-
-  private saveSync(): void {
-    this.history.syncNow();
-    writeSnapshotSync(this.dir, this.snapshotHeader(), this.svm.toBytes());
-    this.unsaved = 0;
-    this.firstUnsavedAt = 0;
+    return this.snapshots.save();
   }
 
   private assertOpen(): void {
@@ -805,9 +777,8 @@ export class EmbeddedLedger implements Ledger {
   async close(): Promise<void> {
     if (this.closed) return;
     clearInterval(this.timer);
-    this.saveAgain = false;
-    await this.saving;
-    this.saveSync();
+    await this.snapshots.settle();
+    this.snapshots.saveSync();
     this.closed = true;
     this.history.close();
     this.listeners.clear();
