@@ -17,6 +17,14 @@ import { associatedTokenAccount } from '../../../domain/treasury/derive.ts';
 import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
 import { toLedgerTransaction, innerInstructionsOf, ownersStable, memoSummary, priorityFee, type LocalInstruction, compileLegacyMessage } from './ledger-messages.ts';
 
+/** An account as setAccount writes it: lamports, raw data, owning program, e.g. { lamports: 1_000_000n, data, owner: 'CoRE…' }. */
+export interface RawAccount {
+  lamports: bigint;
+  data: Uint8Array;
+  owner: string;
+  executable?: boolean;
+}
+
 // One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
 // LiteSVM lacks — a slot clock, blockhashes that expire after 150 blocks, preflight, a signature index, history and
 // persistence. Every state change goes through send (or genesis), which keeps the account cache below coherent.
@@ -217,6 +225,20 @@ export class EmbeddedLedger implements Ledger {
     if (!Number.isInteger(slots) || slots < 0) throw new RangeError('advance by a non-negative whole number of slots');
     this.header.slotOffset += slots;
     this.lastSlot += slots;
+    this.markUnsaved();
+  }
+
+  /**
+   * Writes an account outside any transaction, as genesis or a program deployment does (tests and dev tooling, e.g. an
+   * account of a program this ledger does not run). Kept by the next snapshot (taken within seconds and on close),
+   * not by the history log: a crash before that snapshot loses it.
+   */
+  setAccount(address: string, account: RawAccount): void {
+    const key = decodeAddress(address);
+    const owner = decodeAddress(account.owner);
+    if (!key || !owner) throw new RangeError('setAccount: address and owner must be base58 public keys');
+    this.svm.setAccount(key, new Account(account.lamports, account.data, owner, account.executable ?? false, RENT_EXEMPT_EPOCH));
+    this.accounts.forget(address);
     this.markUnsaved();
   }
 
