@@ -2,36 +2,6 @@ import { EntitySchema } from '@mikro-orm/core';
 
 // Entities as EntitySchema (tsx emits no decorator metadata). Columns are snake_case of the properties.
 
-export interface ApiKeyRow {
-  id: string;
-  network: string;
-  prefix: string;
-  keyHash: string;
-  ownerWallet: string | null;
-  label: string | null;
-  role: string;
-  disabledAt: Date | null;
-  createdAt: Date;
-  lastUsedAt: Date | null;
-}
-
-export const ApiKeyEntity = new EntitySchema<ApiKeyRow>({
-  name: 'ApiKey',
-  tableName: 'api_keys',
-  properties: {
-    id: { type: 'string', primary: true },
-    network: { type: 'string' },
-    prefix: { type: 'string' },
-    keyHash: { type: 'string', unique: true },
-    ownerWallet: { type: 'string', nullable: true },
-    label: { type: 'string', nullable: true },
-    role: { type: 'string' },
-    disabledAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
-    createdAt: { type: 'Date', columnType: 'timestamptz' },
-    lastUsedAt: { type: 'Date', columnType: 'timestamptz', nullable: true },
-  },
-});
-
 export interface AgentRow {
   network: string;
   mint: string;
@@ -174,4 +144,4 @@ export const EventEntity = new EntitySchema<EventRow>({
   },
 });
 
-export const entities = [ApiKeyEntity, AgentEntity, PaymentLinkEntity, EventEntity];
+export const entities = [AgentEntity, PaymentLinkEntity, EventEntity];

@@ -1,25 +1,9 @@
-import type { ApiKeyRecord } from '../../domain/access/schema.ts';
 import type { AgentRecord } from '../../domain/agents/schema.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import type { ApiKeyRow, AgentRow, EventRow, PaymentLinkRow } from './entities.ts';
+import type { AgentRow, EventRow, PaymentLinkRow } from './entities.ts';
 
 // Rows hold what the database returns (decimal strings for numeric/bigint); records hold domain types.
-
-export const apiKeyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
-  id: r.id,
-  network: r.network as ApiKeyRecord['network'],
-  prefix: r.prefix,
-  keyHash: r.keyHash,
-  ownerWallet: r.ownerWallet,
-  label: r.label,
-  role: r.role as ApiKeyRecord['role'],
-  disabledAt: r.disabledAt,
-  createdAt: r.createdAt,
-  lastUsedAt: r.lastUsedAt,
-});
-
-export const apiKeyToRow = (r: ApiKeyRecord): ApiKeyRow => ({ ...r });
 
 export const agentFromRow = (r: AgentRow): AgentRecord => ({
   mint: r.mint,

@@ -5,7 +5,6 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import type {
   AgentRepository,
-  ApiKeyRepository,
   EventFilter,
   EventRepository,
   PaymentLinkListQuery,
@@ -18,13 +17,14 @@ import type {
 import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { AgentRecord } from '../../domain/agents/schema.ts';
-import type { ApiKeyRecord } from '../../domain/access/schema.ts';
 import type { ReceiptRecord, ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
-import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
-import { agentFromRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
+import type { RepoContext } from './repositories/context.ts';
+import { apiKeyRepository } from './repositories/api-keys.ts';
+import { AgentEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
+import { agentFromRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
@@ -121,42 +121,15 @@ const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
   expiresAt: new Date(r.expires_at),
 });
 
-class Repos implements Repositories {
+class Repos implements Repositories, RepoContext {
   constructor(
-    private readonly em: () => EntityManager,
-    private readonly inTransaction: boolean,
+    readonly em: () => EntityManager,
+    readonly inTransaction: boolean,
     /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
-    protected readonly owner: ProcessOwner | undefined,
+    readonly owner: ProcessOwner | undefined,
   ) {}
 
-  readonly apiKeys: ApiKeyRepository = {
-    insert: async (record: ApiKeyRecord) => {
-      await this.em().insert(ApiKeyEntity, apiKeyToRow(record));
-    },
-    findByHash: async (keyHash: string) => {
-      const row = await this.em().findOne(ApiKeyEntity, { keyHash });
-      return row ? apiKeyFromRow(row) : null;
-    },
-    touch: async (id: string, at: Date) => {
-      await this.em().nativeUpdate(ApiKeyEntity, { id }, { lastUsedAt: at });
-    },
-    get: async (network: Network, id: string) => {
-      const row = await this.em().findOne(ApiKeyEntity, { network, id });
-      return row ? apiKeyFromRow(row) : null;
-    },
-    list: async (network: Network, q) => {
-      const where: Record<string, unknown> = { network };
-      if (q.ownerWallet !== undefined) where.ownerWallet = q.ownerWallet;
-      if (q.beforeId !== undefined) where.id = { $lt: q.beforeId };
-      const rows = await this.em().find(ApiKeyEntity, where, { orderBy: { id: 'desc' }, limit: q.limit });
-      return rows.map(apiKeyFromRow);
-    },
-    disable: async (network: Network, id: string, at: Date) => {
-      await this.em().nativeUpdate(ApiKeyEntity, { network, id, disabledAt: null }, { disabledAt: at });
-      const row = await this.em().findOne(ApiKeyEntity, { network, id });
-      return row ? apiKeyFromRow(row) : null;
-    },
-  };
+  readonly apiKeys = apiKeyRepository(this);
 
   readonly agents: AgentRepository = {
     insert: async (record: AgentRecord) => {
