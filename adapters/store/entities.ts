@@ -2,38 +2,6 @@ import { EntitySchema } from '@mikro-orm/core';
 
 // Entities as EntitySchema (tsx emits no decorator metadata). Columns are snake_case of the properties.
 
-export interface AgentRow {
-  network: string;
-  mint: string;
-  owner: string;
-  name: string | null;
-  uri: string | null;
-  treasury: string;
-  executive: string | null;
-  source: string;
-  ownerPrincipal: string | null;
-  registeredAt: Date;
-  updatedAt: Date;
-}
-
-export const AgentEntity = new EntitySchema<AgentRow>({
-  name: 'Agent',
-  tableName: 'agents',
-  properties: {
-    network: { type: 'string', primary: true },
-    mint: { type: 'string', primary: true },
-    owner: { type: 'string' },
-    name: { type: 'string', nullable: true },
-    uri: { type: 'string', nullable: true },
-    treasury: { type: 'string' },
-    executive: { type: 'string', nullable: true },
-    source: { type: 'string' },
-    ownerPrincipal: { type: 'string', nullable: true },
-    registeredAt: { type: 'Date', columnType: 'timestamptz' },
-    updatedAt: { type: 'Date', columnType: 'timestamptz' },
-  },
-});
-
 export interface PaymentLinkRow {
   pk: string;
   id: string;
@@ -144,4 +112,4 @@ export const EventEntity = new EntitySchema<EventRow>({
   },
 });
 
-export const entities = [AgentEntity, PaymentLinkEntity, EventEntity];
+export const entities = [PaymentLinkEntity, EventEntity];

@@ -1,22 +1,8 @@
-import type { AgentRecord } from '../../domain/agents/schema.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import type { AgentRow, EventRow, PaymentLinkRow } from './entities.ts';
+import type { EventRow, PaymentLinkRow } from './entities.ts';
 
 // Rows hold what the database returns (decimal strings for numeric/bigint); records hold domain types.
-
-export const agentFromRow = (r: AgentRow): AgentRecord => ({
-  mint: r.mint,
-  network: r.network as AgentRecord['network'],
-  owner: r.owner,
-  name: r.name,
-  uri: r.uri,
-  treasury: r.treasury,
-  executive: r.executive,
-  source: r.source as AgentRecord['source'],
-  ownerPrincipal: r.ownerPrincipal,
-  registeredAt: r.registeredAt,
-});
 
 export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   pk: r.pk,

@@ -4,7 +4,6 @@ import pg from 'pg';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import type {
-  AgentRepository,
   EventFilter,
   EventRepository,
   PaymentLinkListQuery,
@@ -16,15 +15,15 @@ import type {
 } from '../../domain/ports/store.ts';
 import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
-import type { AgentRecord } from '../../domain/agents/schema.ts';
 import type { ReceiptRecord, ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import type { RepoContext } from './repositories/context.ts';
 import { apiKeyRepository } from './repositories/api-keys.ts';
-import { AgentEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
-import { agentFromRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
+import { agentRepository } from './repositories/agents.ts';
+import { EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
+import { eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
@@ -131,29 +130,7 @@ class Repos implements Repositories, RepoContext {
 
   readonly apiKeys = apiKeyRepository(this);
 
-  readonly agents: AgentRepository = {
-    insert: async (record: AgentRecord) => {
-      const rows = (await this.em().execute(
-        `insert into agents (network, mint, owner, name, uri, treasury, executive, source, owner_principal, registered_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing returning 1`,
-        [record.network, record.mint, record.owner, record.name, record.uri, record.treasury, record.executive, record.source,
-          record.ownerPrincipal, record.registeredAt, record.registeredAt],
-      )) as unknown[];
-      return rows.length === 1;
-    },
-    replace: async (record: AgentRecord, expected) => {
-      const rows = (await this.em().execute(
-        `update agents set owner = ?, owner_principal = ?, name = ?, uri = ?, updated_at = ?
-          where network = ? and mint = ? and owner = ? and owner_principal is not distinct from ? returning 1`,
-        [record.owner, record.ownerPrincipal, record.name, record.uri, new Date(), record.network, record.mint, expected.owner, expected.ownerPrincipal],
-      )) as unknown[];
-      return rows.length === 1;
-    },
-    get: async (network: Network, mint: string) => {
-      const row = await this.em().findOne(AgentEntity, { network, mint });
-      return row ? agentFromRow(row) : null;
-    },
-  };
+  readonly agents = agentRepository(this);
 
   readonly paymentLinks: PaymentLinkRepository = {
     insert: async (record: PaymentLinkRecord) => {
