@@ -6,15 +6,12 @@ import type { Network } from '../../domain/shared/network.ts';
 import type {
   EventFilter,
   EventRepository,
-  PaymentLinkListQuery,
   PaidCallRepository,
-  PaymentLinkRepository,
   ReceiptRepository,
   Repositories,
   Store,
 } from '../../domain/ports/store.ts';
 import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
-import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { ReceiptRecord, ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
@@ -22,8 +19,9 @@ import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import type { RepoContext } from './repositories/context.ts';
 import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
-import { EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
-import { eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
+import { paymentLinkRepository } from './repositories/payment-links.ts';
+import { EventEntity, entities, type EventRow } from './entities.ts';
+import { eventFromRow } from './mappers.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
@@ -132,52 +130,7 @@ class Repos implements Repositories, RepoContext {
 
   readonly agents = agentRepository(this);
 
-  readonly paymentLinks: PaymentLinkRepository = {
-    insert: async (record: PaymentLinkRecord) => {
-      try {
-        await this.em().insert(PaymentLinkEntity, paymentLinkToRow(record));
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) {
-          throw new DomainError('conflict', `A payment link with id "${record.id}" already exists on ${record.network}.`, {
-            id: record.id,
-          });
-        }
-        throw e;
-      }
-    },
-    get: async (network: Network, id: string) => {
-      // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
-      const row = await this.em().findOne(
-        PaymentLinkEntity,
-        { network, id },
-        this.inTransaction ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
-      );
-      return row ? paymentLinkFromRow(row) : null;
-    },
-    list: async (network: Network, q: PaymentLinkListQuery) => {
-      const where: Record<string, unknown> = { network };
-      if (q.owner !== undefined) where.ownerPrincipal = q.owner;
-      if (q.ownerAgent !== undefined) where.ownerAgent = q.ownerAgent;
-      if (q.beforePk !== undefined) where.pk = { $lt: q.beforePk };
-      const rows = await this.em().find(PaymentLinkEntity, where, { orderBy: { pk: 'desc' }, limit: q.limit });
-      return rows.map(paymentLinkFromRow);
-    },
-    update: async (record: PaymentLinkRecord) => {
-      const { pk, ...fields } = paymentLinkToRow(record);
-      await this.em().nativeUpdate(PaymentLinkEntity, { pk }, fields);
-    },
-    delete: async (network: Network, id: string) => (await this.em().nativeDelete(PaymentLinkEntity, { network, id })) > 0,
-    countCall: async (network, pk, call) => {
-      await this.em().execute(
-        `update payment_links set call_count = call_count + 1, last_called_at = ?,
-           settled_count = settled_count + (case when ?::text is null then 0 else 1 end),
-           last_settled_at = case when ?::text is null then last_settled_at else ? end,
-           last_tx_sig = coalesce(?::text, last_tx_sig)
-         where network = ? and pk = ?`,
-        [call.at, call.settledTxSig, call.settledTxSig, call.at, call.settledTxSig, network, pk],
-      );
-    },
-  };
+  readonly paymentLinks = paymentLinkRepository(this);
 
   readonly receipts: ReceiptRepository = {
     lockHead: async (network, agent) => {
