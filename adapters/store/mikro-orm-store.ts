@@ -25,6 +25,7 @@ import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
 import { agentFromRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
+import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
@@ -128,6 +129,11 @@ class Repos implements Repositories {
     /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
     protected readonly owner: ProcessOwner | undefined,
   ) {}
+
+  // Lazy: parameter properties are not yet assigned while field initialisers run.
+  readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
+  readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
+  readonly jobs = transactionalJobQueue(() => this.em());
 
   readonly apiKeys: ApiKeyRepository = {
     insert: async (record: ApiKeyRecord) => {
@@ -364,7 +370,7 @@ class Repos implements Repositories {
       )) as { seq: string }[];
       const seq = rows[0]!.seq;
       await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
-      return {
+      const record: EventRecord = {
         id: e.id,
         seq: BigInt(seq),
         kind: e.kind,
@@ -383,6 +389,9 @@ class Repos implements Repositories {
         createdAt: e.createdAt,
         updatedAt: e.createdAt,
       };
+      // DECISIONS "Webhooks": the event's deliveries and their jobs commit with it (transactional outbox).
+      await this.webhookDeliveries.fanOut(record);
+      return record;
     },
     get: async (network: Network, id: string) => {
       const row = await this.em().findOne(EventEntity, { network, id });

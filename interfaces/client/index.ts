@@ -3,6 +3,7 @@ import type { AppRouter } from '../trpc/router.ts';
 
 export type { AppRouter };
 export { createPayingFetch, decodePaymentResponse, PaymentError, PAYING_FETCH_ERRORS, type PayingFetchErrorCode, type PayingFetchOptions, type TransactionSigner } from './paying-fetch.ts';
+export { verifyWebhook, WebhookVerificationError, type HeadersLike, type WebhookPayload } from './webhooks.ts';
 
 export interface ClientOptions {
   /** gateway base URL, e.g. "http://localhost:8080" (the client talks to `${url}/trpc`) */
