@@ -11,6 +11,8 @@ import { startReceiver, until, type Receiver } from '../support/receiver.ts';
 // DECISIONS "Webhooks" (hosted-api §5.8, §6; issue 12): subscriptions owned per principal on REST, tRPC and GraphQL;
 // one delivery per (webhook, event, phase) made in the event's own transaction; signed so that the Standard Webhooks
 // library and the client kit's verifyWebhook accept it; the retry schedule driven by a test clock; 410 disables.
+// Tests share one app and run concurrently: each makes its own principals (admin subscriptions see the whole network,
+// so theirs use kinds no other test appends).
 
 interface Side {
   key: string;
@@ -20,9 +22,6 @@ interface Side {
 interface Ctx {
   app: TestApp;
   receiver: Receiver;
-  a: Side;
-  b: Side;
-  admin: Side;
 }
 
 const test = anyTest as TestFn<Ctx>;
@@ -42,7 +41,7 @@ function answerByPath(hook: { url: string }) {
 test.before(async (t) => {
   const receiver = await startReceiver(answerByPath);
   const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: receiver.allow }, appOptions: { ledgers: false } });
-  t.context = { app, receiver, a: await issue(app), b: await issue(app), admin: await issue(app, 'admin') };
+  t.context = { app, receiver };
 });
 
 test.after.always(async (t) => {
@@ -78,7 +77,8 @@ async function sql<T = any>(app: TestApp, text: string, params: unknown[] = []):
 }
 
 test('create answers 201 with a whsec_ secret once; reads, lists, rotation and delete are the owner’s alone (404 for another principal)', async (t) => {
-  const { app, receiver, a, b, admin } = t.context;
+  const { app, receiver } = t.context;
+  const [a, b, admin] = [await issue(app), await issue(app), await issue(app, 'admin')];
   const created = await http(app, 'POST', '/v1/webhooks', {
     key: a.key,
     body: { url: `${receiver.url}/crud`, description: 'Orders' },
@@ -134,7 +134,8 @@ test('create answers 201 with a whsec_ secret once; reads, lists, rotation and d
 });
 
 test('bad input is a 400 naming the field: not http(s), a bad kind pattern, a target the outbound guard refuses', async (t) => {
-  const { app, a } = t.context;
+  const { app } = t.context;
+  const a = await issue(app);
   const cases: [Record<string, unknown>, string][] = [
     [{ url: 'ftp://example.com/hook' }, 'url'],
     [{ url: 'https://example.com/hook', events: ['Not A Kind!'] }, 'events.0'],
@@ -155,7 +156,8 @@ test('bad input is a 400 naming the field: not http(s), a bad kind pattern, a ta
 });
 
 test('tRPC and GraphQL reach the same subscriptions: create with a secret, reads without, rotate, delete', async (t) => {
-  const { app, receiver, a, b } = t.context;
+  const { app, receiver } = t.context;
+  const [a, b] = [await issue(app), await issue(app)];
   const trpc = createClient({ url: app.url, apiKey: a.key });
   const made = await trpc.webhooks.create.mutate({ url: `${receiver.url}/trpc`, events: ['payment_link.*', 'receipt.published'] });
   t.regex(made.secret, /^whsec_/);
@@ -188,7 +190,8 @@ test('tRPC and GraphQL reach the same subscriptions: create with a secret, reads
 });
 
 test('an event reaches each subscription that sees it once, signed: Standard Webhooks, verifyWebhook and X-Svc-Signature verify the raw body', async (t) => {
-  const { app, receiver, a, b, admin } = t.context;
+  const { app, receiver } = t.context;
+  const [a, b, admin] = [await issue(app), await issue(app), await issue(app, 'admin')];
   const mine = await createHook(app, a.key, { url: `${receiver.url}/deliver-a`, events: ['payment_link.*'] });
   const notThisKind = await createHook(app, a.key, { url: `${receiver.url}/deliver-kind`, events: ['receipt.published'] });
   const others = await createHook(app, b.key, { url: `${receiver.url}/deliver-b`, events: ['*'] });
@@ -240,7 +243,8 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
 });
 
 test('the outbox: a rolled-back event leaves no delivery and no job; a committed one one per subscription, admin-only events to network subscriptions only', async (t) => {
-  const { app, receiver, a, admin } = t.context;
+  const { app, receiver } = t.context;
+  const [a, admin] = [await issue(app), await issue(app, 'admin')];
   const mine = await createHook(app, a.key, { url: `${receiver.url}/outbox-a`, events: ['test.outbox.*'] });
   const network = await createHook(app, admin.key, { url: `${receiver.url}/outbox-admin`, events: ['test.outbox.*'] });
 
@@ -283,7 +287,8 @@ test('the outbox: a rolled-back event leaves no delivery and no job; a committed
 });
 
 test('a receiver answering 410 disables the subscription: the delivery fails, later events make none, a manual retry is 409', async (t) => {
-  const { app, receiver, a } = t.context;
+  const { app, receiver } = t.context;
+  const a = await issue(app);
   const hook = await createHook(app, a.key, { url: `${receiver.url}/gone`, events: ['test.gone'] });
   await append(app, { owner: a.principal, kind: 'test.gone' });
   const [failed] = await until('the failed delivery', async () => {
