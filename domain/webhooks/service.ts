@@ -231,13 +231,17 @@ export class WebhookService {
       result = nextAttemptAt ? { outcome: 'retry', nextAttemptAt, error } : { outcome: 'failed', error };
     }
 
-    const recorded = await store.transaction(async (tx) => {
-      if (!(await tx.webhookDeliveries.finish(network, d.id, token, outcome))) return false;
-      if (outcome.nextAttemptAt) await enqueue(tx, network, d.id, outcome.nextAttemptAt);
-      // DECISIONS "Webhooks": a receiver answering 410 disables the subscription.
-      if (lastStatus === 410 && d.webhookId) await tx.webhooks.disable(network, d.webhookId, GONE, at);
-      return true;
-    });
+    // Delivered or finally failed is one conditional write; a retry or a 410 adds writes that commit with it.
+    const simple = !outcome.nextAttemptAt && lastStatus !== 410;
+    const recorded = simple
+      ? await store.webhookDeliveries.finish(network, d.id, token, outcome)
+      : await store.transaction(async (tx) => {
+          if (!(await tx.webhookDeliveries.finish(network, d.id, token, outcome))) return false;
+          if (outcome.nextAttemptAt) await enqueue(tx, network, d.id, outcome.nextAttemptAt);
+          // DECISIONS "Webhooks": a receiver answering 410 disables the subscription.
+          if (lastStatus === 410 && d.webhookId) await tx.webhooks.disable(network, d.webhookId, GONE, at);
+          return true;
+        });
     if (!recorded) return { outcome: 'skipped' };
     if (result.outcome !== 'delivered') {
       this.deps.onWarning?.('webhook not delivered', {
