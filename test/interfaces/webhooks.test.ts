@@ -205,7 +205,10 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
   t.is(event.metadata.payment_link.id, 'hooked-a');
 
   const atMine = await until('the delivery to a', () => receiver.received.find((h) => h.url === '/deliver-a'));
-  const atAdmin = await until('the delivery to the admin subscription', () => receiver.received.find((h) => h.url === '/deliver-admin'));
+  // The admin subscription sees every principal's links (other tests' too): the one of this event.
+  const atAdmin = await until('the delivery to the admin subscription', () =>
+    receiver.received.find((h) => h.url === '/deliver-admin' && (JSON.parse(h.body) as { data: { id: string } }).data.id === event.id),
+  );
 
   // Verified with the Standard Webhooks library, the client kit, and by hand.
   const payload = new StandardWebhook(mine.secret).verify(atMine.body, atMine.headers as Record<string, string>) as any;
@@ -356,4 +359,69 @@ test.serial('the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then 
   });
   t.like(done, { attempts: 9, last_status: 200, last_error: null });
   t.is(receiver.received.length, 9);
+});
+
+test('a payment link’s webhook_url is a delivery like any other: a row, the retry schedule, signed with the link’s secret at attempt time', async (t) => {
+  const { app, receiver } = t.context;
+  const a = await issue(app);
+  const agent = await randomAddress();
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: a.key, body: { mint: agent, owner: await randomAddress() } })).status, 200);
+  // /fail answers 500 until the link is pointed elsewhere.
+  const link = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { id: 'link-hook', webhook_url: `${receiver.url}/fail/link` }) });
+  t.is(link.status, 201, JSON.stringify(link.body));
+  const [row] = await sql<{ pk: string }>(app, `select pk from payment_links where network = 'chain-devnet' and id = 'link-hook'`);
+  const data = { payment_link_id: 'link-hook', payment: { success: true, transaction: 'sig' }, receipt: {}, response: { status: 200, headers: {}, body: '' } };
+
+  // As the paywall's record transaction makes it (domain/paywall/service.ts webhook()).
+  const { enqueueLinkDelivery } = await import('../../domain/webhooks/service.ts');
+  const id = await app.database.store.transaction((tx) =>
+    enqueueLinkDelivery(tx, { network: 'chain-devnet', linkPk: row!.pk, kind: 'payment_link.settled', data, now: new Date() }),
+  );
+  const first = await until('the first attempt', () => receiver.received.find((h) => h.headers['x-svc-delivery'] === id));
+  t.true(verifyWebhook(link.body.webhook_secret, first.headers, first.body).id === id);
+  t.like(JSON.parse(first.body), { id, type: 'payment_link.settled', phase: 'confirmed', data });
+  const failed = await until('the failure recorded', async () => {
+    const [d] = await sql(app, 'select * from webhook_deliveries where id = ?', [id]);
+    return d?.attempts === 1 ? d : undefined;
+  });
+  t.like(failed, { status: 'pending', last_status: 500, link_pk: row!.pk, webhook_id: null });
+  t.is(new Date(failed.next_attempt_at).getTime() - new Date(failed.updated_at).getTime(), RETRY_SCHEDULE_MS[0]);
+
+  // The retry goes to the link's URL and secret as they are then.
+  t.is((await http(app, 'PATCH', '/v1/payment-links/link-hook', { key: a.key, body: { webhook_url: `${receiver.url}/link-fixed` } })).status, 200);
+  const rotated = await http(app, 'POST', '/v1/payment-links/link-hook/webhook-secret/rotate', { key: a.key });
+  const retried = await until('the retry', () => receiver.received.find((h) => h.url === '/link-fixed' && h.headers['x-svc-delivery'] === id), 20_000);
+  t.is(verifyWebhook(rotated.body.webhook_secret, retried.headers, retried.body).id, id);
+  t.throws(() => verifyWebhook(link.body.webhook_secret, retried.headers, retried.body), { instanceOf: WebhookVerificationError });
+  const done = await until('delivered', async () => {
+    const [d] = await sql(app, 'select * from webhook_deliveries where id = ?', [id]);
+    return d?.status === 'delivered' ? d : undefined;
+  });
+  t.like(done, { attempts: 2, last_status: 204 });
+});
+
+test('no subscription secret appears in a delivery body, the warning logged for a failed attempt, or a read', async (t) => {
+  const { app, receiver } = t.context;
+  const a = await issue(app);
+  const hook = await createHook(app, a.key, { url: `${receiver.url}/fail/secretless`, events: ['test.secretless'] });
+  await append(app, { owner: a.principal, kind: 'test.secretless' });
+  const warned: Record<string, unknown>[] = [];
+  // The service's warnings as the app logs them (interfaces/services.ts passes onWarning to the log).
+  const original = (app.services.webhooks as unknown as { deps: { onWarning?: (m: string, c: Record<string, unknown>) => void } }).deps;
+  const before = original.onWarning;
+  original.onWarning = (message, context) => {
+    warned.push({ message, ...context });
+    before?.(message, context);
+  };
+  t.teardown(() => {
+    original.onWarning = before;
+  });
+  await until('the failed attempt', async () => ((await deliveriesOf(app, a.key, hook.id))[0]?.attempts === 1 ? true : undefined));
+  await until('its warning', () => warned.some((w) => w.webhook_id === hook.id) || undefined);
+  const hooks = receiver.received.filter((h) => h.url === '/fail/secretless');
+  const haystack = JSON.stringify([warned, hooks.map((h) => [h.headers, h.body]), (await http(app, 'GET', `/v1/webhooks/${hook.id}`, { key: a.key })).body,
+    await deliveriesOf(app, a.key, hook.id)]);
+  t.true(hooks.length >= 1);
+  t.false(haystack.includes(hook.secret));
+  t.false(haystack.includes(hook.secret.slice('whsec_'.length)));
 });
