@@ -120,7 +120,8 @@ export interface EventFilter {
 export interface EventRepository {
   /**
    * Appends inside the current transaction (transactional outbox). The event's `seq` orders events by commit,
-   * and subscribers on every node are woken after commit.
+   * and subscribers on every node are woken after commit. The event's webhook deliveries and their jobs are made in
+   * the same transaction (webhookDeliveries.fanOut).
    */
   append(event: NewEvent): Promise<EventRecord>;
   get(network: Network, id: string): Promise<EventRecord | null>;
