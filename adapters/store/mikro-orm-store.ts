@@ -361,6 +361,9 @@ class Repos implements Repositories {
       if (!this.inTransaction) throw new Error('events.append must run inside store.transaction');
       const em = this.em();
       await em.flush();
+      // DECISIONS "Webhooks": the event's deliveries and their jobs commit with it (transactional outbox). Made before
+      // the lock below, which every append holds until commit.
+      await this.webhookDeliveries.fanOut({ id: e.id, network: e.network, kind: e.kind, phase: e.phase, owner: e.owner, createdAt: e.createdAt });
       // Serialise appends until commit so seq order equals commit order: a cursor on seq never skips a late commit.
       await em.execute('select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
       const rows = (await em.execute(
@@ -370,7 +373,7 @@ class Repos implements Repositories {
       )) as { seq: string }[];
       const seq = rows[0]!.seq;
       await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
-      const record: EventRecord = {
+      return {
         id: e.id,
         seq: BigInt(seq),
         kind: e.kind,
@@ -389,9 +392,6 @@ class Repos implements Repositories {
         createdAt: e.createdAt,
         updatedAt: e.createdAt,
       };
-      // DECISIONS "Webhooks": the event's deliveries and their jobs commit with it (transactional outbox).
-      await this.webhookDeliveries.fanOut(record);
-      return record;
     },
     get: async (network: Network, id: string) => {
       const row = await this.em().findOne(EventEntity, { network, id });

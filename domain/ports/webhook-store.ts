@@ -49,7 +49,7 @@ export interface WebhookDeliveryRepository {
    * patterns match its kind — at most one per (webhook, event, phase) — each enqueued as a deliver_webhook job in the
    * same transaction. Returns how many were made. The events repository calls it from `append`.
    */
-  fanOut(event: EventRecord): Promise<number>;
+  fanOut(event: Pick<EventRecord, 'id' | 'network' | 'kind' | 'phase' | 'owner' | 'createdAt'>): Promise<number>;
   /** a delivery made by a service (a payment link's webhook_url), enqueued in the same transaction */
   insert(record: WebhookDeliveryRecord): Promise<void>;
   get(network: Network, id: string): Promise<WebhookDeliveryRecord | null>;

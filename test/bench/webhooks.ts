@@ -1,10 +1,10 @@
 // Webhook deliveries (DECISIONS "Webhooks", issue 12): how many deliveries per second the job runner makes to a local
 // receiver, and the time from an event's commit to its receipt, with 1 and with 100 subscriptions.
-// Run on demand: npm run bench:webhooks   (BENCH_EVENTS_ONE=400 BENCH_EVENTS_MANY=30)
+// Run on demand: npm run bench:webhooks   (BENCH_EVENTS_ONE=400 BENCH_EVENTS_MANY=30 BENCH_APPENDERS=8)
 //
 // One app (embedded PostgreSQL, the job runner inline as `npm start` runs it) and a receiver answering 204, both in
-// this process. Each round appends its events back to back, each in its own transaction (as services do), noting the
-// commit time; the receiver notes when each (subscription, event) arrives. Latency = arrival − commit of its event;
+// this process. Each round appends its events from BENCH_APPENDERS concurrent writers, each event in its own
+// transaction (as services do), noting the commit time; the receiver notes when each (subscription, event) arrives. Latency = arrival − commit of its event;
 // throughput = deliveries / (last arrival − first commit). Same-run baseline: the same number of signed POSTs made
 // straight through the outbound port at the runner's concurrency (8), i.e. the HTTP cost alone without the queue.
 import os from 'node:os';
@@ -17,6 +17,8 @@ import { removeDataDir, startTestApp } from '../support/app.ts';
 
 const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 400);
 const EVENTS_MANY = Number(process.env.BENCH_EVENTS_MANY ?? 30);
+/** transactions appending at once (appends serialise on the events lock; several keep it busy) */
+const APPENDERS = Number(process.env.BENCH_APPENDERS ?? 8);
 const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
 const loadBefore = load();
 
@@ -53,13 +55,18 @@ async function round(kind: string, subscriptions: number, events: number) {
   const expected = subscriptions * events;
   const startReceived = received;
   const started = performance.now();
-  for (let i = 0; i < events; i++) {
-    const id = newId();
-    await app.database.store.transaction((tx) =>
-      tx.events.append({ id, kind, phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: caller.owner, metadata: { i }, createdAt: new Date() }),
-    );
-    committed.set(id, performance.now());
-  }
+  let next = 0;
+  const appender = async () => {
+    while (next < events) {
+      const i = next++;
+      const id = newId();
+      await app.database.store.transaction((tx) =>
+        tx.events.append({ id, kind, phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: caller.owner, metadata: { i }, createdAt: new Date() }),
+      );
+      committed.set(id, performance.now());
+    }
+  };
+  await Promise.all(Array.from({ length: APPENDERS }, appender));
   const appended = performance.now();
   const deadline = Date.now() + 600_000;
   while (received - startReceived < expected) {

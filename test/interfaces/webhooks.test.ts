@@ -277,12 +277,8 @@ test('the outbox: a rolled-back event leaves no delivery and no job; a committed
   await until('the three deliveries', () => receiver.received.filter((h) => h.url.startsWith('/outbox')).length >= 3 || undefined);
 
   // Fanning the same event out again (a retried append, a phase reported twice) makes nothing new.
-  const [stored] = await sql<{ seq: string }>(app, 'select seq::text as seq from events where id = ?', [committed]);
   const again = await app.database.store.transaction(async (tx) =>
-    tx.webhookDeliveries.fanOut({
-      id: committed, seq: BigInt(stored!.seq), kind: 'test.outbox.committed', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, signature: null, blockTime: null,
-      confirmedAt: null, slot: null, errorCode: null, errorLogs: null, metadata: {}, clientReference: null, owner: a.principal, createdAt: new Date(), updatedAt: new Date(),
-    }),
+    tx.webhookDeliveries.fanOut({ id: committed, kind: 'test.outbox.committed', phase: 'confirmed', network: 'chain-devnet', owner: a.principal, createdAt: new Date() }),
   );
   t.is(again, 0);
   await new Promise((r) => setTimeout(r, 300));
