@@ -6,7 +6,8 @@
 // this process. Each round appends its events from BENCH_APPENDERS concurrent writers, each event in its own
 // transaction (as services do), noting the commit time; the receiver notes when each (subscription, event) arrives. Latency = arrival − commit of its event;
 // throughput = deliveries / (last arrival − first commit). Same-run baseline: the same number of signed POSTs made
-// straight through the outbound port at the runner's concurrency (8), i.e. the HTTP cost alone without the queue.
+// straight through the outbound port at the runner's concurrency (8), i.e. the HTTP cost alone without the queue;
+// and appends of a kind nobody subscribed to, i.e. an append without deliveries.
 import os from 'node:os';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -99,6 +100,22 @@ async function round(kind: string, subscriptions: number, events: number) {
   };
 }
 
+/** Appends alone, to a kind no subscription matches: what the outbox adds to an append is the difference. */
+async function appendsOnly(events: number) {
+  let next = 0;
+  const started = performance.now();
+  const appender = async () => {
+    while (next < events) {
+      const i = next++;
+      await app.database.store.transaction((tx) =>
+        tx.events.append({ id: newId(), kind: 'bench.nobody', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: caller.owner, metadata: { i }, createdAt: new Date() }),
+      );
+    }
+  };
+  await Promise.all(Array.from({ length: APPENDERS }, appender));
+  return { events, append_per_s: Math.round(events / ((performance.now() - started) / 1000)) };
+}
+
 /** Baseline: `count` signed POSTs straight through the outbound port, 8 at a time (the runner's concurrency). */
 async function baseline(count: number) {
   const secret = 'whsec_3fQ9xK2mLp7VbN8cR1tZ4wY6uH0jE5sD';
@@ -121,6 +138,7 @@ try {
   const warm = await round('bench.warmup', 1, 20);
   void warm;
   const base = await baseline(2000);
+  const unsubscribed = await appendsOnly(EVENTS_ONE);
   const one = await round('bench.one', 1, EVENTS_ONE);
   const many = await round('bench.many', 100, EVENTS_MANY);
   console.log(
@@ -128,6 +146,7 @@ try {
       {
         machine: { cpus: os.cpus().length, load_before: loadBefore, load_after: load() },
         baseline_outbound_posts: base,
+        baseline_appends_without_subscribers: unsubscribed,
         one_subscription: { ...one, vs_baseline: +(one.deliveries_per_s / base.posts_per_s).toFixed(3) },
         hundred_subscriptions: { ...many, vs_baseline: +(many.deliveries_per_s / base.posts_per_s).toFixed(3) },
       },
