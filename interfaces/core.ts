@@ -22,7 +22,7 @@ import { FacilitatorService } from '../domain/facilitator/service.ts';
 import { feePayerFromSecretKey } from '../domain/facilitator/ed25519.ts';
 import type { Ledger } from '../domain/ports/ledger.ts';
 import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
-import { startGraphileRunner } from '../adapters/queue/graphile.ts';
+import { migrateQueue, startGraphileRunner } from '../adapters/queue/graphile.ts';
 import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
@@ -72,6 +72,8 @@ export async function openDatabase(
     let owner: ProcessOwner | undefined;
     try {
       await migrate(orm, url);
+      // The job queue's schema too: events enqueue their webhook deliveries in their own transaction (issue 12).
+      await migrateQueue(url);
       owner = await startProcessOwner(url, options.onWarning);
     } catch (e) {
       await orm.close(true);
@@ -382,8 +384,20 @@ async function feeSettings(config: Config): Promise<GatewaySettings['fee']> {
 const FEE_PAYER_FLOOR = 1_000_000_000n;
 
 /** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
-export function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
-  const { tasks, recurring } = jobDefinitions({ maintenance: services.maintenance, paidCalls: services.paidCallMaintenance, paywall: services.paywall, log });
-  return startGraphileRunner({ connectionString: url, tasks, recurring, log });
+export async function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
+  const { tasks, recurring } = jobDefinitions({
+    maintenance: services.maintenance,
+    paidCalls: services.paidCallMaintenance,
+    paywall: services.paywall,
+    webhooks: services.webhooks,
+    log,
+  });
+  // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
+  const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });
+  // A runner starting (again) takes over at once what a killed one left mid-delivery, not at the next minute.
+  await services.webhooks.sweep().catch((err: unknown) => log.warn({ err }, 'webhook sweep at start failed; the recurring one will retry'));
+  return runner;
 }
+
+const JOB_CONCURRENCY = 8;
 

@@ -24,6 +24,7 @@ import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
+import { WebhookService } from '../domain/webhooks/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -48,6 +49,7 @@ export interface Services {
   facilitator: FacilitatorService | undefined;
   /** the public /x/{id}; absent in a process without ledgers */
   paywall: PaywallService | undefined;
+  webhooks: WebhookService;
 }
 
 export interface ServiceDeps {
@@ -104,5 +106,6 @@ export function buildServices(deps: ServiceDeps): Services {
           onWarning: deps.onWarning,
         })
       : undefined,
+    webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
   };
 }

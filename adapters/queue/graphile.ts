@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { Logger as GraphileLogger, run, quickAddJob, type Runner, type TaskList } from 'graphile-worker';
+import { Logger as GraphileLogger, run, quickAddJob, runMigrations, type Runner, type TaskList } from 'graphile-worker';
 import type { JobQueue, JobRunner, Recurring, TaskHandler } from '../../domain/ports/job-queue.ts';
 
 export interface QueueLogger {
@@ -65,4 +65,21 @@ export function graphileQueue(connectionString: string, log: QueueLogger): JobQu
       });
     },
   };
+}
+
+/**
+ * Installs or upgrades graphile-worker's schema (idempotent, serialised by graphile-worker itself). Done when the
+ * database opens, before anything can enqueue inside a transaction (graphile_worker.add_job), not only when a runner
+ * starts: a gateway with SVC_JOBS=off enqueues webhook deliveries before any runner ever ran.
+ */
+export async function migrateQueue(connectionString: string): Promise<void> {
+  const pgPool = new pg.Pool({ connectionString, max: 1 });
+  pgPool.on('error', () => {});
+  const logger = new GraphileLogger(() => () => {});
+  try {
+    // Two processes installing the schema at once: the loser's `create schema` may fail; the second pass finds it.
+    await runMigrations({ pgPool, logger }).catch(() => runMigrations({ pgPool, logger }));
+  } finally {
+    await pgPool.end();
+  }
 }

@@ -15,6 +15,7 @@ import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import type { RepoContext } from './repositories/context.ts';
+import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
@@ -122,6 +123,12 @@ class Repos implements Repositories, RepoContext {
 
   readonly receipts = receiptRepository(this);
 
+  readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
+
+  readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
+
+  readonly jobs = transactionalJobQueue(() => this.em());
+
   readonly paidCalls: PaidCallRepository = {
     claim: async (c) => {
       const em = this.em();
@@ -205,6 +212,9 @@ class Repos implements Repositories, RepoContext {
       if (!this.inTransaction) throw new Error('events.append must run inside store.transaction');
       const em = this.em();
       await em.flush();
+      // DECISIONS "Webhooks": the event's deliveries and their jobs commit with it (transactional outbox). Made before
+      // the lock below, which every append holds until commit.
+      await this.webhookDeliveries.fanOut({ id: e.id, network: e.network, kind: e.kind, phase: e.phase, owner: e.owner, createdAt: e.createdAt });
       // Serialise appends until commit so seq order equals commit order: a cursor on seq never skips a late commit.
       await em.execute('select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
       const rows = (await em.execute(

@@ -8,7 +8,7 @@ import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Repositories, Store } from '../ports/store.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
 import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
-import { signWebhook } from '../webhooks/signature.ts';
+import { enqueueLinkDelivery } from '../webhooks/service.ts';
 import { toV1 } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { Call } from './call.ts';
@@ -91,6 +91,7 @@ export class PaidCallRecorder {
       const response: StoredResponse = { ...body, headers };
       await tx.paidCalls.complete(network, call.paymentKey, { signature, payer, response, at: now });
       await this.emit(tx, call, now, signature, payer, receipt, fee, stable, served.status);
+      await this.webhook(tx, call, paymentResponse, response, receipt, now);
       return { response, receipt };
     });
 
@@ -98,7 +99,6 @@ export class PaidCallRecorder {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
     }
-    if (final.receipt) this.webhook(call, paymentResponse, final.response, final.receipt);
     return { kind: 'recorded', response: final.response };
   }
 
@@ -135,30 +135,16 @@ export class PaidCallRecorder {
     }
   }
 
-  /** hosted-api §2.1 webhook_url: a signed POST of { payment, response }, best effort (full webhooks come later). */
-  private webhook(call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: ReceiptV1): void {
+  /**
+   * hosted-api §2.1 webhook_url: `{ payment_link_id, payment, receipt, response }` to the link's URL, signed with its
+   * secret — a delivery like a subscription's (DECISIONS "Webhooks": same rows, retries, signature), made in the
+   * record transaction so a recorded payment's webhook is never lost.
+   */
+  private async webhook(tx: Repositories, call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: ReceiptV1, now: Date): Promise<void> {
     const { link } = call;
     if (!link.webhookUrl || !link.webhookSecret) return;
-    const id = newId();
-    const payload = JSON.stringify({
-      id,
-      type: 'payment_link.settled',
-      created_at: this.deps.clock.now().toISOString(),
-      data: { payment_link_id: link.id, payment, receipt, response: { status: response.status, headers: response.headers, body: response.body } },
-    });
-    const headers = {
-      ...signWebhook({ secret: link.webhookSecret, body: payload, timestamp: Math.floor(this.deps.clock.now().getTime() / 1000), id }),
-      'content-type': 'application/json',
-      'x-svc-event': 'payment_link.settled',
-      'x-svc-delivery': id,
-    };
-    void this.deps.outbound
-      .request({ url: link.webhookUrl, method: 'POST', headers, body: payload, timeoutMs: 15_000 })
-      .then((r) => {
-        if (!r.ok || r.status < 200 || r.status > 299) {
-          this.deps.onWarning?.('payment link webhook not delivered', { payment_link_id: link.id, reason: r.ok ? `status ${r.status}` : r.reason });
-        }
-      });
+    const data = { payment_link_id: link.id, payment, receipt, response: { status: response.status, headers: response.headers, body: response.body } };
+    await enqueueLinkDelivery(tx, { network: link.network, linkPk: link.pk, kind: 'payment_link.settled', data, now });
   }
 }
 

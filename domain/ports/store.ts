@@ -5,6 +5,8 @@ import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import type { EventRecord, NewEvent } from '../events/schema.ts';
 import type { ChainHead, ReceiptRecord } from '../receipts/schema.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
+import type { JobQueue } from './job-queue.ts';
+import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -118,7 +120,8 @@ export interface EventFilter {
 export interface EventRepository {
   /**
    * Appends inside the current transaction (transactional outbox). The event's `seq` orders events by commit,
-   * and subscribers on every node are woken after commit.
+   * and subscribers on every node are woken after commit. The event's webhook deliveries and their jobs are made in
+   * the same transaction (webhookDeliveries.fanOut).
    */
   append(event: NewEvent): Promise<EventRecord>;
   get(network: Network, id: string): Promise<EventRecord | null>;
@@ -140,6 +143,10 @@ export interface Repositories {
   events: EventRepository;
   receipts: ReceiptRepository;
   paidCalls: PaidCallRepository;
+  webhooks: WebhookRepository;
+  webhookDeliveries: WebhookDeliveryRepository;
+  /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
+  jobs: JobQueue;
 }
 
 export interface Store extends Repositories {

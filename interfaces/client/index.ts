@@ -13,6 +13,7 @@ export {
   type PaymentSigner,
   type TransactionSigner,
 } from './paying-fetch.ts';
+export { verifyWebhook, WebhookVerificationError, type HeadersLike, type WebhookPayload } from './webhooks.ts';
 
 export interface ClientOptions {
   /** gateway base URL, e.g. "http://localhost:8080" (the client talks to `${url}/trpc`) */

@@ -8,6 +8,7 @@ import { sellerRouter } from './routers/seller.ts';
 import { adminRouter } from './routers/admin.ts';
 import { metricsRouter } from './routers/metrics.ts';
 import { devRouter } from './routers/dev.ts';
+import { webhooksRouter } from './routers/webhooks.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -27,6 +28,7 @@ export const appRouter = router({
   admin: adminRouter,
   metrics: metricsRouter,
   dev: devRouter,
+  webhooks: webhooksRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

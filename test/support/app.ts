@@ -5,6 +5,7 @@ import pino from 'pino';
 import { loadConfig, type Config } from '../../interfaces/config.ts';
 import { createApp, type App, type AppOptions } from '../../interfaces/app.ts';
 import type { Network } from '../../domain/shared/network.ts';
+import type { NewEvent, NewEventFields } from '../../domain/events/schema.ts';
 import { sharedDatabaseUrl } from './cluster.ts';
 
 export interface TestApp extends App {
@@ -132,4 +133,12 @@ export async function startTwoInstances(): Promise<{ a: TestApp; b: TestApp }> {
     await a.close();
     throw e;
   }
+}
+
+/**
+ * An event of a kind outside the catalogue (domain/events/kinds.ts), for tests of the event pipeline itself (fan-out,
+ * outbox, delivery); the services append catalogued kinds only, which the compiler checks.
+ */
+export function syntheticEvent(event: Omit<NewEventFields, 'owner'> & { owner: string | null; kind: string; metadata: Record<string, unknown> }): NewEvent {
+  return event as unknown as NewEvent;
 }

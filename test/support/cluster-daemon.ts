@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { startEmbeddedPostgres } from '../../adapters/store/embedded-postgres.ts';
 import { initOrm, migrate } from '../../adapters/store/mikro-orm-store.ts';
+import { migrateQueue } from '../../adapters/queue/graphile.ts';
 import { TEMPLATE } from './cluster.ts';
 
 // One PostgreSQL cluster for a whole test run (see cluster.ts): started detached by the first test file, it builds the
@@ -16,6 +17,7 @@ try {
   const orm = await initOrm(cluster.url, 2);
   await migrate(orm, cluster.url);
   await orm.close(true);
+  await migrateQueue(cluster.url);
   // A template must have no open connections while databases are copied from it.
   const admin = new pg.Client({ connectionString: cluster.url.replace(/\/[^/]+$/, '/postgres') });
   await admin.connect();

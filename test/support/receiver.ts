@@ -1,0 +1,86 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+// A webhook receiver on loopback for tests (DECISIONS "Webhooks"): records every request with its raw body and
+// answers what the test says. Open it before the app starts and pass `allow` in SVC_OUTBOUND_ALLOW (issue 17).
+
+export interface ReceivedHook {
+  url: string;
+  headers: IncomingHttpHeaders;
+  /** the raw body as received */
+  body: string;
+  at: number;
+}
+
+export type Answer = { status: number; delayMs?: number } | 'hang';
+
+export interface Receiver {
+  url: string;
+  /** host:port for SVC_OUTBOUND_ALLOW */
+  allow: string;
+  received: ReceivedHook[];
+  /** what the next requests get (default 204) */
+  answer: (hook: ReceivedHook) => Answer;
+  /** resolves once `count` requests arrived */
+  waitFor(count: number, timeoutMs?: number): Promise<ReceivedHook[]>;
+  close(): Promise<void>;
+}
+
+export async function startReceiver(answer: (hook: ReceivedHook) => Answer = () => ({ status: 204 })): Promise<Receiver> {
+  const received: ReceivedHook[] = [];
+  const waiters = new Set<() => void>();
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const hook: ReceivedHook = { url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), at: Date.now() };
+      received.push(hook);
+      for (const wake of waiters) wake();
+      const out = receiver.answer(hook);
+      if (out === 'hang') return; // never answers: the sender's timeout (or its death) ends it
+      const send = () => res.writeHead(out.status).end();
+      if (out.delayMs) setTimeout(send, out.delayMs);
+      else send();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  const receiver: Receiver = {
+    url: `http://127.0.0.1:${port}`,
+    allow: `127.0.0.1:${port}`,
+    received,
+    answer,
+    waitFor: (count, timeoutMs = 10_000) =>
+      new Promise((resolve, reject) => {
+        const check = () => {
+          if (received.length < count) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(received.slice());
+        };
+        const timer = setTimeout(() => {
+          waiters.delete(check);
+          reject(new Error(`${received.length} of ${count} webhook requests arrived at ${port} within ${timeoutMs} ms`));
+        }, timeoutMs);
+        waiters.add(check);
+        check();
+      }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+  return receiver;
+}
+
+/** Polls `check` until it returns a value other than undefined/false. */
+export async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
