@@ -31,7 +31,7 @@ import type { Ledger } from '../domain/ports/ledger.ts';
 import { registerFacilitatorRoutes } from './facilitator/routes.ts';
 import { registerPaywallRoutes } from './paywall/routes.ts';
 import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
-import { startGraphileRunner } from '../adapters/queue/graphile.ts';
+import { graphileQueue, startGraphileRunner } from '../adapters/queue/graphile.ts';
 import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
@@ -223,9 +223,11 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       facilitator,
       paywallFacilitator,
       outbound,
+      queue: graphileQueue(database.url, log),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
       onWarning: (message, context) => log.warn(context, message),
     });
+    const unwatchReceipts = services.receipts.watchPublished(feed);
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
     flushTimer.unref();
     const syncTimer = setInterval(
@@ -242,6 +244,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       outbound,
       log,
       async close() {
+        unwatchReceipts();
         clearInterval(flushTimer);
         clearInterval(syncTimer);
         await services.rateLimiter.sync().catch(() => {});
@@ -466,7 +469,13 @@ const FEE_PAYER_FLOOR = 1_000_000_000n;
 
 /** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
 export function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
-  const { tasks, recurring } = jobDefinitions({ maintenance: services.maintenance, paidCalls: services.paidCallMaintenance, paywall: services.paywall, log });
+  const { tasks, recurring } = jobDefinitions({
+    maintenance: services.maintenance,
+    paidCalls: services.paidCallMaintenance,
+    paywall: services.paywall,
+    log,
+    receipts: { receipts: services.receipts, pull: services.pull, queue: graphileQueue(url, log), now: () => new Date() },
+  });
   return startGraphileRunner({ connectionString: url, tasks, recurring, log });
 }
 

@@ -1,11 +1,21 @@
 import type { PolicyMaintenance } from '../domain/policies/maintenance.ts';
-import type { Recurring, TaskHandler } from '../domain/ports/job-queue.ts';
+import type { JobQueue, Recurring, TaskHandler } from '../domain/ports/job-queue.ts';
+import type { PullService } from '../domain/receipts/pull.ts';
+import type { ReceiptService } from '../domain/receipts/service.ts';
 import type { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import type { PaywallService } from '../domain/paywall/service.ts';
 import { pruneIdempotency, prunePaidCalls, pruneRequestRecords, resolvePaidCalls, type JobLogger } from './maintenance.ts';
+import { PULL_TASK, pullReceipts, verifyReceipts } from './receipts.ts';
 
 /** Every task by name and the recurring schedule; the composition root hands these to the queue library. */
-export function jobDefinitions(deps: { maintenance: PolicyMaintenance; paidCalls: PaidCallMaintenance; paywall: PaywallService | undefined; log: JobLogger }): {
+export function jobDefinitions(deps: {
+  maintenance: PolicyMaintenance;
+  paidCalls: PaidCallMaintenance;
+  paywall: PaywallService | undefined;
+  log: JobLogger;
+  /** issue 11: receipt checks and the pull worker (absent: not registered) */
+  receipts?: { receipts: ReceiptService; pull: PullService; queue: JobQueue; now: () => Date } | undefined;
+}): {
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
 } {
@@ -18,12 +28,20 @@ export function jobDefinitions(deps: { maintenance: PolicyMaintenance; paidCalls
       prune_request_records: pruneRequestRecords(deps),
       prune_paid_calls: prunePaidCalls(deps),
       ...(paywall ? { resolve_paid_calls: resolvePaidCalls({ paywall, log: deps.log }) } : {}),
+      ...(deps.receipts
+        ? {
+            verify_receipts: verifyReceipts({ receipts: deps.receipts.receipts, log: deps.log }),
+            [PULL_TASK]: pullReceipts({ pull: deps.receipts.pull, queue: deps.receipts.queue, log: deps.log, now: deps.receipts.now }),
+          }
+        : {}),
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
       { task: 'prune_request_records', schedule: '17 * * * *' },
       { task: 'prune_paid_calls', schedule: '37 * * * *' },
       ...(paywall ? [{ task: 'resolve_paid_calls', schedule: '* * * * *' }] : []),
+      // The pull worker reschedules itself per target cadence; the minute tick restarts it if that job was lost.
+      ...(deps.receipts ? [{ task: 'verify_receipts', schedule: '* * * * *' }, { task: PULL_TASK, schedule: '* * * * *' }] : []),
     ],
   };
 }

@@ -11,6 +11,7 @@ import type {
   PaymentLinkListQuery,
   PaidCallRepository,
   PaymentLinkRepository,
+  PullTargetRepository,
   ReceiptRepository,
   Repositories,
   Store,
@@ -19,18 +20,17 @@ import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { AgentRecord } from '../../domain/agents/schema.ts';
 import type { ApiKeyRecord } from '../../domain/access/schema.ts';
-import type { ReceiptRecord, ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
+import { receiptRepository } from './repositories/receipts.ts';
+import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
 import { agentFromRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
 const EVENTS_LOCK = 7_201_002;
-/** receipt chains: one transaction-scoped lock per (network, agent), keyed (RECEIPTS_LOCK, hashtext(…)) */
-const RECEIPTS_LOCK = 7_201_003;
 export const EVENTS_CHANNEL = 'svc_events';
 
 export async function initOrm(url: string, poolMax = 10): Promise<MikroORM> {
@@ -77,15 +77,6 @@ function eventWhere(network: Network, filter: EventFilter): Record<string, unkno
   }
   return where;
 }
-
-interface ReceiptRow {
-  network: Network;
-  source: string;
-  body: ReceiptV1;
-  created_at: Date;
-}
-
-const receiptFromRow = (r: ReceiptRow): ReceiptRecord => ({ network: r.network, receipt: r.body, source: r.source, createdAt: new Date(r.created_at) });
 
 interface PaidCallRow {
   network: Network;
@@ -229,48 +220,9 @@ class Repos implements Repositories {
     },
   };
 
-  readonly receipts: ReceiptRepository = {
-    lockHead: async (network, agent) => {
-      if (!this.inTransaction) throw new Error('receipts.lockHead must run inside store.transaction');
-      const em = this.em();
-      await em.execute('select pg_advisory_xact_lock(?, hashtext(?))', [RECEIPTS_LOCK, `${network}:${agent}`]);
-      const rows = (await em.execute(
-        `select nonce::int as nonce, receipt_hash from receipts where network = ? and agent = ? order by nonce desc limit 1`,
-        [network, agent],
-      )) as { nonce: number; receipt_hash: string }[];
-      return rows[0] ? { nonce: rows[0].nonce, receiptHash: rows[0].receipt_hash } : null;
-    },
-    insert: async (r: ReceiptRecord) => {
-      try {
-        await this.em().execute(
-          `insert into receipts (network, agent, nonce, kind, receipt_hash, prev_receipt_hash, tx_sig, source, body, created_at)
-           values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
-          [r.network, r.receipt.agent, r.receipt.nonce, r.receipt.kind, r.receipt.receipt_hash, r.receipt.prev_receipt_hash,
-            r.receipt.tx_sig ?? null, r.source, JSON.stringify(r.receipt), r.createdAt],
-        );
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) {
-          throw new DomainError('receipt_chain_invalid', `Receipt nonce ${r.receipt.nonce} or hash is already on the chain of ${r.receipt.agent}.`);
-        }
-        throw e;
-      }
-    },
-    hasPaywallTxSig: async (network, txSig) => {
-      const rows = (await this.em().execute(`select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])) as unknown[];
-      return rows.length > 0;
-    },
-    get: async (network, receiptHash) => {
-      const rows = (await this.em().execute(`select * from receipts where network = ? and receipt_hash = ?`, [network, receiptHash])) as ReceiptRow[];
-      return rows[0] ? receiptFromRow(rows[0]) : null;
-    },
-    listByAgent: async (network, agent, q) => {
-      const rows = (await this.em().execute(
-        `select * from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`,
-        [network, agent, q.afterNonce ?? -1, q.limit],
-      )) as ReceiptRow[];
-      return rows.map(receiptFromRow);
-    },
-  };
+  readonly receipts: ReceiptRepository = receiptRepository(() => this.em(), () => this.inTransaction);
+
+  readonly pullTargets: PullTargetRepository = pullTargetRepository(() => this.em());
 
   readonly paidCalls: PaidCallRepository = {
     claim: async (c) => {
