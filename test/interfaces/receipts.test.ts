@@ -167,6 +167,14 @@ test('list queries are served by an index in their order (no sort)', async (t) =
     t.notRegex(text, /Sort/, text);
     t.regex(text, /Index Scan Backward/, text);
   }
+  // since: one probe of the ts_max index for the first nonce, then the same backward range scan.
+  const probe = (await em.execute(
+    `explain select nonce from receipts where network = 'chain-devnet' and agent = ? and ts_max >= now() order by ts_max, nonce limit 1`,
+    [mint],
+  )) as { 'QUERY PLAN': string }[];
+  const probeText = probe.map((p) => p['QUERY PLAN']).join('\n');
+  t.regex(probeText, /receipts_agent_ts_max/, probeText);
+  t.notRegex(probeText, /Sort/, probeText);
 });
 
 test('by-hash: the receipt with its network; 404 for another principal and on the other network', async (t) => {
