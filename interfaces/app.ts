@@ -44,7 +44,7 @@ import { buildServices, type Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
-import { noteRequestId, resolveError, restError } from './errors.ts';
+import { noteRequestId, resolveError, restError, trpcError } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
 
 // The one composition root: config → adapters → services → servers. Tests build the app through here too.
@@ -504,6 +504,11 @@ function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string 
   socket.destroy();
 }
 
+/** What fastify refuses itself is answered in the shape of the door asked: tRPC's under /trpc, the REST envelope elsewhere. */
+function errorAnswer(url: string, error: DomainError, requestId: string): { status: number; body: unknown } {
+  return url.startsWith('/trpc/') || url === '/trpc' ? trpcError(error, requestId) : restError(error, requestId);
+}
+
 function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined }): FastifyInstance {
   const { services, log } = deps;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
@@ -527,7 +532,7 @@ function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: str
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
       const headers = anonymousLimit(req.url, req.ip);
-      const { status, body } = restError(resolveError(headers.error ?? err, req.id, req.log), req.id);
+      const { status, body } = errorAnswer(req.url, resolveError(headers.error ?? err, req.id, req.log), req.id);
       // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
       const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
       plain.code(status).headers({ ...headers.values, 'X-Svc-Request-Id': req.id }).send(body);
@@ -542,7 +547,7 @@ function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: str
   });
 
   app.setErrorHandler((err, req, reply) => {
-    const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+    const { status, body } = errorAnswer(req.url, resolveError(err, req.id, req.log), req.id);
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {

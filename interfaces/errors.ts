@@ -1,4 +1,5 @@
 import { TRPCError } from '@trpc/server';
+import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
 import { ZodError } from 'zod';
 import { DomainError, ERROR_CODES, isErrorCode, type ErrorCode } from '../domain/shared/errors.ts';
 import { invalidFromZod, toIssues } from '../domain/shared/validation.ts';
@@ -119,6 +120,17 @@ export function restError(error: DomainError, requestId: string): { status: numb
   const retryAfterMs = error.details?.retry_after_ms;
   if (error.code === 'rate_limited' && typeof retryAfterMs === 'number') body.retry_after_ms = retryAfterMs;
   return { status: ERROR_CODES[error.code].status, body };
+}
+
+/** The `data` of every tRPC error (the errorFormatter of trpc/init.ts): code, status, details and request id. */
+export function trpcErrorData(error: DomainError, requestId: string, path: string | null) {
+  return { code: error.code, httpStatus: ERROR_CODES[error.code].status, details: error.details ?? null, request_id: requestId, path };
+}
+
+/** A tRPC error response for what the HTTP framework refuses under /trpc before tRPC runs (415, a malformed URL). */
+export function trpcError(error: DomainError, requestId: string): { status: number; body: { error: { message: string; code: number; data: ReturnType<typeof trpcErrorData> } } } {
+  const code = TRPC_ERROR_CODES_BY_KEY[ERROR_CODES[error.code].trpc];
+  return { status: ERROR_CODES[error.code].status, body: { error: { message: error.message, code, data: trpcErrorData(error, requestId, null) } } };
 }
 
 export { toIssues };

@@ -115,6 +115,13 @@ export function checkFile(path: string, text: string): Violation[] {
     const targetLayer = target?.split('/')[0];
     const pkg = relative ? undefined : packageOf(ref.specifier);
 
+    if (path.startsWith('domain/paywall/') && target !== undefined) {
+      // Issue 18 item 2, the paywall in layers (x402's resource server): the core (claim → settle → record) returns
+      // results and renders no HTTP; the HTTP layer is pure rendering, with no port to reach I/O through.
+      const file = posix.basename(path);
+      if (target === 'domain/paywall/http.ts' && file !== 'service.ts') flag(ref, 'only domain/paywall/service.ts composes the paywall HTTP layer; the core renders no HTTP');
+      if (file === 'http.ts' && target.startsWith('domain/ports/')) flag(ref, 'the paywall HTTP layer is pure rendering: it uses no port');
+    }
     if (layer === 'domain') {
       if (target !== undefined) {
         if (targetLayer !== 'domain') flag(ref, `domain/ may import only domain/, not ${targetLayer}/`);
@@ -303,4 +310,12 @@ test('the checker reports adapters importing interfaces/ or jobs/, and interface
   t.is(checkFile('interfaces/graphql/yoga.ts', "const s = await import('../../adapters/store/mikro-orm-store.ts');").length, 1);
   t.is(checkFile('interfaces/services.ts', "export * from '../adapters/clock/system.ts';").length, 1);
   t.is(checkFile('jobs/indexer.ts', "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';").length, 1);
+});
+
+test('the checker holds the paywall layers apart: the core renders no HTTP, the HTTP layer uses no port', (t) => {
+  const core = checkFile('domain/paywall/core.ts', "import { PaywallHttp } from './http.ts';");
+  t.regex(core[0]?.rule ?? '', /core renders no HTTP/);
+  const http = checkFile('domain/paywall/http.ts', "import type { Store } from '../ports/store.ts';");
+  t.regex(http[0]?.rule ?? '', /pure rendering/);
+  t.deepEqual(checkFile('domain/paywall/service.ts', "import { PaywallHttp } from './http.ts';"), []);
 });

@@ -1,3 +1,6 @@
 import type { Clock } from '../../domain/ports/clock.ts';
 
-export const systemClock: Clock = { now: () => new Date() };
+export const systemClock: Clock = {
+  now: () => new Date(),
+  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+};

@@ -5,13 +5,14 @@ import { createFaucet, createRemoteFaucet, type Faucet, type FaucetRequest, type
 import { announcedRpc, LedgerLockedError, lockHolder } from './embedded/files.ts';
 import { EmbeddedLedger } from './embedded/ledger.ts';
 import { loadOrCreateAdminSecret, readAdminSecret } from './embedded/keys.ts';
-import { startLedgerRpcServer, type LedgerRpcServer } from './embedded/rpc-server.ts';
+import { LedgerThread } from './embedded/ledger-thread.ts';
 import { RpcLedger } from './rpc/rpc-ledger.ts';
 
 export type { Faucet, FaucetRequest, FaucetResult } from './embedded/faucet.ts';
 export { EmbeddedLedger } from './embedded/ledger.ts';
 export { LedgerLockedError } from './embedded/files.ts';
 export { startLedgerRpcServer } from './embedded/rpc-server.ts';
+export { LedgerThread } from './embedded/ledger-thread.ts';
 
 /** 'embedded' (LiteSVM under dataDir) or the http(s) URL of a Solana JSON-RPC node */
 export type LedgerSource = 'embedded' | (string & {});
@@ -39,13 +40,13 @@ export interface OpenLedgersOptions {
 
 export interface OpenedLedgers {
   ledgers: Record<Network, Ledger>;
-  /** the embedded ones, for tests and dev tooling (advance the clock, read history) */
-  embedded: Partial<Record<Network, EmbeddedLedger>>;
+  /** the embedded ones, each in its own worker thread with its JSON-RPC server (for tests and dev tooling) */
+  embedded: Partial<Record<Network, LedgerThread>>;
   /** present when at least one network is embedded; refuses the others */
   faucet: Faucet | undefined;
   /** per network: the JSON-RPC URL clients can use (the remote URL, or the embedded ledger's local server) */
   rpcUrls: Partial<Record<Network, string>>;
-  /** stops the servers, snapshots and closes the embedded ledgers */
+  /** stops the servers, snapshots and closes the embedded ledgers and their threads */
   close(): Promise<void>;
 }
 
@@ -63,11 +64,9 @@ function checkUrl(network: Network, source: string): string {
 /** Builds both networks' ledgers from config: the one place that knows the adapters. */
 export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLedgers> {
   const ledgers = {} as Record<Network, Ledger>;
-  const embedded: Partial<Record<Network, EmbeddedLedger>> = {};
+  const embedded: Partial<Record<Network, LedgerThread>> = {};
   const rpcUrls: Partial<Record<Network, string>> = {};
-  const servers: LedgerRpcServer[] = [];
   const closeAll = async () => {
-    await Promise.allSettled(servers.map((s) => s.close()));
     await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
   };
   for (const network of NETWORKS) {
@@ -79,14 +78,16 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
       const source = network === 'chain-devnet' ? options.devnet : options.mainnet;
       const rpcPort = network === 'chain-devnet' ? options.devnetRpcPort : options.mainnetRpcPort;
       if (source === 'embedded') {
-        const ledger = await EmbeddedLedger.open({ network, dir: join(options.dataDir, 'ledger', network), slotMs: options.slotMs, onWarning: options.onWarning });
+        const ledger = await LedgerThread.open({
+          network,
+          dir: join(options.dataDir, 'ledger', network),
+          slotMs: options.slotMs,
+          rpc: rpcPort !== undefined && rpcPort !== null ? { port: rpcPort, host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) } : undefined,
+          onWarning: options.onWarning,
+        });
         embedded[network] = ledger;
         ledgers[network] = ledger;
-        if (rpcPort !== undefined && rpcPort !== null) {
-          const server = await startLedgerRpcServer({ ledger, port: rpcPort, host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) });
-          servers.push(server);
-          rpcUrls[network] = server.url;
-        }
+        if (ledger.rpcUrl) rpcUrls[network] = ledger.rpcUrl;
       } else {
         const url = checkUrl(network, source);
         ledgers[network] = new RpcLedger({ url, readTimeoutMs: options.rpcReadTimeoutMs, sendTimeoutMs: options.rpcSendTimeoutMs });
@@ -152,12 +153,10 @@ export async function joinLedgers(options: {
   onWarning?: ((message: string) => void) | undefined;
 }): Promise<OpenedLedgers> {
   const ledgers = {} as Record<Network, Ledger>;
-  const embedded: Partial<Record<Network, EmbeddedLedger>> = {};
+  const embedded: Partial<Record<Network, LedgerThread>> = {};
   const rpcUrls: Partial<Record<Network, string>> = {};
   const remote: Partial<Record<Network, string>> = {};
-  const servers: LedgerRpcServer[] = [];
   const closeAll = async () => {
-    await Promise.allSettled(servers.map((s) => s.close()));
     await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
   };
   try {
@@ -176,12 +175,15 @@ export async function joinLedgers(options: {
         rpcUrls[network] = remote[network] = announced.url;
         continue;
       }
-      const ledger = await EmbeddedLedger.open({ network, dir, onWarning: options.onWarning });
+      const ledger = await LedgerThread.open({
+        network,
+        dir,
+        rpc: { port: options.rpcPorts[network], host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) },
+        onWarning: options.onWarning,
+      });
       embedded[network] = ledger;
       ledgers[network] = ledger;
-      const server = await startLedgerRpcServer({ ledger, port: options.rpcPorts[network], host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) });
-      servers.push(server);
-      rpcUrls[network] = server.url;
+      rpcUrls[network] = ledger.rpcUrl!;
     }
   } catch (e) {
     await closeAll();

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { PaymentLink } from '../payment-links/schema.ts';
 import { Receipt, VerificationStatus } from '../receipts/schema.ts';
-import type { EventPhase, NewEvent } from './schema.ts';
+import type { EventPhase, NewEvent, NewEventFields } from './schema.ts';
 
 // The event catalogue (issue 18): every kind the gateway appends, with its metadata schema and the phases it may be
 // in. `newEvent` is typed by kind, so a service cannot append a kind or a metadata shape the catalogue does not know;
@@ -20,17 +20,17 @@ export const EVENT_KINDS = {
   'payment_link.created': {
     description: 'A payment link was created (hosted-api §3.1).',
     phases: ['confirmed'],
-    metadata: z.object({ payment_link: PaymentLink }),
+    metadata: z.object({ payment_link_id: z.string(), payment_link: PaymentLink }),
   },
   'payment_link.updated': {
     description: 'A payment link was changed; `changed` names the fields given.',
     phases: ['confirmed'],
-    metadata: z.object({ payment_link: PaymentLink, changed: z.array(z.string()) }),
+    metadata: z.object({ payment_link_id: z.string(), payment_link: PaymentLink, changed: z.array(z.string()) }),
   },
   'payment_link.deleted': {
     description: 'A payment link was deleted; its id may be reused.',
     phases: ['confirmed'],
-    metadata: z.object({}),
+    metadata: z.object({ payment_link_id: z.string() }),
   },
   'payment_link.settled': {
     description: 'A paid call to a payment link settled on the ledger (hosted-api §4.2 rule 9).',
@@ -121,13 +121,10 @@ export type EventMetadata<K extends EventKindName> = z.input<(typeof EVENT_KINDS
 /**
  * An event to append, typed by its kind. The metadata shape is checked by the compiler, not at run time: an event is
  * appended in the transaction that records money that already moved, which a stray field must never roll back
- * (test/domain/event-kinds.test.ts checks stored events against the catalogue instead).
+ * (test/domain/event-kinds.test.ts checks the events of real flows against the catalogue instead).
  */
-export function newEvent<K extends EventKindName>(
-  kind: K,
-  fields: Omit<NewEvent, 'kind' | 'metadata'> & { metadata: EventMetadata<K> },
-): NewEvent {
-  return { ...fields, kind, metadata: fields.metadata as Record<string, unknown> };
+export function newEvent<K extends EventKindName>(kind: K, fields: NewEventFields, metadata: EventMetadata<K>): NewEvent {
+  return { ...fields, kind, metadata } as NewEvent;
 }
 
 /** Whether a stored event matches the catalogue: its kind is known, its phase allowed and its metadata valid. */
@@ -139,9 +136,20 @@ export function checkEvent(event: { kind: string; phase: EventPhase; metadata: u
   return checked.success ? null : `${event.kind} metadata: ${checked.error.message}`;
 }
 
-/** The catalogue as documentation: JSON Schema of each kind's metadata (OpenAPI, GraphQL, webhook payload docs). */
-export function eventCatalogue(): { kind: EventKindName; description: string; phases: EventPhase[]; metadata_schema: Record<string, unknown> }[] {
-  return EVENT_KIND_NAMES.map((kind) => {
+export const EventKindDoc = z.object({
+  kind: z.string(),
+  description: z.string(),
+  phases: z.array(z.enum(['prepared', 'submitted', 'confirmed', 'failed'])),
+  metadata_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the metadata of events of this kind'),
+});
+export type EventKindDoc = z.infer<typeof EventKindDoc>;
+export const EventCatalogue = z.object({ data: z.array(EventKindDoc) });
+
+let docs: EventKindDoc[] | undefined;
+
+/** The catalogue as documentation: JSON Schema of each kind's metadata (GET /v1/event-kinds, GraphQL eventKinds, webhook payload docs). */
+export function eventCatalogue(): EventKindDoc[] {
+  return (docs ??= EVENT_KIND_NAMES.map((kind) => {
     const spec: KindSpec = EVENT_KINDS[kind];
     return {
       kind,
@@ -149,5 +157,5 @@ export function eventCatalogue(): { kind: EventKindName; description: string; ph
       phases: [...spec.phases],
       metadata_schema: z.toJSONSchema(spec.metadata, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>,
     };
-  });
+  }));
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Network } from '../shared/network.ts';
 import { Cursor, Limit, listEnvelope } from '../shared/pagination.ts';
+import type { EventKindName, EventMetadata } from './kinds.ts';
 
 export const EventPhase = z.enum(['prepared', 'submitted', 'confirmed', 'failed']);
 export type EventPhase = z.infer<typeof EventPhase>;
@@ -35,10 +36,9 @@ export interface EventRecord {
   updatedAt: Date;
 }
 
-/** What a domain service appends inside its transaction (transactional outbox). */
-export interface NewEvent {
+/** The fields of an event to append, but its kind and metadata. */
+export interface NewEventFields {
   id: string;
-  kind: string;
   phase: EventPhase;
   network: Network;
   agentAsset: string | null;
@@ -47,12 +47,17 @@ export interface NewEvent {
    * Required so that no appender forgets it; null makes the event admin-only.
    */
   owner: string | null;
-  metadata: Record<string, unknown>;
   createdAt: Date;
   confirmedAt?: Date | null;
   /** the transaction the event is about, e.g. a settlement */
   signature?: string | null;
 }
+
+/**
+ * What a domain service appends inside its transaction (transactional outbox): typed by kind through the event
+ * catalogue (kinds.ts), so an unknown kind or a metadata shape the catalogue does not declare does not compile.
+ */
+export type NewEvent = { [K in EventKindName]: NewEventFields & { kind: K; metadata: EventMetadata<K> } }[EventKindName];
 
 export const Event = z.object({
   id: z.string(),

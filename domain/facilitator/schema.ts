@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Address } from '../shared/address.ts';
 import { Network, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../shared/network.ts';
+import { U64_MAX } from '../shared/money.ts';
 
 // The facilitator's verify contract (fee-facilitator-mpp-tools §2.1–2.3, §4.1; DECISIONS "Facilitator").
 
@@ -37,8 +38,6 @@ export const FeeTerms = z.object({
   feeAuthority: Address,
 });
 export type FeeTerms = z.infer<typeof FeeTerms>;
-
-const U64_MAX = 2n ** 64n - 1n;
 
 /**
  * One x402 "exact" offer in domain form. `payTo` is the recipient's *owner* (x402 semantics: the seller leg

@@ -484,13 +484,14 @@ export class FacilitatorService implements Facilitator {
 
   /** Polls until the transaction is confirmed: its error (null = success), or 'pending' after the timeout. */
   private async confirm(ledger: Ledger, signature: string): Promise<LedgerTransactionError | null | 'pending'> {
-    const deadline = Date.now() + this.deps.settings.confirmTimeoutMs;
+    const { clock } = this.deps;
+    const deadline = clock.now().getTime() + this.deps.settings.confirmTimeoutMs;
     const poll = this.deps.settings.confirmPollMs ?? 50;
     for (;;) {
       const [status] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);
       if (status && status.confirmationStatus !== 'processed') return status.err;
-      if (Date.now() >= deadline) return 'pending';
-      await new Promise((resolve) => setTimeout(resolve, poll));
+      if (clock.now().getTime() >= deadline) return 'pending';
+      await clock.sleep(poll);
     }
   }
 

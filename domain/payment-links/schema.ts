@@ -106,8 +106,8 @@ export const AcceptEntry = z.object({
   /**
    * Whether pay_to_token_account exists, so stock x402 clients that simulate a plain transfer into it can pay: true or
    * false in the answer of the call that prepared it (create, or an update changing owner_agent or currencies);
-   * null where this answer did not check (reads, preview). False means the facilitator refused to create it (e.g.
-   * its rent sponsorship is spent); the gateway's buyer kit and x402 scheme pay such a link anyway.
+   * null where this answer did not check (reads, preview). False: the facilitator refused to create it (its rent
+   * budget is spent, or it already paid once for this owner and mint) or could not be asked.
    */
   pay_to_ready: z.boolean().nullable(),
   asset: z.string(),

@@ -14,6 +14,7 @@ import type { PayToReadiness, TreasuryAccounts } from '../treasury/accounts.ts';
 import { parsePrice, ParsePriceInput, priceSymbol } from './price.ts';
 import { newWebhookSecret } from '../webhooks/signature.ts';
 import { z } from 'zod';
+import { newEvent, type EventMetadata } from '../events/kinds.ts';
 import {
   CreatePaymentLinkInput,
   ListPaymentLinksInput,
@@ -334,20 +335,17 @@ export class PaymentLinkService {
     return row;
   }
 
-  private async emit(tx: Repositories, kind: string, link: PaymentLinkRecord, extra: Record<string, unknown>) {
+  private async emit<K extends 'payment_link.created' | 'payment_link.updated' | 'payment_link.deleted'>(
+    tx: Repositories,
+    kind: K,
+    link: PaymentLinkRecord,
+    extra: Omit<EventMetadata<K>, 'payment_link_id'>,
+  ) {
     const now = this.deps.clock.now();
-    await tx.events.append({
-      id: newId(now.getTime()),
-      kind,
-      phase: 'confirmed',
-      network: link.network,
-      agentAsset: link.ownerAgent,
-      owner: link.ownerPrincipal,
-      metadata: { payment_link_id: link.id, ...extra },
-      createdAt: now,
-      confirmedAt: now,
-    });
+    const fields = { id: newId(now.getTime()), phase: 'confirmed' as const, network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, createdAt: now, confirmedAt: now };
+    await tx.events.append(newEvent(kind, fields, { payment_link_id: link.id, ...extra } as EventMetadata<K>));
   }
+
 }
 
 /** The secret a call made, in its answer only. */

@@ -53,7 +53,7 @@ export interface IdempotentCall {
 }
 
 export class IdempotencyService {
-  constructor(private readonly deps: { store: IdempotencyStore; clock: Clock; sleep?: (ms: number) => Promise<void> }) {}
+  constructor(private readonly deps: { store: IdempotencyStore; clock: Clock }) {}
 
   /**
    * Runs `exec` once per (key id, route, key). Returns the outcome and whether it was replayed. A second call with
@@ -87,7 +87,7 @@ export class IdempotencyService {
           idempotency_key: call.idemKey,
         });
       }
-      await (this.deps.sleep ?? defaultSleep)(Math.min(delay, deadline - now.getTime()));
+      await this.deps.clock.sleep(Math.min(delay, deadline - now.getTime()));
       delay = Math.min(delay * 2, 250);
     }
   }
@@ -120,4 +120,3 @@ export class IdempotencyService {
   }
 }
 
-const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

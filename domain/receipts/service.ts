@@ -153,19 +153,18 @@ export class ReceiptService {
     const id = newId(now.getTime());
     if (e.via.source === 'pull') {
       await tx.events.append(
-        newEvent('receipt.pulled', { ...base, id, signature: sig, metadata: { pull_target_id: e.via.pullTargetId, source: 'pull', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt } }),
+        newEvent('receipt.pulled', { ...base, id, signature: sig }, { pull_target_id: e.via.pullTargetId, source: 'pull', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt }),
       );
     } else {
-      await tx.events.append(newEvent('receipt.published', { ...base, id, signature: sig, metadata: { source: 'push', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt } }));
+      await tx.events.append(newEvent('receipt.published', { ...base, id, signature: sig }, { source: 'push', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt }));
     }
     // fee-facilitator-mpp-tools §6 path 1: a settled earn receipt with a fee, once per (network, receipt_hash).
     if (receipt.kind === 'earn' && receipt.decision === 'allow' && sig && BigInt(receipt.price.fee) > 0n) {
       await tx.events.append(
-        newEvent('protocol.fee.collected', {
-          ...base,
-          id: newId(now.getTime()),
-          signature: sig,
-          metadata: {
+        newEvent(
+          'protocol.fee.collected',
+          { ...base, id: newId(now.getTime()), signature: sig },
+          {
             source: 'receipt',
             receipt_hash: receipt.receipt_hash,
             tx_sig: sig,
@@ -174,7 +173,7 @@ export class ReceiptService {
             fee_atomic: receipt.price.fee,
             fee_authority: receipt.price.feeAuthority,
           },
-        }),
+        ),
       );
     }
     return id;
@@ -197,9 +196,9 @@ export class ReceiptService {
       createdAt: e.now,
       confirmedAt: e.now,
       signature: sig,
-      metadata: { receipt_hash: e.receipt.receipt_hash, nonce: e.receipt.nonce, tx_sig: sig, source: e.source, verification: v.status, reason: v.reason },
     };
-    await tx.events.append(v.status === 'verified' ? newEvent('receipt.verified', fields) : newEvent('receipt.mismatch', fields));
+    const metadata = { receipt_hash: e.receipt.receipt_hash, nonce: e.receipt.nonce, tx_sig: sig, source: e.source, verification: v.status, reason: v.reason };
+    await tx.events.append(v.status === 'verified' ? newEvent('receipt.verified', fields, metadata) : newEvent('receipt.mismatch', fields, metadata));
   }
 
   /** One ledger check: never throws; an unreachable ledger (or none in this process) leaves the receipt pending. */

@@ -33,8 +33,8 @@ const unsafeTextMessage = (s: string) =>
   s.includes('\0') ? 'Text must not contain a NUL character (\\u0000)' : 'Text must be well-formed Unicode (no unpaired surrogate)';
 
 /**
- * Issues for every string (and object key) holding a NUL or a lone surrogate, and for nesting beyond
- * MAX_INPUT_DEPTH, anywhere in a request value. Iterative, so hostile depth cannot overflow the stack.
+ * Issues for every string (and object key) holding a NUL or a lone surrogate, every non-finite number (JSON's 1e400
+ * parses to Infinity) and nesting beyond MAX_INPUT_DEPTH, anywhere in a request value. Iterative, so hostile depth cannot overflow the stack.
  */
 export function unsafeInputIssues(value: unknown, maxIssues = 20): Issue[] {
   const issues: Issue[] = [];
@@ -44,6 +44,10 @@ export function unsafeInputIssues(value: unknown, maxIssues = 20): Issue[] {
     const { value: v, path, depth } = stack.pop()!;
     if (typeof v === 'string') {
       if (UNSAFE_TEXT.test(v)) issues.push({ path, message: unsafeTextMessage(v), code: 'invalid_text' });
+      continue;
+    }
+    if (typeof v === 'number' && !Number.isFinite(v)) {
+      issues.push({ path, message: 'Numbers must be finite (this one is beyond a double)', code: 'invalid_number' });
       continue;
     }
     if (typeof v !== 'object' || v === null) continue;
@@ -70,7 +74,7 @@ export function unsafeInputIssues(value: unknown, maxIssues = 20): Issue[] {
 
 /**
  * Refuses, as `invalid_request` with the paths, any request value holding text no store can keep (NUL, lone
- * surrogates) or nesting past MAX_INPUT_DEPTH. Applied once to every procedure's raw input (body, path and query
+ * surrogates), a number no JSON can carry back (Infinity) or nesting past MAX_INPUT_DEPTH. Applied once to every procedure's raw input (body, path and query
  * parameters alike) before its schema, service or repository sees it.
  */
 export function refuseUnsafeInput(value: unknown): void {

@@ -74,7 +74,7 @@ export class TreasuryAccounts {
 
   /**
    * Makes sure the agent's treasury has a token account for each symbol (default: every curated stable of the
-   * network). Never throws for the ledger or the facilitator: what could not be made ready is answered as such.
+   * network). Never throws: what could not be made ready is answered as such (and logged).
    */
   async ensure(network: Network, agentAsset: string, symbols?: readonly StableSymbol[]): Promise<Map<StableSymbol, PayToReadiness>> {
     const stables = symbols ? symbols.map((s) => findStable(network, s)!) : [...STABLES[network]];
@@ -91,8 +91,8 @@ export class TreasuryAccounts {
     try {
       prepared = await this.deps.facilitator.prepareAccounts({ network: CAIP2[network], owner, assets: stables.map((s) => s.mint) });
     } catch (e) {
-      if (e instanceof DomainError) return unavailable(e.message);
-      throw e;
+      // The agent or link is already committed: its answer must not become an error because of this step.
+      return unavailable(e instanceof DomainError ? e.message : `the facilitator failed: ${(e as Error).message}`);
     }
     for (const s of stables) {
       const account = prepared.accounts.find((a) => a.asset === s.mint);

@@ -11,7 +11,7 @@ async function main(): Promise<void> {
   console.log(
     [
       `svc facilitator ready at ${app.url}`,
-      `  POST /verify  POST /settle  GET /supported  GET /health`,
+      `  POST /verify  POST /settle  GET /supported  GET /health  POST /accounts (${config.facilitator.accountsSecret ? 'bearer SVC_FACILITATOR_ACCOUNTS_SECRET' : 'closed: no SVC_FACILITATOR_ACCOUNTS_SECRET'})`,
       `  fee payer   ${health.fee_payer}`,
       `  networks    ${health.networks.map((n) => `${n} (${app.rpcUrls[n]})`).join(', ')}`,
       `  fee         ${health.protocol_fee.bps} bps, ${health.protocol_fee.enforcement}`,

@@ -2,7 +2,17 @@ import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
 import type { AppRouter } from '../trpc/router.ts';
 
 export type { AppRouter };
-export { createPayingFetch, decodePaymentResponse, PaymentError, PAYING_FETCH_ERRORS, type PayingFetchErrorCode, type PayingFetchOptions, type TransactionSigner } from './paying-fetch.ts';
+export {
+  createPayingFetch,
+  decodePaymentResponse,
+  PaymentError,
+  PAYING_FETCH_ERRORS,
+  type KitTransactionSigner,
+  type PayingFetchErrorCode,
+  type PayingFetchOptions,
+  type PaymentSigner,
+  type TransactionSigner,
+} from './paying-fetch.ts';
 
 export interface ClientOptions {
   /** gateway base URL, e.g. "http://localhost:8080" (the client talks to `${url}/trpc`) */

@@ -258,6 +258,8 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     // Subscriptions in GraphiQL use SSE, so the Authorization header typed in its headers editor applies to them too.
     graphiql: { title: 'svc gateway GraphQL', headers: JSON.stringify({ Authorization: 'Bearer svc_test_…' }) },
     plugins: [useDomainErrors(log), useMalformedParams(), useQueryLimits(keys)],
+    // Parse errors are not cached: a cached one would be answered as thrown, with the request id it was formatted for.
+    parserAndValidationCache: { errorCache: { get: () => undefined, set: () => {} } },
     // Errors raised by Yoga itself, outside the plugin's reach (e.g. a mutation over GET): same mapping, and the
     // request id from the HTTP request being handled.
     maskedErrors: {

@@ -5,7 +5,7 @@ import type { OpenApiMeta } from 'trpc-to-openapi';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { refuseUnsafeInput } from '../../domain/shared/validation.ts';
-import { notedRequestId, resolveError, toDomainError } from '../errors.ts';
+import { notedRequestId, resolveError, toDomainError, trpcErrorData } from '../errors.ts';
 import { authenticate, requireAdmin } from '../policies/auth.ts';
 import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
 import { idempotent } from '../policies/idempotency.ts';
@@ -24,17 +24,7 @@ const t = initTRPC
     errorFormatter({ shape, error, ctx }) {
       const requestId = ctx?.requestId ?? notedRequestId(error) ?? 'unknown';
       const domain = resolveError(error, requestId, ctx?.log ?? console);
-      return {
-        message: domain.message,
-        code: shape.code,
-        data: {
-          code: domain.code,
-          httpStatus: ERROR_CODES[domain.code].status,
-          details: domain.details ?? null,
-          request_id: requestId,
-          path: shape.data.path ?? null,
-        },
-      };
+      return { message: domain.message, code: shape.code, data: trpcErrorData(domain, requestId, shape.data.path ?? null) };
     },
   });
 

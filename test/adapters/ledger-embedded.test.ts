@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import { AuthorityType, createAssociatedTokenAccountIdempotentInstruction, createCloseAccountInstruction, createSetAuthorityInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
-import { EmbeddedLedger, LedgerLockedError, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
+import { EmbeddedLedger, LedgerLockedError, LedgerThread, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
 import { createFaucet, parseDecimal } from '../../adapters/ledger/embedded/faucet.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
@@ -264,7 +264,7 @@ test('embedded: openLedgers composes embedded and rpc ledgers, servers and the f
   t.teardown(() => removeDir(dataDir));
   const opened = await openLedgers({ dataDir, devnet: 'embedded', mainnet: 'http://127.0.0.1:1', devnetRpcPort: 0, slotMs: 0 });
   t.teardown(() => opened.close());
-  t.true(opened.ledgers['chain-devnet'] instanceof EmbeddedLedger);
+  t.true(opened.ledgers['chain-devnet'] instanceof LedgerThread, 'the embedded ledger runs in its own thread');
   t.is(opened.embedded['chain-mainnet'], undefined);
   t.is(opened.rpcUrls['chain-mainnet'], 'http://127.0.0.1:1');
   t.regex(opened.rpcUrls['chain-devnet']!, /^http:\/\/127\.0\.0\.1:\d+$/);

@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { Keypair, Message } from '@solana/web3.js';
 import WebSocket from 'ws';
-import { ADMIN_REFUSED, startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
+import { ADMIN_REFUSED, LIMIT_REACHED, startLedgerRpcServer, type PubSubLimits } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { ADMIN_HEADER } from '../../adapters/ledger/embedded/keys.ts';
 import { TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
 import { ata, ledgerDir, openTestLedger, removeDir, solTransfer, tokenTransfer, USDC_DEVNET, waitForCommitment } from '../support/ledger.ts';
@@ -10,10 +10,10 @@ import { ata, ledgerDir, openTestLedger, removeDir, solTransfer, tokenTransfer, 
 
 const ADMIN_SECRET = 'a'.repeat(64);
 
-async function served(t: ExecutionContext, options: { network?: 'chain-devnet' | 'chain-mainnet'; host?: string } = {}) {
+async function served(t: ExecutionContext, options: { network?: 'chain-devnet' | 'chain-mainnet'; host?: string; limits?: PubSubLimits } = {}) {
   const dir = await ledgerDir();
   const ledger = await openTestLedger({ dir, network: options.network ?? 'chain-devnet' });
-  const server = await startLedgerRpcServer({ ledger, port: 0, host: options.host, adminSecret: ADMIN_SECRET });
+  const server = await startLedgerRpcServer({ ledger, port: 0, host: options.host, adminSecret: ADMIN_SECRET, limits: options.limits });
   t.teardown(async () => {
     await server.close();
     await ledger.close();
@@ -254,4 +254,72 @@ test('rpc server: on a listener not bound to loopback the ledger-admin methods d
   t.like(await call('getHealth'), { result: 'ok' }, 'the standard methods are served');
   t.deepEqual(await ledger.getTokenBalances(owner), []);
   t.is(ledger.balance(owner), 0n);
+});
+
+test('rpc server: PubSub caps subscriptions per socket and sockets per client with a JSON-RPC error', async (t) => {
+  const { ledger, server, call } = await served(t, { limits: { subscriptionsPerSocket: 3, socketsPerClient: 2 } });
+  const open = async () => {
+    const socket = new WebSocket(server.wsUrl);
+    t.teardown(() => socket.terminate());
+    const messages: any[] = [];
+    const waiters: Array<() => void> = [];
+    socket.on('message', (raw) => {
+      messages.push(JSON.parse(raw.toString()));
+      waiters.splice(0).forEach((w) => w());
+    });
+    const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+    await new Promise((resolve) => socket.once('open', resolve));
+    const next = async (predicate: (m: any) => boolean) => {
+      for (;;) {
+        const found = messages.find(predicate);
+        if (found) return found;
+        await new Promise<void>((resolve) => waiters.push(resolve));
+      }
+    };
+    let id = 0;
+    const request = async (method: string, params: unknown[]) => {
+      const mine = ++id;
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: mine, method, params }));
+      return next((m) => m.id === mine);
+    };
+    return { socket, request, next, closed };
+  };
+  const first = await open();
+  const subs: number[] = [];
+  for (let i = 0; i < 3; i++) subs.push((await first.request('accountSubscribe', [Keypair.generate().publicKey.toBase58()])).result);
+  t.like(await first.request('slotSubscribe', []), { error: { code: LIMIT_REACHED } }, 'the fourth subscription on a socket');
+  t.true((await first.request('accountUnsubscribe', [subs[0]])).result);
+  t.is(typeof (await first.request('slotSubscribe', [])).result, 'number', 'room again after an unsubscribe');
+
+  // a signature subscription ends with its notification and frees its place
+  const payer = Keypair.generate();
+  ledger.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+  const wire = solTransfer(payer, Keypair.generate().publicKey, 3_000_000, ledger.latestBlockhash().blockhash);
+  const signature = (await import('@solana/kit')).getBase58Decoder().decode(wire.subarray(1, 65));
+  const second = await open();
+  await second.request('slotSubscribe', []);
+  await second.request('slotSubscribe', []);
+  const sigSub = (await second.request('signatureSubscribe', [signature, { commitment: 'processed' }])).result;
+  t.like(await second.request('rootSubscribe', []), { error: { code: LIMIT_REACHED } });
+  t.is((await call('sendTransaction', [Buffer.from(wire).toString('base64'), { encoding: 'base64' }])).result, signature);
+  await second.next((m) => m.method === 'signatureNotification' && m.params.subscription === sigSub);
+  t.is(typeof (await second.request('rootSubscribe', [])).result, 'number');
+
+  // a third socket from the same client: refused with a JSON-RPC error, then closed (1008)
+  const third = await open();
+  t.like(await third.next((m) => m.id === null), { error: { code: LIMIT_REACHED } });
+  t.is(await third.closed, 1008);
+  first.socket.close();
+  await first.closed;
+  // the server counts the socket gone when its own side has closed: a moment after the client's
+  let answer: any;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const fourth = await open();
+    fourth.socket.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'slotSubscribe' }));
+    answer = await fourth.next((m) => m.id === 1 || m.id === null);
+    if (answer.id === 1) break;
+    await fourth.closed;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  t.is(typeof answer.result, 'number', 'a socket closed makes room for another');
 });

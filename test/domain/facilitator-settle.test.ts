@@ -13,6 +13,7 @@ import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
+import { TestClock } from '../support/clock.ts';
 import { devnetUsdcOffer } from '../support/facilitator.ts';
 
 // The facilitator's stateful rules on a real gateway (DECISIONS "Facilitator"): rent sponsorship (one sponsored
@@ -294,6 +295,43 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   t.like(await service.settle(p.request), { success: true, transaction: p.signature });
   t.like(await service.settle(p.request), { success: false, errorReason: 'duplicate_settlement' });
   t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'moved once');
+});
+
+// Issue 18 item 4: the confirmation wait goes through the Clock port — with a test clock that stands still the settle
+// waits however long real time runs, and it gives up exactly when the clock passes confirmTimeoutMs.
+test('settle waits for confirmation on the Clock: a standing test clock holds it; moved past confirmTimeoutMs it answers settlement_pending', async (t) => {
+  const { app, ledger } = t.context;
+  const unconfirmed = new Proxy(ledger, {
+    get(target, prop, receiver) {
+      if (prop === 'getSignatureStatuses') return async (signatures: string[]) => signatures.map(() => null);
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const clock = new TestClock();
+  const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
+  await fund(app, signer.address, { sol: '1' });
+  const service = new FacilitatorService({
+    ledgers: { [NETWORK]: unconfirmed },
+    store: new MikroOrmFacilitatorStore(app.database.orm),
+    signer,
+    clock,
+    settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 30_000, confirmPollMs: 50 },
+  });
+  const p = await payment(t, { service, signer }, await buyer(t), Keypair.generate().publicKey.toBase58(), 'fee');
+  let answered = false;
+  const settling = service.settle(p.request).finally(() => (answered = true));
+  const sleeping = async () => {
+    const deadline = Date.now() + 10_000;
+    while (clock.waiting === 0 && !answered && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    return clock.waiting > 0;
+  };
+  t.true(await sleeping(), 'the confirmation poll sleeps on the clock');
+  clock.advance(29_950);
+  t.true(await sleeping(), 'still waiting: the clock has not passed confirmTimeoutMs');
+  t.false(answered);
+  clock.advance(100);
+  t.like(await settling, { success: false, errorReason: 'settlement_pending', transaction: p.signature });
 });
 
 // Two buyers paying one new seller at the same time both need the seller's token account: the first settlement

@@ -203,16 +203,19 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     }
   };
 
-  /** Replays every payment that was sent and never answered, until each gets a final answer (504 = still pending). */
+  /**
+   * Replays every payment that was sent and never answered, until each gets a final answer; a 504 (still pending)
+   * is retried for 30 s at most (before the fix: 504 for the 2-minute lease, then 402).
+   */
   const replayUnanswered = async (kill: number) => {
     const open = attempts.filter((a) => a.header && a.status === undefined && !a.replay);
     await Promise.all(
       open.map(async (a) => {
         const started = Date.now();
-        for (let round = 0; ; round++) {
+        for (;;) {
           const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': a.header! } });
           await res.arrayBuffer();
-          if (res.status !== 504 || round >= 40) {
+          if (res.status !== 504 || Date.now() - started > 30_000) {
             a.replay = { status: res.status, after: kill, ms: Date.now() - started };
             if (res.status === 200) a.replay.signature = decodePaymentResponse(res.headers.get('PAYMENT-RESPONSE')!).transaction;
             return;
@@ -224,7 +227,10 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     return open;
   };
 
-  const perKill: { unanswered: number; replayed: Record<number, number>; slowestReplayMs: number }[] = [];
+  const restartMs: number[] = [];
+  const recordedCount = async () =>
+    ((await access!.database.orm.em.fork().execute(`select count(*)::int as n from paid_calls where status = 'done'`)) as { n: number }[])[0]!.n;
+  const perKill: { landedUnrecorded: number; unanswered: number; replayed: Record<number, number>; slowestReplayMs: number }[] = [];
   for (let kill = 1; kill <= KILLS; kill++) {
     const state = { stop: false };
     const loops = buyers.map((_, i) => payUntilGone(i, state));
@@ -233,13 +239,18 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     state.stop = true;
     await Promise.all(loops);
 
+    const restarting = Date.now();
     gateway = await startGateway(env);
+    restartMs.push(Date.now() - restarting);
+    // What the kill left: payments on the ledger with no record yet (the issue saw 5–7 per kill, never recovered).
+    const landedUnrecorded = Number((await usdc(treasury)) / PRICE) - (await recordedCount());
     const open = await replayUnanswered(kill);
     const replayed: Record<number, number> = {};
     for (const a of open) replayed[a.replay!.status] = (replayed[a.replay!.status] ?? 0) + 1;
-    perKill.push({ unanswered: open.length, replayed, slowestReplayMs: Math.max(0, ...open.map((a) => a.replay!.ms)) });
+    perKill.push({ landedUnrecorded, unanswered: open.length, replayed, slowestReplayMs: Math.max(0, ...open.map((a) => a.replay!.ms)) });
   }
   t.log('per kill:', JSON.stringify(perKill));
+  t.log('restarts (ms):', restartMs.join(', '));
 
   // The reconciliation job, through the gateway's inline runner, with no grace period.
   const unresolved = async () =>
@@ -268,6 +279,11 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     `attempts ${attempts.length}, answered 200 ${answered.length}, unanswered at a kill ${lostBeforeReplay}, landed ${landed}, recorded ${done.length}, receipts ${receipts.length}`,
   );
 
+  t.deepEqual(
+    attempts.filter((a) => a.replay && a.replay.status !== 200 && a.replay.status !== 402).map((a) => a.replay!.status),
+    [],
+    'every replay after a restart got its final answer (200 or 402) within seconds',
+  );
   t.is(await unresolved(), 0, 'no paid call is left unresolved');
   t.is(Number(landed), done.length, 'landed payments == recorded paid calls');
   t.is(receipts.length, done.length, 'recorded paid calls == earn receipts');

@@ -129,7 +129,7 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
     counters: { callCount: 0, settledCount: 0, lastCalledAt: null, lastSettledAt: null, lastTxSig: null },
   });
   t.is(link.accepts.length, 1);
-  t.like(link.accepts[0], { scheme: 'exact', amount: '250000', currency: 'USDC', payTo: link.payTo });
+  t.like(link.accepts[0], { scheme: 'exact', amount: '250000', currency: 'USDC', payToTokenAccount: link.payTo, payToReady: true });
   t.true(link.shareUrl.endsWith('/x/gql-weather?network=chain-devnet'));
   t.is(link.createdAt, link.updatedAt);
 
@@ -137,7 +137,7 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
   t.regex(link.webhookSecret, /^whsec_/);
   t.true(link.webhookSecretSet);
   const read = await gql(t, GET_LINK, { id: link.id });
-  t.deepEqual(read.body.data.paymentLink, { ...link, webhookSecret: null });
+  t.deepEqual(read.body.data.paymentLink, { ...link, webhookSecret: null, accepts: link.accepts.map((a: object) => ({ ...a, payToReady: null })) }, 'a read does not check payToReady');
 
   const events = await gql(t, EVENTS, { kinds: ['payment_link.created'], agent: t.context.agent, first: 200 });
   const created = events.body.data.events.data.find((e: any) => e.metadata.payment_link_id === link.id);

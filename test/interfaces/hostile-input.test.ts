@@ -268,6 +268,43 @@ test('GraphQL GET with unparsable variables is invalid_request, not internal_err
   t.is(post.body.errors[0].extensions.code, 'invalid_request');
 });
 
+test('a number beyond a double (1e400) is invalid_request, with or without an Idempotency-Key', async (t) => {
+  const { app, key } = t.context;
+  for (const headers of [{}, { 'idempotency-key': 'huge-number' }] as Record<string, string>[]) {
+    const res = await http(app, 'POST', '/v1/seller/parse-price', { key, body: '{"price":"$1","x":[1e400]}', headers });
+    const body = expectError(t, res, 400, 'invalid_request');
+    expectIssueAt(t, body, 'x.0', 'invalid_number');
+  }
+});
+
+test('a repeated GraphQL syntax error names each request its own id', async (t) => {
+  const { app, key } = t.context;
+  const ids = new Set<string>();
+  for (let i = 0; i < 3; i++) {
+    const res = await http(app, 'POST', '/graphql', { key, body: { query: '{ paymentLink(id: ' } });
+    t.is(res.body.errors?.[0]?.extensions?.code, 'invalid_request', JSON.stringify(res.body));
+    t.is(res.body.errors[0].extensions.request_id, res.headers.get('x-svc-request-id'));
+    ids.add(res.body.errors[0].extensions.request_id);
+  }
+  t.is(ids.size, 3);
+});
+
+test('what fastify refuses under /trpc (a body type it cannot parse, a malformed URL) answers in tRPC error shape', async (t) => {
+  const { app, key } = t.context;
+  for (const [path, contentType] of [
+    ['/trpc/seller.parsePrice', 'application/x-www-form-urlencoded'],
+    ['/trpc/seller.parsePrice', 'application/octet-stream'],
+    ['/trpc/seller.parsePrice%ED%A0%80', 'application/json'],
+  ]) {
+    const res = await fetch(`${app.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': contentType! }, body: '{"price":"$1"}' });
+    const json = (await res.json()) as any;
+    t.is(res.status, 400, JSON.stringify(json));
+    t.is(json.error?.data?.code, 'invalid_request', JSON.stringify(json));
+    t.is(json.error.code, -32600);
+    t.is(json.error.data.request_id, res.headers.get('x-svc-request-id'));
+  }
+});
+
 // ── Oversized request lines and headers ────────────────────────────────────────────────────────────────────────────
 
 /** Raw HTTP/1.1 so the request line and headers are exactly what a hostile client sends. */

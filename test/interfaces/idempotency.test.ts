@@ -1,7 +1,8 @@
 import anyTest, { type TestFn } from 'ava';
 import { randomUUID } from 'node:crypto';
-import { http, linkBody, recordAgent, startTwoInstances, type TestApp } from '../support/app.ts';
-import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, type Outcome } from '../../domain/policies/idempotency.ts';
+import { http, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp } from '../support/app.ts';
+import { TestClock } from '../support/clock.ts';
+import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, WAIT_MS, type Outcome } from '../../domain/policies/idempotency.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { MikroOrmPolicyStore } from '../../adapters/store/policy-store.ts';
 import { systemClock } from '../../adapters/clock/system.ts';
@@ -280,23 +281,40 @@ test('tRPC: 20 concurrent identical mutations across two instances give one effe
 });
 
 test('a request whose twin is still running waits, then gets 409 idempotency_in_progress after 10 s', async (t) => {
-  const { a, key, keyId, mint } = t.context;
+  // Its own instance on a test clock: the 10 s are the clock's, moved by the test, never waited for.
+  const clock = new TestClock();
+  const app = await startTestApp({ appOptions: { clock } });
+  t.teardown(async () => {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  });
+  const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(app, created.key);
   const idem = uniq('running');
   const body = linkBody(mint, { label: uniq('running') });
-  const now = Date.now();
+  const now = clock.now().getTime();
   await sql(
-    a,
+    app,
     `insert into idempotency_records (key_id, route, idem_key, request_hash, state, response, locked_until, created_at, expires_at)
      values (?, 'paymentLinks.create', ?, ?, 'running', null, ?, ?, ?)`,
-    [keyId, idem, requestHash(body), new Date(now + 60_000), new Date(now), new Date(now + IDEMPOTENCY_TTL_MS)],
+    [created.id, idem, requestHash(body), new Date(now + 60_000), new Date(now), new Date(now + IDEMPOTENCY_TTL_MS)],
   );
-  const started = Date.now();
-  const res = await raw(a, 'POST', '/v1/payment-links', { key, body, idem });
-  const waited = Date.now() - started;
+  let answered = false;
+  const pending = raw(app, 'POST', '/v1/payment-links', { key: created.key, body, idem }).finally(() => (answered = true));
+  // Move the clock in small steps, each once the request sleeps again, until it answers.
+  let advanced = 0;
+  while (!answered) {
+    await Promise.race([clock.untilSleeping(), pending]);
+    if (answered) break;
+    t.true(advanced < WAIT_MS, `still waiting after ${advanced} ms of clock time`);
+    clock.advance(100);
+    advanced += 100;
+  }
+  const res = await pending;
   t.is(res.status, 409, res.text);
   t.is(JSON.parse(res.text).error, 'idempotency_in_progress');
-  t.true(waited >= 9_500 && waited < 14_000, `waited ${waited} ms`);
-  const rows = await sql<{ n: number }>(a, 'select count(*)::int as n from payment_links where label = ?', [body.label]);
+  t.true(advanced >= WAIT_MS && advanced <= WAIT_MS + 100, `answered after ${advanced} ms of clock time`);
+  const rows = await sql<{ n: number }>(app, 'select count(*)::int as n from payment_links where label = ?', [body.label]);
   t.is(rows[0]!.n, 0, 'the waiting request did not run the operation');
 });
 

@@ -8,7 +8,7 @@ import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
 import { createSigner as createLegacySigner, decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchWithPaymentV1 } from 'x402-fetch';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/index.ts';
-import { ExactSvmFeeScheme } from '../../interfaces/x402/index.ts';
+import { ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
@@ -281,7 +281,8 @@ test('(f) the scheme refuses fee terms the facilitator does not publish, and hol
 
   const liar = await lyingFacilitator({ bps: 100, authority: Keypair.generate().publicKey.toBase58() });
   t.teardown(() => new Promise<void>((resolve) => liar.server.close(() => resolve())));
-  const lied = new x402Client().register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl, facilitatorUrl: liar.url }));
+  // registerSvcFeeScheme: the same scheme for v2 (CAIP-2) and v1 names of both networks.
+  const lied = registerSvcFeeScheme(new x402Client(), { signer, rpcUrl: w.rpcUrl, facilitatorUrl: liar.url });
   const mismatch = await t.throwsAsync(wrapFetchWithPayment(fetch, lied)(url));
   t.regex(mismatch?.message ?? '', /fee authority/);
 
@@ -315,4 +316,21 @@ test('(g) the legacy x402-fetch 1.x client pays a fee-free link of a brand-new s
   t.like(settled, { success: true, payer: payer.publicKey.toBase58() });
   t.is(await usdcOf(w, treasury), PRICE);
   t.is(await usdcOf(w, payer.publicKey.toBase58()), before - PRICE);
+});
+
+test.serial('(h) svc-gateway/x402 answers an x402 v1 offer too (registerV1): the v1 body offer, paid with X-PAYMENT, settles both legs', async (t) => {
+  const w = t.context.fee;
+  const { treasury, url } = await sellerLink(t, w);
+  const payer = await buyer(w);
+  const buyerBefore = await usdcOf(w, payer.publicKey.toBase58());
+  const v1 = (await (await fetch(url)).json()) as { x402Version: number; accepts: any[] };
+  t.is(v1.x402Version, 1);
+  const scheme = new ExactSvmFeeScheme(payer, { rpcUrl: w.rpcUrl }); // a web3.js Keypair works as the signer too
+  const payload = await scheme.createPaymentPayload(1, v1.accepts[0]);
+  t.like(payload, { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK['chain-devnet'] });
+  const res = await fetch(url, { headers: { 'X-PAYMENT': Buffer.from(JSON.stringify(payload)).toString('base64') } });
+  t.is(res.status, 200, await res.clone().text());
+  t.truthy(res.headers.get('X-PAYMENT-RESPONSE'));
+  t.is(await usdcOf(w, treasury), PRICE);
+  t.is(buyerBefore - (await usdcOf(w, payer.publicKey.toBase58())), PRICE + feeFor(PRICE, 100));
 });

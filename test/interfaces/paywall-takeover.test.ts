@@ -2,6 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Keypair } from '@solana/web3.js';
 import { decodePaymentResponse } from '../../interfaces/client/index.ts';
 import type { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
@@ -17,6 +18,7 @@ import {
   paidCallsOf,
   receiptsOf,
   recordingPayingFetch,
+  startLocalServer,
   startPaywallApp,
   stopPaywallApp,
   tokenBalance,
@@ -28,7 +30,8 @@ import {
 // duplicate_settlement from the facilitator for a transaction the ledger confirms is a success to resume, whoever
 // holds the claim. "Process B dies" is emulated in-process: B's ledger calls go through a JSON-RPC proxy that stops
 // answering once B has broadcast (B hangs mid-settle, as a killed process would stop), then B's liveness session —
-// the PostgreSQL connection holding its advisory lock — is closed, exactly what the kernel does on kill -9.
+// the PostgreSQL connection holding its advisory lock — is closed, exactly what the kernel does on kill -9. The tests
+// that run the reconciliation job (it sees every test's calls) run serially, before the others.
 
 const test = anyTest as TestFn<PaywallWorld>;
 const PRICE = 10_000n; // linkBody's $0.01
@@ -141,7 +144,7 @@ test('a claim whose owner process died is taken over at once: the replay to anot
   t.is((await receiptsOf(w, lost.agent)).length, 1);
 });
 
-test('a claim whose owner process died is finished by the reconciliation job; the late replay gets the stored response', async (t) => {
+test.serial('a claim whose owner process died is finished by the reconciliation job; the late replay gets the stored response', async (t) => {
   const w = t.context;
   const lost = await paymentLostInACrash(t);
 
@@ -165,27 +168,31 @@ function facilitatorRequest(paymentSignature: string): FacilitatorRequest {
   return { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted } as FacilitatorRequest;
 }
 
-test('a facilitator duplicate_settlement for a transaction the ledger confirms resumes to success for a fresh claimant', async (t) => {
-  const w = t.context;
-  const { link, agent, treasury, url } = await createLink(w, { response: { status: 200, body: { resumed: true } } });
-  const buyer = await fundBuyer(w);
-  const payment = await buildPayment(w, url, buyer);
-  // The transaction was settled (it landed) but no paid call was recorded: what a process that died between the
-  // facilitator's answer and its claim's first write — before this fix, any crash after broadcast — leaves behind.
-  const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
-  t.true(direct.success, JSON.stringify(direct));
-  t.is(await tokenBalance(w, treasury), PRICE);
-  t.deepEqual(await paidCallsOf(w, link.id), []);
+for (const policy of ['before_forward', 'on_success'] as const) {
+  test(`a facilitator duplicate_settlement for a transaction the ledger confirms resumes to success for a fresh claimant (${policy})`, async (t) => {
+    const w = t.context;
+    const upstream = await startLocalServer(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: '{"resumed":true}' }));
+    t.teardown(() => upstream.close());
+    const { link, agent, treasury, url } = await createLink(w, { settle_policy: policy, metadata: { upstream_url: `${upstream.url}/data` } });
+    const buyer = await fundBuyer(w);
+    const payment = await buildPayment(w, url, buyer);
+    // The transaction was settled (it landed) but no paid call was recorded: what a process that died between the
+    // facilitator's answer and its claim's first write — before this fix, any crash after broadcast — leaves behind.
+    const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
+    t.true(direct.success, JSON.stringify(direct));
+    t.is(await tokenBalance(w, treasury), PRICE);
+    t.deepEqual(await paidCallsOf(w, link.id), []);
 
-  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
-  const text = await replay.text();
-  t.is(replay.status, 200, text); // before: 402 duplicate_settlement, the paid call deleted
-  t.deepEqual(JSON.parse(text), { resumed: true });
-  t.is(decodePaymentResponse(replay.headers.get('PAYMENT-RESPONSE')!).transaction, direct.transaction);
-  t.is((await receiptsOf(w, agent)).length, 1);
-  t.is((await getLink(w, link.id)).counters.settled_count, 1);
-  t.is(await tokenBalance(w, treasury), PRICE, 'nothing settled twice');
-});
+    const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
+    const text = await replay.text();
+    t.is(replay.status, 200, text); // before: 402 duplicate_settlement, the paid call deleted
+    t.deepEqual(JSON.parse(text), { resumed: true });
+    t.is(decodePaymentResponse(replay.headers.get('PAYMENT-RESPONSE')!).transaction, direct.transaction);
+    t.is((await receiptsOf(w, agent)).length, 1);
+    t.is((await getLink(w, link.id)).counters.settled_count, 1);
+    t.is(await tokenBalance(w, treasury), PRICE, 'nothing settled twice');
+  });
+}
 
 test('a payment whose record was pruned after its replay window is never recorded twice: 402 payment_already_used', async (t) => {
   const w = t.context;
@@ -204,7 +211,7 @@ test('a payment whose record was pruned after its replay window is never recorde
   t.deepEqual(await paidCallsOf(w, link.id), []);
 });
 
-test('a claim that never reached settlement and whose owner died is forgotten by the job (nothing moved); the buyer can pay again', async (t) => {
+test.serial('a claim that never reached settlement and whose owner died is forgotten by the job (nothing moved); the buyer can pay again', async (t) => {
   const w = t.context;
   const { link, url, treasury } = await createLink(w);
   const buyer = await fundBuyer(w);
@@ -233,5 +240,72 @@ test('a claim that never reached settlement and whose owner died is forgotten by
 
   const paid = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
   t.is(paid.status, 200);
+  t.is(await tokenBalance(w, treasury), PRICE);
+});
+
+test.serial('resuming a kept paid call checks its upstream first: an upstream that cannot be called moves no money, the call stays pending', async (t) => {
+  const w = t.context;
+  const { link, url, treasury } = await createLink(w, { metadata: { upstream_url: 'http://127.0.0.1:9/data' } });
+  // Its upstream turned into one the outbound guard refuses in every configuration (a scheme it never calls), written
+  // straight to the store before the paywall first reads the link: the check fails without any network.
+  const stored = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!;
+  await w.app.database.store.paymentLinks.update({ ...stored, metadata: { ...stored.metadata, upstream_url: 'ftp://127.0.0.1/data' } });
+  const buyer = await fundBuyer(w);
+  const payment = await buildPayment(w, url, buyer);
+  // Kept by an earlier attempt whose outcome was never learned (its request is in the claim; nothing was sent).
+  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const now = new Date();
+  const paidCalls = w.app.database.store.paidCalls;
+  const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
+  t.true((await paidCalls.claim({ network: 'chain-devnet', paymentKey, linkPk, linkId: link.id, lockedUntil: now, at: now, expiresAt: new Date(now.getTime() + 86_400_000) })).claimed);
+  const request = { version: 2 as const, transaction: payment.transaction, accept: payment.accepted, forwardQuery: '', contentType: null, accept_header: null, body: null };
+  t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
+  await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
+
+  const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
+  const body = (await replay.json()) as { error: string; message: string };
+  t.is(replay.status, 502, JSON.stringify(body));
+  t.is(body.error, 'upstream_failed');
+  t.regex(body.message, /kept pending/);
+  t.is(await tokenBalance(w, treasury), 0n, 'nothing was settled'); // before: resumed without the check, and charged
+  t.deepEqual((await paidCallsOf(w, link.id)).map((r) => r.status), ['pending']);
+});
+
+test.serial('a kept paid call is never dropped by a process whose facilitator has another fee payer: it stays pending for one that has it', async (t) => {
+  const w = t.context;
+  const { link, agent, url, treasury } = await createLink(w);
+  const buyer = await fundBuyer(w);
+  const payment = await buildPayment(w, url, buyer);
+  // Landed, and its call pending (its outcome never learned).
+  const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
+  t.true(direct.success, JSON.stringify(direct));
+  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const now = new Date();
+  const paidCalls = w.app.database.store.paidCalls;
+  const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
+  t.true((await paidCalls.claim({ network: 'chain-devnet', paymentKey, linkPk, linkId: link.id, lockedUntil: now, at: now, expiresAt: new Date(now.getTime() + 86_400_000) })).claimed);
+  const request = { version: 2 as const, transaction: payment.transaction, accept: payment.accepted, forwardQuery: '', contentType: null, accept_header: null, body: null };
+  t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
+  await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
+
+  // A job runner set up with another fee-payer key (say, another SVC_FACILITATOR_SECRET_KEY) on the same database.
+  const other = await startTestApp({
+    dataDir: w.app.dataDir,
+    databaseUrl: w.app.database.url,
+    env: {
+      SVC_DEVNET_LEDGER: w.rpcUrl,
+      SVC_MAINNET_LEDGER: w.app.ledgers.rpcUrls['chain-mainnet']!,
+      SVC_JOBS: 'off',
+      SVC_FACILITATOR_SECRET_KEY: JSON.stringify(Array.from(Keypair.generate().secretKey)),
+    },
+  });
+  t.teardown(() => other.close());
+  const tally = await other.services.paywall!.resolvePending({ olderThanMs: 0 });
+  t.is(tally.refused, 0, JSON.stringify(tally)); // before: its facilitator refused the transaction and the call was dropped
+  t.deepEqual((await paidCallsOf(w, link.id)).map((r) => r.status), ['pending']);
+
+  const after = await w.app.services.paywall!.resolvePending({ olderThanMs: 0 });
+  t.true(after.resolved >= 1, JSON.stringify(after));
+  t.is((await receiptsOf(w, agent)).length, 1);
   t.is(await tokenBalance(w, treasury), PRICE);
 });

@@ -162,10 +162,11 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
     extra: { feePayer: health.fee_payer, 'svc.fee': { v: '1', bps: 100, feeAuthority: w.feeAuthority } },
   });
   t.is(typeof accept.amount, 'string');
-  // §2.2/2.3 the link output's pay_to is the destination itself, ATA(treasury); x402's payTo is its owner, the treasury.
+  // §2.3 an accept's pay_to is the offer's payTo in the other spelling (the treasury); pay_to_token_account is the
+  // destination, ATA(treasury), as is the link's own pay_to (§2.2).
   const destination = payToFor(agent, USDC);
   t.is(destination, associatedTokenAccount(payTo, USDC.mint, USDC.tokenProgramId));
-  t.like(link.accepts[0], { network: CAIP2['chain-devnet'], asset: USDC.mint, amount: PRICE.toString(), pay_to: destination, currency: 'USDC' });
+  t.like(link.accepts[0], { network: CAIP2['chain-devnet'], asset: USDC.mint, amount: PRICE.toString(), pay_to: payTo, pay_to_token_account: destination, currency: 'USDC' });
   t.is(link.pay_to, destination);
 
   // v1, in the body.

@@ -104,7 +104,14 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
   t.is(link.facilitator, `${app.services.settings.baseUrl}/facilitator`);
   t.regex(link.facilitator, /^https?:\/\//);
   t.is(link.share_url, `${app.services.settings.baseUrl}/x/${link.id}?network=chain-devnet`);
-  t.deepEqual(link.accepts, [{ scheme: 'exact', network: DEVNET_CAIP2, pay_to: payTo, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' }]);
+  // hosted-api §2.3: an accept's pay_to is the x402 payTo (the treasury); the token account it credits is beside it,
+  // made ready by the create call (issue 9).
+  const treasury = treasuryPda(mint).toBase58();
+  t.deepEqual(link.accepts, [
+    { scheme: 'exact', network: DEVNET_CAIP2, pay_to: treasury, pay_to_token_account: payTo, pay_to_ready: true, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' },
+  ]);
+  const reread = await http(app, 'GET', `/v1/payment-links/${link.id}`, { key });
+  t.deepEqual(reread.body.accepts[0], { ...link.accepts[0], pay_to_ready: null }, 'a read does not check the ledger: null');
   t.deepEqual(link.counters, { call_count: 0, settled_count: 0, last_called_at: null, last_settled_at: null, last_tx_sig: null });
   t.regex(link.created_at, ISO_MS);
   t.deepEqual(link.metadata, { provider_url: 'https://provider.example', custom: { a: 1 } });
@@ -119,7 +126,8 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
 
   const read = await http(app, 'GET', `/v1/payment-links/${link.id}`, { key });
   t.is(read.status, 200);
-  t.deepEqual(read.body, link, 'GET returns what create returned');
+  const unchecked = link.accepts.map((a: Record<string, unknown>) => ({ ...a, pay_to_ready: null }));
+  t.deepEqual(read.body, { ...link, accepts: unchecked }, 'GET returns what create returned (a read does not check pay_to_ready)');
 });
 
 test('create echoes protocol, response, webhook_url and wrap_receipt as given', async (t) => {
@@ -464,7 +472,9 @@ test('preview returns accepts[], pay_to and facilitator and stores nothing', asy
   t.is(res.body.pay_to, payTo);
   t.is(res.body.treasury, treasuryPda(mint).toBase58());
   t.is(res.body.facilitator, `${app.services.settings.baseUrl}/facilitator`);
-  t.deepEqual(res.body.accepts, [{ scheme: 'exact', network: DEVNET_CAIP2, pay_to: payTo, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' }]);
+  t.deepEqual(res.body.accepts, [
+    { scheme: 'exact', network: DEVNET_CAIP2, pay_to: res.body.treasury, pay_to_token_account: payTo, pay_to_ready: null, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' },
+  ]);
 
   const bad = await http(app, 'POST', '/v1/payment-links/preview', { key, body: { owner_agent: mint, method: 'GET', price: '1.5 usdt' } });
   expectError(t, bad, 400, 'invalid_request');

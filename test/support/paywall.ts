@@ -82,7 +82,7 @@ export interface PaywallLink {
   method: string;
   share_url: string;
   webhook_secret?: string | null;
-  accepts: { amount: string; asset: string; pay_to: string; network: string; currency: string }[];
+  accepts: { amount: string; asset: string; pay_to: string; pay_to_token_account: string; pay_to_ready: boolean | null; network: string; currency: string }[];
   counters: { call_count: number; settled_count: number; last_called_at: string | null; last_settled_at: string | null; last_tx_sig: string | null };
   [k: string]: unknown;
 }

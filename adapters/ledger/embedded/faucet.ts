@@ -3,7 +3,7 @@ import type { Faucet, FaucetRequest, FaucetResult } from '../../../domain/ports/
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
 import { decodeAddress } from '../../../domain/shared/base58.ts';
-import type { EmbeddedLedger } from './ledger.ts';
+import type { MintResult } from './ledger.ts';
 import { ADMIN_HEADER } from './keys.ts';
 
 // The faucet of the embedded ledgers: SOL from the local faucet key, curated stables minted by the local mint
@@ -50,20 +50,27 @@ function plan(request: FaucetRequest): Plan {
   return { lamports, token };
 }
 
-/** In-process faucet over the embedded ledgers (networks without one are refused). */
-export function createFaucet(ledgers: Partial<Record<Network, EmbeddedLedger>>): Faucet {
+/** What the faucet needs of an embedded ledger: an EmbeddedLedger, or a LedgerThread running one. */
+export interface FaucetLedger {
+  airdrop(to: string, lamports: bigint): string | Promise<string>;
+  decimalsOf(mint: string): number | undefined | Promise<number | undefined>;
+  mintTo(owner: string, mint: string, amount: bigint): MintResult | Promise<MintResult>;
+}
+
+/** Faucet over the embedded ledgers of this process (networks without one are refused). */
+export function createFaucet(ledgers: Partial<Record<Network, FaucetLedger>>): Faucet {
   return async (request) => {
     const p = plan(request);
     const ledger = ledgers[request.network];
     if (!ledger) throw new DomainError('invalid_request', `${request.network} is not an embedded ledger: the faucet is only for embedded ledgers`);
     const result: FaucetResult = { network: request.network, to: request.to };
-    if (p.lamports !== null) result.airdrop = { signature: ledger.airdrop(request.to, p.lamports), lamports: p.lamports };
+    if (p.lamports !== null) result.airdrop = { signature: await ledger.airdrop(request.to, p.lamports), lamports: p.lamports };
     if (p.token) {
-      const decimals = ledger.decimalsOf(p.token.mint!);
+      const decimals = await ledger.decimalsOf(p.token.mint!);
       if (decimals === undefined) throw invalid('token', `no mint ${p.token.mint} on ${request.network}`);
       const amount = parseDecimal(p.token.amountText, decimals);
       if (amount === null || amount <= 0n || amount >= 1n << 64n) throw invalid('amount', `amount must be a positive decimal with at most ${decimals} decimals`);
-      const minted = ledger.mintTo(request.to, p.token.mint!, amount);
+      const minted = await ledger.mintTo(request.to, p.token.mint!, amount);
       result.mint = { signature: minted.signature, symbol: p.token.symbol, mint: minted.mint, tokenAccount: minted.tokenAccount, amount: minted.amount, decimals: minted.decimals };
     }
     return result;

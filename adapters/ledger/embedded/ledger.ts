@@ -1,46 +1,19 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
-import { PublicKey } from '@solana/web3.js';
-import type {
-  LatestBlockhash,
-  Ledger,
-  LedgerAccount,
-  LedgerTransaction,
-  LedgerTransactionError,
-  SendOptions,
-  SendResult,
-  SignatureInfo,
-  SignaturesForAddressOptions,
-  SignatureStatus,
-  SimulateOptions,
-  SimulationResult,
-  TokenAccountBalance,
-  TransactionTokenBalance,
-} from '../../../domain/ports/ledger.ts';
+import type { LatestBlockhash, Ledger, LedgerAccount, LedgerTransaction, LedgerTransactionError, SendOptions, SendResult, SignatureInfo, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult, TokenAccountBalance } from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
 import { decodeAddress, decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
+import { BlockhashWindow } from './blockhash-window.ts';
 import { transactionErrorJson } from './errors.ts';
 import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
-import { History, type HistoryEntry, type RawInner, type RawTokenBalance, type StoredTokenBalance, type StoredTransaction } from './history.ts';
+import { History, type HistoryEntry, type RawTokenBalance, type StoredTransaction } from './history.ts';
 import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
-import {
-  ASSOCIATED_TOKEN_PROGRAM_ID,
-  COMPUTE_BUDGET_PROGRAM_ID,
-  MEMO_PROGRAM_ID,
-  MEMO_V1_PROGRAM_ID,
-  SYSTEM_PROGRAM_ID,
-  TOKEN_2022_PROGRAM_ID,
-  TOKEN_PROGRAM_ID,
-  encodeMint,
-  isMintData,
-  isTokenAccountData,
-  isTokenProgram,
-  parseTokenAccount,
-  readTokenAmount,
-} from './token.ts';
+import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, encodeMint, isMintData, isTokenAccountData, isTokenProgram, parseTokenAccount, readMintDecimals, readTokenAmount } from './token.ts';
+import { associatedTokenAccount } from '../../../domain/treasury/derive.ts';
 import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
+import { toLedgerTransaction, innerInstructionsOf, UNSTABLE, TOKEN_LAMPORTS_STABLE, ownersStable, memoSummary, priorityFee, type LocalInstruction, compileLegacyMessage } from './ledger-messages.ts';
 
 // One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
 // LiteSVM lacks — a slot clock, blockhashes that expire after 150 blocks, preflight, a signature index, history and
@@ -57,12 +30,10 @@ export const GENESIS_HASH: Record<Network, string> = {
   'chain-mainnet': '5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d',
 };
 
-export const MAX_PROCESSING_AGE = 150;
 export const SLOTS_PER_EPOCH = 432_000;
 const LAMPORTS_PER_SIGNATURE = 5_000n;
 /** below 2^53 so JSON clients that read lamports as numbers stay exact */
 const FAUCET_LAMPORTS = 4_000_000_000_000_000n;
-const LOOKUP_TABLE_PROGRAM_ID = 'AddressLookupTab1e1111111111111111111111111';
 const LOOKUP_TABLE_META_SIZE = 56;
 const RENT_EXEMPT_EPOCH = 18_446_744_073_709_551_615n;
 
@@ -77,6 +48,8 @@ export interface EmbeddedLedgerOptions {
   /** … or this long after the first unsaved change (default 5000 ms) */
   snapshotIntervalMs?: number;
   onWarning?: (message: string) => void;
+  /** the caller already holds the directory's LOCK (a LedgerThread takes it on the main thread) and releases it */
+  lockHeld?: boolean;
 }
 
 interface TokenInfo {
@@ -163,16 +136,12 @@ export class EmbeddedLedger implements Ledger {
   private svm: LiteSvm;
   private readonly history: History;
   private header: SnapshotHeader;
-  private readonly seed: Buffer;
   private lastSlot: number;
   private clockSlot = -1;
   private readonly releaseLock: () => void;
 
-  // blockhash window: heights [top - 150, top]
-  private windowTop = -1;
-  private readonly window: { height: number; text: string; raw: string }[] = [];
-  private readonly windowByText = new Map<string, number>();
-  private readonly windowByRaw = new Map<string, number>();
+  /** blockhashes of heights [top - 150, top] */
+  private readonly blockhashes: BlockhashWindow;
 
   /** latin1 of 32 key bytes → its base58 name and a copy of the bytes (for LiteSVM calls, without a view per use) */
   private readonly names = new Map<string, { name: string; key: Buffer }>();
@@ -203,7 +172,7 @@ export class EmbeddedLedger implements Ledger {
     this.warn = options.onWarning ?? (() => {});
     this.svm = parts.svm;
     this.header = parts.header;
-    this.seed = Buffer.from(parts.header.blockhashSeed, 'hex');
+    this.blockhashes = new BlockhashWindow(Buffer.from(parts.header.blockhashSeed, 'hex'));
     this.releaseLock = parts.releaseLock;
     this.mintAuthority = parts.mintAuthority;
     this.faucet = parts.faucet;
@@ -220,7 +189,7 @@ export class EmbeddedLedger implements Ledger {
    */
   static async open(options: EmbeddedLedgerOptions): Promise<EmbeddedLedger> {
     mkdirSync(options.dir, { recursive: true, mode: 0o700 });
-    const releaseLock = acquireLock(options.dir);
+    const releaseLock = options.lockHeld ? () => {} : acquireLock(options.dir);
     try {
       const mintAuthority = loadOrCreateKeypair(join(options.dir, 'mint-authority.json'));
       const faucet = loadOrCreateKeypair(join(options.dir, 'faucet.json'));
@@ -271,42 +240,18 @@ export class EmbeddedLedger implements Ledger {
     this.markUnsaved();
   }
 
-  private blockhashAt(height: number): Buffer {
-    const h = createHash('sha256');
-    h.update(this.seed);
-    const n = Buffer.alloc(8);
-    n.writeBigUInt64LE(BigInt(height));
-    h.update(n);
-    return h.digest();
-  }
-
   private refreshWindow(): number {
-    const top = this.slot();
-    if (top === this.windowTop) return top;
-    for (let h = Math.max(this.windowTop + 1, top - MAX_PROCESSING_AGE, 0); h <= top; h++) {
-      const raw = this.blockhashAt(h);
-      const entry = { height: h, text: encodeBase58(raw), raw: raw.toString('latin1') };
-      this.window.push(entry);
-      this.windowByText.set(entry.text, h);
-      this.windowByRaw.set(entry.raw, h);
-    }
-    while (this.window.length && this.window[0]!.height < top - MAX_PROCESSING_AGE) {
-      const old = this.window.shift()!;
-      this.windowByText.delete(old.text);
-      this.windowByRaw.delete(old.raw);
-    }
-    this.windowTop = top;
-    return top;
+    return this.blockhashes.refresh(this.slot());
   }
 
   latestBlockhash(): LatestBlockhash {
-    const height = this.refreshWindow();
-    return { blockhash: this.window[this.window.length - 1]!.text, lastValidBlockHeight: height + MAX_PROCESSING_AGE, slot: height };
+    this.refreshWindow();
+    return this.blockhashes.latest();
   }
 
   blockhashValid(blockhash: string): boolean {
     this.refreshWindow();
-    return this.windowByText.has(blockhash);
+    return this.blockhashes.has(blockhash);
   }
 
   private syncClock(slot: number, unixSeconds: number): void {
@@ -449,7 +394,7 @@ export class EmbeddedLedger implements Ledger {
     if (d === undefined) {
       const account = this.readAccount(mint);
       if (!account || !isMintData(account.owner, account.data)) return undefined;
-      d = account.data[44]!;
+      d = readMintDecimals(account.data);
       this.decimals.set(mint, d);
     }
     return d;
@@ -556,7 +501,7 @@ export class EmbeddedLedger implements Ledger {
     const resolved = this.resolveKeys(tx);
     if ('err' in resolved) return this.drop(skip, signature, resolved.err);
     const names = resolved.names;
-    const inWindow = this.windowByRaw.has((tx.bytes as LatinBuffer).latin1Slice(tx.blockhashOffset, tx.blockhashOffset + 32));
+    const inWindow = this.blockhashes.hasRaw((tx.bytes as LatinBuffer).latin1Slice(tx.blockhashOffset, tx.blockhashOffset + 32));
     const nonceKey = inWindow ? null : this.nonceAccountOf(tx, resolved);
     if (!inWindow && !nonceKey) return this.drop(skip, signature, 'BlockhashNotFound');
     if (this.history.has(signature)) return this.drop(skip, signature, 'AlreadyProcessed');
@@ -706,7 +651,7 @@ export class EmbeddedLedger implements Ledger {
     const out: Partial<SimulateWireResult> = {};
     if (options.replaceRecentBlockhash) {
       out.replacementBlockhash = this.latestBlockhash();
-    } else if (!this.windowByRaw.has(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
+    } else if (!this.blockhashes.hasRaw(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
       const resolved = this.resolveKeys(tx);
       const nonce = 'err' in resolved ? null : this.nonceAccountOf(tx, resolved);
       if (!nonce) return { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 };
@@ -751,7 +696,7 @@ export class EmbeddedLedger implements Ledger {
       return null;
     }
     this.refreshWindow();
-    if (!this.windowByRaw.has(m.bytes.toString('latin1', m.blockhashOffset, m.blockhashOffset + 32))) return null;
+    if (!this.blockhashes.hasRaw(m.bytes.toString('latin1', m.blockhashOffset, m.blockhashOffset + 32))) return null;
     const names: string[] = [];
     for (let i = 0; i < m.numStaticKeys; i++) names.push(this.nameAt(m.bytes, m.keysOffset + i * 32));
     return LAMPORTS_PER_SIGNATURE * BigInt(m.numRequiredSignatures) + priorityFee(m.instructions, names);
@@ -815,8 +760,8 @@ export class EmbeddedLedger implements Ledger {
     if (!mintAccount || !isMintData(mintAccount.owner, mintAccount.data)) throw new RangeError(`no mint at ${mint}`);
     if (amount <= 0n || amount > 0xffff_ffff_ffff_ffffn) throw new RangeError('amount must be a positive u64');
     const tokenProgram = mintAccount.owner;
-    const decimals = mintAccount.data[44]!;
-    const ata = associatedTokenAddress(owner, mint, tokenProgram);
+    const decimals = readMintDecimals(mintAccount.data);
+    const ata = associatedTokenAccount(owner, mint, tokenProgram);
     const mintData = Buffer.alloc(10);
     mintData[0] = 14; // MintToChecked
     mintData.writeBigUInt64LE(amount, 1);
@@ -1049,187 +994,4 @@ export class EmbeddedLedger implements Ledger {
     const record = this.transactionRecord(signature);
     return record ? toLedgerTransaction(record) : null;
   }
-}
-
-// ---- helpers shared with the JSON-RPC server ----
-
-export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRecord): LedgerTransaction {
-  const tokenBalance = (b: StoredTokenBalance): TransactionTokenBalance => ({
-    accountIndex: b.index,
-    account: accountKeys[b.index]!,
-    mint: b.mint,
-    owner: b.owner,
-    amount: b.amount,
-    decimals: b.decimals,
-    tokenProgram: b.program,
-  });
-  return {
-    signature: stored.sig,
-    slot: stored.slot,
-    blockTime: stored.time,
-    version: wire.version,
-    err: stored.err,
-    fee: stored.fee,
-    accountKeys,
-    signers: accountKeys.slice(0, wire.numRequiredSignatures),
-    recentBlockhash: encodeBase58(wire.bytes.subarray(wire.blockhashOffset, wire.blockhashOffset + 32)),
-    preBalances: stored.pre,
-    postBalances: stored.post,
-    preTokenBalances: stored.preTok.map(tokenBalance),
-    postTokenBalances: stored.postTok.map(tokenBalance),
-    instructions: wire.instructions.map((ix) => ({
-      programId: accountKeys[ix.programIndex]!,
-      accounts: Array.from(ix.accounts, (i) => accountKeys[i]!),
-      data: new Uint8Array(ix.data),
-    })),
-    innerInstructions: stored.inner.map(([index, list]) => ({
-      index,
-      instructions: list.map(([programIndex, accounts, data]) => ({
-        programId: accountKeys[programIndex]!,
-        accounts: accounts.map((i) => accountKeys[i]!),
-        data: new Uint8Array(data),
-      })),
-    })),
-    logs: stored.logs,
-    unitsConsumed: stored.cu,
-  };
-}
-
-function innerInstructionsOf(meta: TransactionMetadata): RawInner | undefined {
-  const groups = meta.innerInstructions();
-  let out: RawInner | undefined;
-  for (let i = 0; i < groups.length; i++) {
-    const group = groups[i]!;
-    if (group.length === 0) continue;
-    const list: RawInner[number][1] = [];
-    for (const inner of group) {
-      const c = inner.instruction();
-      list.push([c.programIdIndex(), c.accounts(), c.data(), inner.stackHeight()]);
-    }
-    (out ??= []).push([i, list]);
-  }
-  return out;
-}
-
-/** Programs whose instructions never reassign an account that is a signer or already a token account. */
-const OWNER_STABLE_PROGRAMS = new Set([COMPUTE_BUDGET_PROGRAM_ID, TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, ASSOCIATED_TOKEN_PROGRAM_ID, MEMO_PROGRAM_ID, MEMO_V1_PROGRAM_ID]);
-
-const UNSTABLE = 0;
-/** no instruction changes an account's owner program except by creating a new account */
-const OWNERS_STABLE = 1;
-/** … and none moves lamports into or out of an existing token account */
-const TOKEN_LAMPORTS_STABLE = 2;
-
-/** What the transaction's top-level instructions can do to existing accounts (their CPIs included). */
-function ownersStable(tx: WireTransaction, names: string[]): number {
-  let result = TOKEN_LAMPORTS_STABLE;
-  for (const ix of tx.instructions) {
-    const program = names[ix.programIndex]!;
-    if (program === TOKEN_PROGRAM_ID || program === TOKEN_2022_PROGRAM_ID) {
-      const kind = ix.dataLength > 0 ? ix.bytesOf()[ix.dataOffset] : -1;
-      if (kind === 9 || (kind === 38 && program === TOKEN_2022_PROGRAM_ID)) result = OWNERS_STABLE; // CloseAccount, WithdrawExcessLamports
-      continue;
-    }
-    if (OWNER_STABLE_PROGRAMS.has(program)) continue;
-    if (program === SYSTEM_PROGRAM_ID) {
-      const d = ix.data;
-      const kind = d.length >= 4 && d[1] === 0 && d[2] === 0 && d[3] === 0 ? d[0] : -1;
-      if (kind === 4) continue; // AdvanceNonceAccount
-      if (kind === 2 || kind === 11) {
-        result = OWNERS_STABLE; // Transfer, TransferWithSeed: lamports may go to a token account
-        continue;
-      }
-    }
-    return UNSTABLE;
-  }
-  return result;
-}
-
-/** The RPC's memo summary: "[len] text" per memo instruction, joined by "; ". */
-function memoSummary(tx: Pick<WireTransaction, 'instructions'>, names: string[]): string | null {
-  let out: string | null = null;
-  for (const ix of tx.instructions) {
-    const program = names[ix.programIndex];
-    if (program !== MEMO_PROGRAM_ID && program !== MEMO_V1_PROGRAM_ID) continue;
-    const text = `[${ix.dataLength}] ${ix.bytesOf().toString('utf8', ix.dataOffset, ix.dataOffset + ix.dataLength)}`;
-    out = out === null ? text : `${out}; ${text}`;
-  }
-  return out;
-}
-
-const BUILTIN_PROGRAMS = new Set([
-  SYSTEM_PROGRAM_ID,
-  'ComputeBudget111111111111111111111111111111',
-  LOOKUP_TABLE_PROGRAM_ID,
-  'BPFLoaderUpgradeab1e11111111111111111111111',
-  'BPFLoader2111111111111111111111111111111111',
-  'BPFLoader1111111111111111111111111111111111',
-  'LoaderV411111111111111111111111111111111111',
-  'Vote111111111111111111111111111111111111111',
-  'Stake11111111111111111111111111111111111111',
-  'Config1111111111111111111111111111111111111',
-]);
-
-/** ceil(unit price × unit limit / 1e6), with the runtime's default limits when no SetComputeUnitLimit is given. */
-function priorityFee(instructions: { programIndex: number; data: Uint8Array }[], names: string[]): bigint {
-  let limit: bigint | null = null;
-  let price = 0n;
-  let defaultLimit = 0n;
-  for (const ix of instructions) {
-    const program = names[ix.programIndex];
-    if (program === 'ComputeBudget111111111111111111111111111111') {
-      const d = Buffer.from(ix.data);
-      if (d[0] === 2 && d.length === 5) limit = BigInt(d.readUInt32LE(1));
-      else if (d[0] === 3 && d.length === 9) price = d.readBigUInt64LE(1);
-    }
-    defaultLimit += program !== undefined && BUILTIN_PROGRAMS.has(program) ? 3_000n : 200_000n;
-  }
-  const units = (limit ?? defaultLimit) > 1_400_000n ? 1_400_000n : (limit ?? defaultLimit);
-  return (price * units + 999_999n) / 1_000_000n;
-}
-
-export function associatedTokenAddress(owner: string, mint: string, tokenProgram: string): string {
-  return PublicKey.findProgramAddressSync(
-    [new PublicKey(owner).toBytes(), new PublicKey(tokenProgram).toBytes(), new PublicKey(mint).toBytes()],
-    new PublicKey(ASSOCIATED_TOKEN_PROGRAM_ID),
-  )[0].toBase58();
-}
-
-interface LocalInstruction {
-  programId: string;
-  accounts: { address: string; signer: boolean; writable: boolean }[];
-  data: Uint8Array;
-}
-
-/** A legacy message: payer first, then writable signers, readonly signers, writable and readonly others. */
-function compileLegacyMessage(payer: string, instructions: LocalInstruction[], blockhash: string): Buffer {
-  const metas = new Map<string, { signer: boolean; writable: boolean }>();
-  const note = (address: string, signer: boolean, writable: boolean) => {
-    const m = metas.get(address);
-    if (m) {
-      m.signer ||= signer;
-      m.writable ||= writable;
-    } else metas.set(address, { signer, writable });
-  };
-  note(payer, true, true);
-  for (const ix of instructions) {
-    for (const a of ix.accounts) note(a.address, a.signer, a.writable);
-    note(ix.programId, false, false);
-  }
-  const rank = (m: { signer: boolean; writable: boolean }) => (m.signer ? (m.writable ? 0 : 1) : m.writable ? 2 : 3);
-  const ordered = [...metas.entries()].sort(([a, ma], [b, mb]) => (a === payer ? -1 : b === payer ? 1 : rank(ma) - rank(mb)));
-  const keys = ordered.map(([address]) => address);
-  const index = new Map(keys.map((k, i) => [k, i]));
-  const header = [
-    ordered.filter(([, m]) => m.signer).length,
-    ordered.filter(([, m]) => m.signer && !m.writable).length,
-    ordered.filter(([, m]) => !m.signer && !m.writable).length,
-  ];
-  const parts: Buffer[] = [Buffer.from(header), Buffer.from(shortU16(keys.length)), ...keys.map((k) => Buffer.from(decodeAddress(k)!))];
-  parts.push(Buffer.from(decodeBase58(blockhash)!), Buffer.from(shortU16(instructions.length)));
-  for (const ix of instructions) {
-    parts.push(Buffer.from([index.get(ix.programId)!]), Buffer.from(shortU16(ix.accounts.length)), Buffer.from(ix.accounts.map((a) => index.get(a.address)!)));
-    parts.push(Buffer.from(shortU16(ix.data.length)), Buffer.from(ix.data));
-  }
-  return Buffer.concat(parts);
 }

@@ -1,14 +1,13 @@
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
 import { encodeBase58 } from '../../../domain/shared/base58.ts';
+import { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID } from '../../../domain/facilitator/schema.ts';
 
 // SPL Token / Token-2022 account layouts: enough to read balances and answer jsonParsed like the RPC does.
 
-export const SYSTEM_PROGRAM_ID = '11111111111111111111111111111111';
-export const ASSOCIATED_TOKEN_PROGRAM_ID = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
-export const MEMO_PROGRAM_ID = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
 export const MEMO_V1_PROGRAM_ID = 'Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo';
-export const COMPUTE_BUDGET_PROGRAM_ID = 'ComputeBudget111111111111111111111111111111';
-export { TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID };
+export const LOOKUP_TABLE_PROGRAM_ID = 'AddressLookupTab1e1111111111111111111111111';
+// one definition of the program ids: the domain's
+export { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID };
 
 export const TOKEN_ACCOUNT_SIZE = 165;
 export const MINT_SIZE = 82;
@@ -73,6 +72,11 @@ export function isMintData(owner: string, data: Uint8Array): boolean {
   return owner === TOKEN_2022_PROGRAM_ID && data.length > TOKEN_ACCOUNT_SIZE && data[TOKEN_ACCOUNT_SIZE] === ACCOUNT_TYPE_MINT;
 }
 
+/** A mint's decimals (byte 44 of the Mint layout), without parsing the rest. */
+export function readMintDecimals(data: Uint8Array): number {
+  return data[44]!;
+}
+
 /** Mint (0..32), owner (32..64) and amount (64..72) only: the hot path. */
 export function readTokenAmount(data: Uint8Array): bigint {
   return view(data).getBigUint64(64, true);
@@ -99,7 +103,7 @@ export function parseMint(data: Uint8Array): MintState {
   return {
     mintAuthority: optionalKey(data, 0),
     supply: dv.getBigUint64(36, true),
-    decimals: data[44]!,
+    decimals: readMintDecimals(data),
     isInitialized: data[45] === 1,
     freezeAuthority: optionalKey(data, 46),
     extensions: data.length > TOKEN_ACCOUNT_SIZE ? extensionTypes(data) : [],

@@ -91,6 +91,11 @@ builder.queryFields((t) => ({
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.api.events.get({ id }),
   }),
+  eventKinds: t.field({
+    type: 'JSON',
+    description: 'The event catalogue: [{ kind, description, phases, metadata_schema }] (as GET /v1/event-kinds).',
+    resolve: async (_root, _args, ctx) => (await ctx.api.events.kinds()).data,
+  }),
 }));
 
 builder.subscriptionFields((t) => ({

@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import { Event, EventIdInput, EventList, ListEventsInput } from '../../../domain/events/schema.ts';
+import { EventCatalogue, eventCatalogue } from '../../../domain/events/kinds.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['events'];
@@ -15,4 +17,12 @@ export const eventsRouter = router({
     .input(EventIdInput)
     .output(Event)
     .query(({ ctx, input }) => ctx.services.events.get(ctx.principal, input.id)),
+
+  kinds: keyedProcedure
+    .meta({
+      openapi: { method: 'GET', path: '/v1/event-kinds', tags, summary: 'The event catalogue: every kind, its phases and the JSON Schema of its metadata (also the webhook payload data)' },
+    })
+    .input(z.object({}).optional())
+    .output(EventCatalogue)
+    .query(() => ({ data: eventCatalogue() })),
 });

@@ -1,0 +1,206 @@
+import { mkdirSync } from 'node:fs';
+import { Worker } from 'node:worker_threads';
+import type {
+  LatestBlockhash,
+  Ledger,
+  LedgerAccount,
+  LedgerTransaction,
+  SendOptions,
+  SendResult,
+  SignatureInfo,
+  SignaturesForAddressOptions,
+  SignatureStatus,
+  SimulateOptions,
+  SimulationResult,
+  TokenAccountBalance,
+} from '../../../domain/ports/ledger.ts';
+import { DomainError } from '../../../domain/shared/errors.ts';
+import type { Network } from '../../../domain/shared/network.ts';
+import type { FaucetLedger } from './faucet.ts';
+import { acquireLock } from './files.ts';
+import type { MintResult } from './ledger.ts';
+import type { PubSubLimits } from './pubsub.ts';
+import { deserializeError, type FromThread, type LedgerThreadData, type ThreadMethod, type ToThread } from './thread-protocol.ts';
+
+// An embedded ledger run off the main thread (issue 17: 200 sockets × 100 accountSubscribe stalled /v1/health for
+// 4.5 s when LiteSVM and its JSON-RPC server shared the gateway's event loop). The worker (thread-worker.ts) owns
+// the EmbeddedLedger, its files under SVC_DATA_DIR/ledger/<network>/ and its JSON-RPC/PubSub server; this side is
+// the Ledger port for the gateway and the faucet's operations, each call one message.
+
+export interface LedgerThreadOptions {
+  network: Network;
+  /** this network's directory, e.g. `${dataDir}/ledger/chain-devnet` */
+  dir: string;
+  slotMs?: number | undefined;
+  /** serve its JSON-RPC from the thread on this port (PubSub on port + 1), bound to host; omit = no server */
+  rpc?: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined } | undefined;
+  onWarning?: ((message: string) => void) | undefined;
+}
+
+/** The worker, started through tsx when this code runs from TypeScript sources (workers do not inherit its hooks). */
+function startWorker(data: LedgerThreadData): Worker {
+  const entry = new URL(`./thread-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url).href;
+  if (!entry.endsWith('.ts')) return new Worker(new URL(entry), { workerData: data });
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const code = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`;
+  return new Worker(code, { eval: true, workerData: data });
+}
+
+export class LedgerThread implements Ledger, FaucetLedger {
+  readonly network: Network;
+  readonly dir: string;
+  /** the thread's JSON-RPC, e.g. http://127.0.0.1:8899 and ws://127.0.0.1:8900; null without a server */
+  readonly rpcUrl: string | null;
+  readonly wsUrl: string | null;
+
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (value: unknown) => void; reject: (e: Error) => void }>();
+  private stopped: Error | null = null;
+  private readonly exited: Promise<void>;
+
+  private constructor(
+    private readonly worker: Worker,
+    options: LedgerThreadOptions,
+    ready: { url: string | null; wsUrl: string | null },
+    exited: Promise<void>,
+  ) {
+    this.network = options.network;
+    this.dir = options.dir;
+    this.rpcUrl = ready.url;
+    this.wsUrl = ready.wsUrl;
+    this.exited = exited;
+  }
+
+  /** Starts the thread and opens the ledger in it; rejects as EmbeddedLedger.open does (LedgerLockedError, …). */
+  static async open(options: LedgerThreadOptions): Promise<LedgerThread> {
+    // The LOCK is taken here, not in the worker: this thread's registry of held directories is the one that
+    // lockHolder() (joinLedgers, runFaucet) consults, and the lock must outlive a crashed worker until it is gone.
+    mkdirSync(options.dir, { recursive: true, mode: 0o700 });
+    const releaseLock = acquireLock(options.dir);
+    let worker: Worker;
+    try {
+      worker = startWorker({ network: options.network, dir: options.dir, slotMs: options.slotMs, lockHeld: true, rpc: options.rpc ?? null });
+    } catch (e) {
+      releaseLock();
+      throw e;
+    }
+    const warn = options.onWarning ?? (() => {});
+    let thread: LedgerThread | undefined;
+    let settle: { resolve: (t: LedgerThread) => void; reject: (e: Error) => void };
+    const opened = new Promise<LedgerThread>((resolve, reject) => (settle = { resolve, reject }));
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => (releaseLock(), resolve())));
+    worker.on('message', (message: FromThread) => {
+      if (message.type === 'ready') settle.resolve((thread = new LedgerThread(worker, options, message, exited)));
+      else if (message.type === 'failed') settle.reject(deserializeError(message.error));
+      else if (message.type === 'warning') warn(message.message);
+      else thread?.settle(message);
+    });
+    worker.on('error', (e) => {
+      warn(`the ${options.network} ledger thread failed: ${e.message}`);
+      settle.reject(e);
+      thread?.stop(e);
+    });
+    worker.once('exit', (code) => {
+      const e = new Error(`the ${options.network} ledger thread exited (${code})`);
+      settle.reject(e);
+      thread?.stop(e);
+    });
+    return opened;
+  }
+
+  private settle(message: Extract<FromThread, { type: 'reply' }>): void {
+    const call = this.pending.get(message.id);
+    if (!call) return;
+    this.pending.delete(message.id);
+    if (message.ok) call.resolve(message.value);
+    else call.reject(deserializeError(message.error));
+  }
+
+  private stop(cause: Error): void {
+    this.stopped ??= cause;
+    for (const call of this.pending.values()) call.reject(this.unavailable());
+    this.pending.clear();
+  }
+
+  private unavailable(): DomainError {
+    return new DomainError('rpc_unavailable', `the ${this.network} ledger is not running: ${this.stopped?.message ?? 'closed'}`);
+  }
+
+  private call<T>(method: ThreadMethod | 'close', args: unknown[] = []): Promise<T> {
+    if (this.stopped) return Promise.reject(this.unavailable());
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      this.worker.postMessage((method === 'close' ? { id, method } : { id, method, args }) satisfies ToThread);
+    });
+  }
+
+  // ---- the Ledger port ----
+
+  getLatestBlockhash(): Promise<LatestBlockhash> {
+    return this.call('getLatestBlockhash');
+  }
+  isBlockhashValid(blockhash: string): Promise<boolean> {
+    return this.call('isBlockhashValid', [blockhash]);
+  }
+  getBlockHeight(): Promise<number> {
+    return this.call('getBlockHeight');
+  }
+  getSlot(): Promise<number> {
+    return this.call('getSlot');
+  }
+  getAccount(address: string): Promise<LedgerAccount | null> {
+    return this.call('getAccount', [address]);
+  }
+  getMultipleAccounts(addresses: string[]): Promise<(LedgerAccount | null)[]> {
+    return this.call('getMultipleAccounts', [addresses]);
+  }
+  getBalance(address: string): Promise<bigint> {
+    return this.call('getBalance', [address]);
+  }
+  getTokenBalances(owner: string, filter: { mint?: string } = {}): Promise<TokenAccountBalance[]> {
+    return this.call('getTokenBalances', [owner, filter]);
+  }
+  simulateTransaction(wire: Uint8Array, options: SimulateOptions = {}): Promise<SimulationResult> {
+    return this.call('simulateTransaction', [wire, options]);
+  }
+  sendTransaction(wire: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
+    return this.call('sendTransaction', [wire, options]);
+  }
+  getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
+    return this.call('getSignatureStatuses', [signatures]);
+  }
+  getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
+    return this.call('getSignaturesForAddress', [address, options]);
+  }
+  getTransaction(signature: string): Promise<LedgerTransaction | null> {
+    return this.call('getTransaction', [signature]);
+  }
+
+  // ---- the faucet and dev tooling ----
+
+  airdrop(to: string, lamports: bigint): Promise<string> {
+    return this.call('airdrop', [to, lamports]);
+  }
+  mintTo(owner: string, mint: string, amount: bigint): Promise<MintResult> {
+    return this.call('mintTo', [owner, mint, amount]);
+  }
+  decimalsOf(mint: string): Promise<number | undefined> {
+    return this.call('decimalsOf', [mint]);
+  }
+  /** moves the slot clock forward (tests, dev tooling) */
+  advance(slots: number): Promise<void> {
+    return this.call('advance', [slots]);
+  }
+
+  /** Stops the server, saves a final snapshot, releases the directory and ends the thread. */
+  async close(): Promise<void> {
+    if (!this.stopped) {
+      await this.call('close').catch(() => {});
+      this.stop(new Error('closed'));
+    }
+    const cut = setTimeout(() => void this.worker.terminate(), 10_000);
+    await this.exited;
+    clearTimeout(cut);
+  }
+}

@@ -1,0 +1,266 @@
+import type { WebSocket } from 'ws';
+import { toJson } from './json.ts';
+import type { EmbeddedLedger } from './ledger.ts';
+import { accountEncoding, address, config, errorObject, signature, validId, type JsonRpcRequest } from './rpc-methods.ts';
+import { encodeAccount, invalidParams, RpcError, type AccountEncoding } from './rpc-encode.ts';
+
+// Solana PubSub over WebSocket for the embedded ledger: signature, account, slot and root subscriptions, with caps
+// per socket and per client (rpc-server.ts attaches each accepted socket).
+
+/** JSON-RPC server-error range: a PubSub cap was reached (subscriptions per socket, sockets per client) */
+export const LIMIT_REACHED = -32098;
+
+/** Caps of the PubSub server, so one client cannot make the ledger's thread work for everyone's subscriptions. */
+export interface PubSubLimits {
+  /** subscriptions one WebSocket may hold at once (default 256) */
+  subscriptionsPerSocket?: number | undefined;
+  /** WebSockets open at once from one client address (default 64) */
+  socketsPerClient?: number | undefined;
+}
+export const DEFAULT_LIMITS: Required<PubSubLimits> = { subscriptionsPerSocket: 256, socketsPerClient: 64 };
+
+// ---- PubSub over WebSocket ----
+
+type Level = 'processed' | 'confirmed' | 'finalized';
+const RANK: Record<Level, number> = { processed: 0, confirmed: 1, finalized: 2 };
+const level = (value: unknown): Level => (value === 'processed' || value === 'confirmed' ? value : value === 'recent' ? 'processed' : value === 'single' || value === 'singleGossip' ? 'confirmed' : 'finalized');
+
+type Subscription =
+  | { kind: 'signature'; socket: WebSocket; signature: string; level: Level }
+  | { kind: 'account'; socket: WebSocket; address: string; encoding: AccountEncoding }
+  | { kind: 'slot' | 'root'; socket: WebSocket };
+
+export class PubSub {
+  private nextId = 1;
+  private readonly subs = new Map<number, Subscription>();
+  private readonly bySignature = new Map<string, Set<number>>();
+  private readonly byAccount = new Map<string, Set<number>>();
+  private readonly slotSubs = new Set<number>();
+  /** landed signatures whose subscribers wait for a higher commitment */
+  private waiting: { id: number; seq: number; slot: number; err: unknown }[] = [];
+  private slotTimer: NodeJS.Timeout | undefined;
+  private lastSlot = -1;
+  private readonly unlisten: () => void;
+  private readonly unlistenCommit: () => void;
+
+  /** each socket's subscription ids */
+  private readonly ofSocket = new WeakMap<WebSocket, Set<number>>();
+  /** open sockets per client address */
+  private readonly sockets = new Map<string, number>();
+
+  constructor(
+    private readonly ledger: EmbeddedLedger,
+    private readonly limits: Required<PubSubLimits>,
+  ) {
+    this.unlisten = ledger.onTransaction((landed) => {
+      const sigSubs = this.bySignature.get(landed.signature);
+      if (sigSubs) {
+        for (const id of sigSubs) {
+          const sub = this.subs.get(id);
+          if (sub?.kind !== 'signature') continue;
+          if (sub.level === 'processed') this.notifySignature(id, landed.slot, landed.err);
+          else this.waiting.push({ id, seq: landed.seq, slot: landed.slot, err: landed.err });
+        }
+        this.bySignature.delete(landed.signature);
+      }
+      if (this.byAccount.size) {
+        for (const address of landed.writable) {
+          const ids = this.byAccount.get(address);
+          if (!ids) continue;
+          const account = ledger.readAccount(address);
+          for (const id of ids) {
+            const sub = this.subs.get(id);
+            if (sub?.kind !== 'account') continue;
+            const value = account ? encodeAccount(ledger, account, sub.encoding) : { data: ['', 'base64'], executable: false, lamports: 0, owner: '11111111111111111111111111111111', rentEpoch: 0, space: 0 };
+            this.notify(sub.socket, 'accountNotification', id, { context: { slot: landed.slot }, value });
+          }
+        }
+      }
+    });
+    this.unlistenCommit = ledger.onCommit((reached, seq) => this.onCommit(reached, seq));
+  }
+
+  private onCommit(reached: Level, seq: number): void {
+    if (!this.waiting.length) return;
+    const still: typeof this.waiting = [];
+    for (const w of this.waiting) {
+      const sub = this.subs.get(w.id);
+      if (sub?.kind !== 'signature') continue;
+      if (w.seq <= seq && RANK[sub.level] <= RANK[reached]) this.notifySignature(w.id, w.slot, w.err);
+      else still.push(w);
+    }
+    this.waiting = still;
+  }
+
+  private notifySignature(id: number, slot: number, err: unknown): void {
+    const sub = this.subs.get(id);
+    if (!sub) return;
+    this.notify(sub.socket, 'signatureNotification', id, { context: { slot }, value: { err } });
+    this.subs.delete(id);
+    this.ofSocket.get(sub.socket)?.delete(id); // a signature subscription ends with its notification
+  }
+
+  attach(socket: WebSocket, client: string): void {
+    const open = this.sockets.get(client) ?? 0;
+    if (open >= this.limits.socketsPerClient) {
+      socket.on('error', () => socket.terminate());
+      this.send(socket, errorObject(null, new RpcError(LIMIT_REACHED, `Too many WebSocket connections from this client (max ${this.limits.socketsPerClient})`)));
+      return void socket.close(1008, 'too many connections');
+    }
+    this.sockets.set(client, open + 1);
+    socket.once('close', () => {
+      const left = (this.sockets.get(client) ?? 1) - 1;
+      if (left > 0) this.sockets.set(client, left);
+      else this.sockets.delete(client);
+    });
+    const mine = new Set<number>();
+    this.ofSocket.set(socket, mine);
+    // a bad frame (invalid UTF-8, over maxPayload) is an 'error' on the socket: close it, never throw
+    socket.on('error', () => socket.terminate());
+    socket.on('message', (raw) => {
+      try {
+        this.onMessage(socket, raw.toString(), mine);
+      } catch {
+        this.send(socket, errorObject(null, new RpcError(-32603, 'Internal error')));
+      }
+    });
+    socket.on('close', () => {
+      for (const id of mine) this.remove(id);
+    });
+  }
+
+  private onMessage(socket: WebSocket, text: string, mine: Set<number>): void {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return this.send(socket, errorObject(null, new RpcError(-32700, 'Parse error')));
+    }
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+    const request = parsed as JsonRpcRequest;
+    if (request.id === undefined) return; // notifications (pings)
+    if (!validId(request.id)) return this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+    try {
+      const result = this.call(socket, request, mine);
+      this.send(socket, { jsonrpc: '2.0', result, id: request.id });
+      this.afterSubscribe(result, request);
+    } catch (e) {
+      this.send(socket, errorObject(request.id, e instanceof RpcError ? e : new RpcError(-32603, (e as Error).message)));
+    }
+  }
+
+  private send(socket: WebSocket, message: unknown): void {
+    if (socket.readyState === socket.OPEN) socket.send(toJson(message));
+  }
+
+  private call(socket: WebSocket, request: JsonRpcRequest, mine: Set<number>): unknown {
+    const params = Array.isArray(request.params) ? request.params : [];
+    const add = (sub: Subscription) => {
+      if (mine.size >= this.limits.subscriptionsPerSocket) {
+        throw new RpcError(LIMIT_REACHED, `Too many subscriptions on this socket (max ${this.limits.subscriptionsPerSocket}); unsubscribe or open another socket`);
+      }
+      const id = this.nextId++;
+      this.subs.set(id, sub);
+      mine.add(id);
+      return id;
+    };
+    switch (request.method) {
+      case 'signatureSubscribe': {
+        const s = signature(params[0]);
+        const id = add({ kind: 'signature', socket, signature: s, level: level(config(params, 1).commitment) });
+        let set = this.bySignature.get(s);
+        if (!set) this.bySignature.set(s, (set = new Set()));
+        set.add(id);
+        return id;
+      }
+      case 'accountSubscribe': {
+        const a = address(params[0]);
+        const id = add({ kind: 'account', socket, address: a, encoding: accountEncoding({ encoding: config(params, 1).encoding ?? 'base64' }) });
+        let set = this.byAccount.get(a);
+        if (!set) this.byAccount.set(a, (set = new Set()));
+        set.add(id);
+        return id;
+      }
+      case 'slotSubscribe':
+      case 'rootSubscribe': {
+        const id = add({ kind: request.method === 'slotSubscribe' ? 'slot' : 'root', socket });
+        this.slotSubs.add(id);
+        this.startSlots();
+        return id;
+      }
+      case 'signatureUnsubscribe':
+      case 'accountUnsubscribe':
+      case 'slotUnsubscribe':
+      case 'rootUnsubscribe': {
+        const id = params[0];
+        if (typeof id !== 'number' || !mine.has(id)) throw invalidParams('Invalid subscription id.');
+        this.remove(id);
+        mine.delete(id);
+        return true;
+      }
+      default:
+        throw new RpcError(-32601, 'Method not found');
+    }
+  }
+
+  /** A signature that already landed is notified right after its subscription. */
+  private afterSubscribe(result: unknown, request: JsonRpcRequest): void {
+    if (request.method !== 'signatureSubscribe' || typeof result !== 'number') return;
+    const sub = this.subs.get(result);
+    if (sub?.kind !== 'signature') return;
+    const status = this.ledger.signatureStatus(sub.signature);
+    if (!status) return;
+    this.bySignature.get(sub.signature)?.delete(result);
+    if (RANK[status.confirmationStatus] >= RANK[sub.level]) this.notifySignature(result, status.slot, status.err);
+    else this.waiting.push({ id: result, seq: status.seq, slot: status.slot, err: status.err });
+  }
+
+  private remove(id: number): void {
+    const sub = this.subs.get(id);
+    if (!sub) return;
+    this.subs.delete(id);
+    if (sub.kind === 'signature') {
+      const set = this.bySignature.get(sub.signature);
+      set?.delete(id);
+      if (set?.size === 0) this.bySignature.delete(sub.signature);
+    } else if (sub.kind === 'account') {
+      const set = this.byAccount.get(sub.address);
+      set?.delete(id);
+      if (set?.size === 0) this.byAccount.delete(sub.address);
+    } else {
+      this.slotSubs.delete(id);
+      if (this.slotSubs.size === 0 && this.slotTimer) {
+        clearInterval(this.slotTimer);
+        this.slotTimer = undefined;
+      }
+    }
+  }
+
+  private startSlots(): void {
+    if (this.slotTimer) return;
+    this.lastSlot = this.ledger.slot();
+    this.slotTimer = setInterval(() => {
+      const slot = this.ledger.slot();
+      if (slot === this.lastSlot) return;
+      this.lastSlot = slot;
+      for (const id of this.slotSubs) {
+        const sub = this.subs.get(id);
+        if (!sub) continue;
+        if (sub.kind === 'slot') this.notify(sub.socket, 'slotNotification', id, { parent: Math.max(slot - 1, 0), root: slot, slot });
+        else this.notify(sub.socket, 'rootNotification', id, slot);
+      }
+    }, Math.min(this.ledger.slotMs || 100, 400));
+    this.slotTimer.unref();
+  }
+
+  private notify(socket: WebSocket, method: string, subscription: number, result: unknown): void {
+    if (socket.readyState === socket.OPEN) socket.send(toJson({ jsonrpc: '2.0', method, params: { result, subscription } }));
+  }
+
+  close(): void {
+    this.unlisten();
+    this.unlistenCommit();
+    if (this.slotTimer) clearInterval(this.slotTimer);
+    this.subs.clear();
+  }
+}

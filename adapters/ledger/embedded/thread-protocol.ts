@@ -1,0 +1,72 @@
+import { DomainError, isErrorCode } from '../../../domain/shared/errors.ts';
+import type { Network } from '../../../domain/shared/network.ts';
+import { LedgerLockedError } from './files.ts';
+import type { PubSubLimits } from './pubsub.ts';
+
+// The messages between a LedgerThread (main thread) and its worker (thread-worker.ts), which owns one embedded
+// ledger and its JSON-RPC server. Values cross by structured clone: bigint and Uint8Array survive, classes do not,
+// so errors travel as { name, message, code, details } and are rebuilt on the other side.
+
+export interface LedgerThreadData {
+  network: Network;
+  dir: string;
+  slotMs?: number | undefined;
+  /** always true: the main thread holds the directory's LOCK, where the same-process checks (files.ts) can see it */
+  lockHeld: true;
+  /** serve the ledger's JSON-RPC (and PubSub) from the worker; null = no server */
+  rpc: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined } | null;
+}
+
+/** What the main thread may call: the Ledger port, the faucet's operations and the test/dev clock. */
+export const THREAD_METHODS = [
+  'getLatestBlockhash',
+  'isBlockhashValid',
+  'getBlockHeight',
+  'getSlot',
+  'getAccount',
+  'getMultipleAccounts',
+  'getBalance',
+  'getTokenBalances',
+  'simulateTransaction',
+  'sendTransaction',
+  'getSignatureStatuses',
+  'getSignaturesForAddress',
+  'getTransaction',
+  'airdrop',
+  'mintTo',
+  'decimalsOf',
+  'advance',
+] as const;
+export type ThreadMethod = (typeof THREAD_METHODS)[number];
+
+export type ToThread = { id: number; method: ThreadMethod; args: unknown[] } | { id: number; method: 'close' };
+
+export type FromThread =
+  | { type: 'ready'; url: string | null; wsUrl: string | null }
+  | { type: 'failed'; error: SerializedError }
+  | { type: 'warning'; message: string }
+  | { type: 'reply'; id: number; ok: true; value: unknown }
+  | { type: 'reply'; id: number; ok: false; error: SerializedError };
+
+export interface SerializedError {
+  name: string;
+  message: string;
+  code?: string;
+  details?: Record<string, unknown>;
+  dir?: string;
+  pid?: number;
+}
+
+export function serializeError(e: unknown): SerializedError {
+  if (e instanceof DomainError) return { name: e.name, message: e.message, code: e.code, details: e.details };
+  if (e instanceof LedgerLockedError) return { name: e.name, message: e.message, dir: e.dir, pid: e.pid };
+  if (e instanceof Error) return { name: e.name, message: e.message };
+  return { name: 'Error', message: String(e) };
+}
+
+export function deserializeError(e: SerializedError): Error {
+  if (e.name === 'DomainError' && isErrorCode(e.code)) return new DomainError(e.code, e.message, e.details);
+  if (e.name === 'LedgerLockedError' && e.dir !== undefined && e.pid !== undefined) return new LedgerLockedError(e.dir, e.pid);
+  if (e.name === 'RangeError') return new RangeError(e.message);
+  return new Error(e.message);
+}

@@ -1,0 +1,50 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { EmbeddedLedger } from './ledger.ts';
+import { startLedgerRpcServer, type LedgerRpcServer } from './rpc-server.ts';
+import { serializeError, THREAD_METHODS, type FromThread, type LedgerThreadData, type ThreadMethod, type ToThread } from './thread-protocol.ts';
+
+// Worker thread of one embedded ledger (ledger-thread.ts starts it): LiteSVM, its files and its JSON-RPC/PubSub
+// server live here, so neither a flood of subscriptions nor a long execution holds up the gateway's event loop.
+
+const port = parentPort!;
+const data = workerData as LedgerThreadData;
+const post = (message: FromThread) => port.postMessage(message);
+const allowed = new Set<string>(THREAD_METHODS);
+
+async function open(): Promise<{ ledger: EmbeddedLedger; server: LedgerRpcServer | undefined }> {
+  const ledger = await EmbeddedLedger.open({ network: data.network, dir: data.dir, slotMs: data.slotMs, lockHeld: data.lockHeld, onWarning: (message) => post({ type: 'warning', message }) });
+  try {
+    const server = data.rpc ? await startLedgerRpcServer({ ledger, port: data.rpc.port, host: data.rpc.host, adminSecret: data.rpc.adminSecret, limits: data.rpc.limits }) : undefined;
+    return { ledger, server };
+  } catch (e) {
+    await ledger.close();
+    throw e;
+  }
+}
+
+function serve({ ledger, server }: { ledger: EmbeddedLedger; server: LedgerRpcServer | undefined }): void {
+  port.on('message', (message: ToThread) => {
+    void (async () => {
+      try {
+        if (message.method === 'close') {
+          await server?.close();
+          await ledger.close();
+          post({ type: 'reply', id: message.id, ok: true, value: undefined });
+          port.close(); // nothing else keeps the thread: it ends
+          return;
+        }
+        if (!allowed.has(message.method)) throw new Error(`no method ${message.method}`);
+        const method = ledger[message.method as ThreadMethod] as (...args: unknown[]) => unknown;
+        post({ type: 'reply', id: message.id, ok: true, value: await method.apply(ledger, message.args) });
+      } catch (e) {
+        post({ type: 'reply', id: message.id, ok: false, error: serializeError(e) });
+      }
+    })();
+  });
+  post({ type: 'ready', url: server?.url ?? null, wsUrl: server?.wsUrl ?? null });
+}
+
+open().then(serve, (e: unknown) => {
+  post({ type: 'failed', error: serializeError(e) });
+  port.close();
+});

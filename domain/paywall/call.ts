@@ -1,0 +1,99 @@
+import { DomainError } from '../shared/errors.ts';
+import type { Network } from '../shared/network.ts';
+import type { FacilitatorRequest, ResourceInfo, X402RequirementsV2 } from '../facilitator/wire.ts';
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import { shareUrl } from '../payment-links/service.ts';
+import type { PaymentHeaders } from './offer.ts';
+import type { PendingRequest, StoredResponse } from './schema.ts';
+
+// What the paywall's layers share: the request as the core reads it, one paid call, and the small pure helpers
+// around them (core.ts claims and settles, record.ts records, reconcile.ts finishes calls nobody answered).
+
+export interface PaywallRequest {
+  id: string;
+  /** ?network= as given; default chain-mainnet (rule 2) */
+  network: string | undefined;
+  method: string;
+  /** the query string without `network`, e.g. "city=Paris" ('' when none); forwarded upstream */
+  forwardQuery: string;
+  headers: PaymentHeaders & { contentType?: string | undefined; accept?: string | undefined };
+  body: Uint8Array | undefined;
+}
+
+export type Accept = X402RequirementsV2;
+
+/** One payment of one link, from its request (or from what its claim kept). */
+export interface Call {
+  link: PaymentLinkRecord;
+  request: PaywallRequest;
+  resource: ResourceInfo;
+  accepts: Accept[];
+  accept: Accept;
+  version: 1 | 2;
+  transaction: string;
+  /** lowercase hex SHA-256 of the transaction's message: the paid_calls key */
+  paymentKey: string;
+}
+
+export function resourceOf(baseUrl: string, link: PaymentLinkRecord): ResourceInfo {
+  return { url: shareUrl(baseUrl, link.network, link.id), description: link.label, mimeType: link.response.mimeType };
+}
+
+export function upstreamOf(link: PaymentLinkRecord): string | undefined {
+  return typeof link.metadata.upstream_url === 'string' ? link.metadata.upstream_url : undefined;
+}
+
+export function facilitatorRequest(call: Call): FacilitatorRequest {
+  return {
+    x402Version: 2,
+    paymentPayload: { x402Version: 2, resource: call.resource, accepted: call.accept, payload: { transaction: call.transaction } },
+    paymentRequirements: call.accept,
+  };
+}
+
+/** What the claim keeps so the call can be finished without its buyer. */
+export function pendingRequest(call: Call): PendingRequest {
+  const { request } = call;
+  return {
+    version: call.version,
+    transaction: call.transaction,
+    accept: call.accept,
+    forwardQuery: request.forwardQuery,
+    contentType: request.headers.contentType ?? null,
+    accept_header: request.headers.accept ?? null,
+    body: request.body?.length ? Buffer.from(request.body).toString('base64') : null,
+  };
+}
+
+/** The call again from what its claim kept (reconciliation: the buyer is not there). */
+export function callFromKept(baseUrl: string, link: PaymentLinkRecord, paymentKey: string, kept: PendingRequest): Call {
+  return {
+    link,
+    request: {
+      id: link.id,
+      network: link.network,
+      method: link.method,
+      forwardQuery: kept.forwardQuery,
+      headers: { contentType: kept.contentType ?? undefined, accept: kept.accept_header ?? undefined },
+      body: kept.body === null ? undefined : Uint8Array.from(Buffer.from(kept.body, 'base64')),
+    },
+    resource: resourceOf(baseUrl, link),
+    accepts: [kept.accept],
+    accept: kept.accept,
+    version: kept.version,
+    transaction: kept.transaction,
+    paymentKey,
+  };
+}
+
+export function pending(signature: string | null, message: string): DomainError {
+  return new DomainError('payment_pending', message, { signature });
+}
+
+/** An upstream failure after settlement, as the paid call's answer (standard envelope; request_id added by HTTP). */
+export function errorResponse(error: DomainError): StoredResponse {
+  const body = { error: error.code, message: error.message, details: error.details };
+  return { status: error.status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)).toString('base64') };
+}
+
+export type { Network };

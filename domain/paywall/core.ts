@@ -1,0 +1,360 @@
+import { DomainError } from '../shared/errors.ts';
+import { Network, NETWORKS } from '../shared/network.ts';
+import type { GatewaySettings } from '../shared/settings.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { Facilitator } from '../ports/facilitator.ts';
+import type { Ledger } from '../ports/ledger.ts';
+import type { OutboundHttp } from '../ports/outbound-http.ts';
+import type { Store } from '../ports/store.ts';
+import { decodeTransaction } from '../facilitator/decode.ts';
+import type { FacilitatorHealth, FacilitatorRequest, ResourceInfo, SettleResponse } from '../facilitator/wire.ts';
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import { sha256Hex } from '../receipts/schema.ts';
+import { acceptsFor, chooseAccept, parsePayment, type OfferTerms } from './offer.ts';
+import type { PaidCallRecord, StoredResponse } from './schema.ts';
+import type { LinkCache } from './link-cache.ts';
+import type { PaidCallRecorder } from './record.ts';
+import { errorResponse, facilitatorRequest, pending, pendingRequest, resourceOf, upstreamOf, type Accept, type Call, type PaywallRequest } from './call.ts';
+
+// hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the paywall's core, like
+// x402's resource server — no HTTP here; http.ts renders its results, interfaces/paywall/routes.ts serves them.
+//
+// A paid call: parse the payment → claim it in paid_calls (exactly once across instances) → keep its request in the
+// claim (durable before any money can move) → settle (or, under settle_policy on_success, verify → forward → settle)
+// → record (record.ts: counters, earn receipt, events, the stored response, webhook). A replay of a done payment gets
+// the stored response; a settle whose outcome is unknown — or a process that died holding the claim — leaves it for
+// the replay or the reconciliation job (reconcile.ts) to finish.
+
+/** How long one request may hold a payment before another may take it over (settle + forward fit well inside). */
+const LEASE_MS = 120_000;
+const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** A concurrent replay waits this long for the first request to finish. */
+const WAIT_FOR_OWNER_MS = 10_000;
+const HEALTH_TTL_MS = 60_000;
+const UNPAID = 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).';
+const USED_BEFORE = 'This payment was used more than 24 hours ago; its response is no longer kept.';
+
+/**
+ * What the core decided: a 402 (its offer built on demand: the unpaid one is rendered once per link and terms), or
+ * the response a payment bought — fresh, or replayed from its record.
+ */
+export type PaywallResult =
+  | {
+      kind: 'payment_required';
+      link: PaymentLinkRecord;
+      /** set for the plain unpaid offer only: the same link record under the same terms renders the same 402 */
+      terms: OfferTerms | null;
+      reason: string;
+      message: string;
+      offer: () => { accepts: Accept[]; resource: ResourceInfo };
+    }
+  | { kind: 'served'; response: StoredResponse; replayed: boolean };
+
+export interface PaywallCoreDeps {
+  store: Store;
+  /** the links as the paywall reads them (process-local, invalidated on every write) */
+  links: LinkCache;
+  facilitator: Facilitator;
+  outbound: OutboundHttp;
+  ledgers: Partial<Record<Network, Ledger>>;
+  clock: Clock;
+  settings: GatewaySettings;
+}
+
+type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+function refused(call: Call, reason: string, message: string): PaywallResult {
+  return { kind: 'payment_required', link: call.link, terms: null, reason, message, offer: () => ({ accepts: call.accepts, resource: call.resource }) };
+}
+
+export class PaywallCore {
+  private health: { at: number; value: Promise<FacilitatorHealth> } | undefined;
+
+  constructor(
+    private readonly deps: PaywallCoreDeps,
+    private readonly recorder: PaidCallRecorder,
+  ) {}
+
+  /** One request to /x/{id}: a 402 to render, or the response it paid for (errors are thrown as DomainErrors). */
+  async handle(request: PaywallRequest): Promise<PaywallResult> {
+    const link = await this.resolveLink(request);
+    if (link.protocol !== 'x402') {
+      throw new DomainError('service_unavailable', 'This link uses the MPP rail, which this gateway does not serve yet.', { protocol: link.protocol });
+    }
+    const terms = await this.offerTerms(link.network);
+    const payment = parsePayment(request.headers);
+    const baseUrl = this.deps.settings.baseUrl;
+    // The unpaid offer is built only when the HTTP layer has not rendered this link under these terms yet.
+    if (!payment) return { kind: 'payment_required', link, terms, reason: 'payment_required', message: UNPAID, offer: () => ({ accepts: acceptsFor(link, terms), resource: resourceOf(baseUrl, link) }) };
+    const resource = resourceOf(baseUrl, link);
+    const accepts = acceptsFor(link, terms);
+    const offer = () => ({ accepts, resource });
+    if (!payment.ok) return { kind: 'payment_required', link, terms: null, reason: payment.reason, message: payment.message, offer };
+    const accept = chooseAccept(accepts, payment);
+    if (!accept) {
+      return { kind: 'payment_required', link, terms: null, reason: 'requirements_mismatch', message: 'The payment answers an offer this link does not make (amount, asset, payTo or network differ).', offer };
+    }
+
+    let messageBytes: Uint8Array;
+    try {
+      messageBytes = decodeTransaction(payment.transactionBytes).messageBytes;
+    } catch (e) {
+      return { kind: 'payment_required', link, terms: null, reason: 'invalid_transaction', message: `The payment transaction does not parse: ${(e as Error).message}`, offer };
+    }
+    const call: Call = {
+      link,
+      request,
+      resource,
+      accepts,
+      accept,
+      version: payment.version,
+      transaction: payment.transaction,
+      paymentKey: sha256Hex(messageBytes),
+    };
+    return this.pay(call, WAIT_FOR_OWNER_MS);
+  }
+
+  /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */
+  private async resolveLink(request: PaywallRequest): Promise<PaymentLinkRecord> {
+    const parsed = Network.safeParse(request.network ?? 'chain-mainnet');
+    if (!parsed.success) {
+      throw DomainError.invalid([{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }], 'Unknown network.');
+    }
+    const network = parsed.data;
+    const link = await this.deps.links.get(network, request.id);
+    if (!link) {
+      for (const other of NETWORKS.filter((n) => n !== network)) {
+        const elsewhere = await this.deps.links.get(other, request.id);
+        if (elsewhere) {
+          throw new DomainError('wrong_network', `Payment link ${request.id} is on ${other}, not ${network}.`, {
+            network: other,
+            url: `${this.deps.settings.baseUrl}/x/${encodeURIComponent(request.id)}?network=${other}`,
+          });
+        }
+      }
+      throw new DomainError('payment_link_not_found', `No payment link ${request.id} on ${network}.`, { id: request.id });
+    }
+    if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${request.id} is disabled.`, { id: request.id });
+    if (request.method.toUpperCase() !== link.method) {
+      throw new DomainError('method_not_allowed', `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
+    }
+    return link;
+  }
+
+  /** extra.feePayer and extra["svc.fee"] come from the facilitator that will settle: its /health, cached. */
+  private async offerTerms(network: Network): Promise<OfferTerms> {
+    const health = await this.facilitatorHealth();
+    const known = this.terms.get(network);
+    if (known && known.health === health) return known.terms;
+    const fee = health.protocol_fee;
+    const authority = fee.authorities[network] ?? fee.authority;
+    const terms: OfferTerms = { feePayer: health.fee_payer, fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null };
+    // One object per health answer, so a rendered challenge can tell whether its terms still hold by identity.
+    this.terms.set(network, { health, terms });
+    return terms;
+  }
+
+  private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
+
+  private async facilitatorHealth(): Promise<FacilitatorHealth> {
+    const now = this.deps.clock.now().getTime();
+    if (!this.health || now - this.health.at > HEALTH_TTL_MS) {
+      const value = this.deps.facilitator.health();
+      this.health = { at: now, value };
+      value.catch(() => {
+        if (this.health?.value === value) this.health = undefined;
+      });
+    }
+    return this.health.value;
+  }
+
+  /**
+   * Exactly once: claim the payment, or answer from its record. `waitMs`: how long to wait for a request working on
+   * it (0 for reconciliation, which retries on its next run).
+   */
+  async pay(call: Call, waitMs: number): Promise<PaywallResult> {
+    const { network } = call.link;
+    const deadline = this.deps.clock.now().getTime() + waitMs;
+    for (;;) {
+      const now = this.deps.clock.now();
+      const claim = await this.deps.store.paidCalls.claim({
+        network,
+        paymentKey: call.paymentKey,
+        linkPk: call.link.pk,
+        linkId: call.link.id,
+        lockedUntil: new Date(now.getTime() + LEASE_MS),
+        at: now,
+        expiresAt: new Date(now.getTime() + REPLAY_WINDOW_MS),
+      });
+      const record = claim.record;
+      if (claim.claimed) return this.run(call, record);
+      if (record.linkPk !== call.link.pk) {
+        return refused(call, 'payment_already_used', 'This payment transaction was already used for another payment link.');
+      }
+      if (record.status === 'done' && record.response) {
+        if (record.expiresAt.getTime() <= now.getTime()) {
+          return refused(call, 'payment_already_used', USED_BEFORE);
+        }
+        return { kind: 'served', response: record.response, replayed: true };
+      }
+      if (now.getTime() >= deadline) throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
+      await this.deps.clock.sleep(100);
+    }
+  }
+
+  /**
+   * We hold the claim: settle (resuming an earlier attempt), respond, record. The request is kept in the claim before
+   * the facilitator is asked to settle (issue 17), so whatever happens after — an unknown outcome, a crash — a replay
+   * or the reconciliation job can finish the payment.
+   */
+  private async run(call: Call, record: PaidCallRecord): Promise<PaywallResult> {
+    const { network } = call.link;
+    const request = facilitatorRequest(call);
+    const resuming = record.attempted;
+    let attempted = resuming;
+    let settledAs: string | null = record.signature;
+    try {
+      if (resuming) {
+        // Money may have moved: only a facilitator with the fee payer the transaction names can learn its outcome. Any
+        // other (a job runner configured with another key) would refuse it, and the refusal would drop a landed payment.
+        const feePayer = call.accept.extra.feePayer;
+        const ours = (await this.facilitatorHealth()).fee_payer;
+        if (typeof feePayer === 'string' && feePayer !== ours) {
+          throw new DomainError('payment_pending', `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`, {
+            signature: settledAs,
+            reason: 'fee_payer_mismatch',
+          });
+        }
+      }
+      // An upstream that cannot be called at all (refused address, no DNS) would charge the buyer for nothing: checked
+      // before any money can move, in every mode and when resuming.
+      const upstream = upstreamOf(call.link);
+      if (upstream) {
+        const refused = await this.deps.outbound.check(upstream);
+        if (refused) {
+          throw new DomainError(
+            'upstream_failed',
+            resuming
+              ? `The upstream cannot be called (${refused.message}); the payment is kept pending until it can be.`
+              : `The upstream cannot be called (${refused.message}); the payment was not settled.`,
+            { reason: refused.reason },
+          );
+        }
+      }
+      let served: Produced | undefined;
+      if (call.link.settlePolicy === 'on_success' && !resuming) {
+        const verdict = await this.deps.facilitator.verify(request);
+        if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
+          await this.deps.store.paidCalls.release(network, call.paymentKey);
+          return refused(call, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
+        }
+        // Already settled (by a process that died before recording it): the settle below learns from the ledger
+        // whether it landed; the money moved, so the call is served and recorded like a resumed one.
+        if (verdict.isValid) {
+          served = await this.produce(call);
+          if (!served.ok) {
+            // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as
+            // upstream_failed (the catch below forgets the payment).
+            await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
+            throw served.error;
+          }
+        }
+      }
+      if (!attempted) {
+        // Durable before the transaction can land: committed before the facilitator sees it.
+        if (!(await this.deps.store.paidCalls.markAttempted(network, call.paymentKey, { request: pendingRequest(call), at: this.deps.clock.now() }))) {
+          throw pending(null, 'Another request took this payment over; retry the same request to get its outcome.');
+        }
+        attempted = true;
+      }
+      const settled = await this.settle(call, request);
+      if (!settled.ok) return settled.result;
+      settledAs = settled.signature;
+      // before_forward (or an on_success call resumed after its answer was lost): the payment landed; an upstream
+      // failure is what this paid call served (and what replays get).
+      served ??= await this.produce(call);
+      const value = served.ok ? served.value : errorResponse(served.error);
+      const recorded = await this.recorder.record(call, settled.signature, settled.payer, value);
+      return recorded.kind === 'recorded' ? { kind: 'served', response: recorded.response, replayed: false } : refused(call, 'payment_already_used', USED_BEFORE);
+    } catch (e) {
+      // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;
+      // before that, nothing happened and the payment is forgotten.
+      const signature = e instanceof DomainError && e.code === 'payment_pending' ? ((e.details?.signature as string | null) ?? settledAs) : settledAs;
+      if (attempted) {
+        await this.deps.store.paidCalls
+          .markPending(network, call.paymentKey, { signature, request: pendingRequest(call), at: this.deps.clock.now() })
+          .catch(() => {});
+      } else {
+        await this.deps.store.paidCalls.release(network, call.paymentKey).catch(() => {});
+      }
+      throw e;
+    }
+  }
+
+  private async settle(call: Call, request: FacilitatorRequest): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; result: PaywallResult }> {
+    const { network } = call.link;
+    let result: SettleResponse;
+    try {
+      result = await this.deps.facilitator.settle(request);
+    } catch (e) {
+      if (e instanceof DomainError && e.code === 'payment_pending') throw pending(null, e.message);
+      throw e;
+    }
+    if (result.success) return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+    if (result.errorReason === 'settlement_pending') {
+      throw pending(result.transaction || null, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
+    }
+    // The facilitator's guard already settled this transaction (an earlier attempt of ours, by whichever process):
+    // the ledger says whether it landed. Landed is a success to resume, never a 402 (issue 17).
+    if (result.errorReason === 'duplicate_settlement' && result.transaction) {
+      const outcome = await this.outcome(network, result.transaction);
+      if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+      if (outcome === 'processing') throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
+    }
+    await this.deps.store.paidCalls.release(network, call.paymentKey);
+    return { ok: false, result: refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.') };
+  }
+
+  /** A signature on the ledger: landed (confirmed, no error), processing (not confirmed yet), or absent/failed. */
+  private async outcome(network: Network, signature: string): Promise<'landed' | 'processing' | 'absent'> {
+    const ledger = this.deps.ledgers[network];
+    if (!ledger) throw pending(signature, `No ledger for ${network} to learn the payment's outcome; retry the same request later.`);
+    const [status] = await ledger.getSignatureStatuses([signature]);
+    if (!status || status.err !== null) return 'absent';
+    return status.confirmationStatus === 'processed' ? 'processing' : 'landed';
+  }
+
+  /** Rule 7: the upstream response when metadata.upstream_url is set, else the link's response template. */
+  private async produce(call: Call): Promise<Produced> {
+    const { link, request } = call;
+    const upstream = upstreamOf(link);
+    if (!upstream) {
+      const body = link.response.body;
+      const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : json(body);
+      return { ok: true, value: { status: link.response.status, headers: { 'content-type': link.response.mimeType }, body: Buffer.from(bytes).toString('base64') } };
+    }
+    const url = new URL(upstream);
+    if (request.forwardQuery) {
+      for (const [k, v] of new URLSearchParams(request.forwardQuery)) url.searchParams.append(k, v);
+    }
+    const headers: Record<string, string> = {};
+    if (request.headers.contentType) headers['content-type'] = request.headers.contentType;
+    if (request.headers.accept) headers.accept = request.headers.accept;
+    const answer = await this.deps.outbound.request({
+      url: url.toString(),
+      method: link.method,
+      headers,
+      body: link.method === 'GET' || link.method === 'DELETE' ? undefined : request.body,
+    });
+    if (!answer.ok) {
+      return { ok: false, error: new DomainError('upstream_failed', `The upstream call failed: ${answer.message}`, { reason: answer.reason }) };
+    }
+    if (link.settlePolicy === 'on_success' && (answer.status < 200 || answer.status > 299)) {
+      return { ok: false, error: new DomainError('upstream_failed', `The upstream answered ${answer.status}; the payment was not settled.`, { upstream_status: answer.status }) };
+    }
+    const contentType = answer.headers['content-type'] ?? 'application/octet-stream';
+    return { ok: true, value: { status: answer.status, headers: { 'content-type': contentType }, body: Buffer.from(answer.body).toString('base64') } };
+  }
+}

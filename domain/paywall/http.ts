@@ -1,0 +1,45 @@
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import { paymentRequired, refusalMessage, type OfferTerms } from './offer.ts';
+import type { StoredResponse } from './schema.ts';
+import type { PaywallResult } from './core.ts';
+
+// The paywall's HTTP layer (x402's x402HTTPResourceServer): status, headers and body from the core's result, nothing
+// else — no I/O, no framework. interfaces/paywall/routes.ts writes what this returns.
+
+export interface PaywallResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: Uint8Array;
+}
+
+const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+export class PaywallHttp {
+  /** the unpaid 402 of a cached link record under given terms: rendered once (a record is replaced on any write) */
+  private readonly challenges = new WeakMap<PaymentLinkRecord, { terms: OfferTerms; response: PaywallResponse }>();
+
+  render(result: PaywallResult): PaywallResponse {
+    if (result.kind === 'served') return fromStored(result.response, result.replayed);
+    const { link, terms } = result;
+    if (terms) {
+      const cached = this.challenges.get(link);
+      if (cached && cached.terms === terms) return cached.response;
+    }
+    const { accepts, resource } = result.offer();
+    const offer = paymentRequired(link.network, accepts, resource, result.reason);
+    const response: PaywallResponse = {
+      status: 402,
+      headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },
+      body: json({ ...offer.body, message: refusalMessage(result.reason, result.message) }),
+    };
+    if (terms) this.challenges.set(link, { terms, response });
+    return response;
+  }
+}
+
+/** A stored response as sent; a replay says so (X-Svc-Replayed). */
+export function fromStored(stored: StoredResponse, replayed = false): PaywallResponse {
+  const headers = { ...stored.headers };
+  if (replayed) headers['x-svc-replayed'] = 'true';
+  return { status: stored.status, headers, body: Uint8Array.from(Buffer.from(stored.body, 'base64')) };
+}

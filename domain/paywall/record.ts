@@ -1,0 +1,177 @@
+import { newId } from '../shared/ids.ts';
+import { newEvent, type EventKindName, type EventMetadata } from '../events/kinds.ts';
+import { atomicToDecimal, feeFor } from '../shared/money.ts';
+import { STABLES, type Stable } from '../shared/network.ts';
+import type { GatewaySettings } from '../shared/settings.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { OutboundHttp } from '../ports/outbound-http.ts';
+import type { Repositories, Store } from '../ports/store.ts';
+import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
+import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
+import { signWebhook } from '../webhooks/signature.ts';
+import { toV1 } from './offer.ts';
+import type { StoredResponse } from './schema.ts';
+import type { Call } from './call.ts';
+
+// hosted-api §4.2 rule 9, DECISIONS "Receipts" and "Webhooks": what a landed payment leaves behind — the link's
+// counters, the owner's earn receipt, the events and the response replays get — written once, in one transaction.
+
+export type Recorded = { kind: 'recorded'; response: StoredResponse } | { kind: 'already_used' };
+
+export interface RecorderDeps {
+  store: Store;
+  outbound: OutboundHttp;
+  clock: Clock;
+  settings: GatewaySettings;
+  onWarning?: (message: string, context: Record<string, unknown>) => void;
+}
+
+const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+
+export class PaidCallRecorder {
+  constructor(private readonly deps: RecorderDeps) {}
+
+  /**
+   * Rule 9 in one transaction: counters, earn receipt, events, the stored response; then the webhook. Idempotent per
+   * payment: a call recorded already answers what was stored; a transaction recorded under a pruned row is `already_used`.
+   */
+  async record(call: Call, signature: string, payer: string | null, served: StoredResponse): Promise<Recorded> {
+    const { link } = call;
+    const network = link.network;
+    const now = this.deps.clock.now();
+    const stable = STABLES[network].find((s) => s.mint === call.accept.asset)!;
+    const feeTerms = FeeExtension.safeParse(call.accept.extra[FEE_EXTENSION_KEY]);
+    const bps = feeTerms.success ? feeTerms.data.bps : 0;
+    const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
+    const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
+
+    const final = await this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
+      // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
+      // racing a process thought dead) serves what was stored.
+      const current = await tx.paidCalls.get(network, call.paymentKey);
+      if (current?.status === 'done' && current.response) return { response: current.response, receipt: null };
+      // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
+      if (await tx.receipts.hasPaywallTxSig(network, signature)) return null;
+      await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
+      const head = await tx.receipts.lockHead(network, link.ownerAgent);
+      const receipt = chainReceipt(
+        {
+          v: '0.1',
+          kind: 'earn',
+          agent: link.ownerAgent,
+          ts: now.toISOString(),
+          request: {
+            method: link.method,
+            url: call.resource.url,
+            ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
+          },
+          decision: 'allow',
+          price: {
+            amount: atomicToDecimal(link.amountAtomic, stable.decimals),
+            currency: stable.symbol,
+            asset: stable.mint,
+            network: call.accept.network,
+            amount_atomic: link.amountAtomic.toString(),
+            fee: fee.toString(),
+            gross: (link.amountAtomic + fee).toString(),
+            feeBps: bps,
+            feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
+          },
+          facilitator: this.deps.settings.facilitatorUrl,
+          response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) },
+          tx_sig: signature,
+        },
+        head,
+      );
+      await tx.receipts.insert({ network, receipt, source: 'paywall', createdAt: now });
+
+      const body = link.wrapReceipt ? wrapped(served, receipt) : served;
+      const headers: Record<string, string> = { ...body.headers, 'payment-response': b64json(paymentResponse) };
+      if (call.version === 1) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+      const response: StoredResponse = { ...body, headers };
+      await tx.paidCalls.complete(network, call.paymentKey, { signature, payer, response, at: now });
+      await this.emit(tx, call, now, signature, payer, receipt, fee, stable, served.status);
+      return { response, receipt };
+    });
+
+    if (!final) {
+      await this.deps.store.paidCalls.release(network, call.paymentKey);
+      return { kind: 'already_used' };
+    }
+    if (final.receipt) this.webhook(call, paymentResponse, final.response, final.receipt);
+    return { kind: 'recorded', response: final.response };
+  }
+
+  private async emit(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, receipt: ReceiptV1, fee: bigint, stable: Stable, status: number) {
+    const { link } = call;
+    const base = { network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
+    const append = <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) =>
+      tx.events.append(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
+    await append('payment_link.settled', {
+      payment_link_id: link.id,
+      agent: link.ownerAgent,
+      tx_sig: signature,
+      payer,
+      currency: stable.symbol,
+      asset: stable.mint,
+      amount_atomic: link.amountAtomic.toString(),
+      fee_atomic: fee.toString(),
+      gross_atomic: (link.amountAtomic + fee).toString(),
+    });
+    await append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
+    await append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
+    if (fee > 0n) {
+      // fee-facilitator-mpp-tools §6 path 1: once per receipt with a fee.
+      await append('protocol.fee.collected', {
+        source: 'receipt',
+        receipt_hash: receipt.receipt_hash,
+        tx_sig: signature,
+        mint: stable.mint,
+        currency: stable.symbol,
+        fee_atomic: fee.toString(),
+        fee_authority: receipt.price.feeAuthority,
+        payment_link_id: link.id,
+      });
+    }
+  }
+
+  /** hosted-api §2.1 webhook_url: a signed POST of { payment, response }, best effort (full webhooks come later). */
+  private webhook(call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: ReceiptV1): void {
+    const { link } = call;
+    if (!link.webhookUrl || !link.webhookSecret) return;
+    const id = newId();
+    const payload = JSON.stringify({
+      id,
+      type: 'payment_link.settled',
+      created_at: this.deps.clock.now().toISOString(),
+      data: { payment_link_id: link.id, payment, receipt, response: { status: response.status, headers: response.headers, body: response.body } },
+    });
+    const headers = {
+      ...signWebhook({ secret: link.webhookSecret, body: payload, timestamp: Math.floor(this.deps.clock.now().getTime() / 1000), id }),
+      'content-type': 'application/json',
+      'x-svc-event': 'payment_link.settled',
+      'x-svc-delivery': id,
+    };
+    void this.deps.outbound
+      .request({ url: link.webhookUrl, method: 'POST', headers, body: payload, timeoutMs: 15_000 })
+      .then((r) => {
+        if (!r.ok || r.status < 200 || r.status > 299) {
+          this.deps.onWarning?.('payment link webhook not delivered', { payment_link_id: link.id, reason: r.ok ? `status ${r.status}` : r.reason });
+        }
+      });
+  }
+}
+
+/** DECISIONS wrap_receipt: { data: <template body or upstream JSON>, receipt }. */
+function wrapped(served: StoredResponse, receipt: ReceiptV1): StoredResponse {
+  const text = Buffer.from(served.body, 'base64').toString('utf8');
+  let data: unknown = text;
+  if (/json/i.test(served.headers['content-type'] ?? '')) {
+    try {
+      data = JSON.parse(text) as unknown;
+    } catch {
+      data = text;
+    }
+  }
+  return { status: served.status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ data, receipt })).toString('base64') };
+}
