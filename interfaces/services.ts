@@ -83,7 +83,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
   const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts });
   const links = new LinkCache({ store, clock, feed });
-  const receipts = new ReceiptService({ store, clock, agents, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning });
   const queue = deps.queue;
   return {
     receipts,

@@ -9,7 +9,6 @@ import type { Clock } from '../ports/clock.ts';
 import type { Ledger, LedgerTransaction } from '../ports/ledger.ts';
 import type { EventFeed, Repositories, Store, VerificationUpdate } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
-import type { AgentService } from '../agents/service.ts';
 import { newEvent } from '../events/kinds.ts';
 import { checkReceipt, nextCheckAt } from './verify.ts';
 import {
@@ -50,7 +49,6 @@ export class ReceiptService {
     private readonly deps: {
       store: Store;
       clock: Clock;
-      agents: AgentService;
       ledgers: Partial<Record<Network, Ledger>>;
       onWarning?: ((message: string, context: Record<string, unknown>) => void) | undefined;
     },
@@ -61,10 +59,7 @@ export class ReceiptService {
    * agent_not_found, as for a missing agent.
    */
   async push(caller: Caller, agent: string, body: unknown): Promise<PushReceiptResult> {
-    const record = await this.deps.agents.require(caller.network, agent).catch(() => null);
-    if (!record || !canAccess(caller, record.ownerPrincipal)) {
-      throw new DomainError('agent_not_found', `No agent ${agent} on ${caller.network}.`, { mint: agent, network: caller.network });
-    }
+    const record = await this.ownedAgent(caller, agent);
     const out = await this.ingest(caller.network, agent, record.ownerPrincipal, body, { source: 'push' });
     return {
       ok: true,
