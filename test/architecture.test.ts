@@ -99,6 +99,9 @@ export interface Violation {
 }
 
 /** Checks one file, `path` relative to the repository root in posix form, e.g. "domain/x.ts". */
+/** Issue 18 item 5: the one file that builds adapters (and the job runner); the HTTP server and app.ts only compose it. */
+const COMPOSITION_ROOT = 'interfaces/core.ts';
+
 export function checkFile(path: string, text: string): Violation[] {
   const layer = path.split('/')[0];
   const { imports, source } = readImports(path, text);
@@ -138,12 +141,12 @@ export function checkFile(path: string, text: string): Violation[] {
         flag(ref, `adapters/ must not import ${targetLayer}/`);
       }
     } else if (layer === 'interfaces') {
-      if (path !== 'interfaces/app.ts' && (targetLayer === 'adapters' || targetLayer === 'jobs')) {
-        flag(ref, `only interfaces/app.ts (the composition root) may import ${targetLayer}/`);
+      if (path !== COMPOSITION_ROOT && (targetLayer === 'adapters' || targetLayer === 'jobs')) {
+        flag(ref, `only ${COMPOSITION_ROOT} (the core wiring) may import ${targetLayer}/`);
       }
       if (targetLayer === 'test') flag(ref, 'interfaces/ must not import test/');
     } else if (layer === 'jobs') {
-      // STYLE: jobs → domain (services passed in); only interfaces/app.ts builds adapters.
+      // STYLE: jobs → domain (services passed in); only the core wiring builds adapters.
       if (targetLayer === 'adapters' || targetLayer === 'interfaces' || targetLayer === 'test') flag(ref, `jobs/ must not import ${targetLayer}/`);
     }
   }
@@ -206,6 +209,7 @@ test('the dependency rule holds for every .ts file of domain/, adapters/, interf
   t.true(byLayer('domain').length >= 10, `domain files: ${byLayer('domain').join(', ')}`);
   t.true(byLayer('adapters').length >= 3);
   t.true(files.includes('interfaces/app.ts'));
+  t.true(files.includes(COMPOSITION_ROOT));
 
   const violations: Violation[] = [];
   let importCount = 0;
@@ -222,8 +226,8 @@ test('the reader sees the real imports of known files', async (t) => {
   const derive = readImports('domain/treasury/derive.ts', await readFile(posix.join(ROOT, 'domain/treasury/derive.ts'), 'utf8'));
   t.true(derive.imports.some((i) => i.specifier === '@solana/web3.js' && i.names.includes('PublicKey')));
   t.true(derive.imports.some((i) => i.specifier === '@solana/spl-token'));
-  const app = readImports('interfaces/app.ts', await readFile(posix.join(ROOT, 'interfaces/app.ts'), 'utf8'));
-  t.true(app.imports.some((i) => i.specifier.startsWith('../adapters/')), 'the composition root builds adapters');
+  const core = readImports(COMPOSITION_ROOT, await readFile(posix.join(ROOT, COMPOSITION_ROOT), 'utf8'));
+  t.true(core.imports.some((i) => i.specifier.startsWith('../adapters/')), 'the core wiring builds adapters');
 });
 
 test('the checker reports a domain file importing I/O', (t) => {
@@ -299,7 +303,7 @@ test('the checker accepts what the rule allows', (t) => {
     checkFile('adapters/store/x.ts', "import pg from 'pg';\nimport type { Store } from '../../domain/ports/store.ts';\nimport type { AgentRecord } from '../../domain/agents/schema.ts';"),
     [],
   );
-  t.deepEqual(checkFile('interfaces/app.ts', "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';"), []);
+  t.deepEqual(checkFile(COMPOSITION_ROOT, "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';"), []);
   t.deepEqual(checkFile('interfaces/rest/x.ts', "import Fastify from 'fastify';\nimport { AgentService } from '../../domain/agents/service.ts';"), []);
 });
 

@@ -1,70 +1,7 @@
-import type { ApiKeyRecord } from '../../domain/access/schema.ts';
-import type { AgentRecord } from '../../domain/agents/schema.ts';
-import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import type { ApiKeyRow, AgentRow, EventRow, PaymentLinkRow } from './entities.ts';
+import type { EventRow } from './entities.ts';
 
 // Rows hold what the database returns (decimal strings for numeric/bigint); records hold domain types.
-
-export const apiKeyFromRow = (r: ApiKeyRow): ApiKeyRecord => ({
-  id: r.id,
-  network: r.network as ApiKeyRecord['network'],
-  prefix: r.prefix,
-  keyHash: r.keyHash,
-  ownerWallet: r.ownerWallet,
-  label: r.label,
-  role: r.role as ApiKeyRecord['role'],
-  disabledAt: r.disabledAt,
-  createdAt: r.createdAt,
-  lastUsedAt: r.lastUsedAt,
-});
-
-export const apiKeyToRow = (r: ApiKeyRecord): ApiKeyRow => ({ ...r });
-
-export const agentFromRow = (r: AgentRow): AgentRecord => ({
-  mint: r.mint,
-  network: r.network as AgentRecord['network'],
-  owner: r.owner,
-  name: r.name,
-  uri: r.uri,
-  treasury: r.treasury,
-  executive: r.executive,
-  source: r.source as AgentRecord['source'],
-  ownerPrincipal: r.ownerPrincipal,
-  registeredAt: r.registeredAt,
-});
-
-export const paymentLinkFromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
-  pk: r.pk,
-  id: r.id,
-  network: r.network as PaymentLinkRecord['network'],
-  label: r.label,
-  ownerAgent: r.ownerAgent,
-  method: r.method as PaymentLinkRecord['method'],
-  price: r.price,
-  currency: r.currency as PaymentLinkRecord['currency'],
-  amountAtomic: BigInt(r.amountAtomic),
-  acceptsCurrencies: r.acceptsCurrencies as PaymentLinkRecord['acceptsCurrencies'],
-  protocol: r.protocol as PaymentLinkRecord['protocol'],
-  response: r.response,
-  webhookUrl: r.webhookUrl,
-  webhookSecret: r.webhookSecret,
-  wrapReceipt: r.wrapReceipt,
-  settlePolicy: r.settlePolicy as PaymentLinkRecord['settlePolicy'],
-  metadata: r.metadata,
-  disabled: r.disabled,
-  callCount: r.callCount,
-  settledCount: r.settledCount,
-  lastCalledAt: r.lastCalledAt,
-  lastSettledAt: r.lastSettledAt,
-  lastTxSig: r.lastTxSig,
-  createdBy: r.createdBy,
-  ownerPrincipal: r.ownerPrincipal,
-  createdAt: r.createdAt,
-  updatedAt: r.updatedAt,
-});
-
-export const paymentLinkToRow = (r: PaymentLinkRecord): PaymentLinkRow => ({ ...r, amountAtomic: r.amountAtomic.toString() });
 
 export const eventFromRow = (r: EventRow): EventRecord => ({
   id: r.id,

@@ -4,29 +4,24 @@ import pg from 'pg';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import type {
-  AgentRepository,
-  ApiKeyRepository,
   EventFilter,
   EventRepository,
-  PaymentLinkListQuery,
   PaidCallRepository,
-  PaymentLinkRepository,
-  PullTargetRepository,
-  ReceiptRepository,
   Repositories,
   Store,
 } from '../../domain/ports/store.ts';
 import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
-import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
-import type { AgentRecord } from '../../domain/agents/schema.ts';
-import type { ApiKeyRecord } from '../../domain/access/schema.ts';
 import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
+import type { RepoContext } from './repositories/context.ts';
+import { apiKeyRepository } from './repositories/api-keys.ts';
+import { agentRepository } from './repositories/agents.ts';
+import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
-import { AgentEntity, ApiKeyEntity, EventEntity, PaymentLinkEntity, entities, type EventRow } from './entities.ts';
-import { agentFromRow, apiKeyFromRow, apiKeyToRow, eventFromRow, paymentLinkFromRow, paymentLinkToRow } from './mappers.ts';
+import { EventEntity, entities, type EventRow } from './entities.ts';
+import { eventFromRow } from './mappers.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose). */
 const MIGRATION_LOCK = 7_201_001;
@@ -112,117 +107,23 @@ const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
   expiresAt: new Date(r.expires_at),
 });
 
-class Repos implements Repositories {
+class Repos implements Repositories, RepoContext {
   constructor(
-    private readonly em: () => EntityManager,
-    private readonly inTransaction: boolean,
+    readonly em: () => EntityManager,
+    readonly inTransaction: boolean,
     /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
-    protected readonly owner: ProcessOwner | undefined,
+    readonly owner: ProcessOwner | undefined,
   ) {}
 
-  readonly apiKeys: ApiKeyRepository = {
-    insert: async (record: ApiKeyRecord) => {
-      await this.em().insert(ApiKeyEntity, apiKeyToRow(record));
-    },
-    findByHash: async (keyHash: string) => {
-      const row = await this.em().findOne(ApiKeyEntity, { keyHash });
-      return row ? apiKeyFromRow(row) : null;
-    },
-    touch: async (id: string, at: Date) => {
-      await this.em().nativeUpdate(ApiKeyEntity, { id }, { lastUsedAt: at });
-    },
-    get: async (network: Network, id: string) => {
-      const row = await this.em().findOne(ApiKeyEntity, { network, id });
-      return row ? apiKeyFromRow(row) : null;
-    },
-    list: async (network: Network, q) => {
-      const where: Record<string, unknown> = { network };
-      if (q.ownerWallet !== undefined) where.ownerWallet = q.ownerWallet;
-      if (q.beforeId !== undefined) where.id = { $lt: q.beforeId };
-      const rows = await this.em().find(ApiKeyEntity, where, { orderBy: { id: 'desc' }, limit: q.limit });
-      return rows.map(apiKeyFromRow);
-    },
-    disable: async (network: Network, id: string, at: Date) => {
-      await this.em().nativeUpdate(ApiKeyEntity, { network, id, disabledAt: null }, { disabledAt: at });
-      const row = await this.em().findOne(ApiKeyEntity, { network, id });
-      return row ? apiKeyFromRow(row) : null;
-    },
-  };
+  readonly apiKeys = apiKeyRepository(this);
 
-  readonly agents: AgentRepository = {
-    insert: async (record: AgentRecord) => {
-      const rows = (await this.em().execute(
-        `insert into agents (network, mint, owner, name, uri, treasury, executive, source, owner_principal, registered_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing returning 1`,
-        [record.network, record.mint, record.owner, record.name, record.uri, record.treasury, record.executive, record.source,
-          record.ownerPrincipal, record.registeredAt, record.registeredAt],
-      )) as unknown[];
-      return rows.length === 1;
-    },
-    replace: async (record: AgentRecord, expected) => {
-      const rows = (await this.em().execute(
-        `update agents set owner = ?, owner_principal = ?, name = ?, uri = ?, updated_at = ?
-          where network = ? and mint = ? and owner = ? and owner_principal is not distinct from ? returning 1`,
-        [record.owner, record.ownerPrincipal, record.name, record.uri, new Date(), record.network, record.mint, expected.owner, expected.ownerPrincipal],
-      )) as unknown[];
-      return rows.length === 1;
-    },
-    get: async (network: Network, mint: string) => {
-      const row = await this.em().findOne(AgentEntity, { network, mint });
-      return row ? agentFromRow(row) : null;
-    },
-  };
+  readonly agents = agentRepository(this);
 
-  readonly paymentLinks: PaymentLinkRepository = {
-    insert: async (record: PaymentLinkRecord) => {
-      try {
-        await this.em().insert(PaymentLinkEntity, paymentLinkToRow(record));
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) {
-          throw new DomainError('conflict', `A payment link with id "${record.id}" already exists on ${record.network}.`, {
-            id: record.id,
-          });
-        }
-        throw e;
-      }
-    },
-    get: async (network: Network, id: string) => {
-      // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
-      const row = await this.em().findOne(
-        PaymentLinkEntity,
-        { network, id },
-        this.inTransaction ? { lockMode: LockMode.PESSIMISTIC_WRITE } : {},
-      );
-      return row ? paymentLinkFromRow(row) : null;
-    },
-    list: async (network: Network, q: PaymentLinkListQuery) => {
-      const where: Record<string, unknown> = { network };
-      if (q.owner !== undefined) where.ownerPrincipal = q.owner;
-      if (q.ownerAgent !== undefined) where.ownerAgent = q.ownerAgent;
-      if (q.beforePk !== undefined) where.pk = { $lt: q.beforePk };
-      const rows = await this.em().find(PaymentLinkEntity, where, { orderBy: { pk: 'desc' }, limit: q.limit });
-      return rows.map(paymentLinkFromRow);
-    },
-    update: async (record: PaymentLinkRecord) => {
-      const { pk, ...fields } = paymentLinkToRow(record);
-      await this.em().nativeUpdate(PaymentLinkEntity, { pk }, fields);
-    },
-    delete: async (network: Network, id: string) => (await this.em().nativeDelete(PaymentLinkEntity, { network, id })) > 0,
-    countCall: async (network, pk, call) => {
-      await this.em().execute(
-        `update payment_links set call_count = call_count + 1, last_called_at = ?,
-           settled_count = settled_count + (case when ?::text is null then 0 else 1 end),
-           last_settled_at = case when ?::text is null then last_settled_at else ? end,
-           last_tx_sig = coalesce(?::text, last_tx_sig)
-         where network = ? and pk = ?`,
-        [call.at, call.settledTxSig, call.settledTxSig, call.at, call.settledTxSig, network, pk],
-      );
-    },
-  };
+  readonly paymentLinks = paymentLinkRepository(this);
 
-  readonly receipts: ReceiptRepository = receiptRepository(() => this.em(), () => this.inTransaction);
+  readonly receipts = receiptRepository(this);
 
-  readonly pullTargets: PullTargetRepository = pullTargetRepository(() => this.em());
+  readonly pullTargets = pullTargetRepository(this);
 
   readonly paidCalls: PaidCallRepository = {
     claim: async (c) => {

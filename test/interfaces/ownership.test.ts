@@ -3,7 +3,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { PublicKey } from '@solana/web3.js';
-import { Account } from 'litesvm/dist/internal.js';
+import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { createClient, errorCode, type Client } from '../../interfaces/client/index.ts';
 import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
@@ -463,13 +463,13 @@ test('agents: a key with an owner_wallet records that wallet\'s agents only; ano
 });
 
 /** Writes a Metaplex Core AssetV1 account (key 1, owner, update authority None) at `mint` on the embedded devnet. */
-function writeCoreAsset(app: TestApp, mint: string, owner: string): void {
-  // The embedded adapter exposes no account writer: this reaches its LiteSVM, as a program would write the account.
-  const ledger = app.ledgers.embedded['chain-devnet'] as unknown as { svm: { setAccount(key: Uint8Array, account: Account): void } };
+async function writeCoreAsset(app: TestApp, mint: string, owner: string): Promise<void> {
+  // The real Core program is not loaded yet (the agents issue): the account is written as the program would leave it.
+  const ledger = app.ledgers.embedded['chain-devnet'] as LedgerThread;
   const data = new Uint8Array(1 + 32 + 1);
   data[0] = 1;
   data.set(new PublicKey(owner).toBytes(), 1);
-  ledger.svm.setAccount(new PublicKey(mint).toBytes(), new Account(10_000_000n, data, new PublicKey(MPL_CORE_PROGRAM_ID).toBytes(), false, 0n));
+  await ledger.setAccount(mint, { lamports: 10_000_000n, data, owner: MPL_CORE_PROGRAM_ID });
 }
 
 test('agents: the ledger\'s Core asset owner lets the new owner re-record a recorded agent; naming the owner alone does not', async (t) => {
@@ -487,7 +487,7 @@ test('agents: the ledger\'s Core asset owner lets the new owner re-record a reco
   t.is(refused.status, 409);
 
   // The asset moved to newWallet on the ledger.
-  writeCoreAsset(app, mint, newWallet);
+  await writeCoreAsset(app, mint, newWallet);
   const account = await app.services.ledgers['chain-devnet']!.getAccount(mint);
   t.is(account && coreAssetOwner(account), newWallet);
   // A key of another wallet cannot claim it for newWallet (its owner_wallet decides), nor for itself.
@@ -515,7 +515,7 @@ test('agents: a key of no wallet may move a stale record to the owner the ledger
   const recordedOwner = await randomAddress();
   const ledgerOwner = await randomAddress();
   const mint = await record(app, first, recordedOwner);
-  writeCoreAsset(app, mint, ledgerOwner);
+  await writeCoreAsset(app, mint, ledgerOwner);
   t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: recordedOwner } })).status, 409, 'same owner, another principal');
   t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: await randomAddress() } })).status, 409, 'not the ledger\'s owner');
   const moved = await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: ledgerOwner } });

@@ -1,3 +1,4 @@
+import type { RawAccount } from './ledger.ts';
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type {
@@ -191,6 +192,10 @@ export class LedgerThread implements Ledger, FaucetLedger {
   /** moves the slot clock forward (tests, dev tooling) */
   advance(slots: number): Promise<void> {
     return this.call('advance', [slots]);
+  }
+  /** writes an account outside any transaction, as genesis or a program deployment does (tests, dev tooling) */
+  setAccount(address: string, account: RawAccount): Promise<void> {
+    return this.call('setAccount', [address, account]);
   }
 
   /** Stops the server, saves a final snapshot, releases the directory and ends the thread. */

@@ -4,16 +4,26 @@ import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
 import type { LatestBlockhash, Ledger, LedgerAccount, LedgerTransaction, LedgerTransactionError, SendOptions, SendResult, SignatureInfo, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult, TokenAccountBalance } from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
-import { decodeAddress, decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
+import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
+import { AccountIndex, type Known, type LatinBuffer, type TokenInfo } from './account-index.ts';
 import { BlockhashWindow } from './blockhash-window.ts';
 import { transactionErrorJson } from './errors.ts';
-import { acquireLock, readSnapshot, writeSnapshot, writeSnapshotSync, type SnapshotHeader } from './files.ts';
+import { acquireLock, readSnapshot, type SnapshotHeader } from './files.ts';
+import { Snapshots } from './snapshots.ts';
 import { History, type HistoryEntry, type RawTokenBalance, type StoredTransaction } from './history.ts';
 import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
-import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, encodeMint, isMintData, isTokenAccountData, isTokenProgram, parseTokenAccount, readMintDecimals, readTokenAmount } from './token.ts';
+import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, encodeMint, isMintData, isTokenAccountData, parseTokenAccount, readMintDecimals } from './token.ts';
 import { associatedTokenAccount } from '../../../domain/treasury/derive.ts';
 import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
-import { toLedgerTransaction, innerInstructionsOf, UNSTABLE, TOKEN_LAMPORTS_STABLE, ownersStable, memoSummary, priorityFee, type LocalInstruction, compileLegacyMessage } from './ledger-messages.ts';
+import { toLedgerTransaction, innerInstructionsOf, ownersStable, memoSummary, priorityFee, type LocalInstruction, compileLegacyMessage } from './ledger-messages.ts';
+
+/** An account as setAccount writes it: lamports, raw data, owning program, e.g. { lamports: 1_000_000n, data, owner: 'CoRE…' }. */
+export interface RawAccount {
+  lamports: bigint;
+  data: Uint8Array;
+  owner: string;
+  executable?: boolean;
+}
 
 // One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
 // LiteSVM lacks — a slot clock, blockhashes that expire after 150 blocks, preflight, a signature index, history and
@@ -50,24 +60,6 @@ export interface EmbeddedLedgerOptions {
   onWarning?: (message: string) => void;
   /** the caller already holds the directory's LOCK (a LedgerThread takes it on the main thread) and releases it */
   lockHeld?: boolean;
-}
-
-interface TokenInfo {
-  /** the account's first 64 data bytes: mint and owner */
-  raw: Buffer;
-  mint: string;
-  owner: string;
-  amount: bigint;
-  program: string;
-}
-
-/** What the hot path needs to know of an account before a transaction: kept in step with LiteSVM by send. */
-interface Known {
-  lamports: bigint;
-  /** null: the account does not exist */
-  owner: string | null;
-  executable: boolean;
-  token: TokenInfo | null;
 }
 
 export interface LandedTransaction {
@@ -116,16 +108,6 @@ interface ResolvedKeys {
 
 const NONE: Buffer[] = [];
 
-function sameFirst64(a: Uint8Array, b: Uint8Array): boolean {
-  for (let i = 0; i < 64; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** Buffer's own latin1 slice (what toString('latin1') calls after checking its arguments) */
-type LatinBuffer = Buffer & { latin1Slice(start: number, end: number): string };
-
-const NOT_FOUND: Known = { lamports: 0n, owner: null, executable: false, token: null };
-
 export class EmbeddedLedger implements Ledger {
   readonly network: Network;
   readonly dir: string;
@@ -143,22 +125,15 @@ export class EmbeddedLedger implements Ledger {
   /** blockhashes of heights [top - 150, top] */
   private readonly blockhashes: BlockhashWindow;
 
-  /** latin1 of 32 key bytes → its base58 name and a copy of the bytes (for LiteSVM calls, without a view per use) */
-  private readonly names = new Map<string, { name: string; key: Buffer }>();
-  private readonly known = new Map<string, Known>();
-  private readonly tokenAccountsByOwner = new Map<string, Set<string>>();
+  /** names of keys and what the hot path knows of accounts */
+  private readonly accounts: AccountIndex;
   private readonly decimals = new Map<string, number>();
   private readonly listeners = new Set<(landed: LandedTransaction) => void>();
   private readonly commitListeners = new Set<(level: 'confirmed' | 'finalized', seq: number) => void>();
   private commitScheduled = false;
   private finalizedNotified = 0;
 
-  private unsaved = 0;
-  private firstUnsavedAt = 0;
-  private saving: Promise<void> | null = null;
-  private saveAgain = false;
-  private readonly snapshotEvery: number;
-  private readonly snapshotIntervalMs: number;
+  private readonly snapshots: Snapshots;
   private readonly timer: NodeJS.Timeout;
   private closed = false;
   private readonly warn: (message: string) => void;
@@ -167,10 +142,9 @@ export class EmbeddedLedger implements Ledger {
     this.network = options.network;
     this.dir = options.dir;
     this.slotMs = options.slotMs ?? 400;
-    this.snapshotEvery = options.snapshotEvery ?? 2000;
-    this.snapshotIntervalMs = options.snapshotIntervalMs ?? 5000;
     this.warn = options.onWarning ?? (() => {});
     this.svm = parts.svm;
+    this.accounts = new AccountIndex(parts.svm);
     this.header = parts.header;
     this.blockhashes = new BlockhashWindow(Buffer.from(parts.header.blockhashSeed, 'hex'));
     this.releaseLock = parts.releaseLock;
@@ -179,6 +153,20 @@ export class EmbeddedLedger implements Ledger {
     this.lastSlot = parts.header.slot;
     this.history = new History(join(this.dir, 'history.log'), (record) => this.describeStored(record));
     this.lastSlot = Math.max(this.lastSlot, this.history.lastSlot);
+    this.snapshots = new Snapshots({
+      dir: this.dir,
+      every: options.snapshotEvery ?? 2000,
+      intervalMs: options.snapshotIntervalMs ?? 5000,
+      take: () => ({ header: this.snapshotHeader(), state: this.svm.toBytes() }),
+      beforeWrite: async () => {
+        await this.history.sync();
+        this.notifyFinalized();
+      },
+      beforeWriteSync: () => this.history.syncNow(),
+      written: (header) => (this.header = { ...this.header, seq: header.seq, slot: header.slot }),
+      isClosed: () => this.closed,
+      warn: this.warn,
+    });
     this.timer = setInterval(() => this.tick(), 1000);
     this.timer.unref();
   }
@@ -214,8 +202,8 @@ export class EmbeddedLedger implements Ledger {
       ledger.replay(header.seq);
       const changed = ledger.ensureGenesisAccounts();
       // a snapshot ahead of the history (its tail was lost) is rewritten so new records are never skipped
-      if (!snapshot || changed || ledger.history.lastSeq < header.seq) ledger.saveSync();
-      ledger.indexTokenAccounts();
+      if (!snapshot || changed || ledger.history.lastSeq < header.seq) ledger.snapshots.saveSync();
+      ledger.accounts.indexTokenAccounts();
       return ledger;
     } catch (e) {
       releaseLock();
@@ -237,6 +225,20 @@ export class EmbeddedLedger implements Ledger {
     if (!Number.isInteger(slots) || slots < 0) throw new RangeError('advance by a non-negative whole number of slots');
     this.header.slotOffset += slots;
     this.lastSlot += slots;
+    this.markUnsaved();
+  }
+
+  /**
+   * Writes an account outside any transaction, as genesis or a program deployment does (tests and dev tooling, e.g. an
+   * account of a program this ledger does not run). Kept by the next snapshot (taken within seconds and on close),
+   * not by the history log: a crash before that snapshot loses it.
+   */
+  setAccount(address: string, account: RawAccount): void {
+    const key = decodeAddress(address);
+    const owner = decodeAddress(account.owner);
+    if (!key || !owner) throw new RangeError('setAccount: address and owner must be base58 public keys');
+    this.svm.setAccount(key, new Account(account.lamports, account.data, owner, account.executable ?? false, RENT_EXEMPT_EPOCH));
+    this.accounts.forget(address);
     this.markUnsaved();
   }
 
@@ -286,102 +288,12 @@ export class EmbeddedLedger implements Ledger {
     return this.svm.minimumBalanceForRentExemption(BigInt(dataLength));
   }
 
-  // ---- names and accounts ----
-
-  private nameAt(bytes: Buffer, offset: number): string {
-    return this.keyEntry(bytes, offset).name;
-  }
-
-  private keyEntry(bytes: Buffer, offset: number): { name: string; key: Buffer } {
-    const raw = (bytes as LatinBuffer).latin1Slice(offset, offset + 32);
-    let entry = this.names.get(raw);
-    if (entry === undefined) {
-      const key = Buffer.from(bytes.subarray(offset, offset + 32));
-      entry = { name: encodeBase58(key), key };
-      this.names.set(raw, entry);
-    }
-    return entry;
-  }
-
-  private nameOf(bytes: Uint8Array): string {
-    const b = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    return this.nameAt(b, 0);
-  }
-
-  private readKnown(name: string, key: Uint8Array): Known {
-    const a = this.svm.getAccount(key);
-    if (a === null) return NOT_FOUND;
-    const lamports = a.lamports();
-    if (a.executable()) return { lamports, owner: null, executable: true, token: null };
-    const owner = this.nameOf(a.owner());
-    let token: TokenInfo | null = null;
-    if (isTokenProgram(owner)) {
-      const data = a.data();
-      if (isTokenAccountData(owner, data)) {
-        const b = Buffer.from(data.buffer, data.byteOffset, 64);
-        token = { raw: b, mint: this.nameAt(b, 0), owner: this.nameAt(b, 32), amount: readTokenAmount(data), program: owner };
-      }
-    }
-    return { lamports, owner, executable: false, token };
-  }
-
-  /**
-   * State after a transaction, read cheaply where the transaction cannot have changed an account's kind: a token
-   * account keeps its owner program (only its data and lamports are read), and a signing wallet keeps its owner
-   * when no instruction could reassign it (only its balance is read).
-   */
-  private readPost(name: string, key: Uint8Array, before: Known, signer: boolean, stable: number): Known {
-    if (stable !== UNSTABLE && before.token) {
-      const a = this.svm.getAccount(key);
-      if (a === null) return NOT_FOUND;
-      const data = a.data();
-      if (data.length >= 72 && sameFirst64(before.token.raw, data)) {
-        const lamports = stable === TOKEN_LAMPORTS_STABLE ? before.lamports : a.lamports();
-        return { lamports, owner: before.owner, executable: false, token: { raw: before.token.raw, mint: before.token.mint, owner: before.token.owner, amount: readTokenAmount(data), program: before.token.program } };
-      }
-    } else if (stable !== UNSTABLE && signer && before.owner === SYSTEM_PROGRAM_ID) {
-      const lamports = this.svm.getBalance(key);
-      return lamports === null ? NOT_FOUND : { lamports, owner: SYSTEM_PROGRAM_ID, executable: false, token: null };
-    }
-    return this.readKnown(name, key);
-  }
-
-  private knownOf(name: string, key: Uint8Array): Known {
-    let k = this.known.get(name);
-    if (k === undefined) {
-      k = this.readKnown(name, key);
-      this.remember(name, k);
-    }
-    return k;
-  }
-
-  private remember(name: string, k: Known): void {
-    const before = this.known.get(name);
-    if (before?.token && (!k.token || k.token.owner !== before.token.owner)) this.tokenAccountsByOwner.get(before.token.owner)?.delete(name);
-    if (k.token && (!before?.token || before.token.owner !== k.token.owner)) {
-      let set = this.tokenAccountsByOwner.get(k.token.owner);
-      if (!set) this.tokenAccountsByOwner.set(k.token.owner, (set = new Set()));
-      set.add(name);
-    }
-    this.known.set(name, k);
-  }
-
-  /** Token accounts already in the state (after a restart) for getTokenBalances. */
-  private indexTokenAccounts(): void {
-    for (const program of [TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID]) {
-      for (const item of this.svm.getProgramAccounts(decodeBase58(program)!)) {
-        const name = this.nameOf(item.address);
-        if (!this.known.has(name)) this.remember(name, this.readKnown(name, item.address));
-      }
-    }
-  }
-
   readAccount(address: string): LedgerAccount | null {
     const key = decodeAddress(address);
     if (!key) return null;
     const a = this.svm.getAccount(key);
     if (a === null) return null;
-    return { address, lamports: a.lamports(), owner: this.nameOf(a.owner()), data: a.data(), executable: a.executable() };
+    return { address, lamports: a.lamports(), owner: this.accounts.nameOf(a.owner()), data: a.data(), executable: a.executable() };
   }
 
   balance(address: string): bigint {
@@ -403,7 +315,7 @@ export class EmbeddedLedger implements Ledger {
   /** Token accounts of `owner`, optionally of one mint or one token program, read from the state. */
   tokenAccountsOf(owner: string, filter: { mint?: string | undefined; programId?: string | undefined } = {}): LedgerAccount[] {
     const out: LedgerAccount[] = [];
-    for (const address of this.tokenAccountsByOwner.get(owner) ?? []) {
+    for (const address of this.accounts.tokenAccountsOwnedBy(owner) ?? []) {
       const account = this.readAccount(address);
       if (!account || !isTokenAccountData(account.owner, account.data)) continue;
       if (filter.programId && account.owner !== filter.programId) continue;
@@ -420,14 +332,14 @@ export class EmbeddedLedger implements Ledger {
     const names: string[] = new Array(tx.numStaticKeys);
     const keys: Buffer[] = new Array(tx.numStaticKeys);
     for (let i = 0; i < tx.numStaticKeys; i++) {
-      const entry = this.keyEntry(tx.bytes, tx.keysOffset + i * 32);
+      const entry = this.accounts.keyEntry(tx.bytes, tx.keysOffset + i * 32);
       names[i] = entry.name;
       keys[i] = entry.key;
     }
     if (tx.lookups.length === 0) return { names, keys, loaded: [], loadedWritable: 0 };
     const tables = tx.lookups.map((l) => {
       const table = this.svm.getAccount(tx.bytes.subarray(l.keyOffset, l.keyOffset + 32));
-      return table ? { owner: this.nameOf(table.owner()), data: Buffer.from(table.data()) } : null;
+      return table ? { owner: this.accounts.nameOf(table.owner()), data: Buffer.from(table.data()) } : null;
     });
     const loaded: Buffer[] = [];
     let loadedWritable = 0;
@@ -439,7 +351,7 @@ export class EmbeddedLedger implements Ledger {
         const count = Math.floor((table.data.length - LOOKUP_TABLE_META_SIZE) / 32);
         for (const index of tx.lookups[t]![kind]) {
           if (index >= count) return { err: 'InvalidAddressLookupTableIndex' };
-          const entry = this.keyEntry(table.data, LOOKUP_TABLE_META_SIZE + index * 32);
+          const entry = this.accounts.keyEntry(table.data, LOOKUP_TABLE_META_SIZE + index * 32);
           names.push(entry.name);
           keys.push(entry.key);
           loaded.push(entry.key);
@@ -465,7 +377,7 @@ export class EmbeddedLedger implements Ledger {
     if (index >= resolved.names.length) return null;
     const nonceKey = this.keyAt(tx, resolved, index);
     const account = this.svm.getAccount(nonceKey);
-    if (!account || this.nameOf(account.owner()) !== SYSTEM_PROGRAM_ID) return null;
+    if (!account || this.accounts.nameOf(account.owner()) !== SYSTEM_PROGRAM_ID) return null;
     const data = account.data();
     if (data.length !== 80 || data[4] !== 1) return null;
     return Buffer.from(data.subarray(40, 72)).equals(tx.bytes.subarray(tx.blockhashOffset, tx.blockhashOffset + 32)) ? nonceKey : null;
@@ -509,7 +421,7 @@ export class EmbeddedLedger implements Ledger {
     const pre: Known[] = new Array(names.length);
     for (let i = 0; i < names.length; i++) {
       const name = names[i]!;
-      pre[i] = this.known.get(name) ?? this.knownOf(name, this.keyAt(tx, resolved, i));
+      pre[i] = this.accounts.cached(name) ?? this.accounts.knownOf(name, this.keyAt(tx, resolved, i));
     }
     const payerKey = this.keyAt(tx, resolved, 0);
     const nowSeconds = Math.floor(Date.now() / 1000);
@@ -567,8 +479,8 @@ export class EmbeddedLedger implements Ledger {
       const before = pre[i]!;
       let after = before;
       if (!before.executable && this.isWritable(tx, i, loadedWritable)) {
-        after = this.readPost(names[i]!, this.keyAt(tx, resolved, i), before, i < tx.numRequiredSignatures, stable);
-        this.remember(names[i]!, after);
+        after = this.accounts.readPost(names[i]!, this.keyAt(tx, resolved, i), before, i < tx.numRequiredSignatures, stable);
+        this.accounts.remember(names[i]!, after);
         writable.push(names[i]!);
       }
       if (after !== before) fee += before.lamports - after.lamports;
@@ -678,8 +590,8 @@ export class EmbeddedLedger implements Ledger {
       if (!(result instanceof FailedTransactionMetadata)) {
         for (const item of result.postAccounts()) {
           const a = item.account();
-          const address = this.nameOf(item.address);
-          postAccounts.set(address, { address, lamports: a.lamports(), owner: this.nameOf(a.owner()), data: a.data(), executable: a.executable() });
+          const address = this.accounts.nameOf(item.address);
+          postAccounts.set(address, { address, lamports: a.lamports(), owner: this.accounts.nameOf(a.owner()), data: a.data(), executable: a.executable() });
         }
       }
       simulated.accounts = options.accounts.map((address) => (failed ? null : (postAccounts.get(address) ?? this.readAccount(address))));
@@ -698,7 +610,7 @@ export class EmbeddedLedger implements Ledger {
     this.refreshWindow();
     if (!this.blockhashes.hasRaw(m.bytes.toString('latin1', m.blockhashOffset, m.blockhashOffset + 32))) return null;
     const names: string[] = [];
-    for (let i = 0; i < m.numStaticKeys; i++) names.push(this.nameAt(m.bytes, m.keysOffset + i * 32));
+    for (let i = 0; i < m.numStaticKeys; i++) names.push(this.accounts.nameAt(m.bytes, m.keysOffset + i * 32));
     return LAMPORTS_PER_SIGNATURE * BigInt(m.numRequiredSignatures) + priorityFee(m.instructions, names);
   }
 
@@ -719,7 +631,7 @@ export class EmbeddedLedger implements Ledger {
     const stored = this.history.read(entry);
     const wire = parseTransaction(stored.tx);
     const accountKeys: string[] = [];
-    for (let i = 0; i < wire.numStaticKeys; i++) accountKeys.push(this.nameAt(wire.bytes, wire.keysOffset + i * 32));
+    for (let i = 0; i < wire.numStaticKeys; i++) accountKeys.push(this.accounts.nameAt(wire.bytes, wire.keysOffset + i * 32));
     accountKeys.push(...stored.lw, ...stored.lr);
     return { stored, wire, accountKeys };
   }
@@ -815,12 +727,12 @@ export class EmbeddedLedger implements Ledger {
       const key = decodeAddress(stable.mint)!;
       if (this.svm.getAccount(key)) continue;
       this.svm.setAccount(key, new Account(this.minimumBalanceForRentExemption(82), encodeMint(this.mintAuthority.publicKey, stable.decimals), decodeAddress(stable.tokenProgramId)!, false, RENT_EXEMPT_EPOCH));
-      this.known.delete(stable.mint);
+      this.accounts.forget(stable.mint);
       changed = true;
     }
     if (!this.svm.getAccount(this.faucet.publicKey)) {
       this.svm.setAccount(this.faucet.publicKey, new Account(FAUCET_LAMPORTS, new Uint8Array(0), decodeAddress(SYSTEM_PROGRAM_ID)!, false, RENT_EXEMPT_EPOCH));
-      this.known.delete(this.faucet.address);
+      this.accounts.forget(this.faucet.address);
       changed = true;
     }
     return changed;
@@ -829,7 +741,7 @@ export class EmbeddedLedger implements Ledger {
   private describeStored(record: StoredTransaction): { keys: string[]; memo: string | null } {
     const wire = parseTransaction(record.tx);
     const keys: string[] = [];
-    for (let i = 0; i < wire.numStaticKeys; i++) keys.push(this.nameAt(wire.bytes, wire.keysOffset + i * 32));
+    for (let i = 0; i < wire.numStaticKeys; i++) keys.push(this.accounts.nameAt(wire.bytes, wire.keysOffset + i * 32));
     keys.push(...record.lw, ...record.lr);
     return { keys, memo: memoSummary(wire, keys) };
   }
@@ -849,9 +761,8 @@ export class EmbeddedLedger implements Ledger {
       this.lastSlot = Math.max(this.lastSlot, record.slot);
       replayed++;
     }
-    this.known.clear();
-    this.tokenAccountsByOwner.clear();
-    if (replayed) this.unsaved = replayed;
+    this.accounts.clear();
+    if (replayed) this.snapshots.replayed(replayed);
   }
 
   /** First instruction is System AdvanceNonceAccount (index 4). */
@@ -863,14 +774,12 @@ export class EmbeddedLedger implements Ledger {
   }
 
   private markUnsaved(): void {
-    this.unsaved++;
-    this.firstUnsavedAt ||= Date.now();
-    if (this.unsaved >= this.snapshotEvery) setImmediate(() => void this.save());
+    this.snapshots.markUnsaved();
   }
 
   private tick(): void {
     this.commit();
-    if (this.unsaved && Date.now() - this.firstUnsavedAt >= this.snapshotIntervalMs) void this.save();
+    this.snapshots.tick();
   }
 
   private snapshotHeader(): SnapshotHeader {
@@ -879,41 +788,7 @@ export class EmbeddedLedger implements Ledger {
 
   /** Writes a snapshot in the background (one at a time); history up to it is fsynced first. */
   save(): Promise<void> {
-    if (this.closed) return Promise.resolve();
-    if (this.saving) {
-      this.saveAgain = true;
-      return this.saving;
-    }
-    if (!this.unsaved) return Promise.resolve();
-    const header = this.snapshotHeader();
-    const state = this.svm.toBytes();
-    this.unsaved = 0;
-    this.firstUnsavedAt = 0;
-    this.saving = (async () => {
-      try {
-        await this.history.sync();
-        this.notifyFinalized();
-        await writeSnapshot(this.dir, header, state);
-        this.header = { ...this.header, seq: header.seq, slot: header.slot };
-      } catch (e) {
-        this.warn(`snapshot failed: ${(e as Error).message}`);
-        this.unsaved ||= 1;
-      } finally {
-        this.saving = null;
-        if (this.saveAgain && !this.closed) {
-          this.saveAgain = false;
-          void this.save();
-        }
-      }
-    })();
-    return this.saving;
-  }
-
-  private saveSync(): void {
-    this.history.syncNow();
-    writeSnapshotSync(this.dir, this.snapshotHeader(), this.svm.toBytes());
-    this.unsaved = 0;
-    this.firstUnsavedAt = 0;
+    return this.snapshots.save();
   }
 
   private assertOpen(): void {
@@ -924,9 +799,8 @@ export class EmbeddedLedger implements Ledger {
   async close(): Promise<void> {
     if (this.closed) return;
     clearInterval(this.timer);
-    this.saveAgain = false;
-    await this.saving;
-    this.saveSync();
+    await this.snapshots.settle();
+    this.snapshots.saveSync();
     this.closed = true;
     this.history.close();
     this.listeners.clear();

@@ -36,6 +36,7 @@ export const THREAD_METHODS = [
   'mintTo',
   'decimalsOf',
   'advance',
+  'setAccount',
 ] as const;
 export type ThreadMethod = (typeof THREAD_METHODS)[number];
 

@@ -1,8 +1,8 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { PullTargetRepository } from '../../../domain/ports/store.ts';
 import type { PullFormat, PullTargetRecord } from '../../../domain/receipts/pull-targets.ts';
+import { date, dateOrNull, uniqueOr, type RepoContext } from './context.ts';
 
 // The pull_targets table (migration 0008 is its definition), raw SQL through the MikroORM connection.
 
@@ -32,31 +32,28 @@ export const pullTargetFromRow = (r: PullTargetRow): PullTargetRecord => ({
   url: r.url,
   format: r.format,
   intervalSeconds: r.interval_seconds,
-  nextRunAt: new Date(r.next_run_at),
-  lastRunAt: r.last_run_at ? new Date(r.last_run_at) : null,
+  nextRunAt: date(r.next_run_at),
+  lastRunAt: dateOrNull(r.last_run_at),
   lastStatus: r.last_status,
   lastError: r.last_error,
   consecutiveFailures: r.consecutive_failures,
   acceptedTotal: Number(r.accepted_total),
   rejectedTotal: Number(r.rejected_total),
-  createdAt: new Date(r.created_at),
+  createdAt: date(r.created_at),
 });
 
-export function pullTargetRepository(em: () => EntityManager): PullTargetRepository {
+export function pullTargetRepository(ctx: RepoContext): PullTargetRepository {
+  const em = () => ctx.em();
   return {
     insert: async (t) => {
-      try {
-        await em().execute(
+      await uniqueOr(
+        em().execute(
           `insert into pull_targets (id, network, agent, owner_principal, url, format, interval_seconds, next_run_at, created_at)
            values (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
           [t.id, t.network, t.agent, t.ownerPrincipal, t.url, t.format, t.intervalSeconds, t.nextRunAt, t.createdAt],
-        );
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) {
-          throw new DomainError('conflict', `Agent ${t.agent} already has a pull target for ${t.url}.`, { url: t.url });
-        }
-        throw e;
-      }
+        ),
+        () => new DomainError('conflict', `Agent ${t.agent} already has a pull target for ${t.url}.`, { url: t.url }),
+      );
     },
     get: async (network, id) => {
       const rows = (await em().execute(`select * from pull_targets where network = ? and id = ?`, [network, id])) as PullTargetRow[];
@@ -94,7 +91,7 @@ export function pullTargetRepository(em: () => EntityManager): PullTargetReposit
     },
     nextDue: async () => {
       const rows = (await em().execute(`select min(next_run_at) as at from pull_targets`)) as { at: Date | null }[];
-      return rows[0]?.at ? new Date(rows[0].at) : null;
+      return rows[0]?.at ? date(rows[0].at) : null;
     },
   };
 }

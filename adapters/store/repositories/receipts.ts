@@ -1,7 +1,7 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { ReceiptPageQuery, ReceiptRepository, VerificationUpdate } from '../../../domain/ports/store.ts';
+import { date, dateOrNull, query, uniqueOr, Where, type RepoContext } from './context.ts';
 import { settlementSignature, type Receipt, type ReceiptRecord, type StoredReceipt, type VerificationStatus } from '../../../domain/receipts/schema.ts';
 
 // The receipts table (migrations 0003 and 0008 are its definition), raw SQL through the MikroORM connection.
@@ -26,11 +26,11 @@ export const receiptFromRow = (r: ReceiptRow): StoredReceipt => ({
   network: r.network,
   receipt: r.body,
   source: r.source,
-  createdAt: new Date(r.created_at),
+  createdAt: date(r.created_at),
   verification: {
     status: r.verification,
     reason: r.verification_reason,
-    checkedAt: r.verification_checked_at ? new Date(r.verification_checked_at) : null,
+    checkedAt: dateOrNull(r.verification_checked_at),
     attempts: r.verification_attempts,
   },
 });
@@ -55,10 +55,11 @@ export const INSERT_SQL = `insert into receipts (network, agent, nonce, kind, de
       (select p.ts_max from receipts p where p.network = ? and p.agent = ? and p.nonce = ?::bigint - 1)),
     ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?)`;
 
-export function receiptRepository(em: () => EntityManager, inTransaction: () => boolean): ReceiptRepository {
+export function receiptRepository(ctx: RepoContext): ReceiptRepository {
+  const em = () => ctx.em();
   return {
     lockHead: async (network, agent) => {
-      if (!inTransaction()) throw new Error('receipts.lockHead must run inside store.transaction');
+      if (!ctx.inTransaction) throw new Error('receipts.lockHead must run inside store.transaction');
       const m = em();
       await m.execute('select pg_advisory_xact_lock(?, hashtext(?))', [RECEIPTS_LOCK, `${network}:${agent}`]);
       const rows = (await m.execute(
@@ -68,14 +69,10 @@ export function receiptRepository(em: () => EntityManager, inTransaction: () => 
       return rows[0] ? { nonce: rows[0].nonce, receiptHash: rows[0].receipt_hash } : null;
     },
     insert: async (r, v) => {
-      try {
-        await em().execute(INSERT_SQL, receiptInsertParams(r, v));
-      } catch (e) {
-        if (e instanceof UniqueConstraintViolationException) {
-          throw new DomainError('receipt_chain_invalid', `Receipt nonce ${r.receipt.nonce} or hash is already on the chain of ${r.receipt.agent}.`);
-        }
-        throw e;
-      }
+      await uniqueOr(
+        query(em(), INSERT_SQL, receiptInsertParams(r, v)),
+        () => new DomainError('receipt_chain_invalid', `Receipt nonce ${r.receipt.nonce} or hash is already on the chain of ${r.receipt.agent}.`),
+      );
     },
     hasPaywallTxSig: async (network, txSig) => {
       const rows = (await em().execute(`select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])) as unknown[];
@@ -104,14 +101,12 @@ export function receiptRepository(em: () => EntityManager, inTransaction: () => 
         if (!first[0]) return [];
         fromNonce = first[0].nonce;
       }
-      const where = ['network = ?', 'agent = ?', 'nonce >= ?'];
-      const params: unknown[] = [network, agent, fromNonce];
-      if (q.beforeNonce !== undefined) (where.push('nonce < ?'), params.push(q.beforeNonce));
-      if (q.kind) (where.push('kind = ?'), params.push(q.kind));
-      if (q.decision) (where.push('decision = ?'), params.push(q.decision));
-      if (q.since) (where.push('ts >= ?'), params.push(q.since));
-      params.push(q.limit);
-      const rows = (await m.execute(`select ${COLUMNS} from receipts where ${where.join(' and ')} order by nonce desc limit ?`, params)) as ReceiptRow[];
+      const where = new Where().and('network = ?', network).and('agent = ?', agent).and('nonce >= ?', fromNonce);
+      if (q.beforeNonce !== undefined) where.and('nonce < ?', q.beforeNonce);
+      if (q.kind) where.and('kind = ?', q.kind);
+      if (q.decision) where.and('decision = ?', q.decision);
+      if (q.since) where.and('ts >= ?', q.since);
+      const rows = await query<ReceiptRow>(m, `select ${COLUMNS} from receipts where ${where.sql} order by nonce desc limit ?`, [...where.params, q.limit]);
       return rows.map(receiptFromRow);
     },
     setVerification: async (network, receiptHash, u) => {

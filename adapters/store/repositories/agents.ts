@@ -1,0 +1,58 @@
+import type { AgentRecord } from '../../../domain/agents/schema.ts';
+import type { AgentRepository } from '../../../domain/ports/store.ts';
+import { date, query, type RepoContext } from './context.ts';
+
+/** A row of `agents` (migrations/0001-initial.ts, owner_principal from 0005-ownership.ts). */
+interface AgentRow {
+  network: AgentRecord['network'];
+  mint: string;
+  owner: string;
+  name: string | null;
+  uri: string | null;
+  treasury: string;
+  executive: string | null;
+  source: AgentRecord['source'];
+  owner_principal: string | null;
+  registered_at: Date;
+  updated_at: Date;
+}
+
+const fromRow = (r: AgentRow): AgentRecord => ({
+  mint: r.mint,
+  network: r.network,
+  owner: r.owner,
+  name: r.name,
+  uri: r.uri,
+  treasury: r.treasury,
+  executive: r.executive,
+  source: r.source,
+  ownerPrincipal: r.owner_principal,
+  registeredAt: date(r.registered_at),
+});
+
+export function agentRepository(ctx: RepoContext): AgentRepository {
+  return {
+    insert: async (r) => {
+      const rows = await query(
+        ctx.em(),
+        `insert into agents (network, mint, owner, name, uri, treasury, executive, source, owner_principal, registered_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing returning 1`,
+        [r.network, r.mint, r.owner, r.name, r.uri, r.treasury, r.executive, r.source, r.ownerPrincipal, r.registeredAt, r.registeredAt],
+      );
+      return rows.length === 1;
+    },
+    replace: async (r, expected) => {
+      const rows = await query(
+        ctx.em(),
+        `update agents set owner = ?, owner_principal = ?, name = ?, uri = ?, updated_at = ?
+          where network = ? and mint = ? and owner = ? and owner_principal is not distinct from ? returning 1`,
+        [r.owner, r.ownerPrincipal, r.name, r.uri, new Date(), r.network, r.mint, expected.owner, expected.ownerPrincipal],
+      );
+      return rows.length === 1;
+    },
+    get: async (network, mint) => {
+      const rows = await query<AgentRow>(ctx.em(), 'select * from agents where network = ? and mint = ?', [network, mint]);
+      return rows[0] ? fromRow(rows[0]) : null;
+    },
+  };
+}

@@ -1,0 +1,127 @@
+import { DomainError } from '../../../domain/shared/errors.ts';
+import type { PaymentLinkRecord } from '../../../domain/payment-links/schema.ts';
+import type { PaymentLinkRepository } from '../../../domain/ports/store.ts';
+import { date, dateOrNull, query, uniqueOr, Where, type RepoContext } from './context.ts';
+
+/** A row of `payment_links` (migrations/0001-initial.ts; webhook_secret from 0003, owner_principal from 0005). */
+interface PaymentLinkRow {
+  pk: string;
+  id: string;
+  network: PaymentLinkRecord['network'];
+  label: string;
+  owner_agent: string;
+  method: PaymentLinkRecord['method'];
+  price: string;
+  currency: PaymentLinkRecord['currency'];
+  /** numeric(20,0), read as a decimal string */
+  amount_atomic: string;
+  accepts_currencies: PaymentLinkRecord['acceptsCurrencies'];
+  protocol: PaymentLinkRecord['protocol'];
+  response: PaymentLinkRecord['response'];
+  webhook_url: string | null;
+  webhook_secret: string | null;
+  wrap_receipt: boolean;
+  settle_policy: PaymentLinkRecord['settlePolicy'];
+  metadata: Record<string, unknown>;
+  disabled: boolean;
+  call_count: number;
+  settled_count: number;
+  last_called_at: Date | null;
+  last_settled_at: Date | null;
+  last_tx_sig: string | null;
+  created_by: string;
+  owner_principal: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
+  pk: r.pk,
+  id: r.id,
+  network: r.network,
+  label: r.label,
+  ownerAgent: r.owner_agent,
+  method: r.method,
+  price: r.price,
+  currency: r.currency,
+  amountAtomic: BigInt(r.amount_atomic),
+  acceptsCurrencies: r.accepts_currencies,
+  protocol: r.protocol,
+  response: r.response,
+  webhookUrl: r.webhook_url,
+  webhookSecret: r.webhook_secret,
+  wrapReceipt: r.wrap_receipt,
+  settlePolicy: r.settle_policy,
+  metadata: r.metadata,
+  disabled: r.disabled,
+  callCount: r.call_count,
+  settledCount: r.settled_count,
+  lastCalledAt: dateOrNull(r.last_called_at),
+  lastSettledAt: dateOrNull(r.last_settled_at),
+  lastTxSig: r.last_tx_sig,
+  createdBy: r.created_by,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  updatedAt: date(r.updated_at),
+});
+
+/** Every column but pk, in one order for insert and update, with its value from the record (json as text). */
+const COLUMNS = `id, network, label, owner_agent, method, price, currency, amount_atomic, accepts_currencies, protocol, response,
+  webhook_url, webhook_secret, wrap_receipt, settle_policy, metadata, disabled, call_count, settled_count, last_called_at,
+  last_settled_at, last_tx_sig, created_by, owner_principal, created_at, updated_at`;
+const PLACEHOLDERS = '?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
+const values = (r: PaymentLinkRecord): unknown[] => [
+  r.id, r.network, r.label, r.ownerAgent, r.method, r.price, r.currency, r.amountAtomic.toString(), JSON.stringify(r.acceptsCurrencies),
+  r.protocol, JSON.stringify(r.response), r.webhookUrl, r.webhookSecret, r.wrapReceipt, r.settlePolicy, JSON.stringify(r.metadata),
+  r.disabled, r.callCount, r.settledCount, r.lastCalledAt, r.lastSettledAt, r.lastTxSig, r.createdBy, r.ownerPrincipal, r.createdAt,
+  r.updatedAt,
+];
+
+export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
+  return {
+    insert: async (r) => {
+      await uniqueOr(
+        query(ctx.em(), `insert into payment_links (pk, ${COLUMNS}) values (?, ${PLACEHOLDERS})`, [r.pk, ...values(r)]),
+        () => new DomainError('conflict', `A payment link with id "${r.id}" already exists on ${r.network}.`, { id: r.id }),
+      );
+    },
+    get: async (network, id) => {
+      // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
+      const rows = await query<PaymentLinkRow>(
+        ctx.em(),
+        `select * from payment_links where network = ? and id = ?${ctx.inTransaction ? ' for update' : ''}`,
+        [network, id],
+      );
+      return rows[0] ? fromRow(rows[0]) : null;
+    },
+    list: async (network, q) => {
+      // Served by payment_links_network_[principal_][owner_]pk_idx in its own order (newest pk first).
+      const where = new Where().and('network = ?', network);
+      if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
+      if (q.ownerAgent !== undefined) where.and('owner_agent = ?', q.ownerAgent);
+      if (q.beforePk !== undefined) where.and('pk < ?', q.beforePk);
+      const rows = await query<PaymentLinkRow>(
+        ctx.em(),
+        `select * from payment_links where ${where.sql} order by pk desc limit ?`,
+        [...where.params, q.limit],
+      );
+      return rows.map(fromRow);
+    },
+    update: async (r) => {
+      await query(ctx.em(), `update payment_links set (${COLUMNS}) = row(${PLACEHOLDERS}) where pk = ?`, [...values(r), r.pk]);
+    },
+    delete: async (network, id) =>
+      (await query(ctx.em(), 'delete from payment_links where network = ? and id = ? returning 1', [network, id])).length > 0,
+    countCall: async (network, pk, call) => {
+      await query(
+        ctx.em(),
+        `update payment_links set call_count = call_count + 1, last_called_at = ?,
+           settled_count = settled_count + (case when ?::text is null then 0 else 1 end),
+           last_settled_at = case when ?::text is null then last_settled_at else ? end,
+           last_tx_sig = coalesce(?::text, last_tx_sig)
+         where network = ? and pk = ?`,
+        [call.at, call.settledTxSig, call.settledTxSig, call.at, call.settledTxSig, network, pk],
+      );
+    },
+  };
+}

@@ -1,0 +1,398 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import type { MikroORM } from '@mikro-orm/postgresql';
+import { AccessService } from '../domain/access/service.ts';
+import type { Clock } from '../domain/ports/clock.ts';
+import type { GatewaySettings } from '../domain/shared/settings.ts';
+import { startEmbeddedPostgres } from '../adapters/store/embedded-postgres.ts';
+import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';
+import { PgEventFeed } from '../adapters/store/event-feed.ts';
+import { systemClock } from '../adapters/clock/system.ts';
+import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
+import { MikroOrmFacilitatorStore } from '../adapters/store/facilitator-store.ts';
+import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
+import { joinLedgersLazily } from '../adapters/ledger/joined.ts';
+import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';
+import { effectivePort } from '../domain/ports/outbound-http.ts';
+import { HttpFacilitator } from '../adapters/facilitator/http.ts';
+import { InProcessFacilitator } from '../adapters/facilitator/in-process.ts';
+import { FacilitatorService } from '../domain/facilitator/service.ts';
+import { feePayerFromSecretKey } from '../domain/facilitator/ed25519.ts';
+import type { Ledger } from '../domain/ports/ledger.ts';
+import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
+import { graphileQueue, startGraphileRunner } from '../adapters/queue/graphile.ts';
+import { resolveLimits } from '../domain/policies/rate-limit.ts';
+import type { JobRunner } from '../domain/ports/job-queue.ts';
+import type { PolicyStore } from '../domain/ports/policy-store.ts';
+import { jobDefinitions } from '../jobs/runner.ts';
+import { joinLedgers, openLedgers, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
+import type { Network } from '../domain/shared/network.ts';
+import type { Config } from './config.ts';
+import { buildServices, type Services } from './services.ts';
+
+// Core wiring, the one place that builds adapters: config → adapters → services, and the job runner. No HTTP: the
+// gateway's server (app.ts + http.ts), `npm run jobs`, `npm run keys` and `npm run facilitator` all start from here.
+
+const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+function gitCommit(): string {
+  try {
+    return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { stdio: ['ignore', 'pipe', 'ignore'], cwd: new URL('..', import.meta.url) })
+      .toString()
+      .trim();
+  } catch {
+    return 'unknown';
+  }
+}
+
+export interface Database {
+  url: string;
+  orm: MikroORM;
+  store: MikroOrmStore;
+  /** this process's liveness number: the claims it holds are taken over at once when it dies (issue 17) */
+  owner: ProcessOwner;
+  /** true when the embedded server was already running (another process serves the data directory) */
+  reused: boolean;
+  embedded: boolean;
+  close(): Promise<void>;
+}
+
+/** PostgreSQL (DATABASE_URL, or embedded under SVC_DATA_DIR) with migrations applied. Used by the app and the CLI. */
+export async function openDatabase(
+  config: Config,
+  options: { pgSettings?: Record<string, string>; poolMax?: number; onWarning?: (message: string, err: unknown) => void } = {},
+): Promise<Database> {
+  const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: config.dataDir, settings: options.pgSettings });
+  const url = config.databaseUrl ?? embedded!.url;
+  try {
+    const orm = await initOrm(url, options.poolMax ?? config.dbPoolMax);
+    let owner: ProcessOwner | undefined;
+    try {
+      await migrate(orm, url);
+      owner = await startProcessOwner(url, options.onWarning);
+    } catch (e) {
+      await orm.close(true);
+      throw e;
+    }
+    const held = owner;
+    return {
+      url,
+      orm,
+      store: new MikroOrmStore(orm, held),
+      owner: held,
+      reused: embedded?.reused ?? false,
+      embedded: embedded !== undefined,
+      async close() {
+        await held.close();
+        await orm.close(true);
+        await embedded?.stop();
+      },
+    };
+  } catch (e) {
+    await embedded?.stop();
+    throw e;
+  }
+}
+
+/** For out-of-band commands (npm run keys): the access service on the same database, no HTTP. */
+export async function openAccess(config: Config): Promise<{ access: AccessService; database: Database; close(): Promise<void> }> {
+  const database = await openDatabase(config, { poolMax: 2 });
+  return { access: new AccessService({ store: database.store, clock: systemClock }), database, close: () => database.close() };
+}
+
+
+export interface AppOptions {
+  clock?: Clock;
+  logger?: Logger;
+  /** extra PostgreSQL settings for a cluster this process starts (tests turn fsync off) */
+  pgSettings?: Record<string, string>;
+  /** replaces the policy tables' adapter (the policies benchmark measures against one that stores nothing) */
+  policyStore?: PolicyStore;
+  /**
+   * false: open no ledgers. 'join': open none but reach them — remote nodes as configured, embedded ones through
+   * the JSON-RPC of the process holding them — so the job runner run apart (`npm run jobs`) can settle and record
+   * paid calls without ever holding the gateway's files.
+   */
+  ledgers?: boolean | 'join';
+}
+
+/** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
+export function faucetCommand(options: { dataDir: string }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+  return runFaucet(options, request);
+}
+
+export function defaultLogger(config: Config): Logger {
+  return pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'] });
+}
+
+/** Everything but HTTP: database, event feed, services and their timers. Used by the app and by `npm run jobs`. */
+/** Opened ledgers; with `ledgers: false` the records are empty. */
+export type CoreLedgers = Omit<OpenedLedgers, 'ledgers'> & { ledgers: Partial<OpenedLedgers['ledgers']> };
+
+export interface Core {
+  database: Database;
+  ledgers: CoreLedgers;
+  services: Services;
+  settings: GatewaySettings;
+  /** the services' outbound HTTP; `refuse` registers a listener learned later (the HTTP port after listen) */
+  outbound: GuardedOutboundHttp;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+export async function openCore(config: Config, options: AppOptions = {}): Promise<Core> {
+  const log = options.logger ?? defaultLogger(config);
+  const clock = options.clock ?? systemClock;
+  const database = await openDatabase(config, { pgSettings: options.pgSettings, onWarning: (message, err) => log.warn({ err }, message) });
+  const feed = new PgEventFeed(database.url, database.store, log);
+  let ledgers: CoreLedgers | undefined;
+  try {
+    await feed.start();
+    ledgers =
+      options.ledgers === false
+        ? { ledgers: {}, embedded: {}, faucet: undefined, rpcUrls: {}, close: async () => {} }
+        : options.ledgers === 'join'
+          ? { ...joinLedgersLazily({ dataDir: config.dataDir, devnet: config.ledgers.devnet, mainnet: config.ledgers.mainnet }), embedded: {}, faucet: undefined, rpcUrls: {} }
+          : await openLedgers({
+            dataDir: config.dataDir,
+            devnet: config.ledgers.devnet,
+            mainnet: config.ledgers.mainnet,
+            devnetRpcPort: config.ledgers.devnetRpcPort,
+            mainnetRpcPort: config.ledgers.mainnetRpcPort,
+            rpcHost: config.ledgers.rpcHost,
+            onWarning: (message) => log.warn({ component: 'ledger' }, message),
+          });
+    const settings: GatewaySettings = {
+      baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,
+      facilitatorUrl: config.facilitatorUrl ?? `${config.baseUrl ?? `http://localhost:${config.port}`}/facilitator`,
+      version: pkg.version,
+      commit: config.commit ?? gitCommit(),
+      fee: await feeSettings(config),
+    };
+    const facilitator =
+      options.ledgers === false
+        ? undefined
+        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee });
+    const paywallFacilitator = config.facilitatorUrl
+      ? new HttpFacilitator({ url: config.facilitatorUrl, token: config.facilitator.accountsSecret })
+      : facilitator
+        ? new InProcessFacilitator(facilitator)
+        : undefined;
+    const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow });
+    refuseOwnListeners(outbound, config, ledgers, database);
+    const services = buildServices({
+      store: database.store,
+      policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
+      feed,
+      clock,
+      settings,
+      limits: resolveLimits(config.rateLimits),
+      ledgers: ledgers.ledgers,
+      faucet: ledgers.faucet,
+      embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
+      facilitator,
+      paywallFacilitator,
+      outbound,
+      queue: graphileQueue(database.url, log),
+      onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
+      onWarning: (message, context) => log.warn(context, message),
+    });
+    const unwatchReceipts = services.receipts.watchPublished(feed);
+    const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
+    flushTimer.unref();
+    const syncTimer = setInterval(
+      () => void services.rateLimiter.sync().catch((err) => log.warn({ err }, 'rate-limit exchange failed; will retry')),
+      250,
+    );
+    syncTimer.unref();
+    const opened = ledgers;
+    return {
+      database,
+      ledgers: opened,
+      services,
+      settings,
+      outbound,
+      log,
+      async close() {
+        unwatchReceipts();
+        clearInterval(flushTimer);
+        clearInterval(syncTimer);
+        await services.rateLimiter.sync().catch(() => {});
+        await services.recorder.flush();
+        await opened.close();
+        await feed.close();
+        await database.close();
+      },
+    };
+  } catch (e) {
+    await ledgers?.close();
+    await feed.close();
+    await database.close();
+    throw e;
+  }
+}
+
+/**
+ * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
+ * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`), the
+ * embedded ledgers' JSON-RPC and WebSocket ports and the embedded PostgreSQL; createApp adds its HTTP port after
+ * listen (port 0 becomes the assigned one).
+ */
+function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, ledgers: CoreLedgers, database: Database): void {
+  const ports: [host: string, port: number][] = [[config.host, config.port], [config.facilitator.host, config.facilitator.port]];
+  for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
+    if (source === 'embedded' && port !== 0) ports.push([config.ledgers.rpcHost, port], [config.ledgers.rpcHost, port + 1]);
+  }
+  const at = (url: string): [string, number] => [new URL(url).hostname, effectivePort(new URL(url))];
+  for (const network of Object.keys(ledgers.embedded) as Network[]) {
+    const rpc = ledgers.rpcUrls[network];
+    if (!rpc) continue;
+    // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
+    const [host, port] = at(rpc);
+    ports.push([host, port], [host, port + 1]);
+  }
+  if (config.facilitatorUrl) ports.push(at(config.facilitatorUrl));
+  // The database too, embedded or DATABASE_URL: no upstream may speak to PostgreSQL on the gateway's behalf.
+  const db = new URL(database.url);
+  ports.push([db.hostname || '127.0.0.1', db.port ? Number(db.port) : 5432]);
+  for (const [host, port] of ports) refuseOwnListener(outbound, host, port);
+}
+
+export function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) return;
+  try {
+    outbound.refuse(`${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`);
+  } catch {
+    outbound.refuse(`0.0.0.0:${port}`); // an odd bind host: the port is refused on every local address all the same
+  }
+}
+
+/**
+ * The facilitator of this process: fee payer from SVC_FACILITATOR_SECRET_KEY, or generated under the data directory
+ * (DECISIONS "Facilitator"); on an embedded ledger it is funded from the faucet so settlements can pay their fees.
+ */
+async function openFacilitator(deps: {
+  config: Config;
+  ledgers: Partial<Record<Network, Ledger>>;
+  /** networks whose faucet can top up the fee payer (embedded ledgers) */
+  fundable: ReadonlySet<Network>;
+  faucet: OpenedLedgers['faucet'];
+  database: Database;
+  clock: Clock;
+  log: Logger;
+  fee: GatewaySettings['fee'];
+  networks?: Network[];
+}): Promise<FacilitatorService> {
+  const { config, ledgers, log } = deps;
+  const secret = config.facilitator.secretKey ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'facilitator.json')));
+  const signer = feePayerFromSecretKey(secret);
+  const networks = deps.networks ?? (Object.keys(ledgers) as Network[]);
+  for (const network of networks) {
+    if (!deps.fundable.has(network) || !deps.faucet) continue;
+    const balance = await ledgers[network]!.getBalance(signer.address);
+    if (balance < FEE_PAYER_FLOOR) {
+      await deps.faucet({ network, to: signer.address, sol: '100' });
+      log.info({ network, fee_payer: signer.address }, 'funded the facilitator fee payer from the embedded faucet');
+    }
+  }
+  return new FacilitatorService({
+    ledgers,
+    store: new MikroOrmFacilitatorStore(deps.database.orm, deps.database.owner),
+    signer,
+    clock: deps.clock,
+    settings: {
+      networks,
+      fee: deps.fee,
+      rentBudgetLamports: config.facilitator.rentBudgetLamports,
+      confirmTimeoutMs: config.facilitator.confirmTimeoutMs,
+    },
+    onWarning: (message, context) => log.warn({ component: 'facilitator', ...context }, message),
+  });
+}
+
+export interface FacilitatorCore {
+  service: FacilitatorService;
+  rpcUrls: Partial<Record<Network, string>>;
+  close(): Promise<void>;
+}
+
+/**
+ * The facilitator alone, without HTTP (interfaces/facilitator/app.ts serves it): the same database (duplicate guard,
+ * rent sponsorship) and ledgers as the installation: SVC_FACILITATOR_RPC_URL, or the embedded ledgers under
+ * SVC_DATA_DIR (through the gateway's JSON-RPC when it runs).
+ */
+export async function openFacilitatorCore(config: Config, options: { logger?: Logger; clock?: Clock; pgSettings?: Record<string, string> } = {}): Promise<FacilitatorCore & { log: Logger }> {
+  const log = options.logger ?? defaultLogger(config);
+  const clock = options.clock ?? systemClock;
+  const networks = config.facilitator.networks;
+  const database = await openDatabase(config, { pgSettings: options.pgSettings, poolMax: 5 });
+  let ledgers: OpenedLedgers | undefined;
+  try {
+    ledgers = await joinLedgers({
+      dataDir: config.dataDir,
+      networks,
+      rpcUrl: config.facilitator.rpcUrl,
+      rpcPorts: { 'chain-devnet': config.ledgers.devnetRpcPort, 'chain-mainnet': config.ledgers.mainnetRpcPort },
+      rpcHost: config.ledgers.rpcHost,
+      onWarning: (message) => log.warn({ component: 'ledger' }, message),
+    });
+    const fee = await feeSettings(config);
+    const service = await openFacilitator({
+      config,
+      ledgers: ledgers.ledgers,
+      faucet: ledgers.faucet,
+      fundable: new Set(config.facilitator.rpcUrl ? [] : networks),
+      database,
+      clock,
+      log,
+      fee,
+      networks,
+    });
+    const opened = ledgers;
+    return {
+      service,
+      rpcUrls: opened.rpcUrls,
+      log,
+      async close() {
+        await opened.close();
+        await database.close();
+      },
+    };
+  } catch (e) {
+    await ledgers?.close();
+    await database.close();
+    throw e;
+  }
+}
+
+/** The protocol fee of §2.5; fee authorities from env, or generated under the data directory (DECISIONS). */
+async function feeSettings(config: Config): Promise<GatewaySettings['fee']> {
+  const keysDir = join(config.dataDir, 'keys');
+  return {
+    bps: config.feeBps,
+    enforcement: config.feeEnforce,
+    authorities: {
+      'chain-mainnet': config.feeAuthorityMainnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-mainnet.json'))),
+      'chain-devnet': config.feeAuthorityDevnet ?? (await ensureKeypairFile(join(keysDir, 'fee-authority-devnet.json'))),
+    },
+  };
+}
+
+/** 1 SOL: below it the embedded fee payer is topped up at start. */
+const FEE_PAYER_FLOOR = 1_000_000_000n;
+
+/** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
+export function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
+  const { tasks, recurring } = jobDefinitions({
+    maintenance: services.maintenance,
+    paidCalls: services.paidCallMaintenance,
+    paywall: services.paywall,
+    log,
+    receipts: { receipts: services.receipts, pull: services.pull, queue: graphileQueue(url, log), now: () => new Date() },
+  });
+  return startGraphileRunner({ connectionString: url, tasks, recurring, log });
+}
+

@@ -1,0 +1,137 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
+import type { Logger } from 'pino';
+import { newId } from '../domain/shared/ids.ts';
+import { DomainError } from '../domain/shared/errors.ts';
+import { limitAnonymous } from './policies/rate-limit.ts';
+import { registerFacilitatorRoutes } from './facilitator/routes.ts';
+import { registerPaywallRoutes } from './paywall/routes.ts';
+import type { Services } from './services.ts';
+import type { Context } from './trpc/context.ts';
+import { appRouter } from './trpc/router.ts';
+import { openApiDocument, registerRest } from './rest/handler.ts';
+import { noteRequestId, resolveError, restError, trpcError } from './errors.ts';
+import { mountGraphql } from './graphql/yoga.ts';
+
+// The gateway's HTTP server over built services: /v1, /openapi.json, /trpc, /graphql, /facilitator, /x. No adapters.
+
+export const BODY_LIMIT = 1024 * 1024;
+
+/**
+ * Requests Node's HTTP parser refuses before fastify sees them (request line and headers over 16 KiB, malformed
+ * request lines): the envelope and X-Svc-Request-Id like every other answer, then the connection is closed.
+ */
+function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const requestId = newId();
+  const error =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? new DomainError('headers_too_large', 'The request line and headers exceed 16 KiB.')
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? DomainError.invalid([{ path: '', message: 'The request did not arrive in time', code: 'timeout' }], 'The request did not arrive in time.')
+        : DomainError.invalid([{ path: '', message: 'Malformed HTTP request', code: 'malformed' }], 'Malformed HTTP request.');
+  const { status, body } = restError(error, requestId);
+  const json = JSON.stringify(body);
+  this.log.debug({ err, request_id: requestId }, 'client error');
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
+        `X-Svc-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${json}`,
+    );
+  }
+  socket.destroy();
+}
+
+/** What fastify refuses itself is answered in the shape of the door asked: tRPC's under /trpc, the REST envelope elsewhere. */
+function errorAnswer(url: string, error: DomainError, requestId: string): { status: number; body: unknown } {
+  return url.startsWith('/trpc/') || url === '/trpc' ? trpcError(error, requestId) : restError(error, requestId);
+}
+
+export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined }): FastifyInstance {
+  const { services, log } = deps;
+  /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
+  const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
+    const values: Record<string, string> = {};
+    if (!url.startsWith('/v1/') && url !== '/v1') return { values };
+    try {
+      limitAnonymous(services, ip, 'default', values);
+      return { values };
+    } catch (error) {
+      return { values, error };
+    }
+  };
+  const app = Fastify({
+    loggerInstance: log as unknown as FastifyBaseLogger,
+    bodyLimit: BODY_LIMIT,
+    genReqId: () => newId(),
+    requestIdHeader: false,
+    routerOptions: { maxParamLength: 5000 },
+    clientErrorHandler,
+    // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
+    frameworkErrors: (err, req, reply) => {
+      const headers = anonymousLimit(req.url, req.ip);
+      const { status, body } = errorAnswer(req.url, resolveError(headers.error ?? err, req.id, req.log), req.id);
+      // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
+      const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
+      plain.code(status).headers({ ...headers.values, 'X-Svc-Request-Id': req.id }).send(body);
+    },
+  });
+
+  // X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too.
+  app.addHook('onRequest', async (req, reply) => {
+    reply.raw.setHeader('X-Svc-Request-Id', req.id);
+    const clientId = req.headers['x-request-id'];
+    if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
+  });
+
+  app.setErrorHandler((err, req, reply) => {
+    const { status, body } = errorAnswer(req.url, resolveError(err, req.id, req.log), req.id);
+    void reply.code(status).send(body);
+  });
+  app.setNotFoundHandler((req, reply) => {
+    const headers = anonymousLimit(req.url, req.ip);
+    const error: unknown = headers.error ?? new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}.`);
+    const { status, body } = restError(resolveError(error, req.id, req.log), req.id);
+    void reply.code(status).headers(headers.values).send(body);
+  });
+
+  const createContext = (req: FastifyRequest, transport: string): Context => {
+    const idem = req.headers['idempotency-key'];
+    return {
+      services,
+      log: req.log,
+      requestId: req.id,
+      authorization: req.headers.authorization,
+      idempotencyKey: req.method === 'POST' && typeof idem === 'string' ? idem : undefined,
+      clientIp: req.ip,
+      transport,
+      responseHeaders: {},
+    };
+  };
+
+  registerRest(app, { createContext, baseUrl: () => services.settings.baseUrl, version: services.settings.version });
+
+  let openapi: string | undefined;
+  app.get('/openapi.json', async (_req, reply) => {
+    openapi ??= JSON.stringify(openApiDocument(services.settings.baseUrl, services.settings.version));
+    return reply.type('application/json').send(openapi);
+  });
+
+  void app.register(fastifyTRPCPlugin, {
+    prefix: '/trpc',
+    trpcOptions: {
+      router: appRouter,
+      createContext: ({ req }: { req: FastifyRequest }) => createContext(req, 'trpc'),
+      responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} }),
+      onError: ({ error, req }: { error: object; req: FastifyRequest }) => noteRequestId(error, req.id),
+      maxBodySize: BODY_LIMIT,
+    },
+  });
+
+  mountGraphql(app, { services, log });
+  if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
+  if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
+  return app;
+}
