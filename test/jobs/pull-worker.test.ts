@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
-import { buildChain, buildReceipt, headOf } from '../support/receipts.ts';
+import { quickAddJob } from 'graphile-worker';
+import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 
 // Issue 11 / hosted-api §2.9, §4.7: the pull worker, run by the real job runner process (`npm run jobs`), fetches a
 // real local HTTP server serving an agent's chain — with a malformed line and a forked item in it — ingests the good
@@ -136,6 +137,16 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     t.true(Date.parse(again.last_run_at) - Date.parse(first.last_run_at) >= 10_000, 'not before its interval');
     t.like(again, { accepted_total: 3, rejected_total: 4 });
     t.is((await http(app, 'GET', `/v1/events?kind=receipt.pulled&agent=${mint}`, { key })).body.data.length, 3, 'no event for an item seen before');
+
+    // The retry job, in the same runner process: a pending check whose last retry is due is decided (not found → mismatch).
+    const pending = buildReceipt(mint, headOf(chain[2]!), { tx_sig: unknownSignature() });
+    t.is((await http(app, 'POST', `/v1/receipts/${mint}`, { key, body: pending })).body.verification.status, 'pending');
+    await app.database.orm.em.fork().execute(`update receipts set verification_attempts = 7, verify_after = now() - interval '1 second' where receipt_hash = ?`, [pending.receipt_hash]);
+    await quickAddJob({ connectionString: app.database.url }, 'verify_receipts', {});
+    const decided = await until(t, 'the retry job decided the check', () => http(app, 'GET', `/v1/receipts/by-hash/${pending.receipt_hash}`, { key }), (r) => r.body.verification.status !== 'pending');
+    t.is(decided.body.verification.status, 'mismatch', JSON.stringify(decided.body.verification));
+    t.regex(decided.body.verification.reason, /not found on the ledger after 8 checks/);
+    t.is((await http(app, 'GET', `/v1/events?kind=receipt.mismatch&agent=${mint}`, { key })).body.data.length, 1);
   } finally {
     await runner.stop();
   }
