@@ -308,3 +308,29 @@ test('an earn receipt with a fee collects protocol.fee.collected once', async (t
   t.is(fees.length, 1);
   t.like(fees[0].metadata, { source: 'receipt', receipt_hash: r0.receipt_hash, fee_atomic: '100' });
 });
+
+test('hostile receipt bodies are 400 invalid_request, never a 500', async (t) => {
+  const { mint } = await recordAgent(t.context.app, t.context.key);
+  const [r0] = buildChain(mint, 1);
+  const cases: unknown[] = [
+    { ...r0, nonce: -1 },
+    { ...r0, nonce: 1.5 },
+    { ...r0, nonce: Number.MAX_SAFE_INTEGER + 2 },
+    { ...r0, ts: 'yesterday' },
+    { ...r0, reason: 'x'.repeat(5000) },
+    { ...r0, price: { ...r0!.price, fee: '-1' } },
+    { ...r0, tx_sig: 'not a signature' },
+    { ...r0, v: '0.2' },
+    { ...r0, agent: 'not-an-address' },
+    { ...r0, request: { method: 'GET', url: 'https://x.example/', smuggled: 1 } },
+    [r0],
+  ];
+  for (const body of cases) {
+    const res = await http(t.context.app, 'POST', `/v1/receipts/${mint}`, { key: t.context.key, body });
+    t.is(res.status, 400, JSON.stringify(res.body));
+    t.is(res.body.error, 'invalid_request');
+  }
+  const notJson = await http(t.context.app, 'POST', `/v1/receipts/${mint}`, { key: t.context.key, body: '{"v":', headers: { 'content-type': 'application/json' } });
+  t.is(notJson.status, 400);
+  t.is((await http(t.context.app, 'POST', `/v1/receipts/not-an-address`, { key: t.context.key, body: r0 })).status, 400);
+});
