@@ -22,7 +22,7 @@ import { FacilitatorService } from '../domain/facilitator/service.ts';
 import { feePayerFromSecretKey } from '../domain/facilitator/ed25519.ts';
 import type { Ledger } from '../domain/ports/ledger.ts';
 import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
-import { migrateQueue, startGraphileRunner } from '../adapters/queue/graphile.ts';
+import { graphileQueue, migrateQueue, startGraphileRunner } from '../adapters/queue/graphile.ts';
 import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
@@ -198,9 +198,11 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       facilitator,
       paywallFacilitator,
       outbound,
+      queue: graphileQueue(database.url, log),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
       onWarning: (message, context) => log.warn(context, message),
     });
+    const unwatchReceipts = services.receipts.watchPublished(feed);
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
     flushTimer.unref();
     const syncTimer = setInterval(
@@ -217,6 +219,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       outbound,
       log,
       async close() {
+        unwatchReceipts();
         clearInterval(flushTimer);
         clearInterval(syncTimer);
         await services.rateLimiter.sync().catch(() => {});
@@ -391,6 +394,7 @@ export async function startJobRunner(url: string, services: Services, log: Logge
     paywall: services.paywall,
     webhooks: services.webhooks,
     log,
+    receipts: { receipts: services.receipts, pull: services.pull, queue: graphileQueue(url, log), now: () => new Date() },
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
   const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });

@@ -25,6 +25,9 @@ import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
 import { WebhookService } from '../domain/webhooks/service.ts';
+import { ReceiptService } from '../domain/receipts/service.ts';
+import { PullService } from '../domain/receipts/pull.ts';
+import type { JobQueue } from '../domain/ports/job-queue.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -50,6 +53,10 @@ export interface Services {
   /** the public /x/{id}; absent in a process without ledgers */
   paywall: PaywallService | undefined;
   webhooks: WebhookService;
+  /** issue 11: push, list, by-hash, verify-chain and the ledger checks */
+  receipts: ReceiptService;
+  /** issue 11: pull targets and the pull worker's run */
+  pull: PullService;
 }
 
 export interface ServiceDeps {
@@ -66,6 +73,8 @@ export interface ServiceDeps {
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
   outbound: OutboundHttp;
+  /** the job queue (wakes the pull worker when a target is created) */
+  queue?: JobQueue | undefined;
   onRecorderError?: (e: unknown) => void;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
@@ -76,7 +85,18 @@ export function buildServices(deps: ServiceDeps): Services {
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
   const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts });
   const links = new LinkCache({ store, clock, feed });
+  const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const queue = deps.queue;
   return {
+    receipts,
+    pull: new PullService({
+      store,
+      clock,
+      outbound: deps.outbound,
+      receipts,
+      wake: queue ? (at) => queue.add('pull_receipts', {}, { jobKey: 'pull_receipts', runAt: at }) : undefined,
+      onWarning: deps.onWarning,
+    }),
     access,
     admin: new AdminService({ store, clock, access }),
     agents,

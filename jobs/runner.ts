@@ -1,11 +1,14 @@
 import type { PolicyMaintenance } from '../domain/policies/maintenance.ts';
-import type { Recurring, TaskHandler } from '../domain/ports/job-queue.ts';
+import type { JobQueue, Recurring, TaskHandler } from '../domain/ports/job-queue.ts';
+import type { PullService } from '../domain/receipts/pull.ts';
+import type { ReceiptService } from '../domain/receipts/service.ts';
 import type { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import type { PaywallService } from '../domain/paywall/service.ts';
 import { pruneIdempotency, prunePaidCalls, pruneRequestRecords, resolvePaidCalls, type JobLogger } from './maintenance.ts';
 import type { WebhookService } from '../domain/webhooks/service.ts';
 import { DELIVER_WEBHOOK_TASK, SWEEP_WEBHOOKS_TASK } from '../domain/webhooks/delivery.ts';
 import { deliverWebhook, sweepWebhooks } from './webhooks.ts';
+import { PULL_TASK, pullReceipts, verifyReceipts } from './receipts.ts';
 
 /** Every task by name and the recurring schedule; the composition root hands these to the queue library. */
 export function jobDefinitions(deps: {
@@ -14,6 +17,8 @@ export function jobDefinitions(deps: {
   paywall: PaywallService | undefined;
   webhooks: WebhookService;
   log: JobLogger;
+  /** issue 11: receipt checks and the pull worker (absent: not registered) */
+  receipts?: { receipts: ReceiptService; pull: PullService; queue: JobQueue; now: () => Date } | undefined;
 }): {
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
@@ -29,6 +34,12 @@ export function jobDefinitions(deps: {
       ...(paywall ? { resolve_paid_calls: resolvePaidCalls({ paywall, log: deps.log }) } : {}),
       [DELIVER_WEBHOOK_TASK]: deliverWebhook(deps),
       [SWEEP_WEBHOOKS_TASK]: sweepWebhooks(deps),
+      ...(deps.receipts
+        ? {
+            verify_receipts: verifyReceipts({ receipts: deps.receipts.receipts, log: deps.log }),
+            [PULL_TASK]: pullReceipts({ pull: deps.receipts.pull, queue: deps.receipts.queue, log: deps.log, now: deps.receipts.now }),
+          }
+        : {}),
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
@@ -36,6 +47,8 @@ export function jobDefinitions(deps: {
       { task: 'prune_paid_calls', schedule: '37 * * * *' },
       ...(paywall ? [{ task: 'resolve_paid_calls', schedule: '* * * * *' }] : []),
       { task: SWEEP_WEBHOOKS_TASK, schedule: '* * * * *' },
+      // The pull worker reschedules itself per target cadence; the minute tick restarts it if that job was lost.
+      ...(deps.receipts ? [{ task: 'verify_receipts', schedule: '* * * * *' }, { task: PULL_TASK, schedule: '* * * * *' }] : []),
     ],
   };
 }

@@ -4,6 +4,7 @@ import { Migration0003PaidCalls } from './0003-paid-calls.ts';
 import { Migration0004PaidCallOwners } from './0004-paid-call-owners.ts';
 import { Migration0005Ownership } from './0005-ownership.ts';
 import { Migration0007WeightedRateHits } from './0007-weighted-rate-hits.ts';
+import { Migration0008Receipts } from './0008-receipts.ts';
 import { Migration0009Webhooks } from './0009-webhooks.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
@@ -14,5 +15,6 @@ export const migrationsList = [
   { name: '0004-paid-call-owners', class: Migration0004PaidCallOwners },
   { name: '0005-ownership', class: Migration0005Ownership },
   { name: '0007-weighted-rate-hits', class: Migration0007WeightedRateHits },
+  { name: '0008-receipts', class: Migration0008Receipts },
   { name: '0009-webhooks', class: Migration0009Webhooks },
 ];

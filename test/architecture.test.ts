@@ -76,7 +76,7 @@ const NODE_BUILTINS = new Set([
   'string_decoder', 'timers', 'tls', 'tty', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
 ]);
 
-const DOMAIN_PACKAGES = new Set(['zod', 'ulid', '@solana/web3.js', '@solana/spl-token', 'node:crypto']);
+const DOMAIN_PACKAGES = new Set(['zod', 'ulid', 'canonicalize', '@solana/web3.js', '@solana/spl-token', 'node:crypto']);
 const isDomainPackage = (pkg: string) => DOMAIN_PACKAGES.has(pkg) || pkg.startsWith('@metaplex-foundation/');
 
 /** Named for clearer messages; the domain allow-list refuses these anyway. */
@@ -131,7 +131,7 @@ export function checkFile(path: string, text: string): Violation[] {
       } else if (isIoPackage(pkg!)) {
         flag(ref, `domain/ must not import the I/O library ${pkg}`);
       } else if (!isDomainPackage(pkg!)) {
-        flag(ref, `domain/ may import only zod, ulid, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto; not ${pkg}`);
+        flag(ref, `domain/ may import only zod, ulid, canonicalize, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto; not ${pkg}`);
       }
       if (pkg === '@solana/web3.js') {
         for (const name of ref.names) if (WEB3_IO_NAMES.has(name)) flag(ref, `domain/ must not use web3.js ${name} (network I/O)`);

@@ -20,6 +20,7 @@ import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
+import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { EventEntity, entities, type EventRow } from './entities.ts';
 import { eventFromRow } from './mappers.ts';
 
@@ -128,6 +129,8 @@ class Repos implements Repositories, RepoContext {
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
 
   readonly jobs = transactionalJobQueue(() => this.em());
+
+  readonly pullTargets = pullTargetRepository(this);
 
   readonly paidCalls: PaidCallRepository = {
     claim: async (c) => {

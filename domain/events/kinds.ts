@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { PaymentLink } from '../payment-links/schema.ts';
-import { ReceiptV1 } from '../receipts/schema.ts';
+import { Receipt, VerificationStatus } from '../receipts/schema.ts';
 import type { EventPhase, NewEvent, NewEventFields } from './schema.ts';
 
 // The event catalogue (issue 18): every kind the gateway appends, with its metadata schema and the phases it may be
@@ -60,7 +60,42 @@ export const EVENT_KINDS = {
       source: z.string(),
       receipt_hash: z.string(),
       nonce: z.number().int(),
-      receipt: ReceiptV1,
+      receipt: Receipt,
+    }),
+  },
+  'receipt.pulled': {
+    description: 'The pull worker accepted an item of a pull target: it joined its agent’s hash chain (hosted-api §4.7).',
+    phases: ['confirmed'],
+    metadata: z.object({
+      pull_target_id: z.string(),
+      source: z.literal('pull'),
+      receipt_hash: z.string(),
+      nonce: z.number().int(),
+      receipt: Receipt,
+    }),
+  },
+  'receipt.verified': {
+    description: 'A receipt’s transaction was found on the ledger, succeeded, and moved what the price block says (issue 11).',
+    phases: ['confirmed'],
+    metadata: z.object({
+      receipt_hash: z.string(),
+      nonce: z.number().int(),
+      tx_sig: Signature,
+      source: z.string(),
+      verification: VerificationStatus,
+      reason: z.string().nullable(),
+    }),
+  },
+  'receipt.mismatch': {
+    description: 'A receipt’s transaction is missing, failed, or moved other amounts than its price block says; `reason` says which.',
+    phases: ['confirmed'],
+    metadata: z.object({
+      receipt_hash: z.string(),
+      nonce: z.number().int(),
+      tx_sig: Signature,
+      source: z.string(),
+      verification: VerificationStatus,
+      reason: z.string().nullable(),
     }),
   },
   'protocol.fee.collected': {

@@ -3,7 +3,8 @@ import type { ApiKeyRecord } from '../access/schema.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import type { EventRecord, NewEvent } from '../events/schema.ts';
-import type { ChainHead, ReceiptRecord } from '../receipts/schema.ts';
+import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
+import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
@@ -54,19 +55,61 @@ export interface PaymentLinkRepository {
   countCall(network: Network, pk: string, call: { at: Date; settledTxSig: string | null }): Promise<void>;
 }
 
+export interface ReceiptPageQuery {
+  kind?: 'earn' | 'spend' | undefined;
+  decision?: 'allow' | 'deny' | 'rejected' | undefined;
+  /** receipts whose ts is at or after this */
+  since?: Date | undefined;
+  /** exclusive upper bound on nonce (the cursor) */
+  beforeNonce?: number | undefined;
+  limit: number;
+}
+
+/** A ledger check to store; `nextCheckAt` schedules the retry of a pending one (null otherwise). */
+export interface VerificationUpdate extends ReceiptVerification {
+  nextCheckAt: Date | null;
+}
+
 export interface ReceiptRepository {
   /**
    * Inside a transaction: locks the agent's chain until commit and returns its head (null when empty), so
    * concurrent appends to one agent queue up and never fork the chain.
    */
   lockHead(network: Network, agent: string): Promise<ChainHead | null>;
-  /** throws DomainError `receipt_chain_invalid` when the nonce is taken */
-  insert(record: ReceiptRecord): Promise<void>;
-  get(network: Network, receiptHash: string): Promise<ReceiptRecord | null>;
+  /**
+   * throws DomainError `receipt_chain_invalid` when the nonce or hash is taken. Without `verification` a receipt with a
+   * transaction is stored `pending` and due for its ledger check at once; one without is `not_applicable`.
+   */
+  insert(record: ReceiptRecord, verification?: VerificationUpdate): Promise<void>;
+  get(network: Network, receiptHash: string): Promise<StoredReceipt | null>;
   /** true when the paywall already recorded an earn receipt for this payment transaction */
   hasPaywallTxSig(network: Network, txSig: string): Promise<boolean>;
   /** oldest first */
-  listByAgent(network: Network, agent: string, query: { afterNonce?: number | undefined; limit: number }): Promise<ReceiptRecord[]>;
+  listByAgent(network: Network, agent: string, query: { afterNonce?: number | undefined; limit: number }): Promise<StoredReceipt[]>;
+  /** nonce descending, each filter combination served by an index in that order */
+  page(network: Network, agent: string, query: ReceiptPageQuery): Promise<StoredReceipt[]>;
+  /**
+   * Stores a check of a receipt that is still `pending`; false when it is no longer pending (another process decided
+   * it first), so each decision is recorded — and its event written — once.
+   */
+  setVerification(network: Network, receiptHash: string, update: VerificationUpdate): Promise<boolean>;
+  /** pending checks due at `now`, oldest due first, across networks */
+  duePending(now: Date, limit: number): Promise<StoredReceipt[]>;
+}
+
+export interface PullTargetRepository {
+  /** throws DomainError `conflict` when (network, agent, url) is taken */
+  insert(record: PullTargetRecord): Promise<void>;
+  get(network: Network, id: string): Promise<PullTargetRecord | null>;
+  /** by id (creation order), id > afterId */
+  listByAgent(network: Network, agent: string, query: { afterId?: string | undefined; limit: number }): Promise<PullTargetRecord[]>;
+  delete(network: Network, id: string): Promise<boolean>;
+  /** Leases up to `limit` targets due at `now` to this run (skipping those another run holds) until `leaseUntil`. */
+  claimDue(now: Date, leaseUntil: Date, limit: number): Promise<PullTargetRecord[]>;
+  /** Records a run and releases the lease. */
+  recordRun(network: Network, id: string, outcome: PullOutcome): Promise<void>;
+  /** the earliest next_run_at of all targets, null without any */
+  nextDue(): Promise<Date | null>;
 }
 
 /**
@@ -142,6 +185,7 @@ export interface Repositories {
   paymentLinks: PaymentLinkRepository;
   events: EventRepository;
   receipts: ReceiptRepository;
+  pullTargets: PullTargetRepository;
   paidCalls: PaidCallRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;

@@ -1,48 +1,72 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { canonicalJson } from '../shared/canonical-json.ts';
+import { Address } from '../shared/address.ts';
 import type { Network } from '../shared/network.ts';
+import { Cursor, Limit, listEnvelope } from '../shared/pagination.ts';
 
-// DECISIONS "Receipts": ReceiptV1 (v "0.1"), hash-chained per agent with gapless nonces from 0.
+// DECISIONS "Receipts": ReceiptV1 (v "0.1"), v0.2 for the MPP rail (fee-facilitator-mpp-tools §2.6), hash-chained per
+// agent with gapless nonces from 0. One schema for push, pull, the paywall's earn receipts, REST, tRPC and GraphQL.
+// Objects are strict: receipt_hash covers every field, so a field this schema does not know is refused by name
+// rather than dropped (which would answer a confusing receipt_hash_invalid).
 
-const Atomic = z.string().regex(/^\d+$/);
-const Hash = z.string().regex(/^[0-9a-f]{64}$/);
+const Atomic = z.string().regex(/^\d{1,40}$/, 'Expected an atomic amount: a decimal string of digits');
+export const ReceiptHash = z.string().regex(/^[0-9a-f]{64}$/, 'Expected a lowercase hex SHA-256');
+/** a transaction signature: base58, 64 bytes (86–88 characters) */
+const Signature = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/, 'Expected a base58 transaction signature');
+const Text = (max: number) => z.string().max(max);
 
-export const ReceiptPrice = z.object({
+export const ReceiptPrice = z.strictObject({
   /** display amount of the seller leg, e.g. "0.01" */
-  amount: z.string(),
-  currency: z.string(),
+  amount: Text(64),
+  currency: Text(32),
   /** mint */
-  asset: z.string(),
+  asset: Text(64),
   /** CAIP-2 network id */
-  network: z.string(),
+  network: Text(128),
   amount_atomic: Atomic,
   /** atomic amount of the fee leg; "0" without one */
   fee: Atomic,
   /** amount_atomic + fee */
   gross: Atomic,
   feeBps: z.number().int().min(0).max(10_000),
-  feeAuthority: z.string().nullable(),
+  feeAuthority: Text(64).nullable(),
 });
 export type ReceiptPrice = z.infer<typeof ReceiptPrice>;
 
-export const ReceiptV1 = z.object({
-  v: z.literal('0.1'),
+const receiptFields = {
   kind: z.enum(['earn', 'spend']),
-  agent: z.string(),
-  nonce: z.number().int().min(0),
-  ts: z.string(),
-  request: z.object({ method: z.string(), url: z.string(), body_hash: Hash.optional() }),
+  agent: Address,
+  nonce: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
+  ts: z.iso.datetime({ offset: true }),
+  request: z.strictObject({ method: Text(16), url: Text(4096), body_hash: ReceiptHash.optional() }),
   decision: z.enum(['allow', 'deny', 'rejected']),
-  reason: z.string().optional(),
+  reason: Text(1000).optional(),
   price: ReceiptPrice,
-  facilitator: z.string().optional(),
-  response: z.object({ status: z.number().int(), body_hash: Hash.optional() }).optional(),
-  tx_sig: z.string().optional(),
-  prev_receipt_hash: Hash.nullable(),
-  receipt_hash: Hash,
-});
+  facilitator: Text(2048).optional(),
+  response: z.strictObject({ status: z.number().int().min(100).max(599), body_hash: ReceiptHash.optional() }).optional(),
+  tx_sig: Signature.optional(),
+  prev_receipt_hash: ReceiptHash.nullable(),
+  receipt_hash: ReceiptHash,
+};
+
+export const ReceiptV1 = z.strictObject({ v: z.literal('0.1'), ...receiptFields });
 export type ReceiptV1 = z.infer<typeof ReceiptV1>;
+
+/** fee-facilitator-mpp-tools §2.6: a receipt of the MPP rail; tx_sig optional, the settlement in mpp_settlement_tx. */
+export const ReceiptV02 = z.strictObject({
+  v: z.literal('0.2'),
+  ...receiptFields,
+  protocol: z.literal('mpp'),
+  mpp_challenge_id: Text(256),
+  mpp_settlement_tx: Signature,
+  mpp_settlement_slot: z.number().int().min(0).optional(),
+});
+export type ReceiptV02 = z.infer<typeof ReceiptV02>;
+
+/** Any receipt version; mixed feeds are parsed by version (hosted-api §9). */
+export const Receipt = z.discriminatedUnion('v', [ReceiptV1, ReceiptV02]);
+export type Receipt = z.infer<typeof Receipt>;
 
 /** A receipt before it is placed on its agent's chain. */
 export type ReceiptDraft = Omit<ReceiptV1, 'nonce' | 'prev_receipt_hash' | 'receipt_hash'>;
@@ -54,8 +78,8 @@ export interface ChainHead {
 }
 
 /** lowercase hex SHA-256 of the RFC 8785 canonical JSON of the receipt without receipt_hash. */
-export function receiptHash(receipt: Omit<ReceiptV1, 'receipt_hash'>): string {
-  const { receipt_hash: _ignored, ...body } = receipt as ReceiptV1;
+export function receiptHash(receipt: Omit<Receipt, 'receipt_hash'>): string {
+  const { receipt_hash: _ignored, ...body } = receipt as Receipt;
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
@@ -69,11 +93,105 @@ export function sha256Hex(bytes: Uint8Array | string): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
+/** The signature the ledger is asked about: tx_sig, else a v0.2 receipt's settlement. */
+export function settlementSignature(receipt: Receipt): string | null {
+  return receipt.tx_sig ?? (receipt.v === '0.2' ? receipt.mpp_settlement_tx : null);
+}
+
+// ★ Issue 11: every receipt with a transaction is checked against its network's ledger.
+export const VERIFICATIONS = ['verified', 'mismatch', 'pending', 'not_applicable'] as const;
+export const VerificationStatus = z.enum(VERIFICATIONS);
+export type VerificationStatus = z.infer<typeof VerificationStatus>;
+
+export const RECEIPT_SOURCES = ['paywall', 'push', 'pull'] as const;
+export type ReceiptSource = (typeof RECEIPT_SOURCES)[number];
+
 /** A stored receipt. */
 export interface ReceiptRecord {
   network: Network;
-  receipt: ReceiptV1;
+  receipt: Receipt;
   /** "paywall" | "push" | "pull" */
   source: string;
   createdAt: Date;
 }
+
+/** The ledger check of a stored receipt. */
+export interface ReceiptVerification {
+  status: VerificationStatus;
+  /** why it is not verified (or what was checked), e.g. "seller leg moved 5000 of 4zMM… to the treasury, expected 10000" */
+  reason: string | null;
+  checkedAt: Date | null;
+  attempts: number;
+}
+
+/** A stored receipt with its verification. */
+export interface StoredReceipt extends ReceiptRecord {
+  verification: ReceiptVerification;
+}
+
+// ---- wire ---------------------------------------------------------------------------------------------------------
+
+const Verification = z.object({
+  status: VerificationStatus,
+  reason: z.string().nullable(),
+  checked_at: z.string().nullable(),
+});
+
+/** hosted-api §4.7: one stored receipt as the API answers it (the receipt, its network, source and ledger check). */
+export const StoredReceiptOutput = z.object({
+  network: z.string(),
+  source: z.enum(RECEIPT_SOURCES),
+  received_at: z.string(),
+  verification: Verification,
+  receipt: Receipt,
+});
+export type StoredReceiptOutput = z.infer<typeof StoredReceiptOutput>;
+
+export const PushReceiptInput = z.object({ agent: Address }).and(z.object({ receipt: z.unknown() }));
+
+export const AgentPathInput = z.object({ agent: Address });
+
+export const PushReceiptResult = z.object({
+  ok: z.literal(true),
+  duplicate: z.boolean(),
+  /** the receipt.published event; null for a duplicate (no event is written) */
+  event_id: z.string().nullable(),
+  receipt_hash: ReceiptHash,
+  nonce: z.number().int(),
+  verification: Verification,
+});
+export type PushReceiptResult = z.infer<typeof PushReceiptResult>;
+
+export const ListReceiptsInput = z.object({
+  agent: Address,
+  kind: z.enum(['earn', 'spend']).optional(),
+  decision: z.enum(['allow', 'deny', 'rejected']).optional(),
+  since: z.iso.datetime({ offset: true }).optional(),
+  cursor: Cursor.optional(),
+  limit: Limit,
+});
+export type ListReceiptsInput = z.input<typeof ListReceiptsInput>;
+
+export const ReceiptList = listEnvelope(StoredReceiptOutput);
+export type ReceiptList = z.infer<typeof ReceiptList>;
+
+export const ReceiptHashInput = z.object({ hash: ReceiptHash });
+
+export const ChainReport = z.object({
+  agent: z.string(),
+  network: z.string(),
+  /** receipts walked */
+  length: z.number().int(),
+  ok: z.boolean(),
+  head: z.object({ nonce: z.number().int(), receipt_hash: z.string() }).nullable(),
+  /** the first break; null when the chain holds */
+  first_break: z
+    .object({
+      nonce: z.number().int(),
+      receipt_hash: z.string(),
+      problem: z.enum(['hash_invalid', 'prev_mismatch', 'nonce_gap', 'agent_mismatch', 'schema_invalid']),
+      message: z.string(),
+    })
+    .nullable(),
+});
+export type ChainReport = z.infer<typeof ChainReport>;

@@ -8,6 +8,7 @@ import { sellerRouter } from './routers/seller.ts';
 import { adminRouter } from './routers/admin.ts';
 import { metricsRouter } from './routers/metrics.ts';
 import { devRouter } from './routers/dev.ts';
+import { receiptsRouter } from './routers/receipts.ts';
 import { webhooksRouter } from './routers/webhooks.ts';
 
 export const appRouter = router({
@@ -28,6 +29,7 @@ export const appRouter = router({
   admin: adminRouter,
   metrics: metricsRouter,
   dev: devRouter,
+  receipts: receiptsRouter,
   webhooks: webhooksRouter,
 });
 

@@ -1,60 +1,128 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
-import type { ReceiptRecord, ReceiptV1 } from '../../../domain/receipts/schema.ts';
-import type { ReceiptRepository } from '../../../domain/ports/store.ts';
-import { date, query, uniqueOr, type RepoContext } from './context.ts';
+import type { ReceiptPageQuery, ReceiptRepository, VerificationUpdate } from '../../../domain/ports/store.ts';
+import { date, dateOrNull, query, uniqueOr, Where, type RepoContext } from './context.ts';
+import { settlementSignature, type Receipt, type ReceiptRecord, type StoredReceipt, type VerificationStatus } from '../../../domain/receipts/schema.ts';
 
-/** receipt chains: one transaction-scoped advisory lock per (network, agent), keyed (RECEIPTS_LOCK, hashtext(…)) */
+// The receipts table (migrations 0003 and 0008 are its definition), raw SQL through the MikroORM connection.
+
+/** receipt chains: one transaction-scoped lock per (network, agent), keyed (RECEIPTS_LOCK, hashtext(…)) */
 const RECEIPTS_LOCK = 7_201_003;
 
-/** The columns of `receipts` (migrations/0003-paid-calls.ts) a record is read from. */
 interface ReceiptRow {
   network: Network;
   source: string;
-  body: ReceiptV1;
+  body: Receipt;
   created_at: Date;
+  verification: VerificationStatus;
+  verification_reason: string | null;
+  verification_checked_at: Date | null;
+  verification_attempts: number;
 }
 
-const fromRow = (r: ReceiptRow): ReceiptRecord => ({ network: r.network, receipt: r.body, source: r.source, createdAt: date(r.created_at) });
+const COLUMNS = 'network, source, body, created_at, verification, verification_reason, verification_checked_at, verification_attempts';
+
+export const receiptFromRow = (r: ReceiptRow): StoredReceipt => ({
+  network: r.network,
+  receipt: r.body,
+  source: r.source,
+  createdAt: date(r.created_at),
+  verification: {
+    status: r.verification,
+    reason: r.verification_reason,
+    checkedAt: dateOrNull(r.verification_checked_at),
+    attempts: r.verification_attempts,
+  },
+});
+
+/** The row values of an insert, in the order of INSERT_SQL. */
+export function receiptInsertParams(r: ReceiptRecord, v?: VerificationUpdate): unknown[] {
+  const hasTx = settlementSignature(r.receipt) !== null;
+  const status = v?.status ?? (hasTx ? 'pending' : 'not_applicable');
+  const nextCheck = v ? v.nextCheckAt : hasTx ? r.createdAt : null;
+  return [
+    r.network, r.receipt.agent, r.receipt.nonce, r.receipt.kind, r.receipt.decision, r.receipt.ts, r.receipt.ts,
+    r.network, r.receipt.agent, r.receipt.nonce,
+    r.receipt.receipt_hash, r.receipt.prev_receipt_hash, settlementSignature(r.receipt), r.source, JSON.stringify(r.receipt), r.createdAt,
+    status, v?.reason ?? null, v?.checkedAt ?? null, v?.attempts ?? 0, status === 'pending' ? nextCheck : null,
+  ];
+}
+
+/** ts_max is the running maximum of ts along the chain: the previous link's, or this ts (migration 0008). */
+export const INSERT_SQL = `insert into receipts (network, agent, nonce, kind, decision, ts, ts_max, receipt_hash, prev_receipt_hash, tx_sig, source, body,
+    created_at, verification, verification_reason, verification_checked_at, verification_attempts, verify_after)
+  values (?, ?, ?, ?, ?, ?::timestamptz, greatest(?::timestamptz,
+      (select p.ts_max from receipts p where p.network = ? and p.agent = ? and p.nonce = ?::bigint - 1)),
+    ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?)`;
 
 export function receiptRepository(ctx: RepoContext): ReceiptRepository {
+  const em = () => ctx.em();
   return {
     lockHead: async (network, agent) => {
       if (!ctx.inTransaction) throw new Error('receipts.lockHead must run inside store.transaction');
-      const em = ctx.em();
-      await query(em, 'select pg_advisory_xact_lock(?, hashtext(?))', [RECEIPTS_LOCK, `${network}:${agent}`]);
-      const rows = await query<{ nonce: number; receipt_hash: string }>(
-        em,
-        'select nonce::int as nonce, receipt_hash from receipts where network = ? and agent = ? order by nonce desc limit 1',
+      const m = em();
+      await m.execute('select pg_advisory_xact_lock(?, hashtext(?))', [RECEIPTS_LOCK, `${network}:${agent}`]);
+      const rows = (await m.execute(
+        `select nonce::int as nonce, receipt_hash from receipts where network = ? and agent = ? order by nonce desc limit 1`,
         [network, agent],
-      );
+      )) as { nonce: number; receipt_hash: string }[];
       return rows[0] ? { nonce: rows[0].nonce, receiptHash: rows[0].receipt_hash } : null;
     },
-    insert: async (r) => {
+    insert: async (r, v) => {
       await uniqueOr(
-        query(
-          ctx.em(),
-          `insert into receipts (network, agent, nonce, kind, receipt_hash, prev_receipt_hash, tx_sig, source, body, created_at)
-           values (?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?)`,
-          [r.network, r.receipt.agent, r.receipt.nonce, r.receipt.kind, r.receipt.receipt_hash, r.receipt.prev_receipt_hash,
-            r.receipt.tx_sig ?? null, r.source, JSON.stringify(r.receipt), r.createdAt],
-        ),
+        query(em(), INSERT_SQL, receiptInsertParams(r, v)),
         () => new DomainError('receipt_chain_invalid', `Receipt nonce ${r.receipt.nonce} or hash is already on the chain of ${r.receipt.agent}.`),
       );
     },
-    hasPaywallTxSig: async (network, txSig) =>
-      (await query(ctx.em(), `select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])).length > 0,
+    hasPaywallTxSig: async (network, txSig) => {
+      const rows = (await em().execute(`select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])) as unknown[];
+      return rows.length > 0;
+    },
     get: async (network, receiptHash) => {
-      const rows = await query<ReceiptRow>(ctx.em(), 'select * from receipts where network = ? and receipt_hash = ?', [network, receiptHash]);
-      return rows[0] ? fromRow(rows[0]) : null;
+      const rows = (await em().execute(`select ${COLUMNS} from receipts where network = ? and receipt_hash = ?`, [network, receiptHash])) as ReceiptRow[];
+      return rows[0] ? receiptFromRow(rows[0]) : null;
     },
     listByAgent: async (network, agent, q) => {
-      const rows = await query<ReceiptRow>(
-        ctx.em(),
-        'select * from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?',
+      const rows = (await em().execute(
+        `select ${COLUMNS} from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`,
         [network, agent, q.afterNonce ?? -1, q.limit],
-      );
-      return rows.map(fromRow);
+      )) as ReceiptRow[];
+      return rows.map(receiptFromRow);
+    },
+    page: async (network, agent, q: ReceiptPageQuery) => {
+      const m = em();
+      let fromNonce = 0;
+      if (q.since) {
+        // ts_max is monotonic in nonce: the first link whose ts_max reaches `since` starts the range (one index probe).
+        const first = (await m.execute(
+          `select nonce::int as nonce from receipts where network = ? and agent = ? and ts_max >= ? order by ts_max, nonce limit 1`,
+          [network, agent, q.since],
+        )) as { nonce: number }[];
+        if (!first[0]) return [];
+        fromNonce = first[0].nonce;
+      }
+      const where = new Where().and('network = ?', network).and('agent = ?', agent).and('nonce >= ?', fromNonce);
+      if (q.beforeNonce !== undefined) where.and('nonce < ?', q.beforeNonce);
+      if (q.kind) where.and('kind = ?', q.kind);
+      if (q.decision) where.and('decision = ?', q.decision);
+      if (q.since) where.and('ts >= ?', q.since);
+      const rows = await query<ReceiptRow>(m, `select ${COLUMNS} from receipts where ${where.sql} order by nonce desc limit ?`, [...where.params, q.limit]);
+      return rows.map(receiptFromRow);
+    },
+    setVerification: async (network, receiptHash, u) => {
+      const rows = (await em().execute(
+        `update receipts set verification = ?, verification_reason = ?, verification_checked_at = ?, verification_attempts = ?,
+           verify_after = ? where network = ? and receipt_hash = ? and verification = 'pending' returning 1`,
+        [u.status, u.reason, u.checkedAt, u.attempts, u.status === 'pending' ? u.nextCheckAt : null, network, receiptHash],
+      )) as unknown[];
+      return rows.length > 0;
+    },
+    duePending: async (now, limit) => {
+      const rows = (await em().execute(
+        `select ${COLUMNS} from receipts where verification = 'pending' and verify_after <= ? order by verify_after limit ?`,
+        [now, limit],
+      )) as ReceiptRow[];
+      return rows.map(receiptFromRow);
     },
   };
 }

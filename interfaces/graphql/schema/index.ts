@@ -3,6 +3,7 @@ import './common.ts';
 import './payment-links.ts';
 import './events.ts';
 import './agents.ts';
+import './receipts.ts';
 import './webhooks.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */

@@ -1,0 +1,155 @@
+import type { ChainReport, PushReceiptResult, StoredReceiptOutput } from '../../../domain/receipts/schema.ts';
+import type { PullTarget } from '../../../domain/receipts/pull-targets.ts';
+import { builder } from '../builder.ts';
+import { given, pageRef } from './common.ts';
+
+// hosted-api §4.7 and issue 11 through the same procedures as REST (ctx.api). A receipt is a hashed document: it
+// travels as JSON exactly as stored (its snake_case keys are what receipt_hash covers), with the index fields beside it.
+
+const VerificationRef = builder.objectRef<StoredReceiptOutput['verification']>('ReceiptVerification').implement({
+  description: 'The check of the receipt against its network’s ledger: verified, mismatch, pending or not_applicable.',
+  fields: (t) => ({
+    status: t.exposeString('status'),
+    reason: t.exposeString('reason', { nullable: true }),
+    checkedAt: t.exposeString('checked_at', { nullable: true }),
+  }),
+});
+
+export const ReceiptRef = builder.objectRef<StoredReceiptOutput>('Receipt').implement({
+  description: 'A receipt on its agent’s hash chain (ReceiptV1 or v0.2), with its ledger check.',
+  fields: (t) => ({
+    receiptHash: t.string({ resolve: (r) => r.receipt.receipt_hash }),
+    agent: t.string({ resolve: (r) => r.receipt.agent }),
+    nonce: t.int({ resolve: (r) => r.receipt.nonce }),
+    kind: t.string({ resolve: (r) => r.receipt.kind }),
+    decision: t.string({ resolve: (r) => r.receipt.decision }),
+    txSig: t.string({ nullable: true, resolve: (r) => r.receipt.tx_sig ?? null }),
+    network: t.exposeString('network'),
+    source: t.exposeString('source'),
+    receivedAt: t.exposeString('received_at'),
+    verification: t.expose('verification', { type: VerificationRef }),
+    receipt: t.field({ type: 'JSON', description: 'The receipt document as pushed, snake_case.', resolve: (r) => r.receipt }),
+  }),
+});
+
+const ReceiptPageRef = pageRef('ReceiptPage', ReceiptRef);
+
+const PushResultRef = builder.objectRef<PushReceiptResult>('PushReceiptResult').implement({
+  fields: (t) => ({
+    ok: t.exposeBoolean('ok'),
+    duplicate: t.exposeBoolean('duplicate'),
+    eventId: t.exposeString('event_id', { nullable: true }),
+    receiptHash: t.exposeString('receipt_hash'),
+    nonce: t.exposeInt('nonce'),
+    verification: t.expose('verification', { type: VerificationRef }),
+  }),
+});
+
+const ChainBreakRef = builder.objectRef<NonNullable<ChainReport['first_break']>>('ReceiptChainBreak').implement({
+  fields: (t) => ({
+    nonce: t.exposeInt('nonce'),
+    receiptHash: t.exposeString('receipt_hash'),
+    problem: t.exposeString('problem'),
+    message: t.exposeString('message'),
+  }),
+});
+
+const ChainReportRef = builder.objectRef<ChainReport>('ReceiptChainReport').implement({
+  fields: (t) => ({
+    agent: t.exposeString('agent'),
+    network: t.exposeString('network'),
+    length: t.exposeInt('length'),
+    ok: t.exposeBoolean('ok'),
+    headNonce: t.int({ nullable: true, resolve: (r) => r.head?.nonce ?? null }),
+    headReceiptHash: t.string({ nullable: true, resolve: (r) => r.head?.receipt_hash ?? null }),
+    firstBreak: t.expose('first_break', { type: ChainBreakRef, nullable: true }),
+  }),
+});
+
+const PullTargetRef = builder.objectRef<PullTarget>('PullTarget').implement({
+  description: 'A URL the pull worker fetches for an agent’s receipts (hosted-api §2.9).',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    network: t.exposeString('network'),
+    agent: t.exposeString('agent'),
+    url: t.exposeString('url'),
+    format: t.exposeString('format'),
+    intervalSeconds: t.exposeInt('interval_seconds'),
+    nextRunAt: t.exposeString('next_run_at'),
+    lastRunAt: t.exposeString('last_run_at', { nullable: true }),
+    lastStatus: t.exposeString('last_status', { nullable: true }),
+    lastError: t.exposeString('last_error', { nullable: true }),
+    consecutiveFailures: t.exposeInt('consecutive_failures'),
+    acceptedTotal: t.exposeInt('accepted_total'),
+    rejectedTotal: t.exposeInt('rejected_total'),
+    createdAt: t.exposeString('created_at'),
+  }),
+});
+
+builder.queryFields((t) => ({
+  receipts: t.field({
+    type: ReceiptPageRef,
+    nullable: true,
+    description: 'An agent’s receipts, nonce descending; `after` is the nextCursor of the previous page.',
+    args: { agent: t.arg.string({ required: true }), kind: t.arg.string(), decision: t.arg.string(), since: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
+    // The procedure parses the arguments with ListReceiptsInput (zod).
+    resolve: (_root, a, ctx) =>
+      ctx.api.receipts.list({
+        agent: a.agent,
+        kind: given(a.kind) as 'earn' | 'spend' | undefined,
+        decision: given(a.decision) as 'allow' | 'deny' | 'rejected' | undefined,
+        since: given(a.since),
+        cursor: given(a.after),
+        limit: given(a.first),
+      }),
+  }),
+  receipt: t.field({
+    type: ReceiptRef,
+    nullable: true,
+    args: { hash: t.arg.string({ required: true }) },
+    resolve: (_root, { hash }, ctx) => ctx.api.receipts.byHash({ hash }),
+  }),
+  receiptChain: t.field({
+    type: ChainReportRef,
+    nullable: true,
+    description: 'Walks the agent’s stored chain and reports the first break.',
+    args: { agent: t.arg.string({ required: true }) },
+    resolve: (_root, { agent }, ctx) => ctx.api.receipts.verifyChain({ agent }),
+  }),
+  pullTargets: t.field({
+    type: [PullTargetRef],
+    nullable: true,
+    args: { mint: t.arg.string({ required: true }) },
+    resolve: async (_root, { mint }, ctx) => (await ctx.api.receipts.listPullTargets({ mint })).data,
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  pushReceipt: t.field({
+    type: PushResultRef,
+    nullable: true,
+    description: 'Pushes a receipt (ReceiptV1 or v0.2, as JSON) onto the chain of `agent`.',
+    args: { agent: t.arg.string({ required: true }), receipt: t.arg({ type: 'JSON', required: true }) },
+    resolve: (_root, { agent, receipt }, ctx) =>
+      ctx.api.receipts.push({ ...(typeof receipt === 'object' && receipt !== null && !Array.isArray(receipt) ? receipt : { receipt }), agent_mint: agent }),
+  }),
+  createPullTarget: t.field({
+    type: PullTargetRef,
+    nullable: true,
+    args: { mint: t.arg.string({ required: true }), url: t.arg.string({ required: true }), format: t.arg.string(), intervalSeconds: t.arg.int() },
+    resolve: (_root, a, ctx) =>
+      ctx.api.receipts.createPullTarget({
+        mint: a.mint,
+        url: a.url,
+        ...(a.format ? { format: a.format as 'json' | 'jsonl' } : {}),
+        ...(a.intervalSeconds !== null && a.intervalSeconds !== undefined ? { interval_seconds: a.intervalSeconds } : {}),
+      }),
+  }),
+  deletePullTarget: t.boolean({
+    args: { mint: t.arg.string({ required: true }), id: t.arg.id({ required: true }) },
+    resolve: async (_root, { mint, id }, ctx) => {
+      await ctx.api.receipts.deletePullTarget({ mint, id: String(id) });
+      return true;
+    },
+  }),
+}));

@@ -1,0 +1,72 @@
+import { z } from 'zod';
+import { Address } from '../../../domain/shared/address.ts';
+import {
+  AgentPathInput,
+  ChainReport,
+  ListReceiptsInput,
+  PushReceiptResult,
+  ReceiptHashInput,
+  ReceiptList,
+  StoredReceiptOutput,
+} from '../../../domain/receipts/schema.ts';
+import { CreatePullTargetInput, PullTarget, PullTargetPath } from '../../../domain/receipts/pull-targets.ts';
+import { listEnvelope } from '../../../domain/shared/pagination.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+const tags = ['receipts'];
+
+/**
+ * POST /v1/receipts/{agent_mint}: the body is the receipt itself (ReceiptV1 or v0.2), whose own `agent` field must name
+ * the path's agent — so the path parameter has its own name, and the receipt is parsed by the service with the one
+ * Receipt schema (its strict objects name an unknown field rather than dropping it).
+ */
+const PushInput = z
+  .looseObject({ agent_mint: Address.describe('the agent whose chain the receipt joins') })
+  .describe('A ReceiptV1 (v "0.1") or v0.2 receipt (DECISIONS "Receipts"), plus the path agent.');
+
+export const receiptsRouter = router({
+  push: keyedProcedure
+    .meta({ bucket: 'receipts.write', openapi: { method: 'POST', path: '/v1/receipts/{agent_mint}', tags, summary: 'Push a receipt onto its agent’s hash chain' } })
+    .input(PushInput)
+    .output(PushReceiptResult)
+    .mutation(({ ctx, input }) => {
+      const { agent_mint, ...receipt } = input;
+      return ctx.services.receipts.push(ctx.principal, agent_mint, receipt);
+    }),
+
+  list: keyedProcedure
+    .meta({ bucket: 'receipts.read', openapi: { method: 'GET', path: '/v1/receipts/{agent}', tags, summary: 'An agent’s receipts, nonce descending' } })
+    .input(ListReceiptsInput)
+    .output(ReceiptList)
+    .query(({ ctx, input }) => ctx.services.receipts.list(ctx.principal, input)),
+
+  byHash: keyedProcedure
+    .meta({ bucket: 'receipts.read', openapi: { method: 'GET', path: '/v1/receipts/by-hash/{hash}', tags, summary: 'One receipt by receipt_hash' } })
+    .input(ReceiptHashInput)
+    .output(StoredReceiptOutput)
+    .query(({ ctx, input }) => ctx.services.receipts.getByHash(ctx.principal, input.hash)),
+
+  verifyChain: keyedProcedure
+    .meta({ bucket: 'receipts.read', openapi: { method: 'GET', path: '/v1/receipts/{agent}/verify-chain', tags, summary: 'Walk the stored chain and report the first break' } })
+    .input(AgentPathInput)
+    .output(ChainReport)
+    .query(({ ctx, input }) => ctx.services.receipts.verifyChain(ctx.principal, input.agent)),
+
+  createPullTarget: keyedProcedure
+    .meta({ status: 201, openapi: { method: 'POST', path: '/v1/agents/{mint}/pull-targets', tags, summary: 'Register a pull target (hosted-api §2.9)' } })
+    .input(CreatePullTargetInput)
+    .output(PullTarget)
+    .mutation(({ ctx, input }) => ctx.services.pull.create(ctx.principal, input)),
+
+  listPullTargets: keyedProcedure
+    .meta({ openapi: { method: 'GET', path: '/v1/agents/{mint}/pull-targets', tags, summary: 'An agent’s pull targets' } })
+    .input(z.object({ mint: Address }))
+    .output(listEnvelope(PullTarget))
+    .query(({ ctx, input }) => ctx.services.pull.list(ctx.principal, input.mint)),
+
+  deletePullTarget: keyedProcedure
+    .meta({ status: 204, openapi: { method: 'DELETE', path: '/v1/agents/{mint}/pull-targets/{id}', tags, summary: 'Delete a pull target' } })
+    .input(PullTargetPath)
+    .output(z.void())
+    .mutation(({ ctx, input }) => ctx.services.pull.delete(ctx.principal, input.mint, input.id)),
+});

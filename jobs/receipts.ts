@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import type { JobQueue, TaskHandler } from '../domain/ports/job-queue.ts';
+import type { PullService } from '../domain/receipts/pull.ts';
+import type { ReceiptService } from '../domain/receipts/service.ts';
+import type { JobLogger } from './maintenance.ts';
+
+// Issue 11: the receipt checks' retry job and the pull worker. Both are safe to run twice at once: a check's decision
+// is recorded only while the receipt is still pending, and the worker leases each target it runs.
+
+const Payload = z.looseObject({ limit: z.number().int().min(1).max(1000).optional() });
+
+/** Re-checks pending receipts whose retry time has come (every minute, and on demand). */
+export const verifyReceipts =
+  (deps: { receipts: ReceiptService; log: JobLogger }): TaskHandler =>
+  async (payload) => {
+    const { limit } = Payload.parse(payload ?? {});
+    for (;;) {
+      const { checked, decided } = await deps.receipts.verifyDue(limit ?? 100);
+      if (decided) deps.log.info({ checked, decided }, 'receipt checks decided');
+      if (checked < (limit ?? 100)) return;
+    }
+  };
+
+/** The job that runs due pull targets; it schedules itself for the next due target (the floor is 10 s). */
+export const PULL_TASK = 'pull_receipts';
+
+/** Runs due pull targets, then asks the queue to run again when the next one is due (at most a minute away). */
+export const pullReceipts =
+  (deps: { pull: PullService; queue: JobQueue; log: JobLogger; now: () => Date }): TaskHandler =>
+  async () => {
+    let result;
+    do {
+      result = await deps.pull.runDue();
+      for (const run of result.runs) deps.log.info({ pull_target_id: run.targetId, ok: run.ok, accepted: run.accepted, rejected: run.rejected.length, error: run.error }, 'pulled receipts');
+    } while (result.runs.length > 0 && result.nextDue !== null && result.nextDue <= deps.now());
+    const now = deps.now().getTime();
+    const at = result.nextDue ? Math.min(Math.max(result.nextDue.getTime(), now + 1000), now + 60_000) : now + 60_000;
+    await deps.queue.add(PULL_TASK, {}, { jobKey: PULL_TASK, runAt: new Date(at) });
+  };
