@@ -6,12 +6,10 @@ import type { Network } from '../../domain/shared/network.ts';
 import type {
   EventFilter,
   EventRepository,
-  PaidCallRepository,
   Repositories,
   Store,
 } from '../../domain/ports/store.ts';
 import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
-import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import { ownerAlive, type ProcessOwner } from './process-owner.ts';
 import type { RepoContext } from './repositories/context.ts';
@@ -19,6 +17,7 @@ import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
+import { paidCallRepository } from './repositories/paid-calls.ts';
 import { EventEntity, entities, type EventRow } from './entities.ts';
 import { eventFromRow } from './mappers.ts';
 
@@ -72,40 +71,6 @@ function eventWhere(network: Network, filter: EventFilter): Record<string, unkno
   return where;
 }
 
-interface PaidCallRow {
-  network: Network;
-  payment_key: string;
-  link_pk: string;
-  link_id: string;
-  status: PaidCallRecord['status'];
-  signature: string | null;
-  attempted: boolean;
-  payer: string | null;
-  response: PaidCallRecord['response'];
-  request: PaidCallRecord['request'];
-  locked_until: Date;
-  created_at: Date;
-  updated_at: Date;
-  expires_at: Date;
-}
-
-const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
-  network: r.network,
-  paymentKey: r.payment_key,
-  linkPk: r.link_pk,
-  linkId: r.link_id,
-  status: r.status,
-  signature: r.signature,
-  attempted: r.attempted,
-  payer: r.payer,
-  response: r.response,
-  request: r.request,
-  lockedUntil: new Date(r.locked_until),
-  createdAt: new Date(r.created_at),
-  updatedAt: new Date(r.updated_at),
-  expiresAt: new Date(r.expires_at),
-});
-
 class Repos implements Repositories, RepoContext {
   constructor(
     readonly em: () => EntityManager,
@@ -122,83 +87,7 @@ class Repos implements Repositories, RepoContext {
 
   readonly receipts = receiptRepository(this);
 
-  readonly paidCalls: PaidCallRepository = {
-    claim: async (c) => {
-      const em = this.em();
-      // Taken over: a pending call (its outcome unknown, nobody on it), a running one whose lease lapsed, or one whose
-      // owner process is gone (issue 17: after a crash the replay is answered at once, not after the lease).
-      const claimed = (await em.execute(
-        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, owner, locked_until, created_at, updated_at, expires_at)
-         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?, ?)
-         on conflict (network, payment_key) do update
-           set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
-           where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
-             and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
-         returning *`,
-        [c.network, c.paymentKey, c.linkPk, c.linkId, this.owner?.epoch ?? null, c.lockedUntil, c.at, c.at, c.expiresAt],
-      )) as PaidCallRow[];
-      if (claimed[0]) return { claimed: true, record: paidCallFromRow(claimed[0]) };
-      const existing = await this.paidCalls.get(c.network, c.paymentKey);
-      if (!existing) return this.paidCalls.claim(c);
-      return { claimed: false, record: existing };
-    },
-    get: async (network, paymentKey) => {
-      // Inside a transaction the row is locked: the side effects of one payment are recorded once.
-      const rows = (await this.em().execute(
-        `select * from paid_calls where network = ? and payment_key = ?${this.inTransaction ? ' for update' : ''}`,
-        [network, paymentKey],
-      )) as PaidCallRow[];
-      return rows[0] ? paidCallFromRow(rows[0]) : null;
-    },
-    markAttempted: async (network, paymentKey, a) => {
-      const rows = (await this.em().execute(
-        `update paid_calls set attempted = true, request = ?::jsonb, updated_at = ?
-          where network = ? and payment_key = ? and status = 'running' and owner is not distinct from ?::int
-          returning 1`,
-        [JSON.stringify(a.request), a.at, network, paymentKey, this.owner?.epoch ?? null],
-      )) as unknown[];
-      return rows.length > 0;
-    },
-    markPending: async (network, paymentKey, p) => {
-      await this.em().execute(
-        `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), request = ?::jsonb,
-           owner = null, locked_until = ?, updated_at = ?
-          where network = ? and payment_key = ? and status <> 'done'`,
-        [p.signature, JSON.stringify(p.request), p.at, p.at, network, paymentKey],
-      );
-    },
-    listUnresolved: async (q) => {
-      const rows = (await this.em().execute(
-        `select * from paid_calls where status <> 'done' and updated_at <= ?
-           and (status = 'pending' or locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
-         order by updated_at limit ?`,
-        [q.before, q.now, q.limit],
-      )) as PaidCallRow[];
-      return rows.map(paidCallFromRow);
-    },
-    forgetUnattempted: async (network, paymentKey, now) => {
-      const rows = (await this.em().execute(
-        `delete from paid_calls where network = ? and payment_key = ? and status = 'running' and not attempted
-           and owner is not null and (locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
-         returning 1`,
-        [network, paymentKey, now],
-      )) as unknown[];
-      return rows.length > 0;
-    },
-    complete: async (network, paymentKey, done) => {
-      await this.em().execute(
-        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, owner = null, updated_at = ? where network = ? and payment_key = ?`,
-        [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
-      );
-    },
-    release: async (network, paymentKey) => {
-      await this.em().execute(`delete from paid_calls where network = ? and payment_key = ? and status <> 'done'`, [network, paymentKey]);
-    },
-    deleteExpired: async (now) => {
-      const rows = (await this.em().execute(`delete from paid_calls where status = 'done' and expires_at <= ? returning 1`, [now])) as unknown[];
-      return rows.length;
-    },
-  };
+  readonly paidCalls = paidCallRepository(this);
 
   readonly events: EventRepository = {
     append: async (e: NewEvent): Promise<EventRecord> => {
