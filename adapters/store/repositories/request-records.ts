@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestRecord, RequestRecordStore, UsageRow } from '../../../domain/ports/policy-store.ts';
-import { query } from './context.ts';
+import { query, Where } from './context.ts';
 
 /** Per-request records in `request_records` (migrations/0002-policies.ts) and the usage read from them. */
 export function requestRecordRepository(em: () => EntityManager): RequestRecordStore {
@@ -30,6 +30,9 @@ export function requestRecordRepository(em: () => EntityManager): RequestRecordS
       );
     },
     usage: async (network, q) => {
+      // Served by request_records_network_at_idx (or _key_at_idx with a key).
+      const where = new Where().and('network = ?', network).and('at >= ?', q.since);
+      if (q.keyId) where.and('key_id = ?', q.keyId);
       const rows = await query<{ key_id: string; bucket: string; day: string; requests: number; errors: number; throttled: number }>(
         em(),
         `select key_id, bucket, to_char(date_trunc('day', at at time zone 'UTC'), 'YYYY-MM-DD') as day,
@@ -37,10 +40,10 @@ export function requestRecordRepository(em: () => EntityManager): RequestRecordS
                 count(*) filter (where status >= 400)::int as errors,
                 count(*) filter (where status = 429)::int as throttled
            from request_records
-          where network = ? and at >= ? ${q.keyId ? 'and key_id = ?' : ''}
+          where ${where.sql}
           group by 1, 2, 3
           order by 3 desc, 1, 2`,
-        q.keyId ? [network, q.since, q.keyId] : [network, q.since],
+        where.params,
       );
       return rows.map((r): UsageRow => ({ keyId: r.key_id, bucket: r.bucket, day: r.day, requests: r.requests, errors: r.errors, throttled: r.throttled }));
     },
