@@ -1,7 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { EventRecord } from '../../../domain/events/schema.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
-import { date, dateOrNull, query, Where, type RepoContext } from './context.ts';
+import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
 
 /** appends serialise on this transaction-scoped advisory lock until commit */
 const EVENTS_LOCK = 7_201_002;
@@ -106,8 +106,7 @@ export function eventRepository(ctx: RepoContext): EventRepository {
       };
     },
     get: async (network, id) => {
-      const rows = await query<EventRow>(ctx.em(), 'select * from events where network = ? and id = ?', [network, id]);
-      return rows[0] ? fromRow(rows[0]) : null;
+      return one(ctx.em(), 'select * from events where network = ? and id = ?', [network, id], fromRow);
     },
     list: async (network, filter) => {
       const where = filtered(network, filter);

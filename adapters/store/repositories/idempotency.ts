@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { IdempotencyRecord, IdempotencyStore } from '../../../domain/ports/policy-store.ts';
-import { date, query } from './context.ts';
+import { affected, date, one, query } from './context.ts';
 
 /** A row of `idempotency_records` (migrations/0002-policies.ts). */
 interface IdemRow {
@@ -51,12 +51,7 @@ export function idempotencyRepository(em: () => EntityManager): IdempotencyStore
       return existing ?? repo.claim(r);
     },
     get: async (keyId, route, idemKey) => {
-      const rows = await query<IdemRow>(em(), 'select * from idempotency_records where key_id = ? and route = ? and idem_key = ?', [
-        keyId,
-        route,
-        idemKey,
-      ]);
-      return rows[0] ? fromRow(rows[0]) : null;
+      return one(em(), 'select * from idempotency_records where key_id = ? and route = ? and idem_key = ?', [keyId, route, idemKey], fromRow);
     },
     complete: async (keyId, route, idemKey, response) => {
       await query(em(), `update idempotency_records set state = 'done', response = ? where key_id = ? and route = ? and idem_key = ?`, [
@@ -74,12 +69,7 @@ export function idempotencyRepository(em: () => EntityManager): IdempotencyStore
       ]);
     },
     deleteExpired: async (now) => {
-      const rows = await query<{ n: number }>(
-        em(),
-        'with d as (delete from idempotency_records where expires_at <= ? returning 1) select count(*)::int as n from d',
-        [now],
-      );
-      return rows[0]?.n ?? 0;
+      return affected(em(), 'delete from idempotency_records where expires_at <= ?', [now]);
     },
   };
   return repo;

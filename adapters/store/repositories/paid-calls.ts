@@ -2,7 +2,7 @@ import type { Network } from '../../../domain/shared/network.ts';
 import type { PaidCallRecord } from '../../../domain/paywall/schema.ts';
 import type { PaidCallRepository } from '../../../domain/ports/store.ts';
 import { ownerAlive } from '../process-owner.ts';
-import { date, query, type RepoContext } from './context.ts';
+import { affected, date, lockedInTransaction, one, query, type RepoContext } from './context.ts';
 
 /** A row of `paid_calls` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
 interface PaidCallRow {
@@ -63,22 +63,21 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
     },
     get: async (network, paymentKey) => {
       // Inside a transaction the row is locked: the side effects of one payment are recorded once.
-      const rows = await query<PaidCallRow>(
+      return one(
         ctx.em(),
-        `select * from paid_calls where network = ? and payment_key = ?${ctx.inTransaction ? ' for update' : ''}`,
+        `select * from paid_calls where network = ? and payment_key = ?${lockedInTransaction(ctx)}`,
         [network, paymentKey],
+        fromRow,
       );
-      return rows[0] ? fromRow(rows[0]) : null;
     },
     markAttempted: async (network, paymentKey, a) => {
-      const rows = await query(
+      const marked = await affected(
         ctx.em(),
         `update paid_calls set attempted = true, request = ?::jsonb, updated_at = ?
-          where network = ? and payment_key = ? and status = 'running' and owner is not distinct from ?::int
-          returning 1`,
+          where network = ? and payment_key = ? and status = 'running' and owner is not distinct from ?::int`,
         [JSON.stringify(a.request), a.at, network, paymentKey, ctx.owner?.epoch ?? null],
       );
-      return rows.length > 0;
+      return marked > 0;
     },
     markPending: async (network, paymentKey, p) => {
       await query(
@@ -100,14 +99,13 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
       return rows.map(fromRow);
     },
     forgetUnattempted: async (network, paymentKey, now) => {
-      const rows = await query(
+      const forgotten = await affected(
         ctx.em(),
         `delete from paid_calls where network = ? and payment_key = ? and status = 'running' and not attempted
-           and owner is not null and (locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
-         returning 1`,
+           and owner is not null and (locked_until <= ? or not ${ownerAlive('paid_calls.owner')})`,
         [network, paymentKey, now],
       );
-      return rows.length > 0;
+      return forgotten > 0;
     },
     complete: async (network, paymentKey, done) => {
       await query(
@@ -120,8 +118,7 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
       await query(ctx.em(), `delete from paid_calls where network = ? and payment_key = ? and status <> 'done'`, [network, paymentKey]);
     },
     deleteExpired: async (now) => {
-      const rows = await query(ctx.em(), `delete from paid_calls where status = 'done' and expires_at <= ? returning 1`, [now]);
-      return rows.length;
+      return affected(ctx.em(), `delete from paid_calls where status = 'done' and expires_at <= ?`, [now]);
     },
   };
   return repo;

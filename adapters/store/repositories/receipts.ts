@@ -2,7 +2,7 @@ import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { ReceiptRecord, ReceiptV1 } from '../../../domain/receipts/schema.ts';
 import type { ReceiptRepository } from '../../../domain/ports/store.ts';
-import { date, query, uniqueOr, type RepoContext } from './context.ts';
+import { date, one, query, uniqueOr, type RepoContext } from './context.ts';
 
 /** receipt chains: one transaction-scoped advisory lock per (network, agent), keyed (RECEIPTS_LOCK, hashtext(…)) */
 const RECEIPTS_LOCK = 7_201_003;
@@ -45,8 +45,7 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
     hasPaywallTxSig: async (network, txSig) =>
       (await query(ctx.em(), `select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])).length > 0,
     get: async (network, receiptHash) => {
-      const rows = await query<ReceiptRow>(ctx.em(), 'select * from receipts where network = ? and receipt_hash = ?', [network, receiptHash]);
-      return rows[0] ? fromRow(rows[0]) : null;
+      return one(ctx.em(), 'select * from receipts where network = ? and receipt_hash = ?', [network, receiptHash], fromRow);
     },
     listByAgent: async (network, agent, q) => {
       const rows = await query<ReceiptRow>(

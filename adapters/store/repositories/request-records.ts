@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestRecord, RequestRecordStore, UsageRow } from '../../../domain/ports/policy-store.ts';
-import { query, Where } from './context.ts';
+import { affected, query, Where } from './context.ts';
 
 /** Per-request records in `request_records` (migrations/0002-policies.ts) and the usage read from them. */
 export function requestRecordRepository(em: () => EntityManager): RequestRecordStore {
@@ -48,12 +48,7 @@ export function requestRecordRepository(em: () => EntityManager): RequestRecordS
       return rows.map((r): UsageRow => ({ keyId: r.key_id, bucket: r.bucket, day: r.day, requests: r.requests, errors: r.errors, throttled: r.throttled }));
     },
     deleteOlderThan: async (cutoff) => {
-      const rows = await query<{ n: number }>(
-        em(),
-        'with d as (delete from request_records where at < ? returning 1) select count(*)::int as n from d',
-        [cutoff],
-      );
-      return rows[0]?.n ?? 0;
+      return affected(em(), 'delete from request_records where at < ?', [cutoff]);
     },
   };
 }
