@@ -11,7 +11,7 @@ import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-sto
 import { PgEventFeed } from '../adapters/store/event-feed.ts';
 import { systemClock } from '../adapters/clock/system.ts';
 import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
-import { MikroOrmFacilitatorStore } from '../adapters/store/facilitator-store.ts';
+import { MikroOrmFacilitatorStore } from '../adapters/store/repositories/facilitator.ts';
 import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
 import { joinLedgersLazily } from '../adapters/ledger/joined.ts';
 import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';

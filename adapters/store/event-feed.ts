@@ -1,7 +1,8 @@
 import pg from 'pg';
 import type { EventFeed } from '../../domain/ports/store.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import { EVENTS_CHANNEL, type MikroOrmStore } from './mikro-orm-store.ts';
+import type { MikroOrmStore } from './mikro-orm-store.ts';
+import { EVENTS_CHANNEL } from './repositories/events.ts';
 
 export interface FeedLogger {
   warn(obj: object, msg: string): void;

@@ -1,39 +1,28 @@
-import { LockMode, MikroORM, PostgreSqlDriver, UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import { MikroORM, PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
 import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
-import { DomainError } from '../../domain/shared/errors.ts';
-import type { Network } from '../../domain/shared/network.ts';
-import type {
-  EventFilter,
-  EventRepository,
-  PaidCallRepository,
-  Repositories,
-  Store,
-} from '../../domain/ports/store.ts';
-import type { EventRecord, NewEvent } from '../../domain/events/schema.ts';
-import type { PaidCallRecord } from '../../domain/paywall/schema.ts';
+import type { Repositories, Store } from '../../domain/ports/store.ts';
+import type { EventRecord } from '../../domain/events/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
-import { ownerAlive, type ProcessOwner } from './process-owner.ts';
+import type { ProcessOwner } from './process-owner.ts';
 import type { RepoContext } from './repositories/context.ts';
-import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
+import { paidCallRepository } from './repositories/paid-calls.ts';
+import { eventRepository, eventsSince, maxEventSeq } from './repositories/events.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
-import { EventEntity, entities, type EventRow } from './entities.ts';
-import { eventFromRow } from './mappers.ts';
+import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
+import type { EventRepository } from '../../domain/ports/store.ts';
 
-/** Advisory lock keys (arbitrary constants, one per purpose). */
+/** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
-const EVENTS_LOCK = 7_201_002;
-export const EVENTS_CHANNEL = 'svc_events';
 
 export async function initOrm(url: string, poolMax = 10): Promise<MikroORM> {
   return MikroORM.init({
     driver: PostgreSqlDriver,
     clientUrl: url,
-    entities,
     extensions: [Migrator],
     // Migrations are hand-written SQL listed in migrations/index.ts; no snapshot is written at run time.
     migrations: { migrationsList, silent: true, transactional: true, allOrNothing: true, snapshot: false },
@@ -58,56 +47,6 @@ export async function migrate(orm: MikroORM, url: string): Promise<void> {
   }
 }
 
-/** LIKE pattern from a kind pattern: "payment_link.*" → "payment\_link.%". */
-function likePrefix(pattern: string): string {
-  return pattern.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
-}
-
-function eventWhere(network: Network, filter: EventFilter): Record<string, unknown> {
-  const where: Record<string, unknown> = { network };
-  if (filter.owner !== undefined) where.ownerPrincipal = filter.owner;
-  if (filter.agent !== undefined) where.agentAsset = filter.agent;
-  if (filter.id !== undefined) where.id = filter.id;
-  if (filter.kinds && filter.kinds.length) {
-    where.$or = filter.kinds.map((k) => (k.endsWith('.*') ? { kind: { $like: likePrefix(k) } } : { kind: k }));
-  }
-  return where;
-}
-
-interface PaidCallRow {
-  network: Network;
-  payment_key: string;
-  link_pk: string;
-  link_id: string;
-  status: PaidCallRecord['status'];
-  signature: string | null;
-  attempted: boolean;
-  payer: string | null;
-  response: PaidCallRecord['response'];
-  request: PaidCallRecord['request'];
-  locked_until: Date;
-  created_at: Date;
-  updated_at: Date;
-  expires_at: Date;
-}
-
-const paidCallFromRow = (r: PaidCallRow): PaidCallRecord => ({
-  network: r.network,
-  paymentKey: r.payment_key,
-  linkPk: r.link_pk,
-  linkId: r.link_id,
-  status: r.status,
-  signature: r.signature,
-  attempted: r.attempted,
-  payer: r.payer,
-  response: r.response,
-  request: r.request,
-  lockedUntil: new Date(r.locked_until),
-  createdAt: new Date(r.created_at),
-  updatedAt: new Date(r.updated_at),
-  expiresAt: new Date(r.expires_at),
-});
-
 class Repos implements Repositories, RepoContext {
   constructor(
     readonly em: () => EntityManager,
@@ -117,161 +56,24 @@ class Repos implements Repositories, RepoContext {
   ) {}
 
   readonly apiKeys = apiKeyRepository(this);
-
   readonly agents = agentRepository(this);
-
   readonly paymentLinks = paymentLinkRepository(this);
-
   readonly receipts = receiptRepository(this);
-
+  readonly paidCalls = paidCallRepository(this);
+  readonly pullTargets = pullTargetRepository(this);
   readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
-
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
-
   readonly jobs = transactionalJobQueue(() => this.em());
 
-  readonly pullTargets = pullTargetRepository(this);
-
-  readonly paidCalls: PaidCallRepository = {
-    claim: async (c) => {
-      const em = this.em();
-      // Taken over: a pending call (its outcome unknown, nobody on it), a running one whose lease lapsed, or one whose
-      // owner process is gone (issue 17: after a crash the replay is answered at once, not after the lease).
-      const claimed = (await em.execute(
-        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, owner, locked_until, created_at, updated_at, expires_at)
-         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?, ?)
-         on conflict (network, payment_key) do update
-           set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
-           where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
-             and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
-         returning *`,
-        [c.network, c.paymentKey, c.linkPk, c.linkId, this.owner?.epoch ?? null, c.lockedUntil, c.at, c.at, c.expiresAt],
-      )) as PaidCallRow[];
-      if (claimed[0]) return { claimed: true, record: paidCallFromRow(claimed[0]) };
-      const existing = await this.paidCalls.get(c.network, c.paymentKey);
-      if (!existing) return this.paidCalls.claim(c);
-      return { claimed: false, record: existing };
-    },
-    get: async (network, paymentKey) => {
-      // Inside a transaction the row is locked: the side effects of one payment are recorded once.
-      const rows = (await this.em().execute(
-        `select * from paid_calls where network = ? and payment_key = ?${this.inTransaction ? ' for update' : ''}`,
-        [network, paymentKey],
-      )) as PaidCallRow[];
-      return rows[0] ? paidCallFromRow(rows[0]) : null;
-    },
-    markAttempted: async (network, paymentKey, a) => {
-      const rows = (await this.em().execute(
-        `update paid_calls set attempted = true, request = ?::jsonb, updated_at = ?
-          where network = ? and payment_key = ? and status = 'running' and owner is not distinct from ?::int
-          returning 1`,
-        [JSON.stringify(a.request), a.at, network, paymentKey, this.owner?.epoch ?? null],
-      )) as unknown[];
-      return rows.length > 0;
-    },
-    markPending: async (network, paymentKey, p) => {
-      await this.em().execute(
-        `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), request = ?::jsonb,
-           owner = null, locked_until = ?, updated_at = ?
-          where network = ? and payment_key = ? and status <> 'done'`,
-        [p.signature, JSON.stringify(p.request), p.at, p.at, network, paymentKey],
-      );
-    },
-    listUnresolved: async (q) => {
-      const rows = (await this.em().execute(
-        `select * from paid_calls where status <> 'done' and updated_at <= ?
-           and (status = 'pending' or locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
-         order by updated_at limit ?`,
-        [q.before, q.now, q.limit],
-      )) as PaidCallRow[];
-      return rows.map(paidCallFromRow);
-    },
-    forgetUnattempted: async (network, paymentKey, now) => {
-      const rows = (await this.em().execute(
-        `delete from paid_calls where network = ? and payment_key = ? and status = 'running' and not attempted
-           and owner is not null and (locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
-         returning 1`,
-        [network, paymentKey, now],
-      )) as unknown[];
-      return rows.length > 0;
-    },
-    complete: async (network, paymentKey, done) => {
-      await this.em().execute(
-        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, owner = null, updated_at = ? where network = ? and payment_key = ?`,
-        [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
-      );
-    },
-    release: async (network, paymentKey) => {
-      await this.em().execute(`delete from paid_calls where network = ? and payment_key = ? and status <> 'done'`, [network, paymentKey]);
-    },
-    deleteExpired: async (now) => {
-      const rows = (await this.em().execute(`delete from paid_calls where status = 'done' and expires_at <= ? returning 1`, [now])) as unknown[];
-      return rows.length;
-    },
-  };
-
+  private readonly eventRows = eventRepository(this);
   readonly events: EventRepository = {
-    append: async (e: NewEvent): Promise<EventRecord> => {
+    ...this.eventRows,
+    append: async (e) => {
       if (!this.inTransaction) throw new Error('events.append must run inside store.transaction');
-      const em = this.em();
-      await em.flush();
       // DECISIONS "Webhooks": the event's deliveries and their jobs commit with it (transactional outbox). Made before
-      // the lock below, which every append holds until commit.
+      // the append, whose lock every append holds until commit.
       await this.webhookDeliveries.fanOut({ id: e.id, network: e.network, kind: e.kind, phase: e.phase, owner: e.owner, createdAt: e.createdAt });
-      // Serialise appends until commit so seq order equals commit order: a cursor on seq never skips a late commit.
-      await em.execute('select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
-      const rows = (await em.execute(
-        `insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, metadata, confirmed_at, created_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
-        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
-      )) as { seq: string }[];
-      const seq = rows[0]!.seq;
-      await em.execute(`select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
-      return {
-        id: e.id,
-        seq: BigInt(seq),
-        kind: e.kind,
-        phase: e.phase,
-        network: e.network,
-        agentAsset: e.agentAsset,
-        signature: e.signature ?? null,
-        blockTime: null,
-        confirmedAt: e.confirmedAt ?? null,
-        slot: null,
-        errorCode: null,
-        errorLogs: null,
-        metadata: e.metadata,
-        clientReference: null,
-        owner: e.owner,
-        createdAt: e.createdAt,
-        updatedAt: e.createdAt,
-      };
-    },
-    get: async (network: Network, id: string) => {
-      const row = await this.em().findOne(EventEntity, { network, id });
-      return row ? eventFromRow(row) : null;
-    },
-    list: async (network, filter) => {
-      const where = eventWhere(network, filter);
-      if (filter.beforeSeq !== undefined) where.seq = { $lt: filter.beforeSeq.toString() };
-      const rows = await this.em().find(EventEntity, where, { orderBy: { seq: 'desc' }, limit: filter.limit });
-      return rows.map(eventFromRow);
-    },
-    countByKind: async (network, { owner, since }) => {
-      const params: unknown[] = [network];
-      if (owner !== undefined) params.push(owner);
-      if (since) params.push(since);
-      const rows = (await this.em().execute(
-        `select kind, phase, count(*)::int as count from events where network = ? ${owner !== undefined ? 'and owner_principal = ?' : ''}
-          ${since ? 'and created_at >= ?' : ''} group by kind, phase order by kind, phase`,
-        params,
-      )) as { kind: string; phase: string; count: number }[];
-      return rows;
-    },
-    after: async (network, afterSeq, filter, limit) => {
-      const where = { ...eventWhere(network, filter), seq: { $gt: afterSeq.toString() } };
-      const rows = await this.em().find(EventEntity, where, { orderBy: { seq: 'asc' }, limit });
-      return rows.map(eventFromRow);
+      return this.eventRows.append(e);
     },
   };
 }
@@ -290,17 +92,11 @@ export class MikroOrmStore extends Repos implements Store {
   }
 
   /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */
-  async eventsSince(after: bigint, limit: number): Promise<EventRecord[]> {
-    const rows: EventRow[] = await this.orm.em
-      .fork({ useContext: false })
-      .find(EventEntity, { seq: { $gt: after.toString() } }, { orderBy: { seq: 'asc' }, limit });
-    return rows.map(eventFromRow);
+  eventsSince(after: bigint, limit: number): Promise<EventRecord[]> {
+    return eventsSince(this.orm.em.fork({ useContext: false }), after, limit);
   }
 
-  async maxEventSeq(): Promise<bigint> {
-    const rows = (await this.orm.em.fork({ useContext: false }).execute('select coalesce(max(seq), 0)::text as seq from events')) as {
-      seq: string;
-    }[];
-    return BigInt(rows[0]!.seq);
+  maxEventSeq(): Promise<bigint> {
+    return maxEventSeq(this.orm.em.fork({ useContext: false }));
   }
 }

@@ -5,7 +5,7 @@ import pg from 'pg';
 // connection of its own for as long as it lives; claims carry the number. PostgreSQL releases a session lock when its
 // connection ends — a kill -9 closes the socket — so "no session holds (PROCESS_LOCK, owner)" means the owner is gone.
 
-/** Advisory lock class of process liveness (the other classes are in mikro-orm-store.ts). */
+/** Advisory lock class of process liveness (the other keys sit with mikro-orm-store.ts's migrate and the repositories that take them). */
 export const PROCESS_LOCK = 7_201_010;
 
 /**

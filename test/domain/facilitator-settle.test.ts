@@ -2,7 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import { createAssociatedTokenAccountIdempotentInstruction, createBurnCheckedInstruction, createCloseAccountInstruction } from '@solana/spl-token';
 import { systemClock } from '../../adapters/clock/system.ts';
-import { MikroOrmFacilitatorStore } from '../../adapters/store/facilitator-store.ts';
+import { MikroOrmFacilitatorStore } from '../../adapters/store/repositories/facilitator.ts';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
 import { feePayerFromSecretKey, type FeePayerSigner } from '../../domain/facilitator/ed25519.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';

@@ -1,6 +1,6 @@
 import type { AgentRecord } from '../../../domain/agents/schema.ts';
 import type { AgentRepository } from '../../../domain/ports/store.ts';
-import { date, query, type RepoContext } from './context.ts';
+import { affected, date, one, query, type RepoContext } from './context.ts';
 
 /** A row of `agents` (migrations/0001-initial.ts, owner_principal from 0005-ownership.ts). */
 interface AgentRow {
@@ -33,26 +33,25 @@ const fromRow = (r: AgentRow): AgentRecord => ({
 export function agentRepository(ctx: RepoContext): AgentRepository {
   return {
     insert: async (r) => {
-      const rows = await query(
+      const inserted = await affected(
         ctx.em(),
         `insert into agents (network, mint, owner, name, uri, treasury, executive, source, owner_principal, registered_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing returning 1`,
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing`,
         [r.network, r.mint, r.owner, r.name, r.uri, r.treasury, r.executive, r.source, r.ownerPrincipal, r.registeredAt, r.registeredAt],
       );
-      return rows.length === 1;
+      return inserted === 1;
     },
     replace: async (r, expected) => {
-      const rows = await query(
+      const replaced = await affected(
         ctx.em(),
         `update agents set owner = ?, owner_principal = ?, name = ?, uri = ?, updated_at = ?
-          where network = ? and mint = ? and owner = ? and owner_principal is not distinct from ? returning 1`,
+          where network = ? and mint = ? and owner = ? and owner_principal is not distinct from ?`,
         [r.owner, r.ownerPrincipal, r.name, r.uri, new Date(), r.network, r.mint, expected.owner, expected.ownerPrincipal],
       );
-      return rows.length === 1;
+      return replaced === 1;
     },
     get: async (network, mint) => {
-      const rows = await query<AgentRow>(ctx.em(), 'select * from agents where network = ? and mint = ?', [network, mint]);
-      return rows[0] ? fromRow(rows[0]) : null;
+      return one(ctx.em(), 'select * from agents where network = ? and mint = ?', [network, mint], fromRow);
     },
   };
 }

@@ -1,6 +1,6 @@
 import type { ApiKeyRecord } from '../../../domain/access/schema.ts';
 import type { ApiKeyRepository } from '../../../domain/ports/store.ts';
-import { date, dateOrNull, query, Where, type RepoContext } from './context.ts';
+import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
 
 /** A row of `api_keys` (migrations/0001-initial.ts). */
 interface ApiKeyRow {
@@ -31,8 +31,7 @@ const fromRow = (r: ApiKeyRow): ApiKeyRecord => ({
 
 export function apiKeyRepository(ctx: RepoContext): ApiKeyRepository {
   const get: ApiKeyRepository['get'] = async (network, id) => {
-    const rows = await query<ApiKeyRow>(ctx.em(), 'select * from api_keys where network = ? and id = ?', [network, id]);
-    return rows[0] ? fromRow(rows[0]) : null;
+    return one(ctx.em(), 'select * from api_keys where network = ? and id = ?', [network, id], fromRow);
   };
   return {
     insert: async (r) => {
@@ -44,8 +43,7 @@ export function apiKeyRepository(ctx: RepoContext): ApiKeyRepository {
       );
     },
     findByHash: async (keyHash) => {
-      const rows = await query<ApiKeyRow>(ctx.em(), 'select * from api_keys where key_hash = ?', [keyHash]);
-      return rows[0] ? fromRow(rows[0]) : null;
+      return one(ctx.em(), 'select * from api_keys where key_hash = ?', [keyHash], fromRow);
     },
     touch: async (id, at) => {
       await query(ctx.em(), 'update api_keys set last_used_at = ? where id = ?', [at, id]);

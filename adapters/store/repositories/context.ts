@@ -49,3 +49,18 @@ export class Where {
     return this.parts.join(' and ');
   }
 }
+
+/** The first row of a query mapped to its record, or null when there is none. */
+export async function one<R, T>(em: EntityManager, sql: string, params: readonly unknown[], map: (row: R) => T): Promise<T | null> {
+  const rows = await query<R>(em, sql, params);
+  return rows[0] ? map(rows[0]) : null;
+}
+
+/** How many rows a write (insert, update or delete, without `returning`) touched, counted in the database. */
+export async function affected(em: EntityManager, sql: string, params: readonly unknown[]): Promise<number> {
+  const rows = await query<{ n: number }>(em, `with w as (${sql} returning 1) select count(*)::int as n from w`, params);
+  return rows[0]!.n;
+}
+
+/** The suffix that locks the rows a read selects when it runs inside a transaction (a write follows it there). */
+export const lockedInTransaction = (ctx: RepoContext): string => (ctx.inTransaction ? ' for update' : '');

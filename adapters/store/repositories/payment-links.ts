@@ -1,7 +1,7 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { PaymentLinkRecord } from '../../../domain/payment-links/schema.ts';
 import type { PaymentLinkRepository } from '../../../domain/ports/store.ts';
-import { date, dateOrNull, query, uniqueOr, Where, type RepoContext } from './context.ts';
+import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, Where, type RepoContext } from './context.ts';
 
 /** A row of `payment_links` (migrations/0001-initial.ts; webhook_secret from 0003, owner_principal from 0005). */
 interface PaymentLinkRow {
@@ -87,12 +87,12 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
     },
     get: async (network, id) => {
       // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
-      const rows = await query<PaymentLinkRow>(
+      return one(
         ctx.em(),
-        `select * from payment_links where network = ? and id = ?${ctx.inTransaction ? ' for update' : ''}`,
+        `select * from payment_links where network = ? and id = ?${lockedInTransaction(ctx)}`,
         [network, id],
+        fromRow,
       );
-      return rows[0] ? fromRow(rows[0]) : null;
     },
     list: async (network, q) => {
       // Served by payment_links_network_[principal_][owner_]pk_idx in its own order (newest pk first).
@@ -111,7 +111,7 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
       await query(ctx.em(), `update payment_links set (${COLUMNS}) = row(${PLACEHOLDERS}) where pk = ?`, [...values(r), r.pk]);
     },
     delete: async (network, id) =>
-      (await query(ctx.em(), 'delete from payment_links where network = ? and id = ? returning 1', [network, id])).length > 0,
+      (await affected(ctx.em(), 'delete from payment_links where network = ? and id = ?', [network, id])) > 0,
     countCall: async (network, pk, call) => {
       await query(
         ctx.em(),

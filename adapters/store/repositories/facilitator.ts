@@ -1,14 +1,16 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { Network } from '../../domain/shared/network.ts';
+import type { Network } from '../../../domain/shared/network.ts';
 import type {
   ClaimResult,
   FacilitatorStore,
   SettlementRecord,
   SponsorshipDecision,
   SponsorshipRequest,
-} from '../../domain/ports/facilitator-store.ts';
-import { ownerAlive, type ProcessOwner } from './process-owner.ts';
+} from '../../../domain/ports/facilitator-store.ts';
+import { ownerAlive, type ProcessOwner } from '../process-owner.ts';
+import { date, query } from './context.ts';
 
+/** A row of `facilitator_settlements` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
 interface SettlementRow {
   network: Network;
   signature: string;
@@ -27,8 +29,8 @@ const fromRow = (r: SettlementRow): SettlementRecord => ({
   payer: r.payer,
   blockhash: r.blockhash,
   error: r.error,
-  createdAt: new Date(r.created_at),
-  updatedAt: new Date(r.updated_at),
+  createdAt: date(r.created_at),
+  updatedAt: date(r.updated_at),
 });
 
 /** A sponsorship of (network, owner, mint, account) whose settlement has not finished yet. */
@@ -45,7 +47,7 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
   ) {}
 
   private exec<T>(sql: string, params: unknown[] = []): Promise<T[]> {
-    return this.orm.em.fork({ useContext: false }).execute(sql, params) as Promise<T[]>;
+    return query<T>(this.orm.em.fork({ useContext: false }), sql, params);
   }
 
   async claimSettlement(r: { network: Network; signature: string; payer: string; blockhash: string; at: Date }): Promise<ClaimResult> {
@@ -98,25 +100,27 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
 
   async reserveSponsorship(r: SponsorshipRequest): Promise<SponsorshipDecision> {
     return this.orm.em.fork({ useContext: false }).transactional(async (em) => {
-      const inserted = (await em.execute(
+      const inserted = await query(
+        em,
         `insert into rent_sponsorships (network, owner, mint, account, lamports, signature, day, created_at)
          values (?, ?, ?, ?, ?, ?, ?, now()) on conflict do nothing returning owner`,
         [r.network, r.owner, r.mint, r.account, r.lamports.toString(), r.signature, r.day],
-      )) as unknown[];
+      );
       if (!inserted.length) {
         // Another buyer's settlement creating the same account is in flight: its creation is ours too (idempotent,
         // one rent). Once it landed, a missing account means it was closed — the create-close-reclaim drain.
-        const shared = (await em.execute(IN_FLIGHT, [r.network, r.owner, r.mint, r.account])) as unknown[];
+        const shared = await query(em, IN_FLIGHT, [r.network, r.owner, r.mint, r.account]);
         return shared.length ? 'ok' : 'already_sponsored';
       }
-      await em.execute(`insert into rent_budget (network, day, lamports_used) values (?, ?, 0) on conflict do nothing`, [r.network, r.day]);
+      await query(em, `insert into rent_budget (network, day, lamports_used) values (?, ?, 0) on conflict do nothing`, [r.network, r.day]);
       // Conditional increment: concurrent reservations serialise on the budget row and none overspends.
-      const spent = (await em.execute(
+      const spent = await query(
+        em,
         `update rent_budget set lamports_used = lamports_used + ? where network = ? and day = ? and lamports_used + ? <= ? returning day`,
         [r.lamports.toString(), r.network, r.day, r.lamports.toString(), r.dailyBudget.toString()],
-      )) as unknown[];
+      );
       if (!spent.length) {
-        await em.execute(`delete from rent_sponsorships where network = ? and owner = ? and mint = ?`, [r.network, r.owner, r.mint]);
+        await query(em, `delete from rent_sponsorships where network = ? and owner = ? and mint = ?`, [r.network, r.owner, r.mint]);
         return 'budget_exhausted';
       }
       return 'ok';
@@ -125,12 +129,13 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
 
   async releaseSponsorships(network: Network, signature: string): Promise<void> {
     await this.orm.em.fork({ useContext: false }).transactional(async (em) => {
-      const released = (await em.execute(
+      const released = await query<{ lamports: string; day: string }>(
+        em,
         `delete from rent_sponsorships where network = ? and signature = ? returning lamports::text as lamports, day::text as day`,
         [network, signature],
-      )) as { lamports: string; day: string }[];
+      );
       for (const r of released) {
-        await em.execute(`update rent_budget set lamports_used = greatest(lamports_used - ?, 0) where network = ? and day = ?`, [r.lamports, network, r.day]);
+        await query(em, `update rent_budget set lamports_used = greatest(lamports_used - ?, 0) where network = ? and day = ?`, [r.lamports, network, r.day]);
       }
     });
   }

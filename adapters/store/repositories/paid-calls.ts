@@ -1,0 +1,125 @@
+import type { Network } from '../../../domain/shared/network.ts';
+import type { PaidCallRecord } from '../../../domain/paywall/schema.ts';
+import type { PaidCallRepository } from '../../../domain/ports/store.ts';
+import { ownerAlive } from '../process-owner.ts';
+import { affected, date, lockedInTransaction, one, query, type RepoContext } from './context.ts';
+
+/** A row of `paid_calls` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
+interface PaidCallRow {
+  network: Network;
+  payment_key: string;
+  link_pk: string;
+  link_id: string;
+  status: PaidCallRecord['status'];
+  signature: string | null;
+  attempted: boolean;
+  payer: string | null;
+  response: PaidCallRecord['response'];
+  request: PaidCallRecord['request'];
+  locked_until: Date;
+  created_at: Date;
+  updated_at: Date;
+  expires_at: Date;
+}
+
+const fromRow = (r: PaidCallRow): PaidCallRecord => ({
+  network: r.network,
+  paymentKey: r.payment_key,
+  linkPk: r.link_pk,
+  linkId: r.link_id,
+  status: r.status,
+  signature: r.signature,
+  attempted: r.attempted,
+  payer: r.payer,
+  response: r.response,
+  request: r.request,
+  lockedUntil: date(r.locked_until),
+  createdAt: date(r.created_at),
+  updatedAt: date(r.updated_at),
+  expiresAt: date(r.expires_at),
+});
+
+export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
+  const repo: PaidCallRepository = {
+    claim: async (c) => {
+      const em = ctx.em();
+      // Taken over: a pending call (its outcome unknown, nobody on it), a running one whose lease lapsed, or one whose
+      // owner process is gone (issue 17: after a crash the replay is answered at once, not after the lease).
+      const claimed = await query<PaidCallRow>(
+        em,
+        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, owner, locked_until, created_at, updated_at, expires_at)
+         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?, ?)
+         on conflict (network, payment_key) do update
+           set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
+           where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
+             and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
+         returning *`,
+        [c.network, c.paymentKey, c.linkPk, c.linkId, ctx.owner?.epoch ?? null, c.lockedUntil, c.at, c.at, c.expiresAt],
+      );
+      if (claimed[0]) return { claimed: true, record: fromRow(claimed[0]) };
+      const existing = await repo.get(c.network, c.paymentKey);
+      if (!existing) return repo.claim(c);
+      return { claimed: false, record: existing };
+    },
+    get: async (network, paymentKey) => {
+      // Inside a transaction the row is locked: the side effects of one payment are recorded once.
+      return one(
+        ctx.em(),
+        `select * from paid_calls where network = ? and payment_key = ?${lockedInTransaction(ctx)}`,
+        [network, paymentKey],
+        fromRow,
+      );
+    },
+    markAttempted: async (network, paymentKey, a) => {
+      const marked = await affected(
+        ctx.em(),
+        `update paid_calls set attempted = true, request = ?::jsonb, updated_at = ?
+          where network = ? and payment_key = ? and status = 'running' and owner is not distinct from ?::int`,
+        [JSON.stringify(a.request), a.at, network, paymentKey, ctx.owner?.epoch ?? null],
+      );
+      return marked > 0;
+    },
+    markPending: async (network, paymentKey, p) => {
+      await query(
+        ctx.em(),
+        `update paid_calls set status = 'pending', attempted = true, signature = coalesce(?, signature), request = ?::jsonb,
+           owner = null, locked_until = ?, updated_at = ?
+          where network = ? and payment_key = ? and status <> 'done'`,
+        [p.signature, JSON.stringify(p.request), p.at, p.at, network, paymentKey],
+      );
+    },
+    listUnresolved: async (q) => {
+      const rows = await query<PaidCallRow>(
+        ctx.em(),
+        `select * from paid_calls where status <> 'done' and updated_at <= ?
+           and (status = 'pending' or locked_until <= ? or not ${ownerAlive('paid_calls.owner')})
+         order by updated_at limit ?`,
+        [q.before, q.now, q.limit],
+      );
+      return rows.map(fromRow);
+    },
+    forgetUnattempted: async (network, paymentKey, now) => {
+      const forgotten = await affected(
+        ctx.em(),
+        `delete from paid_calls where network = ? and payment_key = ? and status = 'running' and not attempted
+           and owner is not null and (locked_until <= ? or not ${ownerAlive('paid_calls.owner')})`,
+        [network, paymentKey, now],
+      );
+      return forgotten > 0;
+    },
+    complete: async (network, paymentKey, done) => {
+      await query(
+        ctx.em(),
+        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, owner = null, updated_at = ? where network = ? and payment_key = ?`,
+        [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
+      );
+    },
+    release: async (network, paymentKey) => {
+      await query(ctx.em(), `delete from paid_calls where network = ? and payment_key = ? and status <> 'done'`, [network, paymentKey]);
+    },
+    deleteExpired: async (now) => {
+      return affected(ctx.em(), `delete from paid_calls where status = 'done' and expires_at <= ?`, [now]);
+    },
+  };
+  return repo;
+}
