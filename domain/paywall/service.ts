@@ -1,14 +1,6 @@
-import type { Network } from '../shared/network.ts';
-import type { GatewaySettings } from '../shared/settings.ts';
-import type { Clock } from '../ports/clock.ts';
-import type { Facilitator } from '../ports/facilitator.ts';
-import type { Ledger } from '../ports/ledger.ts';
-import type { OutboundHttp } from '../ports/outbound-http.ts';
-import type { Store } from '../ports/store.ts';
 import type { PaywallRequest } from './call.ts';
-import { PaywallCore } from './core.ts';
+import { PaywallCore, type PaywallCoreDeps } from './core.ts';
 import { PaywallHttp, type PaywallResponse } from './http.ts';
-import type { LinkCache } from './link-cache.ts';
 import { PaidCallReconciler, type ReconcileTally } from './reconcile.ts';
 import { PaidCallRecorder } from './record.ts';
 
@@ -20,15 +12,7 @@ export type { PaywallRequest } from './call.ts';
 export type { PaywallResponse } from './http.ts';
 export type { PaywallResult } from './core.ts';
 
-export interface PaywallDeps {
-  store: Store;
-  /** the links as the paywall reads them (process-local, invalidated on every write) */
-  links: LinkCache;
-  facilitator: Facilitator;
-  outbound: OutboundHttp;
-  ledgers: Partial<Record<Network, Ledger>>;
-  clock: Clock;
-  settings: GatewaySettings;
+export interface PaywallDeps extends PaywallCoreDeps {
   /** failures nobody is waiting for (webhooks), for the operator's log */
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
