@@ -169,6 +169,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
             rpcHost: config.ledgers.rpcHost,
             onWarning: (message) => log.warn({ component: 'ledger' }, message),
           });
+    // Final once built (frozen): nothing patches them later, the HTTP port included.
     const settings: GatewaySettings = {
       baseUrl: config.baseUrl ?? `http://localhost:${port}`,
       facilitatorUrl: config.facilitatorUrl ?? `${config.baseUrl ?? `http://localhost:${port}`}/facilitator`,
@@ -176,6 +177,9 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       commit: config.commit ?? gitCommit(),
       fee: await feeSettings(config),
     };
+    Object.freeze(settings.fee.authorities);
+    Object.freeze(settings.fee);
+    Object.freeze(settings);
     const facilitator =
       options.ledgers === false
         ? undefined
