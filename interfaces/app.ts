@@ -3,10 +3,10 @@ import type { Logger } from 'pino';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { Config } from './config.ts';
 import type { Services } from './services.ts';
-import { openCore, refuseOwnListener, startJobRunner, type AppOptions, type Core, type CoreLedgers, type Database } from './core.ts';
-import { buildHttp } from './http.ts';
+import { openCore, startJobRunner, type AppOptions, type Core, type CoreLedgers, type Database } from './core.ts';
+import { bindListener, buildHttp } from './http.ts';
 
-// The gateway: core wiring (core.ts) → HTTP server (http.ts) → listen, and the job runner inline. Tests build the app
+// The gateway: bind the port → core wiring (core.ts) → HTTP server (http.ts) → serve, and the job runner inline. Tests build the app
 // through here too. The names other modules imported from here stay importable from here.
 export * from './core.ts';
 export { BODY_LIMIT } from './http.ts';
@@ -26,44 +26,43 @@ export interface App {
 }
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const core = await openCore(config, options);
-  const { services, settings, database, log } = core;
+  const listener = await bindListener(config.port, config.host);
+  let core: Core | undefined;
   let fastify: FastifyInstance | undefined;
   let runner: JobRunner | undefined;
   try {
-    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret });
-    await fastify.listen({ port: config.port, host: config.host });
-    const address = fastify.server.address();
-    const port = typeof address === 'object' && address ? address.port : config.port;
-    refuseOwnListener(core.outbound, config.host, port);
-    // With PORT=0 the real port is known only now.
-    if (!config.baseUrl) settings.baseUrl = `http://localhost:${port}`;
-    if (!config.facilitatorUrl) settings.facilitatorUrl = `${settings.baseUrl}/facilitator`;
+    core = await openCore(config, { ...options, listenPort: listener.port });
+    const { services, database, log } = core;
+    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret, listener });
+    await listener.serve(fastify);
     runner = config.jobs === 'inline' ? await startJobRunner(database.url, services, log) : undefined;
+    const opened = core;
+    const server = fastify;
     return {
-      url: `http://127.0.0.1:${port}`,
-      ledgers: core.ledgers,
+      url: `http://127.0.0.1:${listener.port}`,
+      ledgers: opened.ledgers,
       config,
       services,
-      outbound: core.outbound,
-      fastify,
+      outbound: opened.outbound,
+      fastify: server,
       database,
       log,
       async close() {
         // In-flight requests get a short grace period; then lingering sockets (an aborted streaming client's
         // never-used keep-alive connection, say) are cut so shutdown does not wait for the headers timeout.
-        const closing = fastify!.close();
-        const cut = setTimeout(() => fastify!.server.closeAllConnections(), 2000);
-        await closing;
+        await server.close(); // fastify's close hooks (GraphQL subscriptions and sockets); later requests answer 503
+        const cut = setTimeout(() => listener.server.closeAllConnections(), 2000);
+        await listener.close();
         clearTimeout(cut);
         await runner?.stop();
-        await core.close();
+        await opened.close();
       },
     };
   } catch (e) {
     await runner?.stop().catch(() => {});
     await fastify?.close().catch(() => {});
-    await core.close();
+    await listener.close();
+    await core?.close();
     throw e;
   }
 }

@@ -3,6 +3,7 @@ import { Address } from '../domain/shared/address.ts';
 import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
 import { decodeBase58 } from '../domain/shared/base58.ts';
 import type { Network } from '../domain/shared/network.ts';
+import { FeeEnforcement } from '../domain/shared/settings.ts';
 import { parseOutboundTarget } from '../domain/ports/outbound-http.ts';
 
 const JsonLimits = z
@@ -87,7 +88,7 @@ export const ConfigSchema = z.object({
   SVC_BASE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SVC_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(100),
-  SVC_FEE_ENFORCE: z.enum(['enforce', 'warn', 'off']).default('enforce'),
+  SVC_FEE_ENFORCE: FeeEnforcement.default('enforce'),
   SVC_FEE_AUTHORITY_MAINNET: Address.optional().or(z.literal('').transform(() => undefined)),
   SVC_FEE_AUTHORITY_DEVNET: Address.optional().or(z.literal('').transform(() => undefined)),
   SVC_PAYWALL_FACILITATOR_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
@@ -123,7 +124,7 @@ export interface Config {
   baseUrl: string | undefined;
   logLevel: z.infer<typeof ConfigSchema>['SVC_LOG_LEVEL'];
   feeBps: number;
-  feeEnforce: 'enforce' | 'warn' | 'off';
+  feeEnforce: FeeEnforcement;
   feeAuthorityMainnet: string | undefined;
   feeAuthorityDevnet: string | undefined;
   facilitatorUrl: string | undefined;

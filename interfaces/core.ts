@@ -119,6 +119,8 @@ export interface AppOptions {
    * paid calls without ever holding the gateway's files.
    */
   ledgers?: boolean | 'join';
+  /** the port the gateway's HTTP server is bound to (createApp binds it first); default: PORT */
+  listenPort?: number;
 }
 
 /** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
@@ -139,7 +141,7 @@ export interface Core {
   ledgers: CoreLedgers;
   services: Services;
   settings: GatewaySettings;
-  /** the services' outbound HTTP; `refuse` registers a listener learned later (the HTTP port after listen) */
+  /** the services' outbound HTTP, refusing the installation's own listeners */
   outbound: GuardedOutboundHttp;
   log: Logger;
   close(): Promise<void>;
@@ -148,6 +150,8 @@ export interface Core {
 export async function openCore(config: Config, options: AppOptions = {}): Promise<Core> {
   const log = options.logger ?? defaultLogger(config);
   const clock = options.clock ?? systemClock;
+  // The HTTP port as the server bound it (PORT=0 becomes the assigned one): the settings are final once built.
+  const port = options.listenPort ?? config.port;
   const database = await openDatabase(config, { pgSettings: options.pgSettings, onWarning: (message, err) => log.warn({ err }, message) });
   const feed = new PgEventFeed(database.url, database.store, log);
   let ledgers: CoreLedgers | undefined;
@@ -167,13 +171,17 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
             rpcHost: config.ledgers.rpcHost,
             onWarning: (message) => log.warn({ component: 'ledger' }, message),
           });
+    // Final once built (frozen): nothing patches them later, the HTTP port included.
     const settings: GatewaySettings = {
-      baseUrl: config.baseUrl ?? `http://localhost:${config.port}`,
-      facilitatorUrl: config.facilitatorUrl ?? `${config.baseUrl ?? `http://localhost:${config.port}`}/facilitator`,
+      baseUrl: config.baseUrl ?? `http://localhost:${port}`,
+      facilitatorUrl: config.facilitatorUrl ?? `${config.baseUrl ?? `http://localhost:${port}`}/facilitator`,
       version: pkg.version,
       commit: config.commit ?? gitCommit(),
       fee: await feeSettings(config),
     };
+    Object.freeze(settings.fee.authorities);
+    Object.freeze(settings.fee);
+    Object.freeze(settings);
     const facilitator =
       options.ledgers === false
         ? undefined
@@ -184,7 +192,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         ? new InProcessFacilitator(facilitator)
         : undefined;
     const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow });
-    refuseOwnListeners(outbound, config, ledgers, database);
+    refuseOwnListeners(outbound, config, port, ledgers, database);
     const services = buildServices({
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
@@ -240,11 +248,11 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
 /**
  * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
  * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`), the
- * embedded ledgers' JSON-RPC and WebSocket ports and the embedded PostgreSQL; createApp adds its HTTP port after
- * listen (port 0 becomes the assigned one).
+ * gateway's HTTP port as bound (PORT=0: the assigned one), the embedded ledgers' JSON-RPC and WebSocket ports and the
+ * embedded PostgreSQL.
  */
-function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, ledgers: CoreLedgers, database: Database): void {
-  const ports: [host: string, port: number][] = [[config.host, config.port], [config.facilitator.host, config.facilitator.port]];
+function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, httpPort: number, ledgers: CoreLedgers, database: Database): void {
+  const ports: [host: string, port: number][] = [[config.host, httpPort], [config.facilitator.host, config.facilitator.port]];
   for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
     if (source === 'embedded' && port !== 0) ports.push([config.ledgers.rpcHost, port], [config.ledgers.rpcHost, port + 1]);
   }
@@ -263,7 +271,7 @@ function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, ledge
   for (const [host, port] of ports) refuseOwnListener(outbound, host, port);
 }
 
-export function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
+function refuseOwnListener(outbound: GuardedOutboundHttp, host: string, port: number): void {
   if (!Number.isInteger(port) || port < 1 || port > 65_535) return;
   try {
     outbound.refuse(`${host.includes(':') && !host.startsWith('[') ? `[${host}]` : host}:${port}`);

@@ -122,6 +122,15 @@ export function restError(error: DomainError, requestId: string): { status: numb
   return { status: ERROR_CODES[error.code].status, body };
 }
 
+/**
+ * REST's answer to anything thrown: mapped and logged once (resolveError), rendered in the envelope (restError).
+ * `answerId`: the request id the envelope names (an Idempotency-Key replay names the first call's).
+ */
+export function restAnswer(err: unknown, request: { id: string; log: ErrorLogger }, answerId = request.id): { status: number; body: RestErrorBody; error: DomainError } {
+  const error = resolveError(err, request.id, request.log);
+  return { ...restError(error, answerId), error };
+}
+
 /** The `data` of every tRPC error (the errorFormatter of trpc/init.ts): code, status, details and request id. */
 export function trpcErrorData(error: DomainError, requestId: string, path: string | null) {
   return { code: error.code, httpStatus: ERROR_CODES[error.code].status, details: error.details ?? null, request_id: requestId, path };

@@ -1,6 +1,6 @@
-import { STATUS_CODES } from 'node:http';
+import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import type { Logger } from 'pino';
 import { newId } from '../domain/shared/ids.ts';
@@ -12,7 +12,7 @@ import type { Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
-import { noteRequestId, resolveError, restError, trpcError } from './errors.ts';
+import { noteRequestId, resolveError, restAnswer, restError, trpcError } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
 
 // The gateway's HTTP server over built services: /v1, /openapi.json, /trpc, /graphql, /facilitator, /x. No adapters.
@@ -45,11 +45,75 @@ function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string 
 }
 
 /** What fastify refuses itself is answered in the shape of the door asked: tRPC's under /trpc, the REST envelope elsewhere. */
-function errorAnswer(url: string, error: DomainError, requestId: string): { status: number; body: unknown } {
-  return url.startsWith('/trpc/') || url === '/trpc' ? trpcError(error, requestId) : restError(error, requestId);
+function errorAnswer(err: unknown, req: FastifyRequest): { status: number; body: unknown } {
+  return req.url.startsWith('/trpc/') || req.url === '/trpc' ? trpcError(resolveError(err, req.id, req.log), req.id) : restAnswer(err, req);
 }
 
-export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined }): FastifyInstance {
+/** X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too. */
+export async function stampRequestId(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+  reply.raw.setHeader('X-Svc-Request-Id', req.id);
+}
+
+type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface Listener {
+  server: Server;
+  /** the bound port (PORT=0: the one the system assigned) */
+  port: number;
+  /** fastify's `serverFactory`: the app answers on this server */
+  factory(handler: RequestHandler, options: { keepAliveTimeout?: number; requestTimeout?: number; connectionTimeout?: number }): Server;
+  /** once the app is ready: it answers from now on, the requests that waited first */
+  serve(app: FastifyInstance): Promise<void>;
+  /** stops accepting and waits for open requests (the caller cuts lingering sockets) */
+  close(): Promise<void>;
+}
+
+/**
+ * The gateway's port, bound before the services are built so their settings (the base URL with PORT=0) are final
+ * when made, never patched after listen (issue 18 item 5). Requests arriving while the app starts wait for it.
+ */
+export async function bindListener(port: number, host: string): Promise<Listener> {
+  const server = createServer();
+  const waiting: [IncomingMessage, ServerResponse][] = [];
+  const hold: RequestHandler = (req, res) => void waiting.push([req, res]);
+  let handler: RequestHandler | undefined;
+  server.on('request', hold);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ port, host }, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  return {
+    server,
+    port: typeof address === 'object' && address ? address.port : port,
+    factory(appHandler, options) {
+      // What fastify sets on a server it makes itself (fastify/lib/server.js).
+      if (options.keepAliveTimeout !== undefined) server.keepAliveTimeout = options.keepAliveTimeout;
+      if (options.requestTimeout !== undefined) server.requestTimeout = options.requestTimeout;
+      if (options.connectionTimeout !== undefined) server.setTimeout(options.connectionTimeout);
+      handler = appHandler;
+      return server;
+    },
+    async serve(app) {
+      await app.ready();
+      if (!handler) throw new Error('the app was not built on this listener (factory unused)');
+      server.off('request', hold);
+      server.on('request', handler);
+      for (const [req, res] of waiting.splice(0)) handler(req, res);
+    },
+    close() {
+      return new Promise((resolve) => {
+        server.close(() => resolve());
+        if (!handler) server.closeAllConnections(); // requests held for an app that never came
+      });
+    },
+  };
+}
+
+export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance {
   const { services, log } = deps;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
   const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
@@ -69,31 +133,31 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     requestIdHeader: false,
     routerOptions: { maxParamLength: 5000 },
     clientErrorHandler,
+    serverFactory: deps.listener.factory,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
       const headers = anonymousLimit(req.url, req.ip);
-      const { status, body } = errorAnswer(req.url, resolveError(headers.error ?? err, req.id, req.log), req.id);
+      const { status, body } = errorAnswer(headers.error ?? err, req);
       // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
       const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
       plain.code(status).headers({ ...headers.values, 'X-Svc-Request-Id': req.id }).send(body);
     },
   });
 
-  // X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too.
-  app.addHook('onRequest', async (req, reply) => {
-    reply.raw.setHeader('X-Svc-Request-Id', req.id);
+  app.addHook('onRequest', stampRequestId);
+  app.addHook('onRequest', async (req) => {
     const clientId = req.headers['x-request-id'];
     if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
   });
 
   app.setErrorHandler((err, req, reply) => {
-    const { status, body } = errorAnswer(req.url, resolveError(err, req.id, req.log), req.id);
+    const { status, body } = errorAnswer(err, req);
     void reply.code(status).send(body);
   });
   app.setNotFoundHandler((req, reply) => {
     const headers = anonymousLimit(req.url, req.ip);
     const error: unknown = headers.error ?? new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}.`);
-    const { status, body } = restError(resolveError(error, req.id, req.log), req.id);
+    const { status, body } = restAnswer(error, req);
     void reply.code(status).headers(headers.values).send(body);
   });
 
@@ -108,6 +172,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
       clientIp: req.ip,
       transport,
       responseHeaders: {},
+      replay: {},
     };
   };
 

@@ -101,6 +101,10 @@ export interface Violation {
 /** Checks one file, `path` relative to the repository root in posix form, e.g. "domain/x.ts". */
 /** Issue 18 item 5: the one file that builds adapters (and the job runner); the HTTP server and app.ts only compose it. */
 const COMPOSITION_ROOT = 'interfaces/core.ts';
+/** The HTTP servers over built services: the gateway's, and the standalone facilitator's routes. */
+const HTTP_LAYER = new Set(['interfaces/http.ts', 'interfaces/facilitator/routes.ts', 'interfaces/paywall/routes.ts']);
+const isHttpPackage = (pkg: string | undefined) =>
+  pkg !== undefined && (pkg === 'fastify' || pkg.startsWith('@fastify/') || pkg === 'graphql-yoga' || pkg === 'graphql-ws' || pkg === 'ws');
 
 export function checkFile(path: string, text: string): Violation[] {
   const layer = path.split('/')[0];
@@ -145,6 +149,17 @@ export function checkFile(path: string, text: string): Violation[] {
         flag(ref, `only ${COMPOSITION_ROOT} (the core wiring) may import ${targetLayer}/`);
       }
       if (targetLayer === 'test') flag(ref, 'interfaces/ must not import test/');
+      // Issue 18 item 5, a thin composition root: the core wiring (adapters → services) serves no HTTP, and the HTTP
+      // server takes built services and never reaches back for the wiring.
+      if (path === COMPOSITION_ROOT && (isHttpPackage(pkg) || (target !== undefined && HTTP_LAYER.has(target)))) {
+        flag(ref, `${COMPOSITION_ROOT} (the core wiring) serves no HTTP: ${ref.specifier} belongs to the HTTP layer`);
+      }
+      if (HTTP_LAYER.has(path) && target !== undefined && (target === COMPOSITION_ROOT || target === 'interfaces/app.ts')) {
+        flag(ref, `${path} (HTTP) takes built services; it must not import the wiring ${target}`);
+      }
+      if (pkg === '@trpc/server' && ref.specifier.includes('unstable-core-do-not-import') && path !== 'interfaces/trpc/init.ts') {
+        flag(ref, "tRPC internals only in interfaces/trpc/init.ts (its one hand-built middleware result)");
+      }
     } else if (layer === 'jobs') {
       // STYLE: jobs → domain (services passed in); only the core wiring builds adapters.
       if (targetLayer === 'adapters' || targetLayer === 'interfaces' || targetLayer === 'test') flag(ref, `jobs/ must not import ${targetLayer}/`);
@@ -314,6 +329,20 @@ test('the checker reports adapters importing interfaces/ or jobs/, and interface
   t.is(checkFile('interfaces/graphql/yoga.ts', "const s = await import('../../adapters/store/mikro-orm-store.ts');").length, 1);
   t.is(checkFile('interfaces/services.ts', "export * from '../adapters/clock/system.ts';").length, 1);
   t.is(checkFile('jobs/indexer.ts', "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';").length, 1);
+});
+
+test('the checker holds the composition root thin: core wiring without HTTP, the HTTP server without the wiring', (t) => {
+  t.regex(checkFile(COMPOSITION_ROOT, "import Fastify from 'fastify';")[0]?.rule ?? '', /serves no HTTP/);
+  t.regex(checkFile(COMPOSITION_ROOT, "import { buildHttp } from './http.ts';")[0]?.rule ?? '', /serves no HTTP/);
+  t.regex(checkFile('interfaces/http.ts', "import { openCore } from './core.ts';")[0]?.rule ?? '', /takes built services/);
+  t.regex(checkFile('interfaces/http.ts', "import { createApp } from './app.ts';")[0]?.rule ?? '', /takes built services/);
+  t.is(checkFile('interfaces/http.ts', "import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';").length, 1);
+  t.is(checkFile('interfaces/app.ts', "import { systemClock } from '../adapters/clock/system.ts';").length, 1);
+  t.is(checkFile('interfaces/facilitator/app.ts', "import { joinLedgers } from '../../adapters/ledger/index.ts';").length, 1);
+  t.regex(checkFile('interfaces/rest/handler.ts', "import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';")[0]?.rule ?? '', /tRPC internals/);
+  t.deepEqual(checkFile('interfaces/trpc/init.ts', "import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';"), []);
+  t.deepEqual(checkFile('interfaces/app.ts', "import { openCore } from './core.ts';\nimport { buildHttp } from './http.ts';"), []);
+  t.deepEqual(checkFile('interfaces/facilitator/app.ts', "import { openFacilitatorCore } from '../core.ts';\nimport Fastify from 'fastify';"), []);
 });
 
 test('the checker holds the paywall layers apart: the core renders no HTTP, the HTTP layer uses no port', (t) => {

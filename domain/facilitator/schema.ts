@@ -1,3 +1,4 @@
+import { FeeEnforcement } from '../shared/settings.ts';
 import { z } from 'zod';
 import { Address } from '../shared/address.ts';
 import { Network, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../shared/network.ts';
@@ -56,8 +57,7 @@ export const PaymentRequirements = z.object({
 export type PaymentRequirements = z.infer<typeof PaymentRequirements>;
 
 /** SVC_FEE_ENFORCE (fee-facilitator-mpp-tools §2.5). */
-export const FeeEnforcement = z.enum(['enforce', 'warn', 'off']);
-export type FeeEnforcement = z.infer<typeof FeeEnforcement>;
+export { FeeEnforcement };
 
 /** What the facilitator itself brings to a verify: its fee payer and its policy. */
 export const FacilitatorPolicy = z.object({

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { bpsToPct } from '../shared/money.ts';
-import type { GatewaySettings } from '../shared/settings.ts';
+import { FeeEnforcement, type GatewaySettings } from '../shared/settings.ts';
 import type { Clock } from '../ports/clock.ts';
 
 export const Health = z.object({
@@ -10,7 +10,7 @@ export const Health = z.object({
   protocol_fee: z.object({
     bps: z.number().int(),
     pct: z.string(),
-    enforcement: z.enum(['enforce', 'warn', 'off']),
+    enforcement: FeeEnforcement,
     authorities: z.object({ 'chain-mainnet': z.string(), 'chain-devnet': z.string() }),
   }),
 });

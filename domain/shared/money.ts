@@ -27,6 +27,9 @@ export function decimalToAtomic(text: string, decimals: number): bigint | null {
   return 'amount' in parsed ? parsed.amount : null;
 }
 
+/** Lamports per SOL as decimals: 1_000_000_000n lamports = "1" SOL. */
+export const SOL_DECIMALS = 9;
+
 /** 1500000n with 6 decimals → "1.5"; 1000000n → "1". */
 export function atomicToDecimal(amount: bigint, decimals: number): string {
   const negative = amount < 0n;

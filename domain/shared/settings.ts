@@ -1,4 +1,9 @@
+import { z } from 'zod';
 import type { Network } from './network.ts';
+
+/** SVC_FEE_ENFORCE: what the facilitator does with a payment lacking the fee leg (fee-facilitator-mpp-tools §2.5). */
+export const FeeEnforcement = z.enum(['enforce', 'warn', 'off']);
+export type FeeEnforcement = z.infer<typeof FeeEnforcement>;
 
 /** Values from configuration that domain rules need; built once by the composition root. */
 export interface GatewaySettings {
@@ -10,7 +15,7 @@ export interface GatewaySettings {
   commit: string;
   fee: {
     bps: number;
-    enforcement: 'enforce' | 'warn' | 'off';
+    enforcement: FeeEnforcement;
     authorities: Record<Network, string>;
   };
 }

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config.ts';
 import { faucetCommand as runFaucet } from '../app.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { atomicToDecimal } from '../../domain/shared/money.ts';
+import { atomicToDecimal, SOL_DECIMALS } from '../../domain/shared/money.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 
 // npm run faucet -- --network chain-devnet --to ADDR [--sol 1] [--token USDC --amount 10] [--json]
@@ -48,7 +48,7 @@ async function main(argv: string[]): Promise<number> {
     console.log(JSON.stringify(result, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
     return 0;
   }
-  if (result.airdrop) console.log(`Airdropped ${Number(result.airdrop.lamports) / 1e9} SOL to ${result.to} on ${network}: ${result.airdrop.signature}`);
+  if (result.airdrop) console.log(`Airdropped ${atomicToDecimal(result.airdrop.lamports, SOL_DECIMALS)} SOL to ${result.to} on ${network}: ${result.airdrop.signature}`);
   if (result.mint) {
     console.log(`Minted ${atomicToDecimal(result.mint.amount, result.mint.decimals)} ${result.mint.symbol ?? result.mint.mint} to ${result.to} (token account ${result.mint.tokenAccount}): ${result.mint.signature}`);
   }

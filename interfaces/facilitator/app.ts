@@ -6,7 +6,7 @@ import type { FacilitatorService } from '../../domain/facilitator/service.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import type { Config } from '../config.ts';
 import { openFacilitatorCore } from '../core.ts';
-import { BODY_LIMIT } from '../http.ts';
+import { BODY_LIMIT, stampRequestId } from '../http.ts';
 import { registerFacilitatorRoutes } from './routes.ts';
 
 export interface FacilitatorApp {
@@ -27,9 +27,7 @@ export async function createFacilitatorApp(config: Config, options: { logger?: L
   let fastify: FastifyInstance | undefined;
   try {
     fastify = Fastify({ loggerInstance: log as unknown as FastifyBaseLogger, bodyLimit: BODY_LIMIT, genReqId: () => newId(), requestIdHeader: false });
-    fastify.addHook('onRequest', async (req, reply) => {
-      reply.raw.setHeader('X-Svc-Request-Id', req.id);
-    });
+    fastify.addHook('onRequest', stampRequestId);
     registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '', accountsToken: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host });
     const address = fastify.server.address();

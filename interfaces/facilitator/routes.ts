@@ -3,7 +3,7 @@ import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { invalidFromZod } from '../../domain/shared/validation.ts';
-import { resolveError, restError } from '../errors.ts';
+import { restAnswer } from '../errors.ts';
 import { PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
 import { timingSafeEqual, createHash } from 'node:crypto';
 
@@ -70,6 +70,6 @@ function requireToken(expected: string | undefined, authorization: string | unde
 }
 
 function fail(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const { status, body } = restError(resolveError(err, req.id, req.log), req.id);
+  const { status, body } = restAnswer(err, req);
   return reply.code(status).send(body);
 }

@@ -6,7 +6,7 @@ import type { Principal } from '../../domain/access/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { authenticate } from '../policies/auth.ts';
 import { fieldCost, hitsForCost } from '../policies/graphql-limits.ts';
-import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
+import { authenticateCounted, limitKey } from '../policies/rate-limit.ts';
 import type { Services } from '../services.ts';
 import type { Context } from '../trpc/context.ts';
 import { createCallerFactory } from '../trpc/init.ts';
@@ -70,6 +70,7 @@ export function graphqlContext(input: ContextInput): GraphqlContext {
     clientIp: input.clientIp,
     transport: 'graphql',
     responseHeaders: {},
+    replay: {},
   };
   return {
     services,
@@ -79,14 +80,7 @@ export function graphqlContext(input: ContextInput): GraphqlContext {
     responseHeaders: procedureContext.responseHeaders,
     shutdown,
     async keyed(bucket) {
-      let principal: Principal;
-      try {
-        principal = await authenticate(services, input.authorization);
-      } catch (e) {
-        // As in the keyed procedures: a request without a valid key counts against the client IP.
-        limitAnonymous(services, input.clientIp, 'default', procedureContext.responseHeaders);
-        throw e;
-      }
+      const principal = await authenticateCounted(services, input, procedureContext.responseHeaders);
       await limitKey(services, principal, bucket, procedureContext.responseHeaders);
       return principal;
     },

@@ -7,8 +7,7 @@ import { WebSocketServer } from 'ws';
 import { ERROR_CODES } from '../../domain/shared/errors.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
-import { authenticate } from '../policies/auth.ts';
-import { limitAnonymous } from '../policies/rate-limit.ts';
+import { authenticateCounted } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
@@ -88,13 +87,7 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         const authorization = wsAuthorization(ctx.connectionParams, ctx.extra.request);
         const clientIp = ctx.extra.request.socket.remoteAddress ?? 'unknown';
         try {
-          try {
-            await authenticate(services, authorization);
-          } catch (e) {
-            // As in the keyed procedures: a connection without a valid key counts against the client IP.
-            limitAnonymous(services, clientIp, 'default', {});
-            throw e;
-          }
+          await authenticateCounted(services, { authorization, clientIp }, {});
           ctx.extra.authorization = authorization;
           ctx.extra.clientIp = clientIp;
           // A key disabled while the socket is open (on any node) closes it, ending its subscriptions: 4403 and the

@@ -4,7 +4,7 @@ import { Slug } from '../../domain/payment-links/schema.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import { limitAnonymous } from '../policies/rate-limit.ts';
 import type { Services } from '../services.ts';
-import { resolveError, restError } from '../errors.ts';
+import { restAnswer } from '../errors.ts';
 
 // hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window
 // (DECISIONS: 600 per 60 s per client IP, in memory), call PaywallService, write its answer or the error envelope.
@@ -75,8 +75,7 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
           const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength); // no copy
           return reply.code(result.status).headers(headers).headers(result.headers).send(body);
         } catch (err) {
-          const error = resolveError(err, req.id, req.log);
-          const { status, body } = restError(error, req.id);
+          const { status, body, error } = restAnswer(err, req);
           if (error instanceof DomainError && error.code === 'method_not_allowed' && typeof error.details?.allow === 'string') {
             headers.Allow = error.details.allow;
           }

@@ -11,8 +11,8 @@ export interface IdempotencyScope {
   requestId: string;
   idempotencyKey: string | undefined;
   responseHeaders: Record<string, string>;
-  /** set on a replay: the request id of the first call, so REST can replay its error envelope byte for byte */
-  replay?: { requestId: string };
+  /** filled on a replay: the request id of the first call, so REST can replay its error envelope byte for byte */
+  replay: { requestId?: string };
 }
 
 /** `secretFields`: top-level fields of the result never written to the idempotency store (replays omit them). */
@@ -35,7 +35,7 @@ export async function idempotent<T>(
   );
   if (replayed) {
     scope.responseHeaders['Idempotent-Replayed'] = 'true';
-    scope.replay = { requestId: outcome.requestId };
+    scope.replay.requestId = outcome.requestId;
   }
   if (!outcome.ok) throw outcomeError(outcome);
   return outcome.data as T;

@@ -21,6 +21,24 @@ export function limitAnonymous(services: Services, clientIp: string, bucket: Buc
 }
 
 /**
+ * API-key auth where a failed authentication counts against the client IP (hosted-api §8): the keyed procedures,
+ * GraphQL's keyed fields and graphql-ws connections all authenticate through here. Throws the auth error, or
+ * rate_limited when the client IP is over its limit.
+ */
+export async function authenticateCounted(
+  services: Services,
+  request: { authorization: string | undefined; clientIp: string },
+  headers: Record<string, string>,
+): Promise<Principal> {
+  try {
+    return await authenticate(services, request.authorization);
+  } catch (e) {
+    limitAnonymous(services, request.clientIp, 'default', headers);
+    throw e;
+  }
+}
+
+/**
  * For a known route answered outside its procedure (a body the HTTP framework refused: malformed JSON, over 1 MiB,
  * wrong content type): the window the procedure would have used — the key's bucket, or the client IP's when the key
  * is missing or not valid — so these responses carry the RateLimit-* headers too. A failed authentication does not
@@ -32,15 +50,13 @@ export async function limitOutsideProcedure(
   bucket: Bucket,
   headers: Record<string, string>,
 ): Promise<Principal | undefined> {
-  let principal: Principal | undefined;
+  let principal: Principal;
   try {
-    principal = await authenticate(services, request.authorization);
+    principal = await authenticateCounted(services, request, headers);
   } catch (e) {
-    if (!(e instanceof DomainError)) throw e;
-  }
-  if (!principal) {
-    limitAnonymous(services, request.clientIp, 'default', headers);
-    return undefined;
+    // The auth failure does not change the answer; the client IP's rate_limited does.
+    if (e instanceof DomainError && e.code !== 'rate_limited') return undefined;
+    throw e;
   }
   await limitKey(services, principal, bucket, headers);
   return principal;

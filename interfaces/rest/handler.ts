@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { generateOpenApiDocument } from 'trpc-to-openapi';
 import { ZodVoid } from 'zod';
@@ -7,7 +6,8 @@ import type { Meta } from '../trpc/init.ts';
 import { createCallerFactory } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';
 import type { Context } from '../trpc/context.ts';
-import { resolveError, restError } from '../errors.ts';
+import { restAnswer } from '../errors.ts';
+import { startUsage } from '../policies/usage.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { limitOutsideProcedure } from '../policies/rate-limit.ts';
 
@@ -77,8 +77,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
           return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(result));
         } catch (err) {
           // A replayed error keeps the request id of the call that produced it.
-          const requestId = ctx.replay?.requestId ?? ctx.requestId;
-          const { status: code, body } = restError(resolveError(err, ctx.requestId, req.log), requestId);
+          const { status: code, body } = restAnswer(err, req, ctx.replay.requestId ?? ctx.requestId);
           reply.headers(ctx.responseHeaders);
           return reply.code(code).send(body);
         }
@@ -98,26 +97,16 @@ async function answerOutsideProcedure(
   { bucket, route }: { bucket: Bucket; route: string },
   error: unknown,
 ): Promise<FastifyReply> {
-  const started = performance.now();
   let answer = error;
-  let principal;
+  let usage;
   try {
-    principal = await limitOutsideProcedure(ctx.services, ctx, bucket, ctx.responseHeaders);
+    const principal = await limitOutsideProcedure(ctx.services, ctx, bucket, ctx.responseHeaders);
+    if (principal) usage = startUsage(ctx, principal, { bucket, route });
   } catch (e) {
     answer = e;
   }
-  const { status, body } = restError(resolveError(answer, ctx.requestId, reply.log), ctx.requestId);
-  if (principal) {
-    ctx.services.recorder.record({
-      keyId: principal.keyId,
-      network: principal.network,
-      bucket,
-      method: ctx.transport,
-      route,
-      status,
-      durationMs: Math.round(performance.now() - started),
-    });
-  }
+  const { status, body } = restAnswer(answer, { id: ctx.requestId, log: reply.log });
+  usage?.end(status);
   reply.headers(ctx.responseHeaders);
   return reply.code(status).send(body);
 }

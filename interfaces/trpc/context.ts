@@ -18,8 +18,11 @@ export interface Context extends InnerContext {
   transport: string;
   /** headers the policies add (RateLimit-*, Idempotent-Replayed); every transport copies them to its response */
   responseHeaders: Record<string, string>;
-  /** set by the idempotency policy on a replay */
-  replay?: { requestId: string };
+  /**
+   * filled by the idempotency policy on a replay with the first call's request id; one object per request, shared by
+   * reference, so the transport sees it through the copies tRPC makes of the context
+   */
+  replay: { requestId?: string };
   /** set by the keyed middleware */
   principal?: Principal;
 }

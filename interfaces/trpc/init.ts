@@ -1,4 +1,3 @@
-import { performance } from 'node:perf_hooks';
 import { initTRPC, TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { OpenApiMeta } from 'trpc-to-openapi';
@@ -6,8 +5,10 @@ import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { refuseUnsafeInput } from '../../domain/shared/validation.ts';
 import { notedRequestId, resolveError, toDomainError, trpcErrorData } from '../errors.ts';
-import { authenticate, requireAdmin } from '../policies/auth.ts';
-import { limitAnonymous, limitKey } from '../policies/rate-limit.ts';
+import type { Principal } from '../../domain/access/schema.ts';
+import { requireAdmin } from '../policies/auth.ts';
+import { authenticateCounted, limitKey } from '../policies/rate-limit.ts';
+import { startUsage } from '../policies/usage.ts';
 import { idempotent } from '../policies/idempotency.ts';
 import type { Context } from './context.ts';
 
@@ -46,7 +47,8 @@ const base = t.procedure.use(async ({ next }) => {
  * query parameters; tRPC and GraphQL inputs), are `invalid_request` before the input schema runs (issue 17).
  */
 const safeInput = t.middleware(async ({ getRawInput, next }) => {
-  // keyedProcedure applies the same check itself, between its rate limit and Idempotency-Key.
+  // Keyed procedures run it after their rate limit counted the key and before Idempotency-Key hashes the input (a
+  // hostile depth would overflow the hash).
   refuseUnsafeInput(await getRawInput());
   return next();
 });
@@ -55,64 +57,65 @@ const safeInput = t.middleware(async ({ getRawInput, next }) => {
 export const publicProcedure = base.use(safeInput);
 
 /**
- * Keyed: API-key auth and network, the rate-limit bucket of the procedure, usage records, and Idempotency-Key on
- * mutations — the policies of hosted-api §5 and §8, applied once here for REST, tRPC and (through the caller) GraphQL.
+ * The keyed policies of hosted-api §5 and §8, one named middleware each, applied once here for REST, tRPC and
+ * (through the caller) GraphQL. They need the principal `auth` adds to the context.
  */
-export const keyedProcedure = base.use(async ({ ctx, next, meta, path, type, getRawInput }) => {
-  let principal;
-  try {
-    principal = await authenticate(ctx.services, ctx.authorization);
-  } catch (e) {
-    limitAnonymous(ctx.services, ctx.clientIp, 'default', ctx.responseHeaders);
-    throw e;
-  }
-  const bucket = meta?.bucket ?? 'default';
-  const started = performance.now();
-  const keyed = { ...ctx, principal };
-  let status: number = meta?.status ?? 200;
-  try {
-    await limitKey(ctx.services, principal, bucket, ctx.responseHeaders);
-    // After the key is counted, before the input is hashed for Idempotency-Key (a hostile depth would overflow it).
-    refuseUnsafeInput(await getRawInput());
-    if (type !== 'mutation' || ctx.idempotencyKey === undefined) {
-      const result = await next({ ctx: keyed });
-      if (!result.ok) status = ERROR_CODES[toDomainError(result.error).error.code].status;
-      return result;
-    }
-    // The stored outcome is the procedure's value or its domain error; unexpected faults are not stored.
-    let data: unknown;
-    try {
-      data = await idempotent(
-        keyed,
-        path,
-        await getRawInput(),
-        async () => {
-          const result = await next({ ctx: keyed });
-          if (result.ok) return result.data;
-          const mapped = toDomainError(result.error);
-          throw mapped.expected ? mapped.error : result.error;
-        },
-        meta?.secretFields,
-      );
-    } finally {
-      ctx.replay = keyed.replay;
-    }
-    return { ok: true as const, data, marker: middlewareMarker, ctx: keyed };
-  } catch (e) {
-    status = ERROR_CODES[toDomainError(e).error.code].status;
-    throw e;
-  } finally {
-    ctx.services.recorder.record({
-      keyId: principal.keyId,
-      network: principal.network,
-      bucket,
-      method: ctx.transport,
-      route: path,
-      status,
-      durationMs: Math.round(performance.now() - started),
-    });
-  }
+function keyedContext(ctx: Context): Context & { principal: Principal } {
+  if (!ctx.principal) throw new Error('a keyed middleware ran before auth');
+  return ctx as Context & { principal: Principal };
+}
+
+/** API-key auth and network; a request without a valid key counts against the client IP. */
+const auth = t.middleware(async ({ ctx, next }) => {
+  const principal = await authenticateCounted(ctx.services, ctx, ctx.responseHeaders);
+  return next({ ctx: { principal } });
 });
+
+/** One usage record per keyed call, with the status its door answers (rate-limited calls included). */
+const usage = t.middleware(async ({ ctx, meta, path, next }) => {
+  const record = startUsage(ctx, keyedContext(ctx).principal, { bucket: meta?.bucket ?? 'default', route: path });
+  const result = await next();
+  record.end(result.ok ? (meta?.status ?? 200) : ERROR_CODES[toDomainError(result.error).error.code].status);
+  return result;
+});
+
+/** The sliding window of the procedure's bucket for the key. */
+const rateLimit = t.middleware(async ({ ctx, meta, next }) => {
+  await limitKey(ctx.services, keyedContext(ctx).principal, meta?.bucket ?? 'default', ctx.responseHeaders);
+  return next();
+});
+
+/**
+ * Idempotency-Key on mutations (hosted-api §5.7). The stored outcome is the procedure's value or its domain error;
+ * unexpected faults are not stored. A replay answers without running the procedure.
+ */
+const idempotency = t.middleware(async ({ ctx, meta, path, type, getRawInput, next }) => {
+  if (type !== 'mutation' || ctx.idempotencyKey === undefined) return next();
+  const scope = keyedContext(ctx);
+  const run = async () => {
+    const result = await next();
+    if (result.ok) return { data: result.data, result };
+    const mapped = toDomainError(result.error);
+    throw mapped.expected ? mapped.error : result.error;
+  };
+  let ran: Awaited<ReturnType<typeof run>> | undefined;
+  const data = await idempotent(scope, path, await getRawInput(), async () => (ran = await run()).data, meta?.secretFields);
+  // The first call's result passes on as tRPC made it; only a replay, whose procedure did not run, needs one made.
+  return ran?.result ?? replayedResult(data, ctx);
+});
+
+/**
+ * The one middleware result built by hand: an Idempotency-Key replay answers the stored outcome without calling
+ * `next()`, and tRPC v11 has no public way for a middleware to return a value of its own (trpc/trpc#4066), so the
+ * result carries tRPC's internal marker. Deciding the replay in each transport instead would write the policy three
+ * times (REST, /trpc, GraphQL) and authenticate outside the procedure.
+ */
+function replayedResult(data: unknown, ctx: Context) {
+  return { ok: true as const, data, marker: middlewareMarker, ctx };
+}
+
+/** Keyed: the policies above in their order (the rate limit counts the key before the input is checked or hashed). */
+export const keyedProcedure = base.use(auth).use(usage).use(rateLimit).use(safeInput).use(idempotency);
 
 export const adminProcedure = keyedProcedure.use(({ ctx, next }) => {
   requireAdmin(ctx.principal);

@@ -72,6 +72,17 @@ test('GET /openapi.json is OpenAPI 3.1.0 JSON', (t) => {
   t.true((doc.servers ?? []).some((s) => s.url.startsWith(t.context.app.services.settings.baseUrl)), JSON.stringify(doc.servers));
 });
 
+test('with PORT=0 the settings name the bound port from the start and are never patched after listen (frozen)', (t) => {
+  const { settings } = t.context.app.services;
+  const port = new URL(t.context.app.url).port;
+  t.is(settings.baseUrl, `http://localhost:${port}`);
+  t.is(settings.facilitatorUrl, `http://localhost:${port}/facilitator`);
+  t.true(Object.isFrozen(settings) && Object.isFrozen(settings.fee));
+  t.throws(() => {
+    (settings as { baseUrl: string }).baseUrl = 'http://elsewhere';
+  });
+});
+
 test('the document passes an independent OpenAPI 3.1 schema validator', async (t) => {
   const v = new Validator();
   const res = await v.validate(structuredClone(t.context.doc) as unknown as Record<string, unknown>);

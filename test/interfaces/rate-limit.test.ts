@@ -252,6 +252,16 @@ async function admittedAcross(apps: TestApp[], key: string, n: number, concurren
   return results.filter((r) => r.status === 200).length;
 }
 
+/**
+ * The periodic exchange (every 250 ms), run now instead of waited for: a sends its hits, b sends its own and reads a's,
+ * a reads b's.
+ */
+async function exchange(a: TestApp, b: TestApp): Promise<void> {
+  await a.services.rateLimiter.sync();
+  await b.services.rateLimiter.sync();
+  await a.services.rateLimiter.sync();
+}
+
 test('two instances share the window: a key is not given twice the limit (alternating)', async (t) => {
   const { a, b } = t.context;
   const key = await issueKey(a);
@@ -262,8 +272,8 @@ test('two instances share the window: a key is not given twice the limit (altern
   // documented bound: limit + (N − 1) × LOCAL_SHARE × limit
   t.true(admitted >= 10 && admitted <= 10 + Math.floor(LOCAL_SHARE * 10), `admitted ${admitted}`);
   t.true(admitted < 20);
-  // both instances now refuse the key
-  await new Promise((r) => setTimeout(r, 300));
+  // both instances now refuse the key, once they have exchanged their counts
+  await exchange(a, b);
   t.is((await get(a, '/v1/health', key)).status, 429);
   t.is((await get(b, '/v1/health', key)).status, 429);
 });
@@ -277,8 +287,8 @@ test('two instances share the window: a concurrent burst of 40 (20 per instance)
   t.log(`burst: ${admitted} of 40 admitted with meta=10 on 2 instances`);
   t.true(admitted >= 10 && admitted <= 10 + Math.floor(LOCAL_SHARE * 10), `admitted ${admitted}`);
   t.true(admitted < 20);
-  // the exchange has run: a second burst on both is refused entirely
-  await new Promise((r) => setTimeout(r, 300));
+  // once the exchange has run, a second burst on both is refused entirely
+  await exchange(a, b);
   t.is(await admittedAcross([a, b], key, 10, true), 0);
 });
 
@@ -292,7 +302,7 @@ test('two instances, waves of concurrent requests across several exchanges: with
     const results = await Promise.all(Array.from({ length: 40 }, (_, i) => get(i % 2 ? b : a, `/v1/agents/${mint}`, key)));
     for (const r of results) t.true(r.status === 200 || r.status === 429, String(r.status));
     admitted += results.filter((r) => r.status === 200).length;
-    await new Promise((r) => setTimeout(r, 120));
+    await exchange(a, b);
   }
   t.log(`waves: ${admitted} of 240 admitted with agents.read=100 on 2 instances`);
   if (!stillInWindow(t, started)) return;
@@ -304,7 +314,7 @@ test('a warm key on one instance does not let the other overshoot (shared log af
   const { a, b } = t.context;
   const key = await issueKey(a);
   t.is(await admittedAcross([a], key, 6, false), 6);
-  await new Promise((r) => setTimeout(r, 300));
+  await exchange(a, b);
   t.is(await admittedAcross([b], key, 10, false), 4, 'b sees the 6 hits of a');
   t.is(await admittedAcross([a], key, 5, false), 0);
 });
@@ -475,7 +485,18 @@ class GatedStore implements RateLimitStore {
   release(): void {
     for (const open of this.gates.splice(0)) open();
   }
+
+  /** statements held at the gate */
+  get waiting(): number {
+    return this.gates.length;
+  }
 }
+
+/**
+ * Everything already started on this in-memory store has run as far as it can: no I/O is involved, so once the
+ * microtask queue is empty (a macrotask later) every pending decision is parked at its wait.
+ */
+const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 test('domain: an exact decision taken while an exchange carries this process\'s hits does not under-count the others', async (t) => {
   // limit 100, LOCAL_SHARE 25 %: another process already has 21 hits in the window
@@ -492,7 +513,7 @@ test('domain: an exact decision taken while an exchange carries this process\'s 
   const syncing = limiter.sync();
   // the next request needs an exact decision (view 25 = the local share)
   const fifth = hit();
-  await new Promise((r) => setTimeout(r, 20));
+  await settled(); // the fifth is parked behind the exchange's held statement
   store.release();
   await syncing;
   const decided = await fifth;
@@ -516,7 +537,8 @@ test('domain: concurrent exact decisions wait for the one carrying this process\
   // two exact decisions at once: the first carries the 3 pending hits (its statement is held), the second carries none
   const fifth = hit();
   const sixth = hit();
-  await new Promise((r) => setTimeout(r, 20));
+  await settled();
+  t.is(store.waiting, 1, 'one statement is held: the second decision waits for the first, not the store');
   store.release();
   const [a, b] = await Promise.all([fifth, sixth]);
   t.deepEqual(

@@ -190,9 +190,11 @@ test('an event committed on node B reaches a subscriber on node A within 1 s; a 
     // Then live: one more through B arrives after the replay, once.
     const live = await createLink(b, key, mint, 'live again');
     await second.waitFor((e) => e.metadata.payment_link_id === live, 1000);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    t.deepEqual(second.events.map((e) => e.metadata.payment_link_id), [...missed, live]);
-    t.is(new Set(second.events.map((e) => e.id)).size, 4, 'no duplicate');
+    // Nothing more arrives: a later marker event comes next, with nothing (a late duplicate) before it.
+    const marker = await createLink(b, key, mint, 'marker');
+    await second.waitFor((e) => e.metadata.payment_link_id === marker);
+    t.deepEqual(second.events.map((e) => e.metadata.payment_link_id), [...missed, live, marker]);
+    t.is(new Set(second.events.map((e) => e.id)).size, 5, 'no duplicate');
     t.true(second.events.every((e) => e.kind === 'payment_link.created'));
     const ids = second.events.map((e) => e.id);
     t.deepEqual([...ids].sort(), ids, 'ULIDs in order');
@@ -223,11 +225,15 @@ test('a chain-mainnet subscriber does not receive chain-devnet events', async (t
     await devnet.waitFor((e) => e.metadata.payment_link_id === devnetLink, 1000, devnetBefore);
     const mainnetLink = await createLink(b, mainnetKey, mint, 'mainnet only');
     await mainnet.waitFor((e) => e.metadata.payment_link_id === mainnetLink, 1000, mainnetBefore);
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // Nothing else arrives: a later marker on each network comes next, with nothing from the other network before it.
+    const devnetMarker = await createLink(b, key, mint, 'devnet marker');
+    const mainnetMarker = await createLink(b, mainnetKey, mint, 'mainnet marker');
+    await devnet.waitFor((e) => e.metadata.payment_link_id === devnetMarker, 3000, devnetBefore);
+    await mainnet.waitFor((e) => e.metadata.payment_link_id === mainnetMarker, 3000, mainnetBefore);
 
-    t.deepEqual(mainnet.events.slice(mainnetBefore).map((e) => e.metadata.payment_link_id), [mainnetLink]);
+    t.deepEqual(mainnet.events.slice(mainnetBefore).map((e) => e.metadata.payment_link_id), [mainnetLink, mainnetMarker]);
     t.true(mainnet.events.every((e) => e.network === 'chain-mainnet'));
-    t.deepEqual(devnet.events.slice(devnetBefore).map((e) => e.metadata.payment_link_id), [devnetLink]);
+    t.deepEqual(devnet.events.slice(devnetBefore).map((e) => e.metadata.payment_link_id), [devnetLink, devnetMarker]);
     t.true(devnet.events.every((e) => e.network === 'chain-devnet'));
   } finally {
     await mainnet.close();
