@@ -34,7 +34,8 @@ export interface SignatureQuery {
   limit: number;
 }
 
-export type Commitment = 'processed' | 'confirmed' | 'finalized';
+export type { Commitment } from '../../../domain/ports/ledger.ts';
+import type { Commitment } from '../../../domain/ports/ledger.ts';
 
 const FLUSH_AT = 1 << 20;
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Commitment } from '../../../domain/ports/ledger.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
@@ -648,7 +649,7 @@ export class EmbeddedLedger implements Ledger {
     return () => this.commitListeners.delete(listener);
   }
 
-  commitmentOf(seq: number): 'processed' | 'confirmed' | 'finalized' {
+  commitmentOf(seq: number): Commitment {
     return this.history.commitment(seq);
   }
 

@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import type { Commitment } from '../../../domain/ports/ledger.ts';
 import { toJson } from './json.ts';
 import type { EmbeddedLedger } from './ledger.ts';
 import { accountEncoding, address, config, errorObject, signature, validId, type JsonRpcRequest } from './rpc-methods.ts';
@@ -21,7 +22,7 @@ export const DEFAULT_LIMITS: Required<PubSubLimits> = { subscriptionsPerSocket: 
 
 // ---- PubSub over WebSocket ----
 
-type Level = 'processed' | 'confirmed' | 'finalized';
+type Level = Commitment;
 const RANK: Record<Level, number> = { processed: 0, confirmed: 1, finalized: 2 };
 const level = (value: unknown): Level => (value === 'processed' || value === 'confirmed' ? value : value === 'recent' ? 'processed' : value === 'single' || value === 'singleGossip' ? 'confirmed' : 'finalized');
 

@@ -1,4 +1,5 @@
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
+import { atomicToDecimal } from '../../../domain/shared/money.ts';
 import { encodeBase58 } from '../../../domain/shared/base58.ts';
 import { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID } from '../../../domain/facilitator/schema.ts';
 
@@ -122,18 +123,9 @@ export function encodeMint(authority: Uint8Array, decimals: number, supply = 0n)
   return data;
 }
 
-/** "1.5" for 1_500_000n with 6 decimals (the RPC's uiAmountString: no trailing zeros). */
-export function uiAmountString(amount: bigint, decimals: number): string {
-  if (decimals === 0) return amount.toString();
-  const text = amount.toString().padStart(decimals + 1, '0');
-  const whole = text.slice(0, -decimals);
-  const fraction = text.slice(-decimals).replace(/0+$/, '');
-  return fraction ? `${whole}.${fraction}` : whole;
-}
-
 /** The RPC's `uiTokenAmount` / getTokenAccountBalance value. */
 export function uiTokenAmount(amount: bigint, decimals: number) {
-  const text = uiAmountString(amount, decimals);
+  const text = atomicToDecimal(amount, decimals); // the RPC's uiAmountString: no trailing zeros
   return { amount: amount.toString(), decimals, uiAmount: Number(text), uiAmountString: text };
 }
 
