@@ -7,9 +7,12 @@ import { createApp, type App, type AppOptions } from '../../interfaces/app.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import type { NewEvent, NewEventFields } from '../../domain/events/schema.ts';
 import { sharedDatabaseUrl } from './cluster.ts';
+import { TestClock } from './clock.ts';
 
 export interface TestApp extends App {
   dataDir: string;
+  /** the app's clock when the test gave it a TestClock */
+  testClock?: TestClock;
 }
 
 /** Throw-away cluster settings: durability is not what these tests check. */
@@ -55,7 +58,8 @@ export async function startTestApp(
     pgSettings: FAST_PG,
     ...options.appOptions,
   });
-  return Object.assign(app, { dataDir });
+  const clock = options.appOptions?.clock;
+  return Object.assign(app, { dataDir, testClock: clock instanceof TestClock ? clock : undefined });
 }
 
 export async function removeDataDir(dir: string): Promise<void> {
@@ -108,7 +112,9 @@ export async function http<T = any>(
 export async function recordAgent(app: App, key: string, fields: { name?: string } = {}): Promise<{ mint: string; owner: string }> {
   const mint = await randomAddress();
   const owner = await randomAddress();
-  const res = await http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, ...fields } });
+  // Recording prepares the treasury's token accounts, which polls the ledger on the app's clock.
+  const request = http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, ...fields } });
+  const res = (app as TestApp).testClock ? await (app as TestApp).testClock!.drive(request) : await request;
   if (res.status !== 200) throw new Error(`record agent failed: ${res.status} ${JSON.stringify(res.body)}`);
   return { mint, owner };
 }

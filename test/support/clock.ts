@@ -41,6 +41,30 @@ export class TestClock implements Clock {
     return new Promise<void>((wake) => this.watchers.push({ count, wake }));
   }
 
+  /**
+   * Settles `work` while moving this clock: whenever something sleeps on it, time jumps to the earliest wake-up.
+   * For setup steps that poll on the clock (the facilitator confirming a transaction) in a test that is not about
+   * their timing.
+   */
+  async drive<T>(work: Promise<T>): Promise<T> {
+    let settled = false;
+    const done = work.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    while (!settled) {
+      let watcher: { count: number; wake: () => void } | undefined;
+      const sleeping = this.sleepers.length > 0 ? Promise.resolve() : new Promise<void>((wake) => this.watchers.push((watcher = { count: 1, wake })));
+      await Promise.race([sleeping, done]);
+      if (watcher && this.watchers.includes(watcher)) this.watchers.splice(this.watchers.indexOf(watcher), 1);
+      if (settled) break;
+      const next = Math.min(...this.sleepers.map((s) => s.until));
+      this.set(Math.max(next, this.ms));
+      await new Promise((r) => setImmediate(r));
+    }
+    return work;
+  }
+
   /** moves forward (or back, with a negative value) by `ms` milliseconds; returns the new time */
   advance(ms: number): Date {
     return this.set(this.ms + ms);
