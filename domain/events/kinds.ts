@@ -16,6 +16,51 @@ export interface KindSpec {
   metadata: z.ZodType<Record<string, unknown>>;
 }
 
+/** The phases of a ledger action built by a prepare route (hosted-api §3.1). */
+const LEDGER_PHASES = ['prepared', 'submitted', 'confirmed', 'failed'] as const satisfies readonly EventPhase[];
+
+/** Every prepared event keeps its envelope's `echo`; kinds add their own fields. */
+const prepared = <S extends z.ZodRawShape>(description: string, shape: S) => ({
+  description,
+  phases: LEDGER_PHASES,
+  metadata: z.looseObject({ echo: z.record(z.string(), z.unknown()), ...shape }),
+});
+
+/** Issue 10: the kinds of the 14 prepare routes (hosted-api §4.3, DECISIONS "Prepare / submit / events"). */
+const PREPARED_KINDS = {
+  'agent.create': prepared('agents/prepare: a new agent asset (Metaplex Core), with its identity when the network has the registry.', {}),
+  'agent.identity.register': prepared('identity/prepare: the agent identity registered again on an existing asset.', {}),
+  'agent.executive.register': prepared('executive/register/prepare: a wallet bound as the agent’s executive.', {}),
+  'agent.executive.delegate': prepared('executive/delegate/prepare: the executive may sign Execute for the asset.', { executive: z.string() }),
+  'agent.executive.revoke': prepared('executive/revoke/prepare: the executive’s Execute delegation revoked.', { executive: z.string() }),
+  'agent.delegation.set': prepared('delegation/prepare: the executive approved as token delegate of the treasury up to an allowance.', {
+    stable_symbol: z.string(),
+    allowance_atomic: Atomic,
+    delegate: z.string(),
+  }),
+  'agent.delegation.revoke': prepared('delegation/revoke/prepare: the treasury token account’s delegate revoked.', { stable_symbol: z.string() }),
+  'agent.token.set': prepared('token/set/prepare: the agent_token field of the identity set.', {}),
+  'agent.treasury.provision': prepared('treasury/provision/prepare: the treasury’s stable token accounts created.', {}),
+  'agent.treasury.withdraw': prepared('treasury/withdraw(-all)/prepare: the owner moves a token amount out of the treasury.', {
+    mint: z.string(),
+    amount_atomic: Atomic,
+    destination: z.string(),
+  }),
+  'agent.treasury.withdraw_sol': prepared('treasury/withdraw-sol(-all)/prepare: the owner moves lamports out of the treasury.', {
+    lamports: Atomic,
+    destination: z.string(),
+  }),
+  'buyer.payment': prepared('buyer/payment/prepare: a settlement-layout payment from an agent’s treasury signed by its executive as delegate.', {
+    pay_to: z.string(),
+    amount_atomic: Atomic,
+    currency: z.string(),
+  }),
+} as const satisfies Record<string, KindSpec>;
+
+/** The kinds a prepare route creates. */
+export type PreparedKind = keyof typeof PREPARED_KINDS;
+export const PREPARED_KIND_NAMES = Object.keys(PREPARED_KINDS) as PreparedKind[];
+
 export const EVENT_KINDS = {
   'payment_link.created': {
     description: 'A payment link was created (hosted-api §3.1).',
@@ -112,6 +157,7 @@ export const EVENT_KINDS = {
       payment_link_id: z.string().optional(),
     }),
   },
+  ...PREPARED_KINDS,
 } as const satisfies Record<string, KindSpec>;
 
 export type EventKindName = keyof typeof EVENT_KINDS;

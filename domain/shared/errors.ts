@@ -23,6 +23,8 @@ export const ERROR_CODES = {
   payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
   headers_too_large: { status: 431, trpc: 'BAD_REQUEST' },
   transaction_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  // The ledger refused a signed transaction in preflight (nothing landed, no fee paid); details carry err and logs.
+  transaction_rejected: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_hash_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
@@ -32,6 +34,8 @@ export const ERROR_CODES = {
   upstream_failed: { status: 502, trpc: 'BAD_GATEWAY' },
   facilitator_unavailable: { status: 502, trpc: 'BAD_GATEWAY' },
   service_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
+  // The network's ledger lacks a program the route needs (issue 10: the Metaplex Agent Registry); details.program.
+  program_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
   submit_timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
   payment_pending: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
 } as const;
