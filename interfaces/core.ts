@@ -403,6 +403,9 @@ export async function startJobRunner(url: string, services: Services, log: Logge
     webhooks: services.webhooks,
     log,
     receipts: { receipts: services.receipts, pull: services.pull, queue: graphileQueue(url, log), now: () => new Date() },
+    transactions: Object.keys(services.ledgers).length
+      ? { transactions: services.transactions, queue: graphileQueue(url, log), now: () => services.clock.now() }
+      : undefined,
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
   const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });

@@ -28,6 +28,7 @@ import { WebhookService } from '../domain/webhooks/service.ts';
 import { ReceiptService } from '../domain/receipts/service.ts';
 import { PullService } from '../domain/receipts/pull.ts';
 import type { JobQueue } from '../domain/ports/job-queue.ts';
+import { TransactionService } from '../domain/transactions/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -57,6 +58,9 @@ export interface Services {
   receipts: ReceiptService;
   /** issue 11: pull targets and the pull worker's run */
   pull: PullService;
+  /** issue 10: prepare → submit → track */
+  transactions: TransactionService;
+  clock: Clock;
 }
 
 export interface ServiceDeps {
@@ -127,5 +131,7 @@ export function buildServices(deps: ServiceDeps): Services {
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
+    transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings }),
+    clock,
   };
 }

@@ -10,6 +10,7 @@ import { metricsRouter } from './routers/metrics.ts';
 import { devRouter } from './routers/dev.ts';
 import { receiptsRouter } from './routers/receipts.ts';
 import { webhooksRouter } from './routers/webhooks.ts';
+import { transactionsRouter } from './routers/transactions.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -31,6 +32,7 @@ export const appRouter = router({
   dev: devRouter,
   receipts: receiptsRouter,
   webhooks: webhooksRouter,
+  transactions: transactionsRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

@@ -1,0 +1,155 @@
+import anyTest, { type TestFn } from 'ava';
+import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
+import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/receiver.ts';
+import type { Caller } from '../../domain/access/ownership.ts';
+import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
+
+// Issue 10: prepare → sign → submit → track through the real TransactionService, on a plan whose instructions are a
+// plain System transfer (the builders of the 14 routes have their own tests); submit over HTTP, the confirmations
+// job of the app's runner, the event's phases.
+
+interface Ctx {
+  app: TestApp;
+  key: string;
+  caller: Caller;
+  mint: string;
+}
+const test = anyTest as TestFn<Ctx>;
+
+test.before(async (t) => {
+  const app = await startTestApp();
+  const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(app, created.key);
+  t.context = { app, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint };
+});
+
+test.after.always(async (t) => {
+  await t.context.app?.close();
+  if (t.context.app) await removeDataDir(t.context.app.dataDir);
+});
+
+async function funded(app: TestApp, sol = '1'): Promise<Keypair> {
+  const kp = Keypair.generate();
+  await app.services.dev.fund('chain-devnet', { address: kp.publicKey.toBase58(), sol });
+  return kp;
+}
+
+/** A prepared System transfer of `lamports` from `from` (fee payer and only signer) to a fresh address. */
+async function prepareTransfer(t: { context: Ctx }, from: Keypair, lamports = 1_000_000n): Promise<{ envelope: PreparedEnvelope; to: string }> {
+  const { app, caller, mint } = t.context;
+  const to = Keypair.generate().publicKey;
+  const envelope = await app.services.transactions.prepareForAgent(caller, mint, async () => ({
+    kind: 'agent.treasury.withdraw_sol',
+    agent: mint,
+    feePayer: from.publicKey.toBase58(),
+    instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports })],
+    echo: { destination: to.toBase58() },
+    metadata: { lamports: lamports.toString(), destination: to.toBase58() },
+  }));
+  return { envelope, to: to.toBase58() };
+}
+
+function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {
+  const tx = Transaction.from(Buffer.from(envelope.transaction!.base64, 'base64'));
+  tx.partialSign(...signers);
+  return tx.serialize({ requireAllSignatures: false }).toString('base64');
+}
+
+test('prepare → sign → submit → confirmed by the job: 202, then the event confirmed with slot and block_time, the money moved', async (t) => {
+  const { app, key } = t.context;
+  const from = await funded(app);
+  const { envelope, to } = await prepareTransfer(t, from);
+  t.truthy(envelope.event_id);
+  const tx = envelope.transaction!;
+  t.deepEqual(tx.signers, [from.publicKey.toBase58()]);
+  t.is(tx.fee_payer, tx.signers[0]);
+  t.regex(tx.message_hash, /^[0-9a-f]{64}$/);
+  const prepared = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+  t.like(prepared.body, { id: envelope.event_id, kind: 'agent.treasury.withdraw_sol', phase: 'prepared', signature: null });
+
+  const signed = sign(envelope, from);
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed, client_reference: 'order-7' } });
+  t.is(res.status, 202, JSON.stringify(res.body));
+  t.like(res.body, { event_id: envelope.event_id, phase: 'submitted', network: 'chain-devnet', replayed: false });
+
+  const confirmed = await until('confirmed', async () => {
+    const e = await http(app, "GET", `/v1/events/${envelope.event_id!}`, { key });
+    return e.body.phase === 'confirmed' ? e.body : undefined;
+  });
+  t.like(confirmed, { signature: res.body.signature, client_reference: 'order-7', error_code: null });
+  t.true(Number.isInteger(confirmed.slot) && confirmed.slot > 0);
+  t.true(Number.isInteger(confirmed.block_time));
+  t.truthy(confirmed.confirmed_at);
+  t.is(await app.services.ledgers['chain-devnet']!.getBalance(to), 1_000_000n);
+
+  // The same transaction again: 200, replayed, no second broadcast (the event stays as it is).
+  const again = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed } });
+  t.is(again.status, 200);
+  t.like(again.body, { signature: res.body.signature, replayed: true });
+});
+
+test('submit refuses: another transaction for a submitted event (409), a changed message or a missing signature (422), an unknown or foreign event (404)', async (t) => {
+  const { app, key } = t.context;
+  const from = await funded(app);
+  const { envelope } = await prepareTransfer(t, from);
+
+  const unsigned = envelope.transaction!.base64;
+  const missing = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: unsigned } });
+  t.is(missing.status, 422);
+  t.is(missing.body.error, 'transaction_invalid');
+  t.deepEqual(missing.body.details.missing_signers, [from.publicKey.toBase58()]);
+
+  // Another message (a different amount) signed by the right key.
+  const { envelope: other } = await prepareTransfer(t, from, 2_000_000n);
+  const foreignMessage = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(other, from) } });
+  t.is(foreignMessage.status, 422);
+  t.is(foreignMessage.body.error, 'transaction_invalid');
+
+  const garbage = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: 'AAAA' } });
+  t.is(garbage.status, 422);
+
+  const ok = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
+  t.is(ok.status, 202);
+  // Re-signed bytes of the same message are the same transaction (ed25519 is deterministic): still a replay.
+  t.is((await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } })).status, 200);
+
+  const unknown = await http(app, 'POST', '/v1/submit', { key, body: { event_id: '01JZZZZZZZZZZZZZZZZZZZZZZZ', transaction_base64: unsigned } });
+  t.is(unknown.status, 404);
+  t.is(unknown.body.error, 'event_not_found');
+  const stranger = (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
+  const foreign = await http(app, 'POST', '/v1/submit', { key: stranger, body: { event_id: other.event_id!, transaction_base64: sign(other, from) } });
+  t.is(foreign.status, 404);
+  t.is((await http(app, 'GET', `/v1/events/${other.event_id}`, { key: stranger })).status, 404);
+});
+
+test('a transaction the ledger refuses in preflight is 422 transaction_rejected and the event stays prepared', async (t) => {
+  const { app, key } = t.context;
+  const poor = await funded(app, '0.01');
+  const { envelope } = await prepareTransfer(t, poor, 5_000_000_000n);
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, poor) } });
+  t.is(res.status, 422, JSON.stringify(res.body));
+  t.is(res.body.error, 'transaction_rejected');
+  t.true(Array.isArray(res.body.details.logs));
+  t.is((await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key })).body.phase, 'prepared');
+});
+
+test('concurrent submits of one event: one broadcast, the others are replays', async (t) => {
+  const { app, key } = t.context;
+  const from = await funded(app);
+  const { envelope } = await prepareTransfer(t, from);
+  const signed = sign(envelope, from);
+  const results = await Promise.all(
+    Array.from({ length: 6 }, () => http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed } })),
+  );
+  t.is(results.filter((r) => r.status === 202).length, 1, JSON.stringify(results.map((r) => [r.status, r.body.error])));
+  t.is(results.filter((r) => r.status === 200 && r.body.replayed === true).length, 5);
+});
+
+test('the OpenAPI document lists POST /v1/submit with 202 and 200', async (t) => {
+  const { app } = t.context;
+  const doc = await http(app, 'GET', '/openapi.json');
+  const op = doc.body.paths['/v1/submit'].post;
+  t.truthy(op.responses['202']);
+  t.truthy(op.responses['200']);
+});
