@@ -63,7 +63,7 @@ test('prepare → sign → submit → confirmed by the job: 202, then the event 
   t.truthy(envelope.event_id);
   const tx = envelope.transaction!;
   t.deepEqual(tx.signers, [from.publicKey.toBase58()]);
-  t.is(tx.fee_payer, tx.signers[0]);
+  t.is(tx.fee_payer, tx.signers[0]!);
   t.regex(tx.message_hash, /^[0-9a-f]{64}$/);
   const prepared = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
   t.like(prepared.body, { id: envelope.event_id, kind: 'agent.treasury.withdraw_sol', phase: 'prepared', signature: null });
