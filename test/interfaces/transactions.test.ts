@@ -2,6 +2,8 @@ import anyTest, { type TestFn } from 'ava';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
+import { TestClock } from '../support/clock.ts';
+import { PREPARED_TTL_MS } from '../../domain/transactions/service.ts';
 import type { Caller } from '../../domain/access/ownership.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
@@ -152,4 +154,29 @@ test('the OpenAPI document lists POST /v1/submit with 202 and 200', async (t) =>
   const op = doc.body.paths['/v1/submit'].post;
   t.truthy(op.responses['202']);
   t.truthy(op.responses['200']);
+});
+
+test('a prepared event not submitted within 24 h is failed "expired" by the job; submitting it then is 409 transaction_expired', async (t) => {
+  const clock = new TestClock();
+  const app = await startTestApp({ appOptions: { clock } });
+  t.teardown(async () => {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  });
+  const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(app, created.key);
+  const from = await funded(app);
+  const local = { context: { app, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint } as Ctx };
+  const { envelope } = await prepareTransfer(local, from);
+  const { envelope: fresh } = await prepareTransfer(local, from, 3_000_000n);
+
+  clock.advance(PREPARED_TTL_MS - 1000);
+  t.is(await app.services.transactions.expirePrepared(), 0, 'not yet 24 h old');
+  clock.advance(2000);
+  t.is(await app.services.transactions.expirePrepared(), 2);
+  const expired = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key: created.key });
+  t.like(expired.body, { phase: 'failed', error_code: 'expired' });
+  const res = await http(app, 'POST', '/v1/submit', { key: created.key, body: { event_id: fresh.event_id, transaction_base64: sign(fresh, from) } });
+  t.is(res.status, 409);
+  t.is(res.body.error, 'transaction_expired');
 });
