@@ -3,7 +3,10 @@ import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { TestClock } from '../support/clock.ts';
-import { PREPARED_TTL_MS } from '../../domain/transactions/service.ts';
+import { PREPARED_TTL_MS, TransactionService } from '../../domain/transactions/service.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import type { Ledger, SendResult } from '../../domain/ports/ledger.ts';
+import { systemClock } from '../../adapters/clock/system.ts';
 import type { Caller } from '../../domain/access/ownership.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
@@ -180,3 +183,49 @@ test('a prepared event not submitted within 24 h is failed "expired" by the job;
   t.is(res.status, 409);
   t.is(res.body.error, 'transaction_expired');
 });
+
+/** The app's devnet ledger with sendTransaction replaced (a fault-injecting adapter). */
+function withSend(ledger: Ledger, send: (wire: Uint8Array) => Promise<SendResult>): Ledger {
+  return new Proxy(ledger, {
+    get(target, prop, receiver) {
+      if (prop === 'sendTransaction') return send;
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
+  test(`a broadcast that fails with ${fault} answers ${fault === 'rpc_unavailable' ? 502 : 504} with the event id; the event stays submitted and the job lands it`, async (t) => {
+    const { app, key, caller, mint } = t.context;
+    const real = app.services.ledgers['chain-devnet']!;
+    // rpc_unavailable: the node never got it; submit_timeout: it got it, the answer was lost.
+    const flaky = withSend(real, async (wire) => {
+      if (fault === 'submit_timeout') await real.sendTransaction(wire);
+      throw new DomainError(fault, `injected ${fault}`, {});
+    });
+    const service = new TransactionService({ store: app.database.store, clock: systemClock, ledgers: { 'chain-devnet': flaky }, settings: app.services.settings });
+    const from = await funded(app);
+    const to = Keypair.generate().publicKey;
+    const envelope = await service.prepareForAgent(caller, mint, async () => ({
+      kind: 'agent.treasury.withdraw_sol',
+      agent: mint,
+      feePayer: from.publicKey.toBase58(),
+      instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports: 1_234_567n })],
+      echo: {},
+      metadata: { lamports: '1234567', destination: to.toBase58() },
+    }));
+    const error = await t.throwsAsync(service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) }), { instanceOf: DomainError });
+    t.is(error!.code, fault);
+    t.like(error!.details, { event_id: envelope.event_id });
+    t.is(error!.status, fault === 'rpc_unavailable' ? 502 : 504);
+    t.is((await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase, 'submitted');
+    // The app's confirmations job (the real ledger) reads no status, re-broadcasts the stored bytes, then confirms.
+    const confirmed = await until('confirmed', async () => {
+      const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
+      return e.body.phase === 'confirmed' ? e.body : undefined;
+    });
+    t.truthy(confirmed.slot);
+    t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');
+  });
+}
