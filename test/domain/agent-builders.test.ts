@@ -246,6 +246,19 @@ async function run(ledger: EmbeddedLedger, p: TransactionPlan, signers: Keypair[
   return ledger.sendTransaction(tx.serialize());
 }
 
+/**
+ * Makes `delegate` the SPL delegate of the agent treasury's USDC account for `allowance`, writing the account as the
+ * token program would (a real account of the ledger: minted to, then its delegate fields set), without needing Core.
+ */
+function approveOnLedger(ledger: EmbeddedLedger, treasury: string, delegate: string, allowance: bigint, balance: bigint): void {
+  const minted = ledger.mintTo(treasury, USDC.mint, balance);
+  const account = ledger.readAccount(minted.tokenAccount)!;
+  const data = AccountLayout.decode(account.data);
+  const out = Buffer.alloc(AccountLayout.span);
+  AccountLayout.encode({ ...data, delegateOption: 1, delegate: new PublicKey(delegate), delegatedAmount: allowance }, out);
+  ledger.setAccount(minted.tokenAccount, { lamports: account.lamports, data: out, owner: account.owner });
+}
+
 // ---------- agents/prepare, identity, token set ----------
 
 test('agents/prepare without the identity program: createV1 of a fresh asset (presigned), identity not_registered with a warning naming the program', async (t) => {
@@ -506,8 +519,26 @@ test('withdraw: forbidden for anyone but the owner; TransferChecked from the tre
   const existing = plan(await buildWithdraw(PrepareWithdrawInput.parse({ ...body, create_destination_ata_if_missing: false }), ctx));
   t.is(existing.extras?.will_create_destination_ata, false);
   t.is(existing.instructions.length, 1);
+  await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, decimals: 9 }), ctx), 'invalid_request');
+  const over = await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, amount: '5000001' }), ctx), 'invalid_request', { balance_atomic: '5000000' });
+  t.true(over.message.includes('5000000'));
+  await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, spl_mint: address() }), ctx), 'invalid_request');
   t.false(PrepareWithdrawInput.safeParse({ ...body, amount: '0' }).success);
   t.false(PrepareWithdrawInput.safeParse({ ...body, amount: '18446744073709551616' }).success, 'beyond u64');
+});
+
+test('withdraw of USDG (Token-2022) on mainnet: its program is inferred, a wrong token_program is refused', async (t) => {
+  const a = agentOn('chain-mainnet');
+  const ctx = ctxOf(mainnet, a.record);
+  const usdg = findStable('chain-mainnet', 'USDG')!;
+  mainnet.mintTo(a.treasury, usdg.mint, 3_000_000n);
+  const body = { mint: a.mint, payer: a.record.owner, authority: a.record.owner, spl_mint: usdg.mint, destination: address(), amount: '1000000' };
+  await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, token_program: 'spl' }), ctx), 'invalid_request');
+  const p = plan(await buildWithdraw(PrepareWithdrawInput.parse(body), ctx));
+  t.is(p.instructions[0]!.keys[5]!.pubkey.toBase58(), TOKEN_2022_PROGRAM_ID.toBase58(), 'the destination account is a Token-2022 account');
+  const transfer = decodeTransferCheckedInstruction(decodeExecute(p.instructions[1]!).inner, TOKEN_2022_PROGRAM_ID);
+  t.is(transfer.keys.source.pubkey.toBase58(), associatedTokenAccount(a.treasury, usdg.mint, usdg.tokenProgramId));
+  t.is(transfer.data.amount, 1_000_000n);
 });
 
 test('withdraw-all: the whole treasury balance; zero → no-op', async (t) => {
@@ -578,6 +609,17 @@ test('buyer/payment: the §2.3 settlement layout from the buyer treasury, the ex
   const input = PrepareBuyerPaymentInput.parse({ pay_to: seller.treasury, amount: '0.25', currency: 'USDC', buyer_agent: buyer.mint, executive });
   const offer = directOffer(input, ctx);
   t.is(offer.amount, 250_000n);
+  // never a transaction that must fail: no account, another delegate, an allowance or a balance below the gross
+  await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request');
+  approveOnLedger(plain, buyer.treasury, address(), 1_000_000n, 1_000_000n);
+  t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request')).details, { issues: [{ code: 'not_delegate' }] });
+  approveOnLedger(plain, buyer.treasury, executive, 252_499n, 1n);
+  t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request')).details, { gross_atomic: '252500', allowance_atomic: '252499' });
+  const poor = agentOn();
+  approveOnLedger(plain, poor.treasury, executive, 1_000_000n, 252_499n);
+  const poorInput = { ...input, buyer_agent: poor.mint };
+  t.like((await rejects(t, buildBuyerPayment(poorInput, offer, ctxOf(plain, poor.record)), 'invalid_request')).details, { balance_atomic: '252499' });
+  approveOnLedger(plain, buyer.treasury, executive, 252_500n, 1n); // exactly the gross: enough
   const p = plan(await buildBuyerPayment(input, { ...offer, memo: 'order-7' }, ctx));
   t.is(p.feePayer, executive, 'the executive pays when no payer is given');
   const ix = p.instructions;

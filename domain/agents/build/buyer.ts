@@ -1,4 +1,6 @@
-import { settlementInstructions } from '../../facilitator/build.ts';
+import { PublicKey } from '@solana/web3.js';
+import { AccountLayout } from '@solana/spl-token';
+import { feeLayoutFor, settlementInstructions } from '../../facilitator/build.ts';
 import type { FeeTerms, PaymentRequirements } from '../../facilitator/schema.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { Stable } from '../../shared/network.ts';
@@ -54,20 +56,22 @@ export async function buildBuyerPayment(input: PrepareBuyerPaymentInput, offer: 
   const treasury = treasuryOf(input.buyer_agent);
   const source = associatedTokenAccount(treasury, stable.mint, stable.tokenProgramId);
   const feePayer = input.payer ?? input.executive;
+  const requirements: PaymentRequirements = {
+    scheme: 'exact',
+    network: ctx.network,
+    payTo: offer.pay_to,
+    asset: stable.mint,
+    amount: offer.amount,
+    tokenProgram: stable.tokenProgramId as PaymentRequirements['tokenProgram'],
+    decimals: stable.decimals,
+    ...(offer.fee ? { fee: offer.fee } : {}),
+  };
+  await requireSpendable(ctx, { source, executive: input.executive, symbol: stable.symbol, gross: feeLayoutFor(requirements).gross });
   const { instructions, layout } = settlementInstructions({
     feePayer,
     payer: input.executive,
     source,
-    requirements: {
-      scheme: 'exact',
-      network: ctx.network,
-      payTo: offer.pay_to,
-      asset: stable.mint,
-      amount: offer.amount,
-      tokenProgram: stable.tokenProgramId as PaymentRequirements['tokenProgram'],
-      decimals: stable.decimals,
-      ...(offer.fee ? { fee: offer.fee } : {}),
-    },
+    requirements,
     ...(offer.memo !== undefined ? { memo: offer.memo } : {}),
   });
   const echo = {
@@ -94,4 +98,37 @@ export async function buildBuyerPayment(input: PrepareBuyerPaymentInput, offer: 
     echo,
     metadata: { echo, pay_to: offer.pay_to, amount_atomic: layout.amount.toString(), currency: stable.symbol },
   };
+}
+
+const refuse = (path: string, code: string, message: string, details: Record<string, unknown> = {}): DomainError =>
+  new DomainError('invalid_request', message, { issues: [{ path, message, code }], ...details });
+
+/**
+ * The payment can only land when the treasury token account exists, names the executive as its delegate and both
+ * its allowance and its balance cover the gross (seller leg + fee leg, fee-facilitator-mpp-tools §2.2.6).
+ */
+async function requireSpendable(ctx: BuyerBuildContext, a: { source: string; executive: string; symbol: string; gross: bigint }): Promise<void> {
+  const account = await ctx.reads.getAccount(a.source);
+  if (!account || account.data.length < AccountLayout.span) {
+    throw refuse('buyer_agent', 'token_account_missing', `The buyer treasury has no ${a.symbol} token account (${a.source}): provision and fund it first`);
+  }
+  const data = AccountLayout.decode(account.data.subarray(0, AccountLayout.span));
+  const delegate = data.delegateOption === 1 ? new PublicKey(data.delegate).toBase58() : null;
+  if (delegate !== a.executive) {
+    throw refuse('executive', 'not_delegate', `${a.executive} is not the delegate of the buyer treasury's ${a.symbol} account (delegate: ${delegate ?? 'none'}); approve it with delegation/prepare`, {
+      delegate,
+    });
+  }
+  if (data.delegatedAmount < a.gross) {
+    throw refuse('amount', 'insufficient_allowance', `The remaining allowance ${data.delegatedAmount} is below the gross ${a.gross} (amount + protocol fee)`, {
+      allowance_atomic: data.delegatedAmount.toString(),
+      gross_atomic: a.gross.toString(),
+    });
+  }
+  if (data.amount < a.gross) {
+    throw refuse('amount', 'insufficient_funds', `The buyer treasury holds ${data.amount}, below the gross ${a.gross} (amount + protocol fee)`, {
+      balance_atomic: data.amount.toString(),
+      gross_atomic: a.gross.toString(),
+    });
+  }
 }

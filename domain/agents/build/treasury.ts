@@ -24,20 +24,37 @@ const programIdOf = (name: TokenProgramName): string => (name === 'spl' ? TOKEN_
 const invalid = (path: string, code: string, message: string, details: Record<string, unknown> = {}): DomainError =>
   new DomainError('invalid_request', message, { issues: [{ path, message, code }], ...details });
 
-/** A token mint and its program: a curated stable must name its own program (USDG: token-2022). */
-function tokenProgramFor(ctx: AgentBuildContext, mint: string, given: TokenProgramName | undefined, path: string): string {
+const programName = (id: string): TokenProgramName => (id === TOKEN_PROGRAM_ID ? 'spl' : 'token-2022');
+
+/**
+ * A token mint's program: a curated stable must be named with its own (USDG: token-2022); any other mint is read from
+ * the ledger, and a given token_program must be the one that owns it. `invalid_request` naming the field otherwise.
+ */
+async function resolveMint(
+  ctx: AgentBuildContext,
+  mint: string,
+  given: TokenProgramName | undefined,
+  paths: { mint: string; program: string },
+): Promise<{ program: string; decimals: number }> {
   const stable = ctx.stables.find((s) => s.mint === mint);
   if (stable && given && given !== stable.tokenProgram) {
-    throw invalid(path, 'wrong_token_program', `${stable.symbol} (${mint}) is a ${stable.tokenProgram} mint: token_program must be '${stable.tokenProgram}'`);
+    throw invalid(paths.program, 'wrong_token_program', `${stable.symbol} (${mint}) is a ${stable.tokenProgram} mint: token_program must be '${stable.tokenProgram}'`);
   }
-  return programIdOf(given ?? stable?.tokenProgram ?? 'spl');
+  const account = await ctx.reads.getAccount(mint);
+  if (!account || (account.owner !== TOKEN_PROGRAM_ID && account.owner !== TOKEN_2022_PROGRAM_ID) || account.data.length < MintLayout.span) {
+    throw invalid(paths.mint, 'unknown_mint', `${mint} is not a token mint on ${ctx.network}`);
+  }
+  if (given && programIdOf(given) !== account.owner) {
+    throw invalid(paths.program, 'wrong_token_program', `${mint} is a ${programName(account.owner)} mint: token_program must be '${programName(account.owner)}'`);
+  }
+  return { program: account.owner, decimals: MintLayout.decode(account.data.subarray(0, MintLayout.span)).decimals };
 }
 
 export async function buildProvision(input: PrepareProvisionInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
   const payer = input.payer ?? ctx.agent.owner;
   const treasury = treasuryOf(input.mint);
   const wanted = input.mints
-    ? input.mints.map((m, i) => ({ mint: m.mint, program: tokenProgramFor(ctx, m.mint, m.token_program, `mints.${i}.token_program`) }))
+    ? await Promise.all(input.mints.map(async (m, i) => ({ mint: m.mint, program: (await resolveMint(ctx, m.mint, m.token_program, { mint: `mints.${i}.mint`, program: `mints.${i}.token_program` })).program })))
     : ctx.stables.map((s) => ({ mint: s.mint, program: s.tokenProgramId }));
   const unique = [...new Map(wanted.map((w) => [`${w.mint}:${w.program}`, w])).values()];
   const accounts = unique.map((w) => ({ ...w, account: associatedTokenAccount(treasury, w.mint, w.program) }));
@@ -64,24 +81,24 @@ interface TokenWithdrawal {
 
 async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdrawal): Promise<PlanOutcome> {
   requireOwner(ctx.agent, input.authority);
-  const program = tokenProgramFor(ctx, input.spl_mint, input.token_program, 'token_program');
+  const { program, decimals } = await resolveMint(ctx, input.spl_mint, input.token_program, { mint: 'spl_mint', program: 'token_program' });
+  if (input.decimals !== undefined && input.decimals !== decimals) {
+    throw invalid('decimals', 'wrong_decimals', `${input.spl_mint} has ${decimals} decimals, not ${input.decimals}`);
+  }
   const treasury = treasuryOf(input.mint);
   const source = associatedTokenAccount(treasury, input.spl_mint, program);
   const destination = associatedTokenAccount(input.destination, input.spl_mint, program);
-  const [mintAccount, sourceAccount, destinationAccount] = await ctx.reads.getMultipleAccounts([input.spl_mint, source, destination]);
-  if (!mintAccount || mintAccount.owner !== program) {
-    throw invalid('spl_mint', 'unknown_mint', `${input.spl_mint} is not a mint of the ${program === TOKEN_PROGRAM_ID ? 'spl' : 'token-2022'} token program on ${ctx.network}`);
-  }
-  const decimals = input.decimals ?? MintLayout.decode(mintAccount.data.subarray(0, MintLayout.span)).decimals;
+  const [sourceAccount, destinationAccount] = await ctx.reads.getMultipleAccounts([source, destination]);
+  const balance = sourceAccount ? AccountLayout.decode(sourceAccount.data.subarray(0, AccountLayout.span)).amount : 0n;
 
   let amount = wanted;
   if (amount === null) {
-    const balance = sourceAccount ? AccountLayout.decode(sourceAccount.data.subarray(0, AccountLayout.span)).amount : 0n;
-    const echo = withdrawEcho(input, treasury, source, destination, balance);
-    if (balance === 0n) return { kind: 'agent.treasury.withdraw', agent: input.mint, noOp: true, echo };
+    if (balance === 0n) return { kind: 'agent.treasury.withdraw', agent: input.mint, noOp: true, echo: withdrawEcho(input, treasury, source, destination, 0n) };
     amount = balance;
-  } else if (!sourceAccount) {
-    throw invalid('amount', 'insufficient_funds', `The treasury has no token account for ${input.spl_mint} (${source})`);
+  } else if (amount > balance) {
+    throw invalid('amount', 'insufficient_funds', `The treasury holds ${balance} atomic units of ${input.spl_mint} (${source}); asked ${amount}`, {
+      balance_atomic: balance.toString(),
+    });
   }
 
   const instructions: TransactionInstruction[] = [];
