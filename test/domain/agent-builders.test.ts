@@ -23,7 +23,7 @@ import {
 import { createNoopSigner, publicKey } from '@metaplex-foundation/umi';
 import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
 import { toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
-import { getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
+import { deserializeAssetV1, getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
 import {
   delegateExecutionV1,
   findAgentIdentityV1Pda,
@@ -738,4 +738,25 @@ test('on Metaplex Core: the minted asset, a funded treasury, a delegation, a tok
   const rest = await buildWithdrawAll(PrepareWithdrawAllInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet }), ctx);
   t.true((await run(plain, plan(rest), [owner])).ok);
   t.true(isNoOp(await buildWithdrawAll(PrepareWithdrawAllInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet }), ctx)), 'drained');
+});
+
+test('on Metaplex Core: agents/prepare with a separate payer mints an asset owned and updated by the owner, signed by the payer alone', async (t) => {
+  if (!CORE) return t.fail(coreMissing);
+  const payer = Keypair.generate();
+  plain.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+  const owner = address();
+  const p = plan(await buildCreateAgent(PrepareAgentInput.parse({ owner, payer: payer.publicKey.toBase58(), name: 'Paid for', uri: 'https://example.com/p.json' }), ctxOf(plain, agentOn().record)));
+  const sent = await run(plain, p, [payer]);
+  t.true(sent.ok, JSON.stringify(sent));
+  const account = (await plain.getAccount(p.agent))!;
+  const asset = deserializeAssetV1({
+    publicKey: publicKey(p.agent),
+    data: account.data,
+    executable: account.executable,
+    owner: publicKey(account.owner),
+    lamports: { basisPoints: account.lamports, identifier: 'SOL', decimals: 9 },
+  });
+  t.is(asset.owner, publicKey(owner));
+  t.deepEqual(asset.updateAuthority, { type: 'Address', address: publicKey(owner) });
+  t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
 });

@@ -4,7 +4,8 @@ import { feeLayoutFor, settlementInstructions } from '../../facilitator/build.ts
 import type { FeeTerms, PaymentRequirements } from '../../facilitator/schema.ts';
 import { DomainError } from '../../shared/errors.ts';
 import type { Stable } from '../../shared/network.ts';
-import { associatedTokenAccount, treasuryOf } from '../../treasury/derive.ts';
+import { treasuryOf } from '../../treasury/derive.ts';
+import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome } from '../../transactions/plan.ts';
 import type { PrepareBuyerPaymentInput } from '../prepare-schema.ts';
 import { stableOf } from './delegation.ts';

@@ -3,7 +3,8 @@ import { createApproveInstruction, createAssociatedTokenAccountIdempotentInstruc
 import { DomainError } from '../../shared/errors.ts';
 import { feeFor } from '../../shared/money.ts';
 import type { Stable } from '../../shared/network.ts';
-import { associatedTokenAccount, treasuryOf } from '../../treasury/derive.ts';
+import { treasuryOf } from '../../treasury/derive.ts';
+import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome } from '../../transactions/plan.ts';
 import type { PrepareDelegationInput, PrepareDelegationRevokeInput } from '../prepare-schema.ts';
 import { executeInstructions, wholeUnitsToAtomic } from './execute.ts';

@@ -5,6 +5,7 @@ import { execute, mplCore } from '@metaplex-foundation/mpl-core';
 import { mplAgentIdentity, mplAgentTools } from '@metaplex-foundation/mpl-agent-registry';
 import type { TransactionInstruction } from '@solana/web3.js';
 import { DomainError } from '../../shared/errors.ts';
+import { memoize } from '../../shared/memo.ts';
 import { parseAtomic } from '../../shared/money.ts';
 import type { AgentRecord } from '../schema.ts';
 import type { LedgerReads } from '../../transactions/plan.ts';
@@ -25,7 +26,17 @@ let instance: Umi | undefined;
  * the bundle needs; builders take their state from the ledger reads of their context.
  */
 export function umi(): Umi {
-  return (instance ??= createUmi('http://127.0.0.1:1').use(mplCore()).use(mplAgentIdentity()).use(mplAgentTools()));
+  if (instance) return instance;
+  const made = createUmi('http://127.0.0.1:1').use(mplCore()).use(mplAgentIdentity()).use(mplAgentTools());
+  // Program-address searches cost ~1 ms each and every build makes a few (asset signer, identity, profiles) for the
+  // same agents again and again: the clients' own derivations, memoised (same inputs, same answer).
+  const findPda = made.eddsa.findPda.bind(made.eddsa);
+  const cached = memoize((key) => {
+    const [program, ...seeds] = key.split(':');
+    return findPda(publicKey(program!), seeds.map((s) => Buffer.from(s, 'hex')));
+  });
+  made.eddsa = { ...made.eddsa, findPda: (program, seeds) => cached([program, ...seeds.map((s) => Buffer.from(s).toString('hex'))].join(':')) };
+  return (instance = made);
 }
 
 /** A user's key as umi wants a signer: the transaction is signed later, by the user. */

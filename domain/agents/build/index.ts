@@ -47,19 +47,21 @@ interface RouteBase<S extends z.ZodType> {
 
 export interface NetworkRoute<S extends z.ZodType> extends RouteBase<S> {
   context: 'network';
-  build: (input: z.output<S>, ctx: BuildContext) => Promise<PlanOutcome>;
+  build(input: z.output<S>, ctx: BuildContext): Promise<PlanOutcome>;
 }
 
 export interface AgentRoute<S extends z.ZodType> extends RouteBase<S> {
   context: 'agent';
-  build: (input: z.output<S>, ctx: AgentBuildContext) => Promise<PlanOutcome>;
+  build(input: z.output<S>, ctx: AgentBuildContext): Promise<PlanOutcome>;
 }
 
 export interface BuyerRoute<S extends z.ZodType> extends RouteBase<S> {
   context: 'buyer';
-  build: (input: z.output<S>, offer: BuyerOffer, ctx: AgentBuildContext) => Promise<PlanOutcome>;
+  /** takes the resolved offer too: a payment link resolved by the service, or directOffer(input, ctx) */
+  build(input: z.output<S>, offer: BuyerOffer, ctx: AgentBuildContext): Promise<PlanOutcome>;
 }
 
+/** Any route of the table, for code that walks it (`context` tells which build signature it has). */
 export type PrepareRoute = NetworkRoute<z.ZodType> | AgentRoute<z.ZodType> | BuyerRoute<z.ZodType>;
 
 const agentRoute = <S extends z.ZodType>(r: Omit<AgentRoute<S>, 'context'>): AgentRoute<S> => ({ ...r, context: 'agent' });
@@ -168,3 +170,6 @@ export const PREPARE_ROUTES = {
 } as const;
 
 export type PrepareRouteName = keyof typeof PREPARE_ROUTES;
+
+// every entry is a PrepareRoute: code generating the routes can walk the table with one type
+PREPARE_ROUTES satisfies Record<PrepareRouteName, PrepareRoute>;

@@ -2,7 +2,8 @@ import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/w
 import { AccountLayout, createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction, MintLayout } from '@solana/spl-token';
 import { DomainError } from '../../shared/errors.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type TokenProgramName } from '../../shared/network.ts';
-import { associatedTokenAccount, treasuryOf } from '../../treasury/derive.ts';
+import { treasuryOf } from '../../treasury/derive.ts';
+import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
 import type { AgentBuildContext, NoOpPlan, PlanOutcome } from '../../transactions/plan.ts';
 import type {
   PrepareProvisionInput,
