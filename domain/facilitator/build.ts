@@ -69,16 +69,19 @@ export interface BuildPaymentInput {
   computeUnitPrice?: number | bigint;
 }
 
-/** The unsigned v0 settlement transaction: limit, price, creations, seller leg, fee leg (fee on), memo. */
-export function buildPaymentTransaction(input: BuildPaymentInput): VersionedTransaction {
+/** The instructions of the settlement layout (§2.3), without the fee payer and blockhash. */
+export type SettlementInstructionsInput = Omit<BuildPaymentInput, 'blockhash'>;
+
+/**
+ * The §2.3 layout as instructions: limit, price, creations, seller leg, fee leg (fee on), memo. Shared by the buyer
+ * kit's transaction (below) and the buyer/payment prepare route, where the fee payer may be the transfer authority.
+ */
+export function settlementInstructions(input: SettlementInstructionsInput): { instructions: TransactionInstruction[]; layout: FeeLayout } {
   const parsed = PaymentRequirements.safeParse(input.requirements);
   if (!parsed.success) {
     throw DomainError.invalid(parsed.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, code: i.code })));
   }
   const requirements = parsed.data;
-  if (input.feePayer === input.payer) {
-    throw new DomainError('invalid_request', 'the fee payer cannot be the transfer authority');
-  }
   const layout = feeLayoutFor(requirements);
   const createAtas = input.createAtas ?? true;
   const units = input.computeUnitLimit ?? DEFAULT_SETTLEMENT_COMPUTE_UNITS[createAtas ? 'withCreations' : 'withoutCreations'];
@@ -110,7 +113,17 @@ export function buildPaymentTransaction(input: BuildPaymentInput): VersionedTran
   instructions.push(
     new TransactionInstruction({ programId: key(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(input.memo ?? randomBytes(16).toString('hex'), 'utf8') }),
   );
+  return { instructions, layout };
+}
 
+/** The unsigned v0 settlement transaction: limit, price, creations, seller leg, fee leg (fee on), memo. */
+export function buildPaymentTransaction(input: BuildPaymentInput): VersionedTransaction {
+  // The facilitator pays the fees: it must never be the one whose tokens move.
+  if (input.feePayer === input.payer) {
+    throw new DomainError('invalid_request', 'the fee payer cannot be the transfer authority');
+  }
+  const { instructions } = settlementInstructions(input);
+  const feePayer = new PublicKey(input.feePayer);
   const message = new TransactionMessage({ payerKey: feePayer, recentBlockhash: input.blockhash, instructions }).compileToV0Message();
   return new VersionedTransaction(message);
 }

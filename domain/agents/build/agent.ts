@@ -1,0 +1,101 @@
+import { Keypair } from '@solana/web3.js';
+import { publicKey } from '@metaplex-foundation/umi';
+import { createV1 } from '@metaplex-foundation/mpl-core';
+import { findAgentIdentityV1Pda, registerIdentityV1, setAgentTokenV1 } from '@metaplex-foundation/mpl-agent-registry';
+import { treasuryOf } from '../../treasury/derive.ts';
+import type { AgentBuildContext, BuildContext, PlanOutcome, TransactionPlan } from '../../transactions/plan.ts';
+import type { PrepareAgentInput, PrepareIdentityInput, PrepareTokenSetInput } from '../prepare-schema.ts';
+import { executeInstructions, hasProgram, IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, umi } from './execute.ts';
+
+// agents/prepare, identity/prepare and token/set/prepare: the Core asset and the Agent Registry identity.
+
+/** The agent identity PDA of an asset (["agent_identity", asset] under the identity program). */
+export const agentIdentityOf = (asset: string): string => findAgentIdentityV1Pda(umi(), { asset: publicKey(asset) })[0];
+
+/**
+ * agents/prepare: createV1 of a fresh asset (its key is generated here and signs as a presigner: it only authorises
+ * the account's creation), owned and updated by `owner`; then registerIdentityV1 when the network's ledger runs the
+ * identity program, else the envelope says identity "not_registered" with a warning.
+ */
+export async function buildCreateAgent(input: PrepareAgentInput, ctx: BuildContext): Promise<PlanOutcome> {
+  const asset = Keypair.generate();
+  const assetAddress = asset.publicKey.toBase58();
+  const payer = input.payer ?? input.owner;
+  const create = createV1(umi(), {
+    asset: signer(assetAddress),
+    payer: signer(payer),
+    owner: publicKey(input.owner),
+    // explicit: left out, Core would make the payer the update authority, and the identity needs the owner's
+    updateAuthority: publicKey(input.owner),
+    name: input.name,
+    uri: input.uri,
+  });
+  const instructions = toInstructions(create);
+  const registered = await hasProgram(ctx.reads, IDENTITY_PROGRAM_ID);
+  if (registered) {
+    instructions.push(
+      ...toInstructions(
+        registerIdentityV1(umi(), { asset: publicKey(assetAddress), payer: signer(payer), authority: signer(input.owner), agentRegistrationUri: input.uri }),
+      ),
+    );
+  }
+  const echo: Record<string, unknown> = {
+    asset: assetAddress,
+    treasury: treasuryOf(assetAddress),
+    owner: input.owner,
+    name: input.name,
+    uri: input.uri,
+    ...(registered ? { agent_identity: agentIdentityOf(assetAddress) } : {}),
+    ...(input.description !== undefined ? { description: input.description } : {}),
+    ...(input.services !== undefined ? { services: input.services } : {}),
+  };
+  return {
+    kind: 'agent.create',
+    agent: assetAddress,
+    feePayer: payer,
+    instructions,
+    presigners: [asset.secretKey],
+    echo,
+    metadata: { echo },
+    extras: registered
+      ? { identity: 'registered' }
+      : {
+          identity: 'not_registered',
+          warnings: [`The identity program (${IDENTITY_PROGRAM_ID}) does not run on ${ctx.network}: the asset is minted without an agent identity`],
+        },
+  } satisfies TransactionPlan;
+}
+
+/** identity/prepare: registerIdentityV1 on the recorded asset, authorised by its owner. */
+export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
+  await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
+  const owner = ctx.agent.owner;
+  const payer = input.payer ?? owner;
+  const instructions = toInstructions(
+    registerIdentityV1(umi(), { asset: publicKey(input.mint), payer: signer(payer), authority: signer(owner), agentRegistrationUri: input.uri }),
+  );
+  const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), uri: input.uri };
+  return { kind: 'agent.identity.register', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
+}
+
+/**
+ * token/set/prepare: setAgentTokenV1, whose authority is the asset signer — so it runs through Core `execute`
+ * signed by the owner.
+ */
+export async function buildTokenSet(input: PrepareTokenSetInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
+  await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
+  const owner = ctx.agent.owner;
+  const payer = input.payer ?? owner;
+  const treasury = treasuryOf(input.mint);
+  const inner = toInstructions(
+    setAgentTokenV1(umi(), {
+      asset: publicKey(input.mint),
+      genesisAccount: publicKey(input.genesis_account),
+      payer: signer(payer),
+      authority: signer(treasury),
+    }),
+  );
+  const instructions = executeInstructions({ asset: input.mint, authority: owner, payer, inner });
+  const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), genesis_account: input.genesis_account, treasury };
+  return { kind: 'agent.token.set', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
+}

@@ -1,0 +1,115 @@
+import { createNoopSigner, publicKey, type Signer, type TransactionBuilder, type Umi } from '@metaplex-foundation/umi';
+import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
+import { fromWeb3JsInstruction, toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
+import { execute, mplCore } from '@metaplex-foundation/mpl-core';
+import { mplAgentIdentity, mplAgentTools } from '@metaplex-foundation/mpl-agent-registry';
+import type { TransactionInstruction } from '@solana/web3.js';
+import { DomainError } from '../../shared/errors.ts';
+import { memoize } from '../../shared/memo.ts';
+import { parseAtomic } from '../../shared/money.ts';
+import type { AgentRecord } from '../schema.ts';
+import type { LedgerReads } from '../../transactions/plan.ts';
+
+// What every builder shares: one offline umi (Metaplex instructions only through the official clients), noop signers
+// for users' keys (the gateway never holds them), Core `execute` around an inner instruction, and the checks that keep
+// a prepare route from handing out a transaction that must fail.
+
+/** The identity program of the Metaplex Agent Registry (agents/prepare, identity, token set). */
+export const IDENTITY_PROGRAM_ID = '1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p';
+/** The tools program of the Metaplex Agent Registry (executive register, delegate, revoke). */
+export const TOOLS_PROGRAM_ID = 'TLREGni9ZEyGC3vnPZtqUh95xQ8oPqJSvNjvB7FGK8S';
+
+let instance: Umi | undefined;
+
+/**
+ * One umi for every build, made on first use (~17 ms cold). It never calls its RPC: the endpoint is only a placeholder
+ * the bundle needs; builders take their state from the ledger reads of their context.
+ */
+export function umi(): Umi {
+  if (instance) return instance;
+  const made = createUmi('http://127.0.0.1:1').use(mplCore()).use(mplAgentIdentity()).use(mplAgentTools());
+  // Program-address searches cost ~1 ms each and every build makes a few (asset signer, identity, profiles) for the
+  // same agents again and again: the clients' own derivations, memoised (same inputs, same answer).
+  const findPda = made.eddsa.findPda.bind(made.eddsa);
+  const cached = memoize((key) => {
+    const [program, ...seeds] = key.split(':');
+    return findPda(publicKey(program!), seeds.map((s) => Buffer.from(s, 'hex')));
+  });
+  made.eddsa = { ...made.eddsa, findPda: (program, seeds) => cached([program, ...seeds.map((s) => Buffer.from(s).toString('hex'))].join(':')) };
+  return (instance = made);
+}
+
+/** A user's key as umi wants a signer: the transaction is signed later, by the user. */
+export const signer = (address: string): Signer => createNoopSigner(publicKey(address));
+
+/** A umi builder's instructions for web3.js, in order. */
+export function toInstructions(builder: TransactionBuilder): TransactionInstruction[] {
+  return builder.getInstructions().map(toWeb3JsInstruction);
+}
+
+export interface ExecuteInput {
+  /** the agent asset */
+  asset: string;
+  /** the asset owner (signs Execute) */
+  authority: string;
+  /** pays for any storage Execute needs; signs */
+  payer: string;
+  /** instructions the asset-signer PDA signs for (one Execute each) */
+  inner: TransactionInstruction[];
+}
+
+/**
+ * Wraps instructions in Metaplex Core `execute`: the asset-signer PDA (the treasury) signs them in the CPI. The
+ * client's helper carries each inner instruction's accounts as remaining accounts (the PDA unsigned: Core signs for it).
+ */
+export function executeInstructions(input: ExecuteInput): TransactionInstruction[] {
+  const builder = execute(umi(), {
+    asset: { publicKey: publicKey(input.asset) },
+    authority: signer(input.authority),
+    payer: signer(input.payer),
+    instructions: input.inner.map(fromWeb3JsInstruction),
+  });
+  return toInstructions(builder);
+}
+
+/** Only the asset owner may authorise Execute (hosted-api §4.3 withdraw): anything else is refused before building. */
+export function requireOwner(agent: AgentRecord, authority: string): void {
+  if (authority !== agent.owner) {
+    throw new DomainError('forbidden', `authority ${authority} is not the owner of agent ${agent.mint}; only the owner (${agent.owner}) may authorise Execute`, {
+      authority,
+      owner: agent.owner,
+    });
+  }
+}
+
+/** The ledger must run `program` (an executable account), or the route answers program_unavailable (issue 10). */
+export async function requireProgram(reads: LedgerReads, program: string, name: string): Promise<void> {
+  if (!(await hasProgram(reads, program))) {
+    throw new DomainError('program_unavailable', `This network's ledger does not run the ${name} program (${program}); the transaction could only fail`, {
+      program,
+    });
+  }
+}
+
+export async function hasProgram(reads: LedgerReads, program: string): Promise<boolean> {
+  const account = await reads.getAccount(program);
+  return account !== null && account.executable;
+}
+
+/** A validated atomic decimal string (the input schemas check digits and u64) as bigint. */
+export const atomic = (text: string): bigint => BigInt(text);
+
+/** Whole units ("12.5") → atomic with the given decimals; `invalid_request` naming the field otherwise. */
+export function wholeUnitsToAtomic(text: string, decimals: number, field: string, symbol: string): bigint {
+  const parsed = parseAtomic(text, decimals);
+  if ('problem' in parsed) {
+    const message =
+      parsed.problem === 'precision'
+        ? `${field}: at most ${decimals} decimal places for ${symbol}`
+        : parsed.problem === 'range'
+          ? `${field}: exceeds the largest token amount`
+          : `${field}: expected a decimal amount in whole units, e.g. "12.5"`;
+    throw DomainError.invalid([{ path: field, message, code: `invalid_${field}` }], message);
+  }
+  return parsed.amount;
+}

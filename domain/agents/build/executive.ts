@@ -1,0 +1,76 @@
+import { publicKey } from '@metaplex-foundation/umi';
+import {
+  delegateExecutionV1,
+  findExecutionDelegateRecordV1Pda,
+  findExecutiveProfileV1Pda,
+  registerExecutiveV1,
+  revokeExecutionV1,
+} from '@metaplex-foundation/mpl-agent-registry';
+import type { AgentBuildContext, PlanOutcome } from '../../transactions/plan.ts';
+import type { PrepareExecutiveInput, PrepareExecutiveRegisterInput } from '../prepare-schema.ts';
+import { agentIdentityOf } from './agent.ts';
+import { IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, TOOLS_PROGRAM_ID, umi } from './execute.ts';
+
+// executive/register, executive/delegate, executive/revoke: the Agent Registry tools program (Metaplex "Run an Agent").
+
+const TOOLS = 'Metaplex Agent Registry tools';
+
+/** ["executive_profile", authority] under the tools program. */
+export const executiveProfileOf = (authority: string): string => findExecutiveProfileV1Pda(umi(), { authority: publicKey(authority) })[0];
+
+/** ["execution_delegate_record", executive profile, asset] under the tools program. */
+export const executionDelegateRecordOf = (executive: string, asset: string): string =>
+  findExecutionDelegateRecordV1Pda(umi(), { executiveProfile: publicKey(executiveProfileOf(executive)), agentAsset: publicKey(asset) })[0];
+
+/** executive/register: the wallet `authority` creates its executive profile (once per wallet); it signs. */
+export async function buildRegisterExecutive(input: PrepareExecutiveRegisterInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
+  await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
+  const payer = input.payer ?? input.authority;
+  const instructions = toInstructions(registerExecutiveV1(umi(), { payer: signer(payer), authority: signer(input.authority) }));
+  const echo = { asset: input.mint, executive: input.authority, executive_profile: executiveProfileOf(input.authority) };
+  return { kind: 'agent.executive.register', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
+}
+
+/** executive/delegate: the owner lets the executive sign Execute for the asset (a delegation record). */
+export async function buildDelegateExecution(input: PrepareExecutiveInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
+  await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
+  // the record names the agent identity: without the identity program the asset has none
+  await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
+  const owner = ctx.agent.owner;
+  const payer = input.payer ?? owner;
+  const instructions = toInstructions(
+    delegateExecutionV1(umi(), {
+      executiveProfile: publicKey(executiveProfileOf(input.executive)),
+      agentAsset: publicKey(input.mint),
+      agentIdentity: publicKey(agentIdentityOf(input.mint)),
+      payer: signer(payer),
+      authority: signer(owner),
+    }),
+  );
+  const echo = {
+    asset: input.mint,
+    executive: input.executive,
+    executive_profile: executiveProfileOf(input.executive),
+    execution_delegate_record: executionDelegateRecordOf(input.executive, input.mint),
+  };
+  return { kind: 'agent.executive.delegate', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo, executive: input.executive } };
+}
+
+/** executive/revoke: the owner closes the delegation record (RevokeExecutionV1); its rent goes back to the owner. */
+export async function buildRevokeExecution(input: PrepareExecutiveInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
+  await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
+  const owner = ctx.agent.owner;
+  const payer = input.payer ?? owner;
+  const record = executionDelegateRecordOf(input.executive, input.mint);
+  const instructions = toInstructions(
+    revokeExecutionV1(umi(), {
+      executionDelegateRecord: publicKey(record),
+      agentAsset: publicKey(input.mint),
+      destination: publicKey(owner),
+      payer: signer(payer),
+      authority: signer(owner),
+    }),
+  );
+  const echo = { asset: input.mint, executive: input.executive, execution_delegate_record: record };
+  return { kind: 'agent.executive.revoke', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo, executive: input.executive } };
+}
