@@ -104,7 +104,8 @@ export class TreasuryService {
     const tokens: TreasuryToken[] = [];
     for (const t of held) {
       const program = tokenProgramName(t.tokenProgram);
-      if (program === null) continue;
+      // the RPC filters by owner already; the check keeps an adapter's stale index from answering someone else's
+      if (program === null || t.owner !== treasury) continue;
       tokens.push({
         symbol: curated.get(t.mint) ?? null,
         mint: t.mint,

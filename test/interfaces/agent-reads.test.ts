@@ -260,6 +260,33 @@ test('delegations are read from the treasury token accounts after an SPL Approve
   t.deepEqual((await readAll(t, 'agent', user.key, recorded.mint)).delegations, []);
 });
 
+test('an SPL Token account at the treasury ATA whose owner was reassigned is neither a delegation nor a ready pay-to', async (t) => {
+  const { app, user } = t.context;
+  const recorded = await record(app, user.key, { owner: user.wallet });
+  const ata = payToFor(recorded.mint, DEVNET_USDC);
+  await faucet(app, user.key, { address: treasuryOf(recorded.mint), token: 'USDC', amount: '1' });
+  t.true((await readAll(t, 'payTo', user.key, recorded.mint)).pay_to[0].ready);
+  // SetAuthority(AccountOwner) moved it to someone else, who then approved a delegate.
+  const account = (await app.services.ledgers['chain-devnet']!.getAccount(ata))!;
+  const data = Buffer.from(account.data);
+  const stranger = await randomAddress();
+  AccountLayout.encode({ ...AccountLayout.decode(data.subarray(0, ACCOUNT_SIZE)), owner: new PublicKey(stranger), delegateOption: 1, delegate: new PublicKey(stranger), delegatedAmount: 5n }, data);
+  await ledger(app, 'chain-devnet').setAccount(ata, { lamports: account.lamports, data, owner: account.owner });
+  t.deepEqual((await readAll(t, 'agent', user.key, recorded.mint)).delegations, []);
+  t.false((await readAll(t, 'payTo', user.key, recorded.mint)).pay_to[0].ready);
+  t.deepEqual((await readAll(t, 'balances', user.key, recorded.mint)).tokens, [], 'no longer the treasury\'s');
+});
+
+test('the three reads are limited by the agents.read bucket (hosted-api §8: 300 per 60 s)', async (t) => {
+  const { app, user } = t.context;
+  const recorded = await record(app, user.key, { owner: user.wallet });
+  for (const read of ['agent', 'balances', 'payTo'] as const) {
+    const res = await http(app, 'GET', REST_PATH[read](recorded.mint), { key: user.key });
+    t.is(res.status, 200);
+    t.is(res.headers.get('ratelimit-limit'), '300', read);
+  }
+});
+
 // ── GET /v1/agents/{mint}/treasury/balances ─────────────────────────────────────────────────────────────────────────
 
 test('balances after funding the treasury: lamports, reserve, spendable and every token account (Token-2022 and non-curated mints included)', async (t) => {
