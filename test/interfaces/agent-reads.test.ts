@@ -15,7 +15,7 @@ import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { associatedTokenAccount, payToFor, treasuryOf } from '../../domain/treasury/derive.ts';
 import { spendableLamports, TREASURY_RESERVE_LAMPORTS } from '../../domain/treasury/balances.ts';
 import { findStable, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
-import { coreAssetData, writeCoreAsset } from '../support/core-asset.ts';
+import { coreAssetData, createRealCoreAsset, writeCoreAsset } from '../support/core-asset.ts';
 import { http, randomAddress, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 
 // hosted-api §4.4 and DECISIONS "Prepare / submit / events": GET /v1/agents/{mint}, …/treasury/balances and …/pay-to on
@@ -215,6 +215,16 @@ test('the Core asset on the ledger wins over the record for owner, name and uri;
   data[0] = 5;
   await ledger(app, 'chain-devnet').setAccount(collection.mint, { lamports: 10_000_000n, data, owner: 'CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d' });
   t.like(await readAll(t, 'agent', user.key, collection.mint), { owner: user.wallet, name: 'Plain', uri: 'https://example.com/plain.json' });
+});
+
+test('an asset written by the real Metaplex Core program (CreateV1 with a plugin) is decoded by the official deserializer', async (t) => {
+  const { app, user } = t.context;
+  const ledgerOwner = await randomAddress();
+  const real = createRealCoreAsset({ owner: ledgerOwner, name: 'Real agent', uri: 'https://example.com/real.json' });
+  t.true(real.data.length > 100, 'plugin header and registry after the asset fields');
+  await record(app, user.key, { mint: real.mint, owner: user.wallet, name: 'Recorded', uri: 'https://example.com/recorded.json' });
+  await ledger(app, 'chain-devnet').setAccount(real.mint, { lamports: real.lamports, data: real.data, owner: real.owner });
+  t.like(await readAll(t, 'agent', user.key, real.mint), { owner: ledgerOwner, name: 'Real agent', uri: 'https://example.com/real.json' });
 });
 
 test('an agent recorded by the prepare flow (source prepared) reads the same way', async (t) => {
