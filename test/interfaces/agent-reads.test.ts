@@ -335,7 +335,7 @@ test('balances on chain-mainnet list the Token-2022 stable (USDG) beside the SPL
   await faucet(app, mainnet.key, { address: treasury, token: 'USDC', amount: '1.25' });
   const balances = await readAll(t, 'balances', mainnet.key, recorded.mint);
   t.like(balances, { network: 'chain-mainnet', lamports: '2000000000', spendable_lamports: '1999000000' });
-  // Recording prepared the treasury's accounts of every mainnet stable (USDT's is empty), curated first in STABLES order.
+  // The funded accounts, curated first in STABLES order (empty accounts the facilitator prepared at record are left out here).
   const held = balances.tokens.map((x: { symbol: string; token_program: string; amount_atomic: string }) => [x.symbol, x.token_program, x.amount_atomic]);
   t.deepEqual(held.filter((h: string[]) => h[2] !== '0'), [
     ['USDC', 'spl', '1250000'],
