@@ -138,7 +138,7 @@ export class AgentService {
       const account = tokenAccounts[i];
       const state = account ? decodeTokenAccount(account) : null;
       // an SPL Token ATA's owner can be reassigned (SetAuthority): then its delegate is not the treasury's
-      if (state?.delegate && state.owner === agent.treasury) delegations.push({ stable_symbol: s.symbol, delegate: state.delegate, allowance_atomic: state.delegatedAmount.toString() });
+      if (state?.delegate && state.owner === agent.treasury && state.mint === s.mint) delegations.push({ stable_symbol: s.symbol, delegate: state.delegate, allowance_atomic: state.delegatedAmount.toString() });
     });
     return { asset: assetAccount ? decodeCoreAsset(assetAccount) : null, delegations };
   }

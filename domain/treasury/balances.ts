@@ -62,8 +62,8 @@ export function decodeTokenAccount(account: LedgerAccount): TokenAccountState | 
 }
 
 /** The treasury token accounts of the network's curated stables, in STABLES order: ATA(treasury, mint, program). */
-export function stableAccounts(network: Network, asset: string): { symbol: StableSymbol; address: string }[] {
-  return STABLES[network].map((s) => ({ symbol: s.symbol, address: payToFor(asset, s) }));
+export function stableAccounts(network: Network, asset: string): { symbol: StableSymbol; mint: string; address: string }[] {
+  return STABLES[network].map((s) => ({ symbol: s.symbol, mint: s.mint, address: payToFor(asset, s) }));
 }
 
 /**
