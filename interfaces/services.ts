@@ -24,6 +24,7 @@ import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
+import { TreasuryService } from '../domain/treasury/balances.ts';
 import { WebhookService } from '../domain/webhooks/service.ts';
 import { ReceiptService } from '../domain/receipts/service.ts';
 import { PullService } from '../domain/receipts/pull.ts';
@@ -35,6 +36,8 @@ export interface Services {
   access: AccessService;
   admin: AdminService;
   agents: AgentService;
+  /** hosted-api §4.4: treasury balances and pay-to */
+  treasury: TreasuryService;
   paymentLinks: PaymentLinkService;
   events: EventService;
   meta: MetaService;
@@ -104,6 +107,7 @@ export function buildServices(deps: ServiceDeps): Services {
     access,
     admin: new AdminService({ store, clock, access }),
     agents,
+    treasury: new TreasuryService({ agents, ledgers: deps.ledgers }),
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
     events: new EventService({ store, feed }),
     meta: new MetaService({ settings, clock }),
