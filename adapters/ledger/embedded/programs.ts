@@ -119,7 +119,11 @@ export function listProgramsDir(dir: string, label = 'SVC_LEDGER_PROGRAMS'): { i
   return [...found].map(([id, file]) => ({ id, path: join(dir, file) }));
 }
 
-/** A JSON-RPC call with a deadline and a cap on the answer's size. */
+/**
+ * A JSON-RPC call with a deadline and a cap on the answer's size. A plain fetch, not the outbound guard: the URL is
+ * the operator's SVC_LEDGER_CLONE_URL (like SVC_DEVNET_LEDGER), never a user's, so it may be a local node — the
+ * guard's refusal of loopback/private targets protects against URLs that users supply.
+ */
 async function rpcCall(url: string, method: string, params: unknown[], timeoutMs: number): Promise<unknown> {
   const res = await fetch(url, {
     method: 'POST',
