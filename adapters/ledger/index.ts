@@ -72,11 +72,19 @@ async function programsFor(options: { dataDir: string; programsDir?: string | un
   return resolvePrograms({ dir: options.programsDir, cloneUrl: options.cloneUrl, cacheDir: join(options.dataDir, 'ledger', 'programs'), onWarning: options.onWarning });
 }
 
-function describePrograms(resolved: ResolvedPrograms): LedgerPrograms {
-  return {
-    programs: resolved.images.map(({ id, name, source }) => ({ id, name, source })),
-    missing: resolved.missing.map(({ id, name }) => ({ id, name })),
-  };
+/**
+ * What `ledger` runs: the programs loaded at this start, plus each missing well-known program its saved state still
+ * holds as an executable account (a snapshot keeps the programs of earlier starts, and LiteSVM runs them).
+ */
+async function describePrograms(resolved: ResolvedPrograms, ledger: Ledger): Promise<LedgerPrograms> {
+  const programs: LoadedProgram[] = resolved.images.map(({ id, name, source }) => ({ id, name, source }));
+  const missing: LedgerPrograms['missing'] = [];
+  const kept = await ledger.getMultipleAccounts(resolved.missing.map((p) => p.id));
+  resolved.missing.forEach(({ id, name }, i) => {
+    if (kept[i]?.executable) programs.push({ id, name, source: 'state' });
+    else missing.push({ id, name });
+  });
+  return { programs, missing };
 }
 
 function logPrograms(network: Network, loaded: LedgerPrograms, onInfo: OpenLedgersOptions['onInfo']): void {
@@ -126,7 +134,7 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
         embedded[network] = ledger;
         ledgers[network] = ledger;
         if (ledger.rpcUrl) rpcUrls[network] = ledger.rpcUrl;
-        programs[network] = describePrograms(resolved!);
+        programs[network] = await describePrograms(resolved!, ledger);
         logPrograms(network, programs[network], options.onInfo);
       } else {
         const url = checkUrl(network, source);
@@ -233,7 +241,7 @@ export async function joinLedgers(options: {
       embedded[network] = ledger;
       ledgers[network] = ledger;
       rpcUrls[network] = ledger.rpcUrl!;
-      programs[network] = describePrograms(resolved);
+      programs[network] = await describePrograms(resolved, ledger);
       logPrograms(network, programs[network], options.onInfo);
     }
   } catch (e) {

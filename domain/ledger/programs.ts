@@ -19,8 +19,11 @@ export function programName(id: string): string | null {
   return WELL_KNOWN_PROGRAMS.find((p) => p.id === id)?.name ?? null;
 }
 
-/** where a loaded program's ELF came from: SVC_LEDGER_PROGRAMS, or a copy cloned from SVC_LEDGER_CLONE_URL (cached) */
-export const ProgramSource = z.enum(['directory', 'clone']);
+/**
+ * where a program's ELF came from: SVC_LEDGER_PROGRAMS, a copy cloned from SVC_LEDGER_CLONE_URL (cached), or — for a
+ * well-known program neither gave at this start — the ledger's saved state (it was loaded at an earlier start)
+ */
+export const ProgramSource = z.enum(['directory', 'clone', 'state']);
 export type ProgramSource = z.infer<typeof ProgramSource>;
 
 /** one program an embedded ledger loaded at start, e.g. { id: 'CoRE…', name: 'mpl-core', source: 'directory' } */

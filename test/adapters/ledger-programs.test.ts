@@ -1,4 +1,5 @@
 import test from 'ava';
+import pino from 'pino';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -71,11 +72,17 @@ async function createAndExecute(t: import('ava').ExecutionContext, ledger: Ledge
 
 metaplexTest(test, 'programs: Core from the .so.gz directory runs createV1 (100-byte asset) and an owner-signed execute on the app devnet; health lists it', async (t, dir) => {
   t.true((await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so.gz`)).catch(() => null)) !== null, 'the directory keeps Core gzip-compressed');
-  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: dir } });
+  const logs: { msg: string; network?: string; programs?: unknown }[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: dir }, appOptions: { logger } });
   t.teardown(async () => {
     await app.close();
     await removeDataDir(app.dataDir);
   });
+  for (const network of ['chain-devnet', 'chain-mainnet']) {
+    const line = logs.find((l) => l.network === network && l.programs);
+    t.is(line?.msg, `${network} ledger programs: mpl-core (directory); missing: mpl-agent-registry-identity, mpl-agent-registry-tools`, 'start-up logs the programs at info');
+  }
   const devnet = app.ledgers.embedded['chain-devnet']!;
   await createAndExecute(t, devnet);
 
@@ -136,20 +143,28 @@ metaplexTest(test, "programs: ledger B clones Core from ledger A's JSON-RPC, cac
   await createAndExecute(t, again.embedded['chain-devnet']!);
 });
 
-metaplexTest(test, 'programs: a restored ledger (snapshot + history) keeps its Core assets and runs Core again', async (t, dir) => {
+metaplexTest(test, 'programs: a restored ledger (snapshot + history) keeps its Core assets and runs Core again; without the setting its saved state still runs Core (source "state")', async (t, dir) => {
   const dataDir = await makeDataDir();
   t.teardown(() => removeDataDir(dataDir));
   const first = await openLedgers({ dataDir, devnet: 'embedded', mainnet: 'embedded', slotMs: 0, programsDir: dir });
   const asset = await createAndExecute(t, first.embedded['chain-devnet']!);
   await first.close();
   const second = await openLedgers({ dataDir, devnet: 'embedded', mainnet: 'embedded', slotMs: 0, programsDir: dir });
-  t.teardown(() => second.close());
+  t.teardown(() => second.close()); // a second close is a no-op
   const devnet = second.embedded['chain-devnet']!;
   const restored = await devnet.getAccount(asset);
   t.is(restored?.owner, MPL_CORE_PROGRAM_ID, 'the asset survived the restart');
   t.is(restored?.data.length, 100);
   t.is(await devnet.getBalance(treasuryOf(asset)), 750_000_000n, 'and so did its treasury after the execute');
   await createAndExecute(t, devnet);
+  await second.close();
+
+  // Started without the setting: the saved state still holds Core (LiteSVM runs it), and the list says where it is from.
+  const third = await openLedgers({ dataDir, devnet: 'embedded', mainnet: 'embedded', slotMs: 0 });
+  t.teardown(() => third.close());
+  t.deepEqual(third.programs?.['chain-devnet']?.programs, [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', source: 'state' }]);
+  t.deepEqual(third.programs?.['chain-devnet']?.missing.map((p) => p.id), [AGENT_REGISTRY_IDENTITY_PROGRAM_ID, AGENT_REGISTRY_TOOLS_PROGRAM_ID]);
+  await createAndExecute(t, third.embedded['chain-devnet']!);
 });
 
 test('programs: a bad SVC_LEDGER_PROGRAMS is a clear start-up error naming the setting and the file', async (t) => {
@@ -186,6 +201,15 @@ test('programs: a bad SVC_LEDGER_PROGRAMS is a clear start-up error naming the s
   const unreadable = join(root, 'unreadable');
   await mkdir(join(unreadable, `${MPL_CORE_PROGRAM_ID}.so`), { recursive: true }); // a directory where a file belongs
   await t.throwsAsync(resolveIn(unreadable), { instanceOf: ProgramsError, message: /cannot read/ });
+
+  // An ELF header on bytes LiteSVM cannot load: the ledger does not open, naming the program.
+  const garbage = join(root, 'garbage');
+  await mkdir(garbage);
+  await writeFile(join(garbage, `${MPL_CORE_PROGRAM_ID}.so`), '\x7fELF garbage');
+  const dataDir = join(root, 'data');
+  await t.throwsAsync(openLedgers({ dataDir, devnet: 'embedded', mainnet: 'embedded', slotMs: 0, programsDir: garbage }), {
+    message: new RegExp(`program ${MPL_CORE_PROGRAM_ID} could not be loaded .*is it a Solana program ELF\\?`),
+  });
 
   // The app refuses to start (the message names the setting), rather than failing a request later.
   await t.throwsAsync(startTestApp({ env: { SVC_LEDGER_PROGRAMS: join(root, 'nope') } }), { message: /SVC_LEDGER_PROGRAMS=.*no such directory/ });

@@ -198,7 +198,11 @@ export class EmbeddedLedger implements Ledger {
       for (const program of options.programs ?? []) {
         const id = decodeAddress(program.id);
         if (!id) throw new RangeError(`program id ${JSON.stringify(program.id)} is not a base58 address`);
-        svm.addProgram(id, program.elf);
+        try {
+          svm.addProgram(id, program.elf);
+        } catch (e) {
+          throw new Error(`program ${program.id} could not be loaded (${(e as Error).message}): is it a Solana program ELF?`);
+        }
       }
       const header: SnapshotHeader = snapshot?.header ?? {
         format: 1,
