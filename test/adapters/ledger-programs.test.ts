@@ -2,14 +2,14 @@ import test from 'ava';
 import pino from 'pino';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createV1, execute, mplCore } from '@metaplex-foundation/mpl-core';
 import { createNoopSigner, publicKey, signerIdentity } from '@metaplex-foundation/umi';
 import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
 import { fromWeb3JsInstruction, toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
-import { openLedgers, ProgramsError } from '../../adapters/ledger/index.ts';
+import { joinLedgers, openLedgers, ProgramsError } from '../../adapters/ledger/index.ts';
 import { resolvePrograms } from '../../adapters/ledger/embedded/programs.ts';
 import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { ConfigError } from '../../interfaces/config.ts';
@@ -214,6 +214,8 @@ test('programs: a bad SVC_LEDGER_PROGRAMS is a clear start-up error naming the s
   // The app refuses to start (the message names the setting), rather than failing a request later.
   await t.throwsAsync(startTestApp({ env: { SVC_LEDGER_PROGRAMS: join(root, 'nope') } }), { message: /SVC_LEDGER_PROGRAMS=.*no such directory/ });
   t.throws(() => testConfig({ SVC_LEDGER_CLONE_URL: 'ftp://example.com' }), { instanceOf: ConfigError, message: /SVC_LEDGER_CLONE_URL/ });
+  t.is(testConfig({ SVC_LEDGER_PROGRAMS: '../shared/programs' }).ledgers.programsDir, resolve('../shared/programs'), 'a relative directory is made absolute');
+  t.is(testConfig({ SVC_LEDGER_PROGRAMS: '' }).ledgers.programsDir, undefined, 'empty = unset');
 });
 
 test('programs: a clone source that cannot answer leaves the well-known programs missing, not fatal', async (t) => {
@@ -226,4 +228,13 @@ test('programs: a clone source that cannot answer leaves the well-known programs
   t.deepEqual(resolved.missing.map((m) => m.id), [MPL_CORE_PROGRAM_ID, AGENT_REGISTRY_IDENTITY_PROGRAM_ID, AGENT_REGISTRY_TOOLS_PROGRAM_ID]);
   t.regex(resolved.missing[0]!.reason, /cloning from http:\/\/127\.0\.0\.1:9 failed/);
   t.is(warnings.length, 3, 'each is warned about');
+});
+
+metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs', async (t, dir) => {
+  const dataDir = await makeDataDir();
+  t.teardown(() => removeDataDir(dataDir));
+  const joined = await joinLedgers({ dataDir, networks: ['chain-devnet'], rpcPorts: { 'chain-devnet': 0, 'chain-mainnet': 0 }, programsDir: dir });
+  t.teardown(() => joined.close());
+  t.deepEqual(joined.programs?.['chain-devnet']?.programs, [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', source: 'directory' }]);
+  await createAndExecute(t, joined.embedded['chain-devnet']!);
 });
