@@ -7,7 +7,7 @@ import { AdminService } from '../domain/admin/service.ts';
 import { AgentService } from '../domain/agents/service.ts';
 import { PaymentLinkService } from '../domain/payment-links/service.ts';
 import { EventService } from '../domain/events/service.ts';
-import { MetaService } from '../domain/meta/service.ts';
+import { MetaService, type LedgerHealth } from '../domain/meta/service.ts';
 import { MetricsService } from '../domain/metrics/service.ts';
 import { RequestRecorder } from '../domain/metrics/recorder.ts';
 import { IdempotencyService } from '../domain/policies/idempotency.ts';
@@ -76,6 +76,8 @@ export interface ServiceDeps {
   ledgers: Partial<Record<Network, Ledger>>;
   faucet: Faucet | undefined;
   embeddedNetworks: ReadonlySet<Network>;
+  /** issue 10: the programs each embedded ledger loaded (GET /v1/health) */
+  ledgerPrograms?: Partial<Record<Network, LedgerHealth>> | undefined;
   facilitator?: FacilitatorService | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
@@ -110,7 +112,7 @@ export function buildServices(deps: ServiceDeps): Services {
     treasury: new TreasuryService({ agents, ledgers: deps.ledgers }),
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
     events: new EventService({ store, feed }),
-    meta: new MetaService({ settings, clock }),
+    meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
     rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
     memoryLimiter: new MemoryRateLimiter({ clock, limits }),
