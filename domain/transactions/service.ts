@@ -16,6 +16,9 @@ import { decodeTransaction, DecodeError } from '../facilitator/decode.ts';
 import { verifyEd25519 } from '../facilitator/ed25519.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import { treasuryOf } from '../treasury/derive.ts';
+import { PREPARE_ROUTES, directOffer, feeTermsOf, type BuyerOffer, type PrepareRouteName } from '../agents/build/index.ts';
+import type { PrepareBuyerPaymentInput } from '../agents/prepare-schema.ts';
+import { findStable } from '../shared/network.ts';
 import { isNoOp, type AgentBuildContext, type BuildContext, type PlanOutcome, type TransactionPlan } from './plan.ts';
 import { SubmitInput, type PreparedEnvelope, type PreparedTransactionRecord, type SubmitResult } from './schema.ts';
 
@@ -49,6 +52,36 @@ export class TransactionService {
     const ledger = this.deps.ledgers[network];
     if (!ledger) throw new DomainError('service_unavailable', `No ledger is configured for ${network}.`, { network });
     return { network, ledger, reads: ledger, stables: STABLES[network], fee: this.deps.settings.fee };
+  }
+
+  /**
+   * One of the 14 prepare routes (domain/agents/build PREPARE_ROUTES) with its parsed input: the agent of `{mint}` (or
+   * the buyer agent) must be the caller's; a payment link is resolved to its offer.
+   */
+  async prepareRoute(caller: Caller, name: PrepareRouteName, input: Record<string, unknown>): Promise<PreparedEnvelope> {
+    const route = PREPARE_ROUTES[name] as (typeof PREPARE_ROUTES)[PrepareRouteName];
+    switch (route.context) {
+      case 'network':
+        return this.prepare(caller, (ctx) => route.build(input as never, ctx));
+      case 'agent':
+        return this.prepareForAgent(caller, String(input.mint), (ctx) => route.build(input as never, ctx));
+      case 'buyer': {
+        const payment = input as PrepareBuyerPaymentInput;
+        const offer = payment.payment_link !== undefined ? await this.offerOfLink(caller.network, payment.payment_link) : undefined;
+        return this.prepareForAgent(caller, payment.buyer_agent, (ctx) => route.build(payment, offer ?? directOffer(payment, ctx), ctx));
+      }
+    }
+  }
+
+  /** What paying a link costs: its primary currency's amount to its owner agent's treasury, with the fee terms. */
+  private async offerOfLink(network: Network, id: string): Promise<BuyerOffer> {
+    const link = await this.deps.store.paymentLinks.get(network, id);
+    if (!link) throw new DomainError('payment_link_not_found', `No payment link ${id} on ${network}.`, { id, network });
+    if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${id} is disabled.`, { id });
+    const stable = findStable(network, link.currency);
+    if (!stable) throw new DomainError('invalid_request', `Payment link ${id} is priced in ${link.currency}, which ${network} does not offer.`, { id });
+    const ctx = this.context(network);
+    return { pay_to: treasuryOf(link.ownerAgent), amount: link.amountAtomic, stable, fee: feeTermsOf(ctx), payment_link: link.id };
   }
 
   /** A route that is not about an existing agent (agents/prepare, buyer/payment). */

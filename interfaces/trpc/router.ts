@@ -11,6 +11,7 @@ import { devRouter } from './routers/dev.ts';
 import { receiptsRouter } from './routers/receipts.ts';
 import { webhooksRouter } from './routers/webhooks.ts';
 import { transactionsRouter } from './routers/transactions.ts';
+import { prepareRouter } from './routers/prepare.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -33,6 +34,7 @@ export const appRouter = router({
   receipts: receiptsRouter,
   webhooks: webhooksRouter,
   transactions: transactionsRouter,
+  prepare: prepareRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

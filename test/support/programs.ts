@@ -39,7 +39,7 @@ export const ENABLE_HINT = `set SVC_LEDGER_PROGRAMS to a directory holding ${MPL
  * A test that runs the Metaplex Core binary: `fn` gets the programs directory. Without the binary it FAILS when
  * SVC_REQUIRE_PROGRAMS=1, else it is registered as skipped with a title saying how to enable it.
  */
-export function metaplexTest(test: TestFn, title: string, fn: (t: ExecutionContext, dir: string) => Promise<void> | void): void {
+export function metaplexTest<C = unknown>(test: TestFn<C>, title: string, fn: (t: ExecutionContext<C>, dir: string) => Promise<void> | void): void {
   const dir = coreProgramsDir();
   if (dir) {
     test(title, (t) => fn(t, dir));
