@@ -229,3 +229,47 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
     t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');
   });
 }
+
+async function graphql(app: TestApp, key: string, query: string, variables: Record<string, unknown>) {
+  const res = await fetch(`${app.url}/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await res.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+}
+
+test('the three doors: prepare over tRPC, the same route over GraphQL, submit over GraphQL; errors carry the same codes', async (t) => {
+  const { app, key, mint } = t.context;
+  const owner = await funded(app);
+  // tRPC: agents/prepare (the gateway pre-signs the fresh asset's slot).
+  const trpc = await fetch(`${app.url}/trpc/prepare.agentCreate`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ owner: owner.publicKey.toBase58(), name: 'Three doors', uri: 'https://example.com/a.json' }),
+  });
+  const envelope = ((await trpc.json()) as { result: { data: PreparedEnvelope } }).result.data;
+  t.is(envelope.transaction!.signers.length, 2);
+  t.is(envelope.transaction!.signers[0], owner.publicKey.toBase58());
+  t.is(envelope.transaction!.signers[1], String(envelope.echo.asset));
+
+  const SUBMIT = `mutation($input: SubmitTransactionInput!) { submitTransaction(input: $input) { eventId signature phase replayed } }`;
+  const submitted = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: sign(envelope, owner) } });
+  t.like(submitted.data?.submitTransaction, { eventId: envelope.event_id, phase: 'submitted', replayed: false }, JSON.stringify(submitted));
+
+  // GraphQL: provision on an agent whose treasury accounts exist already (recording prepared them) is a no-op.
+  const PREPARE = `mutation($route: PrepareRoute!, $input: JSON!) { prepareTransaction(route: $route, input: $input) { eventId noOp transaction { signers } echo } }`;
+  const noop = await graphql(app, key, PREPARE, { route: 'provision', input: { mint } });
+  t.like(noop.data?.prepareTransaction, { eventId: null, noOp: true, transaction: null }, JSON.stringify(noop));
+  const rest = await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key, body: {} });
+  t.like(rest.body, { event_id: null, transaction: null, no_op: true });
+
+  // The same refusals: a bad body (400 invalid_request) and another principal's agent (404 agent_not_found).
+  const bad = await graphql(app, key, PREPARE, { route: 'withdrawSol', input: { mint, lamports: '-1' } });
+  t.is(bad.errors?.[0]?.extensions?.code, 'invalid_request');
+  t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { key, body: { lamports: '-1' } })).body.error, 'invalid_request');
+  const stranger = (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
+  const foreign = await graphql(app, stranger, PREPARE, { route: 'provision', input: { mint } });
+  t.is(foreign.errors?.[0]?.extensions?.code, 'agent_not_found');
+  t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key: stranger, body: {} })).status, 404);
+});

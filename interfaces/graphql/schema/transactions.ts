@@ -1,4 +1,5 @@
 import type { PreparedEnvelope, PreparedTransaction, SubmitInput, SubmitResult } from '../../../domain/transactions/schema.ts';
+import { PREPARE_ROUTES, type PrepareRouteName } from '../../../domain/agents/build/index.ts';
 import { builder } from '../builder.ts';
 import { JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
@@ -54,7 +55,22 @@ const SubmitTransactionInputRef = builder.inputType('SubmitTransactionInput', {
 
 export type SubmitTransactionInputInSync = Assert<SameKeys<typeof SubmitTransactionInputRef.$inferInput, SubmitInput>>;
 
+const PrepareRouteEnum = builder.enumType('PrepareRoute', {
+  description: 'The 14 prepare routes of hosted-api §4.3 (REST path in each value’s description).',
+  values: Object.fromEntries(
+    (Object.keys(PREPARE_ROUTES) as PrepareRouteName[]).map((name) => [name, { value: name, description: `POST ${PREPARE_ROUTES[name].path}: ${PREPARE_ROUTES[name].summary}` }]),
+  ) as Record<PrepareRouteName, { value: PrepareRouteName; description: string }>,
+});
+
 builder.mutationFields((t) => ({
+  prepareTransaction: t.field({
+    type: PreparedEnvelopeRef,
+    nullable: true,
+    description:
+      'Any prepare route: `input` is the route’s REST body (snake_case, with `mint` for the agent routes), checked by the same schema; answers the envelope of hosted-api §2.5.',
+    args: { route: t.arg({ type: PrepareRouteEnum, required: true }), input: t.arg({ type: JsonScalar, required: true }) },
+    resolve: (_root, { route, input }, ctx) => (ctx.api.prepare[route] as (i: unknown) => Promise<PreparedEnvelope>)(input),
+  }),
   submitTransaction: t.field({
     type: SubmitResultRef,
     nullable: true,
