@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
-import { until } from '../support/receiver.ts';
+import { startReceiver, until, type Receiver } from '../support/receiver.ts';
 import { TestClock } from '../support/clock.ts';
 import { PREPARED_TTL_MS, TransactionService } from '../../domain/transactions/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -16,6 +16,7 @@ import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
 interface Ctx {
   app: TestApp;
+  receiver: Receiver;
   key: string;
   caller: Caller;
   mint: string;
@@ -23,14 +24,16 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 
 test.before(async (t) => {
-  const app = await startTestApp();
+  const receiver = await startReceiver();
+  const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: receiver.allow } });
   const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const { mint } = await recordAgent(app, created.key);
-  t.context = { app, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint };
+  t.context = { app, receiver, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint };
 });
 
 test.after.always(async (t) => {
   await t.context.app?.close();
+  await t.context.receiver?.close();
   if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
@@ -169,7 +172,7 @@ test('a prepared event not submitted within 24 h is failed "expired" by the job;
   const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const { mint } = await recordAgent(app, created.key);
   const from = await funded(app);
-  const local = { context: { app, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint } as Ctx };
+  const local = { context: { app, receiver: t.context.receiver, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint } as Ctx };
   const { envelope } = await prepareTransfer(local, from);
   const { envelope: fresh } = await prepareTransfer(local, from, 3_000_000n);
 
@@ -272,4 +275,59 @@ test('the three doors: prepare over tRPC, the same route over GraphQL, submit ov
   const foreign = await graphql(app, stranger, PREPARE, { route: 'provision', input: { mint } });
   t.is(foreign.errors?.[0]?.extensions?.code, 'agent_not_found');
   t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key: stranger, body: {} })).status, 404);
+});
+
+test('each phase of a prepared event is its own webhook delivery: prepared, submitted, confirmed', async (t) => {
+  const { app, key, receiver } = t.context;
+  const hook = await http(app, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/phases`, events: ['agent.treasury.withdraw_sol'] } });
+  t.is(hook.status, 201, JSON.stringify(hook.body));
+  const from = await funded(app);
+  const { envelope } = await prepareTransfer(t, from);
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
+  t.is(res.status, 202);
+  const phases = await until('three deliveries', () => {
+    const mine = receiver.received.filter((h) => h.url === '/phases').map((h) => JSON.parse(h.body) as { type: string; phase: string; data: { id: string } });
+    const ofEvent = mine.filter((p) => p.data.id === envelope.event_id);
+    return ofEvent.length >= 3 ? ofEvent : undefined;
+  });
+  t.deepEqual(phases.map((p) => p.phase).sort(), ['confirmed', 'prepared', 'submitted']);
+  t.true(phases.every((p) => p.type === 'agent.treasury.withdraw_sol'));
+  await http(app, 'DELETE', `/v1/webhooks/${hook.body.id}`, { key });
+});
+
+test('the same Idempotency-Key gives the same event id and the same transaction bytes', async (t) => {
+  const { app, key } = t.context;
+  // agents/prepare draws a fresh asset key each time: only the stored first answer can make the second one equal.
+  const body = { owner: Keypair.generate().publicKey.toBase58(), name: 'Idempotent', uri: 'https://example.com/a.json' };
+  const headers = { 'idempotency-key': `prep-${Date.now()}` };
+  const first = await http(app, 'POST', '/v1/agents/prepare', { key, headers, body });
+  const second = await http(app, 'POST', '/v1/agents/prepare', { key, headers, body });
+  t.is(first.status, 200, JSON.stringify(first.body));
+  t.is(second.status, 200);
+  t.truthy(first.body.event_id);
+  t.deepEqual(second.body, first.body);
+  const third = await http(app, 'POST', '/v1/agents/prepare', { key, body });
+  t.not(third.body.event_id, first.body.event_id, 'without the key it is a new event');
+});
+
+test('identity and executive routes on a ledger without the Agent Registry answer 503 program_unavailable naming it; agents/prepare says not_registered', async (t) => {
+  const { app, key, mint } = t.context;
+  const executive = Keypair.generate().publicKey.toBase58();
+  for (const [path, body] of [
+    [`/v1/agents/${mint}/identity/prepare`, { uri: 'https://example.com/a.json' }],
+    [`/v1/agents/${mint}/executive/register/prepare`, { authority: executive }],
+    [`/v1/agents/${mint}/executive/delegate/prepare`, { executive }],
+    [`/v1/agents/${mint}/executive/revoke/prepare`, { executive }],
+    [`/v1/agents/${mint}/token/set/prepare`, { genesis_account: executive }],
+  ] as const) {
+    const res = await http(app, 'POST', path, { key, body });
+    t.is(res.status, 503, `${path}: ${JSON.stringify(res.body)}`);
+    t.is(res.body.error, 'program_unavailable', path);
+    t.regex(String(res.body.details?.program), /^(1DREG|TLREG)/, path);
+  }
+  const owner = Keypair.generate().publicKey.toBase58();
+  const created = await http(app, 'POST', '/v1/agents/prepare', { key, body: { owner, name: 'No registry', uri: 'https://example.com/a.json' } });
+  t.is(created.status, 200);
+  t.is(created.body.identity, 'not_registered');
+  t.true(created.body.warnings.some((w: string) => w.includes('1DREG')));
 });
