@@ -3,6 +3,8 @@ import pino from 'pino';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createV1, execute, mplCore } from '@metaplex-foundation/mpl-core';
@@ -218,7 +220,7 @@ test('programs: a bad SVC_LEDGER_PROGRAMS is a clear start-up error naming the s
   t.is(testConfig({ SVC_LEDGER_PROGRAMS: '' }).ledgers.programsDir, undefined, 'empty = unset');
 });
 
-test('programs: a clone source that cannot answer leaves the well-known programs missing, not fatal', async (t) => {
+test('programs: a clone source that cannot answer (refused, silent past the deadline, an oversized body) leaves the well-known programs missing, not fatal', async (t) => {
   const root = await makeDataDir();
   t.teardown(() => removeDataDir(root));
   const warnings: string[] = [];
@@ -228,6 +230,25 @@ test('programs: a clone source that cannot answer leaves the well-known programs
   t.deepEqual(resolved.missing.map((m) => m.id), [MPL_CORE_PROGRAM_ID, AGENT_REGISTRY_IDENTITY_PROGRAM_ID, AGENT_REGISTRY_TOOLS_PROGRAM_ID]);
   t.regex(resolved.missing[0]!.reason, /cloning from http:\/\/127\.0\.0\.1:9 failed/);
   t.is(warnings.length, 3, 'each is warned about');
+
+  // A source that never answers is cut at the deadline; one that announces a body larger than any program is refused.
+  const silent = createServer(() => {});
+  const huge = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(200 * 1024 * 1024) });
+    res.write('{');
+  });
+  const listen = (server: Server) => new Promise<string>((done) => server.listen(0, '127.0.0.1', () => done(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  t.teardown(() => {
+    silent.closeAllConnections();
+    silent.close();
+    huge.closeAllConnections();
+    huge.close();
+  });
+  const core = [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core' }];
+  const slow = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: await listen(silent), wellKnown: core, timeoutMs: 300 });
+  t.regex(slow.missing[0]!.reason, /failed: .*(timeout|aborted)/i);
+  const big = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: await listen(huge), wellKnown: core });
+  t.regex(big.missing[0]!.reason, /answer is \d+ bytes, more than \d+/);
 });
 
 metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs', async (t, dir) => {
