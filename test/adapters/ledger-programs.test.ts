@@ -114,14 +114,20 @@ metaplexTest(test, "programs: ledger B clones Core from ledger A's JSON-RPC, cac
   const aUrl = a.ledgers.rpcUrls['chain-devnet']!;
   t.regex(aUrl, /^http:\/\/127\.0\.0\.1:\d+/);
   // A's JSON-RPC serves the program as the upgradeable loader keeps it: a 36-byte program account naming its programdata.
-  const info = async (address: string) => {
-    const res = await fetch(aUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getAccountInfo', params: [address, { encoding: 'base64' }] }) });
-    return ((await res.json()) as { result: { value: { owner: string; executable: boolean; space: number; data: [string, string] } } }).result.value;
+  const info = async (address: string, encoding = 'base64') => {
+    const res = await fetch(aUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getAccountInfo', params: [address, { encoding }] }) });
+    return ((await res.json()) as { result: { value: { owner: string; executable: boolean; space: number; data: any } } }).result.value;
   };
   const program = await info(MPL_CORE_PROGRAM_ID);
   t.like(program, { owner: 'BPFLoaderUpgradeab1e11111111111111111111111', executable: true, space: 36 });
-  const programData = await info(new PublicKey(Buffer.from(program.data[0], 'base64').subarray(4, 36)).toBase58());
+  const programDataAddress = new PublicKey(Buffer.from(program.data[0], 'base64').subarray(4, 36)).toBase58();
+  const programData = await info(programDataAddress);
   t.like(programData, { owner: 'BPFLoaderUpgradeab1e11111111111111111111111', space: 45 + 848_320 }, 'programdata: the 45-byte header and the ELF');
+  // jsonParsed as agave's decoder writes it (bpf-upgradeable-loader)
+  t.deepEqual((await info(MPL_CORE_PROGRAM_ID, 'jsonParsed')).data, { program: 'bpf-upgradeable-loader', parsed: { type: 'program', info: { programData: programDataAddress } }, space: 36 });
+  const parsedData = (await info(programDataAddress, 'jsonParsed')).data;
+  t.like(parsedData, { program: 'bpf-upgradeable-loader', parsed: { type: 'programData', info: { authority: null } }, space: 45 + 848_320 });
+  t.is(Buffer.from(parsedData.parsed.info.data[0], 'base64').length, 848_320);
   // The clone source is operator configuration, fetched by the ledger adapter directly: the outbound guard (which
   // refuses loopback unless SVC_OUTBOUND_ALLOW names it) is for URLs users give, so nothing is allow-listed here.
   const b = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: '', SVC_LEDGER_CLONE_URL: aUrl } });
