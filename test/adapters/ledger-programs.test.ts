@@ -230,7 +230,8 @@ test('programs: a bad SVC_LEDGER_PROGRAMS is a clear start-up error naming the s
 
   // The app refuses to start (the message names the setting), rather than failing a request later.
   await t.throwsAsync(startTestApp({ env: { SVC_LEDGER_PROGRAMS: join(root, 'nope') } }), { message: /SVC_LEDGER_PROGRAMS=.*no such directory/ });
-  t.throws(() => testConfig({ SVC_LEDGER_CLONE_URL: 'ftp://example.com' }), { instanceOf: ConfigError, message: /SVC_LEDGER_CLONE_URL/ });
+  const refused = t.throws(() => testConfig({ SVC_LEDGER_CLONE_URL: 'ftp://example.com/?api-key=SECRET123' }), { instanceOf: ConfigError, message: /SVC_LEDGER_CLONE_URL=\(hidden\)/ });
+  t.false(refused?.message.includes('SECRET123'), 'a clone URL may carry a provider key: never echoed');
   t.is(testConfig({ SVC_LEDGER_PROGRAMS: '../shared/programs' }).ledgers.programsDir, resolve('../shared/programs'), 'a relative directory is made absolute');
   t.is(testConfig({ SVC_LEDGER_PROGRAMS: '' }).ledgers.programsDir, undefined, 'empty = unset');
 });
@@ -262,8 +263,9 @@ test('programs: a clone source that cannot answer (refused, silent past the dead
   const core = [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core' }];
   const slow = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: await listen(silent), wellKnown: core, timeoutMs: 300 });
   t.regex(slow.missing[0]!.reason, /failed: .*(timeout|aborted)/i);
-  const big = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: await listen(huge), wellKnown: core });
+  const big = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: `${await listen(huge)}/rpc?api-key=SECRET123`, wellKnown: core, onWarning: (m) => warnings.push(m) });
   t.regex(big.missing[0]!.reason, /answer is \d+ bytes, more than \d+/);
+  t.false(JSON.stringify([big.missing, warnings]).includes('SECRET123'), "a provider's key in the clone URL never reaches a log or reason");
 });
 
 metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs', async (t, dir) => {

@@ -182,6 +182,15 @@ export async function cloneProgram(url: string, id: string, timeoutMs = CLONE_TI
   return elf;
 }
 
+/** the clone source as logs may show it: an RPC provider's key often rides in the path or query, so only the origin */
+function origin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(the clone URL)';
+  }
+}
+
 function writeAtomically(path: string, bytes: Uint8Array): void {
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, bytes, { mode: 0o644 });
@@ -223,9 +232,9 @@ export async function resolvePrograms(options: ResolveProgramsOptions): Promise<
           writeAtomically(cached, elf);
           return { id, elf };
         }
-        reason = `not on ${options.cloneUrl}`;
+        reason = `not on ${origin(options.cloneUrl)}`;
       } catch (e) {
-        reason = `cloning from ${options.cloneUrl} failed: ${(e as Error).message}`;
+        reason = `cloning from ${origin(options.cloneUrl)} failed: ${(e as Error).message}`;
       }
       warn(`program ${name} (${id}) not cloned: ${reason}`);
       return { id, name, reason };
