@@ -5,7 +5,7 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { gzipSync } from 'node:zlib';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createV1, execute, mplCore } from '@metaplex-foundation/mpl-core';
 import { createNoopSigner, publicKey, signerIdentity } from '@metaplex-foundation/umi';
@@ -72,11 +72,21 @@ async function createAndExecute(t: import('ava').ExecutionContext, ledger: Ledge
   return asset.publicKey.toBase58();
 }
 
+/** A fresh directory holding only Core, gzip-compressed (`<id>.so.gz`) or plain (`<id>.so`), made from the binary at hand. */
+async function coreDirOf(dir: string, kind: 'so.gz' | 'so'): Promise<string> {
+  const elf = await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so`)).catch(async () => gunzipSync(await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so.gz`))));
+  const out = await makeDataDir();
+  await writeFile(join(out, `${MPL_CORE_PROGRAM_ID}.${kind}`), kind === 'so.gz' ? gzipSync(elf) : elf);
+  await writeFile(join(out, 'README.md'), 'not a program: ignored');
+  return out;
+}
+
 metaplexTest(test, 'programs: Core from the .so.gz directory runs createV1 (100-byte asset) and an owner-signed execute on the app devnet; health lists it', async (t, dir) => {
-  t.true((await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so.gz`)).catch(() => null)) !== null, 'the directory keeps Core gzip-compressed');
+  const gz = await coreDirOf(dir, 'so.gz');
+  t.teardown(() => removeDataDir(gz));
   const logs: { msg: string; network?: string; programs?: unknown }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: dir }, appOptions: { logger } });
+  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: gz }, appOptions: { logger } });
   t.teardown(async () => {
     await app.close();
     await removeDataDir(app.dataDir);
@@ -268,10 +278,11 @@ test('programs: a clone source that cannot answer (refused, silent past the dead
   t.false(JSON.stringify([big.missing, warnings]).includes('SECRET123'), "a provider's key in the clone URL never reaches a log or reason");
 });
 
-metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs', async (t, dir) => {
+metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs (a plain .so here)', async (t, dir) => {
   const dataDir = await makeDataDir();
-  t.teardown(() => removeDataDir(dataDir));
-  const joined = await joinLedgers({ dataDir, networks: ['chain-devnet'], rpcPorts: { 'chain-devnet': 0, 'chain-mainnet': 0 }, programsDir: dir });
+  const plain = await coreDirOf(dir, 'so');
+  t.teardown(() => Promise.all([removeDataDir(dataDir), removeDataDir(plain)]));
+  const joined = await joinLedgers({ dataDir, networks: ['chain-devnet'], rpcPorts: { 'chain-devnet': 0, 'chain-mainnet': 0 }, programsDir: plain });
   t.teardown(() => joined.close());
   t.deepEqual(joined.programs?.['chain-devnet']?.programs, [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', source: 'directory' }]);
   await createAndExecute(t, joined.embedded['chain-devnet']!);
