@@ -179,7 +179,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     const lines = parsed.error.issues.map((i) => {
       const key = i.path.join('.');
       // A secret's value is never echoed, not even a malformed one (it may be a real key with a typo).
-      const shown = /SECRET|DATABASE_URL/.test(key) ? '(hidden)' : JSON.stringify(env[key] ?? '');
+      const shown = /SECRET|DATABASE_URL|CLONE_URL/.test(key) ? '(hidden)' : JSON.stringify(env[key] ?? '');
       return `  ${key}=${shown}: ${i.message}`;
     });
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

@@ -3,7 +3,9 @@ import pino from 'pino';
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { gzipSync } from 'node:zlib';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createV1, execute, mplCore } from '@metaplex-foundation/mpl-core';
 import { createNoopSigner, publicKey, signerIdentity } from '@metaplex-foundation/umi';
@@ -70,11 +72,21 @@ async function createAndExecute(t: import('ava').ExecutionContext, ledger: Ledge
   return asset.publicKey.toBase58();
 }
 
+/** A fresh directory holding only Core, gzip-compressed (`<id>.so.gz`) or plain (`<id>.so`), made from the binary at hand. */
+async function coreDirOf(dir: string, kind: 'so.gz' | 'so'): Promise<string> {
+  const elf = await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so`)).catch(async () => gunzipSync(await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so.gz`))));
+  const out = await makeDataDir();
+  await writeFile(join(out, `${MPL_CORE_PROGRAM_ID}.${kind}`), kind === 'so.gz' ? gzipSync(elf) : elf);
+  await writeFile(join(out, 'README.md'), 'not a program: ignored');
+  return out;
+}
+
 metaplexTest(test, 'programs: Core from the .so.gz directory runs createV1 (100-byte asset) and an owner-signed execute on the app devnet; health lists it', async (t, dir) => {
-  t.true((await readFile(join(dir, `${MPL_CORE_PROGRAM_ID}.so.gz`)).catch(() => null)) !== null, 'the directory keeps Core gzip-compressed');
+  const gz = await coreDirOf(dir, 'so.gz');
+  t.teardown(() => removeDataDir(gz));
   const logs: { msg: string; network?: string; programs?: unknown }[] = [];
   const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
-  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: dir }, appOptions: { logger } });
+  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: gz }, appOptions: { logger } });
   t.teardown(async () => {
     await app.close();
     await removeDataDir(app.dataDir);
@@ -111,6 +123,21 @@ metaplexTest(test, "programs: ledger B clones Core from ledger A's JSON-RPC, cac
   });
   const aUrl = a.ledgers.rpcUrls['chain-devnet']!;
   t.regex(aUrl, /^http:\/\/127\.0\.0\.1:\d+/);
+  // A's JSON-RPC serves the program as the upgradeable loader keeps it: a 36-byte program account naming its programdata.
+  const info = async (address: string, encoding = 'base64') => {
+    const res = await fetch(aUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getAccountInfo', params: [address, { encoding }] }) });
+    return ((await res.json()) as { result: { value: { owner: string; executable: boolean; space: number; data: any } } }).result.value;
+  };
+  const program = await info(MPL_CORE_PROGRAM_ID);
+  t.like(program, { owner: 'BPFLoaderUpgradeab1e11111111111111111111111', executable: true, space: 36 });
+  const programDataAddress = new PublicKey(Buffer.from(program.data[0], 'base64').subarray(4, 36)).toBase58();
+  const programData = await info(programDataAddress);
+  t.like(programData, { owner: 'BPFLoaderUpgradeab1e11111111111111111111111', space: 45 + 848_320 }, 'programdata: the 45-byte header and the ELF');
+  // jsonParsed as agave's decoder writes it (bpf-upgradeable-loader)
+  t.deepEqual((await info(MPL_CORE_PROGRAM_ID, 'jsonParsed')).data, { program: 'bpf-upgradeable-loader', parsed: { type: 'program', info: { programData: programDataAddress } }, space: 36 });
+  const parsedData = (await info(programDataAddress, 'jsonParsed')).data;
+  t.like(parsedData, { program: 'bpf-upgradeable-loader', parsed: { type: 'programData', info: { authority: null } }, space: 45 + 848_320 });
+  t.is(Buffer.from(parsedData.parsed.info.data[0], 'base64').length, 848_320);
   // The clone source is operator configuration, fetched by the ledger adapter directly: the outbound guard (which
   // refuses loopback unless SVC_OUTBOUND_ALLOW names it) is for URLs users give, so nothing is allow-listed here.
   const b = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: '', SVC_LEDGER_CLONE_URL: aUrl } });
@@ -213,12 +240,13 @@ test('programs: a bad SVC_LEDGER_PROGRAMS is a clear start-up error naming the s
 
   // The app refuses to start (the message names the setting), rather than failing a request later.
   await t.throwsAsync(startTestApp({ env: { SVC_LEDGER_PROGRAMS: join(root, 'nope') } }), { message: /SVC_LEDGER_PROGRAMS=.*no such directory/ });
-  t.throws(() => testConfig({ SVC_LEDGER_CLONE_URL: 'ftp://example.com' }), { instanceOf: ConfigError, message: /SVC_LEDGER_CLONE_URL/ });
+  const refused = t.throws(() => testConfig({ SVC_LEDGER_CLONE_URL: 'ftp://example.com/?api-key=SECRET123' }), { instanceOf: ConfigError, message: /SVC_LEDGER_CLONE_URL=\(hidden\)/ });
+  t.false(refused?.message.includes('SECRET123'), 'a clone URL may carry a provider key: never echoed');
   t.is(testConfig({ SVC_LEDGER_PROGRAMS: '../shared/programs' }).ledgers.programsDir, resolve('../shared/programs'), 'a relative directory is made absolute');
   t.is(testConfig({ SVC_LEDGER_PROGRAMS: '' }).ledgers.programsDir, undefined, 'empty = unset');
 });
 
-test('programs: a clone source that cannot answer leaves the well-known programs missing, not fatal', async (t) => {
+test('programs: a clone source that cannot answer (refused, silent past the deadline, an oversized body) leaves the well-known programs missing, not fatal', async (t) => {
   const root = await makeDataDir();
   t.teardown(() => removeDataDir(root));
   const warnings: string[] = [];
@@ -228,12 +256,33 @@ test('programs: a clone source that cannot answer leaves the well-known programs
   t.deepEqual(resolved.missing.map((m) => m.id), [MPL_CORE_PROGRAM_ID, AGENT_REGISTRY_IDENTITY_PROGRAM_ID, AGENT_REGISTRY_TOOLS_PROGRAM_ID]);
   t.regex(resolved.missing[0]!.reason, /cloning from http:\/\/127\.0\.0\.1:9 failed/);
   t.is(warnings.length, 3, 'each is warned about');
+
+  // A source that never answers is cut at the deadline; one that announces a body larger than any program is refused.
+  const silent = createServer(() => {});
+  const huge = createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(200 * 1024 * 1024) });
+    res.write('{');
+  });
+  const listen = (server: Server) => new Promise<string>((done) => server.listen(0, '127.0.0.1', () => done(`http://127.0.0.1:${(server.address() as AddressInfo).port}`)));
+  t.teardown(() => {
+    silent.closeAllConnections();
+    silent.close();
+    huge.closeAllConnections();
+    huge.close();
+  });
+  const core = [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core' }];
+  const slow = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: await listen(silent), wellKnown: core, timeoutMs: 300 });
+  t.regex(slow.missing[0]!.reason, /failed: .*(timeout|aborted)/i);
+  const big = await resolvePrograms({ cacheDir: join(root, 'cache'), cloneUrl: `${await listen(huge)}/rpc?api-key=SECRET123`, wellKnown: core, onWarning: (m) => warnings.push(m) });
+  t.regex(big.missing[0]!.reason, /answer is \d+ bytes, more than \d+/);
+  t.false(JSON.stringify([big.missing, warnings]).includes('SECRET123'), "a provider's key in the clone URL never reaches a log or reason");
 });
 
-metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs', async (t, dir) => {
+metaplexTest(test, 'programs: a process joining an installation (npm run facilitator) that opens the ledger itself loads the same programs (a plain .so here)', async (t, dir) => {
   const dataDir = await makeDataDir();
-  t.teardown(() => removeDataDir(dataDir));
-  const joined = await joinLedgers({ dataDir, networks: ['chain-devnet'], rpcPorts: { 'chain-devnet': 0, 'chain-mainnet': 0 }, programsDir: dir });
+  const plain = await coreDirOf(dir, 'so');
+  t.teardown(() => Promise.all([removeDataDir(dataDir), removeDataDir(plain)]));
+  const joined = await joinLedgers({ dataDir, networks: ['chain-devnet'], rpcPorts: { 'chain-devnet': 0, 'chain-mainnet': 0 }, programsDir: plain });
   t.teardown(() => joined.close());
   t.deepEqual(joined.programs?.['chain-devnet']?.programs, [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', source: 'directory' }]);
   await createAndExecute(t, joined.embedded['chain-devnet']!);

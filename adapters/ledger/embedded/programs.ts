@@ -182,6 +182,15 @@ export async function cloneProgram(url: string, id: string, timeoutMs = CLONE_TI
   return elf;
 }
 
+/** the clone source as logs may show it: an RPC provider's key often rides in the path or query, so only the origin */
+function origin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return '(the clone URL)';
+  }
+}
+
 function writeAtomically(path: string, bytes: Uint8Array): void {
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, bytes, { mode: 0o644 });
@@ -199,35 +208,42 @@ export async function resolvePrograms(options: ResolveProgramsOptions): Promise<
   if (options.dir !== undefined) {
     for (const { id, path } of listProgramsDir(options.dir)) add(id, 'directory', readProgramFile(path, 'SVC_LEDGER_PROGRAMS'));
   }
-  const missing: MissingProgram[] = [];
   const warn = options.onWarning ?? (() => {});
-  for (const { id, name } of options.wellKnown ?? WELL_KNOWN_PROGRAMS) {
-    if (images.some((i) => i.id === id)) continue;
-    const cached = join(options.cacheDir, `${id}.so`);
-    let elf: Uint8Array | null = null;
-    try {
-      statSync(cached);
-      elf = readProgramFile(cached, 'the program cache');
-    } catch (e) {
-      if (e instanceof ProgramsError) warn(`${e.message}; ignored`);
-    }
-    if (!elf && options.cloneUrl) {
+  // Each well-known program the directory lacks: from the cache, else cloned (all at once: a slow source delays start
+  // by one deadline, not one per program); in the list's order.
+  const wanted = (options.wellKnown ?? WELL_KNOWN_PROGRAMS).filter(({ id }) => !images.some((i) => i.id === id));
+  const found = await Promise.all(
+    wanted.map(async ({ id, name }): Promise<{ id: string; elf: Uint8Array } | MissingProgram> => {
+      const cached = join(options.cacheDir, `${id}.so`);
       try {
-        elf = await cloneProgram(options.cloneUrl, id, options.timeoutMs);
-        if (!elf) missing.push({ id, name, reason: `not on ${options.cloneUrl}` });
+        statSync(cached);
+        return { id, elf: readProgramFile(cached, 'the program cache') };
       } catch (e) {
-        missing.push({ id, name, reason: `cloning from ${options.cloneUrl} failed: ${(e as Error).message}` });
+        if (e instanceof ProgramsError) warn(`${e.message}; ignored`);
       }
-      if (elf) {
-        mkdirSync(options.cacheDir, { recursive: true, mode: 0o700 });
-        writeAtomically(cached, elf);
-      } else {
-        warn(`program ${name} (${id}) not cloned: ${missing.at(-1)!.reason}`);
+      if (!options.cloneUrl) {
+        return { id, name, reason: options.dir !== undefined ? 'not in SVC_LEDGER_PROGRAMS and SVC_LEDGER_CLONE_URL is not set' : 'neither SVC_LEDGER_PROGRAMS nor SVC_LEDGER_CLONE_URL is set' };
       }
-    } else if (!elf) {
-      missing.push({ id, name, reason: options.dir !== undefined ? `not in SVC_LEDGER_PROGRAMS and SVC_LEDGER_CLONE_URL is not set` : 'neither SVC_LEDGER_PROGRAMS nor SVC_LEDGER_CLONE_URL is set' });
-    }
-    if (elf) add(id, 'clone', elf);
+      let reason: string;
+      try {
+        const elf = await cloneProgram(options.cloneUrl, id, options.timeoutMs);
+        if (elf) {
+          mkdirSync(options.cacheDir, { recursive: true, mode: 0o700 });
+          writeAtomically(cached, elf);
+          return { id, elf };
+        }
+        reason = `not on ${origin(options.cloneUrl)}`;
+      } catch (e) {
+        reason = `cloning from ${origin(options.cloneUrl)} failed: ${(e as Error).message}`;
+      }
+      warn(`program ${name} (${id}) not cloned: ${reason}`);
+      return { id, name, reason };
+    }),
+  );
+  const missing: MissingProgram[] = [];
+  for (const result of found) {
+    if ('elf' in result) add(result.id, 'clone', result.elf);
+    else missing.push(result);
   }
   return { images, missing };
 }

@@ -52,12 +52,35 @@ export function encodeAccount(ledger: EmbeddedLedger, account: LedgerAccount, en
       encoded = [bytes.toString('base64'), 'base64'];
       break;
     case 'jsonParsed':
-      encoded = (!slice && parsedTokenData(account.owner, full, (mint) => ledger.decimalsOf(mint))) || [bytes.toString('base64'), 'base64'];
+      encoded = (!slice && (parsedTokenData(account.owner, full, (mint) => ledger.decimalsOf(mint)) ?? parsedUpgradeableLoaderData(account.owner, full))) || [bytes.toString('base64'), 'base64'];
       break;
     default:
       throw invalidParams(`Invalid params: unsupported encoding ${String(encoding)}`);
   }
   return { data: encoded, executable: account.executable, lamports: account.lamports, owner: account.owner, rentEpoch: RENT_EPOCH_EXEMPT, space: full.length };
+}
+
+const UPGRADEABLE_LOADER = 'BPFLoaderUpgradeab1e11111111111111111111111';
+
+/**
+ * jsonParsed of an upgradeable-loader account, as agave's account decoder writes it (issue 10: loaded programs), e.g.
+ * { program: 'bpf-upgradeable-loader', parsed: { type: 'program', info: { programData: '9ZC2…' } }, space: 36 };
+ * null for any other account.
+ */
+export function parsedUpgradeableLoaderData(owner: string, data: Uint8Array) {
+  if (owner !== UPGRADEABLE_LOADER || data.length < 4) return null;
+  const view = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  // Option<Pubkey> as bincode writes it; the loader reserves its 33 bytes either way
+  const authority = (at: number) => (view[at] === 1 ? encodeBase58(view.subarray(at + 1, at + 33)) : null);
+  const tag = view.readUInt32LE(0);
+  let parsed: Record<string, unknown>;
+  if (tag === 0) parsed = { type: 'uninitialized' };
+  else if (tag === 1 && view.length >= 37) parsed = { type: 'buffer', info: { authority: authority(4), data: [view.subarray(37).toString('base64'), 'base64'] } };
+  else if (tag === 2 && view.length >= 36) parsed = { type: 'program', info: { programData: encodeBase58(view.subarray(4, 36)) } };
+  else if (tag === 3 && view.length >= 45) {
+    parsed = { type: 'programData', info: { slot: Number(view.readBigUInt64LE(4)), authority: authority(12), data: [view.subarray(45).toString('base64'), 'base64'] } };
+  } else return null;
+  return { program: 'bpf-upgradeable-loader', parsed, space: data.length };
 }
 
 function tokenBalanceJson(b: StoredTokenBalance) {
