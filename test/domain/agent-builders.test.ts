@@ -259,6 +259,11 @@ function approveOnLedger(ledger: EmbeddedLedger, treasury: string, delegate: str
   ledger.setAccount(minted.tokenAccount, { lamports: account.lamports, data: out, owner: account.owner });
 }
 
+/** An account of a registry program on the `registry` ledger (profiles, identities, records the programs would write). */
+function registryAccount(at: string, program: string): void {
+  registry.setAccount(at, { lamports: 1_000_000n, data: new Uint8Array(104), owner: program });
+}
+
 // ---------- agents/prepare, identity, token set ----------
 
 test('agents/prepare without the identity program: createV1 of a fresh asset (presigned), identity not_registered with a warning naming the program', async (t) => {
@@ -318,7 +323,7 @@ test('identity, executive and token-set routes answer program_unavailable naming
   await rejects(t, buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
 });
 
-test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client', async (t) => {
+test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const a = agentOn();
   const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)));
@@ -330,9 +335,11 @@ test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byt
     official(registerIdentityV1(officialUmi, { asset: publicKey(a.mint), payer: noop(owner), authority: noop(owner), agentRegistrationUri: 'https://example.com/id.json' })),
   );
   assertCatalogued(t, p);
+  registryAccount(p.echo.agent_identity as string, IDENTITY_PROGRAM_ID);
+  await rejects(t, buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)), 'conflict');
 });
 
-test('executive register / delegate / revoke: byte-equal to the official tools client, owner signs delegate and revoke', async (t) => {
+test('executive register / delegate / revoke: byte-equal to the official tools client; refused (invalid_request, conflict) when the state each needs is missing or already there', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const a = agentOn();
   const ctx = ctxOf(registry, a.record);
@@ -345,6 +352,16 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
   t.is(reg.feePayer, executive, 'the executive pays by default');
   assertSameInstructions(t, reg.instructions, official(registerExecutiveV1(officialUmi, { payer: noop(executive), authority: noop(executive) })));
   t.is(reg.echo.executive_profile, profile);
+
+  // never a transaction that must fail: each step needs the state the one before leaves
+  const delegateInput = PrepareExecutiveInput.parse({ mint: a.mint, executive, payer });
+  const issue = async (p: Promise<unknown>, code: string) => t.like((await rejects(t, p, 'invalid_request')).details, { issues: [{ code }] });
+  await issue(buildDelegateExecution(delegateInput, ctx), 'executive_not_registered');
+  registryAccount(profile, TOOLS_PROGRAM_ID);
+  await rejects(t, buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx), 'conflict');
+  await issue(buildDelegateExecution(delegateInput, ctx), 'identity_not_registered');
+  registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
+  await issue(buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'not_delegated');
 
   const del = plan(await buildDelegateExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive, payer }), ctx));
   t.is(del.feePayer, payer);
@@ -362,6 +379,8 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
     ),
   );
   t.like(del.metadata, { executive });
+  registryAccount(del.echo.execution_delegate_record as string, TOOLS_PROGRAM_ID);
+  await rejects(t, buildDelegateExecution(delegateInput, ctx), 'conflict');
 
   const rev = plan(await buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx));
   const record = findExecutionDelegateRecordV1Pda(officialUmi, { executiveProfile: publicKey(profile), agentAsset: publicKey(a.mint) })[0];
@@ -374,10 +393,12 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
   for (const p of [reg, del, rev]) assertCatalogued(t, p);
 });
 
-test('token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner', async (t) => {
+test('token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner; refused without an identity', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const a = agentOn();
   const genesis = address();
+  await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)), 'invalid_request');
+  registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
   const p = plan(await buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)));
   t.is(p.instructions.length, 1);
   const e = assertExecute(t, p.instructions[0]!, { asset: a.mint, owner: a.record.owner, payer: a.record.owner });

@@ -2,6 +2,7 @@ import { Keypair } from '@solana/web3.js';
 import { publicKey } from '@metaplex-foundation/umi';
 import { createV1 } from '@metaplex-foundation/mpl-core';
 import { findAgentIdentityV1Pda, registerIdentityV1, setAgentTokenV1 } from '@metaplex-foundation/mpl-agent-registry';
+import { DomainError } from '../../shared/errors.ts';
 import { treasuryOf } from '../../treasury/derive.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome, TransactionPlan } from '../../transactions/plan.ts';
 import type { PrepareAgentInput, PrepareIdentityInput, PrepareTokenSetInput } from '../prepare-schema.ts';
@@ -71,6 +72,10 @@ export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: Ag
   await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
+  const identity = agentIdentityOf(input.mint);
+  if (await ctx.reads.getAccount(identity)) {
+    throw new DomainError('conflict', `Agent ${input.mint} already has a registered identity (${identity})`, { agent_identity: identity });
+  }
   const instructions = toInstructions(
     registerIdentityV1(umi(), { asset: publicKey(input.mint), payer: signer(payer), authority: signer(owner), agentRegistrationUri: input.uri }),
   );
@@ -87,6 +92,10 @@ export async function buildTokenSet(input: PrepareTokenSetInput, ctx: AgentBuild
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const treasury = treasuryOf(input.mint);
+  if (!(await ctx.reads.getAccount(agentIdentityOf(input.mint)))) {
+    const message = `Agent ${input.mint} has no registered identity: register it first (identity/prepare)`;
+    throw new DomainError('invalid_request', message, { issues: [{ path: 'mint', message, code: 'identity_not_registered' }] });
+  }
   const inner = toInstructions(
     setAgentTokenV1(umi(), {
       asset: publicKey(input.mint),
