@@ -675,6 +675,8 @@ test('buyer/payment: the §2.3 settlement layout from the buyer treasury, the ex
   t.is(free.instructions.length, 5, 'no fee leg and no fee vault creation when the fee is off');
   const payer = address();
   t.is(plan(await buildBuyerPayment({ ...input, payer }, offer, ctx)).feePayer, payer);
+  t.throws(() => directOffer({ ...input, currency: 'USDT' }, ctx), { instanceOf: DomainError, message: /USDT is not available on chain-devnet/ });
+  t.throws(() => directOffer({ ...input, amount: '0.0000001' }, ctx), { instanceOf: DomainError, message: /at most 6 decimal places/ });
   t.false(PrepareBuyerPaymentInput.safeParse({ buyer_agent: buyer.mint, executive }).success, 'a link or (pay_to, amount, currency)');
   t.false(PrepareBuyerPaymentInput.safeParse({ ...input, payment_link: 'x' }).success, 'not both');
   t.true(PrepareBuyerPaymentInput.safeParse({ payment_link: 'weather', buyer_agent: buyer.mint, executive }).success);

@@ -13,11 +13,11 @@ import { executeInstructions, wholeUnitsToAtomic } from './execute.ts';
 // the asset-signer PDA through Core `execute` (the owner authorises it).
 
 /** The curated stable of the context's network, or `invalid_request` naming what exists. */
-export function stableOf(ctx: BuildContext, symbol: string): Stable {
+export function stableOf(ctx: BuildContext, symbol: string, path = 'stable_symbol'): Stable {
   const stable = ctx.stables.find((s) => s.symbol === symbol.toUpperCase());
   if (!stable) {
     const message = `${symbol} is not available on ${ctx.network}; known: ${ctx.stables.map((s) => s.symbol).join(', ')}`;
-    throw DomainError.invalid([{ path: 'stable_symbol', message, code: 'unknown_stable' }], message);
+    throw DomainError.invalid([{ path, message, code: 'unknown_stable' }], message);
   }
   return stable;
 }
