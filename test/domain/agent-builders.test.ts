@@ -23,7 +23,7 @@ import {
 import { createNoopSigner, publicKey } from '@metaplex-foundation/umi';
 import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
 import { toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
-import { deserializeAssetV1, getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
+import { createCollectionV1, createV1, deserializeAssetV1, getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
 import {
   delegateExecutionV1,
   findAgentIdentityV1Pda,
@@ -60,6 +60,7 @@ import {
   RENT_EXEMPT_EMPTY_ACCOUNT_LAMPORTS,
   TOOLS_PROGRAM_ID,
 } from '../../domain/agents/build/index.ts';
+import { executeInstructions } from '../../domain/agents/build/execute.ts';
 import {
   PrepareAgentInput,
   PrepareBuyerPaymentInput,
@@ -782,4 +783,50 @@ test('on Metaplex Core: agents/prepare with a separate payer mints an asset owne
   t.is(asset.owner, publicKey(owner));
   t.deepEqual(asset.updateAuthority, { type: 'Address', address: publicKey(owner) });
   t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
+});
+
+test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs', async (t) => {
+  if (!CORE) return t.fail(coreMissing);
+  const owner = Keypair.generate();
+  const o = owner.publicKey.toBase58();
+  plain.airdrop(o, 1_000_000_000n);
+  const collection = Keypair.generate();
+  const asset = Keypair.generate();
+  // minted with the official client directly, as another tool would
+  const mintIxs = official(
+    createCollectionV1(officialUmi, { collection: noop(collection.publicKey.toBase58()), payer: noop(o), updateAuthority: publicKey(o), name: 'Fleet', uri: 'https://example.com/c.json' }),
+  ).concat(
+    official(
+      createV1(officialUmi, {
+        asset: noop(asset.publicKey.toBase58()),
+        collection: publicKey(collection.publicKey.toBase58()),
+        authority: noop(o),
+        payer: noop(o),
+        owner: publicKey(o),
+        name: 'In fleet',
+        uri: 'https://example.com/f.json',
+      }),
+    ),
+  );
+  const mint = asset.publicKey.toBase58();
+  const minted = await run(plain, { kind: 'agent.create', agent: mint, feePayer: o, instructions: mintIxs, echo: {}, metadata: {} }, [owner, collection, asset]);
+  t.true(minted.ok, JSON.stringify(minted));
+  plain.airdrop(treasuryOf(mint), 500_000_000n);
+
+  const a = agentOn('chain-devnet', mint);
+  a.record.owner = o;
+  const ctx = ctxOf(plain, a.record);
+  const destination = address();
+  const body = PrepareWithdrawSolInput.parse({ mint, payer: o, authority: o, destination, lamports: '100000000' });
+  const p = plan(await buildWithdrawSol(body, ctx));
+  t.is(decodeExecute(p.instructions[0]!).collection, collection.publicKey.toBase58(), 'Execute names the collection');
+
+  // without it Core refuses the Execute: the read is what makes the transaction land
+  const bare = { ...p, instructions: executeInstructions({ asset: mint, authority: o, payer: o, inner: [decodeExecute(p.instructions[0]!).inner] }) };
+  const refused = await run(plain, bare, [owner]);
+  t.false(refused.ok, 'an Execute without the collection fails on Core');
+  if (!refused.ok) t.true(refused.logs.some((l) => /collection/i.test(l)), refused.logs.join('\n'));
+  const sent = await run(plain, p, [owner]);
+  t.true(sent.ok, JSON.stringify(sent));
+  t.is(await plain.getBalance(destination), 100_000_000n);
 });

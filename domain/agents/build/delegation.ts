@@ -7,7 +7,7 @@ import { treasuryOf } from '../../treasury/derive.ts';
 import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome } from '../../transactions/plan.ts';
 import type { PrepareDelegationInput, PrepareDelegationRevokeInput } from '../prepare-schema.ts';
-import { executeInstructions, wholeUnitsToAtomic } from './execute.ts';
+import { executeFor, wholeUnitsToAtomic } from './execute.ts';
 
 // delegation/prepare and delegation/revoke/prepare: SPL Approve / Revoke of the treasury's token account, signed by
 // the asset-signer PDA through Core `execute` (the owner authorises it).
@@ -51,7 +51,7 @@ export async function buildDelegation(input: PrepareDelegationInput, ctx: AgentB
     );
   }
   const approve = createApproveInstruction(new PublicKey(account), new PublicKey(input.executive), new PublicKey(treasury), allowance, [], program);
-  instructions.push(...executeInstructions({ asset: input.mint, authority: owner, payer, inner: [approve] }));
+  instructions.push(...(await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [approve] })));
 
   const echo = {
     asset: input.mint,
@@ -84,7 +84,7 @@ export async function buildDelegationRevoke(input: PrepareDelegationRevokeInput,
     throw DomainError.invalid([{ path: 'stable_symbol', message, code: 'token_account_missing' }], message);
   }
   const revoke = createRevokeInstruction(new PublicKey(account), new PublicKey(treasury), [], new PublicKey(stable.tokenProgramId));
-  const instructions = executeInstructions({ asset: input.mint, authority: owner, payer, inner: [revoke] });
+  const instructions = await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [revoke] });
   const echo = { asset: input.mint, treasury, token_account: account, stable_symbol: stable.symbol };
   return { kind: 'agent.delegation.revoke', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo, stable_symbol: stable.symbol } };
 }
