@@ -785,7 +785,7 @@ test('on Metaplex Core: agents/prepare with a separate payer mints an asset owne
   t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
 });
 
-test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs', async (t) => {
+test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs; the ledger’s owner must authorise', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const owner = Keypair.generate();
   const o = owner.publicKey.toBase58();
@@ -829,4 +829,10 @@ test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Ex
   const sent = await run(plain, p, [owner]);
   t.true(sent.ok, JSON.stringify(sent));
   t.is(await plain.getBalance(destination), 100_000_000n);
+
+  // a record that lags the ledger (the asset changed hands): the ledger's owner decides, before anything is built
+  const stale = agentOn('chain-devnet', mint);
+  await rejects(t, buildWithdrawSol(PrepareWithdrawSolInput.parse({ ...body, payer: stale.record.owner, authority: stale.record.owner }), ctxOf(plain, stale.record)), 'forbidden', {
+    owner: o,
+  });
 });

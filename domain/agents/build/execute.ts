@@ -76,14 +76,19 @@ export function executeInstructions(input: ExecuteInput): TransactionInstruction
   return toInstructions(builder);
 }
 
+/** What the ledger says of a Core asset: its owner and its collection (when its update authority is one). */
+export interface AssetOnLedger {
+  owner: string;
+  collection: string | undefined;
+}
+
 /**
- * The collection of a Core asset on the ledger (its update authority is the collection), or undefined: not in one,
- * or not (yet) on this ledger. An asset minted elsewhere (a recorded agent) may be in one, and then Execute and the
- * identity registration must name it.
+ * The Core asset as the ledger holds it, or null: not (yet) on this ledger, or not a Core asset. An asset minted
+ * elsewhere (a recorded agent) may be in a collection, and then Execute and the identity registration must name it.
  */
-export async function assetCollection(reads: LedgerReads, asset: string): Promise<string | undefined> {
+export async function readAsset(reads: LedgerReads, asset: string): Promise<AssetOnLedger | null> {
   const account = await reads.getAccount(asset);
-  if (!account || account.owner !== MPL_CORE_PROGRAM_ID) return undefined;
+  if (!account || account.owner !== MPL_CORE_PROGRAM_ID) return null;
   try {
     const decoded = deserializeAssetV1({
       publicKey: publicKey(asset),
@@ -92,15 +97,29 @@ export async function assetCollection(reads: LedgerReads, asset: string): Promis
       owner: publicKey(account.owner),
       lamports: { basisPoints: account.lamports, identifier: 'SOL', decimals: 9 },
     });
-    return decoded.updateAuthority.type === 'Collection' ? decoded.updateAuthority.address : undefined;
+    return { owner: decoded.owner, collection: decoded.updateAuthority.type === 'Collection' ? decoded.updateAuthority.address : undefined };
   } catch {
-    return undefined; // another kind of Core account: Core refuses it as an asset either way
+    return null; // another kind of Core account: Core refuses it as an asset either way
   }
 }
 
-/** Core `execute` around `inner` for the asset, naming its collection when it has one. */
+export async function assetCollection(reads: LedgerReads, asset: string): Promise<string | undefined> {
+  return (await readAsset(reads, asset))?.collection;
+}
+
+/**
+ * Core `execute` around `inner` for the asset, naming its collection when it has one. When the ledger holds the asset,
+ * its owner there must be the authority (a record can lag a transfer): `forbidden` otherwise, never a failing Execute.
+ */
 export async function executeFor(reads: LedgerReads, input: Omit<ExecuteInput, 'collection'>): Promise<TransactionInstruction[]> {
-  return executeInstructions({ ...input, collection: await assetCollection(reads, input.asset) });
+  const onLedger = await readAsset(reads, input.asset);
+  if (onLedger && onLedger.owner !== input.authority) {
+    throw new DomainError('forbidden', `${input.authority} does not own asset ${input.asset} on the ledger (its owner is ${onLedger.owner})`, {
+      authority: input.authority,
+      owner: onLedger.owner,
+    });
+  }
+  return executeInstructions({ ...input, collection: onLedger?.collection });
 }
 
 /** Only the asset owner may authorise Execute (hosted-api §4.3 withdraw): anything else is refused before building. */
