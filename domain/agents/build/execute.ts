@@ -112,14 +112,20 @@ export async function assetCollection(reads: LedgerReads, asset: string): Promis
  * its owner there must be the authority (a record can lag a transfer): `forbidden` otherwise, never a failing Execute.
  */
 export async function executeFor(reads: LedgerReads, input: Omit<ExecuteInput, 'collection'>): Promise<TransactionInstruction[]> {
-  const onLedger = await readAsset(reads, input.asset);
-  if (onLedger && onLedger.owner !== input.authority) {
-    throw new DomainError('forbidden', `${input.authority} does not own asset ${input.asset} on the ledger (its owner is ${onLedger.owner})`, {
-      authority: input.authority,
+  const onLedger = await requireLedgerOwner(reads, input.asset, input.authority);
+  return executeInstructions({ ...input, collection: onLedger?.collection });
+}
+
+/** The asset's owner on the ledger must be `authority` when the ledger holds the asset; returns what it read. */
+export async function requireLedgerOwner(reads: LedgerReads, asset: string, authority: string): Promise<AssetOnLedger | null> {
+  const onLedger = await readAsset(reads, asset);
+  if (onLedger && onLedger.owner !== authority) {
+    throw new DomainError('forbidden', `${authority} does not own asset ${asset} on the ledger (its owner is ${onLedger.owner})`, {
+      authority,
       owner: onLedger.owner,
     });
   }
-  return executeInstructions({ ...input, collection: onLedger?.collection });
+  return onLedger;
 }
 
 /** Only the asset owner may authorise Execute (hosted-api §4.3 withdraw): anything else is refused before building. */

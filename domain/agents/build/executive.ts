@@ -10,7 +10,7 @@ import { DomainError } from '../../shared/errors.ts';
 import type { AgentBuildContext, PlanOutcome } from '../../transactions/plan.ts';
 import type { PrepareExecutiveInput, PrepareExecutiveRegisterInput } from '../prepare-schema.ts';
 import { agentIdentityOf } from './agent.ts';
-import { IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, TOOLS_PROGRAM_ID, umi } from './execute.ts';
+import { IDENTITY_PROGRAM_ID, requireLedgerOwner, requireProgram, signer, toInstructions, TOOLS_PROGRAM_ID, umi } from './execute.ts';
 
 // executive/register, executive/delegate, executive/revoke: the Agent Registry tools program (Metaplex "Run an Agent").
 
@@ -43,6 +43,7 @@ export async function buildDelegateExecution(input: PrepareExecutiveInput, ctx: 
   await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
+  await requireLedgerOwner(ctx.reads, input.mint, owner);
   const [profile, identity, record] = await ctx.reads.getMultipleAccounts([
     executiveProfileOf(input.executive),
     agentIdentityOf(input.mint),
@@ -79,6 +80,7 @@ export async function buildRevokeExecution(input: PrepareExecutiveInput, ctx: Ag
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const record = executionDelegateRecordOf(input.executive, input.mint);
+  await requireLedgerOwner(ctx.reads, input.mint, owner);
   if (!(await ctx.reads.getAccount(record))) {
     throw refuse('executive', 'not_delegated', `Execution of ${input.mint} is not delegated to ${input.executive}: nothing to revoke`);
   }
