@@ -127,6 +127,7 @@ test.before(async () => {
     deploy(plain, MPL_CORE_PROGRAM_ID, CORE);
     // The registry's binaries are not available: a deployed program at their ids (Core's ELF as a stand-in) is what
     // the builders look for — whether the network's ledger runs a program there.
+    deploy(registry, MPL_CORE_PROGRAM_ID, CORE);
     deploy(registry, IDENTITY_PROGRAM_ID, CORE);
     deploy(registry, TOOLS_PROGRAM_ID, CORE);
   }
@@ -835,4 +836,19 @@ test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Ex
   await rejects(t, buildWithdrawSol(PrepareWithdrawSolInput.parse({ ...body, payer: stale.record.owner, authority: stale.record.owner }), ctxOf(plain, stale.record)), 'forbidden', {
     owner: o,
   });
+});
+
+test('executive delegate / revoke: a recorded owner who no longer owns the asset on the ledger is forbidden', async (t) => {
+  if (!CORE) return t.fail(coreMissing);
+  const holder = Keypair.generate();
+  const h = holder.publicKey.toBase58();
+  registry.airdrop(h, 1_000_000_000n);
+  const asset = Keypair.generate();
+  const mint = asset.publicKey.toBase58();
+  const ixs = official(createV1(officialUmi, { asset: noop(mint), payer: noop(h), owner: publicKey(h), name: 'Moved', uri: 'https://example.com/m.json' }));
+  t.true((await run(registry, { kind: 'agent.create', agent: mint, feePayer: h, instructions: ixs, echo: {}, metadata: {} }, [holder, asset])).ok);
+  const stale = agentOn('chain-devnet', mint); // recorded with another owner
+  const input = PrepareExecutiveInput.parse({ mint, executive: address() });
+  await rejects(t, buildDelegateExecution(input, ctxOf(registry, stale.record)), 'forbidden', { owner: h });
+  await rejects(t, buildRevokeExecution(input, ctxOf(registry, stale.record)), 'forbidden', { owner: h });
 });
