@@ -466,7 +466,11 @@ test('delegation revoke: SPL Revoke through execute; a treasury without the toke
   const revoke = decodeRevokeInstruction(e.inner, TOKEN_PROGRAM_ID);
   t.is(revoke.keys.account.pubkey.toBase58(), associatedTokenAccount(a.treasury, USDC.mint, USDC.tokenProgramId));
   t.is(revoke.keys.owner.pubkey.toBase58(), a.treasury);
+  t.like(p.metadata, { stable_symbol: 'USDC', delegate: null, allowance_atomic: '0' });
   assertCatalogued(t, p);
+  const executive = address();
+  approveOnLedger(plain, a.treasury, executive, 5n, 1n);
+  t.like(plan(await buildDelegationRevoke(PrepareDelegationRevokeInput.parse({ mint: a.mint, stable_symbol: 'USDC' }), ctx)).metadata, { delegate: executive });
 });
 
 // ---------- provision ----------
