@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { z } from 'zod';
 import { Address } from '../domain/shared/address.ts';
 import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
@@ -101,6 +102,10 @@ export const ConfigSchema = z.object({
   SVC_DEVNET_RPC_PORT: Port.default(8899),
   SVC_MAINNET_RPC_PORT: Port.default(8900),
   SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
+  /** issue 10: a directory of <program-id>.so(.gz) files every embedded ledger loads (solana-test-validator --bpf-program) */
+  SVC_LEDGER_PROGRAMS: optionalString,
+  /** issue 10: a Solana JSON-RPC the well-known programs missing from SVC_LEDGER_PROGRAMS are cloned from at first start */
+  SVC_LEDGER_CLONE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
   SVC_FACILITATOR_SECRET_KEY: SecretKey.optional().or(z.literal('').transform(() => undefined)),
   SVC_FACILITATOR_NETWORKS: FacilitatorNetworks.optional().or(z.literal('').transform(() => undefined)),
   SVC_FACILITATOR_PORT: Port.default(8787),
@@ -132,7 +137,17 @@ export interface Config {
   dbPoolMax: number;
   rateLimits: RateLimitOverrides;
   jobs: 'inline' | 'off';
-  ledgers: { devnet: string; mainnet: string; devnetRpcPort: number; mainnetRpcPort: number; rpcHost: string };
+  ledgers: {
+    devnet: string;
+    mainnet: string;
+    devnetRpcPort: number;
+    mainnetRpcPort: number;
+    rpcHost: string;
+    /** SVC_LEDGER_PROGRAMS, made absolute */
+    programsDir: string | undefined;
+    /** SVC_LEDGER_CLONE_URL */
+    cloneUrl: string | undefined;
+  };
   facilitator: {
     secretKey: Uint8Array | undefined;
     /** the standalone service's networks (default devnet); the gateway's in-process facilitator serves both */
@@ -192,6 +207,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       devnetRpcPort: e.SVC_DEVNET_RPC_PORT,
       mainnetRpcPort: e.SVC_MAINNET_RPC_PORT,
       rpcHost: e.SVC_LEDGER_RPC_HOST,
+      programsDir: e.SVC_LEDGER_PROGRAMS === undefined ? undefined : resolve(e.SVC_LEDGER_PROGRAMS),
+      cloneUrl: e.SVC_LEDGER_CLONE_URL,
     },
     facilitator: {
       secretKey: e.SVC_FACILITATOR_SECRET_KEY,

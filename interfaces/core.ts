@@ -124,7 +124,7 @@ export interface AppOptions {
 }
 
 /** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
-export function faucetCommand(options: { dataDir: string }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+export function faucetCommand(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
   return runFaucet(options, request);
 }
 
@@ -169,7 +169,10 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
             devnetRpcPort: config.ledgers.devnetRpcPort,
             mainnetRpcPort: config.ledgers.mainnetRpcPort,
             rpcHost: config.ledgers.rpcHost,
+            programsDir: config.ledgers.programsDir,
+            cloneUrl: config.ledgers.cloneUrl,
             onWarning: (message) => log.warn({ component: 'ledger' }, message),
+            onInfo: (message, context) => log.info(context, message),
           });
     // Final once built (frozen): nothing patches them later, the HTTP port included.
     const settings: GatewaySettings = {
@@ -203,6 +206,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       ledgers: ledgers.ledgers,
       faucet: ledgers.faucet,
       embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
+      ledgerPrograms: ledgers.programs,
       facilitator,
       paywallFacilitator,
       outbound,
@@ -347,7 +351,10 @@ export async function openFacilitatorCore(config: Config, options: { logger?: Lo
       rpcUrl: config.facilitator.rpcUrl,
       rpcPorts: { 'chain-devnet': config.ledgers.devnetRpcPort, 'chain-mainnet': config.ledgers.mainnetRpcPort },
       rpcHost: config.ledgers.rpcHost,
+      programsDir: config.ledgers.programsDir,
+      cloneUrl: config.ledgers.cloneUrl,
       onWarning: (message) => log.warn({ component: 'ledger' }, message),
+      onInfo: (message, context) => log.info(context, message),
     });
     const fee = await feeSettings(config);
     const service = await openFacilitator({
@@ -403,6 +410,9 @@ export async function startJobRunner(url: string, services: Services, log: Logge
     webhooks: services.webhooks,
     log,
     receipts: { receipts: services.receipts, pull: services.pull, queue: graphileQueue(url, log), now: () => new Date() },
+    transactions: Object.keys(services.ledgers).length
+      ? { transactions: services.transactions, queue: graphileQueue(url, log), now: () => services.clock.now() }
+      : undefined,
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
   const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });

@@ -23,6 +23,10 @@ async function main(): Promise<void> {
     ...Object.entries(app.ledgers.rpcUrls).map(
       ([network, url]) => `  ledger      ${network}: ${app.ledgers.embedded[network as 'chain-devnet'] ? 'embedded, JSON-RPC at ' : ''}${url}`,
     ),
+    ...Object.entries(app.ledgers.programs ?? {}).map(
+      ([network, p]) =>
+        `  programs    ${network}: ${p.programs.map((x) => `${x.name ?? x.id} (${x.source})`).join(', ') || 'none'}${p.missing.length ? `; missing ${p.missing.map((x) => x.name ?? x.id).join(', ')}` : ''}`,
+    ),
     `  API key     npm run keys -- create --network chain-devnet [--admin]`,
   ];
   console.log(lines.join('\n'));

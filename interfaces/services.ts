@@ -7,7 +7,7 @@ import { AdminService } from '../domain/admin/service.ts';
 import { AgentService } from '../domain/agents/service.ts';
 import { PaymentLinkService } from '../domain/payment-links/service.ts';
 import { EventService } from '../domain/events/service.ts';
-import { MetaService } from '../domain/meta/service.ts';
+import { MetaService, type LedgerHealth } from '../domain/meta/service.ts';
 import { MetricsService } from '../domain/metrics/service.ts';
 import { RequestRecorder } from '../domain/metrics/recorder.ts';
 import { IdempotencyService } from '../domain/policies/idempotency.ts';
@@ -24,16 +24,20 @@ import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
+import { TreasuryService } from '../domain/treasury/balances.ts';
 import { WebhookService } from '../domain/webhooks/service.ts';
 import { ReceiptService } from '../domain/receipts/service.ts';
 import { PullService } from '../domain/receipts/pull.ts';
 import type { JobQueue } from '../domain/ports/job-queue.ts';
+import { TransactionService } from '../domain/transactions/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
   access: AccessService;
   admin: AdminService;
   agents: AgentService;
+  /** hosted-api §4.4: treasury balances and pay-to */
+  treasury: TreasuryService;
   paymentLinks: PaymentLinkService;
   events: EventService;
   meta: MetaService;
@@ -57,6 +61,9 @@ export interface Services {
   receipts: ReceiptService;
   /** issue 11: pull targets and the pull worker's run */
   pull: PullService;
+  /** issue 10: prepare → submit → track */
+  transactions: TransactionService;
+  clock: Clock;
 }
 
 export interface ServiceDeps {
@@ -69,6 +76,8 @@ export interface ServiceDeps {
   ledgers: Partial<Record<Network, Ledger>>;
   faucet: Faucet | undefined;
   embeddedNetworks: ReadonlySet<Network>;
+  /** issue 10: the programs each embedded ledger loaded (GET /v1/health) */
+  ledgerPrograms?: Partial<Record<Network, LedgerHealth>> | undefined;
   facilitator?: FacilitatorService | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
@@ -100,9 +109,10 @@ export function buildServices(deps: ServiceDeps): Services {
     access,
     admin: new AdminService({ store, clock, access }),
     agents,
+    treasury: new TreasuryService({ agents, ledgers: deps.ledgers }),
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
     events: new EventService({ store, feed }),
-    meta: new MetaService({ settings, clock }),
+    meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
     rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
     memoryLimiter: new MemoryRateLimiter({ clock, limits }),
@@ -127,5 +137,7 @@ export function buildServices(deps: ServiceDeps): Services {
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
+    transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings }),
+    clock,
   };
 }

@@ -9,6 +9,8 @@ import type { WebhookService } from '../domain/webhooks/service.ts';
 import { DELIVER_WEBHOOK_TASK, SWEEP_WEBHOOKS_TASK } from '../domain/webhooks/delivery.ts';
 import { deliverWebhook, sweepWebhooks } from './webhooks.ts';
 import { PULL_TASK, pullReceipts, verifyReceipts } from './receipts.ts';
+import type { TransactionService } from '../domain/transactions/service.ts';
+import { CONFIRM_TASK, confirmTransactions, EXPIRE_PREPARED_TASK, expirePrepared } from './transactions.ts';
 
 /** Every task by name and the recurring schedule; the composition root hands these to the queue library. */
 export function jobDefinitions(deps: {
@@ -19,6 +21,8 @@ export function jobDefinitions(deps: {
   log: JobLogger;
   /** issue 11: receipt checks and the pull worker (absent: not registered) */
   receipts?: { receipts: ReceiptService; pull: PullService; queue: JobQueue; now: () => Date } | undefined;
+  /** issue 10: the confirmations job and the expiry of prepared events (absent: a process without ledgers) */
+  transactions?: { transactions: TransactionService; queue: JobQueue; now: () => Date } | undefined;
 }): {
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
@@ -40,6 +44,12 @@ export function jobDefinitions(deps: {
             [PULL_TASK]: pullReceipts({ pull: deps.receipts.pull, queue: deps.receipts.queue, log: deps.log, now: deps.receipts.now }),
           }
         : {}),
+      ...(deps.transactions
+        ? {
+            [CONFIRM_TASK]: confirmTransactions({ ...deps.transactions, log: deps.log }),
+            [EXPIRE_PREPARED_TASK]: expirePrepared({ transactions: deps.transactions.transactions, log: deps.log }),
+          }
+        : {}),
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
@@ -49,6 +59,8 @@ export function jobDefinitions(deps: {
       { task: SWEEP_WEBHOOKS_TASK, schedule: '* * * * *' },
       // The pull worker reschedules itself per target cadence; the minute tick restarts it if that job was lost.
       ...(deps.receipts ? [{ task: 'verify_receipts', schedule: '* * * * *' }, { task: PULL_TASK, schedule: '* * * * *' }] : []),
+      // Submits wake the confirmations job at once; the minute tick restarts it if that job was lost.
+      ...(deps.transactions ? [{ task: CONFIRM_TASK, schedule: '* * * * *' }, { task: EXPIRE_PREPARED_TASK, schedule: '*/10 * * * *' }] : []),
     ],
   };
 }

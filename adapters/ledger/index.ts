@@ -7,12 +7,21 @@ import { EmbeddedLedger } from './embedded/ledger.ts';
 import { loadOrCreateAdminSecret, readAdminSecret } from './embedded/keys.ts';
 import { LedgerThread } from './embedded/ledger-thread.ts';
 import { RpcLedger } from './rpc/rpc-ledger.ts';
+import { resolvePrograms, type ResolvedPrograms } from './embedded/programs.ts';
+import type { LoadedProgram } from '../../domain/ledger/programs.ts';
 
 export type { Faucet, FaucetRequest, FaucetResult } from './embedded/faucet.ts';
 export { EmbeddedLedger } from './embedded/ledger.ts';
 export { LedgerLockedError } from './embedded/files.ts';
 export { startLedgerRpcServer } from './embedded/rpc-server.ts';
 export { LedgerThread } from './embedded/ledger-thread.ts';
+export { ProgramsError } from './embedded/programs.ts';
+
+/** what an embedded ledger loaded at start (GET /v1/health lists it): programs, and well-known ones it lacks */
+export interface LedgerPrograms {
+  programs: LoadedProgram[];
+  missing: { id: string; name: string | null }[];
+}
 
 /** 'embedded' (LiteSVM under dataDir) or the http(s) URL of a Solana JSON-RPC node */
 export type LedgerSource = 'embedded' | (string & {});
@@ -35,7 +44,13 @@ export interface OpenLedgersOptions {
   /** deadlines of the rpc adapter: reads default 10 s, sendTransaction default 15 s */
   rpcReadTimeoutMs?: number | undefined;
   rpcSendTimeoutMs?: number | undefined;
+  /** SVC_LEDGER_PROGRAMS: a directory of `<program-id>.so(.gz)` files every embedded ledger loads */
+  programsDir?: string | undefined;
+  /** SVC_LEDGER_CLONE_URL: a Solana JSON-RPC the missing well-known programs are copied from (cached under dataDir) */
+  cloneUrl?: string | undefined;
   onWarning?: ((message: string) => void) | undefined;
+  /** start-up facts (which programs each embedded ledger loaded) */
+  onInfo?: ((message: string, context: Record<string, unknown>) => void) | undefined;
 }
 
 export interface OpenedLedgers {
@@ -46,8 +61,36 @@ export interface OpenedLedgers {
   faucet: Faucet | undefined;
   /** per network: the JSON-RPC URL clients can use (the remote URL, or the embedded ledger's local server) */
   rpcUrls: Partial<Record<Network, string>>;
+  /** per embedded network: the programs its ledger loaded at start */
+  programs?: Partial<Record<Network, LedgerPrograms>>;
   /** stops the servers, snapshots and closes the embedded ledgers and their threads */
   close(): Promise<void>;
+}
+
+/** The programs of the embedded ledgers, resolved once for all networks (programs.ts); throws ProgramsError. */
+async function programsFor(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined; onWarning?: ((message: string) => void) | undefined }): Promise<ResolvedPrograms> {
+  return resolvePrograms({ dir: options.programsDir, cloneUrl: options.cloneUrl, cacheDir: join(options.dataDir, 'ledger', 'programs'), onWarning: options.onWarning });
+}
+
+/**
+ * What `ledger` runs: the programs loaded at this start, plus each missing well-known program its saved state still
+ * holds as an executable account (a snapshot keeps the programs of earlier starts, and LiteSVM runs them).
+ */
+async function describePrograms(resolved: ResolvedPrograms, ledger: Ledger): Promise<LedgerPrograms> {
+  const programs: LoadedProgram[] = resolved.images.map(({ id, name, source }) => ({ id, name, source }));
+  const missing: LedgerPrograms['missing'] = [];
+  const kept = await ledger.getMultipleAccounts(resolved.missing.map((p) => p.id));
+  resolved.missing.forEach(({ id, name }, i) => {
+    if (kept[i]?.executable) programs.push({ id, name, source: 'state' });
+    else missing.push({ id, name });
+  });
+  return { programs, missing };
+}
+
+function logPrograms(network: Network, loaded: LedgerPrograms, onInfo: OpenLedgersOptions['onInfo']): void {
+  const names = loaded.programs.map((p) => `${p.name ?? p.id} (${p.source})`).join(', ') || 'none';
+  const missing = loaded.missing.map((p) => p.name ?? p.id).join(', ');
+  onInfo?.(`${network} ledger programs: ${names}${missing ? `; missing: ${missing}` : ''}`, { component: 'ledger', network, programs: loaded.programs, missing: loaded.missing });
 }
 
 function checkUrl(network: Network, source: string): string {
@@ -66,6 +109,7 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
   const ledgers = {} as Record<Network, Ledger>;
   const embedded: Partial<Record<Network, LedgerThread>> = {};
   const rpcUrls: Partial<Record<Network, string>> = {};
+  const programs: Partial<Record<Network, LedgerPrograms>> = {};
   const closeAll = async () => {
     await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
   };
@@ -73,6 +117,7 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
     const source = network === 'chain-devnet' ? options.devnet : options.mainnet;
     if (source !== 'embedded') checkUrl(network, source);
   }
+  const resolved = options.devnet === 'embedded' || options.mainnet === 'embedded' ? await programsFor(options) : undefined;
   try {
     for (const network of NETWORKS) {
       const source = network === 'chain-devnet' ? options.devnet : options.mainnet;
@@ -84,10 +129,13 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
           slotMs: options.slotMs,
           rpc: rpcPort !== undefined && rpcPort !== null ? { port: rpcPort, host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) } : undefined,
           onWarning: options.onWarning,
+          programs: resolved!.images,
         });
         embedded[network] = ledger;
         ledgers[network] = ledger;
         if (ledger.rpcUrl) rpcUrls[network] = ledger.rpcUrl;
+        programs[network] = await describePrograms(resolved!, ledger);
+        logPrograms(network, programs[network], options.onInfo);
       } else {
         const url = checkUrl(network, source);
         ledgers[network] = new RpcLedger({ url, readTimeoutMs: options.rpcReadTimeoutMs, sendTimeoutMs: options.rpcSendTimeoutMs });
@@ -103,6 +151,7 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
     embedded,
     faucet: Object.keys(embedded).length ? createFaucet(embedded) : undefined,
     rpcUrls,
+    programs,
     close: closeAll,
   };
 }
@@ -112,7 +161,7 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
  * ledger (its LOCK), the request goes through that process's JSON-RPC (announced in rpc.json) so its in-memory
  * state stays the only writer; otherwise the ledger is opened here under the same lock, used and closed.
  */
-export async function runFaucet(options: { dataDir: string }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+export async function runFaucet(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
   const dir = join(options.dataDir, 'ledger', request.network);
   for (let attempt = 0; attempt < 2; attempt++) {
     const holder = lockHolder(dir);
@@ -125,7 +174,7 @@ export async function runFaucet(options: { dataDir: string }, request: FaucetReq
     }
     let ledger: EmbeddedLedger;
     try {
-      ledger = await EmbeddedLedger.open({ network: request.network, dir });
+      ledger = await EmbeddedLedger.open({ network: request.network, dir, programs: (await programsFor(options)).images });
     } catch (e) {
       if (e instanceof LedgerLockedError) continue; // someone opened it meanwhile: go through them
       throw e;
@@ -150,12 +199,18 @@ export async function joinLedgers(options: {
   rpcUrl?: string | undefined;
   rpcPorts: Record<Network, number>;
   rpcHost?: string | undefined;
+  /** the programs a ledger opened here loads (as openLedgers) */
+  programsDir?: string | undefined;
+  cloneUrl?: string | undefined;
   onWarning?: ((message: string) => void) | undefined;
+  onInfo?: OpenLedgersOptions['onInfo'];
 }): Promise<OpenedLedgers> {
   const ledgers = {} as Record<Network, Ledger>;
   const embedded: Partial<Record<Network, LedgerThread>> = {};
   const rpcUrls: Partial<Record<Network, string>> = {};
   const remote: Partial<Record<Network, string>> = {};
+  const programs: Partial<Record<Network, LedgerPrograms>> = {};
+  let resolved: ResolvedPrograms | undefined;
   const closeAll = async () => {
     await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
   };
@@ -175,15 +230,19 @@ export async function joinLedgers(options: {
         rpcUrls[network] = remote[network] = announced.url;
         continue;
       }
+      resolved ??= await programsFor(options);
       const ledger = await LedgerThread.open({
         network,
         dir,
         rpc: { port: options.rpcPorts[network], host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) },
         onWarning: options.onWarning,
+        programs: resolved.images,
       });
       embedded[network] = ledger;
       ledgers[network] = ledger;
       rpcUrls[network] = ledger.rpcUrl!;
+      programs[network] = await describePrograms(resolved, ledger);
+      logPrograms(network, programs[network], options.onInfo);
     }
   } catch (e) {
     await closeAll();
@@ -193,5 +252,5 @@ export async function joinLedgers(options: {
   const viaRpc = Object.keys(remote).length ? createRemoteFaucet(remote, readAdminSecret(options.dataDir)) : undefined;
   const faucet: Faucet | undefined =
     local || viaRpc ? (request) => (embedded[request.network] ? local!(request) : viaRpc!(request)) : undefined;
-  return { ledgers, embedded, faucet, rpcUrls, close: closeAll };
+  return { ledgers, embedded, faucet, rpcUrls, programs, close: closeAll };
 }

@@ -13,6 +13,7 @@ import { receiptRepository } from './repositories/receipts.ts';
 import { paidCallRepository } from './repositories/paid-calls.ts';
 import { eventRepository, eventsSince, maxEventSeq } from './repositories/events.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
+import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
 import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
 
@@ -61,6 +62,7 @@ class Repos implements Repositories, RepoContext {
   readonly receipts = receiptRepository(this);
   readonly paidCalls = paidCallRepository(this);
   readonly pullTargets = pullTargetRepository(this);
+  readonly preparedTransactions = preparedTransactionRepository(this);
   readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
   readonly jobs = transactionalJobQueue(() => this.em());
@@ -74,6 +76,12 @@ class Repos implements Repositories, RepoContext {
       // the append, whose lock every append holds until commit.
       await this.webhookDeliveries.fanOut({ id: e.id, network: e.network, kind: e.kind, phase: e.phase, owner: e.owner, createdAt: e.createdAt });
       return this.eventRows.append(e);
+    },
+    transition: async (network, id, change) => {
+      const moved = await this.eventRows.transition(network, id, change);
+      // Each phase is its own delivery (DECISIONS "Webhooks"), made in the transaction that records the phase.
+      if (moved) await this.webhookDeliveries.fanOut({ id: moved.id, network, kind: moved.kind, phase: moved.phase, owner: moved.owner, createdAt: change.at });
+      return moved;
     },
   };
 }

@@ -8,19 +8,31 @@ import type { Ledger } from '../ports/ledger.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { treasuryOf } from '../treasury/derive.ts';
 import type { TreasuryAccounts } from '../treasury/accounts.ts';
-import { coreAssetOwner } from './asset.ts';
+import { decodeTokenAccount, readLedger, stableAccounts } from '../treasury/balances.ts';
+import { coreAssetOwner, decodeCoreAsset, type CoreAsset } from './asset.ts';
 import { RecordAgentInput, type Agent, type AgentRecord } from './schema.ts';
 
-export function toAgent(r: AgentRecord): Agent {
+/** What the ledger shows of an agent: its Core asset (null when absent) and the delegations on its treasury. */
+export interface AgentOnLedger {
+  asset: CoreAsset | null;
+  delegations: Agent['delegations'];
+}
+
+/**
+ * The agent record (DECISIONS "Prepare / submit / events"). The ledger wins over the recorded row for owner, name and
+ * uri when the asset exists; delegations come from the ledger only (none without it).
+ */
+export function toAgent(r: AgentRecord, onLedger?: AgentOnLedger): Agent {
+  const asset = onLedger?.asset ?? null;
   return {
     mint: r.mint,
     network: r.network,
-    owner: r.owner,
-    name: r.name,
-    uri: r.uri,
+    owner: asset?.owner ?? r.owner,
+    name: asset ? asset.name : r.name,
+    uri: asset ? asset.uri : r.uri,
     treasury: r.treasury,
     executive: r.executive,
-    delegations: [],
+    delegations: onLedger?.delegations ?? [],
     source: r.source,
     registered_at: iso(r.registeredAt),
   };
@@ -98,11 +110,37 @@ export class AgentService {
     return toAgent(agent);
   }
 
-  /** Another principal's agent is not found (existence is not disclosed); an admin sees its whole network. */
+  /**
+   * hosted-api §4.4 GET /v1/agents/{mint}: the record with what the ledger shows (the Core asset's owner, name and
+   * uri; the SPL delegations on the treasury's curated-stable token accounts), in one read of the ledger. A ledger
+   * that cannot be read is `rpc_unavailable`. Another principal's agent is not found.
+   */
   async get(caller: Caller, mint: string): Promise<Agent> {
+    const agent = await this.requireVisible(caller, mint);
+    return toAgent(agent, await this.onLedger(agent));
+  }
+
+  /** Another principal's agent is not found (existence is not disclosed); an admin sees its whole network. */
+  async requireVisible(caller: Caller, mint: string): Promise<AgentRecord> {
     const agent = await this.require(caller.network, mint);
     if (!canAccess(caller, agent.ownerPrincipal)) throw notFound(caller.network, mint);
-    return toAgent(agent);
+    return agent;
+  }
+
+  /** The asset account and the treasury's curated-stable token accounts, read together. */
+  private async onLedger(agent: AgentRecord): Promise<AgentOnLedger> {
+    const stables = stableAccounts(agent.network, agent.mint);
+    const [assetAccount, ...tokenAccounts] = await readLedger(this.deps.ledgers, agent.network, (ledger) =>
+      ledger.getMultipleAccounts([agent.mint, ...stables.map((s) => s.address)]),
+    );
+    const delegations: Agent['delegations'] = [];
+    stables.forEach((s, i) => {
+      const account = tokenAccounts[i];
+      const state = account ? decodeTokenAccount(account) : null;
+      // an SPL Token ATA's owner can be reassigned (SetAuthority): then its delegate is not the treasury's
+      if (state?.delegate && state.owner === agent.treasury && state.mint === s.mint) delegations.push({ stable_symbol: s.symbol, delegate: state.delegate, allowance_atomic: state.delegatedAmount.toString() });
+    });
+    return { asset: assetAccount ? decodeCoreAsset(assetAccount) : null, delegations };
   }
 
   /** Any principal's agent (the paywall, link checks that answer `forbidden` themselves). */

@@ -2,6 +2,16 @@ import { z } from 'zod';
 import { bpsToPct } from '../shared/money.ts';
 import { FeeEnforcement, type GatewaySettings } from '../shared/settings.ts';
 import type { Clock } from '../ports/clock.ts';
+import { LoadedProgram } from '../ledger/programs.ts';
+import type { Network } from '../shared/network.ts';
+
+/** issue 10: what one embedded ledger loaded at start, e.g. { programs: [{ id: 'CoRE…', name: 'mpl-core', source: 'directory' }], missing: [] } */
+export const LedgerHealth = z.object({
+  programs: z.array(LoadedProgram),
+  /** well-known programs (domain/ledger/programs.ts) this ledger does not run: their routes answer program_unavailable */
+  missing: z.array(z.object({ id: z.string(), name: z.string().nullable() })),
+});
+export type LedgerHealth = z.infer<typeof LedgerHealth>;
 
 export const Health = z.object({
   ok: z.boolean(),
@@ -13,6 +23,8 @@ export const Health = z.object({
     enforcement: FeeEnforcement,
     authorities: z.object({ 'chain-mainnet': z.string(), 'chain-devnet': z.string() }),
   }),
+  /** the embedded ledgers (a network on a remote JSON-RPC node is absent) */
+  ledger: z.object({ 'chain-devnet': LedgerHealth.optional(), 'chain-mainnet': LedgerHealth.optional() }),
 });
 export type Health = z.infer<typeof Health>;
 
@@ -24,7 +36,7 @@ export const Version = z.object({
 });
 
 export class MetaService {
-  constructor(private readonly deps: { settings: GatewaySettings; clock: Clock }) {}
+  constructor(private readonly deps: { settings: GatewaySettings; clock: Clock; ledgers?: Partial<Record<Network, LedgerHealth>> | undefined }) {}
 
   /** hosted-api §4.8 health, with the protocol_fee block of fee-facilitator-mpp-tools §2.4. */
   health(): Health {
@@ -34,6 +46,7 @@ export class MetaService {
       time: this.deps.clock.now().toISOString(),
       version,
       protocol_fee: { bps: fee.bps, pct: bpsToPct(fee.bps), enforcement: fee.enforcement, authorities: { ...fee.authorities } },
+      ledger: { ...this.deps.ledgers },
     };
   }
 

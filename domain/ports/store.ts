@@ -2,7 +2,8 @@ import type { Network } from '../shared/network.ts';
 import type { ApiKeyRecord } from '../access/schema.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
-import type { EventRecord, NewEvent } from '../events/schema.ts';
+import type { EventPhase, EventRecord, NewEvent } from '../events/schema.ts';
+import type { PreparedTransactionRecord } from '../transactions/schema.ts';
 import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
 import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
@@ -160,6 +161,21 @@ export interface EventFilter {
   id?: string | undefined;
 }
 
+/** A phase change of a ledger action's event (hosted-api §3.1); unset fields keep their value. */
+export interface EventTransition {
+  /** the phases the event must be in for the change to apply */
+  from: readonly EventPhase[];
+  phase: EventPhase;
+  at: Date;
+  signature?: string;
+  slot?: number;
+  blockTime?: number | null;
+  confirmedAt?: Date;
+  errorCode?: string;
+  errorLogs?: string[];
+  clientReference?: string | null;
+}
+
 export interface EventRepository {
   /**
    * Appends inside the current transaction (transactional outbox). The event's `seq` orders events by commit,
@@ -167,6 +183,12 @@ export interface EventRepository {
    * the same transaction (webhookDeliveries.fanOut).
    */
   append(event: NewEvent): Promise<EventRecord>;
+  /**
+   * Inside a transaction: moves the event to a new phase when it is in one of `from` (null otherwise). The event takes
+   * a new `seq` (so subscribers and cursors see the change as they see an append), wakes the feed after commit, and
+   * its webhook deliveries for the new phase are made in the same transaction.
+   */
+  transition(network: Network, id: string, change: EventTransition): Promise<EventRecord | null>;
   get(network: Network, id: string): Promise<EventRecord | null>;
   /** newest first, seq < beforeSeq */
   list(network: Network, filter: EventFilter & { beforeSeq?: bigint | undefined; limit: number }): Promise<EventRecord[]>;
@@ -179,6 +201,32 @@ export interface EventRepository {
   countByKind(network: Network, filter: { owner: string | undefined; since?: Date | undefined }): Promise<{ kind: string; phase: string; count: number }[]>;
 }
 
+/** Issue 10: the transactions of the prepare routes (hosted-api §4.5), tracked until they are decided. */
+export interface PreparedTransactionRepository {
+  insert(record: PreparedTransactionRecord): Promise<void>;
+  /** inside a transaction the row is locked until commit */
+  get(network: Network, eventId: string): Promise<PreparedTransactionRecord | null>;
+  /** prepared → submitted with the signed bytes; false when it is no longer prepared */
+  markSubmitted(
+    network: Network,
+    eventId: string,
+    submitted: { signature: string; transaction: Uint8Array; clientReference: string | null; at: Date; nextCheckAt: Date },
+  ): Promise<boolean>;
+  /**
+   * Submitted rows whose status check is due at `now`, oldest due first, across networks; each is leased to the caller
+   * (its next check moved to `leaseUntil`) so two runners do not check one row at the same time.
+   */
+  claimDue(now: Date, leaseUntil: Date, limit: number): Promise<PreparedTransactionRecord[]>;
+  /** the next status check of a submitted row */
+  scheduleCheck(network: Network, eventId: string, nextCheckAt: Date): Promise<void>;
+  /** decided (confirmed, failed or expired): no job looks at it again */
+  finish(network: Network, eventId: string): Promise<void>;
+  /** the earliest next check of a submitted row, null without any */
+  nextDue(): Promise<Date | null>;
+  /** rows still `prepared` that were created before `before`, oldest first, across networks */
+  listStalePrepared(before: Date, limit: number): Promise<PreparedTransactionRecord[]>;
+}
+
 export interface Repositories {
   apiKeys: ApiKeyRepository;
   agents: AgentRepository;
@@ -187,6 +235,7 @@ export interface Repositories {
   receipts: ReceiptRepository;
   pullTargets: PullTargetRepository;
   paidCalls: PaidCallRepository;
+  preparedTransactions: PreparedTransactionRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */

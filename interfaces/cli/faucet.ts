@@ -42,8 +42,8 @@ async function main(argv: string[]): Promise<number> {
     console.error(USAGE);
     return 2;
   }
-  const { dataDir } = loadConfig();
-  const result = await runFaucet({ dataDir }, { network, to: values.to, sol: values.sol, token: values.token, amount: values.amount });
+  const { dataDir, ledgers } = loadConfig();
+  const result = await runFaucet({ dataDir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl }, { network, to: values.to, sol: values.sol, token: values.token, amount: values.amount });
   if (values.json) {
     console.log(JSON.stringify(result, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
     return 0;

@@ -73,8 +73,9 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
           const result = await callAt(ctx, path, input);
           reply.headers(ctx.responseHeaders);
           if (status === 204) return reply.code(204).send();
+          const code = meta.replayStatus !== undefined && isPlainObject(result) && result.replayed === true ? meta.replayStatus : status;
           // Serialised here so a replayed Idempotency-Key answer is the same bytes as the first one.
-          return reply.code(status).type('application/json; charset=utf-8').send(JSON.stringify(result));
+          return reply.code(code).type('application/json; charset=utf-8').send(JSON.stringify(result));
         } catch (err) {
           // A replayed error keeps the request id of the call that produced it.
           const { status: code, body } = restAnswer(err, req, ctx.replay.requestId ?? ctx.requestId);
@@ -148,7 +149,12 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
   }) as unknown as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components?: Record<string, Record<string, unknown>> };
 
   const statusOf = new Map<string, number>();
-  for (const { meta } of routes()) statusOf.set(`${meta.openapi!.method.toLowerCase()} ${meta.openapi!.path}`, meta.status ?? 200);
+  const replayStatusOf = new Map<string, number>();
+  for (const { meta } of routes()) {
+    const key = `${meta.openapi!.method.toLowerCase()} ${meta.openapi!.path}`;
+    statusOf.set(key, meta.status ?? 200);
+    if (meta.replayStatus !== undefined) replayStatusOf.set(key, meta.replayStatus);
+  }
 
   for (const [path, ops] of Object.entries(doc.paths ?? {})) {
     for (const [method, op] of Object.entries(ops)) {
@@ -157,6 +163,8 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
       const responses: Record<string, unknown> = {};
       if (status === 204) responses['204'] = { description: 'No content' };
       else responses[String(status)] = success;
+      const replay = replayStatusOf.get(`${method} ${path}`);
+      if (replay !== undefined) responses[String(replay)] = { ...(success as object), description: 'An idempotent repeat (replayed: true)' };
       responses.default = { description: 'Error envelope', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
       op.responses = responses;
     }

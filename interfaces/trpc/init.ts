@@ -14,7 +14,8 @@ import type { Context } from './context.ts';
 
 /** `status` is the REST success status (DECISIONS "Wire conventions": 201 create, 204 delete). */
 /** `secretFields`: result fields shown once and never stored for Idempotency-Key replays (e.g. a new API key). */
-export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204; bucket?: Bucket; secretFields?: readonly string[] }>;
+/** `replayStatus`: the REST status of a result whose `replayed` is true (POST /v1/submit: 202 first, 200 on a repeat). */
+export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204; replayStatus?: 200; bucket?: Bucket; secretFields?: readonly string[] }>;
 
 const t = initTRPC
   .context<Context>()

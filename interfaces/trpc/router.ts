@@ -10,6 +10,8 @@ import { metricsRouter } from './routers/metrics.ts';
 import { devRouter } from './routers/dev.ts';
 import { receiptsRouter } from './routers/receipts.ts';
 import { webhooksRouter } from './routers/webhooks.ts';
+import { transactionsRouter } from './routers/transactions.ts';
+import { prepareRouter } from './routers/prepare.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -31,6 +33,8 @@ export const appRouter = router({
   dev: devRouter,
   receipts: receiptsRouter,
   webhooks: webhooksRouter,
+  transactions: transactionsRouter,
+  prepare: prepareRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

@@ -8,6 +8,7 @@ import { createClient, errorCode, type Client } from '../../interfaces/client/in
 import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
+import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
 import { http, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
@@ -462,14 +463,9 @@ test('agents: a key with an owner_wallet records that wallet\'s agents only; ano
   t.is((await http(app, 'GET', `/v1/agents/${a.agent}`, { key: b.key })).status, 404, 'still not B\'s');
 });
 
-/** Writes a Metaplex Core AssetV1 account (key 1, owner, update authority None) at `mint` on the embedded devnet. */
+/** Writes a Metaplex Core AssetV1 account (owner, update authority None) at `mint` on the embedded devnet. */
 async function writeCoreAsset(app: TestApp, mint: string, owner: string): Promise<void> {
-  // The real Core program is not loaded yet (the agents issue): the account is written as the program would leave it.
-  const ledger = app.ledgers.embedded['chain-devnet'] as LedgerThread;
-  const data = new Uint8Array(1 + 32 + 1);
-  data[0] = 1;
-  data.set(new PublicKey(owner).toBytes(), 1);
-  await ledger.setAccount(mint, { lamports: 10_000_000n, data, owner: MPL_CORE_PROGRAM_ID });
+  await writeAsset(app.ledgers.embedded['chain-devnet'] as LedgerThread, mint, { owner });
 }
 
 test('agents: the ledger\'s Core asset owner lets the new owner re-record a recorded agent; naming the owner alone does not', async (t) => {
@@ -564,9 +560,7 @@ test('agents: concurrent first records of one mint by two principals: one owns i
 
 test('coreAssetOwner reads the owner of an AssetV1 account and nothing else', (t) => {
   const owner = PublicKey.unique().toBase58();
-  const data = new Uint8Array(40);
-  data[0] = 1;
-  data.set(new PublicKey(owner).toBytes(), 1);
+  const data = coreAssetData({ owner });
   const account = { address: PublicKey.unique().toBase58(), lamports: 1n, owner: MPL_CORE_PROGRAM_ID, data, executable: false };
   t.is(coreAssetOwner(account), owner);
   t.is(coreAssetOwner({ ...account, owner: '11111111111111111111111111111111' }), null, 'another program\'s account');

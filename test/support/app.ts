@@ -8,6 +8,7 @@ import type { Network } from '../../domain/shared/network.ts';
 import type { NewEvent, NewEventFields } from '../../domain/events/schema.ts';
 import { sharedDatabaseUrl } from './cluster.ts';
 import { TestClock } from './clock.ts';
+import { programsDir } from './programs.ts';
 
 export interface TestApp extends App {
   dataDir: string;
@@ -49,7 +50,9 @@ export async function startTestApp(
   options: { dataDir?: string; databaseUrl?: string; embeddedPostgres?: boolean; env?: Record<string, string>; appOptions?: AppOptions } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await makeDataDir());
-  const env: Record<string, string> = { SVC_DATA_DIR: dataDir, ...options.env };
+  // Every test app runs Metaplex Core when the binary is at hand (test/support/programs.ts); env overrides it.
+  const programs = programsDir();
+  const env: Record<string, string> = { SVC_DATA_DIR: dataDir, ...(programs ? { SVC_LEDGER_PROGRAMS: programs } : {}), ...options.env };
   const embedded = options.embeddedPostgres ?? (options.dataDir !== undefined || !UNDER_AVA);
   const databaseUrl = options.databaseUrl ?? (embedded ? undefined : await sharedDatabaseUrl(dataDir));
   if (databaseUrl) env.DATABASE_URL = databaseUrl;

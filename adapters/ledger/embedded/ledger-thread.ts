@@ -36,6 +36,8 @@ export interface LedgerThreadOptions {
   /** serve its JSON-RPC from the thread on this port (PubSub on port + 1), bound to host; omit = no server */
   rpc?: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined } | undefined;
   onWarning?: ((message: string) => void) | undefined;
+  /** programs loaded into LiteSVM at open, in the worker (EmbeddedLedgerOptions.programs) */
+  programs?: readonly { id: string; elf: Uint8Array }[] | undefined;
 }
 
 /** The worker, started through tsx when this code runs from TypeScript sources (workers do not inherit its hooks). */
@@ -80,7 +82,7 @@ export class LedgerThread implements Ledger, FaucetLedger {
     const releaseLock = acquireLock(options.dir);
     let worker: Worker;
     try {
-      worker = startWorker({ network: options.network, dir: options.dir, slotMs: options.slotMs, lockHeld: true, rpc: options.rpc ?? null });
+      worker = startWorker({ network: options.network, dir: options.dir, slotMs: options.slotMs, lockHeld: true, rpc: options.rpc ?? null, programs: options.programs ?? [] });
     } catch (e) {
       releaseLock();
       throw e;

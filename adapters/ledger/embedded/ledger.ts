@@ -61,6 +61,12 @@ export interface EmbeddedLedgerOptions {
   onWarning?: (message: string) => void;
   /** the caller already holds the directory's LOCK (a LedgerThread takes it on the main thread) and releases it */
   lockHeld?: boolean;
+  /**
+   * programs to load at every open (issue 10: SVC_LEDGER_PROGRAMS / SVC_LEDGER_CLONE_URL, resolved by programs.ts), e.g.
+   * [{ id: 'CoRE…', elf }]: added with the upgradeable loader after the snapshot is restored and before the history
+   * after it is executed again, so a restored ledger runs the configured programs and its replay finds them
+   */
+  programs?: readonly { id: string; elf: Uint8Array }[] | undefined;
 }
 
 export interface LandedTransaction {
@@ -189,6 +195,15 @@ export class EmbeddedLedger implements Ledger {
       svm.setBlockhashCheck(false);
       svm.setTransactionHistory(0n);
       svm.setSigverify(true);
+      for (const program of options.programs ?? []) {
+        const id = decodeAddress(program.id);
+        if (!id) throw new RangeError(`program id ${JSON.stringify(program.id)} is not a base58 address`);
+        try {
+          svm.addProgram(id, program.elf);
+        } catch (e) {
+          throw new Error(`program ${program.id} could not be loaded (${(e as Error).message}): is it a Solana program ELF?`);
+        }
+      }
       const header: SnapshotHeader = snapshot?.header ?? {
         format: 1,
         network: options.network,

@@ -15,6 +15,8 @@ export interface LedgerThreadData {
   lockHeld: true;
   /** serve the ledger's JSON-RPC (and PubSub) from the worker; null = no server */
   rpc: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined } | null;
+  /** programs the worker adds to LiteSVM at open (EmbeddedLedgerOptions.programs) */
+  programs: readonly { id: string; elf: Uint8Array }[];
 }
 
 /** What the main thread may call: the Ledger port, the faucet's operations and the test/dev clock. */

@@ -105,6 +105,38 @@ export function eventRepository(ctx: RepoContext): EventRepository {
         updatedAt: e.createdAt,
       };
     },
+    transition: async (network, id, c) => {
+      if (!ctx.inTransaction) throw new Error('events.transition must run inside store.transaction');
+      const em = ctx.em();
+      // The same lock as append: the new seq is taken in commit order, so a cursor never skips the change.
+      await query(em, 'select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
+      const rows = await query<EventRow>(
+        em,
+        `update events set phase = ?, seq = nextval('events_seq'), updated_at = ?,
+                signature = coalesce(?, signature), slot = coalesce(?, slot), block_time = coalesce(?, block_time),
+                confirmed_at = coalesce(?, confirmed_at), error_code = coalesce(?, error_code),
+                error_logs = coalesce(?::jsonb, error_logs), client_reference = coalesce(?, client_reference)
+          where network = ? and id = ? and phase in (select jsonb_array_elements_text(?::jsonb))
+          returning *`,
+        [
+          c.phase,
+          c.at,
+          c.signature ?? null,
+          c.slot ?? null,
+          c.blockTime ?? null,
+          c.confirmedAt ?? null,
+          c.errorCode ?? null,
+          c.errorLogs ? JSON.stringify(c.errorLogs) : null,
+          c.clientReference ?? null,
+          network,
+          id,
+          JSON.stringify(c.from),
+        ],
+      );
+      if (!rows[0]) return null;
+      await query(em, `select pg_notify('${EVENTS_CHANNEL}', ?)`, [rows[0].seq]);
+      return fromRow(rows[0]);
+    },
     get: async (network, id) => {
       return one(ctx.em(), 'select * from events where network = ? and id = ?', [network, id], fromRow);
     },

@@ -1,4 +1,5 @@
 import type { Agent, RecordAgentInput } from '../../../domain/agents/schema.ts';
+import type { AgentPayTo, TreasuryBalances } from '../../../domain/treasury/schema.ts';
 import { builder } from '../builder.ts';
 import { StableSymbolEnum, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
@@ -9,6 +10,53 @@ const DelegationRef = builder.objectRef<Agent['delegations'][number]>('Delegatio
     stableSymbol: t.expose('stable_symbol', { type: StableSymbolEnum }),
     delegate: t.exposeString('delegate'),
     allowanceAtomic: t.exposeString('allowance_atomic'),
+  }),
+});
+
+const TreasuryTokenRef = builder.objectRef<TreasuryBalances['tokens'][number]>('TreasuryToken').implement({
+  description: 'A token account the treasury owns. Amounts are atomic decimal strings.',
+  fields: (t) => ({
+    symbol: t.expose('symbol', { type: StableSymbolEnum, nullable: true, description: 'null for a mint outside the curated stables' }),
+    mint: t.exposeString('mint'),
+    tokenProgram: t.exposeString('token_program', { description: 'spl or token-2022, as REST' }),
+    tokenAccount: t.exposeString('token_account'),
+    amountAtomic: t.exposeString('amount_atomic'),
+    decimals: t.exposeInt('decimals'),
+  }),
+});
+
+const TreasuryBalancesRef = builder.objectRef<TreasuryBalances>('TreasuryBalances').implement({
+  description: 'hosted-api §4.4: what the treasury holds, read from the ledger. Lamport amounts are decimal strings.',
+  fields: (t) => ({
+    agent: t.exposeString('agent'),
+    treasury: t.exposeString('treasury'),
+    network: t.exposeString('network'),
+    lamports: t.exposeString('lamports'),
+    reserveLamports: t.exposeString('reserve_lamports'),
+    spendableLamports: t.exposeString('spendable_lamports'),
+    tokens: t.expose('tokens', { type: [TreasuryTokenRef] }),
+    slot: t.exposeInt('slot'),
+  }),
+});
+
+const PayToEntryRef = builder.objectRef<AgentPayTo['pay_to'][number]>('PayToEntry').implement({
+  description: 'Where to pay the agent in one curated stable.',
+  fields: (t) => ({
+    currency: t.expose('currency', { type: StableSymbolEnum }),
+    asset: t.exposeString('asset'),
+    tokenProgram: t.exposeString('token_program', { description: 'spl or token-2022, as REST' }),
+    payTo: t.exposeString('pay_to', { description: 'The x402 payTo: the agent’s treasury.' }),
+    tokenAccount: t.exposeString('token_account', { description: 'ATA(payTo, asset): the account a payment credits.' }),
+    ready: t.exposeBoolean('ready', { description: 'Whether tokenAccount exists on the ledger now.' }),
+  }),
+});
+
+const AgentPayToRef = builder.objectRef<AgentPayTo>('AgentPayTo').implement({
+  fields: (t) => ({
+    agent: t.exposeString('agent'),
+    network: t.exposeString('network'),
+    treasury: t.exposeString('treasury'),
+    payTo: t.expose('pay_to', { type: [PayToEntryRef] }),
   }),
 });
 
@@ -27,6 +75,19 @@ export const AgentRef = builder.objectRef<Agent>('Agent').implement({
     delegations: t.expose('delegations', { type: [DelegationRef] }),
     source: t.expose('source', { type: AgentSourceEnum }),
     registeredAt: t.exposeString('registered_at'),
+    // Each calls the same procedure as its REST route (GET /v1/agents/{mint}/treasury/balances, …/pay-to).
+    treasuryBalances: t.field({
+      type: TreasuryBalancesRef,
+      nullable: true,
+      description: 'GET /v1/agents/{mint}/treasury/balances',
+      resolve: (agent, _args, ctx) => ctx.api.agents.balances({ mint: agent.mint }),
+    }),
+    payTo: t.field({
+      type: AgentPayToRef,
+      nullable: true,
+      description: 'GET /v1/agents/{mint}/pay-to',
+      resolve: (agent, _args, ctx) => ctx.api.agents.payTo({ mint: agent.mint }),
+    }),
   }),
 });
 

@@ -5,6 +5,7 @@ import './events.ts';
 import './agents.ts';
 import './receipts.ts';
 import './webhooks.ts';
+import './transactions.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */
 export const schema = builder.toSchema({ sortSchema: true });

@@ -1,4 +1,5 @@
 import { Agent, AgentMintInput, RecordAgentInput } from '../../../domain/agents/schema.ts';
+import { AgentPayTo, TreasuryBalances } from '../../../domain/treasury/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['agents'];
@@ -11,8 +12,47 @@ export const agentsRouter = router({
     .mutation(({ ctx, input }) => ctx.services.agents.record(ctx.principal, input)),
 
   get: keyedProcedure
-    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/agents/{mint}', tags, summary: 'Get an agent record' } })
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'GET',
+        path: '/v1/agents/{mint}',
+        tags,
+        summary: 'Get an agent record',
+        description: 'The record with what the ledger shows: the Core asset’s owner, name and uri when the asset exists, and the SPL delegations on the treasury’s stable token accounts.',
+      },
+    })
     .input(AgentMintInput)
     .output(Agent)
     .query(({ ctx, input }) => ctx.services.agents.get(ctx.principal, input.mint)),
+
+  balances: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'GET',
+        path: '/v1/agents/{mint}/treasury/balances',
+        tags,
+        summary: 'Read the treasury’s balances',
+        description: 'Lamports, the reserve kept by withdraw-sol-all, spendable lamports and every SPL Token and Token-2022 account of the treasury, read from the ledger.',
+      },
+    })
+    .input(AgentMintInput)
+    .output(TreasuryBalances)
+    .query(({ ctx, input }) => ctx.services.treasury.balances(ctx.principal, input.mint)),
+
+  payTo: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'GET',
+        path: '/v1/agents/{mint}/pay-to',
+        tags,
+        summary: 'Where to pay the agent',
+        description: 'Per curated stable of the network: the treasury (x402 payTo), the token account a payment credits and whether it exists.',
+      },
+    })
+    .input(AgentMintInput)
+    .output(AgentPayTo)
+    .query(({ ctx, input }) => ctx.services.treasury.payTo(ctx.principal, input.mint)),
 });

@@ -1,0 +1,32 @@
+import { PREPARE_ROUTES, type PrepareRouteName } from '../../../domain/agents/build/index.ts';
+import { PreparedEnvelope } from '../../../domain/transactions/schema.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+// Issue 10, hosted-api §4.3: the 14 prepare routes, each generated from its entry of PREPARE_ROUTES (path, input
+// schema, summary) and answered by TransactionService.prepareRoute with the envelope of §2.5.
+
+function prepareProcedure<N extends PrepareRouteName>(name: N) {
+  const route = PREPARE_ROUTES[name];
+  return keyedProcedure
+    .meta({ bucket: 'prepare', openapi: { method: 'POST', path: route.path as `/${string}`, tags: ['prepare'], summary: route.summary } })
+    .input(route.input as (typeof PREPARE_ROUTES)[N]['input'])
+    .output(PreparedEnvelope)
+    .mutation(({ ctx, input }) => ctx.services.transactions.prepareRoute(ctx.principal, name, input as Record<string, unknown>));
+}
+
+export const prepareRouter = router({
+  agentCreate: prepareProcedure('agentCreate'),
+  identityRegister: prepareProcedure('identityRegister'),
+  executiveRegister: prepareProcedure('executiveRegister'),
+  executiveDelegate: prepareProcedure('executiveDelegate'),
+  executiveRevoke: prepareProcedure('executiveRevoke'),
+  delegationSet: prepareProcedure('delegationSet'),
+  delegationRevoke: prepareProcedure('delegationRevoke'),
+  tokenSet: prepareProcedure('tokenSet'),
+  provision: prepareProcedure('provision'),
+  withdraw: prepareProcedure('withdraw'),
+  withdrawAll: prepareProcedure('withdrawAll'),
+  withdrawSol: prepareProcedure('withdrawSol'),
+  withdrawSolAll: prepareProcedure('withdrawSolAll'),
+  buyerPayment: prepareProcedure('buyerPayment'),
+});

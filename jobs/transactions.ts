@@ -1,0 +1,33 @@
+import type { JobQueue, TaskHandler } from '../domain/ports/job-queue.ts';
+import { CONFIRM_TASK, type TransactionService } from '../domain/transactions/service.ts';
+import type { JobLogger } from './maintenance.ts';
+
+// Issue 10: the confirmations job and the expiry of prepared events (hosted-api §3.1, DECISIONS "Prepare / submit /
+// events"). Both are safe to run twice at once: a runner leases the rows it checks, and a phase changes only from
+// the phase it is expected in.
+
+export { CONFIRM_TASK };
+export const EXPIRE_PREPARED_TASK = 'expire_prepared';
+
+/** Checks due submitted transactions, then runs again when the next check is due (at most a minute away). */
+export const confirmTransactions =
+  (deps: { transactions: TransactionService; queue: JobQueue; log: JobLogger; now: () => Date }): TaskHandler =>
+  async () => {
+    let result;
+    do {
+      result = await deps.transactions.checkDue();
+      if (result.decided) deps.log.info({ checked: result.checked, decided: result.decided }, 'submitted transactions decided');
+    } while (result.checked > 0 && result.nextDue !== null && result.nextDue <= deps.now());
+    if (result.nextDue === null) return;
+    const now = deps.now().getTime();
+    const at = Math.min(Math.max(result.nextDue.getTime(), now + 100), now + 60_000);
+    await deps.queue.add(CONFIRM_TASK, {}, { jobKey: CONFIRM_TASK, runAt: new Date(at) });
+  };
+
+/** Prepared events older than 24 h → failed "expired". */
+export const expirePrepared =
+  (deps: { transactions: TransactionService; log: JobLogger }): TaskHandler =>
+  async () => {
+    const expired = await deps.transactions.expirePrepared();
+    if (expired) deps.log.info({ expired }, 'prepared transactions expired');
+  };

@@ -1,0 +1,333 @@
+import anyTest, { type TestFn } from 'ava';
+import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
+import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { startReceiver, until, type Receiver } from '../support/receiver.ts';
+import { TestClock } from '../support/clock.ts';
+import { PREPARED_TTL_MS, TransactionService } from '../../domain/transactions/service.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import type { Ledger, SendResult } from '../../domain/ports/ledger.ts';
+import { systemClock } from '../../adapters/clock/system.ts';
+import type { Caller } from '../../domain/access/ownership.ts';
+import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
+
+// Issue 10: prepare → sign → submit → track through the real TransactionService, on a plan whose instructions are a
+// plain System transfer (the builders of the 14 routes have their own tests); submit over HTTP, the confirmations
+// job of the app's runner, the event's phases.
+
+interface Ctx {
+  app: TestApp;
+  receiver: Receiver;
+  key: string;
+  caller: Caller;
+  mint: string;
+}
+const test = anyTest as TestFn<Ctx>;
+
+test.before(async (t) => {
+  const receiver = await startReceiver();
+  const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: receiver.allow } });
+  const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(app, created.key);
+  t.context = { app, receiver, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint };
+});
+
+test.after.always(async (t) => {
+  await t.context.app?.close();
+  await t.context.receiver?.close();
+  if (t.context.app) await removeDataDir(t.context.app.dataDir);
+});
+
+async function funded(app: TestApp, sol = '1'): Promise<Keypair> {
+  const kp = Keypair.generate();
+  await app.services.dev.fund('chain-devnet', { address: kp.publicKey.toBase58(), sol });
+  return kp;
+}
+
+/** A prepared System transfer of `lamports` from `from` (fee payer and only signer) to a fresh address. */
+async function prepareTransfer(t: { context: Ctx }, from: Keypair, lamports = 1_000_000n): Promise<{ envelope: PreparedEnvelope; to: string }> {
+  const { app, caller, mint } = t.context;
+  const to = Keypair.generate().publicKey;
+  const envelope = await app.services.transactions.prepareForAgent(caller, mint, async () => ({
+    kind: 'agent.treasury.withdraw_sol',
+    agent: mint,
+    feePayer: from.publicKey.toBase58(),
+    instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports })],
+    echo: { destination: to.toBase58() },
+    metadata: { lamports: lamports.toString(), destination: to.toBase58() },
+  }));
+  return { envelope, to: to.toBase58() };
+}
+
+function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {
+  const tx = Transaction.from(Buffer.from(envelope.transaction!.base64, 'base64'));
+  tx.partialSign(...signers);
+  return tx.serialize({ requireAllSignatures: false }).toString('base64');
+}
+
+test('prepare → sign → submit → confirmed by the job: 202, then the event confirmed with slot and block_time, the money moved', async (t) => {
+  const { app, key } = t.context;
+  const from = await funded(app);
+  const { envelope, to } = await prepareTransfer(t, from);
+  t.truthy(envelope.event_id);
+  const tx = envelope.transaction!;
+  t.deepEqual(tx.signers, [from.publicKey.toBase58()]);
+  t.is(tx.fee_payer, tx.signers[0]!);
+  t.regex(tx.message_hash, /^[0-9a-f]{64}$/);
+  const prepared = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+  t.like(prepared.body, { id: envelope.event_id, kind: 'agent.treasury.withdraw_sol', phase: 'prepared', signature: null });
+
+  const signed = sign(envelope, from);
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed, client_reference: 'order-7' } });
+  t.is(res.status, 202, JSON.stringify(res.body));
+  t.like(res.body, { event_id: envelope.event_id, phase: 'submitted', network: 'chain-devnet', replayed: false });
+
+  const confirmed = await until('confirmed', async () => {
+    const e = await http(app, "GET", `/v1/events/${envelope.event_id!}`, { key });
+    return e.body.phase === 'confirmed' ? e.body : undefined;
+  });
+  t.like(confirmed, { signature: res.body.signature, client_reference: 'order-7', error_code: null });
+  t.true(Number.isInteger(confirmed.slot) && confirmed.slot > 0);
+  t.true(Number.isInteger(confirmed.block_time));
+  t.truthy(confirmed.confirmed_at);
+  t.is(await app.services.ledgers['chain-devnet']!.getBalance(to), 1_000_000n);
+
+  // The same transaction again: 200, replayed, no second broadcast (the event stays as it is).
+  const again = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed } });
+  t.is(again.status, 200);
+  t.like(again.body, { signature: res.body.signature, replayed: true });
+});
+
+test('submit refuses: another transaction for a submitted event (409), a changed message or a missing signature (422), an unknown or foreign event (404)', async (t) => {
+  const { app, key } = t.context;
+  const from = await funded(app);
+  const { envelope } = await prepareTransfer(t, from);
+
+  const unsigned = envelope.transaction!.base64;
+  const missing = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: unsigned } });
+  t.is(missing.status, 422);
+  t.is(missing.body.error, 'transaction_invalid');
+  t.deepEqual(missing.body.details.missing_signers, [from.publicKey.toBase58()]);
+
+  // Another message (a different amount) signed by the right key.
+  const { envelope: other } = await prepareTransfer(t, from, 2_000_000n);
+  const foreignMessage = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(other, from) } });
+  t.is(foreignMessage.status, 422);
+  t.is(foreignMessage.body.error, 'transaction_invalid');
+
+  const garbage = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: 'AAAA' } });
+  t.is(garbage.status, 422);
+
+  const ok = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
+  t.is(ok.status, 202);
+  // Re-signed bytes of the same message are the same transaction (ed25519 is deterministic): still a replay.
+  t.is((await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } })).status, 200);
+
+  const unknown = await http(app, 'POST', '/v1/submit', { key, body: { event_id: '01JZZZZZZZZZZZZZZZZZZZZZZZ', transaction_base64: unsigned } });
+  t.is(unknown.status, 404);
+  t.is(unknown.body.error, 'event_not_found');
+  const stranger = (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
+  const foreign = await http(app, 'POST', '/v1/submit', { key: stranger, body: { event_id: other.event_id!, transaction_base64: sign(other, from) } });
+  t.is(foreign.status, 404);
+  t.is((await http(app, 'GET', `/v1/events/${other.event_id}`, { key: stranger })).status, 404);
+});
+
+test('a transaction the ledger refuses in preflight is 422 transaction_rejected and the event stays prepared', async (t) => {
+  const { app, key } = t.context;
+  const poor = await funded(app, '0.01');
+  const { envelope } = await prepareTransfer(t, poor, 5_000_000_000n);
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, poor) } });
+  t.is(res.status, 422, JSON.stringify(res.body));
+  t.is(res.body.error, 'transaction_rejected');
+  t.true(Array.isArray(res.body.details.logs));
+  t.is((await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key })).body.phase, 'prepared');
+});
+
+test('concurrent submits of one event: one broadcast, the others are replays', async (t) => {
+  const { app, key } = t.context;
+  const from = await funded(app);
+  const { envelope } = await prepareTransfer(t, from);
+  const signed = sign(envelope, from);
+  const results = await Promise.all(
+    Array.from({ length: 6 }, () => http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed } })),
+  );
+  t.is(results.filter((r) => r.status === 202).length, 1, JSON.stringify(results.map((r) => [r.status, r.body.error])));
+  t.is(results.filter((r) => r.status === 200 && r.body.replayed === true).length, 5);
+});
+
+test('the OpenAPI document lists POST /v1/submit with 202 and 200', async (t) => {
+  const { app } = t.context;
+  const doc = await http(app, 'GET', '/openapi.json');
+  const op = doc.body.paths['/v1/submit'].post;
+  t.truthy(op.responses['202']);
+  t.truthy(op.responses['200']);
+});
+
+test('a prepared event not submitted within 24 h is failed "expired" by the job; submitting it then is 409 transaction_expired', async (t) => {
+  const clock = new TestClock();
+  const app = await startTestApp({ appOptions: { clock } });
+  t.teardown(async () => {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  });
+  const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(app, created.key);
+  const from = await funded(app);
+  const local = { context: { app, receiver: t.context.receiver, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint } as Ctx };
+  const { envelope } = await prepareTransfer(local, from);
+  const { envelope: fresh } = await prepareTransfer(local, from, 3_000_000n);
+
+  clock.advance(PREPARED_TTL_MS - 1000);
+  t.is(await app.services.transactions.expirePrepared(), 0, 'not yet 24 h old');
+  clock.advance(2000);
+  t.is(await app.services.transactions.expirePrepared(), 2);
+  const expired = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key: created.key });
+  t.like(expired.body, { phase: 'failed', error_code: 'expired' });
+  const res = await http(app, 'POST', '/v1/submit', { key: created.key, body: { event_id: fresh.event_id, transaction_base64: sign(fresh, from) } });
+  t.is(res.status, 409);
+  t.is(res.body.error, 'transaction_expired');
+});
+
+/** The app's devnet ledger with sendTransaction replaced (a fault-injecting adapter). */
+function withSend(ledger: Ledger, send: (wire: Uint8Array) => Promise<SendResult>): Ledger {
+  return new Proxy(ledger, {
+    get(target, prop, receiver) {
+      if (prop === 'sendTransaction') return send;
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}
+
+for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
+  test(`a broadcast that fails with ${fault} answers ${fault === 'rpc_unavailable' ? 502 : 504} with the event id; the event stays submitted and the job lands it`, async (t) => {
+    const { app, key, caller, mint } = t.context;
+    const real = app.services.ledgers['chain-devnet']!;
+    // rpc_unavailable: the node never got it; submit_timeout: it got it, the answer was lost.
+    const flaky = withSend(real, async (wire) => {
+      if (fault === 'submit_timeout') await real.sendTransaction(wire);
+      throw new DomainError(fault, `injected ${fault}`, {});
+    });
+    const service = new TransactionService({ store: app.database.store, clock: systemClock, ledgers: { 'chain-devnet': flaky }, settings: app.services.settings });
+    const from = await funded(app);
+    const to = Keypair.generate().publicKey;
+    const envelope = await service.prepareForAgent(caller, mint, async () => ({
+      kind: 'agent.treasury.withdraw_sol',
+      agent: mint,
+      feePayer: from.publicKey.toBase58(),
+      instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports: 1_234_567n })],
+      echo: {},
+      metadata: { lamports: '1234567', destination: to.toBase58() },
+    }));
+    const error = await t.throwsAsync(service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) }), { instanceOf: DomainError });
+    t.is(error!.code, fault);
+    t.like(error!.details, { event_id: envelope.event_id });
+    t.is(error!.status, fault === 'rpc_unavailable' ? 502 : 504);
+    t.is((await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase, 'submitted');
+    // The app's confirmations job (the real ledger) reads no status, re-broadcasts the stored bytes, then confirms.
+    const confirmed = await until('confirmed', async () => {
+      const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
+      return e.body.phase === 'confirmed' ? e.body : undefined;
+    });
+    t.truthy(confirmed.slot);
+    t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');
+  });
+}
+
+async function graphql(app: TestApp, key: string, query: string, variables: Record<string, unknown>) {
+  const res = await fetch(`${app.url}/graphql`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ query, variables }),
+  });
+  return (await res.json()) as { data?: any; errors?: { message: string; extensions?: { code?: string } }[] };
+}
+
+test('the three doors: prepare over tRPC, the same route over GraphQL, submit over GraphQL; errors carry the same codes', async (t) => {
+  const { app, key, mint } = t.context;
+  const owner = await funded(app);
+  // tRPC: agents/prepare (the gateway pre-signs the fresh asset's slot).
+  const trpc = await fetch(`${app.url}/trpc/prepare.agentCreate`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ owner: owner.publicKey.toBase58(), name: 'Three doors', uri: 'https://example.com/a.json' }),
+  });
+  const envelope = ((await trpc.json()) as { result: { data: PreparedEnvelope } }).result.data;
+  t.is(envelope.transaction!.signers.length, 2);
+  t.is(envelope.transaction!.signers[0], owner.publicKey.toBase58());
+  t.is(envelope.transaction!.signers[1], String(envelope.echo.asset));
+
+  const SUBMIT = `mutation($input: SubmitTransactionInput!) { submitTransaction(input: $input) { eventId signature phase replayed } }`;
+  const submitted = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: sign(envelope, owner) } });
+  t.like(submitted.data?.submitTransaction, { eventId: envelope.event_id, phase: 'submitted', replayed: false }, JSON.stringify(submitted));
+
+  // GraphQL: provision on an agent whose treasury accounts exist already (recording prepared them) is a no-op.
+  const PREPARE = `mutation($route: PrepareRoute!, $input: JSON!) { prepareTransaction(route: $route, input: $input) { eventId noOp transaction { signers } echo } }`;
+  const noop = await graphql(app, key, PREPARE, { route: 'provision', input: { mint } });
+  t.like(noop.data?.prepareTransaction, { eventId: null, noOp: true, transaction: null }, JSON.stringify(noop));
+  const rest = await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key, body: {} });
+  t.like(rest.body, { event_id: null, transaction: null, no_op: true });
+
+  // The same refusals: a bad body (400 invalid_request) and another principal's agent (404 agent_not_found).
+  const bad = await graphql(app, key, PREPARE, { route: 'withdrawSol', input: { mint, lamports: '-1' } });
+  t.is(bad.errors?.[0]?.extensions?.code, 'invalid_request');
+  t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { key, body: { lamports: '-1' } })).body.error, 'invalid_request');
+  const stranger = (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
+  const foreign = await graphql(app, stranger, PREPARE, { route: 'provision', input: { mint } });
+  t.is(foreign.errors?.[0]?.extensions?.code, 'agent_not_found');
+  t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key: stranger, body: {} })).status, 404);
+});
+
+test('each phase of a prepared event is its own webhook delivery: prepared, submitted, confirmed', async (t) => {
+  const { app, key, receiver } = t.context;
+  const hook = await http(app, 'POST', '/v1/webhooks', { key, body: { url: `${receiver.url}/phases`, events: ['agent.treasury.withdraw_sol'] } });
+  t.is(hook.status, 201, JSON.stringify(hook.body));
+  const from = await funded(app);
+  const { envelope } = await prepareTransfer(t, from);
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
+  t.is(res.status, 202);
+  const phases = await until('three deliveries', () => {
+    const mine = receiver.received.filter((h) => h.url === '/phases').map((h) => JSON.parse(h.body) as { type: string; phase: string; data: { id: string } });
+    const ofEvent = mine.filter((p) => p.data.id === envelope.event_id);
+    return ofEvent.length >= 3 ? ofEvent : undefined;
+  });
+  t.deepEqual(phases.map((p) => p.phase).sort(), ['confirmed', 'prepared', 'submitted']);
+  t.true(phases.every((p) => p.type === 'agent.treasury.withdraw_sol'));
+  await http(app, 'DELETE', `/v1/webhooks/${hook.body.id}`, { key });
+});
+
+test('the same Idempotency-Key gives the same event id and the same transaction bytes', async (t) => {
+  const { app, key } = t.context;
+  // agents/prepare draws a fresh asset key each time: only the stored first answer can make the second one equal.
+  const body = { owner: Keypair.generate().publicKey.toBase58(), name: 'Idempotent', uri: 'https://example.com/a.json' };
+  const headers = { 'idempotency-key': `prep-${Date.now()}` };
+  const first = await http(app, 'POST', '/v1/agents/prepare', { key, headers, body });
+  const second = await http(app, 'POST', '/v1/agents/prepare', { key, headers, body });
+  t.is(first.status, 200, JSON.stringify(first.body));
+  t.is(second.status, 200);
+  t.truthy(first.body.event_id);
+  t.deepEqual(second.body, first.body);
+  const third = await http(app, 'POST', '/v1/agents/prepare', { key, body });
+  t.not(third.body.event_id, first.body.event_id, 'without the key it is a new event');
+});
+
+test('identity and executive routes on a ledger without the Agent Registry answer 503 program_unavailable naming it; agents/prepare says not_registered', async (t) => {
+  const { app, key, mint } = t.context;
+  const executive = Keypair.generate().publicKey.toBase58();
+  for (const [path, body] of [
+    [`/v1/agents/${mint}/identity/prepare`, { uri: 'https://example.com/a.json' }],
+    [`/v1/agents/${mint}/executive/register/prepare`, { authority: executive }],
+    [`/v1/agents/${mint}/executive/delegate/prepare`, { executive }],
+    [`/v1/agents/${mint}/executive/revoke/prepare`, { executive }],
+    [`/v1/agents/${mint}/token/set/prepare`, { genesis_account: executive }],
+  ] as const) {
+    const res = await http(app, 'POST', path, { key, body });
+    t.is(res.status, 503, `${path}: ${JSON.stringify(res.body)}`);
+    t.is(res.body.error, 'program_unavailable', path);
+    t.regex(String(res.body.details?.program), /^(1DREG|TLREG)/, path);
+  }
+  const owner = Keypair.generate().publicKey.toBase58();
+  const created = await http(app, 'POST', '/v1/agents/prepare', { key, body: { owner, name: 'No registry', uri: 'https://example.com/a.json' } });
+  t.is(created.status, 200);
+  t.is(created.body.identity, 'not_registered');
+  t.true(created.body.warnings.some((w: string) => w.includes('1DREG')));
+});
