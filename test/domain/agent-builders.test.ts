@@ -23,7 +23,7 @@ import {
 import { createNoopSigner, publicKey } from '@metaplex-foundation/umi';
 import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
 import { toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
-import { deserializeAssetV1, getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
+import { createCollectionV1, createV1, deserializeAssetV1, getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
 import {
   delegateExecutionV1,
   findAgentIdentityV1Pda,
@@ -60,6 +60,7 @@ import {
   RENT_EXEMPT_EMPTY_ACCOUNT_LAMPORTS,
   TOOLS_PROGRAM_ID,
 } from '../../domain/agents/build/index.ts';
+import { executeInstructions } from '../../domain/agents/build/execute.ts';
 import {
   PrepareAgentInput,
   PrepareBuyerPaymentInput,
@@ -126,6 +127,7 @@ test.before(async () => {
     deploy(plain, MPL_CORE_PROGRAM_ID, CORE);
     // The registry's binaries are not available: a deployed program at their ids (Core's ELF as a stand-in) is what
     // the builders look for — whether the network's ledger runs a program there.
+    deploy(registry, MPL_CORE_PROGRAM_ID, CORE);
     deploy(registry, IDENTITY_PROGRAM_ID, CORE);
     deploy(registry, TOOLS_PROGRAM_ID, CORE);
   }
@@ -259,6 +261,11 @@ function approveOnLedger(ledger: EmbeddedLedger, treasury: string, delegate: str
   ledger.setAccount(minted.tokenAccount, { lamports: account.lamports, data: out, owner: account.owner });
 }
 
+/** An account of a registry program on the `registry` ledger (profiles, identities, records the programs would write). */
+function registryAccount(at: string, program: string): void {
+  registry.setAccount(at, { lamports: 1_000_000n, data: new Uint8Array(104), owner: program });
+}
+
 // ---------- agents/prepare, identity, token set ----------
 
 test('agents/prepare without the identity program: createV1 of a fresh asset (presigned), identity not_registered with a warning naming the program', async (t) => {
@@ -318,7 +325,7 @@ test('identity, executive and token-set routes answer program_unavailable naming
   await rejects(t, buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
 });
 
-test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client', async (t) => {
+test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const a = agentOn();
   const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)));
@@ -330,9 +337,11 @@ test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byt
     official(registerIdentityV1(officialUmi, { asset: publicKey(a.mint), payer: noop(owner), authority: noop(owner), agentRegistrationUri: 'https://example.com/id.json' })),
   );
   assertCatalogued(t, p);
+  registryAccount(p.echo.agent_identity as string, IDENTITY_PROGRAM_ID);
+  await rejects(t, buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)), 'conflict');
 });
 
-test('executive register / delegate / revoke: byte-equal to the official tools client, owner signs delegate and revoke', async (t) => {
+test('executive register / delegate / revoke: byte-equal to the official tools client; refused (invalid_request, conflict) when the state each needs is missing or already there', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const a = agentOn();
   const ctx = ctxOf(registry, a.record);
@@ -345,6 +354,16 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
   t.is(reg.feePayer, executive, 'the executive pays by default');
   assertSameInstructions(t, reg.instructions, official(registerExecutiveV1(officialUmi, { payer: noop(executive), authority: noop(executive) })));
   t.is(reg.echo.executive_profile, profile);
+
+  // never a transaction that must fail: each step needs the state the one before leaves
+  const delegateInput = PrepareExecutiveInput.parse({ mint: a.mint, executive, payer });
+  const issue = async (p: Promise<unknown>, code: string) => t.like((await rejects(t, p, 'invalid_request')).details, { issues: [{ code }] });
+  await issue(buildDelegateExecution(delegateInput, ctx), 'executive_not_registered');
+  registryAccount(profile, TOOLS_PROGRAM_ID);
+  await rejects(t, buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx), 'conflict');
+  await issue(buildDelegateExecution(delegateInput, ctx), 'identity_not_registered');
+  registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
+  await issue(buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'not_delegated');
 
   const del = plan(await buildDelegateExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive, payer }), ctx));
   t.is(del.feePayer, payer);
@@ -362,6 +381,8 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
     ),
   );
   t.like(del.metadata, { executive });
+  registryAccount(del.echo.execution_delegate_record as string, TOOLS_PROGRAM_ID);
+  await rejects(t, buildDelegateExecution(delegateInput, ctx), 'conflict');
 
   const rev = plan(await buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx));
   const record = findExecutionDelegateRecordV1Pda(officialUmi, { executiveProfile: publicKey(profile), agentAsset: publicKey(a.mint) })[0];
@@ -374,10 +395,12 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
   for (const p of [reg, del, rev]) assertCatalogued(t, p);
 });
 
-test('token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner', async (t) => {
+test('token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner; refused without an identity', async (t) => {
   if (!CORE) return t.fail(coreMissing);
   const a = agentOn();
   const genesis = address();
+  await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)), 'invalid_request');
+  registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
   const p = plan(await buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)));
   t.is(p.instructions.length, 1);
   const e = assertExecute(t, p.instructions[0]!, { asset: a.mint, owner: a.record.owner, payer: a.record.owner });
@@ -443,7 +466,11 @@ test('delegation revoke: SPL Revoke through execute; a treasury without the toke
   const revoke = decodeRevokeInstruction(e.inner, TOKEN_PROGRAM_ID);
   t.is(revoke.keys.account.pubkey.toBase58(), associatedTokenAccount(a.treasury, USDC.mint, USDC.tokenProgramId));
   t.is(revoke.keys.owner.pubkey.toBase58(), a.treasury);
+  t.like(p.metadata, { stable_symbol: 'USDC', delegate: null, allowance_atomic: '0' });
   assertCatalogued(t, p);
+  const executive = address();
+  approveOnLedger(plain, a.treasury, executive, 5n, 1n);
+  t.like(plan(await buildDelegationRevoke(PrepareDelegationRevokeInput.parse({ mint: a.mint, stable_symbol: 'USDC' }), ctx)).metadata, { delegate: executive });
 });
 
 // ---------- provision ----------
@@ -654,6 +681,8 @@ test('buyer/payment: the §2.3 settlement layout from the buyer treasury, the ex
   t.is(free.instructions.length, 5, 'no fee leg and no fee vault creation when the fee is off');
   const payer = address();
   t.is(plan(await buildBuyerPayment({ ...input, payer }, offer, ctx)).feePayer, payer);
+  t.throws(() => directOffer({ ...input, currency: 'USDT' }, ctx), { instanceOf: DomainError, message: /USDT is not available on chain-devnet/ });
+  t.throws(() => directOffer({ ...input, amount: '0.0000001' }, ctx), { instanceOf: DomainError, message: /at most 6 decimal places/ });
   t.false(PrepareBuyerPaymentInput.safeParse({ buyer_agent: buyer.mint, executive }).success, 'a link or (pay_to, amount, currency)');
   t.false(PrepareBuyerPaymentInput.safeParse({ ...input, payment_link: 'x' }).success, 'not both');
   t.true(PrepareBuyerPaymentInput.safeParse({ payment_link: 'weather', buyer_agent: buyer.mint, executive }).success);
@@ -759,4 +788,71 @@ test('on Metaplex Core: agents/prepare with a separate payer mints an asset owne
   t.is(asset.owner, publicKey(owner));
   t.deepEqual(asset.updateAuthority, { type: 'Address', address: publicKey(owner) });
   t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
+});
+
+test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs; the ledger’s owner must authorise', async (t) => {
+  if (!CORE) return t.fail(coreMissing);
+  const owner = Keypair.generate();
+  const o = owner.publicKey.toBase58();
+  plain.airdrop(o, 1_000_000_000n);
+  const collection = Keypair.generate();
+  const asset = Keypair.generate();
+  // minted with the official client directly, as another tool would
+  const mintIxs = official(
+    createCollectionV1(officialUmi, { collection: noop(collection.publicKey.toBase58()), payer: noop(o), updateAuthority: publicKey(o), name: 'Fleet', uri: 'https://example.com/c.json' }),
+  ).concat(
+    official(
+      createV1(officialUmi, {
+        asset: noop(asset.publicKey.toBase58()),
+        collection: publicKey(collection.publicKey.toBase58()),
+        authority: noop(o),
+        payer: noop(o),
+        owner: publicKey(o),
+        name: 'In fleet',
+        uri: 'https://example.com/f.json',
+      }),
+    ),
+  );
+  const mint = asset.publicKey.toBase58();
+  const minted = await run(plain, { kind: 'agent.create', agent: mint, feePayer: o, instructions: mintIxs, echo: {}, metadata: {} }, [owner, collection, asset]);
+  t.true(minted.ok, JSON.stringify(minted));
+  plain.airdrop(treasuryOf(mint), 500_000_000n);
+
+  const a = agentOn('chain-devnet', mint);
+  a.record.owner = o;
+  const ctx = ctxOf(plain, a.record);
+  const destination = address();
+  const body = PrepareWithdrawSolInput.parse({ mint, payer: o, authority: o, destination, lamports: '100000000' });
+  const p = plan(await buildWithdrawSol(body, ctx));
+  t.is(decodeExecute(p.instructions[0]!).collection, collection.publicKey.toBase58(), 'Execute names the collection');
+
+  // without it Core refuses the Execute: the read is what makes the transaction land
+  const bare = { ...p, instructions: executeInstructions({ asset: mint, authority: o, payer: o, inner: [decodeExecute(p.instructions[0]!).inner] }) };
+  const refused = await run(plain, bare, [owner]);
+  t.false(refused.ok, 'an Execute without the collection fails on Core');
+  if (!refused.ok) t.true(refused.logs.some((l) => /collection/i.test(l)), refused.logs.join('\n'));
+  const sent = await run(plain, p, [owner]);
+  t.true(sent.ok, JSON.stringify(sent));
+  t.is(await plain.getBalance(destination), 100_000_000n);
+
+  // a record that lags the ledger (the asset changed hands): the ledger's owner decides, before anything is built
+  const stale = agentOn('chain-devnet', mint);
+  await rejects(t, buildWithdrawSol(PrepareWithdrawSolInput.parse({ ...body, payer: stale.record.owner, authority: stale.record.owner }), ctxOf(plain, stale.record)), 'forbidden', {
+    owner: o,
+  });
+});
+
+test('executive delegate / revoke: a recorded owner who no longer owns the asset on the ledger is forbidden', async (t) => {
+  if (!CORE) return t.fail(coreMissing);
+  const holder = Keypair.generate();
+  const h = holder.publicKey.toBase58();
+  registry.airdrop(h, 1_000_000_000n);
+  const asset = Keypair.generate();
+  const mint = asset.publicKey.toBase58();
+  const ixs = official(createV1(officialUmi, { asset: noop(mint), payer: noop(h), owner: publicKey(h), name: 'Moved', uri: 'https://example.com/m.json' }));
+  t.true((await run(registry, { kind: 'agent.create', agent: mint, feePayer: h, instructions: ixs, echo: {}, metadata: {} }, [holder, asset])).ok);
+  const stale = agentOn('chain-devnet', mint); // recorded with another owner
+  const input = PrepareExecutiveInput.parse({ mint, executive: address() });
+  await rejects(t, buildDelegateExecution(input, ctxOf(registry, stale.record)), 'forbidden', { owner: h });
+  await rejects(t, buildRevokeExecution(input, ctxOf(registry, stale.record)), 'forbidden', { owner: h });
 });

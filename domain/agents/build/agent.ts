@@ -2,10 +2,11 @@ import { Keypair } from '@solana/web3.js';
 import { publicKey } from '@metaplex-foundation/umi';
 import { createV1 } from '@metaplex-foundation/mpl-core';
 import { findAgentIdentityV1Pda, registerIdentityV1, setAgentTokenV1 } from '@metaplex-foundation/mpl-agent-registry';
+import { DomainError } from '../../shared/errors.ts';
 import { treasuryOf } from '../../treasury/derive.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome, TransactionPlan } from '../../transactions/plan.ts';
 import type { PrepareAgentInput, PrepareIdentityInput, PrepareTokenSetInput } from '../prepare-schema.ts';
-import { executeInstructions, hasProgram, IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, umi } from './execute.ts';
+import { assetCollection, executeFor, hasProgram, IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, umi } from './execute.ts';
 
 // agents/prepare, identity/prepare and token/set/prepare: the Core asset and the Agent Registry identity.
 
@@ -71,8 +72,19 @@ export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: Ag
   await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
+  const identity = agentIdentityOf(input.mint);
+  if (await ctx.reads.getAccount(identity)) {
+    throw new DomainError('conflict', `Agent ${input.mint} already has a registered identity (${identity})`, { agent_identity: identity });
+  }
+  const collection = await assetCollection(ctx.reads, input.mint);
   const instructions = toInstructions(
-    registerIdentityV1(umi(), { asset: publicKey(input.mint), payer: signer(payer), authority: signer(owner), agentRegistrationUri: input.uri }),
+    registerIdentityV1(umi(), {
+      asset: publicKey(input.mint),
+      ...(collection ? { collection: publicKey(collection) } : {}),
+      payer: signer(payer),
+      authority: signer(owner),
+      agentRegistrationUri: input.uri,
+    }),
   );
   const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), uri: input.uri };
   return { kind: 'agent.identity.register', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
@@ -87,6 +99,10 @@ export async function buildTokenSet(input: PrepareTokenSetInput, ctx: AgentBuild
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const treasury = treasuryOf(input.mint);
+  if (!(await ctx.reads.getAccount(agentIdentityOf(input.mint)))) {
+    const message = `Agent ${input.mint} has no registered identity: register it first (identity/prepare)`;
+    throw new DomainError('invalid_request', message, { issues: [{ path: 'mint', message, code: 'identity_not_registered' }] });
+  }
   const inner = toInstructions(
     setAgentTokenV1(umi(), {
       asset: publicKey(input.mint),
@@ -95,7 +111,7 @@ export async function buildTokenSet(input: PrepareTokenSetInput, ctx: AgentBuild
       authority: signer(treasury),
     }),
   );
-  const instructions = executeInstructions({ asset: input.mint, authority: owner, payer, inner });
+  const instructions = await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner });
   const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), genesis_account: input.genesis_account, treasury };
   return { kind: 'agent.token.set', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
 }

@@ -35,7 +35,7 @@ export function directOffer(input: PrepareBuyerPaymentInput, ctx: BuildContext):
   if (input.pay_to === undefined || input.amount === undefined || input.currency === undefined) {
     throw new DomainError('invalid_request', 'pay_to, amount and currency are needed without a payment_link');
   }
-  const stable = stableOf(ctx, input.currency);
+  const stable = stableOf(ctx, input.currency, 'currency');
   const amount = wholeUnitsToAtomic(input.amount, stable.decimals, 'amount', stable.symbol);
   if (amount === 0n) throw DomainError.invalid([{ path: 'amount', message: 'amount must be greater than zero', code: 'invalid_amount' }], 'amount must be greater than zero');
   return { pay_to: input.pay_to, amount, stable, fee: feeTermsOf(ctx) };

@@ -1,5 +1,5 @@
 import { PublicKey, type TransactionInstruction } from '@solana/web3.js';
-import { createApproveInstruction, createAssociatedTokenAccountIdempotentInstruction, createRevokeInstruction } from '@solana/spl-token';
+import { AccountLayout, createApproveInstruction, createAssociatedTokenAccountIdempotentInstruction, createRevokeInstruction } from '@solana/spl-token';
 import { DomainError } from '../../shared/errors.ts';
 import { feeFor } from '../../shared/money.ts';
 import type { Stable } from '../../shared/network.ts';
@@ -7,17 +7,17 @@ import { treasuryOf } from '../../treasury/derive.ts';
 import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome } from '../../transactions/plan.ts';
 import type { PrepareDelegationInput, PrepareDelegationRevokeInput } from '../prepare-schema.ts';
-import { executeInstructions, wholeUnitsToAtomic } from './execute.ts';
+import { executeFor, wholeUnitsToAtomic } from './execute.ts';
 
 // delegation/prepare and delegation/revoke/prepare: SPL Approve / Revoke of the treasury's token account, signed by
 // the asset-signer PDA through Core `execute` (the owner authorises it).
 
 /** The curated stable of the context's network, or `invalid_request` naming what exists. */
-export function stableOf(ctx: BuildContext, symbol: string): Stable {
+export function stableOf(ctx: BuildContext, symbol: string, path = 'stable_symbol'): Stable {
   const stable = ctx.stables.find((s) => s.symbol === symbol.toUpperCase());
   if (!stable) {
     const message = `${symbol} is not available on ${ctx.network}; known: ${ctx.stables.map((s) => s.symbol).join(', ')}`;
-    throw DomainError.invalid([{ path: 'stable_symbol', message, code: 'unknown_stable' }], message);
+    throw DomainError.invalid([{ path, message, code: 'unknown_stable' }], message);
   }
   return stable;
 }
@@ -51,7 +51,7 @@ export async function buildDelegation(input: PrepareDelegationInput, ctx: AgentB
     );
   }
   const approve = createApproveInstruction(new PublicKey(account), new PublicKey(input.executive), new PublicKey(treasury), allowance, [], program);
-  instructions.push(...executeInstructions({ asset: input.mint, authority: owner, payer, inner: [approve] }));
+  instructions.push(...(await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [approve] })));
 
   const echo = {
     asset: input.mint,
@@ -79,12 +79,23 @@ export async function buildDelegationRevoke(input: PrepareDelegationRevokeInput,
   const payer = input.payer ?? owner;
   const treasury = treasuryOf(input.mint);
   const account = associatedTokenAccount(treasury, stable.mint, stable.tokenProgramId);
-  if ((await ctx.reads.getAccount(account)) === null) {
+  const tokenAccount = await ctx.reads.getAccount(account);
+  if (tokenAccount === null || tokenAccount.data.length < AccountLayout.span) {
     const message = `The treasury has no ${stable.symbol} token account (${account}): there is no delegation to revoke`;
     throw DomainError.invalid([{ path: 'stable_symbol', message, code: 'token_account_missing' }], message);
   }
+  const state = AccountLayout.decode(tokenAccount.data.subarray(0, AccountLayout.span));
+  // the delegate being revoked, for the agent record (null: none is set; the revoke is then harmless)
+  const delegate = state.delegateOption === 1 ? new PublicKey(state.delegate).toBase58() : null;
   const revoke = createRevokeInstruction(new PublicKey(account), new PublicKey(treasury), [], new PublicKey(stable.tokenProgramId));
-  const instructions = executeInstructions({ asset: input.mint, authority: owner, payer, inner: [revoke] });
-  const echo = { asset: input.mint, treasury, token_account: account, stable_symbol: stable.symbol };
-  return { kind: 'agent.delegation.revoke', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo, stable_symbol: stable.symbol } };
+  const instructions = await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [revoke] });
+  const echo = { asset: input.mint, treasury, token_account: account, stable_symbol: stable.symbol, delegate };
+  return {
+    kind: 'agent.delegation.revoke',
+    agent: input.mint,
+    feePayer: payer,
+    instructions,
+    echo,
+    metadata: { echo, stable_symbol: stable.symbol, delegate, allowance_atomic: '0' },
+  };
 }

@@ -1,12 +1,13 @@
 import { createNoopSigner, publicKey, type Signer, type TransactionBuilder, type Umi } from '@metaplex-foundation/umi';
 import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
 import { fromWeb3JsInstruction, toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
-import { execute, mplCore } from '@metaplex-foundation/mpl-core';
+import { deserializeAssetV1, execute, mplCore } from '@metaplex-foundation/mpl-core';
 import { mplAgentIdentity, mplAgentTools } from '@metaplex-foundation/mpl-agent-registry';
 import type { TransactionInstruction } from '@solana/web3.js';
 import { DomainError } from '../../shared/errors.ts';
 import { memoize } from '../../shared/memo.ts';
 import { parseAtomic } from '../../shared/money.ts';
+import { MPL_CORE_PROGRAM_ID } from '../../treasury/derive.ts';
 import type { AgentRecord } from '../schema.ts';
 import type { LedgerReads } from '../../transactions/plan.ts';
 
@@ -56,6 +57,8 @@ export interface ExecuteInput {
   payer: string;
   /** instructions the asset-signer PDA signs for (one Execute each) */
   inner: TransactionInstruction[];
+  /** the asset's collection, when it is in one: Core then needs it on Execute (assetCollection reads it) */
+  collection?: string | undefined;
 }
 
 /**
@@ -65,11 +68,64 @@ export interface ExecuteInput {
 export function executeInstructions(input: ExecuteInput): TransactionInstruction[] {
   const builder = execute(umi(), {
     asset: { publicKey: publicKey(input.asset) },
+    ...(input.collection ? { collection: { publicKey: publicKey(input.collection) } } : {}),
     authority: signer(input.authority),
     payer: signer(input.payer),
     instructions: input.inner.map(fromWeb3JsInstruction),
   });
   return toInstructions(builder);
+}
+
+/** What the ledger says of a Core asset: its owner and its collection (when its update authority is one). */
+export interface AssetOnLedger {
+  owner: string;
+  collection: string | undefined;
+}
+
+/**
+ * The Core asset as the ledger holds it, or null: not (yet) on this ledger, or not a Core asset. An asset minted
+ * elsewhere (a recorded agent) may be in a collection, and then Execute and the identity registration must name it.
+ */
+export async function readAsset(reads: LedgerReads, asset: string): Promise<AssetOnLedger | null> {
+  const account = await reads.getAccount(asset);
+  if (!account || account.owner !== MPL_CORE_PROGRAM_ID) return null;
+  try {
+    const decoded = deserializeAssetV1({
+      publicKey: publicKey(asset),
+      data: account.data,
+      executable: account.executable,
+      owner: publicKey(account.owner),
+      lamports: { basisPoints: account.lamports, identifier: 'SOL', decimals: 9 },
+    });
+    return { owner: decoded.owner, collection: decoded.updateAuthority.type === 'Collection' ? decoded.updateAuthority.address : undefined };
+  } catch {
+    return null; // another kind of Core account: Core refuses it as an asset either way
+  }
+}
+
+export async function assetCollection(reads: LedgerReads, asset: string): Promise<string | undefined> {
+  return (await readAsset(reads, asset))?.collection;
+}
+
+/**
+ * Core `execute` around `inner` for the asset, naming its collection when it has one. When the ledger holds the asset,
+ * its owner there must be the authority (a record can lag a transfer): `forbidden` otherwise, never a failing Execute.
+ */
+export async function executeFor(reads: LedgerReads, input: Omit<ExecuteInput, 'collection'>): Promise<TransactionInstruction[]> {
+  const onLedger = await requireLedgerOwner(reads, input.asset, input.authority);
+  return executeInstructions({ ...input, collection: onLedger?.collection });
+}
+
+/** The asset's owner on the ledger must be `authority` when the ledger holds the asset; returns what it read. */
+export async function requireLedgerOwner(reads: LedgerReads, asset: string, authority: string): Promise<AssetOnLedger | null> {
+  const onLedger = await readAsset(reads, asset);
+  if (onLedger && onLedger.owner !== authority) {
+    throw new DomainError('forbidden', `${authority} does not own asset ${asset} on the ledger (its owner is ${onLedger.owner})`, {
+      authority,
+      owner: onLedger.owner,
+    });
+  }
+  return onLedger;
 }
 
 /** Only the asset owner may authorise Execute (hosted-api §4.3 withdraw): anything else is refused before building. */

@@ -6,10 +6,11 @@ import {
   registerExecutiveV1,
   revokeExecutionV1,
 } from '@metaplex-foundation/mpl-agent-registry';
+import { DomainError } from '../../shared/errors.ts';
 import type { AgentBuildContext, PlanOutcome } from '../../transactions/plan.ts';
 import type { PrepareExecutiveInput, PrepareExecutiveRegisterInput } from '../prepare-schema.ts';
 import { agentIdentityOf } from './agent.ts';
-import { IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, TOOLS_PROGRAM_ID, umi } from './execute.ts';
+import { IDENTITY_PROGRAM_ID, requireLedgerOwner, requireProgram, signer, toInstructions, TOOLS_PROGRAM_ID, umi } from './execute.ts';
 
 // executive/register, executive/delegate, executive/revoke: the Agent Registry tools program (Metaplex "Run an Agent").
 
@@ -26,6 +27,10 @@ export const executionDelegateRecordOf = (executive: string, asset: string): str
 export async function buildRegisterExecutive(input: PrepareExecutiveRegisterInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
   await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
   const payer = input.payer ?? input.authority;
+  const profile = executiveProfileOf(input.authority);
+  if (await ctx.reads.getAccount(profile)) {
+    throw new DomainError('conflict', `${input.authority} is already registered as an executive (profile ${profile})`, { executive_profile: profile });
+  }
   const instructions = toInstructions(registerExecutiveV1(umi(), { payer: signer(payer), authority: signer(input.authority) }));
   const echo = { asset: input.mint, executive: input.authority, executive_profile: executiveProfileOf(input.authority) };
   return { kind: 'agent.executive.register', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
@@ -38,6 +43,19 @@ export async function buildDelegateExecution(input: PrepareExecutiveInput, ctx: 
   await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
+  await requireLedgerOwner(ctx.reads, input.mint, owner);
+  const [profile, identity, record] = await ctx.reads.getMultipleAccounts([
+    executiveProfileOf(input.executive),
+    agentIdentityOf(input.mint),
+    executionDelegateRecordOf(input.executive, input.mint),
+  ]);
+  if (!profile) throw refuse('executive', 'executive_not_registered', `${input.executive} has no executive profile: it registers first (executive/register/prepare)`);
+  if (!identity) throw refuse('mint', 'identity_not_registered', `Agent ${input.mint} has no registered identity: register it first (identity/prepare)`);
+  if (record) {
+    throw new DomainError('conflict', `Execution of ${input.mint} is already delegated to ${input.executive}`, {
+      execution_delegate_record: executionDelegateRecordOf(input.executive, input.mint),
+    });
+  }
   const instructions = toInstructions(
     delegateExecutionV1(umi(), {
       executiveProfile: publicKey(executiveProfileOf(input.executive)),
@@ -62,6 +80,10 @@ export async function buildRevokeExecution(input: PrepareExecutiveInput, ctx: Ag
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const record = executionDelegateRecordOf(input.executive, input.mint);
+  await requireLedgerOwner(ctx.reads, input.mint, owner);
+  if (!(await ctx.reads.getAccount(record))) {
+    throw refuse('executive', 'not_delegated', `Execution of ${input.mint} is not delegated to ${input.executive}: nothing to revoke`);
+  }
   const instructions = toInstructions(
     revokeExecutionV1(umi(), {
       executionDelegateRecord: publicKey(record),
@@ -74,3 +96,5 @@ export async function buildRevokeExecution(input: PrepareExecutiveInput, ctx: Ag
   const echo = { asset: input.mint, executive: input.executive, execution_delegate_record: record };
   return { kind: 'agent.executive.revoke', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo, executive: input.executive } };
 }
+
+const refuse = (path: string, code: string, message: string): DomainError => new DomainError('invalid_request', message, { issues: [{ path, message, code }] });

@@ -12,7 +12,7 @@ import type {
   PrepareWithdrawSolAllInput,
   PrepareWithdrawSolInput,
 } from '../prepare-schema.ts';
-import { atomic, executeInstructions, requireOwner } from './execute.ts';
+import { atomic, executeFor, requireOwner } from './execute.ts';
 
 // treasury/provision, withdraw, withdraw-all, withdraw-sol, withdraw-sol-all (hosted-api §4.3). The treasury is the
 // asset-signer PDA; what leaves it goes through Core `execute`, which only the asset owner may authorise.
@@ -132,7 +132,7 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
     [],
     new PublicKey(program),
   );
-  instructions.push(...executeInstructions({ asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] }));
+  instructions.push(...(await executeFor(ctx.reads, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] })));
   const echo = withdrawEcho(input, treasury, source, destination, amount);
   return {
     kind: 'agent.treasury.withdraw',
@@ -167,13 +167,13 @@ export function buildWithdrawAll(input: PrepareWithdrawAllInput, ctx: AgentBuild
   return buildTokenWithdrawal({ input, ctx, amount: null });
 }
 
-function solWithdrawal(input: PrepareWithdrawSolInput, ctx: AgentBuildContext, lamports: bigint, treasury: string, echo: Record<string, unknown>): PlanOutcome {
+async function solWithdrawal(input: PrepareWithdrawSolInput, ctx: AgentBuildContext, lamports: bigint, treasury: string, echo: Record<string, unknown>): Promise<PlanOutcome> {
   const transfer = SystemProgram.transfer({ fromPubkey: new PublicKey(treasury), toPubkey: new PublicKey(input.destination), lamports });
   return {
     kind: 'agent.treasury.withdraw_sol',
     agent: input.mint,
     feePayer: input.payer,
-    instructions: executeInstructions({ asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] }),
+    instructions: await executeFor(ctx.reads, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] }),
     echo,
     metadata: { echo, lamports: lamports.toString(), destination: input.destination },
   };
