@@ -413,9 +413,16 @@ export async function startJobRunner(url: string, services: Services, log: Logge
     transactions: Object.keys(services.ledgers).length
       ? { transactions: services.transactions, queue: graphileQueue(url, log), now: () => services.clock.now() }
       : undefined,
+    // issue 12: graphile's run_at is wall time, whatever clock the services run on
+    indexer: Object.keys(services.ledgers).length ? { indexer: services.indexer, queue: graphileQueue(url, log), now: () => new Date() } : undefined,
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
   const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });
+  // fee-facilitator-mpp-tools §6: the fee authorities' token accounts are watched from start-up (adding starts the job)
+  for (const network of services.indexer.networks()) {
+    const authority = services.settings.fee.authorities[network];
+    if (authority) await services.watchlist.watchFeeAccounts(network, authority).catch((err: unknown) => log.warn({ err, network }, 'fee accounts not watched yet'));
+  }
   // A runner starting (again) takes over at once what a killed one left mid-delivery, not at the next minute.
   await services.webhooks.sweep().catch((err: unknown) => log.warn({ err }, 'webhook sweep at start failed; the recurring one will retry'));
   return runner;

@@ -30,6 +30,8 @@ import { ReceiptService } from '../domain/receipts/service.ts';
 import { PullService } from '../domain/receipts/pull.ts';
 import type { JobQueue } from '../domain/ports/job-queue.ts';
 import { TransactionService } from '../domain/transactions/service.ts';
+import { Watchlist } from '../domain/indexer/watchlist.ts';
+import { IndexerService } from '../domain/indexer/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -63,6 +65,9 @@ export interface Services {
   pull: PullService;
   /** issue 10: prepare → submit → track */
   transactions: TransactionService;
+  /** issue 12: what the indexer follows, and the indexer's runs and status */
+  watchlist: Watchlist;
+  indexer: IndexerService;
   clock: Clock;
 }
 
@@ -92,9 +97,10 @@ export function buildServices(deps: ServiceDeps): Services {
   const { store, policies, feed, clock, settings, limits } = deps;
   const access = new AccessService({ store, clock });
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
-  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts });
+  const watchlist = new Watchlist({ store, clock });
+  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist });
   const links = new LinkCache({ store, clock, feed });
-  const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   return {
     receipts,
@@ -109,7 +115,7 @@ export function buildServices(deps: ServiceDeps): Services {
     access,
     admin: new AdminService({ store, clock, access }),
     agents,
-    treasury: new TreasuryService({ agents, ledgers: deps.ledgers }),
+    treasury: new TreasuryService({ agents, ledgers: deps.ledgers, watchlist }),
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
     events: new EventService({ store, feed }),
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
@@ -137,7 +143,9 @@ export function buildServices(deps: ServiceDeps): Services {
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
-    transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings }),
+    transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist }),
+    watchlist,
+    indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings }),
     clock,
   };
 }

@@ -11,6 +11,8 @@ import { deliverWebhook, sweepWebhooks } from './webhooks.ts';
 import { PULL_TASK, pullReceipts, verifyReceipts } from './receipts.ts';
 import type { TransactionService } from '../domain/transactions/service.ts';
 import { CONFIRM_TASK, confirmTransactions, EXPIRE_PREPARED_TASK, expirePrepared } from './transactions.ts';
+import type { IndexerService } from '../domain/indexer/service.ts';
+import { INDEX_TASK, indexLedger } from './indexer.ts';
 
 /** Every task by name and the recurring schedule; the composition root hands these to the queue library. */
 export function jobDefinitions(deps: {
@@ -23,6 +25,8 @@ export function jobDefinitions(deps: {
   receipts?: { receipts: ReceiptService; pull: PullService; queue: JobQueue; now: () => Date } | undefined;
   /** issue 10: the confirmations job and the expiry of prepared events (absent: a process without ledgers) */
   transactions?: { transactions: TransactionService; queue: JobQueue; now: () => Date } | undefined;
+  /** issue 12: the indexer job per network (absent: a process without ledgers) */
+  indexer?: { indexer: IndexerService; queue: JobQueue; now: () => Date } | undefined;
 }): {
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
@@ -50,6 +54,7 @@ export function jobDefinitions(deps: {
             [EXPIRE_PREPARED_TASK]: expirePrepared({ transactions: deps.transactions.transactions, log: deps.log }),
           }
         : {}),
+      ...(deps.indexer ? { [INDEX_TASK]: indexLedger({ ...deps.indexer, log: deps.log }) } : {}),
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
@@ -61,6 +66,8 @@ export function jobDefinitions(deps: {
       ...(deps.receipts ? [{ task: 'verify_receipts', schedule: '* * * * *' }, { task: PULL_TASK, schedule: '* * * * *' }] : []),
       // Submits wake the confirmations job at once; the minute tick restarts it if that job was lost.
       ...(deps.transactions ? [{ task: CONFIRM_TASK, schedule: '* * * * *' }, { task: EXPIRE_PREPARED_TASK, schedule: '*/10 * * * *' }] : []),
+      // Each network's indexer job reschedules itself every second or two; the minute tick restarts a lost chain.
+      ...(deps.indexer ? [{ task: INDEX_TASK, schedule: '* * * * *' }] : []),
     ],
   };
 }

@@ -16,6 +16,7 @@ import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
 import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
+import { indexerRepository } from './repositories/indexer.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
@@ -66,6 +67,7 @@ class Repos implements Repositories, RepoContext {
   readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
   readonly jobs = transactionalJobQueue(() => this.em());
+  readonly indexer = indexerRepository(this);
 
   private readonly eventRows = eventRepository(this);
   readonly events: EventRepository = {

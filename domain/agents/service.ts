@@ -11,6 +11,7 @@ import type { TreasuryAccounts } from '../treasury/accounts.ts';
 import { decodeTokenAccount, readLedger, stableAccounts } from '../treasury/balances.ts';
 import { coreAssetOwner, decodeCoreAsset, type CoreAsset } from './asset.ts';
 import { RecordAgentInput, type Agent, type AgentRecord } from './schema.ts';
+import type { Watchlist } from '../indexer/watchlist.ts';
 
 /** What the ledger shows of an agent: its Core asset (null when absent) and the delegations on its treasury. */
 export interface AgentOnLedger {
@@ -44,7 +45,14 @@ const RECORD_ATTEMPTS = 3;
 export class AgentService {
   /** treasuryAccounts (issue 9): the treasury's token accounts are prepared when an agent is recorded */
   constructor(
-    private readonly deps: { store: Store; clock: Clock; ledgers: Partial<Record<Network, Ledger>>; treasuryAccounts?: TreasuryAccounts | undefined },
+    private readonly deps: {
+      store: Store;
+      clock: Clock;
+      ledgers: Partial<Record<Network, Ledger>>;
+      treasuryAccounts?: TreasuryAccounts | undefined;
+      /** issue 12: a recorded agent joins the indexer's watchlist */
+      watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
+    },
   ) {}
 
   /**
@@ -106,6 +114,7 @@ export class AgentService {
 
   /** Refusals are logged by TreasuryAccounts; a link created later prepares its currencies again and says so. */
   private async recorded(agent: AgentRecord): Promise<Agent> {
+    await this.deps.watchlist?.watchAgent(agent.network, agent.mint, agent.ownerPrincipal);
     await this.deps.treasuryAccounts?.ensure(agent.network, agent.mint);
     return toAgent(agent);
   }

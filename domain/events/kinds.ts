@@ -57,6 +57,45 @@ const PREPARED_KINDS = {
   }),
 } as const satisfies Record<string, KindSpec>;
 
+/**
+ * Issue 12: what the indexer sees on the ledger (hosted-api §6). Provision, withdraw and withdraw_sol are also prepare
+ * kinds: an event the indexer made is `confirmed` with `source: "indexer"` (no echo), one a prepare route made keeps
+ * its prepared shape; a transaction submitted through /v1/submit is not reported again by the indexer.
+ */
+const indexed = <S extends z.ZodRawShape>(shape: S) => z.object({ source: z.literal('indexer'), ...shape });
+const TokenMove = {
+  token_account: z.string().describe('the treasury token account'),
+  mint: z.string(),
+  currency: z.string().nullable().describe('the curated stable symbol, null for another mint'),
+  amount_atomic: Atomic,
+};
+const INDEXED_SHAPES = {
+  'agent.treasury.provision': indexed({ token_account: z.string(), mint: z.string(), currency: z.string().nullable() }),
+  'agent.treasury.withdraw': indexed({ ...TokenMove, destination: z.string().nullable().describe('the token account credited, when one was') }),
+  'agent.treasury.withdraw_sol': indexed({ treasury: z.string(), lamports: Atomic, destination: z.string().nullable() }),
+};
+const alsoIndexed = <K extends keyof typeof INDEXED_SHAPES>(kind: K, seen: string) => ({
+  description: `${PREPARED_KINDS[kind].description} Or ${seen} (source "indexer", phase confirmed).`,
+  phases: LEDGER_PHASES,
+  metadata: z.union([PREPARED_KINDS[kind].metadata, INDEXED_SHAPES[kind]]),
+});
+
+const INDEXER_KINDS = {
+  'agent.treasury.fund': {
+    description: 'Indexer only: a treasury token account received tokens (hosted-api §6); the account must be on the watchlist.',
+    phases: ['confirmed'],
+    metadata: indexed({ ...TokenMove, from: z.string().nullable().describe('the owner of the token account debited, when one was') }),
+  },
+  'agent.treasury.fund_sol': {
+    description: 'Indexer only: the treasury received lamports (at least 5000; smaller changes are ignored as noise).',
+    phases: ['confirmed'],
+    metadata: indexed({ treasury: z.string(), lamports: Atomic, from: z.string().nullable() }),
+  },
+  'agent.treasury.provision': alsoIndexed('agent.treasury.provision', 'the indexer saw a treasury token account created'),
+  'agent.treasury.withdraw': alsoIndexed('agent.treasury.withdraw', 'the indexer saw a treasury token account as the source of a token transfer'),
+  'agent.treasury.withdraw_sol': alsoIndexed('agent.treasury.withdraw_sol', 'the indexer saw the treasury’s lamports fall through a Core Execute instruction'),
+} as const satisfies Record<string, KindSpec>;
+
 /** The kinds a prepare route creates. */
 export type PreparedKind = keyof typeof PREPARED_KINDS;
 export const PREPARED_KIND_NAMES = Object.keys(PREPARED_KINDS) as PreparedKind[];
@@ -144,20 +183,33 @@ export const EVENT_KINDS = {
     }),
   },
   'protocol.fee.collected': {
-    description: 'The protocol fee of a receipt (fee-facilitator-mpp-tools §6, path 1).',
+    description:
+      'The protocol fee of a receipt (fee-facilitator-mpp-tools §6, path 1), or a transfer into a fee authority’s token account seen by the indexer (path 2, source "on_chain").',
     phases: ['confirmed'],
-    metadata: z.object({
-      source: z.literal('receipt'),
-      receipt_hash: z.string(),
-      tx_sig: Signature,
-      mint: z.string(),
-      currency: z.string(),
-      fee_atomic: Atomic,
-      fee_authority: z.string().nullable(),
-      payment_link_id: z.string().optional(),
-    }),
+    metadata: z.union([
+      z.object({
+        source: z.literal('receipt'),
+        receipt_hash: z.string(),
+        tx_sig: Signature,
+        mint: z.string(),
+        currency: z.string(),
+        fee_atomic: Atomic,
+        fee_authority: z.string().nullable(),
+        payment_link_id: z.string().optional(),
+      }),
+      z.object({
+        source: z.literal('on_chain'),
+        tx_sig: Signature,
+        mint: z.string(),
+        currency: z.string().describe('the curated stable symbol, or the mint for another one'),
+        fee_atomic: Atomic,
+        fee_authority: z.string(),
+        token_account: z.string().describe('the fee authority’s token account credited'),
+      }),
+    ]),
   },
   ...PREPARED_KINDS,
+  ...INDEXER_KINDS,
 } as const satisfies Record<string, KindSpec>;
 
 export type EventKindName = keyof typeof EVENT_KINDS;

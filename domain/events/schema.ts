@@ -51,6 +51,9 @@ export interface NewEventFields {
   confirmedAt?: Date | null;
   /** the transaction the event is about, e.g. a settlement */
   signature?: string | null;
+  /** where and when that transaction landed, when the appender knows (the indexer) */
+  slot?: number | null;
+  blockTime?: number | null;
 }
 
 /**

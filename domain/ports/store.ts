@@ -9,6 +9,7 @@ import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts'
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
+import type { IndexerRepository } from './indexer-store.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -238,6 +239,8 @@ export interface Repositories {
   preparedTransactions: PreparedTransactionRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;
+  /** issue 12: the indexer's watchlist, cursors and exactly-once record */
+  indexer: IndexerRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
   jobs: JobQueue;
 }

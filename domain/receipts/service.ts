@@ -11,6 +11,7 @@ import type { EventFeed, Repositories, Store, VerificationUpdate } from '../port
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { newEvent } from '../events/kinds.ts';
 import { checkReceipt, nextCheckAt } from './verify.ts';
+import type { Watchlist } from '../indexer/watchlist.ts';
 import {
   ListReceiptsInput,
   Receipt,
@@ -51,6 +52,8 @@ export class ReceiptService {
       clock: Clock;
       ledgers: Partial<Record<Network, Ledger>>;
       onWarning?: ((message: string, context: Record<string, unknown>) => void) | undefined;
+      /** issue 12: a pushed receipt's agent and treasury join the indexer's watchlist */
+      watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
     },
   ) {}
 
@@ -60,6 +63,7 @@ export class ReceiptService {
    */
   async push(caller: Caller, agent: string, body: unknown): Promise<PushReceiptResult> {
     const record = await this.ownedAgent(caller, agent);
+    await this.deps.watchlist?.watchAgent(caller.network, agent, record.ownerPrincipal);
     const out = await this.ingest(caller.network, agent, record.ownerPrincipal, body, { source: 'push' });
     return {
       ok: true,

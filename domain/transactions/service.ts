@@ -19,6 +19,7 @@ import { treasuryOf } from '../treasury/derive.ts';
 import { PREPARE_ROUTES, directOffer, feeTermsOf, type BuyerOffer, type PrepareRouteName } from '../agents/build/index.ts';
 import type { PrepareBuyerPaymentInput } from '../agents/prepare-schema.ts';
 import { findStable } from '../shared/network.ts';
+import type { Watchlist } from '../indexer/watchlist.ts';
 import { isNoOp, type AgentBuildContext, type BuildContext, type PlanOutcome, type TransactionPlan } from './plan.ts';
 import { SubmitInput, type PreparedEnvelope, type PreparedTransactionRecord, type SubmitResult } from './schema.ts';
 
@@ -42,6 +43,8 @@ export interface TransactionDeps {
   clock: Clock;
   ledgers: Partial<Record<Network, Ledger>>;
   settings: GatewaySettings;
+  /** issue 12 (hosted-api §3.1): the agent of a prepared transaction joins the indexer's watchlist */
+  watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
 }
 
 export class TransactionService {
@@ -103,6 +106,7 @@ export class TransactionService {
   private async finish(caller: Caller, ledger: Ledger, plan: PlanOutcome): Promise<PreparedEnvelope> {
     const { network } = caller;
     if (isNoOp(plan)) return { event_id: null, network, transaction: null, echo: plan.echo, no_op: true, ...plan.extras };
+    await this.deps.watchlist?.watchAgent(network, plan.agent, caller.owner);
     const { blockhash, lastValidBlockHeight } = await ledger.getLatestBlockhash();
     const { transaction, message, signers } = compile(plan, blockhash, lastValidBlockHeight);
     const now = this.deps.clock.now();

@@ -7,6 +7,7 @@ import type { Caller } from '../access/ownership.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import { payToFor, treasuryOf } from './derive.ts';
 import type { AgentPayTo, TreasuryBalances, TreasuryToken } from './schema.ts';
+import type { Watchlist } from '../indexer/watchlist.ts';
 
 // hosted-api §4.4: what an agent's treasury holds and where to pay it, read from the network's ledger.
 
@@ -85,6 +86,8 @@ export interface TreasuryServiceDeps {
   /** the agent the caller may see (404 agent_not_found otherwise): AgentService.requireVisible */
   agents: { requireVisible(caller: Caller, mint: string): Promise<AgentRecord> };
   ledgers: Partial<Record<Network, Ledger>>;
+  /** issue 12 (hosted-api §4.4): the treasury and every token account it holds join the indexer's watchlist */
+  watchlist?: Pick<Watchlist, 'watchTreasury'> | undefined;
 }
 
 export class TreasuryService {
@@ -100,6 +103,7 @@ export class TreasuryService {
     const [lamports, held, slot] = await readLedger(this.deps.ledgers, agent.network, (ledger) =>
       Promise.all([ledger.getBalance(treasury), ledger.getTokenBalances(treasury), ledger.getSlot()]),
     );
+    await this.deps.watchlist?.watchTreasury(agent.network, agent.mint, agent.ownerPrincipal, held.filter((t) => t.owner === treasury).map((t) => ({ address: t.address, mint: t.mint })));
     const curated = new Map(STABLES[agent.network].map((s) => [s.mint, s.symbol]));
     const tokens: TreasuryToken[] = [];
     for (const t of held) {

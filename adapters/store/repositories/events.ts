@@ -79,9 +79,9 @@ export function eventRepository(ctx: RepoContext): EventRepository {
       await query(em, 'select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
       const rows = await query<{ seq: string }>(
         em,
-        `insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, metadata, confirmed_at, created_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
-        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
+        `insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
+        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, e.slot ?? null, e.blockTime ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
       );
       const seq = rows[0]!.seq;
       await query(em, `select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
@@ -93,9 +93,9 @@ export function eventRepository(ctx: RepoContext): EventRepository {
         network: e.network,
         agentAsset: e.agentAsset,
         signature: e.signature ?? null,
-        blockTime: null,
+        blockTime: e.blockTime ?? null,
         confirmedAt: e.confirmedAt ?? null,
-        slot: null,
+        slot: e.slot ?? null,
         errorCode: null,
         errorLogs: null,
         metadata: e.metadata,

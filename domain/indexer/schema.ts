@@ -1,0 +1,20 @@
+import { z } from 'zod';
+import { Network } from '../shared/network.ts';
+
+// Issue 12: GET /v1/indexer/status (REST, tRPC indexer.status, GraphQL indexerStatus): one schema for the three doors.
+
+export const IndexerNetworkStatus = z.object({
+  network: Network,
+  ledger_slot: z.number().int().nullable().describe('the ledger’s slot now; null when the ledger could not be read'),
+  cursor_slot: z.number().int().nullable().describe('every watched address was scanned up to this slot by the last complete run; null before the first'),
+  newest_cursor_slot: z.number().int().nullable().describe('the newest slot of a transaction processed for a watched address'),
+  lag_slots: z.number().int().nullable().describe('ledger_slot − cursor_slot'),
+  watched_addresses: z.number().int(),
+  last_run_at: z.string().nullable(),
+  last_error: z.string().nullable().describe('the error of the last run; null when it succeeded'),
+  last_error_at: z.string().nullable().describe('when a run last failed'),
+});
+export type IndexerNetworkStatus = z.infer<typeof IndexerNetworkStatus>;
+
+export const IndexerStatus = z.object({ data: z.array(IndexerNetworkStatus) });
+export type IndexerStatus = z.infer<typeof IndexerStatus>;

@@ -1,0 +1,153 @@
+import type { Network } from '../shared/network.ts';
+import type { GatewaySettings } from '../shared/settings.ts';
+import { iso } from '../shared/settings.ts';
+import { newId } from '../shared/ids.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { Ledger, SignatureInfo } from '../ports/ledger.ts';
+import type { Store } from '../ports/store.ts';
+import type { WatchedAddress } from '../ports/indexer-store.ts';
+import type { Caller } from '../access/ownership.ts';
+import { addressesOf, findingsOf } from './rules.ts';
+import type { IndexerStatus } from './schema.ts';
+
+// Issue 12: the indexer (hosted-api §6; fee-facilitator-mpp-tools §6; ARCHITECTURE "Scale-out"). One run per network:
+// for each watched address the signatures since its cursor (newest first, paged with before/until), then the new
+// transactions oldest first; each finding is appended with its (network, signature, key) row in indexer_seen in one
+// transaction, so a rescan, a crash between the events and the cursors, or two runners at once report it once.
+
+/** getSignaturesForAddress page size; an address scanned for the first time reads one page (its recent history). */
+const PAGE = 1000;
+const WATCH_PAGE = 500;
+
+export interface IndexerDeps {
+  store: Store;
+  clock: Clock;
+  ledgers: Partial<Record<Network, Ledger>>;
+  settings: GatewaySettings;
+}
+
+export interface IndexRun {
+  watched: number;
+  signatures: number;
+  events: number;
+}
+
+export class IndexerService {
+  constructor(private readonly deps: IndexerDeps) {}
+
+  /** the networks this process can follow */
+  networks(): Network[] {
+    return Object.keys(this.deps.ledgers) as Network[];
+  }
+
+  /** One pass over the network's watchlist. A failure is recorded on the network's status and thrown. */
+  async run(network: Network): Promise<IndexRun> {
+    const ledger = this.deps.ledgers[network];
+    if (!ledger) return { watched: 0, signatures: 0, events: 0 };
+    const at = this.deps.clock.now();
+    try {
+      const ledgerSlot = await ledger.getSlot();
+      const watched = await this.watched(network);
+      const found = new Map<string, SignatureInfo>();
+      const newest = new Map<string, { signature: string; slot: number }>();
+      for (const w of watched) {
+        const signatures = await this.newSignatures(ledger, w);
+        if (signatures[0]) newest.set(w.address, { signature: signatures[0].signature, slot: signatures[0].slot });
+        for (const s of signatures) if (!found.has(s.signature)) found.set(s.signature, s);
+      }
+      // oldest first (the ledger lists newest first: reverse keeps the order within a slot)
+      const ordered = [...found.values()].reverse().sort((a, b) => a.slot - b.slot);
+      let events = 0;
+      for (const s of ordered) if (s.err === null) events += await this.index(network, ledger, s.signature);
+      for (const [address, cursor] of newest) await this.deps.store.indexer.advanceCursor(network, address, cursor);
+      await this.deps.store.indexer.recordRun(network, { at, syncedSlot: ledgerSlot, error: null });
+      return { watched: watched.length, signatures: ordered.length, events };
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      await this.deps.store.indexer.recordRun(network, { at, syncedSlot: null, error: message.slice(0, 500) }).catch(() => undefined);
+      throw e;
+    }
+  }
+
+  private async watched(network: Network): Promise<WatchedAddress[]> {
+    const all: WatchedAddress[] = [];
+    for (;;) {
+      const page = await this.deps.store.indexer.listWatched(network, { afterAddress: all.at(-1)?.address, limit: WATCH_PAGE });
+      all.push(...page);
+      if (page.length < WATCH_PAGE) return all;
+    }
+  }
+
+  /** Newest first: every signature after the cursor; without a cursor, the newest page. */
+  private async newSignatures(ledger: Ledger, w: WatchedAddress): Promise<SignatureInfo[]> {
+    const out: SignatureInfo[] = [];
+    for (;;) {
+      const before = out.at(-1)?.signature;
+      const page = await ledger.getSignaturesForAddress(w.address, {
+        limit: PAGE,
+        ...(w.cursorSignature !== null ? { until: w.cursorSignature } : {}),
+        ...(before !== undefined ? { before } : {}),
+      });
+      out.push(...page);
+      if (page.length < PAGE || w.cursorSignature === null) return out;
+    }
+  }
+
+  /** The events of one transaction; returns how many were new. */
+  private async index(network: Network, ledger: Ledger, signature: string): Promise<number> {
+    const tx = await ledger.getTransaction(signature);
+    // listed but not readable yet: fail the run so the cursors stay and the next run reads it again
+    if (!tx) throw new Error(`transaction ${signature} is listed but not readable yet`);
+    if (tx.err !== null) return 0;
+    const watched = await this.deps.store.indexer.lookup(network, addressesOf(tx));
+    let findings = findingsOf(tx, { network, feeAuthority: this.deps.settings.fee.authorities[network] ?? null, watched });
+    if (!findings.length) return 0;
+    // A transaction submitted through /v1/submit is its prepared event already: not reported again for that agent.
+    const preparedAgent = await this.deps.store.indexer.preparedAgentOf(network, signature);
+    if (preparedAgent !== null) findings = findings.filter((f) => f.agent !== preparedAgent);
+    const owners = new Map<string, string | null>();
+    for (const f of findings) {
+      if (f.agent !== null && !owners.has(f.agent)) owners.set(f.agent, (await this.deps.store.agents.get(network, f.agent))?.ownerPrincipal ?? f.ownerPrincipal);
+    }
+    const now = this.deps.clock.now();
+    return this.deps.store.transaction(async (trx) => {
+      let written = 0;
+      for (const f of findings) {
+        const id = newId(now.getTime());
+        if (!(await trx.indexer.markSeen(network, signature, f.key, id, now))) continue;
+        const owner = f.agent === null ? null : (owners.get(f.agent) ?? null);
+        await trx.events.append(
+          f.event({ id, phase: 'confirmed', network, agentAsset: f.agent, owner, createdAt: now, confirmedAt: now, signature, slot: tx.slot, blockTime: tx.blockTime }),
+        );
+        written++;
+      }
+      return written;
+    });
+  }
+
+  /**
+   * GET /v1/indexer/status: the caller's network (a key belongs to one). It carries no owned data — counts, slots and
+   * the last error — so every key of the network reads it, admin or not.
+   */
+  async status(caller: Caller): Promise<IndexerStatus> {
+    const { network } = caller;
+    const s = await this.deps.store.indexer.status(network);
+    const ledger = this.deps.ledgers[network];
+    const ledgerSlot = ledger ? await ledger.getSlot().catch(() => null) : null;
+    return {
+      data: [
+        {
+          network,
+          ledger_slot: ledgerSlot,
+          cursor_slot: s.syncedSlot,
+          newest_cursor_slot: s.maxCursorSlot,
+          lag_slots: ledgerSlot !== null && s.syncedSlot !== null ? Math.max(0, ledgerSlot - s.syncedSlot) : null,
+          watched_addresses: s.watched,
+          last_run_at: s.lastRunAt ? iso(s.lastRunAt) : null,
+          last_error: s.lastError,
+          last_error_at: s.lastErrorAt ? iso(s.lastErrorAt) : null,
+        },
+      ],
+    };
+  }
+}
