@@ -145,7 +145,7 @@ export function buildServices(deps: ServiceDeps): Services {
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
     transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist }),
     watchlist,
-    indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings }),
+    indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings, ownFeePayers: deps.facilitator ? [deps.facilitator.feePayer] : [] }),
     clock,
   };
 }

@@ -24,6 +24,11 @@ export interface IndexerDeps {
   clock: Clock;
   ledgers: Partial<Record<Network, Ledger>>;
   settings: GatewaySettings;
+  /**
+   * Fee payers whose transactions the gateway records itself: its facilitator's (paywall settlements → payment_link.settled
+   * and the earn receipt with its protocol.fee.collected; sponsored treasury token accounts). The indexer skips them.
+   */
+  ownFeePayers?: readonly string[] | undefined;
 }
 
 export interface IndexRun {
@@ -98,7 +103,7 @@ export class IndexerService {
     const tx = await ledger.getTransaction(signature);
     // listed but not readable yet: fail the run so the cursors stay and the next run reads it again
     if (!tx) throw new Error(`transaction ${signature} is listed but not readable yet`);
-    if (tx.err !== null) return 0;
+    if (tx.err !== null || this.deps.ownFeePayers?.includes(tx.accountKeys[0]!)) return 0;
     const watched = await this.deps.store.indexer.lookup(network, addressesOf(tx));
     let findings = findingsOf(tx, { network, feeAuthority: this.deps.settings.fee.authorities[network] ?? null, watched });
     if (!findings.length) return 0;

@@ -35,22 +35,14 @@ export function indexerRepository(ctx: RepoContext): IndexerRepository {
   return {
     watch: async (entries, at) => {
       if (!entries.length) return 0;
-      // one statement for all: unnest keeps the bound parameters at six however many entries
+      // one statement for all, the entries as one JSON parameter (the driver would splice a bound array into a list)
       return affected(
         em(),
         `insert into indexer_watch (network, address, role, agent, owner_principal, mint, added_at)
          select e.network, e.address, e.role, e.agent, e.owner_principal, e.mint, ?
-           from unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[]) as e(network, address, role, agent, owner_principal, mint)
+           from jsonb_to_recordset(?::jsonb) as e(network text, address text, role text, agent text, owner_principal text, mint text)
          on conflict (network, address) do nothing`,
-        [
-          at,
-          entries.map((e) => e.network),
-          entries.map((e) => e.address),
-          entries.map((e) => e.role),
-          entries.map((e) => e.agent),
-          entries.map((e) => e.ownerPrincipal),
-          entries.map((e) => e.mint),
-        ],
+        [at, JSON.stringify(entries.map((e) => ({ network: e.network, address: e.address, role: e.role, agent: e.agent, owner_principal: e.ownerPrincipal, mint: e.mint })))],
       );
     },
     listWatched: async (network, q) =>
@@ -63,7 +55,7 @@ export function indexerRepository(ctx: RepoContext): IndexerRepository {
       ).map(fromRow),
     lookup: async (network, addresses) => {
       if (!addresses.length) return [];
-      return (await query<WatchRow>(em(), `select ${COLUMNS} from indexer_watch where network = ? and address = any(?::text[])`, [network, [...addresses]])).map(fromRow);
+      return (await query<WatchRow>(em(), `select ${COLUMNS} from indexer_watch where network = ? and address in (select jsonb_array_elements_text(?::jsonb))`, [network, JSON.stringify(addresses)])).map(fromRow);
     },
     advanceCursor: async (network, address, c) => {
       await query(

@@ -1,0 +1,22 @@
+import { z } from 'zod';
+import { IndexerStatus } from '../../../domain/indexer/schema.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+// Issue 12: the indexer's progress on the caller's network (IndexerService.status). Every key of the network reads it:
+// it carries counts, slots and the last error, no owned data.
+
+export const indexerRouter = router({
+  status: keyedProcedure
+    .meta({
+      bucket: 'indexer.read',
+      openapi: {
+        method: 'GET',
+        path: '/v1/indexer/status',
+        tags: ['indexer'],
+        summary: 'The indexer on your network: cursor slot, lag in slots, watched addresses, last run, last error',
+      },
+    })
+    .input(z.void())
+    .output(IndexerStatus)
+    .query(({ ctx }) => ctx.services.indexer.status(ctx.principal)),
+});

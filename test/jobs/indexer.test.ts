@@ -1,0 +1,354 @@
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { Connection, Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
+import {
+  createAssociatedTokenAccountIdempotentInstruction,
+  createTransferCheckedInstruction,
+  getAssociatedTokenAddressSync,
+  TOKEN_PROGRAM_ID,
+} from '@solana/spl-token';
+import { createClient as createWsClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/receiver.ts';
+import { metaplexTest } from '../support/programs.ts';
+import { createClient } from '../../interfaces/client/index.ts';
+import { STABLES } from '../../domain/shared/network.ts';
+import { treasuryOf } from '../../domain/treasury/derive.ts';
+import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
+
+// Issue 12, the indexer: deposits made with plain web3.js (no gateway involvement) reach the owner's GraphQL
+// subscription as agent.treasury.fund / fund_sol, on the embedded ledger and through the rpc adapter; each event is
+// written once however often the ledger is scanned; a transaction submitted through /v1/submit is not reported again;
+// a transfer into a fee authority's token account is protocol.fee.collected (on_chain); failed transactions write
+// nothing; GET /v1/indexer/status on the three doors.
+
+const test = anyTest as TestFn<{ a: TestApp; b: TestApp }>;
+const NET = 'chain-devnet' as const;
+const USDC = STABLES[NET][0]!;
+
+test.before(async (t) => {
+  const a = await startTestApp();
+  // b follows a's embedded devnet through the rpc ledger adapter (SVC_DEVNET_LEDGER = a's JSON-RPC URL)
+  const b = await startTestApp({ env: { SVC_DEVNET_LEDGER: a.ledgers.rpcUrls[NET]!, SVC_MAINNET_LEDGER: 'embedded' } });
+  t.context = { a, b };
+});
+
+test.after.always(async (t) => {
+  for (const app of [t.context.b, t.context.a]) {
+    if (!app) continue;
+    await app.close();
+    await removeDataDir(app.dataDir);
+  }
+});
+
+interface SeenEvent {
+  id: string;
+  kind: string;
+  phase: string;
+  agentAsset: string | null;
+  signature: string | null;
+  slot: number | null;
+  metadata: Record<string, unknown>;
+}
+
+/** Every event the key may read, live, over graphql-ws. */
+async function watch(t: ExecutionContext, app: TestApp, key: string): Promise<SeenEvent[]> {
+  const client = createWsClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
+  const seen: SeenEvent[] = [];
+  let subscribed!: () => void;
+  const ready = new Promise<void>((r) => (subscribed = r));
+  client.on('connected', () => subscribed());
+  const stop = client.subscribe<{ events: SeenEvent }>(
+    { query: 'subscription { events { id kind phase agentAsset signature slot metadata } }' },
+    { next: (r) => r.data?.events && seen.push(r.data.events), error: () => {}, complete: () => {} },
+  );
+  t.teardown(async () => {
+    stop();
+    await client.dispose();
+  });
+  await ready;
+  return seen;
+}
+
+/** Plain web3.js against the embedded devnet's JSON-RPC (app a serves it). */
+function rpc(t: ExecutionContext<{ a: TestApp }>): Connection {
+  return new Connection(t.context.a.ledgers.rpcUrls[NET]!, 'confirmed');
+}
+
+/** Sends signed bytes with web3.js and waits until the signature has a status; returns signature and slot. */
+async function send(connection: Connection, wire: Uint8Array | Buffer, skipPreflight = false): Promise<{ signature: string; slot: number; err: unknown }> {
+  const signature = await connection.sendRawTransaction(wire, { skipPreflight });
+  const status = await until(`status of ${signature}`, async () => (await connection.getSignatureStatuses([signature])).value[0] ?? undefined);
+  return { signature, slot: status.slot, err: status.err };
+}
+
+async function donor(t: ExecutionContext<{ a: TestApp }>, usdc = '10'): Promise<Keypair> {
+  const kp = Keypair.generate();
+  await t.context.a.services.dev.fund(NET, { address: kp.publicKey.toBase58(), sol: '1', token: 'USDC', amount: usdc });
+  return kp;
+}
+
+/** The indexer of `app` has scanned every watched address past `slot` (a complete run that started after it). */
+async function indexedPast(app: TestApp, slot: number): Promise<void> {
+  await until(`indexer past slot ${slot}`, async () => {
+    const [s] = (await app.services.indexer.status({ network: NET, role: 'admin', owner: null, ownerWallet: null } as never)).data;
+    return (s!.cursor_slot ?? -1) >= slot || undefined;
+  }, 20_000);
+}
+
+async function eventsOf(app: TestApp, key: string, agent: string): Promise<{ id: string; kind: string; phase: string; signature: string | null; metadata: Record<string, unknown> }[]> {
+  const res = await http(app, 'GET', `/v1/events?agent=${agent}&limit=200`, { key });
+  if (res.status !== 200) throw new Error(`events: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.data;
+}
+
+/** A deposit with plain web3.js: 2.5 USDC (TransferChecked) and 0.01 SOL in one transaction, then 1000 lamports (noise). */
+async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway: TestApp): Promise<void> {
+  const key = (await gateway.services.access.issueKey({ network: NET, role: 'user' })).key;
+  const seen = await watch(t, gateway, key);
+  const { mint } = await recordAgent(gateway, key); // recording prepares the treasury's USDC account and watches it
+  const treasury = treasuryOf(mint);
+  const from = await donor(t);
+  const connection = rpc(t);
+  const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true, TOKEN_PROGRAM_ID);
+  const donorUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey, false, TOKEN_PROGRAM_ID);
+  // a's facilitator made the account when the agent was recorded; b's (unfunded on a's ledger) could not: the donor
+  // makes it then, which the indexer reports as agent.treasury.provision
+  const existed = (await connection.getAccountInfo(treasuryUsdc)) !== null;
+
+  const { blockhash } = await connection.getLatestBlockhash();
+  const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    createAssociatedTokenAccountIdempotentInstruction(from.publicKey, treasuryUsdc, new PublicKey(treasury), new PublicKey(USDC.mint)),
+    createTransferCheckedInstruction(donorUsdc, new PublicKey(USDC.mint), treasuryUsdc, from.publicKey, 2_500_000n, USDC.decimals),
+    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 10_000_000 }),
+  );
+  tx.sign(from);
+  const funded = await send(connection, tx.serialize());
+  t.is(funded.err, null);
+  const noise = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 1_000 }),
+  );
+  noise.sign(from);
+  const small = await send(connection, noise.serialize());
+  t.is(small.err, null);
+
+  const fund = await until('agent.treasury.fund on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === funded.signature));
+  t.like(fund, { phase: 'confirmed', agentAsset: mint, slot: funded.slot });
+  t.like(fund.metadata, { source: 'indexer', token_account: treasuryUsdc.toBase58(), mint: USDC.mint, currency: 'USDC', amount_atomic: '2500000', from: from.publicKey.toBase58() });
+  const sol = await until('agent.treasury.fund_sol on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
+  t.like(sol, { phase: 'confirmed', agentAsset: mint });
+  t.like(sol.metadata, { source: 'indexer', treasury, lamports: '10000000', from: from.publicKey.toBase58() });
+
+  // 1000 lamports are noise: nothing for that signature once the indexer is past it
+  await indexedPast(gateway, small.slot);
+  t.deepEqual(seen.filter((e) => e.signature === small.signature), []);
+  t.deepEqual((await eventsOf(gateway, key, mint)).filter((e) => e.signature === small.signature), []);
+  // the facilitator's sponsored token account is the gateway's own doing (not reported); the donor's is
+  t.deepEqual(
+    (await eventsOf(gateway, key, mint)).map((e) => e.kind).sort(),
+    ['agent.treasury.fund', 'agent.treasury.fund_sol', ...(existed ? [] : ['agent.treasury.provision'])],
+  );
+}
+
+test('a plain web3.js deposit arrives as agent.treasury.fund and fund_sol on the GraphQL subscription; under 5000 lamports is ignored (embedded ledger)', async (t) => {
+  await deposit(t, t.context.a);
+});
+
+test('the same through the rpc ledger adapter (the embedded JSON-RPC as the node)', async (t) => {
+  await deposit(t, t.context.b);
+});
+
+test('a rescan and two runners at once write each event once', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const { mint } = await recordAgent(a, key);
+  const treasury = treasuryOf(mint);
+  const from = await donor(t);
+  const connection = rpc(t);
+  const { blockhash } = await connection.getLatestBlockhash();
+  const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true, TOKEN_PROGRAM_ID);
+  await until('treasury USDC account', async () => (await connection.getAccountInfo(treasuryUsdc)) ?? undefined);
+  const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    createTransferCheckedInstruction(
+      getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey),
+      new PublicKey(USDC.mint),
+      treasuryUsdc,
+      from.publicKey,
+      1_000_000n,
+      USDC.decimals,
+    ),
+    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 2_000_000 }),
+  );
+  tx.sign(from);
+  const sent = await send(connection, tx.serialize());
+  await until('both events', async () => (await eventsOf(a, key, mint)).filter((e) => e.signature === sent.signature).length === 2 || undefined);
+
+  // forget every cursor, then two runs at once (besides the job runner's own) rescan the same history
+  t.true((await a.database.store.indexer.resetCursors(NET)) > 0);
+  const runs = await Promise.all([a.services.indexer.run(NET), a.services.indexer.run(NET)]);
+  t.true(runs.every((r) => r.signatures > 0), 'both runs read the history again');
+  await a.services.indexer.run(NET);
+  const events = (await eventsOf(a, key, mint)).filter((e) => e.signature === sent.signature);
+  t.deepEqual(events.map((e) => e.kind).sort(), ['agent.treasury.fund', 'agent.treasury.fund_sol']);
+  t.is(await a.database.store.indexer.countSeen(NET, sent.signature), 2);
+});
+
+test('a failed transaction writes nothing', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const { mint } = await recordAgent(a, key);
+  const treasury = treasuryOf(mint);
+  const from = await donor(t, '1');
+  const connection = rpc(t);
+  const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true, TOKEN_PROGRAM_ID);
+  await until('treasury USDC account', async () => (await connection.getAccountInfo(treasuryUsdc)) ?? undefined);
+  const { blockhash } = await connection.getLatestBlockhash();
+  // 0.5 SOL in, then 5 USDC the donor does not have: the whole transaction fails (and pays its fee)
+  const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 500_000_000 }),
+    createTransferCheckedInstruction(
+      getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey),
+      new PublicKey(USDC.mint),
+      treasuryUsdc,
+      from.publicKey,
+      5_000_000n,
+      USDC.decimals,
+    ),
+  );
+  tx.sign(from);
+  const failed = await send(connection, tx.serialize(), true);
+  t.not(failed.err, null, 'the transaction landed failed');
+  await indexedPast(a, failed.slot);
+  t.is(await a.database.store.indexer.countSeen(NET, failed.signature), 0);
+  t.deepEqual((await eventsOf(a, key, mint)).filter((e) => e.signature === failed.signature), []);
+});
+
+test('a transfer into a fee authority token account is protocol.fee.collected with source on_chain', async (t) => {
+  const { a } = t.context;
+  const admin = await issueKey(a, NET, 'admin');
+  const seen = await watch(t, a, admin);
+  const authority = a.services.settings.fee.authorities[NET]!;
+  const from = await donor(t);
+  const connection = rpc(t);
+  const feeAccount = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(authority), true, TOKEN_PROGRAM_ID);
+  const { blockhash } = await connection.getLatestBlockhash();
+  const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    createAssociatedTokenAccountIdempotentInstruction(from.publicKey, feeAccount, new PublicKey(authority), new PublicKey(USDC.mint)),
+    createTransferCheckedInstruction(getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey), new PublicKey(USDC.mint), feeAccount, from.publicKey, 300_000n, USDC.decimals),
+  );
+  tx.sign(from);
+  const sent = await send(connection, tx.serialize());
+  t.is(sent.err, null);
+  const fee = await until('protocol.fee.collected', () => seen.find((e) => e.kind === 'protocol.fee.collected' && e.signature === sent.signature), 20_000);
+  t.like(fee, { phase: 'confirmed', agentAsset: null });
+  t.deepEqual(fee.metadata, {
+    source: 'on_chain',
+    tx_sig: sent.signature,
+    mint: USDC.mint,
+    currency: 'USDC',
+    fee_atomic: '300000',
+    fee_authority: authority,
+    token_account: feeAccount.toBase58(),
+  });
+});
+
+test('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads its network too', async (t) => {
+  const { a } = t.context;
+  const user = await issueKey(a);
+  const admin = await issueKey(a, NET, 'admin');
+  await recordAgent(a, user);
+  const rest = await until('a first run', async () => {
+    const res = await http(a, 'GET', '/v1/indexer/status', { key: user });
+    return res.body?.data?.[0]?.last_run_at ? res : undefined;
+  });
+  t.is(rest.status, 200);
+  const [s] = rest.body.data;
+  t.is(rest.body.data.length, 1);
+  t.is(s.network, NET);
+  t.true(s.watched_addresses >= 5, 'the agent (asset, treasury, 3 token accounts) and the fee accounts');
+  t.true(Number.isInteger(s.ledger_slot) && Number.isInteger(s.cursor_slot));
+  t.true(s.lag_slots >= 0);
+  t.is(s.last_error, null);
+
+  const viaTrpc = await createClient({ url: a.url, apiKey: admin }).indexer.status.query();
+  t.is(viaTrpc.data[0]!.network, NET);
+  t.true(viaTrpc.data[0]!.watched_addresses >= s.watched_addresses);
+
+  const gql = await http(a, 'POST', '/graphql', { key: user, body: { query: '{ indexerStatus { network watchedAddresses cursorSlot lagSlots lastRunAt lastError } }' } });
+  t.is(gql.status, 200, JSON.stringify(gql.body));
+  t.like(gql.body.data.indexerStatus[0], { network: NET, lastError: null });
+  t.true(gql.body.data.indexerStatus[0].watchedAddresses >= s.watched_addresses);
+
+  const live = await issueKey(a, 'chain-mainnet');
+  const mainnet = await http(a, 'GET', '/v1/indexer/status', { key: live });
+  t.is(mainnet.body.data[0].network, 'chain-mainnet', 'a key reads its own network');
+  t.is((await http(a, 'GET', '/v1/indexer/status')).status, 401);
+});
+
+/** prepare (REST) → sign; the signed bytes as base64 */
+async function prepareSigned(t: ExecutionContext, app: TestApp, key: string, path: string, body: Record<string, unknown>, signer: Keypair): Promise<{ envelope: PreparedEnvelope; signed: Buffer }> {
+  const prepared = await http<PreparedEnvelope>(app, 'POST', path, { key, body });
+  t.is(prepared.status, 200, `${path}: ${JSON.stringify(prepared.body)}`);
+  const tx = Transaction.from(Buffer.from(prepared.body.transaction!.base64, 'base64'));
+  tx.partialSign(signer);
+  return { envelope: prepared.body, signed: tx.serialize({ requireAllSignatures: true }) };
+}
+
+async function submitted(t: ExecutionContext, app: TestApp, key: string, envelope: PreparedEnvelope, signed: Buffer): Promise<string> {
+  const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed.toString('base64') } });
+  t.is(res.status, 202, JSON.stringify(res.body));
+  await until(`${envelope.event_id} confirmed`, async () => {
+    const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+    if (e.body.phase === 'failed') throw new Error(JSON.stringify(e.body));
+    return e.body.phase === 'confirmed' || undefined;
+  }, 30_000);
+  return res.body.signature;
+}
+
+metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the same actions signed and sent outside the gateway are (withdraw_sol through Execute, provision)', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const seen = await watch(t, a, key);
+  const owner = Keypair.generate();
+  await a.services.dev.fund(NET, { address: owner.publicKey.toBase58(), sol: '2' });
+  const connection = rpc(t);
+
+  const minted = await prepareSigned(t, a, key, '/v1/agents/prepare', { owner: owner.publicKey.toBase58(), name: 'Indexed agent', uri: 'https://example.com/agent.json' }, owner);
+  await submitted(t, a, key, minted.envelope, minted.signed);
+  const mint = String(minted.envelope.echo.asset);
+  const treasury = treasuryOf(mint);
+  const wallet = Keypair.generate().publicKey.toBase58();
+
+  // 0.5 SOL into the treasury with plain web3.js
+  const from = await donor(t);
+  const { blockhash } = await connection.getLatestBlockhash();
+  const fund = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 500_000_000 }),
+  );
+  fund.sign(from);
+  const funded = await send(connection, fund.serialize());
+  await until('fund_sol', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
+
+  // 0.1 SOL out through /v1/submit: its prepared event records it
+  const viaGateway = await prepareSigned(t, a, key, `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' }, owner);
+  const submittedSig = await submitted(t, a, key, viaGateway.envelope, viaGateway.signed);
+
+  // 0.05 SOL out, and the USDC account provisioned, each signed and sent straight to the ledger
+  const direct = await prepareSigned(t, a, key, `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '50000000' }, owner);
+  const out = await send(connection, direct.signed);
+  t.is(out.err, null);
+  const provision = await prepareSigned(t, a, key, `/v1/agents/${mint}/treasury/provision/prepare`, { payer: owner.publicKey.toBase58() }, owner);
+  const provisioned = await send(connection, provision.signed);
+  t.is(provisioned.err, null);
+
+  const withdrawn = await until('indexer withdraw_sol', () => seen.find((e) => e.kind === 'agent.treasury.withdraw_sol' && e.signature === out.signature));
+  t.like(withdrawn, { phase: 'confirmed', agentAsset: mint });
+  t.deepEqual(withdrawn.metadata, { source: 'indexer', treasury, lamports: '50000000', destination: wallet });
+  const created = await until('indexer provision', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === provisioned.signature));
+  t.like(created.metadata, { source: 'indexer', mint: USDC.mint, currency: 'USDC', token_account: getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true).toBase58() });
+
+  await indexedPast(a, provisioned.slot);
+  const ofSubmitted = (await eventsOf(a, key, mint)).filter((e) => e.signature === submittedSig);
+  t.deepEqual(ofSubmitted.map((e) => [e.id, e.kind, e.phase]), [[viaGateway.envelope.event_id, 'agent.treasury.withdraw_sol', 'confirmed']], 'only the prepared event');
+  t.is(await a.database.store.indexer.countSeen(NET, submittedSig), 0);
+});
