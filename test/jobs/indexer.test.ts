@@ -305,7 +305,7 @@ async function submitted(t: ExecutionContext, app: TestApp, key: string, envelop
   return res.body.signature;
 }
 
-metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the same actions signed and sent outside the gateway are (withdraw_sol through Execute, provision)', async (t) => {
+metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the same actions signed and sent outside the gateway are (withdraw_sol and withdraw through Execute, provision)', async (t) => {
   const { a } = t.context;
   const key = await issueKey(a);
   const seen = await watch(t, a, key);
@@ -345,9 +345,38 @@ metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the sam
   t.like(withdrawn, { phase: 'confirmed', agentAsset: mint });
   t.deepEqual(withdrawn.metadata, { source: 'indexer', treasury, lamports: '50000000', destination: wallet });
   const created = await until('indexer provision', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === provisioned.signature));
-  t.like(created.metadata, { source: 'indexer', mint: USDC.mint, currency: 'USDC', token_account: getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true).toBase58() });
+  const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true);
+  t.like(created.metadata, { source: 'indexer', mint: USDC.mint, currency: 'USDC', token_account: treasuryUsdc.toBase58() });
 
-  await indexedPast(a, provisioned.slot);
+  // 3 USDC in by plain transfer, then 1 USDC out through Execute, signed and sent outside the gateway
+  const usdcIn = new Transaction({ feePayer: from.publicKey, recentBlockhash: (await connection.getLatestBlockhash()).blockhash }).add(
+    createTransferCheckedInstruction(getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey), new PublicKey(USDC.mint), treasuryUsdc, from.publicKey, 3_000_000n, USDC.decimals),
+  );
+  usdcIn.sign(from);
+  const usdcFunded = await send(connection, usdcIn.serialize());
+  t.is(usdcFunded.err, null);
+  const tokenOut = await prepareSigned(
+    t,
+    a,
+    key,
+    `/v1/agents/${mint}/treasury/withdraw/prepare`,
+    { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '1000000' },
+    owner,
+  );
+  const tokenSent = await send(connection, tokenOut.signed);
+  t.is(tokenSent.err, null);
+  const withdrawnUsdc = await until('indexer withdraw', () => seen.find((e) => e.kind === 'agent.treasury.withdraw' && e.signature === tokenSent.signature));
+  t.deepEqual(withdrawnUsdc.metadata, {
+    source: 'indexer',
+    token_account: treasuryUsdc.toBase58(),
+    mint: USDC.mint,
+    currency: 'USDC',
+    amount_atomic: '1000000',
+    destination: getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(wallet)).toBase58(),
+  });
+  t.truthy(seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === usdcFunded.signature));
+
+  await indexedPast(a, tokenSent.slot);
   const ofSubmitted = (await eventsOf(a, key, mint)).filter((e) => e.signature === submittedSig);
   t.deepEqual(ofSubmitted.map((e) => [e.id, e.kind, e.phase]), [[viaGateway.envelope.event_id, 'agent.treasury.withdraw_sol', 'confirmed']], 'only the prepared event');
   t.is(await a.database.store.indexer.countSeen(NET, submittedSig), 0);
