@@ -15,6 +15,12 @@ import { createClient } from '../../interfaces/client/index.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
+import type { LedgerTransaction } from '../../domain/ports/ledger.ts';
+import type { WatchedAddress } from '../../domain/ports/indexer-store.ts';
+import { findingsOf } from '../../domain/indexer/rules.ts';
+import { IndexerService } from '../../domain/indexer/service.ts';
+import type { Ledger } from '../../domain/ports/ledger.ts';
+import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 
 // Issue 12, the indexer: deposits made with plain web3.js (no gateway involvement) reach the owner's GraphQL
 // subscription as agent.treasury.fund / fund_sol, on the embedded ledger and through the rpc adapter; each event is
@@ -123,6 +129,7 @@ async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway:
     SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 10_000_000 }),
   );
   tx.sign(from);
+  const sentAt = Date.now();
   const funded = await send(connection, tx.serialize());
   t.is(funded.err, null);
   const noise = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
@@ -133,6 +140,7 @@ async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway:
   t.is(small.err, null);
 
   const fund = await until('agent.treasury.fund on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === funded.signature));
+  t.log(`deposit sent → agent.treasury.fund on the subscription: ${Date.now() - sentAt} ms`);
   t.like(fund, { phase: 'confirmed', agentAsset: mint, slot: funded.slot });
   t.like(fund.metadata, { source: 'indexer', token_account: treasuryUsdc.toBase58(), mint: USDC.mint, currency: 'USDC', amount_atomic: '2500000', from: from.publicKey.toBase58() });
   const sol = await until('agent.treasury.fund_sol on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
@@ -252,7 +260,7 @@ test('a transfer into a fee authority token account is protocol.fee.collected wi
   });
 });
 
-test('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads its network too', async (t) => {
+test.serial('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads its network too', async (t) => {
   const { a } = t.context;
   const user = await issueKey(a);
   const admin = await issueKey(a, NET, 'admin');
@@ -265,7 +273,7 @@ test('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads its net
   const [s] = rest.body.data;
   t.is(rest.body.data.length, 1);
   t.is(s.network, NET);
-  t.true(s.watched_addresses >= 5, 'the agent (asset, treasury, 3 token accounts) and the fee accounts');
+  t.true(s.watched_addresses >= 4, `the agent's asset, treasury and USDC account and the fee authority's: ${JSON.stringify(s)}`);
   t.true(Number.isInteger(s.ledger_slot) && Number.isInteger(s.cursor_slot));
   t.true(s.lag_slots >= 0);
   t.is(s.last_error, null);
@@ -380,4 +388,97 @@ metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the sam
   const ofSubmitted = (await eventsOf(a, key, mint)).filter((e) => e.signature === submittedSig);
   t.deepEqual(ofSubmitted.map((e) => [e.id, e.kind, e.phase]), [[viaGateway.envelope.event_id, 'agent.treasury.withdraw_sol', 'confirmed']], 'only the prepared event');
   t.is(await a.database.store.indexer.countSeen(NET, submittedSig), 0);
+});
+
+// The rules alone (domain/indexer/rules.ts): boundaries that a ledger flow cannot pin down cheaply.
+
+function landed(over: Partial<LedgerTransaction>): LedgerTransaction {
+  return {
+    signature: 'sig',
+    slot: 10,
+    blockTime: null,
+    version: 'legacy',
+    err: null,
+    fee: 5_000n,
+    accountKeys: [],
+    signers: [],
+    recentBlockhash: '11111111111111111111111111111111',
+    preBalances: [],
+    postBalances: [],
+    preTokenBalances: [],
+    postTokenBalances: [],
+    instructions: [],
+    innerInstructions: [],
+    logs: [],
+    unitsConsumed: null,
+    ...over,
+  };
+}
+
+const AGENT = Keypair.generate().publicKey.toBase58();
+const PAYER = Keypair.generate().publicKey.toBase58();
+const watchedTreasury: WatchedAddress = {
+  network: NET,
+  address: treasuryOf(AGENT),
+  role: 'treasury',
+  agent: AGENT,
+  ownerPrincipal: 'key:x',
+  mint: null,
+  cursorSignature: null,
+  cursorSlot: null,
+  addedAt: new Date(0),
+};
+
+test('rules: 5000 lamports into a treasury is fund_sol, 4999 is noise; a failed transaction is nothing', (t) => {
+  const into = (lamports: bigint) =>
+    landed({ accountKeys: [PAYER, treasuryOf(AGENT)], preBalances: [10_000_000n, 1_000_000n], postBalances: [10_000_000n - lamports - 5_000n, 1_000_000n + lamports] });
+  const ctx = { network: NET, feeAuthority: null, watched: [watchedTreasury] };
+  t.deepEqual(findingsOf(into(5_000n), ctx).map((f) => [f.kind, f.key, f.agent]), [['agent.treasury.fund_sol', `fund_sol:${treasuryOf(AGENT)}`, AGENT]]);
+  t.deepEqual(findingsOf(into(4_999n), ctx), []);
+  t.deepEqual(findingsOf({ ...into(5_000n), err: { InstructionError: [0, { Custom: 1 }] } }, ctx), []);
+});
+
+test('rules: lamports leaving a treasury are withdraw_sol only through a Core instruction naming it (inner ones count)', (t) => {
+  const treasury = treasuryOf(AGENT);
+  const out = (over: Partial<LedgerTransaction>) =>
+    landed({ accountKeys: [PAYER, treasury, AGENT], preBalances: [1_000_000n, 50_000_000n, 0n], postBalances: [981_000n, 30_000_000n, 20_000_000n], ...over });
+  const ctx = { network: NET, feeAuthority: null, watched: [watchedTreasury] };
+  t.deepEqual(findingsOf(out({}), ctx), [], 'no Core instruction');
+  const core = { programId: MPL_CORE_PROGRAM_ID, accounts: [AGENT, treasury, PAYER], data: new Uint8Array([31]) };
+  const top = findingsOf(out({ instructions: [core] }), ctx);
+  t.deepEqual(top.map((f) => f.kind), ['agent.treasury.withdraw_sol']);
+  t.like(top[0]!.event({ id: 'e', phase: 'confirmed', network: NET, agentAsset: AGENT, owner: null, createdAt: new Date(0) }).metadata, {
+    source: 'indexer',
+    lamports: '20000000',
+    destination: AGENT,
+  });
+  const inner = findingsOf(out({ instructions: [{ programId: PAYER, accounts: [], data: new Uint8Array() }], innerInstructions: [{ index: 0, instructions: [core] }] }), ctx);
+  t.deepEqual(inner.map((f) => f.kind), ['agent.treasury.withdraw_sol']);
+});
+
+// serial: the injected failure shows on the network's status, which the status test reads
+test.serial('a failed run is recorded as the status last_error; the next good run clears it', async (t) => {
+  const { a } = t.context;
+  const real = a.services.ledgers[NET]!;
+  // fault injection: the node answers everything but the signature listing
+  const broken = new Proxy(real, {
+    get: (target, prop) =>
+      prop === 'getSignaturesForAddress'
+        ? async () => {
+            throw new Error('node down (injected)');
+          }
+        : (Reflect.get(target, prop) as (...args: unknown[]) => unknown).bind(target),
+  }) as Ledger;
+  const faulty = new IndexerService({ store: a.database.store, clock: a.services.clock, ledgers: { [NET]: broken }, settings: a.services.settings });
+  await recordAgent(a, await issueKey(a)); // something to follow
+  const before = new Date();
+  await t.throwsAsync(faulty.run(NET), { message: /injected/ });
+  const caller = { network: NET, role: 'user', owner: 'key:status', ownerWallet: null } as const;
+  const [failed] = (await a.services.indexer.status(caller)).data;
+  t.true(new Date(failed!.last_error_at!) >= new Date(before.getTime() - 1000), JSON.stringify(failed));
+  const [recovered] = await until('a good run after the failure', async () => {
+    const s = (await a.services.indexer.status(caller)).data;
+    return s[0]!.last_error === null && new Date(s[0]!.last_run_at!) > new Date(failed!.last_error_at!) ? s : undefined;
+  });
+  t.is(recovered!.last_error_at, failed!.last_error_at, 'when it last failed stays');
 });
