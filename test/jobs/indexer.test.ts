@@ -2,8 +2,12 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { Connection, Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import {
   createAssociatedTokenAccountIdempotentInstruction,
+  createInitializeMint2Instruction,
+  createMintToInstruction,
   createTransferCheckedInstruction,
   getAssociatedTokenAddressSync,
+  getMinimumBalanceForRentExemptMint,
+  MINT_SIZE,
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
 import { createClient as createWsClient } from 'graphql-ws';
@@ -481,4 +485,47 @@ test.serial('a failed run is recorded as the status last_error; the next good ru
     return s[0]!.last_error === null && new Date(s[0]!.last_run_at!) > new Date(failed!.last_error_at!) ? s : undefined;
   });
   t.is(recovered!.last_error_at, failed!.last_error_at, 'when it last failed stays');
+});
+
+test('GET …/treasury/balances puts every token account the treasury holds on the watchlist: a mint outside the stables is then followed', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const seen = await watch(t, a, key);
+  const { mint: agent } = await recordAgent(a, key);
+  const treasury = new PublicKey(treasuryOf(agent));
+  const from = await donor(t);
+  const connection = rpc(t);
+  const other = Keypair.generate();
+  const otherAccount = getAssociatedTokenAddressSync(other.publicKey, treasury, true);
+  const { blockhash } = await connection.getLatestBlockhash();
+  // a new mint and the treasury's account of it (the treasury is among this transaction's keys: followed already)
+  const setup = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    SystemProgram.createAccount({
+      fromPubkey: from.publicKey,
+      newAccountPubkey: other.publicKey,
+      lamports: await getMinimumBalanceForRentExemptMint(connection),
+      space: MINT_SIZE,
+      programId: TOKEN_PROGRAM_ID,
+    }),
+    createInitializeMint2Instruction(other.publicKey, 0, from.publicKey, null),
+    createAssociatedTokenAccountIdempotentInstruction(from.publicKey, otherAccount, treasury, other.publicKey),
+  );
+  setup.sign(from, other);
+  const made = await send(connection, setup.serialize());
+  t.is(made.err, null);
+  await until('provision of the other mint’s account', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === made.signature));
+
+  // minted straight into that account: the treasury is not among the keys, and the account is not watched yet
+  const mintTo = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(createMintToInstruction(other.publicKey, otherAccount, from.publicKey, 7));
+  mintTo.sign(from);
+  const minted = await send(connection, mintTo.serialize());
+  t.is(minted.err, null);
+  await indexedPast(a, minted.slot);
+  t.falsy(seen.find((e) => e.signature === minted.signature), 'not followed before the balances read');
+
+  const balances = await http(a, 'GET', `/v1/agents/${agent}/treasury/balances`, { key });
+  t.is(balances.status, 200);
+  t.true(balances.body.tokens.some((x: { token_account: string }) => x.token_account === otherAccount.toBase58()));
+  const fund = await until('the mint seen after the balances read', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === minted.signature));
+  t.like(fund.metadata, { source: 'indexer', token_account: otherAccount.toBase58(), mint: other.publicKey.toBase58(), currency: null, amount_atomic: '7', from: null });
 });
