@@ -29,6 +29,8 @@ export interface IndexerDeps {
    * and the earn receipt with its protocol.fee.collected; sponsored treasury token accounts). The indexer skips them.
    */
   ownFeePayers?: readonly string[] | undefined;
+  /** getSignaturesForAddress page size (default 1000, the RPC's maximum) */
+  pageSize?: number | undefined;
 }
 
 export interface IndexRun {
@@ -56,7 +58,7 @@ export class IndexerService {
       const found = new Map<string, SignatureInfo>();
       const newest = new Map<string, { signature: string; slot: number }>();
       for (const w of watched) {
-        const signatures = await this.newSignatures(ledger, w);
+        const signatures = await this.signaturesSince(ledger, w.address, w.cursorSignature === null ? null : { signature: w.cursorSignature, slot: w.cursorSlot });
         if (signatures[0]) newest.set(w.address, { signature: signatures[0].signature, slot: signatures[0].slot });
         for (const s of signatures) if (!found.has(s.signature)) found.set(s.signature, s);
       }
@@ -83,18 +85,22 @@ export class IndexerService {
     }
   }
 
-  /** Newest first: every signature after the cursor; without a cursor, the newest page. */
-  private async newSignatures(ledger: Ledger, w: WatchedAddress): Promise<SignatureInfo[]> {
+  /** Newest first: every signature of `address` after the cursor (paged with before/until); without one, the newest page. */
+  async signaturesSince(ledger: Ledger, address: string, cursor: { signature: string; slot: number | null } | null): Promise<SignatureInfo[]> {
+    const limit = this.deps.pageSize ?? PAGE;
     const out: SignatureInfo[] = [];
     for (;;) {
       const before = out.at(-1)?.signature;
-      const page = await ledger.getSignaturesForAddress(w.address, {
-        limit: PAGE,
-        ...(w.cursorSignature !== null ? { until: w.cursorSignature } : {}),
+      const page = await ledger.getSignaturesForAddress(address, {
+        limit,
+        ...(cursor !== null ? { until: cursor.signature } : {}),
         ...(before !== undefined ? { before } : {}),
       });
       out.push(...page);
-      if (page.length < PAGE || w.cursorSignature === null) return out;
+      if (page.length < limit || cursor === null) return out;
+      // a node that no longer holds the cursor's signature would list back to genesis: stop once past its slot
+      const floor = cursor.slot;
+      if (floor !== null && page.at(-1)!.slot < floor) return out.filter((s) => s.slot >= floor);
     }
   }
 

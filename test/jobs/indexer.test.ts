@@ -529,3 +529,26 @@ test('GET …/treasury/balances puts every token account the treasury holds on t
   const fund = await until('the mint seen after the balances read', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === minted.signature));
   t.like(fund.metadata, { source: 'indexer', token_account: otherAccount.toBase58(), mint: other.publicKey.toBase58(), currency: null, amount_atomic: '7', from: null });
 });
+
+test('signatures since a cursor are read page by page (before/until), newest first, down to the cursor', async (t) => {
+  const { a } = t.context;
+  const ledger = a.services.ledgers[NET]!;
+  const paged = new IndexerService({ store: a.database.store, clock: a.services.clock, ledgers: { [NET]: ledger }, settings: a.services.settings, pageSize: 2 });
+  const target = Keypair.generate().publicKey;
+  const from = await donor(t);
+  const connection = rpc(t);
+  const sigs: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    const { blockhash } = await connection.getLatestBlockhash();
+    const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+      SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: target, lamports: 1_000_000 + i }),
+    );
+    tx.sign(from);
+    sigs.push((await send(connection, tx.serialize())).signature);
+  }
+  const cursor = await ledger.getSignaturesForAddress(target.toBase58(), { limit: 1000 });
+  const first = cursor.find((s) => s.signature === sigs[0])!;
+  const since = await paged.signaturesSince(ledger, target.toBase58(), { signature: first.signature, slot: first.slot });
+  t.deepEqual(since.map((s) => s.signature), sigs.slice(1).reverse());
+  t.is((await paged.signaturesSince(ledger, target.toBase58(), null)).length, 2, 'without a cursor: the newest page only');
+});
