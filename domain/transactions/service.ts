@@ -8,7 +8,8 @@ import { newId } from '../shared/ids.ts';
 import { parseInput } from '../shared/validation.ts';
 import { encodeBase58 } from '../shared/base58.ts';
 import type { Clock } from '../ports/clock.ts';
-import type { Ledger, LedgerTransactionError } from '../ports/ledger.ts';
+import type { Ledger, LedgerTransaction, LedgerTransactionError } from '../ports/ledger.ts';
+import { recordSpendReceipt } from './spend-receipt.ts';
 import type { Store } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { newEvent, type EventMetadata, type PreparedKind } from '../events/kinds.ts';
@@ -268,7 +269,7 @@ export class TransactionService {
     if (status && status.confirmationStatus !== 'processed') {
       const landed = await ledger.getTransaction(signature).catch(() => null);
       if (status.err === null) {
-        await this.confirm(row, status.slot, landed?.blockTime ?? null);
+        await this.confirm(row, status.slot, landed);
       } else {
         await this.fail(row, errorCode(status.err), [`err: ${JSON.stringify(status.err)}`, ...(landed?.logs ?? [])], status.slot);
       }
@@ -295,12 +296,17 @@ export class TransactionService {
     return new Date(this.deps.clock.now().getTime() + wait);
   }
 
-  private async confirm(row: PreparedTransactionRecord, slot: number, blockTime: number | null): Promise<void> {
+  /** Confirmed, with what it makes: the agent a mint created, the spend receipt of a buyer payment (issue 11). */
+  private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<void> {
     const now = this.deps.clock.now();
     await this.deps.store.transaction(async (tx) => {
-      const event = await tx.events.transition(row.network, row.eventId, { from: ['submitted'], phase: 'confirmed', at: now, slot, blockTime, confirmedAt: now });
+      const event = await tx.events.transition(row.network, row.eventId, { from: ['submitted'], phase: 'confirmed', at: now, slot, blockTime: landed?.blockTime ?? null, confirmedAt: now });
       await tx.preparedTransactions.finish(row.network, row.eventId);
-      if (event && row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
+      if (!event) return;
+      if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
+      if (row.kind === 'buyer.payment') {
+        await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
+      }
     });
   }
 

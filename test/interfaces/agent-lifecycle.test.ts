@@ -170,6 +170,14 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.is(sum(sellerAfter) - sum(sellerBefore), 1_500_000n, 'the seller received the price');
   const gross = 1_500_000n + feeFor(1_500_000n, bps);
   t.is(usdcOf(await balances(gateway, key, mint)), 20_000_000n - gross, 'the treasury paid the gross');
+  // Issue 11: the buyer agent's spend receipt, on its chain, checked against the landed transaction.
+  const receipts = await http(gateway, 'GET', `/v1/receipts/${mint}`, { key });
+  t.is(receipts.status, 200, JSON.stringify(receipts.body));
+  t.is(receipts.body.data.length, 1);
+  const spend = receipts.body.data[0];
+  t.like(spend, { source: 'buyer', verification: { status: 'verified' } });
+  t.like(spend.receipt, { kind: 'spend', agent: mint, nonce: 0, prev_receipt_hash: null, decision: 'allow' });
+  t.like(spend.receipt.price, { amount_atomic: '1500000', gross: gross.toString(), asset: USDC.mint, feeBps: bps });
 
   // 6. Withdraw 2 USDC and 0.1 SOL to a wallet.
   const withdraw = await run(
