@@ -201,8 +201,8 @@ export class TransactionService {
     });
     if (!marked) {
       // A concurrent submit of the same event won: answer as its repeat.
-      const now2 = await this.deps.store.preparedTransactions.get(network, prepared.eventId);
-      return this.repeat(now2 ?? prepared, signed.signature, 'submitted');
+      const current = await this.deps.store.preparedTransactions.get(network, prepared.eventId);
+      return this.repeat(current ?? prepared, signed.signature, "submitted");
     }
     const result: SubmitResult = { event_id: prepared.eventId, signature: signed.signature, phase: 'submitted', network, replayed: false };
     let sent;
@@ -214,7 +214,11 @@ export class TransactionService {
       throw e;
     }
     if (!sent.ok) {
-      // Refused after the preflight passed (the state moved in between): nothing landed and nothing will.
+      // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
+      // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
+      // nothing landed and nothing will.
+      const [landed] = await ledger.getSignatureStatuses([signed.signature]).catch(() => [null]);
+      if (landed) return result;
       await this.fail(prepared, errorCode(sent.err), [`err: ${JSON.stringify(sent.err)}`, ...sent.logs]);
       throw rejected(prepared.eventId, sent.err, sent.logs);
     }
