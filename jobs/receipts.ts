@@ -33,7 +33,14 @@ export const pullReceipts =
       result = await deps.pull.runDue();
       for (const run of result.runs) deps.log.info({ pull_target_id: run.targetId, ok: run.ok, accepted: run.accepted, rejected: run.rejected.length, error: run.error }, 'pulled receipts');
     } while (result.runs.length > 0 && result.nextDue !== null && result.nextDue <= deps.now());
-    const now = deps.now().getTime();
-    const at = result.nextDue ? Math.min(Math.max(result.nextDue.getTime(), now + 1000), now + 60_000) : now + 60_000;
-    await deps.queue.add(PULL_TASK, {}, { jobKey: PULL_TASK, runAt: new Date(at) });
+    await runAgainAt(deps.queue, PULL_TASK, result.nextDue ?? new Date(deps.now().getTime() + 60_000), deps.now(), 1000);
   };
+
+/**
+ * A self-scheduling task asks the queue to run it again when its next item is due: not sooner than `minMs` from now,
+ * not later than a minute (its minute tick backs it up). One pending job per task (jobKey).
+ */
+export async function runAgainAt(queue: JobQueue, task: string, due: Date, now: Date, minMs: number): Promise<void> {
+  const at = Math.min(Math.max(due.getTime(), now.getTime() + minMs), now.getTime() + 60_000);
+  await queue.add(task, {}, { jobKey: task, runAt: new Date(at) });
+}

@@ -1,6 +1,7 @@
 import type { JobQueue, TaskHandler } from '../domain/ports/job-queue.ts';
 import { CONFIRM_TASK, type TransactionService } from '../domain/transactions/service.ts';
 import type { JobLogger } from './maintenance.ts';
+import { runAgainAt } from './receipts.ts';
 
 // Issue 10: the confirmations job and the expiry of prepared events (hosted-api §3.1, DECISIONS "Prepare / submit /
 // events"). Both are safe to run twice at once: a runner leases the rows it checks, and a phase changes only from
@@ -18,10 +19,7 @@ export const confirmTransactions =
       result = await deps.transactions.checkDue();
       if (result.decided) deps.log.info({ checked: result.checked, decided: result.decided }, 'submitted transactions decided');
     } while (result.checked > 0 && result.nextDue !== null && result.nextDue <= deps.now());
-    if (result.nextDue === null) return;
-    const now = deps.now().getTime();
-    const at = Math.min(Math.max(result.nextDue.getTime(), now + 100), now + 60_000);
-    await deps.queue.add(CONFIRM_TASK, {}, { jobKey: CONFIRM_TASK, runAt: new Date(at) });
+    if (result.nextDue !== null) await runAgainAt(deps.queue, CONFIRM_TASK, result.nextDue, deps.now(), 100);
   };
 
 /** Prepared events older than 24 h → failed "expired". */

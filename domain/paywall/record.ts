@@ -7,7 +7,11 @@ import type { Clock } from '../ports/clock.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Repositories, Store } from '../ports/store.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
-import { chainReceipt, sha256Hex, type ReceiptV1 } from '../receipts/schema.ts';
+import { chainReceipt, sha256Hex, type ChainHead, type ReceiptV1 } from '../receipts/schema.ts';
+import type { AgentRecord } from '../agents/schema.ts';
+import type { Ledger } from '../ports/ledger.ts';
+import type { Network } from '../shared/network.ts';
+import { buyerAgentOf } from './buyer.ts';
 import { enqueueLinkDelivery } from '../webhooks/service.ts';
 import { toV1 } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
@@ -23,6 +27,7 @@ export interface RecorderDeps {
   outbound: OutboundHttp;
   clock: Clock;
   settings: GatewaySettings;
+  ledgers: Partial<Record<Network, Ledger>>;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
@@ -44,6 +49,8 @@ export class PaidCallRecorder {
     const bps = feeTerms.success ? feeTerms.data.bps : 0;
     const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
     const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
+    // Issue 11: an agent's treasury paid (its executive as delegate): its spend receipt is recorded with the earn one.
+    const buyer = await buyerAgentOf(call, { store: this.deps.store, ledger: this.deps.ledgers[network] });
 
     const final = await this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
       // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
@@ -53,7 +60,10 @@ export class PaidCallRecorder {
       // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
       if (await tx.receipts.hasPaywallTxSig(network, signature)) return null;
       await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
-      const head = await tx.receipts.lockHead(network, link.ownerAgent);
+      // Both chains' heads are locked in one order (by mint), so payments crossing between two agents cannot deadlock.
+      const heads = new Map<string, ChainHead | null>();
+      for (const agent of [link.ownerAgent, ...(buyer ? [buyer.mint] : [])].sort()) heads.set(agent, await tx.receipts.lockHead(network, agent));
+      const head = heads.get(link.ownerAgent) ?? null;
       const receipt = chainReceipt(
         {
           v: '0.1',
@@ -84,6 +94,7 @@ export class PaidCallRecorder {
         head,
       );
       await tx.receipts.insert({ network, receipt, source: 'paywall', createdAt: now });
+      if (buyer) await this.spend(tx, { buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now, signature, link: link.id });
 
       const body = link.wrapReceipt ? wrapped(served, receipt) : served;
       const headers: Record<string, string> = { ...body.headers, 'payment-response': b64json(paymentResponse) };
@@ -100,6 +111,21 @@ export class PaidCallRecorder {
       return { kind: 'already_used' };
     }
     return { kind: 'recorded', response: final.response };
+  }
+
+  /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
+  private async spend(tx: Repositories, e: { buyer: AgentRecord; earn: ReceiptV1; head: ChainHead | null; now: Date; signature: string; link: string }): Promise<void> {
+    const { nonce: _n, prev_receipt_hash: _p, receipt_hash: _h, response: _r, ...draft } = e.earn;
+    const receipt = chainReceipt({ ...draft, kind: 'spend', agent: e.buyer.mint }, e.head);
+    // Stored pending: the verification job checks the debit of the buyer's treasury against the ledger.
+    await tx.receipts.insert({ network: e.buyer.network, receipt, source: 'buyer', createdAt: e.now });
+    await tx.events.append(
+      newEvent(
+        'receipt.published',
+        { id: newId(e.now.getTime()), network: e.buyer.network, agentAsset: e.buyer.mint, owner: e.buyer.ownerPrincipal, phase: 'confirmed', createdAt: e.now, confirmedAt: e.now, signature: e.signature },
+        { payment_link_id: e.link, source: 'buyer', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt },
+      ),
+    );
   }
 
   private async emit(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, receipt: ReceiptV1, fee: bigint, stable: Stable, status: number) {

@@ -34,6 +34,8 @@ export interface AgentRepository {
    */
   replace(record: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }): Promise<boolean>;
   get(network: Network, mint: string): Promise<AgentRecord | null>;
+  /** the agent whose treasury (asset-signer PDA) is `treasury`; null when none is recorded */
+  findByTreasury(network: Network, treasury: string): Promise<AgentRecord | null>;
 }
 
 export interface PaymentLinkListQuery {

@@ -103,14 +103,15 @@ export const VERIFICATIONS = ['verified', 'mismatch', 'pending', 'not_applicable
 export const VerificationStatus = z.enum(VERIFICATIONS);
 export type VerificationStatus = z.infer<typeof VerificationStatus>;
 
-export const RECEIPT_SOURCES = ['paywall', 'push', 'pull'] as const;
+/** paywall: an earn receipt of a paid call; buyer: the spend receipt of a confirmed buyer/payment (issue 11). */
+export const RECEIPT_SOURCES = ['paywall', 'push', 'pull', 'buyer'] as const;
 export type ReceiptSource = (typeof RECEIPT_SOURCES)[number];
 
 /** A stored receipt. */
 export interface ReceiptRecord {
   network: Network;
   receipt: Receipt;
-  /** "paywall" | "push" | "pull" */
+  /** one of RECEIPT_SOURCES */
   source: string;
   createdAt: Date;
 }

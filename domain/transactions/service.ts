@@ -8,7 +8,8 @@ import { newId } from '../shared/ids.ts';
 import { parseInput } from '../shared/validation.ts';
 import { encodeBase58 } from '../shared/base58.ts';
 import type { Clock } from '../ports/clock.ts';
-import type { Ledger, LedgerTransactionError } from '../ports/ledger.ts';
+import type { Ledger, LedgerTransaction, LedgerTransactionError } from '../ports/ledger.ts';
+import { recordSpendReceipt } from './spend-receipt.ts';
 import type { Store } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { newEvent, type EventMetadata, type PreparedKind } from '../events/kinds.ts';
@@ -204,8 +205,8 @@ export class TransactionService {
     });
     if (!marked) {
       // A concurrent submit of the same event won: answer as its repeat.
-      const now2 = await this.deps.store.preparedTransactions.get(network, prepared.eventId);
-      return this.repeat(now2 ?? prepared, signed.signature, 'submitted');
+      const current = await this.deps.store.preparedTransactions.get(network, prepared.eventId);
+      return this.repeat(current ?? prepared, signed.signature, "submitted");
     }
     const result: SubmitResult = { event_id: prepared.eventId, signature: signed.signature, phase: 'submitted', network, replayed: false };
     let sent;
@@ -217,7 +218,11 @@ export class TransactionService {
       throw e;
     }
     if (!sent.ok) {
-      // Refused after the preflight passed (the state moved in between): nothing landed and nothing will.
+      // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
+      // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
+      // nothing landed and nothing will.
+      const [landed] = await ledger.getSignatureStatuses([signed.signature]).catch(() => [null]);
+      if (landed) return result;
       await this.fail(prepared, errorCode(sent.err), [`err: ${JSON.stringify(sent.err)}`, ...sent.logs]);
       throw rejected(prepared.eventId, sent.err, sent.logs);
     }
@@ -272,7 +277,7 @@ export class TransactionService {
     if (status && status.confirmationStatus !== 'processed') {
       const landed = await ledger.getTransaction(signature).catch(() => null);
       if (status.err === null) {
-        await this.confirm(row, status.slot, landed?.blockTime ?? null);
+        await this.confirm(row, status.slot, landed);
       } else {
         await this.fail(row, errorCode(status.err), [`err: ${JSON.stringify(status.err)}`, ...(landed?.logs ?? [])], status.slot);
       }
@@ -299,12 +304,17 @@ export class TransactionService {
     return new Date(this.deps.clock.now().getTime() + wait);
   }
 
-  private async confirm(row: PreparedTransactionRecord, slot: number, blockTime: number | null): Promise<void> {
+  /** Confirmed, with what it makes: the agent a mint created, the spend receipt of a buyer payment (issue 11). */
+  private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<void> {
     const now = this.deps.clock.now();
     await this.deps.store.transaction(async (tx) => {
-      const event = await tx.events.transition(row.network, row.eventId, { from: ['submitted'], phase: 'confirmed', at: now, slot, blockTime, confirmedAt: now });
+      const event = await tx.events.transition(row.network, row.eventId, { from: ['submitted'], phase: 'confirmed', at: now, slot, blockTime: landed?.blockTime ?? null, confirmedAt: now });
       await tx.preparedTransactions.finish(row.network, row.eventId);
-      if (event && row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
+      if (!event) return;
+      if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
+      if (row.kind === 'buyer.payment') {
+        await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
+      }
     });
   }
 

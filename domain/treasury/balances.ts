@@ -1,4 +1,5 @@
 import { PublicKey } from '@solana/web3.js';
+import { DEFAULT_RESERVE_LAMPORTS } from '../agents/prepare-schema.ts';
 import { unpackAccount } from '@solana/spl-token';
 import { DomainError } from '../shared/errors.ts';
 import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network, type StableSymbol, type TokenProgramName } from '../shared/network.ts';
@@ -17,7 +18,7 @@ import type { Watchlist } from '../indexer/watchlist.ts';
  * it between 0 and that fails with InsufficientFundsForRent) with a margin, so `spendable_lamports` is what
  * withdraw-sol-all moves by default.
  */
-export const TREASURY_RESERVE_LAMPORTS = 1_000_000n;
+export const TREASURY_RESERVE_LAMPORTS = DEFAULT_RESERVE_LAMPORTS;
 
 /** max(0, lamports − TREASURY_RESERVE_LAMPORTS) */
 export function spendableLamports(lamports: bigint): bigint {

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
 import { FEE_EXTENSION_KEY, FeeExtension, type FeeTerms, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
+import { associatedTokenAccount, treasuryOf } from '../../domain/treasury/derive.ts';
 import {
   FacilitatorHealth,
   networkFromX402,
@@ -69,6 +70,8 @@ export interface PayingFetchOptions {
   facilitatorUrl?: string;
   /** token account debited; default the signer's associated token account for the offer's mint */
   source?: string;
+  /** pay from this agent's treasury, the signer being its executive (OfferSignerOptions.agent) */
+  agent?: string;
   fetch?: typeof fetch;
   /** refuse offers whose gross (amount + protocol fee) exceeds this many atomic units */
   maxAmountAtomic?: bigint;
@@ -124,6 +127,11 @@ export interface OfferSignerOptions {
   facilitatorUrl?: string;
   /** token account debited; default the signer's associated token account for the offer's mint */
   source?: string;
+  /**
+   * pay from this agent's treasury (its token account of the offer's mint), the signer being its executive — the SPL
+   * delegate delegation/prepare approved. The gateway's paywall then records the agent's spend receipt (issue 11).
+   */
+  agent?: string;
   fetch?: typeof fetch;
 }
 
@@ -240,7 +248,8 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     const blockhash = await rpc(url, 'getLatestBlockhash', async () => (await connectionOf(url).getLatestBlockhash('confirmed')).blockhash);
     let unsigned: VersionedTransaction;
     try {
-      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(options.source ? { source: options.source } : {}), requirements, blockhash });
+      const source = options.agent ? associatedTokenAccount(treasuryOf(options.agent), requirements.asset, requirements.tokenProgram) : options.source;
+      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(source ? { source } : {}), requirements, blockhash });
     } catch (e) {
       if (e instanceof DomainError) throw new PaymentError('unsupported_offer', `the offer cannot be paid: ${e.message}`, { accept });
       throw e;

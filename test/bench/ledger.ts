@@ -12,6 +12,10 @@
 //
 // Baselines: "wire bytes" hands the signed bytes to LiteSVM's native binding (litesvm/dist/internal), the floor;
 // "@solana/kit" is LiteSVM's public API, which takes a kit Transaction (decoded from the wire bytes here).
+//
+// The rpc paths' server (an embedded ledger and its JSON-RPC server) runs in a process of its own
+// (test/bench/support/ledger-rpc-child.ts), apart from the rpc adapter that loads it; a plain fastify route answering
+// {"ok":true} is measured by the benches' load generator (autocannon, its own process) as the machine's check.
 
 import { createPrivateKey, sign, type KeyObject } from 'node:crypto';
 import v8 from 'node:v8';
@@ -26,10 +30,12 @@ import { getTransactionDecoder, type Blockhash } from '@solana/kit';
 import { LiteSVM } from 'litesvm';
 import { Account, type LiteSvm } from 'litesvm/dist/internal.js';
 import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
-import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { findStable, TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
+import { header, machineLine, plainBaseline, row, startPlainServer } from './support/load.ts';
 
 const TOTAL = Number(process.argv.slice(2).find((a) => /^\d+$/.test(a)) ?? 4000);
 const ONLY = process.argv.includes('--only') ? new Set(process.argv[process.argv.indexOf('--only') + 1]!.split(',')) : null;
@@ -178,6 +184,25 @@ async function openLedger(): Promise<{ ledger: EmbeddedLedger; dir: string }> {
   return { ledger, dir };
 }
 
+/** An embedded ledger and its JSON-RPC server in a child process; the facilitator funded, the mint's authority back. */
+async function servedLedger(): Promise<{ url: string; mintAuthority: Party; close(): Promise<void> }> {
+  const child = fork(fileURLToPath(new URL('./support/ledger-rpc-child.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = await new Promise<{ url: string; mintAuthority: number[] }>((resolve, reject) => {
+    child.once('message', resolve as (m: unknown) => void);
+    child.once('exit', (code) => reject(new Error(`ledger rpc child exited with ${code}`)));
+    child.send({ airdrop: [[facilitator.kp.publicKey.toBase58(), '1000000000000']] });
+  });
+  return {
+    url: ready.url,
+    mintAuthority: party(Keypair.fromSecretKey(Uint8Array.from(ready.mintAuthority))),
+    close: async () => {
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.send('close');
+      await exited;
+    },
+  };
+}
+
 async function main() {
   console.log(`ledger bench: ${TOTAL} settlement transactions per path, ${ROUND} per blockhash, ${MERCHANTS} merchants (ATAs exist), node ${process.version}`);
   const sample = settlement('11111111111111111111111111111111');
@@ -204,9 +229,16 @@ async function main() {
     });
   }
   if (wanted('rpc')) {
-    const served = await openLedger();
-    const server = await startLedgerRpcServer({ ledger: served.ledger, port: 0, wsPort: false, announce: false });
-    const rpc = new RpcLedger({ url: server.url });
+    const served = await servedLedger();
+    const rpc = new RpcLedger({ url: served.url });
+    const { blockhash } = await rpc.getLatestBlockhash();
+    let lastFunding = '';
+    for (const wire of fundingTransactions(blockhash, served.mintAuthority)) {
+      const r = await rpc.sendTransaction(wire);
+      if (!r.ok) throw new Error(`funding failed: ${JSON.stringify(r)}`);
+      lastFunding = r.signature;
+    }
+    await confirmed(rpc, lastFunding);
     for (const concurrency of [1, 16]) {
       paths.push({
         name: concurrency === 1 ? 'rpc adapter → JSON-RPC server (one at a time)' : `rpc adapter → JSON-RPC server (${concurrency} in flight)`,
@@ -220,9 +252,7 @@ async function main() {
         settle: (signature) => confirmed(rpc, signature),
         close: async () => {
           if (concurrency !== 16) return;
-          await server.close();
-          await served.ledger.close();
-          await rm(served.dir, { recursive: true, force: true });
+          await served.close();
         },
       });
     }
@@ -244,6 +274,12 @@ async function main() {
     console.log(`${path.name.padEnd(58)} ${rate.toFixed(0).padStart(6)} tx/s`);
     await path.close();
   }
+  const plain = await startPlainServer();
+  const plainFig = await plainBaseline(plain, { generator: 'cannon', connections: 50, duration: Number(process.env.BENCH_SECONDS ?? 5) });
+  await plain.close();
+  console.log(`\nmachine: ${machineLine()}`);
+  console.log(header('autocannon 50 connections (in its own process)', 58));
+  console.log(row('plain fastify route, fixed {"ok":true}', plainFig, 58));
   const get = (prefix: string) => [...tps.entries()].find(([name]) => name.startsWith(prefix))?.[1] ?? NaN;
   const raw = get('LiteSVM direct, wire');
   const kit = get('LiteSVM direct, @solana/kit');

@@ -6,14 +6,14 @@
 //    JSON body, same PAYMENT-REQUIRED and CORS headers, precomputed), so both routes write the same response.
 // 2. Paid calls end to end on the embedded ledger: BENCH_PAID payments against one fee-bearing link (SVC_FEE_BPS
 //    default 100: seller and fee legs), from BUYERS funded wallets, built and signed between the timed sections (a
-//    fresh blockhash per batch), sent with plain fetch at BENCH_CONCURRENCY in flight; every answer must be 200 and
+//    fresh blockhash per batch), sent by the closed loop at BENCH_CONCURRENCY in flight; every answer must be 200 and
 //    the seller's treasury must grow by exactly BENCH_PAID × price. The same-run reference is the plain route's 402
-//    fetched with the same client at the same concurrency, in batches interleaved with the paid ones.
-// As in the other benchmarks, the clients (autocannon, fetch) run in this process, beside both servers: on a small
-// machine they take CPU from the server under test, alike for both routes; the ratios are the figures to compare.
+//    fetched by the same closed loop at the same concurrency, in batches interleaved with the paid ones.
+// The clients (autocannon; the closed loop for the paid calls, whose headers differ per request) run in a process of
+// their own (test/bench/support/load.ts), apart from both servers; a plain fastify route answering {"ok":true} is
+// measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
 import os from 'node:os';
 import type { AddressInfo } from 'node:net';
-import autocannon from 'autocannon';
 import Fastify from 'fastify';
 import { Keypair } from '@solana/web3.js';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
@@ -23,6 +23,7 @@ import { findStable } from '../../domain/shared/network.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { baselineWarning, expectAll, plainBaseline, runLoad, startPlainServer, type LoadRequest, type LoadResult } from './support/load.ts';
 
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -40,82 +41,38 @@ const loadBefore = load();
 // ---------------------------------------------------------------------------------------------------------------
 // Measuring helpers
 
-interface Cannon {
-  rps: number;
-  p50: number;
-  p99: number;
-  total: number;
-  /** status code → count, plus errors/timeouts: must be { 402: total } */
-  statuses: Record<string, number>;
-}
+type Cannon = LoadResult;
 
-async function cannon(url: string): Promise<Cannon> {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: DURATION });
+/** autocannon in its own process; every answer must be a 402 */
+const cannon = (url: string): Promise<Cannon> => expectAll({ generator: 'cannon', url, connections: CONNECTIONS, duration: DURATION }, 402);
+
+type Fired = LoadResult;
+
+/** `requests` (or `n` plain GETs) sent once each, `CONCURRENCY` in flight, by the closed loop in its own process. */
+const fire = (url: string, expect: number, requests: LoadRequest[]): Promise<Fired> =>
+  runLoad({ generator: 'closed', url, connections: CONCURRENCY, requests, expect });
+
+const times = (n: number): LoadRequest[] => Array.from({ length: n }, () => ({}));
+
+/** Batches merged: counts and statuses add up, time adds up; latency percentiles are the batches' weighted by count. */
+function merge(parts: Fired[]): Fired & { count: number } {
+  const total = parts.reduce((n, p) => n + p.total, 0);
+  const seconds = parts.reduce((n, p) => n + p.seconds, 0);
+  const weighted = (f: (p: Fired) => number) => parts.reduce((n, p) => n + f(p) * p.total, 0) / total;
   const statuses: Record<string, number> = {};
-  for (const [code, s] of Object.entries(result.statusCodeStats ?? {})) statuses[code] = s.count ?? 0;
-  if (result.errors) statuses.errors = result.errors;
-  if (result.timeouts) statuses.timeouts = result.timeouts;
-  const total = Object.values(statuses).reduce((n, c) => n + c, 0);
-  if (total === 0 || statuses['402'] !== total) throw new Error(`${url}: not every response was a 402: ${JSON.stringify(statuses)}`);
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, total, statuses };
-}
-
-interface Fired {
-  count: number;
-  ms: number;
-  latencies: number[];
-  statuses: Record<string, number>;
-  /** the first unexpected answer, for the error message */
-  odd?: string;
-}
-
-/** `n` requests, `CONCURRENCY` in flight, each timed from send to the last byte of its body. */
-async function fire(n: number, expect: number, send: (i: number) => Promise<Response>): Promise<Fired> {
-  const fired: Fired = { count: n, ms: 0, latencies: [], statuses: {} };
-  let next = 0;
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(CONCURRENCY, n) }, async () => {
-      while (next < n) {
-        const i = next++;
-        const t0 = performance.now();
-        let status: string;
-        try {
-          const res = await send(i);
-          const body = await res.text();
-          status = String(res.status);
-          if (res.status !== expect) fired.odd ??= `${res.status} ${body.slice(0, 300)}`;
-        } catch (e) {
-          status = 'error';
-          fired.odd ??= String(e);
-        }
-        fired.latencies.push(performance.now() - t0);
-        fired.statuses[status] = (fired.statuses[status] ?? 0) + 1;
-      }
-    }),
-  );
-  fired.ms = performance.now() - started;
-  return fired;
-}
-
-function merge(parts: Fired[]): Fired {
-  const all: Fired = { count: 0, ms: 0, latencies: [], statuses: {} };
-  for (const p of parts) {
-    all.count += p.count;
-    all.ms += p.ms;
-    all.latencies.push(...p.latencies);
-    for (const [k, v] of Object.entries(p.statuses)) all.statuses[k] = (all.statuses[k] ?? 0) + v;
-    all.odd ??= p.odd;
-  }
-  return all;
-}
-
-/** nearest rank */
-const percentile = (sorted: number[], p: number) => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;
-
-function figures(f: Fired) {
-  const sorted = [...f.latencies].sort((a, b) => a - b);
-  return { rps: (f.count / f.ms) * 1000, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), max: sorted[sorted.length - 1] ?? NaN };
+  for (const p of parts) for (const [k, v] of Object.entries(p.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
+  return {
+    generator: 'closed-loop',
+    count: total,
+    total,
+    seconds,
+    rps: total / seconds,
+    p50: weighted((p) => p.p50),
+    p99: weighted((p) => p.p99),
+    max: Math.max(...parts.map((p) => p.max)),
+    statuses,
+    ...(parts.find((p) => p.odd) ? { odd: parts.find((p) => p.odd)!.odd } : {}),
+  };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -123,6 +80,7 @@ function figures(f: Fired) {
 
 const app: TestApp = await startTestApp({ env: { SVC_RATE_LIMITS: JSON.stringify({ paywall: 10_000_000 }), SVC_LOG_LEVEL: 'silent' } });
 const plain = Fastify({ logger: false });
+const tiny = await startPlainServer();
 try {
   const key = await issueKey(app);
   const { mint: agent } = await recordAgent(app, key);
@@ -151,6 +109,7 @@ try {
   console.log(`unpaid 402: ${CONNECTIONS} connections, ${DURATION}s per round, ${ROUNDS} interleaved rounds; body ${challengeBody.length} B, PAYMENT-REQUIRED ${paymentRequired.length} B`);
   await cannon(plainUrl); // warm-up both
   await cannon(paywallUrl);
+  const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
   const rounds: { base: Cannon; paywall: Cannon }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const base = await cannon(plainUrl);
@@ -210,16 +169,17 @@ try {
     });
   }
   const pay = (header: string) => fetch(paywallUrl, { headers: { 'PAYMENT-SIGNATURE': header } });
+  const paying = (headers: string[]): LoadRequest[] => headers.map((h) => ({ headers: { 'PAYMENT-SIGNATURE': h } }));
 
   // Warm-up: the first payment creates the seller's token account; then both paths once at the bench's concurrency.
   const [first] = await payments(1);
   const warm = await pay(first!);
   if (warm.status !== 200) throw new Error(`warm-up payment: ${warm.status} ${await warm.text()}`);
   await warm.arrayBuffer();
-  await fire(CONCURRENCY * 2, 402, () => fetch(plainUrl));
-  await fire(CONCURRENCY * 2, 402, () => fetch(paywallUrl));
+  await fire(plainUrl, 402, times(CONCURRENCY * 2));
+  await fire(paywallUrl, 402, times(CONCURRENCY * 2));
   const warmSigs = await payments(CONCURRENCY);
-  const warmPaid = await fire(warmSigs.length, 200, (i) => pay(warmSigs[i]!));
+  const warmPaid = await fire(paywallUrl, 200, paying(warmSigs));
   if (warmPaid.statuses['200'] !== warmSigs.length) throw new Error(`warm-up payments: ${JSON.stringify(warmPaid.statuses)} ${warmPaid.odd}`);
 
   const before = await sellerBalance();
@@ -228,10 +188,10 @@ try {
   const unpaidParts: Fired[] = [];
   for (let done = 0; done < PAID; done += BATCH) {
     const n = Math.min(BATCH, PAID - done);
-    plainParts.push(await fire(n, 402, () => fetch(plainUrl)));
-    unpaidParts.push(await fire(n, 402, () => fetch(paywallUrl)));
+    plainParts.push(await fire(plainUrl, 402, times(n)));
+    unpaidParts.push(await fire(paywallUrl, 402, times(n)));
     const headers = await payments(n); // untimed: the buyers' cost
-    paidParts.push(await fire(n, 200, (i) => pay(headers[i]!)));
+    paidParts.push(await fire(paywallUrl, 200, paying(headers)));
   }
   const after = await sellerBalance();
   const paid = merge(paidParts);
@@ -243,9 +203,9 @@ try {
   const grew = after - before;
   if (grew !== BigInt(PAID) * price) throw new Error(`the seller's balance grew by ${grew}, not ${PAID} × ${price}`);
 
-  const paidFig = figures(paid);
-  const plainFig = figures(plainFetch);
-  const unpaidFetchFig = figures(unpaidFetch);
+  const paidFig = paid;
+  const plainFig = plainFetch;
+  const unpaidFetchFig = unpaidFetch;
   const loadAfter = load();
 
   // -------------------------------------------------------------------------------------------------------------
@@ -260,17 +220,21 @@ try {
   console.log(`  load average (1/5/15 min) before: ${loadBefore}   after: ${loadAfter}`);
   console.log(`  command: BENCH_SECONDS=${DURATION} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_PAID=${PAID} BENCH_CONCURRENCY=${CONCURRENCY} npm run bench:paywall`);
   console.log(`\n  unpaid GET /x/{id}, autocannon ${CONNECTIONS} connections, ${DURATION}s × ${ROUNDS} rounds   req/s  p50 ms  p99 ms  max ms`);
+  console.log(row('plain fastify route, fixed {"ok":true}', tinyFig));
   console.log(row('plain fastify route, fixed 402', unpaidFig.base));
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
   console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 50%)`);
-  console.log(`\n  fetch, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
+  console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));
   console.log(row('paywall 402 challenge', unpaidFetchFig));
   console.log(row(`paid call, 200 (${feeTerms.success ? 'seller + fee legs' : 'seller leg'}, settled)`, paidFig));
-  console.log(`  ratio paid / plain 402 (fetch): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (fetch): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`);
+  console.log(`  ratio paid / plain 402 (closed loop): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (closed loop): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`);
+  const warning = baselineWarning(tinyFig);
+  if (warning) console.log(`  ${warning}`);
   console.log(`  checks: every unpaid answer 402, all ${PAID} paid answers 200; seller treasury grew by ${grew} = ${PAID} × ${price} atoms (fee ${fee} per call, ${BUYERS} buyers)`);
 } finally {
   await plain.close();
+  await tiny.close();
   await app.close();
   await removeDataDir(app.dataDir);
 }

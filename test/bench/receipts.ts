@@ -5,13 +5,18 @@
 // one statement per row over the same number of connections, in the same run on the same database.
 //
 //   BENCH_RECEIPTS=2000 npm run bench:receipts
+//
+// The pushes are sent by the closed-loop generator in its own process (test/bench/support/load.ts), one lane per
+// agent (each chain in order); a plain fastify route answering {"ok":true} gets the same bodies over the same lanes in
+// the same run, with a warning when it is generator- or load-bound.
 
 import os from 'node:os';
 import pg from 'pg';
 import { receiptInsertParams } from '../../adapters/store/repositories/receipts.ts';
 import type { ReceiptV1 } from '../../domain/receipts/schema.ts';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
+import { issueKey, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
 import { buildChain } from '../support/receipts.ts';
+import { expectAll, machineLine, plainBaseline, startPlainServer, type LoadRequest } from './support/load.ts';
 
 const TOTAL = Number(process.env.BENCH_RECEIPTS ?? 2000);
 const AGENTS = 50;
@@ -20,6 +25,7 @@ const loadBefore = load();
 
 const app = await startTestApp({ env: { SVC_JOBS: 'off', SVC_RATE_LIMITS: JSON.stringify({ 'receipts.write': 10_000_000, default: 10_000_000 }) } });
 const pool = new pg.Pool({ connectionString: app.database.url, max: app.config.dbPoolMax });
+const plain = await startPlainServer();
 try {
   const key = await issueKey(app);
   const one = (await recordAgent(app, key)).mint;
@@ -41,12 +47,16 @@ try {
     return [...p.slice(0, 7), ...p.slice(10)];
   };
 
-  const pushAll = async (agent: string, chain: ReceiptV1[]) => {
-    for (const r of chain) {
-      const res = await http(app, 'POST', `/v1/receipts/${agent}`, { key, body: r });
-      if (res.status !== 200 || res.body.duplicate) throw new Error(`push failed: ${res.status} ${JSON.stringify(res.body)}`);
-    }
+  // One lane per agent, its receipts in chain order; every answer must be 200 (a duplicate would not be stored: the
+  // count at the end checks it).
+  const lane = (agent: string, chain: ReceiptV1[]): LoadRequest[] => chain.map((r) => ({ path: `/v1/receipts/${agent}`, body: JSON.stringify(r) }));
+  const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+  const push = async (lanes: LoadRequest[][]) => {
+    const r = await expectAll({ generator: 'closed', url: app.url, method: 'POST', headers, connections: lanes.length, lanes }, 200);
+    return r.seconds;
   };
+  const plainHttp = async (lanes: LoadRequest[][]) =>
+    (await plainBaseline(plain, { generator: 'closed', method: 'POST', headers: { 'content-type': 'application/json' }, connections: lanes.length, lanes })).seconds;
   // The same use case without HTTP: ReceiptService.push as every door calls it.
   const caller = await app.services.access.authenticate(`Bearer ${key}`);
   const serviceAll = async (agent: string, chain: ReceiptV1[]) => {
@@ -64,35 +74,41 @@ try {
 
   // Warm-up: a short chain each way, outside the measurement.
   const warm = (await recordAgent(app, key)).mint;
-  await pushAll(warm, buildChain(warm, 50));
+  await push([lane(warm, buildChain(warm, 50))]);
+  await plainHttp([lane(warm, buildChain(warm, 50))]);
   await insertAll(buildChain(warm, 50).map((r) => ({ ...r, agent: `${r.agent}-warm` })));
 
   const svcOne = (await recordAgent(app, key)).mint;
   const svcOneChain = buildChain(svcOne, TOTAL);
-  const pushOne = await time(() => pushAll(one, oneChain));
+  const httpOne = await plainHttp([lane(one, oneChain)]);
+  const pushOne = await push([lane(one, oneChain)]);
   const serviceOne = await time(() => serviceAll(svcOne, svcOneChain));
   const plainOne = await time(() => insertAll(oneChain));
-  const pushMany = await time(() => Promise.all(many.map((a, i) => pushAll(a, manyChains[i]!))));
+  const httpMany = await plainHttp(many.map((a, i) => lane(a, manyChains[i]!)));
+  const pushMany = await push(many.map((a, i) => lane(a, manyChains[i]!)));
   const plainMany = await time(() => Promise.all(manyChains.map((c) => insertAll(c))));
   const manyTotal = perAgent * AGENTS;
 
   const rate = (count: number, s: number) => Math.round(count / s);
   const rows = [
-    { case: `1 agent, ${TOTAL} receipts (sequential chain)`, push: rate(TOTAL, pushOne), plain: rate(TOTAL, plainOne), service: rate(TOTAL, serviceOne) },
-    { case: `${AGENTS} agents × ${perAgent} receipts (50 concurrent clients)`, push: rate(manyTotal, pushMany), plain: rate(manyTotal, plainMany) },
+    { case: `1 agent, ${TOTAL} receipts (sequential chain)`, push: rate(TOTAL, pushOne), plain: rate(TOTAL, plainOne), http: rate(TOTAL, httpOne), service: rate(TOTAL, serviceOne) },
+    { case: `${AGENTS} agents × ${perAgent} receipts (50 concurrent clients)`, push: rate(manyTotal, pushMany), plain: rate(manyTotal, plainMany), http: rate(manyTotal, httpMany) },
   ];
-  console.log(`receipts bench — ${os.cpus().length} cores, load ${loadBefore} → ${load()}, pool ${app.config.dbPoolMax} connections`);
+  console.log(`receipts bench — ${os.cpus().length} cores, load ${loadBefore} → ${load()}, pool ${app.config.dbPoolMax} connections; ${machineLine()}`);
   for (const r of rows) {
     console.log(
       `${r.case}: push ${r.push}/s over REST${'service' in r ? ` (${r.service}/s calling ReceiptService directly)` : ''}, ` +
-        `plain INSERT ${r.plain}/s (push = ${((r.push / r.plain) * 100).toFixed(0)}% of plain)`,
+        `plain INSERT ${r.plain}/s (push = ${((r.push / r.plain) * 100).toFixed(0)}% of plain); ` +
+        `plain fastify POST {"ok":true} with the same bodies and lanes ${r.http}/s (push = ${((r.push / r.http) * 100).toFixed(1)}% of it)`,
     );
   }
   const check = await pool.query(`select count(*)::int as n from receipts where agent = any($1)`, [[one, ...many]]);
   console.log(`stored: ${check.rows[0].n} receipts (expected ${TOTAL + manyTotal})`);
+  if (check.rows[0].n !== TOTAL + manyTotal) throw new Error(`stored ${check.rows[0].n} receipts, expected ${TOTAL + manyTotal}`);
 } finally {
   await pool.query('drop table if exists bench_receipts').catch(() => {});
   await pool.end();
+  await plain.close();
   await app.close();
   await removeDataDir(app.dataDir);
 }

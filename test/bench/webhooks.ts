@@ -2,19 +2,20 @@
 // receiver, and the time from an event's commit to its receipt, with 1 and with 100 subscriptions.
 // Run on demand: npm run bench:webhooks   (BENCH_EVENTS_ONE=400 BENCH_EVENTS_MANY=30 BENCH_APPENDERS=8)
 //
-// One app (embedded PostgreSQL, the job runner inline as `npm start` runs it) and a receiver answering 204, both in
-// this process. Each round appends its events from BENCH_APPENDERS concurrent writers, each event in its own
+// One app (embedded PostgreSQL, the job runner inline as `npm start` runs it) in this process and a receiver answering
+// 204 in a process of its own (test/bench/support/receiver.ts; arrival and commit times on one epoch clock). Each round appends its events from BENCH_APPENDERS concurrent writers, each event in its own
 // transaction (as services do), noting the commit time; the receiver notes when each (subscription, event) arrives. Latency = arrival − commit of its event;
 // throughput = deliveries / (last arrival − first commit). Same-run baseline: the same number of signed POSTs made
 // straight through the outbound port at the runner's concurrency (8), i.e. the HTTP cost alone without the queue;
-// and appends of a kind nobody subscribed to, i.e. an append without deliveries.
+// and appends of a kind nobody subscribed to, i.e. an append without deliveries. A plain fastify route answering
+// {"ok":true} is measured with the benches' load generator (autocannon in its own process) as the machine's check.
 import os from 'node:os';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { newId } from '../../domain/shared/ids.ts';
 import { signWebhook } from '../../domain/webhooks/signature.ts';
 import { removeDataDir, startTestApp, syntheticEvent } from '../support/app.ts';
+import { header, machineLine, plainBaseline, row, startPlainServer } from './support/load.ts';
+import { epochNow, startReceiverProcess } from './support/receiver.ts';
 
 const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 400);
 const EVENTS_MANY = Number(process.env.BENCH_EVENTS_MANY ?? 30);
@@ -23,26 +24,8 @@ const APPENDERS = Number(process.env.BENCH_APPENDERS ?? 8);
 const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
 const loadBefore = load();
 
-const arrivals = new Map<string, number[]>(); // event id → arrival times (ms, performance clock)
-let received = 0;
-const receiver = createServer((req, res) => {
-  const chunks: Buffer[] = [];
-  req.on('data', (c: Buffer) => chunks.push(c));
-  req.on('end', () => {
-    const at = performance.now();
-    received++;
-    try {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { data?: { id?: string } };
-      const id = body.data?.id;
-      if (id) arrivals.set(id, [...(arrivals.get(id) ?? []), at]);
-    } catch {
-      // the baseline's bodies are not events
-    }
-    res.writeHead(204).end();
-  });
-});
-await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-const allow = `127.0.0.1:${(receiver.address() as AddressInfo).port}`;
+const receiver = await startReceiverProcess();
+const allow = `127.0.0.1:${receiver.port}`;
 
 const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: allow, SVC_LOG_LEVEL: 'silent' }, appOptions: { ledgers: false, logger: pino({ level: 'silent' }) } });
 const admin = await app.services.access.issueKey({ network: 'chain-devnet', role: 'admin' });
@@ -54,8 +37,8 @@ async function round(kind: string, subscriptions: number, events: number) {
   for (let i = 0; i < subscriptions; i++) await app.services.webhooks.create(caller, admin.id, { url: `http://${allow}/${kind}/${i}`, events: [kind] });
   const committed = new Map<string, number>();
   const expected = subscriptions * events;
-  const startReceived = received;
-  const started = performance.now();
+  const startReceived = await receiver.count();
+  const started = epochNow();
   let next = 0;
   const appender = async () => {
     while (next < events) {
@@ -64,16 +47,19 @@ async function round(kind: string, subscriptions: number, events: number) {
       await app.database.store.transaction((tx) =>
         tx.events.append(syntheticEvent({ id, kind, phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: caller.owner, metadata: { i }, createdAt: new Date() })),
       );
-      committed.set(id, performance.now());
+      committed.set(id, epochNow());
     }
   };
   await Promise.all(Array.from({ length: APPENDERS }, appender));
-  const appended = performance.now();
+  const appended = epochNow();
   const deadline = Date.now() + 600_000;
-  while (received - startReceived < expected) {
-    if (Date.now() > deadline) throw new Error(`${kind}: ${received - startReceived} of ${expected} deliveries arrived`);
+  for (;;) {
+    const got = (await receiver.count()) - startReceived;
+    if (got >= expected) break;
+    if (Date.now() > deadline) throw new Error(`${kind}: ${got} of ${expected} deliveries arrived`);
     await new Promise((r) => setTimeout(r, 20));
   }
+  const arrivals = await receiver.arrivals();
   const latencies: number[] = [];
   let last = 0;
   let duplicates = 0;
@@ -134,7 +120,12 @@ async function baseline(count: number) {
   return { posts: count, posts_per_s: Math.round(count / ((performance.now() - started) / 1000)) };
 }
 
+const plain = await startPlainServer();
 try {
+  const plainFig = await plainBaseline(plain, { generator: 'cannon', connections: 50, duration: Number(process.env.BENCH_SECONDS ?? 5) });
+  console.log(`machine: ${machineLine()}`);
+  console.log(header('autocannon 50 connections (in its own process)'));
+  console.log(row('plain fastify route, fixed {"ok":true}', plainFig));
   const warm = await round('bench.warmup', 1, 20);
   void warm;
   const base = await baseline(2000);
@@ -157,6 +148,6 @@ try {
 } finally {
   await app.close();
   await removeDataDir(app.dataDir);
-  receiver.closeAllConnections();
-  receiver.close();
+  await plain.close();
+  await receiver.close();
 }

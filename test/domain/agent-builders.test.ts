@@ -1,7 +1,4 @@
 import test from 'ava';
-import { existsSync, readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 import {
   ComputeBudgetInstruction,
   Keypair,
@@ -85,6 +82,8 @@ import { STABLES, findStable, type Network } from '../../domain/shared/network.t
 import { MPL_CORE_PROGRAM_ID, associatedTokenAccount, treasuryOf } from '../../domain/treasury/derive.ts';
 import { isNoOp, type AgentBuildContext, type PlanOutcome, type TransactionPlan } from '../../domain/transactions/plan.ts';
 import { openTestLedger } from '../support/ledger.ts';
+import { coreProgramsDir, metaplexTest } from '../support/programs.ts';
+import { coreProgramBytes } from '../support/core-asset.ts';
 
 // Issue 10: the prepare builders against real embedded ledgers (LiteSVM; no mock of the Ledger port). Every built
 // instruction is read back with the official decoders (mpl-core's and the Agent Registry's serializers, spl-token's
@@ -93,27 +92,11 @@ import { openTestLedger } from '../support/ledger.ts';
 // deployed binary of ../shared/programs), the built transactions are signed and executed.
 
 const USDC = findStable('chain-devnet', 'USDC')!;
-const BPF_LOADER_2 = 'BPFLoader2111111111111111111111111111111111';
 const FEE_AUTHORITY = Keypair.generate().publicKey.toBase58();
 const address = () => Keypair.generate().publicKey.toBase58();
 
-/** The Core binary: SVC_LEDGER_PROGRAMS, else ../shared/programs as the main checkout and a worktree see it. */
-function coreElf(): Uint8Array | null {
-  const dirs = [process.env.SVC_LEDGER_PROGRAMS, '../shared/programs', '../../shared/programs'].filter((d): d is string => !!d);
-  for (const dir of dirs) {
-    for (const name of [`${MPL_CORE_PROGRAM_ID}.so`, `${MPL_CORE_PROGRAM_ID}.so.gz`]) {
-      const file = resolve(dir, name);
-      if (existsSync(file)) return name.endsWith('.gz') ? gunzipSync(readFileSync(file)) : readFileSync(file);
-    }
-  }
-  return null;
-}
-const CORE = coreElf();
-
-/** Deploys an ELF at `program` the way genesis does (BPF loader 2 owns an executable account holding the ELF). */
-function deploy(ledger: EmbeddedLedger, program: string, elf: Uint8Array): void {
-  ledger.setAccount(program, { lamports: 1_000_000_000n, data: elf, owner: BPF_LOADER_2, executable: true });
-}
+/** The Core binary (SVC_LEDGER_PROGRAMS, else ../shared/programs); tests that execute it are metaplexTest's. */
+const CORE = coreProgramsDir() ? coreProgramBytes() : null;
 
 const ledgers: EmbeddedLedger[] = [];
 let plain: EmbeddedLedger; // devnet, no Agent Registry, with Core when the binary is here
@@ -121,16 +104,16 @@ let registry: EmbeddedLedger; // devnet where the identity and tools program ids
 let mainnet: EmbeddedLedger;
 
 test.before(async () => {
-  [plain, registry, mainnet] = await Promise.all([openTestLedger(), openTestLedger(), openTestLedger({ network: 'chain-mainnet' })]);
+  const core = CORE ? [{ id: MPL_CORE_PROGRAM_ID, elf: CORE }] : [];
+  // The registry's binaries are not available: a deployed program at their ids (Core's ELF as a stand-in) is what the
+  // builders look for — whether the network's ledger runs a program there.
+  const standIns = CORE ? [IDENTITY_PROGRAM_ID, TOOLS_PROGRAM_ID].map((id) => ({ id, elf: CORE })) : [];
+  [plain, registry, mainnet] = await Promise.all([
+    openTestLedger({ programs: core }),
+    openTestLedger({ programs: [...core, ...standIns] }),
+    openTestLedger({ network: 'chain-mainnet' }),
+  ]);
   ledgers.push(plain, registry, mainnet);
-  if (CORE) {
-    deploy(plain, MPL_CORE_PROGRAM_ID, CORE);
-    // The registry's binaries are not available: a deployed program at their ids (Core's ELF as a stand-in) is what
-    // the builders look for — whether the network's ledger runs a program there.
-    deploy(registry, MPL_CORE_PROGRAM_ID, CORE);
-    deploy(registry, IDENTITY_PROGRAM_ID, CORE);
-    deploy(registry, TOOLS_PROGRAM_ID, CORE);
-  }
 });
 test.after.always(async () => {
   await Promise.all(ledgers.map((l) => l.close()));
@@ -294,8 +277,7 @@ test('agents/prepare without the identity program: createV1 of a fresh asset (pr
   assertCatalogued(t, p);
 });
 
-test('agents/prepare with the identity program on the ledger: createV1 then registerIdentityV1, byte-equal to the official client', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'agents/prepare with the identity program on the ledger: createV1 then registerIdentityV1, byte-equal to the official client', async (t) => {
   const owner = address();
   const payer = address();
   const input = PrepareAgentInput.parse({ owner, payer, name: 'A', uri: 'https://example.com/a.json' });
@@ -311,8 +293,6 @@ test('agents/prepare with the identity program on the ledger: createV1 then regi
   t.like(getRegisterIdentityV1InstructionDataSerializer().deserialize(p.instructions[1]!.data)[0], { agentRegistrationUri: 'https://example.com/a.json' });
 });
 
-const coreMissing =
-  'The Metaplex Core binary was not found: set SVC_LEDGER_PROGRAMS to the directory holding CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d.so(.gz) (../shared/programs)';
 
 test('identity, executive and token-set routes answer program_unavailable naming the program when the ledger lacks it', async (t) => {
   const a = agentOn();
@@ -325,8 +305,7 @@ test('identity, executive and token-set routes answer program_unavailable naming
   await rejects(t, buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
 });
 
-test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered', async (t) => {
   const a = agentOn();
   const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)));
   t.is(p.feePayer, a.record.owner);
@@ -341,8 +320,7 @@ test('identity/prepare: registerIdentityV1 authorised by the recorded owner, byt
   await rejects(t, buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)), 'conflict');
 });
 
-test('executive register / delegate / revoke: byte-equal to the official tools client; refused (invalid_request, conflict) when the state each needs is missing or already there', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'executive register / delegate / revoke: byte-equal to the official tools client; refused (invalid_request, conflict) when the state each needs is missing or already there', async (t) => {
   const a = agentOn();
   const ctx = ctxOf(registry, a.record);
   const executive = address();
@@ -395,8 +373,7 @@ test('executive register / delegate / revoke: byte-equal to the official tools c
   for (const p of [reg, del, rev]) assertCatalogued(t, p);
 });
 
-test('token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner; refused without an identity', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner; refused without an identity', async (t) => {
   const a = agentOn();
   const genesis = address();
   await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)), 'invalid_request');
@@ -705,8 +682,7 @@ test('PREPARE_ROUTES: the 14 routes, each path once, every prepared kind covered
 
 // ---------- executed on the ledger running Metaplex Core ----------
 
-test('on Metaplex Core: the minted asset, a funded treasury, a delegation, a token withdrawal and a SOL withdrawal all execute', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'on Metaplex Core: the minted asset, a funded treasury, a delegation, a token withdrawal and a SOL withdrawal all execute', async (t) => {
   const owner = Keypair.generate();
   plain.airdrop(owner.publicKey.toBase58(), 10_000_000_000n);
   const base = agentOn();
@@ -769,8 +745,7 @@ test('on Metaplex Core: the minted asset, a funded treasury, a delegation, a tok
   t.true(isNoOp(await buildWithdrawAll(PrepareWithdrawAllInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet }), ctx)), 'drained');
 });
 
-test('on Metaplex Core: agents/prepare with a separate payer mints an asset owned and updated by the owner, signed by the payer alone', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'on Metaplex Core: agents/prepare with a separate payer mints an asset owned and updated by the owner, signed by the payer alone', async (t) => {
   const payer = Keypair.generate();
   plain.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
   const owner = address();
@@ -790,8 +765,7 @@ test('on Metaplex Core: agents/prepare with a separate payer mints an asset owne
   t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
 });
 
-test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs; the ledger’s owner must authorise', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs; the ledger’s owner must authorise', async (t) => {
   const owner = Keypair.generate();
   const o = owner.publicKey.toBase58();
   plain.airdrop(o, 1_000_000_000n);
@@ -842,8 +816,7 @@ test('on Metaplex Core: an agent asset in a collection (minted elsewhere) — Ex
   });
 });
 
-test('executive delegate / revoke: a recorded owner who no longer owns the asset on the ledger is forbidden', async (t) => {
-  if (!CORE) return t.fail(coreMissing);
+metaplexTest(test, 'executive delegate / revoke: a recorded owner who no longer owns the asset on the ledger is forbidden', async (t) => {
   const holder = Keypair.generate();
   const h = holder.publicKey.toBase58();
   registry.airdrop(h, 1_000_000_000n);

@@ -9,6 +9,7 @@ import { metaplexTest } from '../support/programs.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { feeFor } from '../../domain/shared/money.ts';
+import { createPayingFetch } from '../../interfaces/client/index.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
 // Issue 10 "Done when": on the embedded devnet running the deployed Metaplex Core program, the whole lifecycle of an
@@ -170,6 +171,36 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.is(sum(sellerAfter) - sum(sellerBefore), 1_500_000n, 'the seller received the price');
   const gross = 1_500_000n + feeFor(1_500_000n, bps);
   t.is(usdcOf(await balances(gateway, key, mint)), 20_000_000n - gross, 'the treasury paid the gross');
+  // Issue 11: the buyer agent's spend receipt, on its chain, checked against the landed transaction.
+  const receipts = await http(gateway, 'GET', `/v1/receipts/${mint}`, { key });
+  t.is(receipts.status, 200, JSON.stringify(receipts.body));
+  t.is(receipts.body.data.length, 1);
+  const spend = receipts.body.data[0];
+  t.like(spend, { source: 'buyer', verification: { status: 'verified' } });
+  t.like(spend.receipt, { kind: 'spend', agent: mint, nonce: 0, prev_receipt_hash: null, decision: 'allow' });
+  t.like(spend.receipt.price, { amount_atomic: '1500000', gross: gross.toString(), asset: USDC.mint, feeBps: bps });
+  let spent = gross;
+
+  // 5b. The same link through its paywall with the buyer kit paying from the treasury (createPayingFetch({ agent })):
+  // the paywall records the seller's earn receipt and the buyer agent's spend receipt. (Only where the gateway's own
+  // facilitator has a funded fee payer: the embedded devnet.)
+  if (gateway === funder) {
+    const pay = createPayingFetch({ signer: executive, rpcUrl: gateway.ledgers.rpcUrls['chain-devnet']!, agent: mint });
+    const paid = await pay(`${gateway.url}/x/${link.body.id}?network=chain-devnet`);
+    t.is(paid.status, 200, await paid.clone().text());
+    spent += gross;
+    t.is(usdcOf(await balances(gateway, key, mint)), 20_000_000n - spent, 'the treasury paid the gross again');
+    // Recorded pending; the verification job's check (run here rather than awaited on its minute tick) verifies it.
+    await gateway.services.receipts.verifyDue();
+    const listed = await http(gateway, 'GET', `/v1/receipts/${mint}`, { key });
+    t.is(listed.status, 200, JSON.stringify(listed.body));
+    const chain = listed.body.data;
+    t.is(chain.length, 2);
+    t.like(chain[0], { verification: { status: 'verified' } });
+    t.like(chain[0], { source: 'buyer', receipt: { kind: 'spend', agent: mint, nonce: 1, prev_receipt_hash: spend.receipt.receipt_hash } });
+    const chainCheck = await http(gateway, 'GET', `/v1/receipts/${mint}/verify-chain`, { key });
+    t.like(chainCheck.body, { ok: true });
+  }
 
   // 6. Withdraw 2 USDC and 0.1 SOL to a wallet.
   const withdraw = await run(
@@ -190,7 +221,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
     [owner],
   );
   const after = await balances(gateway, key, mint);
-  t.is(usdcOf(after), 20_000_000n - gross - 2_000_000n);
+  t.is(usdcOf(after), 20_000_000n - spent - 2_000_000n);
   t.is(BigInt(after.lamports), lamports0 - 100_000_000n, 'the owner paid the fees; the treasury only the withdrawal');
   t.is(sum(await ledger.getTokenBalances(wallet, { mint: USDC.mint })), 2_000_000n);
   t.is(await ledger.getBalance(wallet), 100_000_000n);

@@ -53,5 +53,8 @@ export function agentRepository(ctx: RepoContext): AgentRepository {
     get: async (network, mint) => {
       return one(ctx.em(), 'select * from agents where network = ? and mint = ?', [network, mint], fromRow);
     },
+    findByTreasury: async (network, treasury) => {
+      return one(ctx.em(), 'select * from agents where network = ? and treasury = ? limit 1', [network, treasury], fromRow);
+    },
   };
 }
