@@ -87,7 +87,7 @@ async function run(t: ExecutionContext, app: TestApp, key: string, path: string,
     const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
     if (e.body.phase === 'failed') throw new Error(`${path} failed: ${JSON.stringify(e.body)}`);
     return e.body.phase === 'confirmed' ? e.body : undefined;
-  }, 30_000);
+  }, 60_000, 250); // events.read allows 600 a minute per key
   t.is(event.signature, submitted.body.signature);
   return { envelope, event };
 }

@@ -84,7 +84,7 @@ test('prepare → sign → submit → confirmed by the job: 202, then the event 
   const confirmed = await until('confirmed', async () => {
     const e = await http(app, "GET", `/v1/events/${envelope.event_id!}`, { key });
     return e.body.phase === 'confirmed' ? e.body : undefined;
-  });
+  }, 30_000, 250);
   t.like(confirmed, { signature: res.body.signature, client_reference: 'order-7', error_code: null });
   t.true(Number.isInteger(confirmed.slot) && confirmed.slot > 0);
   t.true(Number.isInteger(confirmed.block_time));
@@ -227,7 +227,7 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
     const confirmed = await until('confirmed', async () => {
       const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
       return e.body.phase === 'confirmed' ? e.body : undefined;
-    });
+    }, 30_000, 250);
     t.truthy(confirmed.slot);
     t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');
   });

@@ -75,12 +75,13 @@ export async function startReceiver(answer: (hook: ReceivedHook) => Answer = () 
 }
 
 /** Polls `check` until it returns a value other than undefined/false. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+/** Polls `check` every `intervalMs` until it answers a value; HTTP polls of a rate-limited bucket want a longer interval. */
+export async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
     if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
