@@ -13,9 +13,10 @@ import { acquireLock, readSnapshot, type SnapshotHeader } from './files.ts';
 import { Snapshots } from './snapshots.ts';
 import { History, type HistoryEntry, type RawTokenBalance, type StoredTransaction } from './history.ts';
 import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
-import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, encodeMint, isMintData, isTokenAccountData, parseTokenAccount, readMintDecimals } from './token.ts';
+import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, encodeMint } from './token.ts';
+import { isMintData, isTokenAccountData, parseTokenAccount, readMintDecimals } from '../../../domain/shared/token-account.ts';
 import { associatedTokenAccount } from '../../../domain/treasury/derive.ts';
-import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
+import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from '../../../domain/ledger/wire.ts';
 import { toLedgerTransaction, innerInstructionsOf, ownersStable, memoSummary, priorityFee, type LocalInstruction, compileLegacyMessage } from './ledger-messages.ts';
 
 /** An account as setAccount writes it: lamports, raw data, owning program, e.g. { lamports: 1_000_000n, data, owner: 'CoRE…' }. */
