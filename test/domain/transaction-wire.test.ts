@@ -28,7 +28,7 @@ test('decodeTransaction reads legacy and v0 transactions as web3.js does, over t
     const wire = tx.serialize();
     const d = decodeTransaction(wire);
     const m = tx.message;
-    t.is<unknown>(d.version, tx.version);
+    t.is(d.version as unknown, tx.version);
     t.deepEqual(d.accountKeys, m.staticAccountKeys.map((k) => k.toBase58()));
     t.is(d.numRequiredSignatures, m.header.numRequiredSignatures);
     t.is(d.recentBlockhash, m.recentBlockhash);
