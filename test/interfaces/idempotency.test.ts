@@ -341,9 +341,11 @@ test.serial('a waiting request gets the stored response once its running twin co
     [created.id, idem, requestHash(body), new Date(now + 60_000), new Date(now), new Date(now + IDEMPOTENCY_TTL_MS)],
   );
   let answered = false;
+  const sleepingBefore = clock.waiting;
   const pending = raw(app, 'POST', '/v1/payment-links', { key: created.key, body, idem }).finally(() => (answered = true));
-  // the request is waiting on its twin (sleeping on the clock) when the twin completes
-  await clock.untilSleeping();
+  // the request is waiting on its twin (one more sleep on the clock) when the twin completes
+  await Promise.race([clock.untilSleeping(sleepingBefore + 1), pending]);
+  t.false(answered, 'the request waits while its twin runs');
   const stored: Outcome = { ok: true, data: { id: 'from-the-twin', label: body.label }, requestId: 'twin-request' };
   await sql(app, `update idempotency_records set state = 'done', response = ? where key_id = ? and idem_key = ?`, [
     JSON.stringify(stored),
