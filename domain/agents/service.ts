@@ -8,7 +8,8 @@ import type { Ledger } from '../ports/ledger.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { treasuryOf } from '../treasury/derive.ts';
 import type { TreasuryAccounts } from '../treasury/accounts.ts';
-import { decodeTokenAccount, readLedger, stableAccounts } from '../treasury/balances.ts';
+import { readLedger, stableAccounts } from '../treasury/balances.ts';
+import { decodeTokenAccount } from '../shared/token-account.ts';
 import { coreAssetOwner, decodeCoreAsset, type CoreAsset } from './asset.ts';
 import { RecordAgentInput, type Agent, type AgentRecord } from './schema.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
@@ -145,7 +146,7 @@ export class AgentService {
     const delegations: Agent['delegations'] = [];
     stables.forEach((s, i) => {
       const account = tokenAccounts[i];
-      const state = account ? decodeTokenAccount(account) : null;
+      const state = decodeTokenAccount(account);
       // an SPL Token ATA's owner can be reassigned (SetAuthority): then its delegate is not the treasury's
       if (state?.delegate && state.owner === agent.treasury && state.mint === s.mint) delegations.push({ stable_symbol: s.symbol, delegate: state.delegate, allowance_atomic: state.delegatedAmount.toString() });
     });

@@ -9,6 +9,15 @@ import type { EventPhase, NewEvent, NewEventFields } from './schema.ts';
 
 const Atomic = z.string().regex(/^\d+$/).describe('atomic amount, decimal string');
 const Signature = z.string().describe('transaction signature (base58)');
+/** receipt.verified and receipt.mismatch: one check of a receipt against the ledger, either outcome */
+const ReceiptCheck = z.object({
+  receipt_hash: z.string(),
+  nonce: z.number().int(),
+  tx_sig: Signature,
+  source: z.string(),
+  verification: VerificationStatus,
+  reason: z.string().nullable(),
+});
 
 export interface KindSpec {
   description: string;
@@ -161,26 +170,12 @@ export const EVENT_KINDS = {
   'receipt.verified': {
     description: 'A receipt’s transaction was found on the ledger, succeeded, and moved what the price block says (issue 11).',
     phases: ['confirmed'],
-    metadata: z.object({
-      receipt_hash: z.string(),
-      nonce: z.number().int(),
-      tx_sig: Signature,
-      source: z.string(),
-      verification: VerificationStatus,
-      reason: z.string().nullable(),
-    }),
+    metadata: ReceiptCheck,
   },
   'receipt.mismatch': {
     description: 'A receipt’s transaction is missing, failed, or moved other amounts than its price block says; `reason` says which.',
     phases: ['confirmed'],
-    metadata: z.object({
-      receipt_hash: z.string(),
-      nonce: z.number().int(),
-      tx_sig: Signature,
-      source: z.string(),
-      verification: VerificationStatus,
-      reason: z.string().nullable(),
-    }),
+    metadata: ReceiptCheck,
   },
   'protocol.fee.collected': {
     description:

@@ -1,4 +1,4 @@
-import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../shared/network.ts';
+import { isTokenProgram } from '../shared/token-account.ts';
 import type { DecodedInstruction } from './decode.ts';
 import { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, LIGHTHOUSE_PROGRAM_ID, MEMO_PROGRAM_ID } from './schema.ts';
 
@@ -11,7 +11,6 @@ const SET_COMPUTE_UNIT_PRICE = 3;
 /** Associated Token Account program: empty data or [0] is Create, [1] CreateIdempotent, [2] RecoverNested. */
 const ATA_CREATE_IDEMPOTENT = 1;
 
-export const isTokenProgram = (programId: string) => programId === TOKEN_PROGRAM_ID || programId === TOKEN_2022_PROGRAM_ID;
 export const isMemo = (ix: DecodedInstruction) => ix.programId === MEMO_PROGRAM_ID;
 export const isLighthouse = (ix: DecodedInstruction) => ix.programId === LIGHTHOUSE_PROGRAM_ID;
 export const isAtaProgram = (ix: DecodedInstruction) => ix.programId === ASSOCIATED_TOKEN_PROGRAM_ID;

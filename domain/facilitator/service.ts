@@ -1,6 +1,7 @@
 import { PublicKey, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
 import { createAssociatedTokenAccountIdempotentInstruction } from '@solana/spl-token';
 import { encodeBase58 } from '../shared/base58.ts';
+import { decodeMint, decodeTokenAccount, isTokenProgram } from '../shared/token-account.ts';
 import { CAIP2, Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Facilitator } from '../ports/facilitator.ts';
@@ -334,11 +335,9 @@ export class FacilitatorService implements Facilitator {
     const curated = STABLES[network].find((s) => s.mint === mint);
     if (curated) return { tokenProgram: curated.tokenProgramId as typeof TOKEN_PROGRAM_ID, decimals: curated.decimals };
     const account = await ledger.getAccount(mint);
-    if (!account || account.data.length < 82) return null;
-    if (account.owner !== TOKEN_PROGRAM_ID && account.owner !== TOKEN_2022_PROGRAM_ID) return null;
-    // Mint layout: mint_authority (36) | supply (8) | decimals (1) | is_initialized (1) | freeze_authority (36)
-    if (account.data[45] !== 1) return null;
-    return { tokenProgram: account.owner, decimals: account.data[44]! };
+    const state = decodeMint(account);
+    if (!account || !state?.isInitialized || !isTokenProgram(account.owner)) return null;
+    return { tokenProgram: account.owner, decimals: state.decimals };
   }
 
   private sponsorship(prepared: Prepared, creation: { account: string; owner: string }) {
@@ -367,25 +366,20 @@ export class FacilitatorService implements Facilitator {
 
   /**
    * The buyer's source token account can cover amount + fee for the transfer authority (fee-facilitator-mpp-tools §7:
-   * a delegate's remaining allowance too). Token account layout: mint 0..32, owner 32..64, amount 64..72,
-   * delegate COption 72..108, delegated_amount 121..129.
+   * a delegate's remaining allowance too).
    */
   private async canPay(prepared: Prepared, verdict: VerifyValid): Promise<Failure | null> {
     const account = await prepared.ledger.getAccount(verdict.source);
     const gross = verdict.amount + verdict.fee;
-    if (!account || account.data.length < 165 || account.owner !== prepared.requirements.tokenProgram) {
+    const state = decodeTokenAccount(account);
+    if (!state || account?.owner !== prepared.requirements.tokenProgram) {
       return fail('insufficient_funds', `the source ${verdict.source} is not a token account of ${prepared.requirements.asset}`, verdict.payer);
     }
-    const view = new DataView(account.data.buffer, account.data.byteOffset, account.data.byteLength);
-    const key = (from: number) => encodeBase58(account.data.subarray(from, from + 32));
-    if (key(0) !== prepared.requirements.asset) return fail('insufficient_funds', `the source ${verdict.source} holds another mint`, verdict.payer);
-    const amount = view.getBigUint64(64, true);
-    if (amount < gross) return fail('insufficient_funds', `the source holds ${amount} atoms; the payment needs ${gross}`, verdict.payer);
-    if (key(32) === verdict.payer) return null;
-    const delegated = view.getUint32(72, true) === 1 && key(76) === verdict.payer;
-    if (!delegated) return fail('insufficient_allowance', `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`, verdict.payer);
-    const allowance = view.getBigUint64(121, true);
-    if (allowance < gross) return fail('insufficient_allowance', `the delegation allows ${allowance} atoms; the payment needs ${gross}`, verdict.payer);
+    if (state.mint !== prepared.requirements.asset) return fail('insufficient_funds', `the source ${verdict.source} holds another mint`, verdict.payer);
+    if (state.amount < gross) return fail('insufficient_funds', `the source holds ${state.amount} atoms; the payment needs ${gross}`, verdict.payer);
+    if (state.owner === verdict.payer) return null;
+    if (state.delegate !== verdict.payer) return fail('insufficient_allowance', `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`, verdict.payer);
+    if (state.delegatedAmount < gross) return fail('insufficient_allowance', `the delegation allows ${state.delegatedAmount} atoms; the payment needs ${gross}`, verdict.payer);
     return null;
   }
 

@@ -1,9 +1,8 @@
-import { AccountLayout } from '@solana/spl-token';
-import { PublicKey } from '@solana/web3.js';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import type { Store } from '../ports/store.ts';
 import { decodeTransaction } from '../facilitator/decode.ts';
+import { decodeTokenAccount } from '../shared/token-account.ts';
 import { associatedTokenAccount } from '../treasury/derive.ts';
 import type { Call } from './call.ts';
 
@@ -30,9 +29,8 @@ export async function buyerAgentOf(call: Call, deps: { store: Store; ledger: Led
   if (!leg) return null;
   const [source, mint, , authority] = leg.accounts as [string, string, string, string];
   if (source === associatedTokenAccount(authority, mint, leg.programId)) return null;
-  const account = await deps.ledger.getAccount(source).catch(() => null);
-  if (!account || account.owner !== leg.programId || account.data.length < AccountLayout.span) return null;
-  const owner = new PublicKey(AccountLayout.decode(account.data.subarray(0, AccountLayout.span)).owner).toBase58();
-  const agent = await deps.store.agents.findByTreasury(link.network, owner);
+  const account = decodeTokenAccount(await deps.ledger.getAccount(source).catch(() => null));
+  if (!account) return null;
+  const agent = await deps.store.agents.findByTreasury(link.network, account.owner);
   return agent && agent.mint !== link.ownerAgent ? agent : null;
 }

@@ -1,9 +1,8 @@
-import { PublicKey } from '@solana/web3.js';
 import { DEFAULT_RESERVE_LAMPORTS } from '../agents/prepare-schema.ts';
-import { unpackAccount } from '@solana/spl-token';
+import { decodeTokenAccount } from '../shared/token-account.ts';
 import { DomainError } from '../shared/errors.ts';
 import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network, type StableSymbol, type TokenProgramName } from '../shared/network.ts';
-import type { Ledger, LedgerAccount } from '../ports/ledger.ts';
+import type { Ledger } from '../ports/ledger.ts';
 import type { Caller } from '../access/ownership.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import { payToFor, treasuryOf } from './derive.ts';
@@ -30,37 +29,6 @@ const PROGRAM_NAMES: Record<string, TokenProgramName> = { [TOKEN_PROGRAM_ID]: 's
 /** 'spl' | 'token-2022' for the two token programs; null for any other program id. */
 export function tokenProgramName(programId: string): TokenProgramName | null {
   return PROGRAM_NAMES[programId] ?? null;
-}
-
-/** A token account as spl-token's `unpackAccount` reads it, e.g. { mint: "4zMM…", owner: "…", amount: 5_000_000n, delegate: "Ex…", delegatedAmount: 1_000_000n } */
-export interface TokenAccountState {
-  mint: string;
-  owner: string;
-  amount: bigint;
-  delegate: string | null;
-  delegatedAmount: bigint;
-}
-
-/** Decodes an SPL Token or Token-2022 account (extensions included) with spl-token; null when it is not one. */
-export function decodeTokenAccount(account: LedgerAccount): TokenAccountState | null {
-  if (tokenProgramName(account.owner) === null) return null;
-  try {
-    const owner = new PublicKey(account.owner);
-    const state = unpackAccount(
-      new PublicKey(account.address),
-      { data: Buffer.from(account.data), owner, lamports: Number(account.lamports), executable: account.executable },
-      owner,
-    );
-    return {
-      mint: state.mint.toBase58(),
-      owner: state.owner.toBase58(),
-      amount: state.amount,
-      delegate: state.delegate?.toBase58() ?? null,
-      delegatedAmount: state.delegatedAmount,
-    };
-  } catch {
-    return null;
-  }
 }
 
 /** The treasury token accounts of the network's curated stables, in STABLES order: ATA(treasury, mint, program). */

@@ -5,6 +5,7 @@ import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/
 import { FEE_EXTENSION_KEY, FeeExtension, type FeeTerms, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { associatedTokenAccount, treasuryOf } from '../../domain/treasury/derive.ts';
+import { decodeMint, isTokenProgram } from '../../domain/shared/token-account.ts';
 import {
   FacilitatorHealth,
   networkFromX402,
@@ -16,7 +17,7 @@ import {
   type PaymentPayloadV1,
   type PaymentPayloadV2,
 } from '../../domain/facilitator/wire.ts';
-import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
+import { STABLES, type Network } from '../../domain/shared/network.ts';
 
 // The buyer kit (DECISIONS "x402 on the paywall", fee-facilitator-mpp-tools §2.1–2.4): a fetch that answers an x402
 // 402 by signing the §2.3 settlement transaction — seller leg, fee leg when the offer carries extra["svc.fee"], and
@@ -360,14 +361,13 @@ async function chooseOffer(response: Response, wanted: Network | undefined): Pro
   throw new PaymentError('no_matching_offer', `no "exact" offer on ${wanted ?? 'a supported network'}; offered: ${seen.join(', ') || 'nothing usable'}`, { offered: seen });
 }
 
-/** Decimals and token program of a mint that is not a curated stable, from its account (Mint layout: decimals at byte 44). */
+/** Decimals and token program of a mint that is not a curated stable, from its account. */
 async function readMint(connection: Connection, mint: string): Promise<MintInfo> {
   const account = await connection.getAccountInfo(new PublicKey(mint), 'confirmed');
-  const owner = account?.owner.toBase58();
-  if (!account || (owner !== TOKEN_PROGRAM_ID && owner !== TOKEN_2022_PROGRAM_ID) || account.data.length < 82) {
-    throw new PaymentError('unsupported_offer', `${mint} is not a mint of SPL Token or Token-2022`, { asset: mint });
-  }
-  return { decimals: account.data[44]!, tokenProgram: owner };
+  const owner = account?.owner.toBase58() ?? '';
+  const state = account && decodeMint({ owner, data: account.data });
+  if (!state || !isTokenProgram(owner)) throw new PaymentError('unsupported_offer', `${mint} is not a mint of SPL Token or Token-2022`, { asset: mint });
+  return { decimals: state.decimals, tokenProgram: owner };
 }
 
 /** Duck-typed: a Keypair from another copy of web3.js is still a Keypair. */

@@ -186,7 +186,8 @@ function endOnRevocation(source: AsyncIterable<ExecutionResult>, ctx: LimitedCon
 }
 
 function useQueryLimits(keys: KeyWatch): Plugin<GraphqlContext> {
-  const admit = async (args: ExecutionArgs): Promise<ExecutionResult | undefined> => {
+  /** Charges the operation's cost; the context when admitted, else null after answering the refusal instead. */
+  const admit = async (args: ExecutionArgs, stop: (result: ExecutionResult) => void): Promise<LimitedContext | null> => {
     const ctx = args.contextValue as LimitedContext;
     try {
       const { cost } = checkOperation({
@@ -197,32 +198,25 @@ function useQueryLimits(keys: KeyWatch): Plugin<GraphqlContext> {
         context: ctx,
       });
       await ctx.chargeCost(cost);
-      return undefined;
+      return ctx;
     } catch (e) {
-      return refusal(e, ctx);
+      stop(refusal(e, ctx));
+      return null;
     }
   };
   return {
     onParse: ({ setParseFn }) => setParseFn(parseLimited),
     onExecute: async ({ args, setResultAndStopExecution }) => {
-      const refused = await admit(args);
-      if (refused) {
-        setResultAndStopExecution(refused);
-        return;
-      }
-      const ctx = args.contextValue as LimitedContext;
+      const ctx = await admit(args, setResultAndStopExecution);
+      if (!ctx) return;
       return {
         onExecuteDone: (payload) =>
           handleStreamOrSingleExecutionResult(payload, ({ result, setResult }) => setResult(capped(result, ctx))),
       };
     },
     onSubscribe: async ({ args, setResultAndStopExecution }) => {
-      const refused = await admit(args);
-      if (refused) {
-        setResultAndStopExecution(refused);
-        return;
-      }
-      const ctx = args.contextValue as LimitedContext;
+      const ctx = await admit(args, setResultAndStopExecution);
+      if (!ctx) return;
       return {
         onSubscribeResult: ({ result, setResult }) => {
           if (ctx.req && isAsyncIterable(result)) setResult(endOnRevocation(result, ctx, keys));

@@ -52,7 +52,6 @@ const sql = async <T = Record<string, unknown>>(app: TestApp, query: string, par
   (await app.database.orm.em.fork().execute(query, params)) as T[];
 
 const uniq = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 test('50 identical concurrent POSTs split across two instances: one link, one event, 50 identical responses', async (t) => {
   const { a, b, key, keyId, mint } = t.context;
@@ -280,14 +279,24 @@ test('tRPC: 20 concurrent identical mutations across two instances give one effe
   t.is(rows[0]!.n, 1);
 });
 
-test('a request whose twin is still running waits, then gets 409 idempotency_in_progress after 10 s', async (t) => {
-  // Its own instance on a test clock: the 10 s are the clock's, moved by the test, never waited for.
-  const clock = new TestClock();
-  const app = await startTestApp({ appOptions: { clock } });
-  t.teardown(async () => {
-    await app.close();
-    await removeDataDir(app.dataDir);
-  });
+/** One instance on a test clock for the waits (its time is the clock's, moved by the tests, never waited for); the tests using it are serial. */
+let clockApp: Promise<{ app: TestApp; clock: TestClock }> | undefined;
+const onTestClock = () =>
+  (clockApp ??= (async () => {
+    const clock = new TestClock();
+    return { app: await startTestApp({ appOptions: { clock } }), clock };
+  })());
+
+test.after.always(async () => {
+  const started = await clockApp?.catch(() => undefined);
+  if (started) {
+    await started.app.close();
+    await removeDataDir(started.app.dataDir);
+  }
+});
+
+test.serial('a request whose twin is still running waits, then gets 409 idempotency_in_progress after 10 s', async (t) => {
+  const { app, clock } = await onTestClock();
   const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const { mint } = await recordAgent(app, created.key);
   const idem = uniq('running');
@@ -318,34 +327,45 @@ test('a request whose twin is still running waits, then gets 409 idempotency_in_
   t.is(rows[0]!.n, 0, 'the waiting request did not run the operation');
 });
 
-test('a waiting request gets the stored response once its running twin completes', async (t) => {
-  const { a, b, key, keyId, mint } = t.context;
+test.serial('a waiting request gets the stored response once its running twin completes', async (t) => {
+  const { app, clock } = await onTestClock();
+  const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(app, created.key);
   const idem = uniq('completes');
   const body = linkBody(mint, { label: uniq('completes') });
-  const now = Date.now();
+  const now = clock.now().getTime();
   await sql(
-    a,
+    app,
     `insert into idempotency_records (key_id, route, idem_key, request_hash, state, response, locked_until, created_at, expires_at)
      values (?, 'paymentLinks.create', ?, ?, 'running', null, ?, ?, ?)`,
-    [keyId, idem, requestHash(body), new Date(now + 60_000), new Date(now), new Date(now + IDEMPOTENCY_TTL_MS)],
+    [created.id, idem, requestHash(body), new Date(now + 60_000), new Date(now), new Date(now + IDEMPOTENCY_TTL_MS)],
   );
-  const started = Date.now();
-  const pending = raw(b, 'POST', '/v1/payment-links', { key, body, idem });
-  await sleep(800);
+  let answered = false;
+  const sleepingBefore = clock.waiting;
+  const pending = raw(app, 'POST', '/v1/payment-links', { key: created.key, body, idem }).finally(() => (answered = true));
+  // the request is waiting on its twin (one more sleep on the clock) when the twin completes
+  await Promise.race([clock.untilSleeping(sleepingBefore + 1), pending]);
+  t.false(answered, 'the request waits while its twin runs');
   const stored: Outcome = { ok: true, data: { id: 'from-the-twin', label: body.label }, requestId: 'twin-request' };
-  await sql(a, `update idempotency_records set state = 'done', response = ? where key_id = ? and idem_key = ?`, [
+  await sql(app, `update idempotency_records set state = 'done', response = ? where key_id = ? and idem_key = ?`, [
     JSON.stringify(stored),
-    keyId,
+    created.id,
     idem,
   ]);
+  let advanced = 0;
+  while (!answered) {
+    await Promise.race([clock.untilSleeping(), pending]);
+    if (answered) break;
+    clock.advance(100);
+    advanced += 100;
+  }
   const res = await pending;
-  const waited = Date.now() - started;
   t.is(res.status, 201, res.text);
   t.is(res.text, JSON.stringify(stored.data));
   t.is(res.headers.get('idempotent-replayed'), 'true');
-  // answered soon after the twin completed, not at the 10 s in-progress deadline (slack for a loaded machine)
-  t.true(waited >= 800 && waited < 9_000, `waited ${waited} ms`);
-  const rows = await sql<{ n: number }>(a, 'select count(*)::int as n from payment_links where label = ?', [body.label]);
+  // answered at its next look after the twin completed, not at the 10 s in-progress deadline
+  t.true(advanced < WAIT_MS / 2, `answered after ${advanced} ms of clock time`);
+  const rows = await sql<{ n: number }>(app, 'select count(*)::int as n from payment_links where label = ?', [body.label]);
   t.is(rows[0]!.n, 0);
 });
 

@@ -688,7 +688,14 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
   // A replay of the paid call sends no second webhook.
   const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent.find((h) => h.has('payment-signature'))!.get('payment-signature')! } });
   t.is(replay.headers.get('x-svc-replayed'), 'true');
-  await new Promise((resolve) => setTimeout(resolve, 300));
+  // A link's webhook is sent only from its outbox row, written in the transaction that records the call (before the
+  // answer): after the replay's answer, one delivered row means no second webhook can ever arrive.
+  const deliveries = async () =>
+    (await w.app.database.orm.em.fork().execute('select d.status from webhook_deliveries d join payment_links l on l.pk = d.link_pk where l.id = ?', [link.id])) as { status: string }[];
+  // the one delivery is recorded once the receiver's 204 is back (awaited: the job records it after the POST)
+  const deadline = Date.now() + 30_000;
+  while ((await deliveries()).some((d) => d.status !== 'delivered') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  t.deepEqual(await deliveries(), [{ status: 'delivered' }]);
   t.is(receiver.received.length, 1);
 });
 

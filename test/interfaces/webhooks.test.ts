@@ -237,7 +237,12 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
   // B's subscription sees B's events only; a pattern that does not match gets nothing.
   await append(app, { owner: b.principal, kind: 'payment_link.deleted' });
   await until('B’s own event at B’s subscription', () => receiver.received.find((h) => h.url === '/deliver-b'));
-  await new Promise((r) => setTimeout(r, 500));
+  // A webhook is sent only from its delivery row; once every row of these subscriptions is delivered (terminal, and
+  // recorded after the receiver had the request) nothing more can arrive: the counts below are final, not sampled.
+  await until('every delivery of the three subscriptions recorded', async () => {
+    const rows = await sql<{ status: string }>(app, 'select status from webhook_deliveries where webhook_id in (?, ?, ?)', [mine.id, notThisKind.id, others.id]);
+    return rows.every((r) => r.status === 'delivered');
+  });
   t.is(receiver.received.filter((h) => h.url === '/deliver-a').length, 1, 'one delivery per (webhook, event, phase)');
   t.is(receiver.received.filter((h) => h.url === '/deliver-kind').length, 0);
   t.is(receiver.received.filter((h) => h.url === '/deliver-b').length, 1, 'A’s event never reaches B');
@@ -281,7 +286,11 @@ test('the outbox: a rolled-back event leaves no delivery and no job; a committed
     tx.webhookDeliveries.fanOut({ id: committed, kind: 'test.outbox.committed', phase: 'confirmed', network: 'chain-devnet', owner: a.principal, createdAt: new Date() }),
   );
   t.is(again, 0);
-  await new Promise((r) => setTimeout(r, 300));
+  // the three rows delivered (terminal): no further request can come from them
+  await until('the three deliveries recorded', async () => {
+    const recorded = await sql<{ status: string }>(app, 'select status from webhook_deliveries where event_id in (?, ?)', [committed, adminOnly]);
+    return recorded.length === 3 && recorded.every((r) => r.status === 'delivered');
+  });
   t.is(receiver.received.filter((h) => h.url.startsWith('/outbox')).length, 3);
 });
 

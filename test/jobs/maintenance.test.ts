@@ -136,9 +136,12 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
   const old = await insertRecord(a, new Date(Date.now() - 31 * DAY));
   await quickAddJob({ connectionString: a.database.url }, 'prune_idempotency', {});
   await quickAddJob({ connectionString: a.database.url }, 'prune_request_records', {});
-  await sleep(1000);
-  t.true(await idemExists(a, expired), 'no runner on this database yet (SVC_JOBS=off): the job waits');
-  t.true((await queued(a, 'prune_idempotency')) >= 1);
+  // No runner on this database yet (SVC_JOBS=off), proven by state rather than by waiting: a runner registers its
+  // recurring tasks when it starts, and would have locked or attempted the queued job.
+  t.deepEqual(await sql(a, 'select identifier from graphile_worker._private_known_crontabs'), [], 'no runner ever started here');
+  const waiting = await sql<{ attempts: number; locked_at: Date | null }>(a, 'select attempts, locked_at from graphile_worker.jobs where task_identifier = ?', ['prune_idempotency']);
+  t.true(waiting.length >= 1 && waiting.every((j) => j.attempts === 0 && j.locked_at === null), JSON.stringify(waiting));
+  t.true(await idemExists(a, expired), 'the job waits');
 
   const runner = startRunner(a);
   try {
@@ -218,13 +221,19 @@ test.serial('inline runners (npm start): quickAddJob tasks run, and each job run
 
     // count executions on each instance: 20 queued jobs → 20 runs in total, whichever instance takes each
     const calls = { b: 0, c: 0 };
+    let running = 0;
     for (const [name, app] of [['b', b] as const, ['c', c] as const]) {
       const m = app.services.maintenance;
       const original = m.pruneRequestRecords.bind(m);
       m.pruneRequestRecords = async () => {
         calls[name]++;
-        await sleep(30);
-        return original();
+        running++;
+        try {
+          await sleep(30);
+          return await original();
+        } finally {
+          running--;
+        }
       };
     }
     const started = new Date();
@@ -234,8 +243,8 @@ test.serial('inline runners (npm start): quickAddJob tasks run, and each job run
     } finally {
       await utils.release();
     }
-    await until(t, 'the 20 jobs were run', async () => (await queued(a, 'prune_request_records')) === 0);
-    await sleep(200);
+    // a job leaves the queue when its one run completes: an empty queue with no run in progress is every run there is
+    await until(t, 'the 20 jobs were run', async () => (await queued(a, 'prune_request_records')) === 0 && running === 0);
     const ended = new Date();
     t.log(`runs: b=${calls.b} c=${calls.c}`);
     // the hourly cron (minute 17) may add one run if the test straddles it

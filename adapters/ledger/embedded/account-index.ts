@@ -1,7 +1,8 @@
 import type { LiteSvm } from 'litesvm/dist/internal.js';
 import { decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
 import { TOKEN_LAMPORTS_STABLE, UNSTABLE } from './ledger-messages.ts';
-import { isTokenAccountData, isTokenProgram, readTokenAmount, SYSTEM_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './token.ts';
+import { SYSTEM_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './token.ts';
+import { isTokenAccountData, isTokenProgram, readTokenAmount } from '../../../domain/shared/token-account.ts';
 
 // The embedded ledger's view of accounts for the hot path: the base58 name of every 32-byte key (computed once),
 // what a transaction needs to know of each account before it runs (lamports, owner, token mint/owner/amount), kept

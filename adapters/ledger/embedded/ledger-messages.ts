@@ -3,7 +3,7 @@ import type { LedgerTransaction, TransactionTokenBalance } from '../../../domain
 import { decodeAddress, decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
 import type { RawInner, StoredTokenBalance } from './history.ts';
 import { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, MEMO_V1_PROGRAM_ID, SYSTEM_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './token.ts';
-import { shortU16, type WireTransaction } from './wire.ts';
+import { shortU16, type WireTransaction } from '../../../domain/ledger/wire.ts';
 import type { TransactionRecord } from './ledger.ts';
 
 // Pure helpers over transactions and messages for the embedded ledger: the port's LedgerTransaction from a history

@@ -3,9 +3,10 @@ import type { Commitment } from '../../../domain/ports/ledger.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
-import type { LatestBlockhash, Ledger, LedgerAccount, LedgerTransaction, LedgerTransactionError, SendOptions, SendResult, SignatureInfo, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult, TokenAccountBalance } from '../../../domain/ports/ledger.ts';
+import type { LatestBlockhash, LedgerAccount, LedgerTransactionError, SendOptions, SendResult, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult } from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
 import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
+import { parseMessage, parseTransaction, WireError, type WireTransaction } from '../../../domain/ledger/wire.ts';
 import { AccountIndex, type Known, type LatinBuffer, type TokenInfo } from './account-index.ts';
 import { BlockhashWindow } from './blockhash-window.ts';
 import { transactionErrorJson } from './errors.ts';
@@ -13,10 +14,13 @@ import { acquireLock, readSnapshot, type SnapshotHeader } from './files.ts';
 import { Snapshots } from './snapshots.ts';
 import { History, type HistoryEntry, type RawTokenBalance, type StoredTransaction } from './history.ts';
 import { loadOrCreateKeypair, type LocalSigner } from './keys.ts';
-import { ASSOCIATED_TOKEN_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID, encodeMint, isMintData, isTokenAccountData, parseTokenAccount, readMintDecimals } from './token.ts';
-import { associatedTokenAccount } from '../../../domain/treasury/derive.ts';
-import { isStaticWritable, parseMessage, parseTransaction, shortU16, WireError, type WireTransaction } from './wire.ts';
-import { toLedgerTransaction, innerInstructionsOf, ownersStable, memoSummary, priorityFee, type LocalInstruction, compileLegacyMessage } from './ledger-messages.ts';
+import { SYSTEM_PROGRAM_ID, encodeMint } from './token.ts';
+import { innerInstructionsOf, ownersStable, memoSummary, priorityFee } from './ledger-messages.ts';
+import { isNonceTransaction, isWritable, nonceAccountOf, resolveKeys, type ResolvedKeys } from './ledger-keys.ts';
+import { LedgerReads } from './ledger-reads.ts';
+import { describeStored, LedgerQueries } from './ledger-queries.ts';
+import { airdrop, mintTo, type MintResult } from './ledger-faucet.ts';
+import { EmbeddedLedgerPort } from './ledger-port.ts';
 
 /** An account as setAccount writes it: lamports, raw data, owning program, e.g. { lamports: 1_000_000n, data, owner: 'CoRE…' }. */
 export interface RawAccount {
@@ -29,6 +33,9 @@ export interface RawAccount {
 // One network's ledger in-process: LiteSVM executes the real programs; this class adds what a cluster has and
 // LiteSVM lacks — a slot clock, blockhashes that expire after 150 blocks, preflight, a signature index, history and
 // persistence. Every state change goes through send (or genesis), which keeps the account cache below coherent.
+// Its seams, one file each: the Ledger port (ledger-port.ts, the base class), reads of the state (ledger-reads.ts),
+// key resolution for sends (ledger-keys.ts), history queries (ledger-queries.ts), the faucet (ledger-faucet.ts),
+// message helpers (ledger-messages.ts), the blockhash window, the account index and snapshots; this file executes.
 //
 // Durability: state = the last snapshot (LiteSVM's own serialization, written atomically every 2000 transactions or
 // 5 s after a change, and on close) + the history log after it, executed again on open. A landed transaction is
@@ -45,7 +52,6 @@ export const SLOTS_PER_EPOCH = 432_000;
 const LAMPORTS_PER_SIGNATURE = 5_000n;
 /** below 2^53 so JSON clients that read lamports as numbers stay exact */
 const FAUCET_LAMPORTS = 4_000_000_000_000_000n;
-const LOOKUP_TABLE_META_SIZE = 56;
 const RENT_EXEMPT_EPOCH = 18_446_744_073_709_551_615n;
 
 export interface EmbeddedLedgerOptions {
@@ -96,26 +102,11 @@ export interface TransactionRecord {
   accountKeys: string[];
 }
 
-export interface MintResult {
-  signature: string;
-  mint: string;
-  tokenAccount: string;
-  amount: bigint;
-  decimals: number;
-}
-
-interface ResolvedKeys {
-  names: string[];
-  /** the 32 bytes of each key */
-  keys: Buffer[];
-  /** raw addresses loaded from lookup tables (writable first) */
-  loaded: Buffer[];
-  loadedWritable: number;
-}
+export type { MintResult } from './ledger-faucet.ts';
 
 const NONE: Buffer[] = [];
 
-export class EmbeddedLedger implements Ledger {
+export class EmbeddedLedger extends EmbeddedLedgerPort {
   readonly network: Network;
   readonly dir: string;
   readonly slotMs: number;
@@ -134,7 +125,8 @@ export class EmbeddedLedger implements Ledger {
 
   /** names of keys and what the hot path knows of accounts */
   private readonly accounts: AccountIndex;
-  private readonly decimals = new Map<string, number>();
+  private readonly reads: LedgerReads;
+  private readonly queries: LedgerQueries;
   private readonly listeners = new Set<(landed: LandedTransaction) => void>();
   private readonly commitListeners = new Set<(level: 'confirmed' | 'finalized', seq: number) => void>();
   private commitScheduled = false;
@@ -146,19 +138,22 @@ export class EmbeddedLedger implements Ledger {
   private readonly warn: (message: string) => void;
 
   private constructor(options: EmbeddedLedgerOptions, parts: { svm: LiteSvm; header: SnapshotHeader; releaseLock: () => void; mintAuthority: LocalSigner; faucet: LocalSigner }) {
+    super();
     this.network = options.network;
     this.dir = options.dir;
     this.slotMs = options.slotMs ?? 400;
     this.warn = options.onWarning ?? (() => {});
     this.svm = parts.svm;
     this.accounts = new AccountIndex(parts.svm);
+    this.reads = new LedgerReads(parts.svm, this.accounts);
     this.header = parts.header;
     this.blockhashes = new BlockhashWindow(Buffer.from(parts.header.blockhashSeed, 'hex'));
     this.releaseLock = parts.releaseLock;
     this.mintAuthority = parts.mintAuthority;
     this.faucet = parts.faucet;
     this.lastSlot = parts.header.slot;
-    this.history = new History(join(this.dir, 'history.log'), (record) => this.describeStored(record));
+    this.history = new History(join(this.dir, 'history.log'), (record) => describeStored(this.accounts, record));
+    this.queries = new LedgerQueries(this.history, this.accounts);
     this.lastSlot = Math.max(this.lastSlot, this.history.lastSlot);
     this.snapshots = new Snapshots({
       dir: this.dir,
@@ -300,104 +295,30 @@ export class EmbeddedLedger implements Ledger {
     return this.history.lastSeq;
   }
 
+  // ---- reads (ledger-reads.ts) ----
+
   minimumBalanceForRentExemption(dataLength: number): bigint {
-    return this.svm.minimumBalanceForRentExemption(BigInt(dataLength));
+    return this.reads.minimumBalanceForRentExemption(dataLength);
   }
 
   readAccount(address: string): LedgerAccount | null {
-    const key = decodeAddress(address);
-    if (!key) return null;
-    const a = this.svm.getAccount(key);
-    if (a === null) return null;
-    return { address, lamports: a.lamports(), owner: this.accounts.nameOf(a.owner()), data: a.data(), executable: a.executable() };
+    return this.reads.readAccount(address);
   }
 
   balance(address: string): bigint {
-    const key = decodeAddress(address);
-    return (key && this.svm.getBalance(key)) ?? 0n;
+    return this.reads.balance(address);
   }
 
   decimalsOf(mint: string): number | undefined {
-    let d = this.decimals.get(mint);
-    if (d === undefined) {
-      const account = this.readAccount(mint);
-      if (!account || !isMintData(account.owner, account.data)) return undefined;
-      d = readMintDecimals(account.data);
-      this.decimals.set(mint, d);
-    }
-    return d;
+    return this.reads.decimalsOf(mint);
   }
 
   /** Token accounts of `owner`, optionally of one mint or one token program, read from the state. */
   tokenAccountsOf(owner: string, filter: { mint?: string | undefined; programId?: string | undefined } = {}): LedgerAccount[] {
-    const out: LedgerAccount[] = [];
-    for (const address of this.accounts.tokenAccountsOwnedBy(owner) ?? []) {
-      const account = this.readAccount(address);
-      if (!account || !isTokenAccountData(account.owner, account.data)) continue;
-      if (filter.programId && account.owner !== filter.programId) continue;
-      if (filter.mint && encodeBase58(account.data.subarray(0, 32)) !== filter.mint) continue;
-      out.push(account);
-    }
-    return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    return this.reads.tokenAccountsOf(owner, filter);
   }
 
   // ---- transactions ----
-
-  /** Account keys of a parsed transaction: static, then loaded writable, then loaded readonly. */
-  private resolveKeys(tx: WireTransaction): ResolvedKeys | { err: LedgerTransactionError } {
-    const names: string[] = new Array(tx.numStaticKeys);
-    const keys: Buffer[] = new Array(tx.numStaticKeys);
-    for (let i = 0; i < tx.numStaticKeys; i++) {
-      const entry = this.accounts.keyEntry(tx.bytes, tx.keysOffset + i * 32);
-      names[i] = entry.name;
-      keys[i] = entry.key;
-    }
-    if (tx.lookups.length === 0) return { names, keys, loaded: [], loadedWritable: 0 };
-    const tables = tx.lookups.map((l) => {
-      const table = this.svm.getAccount(tx.bytes.subarray(l.keyOffset, l.keyOffset + 32));
-      return table ? { owner: this.accounts.nameOf(table.owner()), data: Buffer.from(table.data()) } : null;
-    });
-    const loaded: Buffer[] = [];
-    let loadedWritable = 0;
-    for (const kind of ['writable', 'readonly'] as const) {
-      for (let t = 0; t < tx.lookups.length; t++) {
-        const table = tables[t];
-        if (!table) return { err: 'AddressLookupTableNotFound' };
-        if (table.owner !== LOOKUP_TABLE_PROGRAM_ID) return { err: 'InvalidAddressLookupTableOwner' };
-        const count = Math.floor((table.data.length - LOOKUP_TABLE_META_SIZE) / 32);
-        for (const index of tx.lookups[t]![kind]) {
-          if (index >= count) return { err: 'InvalidAddressLookupTableIndex' };
-          const entry = this.accounts.keyEntry(table.data, LOOKUP_TABLE_META_SIZE + index * 32);
-          names.push(entry.name);
-          keys.push(entry.key);
-          loaded.push(entry.key);
-          if (kind === 'writable') loadedWritable++;
-        }
-      }
-    }
-    return { names, keys, loaded, loadedWritable };
-  }
-
-  private keyAt(_tx: WireTransaction, resolved: ResolvedKeys, i: number): Buffer {
-    return resolved.keys[i]!;
-  }
-
-  private isWritable(tx: WireTransaction, i: number, loadedWritable: number): boolean {
-    return i < tx.numStaticKeys ? isStaticWritable(tx, i) : i < tx.numStaticKeys + loadedWritable;
-  }
-
-  /** A durable-nonce transaction: first instruction AdvanceNonceAccount, blockhash = the nonce account's nonce. */
-  private nonceAccountOf(tx: WireTransaction, resolved: ResolvedKeys): Uint8Array | null {
-    if (!this.isNonceTransaction(tx, resolved.names)) return null;
-    const index = tx.instructions[0]!.accounts[0]!;
-    if (index >= resolved.names.length) return null;
-    const nonceKey = this.keyAt(tx, resolved, index);
-    const account = this.svm.getAccount(nonceKey);
-    if (!account || this.accounts.nameOf(account.owner()) !== SYSTEM_PROGRAM_ID) return null;
-    const data = account.data();
-    if (data.length !== 80 || data[4] !== 1) return null;
-    return Buffer.from(data.subarray(40, 72)).equals(tx.bytes.subarray(tx.blockhashOffset, tx.blockhashOffset + 32)) ? nonceKey : null;
-  }
 
   private reject(signature: string | null, err: LedgerTransactionError, logs: string[] = []): SendResult {
     return { ok: false, signature, err, logs };
@@ -426,20 +347,20 @@ export class EmbeddedLedger implements Ledger {
     const signature = encodeBase58(tx.bytes.subarray(tx.signaturesOffset, tx.signaturesOffset + 64));
     const slot = this.refreshWindow();
     const skip = options.skipPreflight === true;
-    const resolved = this.resolveKeys(tx);
+    const resolved = resolveKeys(this.svm, this.accounts, tx);
     if ('err' in resolved) return this.drop(skip, signature, resolved.err);
     const names = resolved.names;
     const inWindow = this.blockhashes.hasRaw((tx.bytes as LatinBuffer).latin1Slice(tx.blockhashOffset, tx.blockhashOffset + 32));
-    const nonceKey = inWindow ? null : this.nonceAccountOf(tx, resolved);
+    const nonceKey = inWindow ? null : nonceAccountOf(this.svm, this.accounts, tx, resolved);
     if (!inWindow && !nonceKey) return this.drop(skip, signature, 'BlockhashNotFound');
     if (this.history.has(signature)) return this.drop(skip, signature, 'AlreadyProcessed');
 
     const pre: Known[] = new Array(names.length);
     for (let i = 0; i < names.length; i++) {
       const name = names[i]!;
-      pre[i] = this.accounts.cached(name) ?? this.accounts.knownOf(name, this.keyAt(tx, resolved, i));
+      pre[i] = this.accounts.cached(name) ?? this.accounts.knownOf(name, resolved.keys[i]!);
     }
-    const payerKey = this.keyAt(tx, resolved, 0);
+    const payerKey = resolved.keys[0]!;
     const nowSeconds = Math.floor(Date.now() / 1000);
     this.syncClock(slot, nowSeconds);
     const nonceBefore = nonceKey ? this.svm.getAccount(nonceKey) : null;
@@ -494,8 +415,8 @@ export class EmbeddedLedger implements Ledger {
     for (let i = 0; i < n; i++) {
       const before = pre[i]!;
       let after = before;
-      if (!before.executable && this.isWritable(tx, i, loadedWritable)) {
-        after = this.accounts.readPost(names[i]!, this.keyAt(tx, resolved, i), before, i < tx.numRequiredSignatures, stable);
+      if (!before.executable && isWritable(tx, i, loadedWritable)) {
+        after = this.accounts.readPost(names[i]!, resolved.keys[i]!, before, i < tx.numRequiredSignatures, stable);
         this.accounts.remember(names[i]!, after);
         writable.push(names[i]!);
       }
@@ -580,8 +501,8 @@ export class EmbeddedLedger implements Ledger {
     if (options.replaceRecentBlockhash) {
       out.replacementBlockhash = this.latestBlockhash();
     } else if (!this.blockhashes.hasRaw(tx.bytes.toString('latin1', tx.blockhashOffset, tx.blockhashOffset + 32))) {
-      const resolved = this.resolveKeys(tx);
-      const nonce = 'err' in resolved ? null : this.nonceAccountOf(tx, resolved);
+      const resolved = resolveKeys(this.svm, this.accounts, tx);
+      const nonce = 'err' in resolved ? null : nonceAccountOf(this.svm, this.accounts, tx, resolved);
       if (!nonce) return { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 };
     }
     this.syncClock(slot, Math.floor(Date.now() / 1000));
@@ -630,26 +551,19 @@ export class EmbeddedLedger implements Ledger {
     return LAMPORTS_PER_SIGNATURE * BigInt(m.numRequiredSignatures) + priorityFee(m.instructions, names);
   }
 
+  // ---- history queries (ledger-queries.ts) ----
+
   signatureStatus(signature: string): (SignatureStatus & { seq: number }) | null {
-    const e = this.history.entry(signature);
-    return e ? { slot: e.slot, confirmationStatus: this.history.commitment(e.seq), err: e.err, seq: e.seq } : null;
+    return this.queries.signatureStatus(signature);
   }
 
   signaturesFor(address: string, options: SignaturesForAddressOptions = {}): HistoryEntry[] {
-    const limit = Math.min(Math.max(Math.trunc(options.limit ?? 1000), 1), 1000);
-    return this.history.signaturesFor(address, { before: options.before, until: options.until, limit });
+    return this.queries.signaturesFor(address, options);
   }
 
   /** The stored record of a landed transaction with its parsed wire form. */
   transactionRecord(signature: string): TransactionRecord | null {
-    const entry = this.history.entry(signature);
-    if (!entry) return null;
-    const stored = this.history.read(entry);
-    const wire = parseTransaction(stored.tx);
-    const accountKeys: string[] = [];
-    for (let i = 0; i < wire.numStaticKeys; i++) accountKeys.push(this.accounts.nameAt(wire.bytes, wire.keysOffset + i * 32));
-    accountKeys.push(...stored.lw, ...stored.lr);
-    return { stored, wire, accountKeys };
+    return this.queries.transactionRecord(signature);
   }
 
   /** Called for every landed transaction, as it executes (processed). */
@@ -672,67 +586,14 @@ export class EmbeddedLedger implements Ledger {
 
   /** Transfers `lamports` from the faucet; returns the signature. */
   airdrop(to: string, lamports: bigint): string {
-    const toKey = decodeAddress(to);
-    if (!toKey) throw new RangeError(`not an address: ${to}`);
-    if (lamports <= 0n || lamports > 0xffff_ffff_ffff_ffffn) throw new RangeError('lamports must be a positive u64');
-    const data = Buffer.alloc(12);
-    data.writeUInt32LE(2, 0);
-    data.writeBigUInt64LE(lamports, 4);
-    return this.sendLocal([this.faucet], [{ programId: SYSTEM_PROGRAM_ID, accounts: [{ address: this.faucet.address, signer: true, writable: true }, { address: to, signer: false, writable: true }], data }]);
+    return airdrop(this, to, lamports);
   }
 
   /** Mints `amount` (atomic units) of a curated stable or any mint of the local authority to `owner`'s ATA. */
   mintTo(owner: string, mint: string, amount: bigint): MintResult {
-    if (!decodeAddress(owner)) throw new RangeError(`not an address: ${owner}`);
-    const mintAccount = this.readAccount(mint);
-    if (!mintAccount || !isMintData(mintAccount.owner, mintAccount.data)) throw new RangeError(`no mint at ${mint}`);
-    if (amount <= 0n || amount > 0xffff_ffff_ffff_ffffn) throw new RangeError('amount must be a positive u64');
-    const tokenProgram = mintAccount.owner;
-    const decimals = readMintDecimals(mintAccount.data);
-    const ata = associatedTokenAccount(owner, mint, tokenProgram);
-    const mintData = Buffer.alloc(10);
-    mintData[0] = 14; // MintToChecked
-    mintData.writeBigUInt64LE(amount, 1);
-    mintData[9] = decimals;
-    const signature = this.sendLocal(
-      [this.faucet, this.mintAuthority],
-      [
-        {
-          programId: ASSOCIATED_TOKEN_PROGRAM_ID,
-          accounts: [
-            { address: this.faucet.address, signer: true, writable: true },
-            { address: ata, signer: false, writable: true },
-            { address: owner, signer: false, writable: false },
-            { address: mint, signer: false, writable: false },
-            { address: SYSTEM_PROGRAM_ID, signer: false, writable: false },
-            { address: tokenProgram, signer: false, writable: false },
-          ],
-          data: Buffer.from([1]), // CreateIdempotent
-        },
-        {
-          programId: tokenProgram,
-          accounts: [
-            { address: mint, signer: false, writable: true },
-            { address: ata, signer: false, writable: true },
-            { address: this.mintAuthority.address, signer: true, writable: false },
-          ],
-          data: mintData,
-        },
-      ],
-    );
-    return { signature, mint, tokenAccount: ata, amount, decimals };
+    return mintTo(this, owner, mint, amount);
   }
 
-  private sendLocal(signers: LocalSigner[], instructions: LocalInstruction[]): string {
-    // Two equal requests in one slot would be the same bytes, a duplicate: a memo with the sequence keeps them apart.
-    const memo = { programId: MEMO_PROGRAM_ID, accounts: [], data: Buffer.from(`faucet #${this.history.nextSeq()}`) };
-    const message = compileLegacyMessage(signers[0]!.address, [...instructions, memo], this.latestBlockhash().blockhash);
-    const signatures = signers.map((s) => s.sign(message));
-    const wire = Buffer.concat([Buffer.from(shortU16(signatures.length)), ...signatures, message]);
-    const result = this.sendWire(wire);
-    if (!result.ok) throw new Error(`faucet transaction failed: ${JSON.stringify(result.err)} ${result.logs.join(' | ')}`);
-    return result.signature;
-  }
 
   // ---- genesis, replay and persistence ----
 
@@ -754,14 +615,6 @@ export class EmbeddedLedger implements Ledger {
     return changed;
   }
 
-  private describeStored(record: StoredTransaction): { keys: string[]; memo: string | null } {
-    const wire = parseTransaction(record.tx);
-    const keys: string[] = [];
-    for (let i = 0; i < wire.numStaticKeys; i++) keys.push(this.accounts.nameAt(wire.bytes, wire.keysOffset + i * 32));
-    keys.push(...record.lw, ...record.lr);
-    return { keys, memo: memoSummary(wire, keys) };
-  }
-
   /** Executes the logged transactions after the snapshot's `seq` again (the history log is the write-ahead log). */
   private replay(afterSeq: number): void {
     if (this.history.lastSeq < afterSeq) this.warn(`history.log ends at #${this.history.lastSeq} but the snapshot includes #${afterSeq}`);
@@ -769,8 +622,8 @@ export class EmbeddedLedger implements Ledger {
     for (const record of this.history.since(afterSeq)) {
       const tx = parseTransaction(record.tx);
       this.syncClock(record.slot, record.time);
-      const resolved = this.resolveKeys(tx);
-      if (!('err' in resolved) && this.isNonceTransaction(tx, resolved.names)) this.svm.expireBlockhash();
+      const resolved = resolveKeys(this.svm, this.accounts, tx);
+      if (!('err' in resolved) && isNonceTransaction(tx, resolved.names)) this.svm.expireBlockhash();
       const result = tx.version === 'legacy' ? this.svm.sendLegacyTransaction(tx.bytes) : this.svm.sendVersionedTransaction(tx.bytes);
       const err = result instanceof FailedTransactionMetadata ? transactionErrorJson(result) : null;
       if (JSON.stringify(err) !== JSON.stringify(record.err)) this.warn(`replay of ${record.sig} gave ${JSON.stringify(err)}, logged ${JSON.stringify(record.err)}`);
@@ -779,14 +632,6 @@ export class EmbeddedLedger implements Ledger {
     }
     this.accounts.clear();
     if (replayed) this.snapshots.replayed(replayed);
-  }
-
-  /** First instruction is System AdvanceNonceAccount (index 4). */
-  private isNonceTransaction(tx: WireTransaction, names: string[]): boolean {
-    const first = tx.instructions[0];
-    if (!first || names[first.programIndex] !== SYSTEM_PROGRAM_ID || first.accounts.length < 1) return false;
-    const d = first.data;
-    return d.length === 4 && d[0] === 4 && d[1] === 0 && d[2] === 0 && d[3] === 0;
   }
 
   private markUnsaved(): void {
@@ -821,67 +666,5 @@ export class EmbeddedLedger implements Ledger {
     this.history.close();
     this.listeners.clear();
     this.releaseLock();
-  }
-
-  // ---- the Ledger port ----
-
-  async getLatestBlockhash(): Promise<LatestBlockhash> {
-    return this.latestBlockhash();
-  }
-
-  async isBlockhashValid(blockhash: string): Promise<boolean> {
-    return this.blockhashValid(blockhash);
-  }
-
-  async getBlockHeight(): Promise<number> {
-    return this.slot();
-  }
-
-  async getSlot(): Promise<number> {
-    return this.slot();
-  }
-
-  async getAccount(address: string): Promise<LedgerAccount | null> {
-    return this.readAccount(address);
-  }
-
-  async getMultipleAccounts(addresses: string[]): Promise<(LedgerAccount | null)[]> {
-    return addresses.map((a) => this.readAccount(a));
-  }
-
-  async getBalance(address: string): Promise<bigint> {
-    return this.balance(address);
-  }
-
-  async getTokenBalances(owner: string, filter: { mint?: string } = {}): Promise<TokenAccountBalance[]> {
-    return this.tokenAccountsOf(owner, { mint: filter.mint }).map((account) => {
-      const t = parseTokenAccount(account.data);
-      return { address: account.address, mint: t.mint, owner: t.owner, amount: t.amount, decimals: this.decimalsOf(t.mint) ?? 0, tokenProgram: account.owner };
-    });
-  }
-
-  async simulateTransaction(wire: Uint8Array, options: SimulateOptions = {}): Promise<SimulationResult> {
-    const { err, logs, unitsConsumed } = this.simulateWire(wire, options);
-    return { err, logs, unitsConsumed };
-  }
-
-  async sendTransaction(wire: Uint8Array, options: SendOptions = {}): Promise<SendResult> {
-    return this.sendWire(wire, options);
-  }
-
-  async getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
-    return signatures.map((s) => {
-      const status = this.signatureStatus(s);
-      return status && { slot: status.slot, confirmationStatus: status.confirmationStatus, err: status.err };
-    });
-  }
-
-  async getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
-    return this.signaturesFor(address, options).map((e) => ({ signature: e.sig, slot: e.slot, blockTime: e.time, err: e.err, memo: e.memo }));
-  }
-
-  async getTransaction(signature: string): Promise<LedgerTransaction | null> {
-    const record = this.transactionRecord(signature);
-    return record ? toLedgerTransaction(record) : null;
   }
 }

@@ -12,7 +12,7 @@ import {
   parsedTokenData,
   uiTokenAmount,
 } from './token.ts';
-import { isStaticWritable } from './wire.ts';
+import { isStaticWritable } from '../../../domain/ledger/wire.ts';
 
 // Solana JSON-RPC response shapes (agave's UiAccount, EncodedConfirmedTransactionWithStatusMeta) for the server.
 

@@ -5,7 +5,8 @@ import { parseDecimal } from './faucet.ts';
 import { toJson } from './json.ts';
 import type { EmbeddedLedger } from './ledger.ts';
 import { encodeAccount, encodeTransaction, invalidParams, RpcError, type AccountEncoding, type DataSlice, type TransactionEncoding } from './rpc-encode.ts';
-import { parseTokenAccount, isTokenAccountData, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, uiTokenAmount, isMintData, parseMint } from './token.ts';
+import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, uiTokenAmount } from './token.ts';
+import { isMintData, isTokenAccountData, parseMint, parseTokenAccount } from '../../../domain/shared/token-account.ts';
 
 // The JSON-RPC methods of the embedded ledger and the dispatch of one HTTP body to them (rpc-server.ts serves them).
 

@@ -1,5 +1,4 @@
-import { PublicKey } from '@solana/web3.js';
-import { AccountLayout } from '@solana/spl-token';
+import { decodeTokenAccount } from '../../shared/token-account.ts';
 import { feeLayoutFor, settlementInstructions } from '../../facilitator/build.ts';
 import type { FeeTerms, PaymentRequirements } from '../../facilitator/schema.ts';
 import { DomainError } from '../../shared/errors.ts';
@@ -110,11 +109,11 @@ const refuse = (path: string, code: string, message: string, details: Record<str
  */
 async function requireSpendable(ctx: BuyerBuildContext, a: { source: string; executive: string; symbol: string; gross: bigint }): Promise<void> {
   const account = await ctx.reads.getAccount(a.source);
-  if (!account || account.data.length < AccountLayout.span) {
+  const data = decodeTokenAccount(account);
+  if (!data) {
     throw refuse('buyer_agent', 'token_account_missing', `The buyer treasury has no ${a.symbol} token account (${a.source}): provision and fund it first`);
   }
-  const data = AccountLayout.decode(account.data.subarray(0, AccountLayout.span));
-  const delegate = data.delegateOption === 1 ? new PublicKey(data.delegate).toBase58() : null;
+  const delegate = data.delegate;
   if (delegate !== a.executive) {
     throw refuse('executive', 'not_delegate', `${a.executive} is not the delegate of the buyer treasury's ${a.symbol} account (delegate: ${delegate ?? 'none'}); approve it with delegation/prepare`, {
       delegate,

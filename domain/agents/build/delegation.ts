@@ -1,6 +1,7 @@
 import { PublicKey, type TransactionInstruction } from '@solana/web3.js';
-import { AccountLayout, createApproveInstruction, createAssociatedTokenAccountIdempotentInstruction, createRevokeInstruction } from '@solana/spl-token';
+import { createApproveInstruction, createAssociatedTokenAccountIdempotentInstruction, createRevokeInstruction } from '@solana/spl-token';
 import { DomainError } from '../../shared/errors.ts';
+import { decodeTokenAccount } from '../../shared/token-account.ts';
 import { feeFor } from '../../shared/money.ts';
 import type { Stable } from '../../shared/network.ts';
 import { treasuryOf } from '../../treasury/derive.ts';
@@ -79,14 +80,13 @@ export async function buildDelegationRevoke(input: PrepareDelegationRevokeInput,
   const payer = input.payer ?? owner;
   const treasury = treasuryOf(input.mint);
   const account = associatedTokenAccount(treasury, stable.mint, stable.tokenProgramId);
-  const tokenAccount = await ctx.reads.getAccount(account);
-  if (tokenAccount === null || tokenAccount.data.length < AccountLayout.span) {
+  const state = decodeTokenAccount(await ctx.reads.getAccount(account));
+  if (state === null) {
     const message = `The treasury has no ${stable.symbol} token account (${account}): there is no delegation to revoke`;
     throw DomainError.invalid([{ path: 'stable_symbol', message, code: 'token_account_missing' }], message);
   }
-  const state = AccountLayout.decode(tokenAccount.data.subarray(0, AccountLayout.span));
   // the delegate being revoked, for the agent record (null: none is set; the revoke is then harmless)
-  const delegate = state.delegateOption === 1 ? new PublicKey(state.delegate).toBase58() : null;
+  const delegate = state.delegate;
   const revoke = createRevokeInstruction(new PublicKey(account), new PublicKey(treasury), [], new PublicKey(stable.tokenProgramId));
   const instructions = await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [revoke] });
   const echo = { asset: input.mint, treasury, token_account: account, stable_symbol: stable.symbol, delegate };

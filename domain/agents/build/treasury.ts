@@ -1,6 +1,7 @@
 import { PublicKey, SystemProgram, type TransactionInstruction } from '@solana/web3.js';
-import { AccountLayout, createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction, MintLayout } from '@solana/spl-token';
+import { createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
 import { DomainError } from '../../shared/errors.ts';
+import { decodeMint, decodeTokenAccount } from '../../shared/token-account.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type TokenProgramName } from '../../shared/network.ts';
 import { treasuryOf } from '../../treasury/derive.ts';
 import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
@@ -42,13 +43,14 @@ async function resolveMint(
     throw invalid(paths.program, 'wrong_token_program', `${stable.symbol} (${mint}) is a ${stable.tokenProgram} mint: token_program must be '${stable.tokenProgram}'`);
   }
   const account = await ctx.reads.getAccount(mint);
-  if (!account || (account.owner !== TOKEN_PROGRAM_ID && account.owner !== TOKEN_2022_PROGRAM_ID) || account.data.length < MintLayout.span) {
+  const state = decodeMint(account);
+  if (!account || !state) {
     throw invalid(paths.mint, 'unknown_mint', `${mint} is not a token mint on ${ctx.network}`);
   }
   if (given && programIdOf(given) !== account.owner) {
     throw invalid(paths.program, 'wrong_token_program', `${mint} is a ${programName(account.owner)} mint: token_program must be '${programName(account.owner)}'`);
   }
-  return { program: account.owner, decimals: MintLayout.decode(account.data.subarray(0, MintLayout.span)).decimals };
+  return { program: account.owner, decimals: state.decimals };
 }
 
 export async function buildProvision(input: PrepareProvisionInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
@@ -90,7 +92,7 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
   const source = associatedTokenAccount(treasury, input.spl_mint, program);
   const destination = associatedTokenAccount(input.destination, input.spl_mint, program);
   const [sourceAccount, destinationAccount] = await ctx.reads.getMultipleAccounts([source, destination]);
-  const balance = sourceAccount ? AccountLayout.decode(sourceAccount.data.subarray(0, AccountLayout.span)).amount : 0n;
+  const balance = decodeTokenAccount(sourceAccount)?.amount ?? 0n;
 
   let amount = wanted;
   if (amount === null) {

@@ -1,5 +1,7 @@
-// The Solana wire format of a transaction (legacy and v0), parsed strictly. LiteSVM aborts the whole process on
-// bytes it cannot deserialize, so nothing reaches it that this parser has not accepted.
+// The Solana wire format of a transaction (legacy and v0), parsed strictly: the one transaction parser. The embedded
+// ledger's hot path reads the byte offsets it gives (LiteSVM aborts the whole process on bytes it cannot deserialize,
+// so nothing reaches it that this parser has not accepted); domain/facilitator/decode.ts names keys on top of it.
+// Pure: offsets into the caller's bytes, no allocation beyond the instruction records.
 
 export const PACKET_DATA_SIZE = 1232;
 

@@ -1,0 +1,83 @@
+import type * as Port from '../../../domain/ports/ledger.ts';
+import { parseTokenAccount } from '../../../domain/shared/token-account.ts';
+import type { HistoryEntry } from './history.ts';
+import type { SimulateWireResult, SimulateWireOptions, TransactionRecord } from './ledger.ts';
+import { toLedgerTransaction } from './ledger-messages.ts';
+
+// The Ledger port over the embedded ledger's synchronous methods (which the JSON-RPC server and the ledger thread
+// call directly): each port method is one of them, answered as a promise in the port's shapes.
+
+export abstract class EmbeddedLedgerPort implements Port.Ledger {
+  abstract latestBlockhash(): Port.LatestBlockhash;
+  abstract blockhashValid(blockhash: string): boolean;
+  abstract slot(): number;
+  abstract readAccount(address: string): Port.LedgerAccount | null;
+  abstract balance(address: string): bigint;
+  abstract decimalsOf(mint: string): number | undefined;
+  abstract tokenAccountsOf(owner: string, filter?: { mint?: string | undefined; programId?: string | undefined }): Port.LedgerAccount[];
+  abstract simulateWire(bytes: Uint8Array, options?: SimulateWireOptions): SimulateWireResult;
+  abstract sendWire(bytes: Uint8Array, options?: Port.SendOptions): Port.SendResult;
+  abstract signatureStatus(signature: string): (Port.SignatureStatus & { seq: number }) | null;
+  abstract signaturesFor(address: string, options?: Port.SignaturesForAddressOptions): HistoryEntry[];
+  abstract transactionRecord(signature: string): TransactionRecord | null;
+
+  async getLatestBlockhash(): Promise<Port.LatestBlockhash> {
+    return this.latestBlockhash();
+  }
+
+  async isBlockhashValid(blockhash: string): Promise<boolean> {
+    return this.blockhashValid(blockhash);
+  }
+
+  async getBlockHeight(): Promise<number> {
+    return this.slot();
+  }
+
+  async getSlot(): Promise<number> {
+    return this.slot();
+  }
+
+  async getAccount(address: string): Promise<Port.LedgerAccount | null> {
+    return this.readAccount(address);
+  }
+
+  async getMultipleAccounts(addresses: string[]): Promise<(Port.LedgerAccount | null)[]> {
+    return addresses.map((a) => this.readAccount(a));
+  }
+
+  async getBalance(address: string): Promise<bigint> {
+    return this.balance(address);
+  }
+
+  async getTokenBalances(owner: string, filter: { mint?: string } = {}): Promise<Port.TokenAccountBalance[]> {
+    return this.tokenAccountsOf(owner, { mint: filter.mint }).map((account) => {
+      const t = parseTokenAccount(account.data);
+      return { address: account.address, mint: t.mint, owner: t.owner, amount: t.amount, decimals: this.decimalsOf(t.mint) ?? 0, tokenProgram: account.owner };
+    });
+  }
+
+  async simulateTransaction(wire: Uint8Array, options: Port.SimulateOptions = {}): Promise<Port.SimulationResult> {
+    const { err, logs, unitsConsumed } = this.simulateWire(wire, options);
+    return { err, logs, unitsConsumed };
+  }
+
+  async sendTransaction(wire: Uint8Array, options: Port.SendOptions = {}): Promise<Port.SendResult> {
+    return this.sendWire(wire, options);
+  }
+
+  async getSignatureStatuses(signatures: string[]): Promise<(Port.SignatureStatus | null)[]> {
+    return signatures.map((s) => {
+      const status = this.signatureStatus(s);
+      return status && { slot: status.slot, confirmationStatus: status.confirmationStatus, err: status.err };
+    });
+  }
+
+  async getSignaturesForAddress(address: string, options: Port.SignaturesForAddressOptions = {}): Promise<Port.SignatureInfo[]> {
+    return this.signaturesFor(address, options).map((e) => ({ signature: e.sig, slot: e.slot, blockTime: e.time, err: e.err, memo: e.memo }));
+  }
+
+  async getTransaction(signature: string): Promise<Port.LedgerTransaction | null> {
+    const record = this.transactionRecord(signature);
+    return record ? toLedgerTransaction(record) : null;
+  }
+}
