@@ -30,6 +30,7 @@ import { ReceiptService } from '../domain/receipts/service.ts';
 import { PullService } from '../domain/receipts/pull.ts';
 import type { JobQueue } from '../domain/ports/job-queue.ts';
 import { TransactionService } from '../domain/transactions/service.ts';
+import { IdentityService } from '../domain/identity/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -63,6 +64,8 @@ export interface Services {
   pull: PullService;
   /** issue 10: prepare → submit → track */
   transactions: TransactionService;
+  /** issue 13: profiles, handles, domains, verify verdicts */
+  identity: IdentityService;
   clock: Clock;
 }
 
@@ -138,6 +141,7 @@ export function buildServices(deps: ServiceDeps): Services {
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
     transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings }),
+    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound }),
     clock,
   };
 }

@@ -8,6 +8,7 @@ import { Migration0008Receipts } from './0008-receipts.ts';
 import { Migration0009Webhooks } from './0009-webhooks.ts';
 import { Migration0010PreparedTransactions } from './0010-prepared-transactions.ts';
 import { Migration0012AgentsByTreasury } from './0012-agents-by-treasury.ts';
+import { Migration0013Identity } from './0013-identity.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -21,4 +22,5 @@ export const migrationsList = [
   { name: '0009-webhooks', class: Migration0009Webhooks },
   { name: '0010-prepared-transactions', class: Migration0010PreparedTransactions },
   { name: '0012-agents-by-treasury', class: Migration0012AgentsByTreasury },
+  { name: '0013-identity', class: Migration0013Identity },
 ];

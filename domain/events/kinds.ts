@@ -157,6 +157,22 @@ export const EVENT_KINDS = {
       payment_link_id: z.string().optional(),
     }),
   },
+  'identity.profile.updated': {
+    description: 'An agent’s public profile was set (issue 13, PUT /v1/identity/{mint}/profile).',
+    phases: ['confirmed'],
+    metadata: z.object({
+      mint: z.string(),
+      handle: z.string().nullable(),
+      previous_handle: z.string().nullable(),
+      display_name: z.string().nullable(),
+      capabilities: z.array(z.string()),
+    }),
+  },
+  'identity.domain.verified': {
+    description: 'An agent proved a domain: https://{domain}/.well-known/svc-agent.json named its mint, network and token (issue 13).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), domain: z.string(), url: z.string() }),
+  },
   ...PREPARED_KINDS,
 } as const satisfies Record<string, KindSpec>;
 

@@ -12,6 +12,7 @@ import { receiptsRouter } from './routers/receipts.ts';
 import { webhooksRouter } from './routers/webhooks.ts';
 import { transactionsRouter } from './routers/transactions.ts';
 import { prepareRouter } from './routers/prepare.ts';
+import { identityRouter } from './routers/identity.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -35,6 +36,7 @@ export const appRouter = router({
   webhooks: webhooksRouter,
   transactions: transactionsRouter,
   prepare: prepareRouter,
+  identity: identityRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

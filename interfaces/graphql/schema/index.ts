@@ -6,6 +6,7 @@ import './agents.ts';
 import './receipts.ts';
 import './webhooks.ts';
 import './transactions.ts';
+import './identity.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */
 export const schema = builder.toSchema({ sortSchema: true });

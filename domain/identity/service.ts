@@ -1,0 +1,259 @@
+import { randomBytes } from 'node:crypto';
+import { DomainError } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import type { Network } from '../shared/network.ts';
+import { iso } from '../shared/settings.ts';
+import { parseInput } from '../shared/validation.ts';
+import type { Caller } from '../access/ownership.ts';
+import type { AgentRecord } from '../agents/schema.ts';
+import type { AgentService } from '../agents/service.ts';
+import { decodeCoreAsset } from '../agents/asset.ts';
+import { newEvent } from '../events/kinds.ts';
+import type { Clock } from '../ports/clock.ts';
+import type { Ledger } from '../ports/ledger.ts';
+import type { OutboundHttp } from '../ports/outbound-http.ts';
+import type { Store } from '../ports/store.ts';
+import { readLedger } from '../treasury/balances.ts';
+import { judge, type VerifyFacts } from './checks.ts';
+import {
+  AddDomainInput,
+  DomainInput,
+  DomainName,
+  Handle,
+  ResolveInput,
+  UpdateProfileInput,
+  VerifyInput,
+  WellKnownDocument,
+  type DomainChallenge,
+  type DomainRecord,
+  type Identity,
+  type ProfileRecord,
+  type Reputation,
+  type ReputationRow,
+  type VerifyResult,
+} from './schema.ts';
+
+// Issue 13, DECISIONS "Identity". Owner routes (profile, domains) need the caller's principal to own the agent
+// (another principal: 404 agent_not_found, as every owned resource). Reads (get, resolve, verify) are public on the
+// network: any valid key of the network sees any agent's identity, which is what identity is for.
+
+/** The domain check's fetch: small document, short wait (the outbound adapter enforces both). */
+const WELL_KNOWN_TIMEOUT_MS = 5_000;
+const WELL_KNOWN_MAX_BYTES = 16 * 1024;
+export const WELL_KNOWN_PATH = '/.well-known/svc-agent.json';
+
+export interface IdentityServiceDeps {
+  store: Store;
+  clock: Clock;
+  agents: AgentService;
+  ledgers: Partial<Record<Network, Ledger>>;
+  outbound: OutboundHttp;
+}
+
+export class IdentityService {
+  constructor(private readonly deps: IdentityServiceDeps) {}
+
+  /**
+   * PUT /v1/identity/{mint}/profile: sets the whole profile. Handles are unique per network whatever their case
+   * (409 conflict naming the handle), reserved words are refused (400 invalid_request); event identity.profile.updated.
+   */
+  async putProfile(caller: Caller, input: UpdateProfileInput): Promise<Identity> {
+    const parsed = parseInput(UpdateProfileInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    const owner = agent.ownerPrincipal ?? caller.owner;
+    await this.deps.store.transaction(async (tx) => {
+      const previous = await tx.identity.getProfile(agent.network, agent.mint);
+      const taken = await tx.identity.findByHandle(agent.network, parsed.handle);
+      if (taken && taken.mint !== agent.mint) {
+        throw new DomainError('conflict', `The handle "${parsed.handle}" is taken on ${agent.network} (handles are compared case-insensitively).`, {
+          path: 'handle',
+          handle: parsed.handle,
+        });
+      }
+      const record: ProfileRecord = {
+        network: agent.network,
+        mint: agent.mint,
+        handle: parsed.handle,
+        displayName: parsed.display_name ?? null,
+        description: parsed.description ?? null,
+        image: parsed.image ?? null,
+        capabilities: [...new Set(parsed.capabilities ?? [])],
+        ownerPrincipal: owner,
+        updatedAt: now,
+      };
+      await tx.identity.putProfile(record);
+      await tx.events.append(
+        newEvent(
+          'identity.profile.updated',
+          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          { mint: agent.mint, handle: record.handle, previous_handle: previous?.handle ?? null, display_name: record.displayName, capabilities: record.capabilities },
+        ),
+      );
+    });
+    return this.identityOf(agent);
+  }
+
+  /** GET /v1/identity/{mint}: any agent of the caller's network (404 agent_not_found when none). */
+  async get(caller: Caller, mint: string): Promise<Identity> {
+    return this.identityOf(await this.deps.agents.require(caller.network, mint));
+  }
+
+  /** GET /v1/identity/resolve?mint=|handle=|domain=: exactly one key; 404 agent_not_found when nothing matches. */
+  async resolve(caller: Caller, query: ResolveInput): Promise<Identity> {
+    const q = parseInput(ResolveInput, query);
+    const agent = await this.find(caller.network, q);
+    if (!agent) throw new DomainError('agent_not_found', `No agent on ${caller.network} matches ${describeQuery(q)}.`, { network: caller.network, ...q });
+    return this.identityOf(agent);
+  }
+
+  /** POST /v1/identity/verify: the named checks of domain/identity/checks.ts and their verdict; nothing matched → deny. */
+  async verify(caller: Caller, input: VerifyInput): Promise<VerifyResult> {
+    const q = parseInput(VerifyInput, input);
+    const agent = await this.find(caller.network, q);
+    const facts: VerifyFacts = { identity: null, asset: 'absent' };
+    if (agent) {
+      facts.identity = await this.identityOf(agent);
+      const account = await readLedger(this.deps.ledgers, agent.network, (ledger) => ledger.getAccount(agent.mint));
+      facts.asset = account === null ? 'absent' : decodeCoreAsset(account) ? 'live' : 'not_core';
+    }
+    return { ...judge(facts, q), profile: facts.identity };
+  }
+
+  /**
+   * POST /v1/identity/{mint}/domains: a claim and its token. The agent proves the domain by serving
+   * `{ mint, network, token }` at https://{domain}/.well-known/svc-agent.json. The token is part of the proof (decided
+   * here): a document left behind by an earlier claim, or copied from another gateway, does not verify a new claim.
+   * Claiming the same domain again answers the same token.
+   */
+  async addDomain(caller: Caller, input: AddDomainInput): Promise<DomainChallenge> {
+    const parsed = parseInput(AddDomainInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const record = await this.deps.store.identity.addDomain({
+      network: agent.network,
+      mint: agent.mint,
+      domain: parsed.domain,
+      token: `svc_dv_${randomBytes(18).toString('base64url')}`,
+      ownerPrincipal: agent.ownerPrincipal ?? caller.owner,
+      createdAt: this.deps.clock.now(),
+      verifiedAt: null,
+    });
+    return challenge(record);
+  }
+
+  /**
+   * POST /v1/identity/{mint}/domains/{domain}/verify: fetches the well-known document through the guarded outbound
+   * port (https, public addresses unless allow-listed, 5 s and 16 KiB caps, no redirects) and checks mint, network and
+   * token. A failure says why (400 invalid_request with details.reason); success records verified_at and appends
+   * identity.domain.verified once.
+   */
+  async verifyDomain(caller: Caller, input: DomainInput): Promise<DomainChallenge> {
+    const parsed = parseInput(DomainInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const claim = await this.deps.store.identity.getDomain(agent.network, agent.mint, parsed.domain);
+    if (!claim) throw new DomainError('not_found', `Agent ${agent.mint} has not claimed ${parsed.domain}; POST /v1/identity/${agent.mint}/domains first.`, { domain: parsed.domain });
+    if (claim.verifiedAt) return challenge(claim);
+    const url = wellKnownUrl(claim.domain);
+    const refused = (reason: string, message: string) => new DomainError('invalid_request', `Domain ${claim.domain} is not verified: ${message}`, { domain: claim.domain, url, reason });
+    const answer = await this.deps.outbound.request({ url, method: 'GET', headers: { accept: 'application/json' }, timeoutMs: WELL_KNOWN_TIMEOUT_MS, maxResponseBytes: WELL_KNOWN_MAX_BYTES });
+    if (!answer.ok) throw refused(answer.reason, answer.message);
+    if (answer.status !== 200) throw refused('status', `${url} answered HTTP ${answer.status}`);
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(answer.body));
+    } catch {
+      throw refused('not_json', `${url} did not answer JSON`);
+    }
+    const doc = WellKnownDocument.safeParse(json);
+    if (!doc.success) throw refused('document_invalid', `${url} must answer { "mint", "network", "token" } as strings`);
+    if (doc.data.mint !== agent.mint) throw refused('mint_mismatch', `the document names mint ${doc.data.mint}, not ${agent.mint}`);
+    if (doc.data.network !== agent.network) throw refused('network_mismatch', `the document names network ${doc.data.network}, not ${agent.network}`);
+    if (doc.data.token !== claim.token) throw refused('token_mismatch', 'the document’s token is not this claim’s token');
+    const now = this.deps.clock.now();
+    await this.deps.store.transaction(async (tx) => {
+      const current = await tx.identity.getDomain(agent.network, agent.mint, claim.domain);
+      if (current?.verifiedAt) return;
+      if (!(await tx.identity.markDomainVerified(agent.network, agent.mint, claim.domain, now))) {
+        throw new DomainError('conflict', `The domain ${claim.domain} is verified by another agent on ${agent.network}.`, { path: 'domain', domain: claim.domain });
+      }
+      await tx.events.append(
+        newEvent(
+          'identity.domain.verified',
+          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          { mint: agent.mint, domain: claim.domain, url },
+        ),
+      );
+    });
+    return challenge((await this.deps.store.identity.getDomain(agent.network, agent.mint, claim.domain))!);
+  }
+
+  private async find(network: Network, q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined }): Promise<AgentRecord | null> {
+    let mint = q.mint;
+    if (q.handle !== undefined) {
+      const handle = Handle.safeParse(q.handle.replace(/^@/, ''));
+      mint = handle.success ? (await this.deps.store.identity.findByHandle(network, handle.data))?.mint : undefined;
+    } else if (q.domain !== undefined) {
+      const domain = DomainName.safeParse(q.domain);
+      mint = domain.success ? (await this.deps.store.identity.findVerifiedDomain(network, domain.data))?.mint : undefined;
+    }
+    return mint === undefined ? null : this.deps.store.agents.get(network, mint);
+  }
+
+  private async identityOf(agent: AgentRecord): Promise<Identity> {
+    const { network, mint } = agent;
+    const [profile, domains, reputation] = await Promise.all([
+      this.deps.store.identity.getProfile(network, mint),
+      this.deps.store.identity.verifiedDomains(network, mint),
+      this.deps.store.identity.reputation(network, mint),
+    ]);
+    return {
+      mint,
+      network,
+      owner: agent.owner,
+      name: agent.name,
+      profile: {
+        handle: profile?.handle ?? null,
+        display_name: profile?.displayName ?? null,
+        description: profile?.description ?? null,
+        image: profile?.image ?? null,
+        capabilities: profile?.capabilities ?? [],
+        updated_at: profile ? iso(profile.updatedAt) : null,
+      },
+      domains: domains.map((d) => ({ domain: d.domain, verified_at: iso(d.verifiedAt!) })),
+      claims: [],
+      capability_cards: [],
+      reputation: summarize(reputation),
+    };
+  }
+}
+
+/** The reputation summary of the agent's settled calls; rating = 5 × the share answered 2xx, one decimal. */
+export function summarize(rows: ReputationRow[]): Reputation {
+  const calls = rows.reduce((n, r) => n + r.calls, 0);
+  const ok = rows.reduce((n, r) => n + r.okCalls, 0);
+  const last = rows.reduce<Date | null>((m, r) => (r.lastAt && (!m || r.lastAt > m) ? r.lastAt : m), null);
+  return {
+    settled_calls: calls,
+    rating: calls === 0 ? null : Math.round((ok * 50) / calls) / 10,
+    volume: rows.map((r) => ({ currency: r.currency, asset: r.asset, amount_atomic: r.amountAtomic.toString(), calls: r.calls })),
+    last_settled_at: last ? iso(last) : null,
+  };
+}
+
+export function wellKnownUrl(domain: string): string {
+  return `https://${domain}${WELL_KNOWN_PATH}`;
+}
+
+function challenge(d: DomainRecord): DomainChallenge {
+  return {
+    domain: d.domain,
+    token: d.token,
+    url: wellKnownUrl(d.domain),
+    document: { mint: d.mint, network: d.network, token: d.token },
+    verified_at: d.verifiedAt ? iso(d.verifiedAt) : null,
+  };
+}
+
+function describeQuery(q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined }): string {
+  return q.mint !== undefined ? `mint ${q.mint}` : q.handle !== undefined ? `handle ${q.handle}` : `domain ${q.domain}`;
+}

@@ -1,0 +1,90 @@
+import {
+  AddDomainInput,
+  DomainChallenge,
+  DomainInput,
+  Identity,
+  IdentityMintInput,
+  ResolveInput,
+  UpdateProfileInput,
+  VerifyInput,
+  VerifyResult,
+} from '../../../domain/identity/schema.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+// Issue 13, DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal.
+
+const tags = ['identity'];
+
+export const identityRouter = router({
+  resolve: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: { method: 'GET', path: '/v1/identity/resolve', tags, summary: 'Resolve an agent by mint, handle or verified domain' },
+    })
+    .input(ResolveInput)
+    .output(Identity)
+    .query(({ ctx, input }) => ctx.services.identity.resolve(ctx.principal, input)),
+
+  get: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'GET',
+        path: '/v1/identity/{mint}',
+        tags,
+        summary: 'An agent’s public identity',
+        description: 'Profile, verified domains, public claims and capability cards, and a reputation summary of its settled paid calls.',
+      },
+    })
+    .input(IdentityMintInput)
+    .output(Identity)
+    .query(({ ctx, input }) => ctx.services.identity.get(ctx.principal, input.mint)),
+
+  verify: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/verify',
+        tags,
+        summary: 'Judge an agent before dealing with it',
+        description: 'Named checks (agent_recorded, asset_on_ledger, not_disabled, handle_set, domain_verified, capability_declared, rating, settled_calls) and a verdict: allow, warn or deny.',
+      },
+    })
+    .input(VerifyInput)
+    .output(VerifyResult)
+    .mutation(({ ctx, input }) => ctx.services.identity.verify(ctx.principal, input)),
+
+  putProfile: keyedProcedure
+    .meta({ openapi: { method: 'PUT', path: '/v1/identity/{mint}/profile', tags, summary: 'Set an agent’s public profile (owner)' } })
+    .input(UpdateProfileInput)
+    .output(Identity)
+    .mutation(({ ctx, input }) => ctx.services.identity.putProfile(ctx.principal, input)),
+
+  addDomain: keyedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/{mint}/domains',
+        tags,
+        summary: 'Claim a domain (owner): answers the token to publish',
+        description: 'Serve `document` as JSON at `url` (https://{domain}/.well-known/svc-agent.json), then call …/verify.',
+      },
+    })
+    .input(AddDomainInput)
+    .output(DomainChallenge)
+    .mutation(({ ctx, input }) => ctx.services.identity.addDomain(ctx.principal, input)),
+
+  verifyDomain: keyedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/{mint}/domains/{domain}/verify',
+        tags,
+        summary: 'Verify a claimed domain (owner) by fetching its well-known document',
+      },
+    })
+    .input(DomainInput)
+    .output(DomainChallenge)
+    .mutation(({ ctx, input }) => ctx.services.identity.verifyDomain(ctx.principal, input)),
+});

@@ -1,0 +1,34 @@
+import { Migration } from '@mikro-orm/migrations';
+
+// Issue 13 (DECISIONS "Identity"): an agent's public profile (handle unique per network, case-insensitive) and the
+// domains it claims, each with the token of its check and the time it was verified.
+export class Migration0013Identity extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`create table identity_profiles (
+      network text not null,
+      mint text not null,
+      handle text null,
+      display_name text null,
+      description text null,
+      image text null,
+      capabilities jsonb not null default '[]'::jsonb,
+      owner_principal text not null,
+      updated_at timestamptz not null,
+      primary key (network, mint)
+    );`);
+    // resolve?handle= and the uniqueness rule read the same index: one handle per network whatever its case.
+    this.addSql(`create unique index identity_profiles_handle_key on identity_profiles (network, lower(handle)) where handle is not null;`);
+    this.addSql(`create table identity_domains (
+      network text not null,
+      mint text not null,
+      domain text not null,
+      token text not null,
+      owner_principal text not null,
+      created_at timestamptz not null,
+      verified_at timestamptz null,
+      primary key (network, mint, domain)
+    );`);
+    // A domain proves one agent per network: resolve?domain= answers the agent that verified it.
+    this.addSql(`create unique index identity_domains_verified_key on identity_domains (network, domain) where verified_at is not null;`);
+  }
+}
