@@ -246,7 +246,7 @@ export interface IdentityRepository {
   verifiedDomains(network: Network, mint: string): Promise<DomainRecord[]>;
   /** the agent that verified `domain` on the network */
   findVerifiedDomain(network: Network, domain: string): Promise<DomainRecord | null>;
-  /** the agent's settled earn receipts (decision allow) per currency, through the receipts (network, agent, kind, decision) index */
+  /** the agent's earn receipts (decision allow, not found to mismatch the ledger) per currency, through the receipts (network, agent, kind, decision) index */
   reputation(network: Network, agent: string): Promise<ReputationRow[]>;
 }
 

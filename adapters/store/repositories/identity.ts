@@ -119,7 +119,7 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
         `select body->'price'->>'currency' as currency, body->'price'->>'asset' as asset, count(*)::int as calls,
                 (count(*) filter (where (body->'response'->>'status')::int between 200 and 299))::int as ok_calls,
                 coalesce(sum((body->'price'->>'amount_atomic')::numeric), 0)::text as amount_atomic, max(ts) as last_at
-           from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow'
+           from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
           group by 1, 2 order by 1, 2`,
         [network, agent],
       );
