@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
+import { GuardedOutboundHttp } from '../../adapters/http/outbound.ts';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { http, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
@@ -28,6 +29,8 @@ interface Ctx {
   wellKnown: { status: number; body: string };
   server: Server;
   certDir: string;
+  /** the self-signed certificate (PEM) */
+  cert: string;
 }
 
 const test = anyTest as TestFn<Ctx>;
@@ -58,6 +61,7 @@ test.before(async (t) => {
     wellKnown,
     server,
     certDir,
+    cert,
   };
 });
 
@@ -371,4 +375,20 @@ test.serial('domain: a document with the wrong mint, network or token, or not JS
   t.is(viaGql.body.errors?.[0]?.extensions?.code, 'conflict');
   const gqlClaim = await gql(t, t.context.key, `mutation($m: String!, $d: String!) { addIdentityDomain(mint: $m, domain: $d) { token url verifiedAt } }`, { m: mint, d: t.context.host });
   t.is(gqlClaim.body.data.addIdentityDomain.token, claim.token);
+});
+
+test.serial('SVC_OUTBOUND_CA: the self-signed server is refused without it (TLS failure), reached with it; checks stay on', async (t) => {
+  t.context.wellKnown.status = 200;
+  t.context.wellKnown.body = '{}';
+  const url = `https://${t.context.host}/.well-known/svc-agent.json`;
+  const without = await new GuardedOutboundHttp({ allow: [t.context.host] }).request({ url, method: 'GET' });
+  t.like(without, { ok: false, reason: 'network' });
+  const trusted = await new GuardedOutboundHttp({ allow: [t.context.host], ca: t.context.cert }).request({ url, method: 'GET' });
+  t.like(trusted, { ok: true, status: 200 });
+  // the CA does not open the address guard: the same server under a name not on the allow-list is still refused
+  const unlisted = await new GuardedOutboundHttp({ ca: t.context.cert }).request({ url, method: 'GET' });
+  t.like(unlisted, { ok: false, reason: 'url_refused' });
+  // a bad PEM stops start-up naming the setting
+  const { loadConfig } = await import('../../interfaces/config.ts');
+  t.throws(() => loadConfig({ SVC_OUTBOUND_CA: 'not a certificate' }), { message: /SVC_OUTBOUND_CA/ });
 });
