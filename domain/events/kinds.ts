@@ -173,6 +173,16 @@ export const EVENT_KINDS = {
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), domain: z.string(), url: z.string() }),
   },
+  'identity.claim.created': {
+    description: 'The owner stated a claim about its agent (issue 13, POST /v1/identity/{mint}/claims).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string(), public: z.boolean() }),
+  },
+  'identity.claim.revoked': {
+    description: 'The owner revoked a claim (issue 13); the claim is kept with its revoked_at.',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string() }),
+  },
   ...PREPARED_KINDS,
 } as const satisfies Record<string, KindSpec>;
 

@@ -86,6 +86,36 @@ export const Reputation = z.object({
 });
 export type Reputation = z.infer<typeof Reputation>;
 
+/** A statement the owner makes about its agent, e.g. { type: "organization", statement: "Operated by Example Ltd" }. */
+export const Claim = z.object({
+  id: z.string(),
+  mint: z.string(),
+  type: z.string(),
+  statement: z.string(),
+  evidence_url: z.string().nullable(),
+  public: z.boolean(),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+});
+export type Claim = z.infer<typeof Claim>;
+
+/** POST /v1/identity/{mint}/claims */
+export const CreateClaimInput = z.strictObject({
+  mint: Address,
+  type: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'Expected a claim type: lower-case letters, digits, ".", "_" or "-" (1–64)'),
+  statement: z.string().min(1).max(2000),
+  evidence_url: z.url({ protocol: /^https$/ }).max(2048).optional(),
+  /** shown in GET /v1/identity/{mint} (default true); a private claim is listed to its owner only */
+  public: z.boolean().optional(),
+});
+export type CreateClaimInput = z.input<typeof CreateClaimInput>;
+
+export const ClaimIdInput = z.object({ mint: Address, id: z.string().min(1).max(64) });
+export type ClaimIdInput = z.input<typeof ClaimIdInput>;
+
+export const ClaimList = z.object({ data: z.array(Claim) });
+export type ClaimList = z.infer<typeof ClaimList>;
+
 /** GET /v1/identity/{mint}: what anyone with a key on the network may know of an agent. */
 export const Identity = z.object({
   mint: z.string(),
@@ -94,8 +124,8 @@ export const Identity = z.object({
   name: z.string().nullable(),
   profile: Profile,
   domains: z.array(VerifiedDomain),
-  /** public claims (issue 13; none until claims exist) */
-  claims: z.array(z.record(z.string(), z.unknown())),
+  /** public claims not revoked, oldest first */
+  claims: z.array(Claim),
   /** public capability cards (issue 13; none until cards exist) */
   capability_cards: z.array(z.record(z.string(), z.unknown())),
   reputation: Reputation,
@@ -192,4 +222,17 @@ export interface ReputationRow {
   okCalls: number;
   amountAtomic: bigint;
   lastAt: Date | null;
+}
+
+export interface ClaimRecord {
+  network: Network;
+  id: string;
+  mint: string;
+  type: string;
+  statement: string;
+  evidenceUrl: string | null;
+  public: boolean;
+  ownerPrincipal: string;
+  createdAt: Date;
+  revokedAt: Date | null;
 }

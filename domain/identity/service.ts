@@ -17,6 +17,8 @@ import { readLedger } from '../treasury/balances.ts';
 import { judge, type VerifyFacts } from './checks.ts';
 import {
   AddDomainInput,
+  ClaimIdInput,
+  CreateClaimInput,
   DomainInput,
   DomainName,
   Handle,
@@ -24,6 +26,9 @@ import {
   UpdateProfileInput,
   VerifyInput,
   WellKnownDocument,
+  type Claim,
+  type ClaimList,
+  type ClaimRecord,
   type DomainChallenge,
   type DomainRecord,
   type Identity,
@@ -187,6 +192,64 @@ export class IdentityService {
     return challenge((await this.deps.store.identity.getDomain(agent.network, agent.mint, claim.domain))!);
   }
 
+  /** POST /v1/identity/{mint}/claims (owner): event identity.claim.created. */
+  async createClaim(caller: Caller, input: CreateClaimInput): Promise<Claim> {
+    const parsed = parseInput(CreateClaimInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    const record: ClaimRecord = {
+      network: agent.network,
+      id: `clm_${newId(now.getTime())}`,
+      mint: agent.mint,
+      type: parsed.type,
+      statement: parsed.statement,
+      evidenceUrl: parsed.evidence_url ?? null,
+      public: parsed.public ?? true,
+      ownerPrincipal: agent.ownerPrincipal ?? caller.owner,
+      createdAt: now,
+      revokedAt: null,
+    };
+    await this.deps.store.transaction(async (tx) => {
+      await tx.identity.insertClaim(record);
+      await tx.events.append(
+        newEvent(
+          'identity.claim.created',
+          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          { mint: agent.mint, claim_id: record.id, type: record.type, public: record.public },
+        ),
+      );
+    });
+    return toClaim(record);
+  }
+
+  /** POST /v1/identity/{mint}/claims/{id}/revoke (owner): kept with revoked_at; revoking again answers it unchanged. */
+  async revokeClaim(caller: Caller, input: ClaimIdInput): Promise<Claim> {
+    const parsed = parseInput(ClaimIdInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    const claim = await this.deps.store.transaction(async (tx) => {
+      const current = await tx.identity.getClaim(agent.network, agent.mint, parsed.id);
+      if (!current) throw new DomainError('not_found', `Agent ${agent.mint} has no claim ${parsed.id}.`, { id: parsed.id });
+      if (current.revokedAt) return current;
+      await tx.identity.revokeClaim(agent.network, agent.mint, parsed.id, now);
+      await tx.events.append(
+        newEvent(
+          'identity.claim.revoked',
+          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          { mint: agent.mint, claim_id: current.id, type: current.type },
+        ),
+      );
+      return { ...current, revokedAt: now };
+    });
+    return toClaim(claim);
+  }
+
+  /** GET /v1/identity/{mint}/claims (owner): every claim, private and revoked ones too, oldest first. */
+  async listClaims(caller: Caller, mint: string): Promise<ClaimList> {
+    const agent = await this.deps.agents.requireVisible(caller, mint);
+    return { data: (await this.deps.store.identity.listClaims(agent.network, agent.mint, { publicOnly: false })).map(toClaim) };
+  }
+
   private async find(network: Network, q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined }): Promise<AgentRecord | null> {
     let mint = q.mint;
     if (q.handle !== undefined) {
@@ -201,10 +264,11 @@ export class IdentityService {
 
   private async identityOf(agent: AgentRecord): Promise<Identity> {
     const { network, mint } = agent;
-    const [profile, domains, reputation] = await Promise.all([
+    const [profile, domains, reputation, claims] = await Promise.all([
       this.deps.store.identity.getProfile(network, mint),
       this.deps.store.identity.verifiedDomains(network, mint),
       this.deps.store.identity.reputation(network, mint),
+      this.deps.store.identity.listClaims(network, mint, { publicOnly: true }),
     ]);
     return {
       mint,
@@ -220,7 +284,7 @@ export class IdentityService {
         updated_at: profile ? iso(profile.updatedAt) : null,
       },
       domains: domains.map((d) => ({ domain: d.domain, verified_at: iso(d.verifiedAt!) })),
-      claims: [],
+      claims: claims.map(toClaim),
       capability_cards: [],
       reputation: summarize(reputation),
     };
@@ -242,6 +306,19 @@ export function summarize(rows: ReputationRow[]): Reputation {
 
 export function wellKnownUrl(domain: string): string {
   return `https://${domain}${WELL_KNOWN_PATH}`;
+}
+
+function toClaim(c: ClaimRecord): Claim {
+  return {
+    id: c.id,
+    mint: c.mint,
+    type: c.type,
+    statement: c.statement,
+    evidence_url: c.evidenceUrl,
+    public: c.public,
+    created_at: iso(c.createdAt),
+    revoked_at: c.revokedAt ? iso(c.revokedAt) : null,
+  };
 }
 
 function challenge(d: DomainRecord): DomainChallenge {

@@ -6,7 +6,7 @@ import type { EventPhase, EventRecord, NewEvent } from '../events/schema.ts';
 import type { PreparedTransactionRecord } from '../transactions/schema.ts';
 import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
 import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
-import type { DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
+import type { ClaimRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
@@ -248,6 +248,13 @@ export interface IdentityRepository {
   findVerifiedDomain(network: Network, domain: string): Promise<DomainRecord | null>;
   /** the agent's earn receipts (decision allow, not found to mismatch the ledger) per currency, through the receipts (network, agent, kind, decision) index */
   reputation(network: Network, agent: string): Promise<ReputationRow[]>;
+  insertClaim(record: ClaimRecord): Promise<void>;
+  /** inside a transaction the row is locked until commit */
+  getClaim(network: Network, mint: string, id: string): Promise<ClaimRecord | null>;
+  /** sets revoked_at once; false when already revoked */
+  revokeClaim(network: Network, mint: string, id: string, at: Date): Promise<boolean>;
+  /** oldest first; `publicOnly`: public claims not revoked */
+  listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
 }
 
 export interface Repositories {

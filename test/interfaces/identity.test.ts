@@ -76,7 +76,7 @@ test.after.always(async (t) => {
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 const IDENTITY_FIELDS = `mint network owner name profile { handle displayName description image capabilities updatedAt }
-  domains { domain verifiedAt } claims capabilityCards reputation { settledCalls rating volume { currency asset amountAtomic calls } lastSettledAt }`;
+  domains { domain verifiedAt } claims { id type statement evidenceUrl public createdAt revokedAt } capabilityCards reputation { settledCalls rating volume { currency asset amountAtomic calls } lastSettledAt }`;
 
 function gql(t: { context: Ctx }, key: string, query: string, variables?: Record<string, unknown>): Promise<HttpResult> {
   return http(t.context.app, 'POST', '/graphql', { key, body: { query, variables } });
@@ -391,4 +391,51 @@ test.serial('SVC_OUTBOUND_CA: the self-signed server is refused without it (TLS 
   // a bad PEM stops start-up naming the setting
   const { loadConfig } = await import('../../interfaces/config.ts');
   t.throws(() => loadConfig({ SVC_OUTBOUND_CA: 'not a certificate' }), { message: /SVC_OUTBOUND_CA/ });
+});
+
+// ── claims ───────────────────────────────────────────────────────────────────────────────────────────────────────────
+
+test('claims: created (public by default) and shown in the identity, private ones to the owner only, revoked ones kept; events; three doors', async (t) => {
+  const { mint } = await recordAgent(t.context.app, t.context.key);
+  const created = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, {
+    key: t.context.key,
+    body: { type: 'organization', statement: 'Operated by Example Ltd', evidence_url: 'https://example.com/about' },
+  });
+  t.is(created.status, 200, JSON.stringify(created.body));
+  t.like(created.body, { mint, type: 'organization', statement: 'Operated by Example Ltd', evidence_url: 'https://example.com/about', public: true, revoked_at: null });
+  t.regex(created.body.id, /^clm_/);
+  const hidden = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'contact', statement: 'ops@example.com', public: false });
+  t.is(hidden.public, false);
+
+  const read = await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
+  t.deepEqual(read.body.claims, [created.body]);
+  const own = await http(t.context.app, 'GET', `/v1/identity/${mint}/claims`, { key: t.context.key });
+  t.deepEqual(own.body.data.map((c: { id: string }) => c.id), [created.body.id, hidden.id]);
+  t.is((await http(t.context.app, 'GET', `/v1/identity/${mint}/claims`, { key: t.context.other })).status, 404);
+  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, { key: t.context.other, body: { type: 'x', statement: 'y' } })).status, 404);
+  const bad = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, { key: t.context.key, body: { type: 'Bad Type', statement: '' } });
+  t.is(bad.status, 400);
+  t.is(bad.body.error, 'invalid_request');
+
+  const viaGql = await gql(t, t.context.key, `mutation($m: String!, $id: String!) { revokeIdentityClaim(mint: $m, id: $id) { id revokedAt } }`, { m: mint, id: created.body.id });
+  t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
+  t.is(typeof viaGql.body.data.revokeIdentityClaim.revokedAt, 'string');
+  // revoking again answers the claim unchanged and appends nothing
+  const again = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims/${created.body.id}/revoke`, { key: t.context.key });
+  t.is(again.status, 200);
+  t.is(again.body.revoked_at, viaGql.body.data.revokeIdentityClaim.revokedAt);
+  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/claims/clm_none/revoke`, { key: t.context.key })).status, 404);
+
+  t.deepEqual((await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.claims, []);
+  const gqlCreated = await gql(t, t.context.key, `mutation($input: IdentityClaimInput!) { createIdentityClaim(input: $input) { id public } }`, {
+    input: { mint, type: 'license', statement: 'Licensed forecaster' },
+  });
+  t.is(gqlCreated.body.data.createIdentityClaim.public, true);
+  const viaResolve = await gql(t, t.context.other, `query($m: String) { resolveIdentity(mint: $m) { claims { id type statement } } }`, { m: mint });
+  t.deepEqual(viaResolve.body.data.resolveIdentity.claims, [{ id: gqlCreated.body.data.createIdentityClaim.id, type: 'license', statement: 'Licensed forecaster' }]);
+
+  t.is((await eventsOf(t, 'identity.claim.created', mint)).length, 3);
+  const revoked = await eventsOf(t, 'identity.claim.revoked', mint);
+  t.is(revoked.length, 1);
+  t.like(revoked[0], { metadata: { mint, claim_id: created.body.id, type: 'organization' } });
 });

@@ -1,8 +1,8 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { IdentityRepository } from '../../../domain/ports/store.ts';
-import type { DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
-import { affected, date, dateOrNull, one, query, uniqueOr, type RepoContext } from './context.ts';
+import type { ClaimRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
+import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
 
 // Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
 // read goes to receipts through its (network, agent, kind, decision, nonce) index (migrations/0008-receipts.ts).
@@ -49,6 +49,32 @@ const domainFromRow = (r: DomainRow): DomainRecord => ({
   ownerPrincipal: r.owner_principal,
   createdAt: date(r.created_at),
   verifiedAt: dateOrNull(r.verified_at),
+});
+
+interface ClaimRow {
+  network: Network;
+  id: string;
+  mint: string;
+  type: string;
+  statement: string;
+  evidence_url: string | null;
+  public: boolean;
+  owner_principal: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const claimFromRow = (r: ClaimRow): ClaimRecord => ({
+  network: r.network,
+  id: r.id,
+  mint: r.mint,
+  type: r.type,
+  statement: r.statement,
+  evidenceUrl: r.evidence_url,
+  public: r.public,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  revokedAt: dateOrNull(r.revoked_at),
 });
 
 interface ReputationSqlRow {
@@ -132,5 +158,25 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
         lastAt: dateOrNull(r.last_at),
       }));
     },
+    insertClaim: async (c) => {
+      await query(
+        em(),
+        `insert into identity_claims (network, id, mint, type, statement, evidence_url, public, owner_principal, created_at, revoked_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, null)`,
+        [c.network, c.id, c.mint, c.type, c.statement, c.evidenceUrl, c.public, c.ownerPrincipal, c.createdAt],
+      );
+    },
+    getClaim: (network, mint, id) =>
+      one(em(), `select * from identity_claims where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`, [network, mint, id], claimFromRow),
+    revokeClaim: async (network, mint, id, at) =>
+      (await affected(em(), `update identity_claims set revoked_at = ? where network = ? and mint = ? and id = ? and revoked_at is null`, [at, network, mint, id])) > 0,
+    listClaims: async (network, mint, { publicOnly }) =>
+      (
+        await query<ClaimRow>(
+          em(),
+          `select * from identity_claims where network = ? and mint = ?${publicOnly ? ' and public and revoked_at is null' : ''} order by created_at, id limit 200`,
+          [network, mint],
+        )
+      ).map(claimFromRow),
   };
 }

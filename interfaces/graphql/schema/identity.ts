@@ -1,4 +1,4 @@
-import type { Check, DomainChallenge, Identity, Reputation, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
+import type { Check, Claim, CreateClaimInput, DomainChallenge, Identity, Reputation, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
 import { AgentRef } from './agents.ts';
 import { given, toDomainInput, type Assert, type SameKeys } from './common.ts';
@@ -41,6 +41,19 @@ const ReputationRef = builder.objectRef<Reputation>('Reputation').implement({
   }),
 });
 
+const ClaimRef = builder.objectRef<Claim>('IdentityClaim').implement({
+  fields: (t) => ({
+    id: t.exposeString('id'),
+    mint: t.exposeString('mint'),
+    type: t.exposeString('type'),
+    statement: t.exposeString('statement'),
+    evidenceUrl: t.exposeString('evidence_url', { nullable: true }),
+    public: t.exposeBoolean('public'),
+    createdAt: t.exposeString('created_at'),
+    revokedAt: t.exposeString('revoked_at', { nullable: true }),
+  }),
+});
+
 export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
   description: 'GET /v1/identity/{mint}: an agent’s public identity.',
   fields: (t) => ({
@@ -50,7 +63,7 @@ export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
     name: t.exposeString('name', { nullable: true }),
     profile: t.expose('profile', { type: ProfileRef }),
     domains: t.expose('domains', { type: [VerifiedDomainRef] }),
-    claims: t.expose('claims', { type: ['JSON'] }),
+    claims: t.expose('claims', { type: [ClaimRef], description: 'public claims not revoked' }),
     capabilityCards: t.expose('capability_cards', { type: ['JSON'] }),
     reputation: t.expose('reputation', { type: ReputationRef }),
   }),
@@ -106,6 +119,17 @@ const ProfileInputRef = builder.inputType('IdentityProfileInput', {
   }),
 });
 export type ProfileInputInSync = Assert<SameKeys<typeof ProfileInputRef.$inferInput, UpdateProfileInput>>;
+
+const ClaimInputRef = builder.inputType('IdentityClaimInput', {
+  fields: (t) => ({
+    mint: t.string({ required: true }),
+    type: t.string({ required: true }),
+    statement: t.string({ required: true }),
+    evidenceUrl: t.string(),
+    public: t.boolean(),
+  }),
+});
+export type ClaimInputInSync = Assert<SameKeys<typeof ClaimInputRef.$inferInput, CreateClaimInput>>;
 
 const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
   fields: (t) => ({ minRating: t.float(), requireVerifiedDomain: t.boolean(), minSettledCalls: t.int() }),
@@ -170,5 +194,19 @@ builder.mutationFields((t) => ({
     description: 'POST /v1/identity/{mint}/domains/{domain}/verify',
     args: { mint: t.arg.string({ required: true }), domain: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) => ctx.api.identity.verifyDomain({ mint: args.mint, domain: args.domain }),
+  }),
+  createIdentityClaim: t.field({
+    type: ClaimRef,
+    nullable: true,
+    description: 'POST /v1/identity/{mint}/claims',
+    args: { input: t.arg({ type: ClaimInputRef, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.api.identity.createClaim(toDomainInput(input) as CreateClaimInput),
+  }),
+  revokeIdentityClaim: t.field({
+    type: ClaimRef,
+    nullable: true,
+    description: 'POST /v1/identity/{mint}/claims/{id}/revoke',
+    args: { mint: t.arg.string({ required: true }), id: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) => ctx.api.identity.revokeClaim({ mint: args.mint, id: args.id }),
   }),
 }));

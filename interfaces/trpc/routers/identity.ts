@@ -1,5 +1,9 @@
 import {
   AddDomainInput,
+  Claim,
+  ClaimIdInput,
+  ClaimList,
+  CreateClaimInput,
   DomainChallenge,
   DomainInput,
   Identity,
@@ -87,4 +91,22 @@ export const identityRouter = router({
     .input(DomainInput)
     .output(DomainChallenge)
     .mutation(({ ctx, input }) => ctx.services.identity.verifyDomain(ctx.principal, input)),
+
+  createClaim: keyedProcedure
+    .meta({ openapi: { method: 'POST', path: '/v1/identity/{mint}/claims', tags, summary: 'State a claim about an agent (owner)' } })
+    .input(CreateClaimInput)
+    .output(Claim)
+    .mutation(({ ctx, input }) => ctx.services.identity.createClaim(ctx.principal, input)),
+
+  listClaims: keyedProcedure
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/claims', tags, summary: 'Every claim of an agent, private and revoked ones too (owner)' } })
+    .input(IdentityMintInput)
+    .output(ClaimList)
+    .query(({ ctx, input }) => ctx.services.identity.listClaims(ctx.principal, input.mint)),
+
+  revokeClaim: keyedProcedure
+    .meta({ openapi: { method: 'POST', path: '/v1/identity/{mint}/claims/{id}/revoke', tags, summary: 'Revoke a claim (owner); it is kept with revoked_at' } })
+    .input(ClaimIdInput)
+    .output(Claim)
+    .mutation(({ ctx, input }) => ctx.services.identity.revokeClaim(ctx.principal, input)),
 });
