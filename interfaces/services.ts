@@ -141,7 +141,7 @@ export function buildServices(deps: ServiceDeps): Services {
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
     transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings }),
-    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound }),
+    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl }),
     clock,
   };
 }

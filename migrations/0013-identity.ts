@@ -45,5 +45,16 @@ export class Migration0013Identity extends Migration {
       primary key (network, id)
     );`);
     this.addSql(`create index identity_claims_mint on identity_claims (network, mint, created_at);`);
+    // Disclosure links: the token is shown once; only its SHA-256 is stored.
+    this.addSql(`create table identity_disclosures (
+      network text not null,
+      token_hash text not null,
+      mint text not null,
+      fields jsonb not null,
+      owner_principal text not null,
+      created_at timestamptz not null,
+      expires_at timestamptz not null,
+      primary key (network, token_hash)
+    );`);
   }
 }

@@ -116,6 +116,39 @@ export type ClaimIdInput = z.input<typeof ClaimIdInput>;
 export const ClaimList = z.object({ data: z.array(Claim) });
 export type ClaimList = z.infer<typeof ClaimList>;
 
+/** What a disclosure link may reveal: the public parts, and `private_claims` (the owner's private claims, not revoked). */
+export const DisclosureField = z.enum(['profile', 'domains', 'claims', 'private_claims', 'reputation']);
+export type DisclosureField = z.infer<typeof DisclosureField>;
+
+/** POST /v1/identity/{mint}/disclosures; expires_in in seconds, 1 minute to 30 days */
+export const CreateDisclosureInput = z.strictObject({
+  mint: Address,
+  fields: z.array(DisclosureField).min(1).max(5),
+  expires_in: z.number().int().min(60).max(30 * 86_400),
+});
+export type CreateDisclosureInput = z.input<typeof CreateDisclosureInput>;
+
+/** The link, shown once. */
+export const DisclosureLink = z.object({ token: z.string(), url: z.string(), mint: z.string(), fields: z.array(DisclosureField), expires_at: z.string() });
+export type DisclosureLink = z.infer<typeof DisclosureLink>;
+
+export const DisclosureTokenInput = z.object({ token: z.string().regex(/^svc_dl_[A-Za-z0-9_-]{20,64}$/, 'Expected a disclosure token (svc_dl_…)') });
+export type DisclosureTokenInput = z.input<typeof DisclosureTokenInput>;
+
+/** GET /v1/identity/disclosures/{token}: the fields the link names, nothing else. */
+export const Disclosure = z.object({
+  mint: z.string(),
+  network: Network,
+  fields: z.array(DisclosureField),
+  expires_at: z.string(),
+  profile: Profile.optional(),
+  domains: z.array(VerifiedDomain).optional(),
+  claims: z.array(Claim).optional(),
+  private_claims: z.array(Claim).optional(),
+  reputation: Reputation.optional(),
+});
+export type Disclosure = z.infer<typeof Disclosure>;
+
 /** GET /v1/identity/{mint}: what anyone with a key on the network may know of an agent. */
 export const Identity = z.object({
   mint: z.string(),
@@ -235,4 +268,14 @@ export interface ClaimRecord {
   ownerPrincipal: string;
   createdAt: Date;
   revokedAt: Date | null;
+}
+
+export interface DisclosureRecord {
+  network: Network;
+  tokenHash: string;
+  mint: string;
+  fields: DisclosureField[];
+  ownerPrincipal: string;
+  createdAt: Date;
+  expiresAt: Date;
 }

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { DomainError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Network } from '../shared/network.ts';
@@ -19,6 +19,8 @@ import {
   AddDomainInput,
   ClaimIdInput,
   CreateClaimInput,
+  CreateDisclosureInput,
+  DisclosureTokenInput,
   DomainInput,
   DomainName,
   Handle,
@@ -27,6 +29,8 @@ import {
   VerifyInput,
   WellKnownDocument,
   type Claim,
+  type Disclosure,
+  type DisclosureLink,
   type ClaimList,
   type ClaimRecord,
   type DomainChallenge,
@@ -53,6 +57,8 @@ export interface IdentityServiceDeps {
   agents: AgentService;
   ledgers: Partial<Record<Network, Ledger>>;
   outbound: OutboundHttp;
+  /** the gateway's public base URL (disclosure links), e.g. "https://gw.example" */
+  baseUrl: string;
 }
 
 export class IdentityService {
@@ -250,6 +256,50 @@ export class IdentityService {
     return { data: (await this.deps.store.identity.listClaims(agent.network, agent.mint, { publicOnly: false })).map(toClaim) };
   }
 
+  /**
+   * POST /v1/identity/{mint}/disclosures (owner): a link revealing the named fields until it expires. The token is
+   * shown once; the store keeps its SHA-256 only.
+   */
+  async createDisclosure(caller: Caller, input: CreateDisclosureInput): Promise<DisclosureLink> {
+    const parsed = parseInput(CreateDisclosureInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    const token = `svc_dl_${randomBytes(24).toString('base64url')}`;
+    const fields = [...new Set(parsed.fields)];
+    const expiresAt = new Date(now.getTime() + parsed.expires_in * 1000);
+    await this.deps.store.identity.insertDisclosure({
+      network: agent.network,
+      tokenHash: sha256(token),
+      mint: agent.mint,
+      fields,
+      ownerPrincipal: agent.ownerPrincipal ?? caller.owner,
+      createdAt: now,
+      expiresAt,
+    });
+    return { token, url: `${this.deps.baseUrl}/v1/identity/disclosures/${token}`, mint: agent.mint, fields, expires_at: iso(expiresAt) };
+  }
+
+  /** GET /v1/identity/disclosures/{token}: any key of the network holding the link; unknown 404, expired 410. */
+  async readDisclosure(caller: Caller, input: DisclosureTokenInput): Promise<Disclosure> {
+    const { token } = parseInput(DisclosureTokenInput, input);
+    const d = await this.deps.store.identity.getDisclosure(caller.network, sha256(token));
+    if (!d) throw new DomainError('not_found', `No disclosure link with this token on ${caller.network}.`);
+    if (d.expiresAt.getTime() <= this.deps.clock.now().getTime()) {
+      throw new DomainError('disclosure_expired', `This disclosure link expired at ${iso(d.expiresAt)}.`, { expires_at: iso(d.expiresAt) });
+    }
+    const agent = await this.deps.agents.require(d.network, d.mint);
+    const identity = await this.identityOf(agent);
+    const out: Disclosure = { mint: d.mint, network: d.network, fields: d.fields, expires_at: iso(d.expiresAt) };
+    for (const field of d.fields) {
+      if (field === 'profile') out.profile = identity.profile;
+      else if (field === 'domains') out.domains = identity.domains;
+      else if (field === 'claims') out.claims = identity.claims;
+      else if (field === 'reputation') out.reputation = identity.reputation;
+      else out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint)).map(toClaim);
+    }
+    return out;
+  }
+
   private async find(network: Network, q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined }): Promise<AgentRecord | null> {
     let mint = q.mint;
     if (q.handle !== undefined) {
@@ -303,6 +353,8 @@ export function summarize(rows: ReputationRow[]): Reputation {
     last_settled_at: last ? iso(last) : null,
   };
 }
+
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 export function wellKnownUrl(domain: string): string {
   return `https://${domain}${WELL_KNOWN_PATH}`;

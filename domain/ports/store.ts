@@ -6,7 +6,7 @@ import type { EventPhase, EventRecord, NewEvent } from '../events/schema.ts';
 import type { PreparedTransactionRecord } from '../transactions/schema.ts';
 import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
 import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
-import type { ClaimRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
+import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
@@ -255,6 +255,10 @@ export interface IdentityRepository {
   revokeClaim(network: Network, mint: string, id: string, at: Date): Promise<boolean>;
   /** oldest first; `publicOnly`: public claims not revoked */
   listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
+  insertDisclosure(record: DisclosureRecord): Promise<void>;
+  getDisclosure(network: Network, tokenHash: string): Promise<DisclosureRecord | null>;
+  /** private claims not revoked, oldest first */
+  privateClaims(network: Network, mint: string): Promise<ClaimRecord[]>;
 }
 
 export interface Repositories {

@@ -12,10 +12,11 @@ import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { http, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
 import { buildChain } from '../support/receipts.ts';
+import { TestClock } from '../support/clock.ts';
 
 // Issue 13, DECISIONS "Identity": profiles and handles, public reads (resolve, get), verify verdicts and domain
 // verification against a real local HTTPS server whose self-signed certificate the app trusts through SVC_OUTBOUND_CA.
-// One app for the file; the domain tests share the one HTTPS server, so they run serially.
+// One app for the file on a test clock; the tests run serially (they share the HTTPS server and the clock).
 
 interface Ctx {
   app: TestApp;
@@ -52,7 +53,8 @@ test.before(async (t) => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const host = `127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: host, SVC_OUTBOUND_CA: cert } });
+  // a test clock: disclosure links expire when the test moves it, not after a wait
+  const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: host, SVC_OUTBOUND_CA: cert }, appOptions: { clock: new TestClock() } });
   t.context = {
     app,
     key: (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user', owner_wallet: null })).key,
@@ -111,7 +113,7 @@ async function proveDomain(t: { context: Ctx }, mint: string, document?: (doc: R
 
 // ── profiles and handles ─────────────────────────────────────────────────────────────────────────────────────────────
 
-test('PUT profile on REST: stored, read back by anyone on the network, event identity.profile.updated', async (t) => {
+test.serial('PUT profile on REST: stored, read back by anyone on the network, event identity.profile.updated', async (t) => {
   const { mint, owner } = await recordAgent(t.context.app, t.context.key, { name: 'Weather bot' });
   const h = handle('Weather');
   const put = await putProfile(t, mint, { handle: h, display_name: 'Weather', description: 'Forecasts', image: 'https://example.com/w.png', capabilities: ['weather.forecast'] });
@@ -138,7 +140,7 @@ test('PUT profile on REST: stored, read back by anyone on the network, event ide
   t.like(later[0], { metadata: { handle: h2, previous_handle: h } });
 });
 
-test('handles are unique per network case-insensitively (409), reserved and malformed ones are 400, another principal gets 404', async (t) => {
+test.serial('handles are unique per network case-insensitively (409), reserved and malformed ones are 400, another principal gets 404', async (t) => {
   const a = await recordAgent(t.context.app, t.context.key);
   const b = await recordAgent(t.context.app, t.context.key);
   const h = handle('Unique');
@@ -173,7 +175,7 @@ test('handles are unique per network case-insensitively (409), reserved and malf
   t.is((await http(t.context.app, 'GET', `/v1/identity/${a.mint}`)).status, 401);
 });
 
-test('profile on tRPC and GraphQL: the same service, the same errors', async (t) => {
+test.serial('profile on tRPC and GraphQL: the same service, the same errors', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const h = handle('Trpc');
   const viaTrpc = await trpc(t, t.context.key).identity.putProfile.mutate({ mint, handle: h, display_name: 'T' });
@@ -203,7 +205,7 @@ test('profile on tRPC and GraphQL: the same service, the same errors', async (t)
 
 // ── resolve ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-test('resolve by mint and handle (any case, with @) on REST, tRPC and GraphQL; one key exactly; unknown → 404', async (t) => {
+test.serial('resolve by mint and handle (any case, with @) on REST, tRPC and GraphQL; one key exactly; unknown → 404', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const h = handle('Resolve');
   t.is((await putProfile(t, mint, { handle: h })).status, 200);
@@ -232,7 +234,7 @@ test('resolve by mint and handle (any case, with @) on REST, tRPC and GraphQL; o
   t.is(gqlNone.body.errors?.[0]?.extensions?.code, 'agent_not_found');
 });
 
-test('reputation: settled calls, volume per currency and rating from the agent’s earn receipts', async (t) => {
+test.serial('reputation: settled calls, volume per currency and rating from the agent’s earn receipts', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   // four settled calls, one answered 500; one denied call that does not count
   const chain = buildChain(mint, 5, (i) => (i === 4 ? { decision: 'deny' } : { response: { status: i === 3 ? 500 : 200 } }));
@@ -253,7 +255,7 @@ test('reputation: settled calls, volume per currency and rating from the agent�
 
 const names = (checks: { name: string; ok: boolean }[]) => Object.fromEntries(checks.map((c) => [c.name, c.ok]));
 
-test('verify: deny for an unknown agent, warn for a bare one, deny on a threshold, on all three doors', async (t) => {
+test.serial('verify: deny for an unknown agent, warn for a bare one, deny on a threshold, on all three doors', async (t) => {
   const unknown = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint: await randomAddress() } });
   t.is(unknown.status, 200, JSON.stringify(unknown.body));
   t.like(unknown.body, { verdict: 'deny', score: 0, profile: null });
@@ -282,7 +284,7 @@ test('verify: deny for an unknown agent, warn for a bare one, deny on a threshol
   t.is(bad.body.error, 'invalid_request');
 });
 
-test('verify: not_disabled fails (deny) when the account at the mint is no longer a Core asset', async (t) => {
+test.serial('verify: not_disabled fails (deny) when the account at the mint is no longer a Core asset', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   await ledger(t).setAccount(mint, { lamports: 1_000_000n, data: new Uint8Array(8), owner: '11111111111111111111111111111111' });
   const res = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint } });
@@ -395,7 +397,7 @@ test.serial('SVC_OUTBOUND_CA: the self-signed server is refused without it (TLS 
 
 // ── claims ───────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-test('claims: created (public by default) and shown in the identity, private ones to the owner only, revoked ones kept; events; three doors', async (t) => {
+test.serial('claims: created (public by default) and shown in the identity, private ones to the owner only, revoked ones kept; events; three doors', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const created = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, {
     key: t.context.key,
@@ -438,4 +440,44 @@ test('claims: created (public by default) and shown in the identity, private one
   const revoked = await eventsOf(t, 'identity.claim.revoked', mint);
   t.is(revoked.length, 1);
   t.like(revoked[0], { metadata: { mint, claim_id: created.body.id, type: 'organization' } });
+});
+
+// ── disclosures ──────────────────────────────────────────────────────────────────────────────────────────────────────
+
+test.serial('disclosures: a link reveals the named fields (private claims included) to any key of the network until it expires (410); token shown once', async (t) => {
+  const { mint } = await recordAgent(t.context.app, t.context.key);
+  const h = handle('Disclose');
+  t.is((await putProfile(t, mint, { handle: h })).status, 200);
+  const secret = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'contact', statement: 'ops@example.com', public: false });
+
+  const link = await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['profile', 'private_claims'], expires_in: 600 } });
+  t.is(link.status, 200, JSON.stringify(link.body));
+  t.regex(link.body.token, /^svc_dl_/);
+  t.is(link.body.url, `${t.context.app.services.settings.baseUrl}/v1/identity/disclosures/${link.body.token}`);
+  t.deepEqual(link.body.fields, ['profile', 'private_claims']);
+  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.other, body: { fields: ['profile'], expires_in: 600 } })).status, 404);
+  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['secrets'], expires_in: 600 } })).status, 400);
+  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['profile'], expires_in: 1 } })).status, 400);
+
+  const read = await http(t.context.app, 'GET', `/v1/identity/disclosures/${link.body.token}`, { key: t.context.other });
+  t.is(read.status, 200, JSON.stringify(read.body));
+  t.like(read.body, { mint, fields: ['profile', 'private_claims'], profile: { handle: h } });
+  t.deepEqual(read.body.private_claims, [secret]);
+  t.false('reputation' in read.body);
+  t.false('claims' in read.body);
+
+  const viaGql = await gql(t, t.context.other, `query($token: String!) { identityDisclosure(token: $token) { mint fields profile { handle } privateClaims { id } reputation { settledCalls } } }`, { token: link.body.token });
+  t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
+  t.deepEqual(viaGql.body.data.identityDisclosure, { mint, fields: ['profile', 'private_claims'], profile: { handle: h }, privateClaims: [{ id: secret.id }], reputation: null });
+  const gqlLink = await gql(t, t.context.key, `mutation($m: String!) { createIdentityDisclosure(mint: $m, fields: [reputation], expiresIn: 60) { token expiresAt } }`, { m: mint });
+  t.falsy(gqlLink.body.errors, JSON.stringify(gqlLink.body.errors));
+
+  t.is((await http(t.context.app, 'GET', `/v1/identity/disclosures/svc_dl_${'x'.repeat(32)}`, { key: t.context.other })).status, 404);
+
+  t.context.app.testClock!.advance(600_000);
+  const expired = await http(t.context.app, 'GET', `/v1/identity/disclosures/${link.body.token}`, { key: t.context.other });
+  t.is(expired.status, 410);
+  t.is(expired.body.error, 'disclosure_expired');
+  const expiredTrpc = await trpc(t, t.context.other).identity.disclosure.query({ token: gqlLink.body.data.createIdentityDisclosure.token }).catch((e: unknown) => e);
+  t.is(errorCode(expiredTrpc), 'disclosure_expired');
 });

@@ -1,7 +1,7 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { IdentityRepository } from '../../../domain/ports/store.ts';
-import type { ClaimRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
+import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
 
 // Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
@@ -75,6 +75,26 @@ const claimFromRow = (r: ClaimRow): ClaimRecord => ({
   ownerPrincipal: r.owner_principal,
   createdAt: date(r.created_at),
   revokedAt: dateOrNull(r.revoked_at),
+});
+
+interface DisclosureRow {
+  network: Network;
+  token_hash: string;
+  mint: string;
+  fields: DisclosureRecord['fields'];
+  owner_principal: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const disclosureFromRow = (r: DisclosureRow): DisclosureRecord => ({
+  network: r.network,
+  tokenHash: r.token_hash,
+  mint: r.mint,
+  fields: r.fields,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  expiresAt: date(r.expires_at),
 });
 
 interface ReputationSqlRow {
@@ -175,6 +195,23 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
         await query<ClaimRow>(
           em(),
           `select * from identity_claims where network = ? and mint = ?${publicOnly ? ' and public and revoked_at is null' : ''} order by created_at, id limit 200`,
+          [network, mint],
+        )
+      ).map(claimFromRow),
+    insertDisclosure: async (d) => {
+      await query(
+        em(),
+        `insert into identity_disclosures (network, token_hash, mint, fields, owner_principal, created_at, expires_at) values (?, ?, ?, ?::jsonb, ?, ?, ?)`,
+        [d.network, d.tokenHash, d.mint, JSON.stringify(d.fields), d.ownerPrincipal, d.createdAt, d.expiresAt],
+      );
+    },
+    getDisclosure: (network, tokenHash) =>
+      one(em(), `select * from identity_disclosures where network = ? and token_hash = ?`, [network, tokenHash], disclosureFromRow),
+    privateClaims: async (network, mint) =>
+      (
+        await query<ClaimRow>(
+          em(),
+          `select * from identity_claims where network = ? and mint = ? and not public and revoked_at is null order by created_at, id limit 200`,
           [network, mint],
         )
       ).map(claimFromRow),

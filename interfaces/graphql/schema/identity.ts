@@ -1,4 +1,4 @@
-import type { Check, Claim, CreateClaimInput, DomainChallenge, Identity, Reputation, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
+import type { Check, Claim, CreateClaimInput, CreateDisclosureInput, Disclosure, DisclosureLink, DomainChallenge, Identity, Reputation, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
 import { AgentRef } from './agents.ts';
 import { given, toDomainInput, type Assert, type SameKeys } from './common.ts';
@@ -99,6 +99,34 @@ const DomainChallengeRef = builder.objectRef<DomainChallenge>('DomainChallenge')
   }),
 });
 
+const DisclosureFieldEnum = builder.enumType('DisclosureField', { values: ['profile', 'domains', 'claims', 'private_claims', 'reputation'] as const });
+
+const DisclosureLinkRef = builder.objectRef<DisclosureLink>('DisclosureLink').implement({
+  description: 'Shown once: the store keeps the token’s SHA-256 only.',
+  fields: (t) => ({
+    token: t.exposeString('token'),
+    url: t.exposeString('url'),
+    mint: t.exposeString('mint'),
+    fields: t.expose('fields', { type: [DisclosureFieldEnum] }),
+    expiresAt: t.exposeString('expires_at'),
+  }),
+});
+
+const DisclosureRef = builder.objectRef<Disclosure>('Disclosure').implement({
+  description: 'GET /v1/identity/disclosures/{token}: the fields the link names, nothing else.',
+  fields: (t) => ({
+    mint: t.exposeString('mint'),
+    network: t.exposeString('network'),
+    fields: t.expose('fields', { type: [DisclosureFieldEnum] }),
+    expiresAt: t.exposeString('expires_at'),
+    profile: t.expose('profile', { type: ProfileRef, nullable: true }),
+    domains: t.expose('domains', { type: [VerifiedDomainRef], nullable: true }),
+    claims: t.expose('claims', { type: [ClaimRef], nullable: true }),
+    privateClaims: t.expose('private_claims', { type: [ClaimRef], nullable: true }),
+    reputation: t.expose('reputation', { type: ReputationRef, nullable: true }),
+  }),
+});
+
 builder.objectField(AgentRef, 'identity', (t) =>
   t.field({
     type: IdentityRef,
@@ -136,6 +164,13 @@ const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
 });
 
 builder.queryFields((t) => ({
+  identityDisclosure: t.field({
+    type: DisclosureRef,
+    nullable: true,
+    description: 'GET /v1/identity/disclosures/{token}',
+    args: { token: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) => ctx.api.identity.disclosure({ token: args.token }),
+  }),
   resolveIdentity: t.field({
     type: IdentityRef,
     nullable: true,
@@ -208,5 +243,17 @@ builder.mutationFields((t) => ({
     description: 'POST /v1/identity/{mint}/claims/{id}/revoke',
     args: { mint: t.arg.string({ required: true }), id: t.arg.string({ required: true }) },
     resolve: (_root, args, ctx) => ctx.api.identity.revokeClaim({ mint: args.mint, id: args.id }),
+  }),
+  createIdentityDisclosure: t.field({
+    type: DisclosureLinkRef,
+    nullable: true,
+    description: 'POST /v1/identity/{mint}/disclosures',
+    args: {
+      mint: t.arg.string({ required: true }),
+      fields: t.arg({ type: [DisclosureFieldEnum], required: true }),
+      expiresIn: t.arg.int({ required: true }),
+    },
+    resolve: (_root, args, ctx) =>
+      ctx.api.identity.createDisclosure({ mint: args.mint, fields: args.fields, expires_in: args.expiresIn } satisfies CreateDisclosureInput),
   }),
 }));

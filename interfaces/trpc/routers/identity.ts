@@ -4,6 +4,10 @@ import {
   ClaimIdInput,
   ClaimList,
   CreateClaimInput,
+  CreateDisclosureInput,
+  Disclosure,
+  DisclosureLink,
+  DisclosureTokenInput,
   DomainChallenge,
   DomainInput,
   Identity,
@@ -109,4 +113,27 @@ export const identityRouter = router({
     .input(ClaimIdInput)
     .output(Claim)
     .mutation(({ ctx, input }) => ctx.services.identity.revokeClaim(ctx.principal, input)),
+
+  createDisclosure: keyedProcedure
+    .meta({
+      secretFields: ['token', 'url'],
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/{mint}/disclosures',
+        tags,
+        summary: 'A link revealing chosen fields until it expires (owner); the token is shown once',
+      },
+    })
+    .input(CreateDisclosureInput)
+    .output(DisclosureLink)
+    .mutation(({ ctx, input }) => ctx.services.identity.createDisclosure(ctx.principal, input)),
+
+  disclosure: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: { method: 'GET', path: '/v1/identity/disclosures/{token}', tags, summary: 'Read a disclosure link (any key of the network); expired: 410' },
+    })
+    .input(DisclosureTokenInput)
+    .output(Disclosure)
+    .query(({ ctx, input }) => ctx.services.identity.readDisclosure(ctx.principal, input)),
 });
