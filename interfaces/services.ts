@@ -99,6 +99,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const links = new LinkCache({ store, clock, feed });
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning });
   const queue = deps.queue;
+  const events = new EventService({ store, feed });
   return {
     receipts,
     pull: new PullService({
@@ -114,7 +115,7 @@ export function buildServices(deps: ServiceDeps): Services {
     agents,
     treasury: new TreasuryService({ agents, ledgers: deps.ledgers }),
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
-    events: new EventService({ store, feed }),
+    events,
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
     rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
@@ -141,7 +142,7 @@ export function buildServices(deps: ServiceDeps): Services {
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
     transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings }),
-    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl }),
+    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events }),
     clock,
   };
 }

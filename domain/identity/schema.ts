@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Address } from '../shared/address.ts';
 import { Network } from '../shared/network.ts';
+import { Cursor, Limit } from '../shared/pagination.ts';
 
 // Issue 13, DECISIONS "Identity": one schema per body and per resource, shared by REST, tRPC and GraphQL.
 
@@ -54,6 +55,10 @@ export const UpdateProfileInput = z.strictObject({
 export type UpdateProfileInput = z.input<typeof UpdateProfileInput>;
 
 export const IdentityMintInput = z.object({ mint: Address });
+
+/** GET /v1/identity/{mint}/history: the agent's identity.* events, newest first */
+export const HistoryInput = z.object({ mint: Address, cursor: Cursor.optional(), limit: Limit });
+export type HistoryInput = z.input<typeof HistoryInput>;
 
 /** GET /v1/identity/resolve: exactly one of mint, handle, domain. */
 export const ResolveInput = z

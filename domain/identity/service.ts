@@ -9,6 +9,9 @@ import type { AgentRecord } from '../agents/schema.ts';
 import type { AgentService } from '../agents/service.ts';
 import { decodeCoreAsset } from '../agents/asset.ts';
 import { newEvent } from '../events/kinds.ts';
+import type { EventService } from '../events/service.ts';
+import type { Event } from '../events/schema.ts';
+import type { Page } from '../shared/pagination.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
@@ -21,6 +24,7 @@ import {
   CreateClaimInput,
   CreateDisclosureInput,
   DisclosureTokenInput,
+  HistoryInput,
   DomainInput,
   DomainName,
   Handle,
@@ -59,6 +63,8 @@ export interface IdentityServiceDeps {
   outbound: OutboundHttp;
   /** the gateway's public base URL (disclosure links), e.g. "https://gw.example" */
   baseUrl: string;
+  /** the event reads (history) */
+  events: EventService;
 }
 
 export class IdentityService {
@@ -298,6 +304,13 @@ export class IdentityService {
       else out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint)).map(toClaim);
     }
     return out;
+  }
+
+  /** GET /v1/identity/{mint}/history (owner): the agent's identity.* events, newest first, paged like GET /v1/events. */
+  async history(caller: Caller, input: HistoryInput): Promise<Page<Event>> {
+    const parsed = parseInput(HistoryInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    return this.deps.events.list(caller, { kind: 'identity.*', agent: agent.mint, cursor: parsed.cursor, limit: parsed.limit });
   }
 
   private async find(network: Network, q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined }): Promise<AgentRecord | null> {

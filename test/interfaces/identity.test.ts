@@ -481,3 +481,24 @@ test.serial('disclosures: a link reveals the named fields (private claims includ
   const expiredTrpc = await trpc(t, t.context.other).identity.disclosure.query({ token: gqlLink.body.data.createIdentityDisclosure.token }).catch((e: unknown) => e);
   t.is(errorCode(expiredTrpc), 'disclosure_expired');
 });
+
+// ── history ──────────────────────────────────────────────────────────────────────────────────────────────────────────
+
+test.serial('history: the agent’s identity events newest first, paged, to its owner only; REST, tRPC and GraphQL', async (t) => {
+  const { mint } = await recordAgent(t.context.app, t.context.key);
+  t.is((await putProfile(t, mint, { handle: handle('History') })).status, 200);
+  const claim = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'org', statement: 'Example' });
+  await trpc(t, t.context.key).identity.revokeClaim.mutate({ mint, id: claim.id });
+
+  const page = await http(t.context.app, 'GET', `/v1/identity/${mint}/history?limit=2`, { key: t.context.key });
+  t.is(page.status, 200, JSON.stringify(page.body));
+  t.deepEqual(page.body.data.map((e: { kind: string }) => e.kind), ['identity.claim.revoked', 'identity.claim.created']);
+  t.truthy(page.body.next_cursor);
+  const rest = await trpc(t, t.context.key).identity.history.query({ mint, cursor: page.body.next_cursor, limit: 2 });
+  t.deepEqual(rest.data.map((e) => e.kind), ['identity.profile.updated']);
+  t.is((await http(t.context.app, 'GET', `/v1/identity/${mint}/history`, { key: t.context.other })).status, 404);
+
+  const viaGql = await gql(t, t.context.key, `query($m: String) { resolveIdentity(mint: $m) { history(first: 5) { data { kind agentAsset } } } }`, { m: mint });
+  t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
+  t.deepEqual(viaGql.body.data.resolveIdentity.history.data.map((e: { kind: string }) => e.kind), ['identity.claim.revoked', 'identity.claim.created', 'identity.profile.updated']);
+});

@@ -1,6 +1,7 @@
 import type { Check, Claim, CreateClaimInput, CreateDisclosureInput, Disclosure, DisclosureLink, DomainChallenge, Identity, Reputation, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
 import { AgentRef } from './agents.ts';
+import { EventPageRef } from './events.ts';
 import { given, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
 // Issue 13, DECISIONS "Identity": the same procedures as REST (ctx.api.identity.*). An agent's identity is the nested
@@ -126,6 +127,16 @@ const DisclosureRef = builder.objectRef<Disclosure>('Disclosure').implement({
     reputation: t.expose('reputation', { type: ReputationRef, nullable: true }),
   }),
 });
+
+builder.objectField(IdentityRef, 'history', (t) =>
+  t.field({
+    type: EventPageRef,
+    nullable: true,
+    description: 'GET /v1/identity/{mint}/history (owner): the agent’s identity.* events, newest first',
+    args: { first: t.arg.int(), after: t.arg.string() },
+    resolve: (identity, args, ctx) => ctx.api.identity.history({ mint: identity.mint, limit: given(args.first), cursor: given(args.after) }),
+  }),
+);
 
 builder.objectField(AgentRef, 'identity', (t) =>
   t.field({

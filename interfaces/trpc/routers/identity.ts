@@ -8,6 +8,7 @@ import {
   Disclosure,
   DisclosureLink,
   DisclosureTokenInput,
+  HistoryInput,
   DomainChallenge,
   DomainInput,
   Identity,
@@ -17,6 +18,7 @@ import {
   VerifyInput,
   VerifyResult,
 } from '../../../domain/identity/schema.ts';
+import { EventList } from '../../../domain/events/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 // Issue 13, DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal.
@@ -136,4 +138,13 @@ export const identityRouter = router({
     .input(DisclosureTokenInput)
     .output(Disclosure)
     .query(({ ctx, input }) => ctx.services.identity.readDisclosure(ctx.principal, input)),
+
+  history: keyedProcedure
+    .meta({
+      bucket: 'events.read',
+      openapi: { method: 'GET', path: '/v1/identity/{mint}/history', tags, summary: 'The agent’s identity events, newest first (owner)' },
+    })
+    .input(HistoryInput)
+    .output(EventList)
+    .query(({ ctx, input }) => ctx.services.identity.history(ctx.principal, input)),
 });
