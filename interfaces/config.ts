@@ -117,6 +117,12 @@ export const ConfigSchema = z.object({
   /** DECISIONS "Webhooks", issue 17: host:port targets outbound calls may reach over http / on private addresses */
   SVC_OUTBOUND_ALLOW: OutboundAllow.optional(),
   SVC_OUTBOUND_ALLOW_PRIVATE: RemovedAllowPrivate,
+  /** issue 13: PEM certificate authorities outbound https trusts beside the system roots (development CAs, tests) */
+  SVC_OUTBOUND_CA: z
+    .string()
+    .refine((s) => s === '' || /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/.test(s), 'must be PEM text: -----BEGIN CERTIFICATE----- …')
+    .optional()
+    .transform((s) => (s ? s : undefined)),
   /** issue 9: the bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
   SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
 });
@@ -166,6 +172,8 @@ export interface Config {
      * target is https to public addresses only, and the gateway's own listeners are refused even when listed
      */
     allow: string[];
+    /** PEM certificate authorities trusted beside the system roots (SVC_OUTBOUND_CA) */
+    ca: string | undefined;
   };
 }
 
@@ -220,7 +228,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       confirmTimeoutMs: e.SVC_FACILITATOR_CONFIRM_TIMEOUT_MS,
       accountsSecret: e.SVC_FACILITATOR_ACCOUNTS_SECRET,
     },
-    outbound: { allow: e.SVC_OUTBOUND_ALLOW ?? [] },
+    outbound: { allow: e.SVC_OUTBOUND_ALLOW ?? [], ca: e.SVC_OUTBOUND_CA },
   };
 }
 

@@ -194,7 +194,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       : facilitator
         ? new InProcessFacilitator(facilitator)
         : undefined;
-    const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow });
+    const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow, ca: config.outbound.ca });
     refuseOwnListeners(outbound, config, port, ledgers, database);
     const services = buildServices({
       store: database.store,

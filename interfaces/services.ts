@@ -32,6 +32,7 @@ import type { JobQueue } from '../domain/ports/job-queue.ts';
 import { TransactionService } from '../domain/transactions/service.ts';
 import { Watchlist } from '../domain/indexer/watchlist.ts';
 import { IndexerService } from '../domain/indexer/service.ts';
+import { IdentityService } from '../domain/identity/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -68,6 +69,8 @@ export interface Services {
   /** issue 12: what the indexer follows, and the indexer's runs and status */
   watchlist: Watchlist;
   indexer: IndexerService;
+  /** issue 13: profiles, handles, domains, verify verdicts */
+  identity: IdentityService;
   clock: Clock;
 }
 
@@ -102,6 +105,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const links = new LinkCache({ store, clock, feed });
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
+  const events = new EventService({ store, feed });
   return {
     receipts,
     pull: new PullService({
@@ -117,7 +121,7 @@ export function buildServices(deps: ServiceDeps): Services {
     agents,
     treasury: new TreasuryService({ agents, ledgers: deps.ledgers, watchlist }),
     paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
-    events: new EventService({ store, feed }),
+    events,
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
     rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
@@ -146,6 +150,7 @@ export function buildServices(deps: ServiceDeps): Services {
     transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist }),
     watchlist,
     indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings, ownFeePayers: deps.facilitator ? [deps.facilitator.feePayer] : [] }),
+    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events }),
     clock,
   };
 }

@@ -9,6 +9,7 @@ import { Migration0009Webhooks } from './0009-webhooks.ts';
 import { Migration0010PreparedTransactions } from './0010-prepared-transactions.ts';
 import { Migration0011Indexer } from './0011-indexer.ts';
 import { Migration0012AgentsByTreasury } from './0012-agents-by-treasury.ts';
+import { Migration0013Identity } from './0013-identity.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -23,4 +24,5 @@ export const migrationsList = [
   { name: '0010-prepared-transactions', class: Migration0010PreparedTransactions },
   { name: '0011-indexer', class: Migration0011Indexer },
   { name: '0012-agents-by-treasury', class: Migration0012AgentsByTreasury },
+  { name: '0013-identity', class: Migration0013Identity },
 ];

@@ -4,6 +4,7 @@ import { request as httpRequest } from 'node:http';
 import type { ClientRequest, IncomingMessage, RequestOptions } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { isIP } from 'node:net';
+import { rootCertificates } from 'node:tls';
 import { networkInterfaces } from 'node:os';
 import { effectivePort, parseOutboundTarget } from '../../domain/ports/outbound-http.ts';
 import type {
@@ -29,6 +30,11 @@ export interface GuardedOutboundHttpOptions {
   userAgent?: string;
   /** the resolver (default node:dns lookup, as net uses); tests inject one whose answers change (DNS rebinding) */
   resolve?: Resolver;
+  /**
+   * extra certificate authorities (PEM, SVC_OUTBOUND_CA) trusted beside the system's roots, e.g. a development CA or a
+   * test's self-signed certificate; certificate checks stay on for every target
+   */
+  ca?: string;
 }
 
 /** dns.lookup with all: true. */
@@ -64,6 +70,7 @@ export class GuardedOutboundHttp implements OutboundHttp {
   readonly #allow: ReadonlySet<string>;
   readonly #userAgent: string;
   readonly #resolve: Resolver;
+  readonly #ca: string[] | undefined;
   /** the gateway's own listeners: port → the hosts they were registered with (normalised) */
   readonly #own = new Map<number, Set<string>>();
 
@@ -77,6 +84,7 @@ export class GuardedOutboundHttp implements OutboundHttp {
     this.#allow = allow;
     this.#userAgent = options.userAgent ?? DEFAULT_USER_AGENT;
     this.#resolve = options.resolve ?? systemResolver;
+    this.#ca = options.ca ? [...rootCertificates, options.ca] : undefined;
   }
 
   /**
@@ -222,7 +230,8 @@ export class GuardedOutboundHttp implements OutboundHttp {
     if (body !== undefined) headers['content-length'] = String(body.byteLength);
     else if (method !== 'GET' && method !== 'HEAD') headers['content-length'] = '0';
 
-    const options: RequestOptions = {
+    const options: RequestOptions & { ca?: string[] } = {
+      ...(this.#ca && url.protocol === 'https:' ? { ca: this.#ca } : {}),
       protocol: url.protocol,
       hostname: host,
       port: target.port,

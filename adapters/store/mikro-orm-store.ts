@@ -14,6 +14,7 @@ import { paidCallRepository } from './repositories/paid-calls.ts';
 import { eventRepository, eventsSince, maxEventSeq } from './repositories/events.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
+import { identityRepository } from './repositories/identity.ts';
 import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
@@ -64,6 +65,7 @@ class Repos implements Repositories, RepoContext {
   readonly paidCalls = paidCallRepository(this);
   readonly pullTargets = pullTargetRepository(this);
   readonly preparedTransactions = preparedTransactionRepository(this);
+  readonly identity = identityRepository(this);
   readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
   readonly jobs = transactionalJobQueue(() => this.em());

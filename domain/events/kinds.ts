@@ -203,6 +203,32 @@ export const EVENT_KINDS = {
       }),
     ]),
   },
+  'identity.profile.updated': {
+    description: 'An agent’s public profile was set (issue 13, PUT /v1/identity/{mint}/profile).',
+    phases: ['confirmed'],
+    metadata: z.object({
+      mint: z.string(),
+      handle: z.string().nullable(),
+      previous_handle: z.string().nullable(),
+      display_name: z.string().nullable(),
+      capabilities: z.array(z.string()),
+    }),
+  },
+  'identity.domain.verified': {
+    description: 'An agent proved a domain: https://{domain}/.well-known/svc-agent.json named its mint, network and token (issue 13).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), domain: z.string(), url: z.string() }),
+  },
+  'identity.claim.created': {
+    description: 'The owner stated a claim about its agent (issue 13, POST /v1/identity/{mint}/claims).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string(), public: z.boolean() }),
+  },
+  'identity.claim.revoked': {
+    description: 'The owner revoked a claim (issue 13); the claim is kept with its revoked_at.',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string() }),
+  },
   ...PREPARED_KINDS,
   ...INDEXER_KINDS,
 } as const satisfies Record<string, KindSpec>;

@@ -6,6 +6,7 @@ import type { EventPhase, EventRecord, NewEvent } from '../events/schema.ts';
 import type { PreparedTransactionRecord } from '../transactions/schema.ts';
 import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
 import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
+import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
@@ -230,7 +231,40 @@ export interface PreparedTransactionRepository {
   listStalePrepared(before: Date, limit: number): Promise<PreparedTransactionRecord[]>;
 }
 
+/** Issue 13: profiles, claimed domains and the reputation read of an agent (migrations/0013-identity.ts). */
+export interface IdentityRepository {
+  getProfile(network: Network, mint: string): Promise<ProfileRecord | null>;
+  /** case-insensitive */
+  findByHandle(network: Network, handle: string): Promise<ProfileRecord | null>;
+  /** insert or replace; a handle another agent of the network holds (any case) is `conflict` */
+  putProfile(record: ProfileRecord): Promise<ProfileRecord>;
+  /** inserts the claim, or answers the existing one of (network, mint, domain) unchanged */
+  addDomain(record: DomainRecord): Promise<DomainRecord>;
+  getDomain(network: Network, mint: string, domain: string): Promise<DomainRecord | null>;
+  /** false when another agent of the network verified the domain first */
+  markDomainVerified(network: Network, mint: string, domain: string, at: Date): Promise<boolean>;
+  /** the agent's verified domains, by domain */
+  verifiedDomains(network: Network, mint: string): Promise<DomainRecord[]>;
+  /** the agent that verified `domain` on the network */
+  findVerifiedDomain(network: Network, domain: string): Promise<DomainRecord | null>;
+  /** the agent's earn receipts (decision allow, not found to mismatch the ledger) per currency, through the receipts (network, agent, kind, decision) index */
+  reputation(network: Network, agent: string): Promise<ReputationRow[]>;
+  insertClaim(record: ClaimRecord): Promise<void>;
+  /** inside a transaction the row is locked until commit */
+  getClaim(network: Network, mint: string, id: string): Promise<ClaimRecord | null>;
+  /** sets revoked_at once; false when already revoked */
+  revokeClaim(network: Network, mint: string, id: string, at: Date): Promise<boolean>;
+  /** oldest first; `publicOnly`: public claims not revoked */
+  listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
+  insertDisclosure(record: DisclosureRecord): Promise<void>;
+  getDisclosure(network: Network, tokenHash: string): Promise<DisclosureRecord | null>;
+  /** private claims not revoked, oldest first */
+  privateClaims(network: Network, mint: string): Promise<ClaimRecord[]>;
+}
+
 export interface Repositories {
+  /** issue 13 */
+  identity: IdentityRepository;
   apiKeys: ApiKeyRepository;
   agents: AgentRepository;
   paymentLinks: PaymentLinkRepository;

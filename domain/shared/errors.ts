@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   event_already_submitted: { status: 409, trpc: 'CONFLICT' },
   transaction_expired: { status: 409, trpc: 'CONFLICT' },
   payment_link_disabled: { status: 410, trpc: 'NOT_FOUND' },
+  disclosure_expired: { status: 410, trpc: 'NOT_FOUND' },
   payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
   headers_too_large: { status: 431, trpc: 'BAD_REQUEST' },
   transaction_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },

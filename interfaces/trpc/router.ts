@@ -13,6 +13,7 @@ import { webhooksRouter } from './routers/webhooks.ts';
 import { transactionsRouter } from './routers/transactions.ts';
 import { prepareRouter } from './routers/prepare.ts';
 import { indexerRouter } from './routers/indexer.ts';
+import { identityRouter } from './routers/identity.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -37,6 +38,7 @@ export const appRouter = router({
   transactions: transactionsRouter,
   prepare: prepareRouter,
   indexer: indexerRouter,
+  identity: identityRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

@@ -30,7 +30,7 @@ export const EventRef = builder.objectRef<Event>('Event').implement({
   }),
 });
 
-const EventPageRef = pageRef('EventPage', EventRef);
+export const EventPageRef = pageRef('EventPage', EventRef);
 
 /** A failure of the live stream, delivered as the field error of one last payload instead of tearing the socket down. */
 class StreamFailure {

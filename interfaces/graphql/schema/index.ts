@@ -7,6 +7,7 @@ import './receipts.ts';
 import './webhooks.ts';
 import './transactions.ts';
 import './indexer.ts';
+import './identity.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */
 export const schema = builder.toSchema({ sortSchema: true });

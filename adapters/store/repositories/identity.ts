@@ -1,0 +1,219 @@
+import { DomainError } from '../../../domain/shared/errors.ts';
+import type { Network } from '../../../domain/shared/network.ts';
+import type { IdentityRepository } from '../../../domain/ports/store.ts';
+import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
+import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
+
+// Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
+// read goes to receipts through its (network, agent, kind, decision, nonce) index (migrations/0008-receipts.ts).
+
+interface ProfileRow {
+  network: Network;
+  mint: string;
+  handle: string | null;
+  display_name: string | null;
+  description: string | null;
+  image: string | null;
+  capabilities: string[];
+  owner_principal: string;
+  updated_at: Date;
+}
+
+const profileFromRow = (r: ProfileRow): ProfileRecord => ({
+  network: r.network,
+  mint: r.mint,
+  handle: r.handle,
+  displayName: r.display_name,
+  description: r.description,
+  image: r.image,
+  capabilities: r.capabilities,
+  ownerPrincipal: r.owner_principal,
+  updatedAt: date(r.updated_at),
+});
+
+interface DomainRow {
+  network: Network;
+  mint: string;
+  domain: string;
+  token: string;
+  owner_principal: string;
+  created_at: Date;
+  verified_at: Date | null;
+}
+
+const domainFromRow = (r: DomainRow): DomainRecord => ({
+  network: r.network,
+  mint: r.mint,
+  domain: r.domain,
+  token: r.token,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  verifiedAt: dateOrNull(r.verified_at),
+});
+
+interface ClaimRow {
+  network: Network;
+  id: string;
+  mint: string;
+  type: string;
+  statement: string;
+  evidence_url: string | null;
+  public: boolean;
+  owner_principal: string;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const claimFromRow = (r: ClaimRow): ClaimRecord => ({
+  network: r.network,
+  id: r.id,
+  mint: r.mint,
+  type: r.type,
+  statement: r.statement,
+  evidenceUrl: r.evidence_url,
+  public: r.public,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  revokedAt: dateOrNull(r.revoked_at),
+});
+
+interface DisclosureRow {
+  network: Network;
+  token_hash: string;
+  mint: string;
+  fields: DisclosureRecord['fields'];
+  owner_principal: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+const disclosureFromRow = (r: DisclosureRow): DisclosureRecord => ({
+  network: r.network,
+  tokenHash: r.token_hash,
+  mint: r.mint,
+  fields: r.fields,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  expiresAt: date(r.expires_at),
+});
+
+interface ReputationSqlRow {
+  currency: string;
+  asset: string;
+  calls: number;
+  ok_calls: number;
+  amount_atomic: string;
+  last_at: Date | null;
+}
+
+export function identityRepository(ctx: RepoContext): IdentityRepository {
+  const em = () => ctx.em();
+  return {
+    getProfile: (network, mint) => one(em(), `select * from identity_profiles where network = ? and mint = ?`, [network, mint], profileFromRow),
+    findByHandle: (network, handle) =>
+      one(em(), `select * from identity_profiles where network = ? and lower(handle) = lower(?) and handle is not null`, [network, handle], profileFromRow),
+    putProfile: async (p) => {
+      const rows = await uniqueOr(
+        query<ProfileRow>(
+          em(),
+          `insert into identity_profiles (network, mint, handle, display_name, description, image, capabilities, owner_principal, updated_at)
+           values (?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?)
+           on conflict (network, mint) do update set handle = excluded.handle, display_name = excluded.display_name,
+             description = excluded.description, image = excluded.image, capabilities = excluded.capabilities,
+             owner_principal = excluded.owner_principal, updated_at = excluded.updated_at
+           returning *`,
+          [p.network, p.mint, p.handle, p.displayName, p.description, p.image, JSON.stringify(p.capabilities), p.ownerPrincipal, p.updatedAt],
+        ),
+        () => new DomainError('conflict', `The handle "${p.handle}" is taken on ${p.network} (handles are compared case-insensitively).`, { path: 'handle', handle: p.handle }),
+      );
+      return profileFromRow(rows[0]!);
+    },
+    addDomain: async (d) => {
+      await query(
+        em(),
+        `insert into identity_domains (network, mint, domain, token, owner_principal, created_at, verified_at)
+         values (?, ?, ?, ?, ?, ?, null) on conflict (network, mint, domain) do nothing`,
+        [d.network, d.mint, d.domain, d.token, d.ownerPrincipal, d.createdAt],
+      );
+      const stored = await one(em(), `select * from identity_domains where network = ? and mint = ? and domain = ?`, [d.network, d.mint, d.domain], domainFromRow);
+      return stored!;
+    },
+    getDomain: (network, mint, domain) =>
+      one(em(), `select * from identity_domains where network = ? and mint = ? and domain = ?`, [network, mint, domain], domainFromRow),
+    markDomainVerified: async (network, mint, domain, at) => {
+      const conflict = () => new DomainError('conflict', `The domain ${domain} is verified by another agent on ${network}.`, { path: 'domain', domain });
+      const n = await uniqueOr(
+        affected(
+          em(),
+          `update identity_domains d set verified_at = coalesce(d.verified_at, ?) where d.network = ? and d.mint = ? and d.domain = ?
+             and not exists (select 1 from identity_domains o where o.network = d.network and o.domain = d.domain and o.mint <> d.mint and o.verified_at is not null)`,
+          [at, network, mint, domain],
+        ),
+        conflict,
+      );
+      return n > 0;
+    },
+    verifiedDomains: async (network, mint) =>
+      (
+        await query<DomainRow>(em(), `select * from identity_domains where network = ? and mint = ? and verified_at is not null order by domain`, [network, mint])
+      ).map(domainFromRow),
+    findVerifiedDomain: (network, domain) =>
+      one(em(), `select * from identity_domains where network = ? and domain = ? and verified_at is not null`, [network, domain], domainFromRow),
+    reputation: async (network, agent): Promise<ReputationRow[]> => {
+      const rows = await query<ReputationSqlRow>(
+        em(),
+        `select body->'price'->>'currency' as currency, body->'price'->>'asset' as asset, count(*)::int as calls,
+                (count(*) filter (where (body->'response'->>'status')::int between 200 and 299))::int as ok_calls,
+                coalesce(sum((body->'price'->>'amount_atomic')::numeric), 0)::text as amount_atomic, max(ts) as last_at
+           from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
+          group by 1, 2 order by 1, 2`,
+        [network, agent],
+      );
+      return rows.map((r) => ({
+        currency: r.currency,
+        asset: r.asset,
+        calls: r.calls,
+        okCalls: r.ok_calls,
+        amountAtomic: BigInt(r.amount_atomic.split('.')[0]!),
+        lastAt: dateOrNull(r.last_at),
+      }));
+    },
+    insertClaim: async (c) => {
+      await query(
+        em(),
+        `insert into identity_claims (network, id, mint, type, statement, evidence_url, public, owner_principal, created_at, revoked_at)
+         values (?, ?, ?, ?, ?, ?, ?, ?, ?, null)`,
+        [c.network, c.id, c.mint, c.type, c.statement, c.evidenceUrl, c.public, c.ownerPrincipal, c.createdAt],
+      );
+    },
+    getClaim: (network, mint, id) =>
+      one(em(), `select * from identity_claims where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`, [network, mint, id], claimFromRow),
+    revokeClaim: async (network, mint, id, at) =>
+      (await affected(em(), `update identity_claims set revoked_at = ? where network = ? and mint = ? and id = ? and revoked_at is null`, [at, network, mint, id])) > 0,
+    listClaims: async (network, mint, { publicOnly }) =>
+      (
+        await query<ClaimRow>(
+          em(),
+          `select * from identity_claims where network = ? and mint = ?${publicOnly ? ' and public and revoked_at is null' : ''} order by created_at, id limit 200`,
+          [network, mint],
+        )
+      ).map(claimFromRow),
+    insertDisclosure: async (d) => {
+      await query(
+        em(),
+        `insert into identity_disclosures (network, token_hash, mint, fields, owner_principal, created_at, expires_at) values (?, ?, ?, ?::jsonb, ?, ?, ?)`,
+        [d.network, d.tokenHash, d.mint, JSON.stringify(d.fields), d.ownerPrincipal, d.createdAt, d.expiresAt],
+      );
+    },
+    getDisclosure: (network, tokenHash) =>
+      one(em(), `select * from identity_disclosures where network = ? and token_hash = ?`, [network, tokenHash], disclosureFromRow),
+    privateClaims: async (network, mint) =>
+      (
+        await query<ClaimRow>(
+          em(),
+          `select * from identity_claims where network = ? and mint = ? and not public and revoked_at is null order by created_at, id limit 200`,
+          [network, mint],
+        )
+      ).map(claimFromRow),
+  };
+}

@@ -1,0 +1,123 @@
+import type { Check, Identity, Verdict, VerifyInput } from './schema.ts';
+
+// Issue 13, DECISIONS "Identity": POST /v1/identity/verify judges an agent with named rules, each a pure function of
+// what the gateway knows (the facts below), each tested on its own (test/domain/identity-checks.test.ts).
+//
+// Verdict rules:
+// - every check has a severity: `deny` (the agent cannot be trusted for the call) or `warn` (worth a second look);
+// - a failed `deny` check → verdict deny; else a failed `warn` check → warn; else allow;
+// - the caller's thresholds (min_rating, min_settled_calls, require_verified_domain) are its own minimums: not met →
+//   deny; without a threshold, a missing handle or verified domain, an absent asset or an undeclared capability warn;
+// - score = the weighted share of checks passed, 0–100 (deny checks weigh 3, warn checks 1), rounded down.
+
+/** What a verification knows about the agent it judges. */
+export interface VerifyFacts {
+  /** the identity read (null: no agent recorded under the mint/handle/domain asked) */
+  identity: Identity | null;
+  /** the asset account on the ledger: absent, a live Core asset, or an account that is no longer one (burned/closed) */
+  asset: 'absent' | 'live' | 'not_core';
+}
+
+export type Severity = 'deny' | 'warn';
+
+export interface Rule {
+  name: string;
+  /** null: the rule does not apply to this request (e.g. no capability asked) */
+  run(facts: VerifyFacts, input: VerifyInputParsed): { ok: boolean; detail: string; severity: Severity } | null;
+}
+
+export type VerifyInputParsed = Pick<VerifyInput, 'capability' | 'thresholds'>;
+
+const pass = (detail: string, severity: Severity) => ({ ok: true, detail, severity });
+const fail = (detail: string, severity: Severity) => ({ ok: false, detail, severity });
+
+export const agentRecorded: Rule = {
+  name: 'agent_recorded',
+  run: ({ identity }) => (identity ? pass(`agent ${identity.mint} is recorded on ${identity.network}`, 'deny') : fail('no agent is recorded under this mint, handle or domain', 'deny')),
+};
+
+export const assetOnLedger: Rule = {
+  name: 'asset_on_ledger',
+  run: ({ identity, asset }) => {
+    if (!identity) return null;
+    return asset === 'absent' ? fail(`the ledger holds no account at ${identity.mint}`, 'warn') : pass(`the ledger holds the asset ${identity.mint}`, 'warn');
+  },
+};
+
+export const notDisabled: Rule = {
+  name: 'not_disabled',
+  run: ({ identity, asset }) => {
+    if (!identity) return null;
+    return asset === 'not_core'
+      ? fail(`the account at ${identity.mint} is no longer a Metaplex Core asset (burned or replaced)`, 'deny')
+      : pass('the asset is not burned or replaced', 'deny');
+  },
+};
+
+export const handleSet: Rule = {
+  name: 'handle_set',
+  run: ({ identity }) => {
+    if (!identity) return null;
+    return identity.profile.handle ? pass(`handle @${identity.profile.handle}`, 'warn') : fail('the agent has no handle', 'warn');
+  },
+};
+
+export const domainVerified: Rule = {
+  name: 'domain_verified',
+  run: ({ identity }, input) => {
+    if (!identity) return null;
+    const severity: Severity = input.thresholds?.require_verified_domain ? 'deny' : 'warn';
+    const first = identity.domains[0];
+    return first ? pass(`verified domain ${first.domain}`, severity) : fail('the agent has verified no domain', severity);
+  },
+};
+
+export const capabilityDeclared: Rule = {
+  name: 'capability_declared',
+  run: ({ identity }, input) => {
+    if (!identity || input.capability === undefined) return null;
+    return identity.profile.capabilities.includes(input.capability)
+      ? pass(`the agent declares ${input.capability}`, 'warn')
+      : fail(`the agent does not declare ${input.capability}`, 'warn');
+  },
+};
+
+export const ratingAboveThreshold: Rule = {
+  name: 'rating',
+  run: ({ identity }, input) => {
+    const min = input.thresholds?.min_rating;
+    if (!identity || min === undefined) return null;
+    const rating = identity.reputation.rating;
+    if (rating === null) return fail(`no settled call yet to rate (min_rating ${min})`, 'deny');
+    return rating >= min ? pass(`rating ${rating} ≥ ${min}`, 'deny') : fail(`rating ${rating} < ${min}`, 'deny');
+  },
+};
+
+export const volumeAboveThreshold: Rule = {
+  name: 'settled_calls',
+  run: ({ identity }, input) => {
+    const min = input.thresholds?.min_settled_calls;
+    if (!identity || min === undefined) return null;
+    const n = identity.reputation.settled_calls;
+    return n >= min ? pass(`${n} settled calls ≥ ${min}`, 'deny') : fail(`${n} settled calls < ${min}`, 'deny');
+  },
+};
+
+/** In the order they are reported. */
+export const RULES: readonly Rule[] = [agentRecorded, assetOnLedger, notDisabled, handleSet, domainVerified, capabilityDeclared, ratingAboveThreshold, volumeAboveThreshold];
+
+const WEIGHT: Record<Severity, number> = { deny: 3, warn: 1 };
+
+/** Runs every rule that applies and derives the verdict and score (rules above). */
+export function judge(facts: VerifyFacts, input: VerifyInputParsed): { verdict: Verdict; score: number; checks: Check[] } {
+  const results = RULES.flatMap((rule) => {
+    const r = rule.run(facts, input);
+    return r ? [{ name: rule.name, ...r }] : [];
+  });
+  const failed = (s: Severity) => results.some((r) => !r.ok && r.severity === s);
+  const verdict: Verdict = failed('deny') ? 'deny' : failed('warn') ? 'warn' : 'allow';
+  const total = results.reduce((sum, r) => sum + WEIGHT[r.severity], 0);
+  const passed = results.reduce((sum, r) => sum + (r.ok ? WEIGHT[r.severity] : 0), 0);
+  const score = total === 0 ? 0 : Math.floor((passed * 100) / total);
+  return { verdict, score, checks: results.map(({ name, ok, detail }) => ({ name, ok, detail })) };
+}

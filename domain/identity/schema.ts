@@ -1,0 +1,286 @@
+import { z } from 'zod';
+import { Address } from '../shared/address.ts';
+import { Network } from '../shared/network.ts';
+import { Cursor, Limit } from '../shared/pagination.ts';
+
+// Issue 13, DECISIONS "Identity": one schema per body and per resource, shared by REST, tRPC and GraphQL.
+
+/**
+ * Handles nobody may take (case-insensitive): names a user could mistake for the gateway or its operators. The
+ * check is on the lower-cased handle, so "Admin" and "ADMIN" are refused too.
+ */
+export const RESERVED_HANDLES: ReadonlySet<string> = new Set([
+  'admin', 'administrator', 'api', 'svc', 'support', 'root', 'system', 'help', 'security', 'official', 'staff',
+  'gateway', 'operator', 'moderator', 'null', 'undefined', 'me', 'self', 'www', 'mail', 'billing', 'status',
+]);
+
+/** 3–32 characters: letters, digits, "_" and "-", starting with a letter or digit; compared case-insensitively. */
+export const Handle = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_-]{2,31}$/, 'Expected a handle: 3–32 letters, digits, "_" or "-", starting with a letter or digit')
+  .refine((h) => !RESERVED_HANDLES.has(h.toLowerCase()), { message: 'This handle is reserved' });
+
+/** A capability name, e.g. "weather.forecast". */
+export const CapabilityName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'Expected a capability name: lower-case letters, digits, ".", "_" or "-" (1–64)');
+
+/**
+ * A domain an agent claims: a lower-case DNS name; a ":port" is allowed for development targets on the outbound
+ * allow-list (SVC_OUTBOUND_ALLOW) only — a public domain is checked on 443.
+ */
+export const DomainName = z
+  .string()
+  .max(260)
+  .transform((d) => d.toLowerCase())
+  .pipe(
+    z
+      .string()
+      .regex(
+        /^(?=.{1,253}(:|$))([a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*(:\d{1,5})?$/,
+        'Expected a domain name such as agent.example.com (optionally :port for an allow-listed development target)',
+      ),
+  );
+
+const Text = (max: number) => z.string().min(1).max(max);
+
+/** PUT /v1/identity/{mint}/profile: the whole profile (a field left out is cleared). */
+export const UpdateProfileInput = z.strictObject({
+  mint: Address,
+  handle: Handle,
+  display_name: Text(100).nullable().optional(),
+  description: Text(2000).nullable().optional(),
+  image: z.url({ protocol: /^https$/ }).max(2048).nullable().optional(),
+  /** what the agent says it can do; the stand-in for capability cards, read by the `capability_declared` check */
+  capabilities: z.array(CapabilityName).max(64).optional(),
+});
+export type UpdateProfileInput = z.input<typeof UpdateProfileInput>;
+
+export const IdentityMintInput = z.object({ mint: Address });
+
+/** GET /v1/identity/{mint}/history: the agent's identity.* events, newest first */
+export const HistoryInput = z.object({ mint: Address, cursor: Cursor.optional(), limit: Limit });
+export type HistoryInput = z.input<typeof HistoryInput>;
+
+/** GET /v1/identity/resolve: exactly one of mint, handle, domain. */
+export const ResolveInput = z
+  .object({ mint: Address.optional(), handle: z.string().min(1).max(64).optional(), domain: z.string().min(1).max(260).optional() })
+  .refine((q) => [q.mint, q.handle, q.domain].filter((v) => v !== undefined).length === 1, {
+    message: 'Give exactly one of mint, handle or domain',
+  });
+export type ResolveInput = z.input<typeof ResolveInput>;
+
+export const Profile = z.object({
+  handle: z.string().nullable(),
+  display_name: z.string().nullable(),
+  description: z.string().nullable(),
+  image: z.string().nullable(),
+  capabilities: z.array(z.string()),
+  updated_at: z.string().nullable(),
+});
+export type Profile = z.infer<typeof Profile>;
+
+export const VerifiedDomain = z.object({ domain: z.string(), verified_at: z.string() });
+export type VerifiedDomain = z.infer<typeof VerifiedDomain>;
+
+/** Settled paid calls of the agent, read from its earn receipts (decision allow). Amounts are atomic decimal strings. */
+export const Reputation = z.object({
+  settled_calls: z.number().int(),
+  /** share of settled calls answered with a 2xx, 0–5 with one decimal; null before the first call */
+  rating: z.number().nullable(),
+  volume: z.array(z.object({ currency: z.string(), asset: z.string(), amount_atomic: z.string(), calls: z.number().int() })),
+  last_settled_at: z.string().nullable(),
+});
+export type Reputation = z.infer<typeof Reputation>;
+
+/** A statement the owner makes about its agent, e.g. { type: "organization", statement: "Operated by Example Ltd" }. */
+export const Claim = z.object({
+  id: z.string(),
+  mint: z.string(),
+  type: z.string(),
+  statement: z.string(),
+  evidence_url: z.string().nullable(),
+  public: z.boolean(),
+  created_at: z.string(),
+  revoked_at: z.string().nullable(),
+});
+export type Claim = z.infer<typeof Claim>;
+
+/** POST /v1/identity/{mint}/claims */
+export const CreateClaimInput = z.strictObject({
+  mint: Address,
+  type: z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'Expected a claim type: lower-case letters, digits, ".", "_" or "-" (1–64)'),
+  statement: z.string().min(1).max(2000),
+  evidence_url: z.url({ protocol: /^https$/ }).max(2048).optional(),
+  /** shown in GET /v1/identity/{mint} (default true); a private claim is listed to its owner only */
+  public: z.boolean().optional(),
+});
+export type CreateClaimInput = z.input<typeof CreateClaimInput>;
+
+export const ClaimIdInput = z.object({ mint: Address, id: z.string().min(1).max(64) });
+export type ClaimIdInput = z.input<typeof ClaimIdInput>;
+
+export const ClaimList = z.object({ data: z.array(Claim) });
+export type ClaimList = z.infer<typeof ClaimList>;
+
+/** What a disclosure link may reveal: the public parts, and `private_claims` (the owner's private claims, not revoked). */
+export const DisclosureField = z.enum(['profile', 'domains', 'claims', 'private_claims', 'reputation']);
+export type DisclosureField = z.infer<typeof DisclosureField>;
+
+/** POST /v1/identity/{mint}/disclosures; expires_in in seconds, 1 minute to 30 days */
+export const CreateDisclosureInput = z.strictObject({
+  mint: Address,
+  fields: z.array(DisclosureField).min(1).max(5),
+  expires_in: z.number().int().min(60).max(30 * 86_400),
+});
+export type CreateDisclosureInput = z.input<typeof CreateDisclosureInput>;
+
+/** The link, shown once. */
+export const DisclosureLink = z.object({ token: z.string(), url: z.string(), mint: z.string(), fields: z.array(DisclosureField), expires_at: z.string() });
+export type DisclosureLink = z.infer<typeof DisclosureLink>;
+
+export const DisclosureTokenInput = z.object({ token: z.string().regex(/^svc_dl_[A-Za-z0-9_-]{20,64}$/, 'Expected a disclosure token (svc_dl_…)') });
+export type DisclosureTokenInput = z.input<typeof DisclosureTokenInput>;
+
+/** GET /v1/identity/disclosures/{token}: the fields the link names, nothing else. */
+export const Disclosure = z.object({
+  mint: z.string(),
+  network: Network,
+  fields: z.array(DisclosureField),
+  expires_at: z.string(),
+  profile: Profile.optional(),
+  domains: z.array(VerifiedDomain).optional(),
+  claims: z.array(Claim).optional(),
+  private_claims: z.array(Claim).optional(),
+  reputation: Reputation.optional(),
+});
+export type Disclosure = z.infer<typeof Disclosure>;
+
+/** GET /v1/identity/{mint}: what anyone with a key on the network may know of an agent. */
+export const Identity = z.object({
+  mint: z.string(),
+  network: Network,
+  owner: z.string(),
+  name: z.string().nullable(),
+  profile: Profile,
+  domains: z.array(VerifiedDomain),
+  /** public claims not revoked, oldest first */
+  claims: z.array(Claim),
+  /** public capability cards (issue 13; none until cards exist) */
+  capability_cards: z.array(z.record(z.string(), z.unknown())),
+  reputation: Reputation,
+});
+export type Identity = z.infer<typeof Identity>;
+
+export const VerifyInput = z
+  .strictObject({
+    mint: Address.optional(),
+    handle: z.string().min(1).max(64).optional(),
+    domain: z.string().min(1).max(260).optional(),
+    /** what the caller means to do with the agent, e.g. "pay"; echoed in no check yet, kept for the audit trail */
+    intent: z.string().min(1).max(200).optional(),
+    capability: CapabilityName.optional(),
+    thresholds: z
+      .strictObject({
+        min_rating: z.number().min(0).max(5).optional(),
+        require_verified_domain: z.boolean().optional(),
+        min_settled_calls: z.number().int().min(0).max(1_000_000_000).optional(),
+      })
+      .optional(),
+  })
+  .refine((q) => [q.mint, q.handle, q.domain].filter((v) => v !== undefined).length === 1, {
+    message: 'Give exactly one of mint, handle or domain',
+  });
+export type VerifyInput = z.input<typeof VerifyInput>;
+
+export const Check = z.object({ name: z.string(), ok: z.boolean(), detail: z.string() });
+export type Check = z.infer<typeof Check>;
+
+export const Verdict = z.enum(['allow', 'warn', 'deny']);
+export type Verdict = z.infer<typeof Verdict>;
+
+export const VerifyResult = z.object({
+  verdict: Verdict,
+  /** 0–100: the weighted share of checks passed */
+  score: z.number().int().min(0).max(100),
+  checks: z.array(Check),
+  /** null when no agent matched */
+  profile: Identity.nullable(),
+});
+export type VerifyResult = z.infer<typeof VerifyResult>;
+
+export const AddDomainInput = z.strictObject({ mint: Address, domain: DomainName });
+export type AddDomainInput = z.input<typeof AddDomainInput>;
+
+export const DomainInput = z.object({ mint: Address, domain: DomainName });
+export type DomainInput = z.input<typeof DomainInput>;
+
+/** POST /v1/identity/{mint}/domains: where to publish what, to prove the domain. */
+export const DomainChallenge = z.object({
+  domain: z.string(),
+  token: z.string(),
+  /** https://{domain}/.well-known/svc-agent.json */
+  url: z.string(),
+  /** the JSON to serve at url */
+  document: z.object({ mint: z.string(), network: Network, token: z.string() }),
+  verified_at: z.string().nullable(),
+});
+export type DomainChallenge = z.infer<typeof DomainChallenge>;
+
+/** The document https://{domain}/.well-known/svc-agent.json must serve (extra fields are allowed). */
+export const WellKnownDocument = z.looseObject({ mint: z.string(), network: z.string(), token: z.string() });
+
+// ── records (the store's shape) ─────────────────────────────────────────────────────────────────────────────────────
+
+export interface ProfileRecord {
+  network: Network;
+  mint: string;
+  handle: string | null;
+  displayName: string | null;
+  description: string | null;
+  image: string | null;
+  capabilities: string[];
+  ownerPrincipal: string;
+  updatedAt: Date;
+}
+
+export interface DomainRecord {
+  network: Network;
+  mint: string;
+  domain: string;
+  token: string;
+  ownerPrincipal: string;
+  createdAt: Date;
+  verifiedAt: Date | null;
+}
+
+/** One currency's settled earn receipts of an agent. */
+export interface ReputationRow {
+  currency: string;
+  asset: string;
+  calls: number;
+  okCalls: number;
+  amountAtomic: bigint;
+  lastAt: Date | null;
+}
+
+export interface ClaimRecord {
+  network: Network;
+  id: string;
+  mint: string;
+  type: string;
+  statement: string;
+  evidenceUrl: string | null;
+  public: boolean;
+  ownerPrincipal: string;
+  createdAt: Date;
+  revokedAt: Date | null;
+}
+
+export interface DisclosureRecord {
+  network: Network;
+  tokenHash: string;
+  mint: string;
+  fields: DisclosureField[];
+  ownerPrincipal: string;
+  createdAt: Date;
+  expiresAt: Date;
+}

@@ -1,0 +1,150 @@
+import {
+  AddDomainInput,
+  Claim,
+  ClaimIdInput,
+  ClaimList,
+  CreateClaimInput,
+  CreateDisclosureInput,
+  Disclosure,
+  DisclosureLink,
+  DisclosureTokenInput,
+  HistoryInput,
+  DomainChallenge,
+  DomainInput,
+  Identity,
+  IdentityMintInput,
+  ResolveInput,
+  UpdateProfileInput,
+  VerifyInput,
+  VerifyResult,
+} from '../../../domain/identity/schema.ts';
+import { EventList } from '../../../domain/events/schema.ts';
+import { keyedProcedure, router } from '../init.ts';
+
+// Issue 13, DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal.
+
+const tags = ['identity'];
+
+export const identityRouter = router({
+  resolve: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: { method: 'GET', path: '/v1/identity/resolve', tags, summary: 'Resolve an agent by mint, handle or verified domain' },
+    })
+    .input(ResolveInput)
+    .output(Identity)
+    .query(({ ctx, input }) => ctx.services.identity.resolve(ctx.principal, input)),
+
+  get: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'GET',
+        path: '/v1/identity/{mint}',
+        tags,
+        summary: 'An agent’s public identity',
+        description: 'Profile, verified domains, public claims and capability cards, and a reputation summary of its settled paid calls.',
+      },
+    })
+    .input(IdentityMintInput)
+    .output(Identity)
+    .query(({ ctx, input }) => ctx.services.identity.get(ctx.principal, input.mint)),
+
+  verify: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/verify',
+        tags,
+        summary: 'Judge an agent before dealing with it',
+        description: 'Named checks (agent_recorded, asset_on_ledger, not_disabled, handle_set, domain_verified, capability_declared, rating, settled_calls) and a verdict: allow, warn or deny.',
+      },
+    })
+    .input(VerifyInput)
+    .output(VerifyResult)
+    .mutation(({ ctx, input }) => ctx.services.identity.verify(ctx.principal, input)),
+
+  putProfile: keyedProcedure
+    .meta({ openapi: { method: 'PUT', path: '/v1/identity/{mint}/profile', tags, summary: 'Set an agent’s public profile (owner)' } })
+    .input(UpdateProfileInput)
+    .output(Identity)
+    .mutation(({ ctx, input }) => ctx.services.identity.putProfile(ctx.principal, input)),
+
+  addDomain: keyedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/{mint}/domains',
+        tags,
+        summary: 'Claim a domain (owner): answers the token to publish',
+        description: 'Serve `document` as JSON at `url` (https://{domain}/.well-known/svc-agent.json), then call …/verify.',
+      },
+    })
+    .input(AddDomainInput)
+    .output(DomainChallenge)
+    .mutation(({ ctx, input }) => ctx.services.identity.addDomain(ctx.principal, input)),
+
+  verifyDomain: keyedProcedure
+    .meta({
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/{mint}/domains/{domain}/verify',
+        tags,
+        summary: 'Verify a claimed domain (owner) by fetching its well-known document',
+      },
+    })
+    .input(DomainInput)
+    .output(DomainChallenge)
+    .mutation(({ ctx, input }) => ctx.services.identity.verifyDomain(ctx.principal, input)),
+
+  createClaim: keyedProcedure
+    .meta({ openapi: { method: 'POST', path: '/v1/identity/{mint}/claims', tags, summary: 'State a claim about an agent (owner)' } })
+    .input(CreateClaimInput)
+    .output(Claim)
+    .mutation(({ ctx, input }) => ctx.services.identity.createClaim(ctx.principal, input)),
+
+  listClaims: keyedProcedure
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/claims', tags, summary: 'Every claim of an agent, private and revoked ones too (owner)' } })
+    .input(IdentityMintInput)
+    .output(ClaimList)
+    .query(({ ctx, input }) => ctx.services.identity.listClaims(ctx.principal, input.mint)),
+
+  revokeClaim: keyedProcedure
+    .meta({ openapi: { method: 'POST', path: '/v1/identity/{mint}/claims/{id}/revoke', tags, summary: 'Revoke a claim (owner); it is kept with revoked_at' } })
+    .input(ClaimIdInput)
+    .output(Claim)
+    .mutation(({ ctx, input }) => ctx.services.identity.revokeClaim(ctx.principal, input)),
+
+  createDisclosure: keyedProcedure
+    .meta({
+      secretFields: ['token', 'url'],
+      openapi: {
+        method: 'POST',
+        path: '/v1/identity/{mint}/disclosures',
+        tags,
+        summary: 'A link revealing chosen fields until it expires (owner); the token is shown once',
+      },
+    })
+    .input(CreateDisclosureInput)
+    .output(DisclosureLink)
+    .mutation(({ ctx, input }) => ctx.services.identity.createDisclosure(ctx.principal, input)),
+
+  disclosure: keyedProcedure
+    .meta({
+      bucket: 'agents.read',
+      openapi: { method: 'GET', path: '/v1/identity/disclosures/{token}', tags, summary: 'Read a disclosure link (any key of the network); expired: 410' },
+    })
+    .input(DisclosureTokenInput)
+    .output(Disclosure)
+    .query(({ ctx, input }) => ctx.services.identity.readDisclosure(ctx.principal, input)),
+
+  history: keyedProcedure
+    .meta({
+      bucket: 'events.read',
+      openapi: { method: 'GET', path: '/v1/identity/{mint}/history', tags, summary: 'The agent’s identity events, newest first (owner)' },
+    })
+    .input(HistoryInput)
+    .output(EventList)
+    .query(({ ctx, input }) => ctx.services.identity.history(ctx.principal, input)),
+});

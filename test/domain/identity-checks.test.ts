@@ -1,0 +1,113 @@
+import test from 'ava';
+import {
+  agentRecorded,
+  assetOnLedger,
+  capabilityDeclared,
+  domainVerified,
+  handleSet,
+  judge,
+  notDisabled,
+  ratingAboveThreshold,
+  volumeAboveThreshold,
+  type VerifyFacts,
+} from '../../domain/identity/checks.ts';
+import { summarize } from '../../domain/identity/service.ts';
+import type { Identity } from '../../domain/identity/schema.ts';
+
+// Issue 13: each verify rule on its own, then the verdict and score rules of domain/identity/checks.ts.
+
+function identity(overrides: Partial<Identity> = {}): Identity {
+  return {
+    mint: 'Mint1111111111111111111111111111111111111111',
+    network: 'chain-devnet',
+    owner: 'Owner111111111111111111111111111111111111111',
+    name: null,
+    profile: { handle: null, display_name: null, description: null, image: null, capabilities: [], updated_at: null },
+    domains: [],
+    claims: [],
+    capability_cards: [],
+    reputation: { settled_calls: 0, rating: null, volume: [], last_settled_at: null },
+    ...overrides,
+  };
+}
+
+const facts = (i: Identity | null, asset: VerifyFacts['asset'] = 'live'): VerifyFacts => ({ identity: i, asset });
+const withProfile = (p: Partial<Identity['profile']>) => identity({ profile: { ...identity().profile, ...p } });
+const withReputation = (r: Partial<Identity['reputation']>) => identity({ reputation: { ...identity().reputation, ...r } });
+
+test('agent_recorded: deny severity; fails without an agent', (t) => {
+  t.like(agentRecorded.run(facts(null), {}), { ok: false, severity: 'deny' });
+  t.like(agentRecorded.run(facts(identity()), {}), { ok: true, severity: 'deny' });
+});
+
+test('asset_on_ledger: warn; fails when the ledger holds no account; skipped without an agent', (t) => {
+  t.is(assetOnLedger.run(facts(null), {}), null);
+  t.like(assetOnLedger.run(facts(identity(), 'absent'), {}), { ok: false, severity: 'warn' });
+  t.like(assetOnLedger.run(facts(identity(), 'live'), {}), { ok: true });
+  t.like(assetOnLedger.run(facts(identity(), 'not_core'), {}), { ok: true });
+});
+
+test('not_disabled: deny; fails only when the account is no longer a Core asset', (t) => {
+  t.like(notDisabled.run(facts(identity(), 'not_core'), {}), { ok: false, severity: 'deny' });
+  t.like(notDisabled.run(facts(identity(), 'absent'), {}), { ok: true });
+  t.like(notDisabled.run(facts(identity(), 'live'), {}), { ok: true });
+});
+
+test('handle_set: warn; passes with a handle', (t) => {
+  t.like(handleSet.run(facts(identity()), {}), { ok: false, severity: 'warn' });
+  t.like(handleSet.run(facts(withProfile({ handle: 'weather' })), {}), { ok: true, detail: 'handle @weather' });
+});
+
+test('domain_verified: warn, deny when require_verified_domain', (t) => {
+  t.like(domainVerified.run(facts(identity()), {}), { ok: false, severity: 'warn' });
+  t.like(domainVerified.run(facts(identity()), { thresholds: { require_verified_domain: true } }), { ok: false, severity: 'deny' });
+  t.like(domainVerified.run(facts(identity({ domains: [{ domain: 'a.example', verified_at: '2026-01-01T00:00:00.000Z' }] })), {}), { ok: true });
+});
+
+test('capability_declared: only when a capability is asked; warn', (t) => {
+  t.is(capabilityDeclared.run(facts(identity()), {}), null);
+  t.like(capabilityDeclared.run(facts(identity()), { capability: 'x.y' }), { ok: false, severity: 'warn' });
+  t.like(capabilityDeclared.run(facts(withProfile({ capabilities: ['x.y'] })), { capability: 'x.y' }), { ok: true });
+});
+
+test('rating: only with min_rating; deny; no calls fails; equal passes', (t) => {
+  t.is(ratingAboveThreshold.run(facts(identity()), {}), null);
+  t.like(ratingAboveThreshold.run(facts(identity()), { thresholds: { min_rating: 1 } }), { ok: false, severity: 'deny' });
+  t.like(ratingAboveThreshold.run(facts(withReputation({ settled_calls: 2, rating: 4 })), { thresholds: { min_rating: 4 } }), { ok: true });
+  t.like(ratingAboveThreshold.run(facts(withReputation({ settled_calls: 2, rating: 3.9 })), { thresholds: { min_rating: 4 } }), { ok: false });
+});
+
+test('settled_calls: only with min_settled_calls; deny', (t) => {
+  t.is(volumeAboveThreshold.run(facts(identity()), {}), null);
+  t.like(volumeAboveThreshold.run(facts(withReputation({ settled_calls: 2 })), { thresholds: { min_settled_calls: 3 } }), { ok: false, severity: 'deny' });
+  t.like(volumeAboveThreshold.run(facts(withReputation({ settled_calls: 3 })), { thresholds: { min_settled_calls: 3 } }), { ok: true });
+});
+
+test('judge: allow when all pass, warn on a failed warn check, deny on a failed deny check; score weighs deny 3, warn 1', (t) => {
+  const full = identity({
+    profile: { ...identity().profile, handle: 'h' },
+    domains: [{ domain: 'a.example', verified_at: '2026-01-01T00:00:00.000Z' }],
+  });
+  t.like(judge(facts(full), {}), { verdict: 'allow', score: 100 });
+  // handle missing: warn, (3+3+1+1)/(3+1+3+1+1) = 8/9
+  t.like(judge(facts(identity({ domains: full.domains })), {}), { verdict: 'warn', score: 88 });
+  t.like(judge(facts(full, 'not_core'), {}), { verdict: 'deny' });
+  t.deepEqual(judge(facts(null), {}), { verdict: 'deny', score: 0, checks: [{ name: 'agent_recorded', ok: false, detail: 'no agent is recorded under this mint, handle or domain' }] });
+});
+
+test('summarize: rating is 5 × the 2xx share with one decimal, volume per currency, latest settlement', (t) => {
+  t.deepEqual(summarize([]), { settled_calls: 0, rating: null, volume: [], last_settled_at: null });
+  const s = summarize([
+    { currency: 'USDC', asset: 'A', calls: 2, okCalls: 2, amountAtomic: 20n, lastAt: new Date('2026-01-02T00:00:00Z') },
+    { currency: 'USDT', asset: 'B', calls: 1, okCalls: 0, amountAtomic: 5n, lastAt: new Date('2026-01-03T00:00:00Z') },
+  ]);
+  t.deepEqual(s, {
+    settled_calls: 3,
+    rating: 3.3,
+    volume: [
+      { currency: 'USDC', asset: 'A', amount_atomic: '20', calls: 2 },
+      { currency: 'USDT', asset: 'B', amount_atomic: '5', calls: 1 },
+    ],
+    last_settled_at: '2026-01-03T00:00:00.000Z',
+  });
+});
