@@ -1,6 +1,6 @@
 import { createServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import type { Logger } from 'pino';
 import { newId } from '../domain/shared/ids.ts';
@@ -131,6 +131,8 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     bodyLimit: BODY_LIMIT,
     genReqId: () => newId(),
     requestIdHeader: false,
+    // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
+    logController: new RedactingLogController(),
     routerOptions: { maxParamLength: 5000 },
     clientErrorHandler,
     serverFactory: deps.listener.factory,
@@ -145,6 +147,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   });
 
   app.addHook('onRequest', stampRequestId);
+
   app.addHook('onRequest', async (req) => {
     const clientId = req.headers['x-request-id'];
     if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
@@ -199,4 +202,21 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;
+}
+
+/** fastify's request logging, with the URL of the incoming-request line made loggable. */
+class RedactingLogController extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    if (this.isLogDisabled(request)) return;
+    request.log.info({ req: { method: request.method, url: loggableUrl(request.url), remoteAddress: request.ip } }, 'incoming request');
+  }
+}
+
+/** Path segments that are bearer secrets: kept out of the request logs. */
+const SECRET_IN_PATH = /^(\/v1\/identity\/disclosures\/)[^/?#]+/;
+
+/** The request URL as it may be logged: secrets in the path replaced, the query string dropped (it may carry one too). */
+export function loggableUrl(url: string): string {
+  const path = url.split('?')[0] ?? url;
+  return path.replace(SECRET_IN_PATH, '$1[redacted]');
 }

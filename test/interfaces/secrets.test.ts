@@ -149,3 +149,23 @@ async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
+
+test('a disclosure link\'s token (a bearer secret in a URL path) is answered once and appears in no log line', async (t) => {
+  const lines: string[] = [];
+  const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
+  const app = await startTestApp({ appOptions: { logger, ledgers: false } });
+  t.teardown(async () => {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  });
+  const key = await issueKey(app);
+  const { mint } = await recordAgent(app, key);
+  const created = await http(app, 'POST', `/v1/identity/${mint}/disclosures`, { key, body: { fields: ['profile'], expires_in: 600 } });
+  t.is(created.status, 200, JSON.stringify(created.body));
+  const token = created.body.token as string;
+  t.regex(token, /^svc_dl_/);
+  const read = await http(app, 'GET', `/v1/identity/disclosures/${token}`, { key });
+  t.is(read.status, 200, JSON.stringify(read.body));
+  t.true(lines.some((l) => l.includes('/v1/identity/disclosures/[redacted]')), 'the read was logged, its token redacted');
+  t.false(lines.join('\n').includes(token.slice('svc_dl_'.length)), 'no log line carries the token');
+});
