@@ -1,11 +1,10 @@
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { newId } from '../../domain/shared/ids.ts';
 import { removeDataDir, startTestApp, syntheticEvent } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
+import { startJobsProcess as startRunner, type JobsProcess as Runner } from '../support/jobs.ts';
 
 // Issue 12 "crash test": webhook deliveries are made at least once and recorded once, whatever happens to the receiver
 // and to the job runner. The gateway (in this process, SVC_JOBS=off) appends events; `npm run jobs` runs apart as a
@@ -14,28 +13,10 @@ import { until } from '../support/receiver.ts';
 // every (subscription, event) has exactly one delivery row, recorded delivered once; the receiver answered a 2xx to
 // every delivery id, and twice only to one whose answer the killed runner never recorded.
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
 const EVENTS = 15;
 const SUBSCRIPTIONS = 3;
 /** attempts the receiver holds open (the runner runs 8 at once): the others go on being delivered until the kill */
 const HANGING = 4;
-
-interface Runner {
-  child: ChildProcess;
-  output(): string;
-  exited: Promise<void>;
-}
-
-function startRunner(env: Record<string, string>): Runner {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/jobs.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-20_000);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  return { child, output: () => out, exited: new Promise((resolve) => child.once('exit', () => resolve())) };
-}
 
 async function freePort(): Promise<number> {
   const server = createServer();
