@@ -8,13 +8,16 @@ import { StableSymbol } from '../shared/network.ts';
 // the input. Amounts stay decimal strings on the wire (the builders turn them into bigint): atomic where the spec says
 // atomic (withdraw `amount`, every lamports field), whole units of the stable for `allowance` and buyer `amount`.
 
+const DIGITS = /^\d{1,20}$/;
+
 const AtomicText = z
   .string()
   .regex(/^\d{1,20}$/, 'Expected an atomic amount: a decimal string of digits')
-  .refine((s) => BigInt(s) <= U64_MAX, 'Exceeds the largest amount (u64)');
+  // zod runs refinements after a failed regex too: only digits reach BigInt.
+  .refine((s) => !DIGITS.test(s) || BigInt(s) <= U64_MAX, 'Exceeds the largest amount (u64)');
 
 /** An atomic amount greater than zero, e.g. "1500000" */
-export const PositiveAtomic = AtomicText.refine((s) => BigInt(s) > 0n, 'Must be greater than zero').describe('atomic units, decimal string');
+export const PositiveAtomic = AtomicText.refine((s) => !DIGITS.test(s) || BigInt(s) > 0n, 'Must be greater than zero').describe('atomic units, decimal string');
 /** An atomic amount, zero allowed, e.g. "0" */
 export const Atomic = AtomicText.describe('atomic units, decimal string');
 /** Whole units of a stable with at most its decimals, e.g. "12.5"; checked against the stable by the builder */

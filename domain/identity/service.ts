@@ -259,7 +259,8 @@ export class IdentityService {
   /** GET /v1/identity/{mint}/claims (owner): every claim, private and revoked ones too, oldest first. */
   async listClaims(caller: Caller, mint: string): Promise<ClaimList> {
     const agent = await this.deps.agents.requireVisible(caller, mint);
-    return { data: (await this.deps.store.identity.listClaims(agent.network, agent.mint, { publicOnly: false })).map(toClaim) };
+    const claims = await this.deps.store.identity.listClaims(agent.network, agent.mint, { publicOnly: false });
+    return { data: claims.filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim) };
   }
 
   /**
@@ -294,6 +295,8 @@ export class IdentityService {
       throw new DomainError('disclosure_expired', `This disclosure link expired at ${iso(d.expiresAt)}.`, { expires_at: iso(d.expiresAt) });
     }
     const agent = await this.deps.agents.require(d.network, d.mint);
+    // A link made by a former owner of the agent (it was recorded again by another principal) shows nothing of it now.
+    if (d.ownerPrincipal !== agent.ownerPrincipal) throw new DomainError('not_found', `No disclosure link with this token on ${caller.network}.`);
     const identity = await this.identityOf(agent);
     const out: Disclosure = { mint: d.mint, network: d.network, fields: d.fields, expires_at: iso(d.expiresAt) };
     for (const field of d.fields) {
@@ -301,7 +304,7 @@ export class IdentityService {
       else if (field === 'domains') out.domains = identity.domains;
       else if (field === 'claims') out.claims = identity.claims;
       else if (field === 'reputation') out.reputation = identity.reputation;
-      else out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint)).map(toClaim);
+      else out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint)).filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim);
     }
     return out;
   }

@@ -29,7 +29,8 @@ export async function buyerAgentOf(call: Call, deps: { store: Store; ledger: Led
   if (!leg) return null;
   const [source, mint, , authority] = leg.accounts as [string, string, string, string];
   if (source === associatedTokenAccount(authority, mint, leg.programId)) return null;
-  const account = decodeTokenAccount(await deps.ledger.getAccount(source).catch(() => null));
+  // A ledger failure is thrown: the recorder logs the spend receipt it could not write (the payment is recorded anyway).
+  const account = decodeTokenAccount(await deps.ledger.getAccount(source));
   if (!account) return null;
   const agent = await deps.store.agents.findByTreasury(link.network, account.owner);
   return agent && agent.mint !== link.ownerAgent ? agent : null;

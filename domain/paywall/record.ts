@@ -50,7 +50,10 @@ export class PaidCallRecorder {
     const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
     const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
     // Issue 11: an agent's treasury paid (its executive as delegate): its spend receipt is recorded with the earn one.
-    const buyer = await buyerAgentOf(call, { store: this.deps.store, ledger: this.deps.ledgers[network] });
+    const buyer = await buyerAgentOf(call, { store: this.deps.store, ledger: this.deps.ledgers[network] }).catch((err: unknown) => {
+      this.deps.onWarning?.('the buyer agent of a paid call could not be read; no spend receipt is written for it', { network, signature, err: String(err) });
+      return null;
+    });
 
     const final = await this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
       // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover

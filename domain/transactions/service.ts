@@ -221,7 +221,12 @@ export class TransactionService {
       // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
       // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
       // nothing landed and nothing will.
-      const [landed] = await ledger.getSignatureStatuses([signed.signature]).catch(() => [null]);
+      let landed;
+      try {
+        [landed] = await ledger.getSignatureStatuses([signed.signature]);
+      } catch {
+        return result; // not known whether it landed: the job reads the status and decides
+      }
       if (landed) return result;
       await this.fail(prepared, errorCode(sent.err), [`err: ${JSON.stringify(sent.err)}`, ...sent.logs]);
       throw rejected(prepared.eventId, sent.err, sent.logs);
@@ -330,8 +335,18 @@ export class TransactionService {
   async expirePrepared(limit = 500): Promise<number> {
     const before = new Date(this.deps.clock.now().getTime() - PREPARED_TTL_MS);
     const stale = await this.deps.store.preparedTransactions.listStalePrepared(before, limit);
-    for (const row of stale) await this.fail(row, 'expired', ['not submitted within 24 h of its preparation']);
-    return stale.length;
+    let expired = 0;
+    for (const row of stale) {
+      const now = this.deps.clock.now();
+      // Only while still prepared: a submit that won the race keeps its event and row.
+      const moved = await this.deps.store.transaction(async (tx) => {
+        const event = await tx.events.transition(row.network, row.eventId, { from: ['prepared'], phase: 'failed', at: now, errorCode: 'expired', errorLogs: ['not submitted within 24 h of its preparation'] });
+        if (event) await tx.preparedTransactions.finish(row.network, row.eventId);
+        return event !== null;
+      });
+      if (moved) expired++;
+    }
+    return expired;
   }
 }
 

@@ -59,6 +59,8 @@ import {
 } from '../../domain/agents/build/index.ts';
 import { executeInstructions } from '../../domain/agents/build/execute.ts';
 import {
+  Atomic,
+  PositiveAtomic,
   PrepareAgentInput,
   PrepareBuyerPaymentInput,
   PrepareDelegationInput,
@@ -828,4 +830,24 @@ metaplexTest(test, 'executive delegate / revoke: a recorded owner who no longer 
   const input = PrepareExecutiveInput.parse({ mint, executive: address() });
   await rejects(t, buildDelegateExecution(input, ctxOf(registry, stale.record)), 'forbidden', { owner: h });
   await rejects(t, buildRevokeExecution(input, ctxOf(registry, stale.record)), 'forbidden', { owner: h });
+});
+
+test('amounts: text that is not digits is a schema failure, not a thrown BigInt error; a padded allowance above u64 is refused, never wrapped', async (t) => {
+  for (const text of ['abc', 'x1', '1e3', '-5', '']) {
+    t.false(PositiveAtomic.safeParse(text).success, text);
+    t.false(Atomic.safeParse(text).success, text);
+  }
+  t.true(PositiveAtomic.safeParse('5').success);
+  t.false(PositiveAtomic.safeParse('0').success);
+  t.false(Atomic.safeParse('18446744073709551616').success, 'u64 + 1');
+
+  const a = agentOn();
+  const ctx = ctxOf(plain, a.record);
+  // 18,446,744,073,709.551615 USDC is u64::MAX atomic units: fits alone, not with its fee padding.
+  const input = { mint: a.mint, executive: address(), stable_symbol: 'USDC', allowance: '18446744073709.551615' };
+  const error = await t.throwsAsync(buildDelegation(PrepareDelegationInput.parse({ ...input, pad_for_protocol_fee: true }), ctx), { instanceOf: DomainError });
+  t.is(error!.code, 'invalid_request');
+  t.is((error!.details as { issues: { path: string }[] }).issues[0]!.path, 'allowance');
+  const unpadded = plan(await buildDelegation(PrepareDelegationInput.parse(input), ctx));
+  t.is(unpadded.metadata.allowance_atomic, '18446744073709551615');
 });

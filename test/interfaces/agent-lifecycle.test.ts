@@ -1,10 +1,9 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createTransferCheckedInstruction, getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-token';
-import { createClient, type Client } from 'graphql-ws';
-import WebSocket from 'ws';
 import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
+import { watchEvents } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
@@ -35,33 +34,6 @@ test.after.always(async (t) => {
     await removeDataDir(app.dataDir);
   }
 });
-
-interface SeenEvent {
-  id: string;
-  kind: string;
-  phase: string;
-  agentAsset: string | null;
-  signature: string | null;
-  slot: number | null;
-}
-
-/** All events of the key's principal, live, over graphql-ws. */
-function watch(app: TestApp, key: string): { seen: SeenEvent[]; client: Client; close: () => Promise<void> } {
-  const client = createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
-  const seen: SeenEvent[] = [];
-  const stop = client.subscribe<{ events: SeenEvent }>(
-    { query: 'subscription { events { id kind phase agentAsset signature slot } }' },
-    { next: (r) => r.data?.events && seen.push(r.data.events), error: () => {}, complete: () => {} },
-  );
-  return {
-    seen,
-    client,
-    close: async () => {
-      stop();
-      await client.dispose();
-    },
-  };
-}
 
 async function fundSol(funder: TestApp, address: string, sol = '2'): Promise<void> {
   await funder.services.dev.fund('chain-devnet', { address, sol });
@@ -104,7 +76,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   const ledger = funder.services.ledgers['chain-devnet']!;
   const created = await gateway.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const key = created.key;
-  const events = watch(gateway, key);
+  const events = await watchEvents(gateway, key);
   t.teardown(events.close);
 
   const owner = Keypair.generate();

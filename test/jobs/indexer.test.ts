@@ -10,10 +10,9 @@ import {
   MINT_SIZE,
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
-import { createClient as createWsClient } from 'graphql-ws';
-import WebSocket from 'ws';
 import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
+import { watchEvents, type WatchedEvent } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 import { STABLES } from '../../domain/shared/network.ts';
@@ -51,32 +50,12 @@ test.after.always(async (t) => {
   }
 });
 
-interface SeenEvent {
-  id: string;
-  kind: string;
-  phase: string;
-  agentAsset: string | null;
-  signature: string | null;
-  slot: number | null;
-  metadata: Record<string, unknown>;
-}
+type SeenEvent = WatchedEvent;
 
-/** Every event the key may read, live, over graphql-ws. */
+/** Every event the key may read, live, over graphql-ws; closed when the test ends. */
 async function watch(t: ExecutionContext, app: TestApp, key: string): Promise<SeenEvent[]> {
-  const client = createWsClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
-  const seen: SeenEvent[] = [];
-  let subscribed!: () => void;
-  const ready = new Promise<void>((r) => (subscribed = r));
-  client.on('connected', () => subscribed());
-  const stop = client.subscribe<{ events: SeenEvent }>(
-    { query: 'subscription { events { id kind phase agentAsset signature slot metadata } }' },
-    { next: (r) => r.data?.events && seen.push(r.data.events), error: () => {}, complete: () => {} },
-  );
-  t.teardown(async () => {
-    stop();
-    await client.dispose();
-  });
-  await ready;
+  const { seen, close } = await watchEvents(app, key);
+  t.teardown(close);
   return seen;
 }
 

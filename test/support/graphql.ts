@@ -1,3 +1,5 @@
+import { createClient } from 'graphql-ws';
+import WebSocket from 'ws';
 // Selection sets for the GraphQL types every wire field of which the tests compare with REST.
 
 export const LINK_FIELDS = `
@@ -8,3 +10,36 @@ export const LINK_FIELDS = `
   metadata createdAt updatedAt`;
 
 export const EVENT_FIELDS = `id kind phase network agentAsset signature blockTime confirmedAt slot errorCode errorLogs metadata clientReference createdAt`;
+
+/** An event as the live subscriptions of the tests select it. */
+export interface WatchedEvent {
+  id: string;
+  kind: string;
+  phase: string;
+  agentAsset: string | null;
+  signature: string | null;
+  slot: number | null;
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * Every event the key may read, live over graphql-ws, collected in `seen`; resolves once the socket is connected.
+ * `close` unsubscribes and disposes the client.
+ */
+export async function watchEvents(app: { url: string }, key: string): Promise<{ seen: WatchedEvent[]; close: () => Promise<void> }> {
+  const client = createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
+  const seen: WatchedEvent[] = [];
+  const connected = new Promise<void>((resolve) => client.on('connected', () => resolve()));
+  const stop = client.subscribe<{ events: WatchedEvent }>(
+    { query: 'subscription { events { id kind phase agentAsset signature slot metadata } }' },
+    { next: (r) => void (r.data?.events && seen.push(r.data.events)), error: () => {}, complete: () => {} },
+  );
+  await connected;
+  return {
+    seen,
+    close: async () => {
+      stop();
+      await client.dispose();
+    },
+  };
+}

@@ -2,7 +2,7 @@ import { PublicKey, type TransactionInstruction } from '@solana/web3.js';
 import { createApproveInstruction, createAssociatedTokenAccountIdempotentInstruction, createRevokeInstruction } from '@solana/spl-token';
 import { DomainError } from '../../shared/errors.ts';
 import { decodeTokenAccount } from '../../shared/token-account.ts';
-import { feeFor } from '../../shared/money.ts';
+import { feeFor, U64_MAX } from '../../shared/money.ts';
 import type { Stable } from '../../shared/network.ts';
 import { treasuryOf } from '../../treasury/derive.ts';
 import { ataOf as associatedTokenAccount } from '../../facilitator/ata.ts';
@@ -37,6 +37,10 @@ export async function buildDelegation(input: PrepareDelegationInput, ctx: AgentB
   const amount = wholeUnitsToAtomic(input.allowance, stable.decimals, 'allowance', stable.symbol);
   const pad = input.pad_for_protocol_fee ?? false;
   const { allowance, padding } = paddedAllowance(amount, ctx.fee.bps, pad);
+  if (allowance > U64_MAX) {
+    // An SPL amount is a u64: a larger allowance would be encoded wrapped (a tiny approval), never refused by the ledger.
+    throw DomainError.invalid([{ path: 'allowance', message: `The allowance${pad ? ' with its fee padding' : ''} is ${allowance} atomic units, above the largest token amount (u64)`, code: 'too_large' }]);
+  }
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const treasury = treasuryOf(input.mint);
