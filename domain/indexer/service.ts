@@ -118,7 +118,10 @@ export class IndexerService {
     if (preparedAgent !== null) findings = findings.filter((f) => f.agent !== preparedAgent);
     const owners = new Map<string, string | null>();
     for (const f of findings) {
-      if (f.agent !== null && !owners.has(f.agent)) owners.set(f.agent, (await this.deps.store.agents.get(network, f.agent))?.ownerPrincipal ?? f.ownerPrincipal);
+      if (f.agent === null || owners.has(f.agent)) continue;
+      // The agent's owner as recorded now (null: admin-only); the watch entry's principal only for an agent never recorded.
+      const agent = await this.deps.store.agents.get(network, f.agent);
+      owners.set(f.agent, agent ? agent.ownerPrincipal : f.ownerPrincipal);
     }
     const now = this.deps.clock.now();
     return this.deps.store.transaction(async (trx) => {
