@@ -33,6 +33,7 @@ import { TransactionService } from '../domain/transactions/service.ts';
 import { Watchlist } from '../domain/indexer/watchlist.ts';
 import { IndexerService } from '../domain/indexer/service.ts';
 import { IdentityService } from '../domain/identity/service.ts';
+import { BuyerCatalog, BuyerPaymentService, BuyerReceiptService, QuoteService, SpendPolicyService, type BuyerServices } from '../domain/buyer/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -71,6 +72,8 @@ export interface Services {
   indexer: IndexerService;
   /** issue 13: profiles, handles, domains, verify verdicts */
   identity: IdentityService;
+  /** issue 14: quote, spend policy, execute, buyer receipts, networks/currency/facilitator */
+  buyer: BuyerServices;
   clock: Clock;
 }
 
@@ -106,6 +109,10 @@ export function buildServices(deps: ServiceDeps): Services {
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   const events = new EventService({ store, feed });
+  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist });
+  const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
+  const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
+  const spendPolicies = new SpendPolicyService({ store, clock, quotes });
   return {
     receipts,
     pull: new PullService({
@@ -147,10 +154,17 @@ export function buildServices(deps: ServiceDeps): Services {
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
-    transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist }),
+    transactions,
     watchlist,
     indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings, ownFeePayers: deps.facilitator ? [deps.facilitator.feePayer] : [] }),
-    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events }),
+    identity,
+    buyer: {
+      catalog: new BuyerCatalog({ settings, facilitator: deps.paywallFacilitator }),
+      quotes,
+      policies: spendPolicies,
+      payments: new BuyerPaymentService({ quotes, policies: spendPolicies, transactions }),
+      receipts: new BuyerReceiptService({ store, clock, ledgers: deps.ledgers, settings }),
+    },
     clock,
   };
 }

@@ -15,6 +15,7 @@ import { eventRepository, eventsSince, maxEventSeq } from './repositories/events
 import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
 import { identityRepository } from './repositories/identity.ts';
+import { buyerRepository } from './repositories/buyer-policies.ts';
 import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
@@ -66,6 +67,7 @@ class Repos implements Repositories, RepoContext {
   readonly pullTargets = pullTargetRepository(this);
   readonly preparedTransactions = preparedTransactionRepository(this);
   readonly identity = identityRepository(this);
+  readonly buyer = buyerRepository(this);
   readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
   readonly jobs = transactionalJobQueue(() => this.em());

@@ -11,6 +11,7 @@ import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
 import type { IndexerRepository } from './indexer-store.ts';
+import type { BuyerRepository } from './buyer-store.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -263,6 +264,8 @@ export interface IdentityRepository {
 }
 
 export interface Repositories {
+  /** issue 14: spend policies and the daily spend rollup */
+  buyer: BuyerRepository;
   /** issue 13 */
   identity: IdentityRepository;
   apiKeys: ApiKeyRepository;

@@ -14,6 +14,7 @@ import { transactionsRouter } from './routers/transactions.ts';
 import { prepareRouter } from './routers/prepare.ts';
 import { indexerRouter } from './routers/indexer.ts';
 import { identityRouter } from './routers/identity.ts';
+import { buyerRouter } from './routers/buyer.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -39,6 +40,7 @@ export const appRouter = router({
   prepare: prepareRouter,
   indexer: indexerRouter,
   identity: identityRouter,
+  buyer: buyerRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

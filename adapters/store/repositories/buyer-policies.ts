@@ -1,0 +1,82 @@
+import type { Network } from '../../../domain/shared/network.ts';
+import type { BuyerRepository } from '../../../domain/ports/buyer-store.ts';
+import type { DailySpend, SpendPolicyRecord } from '../../../domain/buyer/schema.ts';
+import type { StableSymbol } from '../../../domain/shared/network.ts';
+import { date, one, query, type RepoContext } from './context.ts';
+import { receiptFromRow } from './receipts.ts';
+
+// Issue 14: buyer_policies and buyer_spend_daily (migrations/0016-buyer.ts is their definition); a spend receipt of a
+// settlement is found through receipts_spend_tx_sig.
+
+/** The policy column: atomic amounts as decimal strings (jsonb has no bigint). */
+interface PolicyBody {
+  limits: { currency: StableSymbol; per_call: string | null; daily: string | null }[];
+  allowed_sellers: string[] | null;
+  allowed_domains: string[] | null;
+  min_identity_verdict: 'allow' | 'warn' | null;
+}
+
+interface PolicyRow {
+  network: Network;
+  agent: string;
+  policy: PolicyBody;
+  owner_principal: string;
+  updated_at: Date;
+}
+
+const policyFromRow = (r: PolicyRow): SpendPolicyRecord => ({
+  network: r.network,
+  agent: r.agent,
+  limits: r.policy.limits.map((l) => ({ currency: l.currency, perCall: l.per_call === null ? null : BigInt(l.per_call), daily: l.daily === null ? null : BigInt(l.daily) })),
+  allowedSellers: r.policy.allowed_sellers,
+  allowedDomains: r.policy.allowed_domains,
+  minIdentityVerdict: r.policy.min_identity_verdict,
+  ownerPrincipal: r.owner_principal,
+  updatedAt: date(r.updated_at),
+});
+
+const bodyOf = (p: SpendPolicyRecord): PolicyBody => ({
+  limits: p.limits.map((l) => ({ currency: l.currency, per_call: l.perCall?.toString() ?? null, daily: l.daily?.toString() ?? null })),
+  allowed_sellers: p.allowedSellers,
+  allowed_domains: p.allowedDomains,
+  min_identity_verdict: p.minIdentityVerdict,
+});
+
+interface SpendRow {
+  asset: string;
+  gross_atomic: string;
+  receipts: number;
+}
+
+export function buyerRepository(ctx: RepoContext): BuyerRepository {
+  const em = () => ctx.em();
+  return {
+    getPolicy: (network, agent) =>
+      one<PolicyRow, SpendPolicyRecord>(em(), `select network, agent, policy, owner_principal, updated_at from buyer_policies where network = ? and agent = ?`, [network, agent], policyFromRow),
+    putPolicy: async (p) => {
+      await query(
+        em(),
+        `insert into buyer_policies (network, agent, policy, owner_principal, updated_at) values (?, ?, ?::jsonb, ?, ?)
+         on conflict (network, agent) do update set policy = excluded.policy, owner_principal = excluded.owner_principal, updated_at = excluded.updated_at`,
+        [p.network, p.agent, JSON.stringify(bodyOf(p)), p.ownerPrincipal, p.updatedAt],
+      );
+    },
+    spentOn: async (network, agent, day) => {
+      const rows = await query<SpendRow>(
+        em(),
+        `select asset, gross_atomic::text as gross_atomic, receipts from buyer_spend_daily where network = ? and agent = ? and day = ?::date`,
+        [network, agent, day],
+      );
+      return rows.map((r): DailySpend => ({ asset: r.asset, grossAtomic: BigInt(r.gross_atomic), receipts: Number(r.receipts) }));
+    },
+    spendReceiptOf: async (network: Network, agent: string, txSig: string) => {
+      const rows = await query<Parameters<typeof receiptFromRow>[0]>(
+        em(),
+        `select network, source, body, created_at, verification, verification_reason, verification_checked_at, verification_attempts
+           from receipts where network = ? and agent = ? and tx_sig = ? and kind = 'spend' order by nonce limit 1`,
+        [network, agent, txSig],
+      );
+      return rows[0] ? receiptFromRow(rows[0]) : null;
+    },
+  };
+}

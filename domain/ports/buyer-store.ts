@@ -1,0 +1,17 @@
+import type { Network } from '../shared/network.ts';
+import type { DailySpend, SpendPolicyRecord } from '../buyer/schema.ts';
+import type { StoredReceipt } from '../receipts/schema.ts';
+
+// Issue 14: the buyer side's own rows (migrations/0016-buyer.ts): spend policies per buyer agent and the daily spend
+// rollup a trigger keeps in the transaction of every spend receipt's insert.
+
+export interface BuyerRepository {
+  /** e.g. getPolicy("chain-devnet", "AgEnT…") → { limits: [{ currency: "USDC", perCall: 500000n, daily: 10000000n }], … } */
+  getPolicy(network: Network, agent: string): Promise<SpendPolicyRecord | null>;
+  /** inserts or replaces the agent's policy */
+  putPolicy(record: SpendPolicyRecord): Promise<void>;
+  /** what the agent spent on `day` ("2026-11-24", UTC) per asset: one primary-key range read of the rollup */
+  spentOn(network: Network, agent: string, day: string): Promise<DailySpend[]>;
+  /** the agent's spend receipt of a settlement signature (index receipts_spend_tx_sig); null when none */
+  spendReceiptOf(network: Network, agent: string, txSig: string): Promise<StoredReceipt | null>;
+}
