@@ -145,8 +145,14 @@ export class QuoteService {
     const agent = payTo ? await this.deps.store.agents.findByTreasury(caller.network, payTo) : null;
     let identity: Quote['seller']['identity'] = null;
     if (agent) {
-      const v = await this.deps.identity.verify(caller, { mint: agent.mint, intent: 'pay' });
-      identity = { verdict: v.verdict, score: v.score, checks: v.checks };
+      try {
+        const v = await this.deps.identity.verify(caller, { mint: agent.mint, intent: 'pay' });
+        identity = { verdict: v.verdict, score: v.score, checks: v.checks };
+      } catch {
+        // The verdict reads the ledger; when it cannot be formed the quote still answers, with no verdict (a policy
+        // asking for one then denies: a seller without a verdict counts as deny).
+        identity = null;
+      }
     }
     return { ...q, seller: { pay_to: payTo, agent: agent?.mint ?? null, identity }, quoted_at: this.deps.clock.now().toISOString() };
   }

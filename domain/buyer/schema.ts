@@ -141,7 +141,7 @@ export const Quote = z.object({
   domain: z.string().nullable(),
   payment_link: z.string().nullable(),
   resource: z.object({ url: z.string(), description: z.string().nullable(), mime_type: z.string().nullable() }).nullable(),
-  options: z.array(QuoteOption),
+  options: z.array(QuoteOption).max(64),
   seller: z.object({
     /** the pay_to of the payable options (an agent treasury for a gateway seller) */
     pay_to: z.string().nullable(),

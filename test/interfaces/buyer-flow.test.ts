@@ -151,8 +151,15 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const direct = (sent as { signature: string }).signature;
   await until('client-side payment landed', async () => (await ledger.getTransaction(direct)) ?? undefined, 30_000, 100);
   const paymentResponse = Buffer.from(JSON.stringify({ success: true, transaction: direct, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1' })).toString('base64');
-  const first = await trpc.buyer.finalize.mutate({ agent: mint, payment_response: paymentResponse, request: { method: 'GET', url: 'https://seller.example/data' }, response: { status: 200 } });
-  t.true(first.recorded);
+  // two finalize calls at once (tRPC and REST): exactly one records, both answer the same receipt
+  const [viaTrpcFin, viaRestFin] = await Promise.all([
+    trpc.buyer.finalize.mutate({ agent: mint, payment_response: paymentResponse, request: { method: 'GET', url: 'https://seller.example/data' }, response: { status: 200 } }),
+    rest('POST', '/v1/buyer/receipt/finalize', { agent: mint, payment_response: paymentResponse, request: { method: 'GET', url: 'https://seller.example/data' }, response: { status: 200 } }),
+  ]);
+  t.is(viaRestFin.status, 200, JSON.stringify(viaRestFin.body));
+  t.deepEqual([viaTrpcFin.recorded, viaRestFin.body.recorded].sort(), [false, true]);
+  t.is(viaRestFin.body.receipt.receipt.receipt_hash, viaTrpcFin.receipt.receipt.receipt_hash);
+  const first = viaTrpcFin.recorded ? viaTrpcFin : (viaRestFin.body as typeof viaTrpcFin);
   t.like(first.receipt, { source: 'buyer', verification: { status: 'verified' } });
   t.like(first.receipt.receipt, {
     kind: 'spend',
