@@ -112,7 +112,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist });
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
-  const spendPolicies = new SpendPolicyService({ store, clock, quotes });
+  const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
   return {
     receipts,
     pull: new PullService({

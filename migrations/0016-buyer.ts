@@ -41,6 +41,8 @@ export class Migration0016Buyer extends Migration {
       select network, agent, body->'price'->>'asset', (ts at time zone 'UTC')::date, sum((body->'price'->>'gross')::numeric), count(*)
       from receipts where kind = 'spend' and decision = 'allow'
       group by 1, 2, 3, 4;`);
+    // The daily cap also counts the agent's buyer payments not landed yet (open rows only: a partial index).
+    this.addSql(`create index prepared_transactions_open_by_agent on prepared_transactions (network, agent, kind) where state <> 'done';`);
     // buyer/receipt/finalize is idempotent per settlement: the agent's spend receipt of a signature, by index.
     this.addSql(`create index receipts_spend_tx_sig on receipts (network, agent, tx_sig) where kind = 'spend' and tx_sig is not null;`);
   }

@@ -1,6 +1,7 @@
 import type { Caller } from '../access/ownership.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Store } from '../ports/store.ts';
+import type { Ledger } from '../ports/ledger.ts';
 import { DomainError } from '../shared/errors.ts';
 import { atomicToDecimal } from '../shared/money.ts';
 import { findStable, STABLES, type Network, type StableSymbol } from '../shared/network.ts';
@@ -19,6 +20,8 @@ export interface SpendPolicyServiceDeps {
   store: Store;
   clock: Clock;
   quotes: QuoteService;
+  /** block heights: whether a prepared payment can still be submitted */
+  ledgers: Partial<Record<Network, Ledger>>;
 }
 
 export class SpendPolicyService {
@@ -70,29 +73,46 @@ export class SpendPolicyService {
     await ownedAgent(this.deps.store, caller, agent);
   }
 
-  /** The policy over a quote, with today's spend; `currency` restricts the options considered. */
+  /** The policy over a quote, with today's spend and the payments in flight; `currency` restricts the options considered. */
   async decide(caller: Caller, agent: string, quote: Quote, currency?: StableSymbol): Promise<Evaluation> {
     const policy = await this.deps.store.buyer.getPolicy(caller.network, agent);
     const spentToday = await this.spentToday(caller.network, agent);
-    const d = evaluate(policy, quote, spentToday, currency);
-    return {
-      ...d,
-      spent_today: Object.entries(spentToday).map(([c, v]) => ({ currency: c as StableSymbol, gross_atomic: (v as bigint).toString() })),
-      quote,
-    };
+    const inFlight = await this.inFlight(caller.network, agent);
+    const d = evaluate(policy, quote, spentToday, currency, inFlight);
+    const list = (m: RuleFacts['spentToday']) => Object.entries(m).map(([c, v]) => ({ currency: c as StableSymbol, gross_atomic: (v as bigint).toString() }));
+    return { ...d, spent_today: list(spentToday), in_flight: list(inFlight), quote };
   }
 
   /** Gross spent today (UTC) per curated stable, from the rollup. */
   private async spentToday(network: Network, agent: string): Promise<RuleFacts['spentToday']> {
     const day = this.deps.clock.now().toISOString().slice(0, 10);
-    const rows = await this.deps.store.buyer.spentOn(network, agent, day);
-    const out: RuleFacts['spentToday'] = {};
-    for (const r of rows) {
-      const stable = STABLES[network].find((s) => s.mint === r.asset);
-      if (stable) out[stable.symbol] = r.grossAtomic;
-    }
-    return out;
+    return bySymbol(network, await this.deps.store.buyer.spentOn(network, agent, day));
   }
+
+  /**
+   * Buyer payments of the agent not landed yet: a submitted one may still land; a prepared one only while its
+   * blockhash is valid (afterwards submit refuses it). Without them, payments prepared side by side would each pass
+   * the daily cap alone.
+   */
+  private async inFlight(network: Network, agent: string): Promise<RuleFacts['spentToday']> {
+    const open = await this.deps.store.buyer.inFlight(network, agent);
+    if (open.length === 0) return {};
+    let height: number | null = null;
+    if (open.some((p) => p.state === 'prepared')) {
+      // no ledger (or no answer): count every prepared payment, the cautious reading
+      height = await this.deps.ledgers[network]?.getBlockHeight().catch(() => null) ?? null;
+    }
+    return bySymbol(network, open.filter((p) => p.state === 'submitted' || height === null || p.lastValidBlockHeight >= height));
+  }
+}
+
+function bySymbol(network: Network, rows: { asset: string; grossAtomic: bigint }[]): RuleFacts['spentToday'] {
+  const out: RuleFacts['spentToday'] = {};
+  for (const r of rows) {
+    const stable = STABLES[network].find((s) => s.mint === r.asset);
+    if (stable) out[stable.symbol] = (out[stable.symbol] ?? 0n) + r.grossAtomic;
+  }
+  return out;
 }
 
 export function toSpendPolicy(r: SpendPolicyRecord): SpendPolicy {

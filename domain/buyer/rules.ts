@@ -12,6 +12,8 @@ export interface RuleFacts {
   option: QuoteOption;
   /** gross atomic the agent already spent today, per stable symbol */
   spentToday: Partial<Record<StableSymbol, bigint>>;
+  /** gross atomic of the agent's payments prepared or submitted and not landed yet (they may still land today) */
+  inFlight?: Partial<Record<StableSymbol, bigint>>;
 }
 
 export type Rule = (policy: SpendPolicyRecord, facts: RuleFacts) => RuleResult;
@@ -31,14 +33,16 @@ export const perCallMax: Rule = (policy, { option }) => {
 };
 
 /** Today's spend in the option's stable plus this call's gross stays within the daily cap. */
-export const dailyCap: Rule = (policy, { option, spentToday }) => {
+export const dailyCap: Rule = (policy, { option, spentToday, inFlight = {} }) => {
   const cap = limitOf(policy, option.currency)?.daily ?? null;
   if (cap === null || option.currency === null) return result('daily_cap', true, `No daily cap for ${option.currency ?? option.asset}.`, option.currency);
-  const spent = spentToday[option.currency] ?? 0n;
+  const flying = inFlight[option.currency] ?? 0n;
+  const spent = (spentToday[option.currency] ?? 0n) + flying;
   const after = spent + BigInt(option.gross_atomic);
+  const pending = flying > 0n ? ` (${show(flying, option)} of it in payments not landed yet)` : '';
   return after <= cap
-    ? result('daily_cap', true, `Spent ${show(spent, option)} today; with this call ${show(after, option)}, within the daily cap of ${show(cap, option)}.`, option.currency)
-    : result('daily_cap', false, `Spent ${show(spent, option)} today; this call would make ${show(after, option)}, above the daily cap of ${show(cap, option)}.`, option.currency);
+    ? result('daily_cap', true, `Spent ${show(spent, option)} today${pending}; with this call ${show(after, option)}, within the daily cap of ${show(cap, option)}.`, option.currency)
+    : result('daily_cap', false, `Spent ${show(spent, option)} today${pending}; this call would make ${show(after, option)}, above the daily cap of ${show(cap, option)}.`, option.currency);
 };
 
 /** The seller — its agent mint, or the pay_to address — is on the allow-list. */
@@ -93,7 +97,13 @@ export interface Decision {
  * The policy (null: the agent has none — every rule passes, said so) over the quote's payable options (restricted to
  * `currency` when given): the first option every rule passes is allowed; else deny with the first option's failures.
  */
-export function evaluate(policy: SpendPolicyRecord | null, quote: Quote, spentToday: RuleFacts['spentToday'], currency?: StableSymbol): Decision {
+export function evaluate(
+  policy: SpendPolicyRecord | null,
+  quote: Quote,
+  spentToday: RuleFacts['spentToday'],
+  currency?: StableSymbol,
+  inFlight: NonNullable<RuleFacts['inFlight']> = {},
+): Decision {
   const options = quote.options.filter((o) => o.payable && (currency === undefined || o.currency === currency));
   if (options.length === 0) {
     const detail = currency
@@ -105,7 +115,7 @@ export function evaluate(policy: SpendPolicyRecord | null, quote: Quote, spentTo
   let first: Decision | null = null;
   for (const option of options) {
     const checks = policy
-      ? RULES.map((rule) => rule(policy, { quote, option, spentToday }))
+      ? RULES.map((rule) => rule(policy, { quote, option, spentToday, inFlight }))
       : [result('policy', true, 'The agent has no spend policy: nothing limits it.', option.currency)];
     const failed = checks.filter((c) => !c.ok);
     const d: Decision = { decision: failed.length === 0 ? 'allow' : 'deny', reasons: failed.map((c) => c.detail), checks, option };

@@ -236,6 +236,8 @@ export const Evaluation = z.object({
   option: QuoteOption.nullable(),
   /** what the agent spent today per stable, gross atomic, as the daily cap read it */
   spent_today: z.array(z.object({ currency: StableSymbol, gross_atomic: z.string() })),
+  /** payments of the agent prepared or submitted and not landed yet, per stable, gross atomic: the daily cap counts them too */
+  in_flight: z.array(z.object({ currency: StableSymbol, gross_atomic: z.string() })),
   quote: Quote,
 });
 export type Evaluation = z.infer<typeof Evaluation>;
@@ -320,6 +322,15 @@ export interface SpendPolicyRecord {
   minIdentityVerdict: 'allow' | 'warn' | null;
   ownerPrincipal: string;
   updatedAt: Date;
+}
+
+/** A buyer payment prepared or submitted and not landed yet (prepared_transactions state <> 'done'). */
+export interface InFlightPayment {
+  asset: string;
+  grossAtomic: bigint;
+  state: 'prepared' | 'submitted';
+  /** a prepared payment past this block height can no longer be submitted */
+  lastValidBlockHeight: number;
 }
 
 /** One row of the daily spend rollup: gross atomic of `asset` spent by the agent on the UTC day. */

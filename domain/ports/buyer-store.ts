@@ -1,5 +1,5 @@
 import type { Network } from '../shared/network.ts';
-import type { DailySpend, SpendPolicyRecord } from '../buyer/schema.ts';
+import type { DailySpend, InFlightPayment, SpendPolicyRecord } from '../buyer/schema.ts';
 import type { StoredReceipt } from '../receipts/schema.ts';
 
 // Issue 14: the buyer side's own rows (migrations/0016-buyer.ts): spend policies per buyer agent and the daily spend
@@ -12,6 +12,8 @@ export interface BuyerRepository {
   putPolicy(record: SpendPolicyRecord): Promise<void>;
   /** what the agent spent on `day` ("2026-11-24", UTC) per asset: one primary-key range read of the rollup */
   spentOn(network: Network, agent: string, day: string): Promise<DailySpend[]>;
+  /** the agent's buyer payments not landed yet (index prepared_transactions_open_by_agent: open rows only) */
+  inFlight(network: Network, agent: string): Promise<InFlightPayment[]>;
   /** the agent's spend receipt of a settlement signature (index receipts_spend_tx_sig); null when none */
   spendReceiptOf(network: Network, agent: string, txSig: string): Promise<StoredReceipt | null>;
 }

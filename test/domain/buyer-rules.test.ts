@@ -79,6 +79,11 @@ test('dailyCap: today’s spend plus this gross within the cap passes, beyond fa
   t.false(over.ok);
   t.regex(over.detail, /Spent 1\.000001 USDC today; this call would make 2\.000001 USDC, above the daily cap of 2 USDC/);
   t.true(dailyCap(p, { quote: quote([]), option: o, spentToday: {} }).ok, 'nothing spent yet');
+  // payments in flight count as spent
+  const flying = dailyCap(p, { quote: quote([]), option: o, spentToday: { USDC: 500_000n }, inFlight: { USDC: 500_001n } });
+  t.false(flying.ok);
+  t.regex(flying.detail, /Spent 1\.000001 USDC today \(0\.500001 USDC of it in payments not landed yet\)/);
+  t.true(dailyCap(p, { quote: quote([]), option: o, spentToday: { USDC: 500_000n }, inFlight: { USDC: 500_000n } }).ok);
 });
 
 test('allowedSellers: the seller agent or the pay_to on the list passes; anyone else fails; no list passes', (t) => {

@@ -123,6 +123,16 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.falsy(gAllowed.body.errors, JSON.stringify(gAllowed.body.errors));
   t.is(gAllowed.body.data.executeBuyerPayment.decision, 'allow');
 
+  // Those two are prepared, not landed: the daily cap (5 USDC) counts them, so payments prepared side by side cannot
+  // each pass it alone — 1.515 spent + 2.02 in flight + 1.515 > 5.
+  const directGross = 500_000n + feeFor(500_000n, bps);
+  const overCap = await rest('POST', '/v1/buyer/payment/execute', body);
+  t.is(overCap.status, 403, JSON.stringify(overCap.body));
+  t.deepEqual(overCap.body.details.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule), ['daily_cap']);
+  t.regex(overCap.body.details.reasons[0], /not landed yet/);
+  const flying = await rest('POST', '/v1/buyer/policy/evaluate', { agent: mint, payment_link: link.body.id });
+  t.like(flying.body, { decision: 'deny', spent_today: [{ currency: 'USDC', gross_atomic: gross.toString() }], in_flight: [{ currency: 'USDC', gross_atomic: (gross + directGross).toString() }] });
+
   // 3. finalize of that settlement: the confirmation already recorded the spend receipt — nothing twice.
   const fin = await rest('POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: settlement });
   t.is(fin.status, 200, JSON.stringify(fin.body));
@@ -203,7 +213,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.false(vt.body.ok);
   t.deepEqual(vt.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name), ['hash', 'stored', 'settlement']);
 
-  // 6. The day's spend the daily cap reads: both grosses; another 1.50 would exceed the 5 USDC cap only after two more.
+  // 6. The day's spend the daily cap reads: both landed grosses (the client-side payment too, through its receipt).
   const evaluated = await rest('POST', '/v1/buyer/policy/evaluate', { agent: mint, payment_link: link.body.id });
-  t.like(evaluated.body, { decision: 'allow', spent_today: [{ currency: 'USDC', gross_atomic: (gross + amount + fee).toString() }] });
+  t.like(evaluated.body, { spent_today: [{ currency: 'USDC', gross_atomic: (gross + amount + fee).toString() }] });
 });

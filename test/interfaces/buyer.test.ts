@@ -256,7 +256,7 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
 
   await rest(t, 'PUT', '/v1/buyer/policy', { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '2', daily: '3' }], allowed_sellers: [seller] });
   const allowed = await rest(t, 'POST', '/v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
-  t.like(allowed.body, { decision: 'allow', reasons: [], option: { currency: 'USDC', gross_atomic: gross.toString() }, spent_today: [] });
+  t.like(allowed.body, { decision: 'allow', reasons: [], option: { currency: 'USDC', gross_atomic: gross.toString() }, spent_today: [], in_flight: [] });
   t.deepEqual(allowed.body.checks.map((c: { rule: string; ok: boolean }) => [c.rule, c.ok]), [
     ['per_call_max', true], ['daily_cap', true], ['allowed_sellers', true], ['allowed_domains', true], ['min_identity_verdict', true],
   ]);

@@ -1,6 +1,6 @@
 import type { Network } from '../../../domain/shared/network.ts';
 import type { BuyerRepository } from '../../../domain/ports/buyer-store.ts';
-import type { DailySpend, SpendPolicyRecord } from '../../../domain/buyer/schema.ts';
+import type { DailySpend, InFlightPayment, SpendPolicyRecord } from '../../../domain/buyer/schema.ts';
 import type { StableSymbol } from '../../../domain/shared/network.ts';
 import { date, one, query, type RepoContext } from './context.ts';
 import { receiptFromRow } from './receipts.ts';
@@ -68,6 +68,18 @@ export function buyerRepository(ctx: RepoContext): BuyerRepository {
         [network, agent, day],
       );
       return rows.map((r): DailySpend => ({ asset: r.asset, grossAtomic: BigInt(r.gross_atomic), receipts: Number(r.receipts) }));
+    },
+    inFlight: async (network, agent) => {
+      const rows = await query<{ asset: string | null; gross_atomic: string | null; state: 'prepared' | 'submitted'; last_valid_block_height: string }>(
+        em(),
+        `select e.metadata->'echo'->>'mint' as asset, e.metadata->'echo'->>'gross_atomic' as gross_atomic, p.state, p.last_valid_block_height::text as last_valid_block_height
+           from prepared_transactions p join events e on e.id = p.event_id
+          where p.network = ? and p.agent = ? and p.kind = 'buyer.payment' and p.state <> 'done'`,
+        [network, agent],
+      );
+      return rows
+        .filter((r) => r.asset !== null && r.gross_atomic !== null && /^\d{1,40}$/.test(r.gross_atomic))
+        .map((r): InFlightPayment => ({ asset: r.asset!, grossAtomic: BigInt(r.gross_atomic!), state: r.state, lastValidBlockHeight: Number(r.last_valid_block_height) }));
     },
     spendReceiptOf: async (network: Network, agent: string, txSig: string) => {
       const rows = await query<Parameters<typeof receiptFromRow>[0]>(

@@ -175,6 +175,7 @@ const EvaluationRef = builder.objectRef<Evaluation>('SpendEvaluation').implement
     checks: t.expose('checks', { type: [RuleResultRef] }),
     option: t.expose('option', { type: QuoteOptionRef, nullable: true }),
     spentToday: t.expose('spent_today', { type: [SpentRef] }),
+    inFlight: t.expose('in_flight', { type: [SpentRef], description: 'payments prepared or submitted, not landed yet: the daily cap counts them' }),
     quote: t.expose('quote', { type: QuoteRef }),
   }),
 });
