@@ -318,3 +318,45 @@ test('the daily rollup is one row per (agent, stable, UTC day) kept by the recei
   const plan = (await w.app.database.orm.em.fork().execute(`explain select gross_atomic from buyer_spend_daily where network = 'chain-devnet' and agent = ? and day = '2026-03-02'::date`, [mint])) as { 'QUERY PLAN': string }[];
   t.notRegex(plan.map((r) => r['QUERY PLAN']).join(' '), /receipts/);
 });
+
+test('receipt verify and finalize: chain position of a pushed chain, a receipt not on the chain, and another principal gets 404', async (t) => {
+  const { w, other } = t.context;
+  const { mint } = await recordAgent(w.app, w.key);
+  const r0 = buildReceipt(mint, null, { kind: 'spend' });
+  const r1 = buildReceipt(mint, { nonce: 0, receiptHash: r0.receipt_hash }, { kind: 'spend' });
+  const r2 = buildReceipt(mint, { nonce: 1, receiptHash: r1.receipt_hash }, { kind: 'spend' });
+  for (const r of [r0, r1, r2]) t.is((await rest(t, 'POST', `/v1/receipts/${mint}`, r)).status, 200);
+
+  const middle = await rest(t, 'POST', '/v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash });
+  t.is(middle.status, 200, JSON.stringify(middle.body));
+  t.like(middle.body, { ok: true, nonce: 1, agent: mint, settlement: 'not_applicable' });
+  t.regex(middle.body.checks.find((c: { name: string }) => c.name === 'chain_position').detail, /links to .* and is linked from nonce 2/);
+
+  // a well-formed receipt that claims nonce 1 but links elsewhere: its own hash is right, it is not on the chain
+  const forged = buildReceipt(mint, { nonce: 0, receiptHash: r2.receipt_hash }, { kind: 'spend', ts: '2026-02-01T00:00:00.000Z' });
+  const v = await trpc(t).buyer.verifyReceipt.mutate({ receipt: forged });
+  t.false(v.ok);
+  t.deepEqual(v.checks.map((c) => [c.name, c.ok]), [['hash', true], ['stored', false], ['chain_position', false], ['settlement', true]]);
+
+  // another principal: the receipt and the agent do not exist for it
+  const foreign = await rest(t, 'POST', '/v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash }, other);
+  t.is(foreign.status, 404);
+  t.is(foreign.body.error, 'receipt_not_found');
+  const foreignBody = await rest(t, 'POST', '/v1/buyer/receipt/verify', { receipt: forged }, other);
+  t.is(foreignBody.status, 404);
+  const foreignFinalize = await rest(t, 'POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: '5'.repeat(88) }, other);
+  t.is(foreignFinalize.status, 404);
+  t.is(foreignFinalize.body.error, 'agent_not_found');
+
+  // finalize of a signature the ledger never saw: 422, nothing recorded; bad input: 400
+  const unseen = await rest(t, 'POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: '5'.repeat(88) });
+  t.is(unseen.status, 422, JSON.stringify(unseen.body));
+  t.like(unseen.body, { error: 'transaction_invalid', details: { retry: true } });
+  for (const bad of [{ agent: mint }, { agent: mint, signature: 'x', payment_response: 'y' }, { agent: mint, payment_response: 'bm90IGpzb24=' }]) {
+    const res = await rest(t, 'POST', '/v1/buyer/receipt/finalize', bad);
+    t.is(res.status, 400, JSON.stringify(bad));
+  }
+  const g = await gql(t, 'mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok nonce checks { name ok } } }', { h: r2.receipt_hash });
+  t.falsy(g.body.errors, JSON.stringify(g.body.errors));
+  t.like(g.body.data.verifyBuyerReceipt, { ok: true, nonce: 2 });
+});
