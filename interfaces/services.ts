@@ -162,7 +162,7 @@ export function buildServices(deps: ServiceDeps): Services {
       catalog: new BuyerCatalog({ settings, facilitator: deps.paywallFacilitator }),
       quotes,
       policies: spendPolicies,
-      payments: new BuyerPaymentService({ quotes, policies: spendPolicies, transactions }),
+      payments: new BuyerPaymentService({ store, quotes, policies: spendPolicies, transactions }),
       receipts: new BuyerReceiptService({ store, clock, ledgers: deps.ledgers, settings }),
     },
     clock,

@@ -1,4 +1,5 @@
 import type { Caller } from '../access/ownership.ts';
+import type { Store } from '../ports/store.ts';
 import type { TransactionService } from '../transactions/service.ts';
 import { DomainError } from '../shared/errors.ts';
 import { findStable } from '../shared/network.ts';
@@ -13,6 +14,7 @@ import { ExecuteInput, type ExecuteResult } from './schema.ts';
 // holds the executive's key. A denial answers 403 spend_denied with the reasons; nothing is prepared.
 
 export interface BuyerPaymentServiceDeps {
+  store: Store;
   quotes: QuoteService;
   policies: SpendPolicyService;
   transactions: TransactionService;
@@ -37,14 +39,21 @@ export class BuyerPaymentService {
       quote = await this.deps.quotes.direct(caller, { pay_to: p.pay_to!, amount, currency: stable.symbol });
       currency = stable.symbol;
     }
-    const evaluation = await this.deps.policies.decide(caller, p.buyer_agent, quote, currency);
-    if (evaluation.decision === 'deny') {
-      throw new DomainError('spend_denied', `The spend policy of ${p.buyer_agent} denies this payment: ${evaluation.reasons.join(' ')}`, {
-        reasons: evaluation.reasons,
-        checks: evaluation.checks,
-      });
-    }
-    const prepared = await this.deps.transactions.prepareRoute(caller, 'buyerPayment', p as Record<string, unknown>);
-    return { decision: 'allow', checks: evaluation.checks, prepared };
+    // One execute of an agent at a time, from the policy read to the prepared row's commit: the next one sees this
+    // payment in flight, so two executes side by side cannot each pass the daily cap alone.
+    return this.deps.store.transaction(async (tx) => {
+      if (!(await tx.buyer.tryLockPayments(caller.network, p.buyer_agent))) {
+        throw new DomainError('conflict', `Another payment of agent ${p.buyer_agent} is being prepared; retry in a moment.`, { agent: p.buyer_agent, retry: true });
+      }
+      const evaluation = await this.deps.policies.decide(caller, p.buyer_agent, quote, currency);
+      if (evaluation.decision === 'deny') {
+        throw new DomainError('spend_denied', `The spend policy of ${p.buyer_agent} denies this payment: ${evaluation.reasons.join(' ')}`, {
+          reasons: evaluation.reasons,
+          checks: evaluation.checks,
+        });
+      }
+      const prepared = await this.deps.transactions.prepareRoute(caller, 'buyerPayment', p as Record<string, unknown>);
+      return { decision: 'allow' as const, checks: evaluation.checks, prepared };
+    });
   }
 }

@@ -14,6 +14,11 @@ export interface BuyerRepository {
   spentOn(network: Network, agent: string, day: string): Promise<DailySpend[]>;
   /** the agent's buyer payments not landed yet (index prepared_transactions_open_by_agent: open rows only) */
   inFlight(network: Network, agent: string): Promise<InFlightPayment[]>;
+  /**
+   * Inside a transaction: takes the agent's payment lock until commit without waiting; false when another request
+   * holds it (execute then answers 409 rather than hold a connection while it waits).
+   */
+  tryLockPayments(network: Network, agent: string): Promise<boolean>;
   /** the agent's spend receipt of a settlement signature (index receipts_spend_tx_sig); null when none */
   spendReceiptOf(network: Network, agent: string, txSig: string): Promise<StoredReceipt | null>;
 }

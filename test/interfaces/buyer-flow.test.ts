@@ -133,6 +133,17 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const flying = await rest('POST', '/v1/buyer/policy/evaluate', { agent: mint, payment_link: link.body.id });
   t.like(flying.body, { decision: 'deny', spent_today: [{ currency: 'USDC', gross_atomic: gross.toString() }], in_flight: [{ currency: 'USDC', gross_atomic: (gross + directGross).toString() }] });
 
+  // Two executes at once where one fits the cap and two do not: exactly one is prepared (the agent's payments are
+  // prepared one at a time; the other is refused — 409 while the first holds the agent, or 403 once it sees it).
+  await rest('PUT', '/v1/buyer/policy', { agent: mint, limits: [{ currency: 'USDC', per_call: '2', daily: '6.1' }], allowed_sellers: [seller.mint] });
+  const both = await Promise.all([rest('POST', '/v1/buyer/payment/execute', body), rest('POST', '/v1/buyer/payment/execute', body)]);
+  const statuses = both.map((r) => r.status).sort();
+  t.is(statuses[0], 200, JSON.stringify(both.map((r) => r.body)));
+  t.true(statuses[1] === 403 || statuses[1] === 409, JSON.stringify(both.map((r) => r.body)));
+  const retried = await rest('POST', '/v1/buyer/payment/execute', body);
+  t.is(retried.status, 403, 'a retry sees the first in flight');
+  t.is(retried.body.error, 'spend_denied');
+
   // 3. finalize of that settlement: the confirmation already recorded the spend receipt — nothing twice.
   const fin = await rest('POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: settlement });
   t.is(fin.status, 200, JSON.stringify(fin.body));

@@ -48,6 +48,9 @@ interface SpendRow {
   receipts: number;
 }
 
+/** buyer payments: one transaction-scoped lock per (network, agent), keyed (PAYMENTS_LOCK, hashtext(…)) */
+const PAYMENTS_LOCK = 7_201_014;
+
 export function buyerRepository(ctx: RepoContext): BuyerRepository {
   const em = () => ctx.em();
   return {
@@ -80,6 +83,11 @@ export function buyerRepository(ctx: RepoContext): BuyerRepository {
       return rows
         .filter((r) => r.asset !== null && r.gross_atomic !== null && /^\d{1,40}$/.test(r.gross_atomic))
         .map((r): InFlightPayment => ({ asset: r.asset!, grossAtomic: BigInt(r.gross_atomic!), state: r.state, lastValidBlockHeight: Number(r.last_valid_block_height) }));
+    },
+    tryLockPayments: async (network, agent) => {
+      if (!ctx.inTransaction) throw new Error('buyer.tryLockPayments must run inside store.transaction');
+      const rows = await query<{ locked: boolean }>(em(), 'select pg_try_advisory_xact_lock(?, hashtext(?)) as locked', [PAYMENTS_LOCK, `${network}:${agent}`]);
+      return rows[0]?.locked === true;
     },
     spendReceiptOf: async (network: Network, agent: string, txSig: string) => {
       const rows = await query<Parameters<typeof receiptFromRow>[0]>(
