@@ -2,7 +2,7 @@ import anyTest, { type TestFn } from 'ava';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor } from '../../domain/shared/money.ts';
-import { http, issueKey, recordAgent, type HttpResult } from '../support/app.ts';
+import { http, issueKey, recordAgent, removeDataDir, startTestApp, type HttpResult } from '../support/app.ts';
 import { buildReceipt } from '../support/receipts.ts';
 import { createLink, startLocalServer, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
@@ -359,4 +359,21 @@ test('receipt verify and finalize: chain position of a pushed chain, a receipt n
   const g = await gql(t, 'mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok nonce checks { name ok } } }', { h: r2.receipt_hash });
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
   t.like(g.body.data.verifyBuyerReceipt, { ok: true, nonce: 2 });
+});
+
+test('GET /v1/seller/facilitator with a facilitator that does not answer: 200 with health null and the reason', async (t) => {
+  const down = await startLocalServer();
+  await down.close();
+  const app = await startTestApp({ env: { SVC_PAYWALL_FACILITATOR_URL: `${down.url}/facilitator` } });
+  t.teardown(async () => {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  });
+  const key = await issueKey(app);
+  const res = await http(app, 'GET', '/v1/seller/facilitator', { key });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  t.is(res.body.url, `${down.url}/facilitator`);
+  t.is(res.body.health, null);
+  t.is(typeof res.body.health_error, 'string');
+  t.true(res.body.networks.every((n: { fee_payer: string | null; supported: boolean }) => n.fee_payer === null && n.supported === false));
 });
