@@ -119,9 +119,16 @@ class Group {
   private publish(e: EventRecord): void {
     if (this.members.size === 0) return;
     fanOutCounters.sharedExecutions++;
-    const out = this.run(e);
-    if (!isPromiseLike(out) && this.tail === undefined) {
-      this.deliver(e.seq, out);
+    let out: ExecutionResult | PromiseLike<ExecutionResult>;
+    try {
+      out = this.run(e);
+      if (!isPromiseLike(out) && this.tail === undefined) {
+        this.deliver(e.seq, out);
+        return;
+      }
+    } catch (error) {
+      // Never thrown back into the feed, whose other watchers must still get the event.
+      for (const member of [...this.members]) member.fail(error);
       return;
     }
     const previous = this.tail ?? Promise.resolve();
@@ -129,7 +136,7 @@ class Group {
       .then(() => out)
       .then(
         (result) => this.deliver(e.seq, result),
-        (error) => this.members.forEach((m) => m.fail(error)),
+        (error) => [...this.members].forEach((m) => m.fail(error)),
       )
       .finally(() => {
         if (this.tail === next) this.tail = undefined;
