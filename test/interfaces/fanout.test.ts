@@ -228,6 +228,7 @@ test.serial('a distinct subscription is executed once per event, however many so
   const sseA1 = [sse(app, keyA, DOC_FULL, { kinds: ['payment_link.*'] }), sse(app, keyA, DOC_FULL, { kinds: ['payment_link.*'] })];
   groupA1.push(...sseA1);
   const all = [...groupA1, ...groupA2, ...groupB];
+  const stringify = JSON.stringify;
   try {
     // Live only once attached (the protocol does not acknowledge): warm up until every subscription got an event.
     for (let i = 0; i < 40 && !all.every((s) => s.events.length > 0); i++) {
@@ -240,11 +241,21 @@ test.serial('a distinct subscription is executed once per event, however many so
 
     const before = fanOutCounters.sharedExecutions;
     const counts = all.map((s) => s.events.length);
+    // Serialisations of a result (or of a message carrying one) while the event is fanned out: one per group.
+    let serialised = 0;
+    JSON.stringify = function (this: unknown, ...args: Parameters<typeof stringify>) {
+      const v = args[0] as { data?: { events?: unknown }; payload?: { data?: { events?: unknown } } } | undefined;
+      if (v?.data?.events !== undefined || v?.payload?.data?.events !== undefined) serialised++;
+      return stringify.apply(this, args);
+    } as typeof stringify;
     const id = await createLink(app, keyA, a1, 'counted');
     const isIt = (e: Received) => e.kind === 'payment_link.created' && (e.metadata === undefined || e.metadata.payment_link_id === id);
     await until(() => [...groupA1, ...groupA2].every((s, i) => s.events.length > counts[i]!), 5000, () => 'A subscriptions did not all receive the event');
     await new Promise((r) => setTimeout(r, 300));
+    JSON.stringify = stringify;
     const executions = fanOutCounters.sharedExecutions - before;
+    t.log(`serialisations of the event's results: ${serialised}`);
+    t.is(serialised, 2, 'each group serialised its result once, for its graphql-ws and SSE members alike');
     t.log(`${groupA1.length + groupA2.length} subscriptions of A in 2 groups; executions for the event: ${executions}`);
     t.is(executions, 2, 'one execution per matching group (A: two documents); none for B');
     [...groupA1, ...groupA2].forEach((s, i) => {
@@ -254,6 +265,7 @@ test.serial('a distinct subscription is executed once per event, however many so
     groupB.forEach((s, i) => t.is(s.events.length, counts[groupA1.length + groupA2.length + i]!, 'B sees nothing of A'));
     t.deepEqual(sseA1[0]!.events.at(-1), groupA1[0]!.events.at(-1), 'SSE and graphql-ws members of a group get the same payload');
   } finally {
+    JSON.stringify = stringify;
     sseA1.forEach((s) => s.close());
     await Promise.all(clients.map((c) => c.dispose()));
   }
