@@ -12,7 +12,9 @@
 // BENCH_EVENTS_INTERVAL_MS (a REST POST /v1/payment-links on the gateway, POST /events on the plain server). Latency =
 // a socket's receipt − the write's answer at the writer (one epoch clock; negative when a socket gets the event before
 // the writer reads its answer). CPU per write = process.cpuUsage() of the server's process across the writes and their
-// deliveries / writes. Missed = expected receipts that never came (must be 0). Sides alternate, plain first.
+// deliveries / writes; CPU per delivery = (CPU per write − CPU per write with no subscriber) / subscribers, the goal's
+// figure (≤ 2× plain at the largest count). Missed = expected receipts that never came (must be 0). Sides alternate,
+// plain first. RATIO rows: p99 per subscriber count (goal p99 ≤ 50 ms), CPU per delivery at the largest count.
 import { fork, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
