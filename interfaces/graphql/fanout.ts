@@ -184,6 +184,9 @@ function share(seq: bigint, result: ExecutionResult): Delivery {
 class Member implements AsyncIterableIterator<ExecutionResult> {
   private readonly queue: ExecutionResult[] = [];
   private wake: (() => void) | undefined;
+  /** wakes a replay waiting for the transport to take what is queued */
+  private room: (() => void) | undefined;
+  private left = false;
   /** a result handed to the transport that has not asked for the next one yet (it may not be written yet) */
   private inflight = false;
   private ended = false;
@@ -224,8 +227,6 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
     }
   }
 
-  private room: (() => void) | undefined;
-
   /** A live event of the group. */
   live(d: Delivery): void {
     if (this.ended) return;
@@ -265,10 +266,9 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
     this.room?.();
   }
 
-  private leaveDone = false;
   private leave(): void {
-    if (this.leaveDone) return;
-    this.leaveDone = true;
+    if (this.left) return;
+    this.left = true;
     this.group.leave(this);
     this.group.hub.members.delete(this);
   }
