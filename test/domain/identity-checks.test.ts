@@ -5,7 +5,9 @@ import {
   capabilityDeclared,
   domainVerified,
   handleSet,
+  intentCompatible,
   judge,
+  registrationValid,
   notDisabled,
   ratingAboveThreshold,
   volumeAboveThreshold,
@@ -27,11 +29,25 @@ function identity(overrides: Partial<Identity> = {}): Identity {
     claims: [],
     capability_cards: [],
     reputation: { settled_calls: 0, rating: null, volume: [], last_settled_at: null },
+    registration: null,
     ...overrides,
   };
 }
 
-const facts = (i: Identity | null, asset: VerifyFacts['asset'] = 'live'): VerifyFacts => ({ identity: i, asset });
+const facts = (i: Identity | null, asset: VerifyFacts['asset'] = 'live', paidEndpoints = 0): VerifyFacts => ({ identity: i, asset, paidEndpoints });
+const card = (capability: string, isPublic = true): Identity['capability_cards'][number] => ({
+  id: `cap_${capability}`,
+  mint: identity().mint,
+  capability,
+  title: null,
+  description: null,
+  endpoint: null,
+  tags: [],
+  public: isPublic,
+  created_at: '2026-01-01T00:00:00.000Z',
+  updated_at: '2026-01-01T00:00:00.000Z',
+});
+const verifiedDomain = [{ domain: 'a.example', verified_at: '2026-01-01T00:00:00.000Z' }];
 const withProfile = (p: Partial<Identity['profile']>) => identity({ profile: { ...identity().profile, ...p } });
 const withReputation = (r: Partial<Identity['reputation']>) => identity({ reputation: { ...identity().reputation, ...r } });
 
@@ -68,6 +84,48 @@ test('capability_declared: only when a capability is asked; warn', (t) => {
   t.is(capabilityDeclared.run(facts(identity()), {}), null);
   t.like(capabilityDeclared.run(facts(identity()), { capability: 'x.y' }), { ok: false, severity: 'warn' });
   t.like(capabilityDeclared.run(facts(withProfile({ capabilities: ['x.y'] })), { capability: 'x.y' }), { ok: true });
+});
+
+test('capability_declared: a public capability card declares it; a private card does not', (t) => {
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y')] })), { capability: 'x.y' }), { ok: true, detail: 'the agent declares x.y (capability card cap_x.y)' });
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y', false)] })), { capability: 'x.y' }), { ok: false });
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.z')] })), { capability: 'x.y' }), { ok: false });
+});
+
+test('registration: only when read back; warn; fails with the read-back detail', (t) => {
+  t.is(registrationValid.run(facts(identity()), {}), null);
+  t.is(registrationValid.run(facts(null), {}), null);
+  const bad = { uri: 'https://a.example/r.json', hosted: false, ok: false, detail: 'the document at https://a.example/r.json is not registration-v1: type: Invalid input' };
+  t.deepEqual(registrationValid.run(facts(identity({ registration: bad })), {}), { ok: false, detail: bad.detail, severity: 'warn' });
+  t.like(registrationValid.run(facts(identity({ registration: { ...bad, ok: true, detail: 'fine' } })), {}), { ok: true, severity: 'warn' });
+});
+
+test('intent pay: warn; passes when the agent sells a paid endpoint', (t) => {
+  t.is(intentCompatible.run(facts(identity()), {}), null);
+  t.is(intentCompatible.run(facts(null), { intent: 'pay' }), null);
+  t.like(intentCompatible.run(facts(identity(), 'live', 0), { intent: 'pay' }), { ok: false, severity: 'warn' });
+  t.like(intentCompatible.run(facts(identity(), 'live', 2), { intent: 'pay' }), { ok: true, severity: 'warn', detail: 'pay: the agent sells 2 paid endpoints' });
+});
+
+test('intent hire: warn; the asked capability must be declared, else any public capability', (t) => {
+  t.like(intentCompatible.run(facts(identity()), { intent: 'hire' }), { ok: false, severity: 'warn' });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('a.b', false)] })), { intent: 'hire' }), { ok: false });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('a.b')] })), { intent: 'hire' }), { ok: true });
+  t.like(intentCompatible.run(facts(withProfile({ capabilities: ['c.d'] })), { intent: 'hire' }), { ok: true });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('a.b')] })), { intent: 'hire', capability: 'x.y' }), { ok: false });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('x.y')] })), { intent: 'hire', capability: 'x.y' }), { ok: true });
+});
+
+test('intent delegate: deny; needs a live Core asset and a verified domain', (t) => {
+  t.like(intentCompatible.run(facts(identity({ domains: verifiedDomain }), 'absent'), { intent: 'delegate' }), { ok: false, severity: 'deny' });
+  t.like(intentCompatible.run(facts(identity({ domains: verifiedDomain }), 'not_core'), { intent: 'delegate' }), { ok: false, severity: 'deny' });
+  t.like(intentCompatible.run(facts(identity(), 'live'), { intent: 'delegate' }), { ok: false, severity: 'deny' });
+  t.like(intentCompatible.run(facts(identity({ domains: verifiedDomain }), 'live'), { intent: 'delegate' }), { ok: true, severity: 'deny' });
+  // the verdict: a failed delegate intent denies an agent that is otherwise allowed
+  const full = identity({ profile: { ...identity().profile, handle: 'h' }, domains: verifiedDomain });
+  t.like(judge(facts(full, 'live'), { intent: 'delegate' }), { verdict: 'allow', score: 100 });
+  t.like(judge(facts(identity({ profile: full.profile }), 'live'), { intent: 'delegate' }), { verdict: 'deny' });
+  t.like(judge(facts(full, 'live', 0), { intent: 'pay' }), { verdict: 'warn' });
 });
 
 test('rating: only with min_rating; deny; no calls fails; equal passes', (t) => {
