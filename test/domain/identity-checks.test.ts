@@ -14,6 +14,7 @@ import {
   type VerifyFacts,
 } from '../../domain/identity/checks.ts';
 import { summarize } from '../../domain/identity/service.ts';
+import { buildRegistration, REGISTRATION_TYPE, RegistrationV1, registrationUrl } from '../../domain/identity/registration.ts';
 import type { Identity } from '../../domain/identity/schema.ts';
 
 // Issue 13: each verify rule on its own, then the verdict and score rules of domain/identity/checks.ts.
@@ -168,4 +169,62 @@ test('summarize: rating is 5 × the 2xx share with one decimal, volume per curre
     ],
     last_settled_at: '2026-01-03T00:00:00.000Z',
   });
+});
+
+// ── registration-v1 (fee-facilitator-mpp-tools §2.7) ────────────────────────────────────────────────────────────────
+
+const minimal = { type: REGISTRATION_TYPE, name: 'n', description: 'd', image: '' };
+
+test('RegistrationV1: the type constant and name, description, image are required; no extra property at any level', (t) => {
+  t.true(RegistrationV1.safeParse(minimal).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, type: 'https://eips.ethereum.org/EIPS/eip-8004#registration-v2' }).success);
+  for (const field of ['name', 'description', 'image'] as const) {
+    const { [field]: _dropped, ...rest } = minimal;
+    t.false(RegistrationV1.safeParse(rest).success, field);
+  }
+  t.false(RegistrationV1.safeParse({ ...minimal, x402support: true }).success, 'a root property §2.7 does not list');
+  t.true(RegistrationV1.safeParse({ ...minimal, services: [{ name: 'a', endpoint: 'b', version: '1', skills: [{ any: 1 }], domains: ['x'] }] }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, services: [{ name: 'a' }] }).success, 'a service needs its endpoint');
+  t.false(RegistrationV1.safeParse({ ...minimal, services: [{ name: 'a', endpoint: 'b', extra: 1 }] }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, registrations: [{ agentId: 'a' }] }).success, 'a registration needs its agentRegistry');
+  t.false(RegistrationV1.safeParse({ ...minimal, registrations: [{ agentId: 'a', agentRegistry: 'r', extra: 1 }] }).success);
+  t.true(RegistrationV1.safeParse({ ...minimal, active: false, supportedTrust: ['reputation'] }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, active: 'yes' }).success);
+});
+
+test('RegistrationV1 svc block: v 0.1, rulesUri a URI or ipfs://…, receiptsFeed, anchor required; killSwitch optional; strict', (t) => {
+  const svc = { v: '0.1', rulesUri: 'ipfs://bafy', receiptsFeed: 'https://gw.example/v1/receipts/a', anchor: { program: 'p', merkleAccount: 'm' } };
+  t.true(RegistrationV1.safeParse({ ...minimal, svc }).success);
+  t.true(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, rulesUri: 'https://example.com/rules', killSwitch: { onchain: 'x', endpoint: 'https://k.example' } } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, v: '0.2' } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, rulesUri: 'rules.json' } }).success, 'neither a URI nor ipfs://…');
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, anchor: { program: 'p' } } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, killSwitch: { endpoint: 'not a uri' } } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, extra: 1 } }).success);
+});
+
+test('buildRegistration: x402 services carry the skills and domains, each verified domain is a web service, listed services, receipts, registry', (t) => {
+  const doc = buildRegistration({
+    network: 'chain-mainnet',
+    mint: 'Mint1111111111111111111111111111111111111111',
+    name: 'Agent',
+    description: '',
+    image: '',
+    paidEndpoints: [{ endpoint: 'https://gw.example/x/a' }],
+    listed: [{ name: 'A2A', endpoint: 'https://agent.example/a2a' }],
+    domains: ['agent.example'],
+    skills: ['weather.forecast'],
+    receiptsUrl: 'https://gw.example/v1/receipts/Mint1111111111111111111111111111111111111111',
+  });
+  t.deepEqual(doc.services, [
+    { name: 'x402', endpoint: 'https://gw.example/x/a', skills: ['weather.forecast'], domains: ['agent.example'] },
+    { name: 'web', endpoint: 'https://agent.example/' },
+    { name: 'A2A', endpoint: 'https://agent.example/a2a' },
+    { name: 'receipts', endpoint: 'https://gw.example/v1/receipts/Mint1111111111111111111111111111111111111111' },
+  ]);
+  t.deepEqual(doc.registrations, [{ agentId: 'Mint1111111111111111111111111111111111111111', agentRegistry: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p' }]);
+  t.true(doc.active);
+  // the URL names devnet (mainnet is the route's default, as the paywall's share URLs)
+  t.is(registrationUrl('https://gw.example', 'chain-mainnet', 'M'), 'https://gw.example/v1/agents/M/registration.json');
+  t.is(registrationUrl('https://gw.example', 'chain-devnet', 'M'), 'https://gw.example/v1/agents/M/registration.json?network=chain-devnet');
 });
