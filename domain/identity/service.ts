@@ -64,6 +64,8 @@ import {
 const WELL_KNOWN_TIMEOUT_MS = 5_000;
 const WELL_KNOWN_MAX_BYTES = 16 * 1024;
 export const WELL_KNOWN_PATH = '/.well-known/svc-agent.json';
+/** Capability cards an agent may have (its lists answer them all). */
+export const MAX_CARDS = 64;
 /** Reading a registration document back (resolve, verify). */
 const REGISTRATION_TIMEOUT_MS = 5_000;
 const REGISTRATION_MAX_BYTES = 64 * 1024;
@@ -330,7 +332,10 @@ export class IdentityService {
 
   // ── capability cards (owner CRUD; public cards are in the identity) ───────────────────────────────────────────────
 
-  /** POST /v1/identity/{mint}/capability-cards (owner): one card per capability name (409); event identity.capability_card.created. */
+  /**
+   * POST /v1/identity/{mint}/capability-cards (owner): one card per capability name (409), at most MAX_CARDS per agent
+   * (400); event identity.capability_card.created.
+   */
   async createCard(caller: Caller, input: CreateCardInput): Promise<CapabilityCard> {
     const parsed = parseInput(CreateCardInput, input);
     const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
@@ -350,6 +355,13 @@ export class IdentityService {
       updatedAt: now,
     };
     await this.deps.store.transaction(async (tx) => {
+      const held = await tx.identity.listCards(agent.network, agent.mint, { publicOnly: false });
+      if (held.filter((c) => c.ownerPrincipal === record.ownerPrincipal).length >= MAX_CARDS) {
+        throw new DomainError('invalid_request', `Agent ${agent.mint} has ${MAX_CARDS} capability cards, the most an agent may have; delete one first.`, {
+          path: 'capability',
+          limit: MAX_CARDS,
+        });
+      }
       await tx.identity.insertCard(record);
       await tx.events.append(
         newEvent('identity.capability_card.created', identityEvent(agent, now), { mint: agent.mint, card_id: record.id, capability: record.capability, public: record.public }),

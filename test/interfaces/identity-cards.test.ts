@@ -186,6 +186,19 @@ test('capability cards on tRPC and GraphQL: the same service; agent { identity {
   t.deepEqual((await trpc(t, t.context.key).identity.listCards.query({ mint })).data.map((c) => c.capability), ['image.resize']);
 });
 
+test('an agent holds at most 64 capability cards (the 65th is invalid_request naming the limit); deleting one makes room', async (t) => {
+  const { mint } = await recordAgent(t.context.app, t.context.key);
+  const svc = trpc(t, t.context.key);
+  let last = '';
+  for (let i = 0; i < 64; i++) last = (await svc.identity.createCard.mutate({ mint, capability: `bulk.c${String(i).padStart(2, '0')}` })).id;
+  const over = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'bulk.extra' } });
+  t.is(over.status, 400);
+  t.like(over.body, { error: 'invalid_request', details: { limit: 64 } });
+  t.is((await http(t.context.app, 'GET', cards(t, mint), { key: t.context.key })).body.data.length, 64);
+  await svc.identity.deleteCard.mutate({ mint, id: last });
+  t.is((await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'bulk.extra' } })).status, 201);
+});
+
 test('verify: capability_declared reads the public capability cards (a private card declares nothing)', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const ask = async () => (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'voice.transcribe' } })).body;
