@@ -136,7 +136,11 @@ export class IdentityService {
     const q = parseInput(ResolveInput, query);
     const agent = await this.find(caller.network, q);
     if (!agent) throw new DomainError('agent_not_found', `No agent on ${caller.network} matches ${describeQuery(q)}.`, { network: caller.network, ...q });
-    const account = await readLedger(this.deps.ledgers, agent.network, (ledger) => ledger.getAccount(agent.mint));
+    // The live asset's uri is read back; a ledger that does not answer leaves the recorded uri (resolve still answers).
+    const account = await readLedger(this.deps.ledgers, agent.network, (ledger) => ledger.getAccount(agent.mint)).catch((e: unknown) => {
+      if (e instanceof DomainError && e.code === 'rpc_unavailable') return null;
+      throw e;
+    });
     return this.identityOf(agent, { readBack: account ? decodeCoreAsset(account) : null });
   }
 

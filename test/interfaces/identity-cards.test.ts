@@ -1,6 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -321,6 +322,40 @@ test('resolve and verify read the registration document back: the gateway’s ow
   t.regex(refused.detail, /unreachable/);
   const whole = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint } });
   t.is(whole.body.verdict, 'warn');
+});
+
+test('resolve still answers when the ledger does not (the recorded uri is read back); verify, which judges the asset, is 502', async (t) => {
+  const { mint } = await recordAgent(t.context.app, t.context.key);
+  // a JSON-RPC node in front of the app's devnet that can be made to fail, and a second gateway on the same database using it
+  let broken = false;
+  const upstream = t.context.app.ledgers.rpcUrls['chain-devnet']!;
+  const node = createHttpServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (broken) return void res.writeHead(503, { 'content-type': 'text/plain' }).end('node down');
+      fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat(chunks) })
+        .then(async (r) => res.writeHead(r.status, { 'content-type': 'application/json' }).end(Buffer.from(await r.arrayBuffer())))
+        .catch(() => res.writeHead(502).end());
+    });
+  });
+  await new Promise<void>((resolve) => node.listen(0, '127.0.0.1', resolve));
+  const remote = await startTestApp({
+    databaseUrl: t.context.app.database.url,
+    env: { SVC_DEVNET_LEDGER: `http://127.0.0.1:${(node.address() as AddressInfo).port}`, SVC_JOBS: 'off' },
+  });
+  t.teardown(async () => {
+    await remote.close();
+    await removeDataDir(remote.dataDir);
+    await new Promise((resolve) => node.close(resolve));
+  });
+  broken = true;
+  const resolved = await http(remote, 'GET', `/v1/identity/resolve?mint=${mint}`, { key: t.context.other });
+  t.is(resolved.status, 200, JSON.stringify(resolved.body));
+  t.deepEqual(resolved.body.registration, { uri: null, hosted: false, ok: false, detail: 'the agent has no registration uri' });
+  const verified = await http(remote, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint } });
+  t.is(verified.status, 502);
+  t.is(verified.body.error, 'rpc_unavailable');
 });
 
 // ── intent ───────────────────────────────────────────────────────────────────────────────────────────────────────────
