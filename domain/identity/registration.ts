@@ -60,6 +60,22 @@ export function registrationUrl(baseUrl: string, network: Network, mint: string)
   return network === 'chain-mainnet' ? url : `${url}?network=${network}`;
 }
 
+/** Whether `uri` is the gateway's own registration URL of the agent, however its network is spelt (named or defaulted). */
+export function isOwnRegistrationUrl(uri: string, baseUrl: string, network: Network, mint: string): boolean {
+  let url: URL;
+  let base: URL;
+  try {
+    url = new URL(uri);
+    base = new URL(`${baseUrl}/v1/agents/${mint}/registration.json`);
+  } catch {
+    return false;
+  }
+  if (url.origin !== base.origin || url.pathname !== base.pathname || url.hash) return false;
+  const keys = [...url.searchParams.keys()];
+  if (keys.some((k) => k !== 'network') || keys.length > 1) return false;
+  return (url.searchParams.get('network') ?? 'chain-mainnet') === network;
+}
+
 /** The agentRegistry of the registrations entry: the CAIP-2 chain and the Metaplex Agent Registry identity program. */
 export function agentRegistryOf(network: Network): string {
   return `${CAIP2[network]}:${IDENTITY_PROGRAM_ID}`;

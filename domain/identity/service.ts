@@ -20,7 +20,7 @@ import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Store } from '../ports/store.ts';
 import { readLedger } from '../treasury/balances.ts';
 import { judge, type VerifyFacts } from './checks.ts';
-import { buildRegistration, RegistrationInput, registrationUrl, RegistrationV1, type RegistrationFacts } from './registration.ts';
+import { buildRegistration, isOwnRegistrationUrl, RegistrationInput, registrationUrl, RegistrationV1, type RegistrationFacts } from './registration.ts';
 import {
   AddDomainInput,
   CardIdInput,
@@ -479,8 +479,7 @@ export class IdentityService {
   private async readBack(agent: AgentRecord, asset: CoreAsset | null): Promise<RegistrationStatus> {
     const uri = asset?.uri || agent.uri;
     if (!uri) return { uri: null, hosted: false, ok: false, detail: 'the agent has no registration uri' };
-    const own = registrationUrl(this.deps.baseUrl, agent.network, agent.mint);
-    if (uri === own) {
+    if (isOwnRegistrationUrl(uri, this.deps.baseUrl, agent.network, agent.mint)) {
       await this.registrationOf(agent);
       return { uri, hosted: true, ok: true, detail: 'the gateway serves the agent’s registration-v1 document' };
     }

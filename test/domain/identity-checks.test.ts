@@ -14,7 +14,7 @@ import {
   type VerifyFacts,
 } from '../../domain/identity/checks.ts';
 import { summarize } from '../../domain/identity/service.ts';
-import { buildRegistration, REGISTRATION_TYPE, RegistrationV1, registrationUrl } from '../../domain/identity/registration.ts';
+import { buildRegistration, isOwnRegistrationUrl, REGISTRATION_TYPE, RegistrationV1, registrationUrl } from '../../domain/identity/registration.ts';
 import type { Identity } from '../../domain/identity/schema.ts';
 
 // Issue 13: each verify rule on its own, then the verdict and score rules of domain/identity/checks.ts.
@@ -227,4 +227,16 @@ test('buildRegistration: x402 services carry the skills and domains, each verifi
   // the URL names devnet (mainnet is the route's default, as the paywall's share URLs)
   t.is(registrationUrl('https://gw.example', 'chain-mainnet', 'M'), 'https://gw.example/v1/agents/M/registration.json');
   t.is(registrationUrl('https://gw.example', 'chain-devnet', 'M'), 'https://gw.example/v1/agents/M/registration.json?network=chain-devnet');
+});
+
+test('isOwnRegistrationUrl: the gateway’s URL of this agent on this network, however the network is spelt; nothing else', (t) => {
+  const base = 'https://gw.example';
+  t.true(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json', base, 'chain-mainnet', 'M'));
+  t.true(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json?network=chain-mainnet', base, 'chain-mainnet', 'M'));
+  t.true(isOwnRegistrationUrl('https://GW.example:443/v1/agents/M/registration.json?network=chain-devnet', base, 'chain-devnet', 'M'));
+  t.false(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json', base, 'chain-devnet', 'M'), 'a devnet agent’s URL names devnet');
+  t.false(isOwnRegistrationUrl('https://gw.example/v1/agents/N/registration.json', base, 'chain-mainnet', 'M'), 'another agent');
+  t.false(isOwnRegistrationUrl('https://other.example/v1/agents/M/registration.json', base, 'chain-mainnet', 'M'));
+  t.false(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json?network=chain-mainnet&x=1', base, 'chain-mainnet', 'M'));
+  t.false(isOwnRegistrationUrl('not a url', base, 'chain-mainnet', 'M'));
 });
