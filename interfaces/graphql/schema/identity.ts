@@ -1,3 +1,4 @@
+import { Intent } from '../../../domain/identity/schema.ts';
 import type {
   CapabilityCard,
   Check,
@@ -259,7 +260,7 @@ const CardUpdateRef = builder.inputType('CapabilityCardUpdate', {
 });
 export type CardUpdateInSync = Assert<SameKeys<typeof CardUpdateRef.$inferInput, UpdateCardInput>>;
 
-const IntentEnum = builder.enumType('IdentityIntent', { values: ['pay', 'hire', 'delegate'] as const });
+const IntentEnum = builder.enumType('IdentityIntent', { values: Intent.options });
 
 const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
   fields: (t) => ({ minRating: t.float(), requireVerifiedDomain: t.boolean(), minSettledCalls: t.int() }),
