@@ -229,6 +229,21 @@ export const EVENT_KINDS = {
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string() }),
   },
+  'identity.capability_card.created': {
+    description: 'The owner declared a capability card of its agent (issue 13, POST /v1/identity/{mint}/capability-cards).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string(), public: z.boolean() }),
+  },
+  'identity.capability_card.updated': {
+    description: 'The owner changed a capability card (issue 13, PATCH /v1/identity/{mint}/capability-cards/{id}).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string(), public: z.boolean() }),
+  },
+  'identity.capability_card.deleted': {
+    description: 'The owner deleted a capability card (issue 13, DELETE /v1/identity/{mint}/capability-cards/{id}).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string() }),
+  },
   ...PREPARED_KINDS,
   ...INDEXER_KINDS,
 } as const satisfies Record<string, KindSpec>;

@@ -18,6 +18,8 @@ export const DEFAULT_LIMITS = {
   meta: 60,
   default: 600,
   paywall: 600,
+  /** per client IP: the anonymous reads (disclosure links, registration documents) */
+  public: 600,
   graphql: 600,
 } as const;
 

@@ -6,7 +6,7 @@ import type { EventPhase, EventRecord, NewEvent } from '../events/schema.ts';
 import type { PreparedTransactionRecord } from '../transactions/schema.ts';
 import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
 import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
-import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
+import type { CardRecord, ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
@@ -258,9 +258,19 @@ export interface IdentityRepository {
   /** oldest first; `publicOnly`: public claims not revoked */
   listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
   insertDisclosure(record: DisclosureRecord): Promise<void>;
-  getDisclosure(network: Network, tokenHash: string): Promise<DisclosureRecord | null>;
+  /** by the token's hash alone (the anonymous read: the link names its network) */
+  getDisclosure(tokenHash: string): Promise<DisclosureRecord | null>;
   /** private claims not revoked, oldest first */
   privateClaims(network: Network, mint: string): Promise<ClaimRecord[]>;
+  /** a second card with the agent's capability name is `conflict` */
+  insertCard(record: CardRecord): Promise<void>;
+  /** inside a transaction the row is locked until commit */
+  getCard(network: Network, mint: string, id: string): Promise<CardRecord | null>;
+  updateCard(record: CardRecord): Promise<void>;
+  /** true when a row was removed */
+  deleteCard(network: Network, mint: string, id: string): Promise<boolean>;
+  /** by capability name; `publicOnly`: public cards only */
+  listCards(network: Network, mint: string, options: { publicOnly: boolean }): Promise<CardRecord[]>;
 }
 
 export interface Repositories {
