@@ -33,6 +33,7 @@ import { TransactionService } from '../domain/transactions/service.ts';
 import { Watchlist } from '../domain/indexer/watchlist.ts';
 import { IndexerService } from '../domain/indexer/service.ts';
 import { IdentityService } from '../domain/identity/service.ts';
+import { DiscoveryService } from '../domain/discovery/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -71,6 +72,8 @@ export interface Services {
   indexer: IndexerService;
   /** issue 13: profiles, handles, domains, verify verdicts */
   identity: IdentityService;
+  /** issue 15: the discovery catalogues of svc_discover */
+  discovery: DiscoveryService;
   clock: Clock;
 }
 
@@ -151,6 +154,7 @@ export function buildServices(deps: ServiceDeps): Services {
     watchlist,
     indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings, ownFeePayers: deps.facilitator ? [deps.facilitator.feePayer] : [] }),
     identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events }),
+    discovery: new DiscoveryService({ store, baseUrl: settings.baseUrl }),
     clock,
   };
 }

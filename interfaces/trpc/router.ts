@@ -14,6 +14,8 @@ import { transactionsRouter } from './routers/transactions.ts';
 import { prepareRouter } from './routers/prepare.ts';
 import { indexerRouter } from './routers/indexer.ts';
 import { identityRouter } from './routers/identity.ts';
+import { activityRouter } from './routers/activity.ts';
+import { discoveryRouter } from './routers/discovery.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -39,6 +41,8 @@ export const appRouter = router({
   prepare: prepareRouter,
   indexer: indexerRouter,
   identity: identityRouter,
+  activity: activityRouter,
+  discovery: discoveryRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

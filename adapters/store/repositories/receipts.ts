@@ -109,6 +109,20 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       const rows = await query<ReceiptRow>(m, `select ${COLUMNS} from receipts where ${where.sql} order by nonce desc limit ?`, [...where.params, q.limit]);
       return rows.map(receiptFromRow);
     },
+    dailyTotals: async (network, agent, since) => {
+      // ts_max ≥ ts and ts_max is monotonic in nonce: `ts_max >= since` is a range of receipts_agent_ts_max holding every
+      // receipt of the window (and at most a few older ones, which `ts >= since` drops).
+      const rows = await query<{ day: string; kind: 'earn' | 'spend'; asset: string; amount_atomic: string; count: number }>(
+        em(),
+        `select to_char(ts at time zone 'UTC', 'YYYY-MM-DD') as day, kind, body->'price'->>'asset' as asset,
+           sum((case when kind = 'spend' then body->'price'->>'gross' else body->'price'->>'amount_atomic' end)::numeric)::text as amount_atomic,
+           count(*)::int as count
+         from receipts where network = ? and agent = ? and ts_max >= ? and ts >= ? and decision = 'allow'
+         group by 1, 2, 3 order by 1, 2, 3`,
+        [network, agent, since, since],
+      );
+      return rows.map((r) => ({ day: r.day, kind: r.kind, asset: r.asset, amountAtomic: BigInt(r.amount_atomic), count: r.count }));
+    },
     setVerification: async (network, receiptHash, u) => {
       const rows = (await em().execute(
         `update receipts set verification = ?, verification_reason = ?, verification_checked_at = ?, verification_attempts = ?,
