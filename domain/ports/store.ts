@@ -103,8 +103,8 @@ export interface ReceiptRepository {
   /** pending checks due at `now`, oldest due first, across networks */
   duePending(now: Date, limit: number): Promise<StoredReceipt[]>;
   /**
-   * Issue 15: settled (decision allow) receipts with ts ≥ `since`, summed per UTC day, kind and asset; a range of the
-   * (network, agent, ts_max) index, never a scan of the chain.
+   * Issue 15: settled (decision allow) receipts with ts ≥ `since`, summed per UTC day, kind and asset; one range of the
+   * (network, agent, ts) index of settled receipts, never a scan of the chain.
    */
   dailyTotals(network: Network, agent: string, since: Date): Promise<DailyTotalRow[]>;
 }

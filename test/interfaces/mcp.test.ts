@@ -321,6 +321,7 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   // Spend limit: an amount, then revoke.
   const remaining = await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' });
   t.is(remaining.limits[0].remaining_atomic, (U64_MAX - gross).toString(), 'the payment spent from the delegation');
+  t.true(remaining.limits[0].unlimited);
   t.is(remaining.limits[0].treasury_balance_atomic, (5_000_000n - gross).toString());
   const set = await ok(buyer, 'svc_set_spend_limit', { symbol: 'USDC', mode: 'amount', amount: '1.5' });
   t.like(set, { symbol: 'USDC', mode: 'amount', delegate: b.executive_pubkey, allowance_atomic: '1500000' });

@@ -110,16 +110,15 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       return rows.map(receiptFromRow);
     },
     dailyTotals: async (network, agent, since) => {
-      // ts_max ≥ ts and ts_max is monotonic in nonce: `ts_max >= since` is a range of receipts_agent_ts_max holding every
-      // receipt of the window (and at most a few older ones, which `ts >= since` drops).
+      // one range of receipts_agent_settled_ts (migration 0019): the window's settled receipts, nothing older
       const rows = await query<{ day: string; kind: 'earn' | 'spend'; asset: string; amount_atomic: string; count: number }>(
         em(),
         `select to_char(ts at time zone 'UTC', 'YYYY-MM-DD') as day, kind, body->'price'->>'asset' as asset,
            sum((case when kind = 'spend' then body->'price'->>'gross' else body->'price'->>'amount_atomic' end)::numeric)::text as amount_atomic,
            count(*)::int as count
-         from receipts where network = ? and agent = ? and ts_max >= ? and ts >= ? and decision = 'allow'
+         from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ?
          group by 1, 2, 3 order by 1, 2, 3`,
-        [network, agent, since, since],
+        [network, agent, since],
       );
       return rows.map((r) => ({ day: r.day, kind: r.kind, asset: r.asset, amountAtomic: BigInt(r.amount_atomic), count: r.count }));
     },

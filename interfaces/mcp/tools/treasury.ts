@@ -155,7 +155,8 @@ export const getSpendLimit = defineTool({
         delegate: d?.delegate ?? null,
         remaining_atomic: remaining.toString(),
         remaining: atomicToDecimal(remaining, stable.decimals),
-        unlimited: d !== null && remaining === U64_MAX,
+        // an unlimited approval starts at u64 max and only ever shrinks by what was spent
+        unlimited: d !== null && remaining > U64_MAX / 2n,
         treasury_balance: atomicToDecimal(balance, stable.decimals),
         treasury_balance_atomic: balance.toString(),
         delegate_matches_executive: d !== null && d.delegate === executive,
