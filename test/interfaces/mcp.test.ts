@@ -7,6 +7,8 @@ import { join } from 'node:path';
 import { Keypair } from '@solana/web3.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { spawn } from 'node:child_process';
 import { Ajv } from 'ajv';
 import { http, issueKey, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
@@ -165,6 +167,35 @@ test.serial('lists exactly the 17 tools of the spec, each with a valid JSON Sche
   const limit = listed.tools.find((x) => x.name === 'svc_set_spend_limit')!.inputSchema as any;
   t.deepEqual(limit.properties.mode.enum, ['unlimited', 'amount', 'revoke']);
   t.deepEqual(limit.required, ['symbol', 'mode']);
+});
+
+test.serial('--http PORT serves the same 17 tools over streamable HTTP', async (t) => {
+  const { app, key, dir } = t.context;
+  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/mcp/main.ts', '--http', '0'], {
+    env: { PATH: process.env.PATH ?? '', HOME: dir, SVC_AGENT_CONFIG: join(dir, 'http', 'agent.json'), SVC_API_URL: app.url, SVC_API_KEY: key },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  t.teardown(() => void child.kill('SIGTERM'));
+  const url = await new Promise<string>((resolve, reject) => {
+    let err = '';
+    child.stderr.on('data', (c: Buffer) => {
+      err += c.toString('utf8');
+      const m = /(http:\/\/127\.0\.0\.1:\d+\/mcp)/.exec(err);
+      if (m) resolve(m[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}: ${err}`)));
+  });
+  const client = new Client({ name: 'ava-http', version: '1.0.0' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  t.teardown(() => client.close());
+  const listed = await client.listTools();
+  t.deepEqual(listed.tools.map((x) => x.name).sort(), [...SPEC_TOOLS].sort());
+  const res = await client.callTool({ name: 'svc_discover', arguments: { source: 'svc' } });
+  t.falsy(res.isError);
+  t.deepEqual(JSON.parse((res.content as { text: string }[])[0]!.text), { data: [] });
+  const noAgent = await client.callTool({ name: 'svc_get_spend_limit', arguments: {} });
+  t.true(noAgent.isError);
+  t.is(JSON.parse((noAgent.content as { text: string }[])[0]!.text).error, 'no_agent');
 });
 
 test.serial('failures the spec names: no_agent, import without a secret, a bad spend limit, wrong_network, an MPP-only offer', async (t) => {
