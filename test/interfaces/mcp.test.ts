@@ -394,3 +394,77 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
     t.false(tools.stderr().includes(secret));
   }
 });
+
+metaplexTest(test, 'step 2 resumes from pending_register after a failure: an asset already minted is recorded and delegated, not minted again', async (t) => {
+  const { app, key } = t.context;
+  const first = await startTools(t, 'resume');
+  const step1 = await ok(first, 'svc_register_agent', { name: 'Resumed agent' });
+  await faucet(app, key, { address: step1.executive_pubkey, sol: '0.05' });
+  await first.client.close();
+
+  // What step 2 leaves when it dies after submitting the mint: the asset exists and pending_register names it.
+  const config = JSON.parse(await readFile(first.configPath, 'utf8'));
+  const { Transaction } = await import('@solana/web3.js');
+  const { parseSecret } = await import('../../interfaces/mcp/config.ts');
+  const executive = parseSecret(config.pending_register.executive_keypair)!;
+  const prepared = await http(app, 'POST', '/v1/agents/prepare', {
+    key,
+    body: { owner: step1.executive_pubkey, payer: step1.executive_pubkey, name: 'Resumed agent', uri: 'https://example.com/resumed.json' },
+  });
+  t.is(prepared.status, 200, JSON.stringify(prepared.body));
+  const tx = Transaction.from(Buffer.from(prepared.body.transaction.base64, 'base64'));
+  tx.partialSign(executive);
+  const submitted = await http(app, 'POST', '/v1/submit', { key, body: { event_id: prepared.body.event_id, transaction_base64: tx.serialize().toString('base64') } });
+  t.is(submitted.status, 202, JSON.stringify(submitted.body));
+  const mint = String(prepared.body.echo.asset);
+  const { writeConfigFile } = await import('../../interfaces/mcp/config.ts');
+  await writeConfigFile(first.configPath, { ...config, pending_register: { ...config.pending_register, mint, create_signature: submitted.body.signature } });
+
+  const again = await startTools(t, 'resume');
+  const done = await ok(again, 'svc_register_agent');
+  t.like(done, { status: 'registered', mint, create_signature: submitted.body.signature, executive_pubkey: step1.executive_pubkey });
+  const limits = await ok(again, 'svc_get_spend_limit', { symbol: 'USDC' });
+  t.like(limits.limits[0], { delegate: step1.executive_pubkey, unlimited: true, delegate_matches_executive: true });
+  const events = await http(app, 'GET', '/v1/events?kind=agent.create&limit=200', { key });
+  const mints = events.body.data.filter((e: any) => e.metadata?.echo?.owner === step1.executive_pubkey);
+  t.deepEqual(mints.map((e: any) => e.agent_asset), [mint], 'one mint only');
+});
+
+test.serial('export and import round-trip the configuration file (0600); a malformed file is refused by path, never echoed', async (t) => {
+  const { dir } = t.context;
+  const { writeConfigFile } = await import('../../interfaces/mcp/config.ts');
+  const configPath = join(dir, 'roundtrip', 'agent.json');
+  const secret = encodeBase58(Keypair.generate().secretKey);
+  await writeConfigFile(configPath, { version: 1, agent_mint: await randomAddress(), executive_keypair: secret, network: 'chain-devnet', rpc_url: null, pending_register: null });
+  const run = (args: string[], path = configPath) =>
+    new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/mcp/main.ts', ...args], {
+        env: { PATH: process.env.PATH ?? '', HOME: dir, SVC_AGENT_CONFIG: path },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      let err = '';
+      child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+      child.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+      child.on('exit', (code) => resolve({ code, out, err }));
+    });
+  const exported = join(dir, 'roundtrip', 'exported.json');
+  const ex = await run(['export', exported]);
+  t.is(ex.code, 0, ex.err);
+  t.is((await stat(exported)).mode & 0o777, 0o600);
+  t.deepEqual(JSON.parse(await readFile(exported, 'utf8')), JSON.parse(await readFile(configPath, 'utf8')));
+  const elsewhere = join(dir, 'roundtrip2', 'agent.json');
+  const im = await run(['import', exported], elsewhere);
+  t.is(im.code, 0, im.err);
+  t.is((await stat(elsewhere)).mode & 0o777, 0o600);
+  t.deepEqual(JSON.parse(await readFile(elsewhere, 'utf8')), JSON.parse(await readFile(configPath, 'utf8')));
+  for (const r of [ex, im]) t.false(r.out.includes(secret) || r.err.includes(secret), 'the secret is never printed');
+
+  const { writeFile } = await import('node:fs/promises');
+  const broken = join(dir, 'roundtrip', 'broken.json');
+  await writeFile(broken, JSON.stringify({ version: 1, network: 'chain-devnet', executive_keypair: secret, extra: true }));
+  const bad = await run(['import', broken], join(dir, 'roundtrip3', 'agent.json'));
+  t.is(bad.code, 1);
+  t.regex(bad.err, /broken\.json is not an agent configuration/);
+  t.false(bad.err.includes(secret));
+});
