@@ -43,6 +43,8 @@ export interface ToolContextOptions {
   fetch?: typeof fetch;
   /** how long a submitted transaction may take to confirm (default 60 s) */
   confirmTimeoutMs?: number;
+  /** how long one HTTP request of a tool may take (default 60 s: a paid call waits for its settlement) */
+  requestTimeoutMs?: number;
   /** how long step 2 of svc_register_agent waits for the minted asset on the node (§4.4: 20 s) */
   assetTimeoutMs?: number;
 }
@@ -58,7 +60,11 @@ export class ToolContext {
     readonly env: ToolEnv,
     options: ToolContextOptions = {},
   ) {
-    this.fetch = options.fetch ?? globalThis.fetch;
+    const base = options.fetch ?? globalThis.fetch;
+    const timeoutMs = options.requestTimeoutMs ?? 60_000;
+    // no call of a tool waits on a silent peer forever: every request without its own signal gets a timeout
+    this.fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      base(input, init?.signal ? init : { ...init, signal: AbortSignal.timeout(timeoutMs) })) as typeof fetch;
     this.confirmTimeoutMs = options.confirmTimeoutMs ?? 60_000;
     this.assetTimeoutMs = options.assetTimeoutMs ?? 20_000;
   }

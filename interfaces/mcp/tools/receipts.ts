@@ -35,7 +35,7 @@ const WindowInput = DailyTransactionsInput.omit({ agent: true });
 export const transactionHistory = defineTool({
   name: 'svc_transaction_history',
   title: 'Transaction history',
-  description: `Earn and spend receipts of the last N days (default 7, at most ${MAX_DAYS}) with totals sent_usd, received_usd and net_usd.`,
+  description: `Earn and spend receipts of the last N days (default 7, at most ${MAX_DAYS}) with totals sent_usd, received_usd and net_usd (totals count settled receipts: decision allow; spends at their gross).`,
   input: WindowInput,
   async run(ctx, input) {
     const agent = ctx.requireAgent();
