@@ -45,6 +45,7 @@ export const PendingRegister = z.strictObject({
   services: z.array(ServiceEntry).max(15).optional(),
   /** set once step 2 submitted the mint: a retry resumes from here instead of minting again */
   mint: Address.optional(),
+  create_event_id: z.string().optional(),
   create_signature: z.string().optional(),
   delegation_signature: z.string().optional(),
 });

@@ -107,6 +107,12 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
     await ctx.save({ ...(ctx.config ?? ctx.emptyConfig()), pending_register: state });
   };
 
+  // A mint that failed on the ledger (its event failed) is forgotten, so this retry mints again.
+  if (state.mint && state.create_event_id) {
+    const event = await ctx.call((api) => api.events.get.query({ id: state.create_event_id! }));
+    if (event.phase === 'failed') await persist({ mint: undefined, create_event_id: undefined, create_signature: undefined });
+  }
+
   if (!state.mint) {
     const balance = await balanceOf(ctx, address);
     if (balance < REQUIRED_LAMPORTS) return fundingRequired(ctx, address, balance);
@@ -123,7 +129,8 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
       }),
     );
     const mint = String(envelope.echo.asset);
-    await ctx.signSubmitTrack(envelope, [executive], (signature) => persist({ mint, create_signature: signature }));
+    // saved once submitted: from then on a retry resumes with this asset rather than minting a second one
+    await ctx.signSubmitTrack(envelope, [executive], (signature) => persist({ mint, create_event_id: envelope.event_id ?? undefined, create_signature: signature }));
   }
   const mint = state.mint!;
 
@@ -152,7 +159,9 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
         payer: address,
       }),
     );
-    await ctx.signSubmitTrack(envelope, [executive], (signature) => persist({ delegation_signature: signature }));
+    // saved once confirmed: approving again after a crash is harmless (the same allowance), skipping a failed one is not
+    const done = await ctx.signSubmitTrack(envelope, [executive]);
+    await persist({ delegation_signature: done?.signature });
   }
 
   await ctx.save(ctx.registeredConfig(mint, executive));
