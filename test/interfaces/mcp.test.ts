@@ -468,3 +468,33 @@ test.serial('export and import round-trip the configuration file (0600); a malfo
   t.regex(bad.err, /broken\.json is not an agent configuration/);
   t.false(bad.err.includes(secret));
 });
+
+metaplexTest(test, 'step 2 after a mint that failed on the ledger mints again instead of waiting for an asset that never comes', async (t) => {
+  const { app, key } = t.context;
+  const tools = await startTools(t, 'refail');
+  const step1 = await ok(tools, 'svc_register_agent', { name: 'Second try' });
+  await faucet(app, key, { address: step1.executive_pubkey, sol: '0.05' });
+  await tools.client.close();
+
+  // What a first step 2 leaves when its mint failed: pending_register names the asset and its event, now failed.
+  const prepared = await http(app, 'POST', '/v1/agents/prepare', { key, body: { owner: step1.executive_pubkey, payer: step1.executive_pubkey, name: 'Second try', uri: 'https://example.com/a.json' } });
+  t.is(prepared.status, 200, JSON.stringify(prepared.body));
+  const failedMint = String(prepared.body.echo.asset);
+  const pg = (await import('pg')).default;
+  const db = new pg.Client({ connectionString: app.database.url });
+  await db.connect();
+  try {
+    await db.query(`update events set phase = 'failed', error_code = 'instruction_error' where id = $1`, [prepared.body.event_id]);
+  } finally {
+    await db.end();
+  }
+  const { writeConfigFile } = await import('../../interfaces/mcp/config.ts');
+  const config = JSON.parse(await readFile(tools.configPath, 'utf8'));
+  await writeConfigFile(tools.configPath, { ...config, pending_register: { ...config.pending_register, mint: failedMint, create_event_id: prepared.body.event_id } });
+
+  const again = await startTools(t, 'refail');
+  const done = await ok(again, 'svc_register_agent');
+  t.is(done.status, 'registered');
+  t.not(done.mint, failedMint, 'a new asset was minted');
+  t.like(await ok(again, 'svc_get_identity'), { agent_mint: done.mint });
+});
