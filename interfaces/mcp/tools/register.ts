@@ -65,7 +65,7 @@ export const registerAgent = defineTool({
       throw new ToolError('agent_exists', `An agent is already configured (${ctx.agent()!.mint}); remove agent_mint from ${ctx.env.configPath} to register another.`);
     }
     if (pending && hasStep1Arguments(args)) {
-      throw new ToolError('registration_pending', `A registration is pending for executive ${Keypair.fromSecretKey(parseSecret(pending.executive_keypair)!.secretKey).publicKey.toBase58()}: call svc_register_agent with no arguments to finish it (or delete pending_register from ${ctx.env.configPath} to start over).`);
+      throw new ToolError('registration_pending', `A registration is pending for executive ${parseSecret(pending.executive_keypair)?.publicKey.toBase58() ?? '(unreadable key)'}: call svc_register_agent with no arguments to finish it (or delete pending_register from ${ctx.env.configPath} to start over).`);
     }
     return step1(ctx, args);
   },
