@@ -34,6 +34,7 @@ import { Watchlist } from '../domain/indexer/watchlist.ts';
 import { IndexerService } from '../domain/indexer/service.ts';
 import { IdentityService } from '../domain/identity/service.ts';
 import { BuyerCatalog, BuyerPaymentService, BuyerReceiptService, QuoteService, SpendPolicyService, type BuyerServices } from '../domain/buyer/service.ts';
+import { DiscoveryService } from '../domain/discovery/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -74,6 +75,8 @@ export interface Services {
   identity: IdentityService;
   /** issue 14: quote, spend policy, execute, buyer receipts, networks/currency/facilitator */
   buyer: BuyerServices;
+  /** issue 15: the discovery catalogues of svc_discover */
+  discovery: DiscoveryService;
   clock: Clock;
 }
 
@@ -165,6 +168,7 @@ export function buildServices(deps: ServiceDeps): Services {
       payments: new BuyerPaymentService({ store, quotes, policies: spendPolicies, transactions }),
       receipts: new BuyerReceiptService({ store, clock, ledgers: deps.ledgers, settings }),
     },
+    discovery: new DiscoveryService({ store, baseUrl: settings.baseUrl }),
     clock,
   };
 }

@@ -19,6 +19,7 @@ import { buyerRepository } from './repositories/buyer-policies.ts';
 import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
+import { discoveryRepository } from './repositories/discovery.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
@@ -72,6 +73,7 @@ class Repos implements Repositories, RepoContext {
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
   readonly jobs = transactionalJobQueue(() => this.em());
   readonly indexer = indexerRepository(this);
+  readonly discovery = discoveryRepository(this);
 
   private readonly eventRows = eventRepository(this);
   readonly events: EventRepository = {

@@ -12,6 +12,8 @@ import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
 import type { IndexerRepository } from './indexer-store.ts';
 import type { BuyerRepository } from './buyer-store.ts';
+import type { DiscoveryRepository } from './discovery-store.ts';
+import type { DailyTotalRow } from '../receipts/daily.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -101,6 +103,11 @@ export interface ReceiptRepository {
   setVerification(network: Network, receiptHash: string, update: VerificationUpdate): Promise<boolean>;
   /** pending checks due at `now`, oldest due first, across networks */
   duePending(now: Date, limit: number): Promise<StoredReceipt[]>;
+  /**
+   * Issue 15: settled (decision allow) receipts with ts ≥ `since`, summed per UTC day, kind and asset; one range of the
+   * (network, agent, ts) index of settled receipts, never a scan of the chain.
+   */
+  dailyTotals(network: Network, agent: string, since: Date): Promise<DailyTotalRow[]>;
 }
 
 export interface PullTargetRepository {
@@ -290,6 +297,8 @@ export interface Repositories {
   webhookDeliveries: WebhookDeliveryRepository;
   /** issue 12: the indexer's watchlist, cursors and exactly-once record */
   indexer: IndexerRepository;
+  /** issue 15: the catalogues of svc_discover */
+  discovery: DiscoveryRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
   jobs: JobQueue;
 }

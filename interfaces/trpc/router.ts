@@ -15,6 +15,8 @@ import { prepareRouter } from './routers/prepare.ts';
 import { indexerRouter } from './routers/indexer.ts';
 import { identityRouter } from './routers/identity.ts';
 import { buyerRouter } from './routers/buyer.ts';
+import { activityRouter } from './routers/activity.ts';
+import { discoveryRouter } from './routers/discovery.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -41,6 +43,8 @@ export const appRouter = router({
   indexer: indexerRouter,
   identity: identityRouter,
   buyer: buyerRouter,
+  activity: activityRouter,
+  discovery: discoveryRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

@@ -9,6 +9,8 @@ import './transactions.ts';
 import './indexer.ts';
 import './identity.ts';
 import './buyer.ts';
+import './activity.ts';
+import './discovery.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */
 export const schema = builder.toSchema({ sortSchema: true });
