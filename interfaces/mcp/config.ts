@@ -45,6 +45,8 @@ export const PendingRegister = z.strictObject({
   services: z.array(ServiceEntry).max(15).optional(),
   /** set once step 2 submitted the mint: a retry resumes from here instead of minting again */
   mint: Address.optional(),
+  /** the registration document URL the gateway wrote into the asset (its hosted registration.json) */
+  uri: z.url().max(200).optional(),
   create_event_id: z.string().optional(),
   create_signature: z.string().optional(),
   delegation_signature: z.string().optional(),

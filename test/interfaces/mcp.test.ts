@@ -302,7 +302,13 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   const found = await ok(buyer, 'svc_discover', { q: 'weather' });
   const item = found.data.find((x: any) => x.source === 'svc' && x.id === link.id);
   t.like(item, { name: 'Weather forecast', agent: s.mint, url: link.share_url, price_usd: '0.25', capabilities: ['weather.forecast'], protocol: 'x402' });
-  t.true(found.data.some((x: any) => x.source === 'registry' && x.id === s.mint));
+  // onboarding let the gateway host the seller's registration-v1 document: its URL is in the asset and the record
+  const sellerItem = found.data.find((x: any) => x.source === 'registry' && x.id === s.mint);
+  t.truthy(sellerItem);
+  t.regex(sellerItem.url, new RegExp(`/v1/agents/${s.mint}/registration\\.json\\?network=chain-devnet$`));
+  const hosted = await ok(buyer, 'svc_registry_endpoints', { id: s.mint });
+  t.like(hosted, { id: s.mint, source: 'registry', registration_url: sellerItem.url });
+  t.true(hosted.endpoints.some((e: any) => e.name === 'receipts' && e.url.endsWith(`/v1/receipts/${s.mint}`)), JSON.stringify(hosted.endpoints));
   const cheap = await ok(buyer, 'svc_discover', { max_price_usd: '0.1', source: 'svc' });
   t.false(cheap.data.some((x: any) => x.id === link.id), 'max_price_usd filters');
   const byCapability = await ok(buyer, 'svc_discover', { capability: 'weather.forecast' });

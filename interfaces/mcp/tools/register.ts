@@ -110,7 +110,7 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
   // A mint that failed on the ledger (its event failed) is forgotten, so this retry mints again.
   if (state.mint && state.create_event_id) {
     const event = await ctx.call((api) => api.events.get.query({ id: state.create_event_id! }));
-    if (event.phase === 'failed') await persist({ mint: undefined, create_event_id: undefined, create_signature: undefined });
+    if (event.phase === 'failed') await persist({ mint: undefined, uri: undefined, create_event_id: undefined, create_signature: undefined });
   }
 
   if (!state.mint) {
@@ -121,16 +121,16 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
         owner: address,
         payer: address,
         name: state.name,
-        // the asset's mint is only known once prepared: this provisional document URI is replaced when recording
-        uri: `${ctx.env.apiUrl}/v1/agents/registration.json?executive=${address}`,
+        // no uri: the gateway hosts the registration-v1 document at its GET /v1/agents/{mint}/registration.json (with
+        // the receipts service entry of §2.7) and writes that URL into the asset
         ...(state.description !== undefined ? { description: state.description } : {}),
-        // the receipts entry is the registration document's (its URL names the mint, known only after this call)
         ...(state.services?.length ? { services: state.services } : {}),
       }),
     );
     const mint = String(envelope.echo.asset);
+    const uri = String(envelope.echo.uri);
     // saved once submitted: from then on a retry resumes with this asset rather than minting a second one
-    await ctx.signSubmitTrack(envelope, [executive], (signature) => persist({ mint, create_event_id: envelope.event_id ?? undefined, create_signature: signature }));
+    await ctx.signSubmitTrack(envelope, [executive], (signature) => persist({ mint, uri, create_event_id: envelope.event_id ?? undefined, create_signature: signature }));
   }
   const mint = state.mint!;
 
@@ -144,7 +144,7 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
   }
 
   await ctx.call((api) =>
-    api.agents.record.mutate({ mint, owner: address, name: state.name, uri: `${ctx.env.apiUrl}/v1/agents/${mint}/registration.json` }),
+    api.agents.record.mutate({ mint, owner: address, name: state.name, ...(state.uri ? { uri: state.uri } : {}) }),
   );
 
   if (!state.delegation_signature) {
