@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import type { Logger } from 'pino';
-import { newId } from '../domain/shared/ids.ts';
+import { newRequestId } from '../domain/shared/ids.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { limitAnonymous } from './policies/rate-limit.ts';
 import { registerFacilitatorRoutes } from './facilitator/routes.ts';
@@ -25,7 +25,7 @@ export const BODY_LIMIT = 1024 * 1024;
  */
 function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const requestId = newId();
+  const requestId = newRequestId();
   const error =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? new DomainError('headers_too_large', 'The request line and headers exceed 16 KiB.')
@@ -129,7 +129,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
-    genReqId: () => newId(),
+    genReqId: () => newRequestId(),
     requestIdHeader: false,
     // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
     logController: new RedactingLogController(),
