@@ -60,7 +60,7 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
     // warm: the key is resolved and cached, last_used_at written (once a minute), the window exchanged with the store
     t.is((await http(a, 'GET', `/v1/payment-links/${id}`, { key })).status, 200);
     await a.services.rateLimiter.sync();
-    let res: Awaited<ReturnType<typeof http>> | undefined;
+    let res: Awaited<ReturnType<typeof http<any>>> | undefined;
     const statements = await statementsOf(a, async () => (res = await http(a, 'GET', `/v1/payment-links/${id}`, { key })));
     t.is(res!.status, 200);
     t.is(res!.body.id, id);
