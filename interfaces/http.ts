@@ -49,9 +49,15 @@ function errorAnswer(err: unknown, req: FastifyRequest): { status: number; body:
   return req.url.startsWith('/trpc/') || req.url === '/trpc' ? trpcError(resolveError(err, req.id, req.log), req.id) : restAnswer(err, req);
 }
 
-/** X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too. */
-export async function stampRequestId(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+/**
+ * X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too; a client's
+ * X-Request-Id joins the request's log lines. One callback hook, no promise (issue 19: every request pays it).
+ */
+export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
   reply.raw.setHeader('X-Svc-Request-Id', req.id);
+  const clientId = req.headers['x-request-id'];
+  if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
+  done();
 }
 
 type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -148,11 +154,6 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
 
   app.addHook('onRequest', stampRequestId);
 
-  app.addHook('onRequest', async (req) => {
-    const clientId = req.headers['x-request-id'];
-    if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
-  });
-
   app.setErrorHandler((err, req, reply) => {
     const { status, body } = errorAnswer(err, req);
     void reply.code(status).send(body);
@@ -204,10 +205,13 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   return app;
 }
 
+/** the levels at which the incoming-request line is written: below, its fields are not even built */
+const LOGS_INFO = new Set(['trace', 'debug', 'info']);
+
 /** fastify's request logging, with the URL of the incoming-request line made loggable. */
 class RedactingLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
-    if (this.isLogDisabled(request)) return;
+    if (this.isLogDisabled(request) || !LOGS_INFO.has(request.log.level)) return;
     request.log.info({ req: { method: request.method, url: loggableUrl(request.url), remoteAddress: request.ip } }, 'incoming request');
   }
 }

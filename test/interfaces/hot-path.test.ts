@@ -6,6 +6,7 @@ import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, sta
 import { newRequestId, ULID_PATTERN } from '../../domain/shared/ids.ts';
 import { associatedTokenAccount } from '../../domain/treasury/derive.ts';
 import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
+import { HitLog } from '../../domain/policies/rate-limit.ts';
 
 // Issue 19: the /v1 read hot path. "One round trip" is proven by counting the statements the gateway's PostgreSQL
 // connection runs for a request, never by timing.
@@ -156,4 +157,23 @@ test('memoised ATA derivations answer what spl-token derives', (t) => {
   const direct = getAssociatedTokenAddressSync(new PublicKey(mint), new PublicKey(owner), true, new PublicKey(program)).toBase58();
   t.is(associatedTokenAccount(owner, mint, program), direct);
   t.is(associatedTokenAccount(owner, mint, program), direct);
+});
+
+test('the sliding hit log ages hits out in order across compactions (O(1) per hit, no splice)', (t) => {
+  const log = new HitLog();
+  for (let i = 0; i < 5000; i++) log.push(i);
+  log.dropUntil(2999);
+  t.is(log.length, 2000);
+  t.is(log.at(0), 3000);
+  t.is(log.last(), 4999);
+  for (let i = 5000; i < 6000; i++) log.push(i);
+  log.dropUntil(3499);
+  t.is(log.length, 2500);
+  t.is(log.at(0), 3500);
+  t.is(log.at(log.length - 1), 5999);
+  log.dropUntil(10_000);
+  t.is(log.length, 0);
+  t.is(log.last(), undefined);
+  log.push(7);
+  t.is(log.at(0), 7);
 });
