@@ -47,17 +47,21 @@ try {
   await expectAll({ ...plainJob, duration: Math.min(DURATION, 3) }, 200);
   await expectAll({ ...gatewayJob, duration: Math.min(DURATION, 3) }, 200);
   const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
-  const rounds: { plain: LoadResult; gateway: LoadResult }[] = [];
+  const rounds: { plain: Measured; gateway: Measured }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const plain = await expectAll(plainJob, 200);
-    const gateway = await profiled(i === ROUNDS - 1, () => expectAll(gatewayJob, 200));
+    const plain = await withCpu(() => expectAll(plainJob, 200));
+    const gateway = await withCpu(() => profiled(i === ROUNDS - 1, () => expectAll(gatewayJob, 200)));
     rounds.push({ plain, gateway });
-    console.log(`  round ${i + 1}: plain ${plain.rps.toFixed(0)} req/s (p99 ${plain.p99} ms) | gateway ${gateway.rps.toFixed(0)} req/s (p99 ${gateway.p99} ms)`);
+    console.log(
+      `  round ${i + 1}: plain ${plain.rps.toFixed(0)} req/s (p99 ${plain.p99} ms, ${plain.cpuUs.toFixed(0)} µs CPU/req) | ` +
+        `gateway ${gateway.rps.toFixed(0)} req/s (p99 ${gateway.p99} ms, ${gateway.cpuUs.toFixed(0)} µs CPU/req)`,
+    );
   }
   const avg = (f: (r: (typeof rounds)[number]) => number) => rounds.reduce((n, r) => n + f(r), 0) / rounds.length;
   const g = { rps: avg((r) => r.gateway.rps), p50: avg((r) => r.gateway.p50), p99: avg((r) => r.gateway.p99) };
   const p = { rps: avg((r) => r.plain.rps), p50: avg((r) => r.plain.p50), p99: avg((r) => r.plain.p99) };
   const ratio = g.rps / p.rps;
+  const cpu = { gateway: avg((r) => r.gateway.cpuUs), plain: avg((r) => r.plain.cpuUs) };
   console.log(`machine: ${machineLine()}`);
   console.log(`  command: BENCH_SECONDS=${DURATION} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_ROUNDS=${ROUNDS} npm run bench:reads`);
   console.log(`  PostgreSQL statements of one warm gateway read (after the key's first use): ${queries}`);
@@ -66,6 +70,9 @@ try {
   console.log(row('plain fastify + pg, same select', p));
   console.log(row(`gateway ${PATH_NAME}`, g));
   console.log(`  ratio gateway / plain: ${ratio.toFixed(2)}× (goal ≥ ${GOAL}×)`);
+  // This process's CPU per answered request (both servers live here; PostgreSQL and autocannon run apart): steadier than
+  // req/s on a shared machine.
+  console.log(`  CPU per request in the server process: gateway ${cpu.gateway.toFixed(0)} µs, plain ${cpu.plain.toFixed(0)} µs (plain / gateway ${(cpu.plain / cpu.gateway).toFixed(2)}×)`);
   const fig = (r: typeof g) => `${Math.round(r.rps).toLocaleString('en-US')} req/s p99 ${r.p99.toFixed(0)} ms`;
   console.log(`RATIO|${PATH_NAME}|${fig(g)}|${fig(p)}|${ratio.toFixed(2)}×|≥ ${GOAL}×`);
 } finally {
@@ -74,6 +81,16 @@ try {
   await pool.end();
   await app.close();
   await removeDataDir(app.dataDir);
+}
+
+type Measured = LoadResult & { cpuUs: number };
+
+/** A round with this process's CPU time (user + system) per answered request. */
+async function withCpu(fn: () => Promise<LoadResult>): Promise<Measured> {
+  const before = process.cpuUsage();
+  const r = await fn();
+  const used = process.cpuUsage(before);
+  return { ...r, cpuUs: (used.user + used.system) / Math.max(1, r.total) };
 }
 
 /** Statements the gateway's PostgreSQL connection runs during `fn` (MikroORM's connection `execute`). */
