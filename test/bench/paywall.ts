@@ -224,7 +224,6 @@ try {
   console.log(row('plain fastify route, fixed 402', unpaidFig.base));
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
   console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 50%)`);
-  console.log(`RATIO|unpaid 402 on /x/{id}, ${CONNECTIONS} connections|${Math.round(unpaidFig.paywall.rps).toLocaleString('en-US')} req/s p99 ${unpaidFig.paywall.p99.toFixed(0)} ms|${Math.round(unpaidFig.base.rps).toLocaleString('en-US')} req/s p99 ${unpaidFig.base.p99.toFixed(0)} ms (plain fastify, fixed 402 of the same bytes)|${unpaidRatio.toFixed(2)}×|≥ 0.7×`);
   console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));
   console.log(row('paywall 402 challenge', unpaidFetchFig));
