@@ -104,7 +104,7 @@ export interface ServiceDeps {
 
 export function buildServices(deps: ServiceDeps): Services {
   const { store, policies, feed, clock, settings, limits } = deps;
-  const access = new AccessService({ store, clock });
+  const access = new AccessService({ store, clock, feed });
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
   const watchlist = new Watchlist({ store, clock });
   const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist });

@@ -120,6 +120,11 @@ export const EVENT_KINDS = {
     phases: ['confirmed'],
     metadata: z.object({ payment_link_id: z.string(), payment_link: PaymentLink, changed: z.array(z.string()) }),
   },
+  'api_key.disabled': {
+    description: 'An API key was disabled (admin only): every gateway process stops accepting it (issue 19, README "Caches").',
+    phases: ['confirmed'],
+    metadata: z.object({ api_key_id: z.string() }),
+  },
   'payment_link.deleted': {
     description: 'A payment link was deleted; its id may be reused.',
     phases: ['confirmed'],
