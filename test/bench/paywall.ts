@@ -23,8 +23,17 @@ import { findStable } from '../../domain/shared/network.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import pg from 'pg';
+import { PaywallCore } from '../../domain/paywall/core.ts';
+import { PaidCallRecorder } from '../../domain/paywall/record.ts';
+import { FacilitatorService } from '../../domain/facilitator/service.ts';
+import { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
+import { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';
+import { MikroOrmFacilitatorStore } from '../../adapters/store/repositories/facilitator.ts';
 import { baselineWarning, expectAll, plainBaseline, runLoad, startPlainServer, type LoadRequest, type LoadResult } from './support/load.ts';
 
+/** BENCH_BREAKDOWN=1: where a paid call's time goes (method timings and PostgreSQL wait sampling); not for figures. */
+const BREAKDOWN = process.env.BENCH_BREAKDOWN === '1';
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PAID = Number(process.env.BENCH_PAID ?? 400);
@@ -32,7 +41,7 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 /** payments per blockhash (built and signed right before their batch is sent) */
 const BATCH = Number(process.env.BENCH_PAID_BATCH ?? 200);
 const BUYERS = 20;
-const ROUNDS = 2;
+const ROUNDS = BREAKDOWN ? 0 : 2;
 const USDC = findStable('chain-devnet', 'USDC')!;
 
 const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
@@ -76,6 +85,73 @@ function merge(parts: Fired[]): Fired & { count: number } {
 }
 
 // ---------------------------------------------------------------------------------------------------------------
+// BENCH_BREAKDOWN=1: each named method of the paid path wrapped with a timer (prototype patches in this process only),
+// and PostgreSQL's wait events sampled every 10 ms from a connection of its own while the paid batches run.
+
+const timings = new Map<string, { calls: number; ms: number }>();
+let timingOn = false;
+function timed(proto: object, method: string, label: string): void {
+  const target = proto as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const original = target[method]!;
+  target[method] = async function (this: unknown, ...args: unknown[]) {
+    const start = performance.now();
+    try {
+      return await original.apply(this, args);
+    } finally {
+      if (timingOn) {
+        const t = timings.get(label) ?? { calls: 0, ms: 0 };
+        t.calls++;
+        t.ms += performance.now() - start;
+        timings.set(label, t);
+      }
+    }
+  };
+}
+if (BREAKDOWN) {
+  timed(PaywallCore.prototype, 'pay', 'paywall core: claim → settle → record');
+  timed(FacilitatorService.prototype, 'settle', '  facilitator settle (all)');
+  timed(FacilitatorService.prototype, 'check', '    check: parse, verify, co-sign, accounts read');
+  timed(MikroOrmFacilitatorStore.prototype, 'claimSettlement', '    settlement guard claim (pg)');
+  timed(FacilitatorService.prototype, 'simulate', '    simulate');
+  timed(FacilitatorService.prototype, 'broadcast', '    broadcast: send + confirm + finish');
+  timed(LedgerThread.prototype, 'sendTransaction', '      ledger sendTransaction');
+  timed(FacilitatorService.prototype, 'confirm', '      confirmation wait');
+  timed(MikroOrmFacilitatorStore.prototype, 'finishSettlement', '      settlement guard finish (pg)');
+  timed(PaidCallRecorder.prototype, 'record', '  record (all)');
+  timed(MikroOrmStore.prototype, 'transaction', '    store.transaction (record and others)');
+  timed(LedgerThread.prototype, 'getSignatureStatuses', 'ledger getSignatureStatuses (any caller)');
+  timed(LedgerThread.prototype, 'getAccount', 'ledger getAccount (any caller)');
+}
+
+/** PostgreSQL wait events of the app's sessions, sampled while `work` runs. */
+async function sampleWaits<T>(url: string, work: () => Promise<T>): Promise<{ value: T; samples: number; waits: Map<string, number> }> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const waits = new Map<string, number>();
+  let samples = 0;
+  let running = true;
+  const loop = (async () => {
+    while (running) {
+      const r = await client.query<{ w: string; n: number }>(
+        `select coalesce(wait_event_type || ':' || wait_event, state) as w, count(*)::int as n from pg_stat_activity
+          where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state <> 'idle' group by 1`,
+      );
+      samples++;
+      for (const { w, n } of r.rows) waits.set(w, (waits.get(w) ?? 0) + n);
+      await new Promise((res) => setTimeout(res, 10));
+    }
+  })();
+  try {
+    const value = await work();
+    return { value, samples, waits };
+  } finally {
+    running = false;
+    await loop;
+    await client.end();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
 // The two servers
 
 const app: TestApp = await startTestApp({ env: { SVC_RATE_LIMITS: JSON.stringify({ paywall: 10_000_000 }), SVC_LOG_LEVEL: 'silent' } });
@@ -107,8 +183,10 @@ try {
   // 1. Unpaid 402 challenges, autocannon
 
   console.log(`unpaid 402: ${CONNECTIONS} connections, ${DURATION}s per round, ${ROUNDS} interleaved rounds; body ${challengeBody.length} B, PAYMENT-REQUIRED ${paymentRequired.length} B`);
-  await cannon(plainUrl); // warm-up both
-  await cannon(paywallUrl);
+  if (!BREAKDOWN) {
+    await cannon(plainUrl); // warm-up both
+    await cannon(paywallUrl);
+  }
   const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
   const rounds: { base: Cannon; paywall: Cannon }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
@@ -186,12 +264,19 @@ try {
   const paidParts: Fired[] = [];
   const plainParts: Fired[] = [];
   const unpaidParts: Fired[] = [];
+  let pgSamples = 0;
+  const pgWaits = new Map<string, number>();
   for (let done = 0; done < PAID; done += BATCH) {
     const n = Math.min(BATCH, PAID - done);
     plainParts.push(await fire(plainUrl, 402, times(n)));
     unpaidParts.push(await fire(paywallUrl, 402, times(n)));
     const headers = await payments(n); // untimed: the buyers' cost
-    paidParts.push(await fire(paywallUrl, 200, paying(headers)));
+    timingOn = BREAKDOWN;
+    const sampled = BREAKDOWN ? await sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : { value: await fire(paywallUrl, 200, paying(headers)), samples: 0, waits: new Map<string, number>() };
+    timingOn = false;
+    paidParts.push(sampled.value);
+    pgSamples += sampled.samples;
+    for (const [w, c] of sampled.waits) pgWaits.set(w, (pgWaits.get(w) ?? 0) + c);
   }
   const after = await sellerBalance();
   const paid = merge(paidParts);
@@ -229,6 +314,12 @@ try {
   console.log(row('paywall 402 challenge', unpaidFetchFig));
   console.log(row(`paid call, 200 (${feeTerms.success ? 'seller + fee legs' : 'seller leg'}, settled)`, paidFig));
   console.log(`  ratio paid / plain 402 (closed loop): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (closed loop): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`);
+  if (BREAKDOWN) {
+    console.log(`\n  breakdown (BENCH_BREAKDOWN=1): mean ms per call of each step, over the ${PAID} timed paid calls (steps overlap across calls)`);
+    for (const [name, t] of timings) console.log(`  ${name.padEnd(52)} ${String(t.calls).padStart(6)} calls ${(t.ms / t.calls).toFixed(2).padStart(8)} ms/call ${(t.ms / PAID).toFixed(2).padStart(8)} ms/paid`);
+    console.log(`  PostgreSQL sessions of the app, sampled ${pgSamples}× every 10 ms: mean sessions per sample by state or wait event`);
+    for (const [w, n] of [...pgWaits].sort((a, b) => b[1] - a[1])) console.log(`    ${w.padEnd(40)} ${(n / Math.max(pgSamples, 1)).toFixed(2)}`);
+  }
   const warning = baselineWarning(tinyFig);
   if (warning) console.log(`  ${warning}`);
   console.log(`  checks: every unpaid answer 402, all ${PAID} paid answers 200; seller treasury grew by ${grew} = ${PAID} × ${price} atoms (fee ${fee} per call, ${BUYERS} buyers)`);
