@@ -55,7 +55,10 @@ export class PaidCallRecorder {
       return null;
     });
 
-    const final = await this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
+    // One record transaction per seller at a time from this process: the others wait here, not in PostgreSQL holding a
+    // pooled connection each (which starved the claims and settlements of every other call); across processes the
+    // chain lock below still orders them.
+    const final = await this.oneAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
       // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
       // racing a process thought dead) serves what was stored.
       const current = await tx.paidCalls.get(network, call.paymentKey);
@@ -111,13 +114,27 @@ export class PaidCallRecorder {
       await this.webhook(tx, call, paymentResponse, response, receipt, now);
       await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
       return { response, receipt };
-    });
+    }));
 
     if (!final) {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
     }
     return { kind: 'recorded', response: final.response };
+  }
+
+  private readonly queues = new Map<string, Promise<unknown>>();
+
+  /** Runs `work` after every earlier `work` of the same key in this process has finished (failed ones included). */
+  private async oneAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(key) ?? Promise.resolve()).then(work, work);
+    const tail = run.catch(() => undefined);
+    this.queues.set(key, tail);
+    try {
+      return await run;
+    } finally {
+      if (this.queues.get(key) === tail) this.queues.delete(key);
+    }
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */

@@ -13,6 +13,10 @@
 // their own (test/bench/support/load.ts), apart from both servers; a plain fastify route answering {"ok":true} is
 // measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
 import os from 'node:os';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
 import type { AddressInfo } from 'node:net';
 import Fastify from 'fastify';
 import { Keypair } from '@solana/web3.js';
@@ -63,11 +67,14 @@ const fire = (url: string, expect: number, requests: LoadRequest[]): Promise<Fir
 
 const times = (n: number): LoadRequest[] => Array.from({ length: n }, () => ({}));
 
-/** Batches merged: counts and statuses add up, time adds up; latency percentiles are the batches' weighted by count. */
+const percentile = (sorted: number[], p: number) => sorted[Math.max(0, Math.ceil(p * sorted.length) - 1)] ?? NaN;
+
+/** Batches merged: counts, statuses and time add up; p50/p99/max are computed from all the batches' samples together. */
 function merge(parts: Fired[]): Fired & { count: number } {
   const total = parts.reduce((n, p) => n + p.total, 0);
   const seconds = parts.reduce((n, p) => n + p.seconds, 0);
-  const weighted = (f: (p: Fired) => number) => parts.reduce((n, p) => n + f(p) * p.total, 0) / total;
+  const samples = parts.flatMap((p) => p.samples ?? []).sort((a, b) => a - b);
+  if (samples.length !== total) throw new Error(`merge: ${samples.length} latency samples for ${total} requests`);
   const statuses: Record<string, number> = {};
   for (const p of parts) for (const [k, v] of Object.entries(p.statuses)) statuses[k] = (statuses[k] ?? 0) + v;
   return {
@@ -76,12 +83,18 @@ function merge(parts: Fired[]): Fired & { count: number } {
     total,
     seconds,
     rps: total / seconds,
-    p50: weighted((p) => p.p50),
-    p99: weighted((p) => p.p99),
-    max: Math.max(...parts.map((p) => p.max)),
+    p50: percentile(samples, 0.5),
+    p99: percentile(samples, 0.99),
+    max: samples[samples.length - 1] ?? NaN,
     statuses,
     ...(parts.find((p) => p.odd) ? { odd: parts.find((p) => p.odd)!.odd } : {}),
   };
+}
+
+/** The line `npm run bench` collects: RATIO|path|gateway|baseline|ratio|goal. */
+function ratioLine(path: string, gateway: { rps: number; p50: number; p99: number }, baseline: { rps: number; p50: number; p99: number }, ratio: number, goal: string): string {
+  const fig = (r: { rps: number; p50: number; p99: number }) => `${Math.round(r.rps).toLocaleString('en-US')} req/s p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms`;
+  return `RATIO|${path}|${fig(gateway)}|${fig(baseline)}|${ratio.toFixed(2)}×|${goal}`;
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -246,6 +259,44 @@ try {
       return Buffer.from(JSON.stringify(payload)).toString('base64');
     });
   }
+  // The same-run reference: LiteSVM (an in-process embedded ledger, the gateway's execution engine without its
+  // thread, HTTP, facilitator or database) executing the same settlement transactions — same instructions, same
+  // seller, fee authority and mint, its own fee payer and buyers funded alike — timed batch by batch, interleaved
+  // with the paid batches. Sent without preflight: executed (and signatures verified) once, as a validator does.
+  const svmDir = await mkdtemp(join(tmpdir(), 'bench-paywall-svm-'));
+  const svm = await EmbeddedLedger.open({ network: 'chain-devnet', dir: svmDir, slotMs: 400 });
+  const svmFeePayer = Keypair.generate();
+  svm.airdrop(svmFeePayer.publicKey.toBase58(), 1_000_000_000_000n);
+  svm.mintTo(accept.payTo, USDC.mint, 1n);
+  if (requirements.fee) svm.mintTo(requirements.fee.feeAuthority, USDC.mint, 1n);
+  for (const b of buyers) svm.mintTo(b.publicKey.toBase58(), USDC.mint, fundAtoms);
+  let svmOrder = 0;
+  function svmPayments(n: number): Uint8Array[] {
+    const { blockhash } = svm.latestBlockhash();
+    return Array.from({ length: n }, () => {
+      const buyer = buyers[svmOrder++ % BUYERS]!;
+      const tx = buildPaymentTransaction({ feePayer: svmFeePayer.publicKey.toBase58(), payer: buyer.publicKey.toBase58(), requirements, blockhash });
+      tx.sign([svmFeePayer, buyer]);
+      return tx.serialize();
+    });
+  }
+  /** executes `wires` one after the other; figures as a closed loop of one (each latency is one execution) */
+  function svmExecute(wires: Uint8Array[]): Fired {
+    const samples: number[] = [];
+    const started = performance.now();
+    for (const wire of wires) {
+      const t0 = performance.now();
+      const sent = svm.sendWire(wire, { skipPreflight: true });
+      samples.push(performance.now() - t0);
+      if (!sent.ok) throw new Error(`LiteSVM baseline: ${JSON.stringify(sent.err)} ${sent.logs.slice(-2).join(' | ')}`);
+      if (svm.signatureStatus(sent.signature)?.err) throw new Error(`LiteSVM baseline: the settlement failed: ${JSON.stringify(svm.signatureStatus(sent.signature)?.err)}`);
+    }
+    const seconds = (performance.now() - started) / 1000;
+    samples.sort((a, b) => a - b);
+    return { generator: 'closed-loop', rps: wires.length / seconds, p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), max: samples[samples.length - 1]!, total: wires.length, seconds, statuses: { '200': wires.length }, samples };
+  }
+  svmExecute(svmPayments(CONCURRENCY)); // warm-up
+
   const pay = (header: string) => fetch(paywallUrl, { headers: { 'PAYMENT-SIGNATURE': header } });
   const paying = (headers: string[]): LoadRequest[] => headers.map((h) => ({ headers: { 'PAYMENT-SIGNATURE': h } }));
 
@@ -264,12 +315,14 @@ try {
   const paidParts: Fired[] = [];
   const plainParts: Fired[] = [];
   const unpaidParts: Fired[] = [];
+  const svmParts: Fired[] = [];
   let pgSamples = 0;
   const pgWaits = new Map<string, number>();
   for (let done = 0; done < PAID; done += BATCH) {
     const n = Math.min(BATCH, PAID - done);
     plainParts.push(await fire(plainUrl, 402, times(n)));
     unpaidParts.push(await fire(paywallUrl, 402, times(n)));
+    svmParts.push(svmExecute(svmPayments(n)));
     const headers = await payments(n); // untimed: the buyers' cost
     timingOn = BREAKDOWN;
     const sampled = BREAKDOWN ? await sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : { value: await fire(paywallUrl, 200, paying(headers)), samples: 0, waits: new Map<string, number>() };
@@ -288,6 +341,9 @@ try {
   const grew = after - before;
   if (grew !== BigInt(PAID) * price) throw new Error(`the seller's balance grew by ${grew}, not ${PAID} × ${price}`);
 
+  const svmFig = merge(svmParts);
+  await svm.close();
+  await rm(svmDir, { recursive: true, force: true });
   const paidFig = paid;
   const plainFig = plainFetch;
   const unpaidFetchFig = unpaidFetch;
@@ -308,11 +364,15 @@ try {
   console.log(row('plain fastify route, fixed {"ok":true}', tinyFig));
   console.log(row('plain fastify route, fixed 402', unpaidFig.base));
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
-  console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 50%)`);
+  console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 70%)`);
+  console.log(ratioLine('unpaid 402 on /x/{id}', unpaidFig.paywall, unpaidFig.base, unpaidRatio, '≥ 0.7×'));
   console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));
   console.log(row('paywall 402 challenge', unpaidFetchFig));
   console.log(row(`paid call, 200 (${feeTerms.success ? 'seller + fee legs' : 'seller leg'}, settled)`, paidFig));
+  console.log(row('LiteSVM executing the same settlement transaction, 1 at a time', svmFig));
+  console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
+  console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
   console.log(`  ratio paid / plain 402 (closed loop): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (closed loop): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`);
   if (BREAKDOWN) {
     console.log(`\n  breakdown (BENCH_BREAKDOWN=1): mean ms per call of each step, over the ${PAID} timed paid calls (steps overlap across calls)`);
