@@ -1,14 +1,20 @@
-// The public paywall /x/{id} against a plain fastify route returning a fixed 402, in one run on the same machine.
+// The public paywall /x/{id} against same-run baselines, on the same machine.
 // Run on demand: npm run bench:paywall   (BENCH_SECONDS=10 BENCH_CONNECTIONS=50 BENCH_PAID=400 BENCH_CONCURRENCY=16)
 //
 // 1. Unpaid challenges: autocannon, BENCH_CONNECTIONS connections, BENCH_SECONDS per round, baseline and paywall in
 //    interleaved rounds (after a warm-up of both). The baseline answers the very bytes of a real paywall 402 (same
 //    JSON body, same PAYMENT-REQUIRED and CORS headers, precomputed), so both routes write the same response.
+//    (autocannon reports percentiles only: the rounds' p50/p99 are averaged; the ratio is of req/s.)
 // 2. Paid calls end to end on the embedded ledger: BENCH_PAID payments against one fee-bearing link (SVC_FEE_BPS
-//    default 100: seller and fee legs), from BUYERS funded wallets, built and signed between the timed sections (a
-//    fresh blockhash per batch), sent by the closed loop at BENCH_CONCURRENCY in flight; every answer must be 200 and
-//    the seller's treasury must grow by exactly BENCH_PAID × price. The same-run reference is the plain route's 402
-//    fetched by the same closed loop at the same concurrency, in batches interleaved with the paid ones.
+//    default 100: seller and fee legs; one seller), from BUYERS funded wallets, built and signed between the timed
+//    sections (a fresh blockhash per batch), sent by the closed loop at BENCH_CONCURRENCY in flight; every answer must
+//    be 200 and the seller's treasury must grow by exactly BENCH_PAID × price. The goal's baseline (issue 19) is LiteSVM
+//    executing the same settlement transactions (an in-process embedded ledger, no preflight, one at a time), in
+//    batches interleaved with the paid ones; the plain route's 402 fetched by the same closed loop is shown beside.
+//    Batches are merged from all their latency samples (p50/p99 of the whole run, not averages of batches).
+// Prints `RATIO|path|gateway|baseline|ratio|goal` per goal row for `npm run bench`.
+// BENCH_BREAKDOWN=1: skips the autocannon rounds and prints where a paid call's time goes (timers around the paid
+// path's steps, patched on the prototypes in this process, and PostgreSQL's wait events sampled every 10 ms).
 // The clients (autocannon; the closed loop for the paid calls, whose headers differ per request) run in a process of
 // their own (test/bench/support/load.ts), apart from both servers; a plain fastify route answering {"ok":true} is
 // measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
@@ -45,6 +51,8 @@ const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 16);
 /** payments per blockhash (built and signed right before their batch is sent) */
 const BATCH = Number(process.env.BENCH_PAID_BATCH ?? 200);
 const BUYERS = 20;
+/** the several-sellers round: payments spread over this many links of as many agents */
+const SELLERS = Number(process.env.BENCH_SELLERS ?? 8);
 const ROUNDS = BREAKDOWN ? 0 : 2;
 const USDC = findStable('chain-devnet', 'USDC')!;
 
@@ -243,19 +251,20 @@ try {
 
   const perBuyer = Math.ceil(PAID / BUYERS) + 1;
   const buyers = Array.from({ length: BUYERS }, () => Keypair.generate());
-  const fundAtoms = BigInt(perBuyer) * (price + fee) * 2n;
+  const fundAtoms = BigInt(perBuyer) * (price + fee) * 3n; // the one-seller round, the several-sellers round, spare
   const fundAmount = `${fundAtoms / 10n ** BigInt(USDC.decimals)}.${(fundAtoms % 10n ** BigInt(USDC.decimals)).toString().padStart(USDC.decimals, '0')}`;
   for (const b of buyers) await app.services.dev.fund('chain-devnet', { address: b.publicKey.toBase58(), token: 'USDC', amount: fundAmount });
 
   let order = 0;
-  /** PAYMENT-SIGNATURE values for `n` payments, one blockhash, buyers in turn (random memo each) */
-  async function payments(n: number): Promise<string[]> {
+  /** PAYMENT-SIGNATURE values for `n` payments, one blockhash, buyers in turn (random memo each); `to` picks the seller */
+  async function payments(n: number, to: (i: number) => { accept: X402RequirementsV2; requirements: PaymentRequirements } = () => ({ accept, requirements })): Promise<string[]> {
     const { blockhash } = await ledger.getLatestBlockhash();
-    return Array.from({ length: n }, () => {
+    return Array.from({ length: n }, (_, i) => {
       const buyer = buyers[order++ % BUYERS]!;
-      const tx = buildPaymentTransaction({ feePayer, payer: buyer.publicKey.toBase58(), requirements, blockhash });
+      const seller = to(i);
+      const tx = buildPaymentTransaction({ feePayer, payer: buyer.publicKey.toBase58(), requirements: seller.requirements, blockhash });
       tx.sign([buyer]); // the buyer's slot only: the facilitator co-signs as fee payer
-      const payload = { x402Version: 2, accepted: accept, payload: { transaction: Buffer.from(tx.serialize()).toString('base64') } };
+      const payload = { x402Version: 2, accepted: seller.accept, payload: { transaction: Buffer.from(tx.serialize()).toString('base64') } };
       return Buffer.from(JSON.stringify(payload)).toString('base64');
     });
   }
@@ -332,6 +341,36 @@ try {
     for (const [w, c] of sampled.waits) pgWaits.set(w, (pgWaits.get(w) ?? 0) + c);
   }
   const after = await sellerBalance();
+
+  // Several sellers: the same payments spread over SELLERS links of SELLERS agents (issue 19: different sellers share
+  // no lock), interleaved with LiteSVM batches of the same size.
+  const sellers = [{ linkId, agent, accept, requirements }];
+  for (let i = 1; i < SELLERS; i++) {
+    const { mint } = await recordAgent(app, key);
+    const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { response: { status: 200, body: { forecast: 'sunny' } } }) });
+    if (made.status !== 201) throw new Error(`create link: ${made.status} ${JSON.stringify(made.body)}`);
+    const payTo = treasuryOf(mint);
+    sellers.push({ linkId: (made.body as { id: string }).id, agent: mint, accept: { ...accept, payTo }, requirements: { ...requirements, payTo } });
+  }
+  const balances = async () => Promise.all(sellers.map(async (x) => (await ledger.getTokenBalances(x.accept.payTo, { mint: USDC.mint })).reduce((n, b) => n + b.amount, 0n)));
+  const spread = (headers: string[]): LoadRequest[] => headers.map((h, i) => ({ path: `/x/${sellers[i % SELLERS]!.linkId}?network=chain-devnet`, headers: { 'PAYMENT-SIGNATURE': h } }));
+  const warmMany = await payments(SELLERS * 2, (i) => sellers[i % SELLERS]!);
+  await fire(paywallUrl, 200, spread(warmMany)); // each new seller's first payments
+  const manyBefore = await balances();
+  const manyParts: Fired[] = [];
+  const manySvmParts: Fired[] = [];
+  for (let done = 0; done < PAID; done += BATCH) {
+    const n = Math.min(BATCH, PAID - done);
+    manySvmParts.push(svmExecute(svmPayments(n)));
+    const headers = await payments(n, (i) => sellers[i % SELLERS]!);
+    manyParts.push(await fire(paywallUrl, 200, spread(headers)));
+  }
+  const manyAfter = await balances();
+  const manyGrew = manyAfter.reduce((n, b, i) => n + b - manyBefore[i]!, 0n);
+  if (manyGrew !== BigInt(PAID) * price) throw new Error(`the sellers' balances grew by ${manyGrew}, not ${PAID} × ${price}`);
+  const many = merge(manyParts);
+  if (many.statuses['200'] !== many.count) throw new Error(`paid (several sellers): ${JSON.stringify(many.statuses)}; first: ${many.odd}`);
+  const manySvm = merge(manySvmParts);
   const paid = merge(paidParts);
   const plainFetch = merge(plainParts);
   const unpaidFetch = merge(unpaidParts);
@@ -373,6 +412,9 @@ try {
   console.log(row('LiteSVM executing the same settlement transaction, 1 at a time', svmFig));
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
   console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
+  console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
+  console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
+  console.log(`  ratio paid calls (${SELLERS} sellers) / LiteSVM executions: ${(many.rps / manySvm.rps).toFixed(3)}×; ${SELLERS} sellers / 1 seller: ${(many.rps / paidFig.rps).toFixed(2)}×`);
   console.log(`  ratio paid / plain 402 (closed loop): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (closed loop): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`);
   if (BREAKDOWN) {
     console.log(`\n  breakdown (BENCH_BREAKDOWN=1): mean ms per call of each step, over the ${PAID} timed paid calls (steps overlap across calls)`);
