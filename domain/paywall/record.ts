@@ -31,6 +31,9 @@ export interface RecorderDeps {
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
+/** record transactions of one seller at once per process (the chain lock orders them; see fewAtATime) */
+const RECORDS_PER_SELLER = 2;
+
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
 
 export class PaidCallRecorder {
@@ -55,10 +58,10 @@ export class PaidCallRecorder {
       return null;
     });
 
-    // One record transaction per seller at a time from this process: the others wait here, not in PostgreSQL holding a
-    // pooled connection each (which starved the claims and settlements of every other call); across processes the
-    // chain lock below still orders them.
-    const final = await this.oneAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
+    // At most RECORDS_PER_SELLER record transactions of one seller at a time from this process: the others wait here,
+    // not in PostgreSQL holding a pooled connection each (which starved the claims and settlements of every other
+    // call); the chain lock below orders them, across processes too.
+    const final = await this.fewAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
       // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
       // racing a process thought dead) serves what was stored.
       const current = await tx.paidCalls.get(network, call.paymentKey);
@@ -123,17 +126,23 @@ export class PaidCallRecorder {
     return { kind: 'recorded', response: final.response };
   }
 
-  private readonly queues = new Map<string, Promise<unknown>>();
+  private readonly running = new Map<string, { active: number; waiting: (() => void)[] }>();
 
-  /** Runs `work` after every earlier `work` of the same key in this process has finished (failed ones included). */
-  private async oneAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const run = (this.queues.get(key) ?? Promise.resolve()).then(work, work);
-    const tail = run.catch(() => undefined);
-    this.queues.set(key, tail);
+  /**
+   * Runs `work` once fewer than RECORDS_PER_SELLER works of the same key run in this process: the next record's part
+   * before the chain lock overlaps the current one's chain part, and the rest wait in memory, not on a connection.
+   */
+  private async fewAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
+    let slot = this.running.get(key);
+    if (!slot) this.running.set(key, (slot = { active: 0, waiting: [] }));
+    if (slot.active >= RECORDS_PER_SELLER) await new Promise<void>((go) => slot.waiting.push(go));
+    else slot.active++;
     try {
-      return await run;
+      return await work();
     } finally {
-      if (this.queues.get(key) === tail) this.queues.delete(key);
+      const next = slot.waiting.shift();
+      if (next) next(); // the slot passes on as it is
+      else if (--slot.active === 0) this.running.delete(key);
     }
   }
 
