@@ -11,7 +11,7 @@ import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
 import { paidCallRepository } from './repositories/paid-calls.ts';
-import { eventRepository, eventsSince, maxEventSeq } from './repositories/events.ts';
+import { eventRepository, eventsHeldBack, eventsSince, maxEventSeq } from './repositories/events.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
 import { identityRepository } from './repositories/identity.ts';
@@ -110,6 +110,11 @@ export class MikroOrmStore extends Repos implements Store {
   /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */
   eventsSince(after: bigint, limit: number): Promise<EventRecord[]> {
     return eventsSince(this.orm.em.fork({ useContext: false }), after, limit);
+  }
+
+  /** Committed events a cursor reader may not deliver yet (an older transaction is open; migration 0018). */
+  eventsHeldBack(): Promise<boolean> {
+    return eventsHeldBack(this.orm.em.fork({ useContext: false }));
   }
 
   maxEventSeq(): Promise<bigint> {
