@@ -614,7 +614,7 @@ test('garbage, unknown and disabled keys → 401 invalid_api_key', async (t) => 
   // clock: the bound is proven on a moved TestClock below): a key disabled behind the API's back (here by SQL, no
   // event) is refused once the cached row expires.
   const deadline = Date.now() + 30_000;
-  while ((await http(app, 'GET', '/v1/health', { key: created.key })).status === 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+  while ((await http(app, 'GET', '/v1/health', { key: created.key })).status === 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
   expectError(t, await http(app, 'GET', '/v1/health', { key: created.key }), 401, 'invalid_api_key');
   expectError(t, await http(app, 'GET', '/v1/payment-links', { key: created.key }), 401, 'invalid_api_key');
 });
