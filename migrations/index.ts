@@ -10,6 +10,7 @@ import { Migration0010PreparedTransactions } from './0010-prepared-transactions.
 import { Migration0011Indexer } from './0011-indexer.ts';
 import { Migration0012AgentsByTreasury } from './0012-agents-by-treasury.ts';
 import { Migration0013Identity } from './0013-identity.ts';
+import { Migration0014Scale } from './0014-scale.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -25,4 +26,5 @@ export const migrationsList = [
   { name: '0011-indexer', class: Migration0011Indexer },
   { name: '0012-agents-by-treasury', class: Migration0012AgentsByTreasury },
   { name: '0013-identity', class: Migration0013Identity },
+  { name: '0014-scale', class: Migration0014Scale },
 ];
