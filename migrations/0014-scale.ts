@@ -93,6 +93,14 @@ export class Migration0014Scale extends Migration {
        group by 1, 2, 3, 4, 5, 6;`);
     this.addSql(`insert into event_kinds (network, kind) select distinct network, kind from events;`);
 
+    // The feed's catch-up (all networks, seq order) reads its own expression index, so no network-scoped list can take
+    // the bare seq index and walk it discarding other networks, owners and kinds: PostgreSQL costs that walk by the seq
+    // column's perfect correlation and picks it over the (network, …, seq) index whenever a filter looks common, and it
+    // grows with the table when the filtered rows are old. The same for a webhook's deliveries and the id primary key.
+    this.addSql(`create unique index events_seq_feed_key on events ((seq + 0));`);
+    this.addSql(`alter table events drop constraint events_seq_key;`);
+    this.addSql(`create index webhook_deliveries_webhook_list_idx on webhook_deliveries (webhook_id, (id collate "C") desc) where webhook_id is not null;`);
+
     // Lists by agent and kind (one branch per kind), for the whole network and for one owner.
     this.addSql(`create index events_network_agent_kind_seq_idx on events (network, agent_asset, kind, seq desc);`);
     this.addSql(`create index events_network_principal_agent_kind_seq_idx on events (network, owner_principal, agent_asset, kind, seq desc);`);

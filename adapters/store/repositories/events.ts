@@ -239,14 +239,20 @@ async function readPage(
   return (await query<EventRow>(em, sql, params)).map(fromRow);
 }
 
+/** The feed's catch-up: `seq + 0` reads the feed's own index (migration 0014), which no network-scoped list can take. */
+export function eventsSinceSql(after: bigint, limit: number): Sql {
+  return { sql: 'select * from events where seq + 0 > ? order by seq + 0 asc limit ?', params: [after.toString(), limit] };
+}
+
 /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */
 export async function eventsSince(em: EntityManager, after: bigint, limit: number): Promise<EventRecord[]> {
-  const rows = await query<EventRow>(em, 'select * from events where seq > ? order by seq asc limit ?', [after.toString(), limit]);
+  const { sql, params } = eventsSinceSql(after, limit);
+  const rows = await query<EventRow>(em, sql, params);
   return rows.map(fromRow);
 }
 
 /** The newest seq (0 when there is no event yet). */
 export async function maxEventSeq(em: EntityManager): Promise<bigint> {
-  const rows = await query<{ seq: string }>(em, 'select coalesce(max(seq), 0)::text as seq from events');
+  const rows = await query<{ seq: string }>(em, 'select coalesce(max(seq + 0), 0)::text as seq from events');
   return BigInt(rows[0]!.seq);
 }
