@@ -88,8 +88,8 @@ const rateLimit = t.middleware(async ({ ctx, meta, next }) => {
 });
 
 /** Issue 21: the procedure's database work under its request class's limits (interfaces/policies/heavy.ts). */
-const requestClass = t.middleware(({ ctx, path, next }) =>
-  scopedRequest(ctx, keyedContext(ctx).principal, path, async () => {
+const requestClass = t.middleware(({ ctx, path, type, next }) =>
+  scopedRequest(ctx, keyedContext(ctx).principal, path, type, async () => {
     const result = await next();
     // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
     if (!result.ok) throw result.error;
