@@ -217,8 +217,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.SVC_DB_TIMEOUT_MS,
       heavyTimeoutMs: e.SVC_DB_HEAVY_TIMEOUT_MS,
       heavyPerPrincipal: e.SVC_DB_HEAVY_PER_PRINCIPAL,
-      // a third of the pool by default; the main pool keeps at least one connection
-      heavyPool: Math.min(e.SVC_DB_HEAVY_POOL ?? Math.ceil(e.SVC_DB_POOL_MAX / 3), e.SVC_DB_POOL_MAX - 1),
+      // connections of their own beside the main pool's, so the hot paths keep all of SVC_DB_POOL_MAX
+      heavyPool: e.SVC_DB_HEAVY_POOL ?? 3,
     },
     rateLimits: e.SVC_RATE_LIMITS ?? {},
     jobs: e.SVC_JOBS,

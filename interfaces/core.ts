@@ -68,9 +68,9 @@ export async function openDatabase(
   const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: config.dataDir, settings: options.pgSettings });
   const url = config.databaseUrl ?? embedded!.url;
   try {
-    // Issue 21: heavy requests (lists, aggregates) get their own share of the connections; a command's small pool none.
+    // Issue 21: heavy requests (lists, aggregates) run on a pool of their own beside the main one; a command has none.
     const heavyPool = options.poolMax === undefined ? config.db.heavyPool : 0;
-    const orm = await initOrm(url, (options.poolMax ?? config.dbPoolMax) - heavyPool);
+    const orm = await initOrm(url, options.poolMax ?? config.dbPoolMax);
     let owner: ProcessOwner | undefined;
     let heavyOrm: MikroORM | undefined;
     try {

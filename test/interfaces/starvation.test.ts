@@ -19,7 +19,7 @@ const test = anyTest as TestFn<Ctx>;
 
 const env = {
   SVC_JOBS: 'off',
-  SVC_DB_POOL_MAX: '6',
+  SVC_DB_POOL_MAX: '4',
   SVC_DB_HEAVY_POOL: '3',
   SVC_DB_HEAVY_PER_PRINCIPAL: '2',
   // long: what ends A's stuck requests here is their clients leaving, not a timer
