@@ -121,7 +121,8 @@ const DEFAULT_CLASSES: RequestClasses = { timeoutMs: 30_000, heavyTimeoutMs: 10_
 
 /** The Store port on MikroORM + PostgreSQL: one fork per call, one per transaction. */
 export class MikroOrmStore extends Repos implements Store {
-  private readonly heavyRunning = new Map<string, number>();
+  /** principal → request tag → its heavy procedures running */
+  private readonly heavyRunning = new Map<string, Map<string, number>>();
 
   constructor(
     private readonly orm: MikroORM,
@@ -133,26 +134,31 @@ export class MikroOrmStore extends Repos implements Store {
   }
 
   async scoped<T>(scope: RequestScope, work: () => Promise<T>): Promise<T> {
-    const { heavy, principal } = scope;
+    const { heavy, principal, tag } = scope;
+    // The cap counts requests, not procedures: one GraphQL operation's several list fields share its request's slot.
+    let requests: Map<string, number> | undefined;
     if (heavy) {
-      const running = this.heavyRunning.get(principal) ?? 0;
-      if (running >= this.classes.heavyPerPrincipal) {
+      requests = this.heavyRunning.get(principal) ?? new Map<string, number>();
+      const mine = requests.get(tag) ?? 0;
+      if (mine === 0 && requests.size >= this.classes.heavyPerPrincipal) {
         throw new DomainError('rate_limited', `At most ${this.classes.heavyPerPrincipal} list or aggregate requests of one key run at once; retry when one has answered.`, {
           retry_after_ms: 1000,
           limit: this.classes.heavyPerPrincipal,
           class: 'heavy',
         });
       }
-      this.heavyRunning.set(principal, running + 1);
+      requests.set(tag, mine + 1);
+      this.heavyRunning.set(principal, requests);
     }
     try {
       const timeoutMs = heavy ? this.classes.heavyTimeoutMs : this.classes.timeoutMs;
       return await runScoped({ ...scope, timeoutMs }, (tagPrefix) => this.cancelTagged(tagPrefix), work);
     } finally {
-      if (heavy) {
-        const left = (this.heavyRunning.get(principal) ?? 1) - 1;
-        if (left > 0) this.heavyRunning.set(principal, left);
-        else this.heavyRunning.delete(principal);
+      if (requests) {
+        const left = (requests.get(tag) ?? 1) - 1;
+        if (left > 0) requests.set(tag, left);
+        else requests.delete(tag);
+        if (requests.size === 0) this.heavyRunning.delete(principal);
       }
     }
   }

@@ -145,3 +145,21 @@ test.serial('a heavy read past its budget answers timeout in the envelope, and i
     await release();
   }
 });
+
+test.serial('the cap counts requests: one GraphQL operation reading several lists at once takes one slot', async (t) => {
+  const { app, b } = t.context;
+  const query = `{ a: paymentLinks(first: 5) { data { id } } b: events(first: 5) { data { id } } c: webhooks(first: 5) { data { id } }
+    d: paymentLinks(first: 1) { data { id } } e: events(first: 1, kinds: ["payment_link.*"]) { data { id } } }`;
+  const answers = await Promise.all(
+    [1, 2].map(() =>
+      fetch(`${app.url}/graphql`, { method: 'POST', headers: { authorization: `Bearer ${b}`, 'content-type': 'application/json' }, body: JSON.stringify({ query }) }).then(
+        async (res) => ({ status: res.status, body: (await res.json()) as { errors?: unknown[]; data?: Record<string, { data: unknown[] }> } }),
+      ),
+    ),
+  );
+  for (const { status, body } of answers) {
+    t.is(status, 200);
+    t.is(body.errors, undefined, JSON.stringify(body.errors));
+    t.is(body.data?.a?.data.length, 1);
+  }
+});
