@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
 import type { Logger } from 'pino';
-import { newId } from '../domain/shared/ids.ts';
+import { newRequestId } from '../domain/shared/ids.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { limitAnonymous } from './policies/rate-limit.ts';
 import { clientSignal, noteResponse } from './policies/heavy.ts';
@@ -26,7 +26,7 @@ export const BODY_LIMIT = 1024 * 1024;
  */
 function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const requestId = newId();
+  const requestId = newRequestId();
   const error =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? new DomainError('headers_too_large', 'The request line and headers exceed 16 KiB.')
@@ -50,9 +50,15 @@ function errorAnswer(err: unknown, req: FastifyRequest): { status: number; body:
   return req.url.startsWith('/trpc/') || req.url === '/trpc' ? trpcError(resolveError(err, req.id, req.log), req.id) : restAnswer(err, req);
 }
 
-/** X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too. */
-export async function stampRequestId(req: FastifyRequest, reply: FastifyReply): Promise<void> {
+/**
+ * X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too; a client's
+ * X-Request-Id joins the request's log lines. One callback hook, no promise (issue 19: every request pays it).
+ */
+export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
   reply.raw.setHeader('X-Svc-Request-Id', req.id);
+  const clientId = req.headers['x-request-id'];
+  if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
+  done();
 }
 
 type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
@@ -130,7 +136,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   const app = Fastify({
     loggerInstance: log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
-    genReqId: () => newId(),
+    genReqId: () => newRequestId(),
     requestIdHeader: false,
     // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
     logController: new RedactingLogController(),
@@ -150,11 +156,6 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   app.addHook('onRequest', stampRequestId);
   // issue 21: a request whose client leaves cancels its running statement (policies/heavy.ts)
   app.addHook('onRequest', (req, reply, done) => (noteResponse(req.raw, reply.raw), done()));
-
-  app.addHook('onRequest', async (req) => {
-    const clientId = req.headers['x-request-id'];
-    if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
-  });
 
   app.setErrorHandler((err, req, reply) => {
     const { status, body } = errorAnswer(err, req);
@@ -208,10 +209,13 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   return app;
 }
 
+/** the levels at which the incoming-request line is written: below, its fields are not even built */
+const LOGS_INFO = new Set(['trace', 'debug', 'info']);
+
 /** fastify's request logging, with the URL of the incoming-request line made loggable. */
 class RedactingLogController extends LogController {
   override incomingRequest(request: FastifyRequest): void {
-    if (this.isLogDisabled(request)) return;
+    if (this.isLogDisabled(request) || !LOGS_INFO.has(request.log.level)) return;
     request.log.info({ req: { method: request.method, url: loggableUrl(request.url), remoteAddress: request.ip } }, 'incoming request');
   }
 }

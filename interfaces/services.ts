@@ -33,6 +33,8 @@ import { TransactionService } from '../domain/transactions/service.ts';
 import { Watchlist } from '../domain/indexer/watchlist.ts';
 import { IndexerService } from '../domain/indexer/service.ts';
 import { IdentityService } from '../domain/identity/service.ts';
+import { BuyerCatalog, BuyerPaymentService, BuyerReceiptService, QuoteService, SpendPolicyService, type BuyerServices } from '../domain/buyer/service.ts';
+import { DiscoveryService } from '../domain/discovery/service.ts';
 
 /** The domain services every front door calls; built once by the composition root. */
 export interface Services {
@@ -71,6 +73,10 @@ export interface Services {
   indexer: IndexerService;
   /** issue 13: profiles, handles, domains, verify verdicts */
   identity: IdentityService;
+  /** issue 14: quote, spend policy, execute, buyer receipts, networks/currency/facilitator */
+  buyer: BuyerServices;
+  /** issue 15: the discovery catalogues of svc_discover */
+  discovery: DiscoveryService;
   clock: Clock;
   /** issue 21: runs a request's database work under its class's limits (Store.scoped; interfaces/policies/heavy.ts) */
   requestScope: <T>(scope: RequestScope, work: () => Promise<T>) => Promise<T>;
@@ -100,7 +106,7 @@ export interface ServiceDeps {
 
 export function buildServices(deps: ServiceDeps): Services {
   const { store, policies, feed, clock, settings, limits } = deps;
-  const access = new AccessService({ store, clock });
+  const access = new AccessService({ store, clock, feed });
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
   const watchlist = new Watchlist({ store, clock });
   const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist });
@@ -108,6 +114,10 @@ export function buildServices(deps: ServiceDeps): Services {
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   const events = new EventService({ store, feed });
+  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist });
+  const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
+  const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
+  const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
   return {
     receipts,
     pull: new PullService({
@@ -150,10 +160,18 @@ export function buildServices(deps: ServiceDeps): Services {
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
-    transactions: new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist }),
+    transactions,
     watchlist,
     indexer: new IndexerService({ store, clock, ledgers: deps.ledgers, settings, ownFeePayers: deps.facilitator ? [deps.facilitator.feePayer] : [] }),
-    identity: new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events }),
+    identity,
+    buyer: {
+      catalog: new BuyerCatalog({ settings, facilitator: deps.paywallFacilitator }),
+      quotes,
+      policies: spendPolicies,
+      payments: new BuyerPaymentService({ store, quotes, policies: spendPolicies, transactions }),
+      receipts: new BuyerReceiptService({ store, clock, ledgers: deps.ledgers, settings }),
+    },
+    discovery: new DiscoveryService({ store, baseUrl: settings.baseUrl }),
     clock,
   };
 }

@@ -11,6 +11,10 @@ import { Migration0011Indexer } from './0011-indexer.ts';
 import { Migration0012AgentsByTreasury } from './0012-agents-by-treasury.ts';
 import { Migration0013Identity } from './0013-identity.ts';
 import { Migration0014Scale } from './0014-scale.ts';
+import { Migration0015IdentityCards } from './0015-identity-cards.ts';
+import { Migration0016Buyer } from './0016-buyer.ts';
+import { Migration0018EventsSeqByTransaction } from './0018-events-seq-by-transaction.ts';
+import { Migration0019Mcp } from './0019-mcp.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -27,4 +31,8 @@ export const migrationsList = [
   { name: '0012-agents-by-treasury', class: Migration0012AgentsByTreasury },
   { name: '0013-identity', class: Migration0013Identity },
   { name: '0014-scale', class: Migration0014Scale },
+  { name: '0015-identity-cards', class: Migration0015IdentityCards },
+  { name: '0016-buyer', class: Migration0016Buyer },
+  { name: '0018-events-seq-by-transaction', class: Migration0018EventsSeqByTransaction },
+  { name: '0019-mcp', class: Migration0019Mcp },
 ];

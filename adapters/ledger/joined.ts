@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Ledger, SendOptions, SignaturesForAddressOptions, SimulateOptions } from '../../domain/ports/ledger.ts';
+import type { Ledger, SendOptions, SignaturesForAddressOptions, SimulateOptions, WaitForSignatureOptions } from '../../domain/ports/ledger.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 import { announcedRpc, lockHolder } from './embedded/files.ts';
@@ -64,6 +64,9 @@ export class JoinedLedger implements Ledger {
   }
   getSignatureStatuses(signatures: string[]) {
     return this.at('getSignatureStatuses').getSignatureStatuses(signatures);
+  }
+  waitForSignature(signature: string, options: WaitForSignatureOptions) {
+    return this.at('waitForSignature').waitForSignature(signature, options);
   }
   getSignaturesForAddress(address: string, options?: SignaturesForAddressOptions) {
     return this.at('getSignaturesForAddress').getSignaturesForAddress(address, options);

@@ -9,6 +9,8 @@ export interface FeedLogger {
 }
 
 const PAGE = 500;
+/** how soon the feed looks again while committed events wait behind an open older transaction */
+const HELD_BACK_RETRY_MS = 5;
 
 /**
  * LISTEN/NOTIFY bridge: one connection per process listens on the events channel; each notification triggers
@@ -89,6 +91,8 @@ export class PgEventFeed implements EventFeed {
           }
           if (rows.length < PAGE) break;
         }
+        // Issue 19: committed events above the horizon wait for an older transaction to end; look again shortly.
+        if (!this.again && (await this.store.eventsHeldBack())) setTimeout(() => void this.pump(), HELD_BACK_RETRY_MS).unref();
       } while (this.again);
     } catch (err) {
       if (!this.closed) {

@@ -14,13 +14,15 @@ import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
 import { paidCallRepository } from './repositories/paid-calls.ts';
-import { eventRepository, eventsSince, maxEventSeq } from './repositories/events.ts';
+import { eventRepository, eventsHeldBack, eventsSince, maxEventSeq } from './repositories/events.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
 import { identityRepository } from './repositories/identity.ts';
+import { buyerRepository } from './repositories/buyer-policies.ts';
 import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
+import { discoveryRepository } from './repositories/discovery.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
@@ -80,10 +82,12 @@ class Repos implements Repositories, RepoContext {
   readonly pullTargets = pullTargetRepository(this);
   readonly preparedTransactions = preparedTransactionRepository(this);
   readonly identity = identityRepository(this);
+  readonly buyer = buyerRepository(this);
   readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
   readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
   readonly jobs = transactionalJobQueue(() => this.em());
   readonly indexer = indexerRepository(this);
+  readonly discovery = discoveryRepository(this);
 
   private readonly eventRows = eventRepository(this);
   readonly events: EventRepository = {
@@ -180,6 +184,11 @@ export class MikroOrmStore extends Repos implements Store {
   /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */
   eventsSince(after: bigint, limit: number): Promise<EventRecord[]> {
     return eventsSince(this.orm.em.fork({ useContext: false }), after, limit);
+  }
+
+  /** Committed events a cursor reader may not deliver yet (an older transaction is open; migration 0018). */
+  eventsHeldBack(): Promise<boolean> {
+    return eventsHeldBack(this.orm.em.fork({ useContext: false }));
   }
 
   maxEventSeq(): Promise<bigint> {

@@ -4,7 +4,7 @@ import { KEY_PREFIX, NETWORKS, type Network } from '../shared/network.ts';
 import { newId } from '../shared/ids.ts';
 import { iso, isoOrNull } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
-import type { Store } from '../ports/store.ts';
+import type { EventFeed, Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import { principalOf } from './ownership.ts';
 import { CreateApiKeyInput, type ApiKey, type ApiKeyRecord, type CreatedApiKey, type Principal } from './schema.ts';
@@ -12,8 +12,12 @@ import { CreateApiKeyInput, type ApiKey, type ApiKeyRecord, type CreatedApiKey, 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = /^svc_(test|live)_[0-9A-Za-z]{32}$/;
 const TOUCH_EVERY_MS = 60_000;
-/** A key's row is re-read at least this often: a disabled key is refused on every instance within a second. */
-const CACHE_TTL_MS = 500;
+/**
+ * Key resolution cache (hash → key row), README "Caches": a disabled key is dropped from every process's cache when its
+ * `api_key.disabled` event arrives through the event feed (NOTIFY, then the feed's catch-up read by seq: a lost
+ * connection delays it, never loses it); this TTL is the backstop bound whatever the feed does.
+ */
+export const KEY_CACHE_TTL_MS = 5_000;
 const CACHE_MAX = 10_000;
 
 export function hashKey(key: string): string {
@@ -43,8 +47,15 @@ export function toApiKey(r: ApiKeyRecord): ApiKey {
 export class AccessService {
   private readonly touched = new Map<string, number>();
   private readonly cache = new Map<string, { record: ApiKeyRecord | null; until: number }>();
+  /** bumped by every invalidation: a read that started before one does not put what it read in the cache */
+  private generation = 0;
 
-  constructor(private readonly deps: { store: Store; clock: Clock }) {}
+  constructor(private readonly deps: { store: Store; clock: Clock; feed?: EventFeed }) {
+    deps.feed?.subscribe((event) => {
+      const id = event.metadata.api_key_id;
+      if (event.kind === 'api_key.disabled' && typeof id === 'string') this.forget(id);
+    });
+  }
 
   async authenticate(authorization: string | undefined): Promise<Principal> {
     if (!authorization || !authorization.trim()) {
@@ -86,6 +97,7 @@ export class AccessService {
 
   /** Drops cached rows of a key in this process (e.g. right after disabling it). */
   forget(keyId: string): void {
+    this.generation++;
     for (const [hash, entry] of this.cache) if (entry.record?.id === keyId) this.cache.delete(hash);
   }
 
@@ -93,9 +105,12 @@ export class AccessService {
     const now = this.deps.clock.now().getTime();
     const hit = this.cache.get(hash);
     if (hit && hit.until > now) return hit.record;
+    const generation = this.generation;
     const record = await this.deps.store.apiKeys.findByHash(hash);
-    if (this.cache.size >= CACHE_MAX) this.cache.clear();
-    this.cache.set(hash, { record, until: now + CACHE_TTL_MS });
+    // A key disabled while we read may have been read before the change: answer it this once, keep nothing.
+    if (generation !== this.generation) return record;
+    if (this.cache.size >= CACHE_MAX) this.cache.delete(this.cache.keys().next().value!);
+    this.cache.set(hash, { record, until: now + KEY_CACHE_TTL_MS });
     return record;
   }
 

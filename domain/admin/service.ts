@@ -1,5 +1,7 @@
 import { z } from 'zod';
 import { DomainError } from '../shared/errors.ts';
+import { newEvent } from '../events/kinds.ts';
+import { newId } from '../shared/ids.ts';
 import type { Network } from '../shared/network.ts';
 import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
 import { parseInput } from '../shared/validation.ts';
@@ -31,7 +33,17 @@ export class AdminService {
   }
 
   async disableKey(admin: Principal, id: string): Promise<ApiKey> {
-    const row = await this.deps.store.apiKeys.disable(admin.network, id, this.deps.clock.now());
+    const now = this.deps.clock.now();
+    // The event (admin-only) tells every process to drop the key from its key cache (README "Caches").
+    const row = await this.deps.store.transaction(async (tx) => {
+      const disabled = await tx.apiKeys.disable(admin.network, id, now);
+      if (disabled?.disabledAt?.getTime() === now.getTime()) {
+        await tx.events.append(
+          newEvent('api_key.disabled', { id: newId(now.getTime()), phase: 'confirmed', network: disabled.network, agentAsset: null, owner: null, createdAt: now, confirmedAt: now }, { api_key_id: disabled.id }),
+        );
+      }
+      return disabled;
+    });
     if (!row) throw new DomainError('not_found', `No API key ${id} on ${admin.network}.`, { id });
     this.deps.access.forget(id);
     return toApiKey(row);

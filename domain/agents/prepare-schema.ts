@@ -36,7 +36,11 @@ export const PrepareAgentInput = z.strictObject({
   owner: Address.describe('owner of the new agent asset'),
   payer: Payer.optional(),
   name: z.string().min(1).max(64).describe('asset name'),
-  uri: z.url().max(200).describe('registration document URI'),
+  uri: z
+    .url()
+    .max(200)
+    .optional()
+    .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json'),
   description: z.string().max(1000).optional(),
   services: z
     .array(z.strictObject({ name: z.string().min(1).max(64), endpoint: z.url().max(2048) }))
@@ -49,7 +53,7 @@ export type PrepareAgentInput = z.output<typeof PrepareAgentInput>;
 export const PrepareIdentityInput = z.strictObject({
   mint: Mint,
   payer: Payer.optional(),
-  uri: z.url().max(200).describe('registration document URI'),
+  uri: z.url().max(200).optional().describe('registration document URI; left out, the gateway-hosted GET /v1/agents/{mint}/registration.json'),
 });
 export type PrepareIdentityInput = z.output<typeof PrepareIdentityInput>;
 

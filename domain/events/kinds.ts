@@ -120,6 +120,11 @@ export const EVENT_KINDS = {
     phases: ['confirmed'],
     metadata: z.object({ payment_link_id: z.string(), payment_link: PaymentLink, changed: z.array(z.string()) }),
   },
+  'api_key.disabled': {
+    description: 'An API key was disabled (admin only): every gateway process stops accepting it (issue 19, README "Caches").',
+    phases: ['confirmed'],
+    metadata: z.object({ api_key_id: z.string() }),
+  },
   'payment_link.deleted': {
     description: 'A payment link was deleted; its id may be reused.',
     phases: ['confirmed'],
@@ -228,6 +233,21 @@ export const EVENT_KINDS = {
     description: 'The owner revoked a claim (issue 13); the claim is kept with its revoked_at.',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string() }),
+  },
+  'identity.capability_card.created': {
+    description: 'The owner declared a capability card of its agent (issue 13, POST /v1/identity/{mint}/capability-cards).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string(), public: z.boolean() }),
+  },
+  'identity.capability_card.updated': {
+    description: 'The owner changed a capability card (issue 13, PATCH /v1/identity/{mint}/capability-cards/{id}).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string(), public: z.boolean() }),
+  },
+  'identity.capability_card.deleted': {
+    description: 'The owner deleted a capability card (issue 13, DELETE /v1/identity/{mint}/capability-cards/{id}).',
+    phases: ['confirmed'],
+    metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string() }),
   },
   ...PREPARED_KINDS,
   ...INDEXER_KINDS,

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { DomainError } from '../shared/errors.ts';
-import type { Network } from '../shared/network.ts';
 import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
 import { isoOrNull, iso } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
 import type { EventFeed, EventFilter, Store } from '../ports/store.ts';
 import { canAccess, ownerFilter, type Caller } from '../access/ownership.ts';
+import { LiveIndex, matchesKind } from './live.ts';
 import { KindPattern, ListEventsInput, type Event, type EventRecord } from './schema.ts';
 
 // seq is a PostgreSQL bigint: a forged cursor beyond it is a malformed cursor, not a database error.
@@ -13,7 +13,7 @@ const MAX_SEQ = 2n ** 63n - 1n;
 const CursorShape = z.object({ seq: z.string().regex(/^\d{1,19}$/).refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= MAX_SEQ) });
 const REPLAY_PAGE = 500;
 /** A subscriber that falls this far behind is closed rather than buffering without bound. */
-const MAX_BUFFERED = 10_000;
+export const MAX_BUFFERED = 10_000;
 
 export function toEvent(r: EventRecord): Event {
   return {
@@ -50,20 +50,7 @@ export function parseKinds(kinds: string | string[] | undefined, path = 'kind'):
   return parts.includes('*') ? undefined : parts;
 }
 
-export function matchesKind(kind: string, patterns: string[] | undefined): boolean {
-  if (!patterns) return true;
-  return patterns.some((p) => (p.endsWith('.*') ? kind.startsWith(p.slice(0, -1)) : kind === p));
-}
-
-export function matches(e: EventRecord, network: Network, filter: EventFilter): boolean {
-  return (
-    e.network === network &&
-    (filter.owner === undefined || e.owner === filter.owner) &&
-    matchesKind(e.kind, filter.kinds) &&
-    (filter.agent === undefined || e.agentAsset === filter.agent) &&
-    (filter.id === undefined || e.id === filter.id)
-  );
-}
+export { matchesKind };
 
 export interface StreamOptions {
   kinds?: string[] | undefined;
@@ -77,7 +64,7 @@ export interface StreamOptions {
  * README "Ownership": a principal reads the events of what it owns (each event row carries its owner); an admin reads
  * its whole network. This service is the one place the rule is applied, for REST, tRPC, GraphQL queries and both
  * subscription transports: list and replay filter on the indexed (network, owner, seq), the live feed on the same
- * predicate (`matches`), and `get` answers another principal's event as not found.
+ * scope and filters (`watch`, through the live index), and `get` answers another principal's event as not found.
  */
 export class EventService {
   constructor(private readonly deps: { store: Store; feed: EventFeed }) {}
@@ -107,20 +94,53 @@ export class EventService {
     return row;
   }
 
+  private readonly live = new LiveIndex();
+  private unfeed: (() => void) | undefined;
+
   /**
-   * Live stream, in commit order. With `after`, first replays what the table holds after that event, then
-   * continues live. The live listener is attached before the replay query and events are deduplicated by seq,
-   * so nothing committed in between is lost or sent twice.
+   * Live events of the caller's scope matching `options`, in commit order, each passed to `listener` as it is
+   * committed (no replay). Watchers are filed in one index (domain/events/live.ts) behind a single feed listener, so
+   * an event costs a lookup by owner and kind, not a test of every watcher. Returns the function that stops it.
+   */
+  watch(caller: Caller, options: Pick<StreamOptions, 'kinds' | 'agent'>, listener: (e: EventRecord) => void): () => void {
+    const remove = this.live.add({ network: caller.network, owner: ownerFilter(caller), kinds: options.kinds, agent: options.agent }, listener);
+    this.unfeed ??= this.deps.feed.subscribe((e) => this.live.dispatch(e));
+    return () => {
+      remove();
+      if (this.live.size === 0 && this.unfeed) {
+        this.unfeed();
+        this.unfeed = undefined;
+      }
+    };
+  }
+
+  /**
+   * The caller's events matching `options` committed after the event `after` (event_not_found when the caller may
+   * not read it), oldest first, a page at a time.
+   */
+  async *replay(caller: Caller, after: string, options: Pick<StreamOptions, 'kinds' | 'agent'>): AsyncGenerator<EventRecord[]> {
+    const filter: EventFilter = { owner: ownerFilter(caller), kinds: options.kinds, agent: options.agent };
+    let lastSeq = (await this.require(caller, after)).seq;
+    for (;;) {
+      const page = await this.deps.store.events.after(caller.network, lastSeq, filter, REPLAY_PAGE);
+      if (page.length) yield page;
+      if (page.length < REPLAY_PAGE) return;
+      lastSeq = page[page.length - 1]!.seq;
+    }
+  }
+
+  /**
+   * Live stream, in commit order (one consumer; the GraphQL transports share executions through `watch` and
+   * `replay` instead). With `after`, first replays what the table holds after that event, then continues live. The
+   * live watch is attached before the replay query and events are deduplicated by seq, so nothing committed in
+   * between is lost or sent twice.
    */
   async *stream(caller: Caller, options: StreamOptions): AsyncGenerator<Event> {
     // The caller is resolved once per subscription by the front door and fixed here for the stream's life.
-    const network = caller.network;
-    const filter: EventFilter = { owner: ownerFilter(caller), kinds: options.kinds, agent: options.agent };
     const queue: EventRecord[] = [];
     let wake: (() => void) | undefined;
     let overflow = false;
-    const unsubscribe = this.deps.feed.subscribe((e) => {
-      if (!matches(e, network, filter)) return;
+    const unwatch = this.watch(caller, options, (e) => {
       if (queue.length >= MAX_BUFFERED) overflow = true;
       else queue.push(e);
       wake?.();
@@ -130,14 +150,11 @@ export class EventService {
     try {
       let lastSeq = -1n;
       if (options.after !== undefined) {
-        lastSeq = (await this.require(caller, options.after)).seq;
-        for (;;) {
-          const page = await this.deps.store.events.after(network, lastSeq, filter, REPLAY_PAGE);
+        for await (const page of this.replay(caller, options.after, options)) {
           for (const e of page) {
             lastSeq = e.seq;
             yield toEvent(e);
           }
-          if (page.length < REPLAY_PAGE) break;
         }
       }
       while (!options.signal?.aborted) {
@@ -153,7 +170,7 @@ export class EventService {
         yield toEvent(next);
       }
     } finally {
-      unsubscribe();
+      unwatch();
       options.signal?.removeEventListener('abort', onAbort);
     }
   }

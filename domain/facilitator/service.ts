@@ -77,6 +77,9 @@ interface Checked {
   creations: { account: string; owner: string; inTransaction: boolean }[];
 }
 
+/** how long (real time) the confirmation waits on the ledger's notification before polling on the Clock */
+const NOTIFIED_WAIT_MS = 5_000;
+
 const fail = (reason: FacilitatorReason, message: string, payer?: string): Failure => ({ ok: false, reason, message, payer });
 
 export class FacilitatorService implements Facilitator {
@@ -146,9 +149,16 @@ export class FacilitatorService implements Facilitator {
     }
 
     // Rent sponsorship (DECISIONS "Facilitator"): reserved before anything is sent, given back if nothing lands.
+    const createdMeanwhile = new Set<string>();
     for (const creation of c.creations) {
       const reserveFor = creation.inTransaction ? c.signature : `precreate:${c.signature}`;
       const decision = await this.deps.store.reserveSponsorship({ ...this.sponsorship(c.prepared, creation), signature: reserveFor });
+      // A concurrent settlement to the same new seller created the account (and used the one sponsorship) since our
+      // accounts were read: nothing to create any more, so no rent to sponsor (the idempotent creation is a no-op).
+      if (decision === 'already_sponsored' && (await ledger.getAccount(creation.account))) {
+        createdMeanwhile.add(creation.account);
+        continue;
+      }
       if (decision !== 'ok') {
         await this.deps.store.releaseSponsorships(network, `precreate:${c.signature}`);
         await this.giveUp(network, c.signature, 'ata_creation_not_sponsored');
@@ -158,7 +168,7 @@ export class FacilitatorService implements Facilitator {
 
     // A stock x402 transaction creates no token account: the facilitator creates the seller's first, in its own
     // transaction, so a seller needs no setup before the first payment.
-    const missingSeller = c.creations.find((x) => !x.inTransaction);
+    const missingSeller = c.creations.find((x) => !x.inTransaction && !createdMeanwhile.has(x.account));
     if (missingSeller) {
       // Rent is spent only for a buyer who can pay: an unfunded transaction must not make the facilitator create
       // accounts for any owner named in a request.
@@ -476,10 +486,18 @@ export class FacilitatorService implements Facilitator {
     return null;
   }
 
-  /** Polls until the transaction is confirmed: its error (null = success), or 'pending' after the timeout. */
+  /**
+   * Waits until the transaction is confirmed: its error (null = success), or 'pending' after the timeout. Issue 19: the
+   * ledger notifies first (the embedded one answers on the history write that confirms it: no poll interval in the
+   * paid path), within a real-time bound; past it, polls on the Clock until confirmTimeoutMs of the clock has passed.
+   */
   private async confirm(ledger: Ledger, signature: string): Promise<LedgerTransactionError | null | 'pending'> {
     const { clock } = this.deps;
     const deadline = clock.now().getTime() + this.deps.settings.confirmTimeoutMs;
+    const notified = await ledger
+      .waitForSignature(signature, { commitment: 'confirmed', timeoutMs: Math.min(this.deps.settings.confirmTimeoutMs, NOTIFIED_WAIT_MS) })
+      .catch(() => null);
+    if (notified && notified.confirmationStatus !== 'processed') return notified.err;
     const poll = this.deps.settings.confirmPollMs ?? 50;
     for (;;) {
       const [status] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);

@@ -7,7 +7,9 @@ import type { Check, Identity, Verdict, VerifyInput } from './schema.ts';
 // - every check has a severity: `deny` (the agent cannot be trusted for the call) or `warn` (worth a second look);
 // - a failed `deny` check → verdict deny; else a failed `warn` check → warn; else allow;
 // - the caller's thresholds (min_rating, min_settled_calls, require_verified_domain) are its own minimums: not met →
-//   deny; without a threshold, a missing handle or verified domain, an absent asset or an undeclared capability warn;
+//   deny; without a threshold, a missing handle or verified domain, an absent asset, an undeclared capability or a
+//   registration document that cannot be read back warn; an intent the agent does not fit warns (pay, hire) or denies
+//   (delegate: authority over funds);
 // - score = the weighted share of checks passed, 0–100 (deny checks weigh 3, warn checks 1), rounded down.
 
 /** What a verification knows about the agent it judges. */
@@ -16,6 +18,8 @@ export interface VerifyFacts {
   identity: Identity | null;
   /** the asset account on the ledger: absent, a live Core asset, or an account that is no longer one (burned/closed) */
   asset: 'absent' | 'live' | 'not_core';
+  /** the agent's paid endpoints (enabled payment links) */
+  paidEndpoints: number;
 }
 
 export type Severity = 'deny' | 'warn';
@@ -26,7 +30,7 @@ export interface Rule {
   run(facts: VerifyFacts, input: VerifyInputParsed): { ok: boolean; detail: string; severity: Severity } | null;
 }
 
-export type VerifyInputParsed = Pick<VerifyInput, 'capability' | 'thresholds'>;
+export type VerifyInputParsed = Pick<VerifyInput, 'capability' | 'thresholds' | 'intent'>;
 
 const pass = (detail: string, severity: Severity) => ({ ok: true, detail, severity });
 const fail = (detail: string, severity: Severity) => ({ ok: false, detail, severity });
@@ -72,13 +76,59 @@ export const domainVerified: Rule = {
   },
 };
 
+/** Where the agent declares a capability: a public capability card, else its profile's list; null when it does not. */
+export function declaration(identity: Identity, capability: string): string | null {
+  const card = identity.capability_cards.find((c) => c.public && c.capability === capability);
+  if (card) return `capability card ${card.id}`;
+  return identity.profile.capabilities.includes(capability) ? 'its profile' : null;
+}
+
 export const capabilityDeclared: Rule = {
   name: 'capability_declared',
   run: ({ identity }, input) => {
     if (!identity || input.capability === undefined) return null;
-    return identity.profile.capabilities.includes(input.capability)
-      ? pass(`the agent declares ${input.capability}`, 'warn')
-      : fail(`the agent does not declare ${input.capability}`, 'warn');
+    const where = declaration(identity, input.capability);
+    return where ? pass(`the agent declares ${input.capability} (${where})`, 'warn') : fail(`the agent does not declare ${input.capability}`, 'warn');
+  },
+};
+
+/** The agent's registration document, read back: missing, unreachable or not registration-v1 warns. */
+export const registrationValid: Rule = {
+  name: 'registration',
+  run: ({ identity }) => {
+    const r = identity?.registration;
+    if (!r) return null;
+    return r.ok ? pass(r.detail, 'warn') : fail(r.detail, 'warn');
+  },
+};
+
+/**
+ * The caller's intent against what the agent declares:
+ * - `pay`: the agent sells at least one paid endpoint (an enabled payment link) — else warn;
+ * - `hire`: it declares the capability asked, or any public capability (card or profile) when none is asked — else warn;
+ * - `delegate` (authority over funds): a live Core asset on the ledger and a verified domain — else deny.
+ */
+export const intentCompatible: Rule = {
+  name: 'intent',
+  run: ({ identity, asset, paidEndpoints }, input) => {
+    if (!identity || input.intent === undefined) return null;
+    if (input.intent === 'pay') {
+      return paidEndpoints > 0
+        ? pass(`pay: the agent sells ${paidEndpoints} paid endpoint${paidEndpoints === 1 ? '' : 's'}`, 'warn')
+        : fail('pay: the agent sells no paid endpoint (no enabled payment link)', 'warn');
+    }
+    if (input.intent === 'hire') {
+      if (input.capability !== undefined) {
+        return declaration(identity, input.capability)
+          ? pass(`hire: the agent declares ${input.capability}`, 'warn')
+          : fail(`hire: the agent does not declare ${input.capability}`, 'warn');
+      }
+      const any = identity.capability_cards.some((c) => c.public) || identity.profile.capabilities.length > 0;
+      return any ? pass('hire: the agent declares capabilities', 'warn') : fail('hire: the agent declares no capability', 'warn');
+    }
+    if (asset !== 'live') return fail('delegate: the agent’s asset is not a live Core asset on the ledger', 'deny');
+    if (!identity.domains[0]) return fail('delegate: authority over funds needs a verified domain', 'deny');
+    return pass(`delegate: a live asset and the verified domain ${identity.domains[0].domain}`, 'deny');
   },
 };
 
@@ -104,7 +154,18 @@ export const volumeAboveThreshold: Rule = {
 };
 
 /** In the order they are reported. */
-export const RULES: readonly Rule[] = [agentRecorded, assetOnLedger, notDisabled, handleSet, domainVerified, capabilityDeclared, ratingAboveThreshold, volumeAboveThreshold];
+export const RULES: readonly Rule[] = [
+  agentRecorded,
+  assetOnLedger,
+  notDisabled,
+  handleSet,
+  domainVerified,
+  capabilityDeclared,
+  registrationValid,
+  intentCompatible,
+  ratingAboveThreshold,
+  volumeAboveThreshold,
+];
 
 const WEIGHT: Record<Severity, number> = { deny: 3, warn: 1 };
 

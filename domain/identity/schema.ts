@@ -154,6 +154,61 @@ export const Disclosure = z.object({
 });
 export type Disclosure = z.infer<typeof Disclosure>;
 
+// ── capability cards ────────────────────────────────────────────────────────────────────────────────────────────────
+
+/** What an agent says it can do, one card per capability name; public cards are part of its identity. */
+export const CapabilityCard = z.object({
+  id: z.string(),
+  mint: z.string(),
+  capability: z.string(),
+  title: z.string().nullable(),
+  description: z.string().nullable(),
+  /** where the capability is served (https), e.g. one of the agent's payment links */
+  endpoint: z.string().nullable(),
+  tags: z.array(z.string()),
+  public: z.boolean(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+export type CapabilityCard = z.infer<typeof CapabilityCard>;
+
+const CardTag = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,31}$/, 'Expected a tag: lower-case letters, digits, ".", "_" or "-" (1–32)');
+const cardFields = {
+  title: Text(100).nullable().optional(),
+  description: Text(2000).nullable().optional(),
+  endpoint: z.url({ protocol: /^https$/ }).max(2048).nullable().optional(),
+  tags: z.array(CardTag).max(16).optional(),
+  /** default true: shown in GET /v1/identity/{mint}, the registration document and verify */
+  public: z.boolean().optional(),
+};
+
+/** POST /v1/identity/{mint}/capability-cards: one card per capability of an agent (another with the same name: 409). */
+export const CreateCardInput = z.strictObject({ mint: Address, capability: CapabilityName, ...cardFields });
+export type CreateCardInput = z.input<typeof CreateCardInput>;
+
+export const CardIdInput = z.object({ mint: Address, id: z.string().min(1).max(64) });
+export type CardIdInput = z.input<typeof CardIdInput>;
+
+/** PATCH /v1/identity/{mint}/capability-cards/{id}: the fields given change (null clears); the capability name stays. */
+export const UpdateCardInput = z.strictObject({ mint: Address, id: z.string().min(1).max(64), ...cardFields });
+export type UpdateCardInput = z.input<typeof UpdateCardInput>;
+
+export const CardList = z.object({ data: z.array(CapabilityCard) });
+export type CardList = z.infer<typeof CardList>;
+
+/**
+ * The agent's registration document read back from its uri (resolve and verify): the gateway's own is built and
+ * checked in place, any other is fetched through the guarded outbound port and validated against registration-v1.
+ */
+export const RegistrationStatus = z.object({
+  uri: z.string().nullable(),
+  /** the uri is the gateway's own registration.json of this agent */
+  hosted: z.boolean(),
+  ok: z.boolean(),
+  detail: z.string(),
+});
+export type RegistrationStatus = z.infer<typeof RegistrationStatus>;
+
 /** GET /v1/identity/{mint}: what anyone with a key on the network may know of an agent. */
 export const Identity = z.object({
   mint: z.string(),
@@ -164,19 +219,28 @@ export const Identity = z.object({
   domains: z.array(VerifiedDomain),
   /** public claims not revoked, oldest first */
   claims: z.array(Claim),
-  /** public capability cards (issue 13; none until cards exist) */
-  capability_cards: z.array(z.record(z.string(), z.unknown())),
+  /** public capability cards, by capability name */
+  capability_cards: z.array(CapabilityCard),
   reputation: Reputation,
+  /** read back by resolve and verify; null on the other reads (it may cost an outbound fetch) */
+  registration: RegistrationStatus.nullable(),
 });
 export type Identity = z.infer<typeof Identity>;
+
+/**
+ * POST /v1/identity/verify `intent`: what the caller means to do with the agent —
+ * `pay` (buy its paid calls), `hire` (have it do work: a capability), `delegate` (give it authority over funds).
+ */
+export const Intent = z.enum(['pay', 'hire', 'delegate']);
+export type Intent = z.infer<typeof Intent>;
 
 export const VerifyInput = z
   .strictObject({
     mint: Address.optional(),
     handle: z.string().min(1).max(64).optional(),
     domain: z.string().min(1).max(260).optional(),
-    /** what the caller means to do with the agent, e.g. "pay"; echoed in no check yet, kept for the audit trail */
-    intent: z.string().min(1).max(200).optional(),
+    /** what the caller means to do with the agent: judged by the `intent` check (domain/identity/checks.ts) */
+    intent: Intent.optional(),
     capability: CapabilityName.optional(),
     thresholds: z
       .strictObject({
@@ -273,6 +337,21 @@ export interface ClaimRecord {
   ownerPrincipal: string;
   createdAt: Date;
   revokedAt: Date | null;
+}
+
+export interface CardRecord {
+  network: Network;
+  id: string;
+  mint: string;
+  capability: string;
+  title: string | null;
+  description: string | null;
+  endpoint: string | null;
+  tags: string[];
+  public: boolean;
+  ownerPrincipal: string;
+  createdAt: Date;
+  updatedAt: Date;
 }
 
 export interface DisclosureRecord {

@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { shareUrl } from '../payment-links/service.ts';
 import { DomainError } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Network } from '../shared/network.ts';
@@ -7,7 +9,7 @@ import { parseInput } from '../shared/validation.ts';
 import type { Caller } from '../access/ownership.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { AgentService } from '../agents/service.ts';
-import { decodeCoreAsset } from '../agents/asset.ts';
+import { decodeCoreAsset, type CoreAsset } from '../agents/asset.ts';
 import { newEvent } from '../events/kinds.ts';
 import type { EventService } from '../events/service.ts';
 import type { Event } from '../events/schema.ts';
@@ -18,9 +20,13 @@ import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Store } from '../ports/store.ts';
 import { readLedger } from '../treasury/balances.ts';
 import { judge, type VerifyFacts } from './checks.ts';
+import { buildRegistration, isOwnRegistrationUrl, RegistrationInput, registrationUrl, RegistrationV1, type RegistrationFacts } from './registration.ts';
 import {
   AddDomainInput,
+  CardIdInput,
   ClaimIdInput,
+  CreateCardInput,
+  UpdateCardInput,
   CreateClaimInput,
   CreateDisclosureInput,
   DisclosureTokenInput,
@@ -32,8 +38,12 @@ import {
   UpdateProfileInput,
   VerifyInput,
   WellKnownDocument,
+  type CapabilityCard,
+  type CardList,
+  type CardRecord,
   type Claim,
   type Disclosure,
+  type RegistrationStatus,
   type DisclosureLink,
   type ClaimList,
   type ClaimRecord,
@@ -54,6 +64,11 @@ import {
 const WELL_KNOWN_TIMEOUT_MS = 5_000;
 const WELL_KNOWN_MAX_BYTES = 16 * 1024;
 export const WELL_KNOWN_PATH = '/.well-known/svc-agent.json';
+/** Capability cards an agent may have (its lists answer them all). */
+export const MAX_CARDS = 64;
+/** Reading a registration document back (resolve, verify). */
+const REGISTRATION_TIMEOUT_MS = 5_000;
+const REGISTRATION_MAX_BYTES = 64 * 1024;
 
 export interface IdentityServiceDeps {
   store: Store;
@@ -121,18 +136,25 @@ export class IdentityService {
     const q = parseInput(ResolveInput, query);
     const agent = await this.find(caller.network, q);
     if (!agent) throw new DomainError('agent_not_found', `No agent on ${caller.network} matches ${describeQuery(q)}.`, { network: caller.network, ...q });
-    return this.identityOf(agent);
+    // The live asset's uri is read back; a ledger that does not answer leaves the recorded uri (resolve still answers).
+    const account = await readLedger(this.deps.ledgers, agent.network, (ledger) => ledger.getAccount(agent.mint)).catch((e: unknown) => {
+      if (e instanceof DomainError && e.code === 'rpc_unavailable') return null;
+      throw e;
+    });
+    return this.identityOf(agent, { readBack: account ? decodeCoreAsset(account) : null });
   }
 
   /** POST /v1/identity/verify: the named checks of domain/identity/checks.ts and their verdict; nothing matched → deny. */
   async verify(caller: Caller, input: VerifyInput): Promise<VerifyResult> {
     const q = parseInput(VerifyInput, input);
     const agent = await this.find(caller.network, q);
-    const facts: VerifyFacts = { identity: null, asset: 'absent' };
+    const facts: VerifyFacts = { identity: null, asset: 'absent', paidEndpoints: 0 };
     if (agent) {
-      facts.identity = await this.identityOf(agent);
       const account = await readLedger(this.deps.ledgers, agent.network, (ledger) => ledger.getAccount(agent.mint));
-      facts.asset = account === null ? 'absent' : decodeCoreAsset(account) ? 'live' : 'not_core';
+      const core = account ? decodeCoreAsset(account) : null;
+      facts.asset = account === null ? 'absent' : core ? 'live' : 'not_core';
+      facts.identity = await this.identityOf(agent, { readBack: core });
+      facts.paidEndpoints = (await this.paidEndpoints(agent)).length;
     }
     return { ...judge(facts, q), profile: facts.identity };
   }
@@ -286,17 +308,20 @@ export class IdentityService {
     return { token, url: `${this.deps.baseUrl}/v1/identity/disclosures/${token}`, mint: agent.mint, fields, expires_at: iso(expiresAt) };
   }
 
-  /** GET /v1/identity/disclosures/{token}: any key of the network holding the link; unknown 404, expired 410. */
-  async readDisclosure(caller: Caller, input: DisclosureTokenInput): Promise<Disclosure> {
+  /**
+   * GET /v1/identity/disclosures/{token}: public (DECISIONS "Identity"): the link is the credential, so it needs no
+   * key and names its own network; unknown 404, expired 410.
+   */
+  async readDisclosure(input: DisclosureTokenInput): Promise<Disclosure> {
     const { token } = parseInput(DisclosureTokenInput, input);
-    const d = await this.deps.store.identity.getDisclosure(caller.network, sha256(token));
-    if (!d) throw new DomainError('not_found', `No disclosure link with this token on ${caller.network}.`);
+    const d = await this.deps.store.identity.getDisclosure(sha256(token));
+    if (!d) throw new DomainError('not_found', 'No disclosure link with this token.');
     if (d.expiresAt.getTime() <= this.deps.clock.now().getTime()) {
       throw new DomainError('disclosure_expired', `This disclosure link expired at ${iso(d.expiresAt)}.`, { expires_at: iso(d.expiresAt) });
     }
     const agent = await this.deps.agents.require(d.network, d.mint);
     // A link made by a former owner of the agent (it was recorded again by another principal) shows nothing of it now.
-    if (d.ownerPrincipal !== agent.ownerPrincipal) throw new DomainError('not_found', `No disclosure link with this token on ${caller.network}.`);
+    if (d.ownerPrincipal !== agent.ownerPrincipal) throw new DomainError('not_found', 'No disclosure link with this token.');
     const identity = await this.identityOf(agent);
     const out: Disclosure = { mint: d.mint, network: d.network, fields: d.fields, expires_at: iso(d.expiresAt) };
     for (const field of d.fields) {
@@ -307,6 +332,192 @@ export class IdentityService {
       else out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint)).filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim);
     }
     return out;
+  }
+
+  // ── capability cards (owner CRUD; public cards are in the identity) ───────────────────────────────────────────────
+
+  /**
+   * POST /v1/identity/{mint}/capability-cards (owner): one card per capability name (409), at most MAX_CARDS per agent
+   * (400); event identity.capability_card.created.
+   */
+  async createCard(caller: Caller, input: CreateCardInput): Promise<CapabilityCard> {
+    const parsed = parseInput(CreateCardInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    const record: CardRecord = {
+      network: agent.network,
+      id: `cap_${newId(now.getTime())}`,
+      mint: agent.mint,
+      capability: parsed.capability,
+      title: parsed.title ?? null,
+      description: parsed.description ?? null,
+      endpoint: parsed.endpoint ?? null,
+      tags: [...new Set(parsed.tags ?? [])],
+      public: parsed.public ?? true,
+      ownerPrincipal: agent.ownerPrincipal ?? caller.owner,
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.deps.store.transaction(async (tx) => {
+      const held = await tx.identity.listCards(agent.network, agent.mint, { publicOnly: false });
+      if (held.filter((c) => c.ownerPrincipal === record.ownerPrincipal).length >= MAX_CARDS) {
+        throw new DomainError('invalid_request', `Agent ${agent.mint} has ${MAX_CARDS} capability cards, the most an agent may have; delete one first.`, {
+          path: 'capability',
+          limit: MAX_CARDS,
+        });
+      }
+      await tx.identity.insertCard(record);
+      await tx.events.append(
+        newEvent('identity.capability_card.created', identityEvent(agent, now), { mint: agent.mint, card_id: record.id, capability: record.capability, public: record.public }),
+      );
+    });
+    return toCard(record);
+  }
+
+  /** GET /v1/identity/{mint}/capability-cards (owner): every card, private ones too, by capability name. */
+  async listCards(caller: Caller, mint: string): Promise<CardList> {
+    const agent = await this.deps.agents.requireVisible(caller, mint);
+    return { data: (await this.ownCards(agent, { publicOnly: false })).map(toCard) };
+  }
+
+  /** GET /v1/identity/{mint}/capability-cards/{id} (owner). */
+  async getCard(caller: Caller, input: CardIdInput): Promise<CapabilityCard> {
+    const parsed = parseInput(CardIdInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const card = await this.deps.store.identity.getCard(agent.network, agent.mint, parsed.id);
+    if (!card || card.ownerPrincipal !== agent.ownerPrincipal) throw cardNotFound(agent.mint, parsed.id);
+    return toCard(card);
+  }
+
+  /** PATCH /v1/identity/{mint}/capability-cards/{id} (owner): the fields given change; event identity.capability_card.updated. */
+  async updateCard(caller: Caller, input: UpdateCardInput): Promise<CapabilityCard> {
+    const parsed = parseInput(UpdateCardInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    const updated = await this.deps.store.transaction(async (tx) => {
+      const current = await tx.identity.getCard(agent.network, agent.mint, parsed.id);
+      if (!current || current.ownerPrincipal !== agent.ownerPrincipal) throw cardNotFound(agent.mint, parsed.id);
+      const next: CardRecord = {
+        ...current,
+        title: parsed.title === undefined ? current.title : parsed.title,
+        description: parsed.description === undefined ? current.description : parsed.description,
+        endpoint: parsed.endpoint === undefined ? current.endpoint : parsed.endpoint,
+        tags: parsed.tags === undefined ? current.tags : [...new Set(parsed.tags)],
+        public: parsed.public ?? current.public,
+        updatedAt: now,
+      };
+      await tx.identity.updateCard(next);
+      await tx.events.append(
+        newEvent('identity.capability_card.updated', identityEvent(agent, now), { mint: agent.mint, card_id: next.id, capability: next.capability, public: next.public }),
+      );
+      return next;
+    });
+    return toCard(updated);
+  }
+
+  /** DELETE /v1/identity/{mint}/capability-cards/{id} (owner): event identity.capability_card.deleted. */
+  async deleteCard(caller: Caller, input: CardIdInput): Promise<void> {
+    const parsed = parseInput(CardIdInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const now = this.deps.clock.now();
+    await this.deps.store.transaction(async (tx) => {
+      const current = await tx.identity.getCard(agent.network, agent.mint, parsed.id);
+      if (!current || current.ownerPrincipal !== agent.ownerPrincipal) throw cardNotFound(agent.mint, parsed.id);
+      await tx.identity.deleteCard(agent.network, agent.mint, parsed.id);
+      await tx.events.append(newEvent('identity.capability_card.deleted', identityEvent(agent, now), { mint: agent.mint, card_id: current.id, capability: current.capability }));
+    });
+  }
+
+  // ── registration documents ──────────────────────────────────────────────────────────────────────────────────────
+
+  /**
+   * GET /v1/agents/{mint}/registration.json?network=: the agent's registration-v1 document, public (it is what the
+   * asset's uri points at). 404 agent_not_found when the network has no such agent.
+   */
+  async registration(input: RegistrationInput): Promise<RegistrationV1> {
+    const parsed = parseInput(RegistrationInput, input);
+    return this.registrationOf(await this.deps.agents.require(parsed.network, parsed.mint));
+  }
+
+  /** The gateway's URL of an agent's registration document (agents/prepare writes it into a hosted asset). */
+  registrationUrl(network: Network, mint: string): string {
+    return registrationUrl(this.deps.baseUrl, network, mint);
+  }
+
+  private async registrationOf(agent: AgentRecord): Promise<RegistrationV1> {
+    const { network, mint } = agent;
+    const [profile, domains, cards, links, created] = await Promise.all([
+      this.deps.store.identity.getProfile(network, mint),
+      this.deps.store.identity.verifiedDomains(network, mint),
+      this.ownCards(agent, { publicOnly: true }),
+      this.paidEndpoints(agent),
+      this.deps.store.events.list(network, { owner: undefined, kinds: ['agent.create'], agent: mint, limit: 1 }),
+    ]);
+    // what the owner described at agents/prepare (the prepared event's echo), below what its profile says now
+    const echo = RegistrationEcho.safeParse((created[0]?.metadata as { echo?: unknown } | undefined)?.echo);
+    const described = echo.success ? echo.data : {};
+    const facts: RegistrationFacts = {
+      network,
+      mint,
+      name: profile?.displayName ?? agent.name ?? described.name ?? mint,
+      description: profile?.description ?? described.description ?? '',
+      image: profile?.image ?? '',
+      paidEndpoints: links.map((endpoint) => ({ endpoint })),
+      listed: described.services ?? [],
+      domains: domains.map((d) => d.domain),
+      skills: [...new Set([...cards.map((c) => c.capability), ...(profile?.capabilities ?? [])])].sort(),
+      receiptsUrl: `${this.deps.baseUrl}/v1/receipts/${mint}`,
+    };
+    return buildRegistration(facts);
+  }
+
+  /**
+   * Reads the agent's registration document back from its uri (the live Core asset's, else the recorded one): the
+   * gateway's own is built in place, any other is fetched through the guarded outbound port (https, public addresses
+   * unless allow-listed, 5 s, 64 KiB, no redirects) and must be registration-v1 naming this agent when it names any.
+   */
+  private async readBack(agent: AgentRecord, asset: CoreAsset | null): Promise<RegistrationStatus> {
+    const uri = asset?.uri || agent.uri;
+    if (!uri) return { uri: null, hosted: false, ok: false, detail: 'the agent has no registration uri' };
+    if (isOwnRegistrationUrl(uri, this.deps.baseUrl, agent.network, agent.mint)) {
+      await this.registrationOf(agent);
+      return { uri, hosted: true, ok: true, detail: 'the gateway serves the agent’s registration-v1 document' };
+    }
+    const failed = (detail: string): RegistrationStatus => ({ uri, hosted: false, ok: false, detail });
+    let answer;
+    try {
+      answer = await this.deps.outbound.request({ url: uri, method: 'GET', headers: { accept: 'application/json' }, timeoutMs: REGISTRATION_TIMEOUT_MS, maxResponseBytes: REGISTRATION_MAX_BYTES });
+    } catch {
+      return failed(`the registration document at ${uri} could not be read`);
+    }
+    if (!answer.ok) return failed(`the registration document at ${uri} is unreachable: ${answer.message}`);
+    if (answer.status !== 200) return failed(`the registration document at ${uri} answered HTTP ${answer.status}`);
+    let json: unknown;
+    try {
+      json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(answer.body));
+    } catch {
+      return failed(`the registration document at ${uri} is not JSON`);
+    }
+    const doc = RegistrationV1.safeParse(json);
+    if (!doc.success) {
+      const issue = doc.error.issues[0];
+      return failed(`the document at ${uri} is not registration-v1: ${issue ? `${issue.path.join('.') || '(root)'}: ${issue.message}` : 'invalid'}`);
+    }
+    const regs = doc.data.registrations ?? [];
+    if (regs.length && !regs.some((r) => r.agentId === agent.mint)) return failed(`the document at ${uri} registers another agent, not ${agent.mint}`);
+    return { uri, hosted: false, ok: true, detail: `a valid registration-v1 document at ${uri}` };
+  }
+
+  /** The agent's paid endpoints: its enabled payment links' URLs, newest first (at most 50). */
+  private async paidEndpoints(agent: AgentRecord): Promise<string[]> {
+    if (!agent.ownerPrincipal) return [];
+    const links = await this.deps.store.paymentLinks.list(agent.network, { owner: agent.ownerPrincipal, ownerAgent: agent.mint, limit: 50 });
+    return links.filter((l) => !l.disabled).map((l) => shareUrl(this.deps.baseUrl, l.network, l.id));
+  }
+
+  /** The agent's cards made under its current owner (a former owner's cards show nothing of it). */
+  private async ownCards(agent: AgentRecord, options: { publicOnly: boolean }): Promise<CardRecord[]> {
+    return (await this.deps.store.identity.listCards(agent.network, agent.mint, options)).filter((c) => c.ownerPrincipal === agent.ownerPrincipal);
   }
 
   /** GET /v1/identity/{mint}/history (owner): the agent's identity.* events, newest first, paged like GET /v1/events. */
@@ -328,13 +539,16 @@ export class IdentityService {
     return mint === undefined ? null : this.deps.store.agents.get(network, mint);
   }
 
-  private async identityOf(agent: AgentRecord): Promise<Identity> {
+  /** `readBack`: the live Core asset (or null) when the registration document is to be read back (resolve, verify). */
+  private async identityOf(agent: AgentRecord, options?: { readBack: CoreAsset | null }): Promise<Identity> {
     const { network, mint } = agent;
-    const [profile, domains, reputation, claims] = await Promise.all([
+    const [profile, domains, reputation, claims, cards, registration] = await Promise.all([
       this.deps.store.identity.getProfile(network, mint),
       this.deps.store.identity.verifiedDomains(network, mint),
       this.deps.store.identity.reputation(network, mint),
       this.deps.store.identity.listClaims(network, mint, { publicOnly: true }),
+      this.ownCards(agent, { publicOnly: true }),
+      options ? this.readBack(agent, options.readBack) : null,
     ]);
     return {
       mint,
@@ -351,8 +565,9 @@ export class IdentityService {
       },
       domains: domains.map((d) => ({ domain: d.domain, verified_at: iso(d.verifiedAt!) })),
       claims: claims.map(toClaim),
-      capability_cards: [],
+      capability_cards: cards.map(toCard),
       reputation: summarize(reputation),
+      registration,
     };
   }
 }
@@ -388,6 +603,35 @@ function toClaim(c: ClaimRecord): Claim {
     revoked_at: c.revokedAt ? iso(c.revokedAt) : null,
   };
 }
+
+function toCard(c: CardRecord): CapabilityCard {
+  return {
+    id: c.id,
+    mint: c.mint,
+    capability: c.capability,
+    title: c.title,
+    description: c.description,
+    endpoint: c.endpoint,
+    tags: c.tags,
+    public: c.public,
+    created_at: iso(c.createdAt),
+    updated_at: iso(c.updatedAt),
+  };
+}
+
+const cardNotFound = (mint: string, id: string) => new DomainError('not_found', `Agent ${mint} has no capability card ${id}.`, { id });
+
+/** The envelope of an identity event: confirmed at once, owned by the agent's principal. */
+function identityEvent(agent: AgentRecord, now: Date) {
+  return { id: newId(now.getTime()), phase: 'confirmed' as const, network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now };
+}
+
+/** What agents/prepare recorded in its event's echo that the registration document uses (anything else ignored). */
+const RegistrationEcho = z.object({
+  name: z.string().optional(),
+  description: z.string().optional(),
+  services: z.array(z.object({ name: z.string(), endpoint: z.string() })).optional(),
+});
 
 function challenge(d: DomainRecord): DomainChallenge {
   return {

@@ -1,4 +1,4 @@
-import { newId } from '../shared/ids.ts';
+import { newRequestId } from '../shared/ids.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RequestRecord, RequestRecordStore } from '../ports/policy-store.ts';
 
@@ -16,7 +16,7 @@ export class RequestRecorder {
 
   record(r: Omit<RequestRecord, 'id' | 'at'> & { at?: Date }): void {
     const at = r.at ?? this.deps.clock.now();
-    this.buffer.push({ ...r, at, id: newId(at.getTime()) });
+    this.buffer.push({ ...r, at, id: newRequestId(at.getTime()) });
     if (this.buffer.length >= FLUSH_AT) void this.flush();
   }
 

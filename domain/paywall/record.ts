@@ -31,6 +31,9 @@ export interface RecorderDeps {
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
+/** record transactions of one seller at once per process (the chain lock orders them; see fewAtATime) */
+const RECORDS_PER_SELLER = 2;
+
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
 
 export class PaidCallRecorder {
@@ -55,14 +58,20 @@ export class PaidCallRecorder {
       return null;
     });
 
-    const final = await this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
+    // At most RECORDS_PER_SELLER record transactions of one seller at a time from this process: the others wait here,
+    // not in PostgreSQL holding a pooled connection each (which starved the claims and settlements of every other
+    // call); the chain lock below orders them, across processes too.
+    const final = await this.fewAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
       // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
       // racing a process thought dead) serves what was stored.
       const current = await tx.paidCalls.get(network, call.paymentKey);
       if (current?.status === 'done' && current.response) return { response: current.response, receipt: null };
       // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
       if (await tx.receipts.hasPaywallTxSig(network, signature)) return null;
-      await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
+      // Issue 19: the locks a seller's calls share are taken as late as they can be, so they are held for the fewest
+      // statements: what needs no chain (the settled and served events) is written before the chain heads are
+      // locked, and the link's counters row (locked by its update until commit) is the last write.
+      await this.emitSettled(tx, call, now, signature, payer, fee, stable, served.status);
       // Both chains' heads are locked in one order (by mint), so payments crossing between two agents cannot deadlock.
       const heads = new Map<string, ChainHead | null>();
       for (const agent of [link.ownerAgent, ...(buyer ? [buyer.mint] : [])].sort()) heads.set(agent, await tx.receipts.lockHead(network, agent));
@@ -104,16 +113,37 @@ export class PaidCallRecorder {
       if (call.version === 1) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
       const response: StoredResponse = { ...body, headers };
       await tx.paidCalls.complete(network, call.paymentKey, { signature, payer, response, at: now });
-      await this.emit(tx, call, now, signature, payer, receipt, fee, stable, served.status);
+      await this.emitReceipt(tx, call, now, signature, receipt, fee, stable);
       await this.webhook(tx, call, paymentResponse, response, receipt, now);
+      await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
       return { response, receipt };
-    });
+    }));
 
     if (!final) {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
     }
     return { kind: 'recorded', response: final.response };
+  }
+
+  private readonly running = new Map<string, { active: number; waiting: (() => void)[] }>();
+
+  /**
+   * Runs `work` once fewer than RECORDS_PER_SELLER works of the same key run in this process: the next record's part
+   * before the chain lock overlaps the current one's chain part, and the rest wait in memory, not on a connection.
+   */
+  private async fewAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
+    let slot = this.running.get(key);
+    if (!slot) this.running.set(key, (slot = { active: 0, waiting: [] }));
+    if (slot.active >= RECORDS_PER_SELLER) await new Promise<void>((go) => slot.waiting.push(go));
+    else slot.active++;
+    try {
+      return await work();
+    } finally {
+      const next = slot.waiting.shift();
+      if (next) next(); // the slot passes on as it is
+      else if (--slot.active === 0) this.running.delete(key);
+    }
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
@@ -131,11 +161,16 @@ export class PaidCallRecorder {
     );
   }
 
-  private async emit(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, receipt: ReceiptV1, fee: bigint, stable: Stable, status: number) {
+  private appender(tx: Repositories, call: Call, now: Date, signature: string) {
     const { link } = call;
     const base = { network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
-    const append = <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) =>
-      tx.events.append(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
+    return <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) => tx.events.append(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
+  }
+
+  /** The events a landed payment leaves that need no receipt (written before the chain lock). */
+  private async emitSettled(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, fee: bigint, stable: Stable, status: number) {
+    const { link } = call;
+    const append = this.appender(tx, call, now, signature);
     await append('payment_link.settled', {
       payment_link_id: link.id,
       agent: link.ownerAgent,
@@ -148,6 +183,12 @@ export class PaidCallRecorder {
       gross_atomic: (link.amountAtomic + fee).toString(),
     });
     await append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
+  }
+
+  /** The earn receipt's events (under the chain lock). */
+  private async emitReceipt(tx: Repositories, call: Call, now: Date, signature: string, receipt: ReceiptV1, fee: bigint, stable: Stable) {
+    const { link } = call;
+    const append = this.appender(tx, call, now, signature);
     await append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
     if (fee > 0n) {
       // fee-facilitator-mpp-tools §6 path 1: once per receipt with a fee.

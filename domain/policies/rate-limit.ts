@@ -18,6 +18,8 @@ export const DEFAULT_LIMITS = {
   meta: 60,
   default: 600,
   paywall: 600,
+  /** per client IP: the anonymous reads (disclosure links, registration documents) */
+  public: 600,
   graphql: 600,
 } as const;
 
@@ -84,7 +86,7 @@ const FRESH_MS = 1000;
 
 interface WindowState {
   /** this process's hits in the window (ms), oldest first */
-  local: number[];
+  local: HitLog;
   /** this process's hits not yet written to the shared log */
   pending: Date[];
   /** other processes' hits in the window at the last exchange (an upper bound: never fewer than there were) */
@@ -133,7 +135,7 @@ function confirmedOwn(w: WindowState): number {
 function provenFull(w: WindowState, limit: number, need: number, nowMs: number): { used: number; until: number } | undefined {
   let proof: { used: number; until: number } | undefined;
   const room = limit - need;
-  if (w.local.length > room) proof = { used: w.local.length, until: w.local[w.local.length - room - 1]! + WINDOW_MS };
+  if (w.local.length > room) proof = { used: w.local.length, until: w.local.at(w.local.length - room - 1) + WINDOW_MS };
   if (w.floor.until > nowMs && w.floor.used > room && (!proof || w.floor.until > proof.until)) {
     proof = { used: Math.max(w.floor.used, proof?.used ?? 0), until: w.floor.until };
   }
@@ -158,10 +160,51 @@ function renewSettled(w: WindowState): void {
   };
 }
 
-function prune(log: number[], nowMs: number): void {
-  let drop = 0;
-  while (drop < log.length && log[drop]! <= nowMs - WINDOW_MS) drop++;
-  if (drop) log.splice(0, drop);
+/**
+ * A sliding log of hit times (ms), oldest first. Aging out advances a head index and compacts now and then, so a hit
+ * costs O(1) amortised however many the window holds (a splice per hit was O(window) once hits began to age out).
+ */
+export class HitLog {
+  private times: number[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.times.length - this.head;
+  }
+
+  /** the i-th oldest hit in the window */
+  at(i: number): number {
+    return this.times[this.head + i]!;
+  }
+
+  /** the newest hit, or undefined */
+  last(): number | undefined {
+    return this.length ? this.times[this.times.length - 1] : undefined;
+  }
+
+  push(t: number): void {
+    this.times.push(t);
+  }
+
+  /** forgets the hits at or before `cutoff` */
+  dropUntil(cutoff: number): void {
+    const times = this.times;
+    let head = this.head;
+    while (head < times.length && times[head]! <= cutoff) head++;
+    if (head === times.length) {
+      this.times = [];
+      this.head = 0;
+    } else if (head > 1024 && head * 2 > times.length) {
+      this.times = times.slice(head);
+      this.head = 0;
+    } else {
+      this.head = head;
+    }
+  }
+}
+
+function prune(log: HitLog, nowMs: number): void {
+  log.dropUntil(nowMs - WINDOW_MS);
 }
 
 /**
@@ -204,7 +247,7 @@ export class RateLimiter {
     let w = this.windows.get(id);
     if (!w) {
       w = {
-        local: [],
+        local: new HitLog(),
         pending: [],
         others: 0,
         exchangedAt: -Infinity,
@@ -234,7 +277,7 @@ export class RateLimiter {
         w.pending.push(now);
       }
       w.admitted += need;
-      return decide(bucket, limit, true, view + need, w.local[0]!, nowMs);
+      return decide(bucket, limit, true, view + need, w.local.at(0), nowMs);
     }
     for (;;) {
       // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
@@ -368,7 +411,7 @@ export class RateLimiter {
  * a database round trip per challenge. Each process counts on its own (documented in the README).
  */
 export class MemoryRateLimiter {
-  private readonly logs = new Map<string, number[]>();
+  private readonly logs = new Map<string, HitLog>();
   private sweeps = 0;
 
   constructor(private readonly deps: { clock: Clock; limits: Record<Bucket, number> }) {}
@@ -378,18 +421,16 @@ export class MemoryRateLimiter {
     const limit = this.deps.limits[bucket];
     const id = `${bucket}|${subject}`;
     let log = this.logs.get(id);
-    if (!log) this.logs.set(id, (log = []));
-    let drop = 0;
-    while (drop < log.length && log[drop]! <= nowMs - WINDOW_MS) drop++;
-    if (drop) log.splice(0, drop);
+    if (!log) this.logs.set(id, (log = new HitLog()));
+    prune(log, nowMs);
     const allowed = log.length < limit;
     if (allowed) log.push(nowMs);
     if (++this.sweeps % 10_000 === 0) this.sweep(nowMs);
-    return decide(bucket, limit, allowed, log.length, log[0] ?? nowMs, nowMs);
+    return decide(bucket, limit, allowed, log.length, log.length ? log.at(0) : nowMs, nowMs);
   }
 
   /** forgets idle subjects so memory follows the active set */
   private sweep(nowMs: number): void {
-    for (const [id, log] of this.logs) if (!log.length || log[log.length - 1]! <= nowMs - WINDOW_MS) this.logs.delete(id);
+    for (const [id, log] of this.logs) if ((log.last() ?? -Infinity) <= nowMs - WINDOW_MS) this.logs.delete(id);
   }
 }

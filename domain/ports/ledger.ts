@@ -89,6 +89,13 @@ export interface SignatureStatus {
   err: LedgerTransactionError | null;
 }
 
+export interface WaitForSignatureOptions {
+  /** default 'confirmed' */
+  commitment?: 'confirmed' | 'finalized';
+  /** real-time deadline of the wait, ms from now */
+  timeoutMs: number;
+}
+
 /** e.g. { signature: "5VER…", slot: 912, blockTime: 1_763_719_200, err: null, memo: "[9] order-123" } */
 export interface SignatureInfo {
   signature: string;
@@ -174,6 +181,15 @@ export interface Ledger {
   sendTransaction(wire: Uint8Array, options?: SendOptions): Promise<SendResult>;
   /** same order as `signatures`; null for unknown (never landed, dropped or expired) */
   getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]>;
+  /**
+   * Issue 19: waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger where it
+   * can be (the embedded ledger: when the history write holding it completes), polled inside the adapter otherwise —
+   * or until `timeoutMs` (real time, the adapter's own deadline) passes. Resolves with its status then (the status may
+   * be below `commitment`, or null when unknown, once the deadline passed); never throws for a ledger that cannot be
+   * read meanwhile (it answers what it last knew). e.g. waitForSignature("5VER…", { timeoutMs: 2_000 }) →
+   * { slot: 912, confirmationStatus: "confirmed", err: null }.
+   */
+  waitForSignature(signature: string, options: WaitForSignatureOptions): Promise<SignatureStatus | null>;
   /** newest first: transactions that had `address` among their account keys */
   getSignaturesForAddress(address: string, options?: SignaturesForAddressOptions): Promise<SignatureInfo[]>;
   /** null when unknown */

@@ -6,11 +6,14 @@ import type { EventPhase, EventRecord, NewEvent } from '../events/schema.ts';
 import type { PreparedTransactionRecord } from '../transactions/schema.ts';
 import type { ChainHead, ReceiptRecord, ReceiptVerification, StoredReceipt } from '../receipts/schema.ts';
 import type { PullOutcome, PullTargetRecord } from '../receipts/pull-targets.ts';
-import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
+import type { CardRecord, ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../identity/schema.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from '../paywall/schema.ts';
 import type { JobQueue } from './job-queue.ts';
 import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-store.ts';
 import type { IndexerRepository } from './indexer-store.ts';
+import type { BuyerRepository } from './buyer-store.ts';
+import type { DiscoveryRepository } from './discovery-store.ts';
+import type { DailyTotalRow } from '../receipts/daily.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
 
@@ -100,6 +103,11 @@ export interface ReceiptRepository {
   setVerification(network: Network, receiptHash: string, update: VerificationUpdate): Promise<boolean>;
   /** pending checks due at `now`, oldest due first, across networks */
   duePending(now: Date, limit: number): Promise<StoredReceipt[]>;
+  /**
+   * Issue 15: settled (decision allow) receipts with ts ≥ `since`, summed per UTC day, kind and asset; one range of the
+   * (network, agent, ts) index of settled receipts, never a scan of the chain.
+   */
+  dailyTotals(network: Network, agent: string, since: Date): Promise<DailyTotalRow[]>;
 }
 
 export interface PullTargetRepository {
@@ -257,12 +265,24 @@ export interface IdentityRepository {
   /** oldest first; `publicOnly`: public claims not revoked */
   listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
   insertDisclosure(record: DisclosureRecord): Promise<void>;
-  getDisclosure(network: Network, tokenHash: string): Promise<DisclosureRecord | null>;
+  /** by the token's hash alone (the anonymous read: the link names its network) */
+  getDisclosure(tokenHash: string): Promise<DisclosureRecord | null>;
   /** private claims not revoked, oldest first */
   privateClaims(network: Network, mint: string): Promise<ClaimRecord[]>;
+  /** a second card with the agent's capability name is `conflict` */
+  insertCard(record: CardRecord): Promise<void>;
+  /** inside a transaction the row is locked until commit */
+  getCard(network: Network, mint: string, id: string): Promise<CardRecord | null>;
+  updateCard(record: CardRecord): Promise<void>;
+  /** true when a row was removed */
+  deleteCard(network: Network, mint: string, id: string): Promise<boolean>;
+  /** by capability name; `publicOnly`: public cards only */
+  listCards(network: Network, mint: string, options: { publicOnly: boolean }): Promise<CardRecord[]>;
 }
 
 export interface Repositories {
+  /** issue 14: spend policies and the daily spend rollup */
+  buyer: BuyerRepository;
   /** issue 13 */
   identity: IdentityRepository;
   apiKeys: ApiKeyRepository;
@@ -277,6 +297,8 @@ export interface Repositories {
   webhookDeliveries: WebhookDeliveryRepository;
   /** issue 12: the indexer's watchlist, cursors and exactly-once record */
   indexer: IndexerRepository;
+  /** issue 15: the catalogues of svc_discover */
+  discovery: DiscoveryRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
   jobs: JobQueue;
 }

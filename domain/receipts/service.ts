@@ -9,6 +9,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { Ledger, LedgerTransaction } from '../ports/ledger.ts';
 import type { EventFeed, Repositories, Store, VerificationUpdate } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
+import { dailyBuckets, DailyTransactionsInput, windowStart, type DailyTransactions } from './daily.ts';
 import { newEvent } from '../events/kinds.ts';
 import { checkReceipt, nextCheckAt } from './verify.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
@@ -265,6 +266,15 @@ export class ReceiptService {
       limit: q.limit + 1,
     });
     return toPage(rows, q.limit, toStoredReceiptOutput, (r) => encodeCursor({ n: r.receipt.nonce }));
+  }
+
+  /** GET /v1/receipts/{agent}/daily (issue 15): settled receipts of the last `days` days in UTC daily buckets. */
+  async daily(caller: Caller, input: DailyTransactionsInput): Promise<DailyTransactions> {
+    const q = parseInput(DailyTransactionsInput, input);
+    await this.ownedAgent(caller, q.agent);
+    const now = this.deps.clock.now();
+    const rows = await this.deps.store.receipts.dailyTotals(caller.network, q.agent, windowStart(now, q.days));
+    return dailyBuckets({ agent: q.agent, network: caller.network, days: q.days, now, rows });
   }
 
   /** GET /v1/receipts/by-hash/{hash}: 404 on another network and for another principal's agent. */

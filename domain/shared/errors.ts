@@ -29,6 +29,13 @@ export const ERROR_CODES = {
   receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_hash_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  // Issue 14, buyer/quote: the URL did not answer (network, timeout, too large), answered something other than a 402,
+  // or a 402 whose challenge cannot be read. details say which.
+  quote_unreachable: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  payment_not_required: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  challenge_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  // Issue 14, buyer/payment/execute: the buyer agent's spend policy denied the payment; details.reasons and checks.
+  spend_denied: { status: 403, trpc: 'FORBIDDEN' },
   rate_limited: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
   internal_error: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
   rpc_unavailable: { status: 502, trpc: 'BAD_GATEWAY' },

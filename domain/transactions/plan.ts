@@ -18,6 +18,8 @@ export interface BuildContext {
   /** the curated stables of the network (hosted-api §4.3 provision) */
   stables: readonly Stable[];
   fee: GatewaySettings['fee'];
+  /** the gateway's public base URL: agents/prepare and identity/prepare write it into a hosted registration uri */
+  baseUrl?: string;
 }
 
 /** A builder of an agent route also gets the agent (recorded, the caller's). */

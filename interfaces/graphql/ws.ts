@@ -3,7 +3,7 @@ import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import { GraphQLError, type ExecutionArgs } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
 import type { YogaServerInstance } from 'graphql-yoga';
-import { WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { ERROR_CODES } from '../../domain/shared/errors.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
@@ -11,6 +11,7 @@ import { authenticateCounted } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
+import { directSinks, type DirectSink } from './fanout.ts';
 
 // graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
 // pipeline (yoga.getEnveloped) so WebSocket operations get the same plugins, context and error mapping as HTTP.
@@ -65,6 +66,25 @@ function withoutHttpHint(error: GraphQLError): GraphQLError {
   return new GraphQLError(error.message, { nodes: error.nodes, source: error.source, positions: error.positions, path: error.path, extensions });
 }
 
+/** A socket this far behind (bytes queued, not yet written) has its live subscriptions ended: reconnect with after. */
+const MAX_SOCKET_BACKLOG = 16 * 1024 * 1024;
+
+/**
+ * Fan-out (fanout.ts): a group's serialised payload goes straight to the socket in this operation's envelope, the
+ * message graphql-ws itself would send (`next` with the operation id).
+ */
+function directSink(socket: WebSocket, id: string): DirectSink {
+  const head = `{"id":${JSON.stringify(id)},"type":"next","payload":`;
+  return {
+    send(json) {
+      if (socket.readyState !== WebSocket.OPEN) return true;
+      if (socket.bufferedAmount > MAX_SOCKET_BACKLOG) return false;
+      socket.send(head + json + '}');
+      return true;
+    },
+  };
+}
+
 export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { close(): Promise<void> } {
   const { path, yoga, services, log } = options;
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_MESSAGE_BYTES });
@@ -101,7 +121,7 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         }
       },
 
-      onSubscribe: async (ctx, _id, payload) => {
+      onSubscribe: async (ctx, id, payload) => {
         const requestId = newId();
         const opLog = log.child({ request_id: requestId, connection_id: ctx.extra.connectionId, transport: 'graphql-ws' });
         // Each operation re-checks the key through the same policies as HTTP (a key disabled since connect stops working).
@@ -117,12 +137,14 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         }
         const errors = enveloped.validate(enveloped.schema, document);
         if (errors.length) return refuse(errors);
+        const contextValue = await enveloped.contextFactory();
+        directSinks.set(contextValue, directSink(ctx.extra.socket, id));
         const args: ExecutionArgs = {
           schema: enveloped.schema,
           document,
           operationName: payload.operationName,
           variableValues: payload.variables,
-          contextValue: await enveloped.contextFactory(),
+          contextValue,
           rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } satisfies Enveloped,
         };
         return args;

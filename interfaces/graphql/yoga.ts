@@ -10,6 +10,7 @@ import { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import { graphqlContext, type GraphqlContext } from './builder.ts';
 import { schema } from './schema/index.ts';
+import { FanOut, isPreSerialised, useFanOut } from './fanout.ts';
 import { mountGraphqlWs } from './ws.ts';
 
 // GraphQL front door: Yoga over fastify at /graphql (GET/POST, SSE subscriptions, GraphiQL in a browser) and
@@ -150,6 +151,8 @@ function refusal(err: unknown, ctx: LimitedContext): ExecutionResult {
 
 /** Results over the byte cap are replaced by query_too_complex (the estimate missed: large JSON values, say). */
 function capped(result: ExecutionResult, ctx: LimitedContext): ExecutionResult {
+  // A fan-out result shared by a group of subscriptions was measured once, when it was serialised (fanout.ts).
+  if (isPreSerialised(result)) return result;
   const bytes = Buffer.byteLength(JSON.stringify(result));
   return bytes > GRAPHQL_LIMITS.maxResponseBytes ? refusal(responseTooLarge(bytes), ctx) : result;
 }
@@ -242,6 +245,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
   const shutdown = new AbortController();
   const httpRequest = new AsyncLocalStorage<ErrorScope>();
   const keys = new KeyWatch(services);
+  const fanOut = new FanOut();
 
   const yoga = createYoga<ServerContext>({
     schema,
@@ -251,7 +255,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     multipart: false,
     // Subscriptions in GraphiQL use SSE, so the Authorization header typed in its headers editor applies to them too.
     graphiql: { title: 'svc gateway GraphQL', headers: JSON.stringify({ Authorization: 'Bearer svc_test_…' }) },
-    plugins: [useDomainErrors(log), useMalformedParams(), useQueryLimits(keys)],
+    plugins: [useDomainErrors(log), useMalformedParams(), useQueryLimits(keys), useFanOut(fanOut)],
     // Parse errors are not cached: a cached one would be answered as thrown, with the request id it was formatted for.
     parserAndValidationCache: { errorCache: { get: () => undefined, set: () => {} } },
     // Errors raised by Yoga itself, outside the plugin's reach (e.g. a mutation over GET): same mapping, and the
@@ -311,6 +315,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
   // then the WebSocket clients and server, which app.close() would not close.
   app.addHook('preClose', async () => {
     shutdown.abort();
+    fanOut.close();
   });
   app.addHook('onClose', async () => {
     keys.close();

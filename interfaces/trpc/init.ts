@@ -7,7 +7,7 @@ import { refuseUnsafeInput } from '../../domain/shared/validation.ts';
 import { notedRequestId, resolveError, toDomainError, trpcErrorData } from '../errors.ts';
 import type { Principal } from '../../domain/access/schema.ts';
 import { requireAdmin } from '../policies/auth.ts';
-import { authenticateCounted, limitKey } from '../policies/rate-limit.ts';
+import { authenticateCounted, limitAnonymous, limitKey } from '../policies/rate-limit.ts';
 import { startUsage } from '../policies/usage.ts';
 import { idempotent } from '../policies/idempotency.ts';
 import { scopedRequest } from '../policies/heavy.ts';
@@ -57,6 +57,16 @@ const safeInput = t.middleware(async ({ getRawInput, next }) => {
 
 /** The allowed base procedures. A new kind of procedure is a visible decision made here. */
 export const publicProcedure = base.use(safeInput);
+
+/**
+ * Routes public by nature, read with no key (a disclosure link is its own credential; a registration document is what
+ * an agent's on-chain uri points at): counted per client IP in the `public` bucket, like the paywall's per-IP bucket.
+ */
+const limitClientIp = t.middleware(({ ctx, next }) => {
+  limitAnonymous(ctx.services, ctx.clientIp, 'public', ctx.responseHeaders);
+  return next();
+});
+export const anonymousProcedure = base.use(limitClientIp).use(safeInput);
 
 /**
  * The keyed policies of hosted-api §5 and §8, one named middleware each, applied once here for REST, tRPC and

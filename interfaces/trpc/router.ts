@@ -14,6 +14,9 @@ import { transactionsRouter } from './routers/transactions.ts';
 import { prepareRouter } from './routers/prepare.ts';
 import { indexerRouter } from './routers/indexer.ts';
 import { identityRouter } from './routers/identity.ts';
+import { buyerRouter } from './routers/buyer.ts';
+import { activityRouter } from './routers/activity.ts';
+import { discoveryRouter } from './routers/discovery.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -39,6 +42,9 @@ export const appRouter = router({
   prepare: prepareRouter,
   indexer: indexerRouter,
   identity: identityRouter,
+  buyer: buyerRouter,
+  activity: activityRouter,
+  discovery: discoveryRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

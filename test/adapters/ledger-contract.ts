@@ -117,6 +117,26 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     t.is((await h.ledger.simulateTransaction(solTransfer(payer, Keypair.generate().publicKey, 5_000_000, blockhash))).err, 'BlockhashNotFound');
   });
 
+  test(`${name}: waitForSignature answers when the signature reaches the commitment, null for an unknown one at its deadline`, async (t) => {
+    const h = await harness(t);
+    const payer = await funded(h);
+    const { blockhash } = await h.ledger.getLatestBlockhash();
+    const wire = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
+    const signature = getBase58Decoder().decode(wire.subarray(1, 65));
+    // Waiting before the transaction exists: the answer comes when it lands and is confirmed (issue 19: no poll needed).
+    const waiting = h.ledger.waitForSignature(signature, { timeoutMs: 20_000 });
+    const sent = await h.ledger.sendTransaction(wire);
+    t.true(sent.ok);
+    const confirmed = await waiting;
+    t.truthy(confirmed);
+    t.not(confirmed!.confirmationStatus, 'processed');
+    t.is(confirmed!.err, null);
+    const finalized = await h.ledger.waitForSignature(signature, { commitment: 'finalized', timeoutMs: 20_000 });
+    t.is(finalized?.confirmationStatus, 'finalized');
+    t.is(await h.ledger.waitForSignature(randomSignature(), { timeoutMs: 50 }), null);
+    t.is(await h.ledger.waitForSignature('garbage', { timeoutMs: 10 }), null);
+  });
+
   test(`${name}: send lands a payment: status, history and the transaction with its balances`, async (t) => {
     const h = await harness(t);
     const payer = await funded(h);

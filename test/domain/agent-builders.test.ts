@@ -307,6 +307,32 @@ test('identity, executive and token-set routes answer program_unavailable naming
   await rejects(t, buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
 });
 
+test('agents/prepare without uri: the gateway hosts the registration document — the asset’s uri is its registration.json URL (issue 13)', async (t) => {
+  const owner = address();
+  const input = PrepareAgentInput.parse({ owner, name: 'Hosted', description: 'here', services: [{ name: 'A2A', endpoint: 'https://agent.example/a2a' }] });
+  const base = 'https://gw.example';
+  const p = plan(await buildCreateAgent(input, { ...ctxOf(plain, agentOn().record), baseUrl: base }));
+  const asset = Keypair.fromSecretKey(p.presigners![0]!).publicKey.toBase58();
+  const uri = `${base}/v1/agents/${asset}/registration.json?network=chain-devnet`;
+  t.like(p.echo, { asset, uri, registration_hosted: true });
+  t.like(getCreateV1InstructionDataSerializer().deserialize(p.instructions[0]!.data)[0], { name: 'Hosted', uri });
+  // no base URL to host at, or one too long for the asset's 200-character uri: the caller must give `uri`
+  await rejects(t, buildCreateAgent(input, ctxOf(plain, agentOn().record)), 'invalid_request', { path: 'uri' });
+  await rejects(t, buildCreateAgent(input, { ...ctxOf(plain, agentOn().record), baseUrl: `https://${'g'.repeat(120)}.example` }), 'invalid_request', { path: 'uri' });
+  // a given uri is the caller's
+  const own = plan(await buildCreateAgent(PrepareAgentInput.parse({ owner, name: 'Own', uri: 'https://example.com/own.json' }), { ...ctxOf(plain, agentOn().record), baseUrl: base }));
+  t.like(own.echo, { uri: 'https://example.com/own.json', registration_hosted: false });
+});
+
+metaplexTest(test, 'identity/prepare without uri: registerIdentityV1 with the gateway-hosted registration.json URL (issue 13)', async (t) => {
+  const a = agentOn();
+  const base = 'https://gw.example';
+  const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint }), { ...ctxOf(registry, a.record), baseUrl: base }));
+  const uri = `${base}/v1/agents/${a.mint}/registration.json?network=chain-devnet`;
+  t.like(p.echo, { uri, registration_hosted: true });
+  t.like(getRegisterIdentityV1InstructionDataSerializer().deserialize(p.instructions[0]!.data)[0], { agentRegistrationUri: uri });
+});
+
 metaplexTest(test, 'identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered', async (t) => {
   const a = agentOn();
   const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)));

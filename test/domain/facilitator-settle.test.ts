@@ -270,6 +270,7 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   const slow = new Proxy(ledger, {
     get(target, prop, receiver) {
       if (prop === 'getSignatureStatuses' && hidden) return async (signatures: string[]) => signatures.map(() => null);
+      if (prop === 'waitForSignature' && hidden) return async () => null;
       const value = Reflect.get(target, prop, receiver) as unknown;
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -304,6 +305,7 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
   const unconfirmed = new Proxy(ledger, {
     get(target, prop, receiver) {
       if (prop === 'getSignatureStatuses') return async (signatures: string[]) => signatures.map(() => null);
+      if (prop === 'waitForSignature') return async () => null;
       const value = Reflect.get(target, prop, receiver) as unknown;
       return typeof value === 'function' ? value.bind(target) : value;
     },
@@ -332,6 +334,39 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
   t.false(answered);
   clock.advance(100);
   t.like(await settling, { success: false, errorReason: 'settlement_pending', transaction: p.signature });
+});
+
+// Issue 19: confirmation comes from the ledger's notification (waitForSignature), not from a poll that sleeps on the
+// clock. The node's status reads lag here (always "processed"), and the test clock stands still: only the notification
+// can end the wait.
+test('settle learns the confirmation from the ledger notification: a standing clock and lagging status reads do not hold it', async (t) => {
+  const { app, ledger } = t.context;
+  const lagging = new Proxy(ledger, {
+    get(target, prop, receiver) {
+      if (prop === 'getSignatureStatuses') {
+        return async (signatures: string[]) => (await target.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const });
+      }
+      const value = Reflect.get(target, prop, receiver) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const clock = new TestClock();
+  const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
+  await fund(app, signer.address, { sol: '1' });
+  const service = new FacilitatorService({
+    ledgers: { [NETWORK]: lagging },
+    store: new MikroOrmFacilitatorStore(app.database.orm),
+    signer,
+    clock,
+    settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 30_000, confirmPollMs: 50 },
+  });
+  const payer = await buyer(t);
+  const seller = Keypair.generate().publicKey.toBase58();
+  // The seller's account exists, so the settle sends one transaction (no creation first).
+  await fund(app, seller, { usdc: '0.01' });
+  const p = await payment(t, { service, signer }, payer, seller, 'fee');
+  t.like(await service.settle(p.request), { success: true, transaction: p.signature });
+  t.is(clock.waiting, 0, 'nothing slept on the clock');
 });
 
 // Two buyers paying one new seller at the same time both need the seller's token account: the first settlement

@@ -5,13 +5,16 @@ import {
   capabilityDeclared,
   domainVerified,
   handleSet,
+  intentCompatible,
   judge,
+  registrationValid,
   notDisabled,
   ratingAboveThreshold,
   volumeAboveThreshold,
   type VerifyFacts,
 } from '../../domain/identity/checks.ts';
 import { summarize } from '../../domain/identity/service.ts';
+import { buildRegistration, isOwnRegistrationUrl, REGISTRATION_TYPE, RegistrationV1, registrationUrl } from '../../domain/identity/registration.ts';
 import type { Identity } from '../../domain/identity/schema.ts';
 
 // Issue 13: each verify rule on its own, then the verdict and score rules of domain/identity/checks.ts.
@@ -27,11 +30,25 @@ function identity(overrides: Partial<Identity> = {}): Identity {
     claims: [],
     capability_cards: [],
     reputation: { settled_calls: 0, rating: null, volume: [], last_settled_at: null },
+    registration: null,
     ...overrides,
   };
 }
 
-const facts = (i: Identity | null, asset: VerifyFacts['asset'] = 'live'): VerifyFacts => ({ identity: i, asset });
+const facts = (i: Identity | null, asset: VerifyFacts['asset'] = 'live', paidEndpoints = 0): VerifyFacts => ({ identity: i, asset, paidEndpoints });
+const card = (capability: string, isPublic = true): Identity['capability_cards'][number] => ({
+  id: `cap_${capability}`,
+  mint: identity().mint,
+  capability,
+  title: null,
+  description: null,
+  endpoint: null,
+  tags: [],
+  public: isPublic,
+  created_at: '2026-01-01T00:00:00.000Z',
+  updated_at: '2026-01-01T00:00:00.000Z',
+});
+const verifiedDomain = [{ domain: 'a.example', verified_at: '2026-01-01T00:00:00.000Z' }];
 const withProfile = (p: Partial<Identity['profile']>) => identity({ profile: { ...identity().profile, ...p } });
 const withReputation = (r: Partial<Identity['reputation']>) => identity({ reputation: { ...identity().reputation, ...r } });
 
@@ -68,6 +85,48 @@ test('capability_declared: only when a capability is asked; warn', (t) => {
   t.is(capabilityDeclared.run(facts(identity()), {}), null);
   t.like(capabilityDeclared.run(facts(identity()), { capability: 'x.y' }), { ok: false, severity: 'warn' });
   t.like(capabilityDeclared.run(facts(withProfile({ capabilities: ['x.y'] })), { capability: 'x.y' }), { ok: true });
+});
+
+test('capability_declared: a public capability card declares it; a private card does not', (t) => {
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y')] })), { capability: 'x.y' }), { ok: true, detail: 'the agent declares x.y (capability card cap_x.y)' });
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y', false)] })), { capability: 'x.y' }), { ok: false });
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.z')] })), { capability: 'x.y' }), { ok: false });
+});
+
+test('registration: only when read back; warn; fails with the read-back detail', (t) => {
+  t.is(registrationValid.run(facts(identity()), {}), null);
+  t.is(registrationValid.run(facts(null), {}), null);
+  const bad = { uri: 'https://a.example/r.json', hosted: false, ok: false, detail: 'the document at https://a.example/r.json is not registration-v1: type: Invalid input' };
+  t.deepEqual(registrationValid.run(facts(identity({ registration: bad })), {}), { ok: false, detail: bad.detail, severity: 'warn' });
+  t.like(registrationValid.run(facts(identity({ registration: { ...bad, ok: true, detail: 'fine' } })), {}), { ok: true, severity: 'warn' });
+});
+
+test('intent pay: warn; passes when the agent sells a paid endpoint', (t) => {
+  t.is(intentCompatible.run(facts(identity()), {}), null);
+  t.is(intentCompatible.run(facts(null), { intent: 'pay' }), null);
+  t.like(intentCompatible.run(facts(identity(), 'live', 0), { intent: 'pay' }), { ok: false, severity: 'warn' });
+  t.like(intentCompatible.run(facts(identity(), 'live', 2), { intent: 'pay' }), { ok: true, severity: 'warn', detail: 'pay: the agent sells 2 paid endpoints' });
+});
+
+test('intent hire: warn; the asked capability must be declared, else any public capability', (t) => {
+  t.like(intentCompatible.run(facts(identity()), { intent: 'hire' }), { ok: false, severity: 'warn' });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('a.b', false)] })), { intent: 'hire' }), { ok: false });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('a.b')] })), { intent: 'hire' }), { ok: true });
+  t.like(intentCompatible.run(facts(withProfile({ capabilities: ['c.d'] })), { intent: 'hire' }), { ok: true });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('a.b')] })), { intent: 'hire', capability: 'x.y' }), { ok: false });
+  t.like(intentCompatible.run(facts(identity({ capability_cards: [card('x.y')] })), { intent: 'hire', capability: 'x.y' }), { ok: true });
+});
+
+test('intent delegate: deny; needs a live Core asset and a verified domain', (t) => {
+  t.like(intentCompatible.run(facts(identity({ domains: verifiedDomain }), 'absent'), { intent: 'delegate' }), { ok: false, severity: 'deny' });
+  t.like(intentCompatible.run(facts(identity({ domains: verifiedDomain }), 'not_core'), { intent: 'delegate' }), { ok: false, severity: 'deny' });
+  t.like(intentCompatible.run(facts(identity(), 'live'), { intent: 'delegate' }), { ok: false, severity: 'deny' });
+  t.like(intentCompatible.run(facts(identity({ domains: verifiedDomain }), 'live'), { intent: 'delegate' }), { ok: true, severity: 'deny' });
+  // the verdict: a failed delegate intent denies an agent that is otherwise allowed
+  const full = identity({ profile: { ...identity().profile, handle: 'h' }, domains: verifiedDomain });
+  t.like(judge(facts(full, 'live'), { intent: 'delegate' }), { verdict: 'allow', score: 100 });
+  t.like(judge(facts(identity({ profile: full.profile }), 'live'), { intent: 'delegate' }), { verdict: 'deny' });
+  t.like(judge(facts(full, 'live', 0), { intent: 'pay' }), { verdict: 'warn' });
 });
 
 test('rating: only with min_rating; deny; no calls fails; equal passes', (t) => {
@@ -110,4 +169,74 @@ test('summarize: rating is 5 × the 2xx share with one decimal, volume per curre
     ],
     last_settled_at: '2026-01-03T00:00:00.000Z',
   });
+});
+
+// ── registration-v1 (fee-facilitator-mpp-tools §2.7) ────────────────────────────────────────────────────────────────
+
+const minimal = { type: REGISTRATION_TYPE, name: 'n', description: 'd', image: '' };
+
+test('RegistrationV1: the type constant and name, description, image are required; no extra property at any level', (t) => {
+  t.true(RegistrationV1.safeParse(minimal).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, type: 'https://eips.ethereum.org/EIPS/eip-8004#registration-v2' }).success);
+  for (const field of ['name', 'description', 'image'] as const) {
+    const { [field]: _dropped, ...rest } = minimal;
+    t.false(RegistrationV1.safeParse(rest).success, field);
+  }
+  t.false(RegistrationV1.safeParse({ ...minimal, x402support: true }).success, 'a root property §2.7 does not list');
+  t.true(RegistrationV1.safeParse({ ...minimal, services: [{ name: 'a', endpoint: 'b', version: '1', skills: [{ any: 1 }], domains: ['x'] }] }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, services: [{ name: 'a' }] }).success, 'a service needs its endpoint');
+  t.false(RegistrationV1.safeParse({ ...minimal, services: [{ name: 'a', endpoint: 'b', extra: 1 }] }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, registrations: [{ agentId: 'a' }] }).success, 'a registration needs its agentRegistry');
+  t.false(RegistrationV1.safeParse({ ...minimal, registrations: [{ agentId: 'a', agentRegistry: 'r', extra: 1 }] }).success);
+  t.true(RegistrationV1.safeParse({ ...minimal, active: false, supportedTrust: ['reputation'] }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, active: 'yes' }).success);
+});
+
+test('RegistrationV1 svc block: v 0.1, rulesUri a URI or ipfs://…, receiptsFeed, anchor required; killSwitch optional; strict', (t) => {
+  const svc = { v: '0.1', rulesUri: 'ipfs://bafy', receiptsFeed: 'https://gw.example/v1/receipts/a', anchor: { program: 'p', merkleAccount: 'm' } };
+  t.true(RegistrationV1.safeParse({ ...minimal, svc }).success);
+  t.true(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, rulesUri: 'https://example.com/rules', killSwitch: { onchain: 'x', endpoint: 'https://k.example' } } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, v: '0.2' } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, rulesUri: 'rules.json' } }).success, 'neither a URI nor ipfs://…');
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, anchor: { program: 'p' } } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, killSwitch: { endpoint: 'not a uri' } } }).success);
+  t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, extra: 1 } }).success);
+});
+
+test('buildRegistration: x402 services carry the skills and domains, each verified domain is a web service, listed services, receipts, registry', (t) => {
+  const doc = buildRegistration({
+    network: 'chain-mainnet',
+    mint: 'Mint1111111111111111111111111111111111111111',
+    name: 'Agent',
+    description: '',
+    image: '',
+    paidEndpoints: [{ endpoint: 'https://gw.example/x/a' }],
+    listed: [{ name: 'A2A', endpoint: 'https://agent.example/a2a' }],
+    domains: ['agent.example'],
+    skills: ['weather.forecast'],
+    receiptsUrl: 'https://gw.example/v1/receipts/Mint1111111111111111111111111111111111111111',
+  });
+  t.deepEqual(doc.services, [
+    { name: 'x402', endpoint: 'https://gw.example/x/a', skills: ['weather.forecast'], domains: ['agent.example'] },
+    { name: 'web', endpoint: 'https://agent.example/' },
+    { name: 'A2A', endpoint: 'https://agent.example/a2a' },
+    { name: 'receipts', endpoint: 'https://gw.example/v1/receipts/Mint1111111111111111111111111111111111111111' },
+  ]);
+  t.deepEqual(doc.registrations, [{ agentId: 'Mint1111111111111111111111111111111111111111', agentRegistry: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p' }]);
+  t.true(doc.active);
+  // the URL names devnet (mainnet is the route's default, as the paywall's share URLs)
+  t.is(registrationUrl('https://gw.example', 'chain-mainnet', 'M'), 'https://gw.example/v1/agents/M/registration.json');
+  t.is(registrationUrl('https://gw.example', 'chain-devnet', 'M'), 'https://gw.example/v1/agents/M/registration.json?network=chain-devnet');
+});
+
+test('isOwnRegistrationUrl: the gateway’s URL of this agent on this network, however the network is spelt; nothing else', (t) => {
+  const base = 'https://gw.example';
+  t.true(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json', base, 'chain-mainnet', 'M'));
+  t.true(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json?network=chain-mainnet', base, 'chain-mainnet', 'M'));
+  t.true(isOwnRegistrationUrl('https://GW.example:443/v1/agents/M/registration.json?network=chain-devnet', base, 'chain-devnet', 'M'));
+  t.false(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json', base, 'chain-devnet', 'M'), 'a devnet agent’s URL names devnet');
+  t.false(isOwnRegistrationUrl('https://gw.example/v1/agents/N/registration.json', base, 'chain-mainnet', 'M'), 'another agent');
+  t.false(isOwnRegistrationUrl('https://other.example/v1/agents/M/registration.json', base, 'chain-mainnet', 'M'));
+  t.false(isOwnRegistrationUrl('https://gw.example/v1/agents/M/registration.json?network=chain-mainnet&x=1', base, 'chain-mainnet', 'M'));
+  t.false(isOwnRegistrationUrl('not a url', base, 'chain-mainnet', 'M'));
 });

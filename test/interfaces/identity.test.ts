@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { GuardedOutboundHttp } from '../../adapters/http/outbound.ts';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
-import { http, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
 import { buildChain } from '../support/receipts.ts';
 import { TestClock } from '../support/clock.ts';
@@ -78,7 +78,7 @@ test.after.always(async (t) => {
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 const IDENTITY_FIELDS = `mint network owner name profile { handle displayName description image capabilities updatedAt }
-  domains { domain verifiedAt } claims { id type statement evidenceUrl public createdAt revokedAt } capabilityCards reputation { settledCalls rating volume { currency asset amountAtomic calls } lastSettledAt }`;
+  domains { domain verifiedAt } claims { id type statement evidenceUrl public createdAt revokedAt } capabilityCards { id capability public } reputation { settledCalls rating volume { currency asset amountAtomic calls } lastSettledAt }`;
 
 function gql(t: { context: Ctx }, key: string, query: string, variables?: Record<string, unknown>): Promise<HttpResult> {
   return http(t.context.app, 'POST', '/graphql', { key, body: { query, variables } });
@@ -264,9 +264,10 @@ test.serial('verify: deny for an unknown agent, warn for a bare one, deny on a t
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const bare = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'weather.forecast' } });
   t.is(bare.body.verdict, 'warn');
-  t.deepEqual(names(bare.body.checks), { agent_recorded: true, asset_on_ledger: false, not_disabled: true, handle_set: false, domain_verified: false, capability_declared: false });
-  // deny checks weigh 3, warn checks 1: 6 of 10
-  t.is(bare.body.score, 60);
+  t.deepEqual(names(bare.body.checks), { agent_recorded: true, asset_on_ledger: false, not_disabled: true, handle_set: false, domain_verified: false, capability_declared: false, registration: false });
+  t.is(bare.body.checks.find((c: { name: string }) => c.name === 'registration').detail, 'the agent has no registration uri');
+  // deny checks weigh 3, warn checks 1: 6 of 11
+  t.is(bare.body.score, 54);
   t.is(bare.body.profile.mint, mint);
 
   const strict = await trpc(t, t.context.other).identity.verify.mutate({ mint, thresholds: { min_rating: 4, require_verified_domain: true, min_settled_calls: 1 } });
@@ -326,8 +327,12 @@ test.serial('domain: claimed, then verified against a real HTTPS server (self-si
   t.deepEqual(byDomain.body.domains, [{ domain: t.context.host, verified_at: proved.body.verified_at }]);
 
   // everything in place: a live Core asset, a handle, the domain, the capability, the thresholds → allow, 100
-  await writeCoreAsset(ledger(t), mint, { owner });
+  // the asset's uri is the gateway's own registration document of the agent
+  const uri = `${t.context.app.services.settings.baseUrl}/v1/agents/${mint}/registration.json?network=chain-devnet`;
+  await writeCoreAsset(ledger(t), mint, { owner, uri });
   t.is((await putProfile(t, mint, { handle: handle('Allowed'), capabilities: ['weather.forecast'] })).status, 200);
+  // intent pay: the agent sells a paid endpoint
+  t.is((await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(mint) })).status, 201);
   const allowed = await http(t.context.app, 'POST', '/v1/identity/verify', {
     key: t.context.other,
     body: { domain: t.context.host, intent: 'pay', capability: 'weather.forecast', thresholds: { require_verified_domain: true, min_settled_calls: 0 } },
@@ -335,7 +340,8 @@ test.serial('domain: claimed, then verified against a real HTTPS server (self-si
   t.is(allowed.status, 200);
   t.like(allowed.body, { verdict: 'allow', score: 100 });
   t.true(allowed.body.checks.every((c: { ok: boolean }) => c.ok));
-  t.deepEqual(allowed.body.checks.map((c: { name: string }) => c.name), ['agent_recorded', 'asset_on_ledger', 'not_disabled', 'handle_set', 'domain_verified', 'capability_declared', 'settled_calls']);
+  t.deepEqual(allowed.body.checks.map((c: { name: string }) => c.name), ['agent_recorded', 'asset_on_ledger', 'not_disabled', 'handle_set', 'domain_verified', 'capability_declared', 'registration', 'intent', 'settled_calls']);
+  t.like(allowed.body.profile.registration, { uri, hosted: true, ok: true });
 
   // the domain proves one agent: another agent of the network cannot verify it
   const second = await recordAgent(t.context.app, t.context.key);

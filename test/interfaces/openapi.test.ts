@@ -144,11 +144,17 @@ test('every operation declares bearer security', (t) => {
   const schemes = doc.components?.securitySchemes ?? {};
   const bearer = Object.entries(schemes).filter(([, s]) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer').map(([name]) => name);
   t.true(bearer.length > 0, JSON.stringify(schemes));
-  // hosted-api §5.1: every route under /v1 needs the bearer key.
+  // hosted-api §5.1: every route under /v1 needs the bearer key — except the public ones DECISIONS "Identity" names
+  // (a disclosure link is its own credential; a registration document is what an agent's on-chain uri points at).
+  const PUBLIC = new Set(['GET /v1/identity/disclosures/{token}', 'GET /v1/agents/{mint}/registration.json']);
   const ops = operations(doc).filter(([, path]) => path.startsWith('/v1/'));
   t.true(ops.length >= FOUNDATION.length);
   for (const [method, path, op] of ops) {
     const security = op.security ?? doc.security ?? [];
+    if (PUBLIC.has(`${method.toUpperCase()} ${path}`)) {
+      t.deepEqual(security, [], `${method.toUpperCase()} ${path} is public`);
+      continue;
+    }
     t.true(
       security.some((req) => Object.keys(req).some((name) => bearer.includes(name))),
       `${method.toUpperCase()} ${path} security: ${JSON.stringify(security)}`,

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { TestClock } from '../support/clock.ts';
-import { AccessService } from '../../domain/access/service.ts';
+import { AccessService, KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 
@@ -610,15 +610,16 @@ test('garbage, unknown and disabled keys → 401 invalid_api_key', async (t) => 
   const created = await app.services.access.issueKey({ network: 'chain-devnet' });
   t.is((await http(app, 'GET', '/v1/health', { key: created.key })).status, 200);
   await app.database.orm.em.fork().execute('update api_keys set disabled_at = now() where id = ?', [created.id]);
-  // Key rows are cached for at most half a second per process (on the app's clock: the bound is proven on a moved
-  // TestClock below): a key disabled behind the API's back (here by SQL) is refused once the cached row expires.
+  // Key rows are cached per process until the key's api_key.disabled event, KEY_CACHE_TTL_MS at most (on the app's
+  // clock: the bound is proven on a moved TestClock below): a key disabled behind the API's back (here by SQL, no
+  // event) is refused once the cached row expires.
   const deadline = Date.now() + 30_000;
   while ((await http(app, 'GET', '/v1/health', { key: created.key })).status === 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
   expectError(t, await http(app, 'GET', '/v1/health', { key: created.key }), 401, 'invalid_api_key');
   expectError(t, await http(app, 'GET', '/v1/payment-links', { key: created.key }), 401, 'invalid_api_key');
 });
 
-test('a key row is cached for 500 ms on the clock: a key disabled behind the service is refused exactly when its row expires', async (t) => {
+test('a key row is cached for KEY_CACHE_TTL_MS on the clock: a key disabled behind the service (no event) is refused exactly when its row expires', async (t) => {
   const { app } = t.context;
   const clock = new TestClock('2030-01-01T00:00:00.000Z');
   // the real service over the app's real store, on a clock the test moves
@@ -627,8 +628,8 @@ test('a key row is cached for 500 ms on the clock: a key disabled behind the ser
   const bearer = `Bearer ${created.key}`;
   t.is((await access.authenticate(bearer)).keyId, created.id);
   await app.database.orm.em.fork().execute('update api_keys set disabled_at = now() where id = ?', [created.id]);
-  clock.advance(499);
-  t.is((await access.authenticate(bearer)).keyId, created.id, 'the cached row answers for 500 ms');
+  clock.advance(KEY_CACHE_TTL_MS - 1);
+  t.is((await access.authenticate(bearer)).keyId, created.id, 'the cached row answers until the TTL (the backstop of the disable event)');
   clock.advance(1);
   await t.throwsAsync(access.authenticate(bearer), { instanceOf: DomainError, message: /disabled/ });
 });

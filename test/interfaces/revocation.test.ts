@@ -16,7 +16,7 @@ interface Ctx {
 
 const test = anyTest as TestFn<Ctx>;
 
-/** "within seconds": the watch re-checks every second and a key row is cached 0.5 s per process */
+/** "within seconds": the watch re-checks every second and a key row is dropped from every process's cache by its api_key.disabled event */
 const WITHIN_MS = 5000;
 
 /** every event of the network after `after`: an event created by anyone would reach a subscription still open */

@@ -112,7 +112,7 @@ export async function http<T = any>(
 }
 
 /** A recorded agent on the key's network, ready to own payment links. */
-export async function recordAgent(app: App, key: string, fields: { name?: string } = {}): Promise<{ mint: string; owner: string }> {
+export async function recordAgent(app: App, key: string, fields: { name?: string; uri?: string } = {}): Promise<{ mint: string; owner: string }> {
   const mint = await randomAddress();
   const owner = await randomAddress();
   // Recording prepares the treasury's token accounts, which polls the ledger on the app's clock.

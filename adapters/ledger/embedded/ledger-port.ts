@@ -4,6 +4,11 @@ import type { HistoryEntry } from './history.ts';
 import type { SimulateWireResult, SimulateWireOptions, TransactionRecord } from './ledger.ts';
 import { toLedgerTransaction } from './ledger-messages.ts';
 
+const RANK: Record<Port.Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
+
+/** Whether a status has reached a commitment level. */
+export const reached = (status: Port.SignatureStatus | null, level: Port.Commitment): boolean => status !== null && RANK[status.confirmationStatus] >= RANK[level];
+
 // The Ledger port over the embedded ledger's synchronous methods (which the JSON-RPC server and the ledger thread
 // call directly): each port method is one of them, answered as a promise in the port's shapes.
 
@@ -71,6 +76,30 @@ export abstract class EmbeddedLedgerPort implements Port.Ledger {
       return status && { slot: status.slot, confirmationStatus: status.confirmationStatus, err: status.err };
     });
   }
+
+  /** Resolves on the commit (history write or fsync) that brings the signature to `commitment`, or at the deadline. */
+  async waitForSignature(signature: string, options: Port.WaitForSignatureOptions): Promise<Port.SignatureStatus | null> {
+    const wanted = options.commitment ?? 'confirmed';
+    const current = (): Port.SignatureStatus | null => {
+      const status = this.signatureStatus(signature);
+      return status && { slot: status.slot, confirmationStatus: status.confirmationStatus, err: status.err };
+    };
+    const now = current();
+    if (reached(now, wanted) || options.timeoutMs <= 0) return now;
+    return new Promise((resolve) => {
+      const finish = () => {
+        clearTimeout(timer);
+        stop();
+        resolve(current());
+      };
+      const stop = this.onCommit(() => {
+        if (reached(current(), wanted)) finish();
+      });
+      const timer = setTimeout(finish, options.timeoutMs);
+    });
+  }
+
+  abstract onCommit(listener: (level: 'confirmed' | 'finalized', seq: number) => void): () => void;
 
   async getSignaturesForAddress(address: string, options: Port.SignaturesForAddressOptions = {}): Promise<Port.SignatureInfo[]> {
     return this.signaturesFor(address, options).map((e) => ({ signature: e.sig, slot: e.slot, blockTime: e.time, err: e.err, memo: e.memo }));

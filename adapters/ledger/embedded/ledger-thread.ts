@@ -14,6 +14,7 @@ import type {
   SimulateOptions,
   SimulationResult,
   TokenAccountBalance,
+  WaitForSignatureOptions,
 } from '../../../domain/ports/ledger.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
@@ -172,6 +173,10 @@ export class LedgerThread implements Ledger, FaucetLedger {
   }
   getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
     return this.call('getSignatureStatuses', [signatures]);
+  }
+  /** Answered by the thread when the signature's commit happens there (one message each way, no polling). */
+  waitForSignature(signature: string, options: WaitForSignatureOptions): Promise<SignatureStatus | null> {
+    return this.call('waitForSignature', [signature, options]);
   }
   getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
     return this.call('getSignaturesForAddress', [address, options]);

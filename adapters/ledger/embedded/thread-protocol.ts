@@ -32,6 +32,7 @@ export const THREAD_METHODS = [
   'simulateTransaction',
   'sendTransaction',
   'getSignatureStatuses',
+  'waitForSignature',
   'getSignaturesForAddress',
   'getTransaction',
   'airdrop',

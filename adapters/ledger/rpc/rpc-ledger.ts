@@ -19,6 +19,7 @@ import type {
   SimulationResult,
   TokenAccountBalance,
   TransactionTokenBalance,
+  WaitForSignatureOptions,
 } from '../../../domain/ports/ledger.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
@@ -77,6 +78,9 @@ function chunks<T>(items: T[], size: number): T[][] {
   for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
   return out;
 }
+
+/** how often waitForSignature asks the node */
+const SIGNATURE_POLL_MS = 100;
 
 export class RpcLedger implements Ledger {
   readonly url: string;
@@ -290,6 +294,22 @@ export class RpcLedger implements Ledger {
       }
     });
     return signatures.map((s) => found.get(s) ?? null);
+  }
+
+  /**
+   * Polled here, every SIGNATURE_POLL_MS until the deadline (signatureSubscribe is not used: a node's websocket is not
+   * always reachable where its HTTP is); a failed read is retried at the next poll.
+   */
+  async waitForSignature(signature: string, options: WaitForSignatureOptions): Promise<SignatureStatus | null> {
+    const wanted = options.commitment ?? 'confirmed';
+    const rank = { processed: 0, confirmed: 1, finalized: 2 } as const;
+    const deadline = Date.now() + options.timeoutMs;
+    let last: SignatureStatus | null = null;
+    for (;;) {
+      last = (await this.getSignatureStatuses([signature]).catch(() => [last]))[0] ?? null;
+      if ((last && rank[last.confirmationStatus] >= rank[wanted]) || Date.now() >= deadline) return last;
+      await new Promise((r) => setTimeout(r, Math.min(SIGNATURE_POLL_MS, Math.max(deadline - Date.now(), 0))));
+    }
   }
 
   async getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {

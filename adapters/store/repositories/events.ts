@@ -3,8 +3,17 @@ import type { EventRecord } from '../../../domain/events/schema.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
 
-/** appends serialise on this transaction-scoped advisory lock until commit */
-const EVENTS_LOCK = 7_201_002;
+// Issue 19 (migration 0018): no lock between writers. A row's seq carries its transaction's id
+// (svc_event_seq(), the column's default), and cursor readers stop at svc_events_horizon(): below it every writer has
+// ended, so a row committing later always lands above what a reader has passed. Appends and transitions run in any
+// order and commit concurrently.
+
+/** the seq a change takes in its transaction (append: the column default; transition: set explicitly) */
+const NEXT_SEQ = 'svc_event_seq()';
+/** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
+const BELOW_HORIZON = 'seq < svc_events_horizon()';
+/** the same on the feed's own (seq + 0) index (migration 0014), which no network-scoped list can take */
+const FEED_BELOW_HORIZON = 'seq + 0 < svc_events_horizon()';
 /** the NOTIFY channel an append wakes every node's feed on (payload: the new seq) */
 export const EVENTS_CHANNEL = 'svc_events';
 
@@ -94,7 +103,8 @@ export function eventPageSql(network: string, q: EventPageQuery): Sql {
     if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
     if (q.agent !== undefined) where.and('agent_asset = ?', q.agent);
     if (q.id !== undefined) where.and('id = ?', q.id);
-    if (q.after !== undefined) where.and('seq > ?', q.after.toString());
+    // a cursor read forward stops at the horizon: a row that commits late lands above it (migration 0018)
+    if (q.after !== undefined) where.and('seq > ?', q.after.toString()).and(BELOW_HORIZON);
     else if (q.before !== undefined) where.and('seq < ?', q.before.toString());
     return where;
   };
@@ -142,16 +152,16 @@ export function eventRepository(ctx: RepoContext): EventRepository {
     append: async (e) => {
       if (!ctx.inTransaction) throw new Error('events.append must run inside store.transaction');
       const em = ctx.em();
-      // Serialise appends until commit so seq order equals commit order: a cursor on seq never skips a late commit.
-      await query(em, 'select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
+      // One round trip: the row (its seq from its transaction, NEXT_SEQ) and the wake-up delivered at commit.
       const rows = await query<{ seq: string }>(
         em,
-        `insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at)
-         values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq::text as seq`,
+        `with added as (
+           insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at)
+           values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq)
+         select seq::text as seq, pg_notify('${EVENTS_CHANNEL}', seq::text) from added`,
         [e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, e.slot ?? null, e.blockTime ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
       );
       const seq = rows[0]!.seq;
-      await query(em, `select pg_notify('${EVENTS_CHANNEL}', ?)`, [seq]);
       return {
         id: e.id,
         seq: BigInt(seq),
@@ -175,11 +185,10 @@ export function eventRepository(ctx: RepoContext): EventRepository {
     transition: async (network, id, c) => {
       if (!ctx.inTransaction) throw new Error('events.transition must run inside store.transaction');
       const em = ctx.em();
-      // The same lock as append: the new seq is taken in commit order, so a cursor never skips the change.
-      await query(em, 'select pg_advisory_xact_lock(?)', [EVENTS_LOCK]);
+      // A new seq from this transaction, as an append takes: a cursor reader gets the change once it is below the horizon.
       const rows = await query<EventRow>(
         em,
-        `update events set phase = ?, seq = nextval('events_seq'), updated_at = ?,
+        `update events set phase = ?, seq = ${NEXT_SEQ}, updated_at = ?,
                 signature = coalesce(?, signature), slot = coalesce(?, slot), block_time = coalesce(?, block_time),
                 confirmed_at = coalesce(?, confirmed_at), error_code = coalesce(?, error_code),
                 error_logs = coalesce(?::jsonb, error_logs), client_reference = coalesce(?, client_reference)
@@ -241,7 +250,7 @@ async function readPage(
 
 /** The feed's catch-up: `seq + 0` reads the feed's own index (migration 0014), which no network-scoped list can take. */
 export function eventsSinceSql(after: bigint, limit: number): Sql {
-  return { sql: 'select * from events where seq + 0 > ? order by seq + 0 asc limit ?', params: [after.toString(), limit] };
+  return { sql: `select * from events where seq + 0 > ? and ${FEED_BELOW_HORIZON} order by seq + 0 asc limit ?`, params: [after.toString(), limit] };
 }
 
 /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */
@@ -251,8 +260,14 @@ export async function eventsSince(em: EntityManager, after: bigint, limit: numbe
   return rows.map(fromRow);
 }
 
-/** The newest seq (0 when there is no event yet). */
+/** True when committed events wait above the horizon (an older transaction is still open): the feed looks again soon. */
+export async function eventsHeldBack(em: EntityManager): Promise<boolean> {
+  const rows = await query<{ held: boolean }>(em, `select exists (select 1 from events where seq + 0 >= svc_events_horizon()) as held`);
+  return rows[0]!.held;
+}
+
+/** The newest seq a cursor reader may start after (0 when there is no event yet). */
 export async function maxEventSeq(em: EntityManager): Promise<bigint> {
-  const rows = await query<{ seq: string }>(em, 'select coalesce(max(seq + 0), 0)::text as seq from events');
+  const rows = await query<{ seq: string }>(em, `select coalesce(max(seq + 0), 0)::text as seq from events where ${FEED_BELOW_HORIZON}`);
   return BigInt(rows[0]!.seq);
 }

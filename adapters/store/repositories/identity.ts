@@ -1,7 +1,7 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { IdentityRepository } from '../../../domain/ports/store.ts';
-import type { ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
+import type { CardRecord, ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
 
 // Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
@@ -95,6 +95,36 @@ const disclosureFromRow = (r: DisclosureRow): DisclosureRecord => ({
   ownerPrincipal: r.owner_principal,
   createdAt: date(r.created_at),
   expiresAt: date(r.expires_at),
+});
+
+interface CardRow {
+  network: Network;
+  id: string;
+  mint: string;
+  capability: string;
+  title: string | null;
+  description: string | null;
+  endpoint: string | null;
+  tags: string[];
+  public: boolean;
+  owner_principal: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const cardFromRow = (r: CardRow): CardRecord => ({
+  network: r.network,
+  id: r.id,
+  mint: r.mint,
+  capability: r.capability,
+  title: r.title,
+  description: r.description,
+  endpoint: r.endpoint,
+  tags: r.tags,
+  public: r.public,
+  ownerPrincipal: r.owner_principal,
+  createdAt: date(r.created_at),
+  updatedAt: date(r.updated_at),
 });
 
 interface ReputationSqlRow {
@@ -205,8 +235,7 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
         [d.network, d.tokenHash, d.mint, JSON.stringify(d.fields), d.ownerPrincipal, d.createdAt, d.expiresAt],
       );
     },
-    getDisclosure: (network, tokenHash) =>
-      one(em(), `select * from identity_disclosures where network = ? and token_hash = ?`, [network, tokenHash], disclosureFromRow),
+    getDisclosure: (tokenHash) => one(em(), `select * from identity_disclosures where token_hash = ?`, [tokenHash], disclosureFromRow),
     privateClaims: async (network, mint) =>
       (
         await query<ClaimRow>(
@@ -215,5 +244,36 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
           [network, mint],
         )
       ).map(claimFromRow),
+    insertCard: async (c) => {
+      await uniqueOr(
+        query(
+          em(),
+          `insert into identity_capability_cards (network, id, mint, capability, title, description, endpoint, tags, public, owner_principal, created_at, updated_at)
+           values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?)`,
+          [c.network, c.id, c.mint, c.capability, c.title, c.description, c.endpoint, JSON.stringify(c.tags), c.public, c.ownerPrincipal, c.createdAt, c.updatedAt],
+        ),
+        () => new DomainError('conflict', `Agent ${c.mint} already has a capability card for ${c.capability}.`, { path: 'capability', capability: c.capability }),
+      );
+    },
+    getCard: (network, mint, id) =>
+      one(em(), `select * from identity_capability_cards where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`, [network, mint, id], cardFromRow),
+    updateCard: async (c) => {
+      await query(
+        em(),
+        `update identity_capability_cards set title = ?, description = ?, endpoint = ?, tags = ?::jsonb, public = ?, updated_at = ?
+          where network = ? and mint = ? and id = ?`,
+        [c.title, c.description, c.endpoint, JSON.stringify(c.tags), c.public, c.updatedAt, c.network, c.mint, c.id],
+      );
+    },
+    deleteCard: async (network, mint, id) =>
+      (await affected(em(), `delete from identity_capability_cards where network = ? and mint = ? and id = ?`, [network, mint, id])) > 0,
+    listCards: async (network, mint, { publicOnly }) =>
+      (
+        await query<CardRow>(
+          em(),
+          `select * from identity_capability_cards where network = ? and mint = ?${publicOnly ? ' and public' : ''} order by capability limit 200`,
+          [network, mint],
+        )
+      ).map(cardFromRow),
   };
 }

@@ -120,6 +120,19 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       const { sql, params } = receiptPageSql(network, agent, q, fromNonce);
       return (await query<ReceiptRow>(m, sql, params)).map(receiptFromRow);
     },
+    dailyTotals: async (network, agent, since) => {
+      // one range of receipts_agent_settled_ts (migration 0019): the window's settled receipts, nothing older
+      const rows = await query<{ day: string; kind: 'earn' | 'spend'; asset: string; amount_atomic: string; count: number }>(
+        em(),
+        `select to_char(ts at time zone 'UTC', 'YYYY-MM-DD') as day, kind, body->'price'->>'asset' as asset,
+           sum((case when kind = 'spend' then body->'price'->>'gross' else body->'price'->>'amount_atomic' end)::numeric)::text as amount_atomic,
+           count(*)::int as count
+         from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ?
+         group by 1, 2, 3 order by 1, 2, 3`,
+        [network, agent, since],
+      );
+      return rows.map((r) => ({ day: r.day, kind: r.kind, asset: r.asset, amountAtomic: BigInt(r.amount_atomic), count: r.count }));
+    },
     setVerification: async (network, receiptHash, u) => {
       const rows = (await em().execute(
         `update receipts set verification = ?, verification_reason = ?, verification_checked_at = ?, verification_attempts = ?,

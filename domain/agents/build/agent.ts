@@ -3,6 +3,7 @@ import { publicKey } from '@metaplex-foundation/umi';
 import { createV1 } from '@metaplex-foundation/mpl-core';
 import { findAgentIdentityV1Pda, registerIdentityV1, setAgentTokenV1 } from '@metaplex-foundation/mpl-agent-registry';
 import { DomainError } from '../../shared/errors.ts';
+import { registrationDocument, RegistrationV1, registrationUrl } from '../../identity/registration.ts';
 import { treasuryOf } from '../../treasury/derive.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome, TransactionPlan } from '../../transactions/plan.ts';
 import type { PrepareAgentInput, PrepareIdentityInput, PrepareTokenSetInput } from '../prepare-schema.ts';
@@ -21,6 +22,7 @@ export const agentIdentityOf = (asset: string): string => findAgentIdentityV1Pda
 export async function buildCreateAgent(input: PrepareAgentInput, ctx: BuildContext): Promise<PlanOutcome> {
   const asset = Keypair.generate();
   const assetAddress = asset.publicKey.toBase58();
+  const { uri, hosted } = registrationUri(ctx, assetAddress, input.uri, { name: input.name, description: input.description, services: input.services });
   const payer = input.payer ?? input.owner;
   const create = createV1(umi(), {
     asset: signer(assetAddress),
@@ -29,14 +31,14 @@ export async function buildCreateAgent(input: PrepareAgentInput, ctx: BuildConte
     // explicit: left out, Core would make the payer the update authority, and the identity needs the owner's
     updateAuthority: publicKey(input.owner),
     name: input.name,
-    uri: input.uri,
+    uri,
   });
   const instructions = toInstructions(create);
   const registered = await hasProgram(ctx.reads, IDENTITY_PROGRAM_ID);
   if (registered) {
     instructions.push(
       ...toInstructions(
-        registerIdentityV1(umi(), { asset: publicKey(assetAddress), payer: signer(payer), authority: signer(input.owner), agentRegistrationUri: input.uri }),
+        registerIdentityV1(umi(), { asset: publicKey(assetAddress), payer: signer(payer), authority: signer(input.owner), agentRegistrationUri: uri }),
       ),
     );
   }
@@ -45,7 +47,8 @@ export async function buildCreateAgent(input: PrepareAgentInput, ctx: BuildConte
     treasury: treasuryOf(assetAddress),
     owner: input.owner,
     name: input.name,
-    uri: input.uri,
+    uri,
+    registration_hosted: hosted,
     ...(registered ? { agent_identity: agentIdentityOf(assetAddress) } : {}),
     ...(input.description !== undefined ? { description: input.description } : {}),
     ...(input.services !== undefined ? { services: input.services } : {}),
@@ -67,6 +70,47 @@ export async function buildCreateAgent(input: PrepareAgentInput, ctx: BuildConte
   } satisfies TransactionPlan;
 }
 
+/**
+ * The registration uri of an asset: the caller's, or — `uri` left out — the gateway's own registration.json URL of the
+ * asset (DECISIONS "Identity"). A hosted document is checked against registration-v1 here, as the gateway will serve
+ * it (name, description and listed services; its paid endpoints and domains join as they come), and its URL must fit
+ * the asset's 200-character uri.
+ */
+function registrationUri(
+  ctx: BuildContext,
+  asset: string,
+  given: string | undefined,
+  described: { name: string; description?: string | undefined; services?: { name: string; endpoint: string }[] | undefined },
+): { uri: string; hosted: boolean } {
+  if (given !== undefined) return { uri: given, hosted: false };
+  if (!ctx.baseUrl) throw new DomainError('invalid_request', 'Give `uri`: this gateway has no public base URL to host the registration document at.', { path: 'uri' });
+  const uri = registrationUrl(ctx.baseUrl, ctx.network, asset);
+  if (uri.length > 200) {
+    throw new DomainError('invalid_request', `Give \`uri\`: the hosted registration URL (${uri.length} characters) exceeds the asset's 200.`, { path: 'uri', uri });
+  }
+  const document = RegistrationV1.safeParse(
+    registrationDocument({
+      network: ctx.network,
+      mint: asset,
+      name: described.name,
+      description: described.description ?? '',
+      image: '',
+      paidEndpoints: [],
+      listed: described.services ?? [],
+      domains: [],
+      skills: [],
+      receiptsUrl: `${ctx.baseUrl}/v1/receipts/${asset}`,
+    }),
+  );
+  if (!document.success) {
+    throw DomainError.invalid(
+      document.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message, code: i.code })),
+      'The registration document the gateway would host is not registration-v1.',
+    );
+  }
+  return { uri, hosted: true };
+}
+
 /** identity/prepare: registerIdentityV1 on the recorded asset, authorised by its owner. */
 export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
   await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
@@ -77,16 +121,17 @@ export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: Ag
     throw new DomainError('conflict', `Agent ${input.mint} already has a registered identity (${identity})`, { agent_identity: identity });
   }
   const collection = await assetCollection(ctx.reads, input.mint);
+  const { uri, hosted } = registrationUri(ctx, input.mint, input.uri, { name: ctx.agent.name ?? input.mint });
   const instructions = toInstructions(
     registerIdentityV1(umi(), {
       asset: publicKey(input.mint),
       ...(collection ? { collection: publicKey(collection) } : {}),
       payer: signer(payer),
       authority: signer(owner),
-      agentRegistrationUri: input.uri,
+      agentRegistrationUri: uri,
     }),
   );
-  const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), uri: input.uri };
+  const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), uri, registration_hosted: hosted };
   return { kind: 'agent.identity.register', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
 }
 

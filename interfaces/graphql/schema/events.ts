@@ -1,11 +1,12 @@
 import { EventPhase, type Event } from '../../../domain/events/schema.ts';
 import { parseKinds } from '../../../domain/events/service.ts';
 import { builder } from '../builder.ts';
+import { LiveEvents, StreamFailure } from '../fanout.ts';
 import { given, pageRef } from './common.ts';
 import { refuseUnsafeInput } from '../../../domain/shared/validation.ts';
 
 // hosted-api §6: the event stream. Queries read the table; the subscription replays after a cursor, then goes live
-// (EventService.stream: LISTEN/NOTIFY, deduplicated, no gap), over graphql-ws and SSE alike.
+// (EventService.watch/replay through the fan-out registry: LISTEN/NOTIFY, deduplicated, no gap), over graphql-ws and SSE alike.
 
 export const EventPhaseEnum = builder.enumType('EventPhase', { values: EventPhase.options });
 
@@ -31,49 +32,6 @@ export const EventRef = builder.objectRef<Event>('Event').implement({
 });
 
 export const EventPageRef = pageRef('EventPage', EventRef);
-
-/** A failure of the live stream, delivered as the field error of one last payload instead of tearing the socket down. */
-class StreamFailure {
-  constructor(readonly error: unknown) {}
-}
-
-/**
- * Adapts `EventService.stream` to a subscription source. `return()` (client unsubscribed, socket or SSE request
- * closed) aborts the stream at once, even while it waits for the next event; so does server shutdown.
- */
-function eventSource(start: (signal: AbortSignal) => AsyncGenerator<Event>, shutdown: AbortSignal): AsyncIterableIterator<Event | StreamFailure> {
-  const controller = new AbortController();
-  const stop = () => controller.abort();
-  if (shutdown.aborted) stop();
-  else shutdown.addEventListener('abort', stop, { once: true });
-  const source = start(controller.signal);
-  let done = false;
-  const finish = async (): Promise<IteratorResult<Event | StreamFailure>> => {
-    done = true;
-    shutdown.removeEventListener('abort', stop);
-    controller.abort();
-    await source.return(undefined);
-    return { done: true, value: undefined };
-  };
-  return {
-    [Symbol.asyncIterator]() {
-      return this;
-    },
-    async next() {
-      if (done) return { done: true, value: undefined };
-      try {
-        const item = await source.next();
-        if (item.done) return finish();
-        return item;
-      } catch (error) {
-        done = true;
-        shutdown.removeEventListener('abort', stop);
-        return { done: false, value: new StreamFailure(error) };
-      }
-    },
-    return: finish,
-  };
-}
 
 builder.queryFields((t) => ({
   events: t.field({
@@ -104,18 +62,16 @@ builder.subscriptionFields((t) => ({
     description:
       'Live events of what you own (an admin key: its whole network). With `after` (an event id), first replays every matching event after it.',
     args: { kinds: t.arg.stringList(), agent: t.arg.string(), after: t.arg.id() },
-    // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.stream, which
-    // applies the ownership filter. The principal is resolved once, here, and held for the subscription's life.
+    // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.watch/replay
+    // (through the fan-out registry), which apply the ownership filter. The principal is resolved once, here, and held for the subscription's life.
     subscribe: async (_root, args, ctx) => {
       const principal = await ctx.keyed('events.read');
       refuseUnsafeInput(args); // as the procedures do for their inputs: `after` is looked up in the store
       const kinds = parseKinds(given(args.kinds), 'kinds');
-      return eventSource(
-        (signal) => ctx.services.events.stream(principal, { kinds, agent: given(args.agent), after: given(args.after), signal }),
-        ctx.shutdown,
-      );
+      // Served by the fan-out registry (interfaces/graphql/fanout.ts): one execution per distinct subscription.
+      return new LiveEvents(ctx.services, principal, { kinds, agent: given(args.agent), after: given(args.after) });
     },
-    resolve: (payload: Event | StreamFailure) => {
+    resolve: (payload: Event | StreamFailure): Event => {
       if (payload instanceof StreamFailure) throw payload.error;
       return payload;
     },

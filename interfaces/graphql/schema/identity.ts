@@ -1,4 +1,22 @@
-import type { Check, Claim, CreateClaimInput, CreateDisclosureInput, Disclosure, DisclosureLink, DomainChallenge, Identity, Reputation, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
+import { Intent } from '../../../domain/identity/schema.ts';
+import type {
+  CapabilityCard,
+  Check,
+  Claim,
+  CreateCardInput,
+  CreateClaimInput,
+  CreateDisclosureInput,
+  Disclosure,
+  DisclosureLink,
+  DomainChallenge,
+  Identity,
+  RegistrationStatus,
+  Reputation,
+  UpdateCardInput,
+  UpdateProfileInput,
+  VerifiedDomain,
+  VerifyResult,
+} from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
 import { AgentRef } from './agents.ts';
 import { EventPageRef } from './events.ts';
@@ -55,6 +73,32 @@ const ClaimRef = builder.objectRef<Claim>('IdentityClaim').implement({
   }),
 });
 
+const CapabilityCardRef = builder.objectRef<CapabilityCard>('CapabilityCard').implement({
+  description: 'What an agent says it can do; one card per capability name.',
+  fields: (t) => ({
+    id: t.exposeString('id'),
+    mint: t.exposeString('mint'),
+    capability: t.exposeString('capability'),
+    title: t.exposeString('title', { nullable: true }),
+    description: t.exposeString('description', { nullable: true }),
+    endpoint: t.exposeString('endpoint', { nullable: true }),
+    tags: t.exposeStringList('tags'),
+    public: t.exposeBoolean('public'),
+    createdAt: t.exposeString('created_at'),
+    updatedAt: t.exposeString('updated_at'),
+  }),
+});
+
+const RegistrationStatusRef = builder.objectRef<RegistrationStatus>('RegistrationStatus').implement({
+  description: 'The agent’s registration document read back from its uri (resolve and verify).',
+  fields: (t) => ({
+    uri: t.exposeString('uri', { nullable: true }),
+    hosted: t.exposeBoolean('hosted'),
+    ok: t.exposeBoolean('ok'),
+    detail: t.exposeString('detail'),
+  }),
+});
+
 export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
   description: 'GET /v1/identity/{mint}: an agent’s public identity.',
   fields: (t) => ({
@@ -65,8 +109,9 @@ export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
     profile: t.expose('profile', { type: ProfileRef }),
     domains: t.expose('domains', { type: [VerifiedDomainRef] }),
     claims: t.expose('claims', { type: [ClaimRef], description: 'public claims not revoked' }),
-    capabilityCards: t.expose('capability_cards', { type: ['JSON'] }),
+    capabilityCards: t.expose('capability_cards', { type: [CapabilityCardRef], description: 'public capability cards' }),
     reputation: t.expose('reputation', { type: ReputationRef }),
+    registration: t.expose('registration', { type: RegistrationStatusRef, nullable: true, description: 'read back by resolveIdentity and verifyIdentity; null elsewhere' }),
   }),
 });
 
@@ -138,6 +183,24 @@ builder.objectField(IdentityRef, 'history', (t) =>
   }),
 );
 
+builder.objectField(IdentityRef, 'allCapabilityCards', (t) =>
+  t.field({
+    type: [CapabilityCardRef],
+    nullable: true,
+    description: 'GET /v1/identity/{mint}/capability-cards (owner): private cards too',
+    resolve: async (identity, _args, ctx) => (await ctx.api.identity.listCards({ mint: identity.mint })).data,
+  }),
+);
+
+builder.objectField(AgentRef, 'registration', (t) =>
+  t.field({
+    type: 'JSON',
+    nullable: true,
+    description: 'GET /v1/agents/{mint}/registration.json: the registration-v1 document',
+    resolve: (agent, _args, ctx) => ctx.api.identity.registration({ mint: agent.mint, network: agent.network }),
+  }),
+);
+
 builder.objectField(AgentRef, 'identity', (t) =>
   t.field({
     type: IdentityRef,
@@ -170,11 +233,54 @@ const ClaimInputRef = builder.inputType('IdentityClaimInput', {
 });
 export type ClaimInputInSync = Assert<SameKeys<typeof ClaimInputRef.$inferInput, CreateClaimInput>>;
 
+const CardInputRef = builder.inputType('CapabilityCardInput', {
+  fields: (t) => ({
+    mint: t.string({ required: true }),
+    capability: t.string({ required: true }),
+    title: t.string(),
+    description: t.string(),
+    endpoint: t.string(),
+    tags: t.stringList(),
+    public: t.boolean(),
+  }),
+});
+export type CardInputInSync = Assert<SameKeys<typeof CardInputRef.$inferInput, CreateCardInput>>;
+
+const CardUpdateRef = builder.inputType('CapabilityCardUpdate', {
+  description: 'The fields given change; null clears title, description or endpoint.',
+  fields: (t) => ({
+    mint: t.string({ required: true }),
+    id: t.string({ required: true }),
+    title: t.string(),
+    description: t.string(),
+    endpoint: t.string(),
+    tags: t.stringList(),
+    public: t.boolean(),
+  }),
+});
+export type CardUpdateInSync = Assert<SameKeys<typeof CardUpdateRef.$inferInput, UpdateCardInput>>;
+
+const IntentEnum = builder.enumType('IdentityIntent', { values: Intent.options });
+
 const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
   fields: (t) => ({ minRating: t.float(), requireVerifiedDomain: t.boolean(), minSettledCalls: t.int() }),
 });
 
 builder.queryFields((t) => ({
+  agentRegistration: t.field({
+    type: 'JSON',
+    nullable: true,
+    description: 'GET /v1/agents/{mint}/registration.json (public): the registration-v1 document',
+    args: { mint: t.arg.string({ required: true }), network: t.arg.string() },
+    resolve: (_root, args, ctx) => ctx.api.identity.registration({ mint: args.mint, network: given(args.network) as 'chain-devnet' | 'chain-mainnet' | undefined }),
+  }),
+  capabilityCard: t.field({
+    type: CapabilityCardRef,
+    nullable: true,
+    description: 'GET /v1/identity/{mint}/capability-cards/{id} (owner)',
+    args: { mint: t.arg.string({ required: true }), id: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) => ctx.api.identity.getCard({ mint: args.mint, id: args.id }),
+  }),
   identityDisclosure: t.field({
     type: DisclosureRef,
     nullable: true,
@@ -197,7 +303,7 @@ builder.queryFields((t) => ({
       mint: t.arg.string(),
       handle: t.arg.string(),
       domain: t.arg.string(),
-      intent: t.arg.string(),
+      intent: t.arg({ type: IntentEnum }),
       capability: t.arg.string(),
       thresholds: t.arg({ type: ThresholdsInputRef }),
     },
@@ -220,6 +326,28 @@ builder.queryFields((t) => ({
 }));
 
 builder.mutationFields((t) => ({
+  createCapabilityCard: t.field({
+    type: CapabilityCardRef,
+    nullable: true,
+    description: 'POST /v1/identity/{mint}/capability-cards',
+    args: { input: t.arg({ type: CardInputRef, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.api.identity.createCard(toDomainInput(input) as CreateCardInput),
+  }),
+  updateCapabilityCard: t.field({
+    type: CapabilityCardRef,
+    nullable: true,
+    description: 'PATCH /v1/identity/{mint}/capability-cards/{id}',
+    args: { input: t.arg({ type: CardUpdateRef, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.api.identity.updateCard(toDomainInput(input, { keepNull: ['title', 'description', 'endpoint'] }) as UpdateCardInput),
+  }),
+  deleteCapabilityCard: t.boolean({
+    description: 'DELETE /v1/identity/{mint}/capability-cards/{id}',
+    args: { mint: t.arg.string({ required: true }), id: t.arg.string({ required: true }) },
+    resolve: async (_root, args, ctx) => {
+      await ctx.api.identity.deleteCard({ mint: args.mint, id: args.id });
+      return true;
+    },
+  }),
   setIdentityProfile: t.field({
     type: IdentityRef,
     nullable: true,

@@ -8,6 +8,9 @@ import './webhooks.ts';
 import './transactions.ts';
 import './indexer.ts';
 import './identity.ts';
+import './buyer.ts';
+import './activity.ts';
+import './discovery.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */
 export const schema = builder.toSchema({ sortSchema: true });

@@ -1,5 +1,12 @@
+import { z } from 'zod';
+import { RegistrationInput, RegistrationV1 } from '../../../domain/identity/registration.ts';
 import {
   AddDomainInput,
+  CapabilityCard,
+  CardIdInput,
+  CardList,
+  CreateCardInput,
+  UpdateCardInput,
   Claim,
   ClaimIdInput,
   ClaimList,
@@ -19,9 +26,10 @@ import {
   VerifyResult,
 } from '../../../domain/identity/schema.ts';
 import { EventList } from '../../../domain/events/schema.ts';
-import { keyedProcedure, router } from '../init.ts';
+import { anonymousProcedure, keyedProcedure, router } from '../init.ts';
 
-// Issue 13, DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal.
+// Issue 13, DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal;
+// the disclosure link and the registration document are public (no key, counted per client IP).
 
 const tags = ['identity'];
 
@@ -58,7 +66,7 @@ export const identityRouter = router({
         path: '/v1/identity/verify',
         tags,
         summary: 'Judge an agent before dealing with it',
-        description: 'Named checks (agent_recorded, asset_on_ledger, not_disabled, handle_set, domain_verified, capability_declared, rating, settled_calls) and a verdict: allow, warn or deny.',
+        description: 'Named checks (agent_recorded, asset_on_ledger, not_disabled, handle_set, domain_verified, capability_declared, registration, intent, rating, settled_calls) and a verdict: allow, warn or deny.',
       },
     })
     .input(VerifyInput)
@@ -130,14 +138,67 @@ export const identityRouter = router({
     .output(DisclosureLink)
     .mutation(({ ctx, input }) => ctx.services.identity.createDisclosure(ctx.principal, input)),
 
-  disclosure: keyedProcedure
+  disclosure: anonymousProcedure
     .meta({
-      bucket: 'agents.read',
-      openapi: { method: 'GET', path: '/v1/identity/disclosures/{token}', tags, summary: 'Read a disclosure link (any key of the network); expired: 410' },
+      bucket: 'public',
+      openapi: {
+        method: 'GET',
+        path: '/v1/identity/disclosures/{token}',
+        tags,
+        protect: false,
+        summary: 'Read a disclosure link (public: the link is the credential; no key); expired: 410',
+      },
     })
     .input(DisclosureTokenInput)
     .output(Disclosure)
-    .query(({ ctx, input }) => ctx.services.identity.readDisclosure(ctx.principal, input)),
+    .query(({ ctx, input }) => ctx.services.identity.readDisclosure(input)),
+
+  registration: anonymousProcedure
+    .meta({
+      bucket: 'public',
+      openapi: {
+        method: 'GET',
+        path: '/v1/agents/{mint}/registration.json',
+        tags,
+        protect: false,
+        summary: 'The agent’s registration-v1 document (public; ?network=chain-devnet for a devnet agent)',
+        description:
+          'fee-facilitator-mpp-tools §2.7: its paid endpoints as x402 services, verified domains, the receipts service and its Metaplex Agent Registry registration.',
+      },
+    })
+    .input(RegistrationInput)
+    .output(RegistrationV1)
+    .query(({ ctx, input }) => ctx.services.identity.registration(input)),
+
+  createCard: keyedProcedure
+    .meta({ status: 201, openapi: { method: 'POST', path: '/v1/identity/{mint}/capability-cards', tags, summary: 'Declare a capability card (owner); one per capability' } })
+    .input(CreateCardInput)
+    .output(CapabilityCard)
+    .mutation(({ ctx, input }) => ctx.services.identity.createCard(ctx.principal, input)),
+
+  listCards: keyedProcedure
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/capability-cards', tags, summary: 'Every capability card of an agent, private ones too (owner)' } })
+    .input(IdentityMintInput)
+    .output(CardList)
+    .query(({ ctx, input }) => ctx.services.identity.listCards(ctx.principal, input.mint)),
+
+  getCard: keyedProcedure
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/capability-cards/{id}', tags, summary: 'One capability card (owner)' } })
+    .input(CardIdInput)
+    .output(CapabilityCard)
+    .query(({ ctx, input }) => ctx.services.identity.getCard(ctx.principal, input)),
+
+  updateCard: keyedProcedure
+    .meta({ openapi: { method: 'PATCH', path: '/v1/identity/{mint}/capability-cards/{id}', tags, summary: 'Change a capability card (owner); null clears a field' } })
+    .input(UpdateCardInput)
+    .output(CapabilityCard)
+    .mutation(({ ctx, input }) => ctx.services.identity.updateCard(ctx.principal, input)),
+
+  deleteCard: keyedProcedure
+    .meta({ status: 204, openapi: { method: 'DELETE', path: '/v1/identity/{mint}/capability-cards/{id}', tags, summary: 'Delete a capability card (owner)' } })
+    .input(CardIdInput)
+    .output(z.void())
+    .mutation(({ ctx, input }) => ctx.services.identity.deleteCard(ctx.principal, input)),
 
   history: keyedProcedure
     .meta({

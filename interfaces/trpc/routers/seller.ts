@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Network } from '../../../domain/shared/network.ts';
 import { ParsedPriceOutput, ParsePriceInput } from '../../../domain/payment-links/price.ts';
+import { FacilitatorInfo } from '../../../domain/buyer/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['seller'];
@@ -33,4 +34,11 @@ export const sellerRouter = router({
     .input(z.void())
     .output(SellerNetworks)
     .query(({ ctx }) => ctx.services.paymentLinks.networks(ctx.principal.network)),
+
+  // Issue 14: the facilitator that settles this gateway's links: its URL, fee payer per network and its /health.
+  facilitator: keyedProcedure
+    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/seller/facilitator', tags, summary: 'The facilitator: URL, fee payer per network, health' } })
+    .input(z.void())
+    .output(FacilitatorInfo)
+    .query(({ ctx }) => ctx.services.buyer.catalog.facilitator()),
 });

@@ -101,6 +101,7 @@ async function closed(job: LoadJob): Promise<LoadResult> {
     total: latencies.length,
     seconds,
     statuses,
+    samples: latencies,
     ...(odd !== undefined ? { odd } : {}),
   };
 }

@@ -50,6 +50,8 @@ export interface LoadResult {
   statuses: Record<string, number>;
   /** closed loop: the first answer whose status was not `expect` */
   odd?: string;
+  /** closed loop: every request's latency, ms, ascending (so runs can be merged into true percentiles) */
+  samples?: number[];
 }
 
 const CHILD = fileURLToPath(new URL('./load-child.ts', import.meta.url));

@@ -1,0 +1,82 @@
+import type { Network } from '../../../domain/shared/network.ts';
+import type { DiscoverableLinkRow, DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
+import { query, type RepoContext } from './context.ts';
+
+// Issue 15: the catalogues of svc_discover, each read newest first through its partial index of migration 0019.
+
+interface LinkRow {
+  id: string;
+  network: Network;
+  label: string;
+  owner_agent: string;
+  method: string;
+  price: string;
+  currency: string;
+  amount_atomic: string;
+  accepts_currencies: string[];
+  protocol: 'x402' | 'mpp';
+  metadata: Record<string, unknown>;
+  settled_count: number;
+}
+
+const linkFromRow = (r: LinkRow): DiscoverableLinkRow => ({
+  id: r.id,
+  network: r.network,
+  label: r.label,
+  ownerAgent: r.owner_agent,
+  method: r.method,
+  price: r.price,
+  currency: r.currency,
+  amountAtomic: BigInt(r.amount_atomic),
+  acceptsCurrencies: r.accepts_currencies,
+  protocol: r.protocol,
+  metadata: r.metadata,
+  settledCount: r.settled_count,
+});
+
+interface AgentRow {
+  mint: string;
+  network: Network;
+  name: string | null;
+  uri: string;
+  treasury: string;
+  capabilities: string[] | null;
+  description: string | null;
+}
+
+const agentFromRow = (r: AgentRow): RegisteredAgentRow => ({
+  mint: r.mint,
+  network: r.network,
+  name: r.name,
+  uri: r.uri,
+  treasury: r.treasury,
+  capabilities: r.capabilities ?? [],
+  description: r.description,
+});
+
+export function discoveryRepository(ctx: RepoContext): DiscoveryRepository {
+  const em = () => ctx.em();
+  return {
+    discoverableLinks: async (network, limit) => {
+      const rows = await query<LinkRow>(
+        em(),
+        `select id, network, label, owner_agent, method, price, currency, amount_atomic::text as amount_atomic, accepts_currencies, protocol,
+           metadata, settled_count
+         from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ?`,
+        [network, limit],
+      );
+      return rows.map(linkFromRow);
+    },
+    registeredAgents: async (network, limit) => {
+      const rows = await query<AgentRow>(
+        em(),
+        `select a.mint, a.network, a.name, a.uri, a.treasury, p.capabilities, p.description
+         from (select * from agents where network = ? and uri is not null order by registered_at desc, mint limit ?) a
+         left join identity_profiles p on p.network = a.network and p.mint = a.mint
+         order by a.registered_at desc, a.mint`,
+        [network, limit],
+      );
+      return rows.map(agentFromRow);
+    },
+  };
+}

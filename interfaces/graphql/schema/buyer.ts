@@ -1,0 +1,320 @@
+import type {
+  BuyerCurrencies,
+  BuyerNetworks,
+  EvaluateInput,
+  Evaluation,
+  ExecuteInput,
+  ExecuteResult,
+  FacilitatorInfo,
+  FinalizeInput,
+  FinalizeResult,
+  PutPolicyInput,
+  Quote,
+  QuoteOption,
+  RuleResult,
+  SpendPolicy,
+  StableInfo,
+  VerifyReceiptResult,
+} from '../../../domain/buyer/schema.ts';
+import { builder } from '../builder.ts';
+import { given, JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
+import { ReceiptRef } from './receipts.ts';
+import { PreparedEnvelopeRef } from './transactions.ts';
+
+// Issue 14 (hosted-api §4.8 "Buyer"): the same procedures as REST (ctx.api.buyer.*, ctx.api.seller.facilitator).
+// Amounts are decimal strings; bodies that are a REST body (execute, a quote given back) travel as JSON, checked by the
+// same zod schemas.
+
+const StableRef = builder.objectRef<StableInfo>('BuyerStable').implement({
+  fields: (t) => ({
+    symbol: t.exposeString('symbol'),
+    mint: t.exposeString('mint'),
+    decimals: t.exposeInt('decimals'),
+    tokenProgram: t.exposeString('token_program'),
+    tokenProgramId: t.exposeString('token_program_id'),
+  }),
+});
+
+type BuyerNetwork = BuyerNetworks['data'][number];
+const ProtocolFeeRef = builder.objectRef<BuyerNetwork['protocol_fee']>('BuyerProtocolFee').implement({
+  fields: (t) => ({ bps: t.exposeInt('bps'), pct: t.exposeString('pct'), authority: t.exposeString('authority') }),
+});
+
+const BuyerNetworkRef = builder.objectRef<BuyerNetwork>('BuyerNetwork').implement({
+  fields: (t) => ({
+    network: t.exposeString('network'),
+    caip2: t.exposeString('caip2'),
+    x402Network: t.exposeString('x402_network'),
+    current: t.exposeBoolean('current'),
+    rails: t.exposeStringList('rails'),
+    protocolFee: t.expose('protocol_fee', { type: ProtocolFeeRef }),
+    stables: t.expose('stables', { type: [StableRef] }),
+  }),
+});
+
+const BuyerCurrenciesRef = builder.objectRef<BuyerCurrencies>('BuyerCurrencies').implement({
+  fields: (t) => ({ network: t.exposeString('network'), data: t.expose('data', { type: [StableRef] }) }),
+});
+
+type FacilitatorNetwork = FacilitatorInfo['networks'][number];
+const FacilitatorNetworkRef = builder.objectRef<FacilitatorNetwork>('FacilitatorNetwork').implement({
+  fields: (t) => ({
+    network: t.exposeString('network'),
+    caip2: t.exposeString('caip2'),
+    feePayer: t.exposeString('fee_payer', { nullable: true }),
+    supported: t.exposeBoolean('supported'),
+  }),
+});
+
+const FacilitatorInfoRef = builder.objectRef<FacilitatorInfo>('FacilitatorInfo').implement({
+  description: 'GET /v1/seller/facilitator',
+  fields: (t) => ({
+    url: t.exposeString('url'),
+    networks: t.expose('networks', { type: [FacilitatorNetworkRef] }),
+    health: t.expose('health', { type: JsonScalar, nullable: true, description: 'the facilitator’s GET /health; null when it did not answer' }),
+    healthError: t.exposeString('health_error', { nullable: true }),
+  }),
+});
+
+const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
+  description: 'One way to pay (kind x402 today); net + fee = gross, decimal strings and atomic strings.',
+  fields: (t) => ({
+    kind: t.exposeString('kind'),
+    x402Version: t.exposeInt('x402_version'),
+    scheme: t.exposeString('scheme'),
+    network: t.exposeString('network', { nullable: true }),
+    networkId: t.exposeString('network_id'),
+    currency: t.exposeString('currency', { nullable: true }),
+    asset: t.exposeString('asset'),
+    decimals: t.exposeInt('decimals', { nullable: true }),
+    payTo: t.exposeString('pay_to'),
+    net: t.exposeString('net', { nullable: true }),
+    netAtomic: t.exposeString('net_atomic'),
+    fee: t.exposeString('fee', { nullable: true }),
+    feeAtomic: t.exposeString('fee_atomic'),
+    gross: t.exposeString('gross', { nullable: true }),
+    grossAtomic: t.exposeString('gross_atomic'),
+    feeBps: t.exposeInt('fee_bps'),
+    feeAuthority: t.exposeString('fee_authority', { nullable: true }),
+    feePayer: t.exposeString('fee_payer', { nullable: true }),
+    maxTimeoutSeconds: t.exposeInt('max_timeout_seconds', { nullable: true }),
+    payable: t.exposeBoolean('payable'),
+  }),
+});
+
+type Seller = Quote['seller'];
+const SellerIdentityRef = builder.objectRef<NonNullable<Seller['identity']>>('QuoteSellerIdentity').implement({
+  fields: (t) => ({
+    verdict: t.exposeString('verdict'),
+    score: t.exposeInt('score'),
+    checks: t.field({ type: 'JSON', resolve: (i) => i.checks }),
+  }),
+});
+
+const SellerRef = builder.objectRef<Seller>('QuoteSeller').implement({
+  fields: (t) => ({
+    payTo: t.exposeString('pay_to', { nullable: true }),
+    agent: t.exposeString('agent', { nullable: true }),
+    identity: t.expose('identity', { type: SellerIdentityRef, nullable: true }),
+  }),
+});
+
+const QuoteRef = builder.objectRef<Quote>('Quote').implement({
+  description: 'POST /v1/buyer/quote',
+  fields: (t) => ({
+    source: t.exposeString('source'),
+    url: t.exposeString('url', { nullable: true }),
+    method: t.exposeString('method'),
+    domain: t.exposeString('domain', { nullable: true }),
+    paymentLink: t.exposeString('payment_link', { nullable: true }),
+    resource: t.expose('resource', { type: JsonScalar, nullable: true }),
+    options: t.expose('options', { type: [QuoteOptionRef] }),
+    seller: t.expose('seller', { type: SellerRef }),
+    quotedAt: t.exposeString('quoted_at'),
+    raw: t.field({ type: JsonScalar, description: 'the quote as REST answers it: give it back to evaluateSpendPolicy(quote:)', resolve: (q) => q }),
+  }),
+});
+
+const RuleResultRef = builder.objectRef<RuleResult>('SpendRuleResult').implement({
+  fields: (t) => ({
+    rule: t.exposeString('rule'),
+    ok: t.exposeBoolean('ok'),
+    detail: t.exposeString('detail'),
+    currency: t.exposeString('currency', { nullable: true }),
+  }),
+});
+
+type Limit = SpendPolicy['limits'][number];
+const LimitRef = builder.objectRef<Limit>('SpendLimit').implement({
+  fields: (t) => ({ currency: t.exposeString('currency'), perCall: t.exposeString('per_call', { nullable: true }), daily: t.exposeString('daily', { nullable: true }) }),
+});
+
+const SpendPolicyRef = builder.objectRef<SpendPolicy>('SpendPolicy').implement({
+  description: 'GET /v1/buyer/policy',
+  fields: (t) => ({
+    agent: t.exposeString('agent'),
+    network: t.exposeString('network'),
+    limits: t.expose('limits', { type: [LimitRef] }),
+    allowedSellers: t.exposeStringList('allowed_sellers', { nullable: true }),
+    allowedDomains: t.exposeStringList('allowed_domains', { nullable: true }),
+    minIdentityVerdict: t.exposeString('min_identity_verdict', { nullable: true }),
+    updatedAt: t.exposeString('updated_at'),
+  }),
+});
+
+type Spent = Evaluation['spent_today'][number];
+const SpentRef = builder.objectRef<Spent>('SpentToday').implement({
+  fields: (t) => ({ currency: t.exposeString('currency'), grossAtomic: t.exposeString('gross_atomic') }),
+});
+
+const EvaluationRef = builder.objectRef<Evaluation>('SpendEvaluation').implement({
+  description: 'POST /v1/buyer/policy/evaluate',
+  fields: (t) => ({
+    decision: t.exposeString('decision'),
+    reasons: t.exposeStringList('reasons'),
+    checks: t.expose('checks', { type: [RuleResultRef] }),
+    option: t.expose('option', { type: QuoteOptionRef, nullable: true }),
+    spentToday: t.expose('spent_today', { type: [SpentRef] }),
+    inFlight: t.expose('in_flight', { type: [SpentRef], description: 'payments prepared or submitted, not landed yet: the daily cap counts them' }),
+    quote: t.expose('quote', { type: QuoteRef }),
+  }),
+});
+
+const ExecuteResultRef = builder.objectRef<ExecuteResult>('BuyerExecuteResult').implement({
+  description: 'POST /v1/buyer/payment/execute',
+  fields: (t) => ({
+    decision: t.exposeString('decision'),
+    checks: t.expose('checks', { type: [RuleResultRef] }),
+    prepared: t.expose('prepared', { type: PreparedEnvelopeRef }),
+  }),
+});
+
+const FinalizeResultRef = builder.objectRef<FinalizeResult>('BuyerFinalizeResult').implement({
+  description: 'POST /v1/buyer/receipt/finalize',
+  fields: (t) => ({ recorded: t.exposeBoolean('recorded'), receipt: t.expose('receipt', { type: ReceiptRef }) }),
+});
+
+type ReceiptCheck = VerifyReceiptResult['checks'][number];
+const ReceiptCheckRef = builder.objectRef<ReceiptCheck>('BuyerReceiptCheck').implement({
+  fields: (t) => ({ name: t.exposeString('name'), ok: t.exposeBoolean('ok'), detail: t.exposeString('detail') }),
+});
+
+const VerifyReceiptResultRef = builder.objectRef<VerifyReceiptResult>('BuyerReceiptVerification').implement({
+  description: 'POST /v1/buyer/receipt/verify',
+  fields: (t) => ({
+    ok: t.exposeBoolean('ok'),
+    receiptHash: t.exposeString('receipt_hash'),
+    agent: t.exposeString('agent'),
+    nonce: t.exposeInt('nonce'),
+    checks: t.expose('checks', { type: [ReceiptCheckRef] }),
+    settlement: t.exposeString('settlement'),
+  }),
+});
+
+const LimitInputRef = builder.inputType('SpendLimitInput', {
+  fields: (t) => ({ currency: t.string({ required: true }), perCall: t.string(), daily: t.string() }),
+});
+
+const PolicyInputRef = builder.inputType('SpendPolicyInput', {
+  fields: (t) => ({
+    agent: t.string({ required: true }),
+    limits: t.field({ type: [LimitInputRef] }),
+    allowedSellers: t.stringList(),
+    allowedDomains: t.stringList(),
+    minIdentityVerdict: t.string(),
+  }),
+});
+export type PolicyInputInSync = Assert<SameKeys<typeof PolicyInputRef.$inferInput, PutPolicyInput>>;
+
+const FinalizeInputRef = builder.inputType('BuyerFinalizeInput', {
+  fields: (t) => ({
+    agent: t.string({ required: true }),
+    signature: t.string(),
+    paymentResponse: t.string(),
+    request: t.field({ type: JsonScalar }),
+    response: t.field({ type: JsonScalar }),
+  }),
+});
+export type FinalizeInputInSync = Assert<SameKeys<typeof FinalizeInputRef.$inferInput, FinalizeInput>>;
+
+builder.queryFields((t) => ({
+  buyerNetworks: t.field({
+    type: [BuyerNetworkRef],
+    description: 'GET /v1/buyer/networks',
+    resolve: async (_root, _args, ctx) => (await ctx.api.buyer.networks()).data,
+  }),
+  buyerCurrencies: t.field({
+    type: BuyerCurrenciesRef,
+    description: 'GET /v1/buyer/currency',
+    resolve: (_root, _args, ctx) => ctx.api.buyer.currency(),
+  }),
+  spendPolicy: t.field({
+    type: SpendPolicyRef,
+    nullable: true,
+    description: 'GET /v1/buyer/policy',
+    args: { agent: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) => ctx.api.buyer.policy({ agent: args.agent }),
+  }),
+  sellerFacilitator: t.field({
+    type: FacilitatorInfoRef,
+    description: 'GET /v1/seller/facilitator',
+    resolve: (_root, _args, ctx) => ctx.api.seller.facilitator(),
+  }),
+}));
+
+builder.mutationFields((t) => ({
+  buyerQuote: t.field({
+    type: QuoteRef,
+    nullable: true,
+    description: 'POST /v1/buyer/quote: exactly one of url, paymentLink',
+    args: { url: t.arg.string(), paymentLink: t.arg.string(), method: t.arg.string() },
+    resolve: (_root, args, ctx) =>
+      ctx.api.buyer.quote({ url: given(args.url), payment_link: given(args.paymentLink), method: given(args.method) as 'GET' | undefined }),
+  }),
+  setSpendPolicy: t.field({
+    type: SpendPolicyRef,
+    nullable: true,
+    description: 'PUT /v1/buyer/policy',
+    args: { input: t.arg({ type: PolicyInputRef, required: true }) },
+    resolve: (_root, { input }, ctx) => {
+      const body = toDomainInput(input);
+      if (Array.isArray(body.limits)) body.limits = body.limits.map((l: Record<string, unknown>) => toDomainInput(l));
+      return ctx.api.buyer.putPolicy(body as PutPolicyInput);
+    },
+  }),
+  evaluateSpendPolicy: t.field({
+    type: EvaluationRef,
+    nullable: true,
+    description: 'POST /v1/buyer/policy/evaluate: exactly one of quote (as REST answers it: Quote.raw), url, paymentLink',
+    args: { agent: t.arg.string({ required: true }), quote: t.arg({ type: JsonScalar }), url: t.arg.string(), paymentLink: t.arg.string(), currency: t.arg.string() },
+    resolve: (_root, args, ctx) =>
+      ctx.api.buyer.evaluate({
+        agent: args.agent,
+        quote: given(args.quote) as EvaluateInput['quote'],
+        url: given(args.url),
+        payment_link: given(args.paymentLink),
+        currency: given(args.currency) as EvaluateInput['currency'],
+      }),
+  }),
+  executeBuyerPayment: t.field({
+    type: ExecuteResultRef,
+    nullable: true,
+    description: 'POST /v1/buyer/payment/execute: `input` is the REST body (snake_case), checked by the same schema',
+    args: { input: t.arg({ type: JsonScalar, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.api.buyer.execute(input as ExecuteInput),
+  }),
+  finalizeBuyerReceipt: t.field({
+    type: FinalizeResultRef,
+    nullable: true,
+    description: 'POST /v1/buyer/receipt/finalize',
+    args: { input: t.arg({ type: FinalizeInputRef, required: true }) },
+    resolve: (_root, { input }, ctx) => ctx.api.buyer.finalize(toDomainInput(input) as FinalizeInput),
+  }),
+  verifyBuyerReceipt: t.field({
+    type: VerifyReceiptResultRef,
+    nullable: true,
+    description: 'POST /v1/buyer/receipt/verify: exactly one of receiptHash, receipt',
+    args: { receiptHash: t.arg.string(), receipt: t.arg({ type: JsonScalar }) },
+    resolve: (_root, args, ctx) => ctx.api.buyer.verifyReceipt({ receipt_hash: given(args.receiptHash), receipt: given(args.receipt) as never }),
+  }),
+}));

@@ -1,0 +1,43 @@
+import type { DiscoverItem } from '../../../domain/discovery/schema.ts';
+import { builder } from '../builder.ts';
+import { given } from './common.ts';
+
+// Issue 15: GET /v1/discover through the same procedure as REST (ctx.api).
+
+const DiscoverItemRef = builder.objectRef<DiscoverItem>('DiscoverItem').implement({
+  description: 'A paid service: a public payment link (source svc) or an agent’s registration document (source registry).',
+  fields: (t) => ({
+    source: t.exposeString('source'),
+    id: t.exposeString('id'),
+    network: t.exposeString('network'),
+    name: t.exposeString('name'),
+    description: t.exposeString('description', { nullable: true }),
+    capabilities: t.exposeStringList('capabilities'),
+    agent: t.exposeString('agent'),
+    url: t.exposeString('url'),
+    method: t.exposeString('method', { nullable: true }),
+    priceUsd: t.exposeString('price_usd', { nullable: true }),
+    currencies: t.exposeStringList('currencies'),
+    protocol: t.exposeString('protocol', { nullable: true }),
+    settledCalls: t.exposeInt('settled_calls', { nullable: true }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  discover: t.field({
+    type: [DiscoverItemRef],
+    nullable: true,
+    description: 'Search paid services across the gateway’s public links and the agents it knows.',
+    args: { q: t.arg.string(), capability: t.arg.string(), maxPriceUsd: t.arg.string(), source: t.arg.string(), first: t.arg.int() },
+    resolve: async (_root, a, ctx) =>
+      (
+        await ctx.api.discovery.discover({
+          q: given(a.q),
+          capability: given(a.capability),
+          max_price_usd: given(a.maxPriceUsd),
+          source: given(a.source) as 'svc' | 'registry' | undefined,
+          limit: given(a.first),
+        })
+      ).data,
+  }),
+}));

@@ -1,0 +1,151 @@
+// Issue 19: event appends do not serialise on one lock, and a cursor reader still never skips a row. Writers commit out
+// of order here on purpose (one holds its transaction open while later ones commit); every reader — the cursor query
+// (`events.after`) and the feed's catch-up (`eventsSince`) — must deliver every row exactly once, in seq order.
+import test from 'ava';
+import { newEvent } from '../../domain/events/kinds.ts';
+import type { EventRecord } from '../../domain/events/schema.ts';
+import { newId } from '../../domain/shared/ids.ts';
+import type { Repositories } from '../../domain/ports/store.ts';
+import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+
+let app: TestApp;
+test.before(async () => {
+  app = await startTestApp({ env: { SVC_DB_POOL_MAX: '40' } }); // 24 writers hold a connection each
+});
+test.after.always(async () => {
+  await app?.close();
+  if (app) await removeDataDir(app.dataDir);
+});
+
+const deleted = (linkId: string) =>
+  newEvent('payment_link.deleted', { id: newId(), network: 'chain-devnet', agentAsset: null, owner: 'test:cursor', phase: 'confirmed', createdAt: new Date() }, { payment_link_id: linkId });
+
+/** A writer whose transaction stays open after its append until `commit()` is called. */
+function openWriter(linkId: string, before?: (tx: Repositories) => Promise<unknown>) {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let appended!: (e: EventRecord) => void;
+  const row = new Promise<EventRecord>((r) => (appended = r));
+  const done = app.database.store.transaction(async (tx) => {
+    await before?.(tx);
+    appended(await tx.events.append(deleted(linkId)));
+    await gate;
+  });
+  return { row, commit: async () => (release(), await done) };
+}
+
+/** Reads with a cursor as a client would: everything after `cursor`, then moves the cursor to the last row read. */
+function cursorReader(read: (after: bigint) => Promise<EventRecord[]>, prefix: string) {
+  let cursor = 0n;
+  const seen: string[] = [];
+  return {
+    seen,
+    async poll() {
+      for (const e of await read(cursor)) {
+        if (e.seq <= cursor) throw new Error(`seq went backwards: ${e.seq} after ${cursor}`);
+        cursor = e.seq;
+        const id = e.metadata.payment_link_id as string;
+        if (id.startsWith(prefix)) seen.push(id);
+      }
+    },
+  };
+}
+
+test.serial('a cursor never skips a row whose transaction commits after a later one (held open, later commits, read, then it commits)', async (t) => {
+  const store = app.database.store;
+  const readers = [
+    cursorReader((after) => store.events.after('chain-devnet', after, { owner: undefined }, 1000), 'held-'),
+    cursorReader((after) => store.eventsSince(after, 1000), 'held-'),
+  ];
+  // Writer A starts first and writes (so its transaction id is the older), B appends and commits, then A appends
+  // again — after B's append in time — and stays open while the readers read; then A commits.
+  const step = (() => {
+    const gates = new Map<string, { promise: Promise<void>; open: () => void }>();
+    return (name: string) => {
+      if (!gates.has(name)) {
+        let open!: () => void;
+        const promise = new Promise<void>((r) => (open = r));
+        gates.set(name, { promise, open });
+      }
+      return gates.get(name)!;
+    };
+  })();
+  const rows: Record<string, EventRecord> = {};
+  const a = store.transaction(async (tx) => {
+    rows.aEarly = await tx.events.append(deleted('held-a-early'));
+    step('a-early').open();
+    await step('b-committed').promise;
+    rows.aLate = await tx.events.append(deleted('held-a-late'));
+    step('a-late').open();
+    await step('a-commit').promise;
+  });
+  await step('a-early').promise;
+  await store.transaction(async (tx) => void (rows.b = await tx.events.append(deleted('held-b'))));
+  step('b-committed').open();
+  await step('a-late').promise;
+  for (const r of readers) await r.poll();
+  for (const r of readers) t.deepEqual(r.seen, [], 'nothing is delivered while the older writer is open');
+  step('a-commit').open();
+  await a;
+  for (const r of readers) await r.poll();
+  for (const r of readers) t.deepEqual(r.seen, ['held-a-early', 'held-a-late', 'held-b'], 'every row once, in seq order');
+  t.true(rows.aLate!.seq < rows.b!.seq, 'the older transaction’s later append still sorts below the younger one’s');
+  t.true((await store.maxEventSeq()) >= rows.b!.seq);
+});
+
+test.serial('many writers committing in random order while two cursors read: every row once, in seq order', async (t) => {
+  const store = app.database.store;
+  const readers = [
+    cursorReader((after) => store.events.after('chain-devnet', after, { owner: undefined }, 7), 'many-'),
+    cursorReader((after) => store.eventsSince(after, 5), 'many-'),
+  ];
+  const pollAll = async () => {
+    for (const r of readers) {
+      // small pages: a reader pages until it has everything currently deliverable
+      for (let before = -1; before !== r.seen.length; ) {
+        before = r.seen.length;
+        await r.poll();
+      }
+    }
+  };
+  const writers = Array.from({ length: 24 }, (_, i) => openWriter(`many-${String(i).padStart(2, '0')}`, i % 3 === 0 ? (tx) => tx.events.append(deleted(`early-${i}`)) : undefined));
+  await Promise.all(writers.map((w) => w.row));
+  // A deterministic shuffle of the commit order.
+  const order = writers.map((w, i) => ({ w, k: (i * 7919) % 24 })).sort((a, b) => a.k - b.k);
+  for (const { w } of order) {
+    await w.commit();
+    await pollAll();
+  }
+  await pollAll();
+  const all = writers.map((_, i) => `many-${String(i).padStart(2, '0')}`);
+  for (const r of readers) {
+    t.is(new Set(r.seen).size, r.seen.length, 'no row twice');
+    t.deepEqual([...r.seen].sort(), all, 'no row skipped');
+  }
+});
+
+test.serial('appends no longer wait for each other: a writer appends and commits while another writer holds its append open', async (t) => {
+  const held = openWriter('concurrent-held');
+  await held.row;
+  // Before issue 19 this append waited for the held transaction's commit (one advisory lock until commit).
+  const other = openWriter('concurrent-other');
+  await other.row;
+  await other.commit();
+  await held.commit();
+  const ids = (await app.database.store.events.after('chain-devnet', 0n, { owner: undefined }, 1000)).map((e) => e.metadata.payment_link_id);
+  t.true(ids.includes('concurrent-held') && ids.includes('concurrent-other'));
+});
+
+test.serial('a transition takes a new seq above the horizon rules too: it is delivered after the cursor passed its old seq', async (t) => {
+  const store = app.database.store;
+  const reader = cursorReader((after) => store.events.after('chain-devnet', after, { owner: undefined }, 1000), 'moved-');
+  const created = await store.transaction((tx) => tx.events.append(newEvent('payment_link.deleted', { id: newId(), network: 'chain-devnet', agentAsset: null, owner: 'test:cursor', phase: 'confirmed', createdAt: new Date() }, { payment_link_id: 'moved-1' })));
+  await reader.poll();
+  t.deepEqual(reader.seen, ['moved-1']);
+  // Transition needs a phase in `from`: confirmed → confirmed is allowed by the SQL (phase in from).
+  const moved = await store.transaction((tx) => tx.events.transition('chain-devnet', created.id, { phase: 'confirmed', from: ['confirmed'], at: new Date() }));
+  t.truthy(moved);
+  t.true(moved!.seq > created.seq);
+  await reader.poll();
+  t.deepEqual(reader.seen, ['moved-1', 'moved-1'], 'the change is delivered again at its new seq');
+});

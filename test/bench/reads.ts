@@ -1,0 +1,130 @@
+// Issue 19: the /v1 authenticated read hot path. The gateway's GET /v1/payment-links/{id} (rate limits raised by
+// config) against a plain fastify + `pg` server running the same `select` on the same database, measured alternately
+// in one run (after a warm-up of both), autocannon in its own process (test/bench/support/load.ts).
+// Run on demand: npm run bench:reads   (BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_ROUNDS; BENCH_CPU_PROF=dir writes a
+// CPU profile of the gateway process's busiest round there — node's inspector, in this process)
+import Fastify from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import pg from 'pg';
+import { BUCKETS } from '../../domain/policies/rate-limit.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
+import { expectAll, header, machineLine, plainBaseline, row, startPlainServer, type LoadResult } from './support/load.ts';
+
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
+const PROFILE_DIR = process.env.BENCH_CPU_PROF;
+const GOAL = 0.5;
+const PATH_NAME = 'GET /v1/payment-links/{id}';
+
+const limits = Object.fromEntries(BUCKETS.map((b) => [b, 10_000_000]));
+const app = await startTestApp({ env: { SVC_RATE_LIMITS: JSON.stringify(limits), SVC_JOBS: 'off' } });
+const pool = new pg.Pool({ connectionString: app.database.url, max: 10 });
+const plainRead = Fastify({ logger: false });
+// The same select the gateway's repository runs for this read (adapters/store/repositories/payment-links.ts).
+plainRead.get<{ Params: { id: string } }>('/v1/payment-links/:id', async (request, reply) => {
+  const { rows } = await pool.query('select * from payment_links where network = $1 and id = $2', ['chain-devnet', request.params.id]);
+  if (!rows.length) return reply.code(404).send({ error: 'not_found' });
+  return rows[0];
+});
+await plainRead.listen({ port: 0, host: '127.0.0.1' });
+const plainUrl = `http://127.0.0.1:${(plainRead.server.address() as AddressInfo).port}`;
+const tiny = await startPlainServer();
+
+try {
+  const key = await issueKey(app);
+  const { mint } = await recordAgent(app, key);
+  const created = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  if (created.status !== 201) throw new Error(`create link: ${created.status} ${JSON.stringify(created.body)}`);
+  const id = created.body.id as string;
+  const gatewayJob = { generator: 'cannon' as const, url: `${app.url}/v1/payment-links/${id}`, connections: CONNECTIONS, duration: DURATION, headers: { authorization: `Bearer ${key}` } };
+  const plainJob = { generator: 'cannon' as const, url: `${plainUrl}/v1/payment-links/${id}`, connections: CONNECTIONS, duration: DURATION };
+  const queries = await countQueries(async () => void (await http(app, 'GET', `/v1/payment-links/${id}`, { key })));
+
+  // warm-up of both, then alternated rounds
+  await expectAll({ ...plainJob, duration: Math.min(DURATION, 3) }, 200);
+  await expectAll({ ...gatewayJob, duration: Math.min(DURATION, 3) }, 200);
+  const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
+  const rounds: { plain: Measured; gateway: Measured }[] = [];
+  for (let i = 0; i < ROUNDS; i++) {
+    const plain = await withCpu(() => expectAll(plainJob, 200));
+    const gateway = await withCpu(() => profiled(i === ROUNDS - 1, () => expectAll(gatewayJob, 200)));
+    rounds.push({ plain, gateway });
+    console.log(
+      `  round ${i + 1}: plain ${plain.rps.toFixed(0)} req/s (p99 ${plain.p99} ms, ${plain.cpuUs.toFixed(0)} µs CPU/req) | ` +
+        `gateway ${gateway.rps.toFixed(0)} req/s (p99 ${gateway.p99} ms, ${gateway.cpuUs.toFixed(0)} µs CPU/req)`,
+    );
+  }
+  const avg = (f: (r: (typeof rounds)[number]) => number) => rounds.reduce((n, r) => n + f(r), 0) / rounds.length;
+  const g = { rps: avg((r) => r.gateway.rps), p50: avg((r) => r.gateway.p50), p99: avg((r) => r.gateway.p99) };
+  const p = { rps: avg((r) => r.plain.rps), p50: avg((r) => r.plain.p50), p99: avg((r) => r.plain.p99) };
+  const ratio = g.rps / p.rps;
+  const cpu = { gateway: avg((r) => r.gateway.cpuUs), plain: avg((r) => r.plain.cpuUs) };
+  console.log(`machine: ${machineLine()}`);
+  console.log(`  command: BENCH_SECONDS=${DURATION} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_ROUNDS=${ROUNDS} npm run bench:reads`);
+  console.log(`  PostgreSQL statements of one warm gateway read (after the key's first use): ${queries}`);
+  console.log(header(`autocannon ${CONNECTIONS} connections, ${DURATION}s × ${ROUNDS} rounds`));
+  console.log(row('plain fastify route, fixed {"ok":true}', tinyFig));
+  console.log(row('plain fastify + pg, same select', p));
+  console.log(row(`gateway ${PATH_NAME}`, g));
+  console.log(`  ratio gateway / plain: ${ratio.toFixed(2)}× (goal ≥ ${GOAL}×)`);
+  // This process's CPU per answered request (both servers live here; PostgreSQL and autocannon run apart): steadier than
+  // req/s on a shared machine.
+  console.log(`  CPU per request in the server process: gateway ${cpu.gateway.toFixed(0)} µs, plain ${cpu.plain.toFixed(0)} µs (plain / gateway ${(cpu.plain / cpu.gateway).toFixed(2)}×)`);
+  const fig = (r: typeof g) => `${Math.round(r.rps).toLocaleString('en-US')} req/s p99 ${r.p99.toFixed(0)} ms`;
+  console.log(`RATIO|${PATH_NAME}|${fig(g)}|${fig(p)}|${ratio.toFixed(2)}×|≥ ${GOAL}×`);
+} finally {
+  await tiny.close();
+  await plainRead.close();
+  await pool.end();
+  await app.close();
+  await removeDataDir(app.dataDir);
+}
+
+type Measured = LoadResult & { cpuUs: number };
+
+/** A round with this process's CPU time (user + system) per answered request. */
+async function withCpu(fn: () => Promise<LoadResult>): Promise<Measured> {
+  const before = process.cpuUsage();
+  const r = await fn();
+  const used = process.cpuUsage(before);
+  return { ...r, cpuUs: (used.user + used.system) / Math.max(1, r.total) };
+}
+
+/** Statements the gateway's PostgreSQL connection runs during `fn` (MikroORM's connection `execute`). */
+async function countQueries(fn: () => Promise<void>): Promise<number> {
+  await fn(); // the key's first use: resolution and last_used_at
+  await app.services.recorder.flush();
+  const connection = app.database.orm.em.getConnection() as unknown as { execute: (...args: unknown[]) => Promise<unknown> };
+  const original = connection.execute;
+  let n = 0;
+  connection.execute = function (this: unknown, ...args: unknown[]) {
+    n++;
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    connection.execute = original;
+  }
+  return n;
+}
+
+async function profiled<T>(on: boolean, fn: () => Promise<T>): Promise<T> {
+  if (!on || !PROFILE_DIR) return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    const file = `${PROFILE_DIR}/reads-gateway-${Date.now()}.cpuprofile`;
+    await writeFile(file, JSON.stringify(profile));
+    console.log(`  CPU profile of the gateway round: ${file}`);
+    session.disconnect();
+  }
+}

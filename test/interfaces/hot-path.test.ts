@@ -1,0 +1,179 @@
+import anyTest, { type TestFn } from 'ava';
+import pg from 'pg';
+import { getAssociatedTokenAddressSync } from '@solana/spl-token';
+import { PublicKey } from '@solana/web3.js';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp } from '../support/app.ts';
+import { newRequestId, ULID_PATTERN } from '../../domain/shared/ids.ts';
+import { associatedTokenAccount } from '../../domain/treasury/derive.ts';
+import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
+import { HitLog } from '../../domain/policies/rate-limit.ts';
+
+// Issue 19: the /v1 read hot path. "One round trip" is proven by counting the statements the gateway's PostgreSQL
+// connection runs for a request, never by timing.
+
+const test = anyTest as TestFn<{ a: TestApp; b: TestApp }>;
+
+test.before(async (t) => {
+  t.context = await startTwoInstances();
+});
+
+test.after.always(async (t) => {
+  const { a, b } = t.context;
+  if (b) await b.close();
+  if (a) await a.close();
+  if (a) await removeDataDir(a.dataDir);
+  if (b) await removeDataDir(b.dataDir);
+});
+
+/** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up): not a request's. */
+const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq >/is];
+
+/** Every statement the app's MikroORM connection runs while `fn` runs, background ones left out. */
+async function statementsOf(app: TestApp, fn: () => Promise<unknown>): Promise<string[]> {
+  const connection = app.database.orm.em.getConnection() as unknown as { execute: (...args: unknown[]) => Promise<unknown> };
+  const original = connection.execute;
+  const seen: string[] = [];
+  connection.execute = function (this: unknown, ...args: unknown[]) {
+    const sql = typeof args[0] === 'string' ? args[0] : String(args[0]);
+    if (!BACKGROUND.some((re) => re.test(sql))) seen.push(sql.replace(/\s+/g, ' ').trim());
+    return original.apply(this, args);
+  };
+  try {
+    await fn();
+  } finally {
+    connection.execute = original;
+  }
+  return seen;
+}
+
+async function newLink(app: TestApp, key: string): Promise<string> {
+  const { mint } = await recordAgent(app, key);
+  const res = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  if (res.status !== 201) throw new Error(`create: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.id;
+}
+
+test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL statement: the read by primary key', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const id = await newLink(a, key);
+  for (let i = 0; i < 5; i++) {
+    // warm: the key is resolved and cached, last_used_at written (once a minute), the window exchanged with the store
+    t.is((await http(a, 'GET', `/v1/payment-links/${id}`, { key })).status, 200);
+    await a.services.rateLimiter.sync();
+    let res: Awaited<ReturnType<typeof http<any>>> | undefined;
+    const statements = await statementsOf(a, async () => (res = await http(a, 'GET', `/v1/payment-links/${id}`, { key })));
+    t.is(res!.status, 200);
+    t.is(res!.body.id, id);
+    t.truthy(res!.headers.get('ratelimit-remaining'), 'the rate limit was decided');
+    t.deepEqual(statements, ['select * from payment_links where network = ? and id = ?'], `request ${i}`);
+  }
+  // and the usage rows of those requests are written in a batch afterwards
+  const flushed = await statementsOf(a, () => a.services.recorder.flush());
+  t.true(flushed.length <= 1);
+});
+
+test('usage rows and last_used_at are not lost on a graceful shutdown', async (t) => {
+  const c = await startTestApp({ databaseUrl: t.context.a.database.url, env: { SVC_JOBS: 'off' } });
+  const created = await c.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const N = 7;
+  try {
+    for (let i = 0; i < N; i++) t.is((await http(c, 'GET', '/v1/health', { key: created.key })).status, 200);
+  } finally {
+    await c.close();
+    await removeDataDir(c.dataDir);
+  }
+  const client = new pg.Client({ connectionString: t.context.a.database.url });
+  await client.connect();
+  try {
+    const rows = await client.query('select count(*)::int as n from request_records where key_id = $1', [created.id]);
+    t.is(rows.rows[0].n, N);
+    const key = await client.query('select last_used_at from api_keys where id = $1', [created.id]);
+    t.truthy(key.rows[0].last_used_at);
+  } finally {
+    await client.end();
+  }
+});
+
+test('a key disabled on node A is refused by node B, which had it cached, as soon as the disable event reaches B', async (t) => {
+  const { a, b } = t.context;
+  const admin = await issueKey(a, 'chain-devnet', 'admin');
+  const adminOnB = await b.services.access.authenticate(`Bearer ${admin}`);
+  const created = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const other = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+
+  // Control: B caches a key row — a change made behind every cache's back (no event) is not seen by B within the TTL.
+  const warmedAt = Date.now();
+  t.is((await http(b, 'GET', '/v1/health', { key: other.key })).status, 200);
+  const direct = new pg.Client({ connectionString: a.database.url });
+  await direct.connect();
+  await direct.query('update api_keys set disabled_at = now() where id = $1', [other.id]);
+  await direct.end();
+  const stale = await http(b, 'GET', '/v1/health', { key: other.key });
+  if (Date.now() - warmedAt < KEY_CACHE_TTL_MS) t.is(stale.status, 200, 'B answered from its key cache');
+
+  // The real path: B caches the key, A's admin route disables it, B's feed delivers api_key.disabled.
+  t.is((await http(b, 'GET', '/v1/health', { key: created.key })).status, 200);
+  const abort = new AbortController();
+  const stream = b.services.events.stream(adminOnB, { kinds: ['api_key.disabled'], signal: abort.signal });
+  const arrived = (async () => {
+    for await (const e of stream) if ((e.metadata as { api_key_id?: string }).api_key_id === created.id) return e;
+    return undefined;
+  })();
+  const res = await http(a, 'POST', `/v1/admin/api-keys/${created.id}/disable`, { key: admin, body: {} });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  const event = await arrived;
+  abort.abort();
+  t.is(event?.kind, 'api_key.disabled');
+  // B's key cache listens to the same feed and was told before this stream (listeners run in the order they joined).
+  const refused = await http(b, 'GET', '/v1/health', { key: created.key });
+  t.is(refused.status, 401);
+  t.is(refused.body.error, 'invalid_api_key');
+  // only admins see the event
+  const user = await issueKey(a);
+  const asUser = await http(a, 'GET', '/v1/events?kind=api_key.disabled', { key: user });
+  t.is(asUser.status, 200);
+  t.deepEqual(asUser.body.data, []);
+  const asAdmin = await http(a, 'GET', '/v1/events?kind=api_key.disabled', { key: admin });
+  t.true(asAdmin.body.data.some((e: { metadata: { api_key_id: string } }) => e.metadata.api_key_id === created.id));
+});
+
+test('request ids: unique, ordered ULIDs without per-id randomness', (t) => {
+  const ids = Array.from({ length: 20_000 }, () => newRequestId());
+  t.is(new Set(ids).size, ids.length);
+  t.deepEqual([...ids].sort(), ids);
+  for (const id of ids.slice(0, 50)) t.regex(id, ULID_PATTERN);
+  // the time part is the ULID time
+  const now = Date.now();
+  const id = newRequestId(now);
+  const decoded = [...id.slice(0, 10)].reduce((n, c) => n * 32 + '0123456789ABCDEFGHJKMNPQRSTVWXYZ'.indexOf(c), 0);
+  t.is(decoded, now);
+});
+
+test('memoised ATA derivations answer what spl-token derives', (t) => {
+  const owner = 'So11111111111111111111111111111111111111112';
+  const mint = 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v';
+  const program = 'TokenkegQfeZyiNwAJbNbGKPFXCWuBvf9Ss623VQ5DA';
+  const direct = getAssociatedTokenAddressSync(new PublicKey(mint), new PublicKey(owner), true, new PublicKey(program)).toBase58();
+  t.is(associatedTokenAccount(owner, mint, program), direct);
+  t.is(associatedTokenAccount(owner, mint, program), direct);
+});
+
+test('the sliding hit log ages hits out in order across compactions (O(1) per hit, no splice)', (t) => {
+  const log = new HitLog();
+  for (let i = 0; i < 5000; i++) log.push(i);
+  log.dropUntil(2999);
+  t.is(log.length, 2000);
+  t.is(log.at(0), 3000);
+  t.is(log.last(), 4999);
+  for (let i = 5000; i < 6000; i++) log.push(i);
+  log.dropUntil(3499);
+  t.is(log.length, 2500);
+  t.is(log.at(0), 3500);
+  t.is(log.at(log.length - 1), 5999);
+  log.dropUntil(10_000);
+  t.is(log.length, 0);
+  t.is(log.last(), undefined);
+  log.push(7);
+  t.is(log.at(0), 7);
+});
