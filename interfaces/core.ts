@@ -411,6 +411,7 @@ const FEE_PAYER_FLOOR = 1_000_000_000n;
 export async function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
   const { tasks, recurring } = jobDefinitions({
     maintenance: services.maintenance,
+    metrics: services.metrics,
     paidCalls: services.paidCallMaintenance,
     paywall: services.paywall,
     webhooks: services.webhooks,

@@ -8,7 +8,13 @@ import { Migration } from '@mikro-orm/migrations';
 //   owner_key  '*' = the whole network (an admin's read), else the owner principal (events without one count in '*' only)
 //   grain      't' all time (bucket = epoch), 'd' UTC day, 'h' UTC hour (bucket = its start)
 //   count      may reach 0 after transitions; readers skip zero sums
-// event_kinds: the kinds a network has ever had (a handful), so a kind wildcard lists as per-kind index branches.
+// Writers never wait for each other on a counter row (events append without a global lock, migration 0018): the
+// triggers only INSERT into event_count_deltas (no unique key, so no row lock and no lock-order deadlock between two
+// transactions appending different kinds in different orders); svc_compact_event_counts() folds the deltas into
+// event_counts in a short transaction of its own (the compact_event_counts job every minute, and a metrics read first).
+// A read sums event_counts and the deltas not yet folded, so it is exact at any moment.
+// event_kinds: the kinds a network has ever had (a handful; filled by the compaction), so a kind wildcard lists as
+// per-kind index branches (the catalogue's kinds are added by the reader, so a kind appended a moment ago is listed).
 export class Migration0014Scale extends Migration {
   override async up(): Promise<void> {
     this.addSql(`create table event_counts (
@@ -21,6 +27,16 @@ export class Migration0014Scale extends Migration {
       count bigint not null,
       primary key (network, owner_key, grain, bucket, kind, phase)
     );`);
+    this.addSql(`create table event_count_deltas (
+      network text not null,
+      owner_key text not null,
+      grain "char" not null,
+      bucket timestamptz not null,
+      kind text not null,
+      phase text not null,
+      d bigint not null
+    );`);
+    this.addSql(`create index event_count_deltas_scope_idx on event_count_deltas (network, owner_key, grain, bucket);`);
     this.addSql(`create table event_kinds (
       network text not null,
       kind text not null,
@@ -40,41 +56,49 @@ export class Migration0014Scale extends Migration {
          cross join (values ('t'::"char"), ('d'::"char"), ('h'::"char")) as g(grain)
          where o.owner_key is not null
       $$;`);
-    // One upsert per statement, rows in key order (concurrent writers lock counters in the same order), only the
-    // counters that change (an update that keeps network, owner, time, kind and phase writes nothing).
+    // One insert of deltas per statement, only for the counters that change (an update that keeps network, owner, time,
+    // kind and phase writes nothing).
     this.addSql(`create function events_count_trigger() returns trigger language plpgsql as $$
       begin
         if tg_op = 'INSERT' then
-          insert into event_counts as c (network, owner_key, grain, bucket, kind, phase, count)
+          insert into event_count_deltas (network, owner_key, grain, bucket, kind, phase, d)
           select r.network, r.owner_key, r.grain, r.bucket, r.kind, r.phase, sum(r.d)
             from new_rows n cross join lateral event_count_rows(n.network, n.owner_principal, n.created_at, n.kind, n.phase, 1) r
-           group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6
-          on conflict (network, owner_key, grain, bucket, kind, phase) do update set count = c.count + excluded.count;
-          insert into event_kinds (network, kind) select distinct network, kind from new_rows order by 1, 2 on conflict do nothing;
+           group by 1, 2, 3, 4, 5, 6;
         elsif tg_op = 'UPDATE' then
-          insert into event_counts as c (network, owner_key, grain, bucket, kind, phase, count)
+          insert into event_count_deltas (network, owner_key, grain, bucket, kind, phase, d)
           select r.network, r.owner_key, r.grain, r.bucket, r.kind, r.phase, sum(r.d)
             from (select x.network, x.owner_principal, x.created_at, x.kind, x.phase, 1::bigint as d from new_rows x
                   union all
                   select x.network, x.owner_principal, x.created_at, x.kind, x.phase, -1::bigint from old_rows x) n
            cross join lateral event_count_rows(n.network, n.owner_principal, n.created_at, n.kind, n.phase, n.d) r
-           group by 1, 2, 3, 4, 5, 6 having sum(r.d) <> 0 order by 1, 2, 3, 4, 5, 6
-          on conflict (network, owner_key, grain, bucket, kind, phase) do update set count = c.count + excluded.count;
-          insert into event_kinds (network, kind)
-          select distinct n.network, n.kind from new_rows n join old_rows o on o.id = n.id
-           where o.kind <> n.kind or o.network <> n.network order by 1, 2 on conflict do nothing;
+           group by 1, 2, 3, 4, 5, 6 having sum(r.d) <> 0;
         else
-          insert into event_counts as c (network, owner_key, grain, bucket, kind, phase, count)
+          insert into event_count_deltas (network, owner_key, grain, bucket, kind, phase, d)
           select r.network, r.owner_key, r.grain, r.bucket, r.kind, r.phase, sum(r.d)
             from old_rows o cross join lateral event_count_rows(o.network, o.owner_principal, o.created_at, o.kind, o.phase, -1) r
-           group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6
-          on conflict (network, owner_key, grain, bucket, kind, phase) do update set count = c.count + excluded.count;
+           group by 1, 2, 3, 4, 5, 6;
         end if;
         return null;
       end $$;`);
+    // Folds the deltas committed so far into event_counts (rows in key order; one compaction at a time, another caller
+    // returns at once) and records their kinds. Returns the number of counters changed.
+    this.addSql(`create function svc_compact_event_counts() returns bigint language plpgsql as $$
+      declare folded bigint;
+      begin
+        if not pg_try_advisory_xact_lock(7212014) then return 0; end if;
+        with moved as (delete from event_count_deltas returning *),
+             kinds as (insert into event_kinds (network, kind) select distinct network, kind from moved order by 1, 2 on conflict do nothing)
+        insert into event_counts as c (network, owner_key, grain, bucket, kind, phase, count)
+        select network, owner_key, grain, bucket, kind, phase, sum(d) from moved
+         group by 1, 2, 3, 4, 5, 6 order by 1, 2, 3, 4, 5, 6
+        on conflict (network, owner_key, grain, bucket, kind, phase) do update set count = c.count + excluded.count;
+        get diagnostics folded = row_count;
+        return folded;
+      end $$;`);
     this.addSql(`create function events_truncate_trigger() returns trigger language plpgsql as $$
       begin
-        truncate event_counts;
+        truncate event_counts, event_count_deltas;
         return null;
       end $$;`);
 

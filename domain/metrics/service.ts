@@ -60,6 +60,11 @@ export class MetricsService {
     };
   }
 
+  /** Folds the event counters' deltas into their rollup (the compact_event_counts job). */
+  compactEventCounts(): Promise<number> {
+    return this.deps.store.events.compactCounts();
+  }
+
   /** Counts of the events the caller may read (README "Ownership"): its own; an admin's, its network's. */
   async events(caller: Caller, input: z.input<typeof EventsInput>): Promise<z.infer<typeof EventCounters>> {
     const q = parseInput(EventsInput, input ?? {});

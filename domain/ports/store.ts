@@ -211,6 +211,8 @@ export interface EventRepository {
    * [{ kind: "payment_link.created", phase: "confirmed", count: 3 }]
    */
   countByKind(network: Network, filter: { owner: string | undefined; since?: Date | undefined }): Promise<{ kind: string; phase: string; count: number }[]>;
+  /** folds the counters' deltas (appends never wait on a counter row) into the rollup; the number of counters changed */
+  compactCounts(): Promise<number>;
 }
 
 /** Issue 10: the transactions of the prepare routes (hosted-api §4.5), tracked until they are decided. */

@@ -149,3 +149,53 @@ test.serial('metrics: days and since read whole hours, the same as a COUNT from 
   t.is(both.status, 400);
   t.is(((await both.json()) as { error: string }).error, 'invalid_request');
 });
+
+test.serial('writers never wait on a counter: two open transactions append kinds in opposite orders and both commit; reads are exact before and after the deltas are folded', async (t) => {
+  const { app } = t.context;
+  const store = app.database.store;
+  const owner = 'key:crossed';
+  const ev = (kind: string) => ({ id: newId(), network: 'chain-devnet', kind, phase: 'confirmed', agentAsset: null, owner, createdAt: new Date(), metadata: {} }) as unknown as NewEvent;
+  const step = () => {
+    let go!: () => void;
+    return { wait: new Promise<void>((r) => (go = r)), go: () => go() };
+  };
+  const aFirst = step();
+  const bFirst = step();
+  const aSecond = step();
+  // A: X then (after B appended Y) Y; B: Y then (after A appended X) X. A counter row upserted in each transaction
+  // would make them wait on each other (and deadlock); deltas make neither wait.
+  const a = store.transaction(async (tx) => {
+    await tx.events.append(ev(KINDS[0]!));
+    aFirst.go();
+    await bFirst.wait;
+    await tx.events.append(ev(KINDS[1]!));
+    aSecond.go();
+  });
+  const b = store.transaction(async (tx) => {
+    await aFirst.wait;
+    await tx.events.append(ev(KINDS[1]!));
+    bFirst.go();
+    await aSecond.wait;
+    await tx.events.append(ev(KINDS[0]!));
+  });
+  await Promise.all([a, b]);
+
+  const em = app.database.orm.em.fork();
+  const deltas = async () => Number(((await em.execute('select count(*)::int as n from event_count_deltas')) as { n: number }[])[0]!.n);
+  t.true((await deltas()) > 0, 'appends wrote deltas');
+  // read without folding first: folded counters and the deltas still waiting, summed
+  const { eventCountsSql } = await import('../../adapters/store/repositories/events.ts');
+  const unfolded = async () => {
+    const { sql, params } = eventCountsSql('chain-devnet', { owner });
+    const rows = (await em.execute(sql, params)) as { kind: string; phase: string; count: string }[];
+    return new Map(rows.map((r) => [keyOf(r.kind, r.phase), Number(r.count)]));
+  };
+  const expected = await countBySql(app, 'chain-devnet', owner, undefined);
+  t.deepEqual(expected, new Map([[keyOf(KINDS[0]!, 'confirmed'), 2], [keyOf(KINDS[1]!, 'confirmed'), 2]]));
+  t.deepEqual(await unfolded(), expected);
+  t.true((await store.events.compactCounts()) > 0);
+  t.is(await deltas(), 0, 'every delta folded');
+  t.deepEqual(await unfolded(), expected);
+  t.deepEqual(await countByRollup(app, 'chain-devnet', owner, undefined), expected);
+  t.is(await store.events.compactCounts(), 0, 'nothing left to fold');
+});

@@ -40,7 +40,8 @@ test.before(async (t) => {
            case when (g * 31) % 10 < 6 then 'key:big' else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
-    select 'chain-devnet', 'agentR' || (g % 10), g / 10, case when g % 3 = 0 then 'spend' else 'earn' end, 'h' || g, 'paywall', '{}'::jsonb, now(),
+    select 'chain-devnet', 'agentR' || (g % 10), g / 10, case when g % 3 = 0 then 'spend' else 'earn' end, 'h' || g, 'paywall',
+           jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'gross', '1000')), now(),
            case when g % 11 = 0 then 'deny' when g % 13 = 0 then 'rejected' else 'allow' end,
            now() - (50000 - g) * interval '1 second', now() - (50000 - g) * interval '1 second', 'not_applicable'
       from generate_series(0, 49999) g`);
@@ -49,6 +50,8 @@ test.before(async (t) => {
   await em.execute(`insert into webhook_deliveries (id, network, webhook_id, event_id, kind, phase, status, created_at, updated_at)
     select 'd' || lpad(g::text, 8, '0'), 'chain-devnet', 'wh' || (g % 5), 'ev' || g, 'payment_link.settled', 'confirmed', 'delivered', now(), now()
       from generate_series(1, 50000) g`);
+  // the generated events' counters are deltas until folded, as the compaction job and a metrics read do first
+  await em.execute('select svc_compact_event_counts()');
   await em.execute('analyze');
 });
 

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { EVENT_KIND_NAMES } from '../../../domain/events/kinds.ts';
 import type { EventRecord } from '../../../domain/events/schema.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
@@ -128,23 +129,32 @@ export function eventPageSql(network: string, q: EventPageQuery): Sql {
  */
 export function eventCountsSql(network: string, filter: { owner: string | undefined; since?: Date | undefined }): Sql {
   const scope = filter.owner ?? '*';
+  // each bucket read from the folded counters and from the deltas not folded yet (migration 0014): exact at any moment
+  const both = (where: string) =>
+    `select kind, phase, count from event_counts where ${where} union all select kind, phase, d from event_count_deltas where ${where}`;
   if (!filter.since) {
     return {
-      sql: `select kind, phase, sum(count)::text as count from event_counts where network = ? and owner_key = ? and grain = 't'
+      sql: `select kind, phase, sum(count)::text as count from (${both("network = ? and owner_key = ? and grain = 't'")}) c
              group by kind, phase having sum(count) <> 0 order by kind, phase`,
-      params: [network, scope],
+      params: [network, scope, network, scope],
     };
   }
   const hour = new Date(Math.floor(filter.since.getTime() / 3_600_000) * 3_600_000);
   const day = new Date(Math.ceil(hour.getTime() / 86_400_000) * 86_400_000);
   return {
     sql: `select kind, phase, sum(count)::text as count from (
-             select kind, phase, count from event_counts where network = ? and owner_key = ? and grain = 'h' and bucket >= ? and bucket < ?
+             ${both("network = ? and owner_key = ? and grain = 'h' and bucket >= ? and bucket < ?")}
              union all
-             select kind, phase, count from event_counts where network = ? and owner_key = ? and grain = 'd' and bucket >= ?
+             ${both("network = ? and owner_key = ? and grain = 'd' and bucket >= ?")}
            ) c group by kind, phase having sum(count) <> 0 order by kind, phase`,
-    params: [network, scope, hour, day, network, scope, day],
+    params: [network, scope, hour, day, network, scope, hour, day, network, scope, day, network, scope, day],
   };
+}
+
+/** Folds the counters' deltas into event_counts (its own statement; at most one compaction at a time). */
+export async function compactEventCounts(em: EntityManager): Promise<number> {
+  const rows = await query<{ n: string }>(em, 'select svc_compact_event_counts()::text as n');
+  return Number(rows[0]!.n);
 }
 
 export function eventRepository(ctx: RepoContext): EventRepository {
@@ -218,22 +228,31 @@ export function eventRepository(ctx: RepoContext): EventRepository {
     },
     list: async (network, filter) => readPage(ctx.em(), network, filter, { before: filter.beforeSeq, limit: filter.limit }),
     countByKind: async (network, filter) => {
+      // fold what appends left since the last compaction, so the read sums few deltas (not inside a caller's transaction)
+      if (!ctx.inTransaction) await compactEventCounts(ctx.em());
       const { sql, params } = eventCountsSql(network, filter);
       const rows = await query<{ kind: string; phase: string; count: string }>(ctx.em(), sql, params);
       return rows.map((r) => ({ kind: r.kind, phase: r.phase, count: Number(r.count) }));
     },
     after: async (network, afterSeq, filter, limit) => readPage(ctx.em(), network, filter, { after: afterSeq, limit }),
+    compactCounts: async () => {
+      if (ctx.inTransaction) throw new Error('events.compactCounts runs in a transaction of its own');
+      return compactEventCounts(ctx.em());
+    },
   };
 }
 
-/** The exact kinds `patterns` name on a network (prefixes expanded through event_kinds); undefined: every kind. */
+/** The exact kinds `patterns` name on a network (prefixes expanded through event_kinds and the catalogue); undefined: every kind. */
 export async function expandKinds(em: EntityManager, network: string, patterns: readonly string[] | undefined): Promise<string[] | undefined> {
   if (!patterns || patterns.length === 0) return undefined;
   const exact = patterns.filter((k) => !k.endsWith('.*'));
   if (exact.length === patterns.length) return [...new Set(exact)];
   const { sql, params } = eventKindsSql(network, patterns);
   const found = await query<{ kind: string }>(em, sql, params);
-  return [...new Set([...exact, ...found.map((r) => r.kind)])];
+  // event_kinds is filled by the compaction: the catalogue's kinds cover one appended a moment ago
+  const prefixes = patterns.filter((k) => k.endsWith('.*')).map((k) => k.slice(0, -1));
+  const catalogued = EVENT_KIND_NAMES.filter((k) => prefixes.some((p) => k.startsWith(p)));
+  return [...new Set([...exact, ...found.map((r) => r.kind), ...catalogued])].sort();
 }
 
 async function readPage(
