@@ -95,6 +95,10 @@ export const ConfigSchema = z.object({
   SVC_PAYWALL_FACILITATOR_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
   SVC_COMMIT: optionalString,
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+  SVC_DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+  SVC_DB_HEAVY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+  SVC_DB_HEAVY_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1000).default(2),
+  SVC_DB_HEAVY_POOL: z.coerce.number().int().min(0).max(100).optional(),
   SVC_RATE_LIMITS: JsonLimits.optional().or(z.literal('').transform(() => undefined)),
   SVC_JOBS: z.enum(['inline', 'off']).default('inline'),
   SVC_DEVNET_LEDGER: LedgerSource.default('embedded'),
@@ -141,6 +145,8 @@ export interface Config {
   facilitatorUrl: string | undefined;
   commit: string | undefined;
   dbPoolMax: number;
+  /** issue 21: request classes (README "Request policies") */
+  db: { timeoutMs: number; heavyTimeoutMs: number; heavyPerPrincipal: number; heavyPool: number };
   rateLimits: RateLimitOverrides;
   jobs: 'inline' | 'off';
   ledgers: {
@@ -207,6 +213,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     facilitatorUrl: e.SVC_PAYWALL_FACILITATOR_URL?.replace(/\/+$/, ''),
     commit: e.SVC_COMMIT,
     dbPoolMax: e.SVC_DB_POOL_MAX,
+    db: {
+      timeoutMs: e.SVC_DB_TIMEOUT_MS,
+      heavyTimeoutMs: e.SVC_DB_HEAVY_TIMEOUT_MS,
+      heavyPerPrincipal: e.SVC_DB_HEAVY_PER_PRINCIPAL,
+      // connections of their own beside the main pool's, so the hot paths keep all of SVC_DB_POOL_MAX
+      heavyPool: e.SVC_DB_HEAVY_POOL ?? 3,
+    },
     rateLimits: e.SVC_RATE_LIMITS ?? {},
     jobs: e.SVC_JOBS,
     ledgers: {

@@ -68,14 +68,19 @@ export async function openDatabase(
   const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: config.dataDir, settings: options.pgSettings });
   const url = config.databaseUrl ?? embedded!.url;
   try {
+    // Issue 21: heavy requests (lists, aggregates) run on a pool of their own beside the main one; a command has none.
+    const heavyPool = options.poolMax === undefined ? config.db.heavyPool : 0;
     const orm = await initOrm(url, options.poolMax ?? config.dbPoolMax);
     let owner: ProcessOwner | undefined;
+    let heavyOrm: MikroORM | undefined;
     try {
       await migrate(orm, url);
       // The job queue's schema too: events enqueue their webhook deliveries in their own transaction (issue 12).
       await migrateQueue(url);
       owner = await startProcessOwner(url, options.onWarning);
+      if (heavyPool > 0) heavyOrm = await initOrm(url, heavyPool, { statementTimeoutMs: config.db.heavyTimeoutMs, acquireTimeoutMs: config.db.heavyTimeoutMs });
     } catch (e) {
+      await owner?.close();
       await orm.close(true);
       throw e;
     }
@@ -83,12 +88,13 @@ export async function openDatabase(
     return {
       url,
       orm,
-      store: new MikroOrmStore(orm, held),
+      store: new MikroOrmStore(orm, held, { ...config.db, heavyOrm }),
       owner: held,
       reused: embedded?.reused ?? false,
       embedded: embedded !== undefined,
       async close() {
         await held.close();
+        await heavyOrm?.close(true);
         await orm.close(true);
         await embedded?.stop();
       },
@@ -405,6 +411,7 @@ const FEE_PAYER_FLOOR = 1_000_000_000n;
 export async function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
   const { tasks, recurring } = jobDefinitions({
     maintenance: services.maintenance,
+    metrics: services.metrics,
     paidCalls: services.paidCallMaintenance,
     paywall: services.paywall,
     webhooks: services.webhooks,

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { newRequestId } from '../domain/shared/ids.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { limitAnonymous } from './policies/rate-limit.ts';
+import { clientSignal, noteResponse } from './policies/heavy.ts';
 import { registerFacilitatorRoutes } from './facilitator/routes.ts';
 import { registerPaywallRoutes } from './paywall/routes.ts';
 import type { Services } from './services.ts';
@@ -153,6 +154,8 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   });
 
   app.addHook('onRequest', stampRequestId);
+  // issue 21: a request whose client leaves cancels its running statement (policies/heavy.ts)
+  app.addHook('onRequest', (req, reply, done) => (noteResponse(req.raw, reply.raw), done()));
 
   app.setErrorHandler((err, req, reply) => {
     const { status, body } = errorAnswer(err, req);
@@ -177,6 +180,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
       transport,
       responseHeaders: {},
       replay: {},
+      signal: clientSignal(req.raw),
     };
   };
 

@@ -1,4 +1,4 @@
-import type { Store, EventFeed } from '../domain/ports/store.ts';
+import type { Store, EventFeed, RequestScope } from '../domain/ports/store.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import type { Clock } from '../domain/ports/clock.ts';
 import type { GatewaySettings } from '../domain/shared/settings.ts';
@@ -78,6 +78,8 @@ export interface Services {
   /** issue 15: the discovery catalogues of svc_discover */
   discovery: DiscoveryService;
   clock: Clock;
+  /** issue 21: runs a request's database work under its class's limits (Store.scoped; interfaces/policies/heavy.ts) */
+  requestScope: <T>(scope: RequestScope, work: () => Promise<T>) => Promise<T>;
 }
 
 export interface ServiceDeps {
@@ -140,6 +142,7 @@ export function buildServices(deps: ServiceDeps): Services {
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
     maintenance: new PolicyMaintenance({ store: policies, clock }),
     paidCallMaintenance: new PaidCallMaintenance({ store, clock }),
+    requestScope: (scope, work) => (store.scoped ? store.scoped(scope, work) : work()),
     dev: new DevService({ faucet: deps.faucet, embedded: deps.embeddedNetworks, ledgers: deps.ledgers }),
     ledgers: deps.ledgers,
     settings,

@@ -16,6 +16,16 @@ export const pruneIdempotency =
     if (removed) deps.log.info({ removed }, 'pruned expired idempotency records');
   };
 
+/**
+ * Folds the event counters' deltas into their rollup (migration 0014): appends only insert deltas, so metrics reads
+ * stay O(buckets) between their own compactions.
+ */
+export const compactEventCounts =
+  (deps: { metrics: { compactEventCounts(): Promise<number> } }): TaskHandler =>
+  async () => {
+    await deps.metrics.compactEventCounts();
+  };
+
 /** Removes request records older than 30 days (hosted-api §7). */
 export const pruneRequestRecords =
   (deps: { maintenance: PolicyMaintenance; log: JobLogger }): TaskHandler =>

@@ -4,7 +4,7 @@ import type { PullService } from '../domain/receipts/pull.ts';
 import type { ReceiptService } from '../domain/receipts/service.ts';
 import type { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import type { PaywallService } from '../domain/paywall/service.ts';
-import { pruneIdempotency, prunePaidCalls, pruneRequestRecords, resolvePaidCalls, type JobLogger } from './maintenance.ts';
+import { compactEventCounts, pruneIdempotency, prunePaidCalls, pruneRequestRecords, resolvePaidCalls, type JobLogger } from './maintenance.ts';
 import type { WebhookService } from '../domain/webhooks/service.ts';
 import { DELIVER_WEBHOOK_TASK, SWEEP_WEBHOOKS_TASK } from '../domain/webhooks/delivery.ts';
 import { deliverWebhook, sweepWebhooks } from './webhooks.ts';
@@ -17,6 +17,8 @@ import { INDEX_TASK, indexLedger } from './indexer.ts';
 /** Every task by name and the recurring schedule; the composition root hands these to the queue library. */
 export function jobDefinitions(deps: {
   maintenance: PolicyMaintenance;
+  /** the event counters' compaction (MetricsService) */
+  metrics: { compactEventCounts(): Promise<number> };
   paidCalls: PaidCallMaintenance;
   paywall: PaywallService | undefined;
   webhooks: WebhookService;
@@ -37,6 +39,7 @@ export function jobDefinitions(deps: {
   return {
     tasks: {
       prune_idempotency: pruneIdempotency(deps),
+      compact_event_counts: compactEventCounts(deps),
       prune_request_records: pruneRequestRecords(deps),
       prune_paid_calls: prunePaidCalls(deps),
       ...(paywall ? { resolve_paid_calls: resolvePaidCalls({ paywall, log: deps.log }) } : {}),
@@ -58,6 +61,7 @@ export function jobDefinitions(deps: {
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
+      { task: 'compact_event_counts', schedule: '* * * * *' },
       { task: 'prune_request_records', schedule: '17 * * * *' },
       { task: 'prune_paid_calls', schedule: '37 * * * *' },
       ...(paywall ? [{ task: 'resolve_paid_calls', schedule: '* * * * *' }] : []),

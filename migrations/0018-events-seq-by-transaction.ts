@@ -3,9 +3,12 @@ import { Migration } from '@mikro-orm/migrations';
 // Issue 19: appends no longer serialise on one advisory lock held until commit. An event's seq is taken from its
 // writer's transaction id instead: seq = base + xid × 2^20 + n (n = 1, 2, … the transaction's n-th event seq), so every
 // row of one transaction shares the xid prefix. A reader delivers only rows below the horizon
-// base + xmin(current snapshot) × 2^20: every transaction with a smaller xid has ended, so no row can ever commit below
-// a seq a reader already passed (a cursor on seq never skips a late commit). Rows written before this migration keep
-// their seqs, all below `base`.
+// base + (the oldest transaction in progress in the reader's snapshot) × 2^20: every transaction with a smaller xid has
+// ended, so no row can ever commit below a seq a reader already passed (a cursor on seq never skips a late commit).
+// Transaction ids are cluster-wide: a transaction that pg_stat_activity shows in ANOTHER database of the cluster is left
+// out (it writes no events here), so a long transaction elsewhere does not hold this database's events back. One that
+// ended between the snapshot and that read stays in (a lower horizon only delays, never skips). Rows written before
+// this migration keep their seqs, all below `base`.
 export class Migration0018EventsSeqByTransaction extends Migration {
   override async up(): Promise<void> {
     this.addSql(`do $$
@@ -18,7 +21,15 @@ begin
     $b$ $f$, base);
   execute format($f$
     create function svc_events_horizon() returns bigint language sql stable as $b$
-      select %1$s::bigint + (pg_snapshot_xmin(pg_current_snapshot())::text::bigint << 20)
+      with s as (select pg_current_snapshot() as snap),
+      elsewhere as (
+        select a.backend_xid::text::bigint as x32 from pg_stat_activity a
+         where a.backend_xid is not null and a.datid is distinct from (select oid from pg_database where datname = current_database())
+      )
+      select %1$s::bigint + (coalesce(
+        (select min(x::text::bigint) from s, pg_snapshot_xip(s.snap) as x
+          where (x::text::bigint %% 4294967296) not in (select x32 from elsewhere)),
+        (select pg_snapshot_xmax(s.snap)::text::bigint from s)) << 20)
     $b$ $f$, base);
 end $$;`);
     this.addSql(`alter table events alter column seq set default svc_event_seq();`);

@@ -10,6 +10,7 @@ import { Migration0010PreparedTransactions } from './0010-prepared-transactions.
 import { Migration0011Indexer } from './0011-indexer.ts';
 import { Migration0012AgentsByTreasury } from './0012-agents-by-treasury.ts';
 import { Migration0013Identity } from './0013-identity.ts';
+import { Migration0014Scale } from './0014-scale.ts';
 import { Migration0015IdentityCards } from './0015-identity-cards.ts';
 import { Migration0016Buyer } from './0016-buyer.ts';
 import { Migration0018EventsSeqByTransaction } from './0018-events-seq-by-transaction.ts';
@@ -29,6 +30,7 @@ export const migrationsList = [
   { name: '0011-indexer', class: Migration0011Indexer },
   { name: '0012-agents-by-treasury', class: Migration0012AgentsByTreasury },
   { name: '0013-identity', class: Migration0013Identity },
+  { name: '0014-scale', class: Migration0014Scale },
   { name: '0015-identity-cards', class: Migration0015IdentityCards },
   { name: '0016-buyer', class: Migration0016Buyer },
   { name: '0018-events-seq-by-transaction', class: Migration0018EventsSeqByTransaction },

@@ -5,6 +5,9 @@ import type { Repositories, Store } from '../../domain/ports/store.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import type { ProcessOwner } from './process-owner.ts';
+import { currentScope, runScoped, tagQuery } from './request-scope.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import type { RequestScope } from '../../domain/ports/store.ts';
 import type { RepoContext } from './repositories/context.ts';
 import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
@@ -24,14 +27,25 @@ import { discoveryRepository } from './repositories/discovery.ts';
 /** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
 
-export async function initOrm(url: string, poolMax = 10): Promise<MikroORM> {
+export async function initOrm(url: string, poolMax = 10, options: { statementTimeoutMs?: number; acquireTimeoutMs?: number } = {}): Promise<MikroORM> {
+  const { statementTimeoutMs, acquireTimeoutMs } = options;
   return MikroORM.init({
     driver: PostgreSqlDriver,
     clientUrl: url,
     extensions: [Migrator],
     // Migrations are hand-written SQL listed in migrations/index.ts; no snapshot is written at run time.
     migrations: { migrationsList, silent: true, transactional: true, allOrNothing: true, snapshot: false },
-    pool: { min: 0, max: poolMax },
+    pool: {
+      min: 0,
+      max: poolMax,
+      ...(acquireTimeoutMs ? { acquireTimeoutMillis: acquireTimeoutMs } : {}),
+      // A pool of one request class: its statements stop server-side too (a backstop to the scope's own timer).
+      ...(statementTimeoutMs
+        ? { afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) => void conn.query(`set statement_timeout = ${Math.floor(statementTimeoutMs)}`, (err) => done(err, conn)) }
+        : {}),
+    },
+    // Issue 21: statements of a scoped request carry its tag (request-scope.ts), so a timeout or a client that left cancels them.
+    onQuery: tagQuery,
     debug: false,
     allowGlobalContext: false,
     forceUtcTimezone: true,
@@ -94,13 +108,73 @@ class Repos implements Repositories, RepoContext {
   };
 }
 
+/**
+ * Issue 21 item 3, request classes: `timeoutMs` for every scoped request, `heavyTimeoutMs` for heavy ones (lists and
+ * aggregates), at most `heavyPerPrincipal` heavy requests of one principal at once in this process, which run on the
+ * heavy pool (its own connections, so the main pool always has room for everyone else's requests).
+ */
+export interface RequestClasses {
+  timeoutMs: number;
+  heavyTimeoutMs: number;
+  heavyPerPrincipal: number;
+  /** the heavy pool's ORM (initOrm with its share of the connections and heavyTimeoutMs); none: heavy shares the main pool */
+  heavyOrm?: MikroORM | undefined;
+}
+
+const DEFAULT_CLASSES: RequestClasses = { timeoutMs: 30_000, heavyTimeoutMs: 10_000, heavyPerPrincipal: 2 };
+
 /** The Store port on MikroORM + PostgreSQL: one fork per call, one per transaction. */
 export class MikroOrmStore extends Repos implements Store {
+  /** principal → request tag → its heavy procedures running */
+  private readonly heavyRunning = new Map<string, Map<string, number>>();
+
   constructor(
     private readonly orm: MikroORM,
     owner?: ProcessOwner,
+    private readonly classes: RequestClasses = DEFAULT_CLASSES,
   ) {
-    super(() => orm.em.fork({ clear: true, useContext: false }), false, owner);
+    // A heavy request's reads take the heavy pool; everything else (and every transaction) the main one.
+    super(() => (currentScope()?.heavy && classes.heavyOrm ? classes.heavyOrm : orm).em.fork({ clear: true, useContext: false }), false, owner);
+  }
+
+  async scoped<T>(scope: RequestScope, work: () => Promise<T>): Promise<T> {
+    const { heavy, principal, tag } = scope;
+    // The cap counts requests, not procedures: one GraphQL operation's several list fields share its request's slot.
+    let requests: Map<string, number> | undefined;
+    if (heavy) {
+      requests = this.heavyRunning.get(principal) ?? new Map<string, number>();
+      const mine = requests.get(tag) ?? 0;
+      if (mine === 0 && requests.size >= this.classes.heavyPerPrincipal) {
+        throw new DomainError('rate_limited', `At most ${this.classes.heavyPerPrincipal} list or aggregate requests of one key run at once; retry when one has answered.`, {
+          retry_after_ms: 1000,
+          limit: this.classes.heavyPerPrincipal,
+          class: 'heavy',
+        });
+      }
+      requests.set(tag, mine + 1);
+      this.heavyRunning.set(principal, requests);
+    }
+    try {
+      const timeoutMs = heavy ? this.classes.heavyTimeoutMs : this.classes.timeoutMs;
+      return await runScoped({ ...scope, timeoutMs }, (tagPrefix) => this.cancelTagged(tagPrefix), work);
+    } finally {
+      if (requests) {
+        const left = (requests.get(tag) ?? 1) - 1;
+        if (left > 0) requests.set(tag, left);
+        else requests.delete(tag);
+        if (requests.size === 0) this.heavyRunning.delete(principal);
+      }
+    }
+  }
+
+  /** Cancels the statements running with this tag (from a connection of the main pool). */
+  private async cancelTagged(tagPrefix: string): Promise<void> {
+    await this.orm.em
+      .fork({ useContext: false })
+      .execute(
+        `select pg_cancel_backend(pid) from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid() and state = 'active' and left(query, ?) = ?`,
+        [tagPrefix.length, tagPrefix],
+      );
   }
 
   transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T> {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseInput } from '../shared/validation.ts';
+import { DomainError } from '../shared/errors.ts';
 import type { Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RequestRecordStore } from '../ports/policy-store.ts';
@@ -27,13 +28,19 @@ export const Usage = z.object({
   ),
 });
 
-export const EventsInput = z.object({ days: z.coerce.number().int().min(1).max(3650).optional() });
+export const EventsInput = z.object({
+  days: z.coerce.number().int().min(1).max(3650).optional(),
+  /** counters from this time on (rounded down to its UTC hour); not with days */
+  since: z.string().datetime({ offset: true }).optional(),
+});
 export const EventCounters = z.object({
   network: z.string(),
   since: z.string().nullable(),
   total: z.number().int(),
   kinds: z.array(z.object({ kind: z.string(), count: z.number().int(), phases: z.record(z.string(), z.number().int()) })),
 });
+
+const HOUR_MS = 3_600_000;
 
 /** hosted-api §4.8 metrics: usage from stored request records, event counters by kind. */
 export class MetricsService {
@@ -53,11 +60,21 @@ export class MetricsService {
     };
   }
 
+  /** Folds the event counters' deltas into their rollup (the compact_event_counts job). */
+  compactEventCounts(): Promise<number> {
+    return this.deps.store.events.compactCounts();
+  }
+
   /** Counts of the events the caller may read (README "Ownership"): its own; an admin's, its network's. */
   async events(caller: Caller, input: z.input<typeof EventsInput>): Promise<z.infer<typeof EventCounters>> {
     const q = parseInput(EventsInput, input ?? {});
     const { network } = caller;
-    const since = q.days ? new Date(this.deps.clock.now().getTime() - q.days * 86_400_000) : undefined;
+    if (q.days !== undefined && q.since !== undefined) {
+      throw DomainError.invalid([{ path: 'since', message: 'Give days or since, not both', code: 'custom' }], 'Give days or since, not both.');
+    }
+    // Counters are kept per UTC hour (migration 0014): a window starts at the start of the hour it falls in.
+    const from = q.since ? new Date(q.since) : q.days ? new Date(this.deps.clock.now().getTime() - q.days * 86_400_000) : undefined;
+    const since = from && new Date(Math.floor(from.getTime() / HOUR_MS) * HOUR_MS);
     const rows = await this.deps.store.events.countByKind(network, { owner: ownerFilter(caller), since });
     const byKind = new Map<string, { kind: string; count: number; phases: Record<string, number> }>();
     for (const r of rows) {

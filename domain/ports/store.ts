@@ -211,6 +211,8 @@ export interface EventRepository {
    * [{ kind: "payment_link.created", phase: "confirmed", count: 3 }]
    */
   countByKind(network: Network, filter: { owner: string | undefined; since?: Date | undefined }): Promise<{ kind: string; phase: string; count: number }[]>;
+  /** folds the counters' deltas (appends never wait on a counter row) into the rollup; the number of counters changed */
+  compactCounts(): Promise<number>;
 }
 
 /** Issue 10: the transactions of the prepare routes (hosted-api §4.5), tracked until they are decided. */
@@ -303,9 +305,31 @@ export interface Repositories {
   jobs: JobQueue;
 }
 
+/**
+ * Issue 21 item 3: one request's database work, e.g. { tag: "01J…", heavy: true, principal: "chain-devnet key:01J…",
+ * signal } for GET /v1/metrics/events. `heavy` requests (lists and aggregates) run on their own share of the pool, at
+ * most a few at once per principal, under a shorter budget.
+ */
+export interface RequestScope {
+  /** the request id: the request's statements carry it, so it can cancel them */
+  tag: string;
+  heavy: boolean;
+  /** who the per-principal cap counts (heavy requests only) */
+  principal: string;
+  /** aborts when the client has gone: the running statement is cancelled */
+  signal?: AbortSignal | undefined;
+  /** the class's budget, set by the store */
+  timeoutMs?: number;
+}
+
 export interface Store extends Repositories {
   /** Runs `work` in one database transaction; all writes through `tx` commit or roll back together. */
   transaction<T>(work: (tx: Repositories) => Promise<T>): Promise<T>;
+  /**
+   * Runs a request's reads under its class's limits: a timeout (`timeout` error), cancellation when `signal` aborts,
+   * and for heavy requests a per-principal cap (`rate_limited` with `retry_after_ms`) and a share of the pool.
+   */
+  scoped?<T>(scope: RequestScope, work: () => Promise<T>): Promise<T>;
 }
 
 /**

@@ -45,6 +45,8 @@ export const ERROR_CODES = {
   // The network's ledger lacks a program the route needs (issue 10: the Metaplex Agent Registry); details.program.
   program_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
   submit_timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
+  // Issue 21: the request's database work passed its class's budget (details.timeout_ms) or its client left.
+  timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
   payment_pending: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
 } as const;
 

@@ -25,4 +25,6 @@ export interface Context extends InnerContext {
   replay: { requestId?: string };
   /** set by the keyed middleware */
   principal?: Principal;
+  /** aborts when the client disconnects before the answer (issue 21: its running statement is cancelled) */
+  signal?: AbortSignal | undefined;
 }

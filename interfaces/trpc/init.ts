@@ -10,6 +10,7 @@ import { requireAdmin } from '../policies/auth.ts';
 import { authenticateCounted, limitAnonymous, limitKey } from '../policies/rate-limit.ts';
 import { startUsage } from '../policies/usage.ts';
 import { idempotent } from '../policies/idempotency.ts';
+import { scopedRequest } from '../policies/heavy.ts';
 import type { Context } from './context.ts';
 
 /** `status` is the REST success status (DECISIONS "Wire conventions": 201 create, 204 delete). */
@@ -96,6 +97,16 @@ const rateLimit = t.middleware(async ({ ctx, meta, next }) => {
   return next();
 });
 
+/** Issue 21: the procedure's database work under its request class's limits (interfaces/policies/heavy.ts). */
+const requestClass = t.middleware(({ ctx, path, type, next }) =>
+  scopedRequest(ctx, keyedContext(ctx).principal, path, type, async () => {
+    const result = await next();
+    // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
+    if (!result.ok) throw result.error;
+    return result;
+  }),
+);
+
 /**
  * Idempotency-Key on mutations (hosted-api §5.7). The stored outcome is the procedure's value or its domain error;
  * unexpected faults are not stored. A replay answers without running the procedure.
@@ -126,7 +137,7 @@ function replayedResult(data: unknown, ctx: Context) {
 }
 
 /** Keyed: the policies above in their order (the rate limit counts the key before the input is checked or hashed). */
-export const keyedProcedure = base.use(auth).use(usage).use(rateLimit).use(safeInput).use(idempotency);
+export const keyedProcedure = base.use(auth).use(usage).use(rateLimit).use(requestClass).use(safeInput).use(idempotency);
 
 export const adminProcedure = keyedProcedure.use(({ ctx, next }) => {
   requireAdmin(ctx.principal);

@@ -2,6 +2,7 @@
 // of order here on purpose (one holds its transaction open while later ones commit); every reader — the cursor query
 // (`events.after`) and the feed's catch-up (`eventsSince`) — must deliver every row exactly once, in seq order.
 import test from 'ava';
+import pg from 'pg';
 import { newEvent } from '../../domain/events/kinds.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
 import { newId } from '../../domain/shared/ids.ts';
@@ -148,4 +149,27 @@ test.serial('a transition takes a new seq above the horizon rules too: it is del
   t.true(moved!.seq > created.seq);
   await reader.poll();
   t.deepEqual(reader.seen, ['moved-1', 'moved-1'], 'the change is delivered again at its new seq');
+});
+
+test.serial('a transaction open in ANOTHER database of the cluster does not hold this database’s events back (xids are cluster-wide)', async (t) => {
+  const store = app.database.store;
+  const elsewhere = new URL(app.database.url);
+  elsewhere.pathname = '/postgres';
+  const other = new pg.Client({ connectionString: elsewhere.toString() });
+  await other.connect();
+  try {
+    await other.query('begin');
+    await other.query('select pg_current_xact_id()'); // holds an xid older than the append below
+    const reader = cursorReader((after) => store.events.after('chain-devnet', after, { owner: undefined }, 1000), 'elsewhere-');
+    const readerFeed = cursorReader((after) => store.eventsSince(after, 1000), 'elsewhere-');
+    await store.transaction((tx) => tx.events.append(deleted('elsewhere-1')));
+    await reader.poll();
+    await readerFeed.poll();
+    t.deepEqual(reader.seen, ['elsewhere-1'], 'delivered while the other database’s transaction is still open');
+    t.deepEqual(readerFeed.seen, ['elsewhere-1']);
+    t.false(await store.eventsHeldBack());
+  } finally {
+    await other.query('rollback').catch(() => {});
+    await other.end();
+  }
 });

@@ -182,7 +182,9 @@ test.serial('many subscriptions with different scopes and filters each get exact
     const lastB = await createLink(app, keyB, b1, 'b-last');
     t.is((await http(app, 'DELETE', `/v1/payment-links/${lastB}`, { key: keyB })).status, 204);
 
-    const want = await Promise.all(variants.map((v) => expected(app, keys[v.who], v.filter, after[v.who])));
+    // one list at a time: a principal runs at most SVC_DB_HEAVY_PER_PRINCIPAL heavy reads at once (issue 21)
+    const want: Awaited<ReturnType<typeof expected>>[] = [];
+    for (const v of variants) want.push(await expected(app, keys[v.who], v.filter, after[v.who]));
     t.log(want.map((w) => w.length).join(' '));
     t.true(want[6]!.length === 0 && want[0]!.length === 8 && want[10]!.length >= 14, 'the writes produced events for the variants');
     await until(

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { EVENT_KIND_NAMES } from '../../../domain/events/kinds.ts';
 import type { EventRecord } from '../../../domain/events/schema.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
@@ -12,6 +13,8 @@ import { date, dateOrNull, one, query, Where, type RepoContext } from './context
 const NEXT_SEQ = 'svc_event_seq()';
 /** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
 const BELOW_HORIZON = 'seq < svc_events_horizon()';
+/** the same on the feed's own (seq + 0) index (migration 0014), which no network-scoped list can take */
+const FEED_BELOW_HORIZON = 'seq + 0 < svc_events_horizon()';
 /** the NOTIFY channel an append wakes every node's feed on (payload: the new seq) */
 export const EVENTS_CHANNEL = 'svc_events';
 
@@ -64,17 +67,94 @@ function likePrefix(pattern: string): string {
   return pattern.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
 }
 
-/** The filter's predicates; each combination is served by an events_network_[principal_][kind|agent_]seq_idx. */
-function filtered(network: string, filter: EventFilter): Where {
-  const where = new Where().and('network = ?', network);
-  if (filter.owner !== undefined) where.and('owner_principal = ?', filter.owner);
-  if (filter.agent !== undefined) where.and('agent_asset = ?', filter.agent);
-  if (filter.id !== undefined) where.and('id = ?', filter.id);
-  if (filter.kinds && filter.kinds.length) {
-    const prefix = (k: string) => k.endsWith('.*');
-    where.and(`(${filter.kinds.map((k) => (prefix(k) ? 'kind like ?' : 'kind = ?')).join(' or ')})`, ...filter.kinds.map((k) => (prefix(k) ? likePrefix(k) : k)));
+/** A statement with its bound `?` values, as a repository runs it (exported so the query-plan test EXPLAINs it). */
+export interface Sql {
+  sql: string;
+  params: unknown[];
+}
+
+/** Which events one list page reads: the filter with its kinds already exact (see `expandKinds`). */
+export interface EventPageQuery {
+  owner: string | undefined;
+  agent?: string | undefined;
+  id?: string | undefined;
+  /** exact kinds; undefined: every kind; empty: nothing matches (the caller answers [] without a query) */
+  kinds: readonly string[] | undefined;
+  /** newest first below `before`, or oldest first above `after` (a subscriber's replay) */
+  before?: bigint | undefined;
+  after?: bigint | undefined;
+  limit: number;
+}
+
+/** The SQL that finds the exact kinds a network has matching `patterns` (exact kinds and prefixes ending in ".*"). */
+export function eventKindsSql(network: string, patterns: readonly string[]): Sql {
+  const prefixes = patterns.filter((k) => k.endsWith('.*')).map(likePrefix);
+  return { sql: `select kind from event_kinds where network = ? and kind like any(array(select jsonb_array_elements_text(?::jsonb))) order by kind`, params: [network, JSON.stringify(prefixes)] };
+}
+
+/**
+ * One list page, served by an index in its order: events_network_[principal_][agent_][kind_]seq_idx. Several kinds
+ * read as a UNION ALL of per-kind branches, each `order by seq limit n` on its (…, kind, seq) index, merged in seq order
+ * (Merge Append): PostgreSQL cannot walk an OR of kinds in seq order, and the seq index would discard every other kind.
+ */
+export function eventPageSql(network: string, q: EventPageQuery): Sql {
+  const order = q.after !== undefined ? 'asc' : 'desc';
+  const base = () => {
+    const where = new Where().and('network = ?', network);
+    if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
+    if (q.agent !== undefined) where.and('agent_asset = ?', q.agent);
+    if (q.id !== undefined) where.and('id = ?', q.id);
+    // a cursor read forward stops at the horizon: a row that commits late lands above it (migration 0018)
+    if (q.after !== undefined) where.and('seq > ?', q.after.toString()).and(BELOW_HORIZON);
+    else if (q.before !== undefined) where.and('seq < ?', q.before.toString());
+    return where;
+  };
+  if (q.kinds === undefined || q.kinds.length === 1) {
+    const where = base();
+    if (q.kinds) where.and('kind = ?', q.kinds[0]);
+    return { sql: `select * from events where ${where.sql} order by seq ${order} limit ?`, params: [...where.params, q.limit] };
   }
-  return where;
+  const params: unknown[] = [];
+  const branches = q.kinds.map((kind) => {
+    const where = base().and('kind = ?', kind);
+    params.push(...where.params, q.limit);
+    return `(select * from events where ${where.sql} order by seq ${order} limit ?)`;
+  });
+  return { sql: `select * from (${branches.join(' union all ')}) e order by seq ${order} limit ?`, params: [...params, q.limit] };
+}
+
+/**
+ * Counters of one owner scope ('*': the network) since an hour (none: all time), from the rollup: the hours before
+ * the first whole UTC day, then whole days — at most 24 + days buckets per (kind, phase), whatever the table holds.
+ */
+export function eventCountsSql(network: string, filter: { owner: string | undefined; since?: Date | undefined }): Sql {
+  const scope = filter.owner ?? '*';
+  // each bucket read from the folded counters and from the deltas not folded yet (migration 0014): exact at any moment
+  const both = (where: string) =>
+    `select kind, phase, count from event_counts where ${where} union all select kind, phase, d from event_count_deltas where ${where}`;
+  if (!filter.since) {
+    return {
+      sql: `select kind, phase, sum(count)::text as count from (${both("network = ? and owner_key = ? and grain = 't'")}) c
+             group by kind, phase having sum(count) <> 0 order by kind, phase`,
+      params: [network, scope, network, scope],
+    };
+  }
+  const hour = new Date(Math.floor(filter.since.getTime() / 3_600_000) * 3_600_000);
+  const day = new Date(Math.ceil(hour.getTime() / 86_400_000) * 86_400_000);
+  return {
+    sql: `select kind, phase, sum(count)::text as count from (
+             ${both("network = ? and owner_key = ? and grain = 'h' and bucket >= ? and bucket < ?")}
+             union all
+             ${both("network = ? and owner_key = ? and grain = 'd' and bucket >= ?")}
+           ) c group by kind, phase having sum(count) <> 0 order by kind, phase`,
+    params: [network, scope, hour, day, network, scope, hour, day, network, scope, day, network, scope, day],
+  };
+}
+
+/** Folds the counters' deltas into event_counts (its own statement; at most one compaction at a time). */
+export async function compactEventCounts(em: EntityManager): Promise<number> {
+  const rows = await query<{ n: string }>(em, 'select svc_compact_event_counts()::text as n');
+  return Number(rows[0]!.n);
 }
 
 export function eventRepository(ctx: RepoContext): EventRepository {
@@ -146,44 +226,67 @@ export function eventRepository(ctx: RepoContext): EventRepository {
     get: async (network, id) => {
       return one(ctx.em(), 'select * from events where network = ? and id = ?', [network, id], fromRow);
     },
-    list: async (network, filter) => {
-      const where = filtered(network, filter);
-      if (filter.beforeSeq !== undefined) where.and('seq < ?', filter.beforeSeq.toString());
-      const rows = await query<EventRow>(ctx.em(), `select * from events where ${where.sql} order by seq desc limit ?`, [...where.params, filter.limit]);
-      return rows.map(fromRow);
+    list: async (network, filter) => readPage(ctx.em(), network, filter, { before: filter.beforeSeq, limit: filter.limit }),
+    countByKind: async (network, filter) => {
+      // fold what appends left since the last compaction, so the read sums few deltas (not inside a caller's transaction)
+      if (!ctx.inTransaction) await compactEventCounts(ctx.em());
+      const { sql, params } = eventCountsSql(network, filter);
+      const rows = await query<{ kind: string; phase: string; count: string }>(ctx.em(), sql, params);
+      return rows.map((r) => ({ kind: r.kind, phase: r.phase, count: Number(r.count) }));
     },
-    countByKind: async (network, { owner, since }) => {
-      const where = new Where().and('network = ?', network);
-      if (owner !== undefined) where.and('owner_principal = ?', owner);
-      if (since) where.and('created_at >= ?', since);
-      return query<{ kind: string; phase: string; count: number }>(
-        ctx.em(),
-        `select kind, phase, count(*)::int as count from events where ${where.sql} group by kind, phase order by kind, phase`,
-        where.params,
-      );
-    },
-    after: async (network, afterSeq, filter, limit) => {
-      const where = filtered(network, filter).and('seq > ?', afterSeq.toString()).and(BELOW_HORIZON);
-      const rows = await query<EventRow>(ctx.em(), `select * from events where ${where.sql} order by seq asc limit ?`, [...where.params, limit]);
-      return rows.map(fromRow);
+    after: async (network, afterSeq, filter, limit) => readPage(ctx.em(), network, filter, { after: afterSeq, limit }),
+    compactCounts: async () => {
+      if (ctx.inTransaction) throw new Error('events.compactCounts runs in a transaction of its own');
+      return compactEventCounts(ctx.em());
     },
   };
 }
 
+/** The exact kinds `patterns` name on a network (prefixes expanded through event_kinds and the catalogue); undefined: every kind. */
+export async function expandKinds(em: EntityManager, network: string, patterns: readonly string[] | undefined): Promise<string[] | undefined> {
+  if (!patterns || patterns.length === 0) return undefined;
+  const exact = patterns.filter((k) => !k.endsWith('.*'));
+  if (exact.length === patterns.length) return [...new Set(exact)];
+  const { sql, params } = eventKindsSql(network, patterns);
+  const found = await query<{ kind: string }>(em, sql, params);
+  // event_kinds is filled by the compaction: the catalogue's kinds cover one appended a moment ago
+  const prefixes = patterns.filter((k) => k.endsWith('.*')).map((k) => k.slice(0, -1));
+  const catalogued = EVENT_KIND_NAMES.filter((k) => prefixes.some((p) => k.startsWith(p)));
+  return [...new Set([...exact, ...found.map((r) => r.kind), ...catalogued])].sort();
+}
+
+async function readPage(
+  em: EntityManager,
+  network: string,
+  filter: EventFilter,
+  page: { before?: bigint | undefined; after?: bigint | undefined; limit: number },
+): Promise<EventRecord[]> {
+  const kinds = await expandKinds(em, network, filter.kinds);
+  if (kinds && kinds.length === 0) return [];
+  const { sql, params } = eventPageSql(network, { owner: filter.owner, agent: filter.agent, id: filter.id, kinds, ...page });
+  return (await query<EventRow>(em, sql, params)).map(fromRow);
+}
+
+/** The feed's catch-up: `seq + 0` reads the feed's own index (migration 0014), which no network-scoped list can take. */
+export function eventsSinceSql(after: bigint, limit: number): Sql {
+  return { sql: `select * from events where seq + 0 > ? and ${FEED_BELOW_HORIZON} order by seq + 0 asc limit ?`, params: [after.toString(), limit] };
+}
+
 /** Events with seq > after across all networks, oldest first (the feed's catch-up query). */
 export async function eventsSince(em: EntityManager, after: bigint, limit: number): Promise<EventRecord[]> {
-  const rows = await query<EventRow>(em, `select * from events where seq > ? and ${BELOW_HORIZON} order by seq asc limit ?`, [after.toString(), limit]);
+  const { sql, params } = eventsSinceSql(after, limit);
+  const rows = await query<EventRow>(em, sql, params);
   return rows.map(fromRow);
 }
 
 /** True when committed events wait above the horizon (an older transaction is still open): the feed looks again soon. */
 export async function eventsHeldBack(em: EntityManager): Promise<boolean> {
-  const rows = await query<{ held: boolean }>(em, `select exists (select 1 from events where seq >= svc_events_horizon()) as held`);
+  const rows = await query<{ held: boolean }>(em, `select exists (select 1 from events where seq + 0 >= svc_events_horizon()) as held`);
   return rows[0]!.held;
 }
 
 /** The newest seq a cursor reader may start after (0 when there is no event yet). */
 export async function maxEventSeq(em: EntityManager): Promise<bigint> {
-  const rows = await query<{ seq: string }>(em, `select coalesce(max(seq), 0)::text as seq from events where ${BELOW_HORIZON}`);
+  const rows = await query<{ seq: string }>(em, `select coalesce(max(seq + 0), 0)::text as seq from events where ${FEED_BELOW_HORIZON}`);
   return BigInt(rows[0]!.seq);
 }

@@ -1,6 +1,6 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { PaymentLinkRecord } from '../../../domain/payment-links/schema.ts';
-import type { PaymentLinkRepository } from '../../../domain/ports/store.ts';
+import type { PaymentLinkListQuery, PaymentLinkRepository } from '../../../domain/ports/store.ts';
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, Where, type RepoContext } from './context.ts';
 
 /** A row of `payment_links` (migrations/0001-initial.ts; webhook_secret from 0003, owner_principal from 0005). */
@@ -77,6 +77,16 @@ const values = (r: PaymentLinkRecord): unknown[] => [
   r.updatedAt,
 ];
 
+/** The list page's SQL (exported so the query-plan test EXPLAINs what runs). */
+export function paymentLinkListSql(network: string, q: PaymentLinkListQuery): { sql: string; params: unknown[] } {
+  // Served by payment_links_network_[principal_][owner_]pk_idx in its own order (newest pk first).
+  const where = new Where().and('network = ?', network);
+  if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
+  if (q.ownerAgent !== undefined) where.and('owner_agent = ?', q.ownerAgent);
+  if (q.beforePk !== undefined) where.and('pk < ?', q.beforePk);
+  return { sql: `select * from payment_links where ${where.sql} order by pk desc limit ?`, params: [...where.params, q.limit] };
+}
+
 export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
   return {
     insert: async (r) => {
@@ -95,17 +105,8 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
       );
     },
     list: async (network, q) => {
-      // Served by payment_links_network_[principal_][owner_]pk_idx in its own order (newest pk first).
-      const where = new Where().and('network = ?', network);
-      if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
-      if (q.ownerAgent !== undefined) where.and('owner_agent = ?', q.ownerAgent);
-      if (q.beforePk !== undefined) where.and('pk < ?', q.beforePk);
-      const rows = await query<PaymentLinkRow>(
-        ctx.em(),
-        `select * from payment_links where ${where.sql} order by pk desc limit ?`,
-        [...where.params, q.limit],
-      );
-      return rows.map(fromRow);
+      const { sql, params } = paymentLinkListSql(network, q);
+      return (await query<PaymentLinkRow>(ctx.em(), sql, params)).map(fromRow);
     },
     update: async (r) => {
       await query(ctx.em(), `update payment_links set (${COLUMNS}) = row(${PLACEHOLDERS}) where pk = ?`, [...values(r), r.pk]);

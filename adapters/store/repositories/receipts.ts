@@ -55,6 +55,28 @@ export const INSERT_SQL = `insert into receipts (network, agent, nonce, kind, de
       (select p.ts_max from receipts p where p.network = ? and p.agent = ? and p.nonce = ?::bigint - 1)),
     ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?)`;
 
+// The list statements, exported so the query-plan test EXPLAINs what runs.
+
+/** a chain oldest first after a nonce (pull replication) */
+export function receiptsAfterSql(network: string, agent: string, q: { afterNonce?: number | undefined; limit: number }): { sql: string; params: unknown[] } {
+  return { sql: `select ${COLUMNS} from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`, params: [network, agent, q.afterNonce ?? -1, q.limit] };
+}
+
+/** ts_max is monotonic in nonce: the first link whose ts_max reaches `since` starts the range (one index probe). */
+export function receiptSinceProbeSql(network: string, agent: string, since: Date): { sql: string; params: unknown[] } {
+  return { sql: `select nonce::int as nonce from receipts where network = ? and agent = ? and ts_max >= ? order by ts_max, nonce limit 1`, params: [network, agent, since] };
+}
+
+/** GET /v1/receipts/{agent}: newest first, each filter combination on its receipts_agent_*_nonce index */
+export function receiptPageSql(network: string, agent: string, q: ReceiptPageQuery, fromNonce: number): { sql: string; params: unknown[] } {
+  const where = new Where().and('network = ?', network).and('agent = ?', agent).and('nonce >= ?', fromNonce);
+  if (q.beforeNonce !== undefined) where.and('nonce < ?', q.beforeNonce);
+  if (q.kind) where.and('kind = ?', q.kind);
+  if (q.decision) where.and('decision = ?', q.decision);
+  if (q.since) where.and('ts >= ?', q.since);
+  return { sql: `select ${COLUMNS} from receipts where ${where.sql} order by nonce desc limit ?`, params: [...where.params, q.limit] };
+}
+
 export function receiptRepository(ctx: RepoContext): ReceiptRepository {
   const em = () => ctx.em();
   return {
@@ -83,31 +105,20 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       return rows[0] ? receiptFromRow(rows[0]) : null;
     },
     listByAgent: async (network, agent, q) => {
-      const rows = (await em().execute(
-        `select ${COLUMNS} from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`,
-        [network, agent, q.afterNonce ?? -1, q.limit],
-      )) as ReceiptRow[];
-      return rows.map(receiptFromRow);
+      const { sql, params } = receiptsAfterSql(network, agent, q);
+      return ((await em().execute(sql, params)) as ReceiptRow[]).map(receiptFromRow);
     },
     page: async (network, agent, q: ReceiptPageQuery) => {
       const m = em();
       let fromNonce = 0;
       if (q.since) {
-        // ts_max is monotonic in nonce: the first link whose ts_max reaches `since` starts the range (one index probe).
-        const first = (await m.execute(
-          `select nonce::int as nonce from receipts where network = ? and agent = ? and ts_max >= ? order by ts_max, nonce limit 1`,
-          [network, agent, q.since],
-        )) as { nonce: number }[];
+        const probe = receiptSinceProbeSql(network, agent, q.since);
+        const first = (await m.execute(probe.sql, probe.params)) as { nonce: number }[];
         if (!first[0]) return [];
         fromNonce = first[0].nonce;
       }
-      const where = new Where().and('network = ?', network).and('agent = ?', agent).and('nonce >= ?', fromNonce);
-      if (q.beforeNonce !== undefined) where.and('nonce < ?', q.beforeNonce);
-      if (q.kind) where.and('kind = ?', q.kind);
-      if (q.decision) where.and('decision = ?', q.decision);
-      if (q.since) where.and('ts >= ?', q.since);
-      const rows = await query<ReceiptRow>(m, `select ${COLUMNS} from receipts where ${where.sql} order by nonce desc limit ?`, [...where.params, q.limit]);
-      return rows.map(receiptFromRow);
+      const { sql, params } = receiptPageSql(network, agent, q, fromNonce);
+      return (await query<ReceiptRow>(m, sql, params)).map(receiptFromRow);
     },
     dailyTotals: async (network, agent, since) => {
       // one range of receipts_agent_settled_ts (migration 0019): the window's settled receipts, nothing older

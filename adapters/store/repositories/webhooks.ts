@@ -151,18 +151,8 @@ export function webhookRepository(em: Em, inTransaction: () => boolean): Webhook
       return found[0] ? webhookFromRow(found[0]) : null;
     },
     list: async (network, q) => {
-      const params: unknown[] = [network];
-      let where = 'network = ?';
-      if (q.owner !== undefined) {
-        where += ' and owner_principal = ?';
-        params.push(q.owner);
-      }
-      if (q.beforeId !== undefined) {
-        where += ' and id < ?';
-        params.push(q.beforeId);
-      }
-      params.push(q.limit);
-      return (await rows<WebhookRow>(em, `select * from webhooks where ${where} order by id desc limit ?`, params)).map(webhookFromRow);
+      const { sql, params } = webhookListSql(network, q);
+      return (await rows<WebhookRow>(em, sql, params)).map(webhookFromRow);
     },
     rotateSecret: async (network, id, secret, at) => {
       const found = await rows<WebhookRow>(em, `update webhooks set secret = ?, updated_at = ? where network = ? and id = ? returning *`, [secret, at, network, id]);
@@ -180,6 +170,36 @@ export function webhookRepository(em: Em, inTransaction: () => boolean): Webhook
     },
     delete: async (network, id) => (await rows(em, `delete from webhooks where network = ? and id = ? returning 1`, [network, id])).length > 0,
   };
+}
+
+// The list statements, exported so the query-plan test EXPLAINs what runs.
+
+/** webhooks newest first: webhooks_network_[principal_]id_idx */
+export function webhookListSql(network: string, q: { owner?: string | undefined; beforeId?: string | undefined; limit: number }): { sql: string; params: unknown[] } {
+  const params: unknown[] = [network];
+  let where = 'network = ?';
+  if (q.owner !== undefined) {
+    where += ' and owner_principal = ?';
+    params.push(q.owner);
+  }
+  if (q.beforeId !== undefined) {
+    where += ' and id < ?';
+    params.push(q.beforeId);
+  }
+  params.push(q.limit);
+  return { sql: `select * from webhooks where ${where} order by id desc limit ?`, params };
+}
+
+/** a webhook's deliveries newest first: webhook_deliveries_webhook_list_idx (id in "C" order, which the primary key cannot give) */
+export function deliveryListSql(network: string, webhookId: string, q: { beforeId?: string | undefined; limit: number }): { sql: string; params: unknown[] } {
+  const params: unknown[] = [webhookId, network];
+  let where = 'webhook_id = ? and network = ?';
+  if (q.beforeId !== undefined) {
+    where += ' and id collate "C" < ?';
+    params.push(q.beforeId);
+  }
+  params.push(q.limit);
+  return { sql: `select * from webhook_deliveries where ${where} order by id collate "C" desc limit ?`, params };
 }
 
 /** `epoch`: this process's liveness number (process-owner.ts), named by the claims it takes. */
@@ -228,14 +248,8 @@ export function webhookDeliveryRepository(em: Em, epoch: () => number | null): W
       return found[0] ? deliveryFromRow(found[0]) : null;
     },
     listByWebhook: async (network, webhookId, q) => {
-      const params: unknown[] = [webhookId, network];
-      let where = 'webhook_id = ? and network = ?';
-      if (q.beforeId !== undefined) {
-        where += ' and id < ?';
-        params.push(q.beforeId);
-      }
-      params.push(q.limit);
-      return (await rows<DeliveryRow>(em, `select * from webhook_deliveries where ${where} order by id desc limit ?`, params)).map(deliveryFromRow);
+      const { sql, params } = deliveryListSql(network, webhookId, q);
+      return (await rows<DeliveryRow>(em, sql, params)).map(deliveryFromRow);
     },
     claim: async (network, id, c) => {
       const found = await rows<DeliveryRow>(
