@@ -97,7 +97,7 @@ export const ConfigSchema = z.object({
   SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
   SVC_DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
   SVC_DB_HEAVY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  SVC_DB_HEAVY_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1000).default(2),
+  SVC_DB_HEAVY_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1000).default(6),
   SVC_DB_HEAVY_POOL: z.coerce.number().int().min(0).max(100).optional(),
   SVC_RATE_LIMITS: JsonLimits.optional().or(z.literal('').transform(() => undefined)),
   SVC_JOBS: z.enum(['inline', 'off']).default('inline'),
@@ -217,8 +217,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       timeoutMs: e.SVC_DB_TIMEOUT_MS,
       heavyTimeoutMs: e.SVC_DB_HEAVY_TIMEOUT_MS,
       heavyPerPrincipal: e.SVC_DB_HEAVY_PER_PRINCIPAL,
-      // connections of their own beside the main pool's, so the hot paths keep all of SVC_DB_POOL_MAX
-      heavyPool: e.SVC_DB_HEAVY_POOL ?? 3,
+      // connections of their own beside the main pool's, so the hot paths keep all of SVC_DB_POOL_MAX; more than one
+      // principal may hold at once, so another principal's heavy read still finds one during a flood
+      heavyPool: e.SVC_DB_HEAVY_POOL ?? 8,
     },
     rateLimits: e.SVC_RATE_LIMITS ?? {},
     jobs: e.SVC_JOBS,

@@ -56,6 +56,8 @@ export interface ContextInput {
   idempotencyKey: string | undefined;
   clientIp: string;
   shutdown: AbortSignal;
+  /** aborted when the HTTP client leaves before the answer: its running statement is cancelled (issue 21) */
+  signal?: AbortSignal | undefined;
 }
 
 /** The one way a GraphQL context is built, for HTTP and graphql-ws. */
@@ -71,6 +73,7 @@ export function graphqlContext(input: ContextInput): GraphqlContext {
     transport: 'graphql',
     responseHeaders: {},
     replay: {},
+    signal: input.signal,
   };
   return {
     services,

@@ -12,6 +12,7 @@ import { graphqlContext, type GraphqlContext } from './builder.ts';
 import { schema } from './schema/index.ts';
 import { FanOut, isPreSerialised, useFanOut } from './fanout.ts';
 import { mountGraphqlWs } from './ws.ts';
+import { clientSignal } from '../policies/heavy.ts';
 
 // GraphQL front door: Yoga over fastify at /graphql (GET/POST, SSE subscriptions, GraphiQL in a browser) and
 // graphql-ws on the same path (ws.ts), both executing through Yoga's envelop pipeline with the same context,
@@ -285,6 +286,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
         idempotencyKey: req.method === 'POST' && typeof idempotencyKey === 'string' ? idempotencyKey : undefined,
         clientIp: req.ip,
         shutdown: shutdown.signal,
+        signal: clientSignal(req.raw),
       });
       const response = await httpRequest.run({ requestId: req.id, log: req.log }, () =>
         yoga.handleNodeRequestAndResponse(req, reply, { req, reply, ...context }),

@@ -24,15 +24,18 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 /** meta 10 for the two-instance tests; agents.read 100 for one where in-memory admission (25% of the limit) matters */
 const META_10 = '{"meta":10,"agents.read":100}';
+// these tests count rate-limit windows with 20 requests of one key at once: the per-principal cap on concurrent list
+// requests (issue 21, default SVC_DB_HEAVY_PER_PRINCIPAL) is another policy, raised out of the way here
+const MANY_LISTS = { SVC_DB_HEAVY_PER_PRINCIPAL: '100', SVC_DB_HEAVY_POOL: '8' };
 
 test.before(async (t) => {
-  const a = await startTestApp({ env: { SVC_RATE_LIMITS: META_10 } });
+  const a = await startTestApp({ env: { SVC_RATE_LIMITS: META_10, ...MANY_LISTS } });
   const started: TestApp[] = [];
   try {
-    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_RATE_LIMITS: META_10, SVC_JOBS: 'off' } }));
+    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_RATE_LIMITS: META_10, SVC_JOBS: 'off', ...MANY_LISTS } }));
     const clock = new TestClock('2030-01-01T00:00:00.000Z');
-    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' }, appOptions: { clock } }));
-    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' }, appOptions: { clock: new TestClock('2032-01-01T00:00:00.000Z') } }));
+    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off', ...MANY_LISTS }, appOptions: { clock } }));
+    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off', ...MANY_LISTS }, appOptions: { clock: new TestClock('2032-01-01T00:00:00.000Z') } }));
     t.context = { a, b: started[0]!, c: started[1]!, clock, d: started[2]! };
   } catch (e) {
     for (const s of started.reverse()) await s.close();

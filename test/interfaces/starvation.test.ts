@@ -129,6 +129,27 @@ test.serial("A's flood of heavy reads gets 429s and never a connection B needs; 
   }
 });
 
+test.serial('a GraphQL client that leaves has its running statement cancelled too', async (t) => {
+  const { app, a, agentA } = t.context;
+  const release = await lockReceipts(app.database.url);
+  try {
+    const controller = new AbortController();
+    const answer = fetch(`${app.url}/graphql`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${a}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ query: `{ receipts(agent: "${agentA}") { data { receiptHash } } }` }),
+      signal: controller.signal,
+    }).catch(() => 'gone');
+    await until("the GraphQL request's query", async () => (await runningOnReceipts(app)) === 1);
+    controller.abort();
+    t.is(await answer, 'gone');
+    await until('the cancelled query to leave PostgreSQL', async () => (await runningOnReceipts(app)) === 0);
+    t.is(await runningOnReceipts(app), 0, 'cancelled while the lock still holds it');
+  } finally {
+    await release();
+  }
+});
+
 test.serial('a heavy read past its budget answers timeout in the envelope, and its statement is cancelled', async (t) => {
   const { short, a, agentA } = t.context;
   const release = await lockReceipts(short.database.url);
