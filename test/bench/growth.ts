@@ -5,11 +5,14 @@
 // Two gateways of the same code, each on its own database of one embedded PostgreSQL cluster: "1k" holds 1,000
 // generated events, "1M" BENCH_GROWTH_ROWS (default 1,000,000), both with the same shape (80 % on chain-devnet, kinds
 // skewed 40/40/15 % and five rare ones, half of them the measured principal's, spread over 30 days, 10 agents). The rows
-// are generated once with SQL and kept in BENCH_GROWTH_DIR (default: <tmp>/svc-bench-growth) for the next runs. Each
+// are generated once with SQL and kept in BENCH_GROWTH_DIR (default: <tmp>/svc-bench-growth-<hash of the migrations>) for the next runs. Each
 // route is measured on both at the same page size, alternated (1k, 1M, 1k, 1M), and the row reports the 1M p99 over
 // the 1k p99 (goal ≤ 1.5×), with the plan PostgreSQL chose for the query behind it on the 1M database.
 
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import pg from 'pg';
 import { eventCountsSql, eventPageSql, expandKinds, type Sql } from '../../adapters/store/repositories/events.ts';
@@ -18,10 +21,16 @@ import { header, machineLine, row, runLoad, type LoadResult } from './support/lo
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 3);
 const BIG = Number(process.env.BENCH_GROWTH_ROWS ?? 1_000_000);
+const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
 const SMALL = 1_000;
 const ROUNDS = 2;
 const CONNECTIONS = 4;
-const DIR = process.env.BENCH_GROWTH_DIR ?? join(os.tmpdir(), 'svc-bench-growth');
+// the cache is keyed by the migrations' source: a cluster generated under other migrations is never reused
+const MIGRATIONS_HASH = createHash('sha256')
+  .update(readdirSync(MIGRATIONS).sort().map((f) => readFileSync(join(MIGRATIONS, f), 'utf8')).join('\0'))
+  .digest('hex')
+  .slice(0, 12);
+const DIR = process.env.BENCH_GROWTH_DIR ?? join(os.tmpdir(), `svc-bench-growth-${MIGRATIONS_HASH}`);
 /** the measured principal: keys of this owner_wallet share its events */
 const WALLET = 'So11111111111111111111111111111111111111112';
 const PAGE = 50;
