@@ -20,8 +20,30 @@ export interface BuyerPaymentServiceDeps {
   transactions: TransactionService;
 }
 
+/**
+ * Executes in one process at once: each holds its transaction's connection while the policy reads and the prepare take
+ * a second one (and wait on the ledger), so they are admitted a few at a time — never enough to drain the pool and
+ * leave every request waiting for a connection none will give back.
+ */
+export const EXECUTE_CONCURRENCY = 2;
+
 export class BuyerPaymentService {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
   constructor(private readonly deps: BuyerPaymentServiceDeps) {}
+
+  private async admitted<T>(work: () => Promise<T>): Promise<T> {
+    if (this.running >= EXECUTE_CONCURRENCY) await new Promise<void>((r) => this.waiting.push(r));
+    else this.running++;
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.running--;
+    }
+  }
 
   async execute(caller: Caller, input: ExecuteInput): Promise<ExecuteResult> {
     const p = parseInput(ExecuteInput, input);
@@ -41,7 +63,7 @@ export class BuyerPaymentService {
     }
     // One execute of an agent at a time, from the policy read to the prepared row's commit: the next one sees this
     // payment in flight, so two executes side by side cannot each pass the daily cap alone.
-    return this.deps.store.transaction(async (tx) => {
+    return this.admitted(() => this.deps.store.transaction(async (tx) => {
       if (!(await tx.buyer.tryLockPayments(caller.network, p.buyer_agent))) {
         throw new DomainError('conflict', `Another payment of agent ${p.buyer_agent} is being prepared; retry in a moment.`, { agent: p.buyer_agent, retry: true });
       }
@@ -54,6 +76,6 @@ export class BuyerPaymentService {
       }
       const prepared = await this.deps.transactions.prepareRoute(caller, 'buyerPayment', p as Record<string, unknown>);
       return { decision: 'allow' as const, checks: evaluation.checks, prepared };
-    });
+    }));
   }
 }

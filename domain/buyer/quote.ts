@@ -81,7 +81,12 @@ export class QuoteService {
     if (u.origin !== base.origin) return null;
     const prefix = base.pathname.replace(/\/$/, '') + '/x/';
     if (!u.pathname.startsWith(prefix)) return null;
-    const id = decodeURIComponent(u.pathname.slice(prefix.length));
+    let id: string;
+    try {
+      id = decodeURIComponent(u.pathname.slice(prefix.length));
+    } catch {
+      throw new DomainError('invalid_request', 'The url names this gateway’s paywall with a malformed link id.', { path: 'url' });
+    }
     return id.length > 0 && !id.includes('/') ? id : null;
   }
 

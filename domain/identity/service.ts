@@ -366,6 +366,11 @@ export class IdentityService {
           limit: MAX_CARDS,
         });
       }
+      // A former owner's card of this capability is shown to nobody and no longer deletable by anyone: it must not hold
+      // the capability's name (unique per agent) against the current owner.
+      for (const stale of held.filter((c) => c.capability === record.capability && c.ownerPrincipal !== record.ownerPrincipal)) {
+        await tx.identity.deleteCard(stale.network, stale.mint, stale.id);
+      }
       await tx.identity.insertCard(record);
       await tx.events.append(
         newEvent('identity.capability_card.created', identityEvent(agent, now), { mint: agent.mint, card_id: record.id, capability: record.capability, public: record.public }),

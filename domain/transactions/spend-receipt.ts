@@ -4,7 +4,7 @@ import { CAIP2, STABLES, type Network } from '../shared/network.ts';
 import type { Repositories } from '../ports/store.ts';
 import type { LedgerTransaction } from '../ports/ledger.ts';
 import { newEvent } from '../events/kinds.ts';
-import { chainReceipt, type ReceiptV1 } from '../receipts/schema.ts';
+import { chainReceipt, type StoredReceipt } from '../receipts/schema.ts';
 import { checkReceipt } from '../receipts/verify.ts';
 import type { PreparedTransactionRecord } from './schema.ts';
 
@@ -30,11 +30,15 @@ interface BuyerEcho {
 export async function recordSpendReceipt(
   tx: Repositories,
   e: { row: PreparedTransactionRecord; metadata: Record<string, unknown>; landed: LedgerTransaction | null; signature: string; now: Date; baseUrl: string },
-): Promise<ReceiptV1> {
+): Promise<StoredReceipt['receipt']> {
   const echo = e.metadata.echo as BuyerEcho;
   const network: Network = e.row.network;
   const decimals = STABLES[network].find((s) => s.mint === echo.mint)?.decimals ?? 6;
   const head = await tx.receipts.lockHead(network, echo.buyer_agent);
+  // POST /v1/buyer/receipt/finalize may have recorded this settlement already (under the same chain lock): one receipt
+  // per settlement, so the spend is never counted twice (chain, daily rollup, daily cap)
+  const known = await tx.buyer.spendReceiptOf(network, echo.buyer_agent, e.signature);
+  if (known) return known.receipt;
   const receipt = chainReceipt(
     {
       v: '0.1',

@@ -182,6 +182,10 @@ test('quote: not a 402, a malformed challenge, an unreachable or refused URL and
     t.is(bad.status, 400, JSON.stringify(body));
     t.is(bad.body.error, 'invalid_request');
   }
+  // this gateway's own paywall URL with a malformed escape in the link id: 400, not a URIError's 500
+  const badEscape = await rest(t, 'POST', '/v1/buyer/quote', { url: `${t.context.w.app.services.settings.baseUrl}/x/%zz` });
+  t.is(badEscape.status, 400, JSON.stringify(badEscape.body));
+  t.like(badEscape.body, { error: 'invalid_request', details: { path: 'url' } });
   const missing = await rest(t, 'POST', '/v1/buyer/quote', { payment_link: 'no-such-link' });
   t.is(missing.status, 404);
   t.is(missing.body.error, 'payment_link_not_found');

@@ -431,3 +431,30 @@ test('the anonymous reads are limited per client IP in the `public` bucket (429 
     await removeDataDir(app.dataDir);
   }
 });
+
+test('a former owner’s card does not hold its capability name against the agent’s current owner', async (t) => {
+  const { app, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  // a card left by a previous owner principal of the agent (ownership moved since): hidden from everyone
+  const now = new Date();
+  await app.database.store.transaction((tx) =>
+    tx.identity.insertCard({
+      network: 'chain-devnet',
+      id: 'cap_former_owner',
+      mint,
+      capability: 'weather.forecast',
+      title: null,
+      description: null,
+      endpoint: null,
+      tags: [],
+      public: true,
+      ownerPrincipal: 'key:former-owner',
+      createdAt: now,
+      updatedAt: now,
+    }),
+  );
+  const created = await http(app, 'POST', cards(t, mint), { key, body: { capability: 'weather.forecast', public: true } });
+  t.is(created.status, 201, JSON.stringify(created.body));
+  const listed = await http(app, 'GET', cards(t, mint), { key });
+  t.deepEqual(listed.body.data.map((c: { id: string }) => c.id), [created.body.id]);
+});
