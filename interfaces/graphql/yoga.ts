@@ -286,7 +286,9 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
         idempotencyKey: req.method === 'POST' && typeof idempotencyKey === 'string' ? idempotencyKey : undefined,
         clientIp: req.ip,
         shutdown: shutdown.signal,
-        signal: clientSignal(req.raw),
+        // a query's statements are cancelled when its client leaves; an SSE subscription's context may serve a whole
+        // fan-out group (interfaces/graphql/fanout.ts), which must not end when its first member leaves
+        signal: req.headers.accept?.includes('text/event-stream') ? undefined : clientSignal(req.raw),
       });
       const response = await httpRequest.run({ requestId: req.id, log: req.log }, () =>
         yoga.handleNodeRequestAndResponse(req, reply, { req, reply, ...context }),
