@@ -1,22 +1,14 @@
 import type { Network } from '../shared/network.ts';
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 
 // Issue 15: the two catalogues of svc_discover (fee-facilitator-mpp-tools §4.3), read through migration 0019's indexes.
 
 /** An enabled payment link its owner listed (metadata.discoverable = true). */
-export interface DiscoverableLinkRow {
-  id: string;
-  network: Network;
-  label: string;
-  ownerAgent: string;
-  method: string;
-  price: string;
-  currency: string;
-  amountAtomic: bigint;
-  acceptsCurrencies: string[];
-  protocol: 'x402' | 'mpp';
-  metadata: Record<string, unknown>;
-  settledCount: number;
-}
+/** what the discovery catalogue reads of a payment link: the fields of the one link record */
+export type DiscoverableLinkRow = Pick<
+  PaymentLinkRecord,
+  'id' | 'network' | 'label' | 'ownerAgent' | 'method' | 'price' | 'currency' | 'amountAtomic' | 'acceptsCurrencies' | 'protocol' | 'metadata' | 'settledCount'
+>;
 
 /** A recorded agent with a registration document URI. */
 export interface RegisteredAgentRow {

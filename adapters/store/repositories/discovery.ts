@@ -1,38 +1,9 @@
 import type { Network } from '../../../domain/shared/network.ts';
 import type { DiscoverableLinkRow, DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
 import { query, type RepoContext } from './context.ts';
+import { fromRow, type PaymentLinkRow } from './payment-links.ts';
 
 // Issue 15: the catalogues of svc_discover, each read newest first through its partial index of migration 0019.
-
-interface LinkRow {
-  id: string;
-  network: Network;
-  label: string;
-  owner_agent: string;
-  method: string;
-  price: string;
-  currency: string;
-  amount_atomic: string;
-  accepts_currencies: string[];
-  protocol: 'x402' | 'mpp';
-  metadata: Record<string, unknown>;
-  settled_count: number;
-}
-
-const linkFromRow = (r: LinkRow): DiscoverableLinkRow => ({
-  id: r.id,
-  network: r.network,
-  label: r.label,
-  ownerAgent: r.owner_agent,
-  method: r.method,
-  price: r.price,
-  currency: r.currency,
-  amountAtomic: BigInt(r.amount_atomic),
-  acceptsCurrencies: r.accepts_currencies,
-  protocol: r.protocol,
-  metadata: r.metadata,
-  settledCount: r.settled_count,
-});
 
 interface AgentRow {
   mint: string;
@@ -58,14 +29,13 @@ export function discoveryRepository(ctx: RepoContext): DiscoveryRepository {
   const em = () => ctx.em();
   return {
     discoverableLinks: async (network, limit) => {
-      const rows = await query<LinkRow>(
+      // rows read as the payment-links repository reads them, mapped by its one row mapper
+      const rows = await query<PaymentLinkRow>(
         em(),
-        `select id, network, label, owner_agent, method, price, currency, amount_atomic::text as amount_atomic, accepts_currencies, protocol,
-           metadata, settled_count
-         from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ?`,
+        `select * from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ?`,
         [network, limit],
       );
-      return rows.map(linkFromRow);
+      return rows.map(fromRow);
     },
     registeredAgents: async (network, limit) => {
       const rows = await query<AgentRow>(

@@ -4,7 +4,7 @@ import type { PaymentLinkListQuery, PaymentLinkRepository } from '../../../domai
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, Where, type RepoContext } from './context.ts';
 
 /** A row of `payment_links` (migrations/0001-initial.ts; webhook_secret from 0003, owner_principal from 0005). */
-interface PaymentLinkRow {
+export interface PaymentLinkRow {
   pk: string;
   id: string;
   network: PaymentLinkRecord['network'];
@@ -35,7 +35,7 @@ interface PaymentLinkRow {
   updated_at: Date;
 }
 
-const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
+export const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   pk: r.pk,
   id: r.id,
   network: r.network,
