@@ -173,3 +173,43 @@ test.serial('a transaction open in ANOTHER database of the cluster does not hold
     await other.end();
   }
 });
+
+const linkIds = (rows: EventRecord[]) => rows.map((e) => e.metadata.payment_link_id as string);
+const firstPage = () => app.database.store.events.list('chain-devnet', { owner: undefined, kinds: undefined, limit: 50 });
+
+test.serial('the newest-first first page is cut at the horizon: a subscription from its top still gets a row that commits later below it', async (t) => {
+  const store = app.database.store;
+  const older = openWriter('page-older');
+  const olderRow = await older.row;
+  const younger = openWriter('page-younger');
+  const youngerRow = await younger.row;
+  await younger.commit();
+  t.true(olderRow.seq < youngerRow.seq);
+  // The older writer stays open past the list's bounded wait: the page answers without the younger row, because
+  // a client taking the page's top as `after` would otherwise never see the older row.
+  const page = await firstPage();
+  t.false(linkIds(page).includes('page-younger'), 'the row above the horizon is not on the first page yet');
+  t.false(linkIds(page).includes('page-older'));
+  const top = page[0]?.seq ?? 0n;
+  t.true(top < olderRow.seq);
+  // Pages below a cursor are stable: the second page of the same list holds nothing above the first page's top.
+  if (page.length > 0) t.true((await store.events.list('chain-devnet', { owner: undefined, kinds: undefined, beforeSeq: top, limit: 50 })).every((e) => e.seq < top));
+  await older.commit();
+  const delivered = linkIds(await store.events.after('chain-devnet', top, { owner: undefined }, 1000));
+  t.deepEqual(delivered.filter((id) => id.startsWith('page-')), ['page-older', 'page-younger'], 'the subscription from the top delivers both, in seq order');
+  t.deepEqual(linkIds(await firstPage()).slice(0, 2), ['page-younger', 'page-older'], 'once the older writer ended both are listed');
+});
+
+test.serial('read your writes: a row committed before the list is on its first page once the older writer ends within the wait', async (t) => {
+  const older = openWriter('ryw-older');
+  await older.row;
+  await app.database.store.transaction(async (tx) => void (await tx.events.append(deleted('ryw-mine'))));
+  // The list starts while the older writer is open (its committed row is held above the horizon) and the writer
+  // ends right after: the list waits for the horizon to pass the held row instead of answering without it.
+  const listed = firstPage();
+  await new Promise((r) => setTimeout(r, 20)); // the list has read the held row and waits (without the wait: answered)
+  await older.commit();
+  const ids = linkIds(await listed);
+  t.true(ids.includes('ryw-mine'), 'the caller’s own committed row is listed');
+  t.true(ids.includes('ryw-older'));
+});

@@ -104,9 +104,13 @@ export function eventPageSql(network: string, q: EventPageQuery): Sql {
     if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
     if (q.agent !== undefined) where.and('agent_asset = ?', q.agent);
     if (q.id !== undefined) where.and('id = ?', q.id);
-    // a cursor read forward stops at the horizon: a row that commits late lands above it (migration 0018)
+    // a cursor read forward stops at the horizon: a row that commits late lands above it (migration 0018). So does
+    // the newest-first first page, whose top a client takes as its subscription's `after`: a row above the horizon
+    // could be followed by one committing later BELOW it, which that subscription would never deliver. Pages below
+    // a `before` need no cut: the first page's top was already below its horizon.
     if (q.after !== undefined) where.and('seq > ?', q.after.toString()).and(BELOW_HORIZON);
     else if (q.before !== undefined) where.and('seq < ?', q.before.toString());
+    else where.and(BELOW_HORIZON);
     return where;
   };
   if (q.kinds === undefined || q.kinds.length === 1) {
@@ -226,7 +230,11 @@ export function eventRepository(ctx: RepoContext): EventRepository {
     get: async (network, id) => {
       return one(ctx.em(), 'select * from events where network = ? and id = ?', [network, id], fromRow);
     },
-    list: async (network, filter) => readPage(ctx.em(), network, filter, { before: filter.beforeSeq, limit: filter.limit }),
+    list: async (network, filter) => {
+      // the first page is cut at the horizon (eventPageSql): first let the rows committed before this read pass it
+      if (filter.beforeSeq === undefined && !ctx.inTransaction) await awaitCommittedBelowHorizon(ctx.em());
+      return readPage(ctx.em(), network, filter, { before: filter.beforeSeq, limit: filter.limit });
+    },
     countByKind: async (network, filter) => {
       // fold what appends left since the last compaction, so the read sums few deltas (not inside a caller's transaction)
       if (!ctx.inTransaction) await compactEventCounts(ctx.em());
@@ -277,6 +285,27 @@ export async function eventsSince(em: EntityManager, after: bigint, limit: numbe
   const { sql, params } = eventsSinceSql(after, limit);
   const rows = await query<EventRow>(em, sql, params);
   return rows.map(fromRow);
+}
+
+/** How long a first page waits for older writers to end before it answers without the rows they hold back. */
+const HELD_WAIT_MS = 100;
+
+/**
+ * Read-your-writes for the first page, which is cut at the horizon: when rows already committed wait above it (an
+ * older writer is still open), wait — a few milliseconds, at most HELD_WAIT_MS — until the horizon has passed the
+ * newest of them. Rows committing after this read began do not extend the wait, so a busy network cannot hold a
+ * list back; after the bound the page answers without them, and a subscription from its top still delivers them.
+ */
+async function awaitCommittedBelowHorizon(em: EntityManager): Promise<void> {
+  const held = await query<{ m: string | null }>(em, `select max(seq + 0)::text as m from events where seq + 0 >= svc_events_horizon()`);
+  const newest = held[0]!.m;
+  if (newest === null) return;
+  const deadline = Date.now() + HELD_WAIT_MS;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 2));
+    const h = await query<{ passed: boolean }>(em, `select svc_events_horizon() > ?::bigint as passed`, [newest]);
+    if (h[0]!.passed) return;
+  }
 }
 
 /** True when committed events wait above the horizon (an older transaction is still open): the feed looks again soon. */
