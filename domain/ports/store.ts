@@ -278,7 +278,7 @@ export interface IdentityRepository {
   updateCard(record: CardRecord): Promise<void>;
   /** true when a row was removed */
   deleteCard(network: Network, mint: string, id: string): Promise<boolean>;
-  /** by capability name; `publicOnly`: public cards only */
+  /** by capability name; `publicOnly`: public cards only. Inside a transaction the agent's cards are locked until commit (another create waits). */
   listCards(network: Network, mint: string, options: { publicOnly: boolean }): Promise<CardRecord[]>;
 }
 

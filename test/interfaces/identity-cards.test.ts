@@ -187,11 +187,16 @@ test('capability cards on tRPC and GraphQL: the same service; agent { identity {
   t.deepEqual((await trpc(t, t.context.key).identity.listCards.query({ mint })).data.map((c) => c.capability), ['image.resize']);
 });
 
-test('an agent holds at most 64 capability cards (the 65th is invalid_request naming the limit); deleting one makes room', async (t) => {
+test('an agent holds at most 64 capability cards (the 65th is invalid_request naming the limit, concurrent creates too); deleting one makes room', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const svc = trpc(t, t.context.key);
   let last = '';
-  for (let i = 0; i < 64; i++) last = (await svc.identity.createCard.mutate({ mint, capability: `bulk.c${String(i).padStart(2, '0')}` })).id;
+  for (let i = 0; i < 56; i++) last = (await svc.identity.createCard.mutate({ mint, capability: `bulk.c${String(i).padStart(2, '0')}` })).id;
+  // ten creates at once for the last eight places: exactly eight land (the count is checked under the agent's lock)
+  const racing = await Promise.all(
+    Array.from({ length: 10 }, (_, i) => http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: `bulk.race${i}` } })),
+  );
+  t.deepEqual(racing.map((r) => r.status).sort(), [...Array(8).fill(201), 400, 400]);
   const over = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'bulk.extra' } });
   t.is(over.status, 400);
   t.like(over.body, { error: 'invalid_request', details: { limit: 64 } });

@@ -136,6 +136,9 @@ interface ReputationSqlRow {
   last_at: Date | null;
 }
 
+/** advisory lock class of an agent's capability cards (the other classes: receipts 7_201_003, buyer payments 7_201_014) */
+const CARDS_LOCK = 7_201_015;
+
 export function identityRepository(ctx: RepoContext): IdentityRepository {
   const em = () => ctx.em();
   return {
@@ -267,13 +270,17 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
     },
     deleteCard: async (network, mint, id) =>
       (await affected(em(), `delete from identity_capability_cards where network = ? and mint = ? and id = ?`, [network, mint, id])) > 0,
-    listCards: async (network, mint, { publicOnly }) =>
-      (
+    listCards: async (network, mint, { publicOnly }) => {
+      // in a transaction (a create checking the agent's count) a concurrent create of the same agent waits until commit,
+      // so two creates cannot both see 63 cards and make 65
+      if (ctx.inTransaction) await query(em(), 'select pg_advisory_xact_lock(?, hashtext(?))', [CARDS_LOCK, `${network}:${mint}`]);
+      return (
         await query<CardRow>(
           em(),
           `select * from identity_capability_cards where network = ? and mint = ?${publicOnly ? ' and public' : ''} order by capability limit 200`,
           [network, mint],
         )
-      ).map(cardFromRow),
+      ).map(cardFromRow);
+    },
   };
 }
