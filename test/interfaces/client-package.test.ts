@@ -5,6 +5,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
+import { issueKey, removeDataDir, startTestApp } from '../support/app.ts';
 import { buildClient, CLIENT_ENTRIES, exportFor, OUT_DIR, presentEntries, ROOT, SOURCE_CONDITION } from '../../scripts/build-client.ts';
 
 // Issue 16: the package a separate TypeScript project installs. One build (npm run build:client's function) per run
@@ -82,6 +83,22 @@ test('the built entries load in Node; the buyer kit and svc-gateway/x402 share o
   t.is(pay.PaymentError, x402.PaymentError);
   t.is(typeof x402.ExactSvmFeeScheme, 'function');
   t.is(typeof webhooks.verifyWebhook, 'function');
+});
+
+test('the built svc-gateway/client talks to a real gateway: typed calls answer, errors carry the API code', async (t) => {
+  const app = await startTestApp();
+  try {
+    const key = await issueKey(app);
+    const { createClient, errorCode } = (await import(pathToFileURL(path.join(ROOT, OUT_DIR, 'interfaces/client/index.js')).href)) as typeof import('../../interfaces/client/index.ts');
+    const svc = createClient({ url: app.url, apiKey: key });
+    t.true((await svc.health.query()).ok);
+    t.deepEqual((await svc.paymentLinks.list.query({})).data, []);
+    const err = await t.throwsAsync(svc.paymentLinks.get.query({ id: 'no-such-link' }));
+    t.is(errorCode(err), 'payment_link_not_found');
+  } finally {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  }
 });
 
 test('a strict NodeNext project (no skipLibCheck) type-checks against the built package, router types included', async (t) => {
