@@ -1,6 +1,6 @@
 import { TRPCError } from '@trpc/server';
 import { TRPC_ERROR_CODES_BY_KEY } from '@trpc/server/rpc';
-import { ZodError } from 'zod';
+import { z, ZodError } from 'zod';
 import { DomainError, ERROR_CODES, isErrorCode, type ErrorCode } from '../domain/shared/errors.ts';
 import { invalidFromZod, toIssues } from '../domain/shared/validation.ts';
 
@@ -104,19 +104,33 @@ export function resolveError(err: unknown, requestId: string, log: ErrorLogger):
   return error;
 }
 
-export interface RestErrorBody {
-  error: ErrorCode;
-  message: string;
-  details?: Record<string, unknown>;
-  /** rate_limited only: hosted-api §7 puts it in the body; details.retry_after_ms carries it too */
-  retry_after_ms?: number;
-  request_id: string;
-}
+/**
+ * The REST error envelope of hosted-api §7, the one definition: restError builds it and /openapi.json documents every
+ * error response with it (components.schemas.Error).
+ */
+export const ErrorEnvelope = z
+  .object({
+    error: z.enum(Object.keys(ERROR_CODES) as [ErrorCode, ...ErrorCode[]]).describe('stable snake_case code; branch on this'),
+    message: z.string().describe('for people; may change'),
+    details: z
+      .looseObject({
+        issues: z
+          .array(z.object({ path: z.string(), message: z.string(), code: z.string() }))
+          .optional()
+          .describe('invalid_request: one entry per invalid field'),
+      })
+      .optional()
+      .describe('machine-readable context of the code (absent when there is none)'),
+    retry_after_ms: z.number().int().optional().describe('rate_limited only: how long to wait, also under details'),
+    request_id: z.string().describe('quote it when reporting a problem'),
+  })
+  .describe('The error envelope of every non-2xx answer');
+export type RestErrorBody = z.infer<typeof ErrorEnvelope>;
 
 /** REST envelope of hosted-api §7. */
 export function restError(error: DomainError, requestId: string): { status: number; body: RestErrorBody } {
   const body: RestErrorBody = { error: error.code, message: error.message, request_id: requestId };
-  if (error.details !== undefined) body.details = error.details;
+  if (error.details !== undefined) body.details = error.details as RestErrorBody['details'];
   const retryAfterMs = error.details?.retry_after_ms;
   if (error.code === 'rate_limited' && typeof retryAfterMs === 'number') body.retry_after_ms = retryAfterMs;
   return { status: ERROR_CODES[error.code].status, body };

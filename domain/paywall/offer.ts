@@ -69,7 +69,7 @@ export function refusalMessage(reason: string, message: string): string {
     `${message} This link charges a protocol fee (extra["${FEE_EXTENSION_KEY}"] in the offer), which a stock x402 client does not pay. ` +
     `With the official client (@x402/fetch, @x402/core) register the fee scheme, one line: ` +
     `client.register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl })) with ExactSvmFeeScheme from 'svc-gateway/x402'; ` +
-    `or pay with createPayingFetch from 'svc-gateway/client'.`
+    `or pay with createPayingFetch from 'svc-gateway/client/pay'.`
   );
 }
 

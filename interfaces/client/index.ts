@@ -1,19 +1,16 @@
-import { createTRPCClient, httpBatchLink, TRPCClientError } from '@trpc/client';
+import { createTRPCClient, httpBatchLink, TRPCClientError, type TRPCClient } from '@trpc/client';
+import type { inferRouterInputs, inferRouterOutputs } from '@trpc/server';
 import type { AppRouter } from '../trpc/router.ts';
 
+// svc-gateway/client: the typed tRPC client, safe in a browser (no node:* module, no web3.js in its import graph;
+// test/interfaces/client-package.test.ts bundles it for the browser). The buyer kit is svc-gateway/client/pay
+// (paying-fetch.ts), webhook verification for receivers svc-gateway/client/webhooks (webhooks.ts).
+
 export type { AppRouter };
-export {
-  createPayingFetch,
-  decodePaymentResponse,
-  PaymentError,
-  PAYING_FETCH_ERRORS,
-  type KitTransactionSigner,
-  type PayingFetchErrorCode,
-  type PayingFetchOptions,
-  type PaymentSigner,
-  type TransactionSigner,
-} from './paying-fetch.ts';
-export { verifyWebhook, WebhookVerificationError, type HeadersLike, type WebhookPayload } from './webhooks.ts';
+/** Every procedure's input, e.g. `RouterInputs['paymentLinks']['create']`. */
+export type RouterInputs = inferRouterInputs<AppRouter>;
+/** Every procedure's output, e.g. `RouterOutputs['paymentLinks']['get']`. */
+export type RouterOutputs = inferRouterOutputs<AppRouter>;
 
 export interface ClientOptions {
   /** gateway base URL, e.g. "http://localhost:8080" (the client talks to `${url}/trpc`) */
@@ -28,7 +25,7 @@ export interface ClientOptions {
  * `const svc = createClient({ url, apiKey }); await svc.paymentLinks.create.mutate({...})`.
  * Errors are TRPCClientError; branch on `errorCode(err)` (the snake_case code of the API).
  */
-export function createClient(options: ClientOptions) {
+export function createClient(options: ClientOptions): TRPCClient<AppRouter> {
   return createTRPCClient<AppRouter>({
     links: [
       httpBatchLink({
@@ -40,7 +37,7 @@ export function createClient(options: ClientOptions) {
   });
 }
 
-export type Client = ReturnType<typeof createClient>;
+export type Client = TRPCClient<AppRouter>;
 
 /** The API's snake_case error code of a failed call, e.g. "payment_link_not_found"; undefined otherwise. */
 export function errorCode(err: unknown): string | undefined {

@@ -259,7 +259,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
   };
 }
 
-export function createPayingFetch(options: PayingFetchOptions): (input: RequestInfo | URL, init?: RequestInit) => Promise<Response> {
+export function createPayingFetch(options: PayingFetchOptions): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const signOffer = createOfferSigner(options);
 

@@ -1,12 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { generateOpenApiDocument } from 'trpc-to-openapi';
-import { ZodVoid } from 'zod';
+import { z, ZodVoid } from 'zod';
 import type { AnyProcedure } from '@trpc/server';
 import type { Meta } from '../trpc/init.ts';
 import { createCallerFactory } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';
 import type { Context } from '../trpc/context.ts';
-import { restAnswer } from '../errors.ts';
+import { ErrorEnvelope, restAnswer } from '../errors.ts';
+import { ERROR_CODES, type ErrorCode } from '../../domain/shared/errors.ts';
 import { startUsage } from '../policies/usage.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { limitOutsideProcedure } from '../policies/rate-limit.ts';
@@ -112,30 +113,78 @@ async function answerOutsideProcedure(
   return reply.code(status).send(body);
 }
 
-const ErrorSchema = {
-  type: 'object',
-  required: ['error', 'message', 'request_id'],
-  properties: {
-    error: { type: 'string', description: 'stable snake_case code; branch on this' },
-    message: { type: 'string' },
-    details: {
-      type: 'object',
-      properties: {
-        issues: {
-          type: 'array',
-          items: {
-            type: 'object',
-            required: ['path', 'message', 'code'],
-            properties: { path: { type: 'string' }, message: { type: 'string' }, code: { type: 'string' } },
-          },
-        },
-      },
-      additionalProperties: true,
-    },
-    retry_after_ms: { type: 'integer', description: 'rate_limited only: how long to wait, also under details' },
-    request_id: { type: 'string' },
-  },
+type OpenApiOperation = {
+  tags?: string[];
+  parameters?: { name: string; in: string }[];
+  requestBody?: unknown;
+  security?: Record<string, string[]>[];
+  responses: Record<string, unknown>;
 };
+
+const MUTATING = new Set(['post', 'put', 'patch', 'delete']);
+
+/** The resource's own 404 code, by the path parameter that names it (an `{id}` by the router's tag). */
+const NOT_FOUND_BY_PARAM: Record<string, ErrorCode> = { mint: 'agent_not_found', agent: 'agent_not_found', agent_mint: 'agent_not_found', hash: 'receipt_not_found' };
+const NOT_FOUND_BY_TAG: Record<string, ErrorCode> = { 'payment-links': 'payment_link_not_found', events: 'event_not_found', webhooks: 'webhook_not_found' };
+
+function resourceNotFound(path: string, op: OpenApiOperation): ErrorCode[] {
+  const params = [...path.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+  const codes = params.map((p) => (p === 'id' ? NOT_FOUND_BY_TAG[op.tags?.[0] ?? ''] : NOT_FOUND_BY_PARAM[p]));
+  return codes.filter((c): c is ErrorCode => c !== undefined);
+}
+
+/**
+ * The error statuses an operation can answer, from the policies every procedure of its kind runs (trpc/init.ts) and
+ * the codes its meta names (`errors`, for what its service refuses beyond them). Each status lists its codes.
+ */
+function errorCodesOf(method: string, path: string, op: OpenApiOperation, meta: Meta): Map<number, Set<ErrorCode>> {
+  const keyed = (op.security ?? []).length > 0;
+  const codes: ErrorCode[] = ['rate_limited', 'internal_error']; // keyed buckets, or the per-IP bucket of anonymous routes
+  if ((op.parameters ?? []).length > 0 || op.requestBody !== undefined) codes.push('invalid_request');
+  if (op.requestBody !== undefined) codes.push('payload_too_large');
+  if (keyed) codes.push('missing_api_key', 'invalid_api_key', 'timeout'); // auth; the request class's budget (issue 21)
+  if (keyed && MUTATING.has(method)) codes.push('idempotency_body_mismatch', 'idempotency_in_progress'); // Idempotency-Key
+  if (path.includes('{')) codes.push('not_found', ...resourceNotFound(path, op)); // absent or another principal's
+  codes.push(...(meta.errors ?? []));
+  const byStatus = new Map<number, Set<ErrorCode>>();
+  for (const code of codes) {
+    const status = ERROR_CODES[code].status;
+    byStatus.set(status, (byStatus.get(status) ?? new Set()).add(code));
+  }
+  return new Map([...byStatus].sort(([a], [b]) => a - b));
+}
+
+/**
+ * OpenAPI forbids two path templates that differ only in parameter names (POST /v1/receipts/{agent_mint} beside
+ * GET /v1/receipts/{agent}: the push's input names its path agent apart from the receipt's own `agent` field). A path
+ * parameter's name is not on the REST wire, so the operations of one template join the other's under its names.
+ */
+function mergeIdenticalPaths(paths: Record<string, Record<string, OpenApiOperation>>): void {
+  const seen = new Map<string, string>();
+  for (const path of Object.keys(paths)) {
+    const shape = path.replace(/\{\w+\}/g, '{}');
+    const first = seen.get(shape);
+    if (first === undefined) {
+      seen.set(shape, path);
+      continue;
+    }
+    // the names of the template with the GET (the resource's read) are kept
+    const [kept, moved] = paths[path]!.get && !paths[first]!.get ? [path, first] : [first, path];
+    seen.set(shape, kept);
+    const names = [...kept.matchAll(/\{(\w+)\}/g)].map((m) => m[1]!);
+    const renamed = new Map([...moved.matchAll(/\{(\w+)\}/g)].map((m, i) => [m[1]!, names[i]!]));
+    for (const [method, op] of Object.entries(paths[moved]!)) {
+      if (paths[kept]![method]) throw new Error(`${method.toUpperCase()} ${moved} and ${kept} are one route`);
+      for (const param of op.parameters ?? []) if (param.in === 'path') param.name = renamed.get(param.name) ?? param.name;
+      paths[kept]![method] = op;
+    }
+    delete paths[moved];
+  }
+}
+
+/** The envelope's JSON Schema, registered once as components.schemas.Error. */
+const { $schema: _, ...ERROR_SCHEMA } = z.toJSONSchema(ErrorEnvelope, { target: 'draft-2020-12', io: 'output' });
+const ENVELOPE_CONTENT = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
 
 /** OpenAPI 3.1 from the procedures, with our statuses and error envelope put in. */
 export function openApiDocument(baseUrl: string, version: string): Record<string, unknown> {
@@ -146,29 +195,34 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
     openApiVersion: '3.1.0',
     baseUrl,
     securitySchemes: { Authorization: { type: 'http', scheme: 'bearer', description: 'svc_test_… (chain-devnet) or svc_live_… (chain-mainnet)' } },
-  }) as unknown as { paths: Record<string, Record<string, { responses: Record<string, unknown> }>>; components?: Record<string, Record<string, unknown>> };
+  }) as unknown as { paths: Record<string, Record<string, OpenApiOperation>>; components?: Record<string, Record<string, unknown>> };
 
-  const statusOf = new Map<string, number>();
-  const replayStatusOf = new Map<string, number>();
-  for (const { meta } of routes()) {
-    const key = `${meta.openapi!.method.toLowerCase()} ${meta.openapi!.path}`;
-    statusOf.set(key, meta.status ?? 200);
-    if (meta.replayStatus !== undefined) replayStatusOf.set(key, meta.replayStatus);
-  }
+  const metaOf = new Map<string, Meta>();
+  for (const { meta } of routes()) metaOf.set(`${meta.openapi!.method.toLowerCase()} ${meta.openapi!.path}`, meta);
 
   for (const [path, ops] of Object.entries(doc.paths ?? {})) {
     for (const [method, op] of Object.entries(ops)) {
+      const meta = metaOf.get(`${method} ${path}`);
+      if (!meta) throw new Error(`${method.toUpperCase()} ${path}: no procedure`);
       const success = op.responses['200'];
-      const status = statusOf.get(`${method} ${path}`) ?? 200;
+      const status = meta.status ?? 200;
       const responses: Record<string, unknown> = {};
       if (status === 204) responses['204'] = { description: 'No content' };
       else responses[String(status)] = success;
-      const replay = replayStatusOf.get(`${method} ${path}`);
-      if (replay !== undefined) responses[String(replay)] = { ...(success as object), description: 'An idempotent repeat (replayed: true)' };
-      responses.default = { description: 'Error envelope', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
+      if (meta.replayStatus !== undefined) responses[String(meta.replayStatus)] = { ...(success as object), description: 'An idempotent repeat (replayed: true)' };
+      for (const [errorStatus, codes] of errorCodesOf(method, path, op, meta)) {
+        responses[String(errorStatus)] = { description: [...codes].join(', '), content: ENVELOPE_CONTENT };
+      }
+      // Codes a service answers beyond those listed (the table of domain/shared/errors.ts), same envelope.
+      responses.default = { description: 'Any other error code', content: ENVELOPE_CONTENT };
       op.responses = responses;
+      // An anonymous route says so (the document has no root security): no key is needed.
+      op.security ??= [];
     }
   }
-  doc.components = { ...doc.components, schemas: { ...(doc.components?.schemas ?? {}), Error: ErrorSchema } };
+  mergeIdenticalPaths(doc.paths);
+  // trpc-to-openapi's own error.* schemas (tRPC's shape, not this API's) answer nothing here: the envelope replaces them.
+  const schemas = Object.fromEntries(Object.entries(doc.components?.schemas ?? {}).filter(([name]) => !name.startsWith('error.')));
+  doc.components = { ...doc.components, schemas: { ...schemas, Error: ERROR_SCHEMA } };
   return doc as unknown as Record<string, unknown>;
 }

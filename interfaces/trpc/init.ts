@@ -1,7 +1,7 @@
 import { initTRPC, TRPCError } from '@trpc/server';
 import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
 import type { OpenApiMeta } from 'trpc-to-openapi';
-import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
+import { DomainError, ERROR_CODES, type ErrorCode } from '../../domain/shared/errors.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { refuseUnsafeInput } from '../../domain/shared/validation.ts';
 import { notedRequestId, resolveError, toDomainError, trpcErrorData } from '../errors.ts';
@@ -16,7 +16,17 @@ import type { Context } from './context.ts';
 /** `status` is the REST success status (DECISIONS "Wire conventions": 201 create, 204 delete). */
 /** `secretFields`: result fields shown once and never stored for Idempotency-Key replays (e.g. a new API key). */
 /** `replayStatus`: the REST status of a result whose `replayed` is true (POST /v1/submit: 202 first, 200 on a repeat). */
-export type Meta = OpenApiMeta<{ status?: 200 | 201 | 202 | 204; replayStatus?: 200; bucket?: Bucket; secretFields?: readonly string[] }>;
+/**
+ * `errors`: the codes the procedure's service answers beyond those of its policies (auth, rate limit, input, ids in
+ * the path, Idempotency-Key, request budget), documented per status in /openapi.json (rest/handler.ts).
+ */
+export type Meta = OpenApiMeta<{
+  status?: 200 | 201 | 202 | 204;
+  replayStatus?: 200;
+  bucket?: Bucket;
+  secretFields?: readonly string[];
+  errors?: readonly ErrorCode[];
+}>;
 
 const t = initTRPC
   .context<Context>()
@@ -139,7 +149,7 @@ function replayedResult(data: unknown, ctx: Context) {
 /** Keyed: the policies above in their order (the rate limit counts the key before the input is checked or hashed). */
 export const keyedProcedure = base.use(auth).use(usage).use(rateLimit).use(requestClass).use(safeInput).use(idempotency);
 
-export const adminProcedure = keyedProcedure.use(({ ctx, next }) => {
+export const adminProcedure = keyedProcedure.meta({ errors: ['forbidden', 'wrong_network'] }).use(({ ctx, next }) => {
   requireAdmin(ctx.principal);
   return next({ ctx });
 });

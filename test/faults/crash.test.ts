@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keypair } from '@solana/web3.js';
 import { quickAddJob } from 'graphile-worker';
-import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/index.ts';
+import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/paying-fetch.ts';
 import { openAccess } from '../../interfaces/app.ts';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
 import { feeFor } from '../../domain/shared/money.ts';

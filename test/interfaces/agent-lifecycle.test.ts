@@ -8,7 +8,7 @@ import { metaplexTest } from '../support/programs.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { feeFor } from '../../domain/shared/money.ts';
-import { createPayingFetch } from '../../interfaces/client/index.ts';
+import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
 // Issue 10 "Done when": on the embedded devnet running the deployed Metaplex Core program, the whole lifecycle of an

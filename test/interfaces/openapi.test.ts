@@ -1,11 +1,15 @@
 import anyTest, { type TestFn } from 'ava';
 import { Validator } from '@seriousme/openapi-schema-validator';
-import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { createConfig, lintFromString } from '@redocly/openapi-core';
+import { z } from 'zod';
+import { http, issueKey, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { ErrorEnvelope } from '../../interfaces/errors.ts';
 
 // hosted-api §1 and §9: an OpenAPI 3.1 document at /openapi.json describing every /v1 route.
 
 type Operation = {
   operationId?: string;
+  tags?: string[];
   security?: Record<string, string[]>[];
   parameters?: { name: string; in: string; required?: boolean }[];
   requestBody?: { content?: Record<string, unknown> };
@@ -177,4 +181,98 @@ test('the error envelope is documented with details.issues', (t) => {
 test('operation ids are unique', (t) => {
   const ids = operations(t.context.doc).map(([, , op]) => op.operationId).filter(Boolean);
   t.is(new Set(ids).size, ids.length);
+});
+
+// Issue 16: the errors each operation can answer, with the real envelope, and a linter's recommended rules clean.
+
+const ENVELOPE_REF = '#/components/schemas/Error';
+const refOf = (response: { content?: Record<string, { schema?: unknown }> } | undefined) =>
+  (response?.content?.['application/json']?.schema as { $ref?: string } | undefined)?.$ref;
+
+test('every operation declares the 4xx/5xx its policies can answer, each with the one error envelope', (t) => {
+  const { doc } = t.context;
+  for (const [method, path, op] of operations(doc)) {
+    const name = `${method.toUpperCase()} ${path}`;
+    const statuses = Object.keys(op.responses);
+    const errors = statuses.filter((s) => /^[45]\d\d$/.test(s));
+    t.true(errors.some((s) => s.startsWith('4')), `${name}: a 4xx (${statuses.join(',')})`);
+    for (const s of [...errors, 'default']) t.is(refOf(op.responses[s]), ENVELOPE_REF, `${name} ${s}`);
+    for (const s of ['429', '500']) t.true(statuses.includes(s), `${name}: ${s}`);
+    const keyed = (op.security ?? []).length > 0;
+    if (keyed) for (const s of ['401', '504']) t.true(statuses.includes(s), `${name}: ${s}`);
+    else t.false(statuses.includes('401'), `${name}: anonymous, no 401`);
+    if (op.requestBody) for (const s of ['400', '413']) t.true(statuses.includes(s), `${name}: ${s}`);
+    if (keyed && ['post', 'put', 'patch', 'delete'].includes(method)) t.true(statuses.includes('409'), `${name}: Idempotency-Key 409`);
+    if (path.includes('{')) t.true(statuses.includes('404'), `${name}: 404`);
+    if (path.startsWith('/v1/admin/')) t.true(statuses.includes('403'), `${name}: admin 403`);
+  }
+  // a procedure's meta adds what its service refuses: POST /v1/submit's ledger answers, POST /v1/payment-links' owner
+  const submit = t.context.doc.paths['/v1/submit']!.post!.responses as Record<string, { description?: string }>;
+  t.is(submit['422']!.description, 'transaction_invalid, transaction_rejected');
+  t.is(submit['504']!.description, 'timeout, submit_timeout');
+  t.is(submit['409']!.description, 'idempotency_body_mismatch, idempotency_in_progress, event_already_submitted, transaction_expired');
+  const create = t.context.doc.paths['/v1/payment-links']!.post!.responses as Record<string, { description?: string }>;
+  t.is(create['403']!.description, 'forbidden');
+  // the codes of a status are named in its description
+  t.is((t.context.doc.paths['/v1/payment-links']!.post!.responses['401'] as { description?: string }).description, 'missing_api_key, invalid_api_key');
+});
+
+test('the envelope is registered once, from the zod schema REST answers with; tRPC’s error.* schemas are gone', async (t) => {
+  const { doc, app } = t.context;
+  const schemas = doc.components?.schemas ?? {};
+  t.deepEqual(Object.keys(schemas).filter((n) => /error/i.test(n)), ['Error']);
+  const { $schema: _, ...fromZod } = z.toJSONSchema(ErrorEnvelope, { target: 'draft-2020-12', io: 'output' });
+  t.deepEqual(schemas.Error, JSON.parse(JSON.stringify(fromZod)));
+  // Real answers of the REST door fit it exactly (no field the schema does not name).
+  const exact = z.strictObject(ErrorEnvelope.shape);
+  const key = await issueKey(app);
+  const answers = [
+    await http(app, 'GET', '/v1/payment-links'), // 401
+    await http(app, 'GET', '/v1/payment-links/no-such-link', { key }), // 404
+    await http(app, 'POST', '/v1/payment-links', { key, body: { label: 1 } }), // 400 with details.issues
+    await http(app, 'GET', '/v1/admin/api-keys', { key }), // 403
+  ];
+  t.deepEqual(answers.map((a) => a.status), [401, 404, 400, 403]);
+  for (const a of answers) {
+    const parsed = exact.safeParse(a.body);
+    t.true(parsed.success, JSON.stringify(a.body));
+  }
+  // each answer's status is one its operation declares, with that code in the description
+  const declared = (path: string, method: string, status: number) =>
+    (doc.paths[path]![method]!.responses[String(status)] as { description?: string } | undefined)?.description ?? '';
+  t.true(declared('/v1/payment-links', 'get', 401).includes(answers[0]!.body.error));
+  t.is(answers[1]!.body.error, 'payment_link_not_found');
+  t.true(declared('/v1/payment-links/{id}', 'get', 404).split(', ').includes(answers[1]!.body.error));
+  t.true(declared('/v1/payment-links', 'post', 400).includes(answers[2]!.body.error));
+  t.true(declared('/v1/admin/api-keys', 'get', 403).includes(answers[3]!.body.error));
+  t.true(Array.isArray(answers[2]!.body.details?.issues));
+});
+
+/**
+ * Redocly's recommended ruleset, three rules off:
+ * - info-license: the project publishes no license (package.json is private); the field cannot be filled truthfully.
+ * - no-server-example.com: `servers` is the deployment's own SVC_BASE_URL; a local gateway (and this test's) is localhost.
+ * - no-ambiguous-paths: /v1/receipts/by-hash/{hash} beside /v1/receipts/{agent}/daily and the like are resolved by
+ *   OpenAPI's own rule (a concrete segment is matched before a template) and so does the REST router (find-my-way).
+ */
+const LINT_RULES_OFF = { 'info-license': 'off', 'no-server-example.com': 'off', 'no-ambiguous-paths': 'off' } as const;
+
+async function lint(doc: unknown) {
+  const config = await createConfig({ extends: ['recommended'], rules: LINT_RULES_OFF });
+  return lintFromString({ source: JSON.stringify(doc), absoluteRef: 'openapi.json', config });
+}
+
+test('@redocly/openapi-core lint (recommended ruleset) reports nothing, errors or warnings', async (t) => {
+  const problems = await lint(t.context.doc);
+  t.deepEqual(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} ${p.location[0]?.pointer ?? ''}`), []);
+});
+
+test('the lint is not vacuous: an operation without 4xx, an unused schema and identical paths are reported', async (t) => {
+  const broken = structuredClone(t.context.doc) as Doc;
+  const op = broken.paths['/v1/payment-links']!.get!;
+  op.responses = { '200': op.responses['200']! };
+  broken.components!.schemas!['error.BAD_REQUEST'] = { type: 'object' };
+  broken.paths['/v1/receipts/{agent_mint}'] = { delete: structuredClone(broken.paths['/v1/receipts/{agent}']!.get!) };
+  const rules = new Set((await lint(broken)).map((p) => p.ruleId));
+  for (const rule of ['operation-4xx-response', 'no-unused-components', 'no-identical-paths']) t.true(rules.has(rule), rule);
 });

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { Keypair } from '@solana/web3.js';
-import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/index.ts';
+import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/paying-fetch.ts';
 import { createFacilitatorApp, type FacilitatorApp } from '../../interfaces/app.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { findStable } from '../../domain/shared/network.ts';

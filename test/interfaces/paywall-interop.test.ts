@@ -7,7 +7,7 @@ import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
 import { createSigner as createLegacySigner, decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchWithPaymentV1 } from 'x402-fetch';
-import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/index.ts';
+import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/paying-fetch.ts';
 import { ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
-import { decodePaymentResponse } from '../../interfaces/client/index.ts';
+import { decodePaymentResponse } from '../../interfaces/client/paying-fetch.ts';
 import type { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';

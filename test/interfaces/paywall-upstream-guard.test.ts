@@ -3,7 +3,7 @@ import type { ExecutionContext } from 'ava';
 import { createServer as createTcpServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
-import { createPayingFetch } from '../../interfaces/client/index.ts';
+import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';

@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash } from 'node:crypto';
-import { decodePaymentResponse } from '../../interfaces/client/index.ts';
+import { decodePaymentResponse } from '../../interfaces/client/paying-fetch.ts';
 import { ReceiptV1, receiptHash } from '../../domain/receipts/schema.ts';
 import { verifyWebhookSignature } from '../../domain/webhooks/signature.ts';
 import { feeFor } from '../../domain/shared/money.ts';

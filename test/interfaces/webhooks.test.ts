@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
-import { verifyWebhook, WebhookVerificationError } from '../../interfaces/client/index.ts';
+import { verifyWebhook, WebhookVerificationError } from '../../interfaces/client/webhooks.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { RETRY_SCHEDULE_MS } from '../../domain/webhooks/delivery.ts';
 import { http, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp, syntheticEvent } from '../support/app.ts';

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
-import { createPayingFetch, type PayingFetchOptions } from '../../interfaces/client/index.ts';
+import { createPayingFetch, type PayingFetchOptions } from '../../interfaces/client/paying-fetch.ts';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
 import { FEE_EXTENSION_KEY, FeeExtension, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import type { X402RequirementsV2 } from '../../domain/facilitator/wire.ts';

@@ -3,7 +3,7 @@ import { WholeUnits } from '../../../domain/agents/prepare-schema.ts';
 import { networkFromX402 } from '../../../domain/facilitator/wire.ts';
 import { CreatePaymentLinkInput, HttpMethod, Slug } from '../../../domain/payment-links/schema.ts';
 import { decimalToAtomic } from '../../../domain/shared/money.ts';
-import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../client/index.ts';
+import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../client/paying-fetch.ts';
 import { defineTool, ToolError, type ToolContext } from '../context.ts';
 
 // fee-facilitator-mpp-tools §4.3: pay a payment link (x402, from the agent treasury with the executive as the SPL

@@ -6,7 +6,7 @@ const tags = ['agents'];
 
 export const agentsRouter = router({
   record: keyedProcedure
-    .meta({ openapi: { method: 'POST', path: '/v1/agents/record', tags, summary: 'Record an agent minted outside the API' } })
+    .meta({ errors: ['forbidden', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/agents/record', tags, summary: 'Record an agent minted outside the API' } })
     .input(RecordAgentInput)
     .output(Agent)
     .mutation(({ ctx, input }) => ctx.services.agents.record(ctx.principal, input)),

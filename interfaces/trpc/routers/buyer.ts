@@ -38,6 +38,7 @@ export const buyerRouter = router({
 
   quote: keyedProcedure
     .meta({
+      errors: ['payment_link_not_found', 'quote_unreachable', 'payment_not_required', 'challenge_invalid'],
       openapi: {
         method: 'POST',
         path: '/v1/buyer/quote',
@@ -80,6 +81,7 @@ export const buyerRouter = router({
   execute: keyedProcedure
     .meta({
       bucket: 'prepare',
+      errors: ['spend_denied', 'agent_not_found', 'conflict'],
       openapi: {
         method: 'POST',
         path: '/v1/buyer/payment/execute',

@@ -141,6 +141,7 @@ export const identityRouter = router({
   disclosure: anonymousProcedure
     .meta({
       bucket: 'public',
+      errors: ['disclosure_expired'],
       openapi: {
         method: 'GET',
         path: '/v1/identity/disclosures/{token}',

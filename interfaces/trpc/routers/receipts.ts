@@ -26,7 +26,7 @@ const PushInput = z
 
 export const receiptsRouter = router({
   push: keyedProcedure
-    .meta({ bucket: 'receipts.write', openapi: { method: 'POST', path: '/v1/receipts/{agent_mint}', tags, summary: 'Push a receipt onto its agent’s hash chain' } })
+    .meta({ bucket: 'receipts.write', errors: ['receipt_agent_mismatch', 'receipt_hash_invalid', 'receipt_chain_invalid'], openapi: { method: 'POST', path: '/v1/receipts/{agent_mint}', tags, summary: 'Push a receipt onto its agent’s hash chain' } })
     .input(PushInput)
     .output(PushReceiptResult)
     .mutation(({ ctx, input }) => {

@@ -9,6 +9,7 @@ export const transactionsRouter = router({
       bucket: 'submit',
       status: 202,
       replayStatus: 200,
+      errors: ['event_not_found', 'event_already_submitted', 'transaction_expired', 'transaction_invalid', 'transaction_rejected', 'rpc_unavailable', 'service_unavailable', 'submit_timeout'],
       openapi: { method: 'POST', path: '/v1/submit', tags: ['transactions'], summary: 'Submit the signed transaction of a prepared event' },
     })
     .input(SubmitInput)
