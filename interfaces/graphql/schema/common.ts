@@ -1,6 +1,5 @@
 import type { ObjectRef } from '@pothos/core';
 import { Kind, type ValueNode } from 'graphql';
-import { StableSymbol } from '../../../domain/shared/network.ts';
 import type { Page } from '../../../domain/shared/pagination.ts';
 import { builder } from '../builder.ts';
 
@@ -98,4 +97,5 @@ export function given<T>(value: T | null | undefined): T | undefined {
 /** Type-level assertion: `Assert<SameKeys<…>>` fails to compile when the two inputs drift apart. */
 export type Assert<T extends true> = T;
 
-export const StableSymbolEnum = builder.enumType('StableSymbol', { values: StableSymbol.options });
+// The GraphQL enums live in ../enums.ts (one per domain union); re-exported for the modules that import it from here.
+export { StableSymbolEnum } from '../enums.ts';
