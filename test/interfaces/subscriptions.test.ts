@@ -167,7 +167,7 @@ test('an event committed on node B reaches a subscriber on node A within 1 s; a 
     const elapsed = Date.now() - started;
     t.log(`B → A delivery: ${elapsed} ms`);
     t.true(elapsed < 1000, `delivered after ${elapsed} ms`);
-    t.like(event, { kind: 'payment_link.created', network: 'chain-devnet', agentAsset: mint });
+    t.like(event, { kind: 'payment_link.created', network: 'CHAIN_DEVNET', agentAsset: mint });
     t.is(first.events.length, from + 1, 'exactly one event for one create');
     lastId = event.id;
   } finally {
@@ -232,9 +232,9 @@ test('a chain-mainnet subscriber does not receive chain-devnet events', async (t
     await mainnet.waitFor((e) => e.metadata.payment_link_id === mainnetMarker, 3000, mainnetBefore);
 
     t.deepEqual(mainnet.events.slice(mainnetBefore).map((e) => e.metadata.payment_link_id), [mainnetLink, mainnetMarker]);
-    t.true(mainnet.events.every((e) => e.network === 'chain-mainnet'));
+    t.true(mainnet.events.every((e) => e.network === 'CHAIN_MAINNET'));
     t.deepEqual(devnet.events.slice(devnetBefore).map((e) => e.metadata.payment_link_id), [devnetLink, devnetMarker]);
-    t.true(devnet.events.every((e) => e.network === 'chain-devnet'));
+    t.true(devnet.events.every((e) => e.network === 'CHAIN_DEVNET'));
   } finally {
     await mainnet.close();
     await devnet.close();
