@@ -91,3 +91,8 @@ export const IdentityVerdictEnum = graphqlEnum('IdentityVerdict', Verdict);
 export function networkOf(value: string): NetworkName {
   return Network.parse(value);
 }
+
+/** The same for any domain enum: a wire string a wire type leaves untyped, checked against the enum it always holds. */
+export function wireValue<const V extends string>(source: z.ZodEnum<{ [K in V]: K }>, value: string): V {
+  return source.parse(value) as V;
+}

@@ -17,7 +17,9 @@ import {
   type VerifyReceiptResult,
 } from '../../../domain/buyer/schema.ts';
 import { builder } from '../builder.ts';
-import { graphqlEnum, HttpMethodEnum, IdentityVerdictEnum, NetworkEnum, StableSymbolEnum, VerificationStatusEnum } from '../enums.ts';
+import { HttpMethod } from '../../../domain/payment-links/schema.ts';
+import { TokenProgram } from '../../../domain/treasury/schema.ts';
+import { graphqlEnum, HttpMethodEnum, IdentityVerdictEnum, NetworkEnum, StableSymbolEnum, TokenProgramEnum, VerificationStatusEnum, wireValue } from '../enums.ts';
 import { given, JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 import { ReceiptRef } from './receipts.ts';
 import { PreparedEnvelopeRef } from './transactions.ts';
@@ -38,7 +40,7 @@ const StableRef = builder.objectRef<StableInfo>('BuyerStable').implement({
     symbol: t.expose('symbol', { type: StableSymbolEnum }),
     mint: t.exposeString('mint'),
     decimals: t.exposeInt('decimals'),
-    tokenProgram: t.exposeString('token_program'),
+    tokenProgram: t.field({ type: TokenProgramEnum, resolve: (s) => wireValue(TokenProgram, s.token_program) }),
     tokenProgramId: t.exposeString('token_program_id'),
   }),
 });
@@ -132,7 +134,7 @@ const QuoteRef = builder.objectRef<Quote>('Quote').implement({
   fields: (t) => ({
     source: t.expose('source', { type: QuoteSourceEnum }),
     url: t.exposeString('url', { nullable: true }),
-    method: t.exposeString('method'),
+    method: t.field({ type: HttpMethodEnum, resolve: (q) => wireValue(HttpMethod, q.method) }),
     domain: t.exposeString('domain', { nullable: true }),
     paymentLink: t.exposeString('payment_link', { nullable: true }),
     resource: t.expose('resource', { type: JsonScalar, nullable: true }),

@@ -1,6 +1,7 @@
 import { DiscoverySource, type DiscoverItem } from '../../../domain/discovery/schema.ts';
 import { builder } from '../builder.ts';
-import { graphqlEnum, NetworkEnum, networkOf, ProtocolEnum } from '../enums.ts';
+import { HttpMethod } from '../../../domain/payment-links/schema.ts';
+import { graphqlEnum, HttpMethodEnum, NetworkEnum, networkOf, ProtocolEnum, wireValue } from '../enums.ts';
 
 const DiscoverySourceEnum = graphqlEnum('DiscoverySource', DiscoverySource, { description: 'SVC: a public payment link of this gateway; REGISTRY: an agent’s registration document.' });
 import { given } from './common.ts';
@@ -18,7 +19,7 @@ const DiscoverItemRef = builder.objectRef<DiscoverItem>('DiscoverItem').implemen
     capabilities: t.exposeStringList('capabilities'),
     agent: t.exposeString('agent'),
     url: t.exposeString('url'),
-    method: t.exposeString('method', { nullable: true }),
+    method: t.field({ type: HttpMethodEnum, nullable: true, resolve: (i) => (i.method === null ? null : wireValue(HttpMethod, i.method)) }),
     priceUsd: t.exposeString('price_usd', { nullable: true }),
     currencies: t.exposeStringList('currencies'),
     protocol: t.expose('protocol', { type: ProtocolEnum, nullable: true }),
