@@ -12,8 +12,8 @@ import { builder } from './builder.ts';
 // UPPER_CASE names (GraphQL convention: `chain-devnet` → CHAIN_DEVNET, `before_forward` → BEFORE_FORWARD,
 // `agentCreate` → AGENT_CREATE); each maps to the domain's wire value (Pothos `value:`), so resolvers and the
 // procedures they call see exactly what REST and tRPC see, and a value outside the enum is a GraphQL validation error
-// before any resolver runs. One GraphQL enum per domain union, shared by inputs and outputs: ask for it by name and
-// domain enum from any schema module (a new field too) and the same type comes back.
+// before any resolver runs. One GraphQL enum per domain union, shared by inputs and outputs: any schema module (a new
+// field too) asking for a name with its domain enum gets the same type back.
 
 type Types = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never;
 

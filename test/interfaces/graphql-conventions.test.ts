@@ -138,3 +138,36 @@ test('enum values travel as wire values: a GraphQL enum input reaches the resolv
   t.is(Network.serialize('chain-devnet'), 'CHAIN_DEVNET');
   t.throws(() => Network.parseValue('chain-devnet'), { message: /Value "chain-devnet" does not exist in "Network" enum/ });
 });
+
+test('one enum per domain union: the input and the output of a union name the same GraphQL enum', async (t) => {
+  const client = await introspected();
+  const fieldType = (where: string): string => {
+    const [typeName, rest] = where.split('.') as [string, string];
+    const type = client.getType(typeName);
+    if (!isObjectType(type) && !isInputObjectType(type)) throw new Error(`no type ${typeName}`);
+    const arg = /^(\w+)\((\w+)\)$/.exec(rest);
+    if (arg) {
+      if (!isObjectType(type)) throw new Error(`${typeName} has no arguments`);
+      return getNamedType(type.getFields()[arg[1]!]!.args.find((a) => a.name === arg[2])!.type).name;
+    }
+    return getNamedType(type.getFields()[rest]!.type).name;
+  };
+  const unions: Record<string, string[]> = {
+    StableSymbol: ['CreatePaymentLinkInput.currency', 'UpdatePaymentLinkInput.acceptsCurrencies', 'PaymentLink.currency', 'AcceptEntry.currency', 'SpendLimitInput.currency', 'SpendLimit.currency', 'Mutation.evaluateSpendPolicy(currency)', 'QuoteOption.currency', 'BuyerStable.symbol', 'TreasuryToken.symbol'],
+    Network: ['Query.agentRegistration(network)', 'PaymentLink.network', 'Event.network', 'Agent.network', 'Receipt.network', 'SpendPolicy.network', 'IndexerNetworkStatus.network', 'DiscoverItem.network', 'Webhook.network'],
+    Protocol: ['CreatePaymentLinkInput.protocol', 'PaymentLink.protocol', 'DiscoverItem.protocol'],
+    SettlePolicy: ['UpdatePaymentLinkInput.settlePolicy', 'PaymentLink.settlePolicy'],
+    HttpMethod: ['CreatePaymentLinkInput.method', 'PaymentLink.method', 'Mutation.buyerQuote(method)', 'Quote.method', 'DiscoverItem.method'],
+    EventPhase: ['Event.phase', 'WebhookDelivery.phase', 'SubmitResult.phase'],
+    ReceiptKind: ['Query.receipts(kind)', 'Receipt.kind'],
+    ReceiptDecision: ['Query.receipts(decision)', 'Receipt.decision'],
+    PullFormat: ['Mutation.createPullTarget(format)', 'PullTarget.format'],
+    DiscoverySource: ['Query.discover(source)', 'DiscoverItem.source'],
+    MinIdentityVerdict: ['SpendPolicyInput.minIdentityVerdict', 'SpendPolicy.minIdentityVerdict'],
+    TokenProgram: ['TreasuryToken.tokenProgram', 'PayToEntry.tokenProgram', 'BuyerStable.tokenProgram'],
+    VerificationStatus: ['ReceiptVerification.status', 'BuyerReceiptVerification.settlement'],
+  };
+  for (const [union, places] of Object.entries(unions)) {
+    for (const where of places) t.is(fieldType(where), union, where);
+  }
+});
