@@ -107,7 +107,8 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   Scalars: {
     ID: { Input: string; Output: string };
-    JSON: { Input: unknown; Output: unknown };
+    // Input `{}`: any JSON value but null, so a `required: true` JSON field is a required key of the inferred input.
+    JSON: { Input: {}; Output: unknown };
   };
 }>({
   defaultFieldNullability: false,

@@ -203,12 +203,12 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.deepEqual((await http(gateway, 'GET', `/v1/agents/${mint}`, { key })).body.delegations, []);
 
   // Every prepared event went prepared → submitted → confirmed on the subscription, in that order.
-  const ids = [...new Set(events.seen.filter((e) => e.phase === 'prepared').map((e) => e.id))];
+  const ids = [...new Set(events.seen.filter((e) => e.phase === 'PREPARED').map((e) => e.id))];
   t.is(ids.length, 7, JSON.stringify(events.seen.map((e) => [e.kind, e.phase])));
-  await until('every confirmation on the subscription', () => ids.every((id) => events.seen.some((e) => e.id === id && e.phase === 'confirmed')) || undefined, 10_000);
+  await until('every confirmation on the subscription', () => ids.every((id) => events.seen.some((e) => e.id === id && e.phase === 'CONFIRMED')) || undefined, 10_000);
   for (const id of ids) {
     const phases = events.seen.filter((e) => e.id === id).map((e) => e.phase);
-    t.deepEqual(phases, ['prepared', 'submitted', 'confirmed'], `${id}: ${phases.join(' → ')}`);
+    t.deepEqual(phases, ['PREPARED', 'SUBMITTED', 'CONFIRMED'], `${id}: ${phases.join(' → ')}`);
   }
   t.deepEqual(
     [...new Set(events.seen.filter((e) => ids.includes(e.id)).map((e) => e.kind))].sort(),

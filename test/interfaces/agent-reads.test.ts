@@ -17,6 +17,7 @@ import { spendableLamports, TREASURY_RESERVE_LAMPORTS } from '../../domain/treas
 import { findStable, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
 import { coreAssetData, createRealCoreAsset, writeCoreAsset } from '../support/core-asset.ts';
 import { http, randomAddress, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { asGraphqlEnums } from '../support/graphql.ts';
 
 // hosted-api §4.4 and DECISIONS "Prepare / submit / events": GET /v1/agents/{mint}, …/treasury/balances and …/pay-to on
 // REST, tRPC and GraphQL — the same answers on the three doors, read from the embedded ledgers; another principal's
@@ -108,7 +109,8 @@ async function readAll(t: ExecutionContext<Ctx>, read: Read, key: string, mint: 
   // The slot is read per call and moves on between them: compared apart.
   const steady = (v: any) => (read === 'balances' ? { ...v, slot: 0 } : v);
   t.deepEqual(steady(trpc), steady(rest.body), `${read}: tRPC = REST`);
-  t.deepEqual(steady(graphValue), steady(camel(rest.body)), `${read}: GraphQL = REST`);
+  // GraphQL answers the enums' UPPER_CASE values (issue 16)
+  t.deepEqual(steady(graphValue), steady(asGraphqlEnums(camel(rest.body), ['network', 'source', 'tokens.tokenProgram', 'payTo.tokenProgram'])), `${read}: GraphQL = REST`);
   if (read === 'balances') {
     t.true(Number.isInteger(rest.body.slot) && rest.body.slot > 0);
     t.true((trpc as { slot: number }).slot >= rest.body.slot && graphValue.slot >= (trpc as { slot: number }).slot, 'slots read later are not earlier');

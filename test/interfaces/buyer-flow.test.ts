@@ -121,7 +121,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.like(viaTrpc, { decision: 'allow', prepared: { echo: { amount_atomic: '500000', pay_to: treasuryOf(seller.mint) } } });
   const gAllowed = await gql('mutation($i: JSON!) { executeBuyerPayment(input: $i) { decision checks { rule ok } prepared { eventId } } }', { i: body });
   t.falsy(gAllowed.body.errors, JSON.stringify(gAllowed.body.errors));
-  t.is(gAllowed.body.data.executeBuyerPayment.decision, 'allow');
+  t.is(gAllowed.body.data.executeBuyerPayment.decision, 'ALLOW');
 
   // Those two are prepared, not landed: the daily cap (5 USDC) counts them, so payments prepared side by side cannot
   // each pass it alone — 1.515 spent + 2.02 in flight + 1.515 > 5.
@@ -218,7 +218,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.like(v1, { ok: true, nonce: 1, settlement: 'verified' });
   const gv = await gql('mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok settlement checks { name ok } } }', { h: first.receipt.receipt.receipt_hash });
   t.falsy(gv.body.errors, JSON.stringify(gv.body.errors));
-  t.like(gv.body.data.verifyBuyerReceipt, { ok: true, settlement: 'verified' });
+  t.like(gv.body.data.verifyBuyerReceipt, { ok: true, settlement: 'VERIFIED' });
   const tampered = { ...first.receipt.receipt, price: { ...first.receipt.receipt.price, amount_atomic: '1' } };
   const vt = await rest('POST', '/v1/buyer/receipt/verify', { receipt: tampered });
   t.false(vt.body.ok);

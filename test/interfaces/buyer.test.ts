@@ -55,8 +55,8 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
 
   const g = await gql(t, '{ buyerNetworks { network current rails stables { symbol mint decimals tokenProgram } } buyerCurrencies { network data { symbol mint } } }');
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.like(g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'chain-devnet'), { current: true, rails: ['x402'] });
-  t.deepEqual(g.body.data.buyerCurrencies, { network: 'chain-devnet', data: [{ symbol: 'USDC', mint: USDC.mint }] });
+  t.like(g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'), { current: true, rails: ['x402'] });
+  t.deepEqual(g.body.data.buyerCurrencies, { network: 'CHAIN_DEVNET', data: [{ symbol: 'USDC', mint: USDC.mint }] });
 });
 
 test('GET /v1/seller/facilitator on REST, tRPC and GraphQL: its URL, fee payer per network and its /health', async (t) => {
@@ -72,7 +72,7 @@ test('GET /v1/seller/facilitator on REST, tRPC and GraphQL: its URL, fee payer p
   const g = await gql(t, '{ sellerFacilitator { url networks { network feePayer supported } health healthError } }');
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
   t.is(g.body.data.sellerFacilitator.url, res.body.url);
-  t.like(g.body.data.sellerFacilitator.networks.find((n: { network: string }) => n.network === 'chain-devnet'), { feePayer, supported: true });
+  t.like(g.body.data.sellerFacilitator.networks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'), { feePayer, supported: true });
   t.like(g.body.data.sellerFacilitator.health, { ok: true });
 });
 
@@ -111,8 +111,8 @@ test('quote a payment link on REST, tRPC and GraphQL: net, fee and gross per cur
 
   const g = await gql(t, `mutation($id: String) { buyerQuote(paymentLink: $id) { source paymentLink options { ${OPTION_FIELDS} } seller { agent payTo identity { verdict } } } }`, { id: link.id });
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.like(g.body.data.buyerQuote, { source: 'payment_link', paymentLink: link.id, seller: { agent, payTo: treasury } });
-  t.like(g.body.data.buyerQuote.options[0], { net: '0.01', grossAtomic: (10_000n + fee).toString(), currency: 'USDC', payable: true });
+  t.like(g.body.data.buyerQuote, { source: 'PAYMENT_LINK', paymentLink: link.id, seller: { agent, payTo: treasury } });
+  t.like(g.body.data.buyerQuote.options[0], { net: '0.01', grossAtomic: (10_000n + fee).toString(), currency: 'USDC', kind: 'X402', network: 'CHAIN_DEVNET', payable: true });
 
   // a URL of this gateway's own paywall is the same link, resolved locally (the gateway never calls itself)
   const own = await rest(t, 'POST', '/v1/buyer/quote', { url: link.share_url });
@@ -148,7 +148,7 @@ test('quote a URL probed over HTTP: the real paywall’s 402 (v2 header and v1 b
 
   const g = await gql(t, `mutation($u: String) { buyerQuote(url: $u) { source options { x402Version net } seller { agent } } }`, { u: `${v1.url}/weather` });
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.like(g.body.data.buyerQuote, { source: 'url', options: [{ x402Version: 1, net: '0.25' }], seller: { agent } });
+  t.like(g.body.data.buyerQuote, { source: 'URL', options: [{ x402Version: 1, net: '0.25' }], seller: { agent } });
 });
 
 test('quote: not a 402, a malformed challenge, an unreachable or refused URL and an unknown link are clear 4xx, never 500', async (t) => {
@@ -295,7 +295,7 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
     id: link.id,
   });
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.is(g.body.data.evaluateSpendPolicy.decision, 'deny');
+  t.is(g.body.data.evaluateSpendPolicy.decision, 'DENY');
   t.is(g.body.data.evaluateSpendPolicy.reasons.length, 2);
 
   // evaluate input errors: none or two of quote/url/payment_link

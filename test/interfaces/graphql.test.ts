@@ -80,7 +80,7 @@ test('recordAgent and agent go through the agent service', async (t) => {
   });
   t.falsy(recorded.body.errors);
   const agent = recorded.body.data.recordAgent;
-  t.like(agent, { mint, owner, network: 'chain-devnet', name: 'Scout', uri: null, executive: null, delegations: [], source: 'recorded' });
+  t.like(agent, { mint, owner, network: 'CHAIN_DEVNET', name: 'Scout', uri: null, executive: null, delegations: [], source: 'RECORDED' });
   const rest = await http(t.context.app, 'GET', `/v1/agents/${mint}`, { key: t.context.key });
   t.is(agent.treasury, rest.body.treasury);
   t.is(agent.registeredAt, rest.body.registered_at);
@@ -105,13 +105,13 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
     response: { status: 201, mimeType: 'text/plain', body: 'sunny' },
     webhookUrl: 'https://example.com/hook',
     wrapReceipt: true,
-    settlePolicy: 'on_success',
+    settlePolicy: 'ON_SUCCESS',
     metadata: { upstream_url: 'https://api.example.com/weather', region: 'eu' },
     currency: null, // GraphQL null on an optional field means "not given"
   });
   t.like(link, {
     id: 'gql-weather',
-    network: 'chain-devnet',
+    network: 'CHAIN_DEVNET',
     label: 'Weather report',
     ownerAgent: t.context.agent,
     method: 'GET',
@@ -119,11 +119,11 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
     price: '0.25 usdc',
     currency: 'USDC',
     acceptsCurrencies: [],
-    protocol: 'x402',
+    protocol: 'X402',
     response: { status: 201, mimeType: 'text/plain', body: 'sunny' },
     webhookUrl: 'https://example.com/hook',
     wrapReceipt: true,
-    settlePolicy: 'on_success',
+    settlePolicy: 'ON_SUCCESS',
     disabled: false,
     metadata: { upstream_url: 'https://api.example.com/weather', region: 'eu' },
     counters: { callCount: 0, settledCount: 0, lastCalledAt: null, lastSettledAt: null, lastTxSig: null },
@@ -142,7 +142,7 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
   const events = await gql(t, EVENTS, { kinds: ['payment_link.created'], agent: t.context.agent, first: 200 });
   const created = events.body.data.events.data.find((e: any) => e.metadata.payment_link_id === link.id);
   t.truthy(created, 'payment_link.created recorded');
-  t.like(created, { kind: 'payment_link.created', phase: 'confirmed', network: 'chain-devnet', agentAsset: t.context.agent, signature: null, slot: null });
+  t.like(created, { kind: 'payment_link.created', phase: 'CONFIRMED', network: 'CHAIN_DEVNET', agentAsset: t.context.agent, signature: null, slot: null });
   t.is(created.metadata.payment_link.id, link.id);
 
   const one = await gql(t, `query($id: ID!) { event(id: $id) { ${EVENT_FIELDS} } }`, { id: created.id });
@@ -267,6 +267,39 @@ test('invalid input is invalid_request with details.issues, from the shared zod 
   expectError(t, await gql(t, CREATE, { input: linkInput(t.context.agent, { id: taken.id }) }), 'conflict', 409);
 });
 
+test('enum inputs take the UPPER_CASE GraphQL values; a wire value or an unknown value is a GraphQL validation error (400), never a 500', async (t) => {
+  // the GraphQL values reach the domain as its wire values, and REST answers those
+  const link = await createLink(t, { protocol: 'MPP', settlePolicy: 'ON_SUCCESS', currency: 'USDC', method: 'POST' });
+  t.like(link, { protocol: 'MPP', settlePolicy: 'ON_SUCCESS', currency: 'USDC', network: 'CHAIN_DEVNET', method: 'POST' });
+  const rest = await http(t.context.app, 'GET', `/v1/payment-links/${link.id}`, { key: t.context.key });
+  t.like(rest.body, { protocol: 'mpp', settle_policy: 'on_success', currency: 'USDC', network: 'chain-devnet', method: 'POST' });
+  // a valid symbol the network lacks reaches the domain (as USDT) and is refused there, with REST's issue path
+  const mainnetOnly = await gql(t, CREATE, { input: linkInput(t.context.agent, { acceptsCurrencies: ['USDT'] }) });
+  t.like(expectError(t, mainnetOnly, 'invalid_request', 400).extensions.details.issues[0], { path: 'accepts_currencies.0', code: 'invalid_currency' });
+
+  const refused = async (res: HttpResult, value: string, enumName: string) => {
+    t.not(res.status, 500);
+    const error = expectError(t, res, 'invalid_request', 400);
+    t.regex(error.message, new RegExp(`"${value}".*"${enumName}"|${enumName}.*${value}`), error.message);
+    t.is(error.path, undefined, 'refused by validation, before any resolver');
+    t.falsy(res.body.data);
+  };
+  // as variables: the REST wire values and lower-case symbols (REST accepts any case) are not GraphQL values
+  await refused(await gql(t, CREATE, { input: linkInput(t.context.agent, { protocol: 'mpp' }) }), 'mpp', 'Protocol');
+  await refused(await gql(t, CREATE, { input: linkInput(t.context.agent, { settlePolicy: 'on_success' }) }), 'on_success', 'SettlePolicy');
+  await refused(await gql(t, CREATE, { input: linkInput(t.context.agent, { currency: 'usdc' }) }), 'usdc', 'StableSymbol');
+  await refused(await gql(t, CREATE, { input: linkInput(t.context.agent, { acceptsCurrencies: ['USDC', 'EURC'] }) }), 'EURC', 'StableSymbol');
+  // as literals in the document
+  const literal = await gql(t, `{ agentRegistration(mint: "${t.context.agent}", network: chain_devnet) }`);
+  await refused(literal, 'chain_devnet', 'Network');
+  const quoted = await gql(t, `{ receipts(agent: "${t.context.agent}", kind: "earn") { data { nonce } } }`);
+  await refused(quoted, 'earn', 'ReceiptKind');
+  // and the UPPER_CASE literal is accepted
+  const ok = await gql(t, `{ receipts(agent: "${t.context.agent}", kind: EARN) { data { nonce kind } } }`);
+  t.falsy(ok.body.errors, JSON.stringify(ok.body.errors));
+  t.deepEqual(ok.body.data.receipts.data, []);
+});
+
 test('unknown ids are payment_link_not_found', async (t) => {
   const res = await gql(t, GET_LINK, { id: 'no-such-link' });
   const error = expectError(t, res, 'payment_link_not_found', 404);
@@ -296,7 +329,7 @@ test('a chain-mainnet key does not see chain-devnet links or events', async (t) 
   const list = await gql(t, `{ paymentLinks(first: 200) { data { id network } } }`, undefined, main);
   t.false(list.body.data.paymentLinks.data.some((l: any) => l.id === link.id));
   const events = await gql(t, EVENTS, { first: 200 }, main);
-  t.true(events.body.data.events.data.every((e: any) => e.network === 'chain-mainnet'));
+  t.true(events.body.data.events.data.every((e: any) => e.network === 'CHAIN_MAINNET'));
   // The devnet agent does not exist on mainnet either.
   expectError(t, await gql(t, CREATE, { input: linkInput(t.context.agent) }, main), 'agent_not_found', 404);
 

@@ -256,7 +256,7 @@ test('registration.json: public (no key), registration-v1 with the agent’s pai
 
   // tRPC with no key, GraphQL with no key (agentRegistration) and nested on the agent
   t.deepEqual(await trpc(t, '').identity.registration.query({ mint, network: 'chain-devnet' }), doc.body);
-  const anonymous = await gql(t, undefined, `query($m: String!) { agentRegistration(mint: $m, network: "chain-devnet") }`, { m: mint });
+  const anonymous = await gql(t, undefined, `query($m: String!) { agentRegistration(mint: $m, network: CHAIN_DEVNET) }`, { m: mint });
   t.falsy(anonymous.body.errors, JSON.stringify(anonymous.body.errors));
   t.deepEqual(anonymous.body.data.agentRegistration, doc.body);
   const nested = await gql(t, t.context.key, `query($m: String!) { agent(mint: $m) { registration } }`, { m: mint });
@@ -387,9 +387,9 @@ test('verify intent: pay warns without a paid endpoint and passes with one; dele
   t.is(bad.body.error, 'invalid_request');
   const viaTrpc = await trpc(t, t.context.other).identity.verify.mutate({ mint, intent: 'hire' });
   t.true(names(viaTrpc.checks).intent);
-  const viaGql = await gql(t, t.context.other, `query($m: String) { verifyIdentity(mint: $m, intent: delegate) { verdict checks { name ok } } }`, { m: mint });
+  const viaGql = await gql(t, t.context.other, `query($m: String) { verifyIdentity(mint: $m, intent: DELEGATE) { verdict checks { name ok } } }`, { m: mint });
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
-  t.is(viaGql.body.data.verifyIdentity.verdict, 'deny');
+  t.is(viaGql.body.data.verifyIdentity.verdict, 'DENY');
   t.false(names(viaGql.body.data.verifyIdentity.checks).intent);
 });
 

@@ -277,7 +277,7 @@ test.serial('verify: deny for an unknown agent, warn for a bare one, deny on a t
 
   const viaGql = await gql(t, t.context.other, `query($m: String) { verifyIdentity(mint: $m, thresholds: { minSettledCalls: 0 }) { verdict score checks { name ok detail } profile { mint } } }`, { m: mint });
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
-  t.is(viaGql.body.data.verifyIdentity.verdict, 'warn');
+  t.is(viaGql.body.data.verifyIdentity.verdict, 'WARN');
   t.like(names(viaGql.body.data.verifyIdentity.checks), { settled_calls: true });
 
   const bad = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, handle: 'x' } });
@@ -474,8 +474,8 @@ test.serial('disclosures: a link reveals the named fields (private claims includ
 
   const viaGql = await gql(t, t.context.other, `query($token: String!) { identityDisclosure(token: $token) { mint fields profile { handle } privateClaims { id } reputation { settledCalls } } }`, { token: link.body.token });
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
-  t.deepEqual(viaGql.body.data.identityDisclosure, { mint, fields: ['profile', 'private_claims'], profile: { handle: h }, privateClaims: [{ id: secret.id }], reputation: null });
-  const gqlLink = await gql(t, t.context.key, `mutation($m: String!) { createIdentityDisclosure(mint: $m, fields: [reputation], expiresIn: 60) { token expiresAt } }`, { m: mint });
+  t.deepEqual(viaGql.body.data.identityDisclosure, { mint, fields: ['PROFILE', 'PRIVATE_CLAIMS'], profile: { handle: h }, privateClaims: [{ id: secret.id }], reputation: null });
+  const gqlLink = await gql(t, t.context.key, `mutation($m: String!) { createIdentityDisclosure(mint: $m, fields: [REPUTATION], expiresIn: 60) { token expiresAt } }`, { m: mint });
   t.falsy(gqlLink.body.errors, JSON.stringify(gqlLink.body.errors));
 
   t.is((await http(t.context.app, 'GET', `/v1/identity/disclosures/svc_dl_${'x'.repeat(32)}`, { key: t.context.other })).status, 404);

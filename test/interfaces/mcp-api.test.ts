@@ -173,7 +173,7 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
   const registry = await http(app, 'GET', '/v1/discover?source=registry', { key: reader });
   t.true(registry.body.data.every((i: any) => i.source === 'registry' && i.price_usd === null));
 
-  const g = await gql(app, reader, '{ discover(q: "storm", source: "svc") { source id priceUsd url capabilities } }');
+  const g = await gql(app, reader, '{ discover(q: "storm", source: SVC) { source id priceUsd url capabilities } }');
   t.falsy(g.errors, JSON.stringify(g.errors));
   t.deepEqual(g.data.discover.map((i: any) => i.id).sort(), [listed.id, pricey.id].sort());
 

@@ -399,7 +399,7 @@ test.serial('graphql-ws and SSE: each principal receives only its own events, ad
   await streams.mainnetWs!.waitForLink('sub-m1');
   t.deepEqual([...linkIdsOf(streams.mainnetWs!.events)], ['sub-m1'], 'the mainnet admin: nothing of devnet');
   t.true(Object.values(streams).every((s) => s.errors.length === 0));
-  t.true(Object.values(streams).every((s) => s.events.every((e) => e.network === (s === streams.mainnetWs ? 'chain-mainnet' : 'chain-devnet'))));
+  t.true(Object.values(streams).every((s) => s.events.every((e) => e.network === (s === streams.mainnetWs ? 'CHAIN_MAINNET' : 'CHAIN_DEVNET'))));
 });
 
 test('a subscription resuming after another principal\'s event answers event_not_found on both transports', async (t) => {

@@ -270,7 +270,7 @@ test('tRPC and GraphQL: the same push, list, by-hash and verify-chain, with the 
     `mutation($agent: String!, $receipt: JSON!) { pushReceipt(agent: $agent, receipt: $receipt) { ok duplicate eventId receiptHash nonce verification { status } } }`,
     { agent: mint, receipt: r1 },
   );
-  t.like(m.body.data.pushReceipt, { ok: true, duplicate: false, nonce: 1, verification: { status: 'not_applicable' } });
+  t.like(m.body.data.pushReceipt, { ok: true, duplicate: false, nonce: 1, verification: { status: 'NOT_APPLICABLE' } });
   const chainErr = await gql(`mutation($agent: String!, $receipt: JSON!) { pushReceipt(agent: $agent, receipt: $receipt) { ok } }`, {
     agent: mint,
     receipt: buildReceipt(mint, null, { request: { method: 'PUT', url: 'https://x.example/' } }),
@@ -285,9 +285,9 @@ test('tRPC and GraphQL: the same push, list, by-hash and verify-chain, with the 
     { agent: mint, hash: r0!.receipt_hash },
   );
   t.is(q.body.errors, undefined, JSON.stringify(q.body.errors));
-  t.like(q.body.data.receipts, { hasMore: true, data: [{ nonce: 1, receiptHash: r1!.receipt_hash, source: 'push' }] });
+  t.like(q.body.data.receipts, { hasMore: true, data: [{ nonce: 1, receiptHash: r1!.receipt_hash, source: 'PUSH' }] });
   t.deepEqual(q.body.data.receipts.data[0].receipt, r1);
-  t.like(q.body.data.receipt, { nonce: 0, network: 'chain-devnet', verification: { status: 'not_applicable' } });
+  t.like(q.body.data.receipt, { nonce: 0, network: 'CHAIN_DEVNET', verification: { status: 'NOT_APPLICABLE' } });
   t.like(q.body.data.receiptChain, { ok: true, length: 2, headNonce: 1, firstBreak: null });
   const rest = await http(app, 'GET', `/v1/receipts/${mint}?limit=1`, { key });
   t.deepEqual(rest.body.data[0].receipt, q.body.data.receipts.data[0].receipt);

@@ -167,7 +167,7 @@ test('an event committed on node B reaches a subscriber on node A within 1 s; a 
     const elapsed = Date.now() - started;
     t.log(`B → A delivery: ${elapsed} ms`);
     t.true(elapsed < 1000, `delivered after ${elapsed} ms`);
-    t.like(event, { kind: 'payment_link.created', network: 'chain-devnet', agentAsset: mint });
+    t.like(event, { kind: 'payment_link.created', network: 'CHAIN_DEVNET', agentAsset: mint });
     t.is(first.events.length, from + 1, 'exactly one event for one create');
     lastId = event.id;
   } finally {
@@ -232,9 +232,9 @@ test('a chain-mainnet subscriber does not receive chain-devnet events', async (t
     await mainnet.waitFor((e) => e.metadata.payment_link_id === mainnetMarker, 3000, mainnetBefore);
 
     t.deepEqual(mainnet.events.slice(mainnetBefore).map((e) => e.metadata.payment_link_id), [mainnetLink, mainnetMarker]);
-    t.true(mainnet.events.every((e) => e.network === 'chain-mainnet'));
+    t.true(mainnet.events.every((e) => e.network === 'CHAIN_MAINNET'));
     t.deepEqual(devnet.events.slice(devnetBefore).map((e) => e.metadata.payment_link_id), [devnetLink, devnetMarker]);
-    t.true(devnet.events.every((e) => e.network === 'chain-devnet'));
+    t.true(devnet.events.every((e) => e.network === 'CHAIN_DEVNET'));
   } finally {
     await mainnet.close();
     await devnet.close();
@@ -265,15 +265,19 @@ test('subscription errors arrive as GraphQL errors with extensions.code, on an o
   const { a, key } = t.context;
   const badKinds = subscribe(a, key, { kinds: ['NOT A KIND'] });
   const badCursor = subscribe(a, key, { after: 'no-such-event' });
+  // the arguments are checked by GET /v1/events' zod schema (ListEventsInput): an agent filter over 64 characters
+  const badAgent = subscribe(a, key, { agent: 'x'.repeat(65) });
   try {
-    for (const [sub, code] of [
-      [badKinds, 'invalid_request'],
-      [badCursor, 'event_not_found'],
+    for (const [sub, code, path] of [
+      [badKinds, 'invalid_request', 'kinds.0'],
+      [badCursor, 'event_not_found', undefined],
+      [badAgent, 'invalid_request', 'agent'],
     ] as const) {
       await sub.waitFor(() => false, 3000).catch(() => undefined);
-      const [error] = sub.errors as { extensions?: { code?: string; request_id?: string } }[];
+      const [error] = sub.errors as { extensions?: { code?: string; request_id?: string; details?: { issues?: { path: string }[] } } }[];
       t.is(error?.extensions?.code, code, JSON.stringify(sub.errors));
       t.is(error?.extensions?.request_id?.length, 26);
+      if (path) t.is(error?.extensions?.details?.issues?.[0]?.path, path, JSON.stringify(sub.errors));
     }
     // Validation errors come back as the protocol's error message, with the same extensions.
     const invalid = await new Promise<unknown>((resolve) => {
@@ -284,6 +288,7 @@ test('subscription errors arrive as GraphQL errors with extensions.code, on an o
   } finally {
     await badKinds.close();
     await badCursor.close();
+    await badAgent.close();
   }
 });
 

@@ -258,21 +258,21 @@ test('the three doors: prepare over tRPC, the same route over GraphQL, submit ov
 
   const SUBMIT = `mutation($input: SubmitTransactionInput!) { submitTransaction(input: $input) { eventId signature phase replayed } }`;
   const submitted = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: sign(envelope, owner) } });
-  t.like(submitted.data?.submitTransaction, { eventId: envelope.event_id, phase: 'submitted', replayed: false }, JSON.stringify(submitted));
+  t.like(submitted.data?.submitTransaction, { eventId: envelope.event_id, phase: 'SUBMITTED', replayed: false }, JSON.stringify(submitted));
 
   // GraphQL: provision on an agent whose treasury accounts exist already (recording prepared them) is a no-op.
   const PREPARE = `mutation($route: PrepareRoute!, $input: JSON!) { prepareTransaction(route: $route, input: $input) { eventId noOp transaction { signers } echo } }`;
-  const noop = await graphql(app, key, PREPARE, { route: 'provision', input: { mint } });
+  const noop = await graphql(app, key, PREPARE, { route: 'PROVISION', input: { mint } });
   t.like(noop.data?.prepareTransaction, { eventId: null, noOp: true, transaction: null }, JSON.stringify(noop));
   const rest = await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key, body: {} });
   t.like(rest.body, { event_id: null, transaction: null, no_op: true });
 
   // The same refusals: a bad body (400 invalid_request) and another principal's agent (404 agent_not_found).
-  const bad = await graphql(app, key, PREPARE, { route: 'withdrawSol', input: { mint, lamports: '-1' } });
+  const bad = await graphql(app, key, PREPARE, { route: 'WITHDRAW_SOL', input: { mint, lamports: '-1' } });
   t.is(bad.errors?.[0]?.extensions?.code, 'invalid_request');
   t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { key, body: { lamports: '-1' } })).body.error, 'invalid_request');
   const stranger = (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
-  const foreign = await graphql(app, stranger, PREPARE, { route: 'provision', input: { mint } });
+  const foreign = await graphql(app, stranger, PREPARE, { route: 'PROVISION', input: { mint } });
   t.is(foreign.errors?.[0]?.extensions?.code, 'agent_not_found');
   t.is((await http(app, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key: stranger, body: {} })).status, 404);
 });

@@ -124,10 +124,10 @@ async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway:
 
   const fund = await until('agent.treasury.fund on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === funded.signature));
   t.log(`deposit sent → agent.treasury.fund on the subscription: ${Date.now() - sentAt} ms`);
-  t.like(fund, { phase: 'confirmed', agentAsset: mint, slot: funded.slot });
+  t.like(fund, { phase: 'CONFIRMED', agentAsset: mint, slot: funded.slot });
   t.like(fund.metadata, { source: 'indexer', token_account: treasuryUsdc.toBase58(), mint: USDC.mint, currency: 'USDC', amount_atomic: '2500000', from: from.publicKey.toBase58() });
   const sol = await until('agent.treasury.fund_sol on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
-  t.like(sol, { phase: 'confirmed', agentAsset: mint });
+  t.like(sol, { phase: 'CONFIRMED', agentAsset: mint });
   t.like(sol.metadata, { source: 'indexer', treasury, lamports: '10000000', from: from.publicKey.toBase58() });
 
   // 1000 lamports are noise: nothing for that signature once the indexer is past it
@@ -231,7 +231,7 @@ test('a transfer into a fee authority token account is protocol.fee.collected wi
   const sent = await send(connection, tx.serialize());
   t.is(sent.err, null);
   const fee = await until('protocol.fee.collected', () => seen.find((e) => e.kind === 'protocol.fee.collected' && e.signature === sent.signature), 20_000);
-  t.like(fee, { phase: 'confirmed', agentAsset: null });
+  t.like(fee, { phase: 'CONFIRMED', agentAsset: null });
   t.deepEqual(fee.metadata, {
     source: 'on_chain',
     tx_sig: sent.signature,
@@ -267,7 +267,7 @@ test.serial('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads 
 
   const gql = await http(a, 'POST', '/graphql', { key: user, body: { query: '{ indexerStatus { network watchedAddresses cursorSlot lagSlots lastRunAt lastError } }' } });
   t.is(gql.status, 200, JSON.stringify(gql.body));
-  t.like(gql.body.data.indexerStatus[0], { network: NET, lastError: null });
+  t.like(gql.body.data.indexerStatus[0], { network: 'CHAIN_DEVNET', lastError: null });
   t.true(gql.body.data.indexerStatus[0].watchedAddresses >= s.watched_addresses);
 
   const live = await issueKey(a, 'chain-mainnet');
@@ -333,7 +333,7 @@ metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the sam
   t.is(provisioned.err, null);
 
   const withdrawn = await until('indexer withdraw_sol', () => seen.find((e) => e.kind === 'agent.treasury.withdraw_sol' && e.signature === out.signature));
-  t.like(withdrawn, { phase: 'confirmed', agentAsset: mint });
+  t.like(withdrawn, { phase: 'CONFIRMED', agentAsset: mint });
   t.deepEqual(withdrawn.metadata, { source: 'indexer', treasury, lamports: '50000000', destination: wallet });
   const created = await until('indexer provision', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === provisioned.signature));
   const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true);

@@ -188,9 +188,9 @@ test.serial('pull targets: floor, format, SSRF guard, one per URL, owner-only, d
   t.is(gql.body.errors[0].extensions.code, 'invalid_request');
   const ok = await http(app, 'POST', '/graphql', {
     key,
-    body: { query: `mutation($m: String!, $u: String!) { createPullTarget(mint: $m, url: $u, format: "json", intervalSeconds: 30) { id format intervalSeconds } }`, variables: { m: mint, u: url } },
+    body: { query: `mutation($m: String!, $u: String!) { createPullTarget(mint: $m, url: $u, format: JSON, intervalSeconds: 30) { id format intervalSeconds } }`, variables: { m: mint, u: url } },
   });
-  t.like(ok.body.data.createPullTarget, { format: 'json', intervalSeconds: 30 });
+  t.like(ok.body.data.createPullTarget, { format: 'JSON', intervalSeconds: 30 });
   const listed = await http(app, 'POST', '/graphql', { key, body: { query: `query($m: String!) { pullTargets(mint: $m) { id url } }`, variables: { m: mint } } });
   t.deepEqual(listed.body.data.pullTargets.map((p: any) => p.url), [url]);
 });

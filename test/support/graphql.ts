@@ -1,5 +1,6 @@
 import { createClient } from 'graphql-ws';
 import WebSocket from 'ws';
+import { graphqlEnumName } from '../../interfaces/graphql/enums.ts';
 // Selection sets for the GraphQL types every wire field of which the tests compare with REST.
 
 export const LINK_FIELDS = `
@@ -42,4 +43,20 @@ export async function watchEvents(app: { url: string }, key: string): Promise<{ 
       await client.dispose();
     },
   };
+}
+
+/**
+ * A REST answer as GraphQL answers it: the wire values of a domain enum at the named paths (dotted; arrays are walked
+ * through: `tokens.tokenProgram`) written as the GraphQL enum values (`chain-devnet` → CHAIN_DEVNET, `token-2022` →
+ * TOKEN_2022); nulls, other keys and JSON values (metadata) unchanged.
+ */
+export function asGraphqlEnums<T>(value: T, paths: readonly string[]): T {
+  const at = (v: unknown, path: readonly string[]): unknown => {
+    if (Array.isArray(v)) return v.map((item) => at(item, path));
+    if (path.length === 0) return typeof v === 'string' ? graphqlEnumName(v) : v;
+    if (v === null || typeof v !== 'object' || !(path[0]! in v)) return v;
+    const [head, ...rest] = path as [string, ...string[]];
+    return { ...(v as Record<string, unknown>), [head]: at((v as Record<string, unknown>)[head], rest) };
+  };
+  return paths.reduce<unknown>((v, path) => at(v, path.split('.')), value) as T;
 }

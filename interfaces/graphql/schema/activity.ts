@@ -1,5 +1,6 @@
 import type { DailyBucket, DailyTransactions } from '../../../domain/receipts/daily.ts';
 import { builder } from '../builder.ts';
+import { NetworkEnum, networkOf } from '../enums.ts';
 import { given } from './common.ts';
 
 // Issue 15: GET /v1/receipts/{agent}/daily through the same procedure as REST (ctx.api).
@@ -31,7 +32,7 @@ const TotalsRef = builder.objectRef<Totals>('DailyTransactionTotals').implement(
 const DailyTransactionsRef = builder.objectRef<DailyTransactions>('DailyTransactions').implement({
   fields: (t) => ({
     agent: t.exposeString('agent'),
-    network: t.exposeString('network'),
+    network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     days: t.exposeInt('days'),
     since: t.exposeString('since'),
     buckets: t.expose('buckets', { type: [DailyBucketRef] }),

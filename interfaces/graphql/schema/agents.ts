@@ -1,7 +1,8 @@
-import type { Agent, RecordAgentInput } from '../../../domain/agents/schema.ts';
+import { Agent, type RecordAgentInput } from '../../../domain/agents/schema.ts';
 import type { AgentPayTo, TreasuryBalances } from '../../../domain/treasury/schema.ts';
 import { builder } from '../builder.ts';
-import { StableSymbolEnum, toDomainInput, type Assert, type SameKeys } from './common.ts';
+import { graphqlEnum, NetworkEnum, StableSymbolEnum, TokenProgramEnum } from '../enums.ts';
+import { toDomainInput, type Assert, type SameKeys } from './common.ts';
 
 // hosted-api §4.4: agent records, through the same procedures as REST (ctx.api).
 
@@ -18,7 +19,7 @@ const TreasuryTokenRef = builder.objectRef<TreasuryBalances['tokens'][number]>('
   fields: (t) => ({
     symbol: t.expose('symbol', { type: StableSymbolEnum, nullable: true, description: 'null for a mint outside the curated stables' }),
     mint: t.exposeString('mint'),
-    tokenProgram: t.exposeString('token_program', { description: 'spl or token-2022, as REST' }),
+    tokenProgram: t.expose('token_program', { type: TokenProgramEnum }),
     tokenAccount: t.exposeString('token_account'),
     amountAtomic: t.exposeString('amount_atomic'),
     decimals: t.exposeInt('decimals'),
@@ -30,7 +31,7 @@ const TreasuryBalancesRef = builder.objectRef<TreasuryBalances>('TreasuryBalance
   fields: (t) => ({
     agent: t.exposeString('agent'),
     treasury: t.exposeString('treasury'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     lamports: t.exposeString('lamports'),
     reserveLamports: t.exposeString('reserve_lamports'),
     spendableLamports: t.exposeString('spendable_lamports'),
@@ -44,7 +45,7 @@ const PayToEntryRef = builder.objectRef<AgentPayTo['pay_to'][number]>('PayToEntr
   fields: (t) => ({
     currency: t.expose('currency', { type: StableSymbolEnum }),
     asset: t.exposeString('asset'),
-    tokenProgram: t.exposeString('token_program', { description: 'spl or token-2022, as REST' }),
+    tokenProgram: t.expose('token_program', { type: TokenProgramEnum }),
     payTo: t.exposeString('pay_to', { description: 'The x402 payTo: the agent’s treasury.' }),
     tokenAccount: t.exposeString('token_account', { description: 'ATA(payTo, asset): the account a payment credits.' }),
     ready: t.exposeBoolean('ready', { description: 'Whether tokenAccount exists on the ledger now.' }),
@@ -54,19 +55,19 @@ const PayToEntryRef = builder.objectRef<AgentPayTo['pay_to'][number]>('PayToEntr
 const AgentPayToRef = builder.objectRef<AgentPayTo>('AgentPayTo').implement({
   fields: (t) => ({
     agent: t.exposeString('agent'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     treasury: t.exposeString('treasury'),
     payTo: t.expose('pay_to', { type: [PayToEntryRef] }),
   }),
 });
 
-const AgentSourceEnum = builder.enumType('AgentSource', { values: ['recorded', 'prepared'] as const satisfies readonly Agent['source'][] });
+const AgentSourceEnum = graphqlEnum('AgentSource', Agent.shape.source);
 
 export const AgentRef = builder.objectRef<Agent>('Agent').implement({
   description: 'An agent (an MPL Core asset) and its treasury.',
   fields: (t) => ({
     mint: t.exposeString('mint'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     owner: t.exposeString('owner'),
     name: t.exposeString('name', { nullable: true }),
     uri: t.exposeString('uri', { nullable: true }),

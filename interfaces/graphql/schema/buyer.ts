@@ -1,22 +1,25 @@
-import type {
-  BuyerCurrencies,
-  BuyerNetworks,
-  EvaluateInput,
+import {
   Evaluation,
-  ExecuteInput,
-  ExecuteResult,
-  FacilitatorInfo,
-  FinalizeInput,
-  FinalizeResult,
-  PutPolicyInput,
-  Quote,
   QuoteOption,
-  RuleResult,
+  Quote,
   SpendPolicy,
-  StableInfo,
-  VerifyReceiptResult,
+  type BuyerCurrencies,
+  type BuyerNetworks,
+  type EvaluateInput,
+  type ExecuteInput,
+  ExecuteResult,
+  type FacilitatorInfo,
+  type FinalizeInput,
+  type FinalizeResult,
+  type PutPolicyInput,
+  type RuleResult,
+  type StableInfo,
+  type VerifyReceiptResult,
 } from '../../../domain/buyer/schema.ts';
 import { builder } from '../builder.ts';
+import { HttpMethod } from '../../../domain/payment-links/schema.ts';
+import { TokenProgram } from '../../../domain/treasury/schema.ts';
+import { graphqlEnum, HttpMethodEnum, IdentityVerdictEnum, NetworkEnum, StableSymbolEnum, TokenProgramEnum, VerificationStatusEnum, wireValue } from '../enums.ts';
 import { given, JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 import { ReceiptRef } from './receipts.ts';
 import { PreparedEnvelopeRef } from './transactions.ts';
@@ -25,12 +28,19 @@ import { PreparedEnvelopeRef } from './transactions.ts';
 // Amounts are decimal strings; bodies that are a REST body (execute, a quote given back) travel as JSON, checked by the
 // same zod schemas.
 
+const QuoteOptionKindEnum = graphqlEnum('QuoteOptionKind', QuoteOption.shape.kind);
+const QuoteSourceEnum = graphqlEnum('QuoteSource', Quote.shape.source, { description: 'URL (probed), PAYMENT_LINK (resolved locally), DIRECT (execute’s payTo, amount, currency)' });
+const SpendDecisionEnum = graphqlEnum('SpendDecision', Evaluation.shape.decision);
+const MinIdentityVerdictEnum = graphqlEnum('MinIdentityVerdict', SpendPolicy.shape.min_identity_verdict.unwrap(), {
+  description: 'The seller identity verdict a spend needs at least (WARN admits WARN and ALLOW).',
+});
+
 const StableRef = builder.objectRef<StableInfo>('BuyerStable').implement({
   fields: (t) => ({
-    symbol: t.exposeString('symbol'),
+    symbol: t.expose('symbol', { type: StableSymbolEnum }),
     mint: t.exposeString('mint'),
     decimals: t.exposeInt('decimals'),
-    tokenProgram: t.exposeString('token_program'),
+    tokenProgram: t.field({ type: TokenProgramEnum, resolve: (s) => wireValue(TokenProgram, s.token_program) }),
     tokenProgramId: t.exposeString('token_program_id'),
   }),
 });
@@ -42,7 +52,7 @@ const ProtocolFeeRef = builder.objectRef<BuyerNetwork['protocol_fee']>('BuyerPro
 
 const BuyerNetworkRef = builder.objectRef<BuyerNetwork>('BuyerNetwork').implement({
   fields: (t) => ({
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     caip2: t.exposeString('caip2'),
     x402Network: t.exposeString('x402_network'),
     current: t.exposeBoolean('current'),
@@ -53,13 +63,13 @@ const BuyerNetworkRef = builder.objectRef<BuyerNetwork>('BuyerNetwork').implemen
 });
 
 const BuyerCurrenciesRef = builder.objectRef<BuyerCurrencies>('BuyerCurrencies').implement({
-  fields: (t) => ({ network: t.exposeString('network'), data: t.expose('data', { type: [StableRef] }) }),
+  fields: (t) => ({ network: t.expose('network', { type: NetworkEnum }), data: t.expose('data', { type: [StableRef] }) }),
 });
 
 type FacilitatorNetwork = FacilitatorInfo['networks'][number];
 const FacilitatorNetworkRef = builder.objectRef<FacilitatorNetwork>('FacilitatorNetwork').implement({
   fields: (t) => ({
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     caip2: t.exposeString('caip2'),
     feePayer: t.exposeString('fee_payer', { nullable: true }),
     supported: t.exposeBoolean('supported'),
@@ -79,12 +89,12 @@ const FacilitatorInfoRef = builder.objectRef<FacilitatorInfo>('FacilitatorInfo')
 const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
   description: 'One way to pay (kind x402 today); net + fee = gross, decimal strings and atomic strings.',
   fields: (t) => ({
-    kind: t.exposeString('kind'),
+    kind: t.expose('kind', { type: QuoteOptionKindEnum }),
     x402Version: t.exposeInt('x402_version'),
     scheme: t.exposeString('scheme'),
-    network: t.exposeString('network', { nullable: true }),
+    network: t.expose('network', { type: NetworkEnum, nullable: true }),
     networkId: t.exposeString('network_id'),
-    currency: t.exposeString('currency', { nullable: true }),
+    currency: t.expose('currency', { type: StableSymbolEnum, nullable: true }),
     asset: t.exposeString('asset'),
     decimals: t.exposeInt('decimals', { nullable: true }),
     payTo: t.exposeString('pay_to'),
@@ -105,7 +115,7 @@ const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
 type Seller = Quote['seller'];
 const SellerIdentityRef = builder.objectRef<NonNullable<Seller['identity']>>('QuoteSellerIdentity').implement({
   fields: (t) => ({
-    verdict: t.exposeString('verdict'),
+    verdict: t.expose('verdict', { type: IdentityVerdictEnum }),
     score: t.exposeInt('score'),
     checks: t.field({ type: 'JSON', resolve: (i) => i.checks }),
   }),
@@ -122,9 +132,9 @@ const SellerRef = builder.objectRef<Seller>('QuoteSeller').implement({
 const QuoteRef = builder.objectRef<Quote>('Quote').implement({
   description: 'POST /v1/buyer/quote',
   fields: (t) => ({
-    source: t.exposeString('source'),
+    source: t.expose('source', { type: QuoteSourceEnum }),
     url: t.exposeString('url', { nullable: true }),
-    method: t.exposeString('method'),
+    method: t.field({ type: HttpMethodEnum, resolve: (q) => wireValue(HttpMethod, q.method) }),
     domain: t.exposeString('domain', { nullable: true }),
     paymentLink: t.exposeString('payment_link', { nullable: true }),
     resource: t.expose('resource', { type: JsonScalar, nullable: true }),
@@ -140,37 +150,37 @@ const RuleResultRef = builder.objectRef<RuleResult>('SpendRuleResult').implement
     rule: t.exposeString('rule'),
     ok: t.exposeBoolean('ok'),
     detail: t.exposeString('detail'),
-    currency: t.exposeString('currency', { nullable: true }),
+    currency: t.expose('currency', { type: StableSymbolEnum, nullable: true }),
   }),
 });
 
 type Limit = SpendPolicy['limits'][number];
 const LimitRef = builder.objectRef<Limit>('SpendLimit').implement({
-  fields: (t) => ({ currency: t.exposeString('currency'), perCall: t.exposeString('per_call', { nullable: true }), daily: t.exposeString('daily', { nullable: true }) }),
+  fields: (t) => ({ currency: t.expose('currency', { type: StableSymbolEnum }), perCall: t.exposeString('per_call', { nullable: true }), daily: t.exposeString('daily', { nullable: true }) }),
 });
 
 const SpendPolicyRef = builder.objectRef<SpendPolicy>('SpendPolicy').implement({
   description: 'GET /v1/buyer/policy',
   fields: (t) => ({
     agent: t.exposeString('agent'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     limits: t.expose('limits', { type: [LimitRef] }),
     allowedSellers: t.exposeStringList('allowed_sellers', { nullable: true }),
     allowedDomains: t.exposeStringList('allowed_domains', { nullable: true }),
-    minIdentityVerdict: t.exposeString('min_identity_verdict', { nullable: true }),
+    minIdentityVerdict: t.expose('min_identity_verdict', { type: MinIdentityVerdictEnum, nullable: true }),
     updatedAt: t.exposeString('updated_at'),
   }),
 });
 
 type Spent = Evaluation['spent_today'][number];
 const SpentRef = builder.objectRef<Spent>('SpentToday').implement({
-  fields: (t) => ({ currency: t.exposeString('currency'), grossAtomic: t.exposeString('gross_atomic') }),
+  fields: (t) => ({ currency: t.expose('currency', { type: StableSymbolEnum }), grossAtomic: t.exposeString('gross_atomic') }),
 });
 
 const EvaluationRef = builder.objectRef<Evaluation>('SpendEvaluation').implement({
   description: 'POST /v1/buyer/policy/evaluate',
   fields: (t) => ({
-    decision: t.exposeString('decision'),
+    decision: t.expose('decision', { type: SpendDecisionEnum }),
     reasons: t.exposeStringList('reasons'),
     checks: t.expose('checks', { type: [RuleResultRef] }),
     option: t.expose('option', { type: QuoteOptionRef, nullable: true }),
@@ -183,7 +193,7 @@ const EvaluationRef = builder.objectRef<Evaluation>('SpendEvaluation').implement
 const ExecuteResultRef = builder.objectRef<ExecuteResult>('BuyerExecuteResult').implement({
   description: 'POST /v1/buyer/payment/execute',
   fields: (t) => ({
-    decision: t.exposeString('decision'),
+    decision: t.expose('decision', { type: SpendDecisionEnum }),
     checks: t.expose('checks', { type: [RuleResultRef] }),
     prepared: t.expose('prepared', { type: PreparedEnvelopeRef }),
   }),
@@ -207,12 +217,12 @@ const VerifyReceiptResultRef = builder.objectRef<VerifyReceiptResult>('BuyerRece
     agent: t.exposeString('agent'),
     nonce: t.exposeInt('nonce'),
     checks: t.expose('checks', { type: [ReceiptCheckRef] }),
-    settlement: t.exposeString('settlement'),
+    settlement: t.expose('settlement', { type: VerificationStatusEnum }),
   }),
 });
 
 const LimitInputRef = builder.inputType('SpendLimitInput', {
-  fields: (t) => ({ currency: t.string({ required: true }), perCall: t.string(), daily: t.string() }),
+  fields: (t) => ({ currency: t.field({ type: StableSymbolEnum, required: true }), perCall: t.string(), daily: t.string() }),
 });
 
 const PolicyInputRef = builder.inputType('SpendPolicyInput', {
@@ -221,7 +231,7 @@ const PolicyInputRef = builder.inputType('SpendPolicyInput', {
     limits: t.field({ type: [LimitInputRef] }),
     allowedSellers: t.stringList(),
     allowedDomains: t.stringList(),
-    minIdentityVerdict: t.string(),
+    minIdentityVerdict: t.field({ type: MinIdentityVerdictEnum }),
   }),
 });
 export type PolicyInputInSync = Assert<SameKeys<typeof PolicyInputRef.$inferInput, PutPolicyInput>>;
@@ -267,9 +277,9 @@ builder.mutationFields((t) => ({
     type: QuoteRef,
     nullable: true,
     description: 'POST /v1/buyer/quote: exactly one of url, paymentLink',
-    args: { url: t.arg.string(), paymentLink: t.arg.string(), method: t.arg.string() },
+    args: { url: t.arg.string(), paymentLink: t.arg.string(), method: t.arg({ type: HttpMethodEnum }) },
     resolve: (_root, args, ctx) =>
-      ctx.api.buyer.quote({ url: given(args.url), payment_link: given(args.paymentLink), method: given(args.method) as 'GET' | undefined }),
+      ctx.api.buyer.quote({ url: given(args.url), payment_link: given(args.paymentLink), method: given(args.method) }),
   }),
   setSpendPolicy: t.field({
     type: SpendPolicyRef,
@@ -286,14 +296,14 @@ builder.mutationFields((t) => ({
     type: EvaluationRef,
     nullable: true,
     description: 'POST /v1/buyer/policy/evaluate: exactly one of quote (as REST answers it: Quote.raw), url, paymentLink',
-    args: { agent: t.arg.string({ required: true }), quote: t.arg({ type: JsonScalar }), url: t.arg.string(), paymentLink: t.arg.string(), currency: t.arg.string() },
+    args: { agent: t.arg.string({ required: true }), quote: t.arg({ type: JsonScalar }), url: t.arg.string(), paymentLink: t.arg.string(), currency: t.arg({ type: StableSymbolEnum }) },
     resolve: (_root, args, ctx) =>
       ctx.api.buyer.evaluate({
         agent: args.agent,
         quote: given(args.quote) as EvaluateInput['quote'],
         url: given(args.url),
         payment_link: given(args.paymentLink),
-        currency: given(args.currency) as EvaluateInput['currency'],
+        currency: given(args.currency),
       }),
   }),
   executeBuyerPayment: t.field({

@@ -1,6 +1,5 @@
 import type { ObjectRef } from '@pothos/core';
 import { Kind, type ValueNode } from 'graphql';
-import { StableSymbol } from '../../../domain/shared/network.ts';
 import type { Page } from '../../../domain/shared/pagination.ts';
 import { builder } from '../builder.ts';
 
@@ -32,8 +31,9 @@ function literal(node: ValueNode, variables: Record<string, unknown> | null | un
 export const JsonScalar = builder.scalarType('JSON', {
   description: 'Any JSON value.',
   serialize: (value) => value,
-  parseValue: (value) => value,
-  parseLiteral: (node, variables) => literal(node, variables),
+  // GraphQL handles a null before it reaches a scalar's parser: what arrives here is never null
+  parseValue: (value) => value as {},
+  parseLiteral: (node, variables) => literal(node, variables) as {},
 });
 
 /** The list envelope of DECISIONS "Wire conventions" (`{data, next_cursor, has_more}`) in camelCase. */
@@ -53,9 +53,17 @@ type SnakeKey<S extends string> = S extends `${infer H}${infer T}` ? `${H extend
 /** `{ ownerAgent: … }` → `{ owner_agent: … }` at the type level. */
 export type SnakeKeys<T> = { [K in keyof T as K extends string ? SnakeKey<K> : K]: T[K] };
 
-/** `true` when A and B have the same keys, otherwise an object naming the difference (so `Assert<…>` fails). */
+/** The keys a value must carry (GraphQL `required: true`; a zod field that is neither optional nor defaulted). */
+type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
+
+/**
+ * `true` when A and B have the same keys and the same of them are required, otherwise an object naming the difference
+ * (so `Assert<…>` fails): a GraphQL input declares no requiredness of its own that the zod schema does not.
+ */
 export type KeysMatch<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never]
-  ? true
+  ? [Exclude<RequiredKeys<A>, RequiredKeys<B>>, Exclude<RequiredKeys<B>, RequiredKeys<A>>] extends [never, never]
+    ? true
+    : { requiredInGraphqlOnly: Exclude<RequiredKeys<A>, RequiredKeys<B>>; requiredInDomainOnly: Exclude<RequiredKeys<B>, RequiredKeys<A>> }
   : { onlyInGraphql: Exclude<keyof A, keyof B>; onlyInDomain: Exclude<keyof B, keyof A> };
 
 /** Compile-time drift check between a GraphQL input (camelCase) and the domain input (snake_case). */
@@ -98,4 +106,5 @@ export function given<T>(value: T | null | undefined): T | undefined {
 /** Type-level assertion: `Assert<SameKeys<…>>` fails to compile when the two inputs drift apart. */
 export type Assert<T extends true> = T;
 
-export const StableSymbolEnum = builder.enumType('StableSymbol', { values: StableSymbol.options });
+// The GraphQL enums live in ../enums.ts (one per domain union); re-exported for the modules that import it from here.
+export { StableSymbolEnum } from '../enums.ts';

@@ -1,5 +1,9 @@
-import type { DiscoverItem } from '../../../domain/discovery/schema.ts';
+import { DiscoverySource, type DiscoverItem } from '../../../domain/discovery/schema.ts';
 import { builder } from '../builder.ts';
+import { HttpMethod } from '../../../domain/payment-links/schema.ts';
+import { graphqlEnum, HttpMethodEnum, NetworkEnum, networkOf, ProtocolEnum, wireValue } from '../enums.ts';
+
+const DiscoverySourceEnum = graphqlEnum('DiscoverySource', DiscoverySource, { description: 'SVC: a public payment link of this gateway; REGISTRY: an agent’s registration document.' });
 import { given } from './common.ts';
 
 // Issue 15: GET /v1/discover through the same procedure as REST (ctx.api).
@@ -7,18 +11,18 @@ import { given } from './common.ts';
 const DiscoverItemRef = builder.objectRef<DiscoverItem>('DiscoverItem').implement({
   description: 'A paid service: a public payment link (source svc) or an agent’s registration document (source registry).',
   fields: (t) => ({
-    source: t.exposeString('source'),
+    source: t.expose('source', { type: DiscoverySourceEnum }),
     id: t.exposeString('id'),
-    network: t.exposeString('network'),
+    network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     name: t.exposeString('name'),
     description: t.exposeString('description', { nullable: true }),
     capabilities: t.exposeStringList('capabilities'),
     agent: t.exposeString('agent'),
     url: t.exposeString('url'),
-    method: t.exposeString('method', { nullable: true }),
+    method: t.field({ type: HttpMethodEnum, nullable: true, resolve: (i) => (i.method === null ? null : wireValue(HttpMethod, i.method)) }),
     priceUsd: t.exposeString('price_usd', { nullable: true }),
     currencies: t.exposeStringList('currencies'),
-    protocol: t.exposeString('protocol', { nullable: true }),
+    protocol: t.expose('protocol', { type: ProtocolEnum, nullable: true }),
     settledCalls: t.exposeInt('settled_calls', { nullable: true }),
   }),
 });
@@ -28,14 +32,14 @@ builder.queryFields((t) => ({
     type: [DiscoverItemRef],
     nullable: true,
     description: 'Search paid services across the gateway’s public links and the agents it knows.',
-    args: { q: t.arg.string(), capability: t.arg.string(), maxPriceUsd: t.arg.string(), source: t.arg.string(), first: t.arg.int() },
+    args: { q: t.arg.string(), capability: t.arg.string(), maxPriceUsd: t.arg.string(), source: t.arg({ type: DiscoverySourceEnum }), first: t.arg.int() },
     resolve: async (_root, a, ctx) =>
       (
         await ctx.api.discovery.discover({
           q: given(a.q),
           capability: given(a.capability),
           max_price_usd: given(a.maxPriceUsd),
-          source: given(a.source) as 'svc' | 'registry' | undefined,
+          source: given(a.source),
           limit: given(a.first),
         })
       ).data,

@@ -1,14 +1,15 @@
-import { EventPhase, type Event } from '../../../domain/events/schema.ts';
+import { ListEventsInput, type Event } from '../../../domain/events/schema.ts';
 import { parseKinds } from '../../../domain/events/service.ts';
 import { builder } from '../builder.ts';
 import { LiveEvents, StreamFailure } from '../fanout.ts';
+import { EventPhaseEnum, NetworkEnum } from '../enums.ts';
 import { given, pageRef } from './common.ts';
-import { refuseUnsafeInput } from '../../../domain/shared/validation.ts';
+import { parseInput, refuseUnsafeInput } from '../../../domain/shared/validation.ts';
 
 // hosted-api §6: the event stream. Queries read the table; the subscription replays after a cursor, then goes live
 // (EventService.watch/replay through the fan-out registry: LISTEN/NOTIFY, deduplicated, no gap), over graphql-ws and SSE alike.
 
-export const EventPhaseEnum = builder.enumType('EventPhase', { values: EventPhase.options });
+export { EventPhaseEnum };
 
 export const EventRef = builder.objectRef<Event>('Event').implement({
   description: 'One event; `id` is the cursor to resume a subscription with `after`.',
@@ -16,7 +17,7 @@ export const EventRef = builder.objectRef<Event>('Event').implement({
     id: t.exposeID('id'),
     kind: t.exposeString('kind'),
     phase: t.expose('phase', { type: EventPhaseEnum }),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     agentAsset: t.exposeString('agent_asset', { nullable: true }),
     signature: t.exposeString('signature', { nullable: true }),
     // Float, not Int: GraphQL Int is 32-bit and slots (and unix seconds after 2038) outgrow it.
@@ -67,9 +68,11 @@ builder.subscriptionFields((t) => ({
     subscribe: async (_root, args, ctx) => {
       const principal = await ctx.keyed('events.read');
       refuseUnsafeInput(args); // as the procedures do for their inputs: `after` is looked up in the store
+      // The arguments are checked by the zod schema of GET /v1/events (ListEventsInput), as the queries are.
+      const input = parseInput(ListEventsInput, { agent: given(args.agent), cursor: given(args.after) });
       const kinds = parseKinds(given(args.kinds), 'kinds');
       // Served by the fan-out registry (interfaces/graphql/fanout.ts): one execution per distinct subscription.
-      return new LiveEvents(ctx.services, principal, { kinds, agent: given(args.agent), after: given(args.after) });
+      return new LiveEvents(ctx.services, principal, { kinds, agent: input.agent, after: input.cursor });
     },
     resolve: (payload: Event | StreamFailure): Event => {
       if (payload instanceof StreamFailure) throw payload.error;

@@ -1,4 +1,4 @@
-import { Intent } from '../../../domain/identity/schema.ts';
+import { DisclosureField, Intent } from '../../../domain/identity/schema.ts';
 import type {
   CapabilityCard,
   Check,
@@ -18,6 +18,7 @@ import type {
   VerifyResult,
 } from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
+import { graphqlEnum, IdentityVerdictEnum, NetworkEnum } from '../enums.ts';
 import { AgentRef } from './agents.ts';
 import { EventPageRef } from './events.ts';
 import { given, toDomainInput, type Assert, type SameKeys } from './common.ts';
@@ -103,7 +104,7 @@ export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
   description: 'GET /v1/identity/{mint}: an agent’s public identity.',
   fields: (t) => ({
     mint: t.exposeString('mint'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     owner: t.exposeString('owner'),
     name: t.exposeString('name', { nullable: true }),
     profile: t.expose('profile', { type: ProfileRef }),
@@ -119,7 +120,7 @@ const CheckRef = builder.objectRef<Check>('IdentityCheck').implement({
   fields: (t) => ({ name: t.exposeString('name'), ok: t.exposeBoolean('ok'), detail: t.exposeString('detail') }),
 });
 
-const VerdictEnum = builder.enumType('IdentityVerdict', { values: ['allow', 'warn', 'deny'] as const });
+const VerdictEnum = IdentityVerdictEnum;
 
 const VerifyResultRef = builder.objectRef<VerifyResult>('IdentityVerifyResult').implement({
   fields: (t) => ({
@@ -131,7 +132,7 @@ const VerifyResultRef = builder.objectRef<VerifyResult>('IdentityVerifyResult').
 });
 
 const DomainDocumentRef = builder.objectRef<DomainChallenge['document']>('DomainDocument').implement({
-  fields: (t) => ({ mint: t.exposeString('mint'), network: t.exposeString('network'), token: t.exposeString('token') }),
+  fields: (t) => ({ mint: t.exposeString('mint'), network: t.expose('network', { type: NetworkEnum }), token: t.exposeString('token') }),
 });
 
 const DomainChallengeRef = builder.objectRef<DomainChallenge>('DomainChallenge').implement({
@@ -145,7 +146,7 @@ const DomainChallengeRef = builder.objectRef<DomainChallenge>('DomainChallenge')
   }),
 });
 
-const DisclosureFieldEnum = builder.enumType('DisclosureField', { values: ['profile', 'domains', 'claims', 'private_claims', 'reputation'] as const });
+const DisclosureFieldEnum = graphqlEnum('DisclosureField', DisclosureField);
 
 const DisclosureLinkRef = builder.objectRef<DisclosureLink>('DisclosureLink').implement({
   description: 'Shown once: the store keeps the token’s SHA-256 only.',
@@ -162,7 +163,7 @@ const DisclosureRef = builder.objectRef<Disclosure>('Disclosure').implement({
   description: 'GET /v1/identity/disclosures/{token}: the fields the link names, nothing else.',
   fields: (t) => ({
     mint: t.exposeString('mint'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     fields: t.expose('fields', { type: [DisclosureFieldEnum] }),
     expiresAt: t.exposeString('expires_at'),
     profile: t.expose('profile', { type: ProfileRef, nullable: true }),
@@ -260,7 +261,7 @@ const CardUpdateRef = builder.inputType('CapabilityCardUpdate', {
 });
 export type CardUpdateInSync = Assert<SameKeys<typeof CardUpdateRef.$inferInput, UpdateCardInput>>;
 
-const IntentEnum = builder.enumType('IdentityIntent', { values: Intent.options });
+const IntentEnum = graphqlEnum('IdentityIntent', Intent);
 
 const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
   fields: (t) => ({ minRating: t.float(), requireVerifiedDomain: t.boolean(), minSettledCalls: t.int() }),
@@ -271,8 +272,8 @@ builder.queryFields((t) => ({
     type: 'JSON',
     nullable: true,
     description: 'GET /v1/agents/{mint}/registration.json (public): the registration-v1 document',
-    args: { mint: t.arg.string({ required: true }), network: t.arg.string() },
-    resolve: (_root, args, ctx) => ctx.api.identity.registration({ mint: args.mint, network: given(args.network) as 'chain-devnet' | 'chain-mainnet' | undefined }),
+    args: { mint: t.arg.string({ required: true }), network: t.arg({ type: NetworkEnum }) },
+    resolve: (_root, args, ctx) => ctx.api.identity.registration({ mint: args.mint, network: given(args.network) }),
   }),
   capabilityCard: t.field({
     type: CapabilityCardRef,

@@ -1,12 +1,13 @@
 import type { IndexerNetworkStatus } from '../../../domain/indexer/schema.ts';
 import { builder } from '../builder.ts';
+import { NetworkEnum } from '../enums.ts';
 
 // Issue 12: GET /v1/indexer/status through the same procedure as REST (ctx.api), which calls IndexerService.status.
 
 const IndexerNetworkStatusRef = builder.objectRef<IndexerNetworkStatus>('IndexerNetworkStatus').implement({
   description: 'The indexer on one network: how far it scanned the watched addresses and its last run.',
   fields: (t) => ({
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     ledgerSlot: t.exposeInt('ledger_slot', { nullable: true, description: 'the ledger’s slot now; null when it could not be read' }),
     cursorSlot: t.exposeInt('cursor_slot', { nullable: true, description: 'every watched address was scanned up to this slot by the last complete run' }),
     newestCursorSlot: t.exposeInt('newest_cursor_slot', { nullable: true, description: 'the newest slot of a transaction processed for a watched address' }),

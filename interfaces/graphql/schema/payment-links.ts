@@ -1,6 +1,4 @@
 import {
-  HttpMethod,
-  Protocol,
   SettlePolicy,
   type AcceptEntry,
   type CreatePaymentLinkInput,
@@ -9,14 +7,14 @@ import {
   type UpdatePaymentLinkInput,
 } from '../../../domain/payment-links/schema.ts';
 import { builder } from '../builder.ts';
-import { pageRef, StableSymbolEnum, toDomainInput, given, type Assert, type KeysMatch, type SameKeys } from './common.ts';
+import { graphqlEnum, HttpMethodEnum, NetworkEnum, ProtocolEnum, StableSymbolEnum } from '../enums.ts';
+import { pageRef, toDomainInput, given, type Assert, type KeysMatch, type SameKeys } from './common.ts';
 
 // hosted-api §2: payment links. Fields mirror the PaymentLink wire type in camelCase; every resolver calls the same
 // procedure as the REST route (ctx.api), which calls PaymentLinkService.
 
-export const HttpMethodEnum = builder.enumType('HttpMethod', { values: HttpMethod.options });
-export const ProtocolEnum = builder.enumType('Protocol', { values: Protocol.options });
-export const SettlePolicyEnum = builder.enumType('SettlePolicy', { values: SettlePolicy.options });
+export { HttpMethodEnum, ProtocolEnum };
+export const SettlePolicyEnum = graphqlEnum('SettlePolicy', SettlePolicy);
 
 const LinkResponseRef = builder.objectRef<PaymentLink['response']>('LinkResponse').implement({
   description: 'What the link answers once paid (hosted-api §2.1).',
@@ -31,7 +29,7 @@ const AcceptEntryRef = builder.objectRef<AcceptEntry>('AcceptEntry').implement({
   description: 'One x402 payment option (hosted-api §2.3). Amounts are atomic decimal strings.',
   fields: (t) => ({
     scheme: t.exposeString('scheme'),
-    network: t.exposeString('network'),
+    network: t.exposeString('network', { description: 'The x402 network id as the offer carries it (CAIP-2), not a Network.' }),
     payTo: t.exposeString('pay_to', { description: 'The x402 payTo: the owner agent’s treasury.' }),
     payToTokenAccount: t.exposeString('pay_to_token_account', { description: 'The account the seller leg credits: ATA(payTo, asset).' }),
     payToReady: t.exposeBoolean('pay_to_ready', {
@@ -59,7 +57,7 @@ export const PaymentLinkRef = builder.objectRef<PaymentLinkWithSecret>('PaymentL
   description: 'A paid HTTP endpoint answering 402 until paid (hosted-api §2.2).',
   fields: (t) => ({
     id: t.exposeID('id'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     label: t.exposeString('label'),
     ownerAgent: t.exposeString('owner_agent'),
     payTo: t.exposeString('pay_to'),
@@ -112,8 +110,8 @@ const CreatePaymentLinkInputRef = builder.inputType('CreatePaymentLinkInput', {
     ownerAgent: t.string({ required: true, description: 'mint of a recorded agent on your network' }),
     method: t.field({ type: HttpMethodEnum, required: true }),
     price: t.string({ required: true, description: '$0.01, 0.01, 0.01 USDC, 1.5 usdt' }),
-    currency: t.string(),
-    acceptsCurrencies: t.stringList(),
+    currency: t.field({ type: StableSymbolEnum }),
+    acceptsCurrencies: t.field({ type: [StableSymbolEnum] }),
     protocol: t.field({ type: ProtocolEnum }),
     response: t.field({ type: LinkResponseInput, required: true }),
     webhookUrl: t.string(),
@@ -130,8 +128,8 @@ const UpdatePaymentLinkInputRef = builder.inputType('UpdatePaymentLinkInput', {
     ownerAgent: t.string(),
     method: t.field({ type: HttpMethodEnum }),
     price: t.string(),
-    currency: t.string(),
-    acceptsCurrencies: t.stringList(),
+    currency: t.field({ type: StableSymbolEnum }),
+    acceptsCurrencies: t.field({ type: [StableSymbolEnum] }),
     protocol: t.field({ type: ProtocolEnum }),
     response: t.field({ type: LinkResponseInput }),
     webhookUrl: t.string(),

@@ -1,15 +1,23 @@
-import type { ChainReport, PushReceiptResult, StoredReceiptOutput } from '../../../domain/receipts/schema.ts';
-import type { PullTarget } from '../../../domain/receipts/pull-targets.ts';
+import { ChainReport, ListReceiptsInput, StoredReceiptOutput, type PushReceiptResult } from '../../../domain/receipts/schema.ts';
+import { PullFormat, PullTarget } from '../../../domain/receipts/pull-targets.ts';
+import { graphqlEnum, NetworkEnum, networkOf, VerificationStatusEnum } from '../enums.ts';
 import { builder } from '../builder.ts';
 import { given, pageRef } from './common.ts';
 
 // hosted-api §4.7 and issue 11 through the same procedures as REST (ctx.api). A receipt is a hashed document: it
 // travels as JSON exactly as stored (its snake_case keys are what receipt_hash covers), with the index fields beside it.
 
+const ReceiptKindEnum = graphqlEnum('ReceiptKind', ListReceiptsInput.shape.kind.unwrap());
+const ReceiptDecisionEnum = graphqlEnum('ReceiptDecision', ListReceiptsInput.shape.decision.unwrap());
+const ReceiptSourceEnum = graphqlEnum('ReceiptSource', StoredReceiptOutput.shape.source);
+const ChainProblemEnum = graphqlEnum('ReceiptChainProblem', ChainReport.shape.first_break.unwrap().shape.problem);
+const PullFormatEnum = graphqlEnum('PullFormat', PullFormat);
+const PullStatusEnum = graphqlEnum('PullStatus', PullTarget.shape.last_status.unwrap());
+
 const VerificationRef = builder.objectRef<StoredReceiptOutput['verification']>('ReceiptVerification').implement({
-  description: 'The check of the receipt against its network’s ledger: verified, mismatch, pending or not_applicable.',
+  description: 'The check of the receipt against its network’s ledger: VERIFIED, MISMATCH, PENDING or NOT_APPLICABLE.',
   fields: (t) => ({
-    status: t.exposeString('status'),
+    status: t.expose('status', { type: VerificationStatusEnum }),
     reason: t.exposeString('reason', { nullable: true }),
     checkedAt: t.exposeString('checked_at', { nullable: true }),
   }),
@@ -21,11 +29,11 @@ export const ReceiptRef = builder.objectRef<StoredReceiptOutput>('Receipt').impl
     receiptHash: t.string({ resolve: (r) => r.receipt.receipt_hash }),
     agent: t.string({ resolve: (r) => r.receipt.agent }),
     nonce: t.int({ resolve: (r) => r.receipt.nonce }),
-    kind: t.string({ resolve: (r) => r.receipt.kind }),
-    decision: t.string({ resolve: (r) => r.receipt.decision }),
+    kind: t.field({ type: ReceiptKindEnum, resolve: (r) => r.receipt.kind }),
+    decision: t.field({ type: ReceiptDecisionEnum, resolve: (r) => r.receipt.decision }),
     txSig: t.string({ nullable: true, resolve: (r) => r.receipt.tx_sig ?? null }),
-    network: t.exposeString('network'),
-    source: t.exposeString('source'),
+    network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
+    source: t.expose('source', { type: ReceiptSourceEnum }),
     receivedAt: t.exposeString('received_at'),
     verification: t.expose('verification', { type: VerificationRef }),
     receipt: t.field({ type: 'JSON', description: 'The receipt document as pushed, snake_case.', resolve: (r) => r.receipt }),
@@ -49,7 +57,7 @@ const ChainBreakRef = builder.objectRef<NonNullable<ChainReport['first_break']>>
   fields: (t) => ({
     nonce: t.exposeInt('nonce'),
     receiptHash: t.exposeString('receipt_hash'),
-    problem: t.exposeString('problem'),
+    problem: t.expose('problem', { type: ChainProblemEnum }),
     message: t.exposeString('message'),
   }),
 });
@@ -57,7 +65,7 @@ const ChainBreakRef = builder.objectRef<NonNullable<ChainReport['first_break']>>
 const ChainReportRef = builder.objectRef<ChainReport>('ReceiptChainReport').implement({
   fields: (t) => ({
     agent: t.exposeString('agent'),
-    network: t.exposeString('network'),
+    network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     length: t.exposeInt('length'),
     ok: t.exposeBoolean('ok'),
     headNonce: t.int({ nullable: true, resolve: (r) => r.head?.nonce ?? null }),
@@ -70,14 +78,14 @@ const PullTargetRef = builder.objectRef<PullTarget>('PullTarget').implement({
   description: 'A URL the pull worker fetches for an agent’s receipts (hosted-api §2.9).',
   fields: (t) => ({
     id: t.exposeID('id'),
-    network: t.exposeString('network'),
+    network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     agent: t.exposeString('agent'),
     url: t.exposeString('url'),
-    format: t.exposeString('format'),
+    format: t.expose('format', { type: PullFormatEnum }),
     intervalSeconds: t.exposeInt('interval_seconds'),
     nextRunAt: t.exposeString('next_run_at'),
     lastRunAt: t.exposeString('last_run_at', { nullable: true }),
-    lastStatus: t.exposeString('last_status', { nullable: true }),
+    lastStatus: t.expose('last_status', { type: PullStatusEnum, nullable: true }),
     lastError: t.exposeString('last_error', { nullable: true }),
     consecutiveFailures: t.exposeInt('consecutive_failures'),
     acceptedTotal: t.exposeInt('accepted_total'),
@@ -91,13 +99,13 @@ builder.queryFields((t) => ({
     type: ReceiptPageRef,
     nullable: true,
     description: 'An agent’s receipts, nonce descending; `after` is the nextCursor of the previous page.',
-    args: { agent: t.arg.string({ required: true }), kind: t.arg.string(), decision: t.arg.string(), since: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
+    args: { agent: t.arg.string({ required: true }), kind: t.arg({ type: ReceiptKindEnum }), decision: t.arg({ type: ReceiptDecisionEnum }), since: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
     // The procedure parses the arguments with ListReceiptsInput (zod).
     resolve: (_root, a, ctx) =>
       ctx.api.receipts.list({
         agent: a.agent,
-        kind: given(a.kind) as 'earn' | 'spend' | undefined,
-        decision: given(a.decision) as 'allow' | 'deny' | 'rejected' | undefined,
+        kind: given(a.kind),
+        decision: given(a.decision),
         since: given(a.since),
         cursor: given(a.after),
         limit: given(a.first),
@@ -136,12 +144,12 @@ builder.mutationFields((t) => ({
   createPullTarget: t.field({
     type: PullTargetRef,
     nullable: true,
-    args: { mint: t.arg.string({ required: true }), url: t.arg.string({ required: true }), format: t.arg.string(), intervalSeconds: t.arg.int() },
+    args: { mint: t.arg.string({ required: true }), url: t.arg.string({ required: true }), format: t.arg({ type: PullFormatEnum }), intervalSeconds: t.arg.int() },
     resolve: (_root, a, ctx) =>
       ctx.api.receipts.createPullTarget({
         mint: a.mint,
         url: a.url,
-        ...(a.format ? { format: a.format as 'json' | 'jsonl' } : {}),
+        ...(a.format ? { format: a.format } : {}),
         ...(a.intervalSeconds !== null && a.intervalSeconds !== undefined ? { interval_seconds: a.intervalSeconds } : {}),
       }),
   }),

@@ -1,6 +1,7 @@
-import type { PreparedEnvelope, PreparedTransaction, SubmitInput, SubmitResult } from '../../../domain/transactions/schema.ts';
+import { PreparedEnvelope, type PreparedTransaction, type SubmitInput, type SubmitResult } from '../../../domain/transactions/schema.ts';
 import { PREPARE_ROUTES, type PrepareRouteName } from '../../../domain/agents/build/index.ts';
 import { builder } from '../builder.ts';
+import { EventPhaseEnum, graphqlEnum, NetworkEnum } from '../enums.ts';
 import { JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
 // Issue 10: prepare → sign → submit through the same procedures as REST (ctx.api), which call TransactionService.
@@ -19,17 +20,21 @@ const PreparedTransactionRef = builder.objectRef<PreparedTransaction>('PreparedT
   }),
 });
 
+const PreparedIdentityEnum = graphqlEnum('PreparedIdentity', PreparedEnvelope.shape.identity.unwrap(), {
+  description: 'Whether the agent the route prepares for is registered (identity).',
+});
+
 export const PreparedEnvelopeRef = builder.objectRef<PreparedEnvelope>('PreparedEnvelope').implement({
   description: 'hosted-api §2.5: the answer of every prepare route; a no-op has no event and no transaction.',
   fields: (t) => ({
     eventId: t.exposeString('event_id', { nullable: true }),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     transaction: t.field({ type: PreparedTransactionRef, nullable: true, resolve: (e) => e.transaction }),
     echo: t.field({ type: JsonScalar, resolve: (e) => e.echo }),
     noOp: t.boolean({ resolve: (e) => e.no_op === true }),
     willCreateDestinationAta: t.boolean({ nullable: true, resolve: (e) => e.will_create_destination_ata ?? null }),
     feePaddingAtoms: t.string({ nullable: true, resolve: (e) => e.fee_padding_atoms ?? null }),
-    identity: t.string({ nullable: true, resolve: (e) => e.identity ?? null }),
+    identity: t.field({ type: PreparedIdentityEnum, nullable: true, resolve: (e) => e.identity ?? null }),
     warnings: t.stringList({ nullable: true, resolve: (e) => e.warnings ?? null }),
   }),
 });
@@ -39,8 +44,8 @@ const SubmitResultRef = builder.objectRef<SubmitResult>('SubmitResult').implemen
   fields: (t) => ({
     eventId: t.exposeString('event_id'),
     signature: t.exposeString('signature'),
-    phase: t.exposeString('phase'),
-    network: t.exposeString('network'),
+    phase: t.expose('phase', { type: EventPhaseEnum }),
+    network: t.expose('network', { type: NetworkEnum }),
     replayed: t.exposeBoolean('replayed'),
   }),
 });
@@ -55,11 +60,10 @@ const SubmitTransactionInputRef = builder.inputType('SubmitTransactionInput', {
 
 export type SubmitTransactionInputInSync = Assert<SameKeys<typeof SubmitTransactionInputRef.$inferInput, SubmitInput>>;
 
-const PrepareRouteEnum = builder.enumType('PrepareRoute', {
+const routeNames = Object.keys(PREPARE_ROUTES) as PrepareRouteName[];
+const PrepareRouteEnum = graphqlEnum('PrepareRoute', routeNames, {
   description: 'The 14 prepare routes of hosted-api §4.3 (REST path in each value’s description).',
-  values: Object.fromEntries(
-    (Object.keys(PREPARE_ROUTES) as PrepareRouteName[]).map((name) => [name, { value: name, description: `POST ${PREPARE_ROUTES[name].path}: ${PREPARE_ROUTES[name].summary}` }]),
-  ) as Record<PrepareRouteName, { value: PrepareRouteName; description: string }>,
+  valueDescriptions: Object.fromEntries(routeNames.map((name) => [name, `POST ${PREPARE_ROUTES[name].path}: ${PREPARE_ROUTES[name].summary}`])),
 });
 
 builder.mutationFields((t) => ({

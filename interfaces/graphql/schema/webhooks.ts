@@ -1,19 +1,20 @@
 import type { CreateWebhookInput, WebhookDelivery, WebhookWithSecret } from '../../../domain/webhooks/schema.ts';
 import { DeliveryStatus } from '../../../domain/webhooks/schema.ts';
 import { builder } from '../builder.ts';
+import { EventPhaseEnum, graphqlEnum, NetworkEnum } from '../enums.ts';
 import { given, pageRef, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
 // DECISIONS "Webhooks": subscriptions and their deliveries, through the same procedures as REST (ctx.api), which
 // call WebhookService.
 
-const DeliveryStatusEnum = builder.enumType('WebhookDeliveryStatus', { values: DeliveryStatus.options });
+const DeliveryStatusEnum = graphqlEnum('WebhookDeliveryStatus', DeliveryStatus);
 
 // One GraphQL type for reads and for the answers that carry a new secret (create, rotate).
 export const WebhookRef = builder.objectRef<Omit<WebhookWithSecret, 'secret'> & { secret?: string }>('Webhook').implement({
   description: 'A subscription: signed POSTs of the events it matches (DECISIONS "Webhooks").',
   fields: (t) => ({
     id: t.exposeID('id'),
-    network: t.exposeString('network'),
+    network: t.expose('network', { type: NetworkEnum }),
     url: t.exposeString('url'),
     events: t.exposeStringList('events', { description: 'Kind patterns: exact kinds, prefix.*, or *.' }),
     description: t.exposeString('description', { nullable: true }),
@@ -36,7 +37,7 @@ const WebhookDeliveryRef = builder.objectRef<WebhookDelivery>('WebhookDelivery')
     webhookId: t.exposeString('webhook_id'),
     eventId: t.exposeString('event_id', { nullable: true }),
     type: t.exposeString('type'),
-    phase: t.exposeString('phase'),
+    phase: t.expose('phase', { type: EventPhaseEnum }),
     status: t.expose('status', { type: DeliveryStatusEnum }),
     attempts: t.exposeInt('attempts'),
     nextAttemptAt: t.exposeString('next_attempt_at', { nullable: true }),
