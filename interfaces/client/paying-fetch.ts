@@ -144,6 +144,8 @@ export interface OfferToSign {
   resourceUrl: string | undefined;
   /** refuse when amount + fee exceeds this many atomic units */
   maxAmountAtomic?: bigint | undefined;
+  /** the memo instruction's text; default a random nonce. The MPP rail binds a transaction to its challenge: the challenge id */
+  memo?: string | undefined;
 }
 
 /**
@@ -219,7 +221,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     }
   };
 
-  return async ({ accept, network, resourceUrl, maxAmountAtomic }) => {
+  return async ({ accept, network, resourceUrl, maxAmountAtomic, memo }) => {
     const feePayer = accept.extra.feePayer;
     if (typeof feePayer !== 'string') throw new PaymentError('unsupported_offer', 'the offer names no extra.feePayer');
     const fee = offeredFeeTerms(accept);
@@ -250,7 +252,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     let unsigned: VersionedTransaction;
     try {
       const source = options.agent ? associatedTokenAccount(treasuryOf(options.agent), requirements.asset, requirements.tokenProgram) : options.source;
-      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(source ? { source } : {}), requirements, blockhash });
+      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(source ? { source } : {}), ...(memo ? { memo } : {}), requirements, blockhash });
     } catch (e) {
       if (e instanceof DomainError) throw new PaymentError('unsupported_offer', `the offer cannot be paid: ${e.message}`, { accept });
       throw e;
