@@ -154,3 +154,83 @@ export function encodeReceipt(receipt: { reference: string; timestamp: string; s
   if (typeof receipt.slot === 'number') body.slot = receipt.slot;
   return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
 }
+
+/** One `Payment` challenge of a WWW-Authenticate value, its auth-params as given (request still base64url). */
+export interface WireChallenge {
+  id: string;
+  realm: string;
+  method: string;
+  intent: string;
+  request: Record<string, unknown>;
+  expires?: string;
+  description?: string;
+  digest?: string;
+  opaque?: string;
+}
+
+/**
+ * The `Payment` challenges of a WWW-Authenticate value (RFC 9110 auth-params, quoted strings with escapes; several
+ * challenges comma-separated), their requests decoded. Malformed challenges are skipped, not thrown.
+ */
+export function parseChallenges(header: string | null | undefined): WireChallenge[] {
+  if (!header) return [];
+  const out: WireChallenge[] = [];
+  let current: Record<string, string> | null = null;
+  const flush = () => {
+    if (!current) return;
+    const request = current.request ? decodeBase64UrlJson(current.request) : undefined;
+    if (current.id && current.method && current.intent && request && typeof request === 'object') {
+      const { request: _r, ...rest } = current;
+      out.push({ realm: '', ...rest, request: request as Record<string, unknown> } as WireChallenge);
+    }
+    current = null;
+  };
+  let i = 0;
+  while (i < header.length) {
+    while (i < header.length && /[\s,]/.test(header[i]!)) i++;
+    const tokenStart = i;
+    while (i < header.length && /[A-Za-z0-9_-]/.test(header[i]!)) i++;
+    const token = header.slice(tokenStart, i);
+    if (!token) break;
+    if (header[i] !== '=') {
+      // a scheme name: a new challenge begins
+      flush();
+      current = token.toLowerCase() === 'payment' ? {} : null;
+      continue;
+    }
+    i++;
+    let value = '';
+    if (header[i] === '"') {
+      i++;
+      while (i < header.length && header[i] !== '"') {
+        if (header[i] === '\\' && i + 1 < header.length) {
+          const next = header[i + 1]!;
+          if (next === 'u' && /^[0-9A-Fa-f]{4}$/.test(header.slice(i + 2, i + 6))) {
+            value += String.fromCharCode(parseInt(header.slice(i + 2, i + 6), 16));
+            i += 6;
+            continue;
+          }
+          value += next;
+          i += 2;
+          continue;
+        }
+        value += header[i];
+        i++;
+      }
+      i++;
+    } else {
+      const start = i;
+      while (i < header.length && header[i] !== ',') i++;
+      value = header.slice(start, i).trim();
+    }
+    if (current) current[token.toLowerCase()] = value;
+  }
+  flush();
+  return out;
+}
+
+/** `Payment <base64url { challenge (request as base64url canonical JSON, as mppx sends it), payload }>`. */
+export function encodeCredential(challenge: WireChallenge, transaction: string): string {
+  const wire = { challenge: { ...challenge, request: encodeRequest(challenge.request) }, payload: { type: 'transaction', transaction } };
+  return `Payment ${Buffer.from(JSON.stringify(wire), 'utf8').toString('base64url')}`;
+}

@@ -1,8 +1,7 @@
 import { Credential, Method, z } from 'mppx';
-import { acceptOfCharge, MPP_INTENT, MPP_METHOD, SolanaChargeRequest } from '../../domain/facilitator/mpp.ts';
-import { networkFromX402 } from '../../domain/facilitator/wire.ts';
+import { MPP_INTENT, MPP_METHOD } from '../../domain/facilitator/mpp.ts';
 import type { Network } from '../../domain/shared/network.ts';
-import { createOfferSigner, PaymentError, type OfferSignerOptions } from '../client/paying-fetch.ts';
+import { createChallengeSigner, type OfferSignerOptions } from '../client/paying-fetch.ts';
 
 // svc-gateway/mpp: the MPP rail's Solana `charge` method for mppx's client (mppx 0.11 ships evm, stripe and tempo, no
 // Solana). Register it with mppx and its fetch pays MPP offers of this gateway — mppx parses the challenge, encodes the
@@ -42,21 +41,6 @@ export interface SolanaChargeOptions extends OfferSignerOptions {
   maxAmountAtomic?: bigint;
 }
 
-/** The bound transaction of one challenge (base64): what the credential's payload carries. */
-export function createChallengeSigner(options: SolanaChargeOptions): (challenge: { id: string; request: Record<string, unknown> }) => Promise<string> {
-  const sign = createOfferSigner(options);
-  return async (challenge) => {
-    const request = SolanaChargeRequest.safeParse(challenge.request);
-    if (!request.success) throw new PaymentError('unsupported_offer', `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`);
-    const accept = acceptOfCharge(request.data);
-    const network = networkFromX402(accept.network);
-    if (!network || (options.network && network !== options.network)) {
-      throw new PaymentError('no_matching_offer', `the challenge is on ${accept.network}, not ${options.network ?? 'a network the kit knows'}`, { network: accept.network });
-    }
-    return sign({ accept, network, resourceUrl: request.data.methodDetails.resource, maxAmountAtomic: options.maxAmountAtomic, memo: challenge.id });
-  };
-}
-
 /** The client method for mppx (Mppx.create({ methods: [solanaCharge(…)] })). */
 export function solanaCharge(options: SolanaChargeOptions) {
   const signChallenge = createChallengeSigner(options);
@@ -69,4 +53,4 @@ export function solanaCharge(options: SolanaChargeOptions) {
 }
 
 export { MPP_INTENT, MPP_METHOD, MPP_PROBLEM_TYPE } from '../../domain/facilitator/mpp.ts';
-export { PaymentError } from '../client/paying-fetch.ts';
+export { createChallengeSigner, PaymentError } from '../client/paying-fetch.ts';

@@ -1,6 +1,8 @@
 import anyTest, { type TestFn } from 'ava';
 import type { Keypair } from '@solana/web3.js';
-import { Challenge } from 'mppx';
+import { Challenge, Receipt } from 'mppx';
+import { Mppx } from 'mppx/client';
+import { solanaCharge } from '../../interfaces/mpp/index.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import { encodeRequest } from '../../domain/facilitator/mpp.ts';
@@ -247,4 +249,52 @@ test.serial('facilitator POST /mpp/settle: a malformed body is 400 in the envelo
   t.like(settled.body, { success: true, network: CAIP2['chain-devnet'] });
   t.regex((settled.body as any).signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
   t.is(typeof (settled.body as any).slot, 'number');
+});
+
+test.serial('mppx interop: mppx’s own client core (challenge parsing, credential encoding, receipt parsing) pays an MPP link with the svc-gateway/mpp Solana charge method', async (t) => {
+  const w = t.context;
+  const { url, link, treasury } = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const seen: string[] = [];
+  const mppx = Mppx.create({ methods: [solanaCharge({ signer: buyer, rpcUrl: w.rpcUrl, network: 'chain-devnet' })], polyfill: false });
+  mppx.onChallengeReceived(({ challenge }) => {
+    seen.push(challenge.id);
+    return undefined;
+  });
+  const res = await mppx.fetch(url);
+  t.is(res.status, 200, await res.clone().text());
+  t.deepEqual(await res.json(), { forecast: 'sunny' });
+  const receipt = Receipt.fromResponse(res);
+  t.like(receipt, { method: 'solana', status: 'success' });
+  t.regex(receipt.reference, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+  t.is(seen.length, 1);
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+  t.is(await tokenBalance(w, treasury), PRICE);
+  t.like((await getLink(w, link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
+  const [earn] = await receiptsOf(w, (await getLink(w, link.id)).owner_agent);
+  t.like(earn as any, { v: '0.2', protocol: 'mpp', mpp_challenge_id: seen[0], mpp_settlement_tx: receipt.reference });
+});
+
+test.serial('createPayingFetch pays an MPP offer (credential in Authorization, Payment-Receipt back) and x402 as before', async (t) => {
+  const w = t.context;
+  const mpp = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const sent: Headers[] = [];
+  const pay = payingFetch(w, buyer, {
+    fetch: (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      sent.push(new Headers(request.headers));
+      return fetch(request);
+    }) as typeof fetch,
+  });
+  const res = await pay(mpp.url);
+  t.is(res.status, 200);
+  t.regex(sent.at(-1)!.get('authorization') ?? '', /^Payment [A-Za-z0-9_-]+$/);
+  const receipt = JSON.parse(Buffer.from(res.headers.get('payment-receipt')!, 'base64url').toString('utf8'));
+  t.like(receipt, { method: 'solana', status: 'success' });
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+  t.like((await getLink(w, mpp.link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
+  // A limit below the gross refuses before anything is signed.
+  const capped = payingFetch(w, await fundBuyer(w), { maxAmountAtomic: PRICE });
+  await t.throwsAsync(capped(mpp.url), { message: /costs 10100 atomic units/ });
 });
