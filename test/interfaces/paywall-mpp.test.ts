@@ -9,7 +9,8 @@ import { encodeRequest } from '../../domain/facilitator/mpp.ts';
 import { challengeId } from '../../domain/paywall/mpp.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2 } from '../../domain/shared/network.ts';
-import { http } from '../support/app.ts';
+import { createClient } from '../../interfaces/client/index.ts';
+import { http, recordAgent } from '../support/app.ts';
 import {
   createLink,
   eventsOf,
@@ -17,6 +18,7 @@ import {
   getLink,
   payingFetch,
   receiptsOf,
+  startLocalServer,
   startPaywallApp,
   stopPaywallApp,
   tokenBalance,
@@ -297,4 +299,55 @@ test.serial('createPayingFetch pays an MPP offer (credential in Authorization, P
   // A limit below the gross refuses before anything is signed.
   const capped = payingFetch(w, await fundBuyer(w), { maxAmountAtomic: PRICE });
   await t.throwsAsync(capped(mpp.url), { message: /costs 10100 atomic units/ });
+});
+
+test.serial('buyer quote reports MPP options (a link resolved locally, a foreign URL probed) on REST, tRPC and GraphQL; policy evaluate and execute read them', async (t) => {
+  const w = t.context;
+  const { link, treasury, url } = await createLink(w, { protocol: 'mpp' });
+  const rest = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { payment_link: link.id } });
+  t.is(rest.status, 200, JSON.stringify(rest.body));
+  t.is(rest.body.options.length, 1);
+  t.like(rest.body.options[0], {
+    kind: 'mpp',
+    x402_version: null,
+    network: 'chain-devnet',
+    currency: 'USDC',
+    pay_to: treasury,
+    net_atomic: PRICE.toString(),
+    gross_atomic: GROSS.toString(),
+    fee_payer: w.feePayer,
+    payable: true,
+    mpp: { method: 'solana', intent: 'charge', challenge_id: null },
+  });
+  const client = createClient({ url: w.app.url, apiKey: w.key });
+  t.deepEqual((await client.buyer.quote.mutate({ payment_link: link.id })).options, rest.body.options);
+  const g = await http(w.app, 'POST', '/graphql', { key: w.key, body: { query: `mutation { buyerQuote(paymentLink: "${link.id}") { options { kind x402Version payTo grossAtomic mppChallengeId } } }` } });
+  t.falsy(g.body.errors, JSON.stringify(g.body.errors));
+  t.deepEqual(g.body.data.buyerQuote.options, [{ kind: 'mpp', x402Version: null, payTo: treasury, grossAtomic: GROSS.toString(), mppChallengeId: null }]);
+
+  // A foreign URL answering this link's MPP 402 is probed: the option carries the live challenge.
+  const real = await fetch(url);
+  const header = real.headers.get('www-authenticate')!;
+  const problem = await real.text();
+  const foreign = await startLocalServer(() => ({ status: 402, headers: { 'www-authenticate': header, 'content-type': 'application/problem+json' }, body: problem }));
+  const probed = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { url: `${foreign.url}/paid` } });
+  t.is(probed.status, 200, JSON.stringify(probed.body));
+  const challenge = Challenge.deserialize(header);
+  t.like(probed.body.options[0], { kind: 'mpp', pay_to: treasury, gross_atomic: GROSS.toString(), mpp: { challenge_id: challenge.id, realm: challenge.realm, expires: challenge.expires } });
+  t.is(probed.body.resource.url, link.share_url);
+  await foreign.close();
+
+  // The spend policy reads the MPP option like an x402 one; execute is refused by it before anything is prepared.
+  const buyer = await recordAgent(w.app, w.key);
+  await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '0.001' }] } });
+  const evaluated = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, payment_link: link.id } });
+  t.is(evaluated.status, 200, JSON.stringify(evaluated.body));
+  t.is(evaluated.body.decision, 'deny');
+  t.is(evaluated.body.option.kind, 'mpp');
+  const denied = await http(w.app, 'POST', '/v1/buyer/payment/execute', { key: w.key, body: { payment_link: link.id, buyer_agent: buyer.mint, executive: w.feePayer } });
+  t.is(denied.status, 403, JSON.stringify(denied.body));
+  t.is(denied.body.error, 'spend_denied');
+  await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '1' }] } });
+  const allowed = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, quote: rest.body } });
+  t.is(allowed.body.decision, 'allow', JSON.stringify(allowed.body));
 });
