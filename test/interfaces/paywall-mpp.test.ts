@@ -10,6 +10,7 @@ import { challengeId } from '../../domain/paywall/mpp.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2 } from '../../domain/shared/network.ts';
 import { createClient } from '../../interfaces/client/index.ts';
+import { HttpFacilitator } from '../../adapters/facilitator/http.ts';
 import { http, recordAgent } from '../support/app.ts';
 import {
   createLink,
@@ -251,6 +252,11 @@ test.serial('facilitator POST /mpp/settle: a malformed body is 400 in the envelo
   t.like(settled.body, { success: true, network: CAIP2['chain-devnet'] });
   t.regex((settled.body as any).signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
   t.is(typeof (settled.body as any).slot, 'number');
+
+  // The HTTP adapter (SVC_PAYWALL_FACILITATOR_URL) speaks the same route: a refusal is a result, a malformed body unavailable.
+  const remote = new HttpFacilitator({ url: `${w.app.url}/facilitator` });
+  t.like(await remote.mppSettle({ challenge: plain(c) as any, transaction: await transactionFor(t, c, buyer, 'nope') }), { success: false, errorReason: 'challenge_mismatch' });
+  await t.throwsAsync(remote.mppSettle({ challenge: { id: 'x' } as any, transaction: 'AAAA' }), { message: /answered 400/ });
 });
 
 test.serial('mppx interop: mppx’s own client core (challenge parsing, credential encoding, receipt parsing) pays an MPP link with the svc-gateway/mpp Solana charge method', async (t) => {
