@@ -110,6 +110,8 @@ export const ConfigSchema = z.object({
   SVC_LEDGER_PROGRAMS: optionalString,
   /** issue 10: a Solana JSON-RPC the well-known programs missing from SVC_LEDGER_PROGRAMS are cloned from at first start */
   SVC_LEDGER_CLONE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
+  /** DECISIONS "MPP rail": the HMAC key of MPP challenge ids; every instance behind one base URL needs the same */
+  SVC_MPP_SECRET: z.string().min(32, 'must be at least 32 characters').optional().or(z.literal('').transform(() => undefined)),
   SVC_FACILITATOR_SECRET_KEY: SecretKey.optional().or(z.literal('').transform(() => undefined)),
   SVC_FACILITATOR_NETWORKS: FacilitatorNetworks.optional().or(z.literal('').transform(() => undefined)),
   SVC_FACILITATOR_PORT: Port.default(8787),
@@ -160,6 +162,8 @@ export interface Config {
     /** SVC_LEDGER_CLONE_URL */
     cloneUrl: string | undefined;
   };
+  /** SVC_MPP_SECRET (UTF-8 bytes); unset: a key generated once under the data directory */
+  mppSecret: Uint8Array | undefined;
   facilitator: {
     secretKey: Uint8Array | undefined;
     /** the standalone service's networks (default devnet); the gateway's in-process facilitator serves both */
@@ -232,6 +236,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       programsDir: e.SVC_LEDGER_PROGRAMS === undefined ? undefined : resolve(e.SVC_LEDGER_PROGRAMS),
       cloneUrl: e.SVC_LEDGER_CLONE_URL,
     },
+    mppSecret: e.SVC_MPP_SECRET === undefined ? undefined : new TextEncoder().encode(e.SVC_MPP_SECRET),
     facilitator: {
       secretKey: e.SVC_FACILITATOR_SECRET_KEY,
       networks: e.SVC_FACILITATOR_NETWORKS ?? ['chain-devnet'],

@@ -202,7 +202,9 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         : undefined;
     const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow, ca: config.outbound.ca });
     refuseOwnListeners(outbound, config, port, ledgers, database);
+    const mppSecret = config.mppSecret ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'mpp-challenge.json')));
     const services = buildServices({
+      mppSecret,
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
       feed,

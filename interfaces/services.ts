@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { Store, EventFeed, RequestScope } from '../domain/ports/store.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import type { Clock } from '../domain/ports/clock.ts';
@@ -97,6 +98,8 @@ export interface ServiceDeps {
   facilitator?: FacilitatorService | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
+  /** the MPP challenges' HMAC key (SVC_MPP_SECRET or one kept under the data directory); default a random one */
+  mppSecret?: Uint8Array | undefined;
   outbound: OutboundHttp;
   /** the job queue (wakes the pull worker when a target is created) */
   queue?: JobQueue | undefined;
@@ -156,6 +159,7 @@ export function buildServices(deps: ServiceDeps): Services {
           ledgers: deps.ledgers,
           clock,
           settings,
+          mppSecret: deps.mppSecret ?? randomBytes(32),
           onWarning: deps.onWarning,
         })
       : undefined,

@@ -8,6 +8,7 @@ import {
   VerifyResponse,
   type FacilitatorRequest,
 } from '../../domain/facilitator/wire.ts';
+import { MppSettleResponse, type MppSettleRequest } from '../../domain/facilitator/mpp.ts';
 import { PrepareAccountsResponse, type PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
 
 // The Facilitator port over the x402 facilitator HTTP API (any x402 v2 facilitator: ours at {gateway}/facilitator or
@@ -80,8 +81,16 @@ export class HttpFacilitator implements Facilitator {
    * facilitator_unavailable. Timed out, connection lost after sending, a 5xx or an answer that is not a settle
    * response: the facilitator may have broadcast the transaction → payment_pending (settle again to learn the outcome).
    */
-  async settle(request: FacilitatorRequest): Promise<SettleResponse> {
-    const path = '/settle';
+  settle(request: FacilitatorRequest): Promise<SettleResponse> {
+    return this.#settleAt('/settle', request, SettleResponse);
+  }
+
+  /** POST /mpp/settle under the same rules as settle (an unknown outcome is payment_pending). */
+  mppSettle(request: MppSettleRequest): Promise<MppSettleResponse> {
+    return this.#settleAt('/mpp/settle', request, MppSettleResponse);
+  }
+
+  async #settleAt<S extends z.ZodType>(path: string, request: unknown, schema: S): Promise<z.output<S>> {
     let res: Response;
     let text: string;
     try {
@@ -93,7 +102,7 @@ export class HttpFacilitator implements Facilitator {
     }
     if (res.status >= 400 && res.status < 500) throw this.#unavailable(path, `answered ${res.status}: ${refusal(text)}`);
     if (!res.ok) throw pending(`the facilitator answered the settle with ${res.status}: ${refusal(text)}`);
-    const parsed = SettleResponse.safeParse(parseJson(text));
+    const parsed = schema.safeParse(parseJson(text));
     if (!parsed.success) throw pending('the facilitator answered the settle with something that is not a settle response');
     return parsed.data;
   }

@@ -1,5 +1,6 @@
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import type { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
+import type { MppSettleRequest } from '../../domain/facilitator/mpp.ts';
 import type { PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
 
 /**
@@ -27,5 +28,9 @@ export class InProcessFacilitator implements Facilitator {
 
   async prepareAccounts(request: PrepareAccountsRequest) {
     return structuredClone(await this.facilitator.prepareAccounts(structuredClone(request)));
+  }
+
+  async mppSettle(request: MppSettleRequest) {
+    return structuredClone(await this.facilitator.mppSettle(structuredClone(request)));
   }
 }

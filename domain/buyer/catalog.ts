@@ -34,7 +34,7 @@ export class BuyerCatalog {
         caip2: CAIP2[network],
         x402_network: X402_V1_NETWORK[network],
         current: network === current,
-        rails: ['x402'],
+        rails: ['x402', 'mpp'],
         protocol_fee: { bps: fee.bps, pct: bpsToPct(fee.bps), authority: fee.authorities[network] },
         stables: STABLES[network].map(stableInfo),
       })),

@@ -4,11 +4,12 @@ import { atomicToDecimal, feeFor } from '../shared/money.ts';
 import { STABLES, type Network } from '../shared/network.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
 import { networkFromX402, requirementsV2, ResourceInfo, X402RequirementsV1, X402RequirementsV2 } from '../facilitator/wire.ts';
+import { acceptOfCharge, MPP_INTENT, MPP_METHOD, parseChallenges, SolanaChargeRequest } from '../facilitator/mpp.ts';
 import type { QuoteOption } from './schema.ts';
 
 // Issue 14: the 402 a seller answers, read into quote options. x402 v2 (PAYMENT-REQUIRED header, base64 JSON) first,
 // else x402 v1 (the JSON body). Pure: the probe itself is the quote service's (through the guarded outbound port).
-// Another rail (MPP's WWW-Authenticate: Payment) adds its own reader and option kind beside these.
+// The MPP rail (WWW-Authenticate: Payment, method solana, intent charge) has its own reader: readMppOptions.
 
 const PaymentRequiredV2 = z.looseObject({ x402Version: z.literal(2), resource: ResourceInfo.optional(), accepts: z.array(z.unknown()).min(1).max(64) });
 const PaymentRequiredV1 = z.looseObject({ x402Version: z.literal(1), accepts: z.array(z.unknown()).min(1).max(64) });
@@ -100,5 +101,32 @@ export function optionOf(accept: X402RequirementsV2, version: 1 | 2, caller: Net
     fee_payer: typeof feePayer === 'string' ? feePayer : null,
     max_timeout_seconds: accept.maxTimeoutSeconds,
     payable: network === caller && stable !== undefined && accept.scheme === 'exact',
+    mpp: null,
   };
+}
+
+/** An MPP charge in quote form: the same money fields as its x402 twin, kind "mpp" and the challenge. */
+export function mppOptionOf(request: SolanaChargeRequest, challenge: { id: string | null; realm: string | null; expires: string | null }, caller: Network): QuoteOption {
+  return {
+    ...optionOf(acceptOfCharge(request), 2, caller),
+    kind: 'mpp',
+    x402_version: null,
+    max_timeout_seconds: null,
+    mpp: { method: MPP_METHOD, intent: MPP_INTENT, challenge_id: challenge.id, realm: challenge.realm, expires: challenge.expires },
+  };
+}
+
+/** The Solana charge challenges of an MPP 402 (`headers` lower-case) as options, with the resource they name; [] when none. */
+export function readMppOptions(headers: Record<string, string>, caller: Network): { options: QuoteOption[]; resource: Challenge['resource'] } {
+  const options: QuoteOption[] = [];
+  let resource: Challenge['resource'] = null;
+  for (const c of parseChallenges(headers['www-authenticate'])) {
+    if (c.method !== MPP_METHOD || c.intent !== MPP_INTENT) continue;
+    const request = SolanaChargeRequest.safeParse(c.request);
+    if (!request.success) continue;
+    options.push(mppOptionOf(request.data, { id: c.id, realm: c.realm || null, expires: c.expires ?? null }, caller));
+    const url = request.data.methodDetails.resource;
+    resource ??= url ? { url, description: request.data.description ?? null, mime_type: null } : null;
+  }
+  return { options, resource };
 }

@@ -8,10 +8,11 @@ import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import { acceptsFor, type OfferTerms } from '../paywall/offer.ts';
 import { resourceOf } from '../paywall/call.ts';
 import { DomainError } from '../shared/errors.ts';
-import { CAIP2, findStable, type Network } from '../shared/network.ts';
+import { CAIP2, findStable, STABLES, type Network } from '../shared/network.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
-import { optionOf, readChallenge } from './challenge.ts';
+import { chargeRequestFor } from '../facilitator/mpp.ts';
+import { mppOptionOf, optionOf, readChallenge, readMppOptions } from './challenge.ts';
 import { QuoteInput, type Quote, type QuoteOption } from './schema.ts';
 
 // Issue 14, POST /v1/buyer/quote: what paying a resource costs. A URL is probed once through the guarded outbound
@@ -98,8 +99,14 @@ export class QuoteService {
       feePayer: feePayer ?? '',
       fee: settings.fee.bps > 0 ? { bps: settings.fee.bps, feeAuthority: settings.fee.authorities[link.network] } : null,
     };
-    const options = acceptsFor(link, terms).map((a): QuoteOption => ({ ...optionOf(a, 2, caller.network), fee_payer: feePayer }));
     const resource = resourceOf(settings.baseUrl, link);
+    // The rail the paywall answers this link on: an MPP link's options are kind "mpp" (no challenge issued here).
+    const options = acceptsFor(link, terms).map((a): QuoteOption => {
+      if (link.protocol !== 'mpp') return { ...optionOf(a, 2, caller.network), fee_payer: feePayer };
+      const stable = STABLES[link.network].find((s) => s.mint === a.asset)!;
+      const request = chargeRequestFor(a, { decimals: stable.decimals, tokenProgram: stable.tokenProgramId, symbol: stable.symbol, resource: resource.url });
+      return { ...mppOptionOf(request, { id: null, realm: new URL(settings.baseUrl).host, expires: null }, caller.network), fee_payer: feePayer };
+    });
     return this.finish(caller, {
       source: 'payment_link',
       url: resource.url,
@@ -131,15 +138,22 @@ export class QuoteService {
     if (answer.status !== 402) {
       throw new DomainError('payment_not_required', `The URL answered ${answer.status}, not 402 Payment Required: there is nothing to pay.`, { status: answer.status, url });
     }
-    const challenge = readChallenge(answer.headers, answer.body);
+    // x402 (v2 header, else v1 body) and MPP (WWW-Authenticate: Payment) offers side by side; neither: challenge_invalid.
+    const mpp = readMppOptions(answer.headers, caller.network);
+    let x402: ReturnType<typeof readChallenge> | null = null;
+    try {
+      x402 = readChallenge(answer.headers, answer.body);
+    } catch (e) {
+      if (mpp.options.length === 0) throw e;
+    }
     return this.finish(caller, {
       source: 'url',
       url,
       method,
       domain: new URL(url).host,
       payment_link: null,
-      resource: challenge.resource,
-      options: challenge.accepts.map((a) => optionOf(a, challenge.version, caller.network)),
+      resource: x402?.resource ?? mpp.resource,
+      options: [...(x402 ? x402.accepts.map((a) => optionOf(a, x402.version, caller.network)) : []), ...mpp.options],
     });
   }
 

@@ -91,10 +91,21 @@ export const QuoteInput = z
   .refine(oneTarget, ONE_TARGET);
 export type QuoteInput = z.input<typeof QuoteInput>;
 
-/** One way to pay: today kind "x402" (v1 or v2, scheme "exact"); an MPP offer becomes kind "mpp" beside it. */
+/** The MPP side of an option (kind "mpp"): the challenge a buyer answers; null fields for a link resolved locally. */
+export const MppOfferInfo = z.object({
+  method: z.string(),
+  intent: z.string(),
+  /** the challenge id (HMAC-bound, valid until expires); null when the offer was resolved without a probe */
+  challenge_id: z.string().nullable(),
+  realm: z.string().nullable(),
+  expires: z.string().nullable(),
+});
+
+/** One way to pay: kind "x402" (v1 or v2, scheme "exact") or "mpp" (a Solana charge challenge, fee-facilitator-mpp-tools §4.2). */
 export const QuoteOption = z.object({
-  kind: z.enum(['x402']),
-  x402_version: z.number().int(),
+  kind: z.enum(['x402', 'mpp']),
+  /** x402 only; null for an MPP offer */
+  x402_version: z.number().int().nullable(),
   scheme: z.string(),
   /** our network name; null for a network the gateway does not serve */
   network: Network.nullable(),
@@ -121,6 +132,8 @@ export const QuoteOption = z.object({
   max_timeout_seconds: z.number().int().nullable(),
   /** this gateway can pay it for the caller: on the caller's network, a curated stable */
   payable: z.boolean(),
+  /** kind "mpp": the challenge; null for x402 */
+  mpp: MppOfferInfo.nullable().default(null),
 });
 export type QuoteOption = z.infer<typeof QuoteOption>;
 

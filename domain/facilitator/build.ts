@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { ComputeBudgetProgram, PublicKey, TransactionInstruction, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
 import { createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
 import { DomainError } from '../shared/errors.ts';
@@ -111,7 +110,7 @@ export function settlementInstructions(input: SettlementInstructionsInput): { in
     instructions.push(createTransferCheckedInstruction(source, mint, key(layout.feeAccount), authority, layout.fee, requirements.decimals, [], program));
   }
   instructions.push(
-    new TransactionInstruction({ programId: key(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(input.memo ?? randomBytes(16).toString('hex'), 'utf8') }),
+    new TransactionInstruction({ programId: key(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(input.memo ?? randomHex(16), 'utf8') }),
   );
   return { instructions, layout };
 }
@@ -126,4 +125,9 @@ export function buildPaymentTransaction(input: BuildPaymentInput): VersionedTran
   const feePayer = new PublicKey(input.feePayer);
   const message = new TransactionMessage({ payerKey: feePayer, recentBlockhash: input.blockhash, instructions }).compileToV0Message();
   return new VersionedTransaction(message);
+}
+
+/** Random hex without node:crypto (the buyer kit also runs in browsers): Web Crypto, global in Node ≥ 19. */
+function randomHex(bytes: number): string {
+  return Array.from(globalThis.crypto.getRandomValues(new Uint8Array(bytes)), (b) => b.toString(16).padStart(2, '0')).join('');
 }

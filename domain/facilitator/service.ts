@@ -13,6 +13,7 @@ import { decodeTransaction } from './decode.ts';
 import type { FeePayerSigner } from './ed25519.ts';
 import { FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
 import { verifyPayment } from './verify.ts';
+import { acceptOfCharge, isBoundTo, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
 import {
   FacilitatorRequest,
   networkFromX402,
@@ -192,6 +193,51 @@ export class FacilitatorService implements Facilitator {
       return response({ ...simulated, payer }, '');
     }
     return response(await this.broadcast(c));
+  }
+
+  /**
+   * POST /mpp/settle (fee-facilitator-mpp-tools §4.2, DECISIONS "MPP rail"): the MPP credential's transaction is the
+   * §2.3 settlement transaction; it must be bound to its challenge (a memo holding the challenge id), then it is
+   * verified against the challenge's request and settled exactly as an x402 payment — the same duplicate guard, so a
+   * repeated settle of one transaction learns its outcome instead of paying twice. The challenge's HMAC and expiry are
+   * the API's to check (it holds the key); a resumed settle after expiry must still learn a landed payment's outcome.
+   */
+  async mppSettle(raw: MppSettleRequest): Promise<MppSettleResponse> {
+    const refuse = (errorReason: string, errorMessage: string, network = ''): MppSettleResponse => ({ success: false, signature: '', slot: null, network, errorReason, errorMessage });
+    const parsed = MppSettleRequest.safeParse(raw);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return refuse('invalid_payload', `the body is not an MPP settle request: ${issue?.path.join('.') || '(root)'} ${issue?.message ?? ''}`.trim());
+    }
+    const { challenge, transaction } = parsed.data;
+    if (challenge.method !== MPP_METHOD || challenge.intent !== MPP_INTENT) {
+      return refuse('unsupported_scheme', `method ${challenge.method}/${challenge.intent} is not supported; only ${MPP_METHOD}/${MPP_INTENT}`);
+    }
+    const request = SolanaChargeRequest.safeParse(challenge.request);
+    if (!request.success) return refuse('invalid_payload', `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`);
+    const wireNetwork = request.data.methodDetails.network;
+    const bytes = decodeBase64(transaction);
+    if (!bytes) return refuse('invalid_payload', 'transaction is not base64', wireNetwork);
+    if (!isBoundTo(bytes, challenge.id)) {
+      return refuse('challenge_mismatch', 'the transaction is not bound to this challenge: none of its memos is the challenge id', wireNetwork);
+    }
+    const accept = acceptOfCharge(request.data);
+    const settled = await this.settle({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: accept, payload: { transaction } }, paymentRequirements: accept });
+    let slot: number | null = null;
+    const network = networkFromX402(wireNetwork);
+    if (settled.success && network) {
+      const [status] = await this.deps.ledgers[network]!.getSignatureStatuses([settled.transaction]).catch(() => [null]);
+      slot = status?.slot ?? null;
+    }
+    return {
+      success: settled.success,
+      signature: settled.transaction,
+      slot,
+      network: settled.network,
+      ...(settled.payer ? { payer: settled.payer } : {}),
+      ...(settled.errorReason ? { errorReason: settled.errorReason } : {}),
+      ...(settled.errorMessage ? { errorMessage: settled.errorMessage } : {}),
+    };
   }
 
   /**

@@ -4,6 +4,7 @@ import type { FacilitatorRequest, ResourceInfo, X402RequirementsV2 } from '../fa
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import { shareUrl } from '../payment-links/service.ts';
 import type { PaymentHeaders } from './offer.ts';
+import type { MppChallenge } from '../facilitator/mpp.ts';
 import type { PendingRequest, StoredResponse } from './schema.ts';
 
 // What the paywall's layers share: the request as the core reads it, one paid call, and the small pure helpers
@@ -16,7 +17,9 @@ export interface PaywallRequest {
   method: string;
   /** the query string without `network`, e.g. "city=Paris" ('' when none); forwarded upstream */
   forwardQuery: string;
-  headers: PaymentHeaders & { contentType?: string | undefined; accept?: string | undefined };
+  headers: PaymentHeaders & { contentType?: string | undefined; accept?: string | undefined; authorization?: string | undefined };
+  /** the request id, for the envelope fields of an MPP 402 */
+  requestId?: string | undefined;
   body: Uint8Array | undefined;
 }
 
@@ -33,6 +36,8 @@ export interface Call {
   transaction: string;
   /** lowercase hex SHA-256 of the transaction's message: the paid_calls key */
   paymentKey: string;
+  /** set on the MPP rail: the credential's (authenticated) challenge; the settle's slot once known */
+  mpp?: { challenge: MppChallenge; slot?: number | null };
 }
 
 export function resourceOf(baseUrl: string, link: PaymentLinkRecord): ResourceInfo {
@@ -62,6 +67,7 @@ export function pendingRequest(call: Call): PendingRequest {
     contentType: request.headers.contentType ?? null,
     accept_header: request.headers.accept ?? null,
     body: request.body?.length ? Buffer.from(request.body).toString('base64') : null,
+    ...(call.mpp ? { mpp: { challenge: call.mpp.challenge } } : {}),
   };
 }
 
@@ -83,6 +89,7 @@ export function callFromKept(baseUrl: string, link: PaymentLinkRecord, paymentKe
     version: kept.version,
     transaction: kept.transaction,
     paymentKey,
+    ...(kept.mpp ? { mpp: { challenge: kept.mpp.challenge } } : {}),
   };
 }
 

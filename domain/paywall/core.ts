@@ -14,6 +14,8 @@ import { acceptsFor, chooseAccept, parsePayment, type OfferTerms } from './offer
 import type { PaidCallRecord, StoredResponse } from './schema.ts';
 import type { LinkCache } from './link-cache.ts';
 import type { PaidCallRecorder } from './record.ts';
+import { acceptOfCharge, isBoundTo, type MppSettleResponse } from '../facilitator/mpp.ts';
+import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type IssuedChallenge } from './mpp.ts';
 import { errorResponse, facilitatorRequest, pending, pendingRequest, resourceOf, upstreamOf, type Accept, type Call, type PaywallRequest } from './call.ts';
 
 // hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the paywall's core, like
@@ -48,6 +50,14 @@ export type PaywallResult =
       message: string;
       offer: () => { accepts: Accept[]; resource: ResourceInfo };
     }
+  | {
+      /** the MPP rail's 402: fresh challenges, and on a refused credential why (an error envelope's fields) */
+      kind: 'mpp_required';
+      link: PaymentLinkRecord;
+      challenges: IssuedChallenge[];
+      refusal: { error: string; message: string; details?: Record<string, unknown> } | null;
+      requestId: string | undefined;
+    }
   | { kind: 'served'; response: StoredResponse; replayed: boolean };
 
 export interface PaywallCoreDeps {
@@ -59,6 +69,8 @@ export interface PaywallCoreDeps {
   ledgers: Partial<Record<Network, Ledger>>;
   clock: Clock;
   settings: GatewaySettings;
+  /** the MPP challenges' HMAC key (DECISIONS "MPP rail": stateless, tamper-evident); shared by every instance */
+  mppSecret: Uint8Array;
 }
 
 type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
@@ -80,9 +92,7 @@ export class PaywallCore {
   /** One request to /x/{id}: a 402 to render, or the response it paid for (errors are thrown as DomainErrors). */
   async handle(request: PaywallRequest): Promise<PaywallResult> {
     const link = await this.resolveLink(request);
-    if (link.protocol !== 'x402') {
-      throw new DomainError('service_unavailable', 'This link uses the MPP rail, which this gateway does not serve yet.', { protocol: link.protocol });
-    }
+    if (link.protocol === 'mpp') return this.handleMpp(link, request);
     const terms = await this.offerTerms(link.network);
     const payment = parsePayment(request.headers);
     const baseUrl = this.deps.settings.baseUrl;
@@ -114,6 +124,75 @@ export class PaywallCore {
       paymentKey: sha256Hex(messageBytes),
     };
     return this.pay(call, WAIT_FOR_OWNER_MS);
+  }
+
+  /**
+   * The MPP rail (DECISIONS "MPP rail"): no credential → 402 with fresh challenges; a credential is authenticated (its
+   * challenge's HMAC, this link, these terms, its transaction bound to that challenge by memo), then paid through the
+   * same claim → settle → record path as x402 (exactly once per transaction; a replay gets the stored response, also
+   * after the challenge expired). Every refusal is a 402 with fresh challenges and the reason.
+   */
+  private async handleMpp(link: PaymentLinkRecord, request: PaywallRequest): Promise<PaywallResult> {
+    const terms = await this.offerTerms(link.network);
+    const resource = resourceOf(this.deps.settings.baseUrl, link);
+    const accepts = acceptsFor(link, terms);
+    const now = this.deps.clock.now();
+    const realm = realmOf(this.deps.settings.baseUrl);
+    const answer = (refusal: { error: string; message: string; details?: Record<string, unknown> } | null): PaywallResult => ({
+      kind: 'mpp_required',
+      link,
+      challenges: issueChallenges({ secret: this.deps.mppSecret, realm, network: link.network, accepts, resource, now }),
+      refusal,
+      requestId: request.requestId,
+    });
+    const encoded = paymentCredentialOf(request.headers.authorization);
+    if (!encoded) return answer(null);
+    const read = readCredential(encoded, { secret: this.deps.mppSecret, realm, now });
+    if (!read.ok) return answer({ error: read.reason, message: read.message });
+    const offered = acceptOfCharge(read.request);
+    const ours = accepts.find((a) => a.network === offered.network && a.asset === offered.asset && a.amount === offered.amount && a.payTo === offered.payTo);
+    if (read.network !== link.network || read.request.methodDetails.resource !== resource.url || !ours) {
+      return answer({ error: 'mpp_challenge_invalid', message: 'The challenge was issued for another resource or other terms than this link offers.', details: { challenge_id: read.challenge.id } });
+    }
+    let messageBytes: Uint8Array;
+    try {
+      messageBytes = decodeTransaction(read.transactionBytes).messageBytes;
+    } catch (e) {
+      return answer({ error: 'invalid_transaction', message: `The payment transaction does not parse: ${(e as Error).message}` });
+    }
+    if (!isBoundTo(read.transactionBytes, read.challenge.id)) {
+      return answer({ error: 'challenge_mismatch', message: 'The transaction is bound to another challenge (its memo must be the challenge id): it unlocks nothing here.', details: { challenge_id: read.challenge.id } });
+    }
+    const paymentKey = sha256Hex(messageBytes);
+    if (read.expired && !(await this.deps.store.paidCalls.get(link.network, paymentKey))) {
+      return answer({ error: 'mpp_challenge_expired', message: 'The challenge expired (they are valid 5 minutes): answer a fresh one.', details: { challenge_id: read.challenge.id, expires: read.challenge.expires ?? null } });
+    }
+    const call: Call = {
+      link,
+      request,
+      resource,
+      accepts,
+      // the terms the buyer signed for (the facilitator holds the fee terms to its own)
+      accept: { ...offered, maxTimeoutSeconds: ours.maxTimeoutSeconds },
+      version: 2,
+      transaction: read.transaction,
+      paymentKey,
+      mpp: { challenge: read.challenge },
+    };
+    return this.pay(call, WAIT_FOR_OWNER_MS);
+  }
+
+  /** A refusal of a call in its rail's form: x402's 402 offer, or MPP's 402 with fresh challenges. */
+  private refused(call: Call, reason: string, message: string): PaywallResult {
+    if (!call.mpp) return refused(call, reason, message);
+    const now = this.deps.clock.now();
+    return {
+      kind: 'mpp_required',
+      link: call.link,
+      challenges: issueChallenges({ secret: this.deps.mppSecret, realm: realmOf(this.deps.settings.baseUrl), network: call.link.network, accepts: call.accepts, resource: call.resource, now }),
+      refusal: { error: reason, message },
+      requestId: call.request.requestId,
+    };
   }
 
   /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */
@@ -191,11 +270,11 @@ export class PaywallCore {
       const record = claim.record;
       if (claim.claimed) return this.run(call, record);
       if (record.linkPk !== call.link.pk) {
-        return refused(call, 'payment_already_used', 'This payment transaction was already used for another payment link.');
+        return this.refused(call, 'payment_already_used', 'This payment transaction was already used for another payment link.');
       }
       if (record.status === 'done' && record.response) {
         if (record.expiresAt.getTime() <= now.getTime()) {
-          return refused(call, 'payment_already_used', USED_BEFORE);
+          return this.refused(call, 'payment_already_used', USED_BEFORE);
         }
         return { kind: 'served', response: record.response, replayed: true };
       }
@@ -248,7 +327,7 @@ export class PaywallCore {
         const verdict = await this.deps.facilitator.verify(request);
         if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
           await this.deps.store.paidCalls.release(network, call.paymentKey);
-          return refused(call, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
+          return this.refused(call, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
         }
         // Already settled (by a process that died before recording it): the settle below learns from the ledger
         // whether it landed; the money moved, so the call is served and recorded like a resumed one.
@@ -277,7 +356,7 @@ export class PaywallCore {
       served ??= await this.produce(call);
       const value = served.ok ? served.value : errorResponse(served.error);
       const recorded = await this.recorder.record(call, settled.signature, settled.payer, value);
-      return recorded.kind === 'recorded' ? { kind: 'served', response: recorded.response, replayed: false } : refused(call, 'payment_already_used', USED_BEFORE);
+      return recorded.kind === 'recorded' ? { kind: 'served', response: recorded.response, replayed: false } : this.refused(call, 'payment_already_used', USED_BEFORE);
     } catch (e) {
       // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;
       // before that, nothing happened and the payment is forgotten.
@@ -297,7 +376,7 @@ export class PaywallCore {
     const { network } = call.link;
     let result: SettleResponse;
     try {
-      result = await this.deps.facilitator.settle(request);
+      result = call.mpp ? await this.mppSettle(call) : await this.deps.facilitator.settle(request);
     } catch (e) {
       if (e instanceof DomainError && e.code === 'payment_pending') throw pending(null, e.message);
       throw e;
@@ -314,7 +393,21 @@ export class PaywallCore {
       if (outcome === 'processing') throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
     }
     await this.deps.store.paidCalls.release(network, call.paymentKey);
-    return { ok: false, result: refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.') };
+    return { ok: false, result: this.refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.') };
+  }
+
+  /** POST /mpp/settle, its answer in the settle shape the claim logic reads; the slot kept for the v0.2 receipt. */
+  private async mppSettle(call: Call): Promise<SettleResponse> {
+    const r: MppSettleResponse = await this.deps.facilitator.mppSettle({ challenge: call.mpp!.challenge, transaction: call.transaction });
+    call.mpp!.slot = r.slot;
+    return {
+      success: r.success,
+      transaction: r.signature,
+      network: r.network,
+      ...(r.payer ? { payer: r.payer } : {}),
+      ...(r.errorReason ? { errorReason: r.errorReason } : {}),
+      ...(r.errorMessage ? { errorMessage: r.errorMessage } : {}),
+    };
   }
 
   /** A signature on the ledger: landed (confirmed, no error), processing (not confirmed yet), or absent/failed. */

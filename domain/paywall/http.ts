@@ -2,6 +2,7 @@ import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import { paymentRequired, refusalMessage, type OfferTerms } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { PaywallResult } from './core.ts';
+import { problemBody, wwwAuthenticate } from './mpp.ts';
 
 // The paywall's HTTP layer (x402's x402HTTPResourceServer): status, headers and body from the core's result, nothing
 // else — no I/O, no framework. interfaces/paywall/routes.ts writes what this returns.
@@ -20,6 +21,14 @@ export class PaywallHttp {
 
   render(result: PaywallResult): PaywallResponse {
     if (result.kind === 'served') return fromStored(result.response, result.replayed);
+    if (result.kind === 'mpp_required') {
+      // DECISIONS "MPP rail": the standard challenge header and the problem+json body (with the envelope's fields).
+      return {
+        status: 402,
+        headers: { 'content-type': 'application/problem+json', 'www-authenticate': wwwAuthenticate(result.challenges), 'cache-control': 'no-store' },
+        body: json(problemBody(result.challenges, result.refusal, result.requestId)),
+      };
+    }
     const { link, terms } = result;
     if (terms) {
       const cached = this.challenges.get(link);

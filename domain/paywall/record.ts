@@ -7,7 +7,8 @@ import type { Clock } from '../ports/clock.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Repositories, Store } from '../ports/store.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
-import { chainReceipt, sha256Hex, type ChainHead, type ReceiptV1 } from '../receipts/schema.ts';
+import { chainReceipt, sha256Hex, type ChainHead, type Receipt, type ReceiptDraft } from '../receipts/schema.ts';
+import { encodeReceipt } from '../facilitator/mpp.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import type { Network } from '../shared/network.ts';
@@ -61,7 +62,7 @@ export class PaidCallRecorder {
     // At most RECORDS_PER_SELLER record transactions of one seller at a time from this process: the others wait here,
     // not in PostgreSQL holding a pooled connection each (which starved the claims and settlements of every other
     // call); the chain lock below orders them, across processes too.
-    const final = await this.fewAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: ReceiptV1 | null } | null> => {
+    const final = await this.fewAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: Receipt | null } | null> => {
       // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
       // racing a process thought dead) serves what was stored.
       const current = await tx.paidCalls.get(network, call.paymentKey);
@@ -76,8 +77,7 @@ export class PaidCallRecorder {
       const heads = new Map<string, ChainHead | null>();
       for (const agent of [link.ownerAgent, ...(buyer ? [buyer.mint] : [])].sort()) heads.set(agent, await tx.receipts.lockHead(network, agent));
       const head = heads.get(link.ownerAgent) ?? null;
-      const receipt = chainReceipt(
-        {
+      const draft: ReceiptDraft = {
           v: '0.1',
           kind: 'earn',
           agent: link.ownerAgent,
@@ -102,15 +102,30 @@ export class PaidCallRecorder {
           facilitator: this.deps.settings.facilitatorUrl,
           response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) },
           tx_sig: signature,
-        },
+        };
+      // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
+      // reader of the settlement — counters, verification, spend rollups — treats both rails alike).
+      const receipt = chainReceipt(
+        call.mpp
+          ? {
+              ...draft,
+              v: '0.2' as const,
+              protocol: 'mpp' as const,
+              mpp_challenge_id: call.mpp.challenge.id,
+              mpp_settlement_tx: signature,
+              ...(typeof call.mpp.slot === 'number' ? { mpp_settlement_slot: call.mpp.slot } : {}),
+            }
+          : draft,
         head,
       );
       await tx.receipts.insert({ network, receipt, source: 'paywall', createdAt: now });
       if (buyer) await this.spend(tx, { buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now, signature, link: link.id });
 
       const body = link.wrapReceipt ? wrapped(served, receipt) : served;
-      const headers: Record<string, string> = { ...body.headers, 'payment-response': b64json(paymentResponse) };
-      if (call.version === 1) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+      const headers: Record<string, string> = call.mpp
+        ? { ...body.headers, 'payment-receipt': encodeReceipt({ reference: signature, timestamp: now.toISOString(), slot: call.mpp.slot ?? null, challengeId: call.mpp.challenge.id }) }
+        : { ...body.headers, 'payment-response': b64json(paymentResponse) };
+      if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
       const response: StoredResponse = { ...body, headers };
       await tx.paidCalls.complete(network, call.paymentKey, { signature, payer, response, at: now });
       await this.emitReceipt(tx, call, now, signature, receipt, fee, stable);
@@ -147,7 +162,7 @@ export class PaidCallRecorder {
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
-  private async spend(tx: Repositories, e: { buyer: AgentRecord; earn: ReceiptV1; head: ChainHead | null; now: Date; signature: string; link: string }): Promise<void> {
+  private async spend(tx: Repositories, e: { buyer: AgentRecord; earn: Receipt; head: ChainHead | null; now: Date; signature: string; link: string }): Promise<void> {
     const { nonce: _n, prev_receipt_hash: _p, receipt_hash: _h, response: _r, ...draft } = e.earn;
     const receipt = chainReceipt({ ...draft, kind: 'spend', agent: e.buyer.mint }, e.head);
     // Stored pending: the verification job checks the debit of the buyer's treasury against the ledger.
@@ -186,7 +201,7 @@ export class PaidCallRecorder {
   }
 
   /** The earn receipt's events (under the chain lock). */
-  private async emitReceipt(tx: Repositories, call: Call, now: Date, signature: string, receipt: ReceiptV1, fee: bigint, stable: Stable) {
+  private async emitReceipt(tx: Repositories, call: Call, now: Date, signature: string, receipt: Receipt, fee: bigint, stable: Stable) {
     const { link } = call;
     const append = this.appender(tx, call, now, signature);
     await append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
@@ -210,7 +225,7 @@ export class PaidCallRecorder {
    * secret — a delivery like a subscription's (DECISIONS "Webhooks": same rows, retries, signature), made in the
    * record transaction so a recorded payment's webhook is never lost.
    */
-  private async webhook(tx: Repositories, call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: ReceiptV1, now: Date): Promise<void> {
+  private async webhook(tx: Repositories, call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: Receipt, now: Date): Promise<void> {
     const { link } = call;
     if (!link.webhookUrl || !link.webhookSecret) return;
     const data = { payment_link_id: link.id, payment, receipt, response: { status: response.status, headers: response.headers, body: response.body } };
@@ -219,7 +234,7 @@ export class PaidCallRecorder {
 }
 
 /** DECISIONS wrap_receipt: { data: <template body or upstream JSON>, receipt }. */
-function wrapped(served: StoredResponse, receipt: ReceiptV1): StoredResponse {
+function wrapped(served: StoredResponse, receipt: Receipt): StoredResponse {
   const text = Buffer.from(served.body, 'base64').toString('utf8');
   let data: unknown = text;
   if (/json/i.test(served.headers['content-type'] ?? '')) {

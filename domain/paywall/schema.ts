@@ -1,5 +1,6 @@
 import type { Network } from '../shared/network.ts';
 import type { X402RequirementsV2 } from '../facilitator/wire.ts';
+import type { MppChallenge } from '../facilitator/mpp.ts';
 
 /** A response as served, kept for replays: body as base64 so any bytes survive. */
 export interface StoredResponse {
@@ -25,6 +26,8 @@ export interface PendingRequest {
   accept_header: string | null;
   /** base64 request body; null without one */
   body: string | null;
+  /** the MPP rail: the challenge the transaction is bound to (settled through POST /mpp/settle) */
+  mpp?: { challenge: MppChallenge };
 }
 
 /** e.g. { network: "chain-devnet", paymentKey: "9f86…", status: "done", signature: "5VER…", response: {…} } */

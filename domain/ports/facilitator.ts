@@ -1,4 +1,5 @@
 import type { FacilitatorHealth, FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../facilitator/wire.ts';
+import type { MppSettleRequest, MppSettleResponse } from '../facilitator/mpp.ts';
 import type { PrepareAccountsRequest, PrepareAccountsResponse } from '../treasury/accounts.ts';
 
 // The facilitator as the paywall sees it (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"). Two adapters:
@@ -27,4 +28,9 @@ export interface Facilitator {
    * { network, owner, accounts: [{ asset: "4zMM…", account: "9xQe…", ready: true, created: true }] }
    */
   prepareAccounts(request: PrepareAccountsRequest): Promise<PrepareAccountsResponse>;
+  /**
+   * The MPP rail's settle (POST /mpp/settle): the credential's challenge and transaction → { success, signature, slot }.
+   * Refusals are results (errorReason, e.g. challenge_mismatch); throws like settle when no answer came.
+   */
+  mppSettle(request: MppSettleRequest): Promise<MppSettleResponse>;
 }

@@ -83,10 +83,13 @@ export function receiptHash(receipt: Omit<Receipt, 'receipt_hash'>): string {
   return createHash('sha256').update(canonicalJson(body)).digest('hex');
 }
 
+/** A receipt of either version before it is placed on its agent's chain (v0.2: the MPP rail). */
+export type AnyReceiptDraft = ReceiptDraft | Omit<ReceiptV02, 'nonce' | 'prev_receipt_hash' | 'receipt_hash'>;
+
 /** The next link of a chain: nonce = head + 1 (0 on an empty chain), prev = head's hash, then its own hash. */
-export function chainReceipt(draft: ReceiptDraft, head: ChainHead | null): ReceiptV1 {
+export function chainReceipt<D extends AnyReceiptDraft>(draft: D, head: ChainHead | null): D & { nonce: number; prev_receipt_hash: string | null; receipt_hash: string } {
   const linked = { ...draft, nonce: head ? head.nonce + 1 : 0, prev_receipt_hash: head ? head.receiptHash : null };
-  return { ...linked, receipt_hash: receiptHash(linked) };
+  return { ...linked, receipt_hash: receiptHash(linked as Omit<Receipt, 'receipt_hash'>) };
 }
 
 export function sha256Hex(bytes: Uint8Array | string): string {

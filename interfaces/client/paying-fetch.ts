@@ -18,9 +18,10 @@ import {
   type PaymentPayloadV2,
 } from '../../domain/facilitator/wire.ts';
 import { STABLES, type Network } from '../../domain/shared/network.ts';
+import { acceptOfCharge, encodeCredential, MPP_INTENT, MPP_METHOD, parseChallenges, SolanaChargeRequest, type WireChallenge } from '../../domain/facilitator/mpp.ts';
 
-// The buyer kit (DECISIONS "x402 on the paywall", fee-facilitator-mpp-tools §2.1–2.4): a fetch that answers an x402
-// 402 by signing the §2.3 settlement transaction — seller leg, fee leg when the offer carries extra["svc.fee"], and
+// The buyer kit (DECISIONS "x402 on the paywall" and "MPP rail", fee-facilitator-mpp-tools §2.1–2.4, §4.2): a fetch
+// that answers an x402 or an MPP 402 by signing the §2.3 settlement transaction — seller leg, fee leg when the offer carries extra["svc.fee"], and
 // idempotent creations of the receiving token accounts funded by the facilitator — and retrying the request once.
 //
 //   const pay = createPayingFetch({ signer: keypair, rpcUrl: 'https://api.devnet.solana.com', network: 'chain-devnet' });
@@ -144,6 +145,8 @@ export interface OfferToSign {
   resourceUrl: string | undefined;
   /** refuse when amount + fee exceeds this many atomic units */
   maxAmountAtomic?: bigint | undefined;
+  /** the memo instruction's text; default a random nonce. The MPP rail binds a transaction to its challenge: the challenge id */
+  memo?: string | undefined;
 }
 
 /**
@@ -219,7 +222,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     }
   };
 
-  return async ({ accept, network, resourceUrl, maxAmountAtomic }) => {
+  return async ({ accept, network, resourceUrl, maxAmountAtomic, memo }) => {
     const feePayer = accept.extra.feePayer;
     if (typeof feePayer !== 'string') throw new PaymentError('unsupported_offer', 'the offer names no extra.feePayer');
     const fee = offeredFeeTerms(accept);
@@ -250,7 +253,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     let unsigned: VersionedTransaction;
     try {
       const source = options.agent ? associatedTokenAccount(treasuryOf(options.agent), requirements.asset, requirements.tokenProgram) : options.source;
-      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(source ? { source } : {}), requirements, blockhash });
+      unsigned = buildPaymentTransaction({ feePayer, payer: signerAddress, ...(source ? { source } : {}), ...(memo ? { memo } : {}), requirements, blockhash });
     } catch (e) {
       if (e instanceof DomainError) throw new PaymentError('unsupported_offer', `the offer cannot be paid: ${e.message}`, { accept });
       throw e;
@@ -259,9 +262,39 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
   };
 }
 
+/**
+ * The MPP rail (DECISIONS "MPP rail"): the bound transaction of one Solana charge challenge (base64) — the same §2.3
+ * transaction as on x402, its memo the challenge id. Shared by the paying fetch and svc-gateway/mpp's mppx method.
+ */
+export function createChallengeSigner(options: OfferSignerOptions & { network?: Network | undefined; maxAmountAtomic?: bigint | undefined }): (challenge: { id: string; request: Record<string, unknown> }) => Promise<string> {
+  const sign = createOfferSigner(options);
+  return async (challenge) => {
+    const request = SolanaChargeRequest.safeParse(challenge.request);
+    if (!request.success) throw new PaymentError('unsupported_offer', `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`);
+    const accept = acceptOfCharge(request.data);
+    const network = networkFromX402(accept.network);
+    if (!network || (options.network && network !== options.network)) {
+      throw new PaymentError('no_matching_offer', `the challenge is on ${accept.network}, not ${options.network ?? 'a network the kit knows'}`, { network: accept.network });
+    }
+    return sign({ accept, network, resourceUrl: request.data.methodDetails.resource, maxAmountAtomic: options.maxAmountAtomic, memo: challenge.id });
+  };
+}
+
+/** The first Solana charge challenge of an MPP 402 on the wanted network (any known one by default); null when none. */
+function chooseMppChallenge(response: Response, wanted: Network | undefined): WireChallenge | null {
+  const challenges = parseChallenges(response.headers.get('www-authenticate')).filter((c) => c.method === MPP_METHOD && c.intent === MPP_INTENT);
+  if (challenges.length === 0) return null;
+  for (const c of challenges) {
+    const network = networkFromX402(String((c.request.methodDetails as { network?: unknown } | undefined)?.network ?? ''));
+    if (network && (!wanted || network === wanted)) return c;
+  }
+  throw new PaymentError('no_matching_offer', `no Solana charge challenge on ${wanted ?? 'a supported network'}`, { offered: challenges.map((c) => (c.request.methodDetails as { network?: unknown } | undefined)?.network) });
+}
+
 export function createPayingFetch(options: PayingFetchOptions): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const signOffer = createOfferSigner(options);
+  const signChallenge = createChallengeSigner(options);
 
   return async (input, init) => {
     const original = new Request(input, init);
@@ -276,9 +309,16 @@ export function createPayingFetch(options: PayingFetchOptions): (input: string |
     const first = await send();
     if (first.status !== 402) return first;
     // A request that already carried a payment is not paid twice.
-    if (original.headers.has('PAYMENT-SIGNATURE') || original.headers.has('X-PAYMENT')) return first;
+    if (original.headers.has('PAYMENT-SIGNATURE') || original.headers.has('X-PAYMENT') || /^\s*Payment\s/i.test(original.headers.get('authorization') ?? '')) return first;
     const chosen = await chooseOffer(first, options.network);
-    if (!chosen) return first; // a 402 that is not x402: nothing the kit can pay
+    if (!chosen) {
+      // Not x402: an MPP offer (WWW-Authenticate: Payment, fee-facilitator-mpp-tools §4.2) is paid with a credential.
+      const challenge = chooseMppChallenge(first, options.network);
+      if (!challenge) return first; // a 402 neither rail's: nothing the kit can pay
+      await first.body?.cancel();
+      const transaction = await signChallenge(challenge);
+      return send({ Authorization: encodeCredential(challenge, transaction) });
+    }
     await first.body?.cancel();
 
     const transaction = await signOffer({ accept: chosen.accept, network: chosen.network, resourceUrl: original.url, maxAmountAtomic: options.maxAmountAtomic });

@@ -5,6 +5,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { invalidFromZod } from '../../domain/shared/validation.ts';
 import { restAnswer } from '../errors.ts';
 import { PrepareAccountsRequest } from '../../domain/treasury/accounts.ts';
+import { MppSettleRequest } from '../../domain/facilitator/mpp.ts';
 import { timingSafeEqual, createHash } from 'node:crypto';
 
 // The x402 facilitator HTTP API (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): the gateway mounts it at
@@ -33,6 +34,12 @@ export function registerFacilitatorRoutes(app: FastifyInstance, options: Facilit
 
       scope.post('/verify', async (req, reply) => reply.send(await facilitator.verify(parseRequest(req.body))));
       scope.post('/settle', async (req, reply) => reply.send(await facilitator.settle(parseRequest(req.body))));
+      // fee-facilitator-mpp-tools §4.2, DECISIONS "MPP rail": { challenge, transaction } → { success, signature, slot }.
+      scope.post('/mpp/settle', async (req, reply) => {
+        const parsed = MppSettleRequest.safeParse(req.body);
+        if (!parsed.success) throw invalidFromZod(parsed.error);
+        return reply.send(await facilitator.mppSettle(parsed.data));
+      });
       scope.get('/supported', async (_req, reply) => reply.send(await facilitator.supported()));
       scope.get('/health', async (_req, reply) => reply.send(await facilitator.health()));
       scope.post('/accounts', async (req, reply) => {

@@ -11,7 +11,7 @@ import { restAnswer } from '../errors.ts';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 /** Response headers a buyer's browser-based client must be able to read. */
-const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, X-Svc-Request-Id, X-Svc-Replayed';
+const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed';
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
@@ -49,7 +49,7 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
             .headers({
               ...headers,
               'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE',
-              'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Accept',
+              'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Authorization, Accept',
               'Access-Control-Max-Age': '600',
             })
             .send();
@@ -69,7 +69,9 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
               xPayment: header(req, 'x-payment'),
               contentType: header(req, 'content-type'),
               accept: header(req, 'accept'),
+              authorization: header(req, 'authorization'),
             },
+            requestId: String(req.id),
             body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,
           });
           const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength); // no copy

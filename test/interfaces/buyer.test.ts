@@ -36,7 +36,7 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
   const networks = await rest(t, 'GET', '/v1/buyer/networks');
   t.is(networks.status, 200, JSON.stringify(networks.body));
   const devnet = networks.body.data.find((n: { network: string }) => n.network === 'chain-devnet');
-  t.like(devnet, { current: true, rails: ['x402'], caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', x402_network: 'solana-devnet' });
+  t.like(devnet, { current: true, rails: ['x402', 'mpp'], caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', x402_network: 'solana-devnet' });
   t.deepEqual(devnet.stables, [{ symbol: 'USDC', mint: USDC.mint, decimals: 6, token_program: 'spl', token_program_id: USDC.tokenProgramId }]);
   const mainnet = networks.body.data.find((n: { network: string }) => n.network === 'chain-mainnet');
   t.false(mainnet.current);
@@ -55,7 +55,7 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
 
   const g = await gql(t, '{ buyerNetworks { network current rails stables { symbol mint decimals tokenProgram } } buyerCurrencies { network data { symbol mint } } }');
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.like(g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'), { current: true, rails: ['x402'] });
+  t.like(g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'), { current: true, rails: ['x402', 'mpp'] });
   t.deepEqual(g.body.data.buyerCurrencies, { network: 'CHAIN_DEVNET', data: [{ symbol: 'USDC', mint: USDC.mint }] });
 });
 

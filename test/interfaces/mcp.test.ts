@@ -254,7 +254,7 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
   t.true(wrongById.isError);
   t.is(wrongById.body.error, 'wrong_network', JSON.stringify(wrongById.body));
 
-  // An MPP-only offer (a problem+json 402 with a challenge) is refused clearly, nothing signed.
+  // An MPP offer without a Solana charge challenge (a problem+json 402, no WWW-Authenticate) is refused clearly.
   const mpp = await serve(t, () => ({
     status: 402,
     headers: { 'content-type': 'application/problem+json' },
@@ -262,7 +262,8 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
   }));
   const refused = await configured.call('svc_pay_payment_link', { url: `${mpp}/paid` });
   t.true(refused.isError);
-  t.is(refused.body.error, 'mpp_not_supported');
+  t.is(refused.body.error, 'unsupported_offer');
+  t.regex(refused.body.message, /no Solana charge challenge/);
 });
 
 metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, receipts, history and daily buckets, spend limits, withdraw', async (t) => {
@@ -363,6 +364,16 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   const set = await ok(buyer, 'svc_set_spend_limit', { symbol: 'USDC', mode: 'amount', amount: '1.5' });
   t.like(set, { symbol: 'USDC', mode: 'amount', delegate: b.executive_pubkey, allowance_atomic: '1500000' });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining: '1.5', unlimited: false, delegate_matches_executive: true });
+
+  // Issue 14/15: the buyer pays a link on the MPP rail the same way (a Solana charge credential, signed in the tool
+  // process); both agents get v0.2 receipts naming the challenge.
+  const mppLink = await ok(seller, 'svc_create_payment_link', { label: 'Weather over MPP', method: 'GET', price: '$0.25', protocol: 'mpp', response: { body: { forecast: 'rain' } } });
+  const mppPaid = await ok(buyer, 'svc_pay_payment_link', { payment_link: mppLink.id });
+  t.like(mppPaid, { status: 'paid', protocol: 'mpp', http_status: 200, network: 'chain-devnet', response: { forecast: 'rain' } });
+  t.regex(mppPaid.receipt_hash, /^[0-9a-f]{64}$/);
+  const mppSpend = await ok(buyer, 'svc_get_receipt', { receipt_hash: mppPaid.receipt_hash });
+  t.like(mppSpend.receipt, { v: '0.2', protocol: 'mpp', kind: 'spend', agent: b.mint, mpp_settlement_tx: mppPaid.tx_signature });
+  t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining_atomic: (1_500_000n - gross).toString() });
   const revoked = await ok(buyer, 'svc_set_spend_limit', { symbol: 'USDC', mode: 'revoke' });
   t.like(revoked, { symbol: 'USDC', mode: 'revoke', delegate: null });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { delegate: null, remaining_atomic: '0', delegate_matches_executive: false });
@@ -379,7 +390,7 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   t.is(tokens.reduce((sum, x) => sum + x.amount, 0n), 100_000n);
   t.is(await ledger.getBalance(wallet), 1_000_000n);
   const sellerBalance = await ok(seller, 'svc_check_treasury_balance');
-  t.like(sellerBalance, { USDC: { amount: '0.15' } });
+  t.like(sellerBalance, { USDC: { amount: '0.4' } }, 'two sales of 0.25 (x402 and MPP) less the 0.1 withdrawn');
 
   // svc_registry_endpoints expands a registry item: the registration document of an agent the gateway knows.
   const docs = await serve(t, () => ({

@@ -87,10 +87,10 @@ const FacilitatorInfoRef = builder.objectRef<FacilitatorInfo>('FacilitatorInfo')
 });
 
 const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
-  description: 'One way to pay (kind x402 today); net + fee = gross, decimal strings and atomic strings.',
+  description: 'One way to pay (kind x402 or mpp); net + fee = gross, decimal strings and atomic strings.',
   fields: (t) => ({
     kind: t.expose('kind', { type: QuoteOptionKindEnum }),
-    x402Version: t.exposeInt('x402_version'),
+    x402Version: t.exposeInt('x402_version', { nullable: true }),
     scheme: t.exposeString('scheme'),
     network: t.expose('network', { type: NetworkEnum, nullable: true }),
     networkId: t.exposeString('network_id'),
@@ -109,6 +109,8 @@ const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
     feePayer: t.exposeString('fee_payer', { nullable: true }),
     maxTimeoutSeconds: t.exposeInt('max_timeout_seconds', { nullable: true }),
     payable: t.exposeBoolean('payable'),
+    mppChallengeId: t.string({ nullable: true, description: 'kind mpp: the challenge id (null when resolved without a probe)', resolve: (o) => o.mpp?.challenge_id ?? null }),
+    mppExpires: t.string({ nullable: true, description: 'kind mpp: when the challenge expires', resolve: (o) => o.mpp?.expires ?? null }),
   }),
 });
 

@@ -1,14 +1,16 @@
 import { z } from 'zod';
 import { WholeUnits } from '../../../domain/agents/prepare-schema.ts';
 import { networkFromX402 } from '../../../domain/facilitator/wire.ts';
+import { MPP_INTENT, MPP_METHOD, parseChallenges } from '../../../domain/facilitator/mpp.ts';
 import { CreatePaymentLinkInput, HttpMethod, Slug } from '../../../domain/payment-links/schema.ts';
 import { decimalToAtomic } from '../../../domain/shared/money.ts';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../client/paying-fetch.ts';
 import { defineTool, ToolError, type ToolContext } from '../context.ts';
 
-// fee-facilitator-mpp-tools §4.3: pay a payment link (x402, from the agent treasury with the executive as the SPL
-// delegate, through the buyer kit) and create one. MPP offers are recognised and refused with a clear error until the
-// MPP rail exists (another session); an offer only on the other network is refused with wrong_network.
+// fee-facilitator-mpp-tools §4.3: pay a payment link (x402 or MPP, from the agent treasury with the executive as the
+// SPL delegate, through the buyer kit) and create one. An MPP offer is a Solana charge challenge (WWW-Authenticate:
+// Payment, §4.2): paid with a credential, settled into a v0.2 receipt; an offer only on the other network is refused
+// with wrong_network.
 
 const MAX_BODY_CHARS = 16_384;
 
@@ -63,10 +65,18 @@ async function probe(ctx: ToolContext, url: string, init: RequestInit) {
   const body = await bodyOf(res);
   if (!accepts && body && typeof body === 'object' && Array.isArray((body as { accepts?: unknown }).accepts)) accepts = (body as { accepts: unknown[] }).accepts;
   if (!accepts) {
-    if (contentType.includes('application/problem+json') || (body && typeof body === 'object' && 'challengeId' in body)) {
-      throw new ToolError('mpp_not_supported', 'The offer is MPP-only (a problem+json 402 with a challenge): this tool server pays x402 offers; the MPP rail is not available yet.', { url });
+    const charges = parseChallenges(res.headers.get('www-authenticate')).filter((c) => c.method === MPP_METHOD && c.intent === MPP_INTENT);
+    if (charges.length > 0) {
+      const offered = [...new Set(charges.map((c) => String((c.request.methodDetails as { network?: unknown } | undefined)?.network ?? '')).map((n) => networkFromX402(n) ?? n))];
+      if (!offered.includes(ctx.network)) {
+        throw new ToolError('wrong_network', `The offer is on ${offered.join(', ') || 'no known network'}, not on this agent's network ${ctx.network}.`, { network: ctx.network, offered });
+      }
+      return { kind: 'mpp' as const };
     }
-    throw new ToolError('unsupported_offer', 'The 402 carries no x402 offer (no PAYMENT-REQUIRED header or accepts).', { url });
+    if (contentType.includes('application/problem+json') || (body && typeof body === 'object' && 'challengeId' in body)) {
+      throw new ToolError('unsupported_offer', 'The offer is MPP but carries no Solana charge challenge (WWW-Authenticate: Payment method="solana" intent="charge") this tool server can pay.', { url });
+    }
+    throw new ToolError('unsupported_offer', 'The 402 carries no x402 offer (no PAYMENT-REQUIRED header or accepts) and no MPP challenge.', { url });
   }
   const networks = accepts.map((a) => (a && typeof a === 'object' ? String((a as { network?: unknown }).network ?? '') : '')).map((n) => networkFromX402(n) ?? n);
   if (!networks.includes(ctx.network)) {
@@ -82,7 +92,7 @@ export const payPaymentLink = defineTool({
   name: 'svc_pay_payment_link',
   title: 'Pay a payment link',
   description:
-    'Probe a paid URL (or a payment link id), sign the x402 payment locally from the agent treasury (the executive is its spend delegate) and settle it; answers the response with the receipt (tx_signature, receipt_hash). Refuses a link on the other network with wrong_network.',
+    'Probe a paid URL (or a payment link id), sign the payment (x402, or an MPP Solana charge) locally from the agent treasury (the executive is its spend delegate) and settle it; answers the response with the receipt (tx_signature, receipt_hash, protocol). Refuses a link on the other network with wrong_network.',
   input: PayInput,
   async run(ctx, input) {
     const agent = ctx.requireAgent();
@@ -118,12 +128,23 @@ export const payPaymentLink = defineTool({
       throw e;
     }
     const settledHeader = res.headers.get('PAYMENT-RESPONSE') ?? res.headers.get('X-PAYMENT-RESPONSE');
+    const mppReceipt = res.headers.get('Payment-Receipt');
     const response = await bodyOf(res);
-    if (!settledHeader) {
+    let signature: string | undefined;
+    if (probed.kind === 'mpp' && mppReceipt) {
+      // MPP's Payment-Receipt: base64url { method, reference: <signature>, status: "success", timestamp }
+      try {
+        const receipt = JSON.parse(Buffer.from(mppReceipt, 'base64url').toString('utf8')) as { reference?: unknown; status?: unknown };
+        if (receipt.status === 'success' && typeof receipt.reference === 'string') signature = receipt.reference;
+      } catch {
+        signature = undefined;
+      }
+    } else if (settledHeader) {
+      signature = decodePaymentResponse(settledHeader).transaction;
+    }
+    if (!signature) {
       throw new ToolError('payment_failed', `The payment was not settled: ${url} answered ${res.status}.`, { http_status: res.status, response });
     }
-    const settled = decodePaymentResponse(settledHeader);
-    const signature = settled.transaction;
     // The gateway's paywall records the buyer agent's spend receipt in the payment's own transaction.
     let receiptHash: string | null = null;
     try {
@@ -134,6 +155,7 @@ export const payPaymentLink = defineTool({
     }
     return {
       status: 'paid',
+      protocol: probed.kind,
       http_status: res.status,
       network: ctx.network,
       tx_signature: signature,

@@ -45,7 +45,7 @@ export const buyerRouter = router({
         tags,
         summary: 'What paying a URL or a payment link costs',
         description:
-          'Probes the URL once through the guarded outbound client and reads its 402 (x402 v2 PAYMENT-REQUIRED, else the v1 body); a payment link of this gateway is resolved locally. Each option has net, fee and gross; the seller is the agent whose treasury pay_to is, with its identity verdict. 422 quote_unreachable, payment_not_required or challenge_invalid when there is nothing to pay.',
+          'Probes the URL once through the guarded outbound client and reads its 402 (x402 v2 PAYMENT-REQUIRED, else the v1 body; MPP WWW-Authenticate: Payment challenges as options of kind mpp); a payment link of this gateway is resolved locally. Each option has net, fee and gross; the seller is the agent whose treasury pay_to is, with its identity verdict. 422 quote_unreachable, payment_not_required or challenge_invalid when there is nothing to pay.',
       },
     })
     .input(QuoteInput)

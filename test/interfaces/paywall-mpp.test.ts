@@ -1,0 +1,359 @@
+import anyTest, { type TestFn } from 'ava';
+import type { Keypair } from '@solana/web3.js';
+import { Challenge, Receipt } from 'mppx';
+import { Mppx } from 'mppx/client';
+import { solanaCharge } from '../../interfaces/mpp/index.ts';
+import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
+import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
+import { encodeRequest } from '../../domain/facilitator/mpp.ts';
+import { challengeId } from '../../domain/paywall/mpp.ts';
+import { feeFor } from '../../domain/shared/money.ts';
+import { CAIP2 } from '../../domain/shared/network.ts';
+import { createClient } from '../../interfaces/client/index.ts';
+import { HttpFacilitator } from '../../adapters/facilitator/http.ts';
+import { http, recordAgent } from '../support/app.ts';
+import {
+  createLink,
+  eventsOf,
+  fundBuyer,
+  getLink,
+  payingFetch,
+  receiptsOf,
+  startLocalServer,
+  startPaywallApp,
+  stopPaywallApp,
+  tokenBalance,
+  USDC,
+  type PaywallWorld,
+} from '../support/paywall.ts';
+
+// Issue 14, the MPP rail (fee-facilitator-mpp-tools §2.6, §4.2; DECISIONS "MPP rail"): an MPP link's 402 carries the
+// standard `WWW-Authenticate: Payment …` challenge (HMAC id, 5 min) and the problem+json body; `Authorization: Payment
+// <credential>` settles through the facilitator's POST /mpp/settle into the same durable paid-call path as x402. The
+// credentials here are built by hand on DECISIONS' wire (request as an object inside the credential); the mppx
+// client's own wire is tested in mpp-interop.test.ts. One app, serial tests.
+
+const SECRET = 'mpp-test-secret-0123456789abcdef0123456789';
+const test = anyTest as TestFn<PaywallWorld & { feePayer: string; feeAuthority: string }>;
+const PRICE = 10_000n;
+const GROSS = PRICE + feeFor(PRICE, 100);
+
+test.before(async (t) => {
+  const w = await startPaywallApp({ SVC_MPP_SECRET: SECRET });
+  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
+  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  const feePayer = ((await (await fetch(`${w.app.url}/facilitator/health`)).json()) as { fee_payer: string }).fee_payer;
+  t.context = { ...w, feePayer, feeAuthority };
+});
+
+test.after.always(async (t) => {
+  await stopPaywallApp(t.context.app ? t.context : undefined);
+});
+
+interface Unpaid {
+  status: number;
+  headers: Headers;
+  body: any;
+  /** the first challenge as the header carries it (parsed by mppx's own parser) */
+  challenge: Challenge.Challenge;
+}
+
+async function unpaid(url: string, init: RequestInit = {}): Promise<Unpaid> {
+  const res = await fetch(url, init);
+  const body = await res.json();
+  return { status: res.status, headers: res.headers, body, challenge: Challenge.deserializeList(res.headers.get('www-authenticate') ?? '')[0]! };
+}
+
+/** The §2.3 transaction for a challenge's request, bound by `memo` (default: the challenge id), signed by the buyer. */
+async function transactionFor(t: { context: PaywallWorld }, challenge: { id: string; request: Record<string, any> }, buyer: Keypair, memo = challenge.id): Promise<string> {
+  const r = challenge.request;
+  const d = r.methodDetails;
+  const requirements: PaymentRequirements = {
+    scheme: 'exact',
+    network: 'chain-devnet',
+    payTo: r.recipient,
+    asset: r.currency,
+    amount: BigInt(r.amount),
+    tokenProgram: d.tokenProgram,
+    decimals: d.decimals,
+    ...(d['svc.fee'] ? { fee: { bps: d['svc.fee'].bps, feeAuthority: d['svc.fee'].feeAuthority } } : {}),
+  };
+  const { blockhash } = await t.context.app.services.ledgers['chain-devnet']!.getLatestBlockhash();
+  const tx = buildPaymentTransaction({ feePayer: d.feePayer, payer: buyer.publicKey.toBase58(), requirements, blockhash, memo });
+  tx.sign([buyer]);
+  return Buffer.from(tx.serialize()).toString('base64');
+}
+
+/** DECISIONS' credential: base64url { challenge (request as an object), payload: { transaction } }. */
+function credential(challenge: Record<string, unknown>, transaction: string): string {
+  return `Payment ${Buffer.from(JSON.stringify({ challenge, payload: { transaction } })).toString('base64url')}`;
+}
+
+const plain = (c: Challenge.Challenge) => ({ id: c.id, realm: c.realm, method: c.method, intent: c.intent, request: c.request, expires: c.expires });
+
+test.serial('unpaid MPP 402: WWW-Authenticate Payment challenge (HMAC id, 5 min, one per currency) and the problem+json body', async (t) => {
+  const { url, treasury, link } = await createLink(t.context, { protocol: 'mpp' });
+  const before = Date.now();
+  const res = await unpaid(url);
+  t.is(res.status, 402);
+  t.regex(res.headers.get('content-type') ?? '', /^application\/problem\+json/);
+  const c = res.challenge;
+  t.like(c, { method: 'solana', intent: 'charge', realm: new URL(t.context.app.services.settings.baseUrl).host });
+  // mppx's own verifier agrees with our HMAC under the same key: the id binds every field.
+  t.true(Challenge.verify(c, { secretKey: SECRET }));
+  t.false(Challenge.verify({ ...c, request: { ...c.request, amount: '1' } }, { secretKey: SECRET }));
+  const expires = Date.parse(c.expires!);
+  t.true(expires >= before + 299_000 && expires <= Date.now() + 301_000, 'valid 5 minutes');
+  t.like(c.request, {
+    amount: PRICE.toString(),
+    currency: USDC.mint,
+    recipient: treasury,
+    methodDetails: { network: CAIP2['chain-devnet'], feePayer: t.context.feePayer, decimals: 6, tokenProgram: USDC.tokenProgramId, symbol: 'USDC', resource: link.share_url },
+  });
+  t.deepEqual((c.request as any).methodDetails['svc.fee'], { v: '1', bps: 100, feeAuthority: t.context.feeAuthority });
+  t.like(res.body, { type: 'https://paymentauth.org/problems/payment-required', title: 'Payment Required', status: 402, challengeId: c.id, error: 'payment_required' });
+  t.deepEqual(res.body.request, c.request);
+  t.is(res.body.challenges.length, 1);
+  t.truthy(res.body.request_id);
+  t.is(res.headers.get('payment-required'), null, 'no x402 offer on an MPP link');
+});
+
+test.serial('a paid call over MPP and one over x402 leave the same counters, receipts (v0.2 with the MPP fields) and events', async (t) => {
+  const w = t.context;
+  const mpp = await createLink(w, { protocol: 'mpp' });
+  const x402 = await createLink(w, {});
+  const buyerM = await fundBuyer(w);
+  const buyerX = await fundBuyer(w);
+
+  const first = await unpaid(mpp.url);
+  const tx = await transactionFor(t, first.challenge, buyerM);
+  const paid = await fetch(mpp.url, { headers: { authorization: credential(plain(first.challenge), tx) } });
+  t.is(paid.status, 200, await paid.clone().text());
+  t.deepEqual(await paid.json(), { forecast: 'sunny' });
+  const receiptHeader = paid.headers.get('payment-receipt');
+  t.truthy(receiptHeader);
+  const mppReceipt = JSON.parse(Buffer.from(receiptHeader!, 'base64url').toString('utf8'));
+  t.like(mppReceipt, { method: 'solana', status: 'success', challengeId: first.challenge.id });
+  t.regex(mppReceipt.reference, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+  t.is(paid.headers.get('payment-response'), null);
+
+  const xPaid = await payingFetch(w, buyerX)(x402.url);
+  t.is(xPaid.status, 200);
+
+  // Same money moved.
+  t.is(await tokenBalance(w, buyerM.publicKey.toBase58()), 1_000_000n - GROSS);
+  t.is(await tokenBalance(w, buyerX.publicKey.toBase58()), 1_000_000n - GROSS);
+  t.is(await tokenBalance(w, mpp.treasury), PRICE);
+  t.is(await tokenBalance(w, x402.treasury), PRICE);
+
+  // Same counters.
+  const [m, x] = [await getLink(w, mpp.link.id), await getLink(w, x402.link.id)];
+  t.like(m.counters, { call_count: 1, settled_count: 1, last_tx_sig: mppReceipt.reference });
+  t.is(m.counters.call_count, x.counters.call_count);
+  t.is(m.counters.settled_count, x.counters.settled_count);
+
+  // Same receipts but the MPP fields.
+  const [[rm], [rx]] = [await receiptsOf(w, mpp.agent), await receiptsOf(w, x402.agent)];
+  const mr = rm as any;
+  t.like(mr, { v: '0.2', protocol: 'mpp', mpp_challenge_id: first.challenge.id, mpp_settlement_tx: mppReceipt.reference, tx_sig: mppReceipt.reference, kind: 'earn', nonce: 0 });
+  t.is(typeof mr.mpp_settlement_slot, 'number');
+  const strip = (r: any) => {
+    const { v: _v, protocol: _p, mpp_challenge_id: _c, mpp_settlement_tx: _s, mpp_settlement_slot: _sl, agent: _a, ts: _t, tx_sig: _x, receipt_hash: _h, request, ...rest } = r;
+    return { ...rest, request: { ...request, url: undefined } };
+  };
+  t.deepEqual(strip(rm), strip(rx));
+  t.is(rx!.v, '0.1');
+
+  // Same events, same metadata shape.
+  for (const kind of ['payment_link.settled', 'payment_link.served', 'receipt.published', 'protocol.fee.collected']) {
+    const [em, ex] = [await eventsOf(w, kind, mpp.agent), await eventsOf(w, kind, x402.agent)];
+    t.is(em.length, 1, kind);
+    t.is(ex.length, 1, kind);
+    t.deepEqual(Object.keys(em[0]!.metadata).sort(), Object.keys(ex[0]!.metadata).sort(), kind);
+    t.is(em[0]!.signature, mppReceipt.reference, kind);
+  }
+  const [published] = await eventsOf(w, 'receipt.published', mpp.agent);
+  t.is(published!.metadata.receipt.mpp_challenge_id, first.challenge.id);
+
+  // Replay of the same credential: the stored response, nothing settled twice (as on x402).
+  const again = await fetch(mpp.url, { headers: { authorization: credential(plain(first.challenge), tx) } });
+  t.is(again.status, 200);
+  t.is(again.headers.get('x-svc-replayed'), 'true');
+  t.is(again.headers.get('payment-receipt'), receiptHeader);
+  t.deepEqual(await again.json(), { forecast: 'sunny' });
+  t.is((await getLink(w, mpp.link.id)).counters.settled_count, 1);
+  t.is(await tokenBalance(w, buyerM.publicKey.toBase58()), 1_000_000n - GROSS);
+
+  // The same transaction presented for another link is refused (as on x402).
+  const other = await createLink(w, { protocol: 'mpp' }, mpp.agent);
+  const otherChallenge = (await unpaid(other.url)).challenge;
+  const reused = await fetch(other.url, { headers: { authorization: credential(plain(otherChallenge), tx) } });
+  t.is(reused.status, 402);
+  t.like(await reused.json(), { error: 'challenge_mismatch' });
+});
+
+test.serial('a transaction bound to another challenge unlocks nothing; a tampered, forged or expired challenge is a 402 with the reason in the envelope', async (t) => {
+  const w = t.context;
+  const { url, link } = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const a = (await unpaid(url)).challenge;
+  const b = (await unpaid(url)).challenge;
+  t.not(a.id, b.id);
+
+  const refusedWith = async (authorization: string, error: string) => {
+    const res = await fetch(url, { headers: { authorization } });
+    t.is(res.status, 402, error);
+    t.regex(res.headers.get('www-authenticate') ?? '', /^Payment id="/, 'a fresh challenge to answer');
+    const body = (await res.json()) as Record<string, unknown>;
+    t.like(body, { error, status: 402, type: 'https://paymentauth.org/problems/payment-required' }, error);
+    t.is(typeof body.message, 'string');
+    t.truthy(body.request_id);
+    t.true('details' in body);
+    return body;
+  };
+
+  // A's transaction under B's challenge (and a transaction with no binding at all).
+  const boundToA = await transactionFor(t, a, buyer);
+  await refusedWith(credential(plain(b), boundToA), 'challenge_mismatch');
+  await refusedWith(credential(plain(b), await transactionFor(t, b, buyer, 'some-other-memo')), 'challenge_mismatch');
+  // Tampered: a cheaper amount under A's id; forged: an id not made with our key.
+  await refusedWith(credential({ ...plain(a), request: { ...a.request, amount: '1' } }, boundToA), 'mpp_challenge_invalid');
+  await refusedWith(credential({ ...plain(a), id: 'x'.repeat(43) }, boundToA), 'mpp_challenge_invalid');
+  // Expired: a correctly signed challenge whose 5 minutes are over.
+  const expiredFields = { realm: a.realm, method: a.method, intent: a.intent, request: a.request as Record<string, unknown>, expires: new Date(Date.now() - 1000).toISOString() };
+  const expired = { id: challengeId(new TextEncoder().encode(SECRET), expiredFields), ...expiredFields };
+  await refusedWith(credential(expired, await transactionFor(t, expired, buyer)), 'mpp_challenge_expired');
+  // Garbage credential.
+  await refusedWith('Payment !!!notbase64', 'mpp_credential_invalid');
+  await refusedWith(credential(plain(a), 'bm90IGEgdHJhbnNhY3Rpb24='), 'invalid_transaction');
+
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n, 'nothing moved');
+  t.like((await getLink(w, link.id)).counters, { settled_count: 0 });
+
+  // The request as an mppx client sends it inside the credential (base64url string) is accepted too.
+  const paid = await fetch(url, { headers: { authorization: credential({ ...plain(a), request: encodeRequest(a.request) }, boundToA) } });
+  t.is(paid.status, 200);
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+});
+
+test.serial('facilitator POST /mpp/settle: a malformed body is 400 in the envelope; an unbound transaction is refused with challenge_mismatch', async (t) => {
+  const w = t.context;
+  const { url } = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const c = (await unpaid(url)).challenge;
+  const bad = await http(w.app, 'POST', '/facilitator/mpp/settle', { body: { challenge: { id: 'x' } } });
+  t.is(bad.status, 400);
+  t.like(bad.body, { error: 'invalid_request' });
+  const unbound = await http(w.app, 'POST', '/facilitator/mpp/settle', { body: { challenge: plain(c), transaction: await transactionFor(t, c, buyer, 'not-the-id') } });
+  t.is(unbound.status, 200);
+  t.like(unbound.body, { success: false, errorReason: 'challenge_mismatch', signature: '', slot: null });
+  const settled = await http(w.app, 'POST', '/facilitator/mpp/settle', { body: { challenge: { ...plain(c), request: encodeRequest(c.request) }, transaction: await transactionFor(t, c, buyer) } });
+  t.is(settled.status, 200);
+  t.like(settled.body, { success: true, network: CAIP2['chain-devnet'] });
+  t.regex((settled.body as any).signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+  t.is(typeof (settled.body as any).slot, 'number');
+
+  // The HTTP adapter (SVC_PAYWALL_FACILITATOR_URL) speaks the same route: a refusal is a result, a malformed body unavailable.
+  const remote = new HttpFacilitator({ url: `${w.app.url}/facilitator` });
+  t.like(await remote.mppSettle({ challenge: plain(c) as any, transaction: await transactionFor(t, c, buyer, 'nope') }), { success: false, errorReason: 'challenge_mismatch' });
+  await t.throwsAsync(remote.mppSettle({ challenge: { id: 'x' } as any, transaction: 'AAAA' }), { message: /answered 400/ });
+});
+
+test.serial('mppx interop: mppx’s own client core (challenge parsing, credential encoding, receipt parsing) pays an MPP link with the svc-gateway/mpp Solana charge method', async (t) => {
+  const w = t.context;
+  const { url, link, treasury } = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const seen: string[] = [];
+  const mppx = Mppx.create({ methods: [solanaCharge({ signer: buyer, rpcUrl: w.rpcUrl, network: 'chain-devnet' })], polyfill: false });
+  mppx.onChallengeReceived(({ challenge }) => {
+    seen.push(challenge.id);
+    return undefined;
+  });
+  const res = await mppx.fetch(url);
+  t.is(res.status, 200, await res.clone().text());
+  t.deepEqual(await res.json(), { forecast: 'sunny' });
+  const receipt = Receipt.fromResponse(res);
+  t.like(receipt, { method: 'solana', status: 'success' });
+  t.regex(receipt.reference, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+  t.is(seen.length, 1);
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+  t.is(await tokenBalance(w, treasury), PRICE);
+  t.like((await getLink(w, link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
+  const [earn] = await receiptsOf(w, (await getLink(w, link.id)).owner_agent);
+  t.like(earn as any, { v: '0.2', protocol: 'mpp', mpp_challenge_id: seen[0], mpp_settlement_tx: receipt.reference });
+});
+
+test.serial('createPayingFetch pays an MPP offer (credential in Authorization, Payment-Receipt back) and x402 as before', async (t) => {
+  const w = t.context;
+  const mpp = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const sent: Headers[] = [];
+  const pay = payingFetch(w, buyer, {
+    fetch: (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const request = new Request(input, init);
+      sent.push(new Headers(request.headers));
+      return fetch(request);
+    }) as typeof fetch,
+  });
+  const res = await pay(mpp.url);
+  t.is(res.status, 200);
+  t.regex(sent.at(-1)!.get('authorization') ?? '', /^Payment [A-Za-z0-9_-]+$/);
+  const receipt = JSON.parse(Buffer.from(res.headers.get('payment-receipt')!, 'base64url').toString('utf8'));
+  t.like(receipt, { method: 'solana', status: 'success' });
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+  t.like((await getLink(w, mpp.link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
+  // A limit below the gross refuses before anything is signed.
+  const capped = payingFetch(w, await fundBuyer(w), { maxAmountAtomic: PRICE });
+  await t.throwsAsync(capped(mpp.url), { message: /costs 10100 atomic units/ });
+});
+
+test.serial('buyer quote reports MPP options (a link resolved locally, a foreign URL probed) on REST, tRPC and GraphQL; policy evaluate and execute read them', async (t) => {
+  const w = t.context;
+  const { link, treasury, url } = await createLink(w, { protocol: 'mpp' });
+  const rest = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { payment_link: link.id } });
+  t.is(rest.status, 200, JSON.stringify(rest.body));
+  t.is(rest.body.options.length, 1);
+  t.like(rest.body.options[0], {
+    kind: 'mpp',
+    x402_version: null,
+    network: 'chain-devnet',
+    currency: 'USDC',
+    pay_to: treasury,
+    net_atomic: PRICE.toString(),
+    gross_atomic: GROSS.toString(),
+    fee_payer: w.feePayer,
+    payable: true,
+    mpp: { method: 'solana', intent: 'charge', challenge_id: null },
+  });
+  const client = createClient({ url: w.app.url, apiKey: w.key });
+  t.deepEqual((await client.buyer.quote.mutate({ payment_link: link.id })).options, rest.body.options);
+  const g = await http(w.app, 'POST', '/graphql', { key: w.key, body: { query: `mutation { buyerQuote(paymentLink: "${link.id}") { options { kind x402Version payTo grossAtomic mppChallengeId } } }` } });
+  t.falsy(g.body.errors, JSON.stringify(g.body.errors));
+  t.deepEqual(g.body.data.buyerQuote.options, [{ kind: 'mpp', x402Version: null, payTo: treasury, grossAtomic: GROSS.toString(), mppChallengeId: null }]);
+
+  // A foreign URL answering this link's MPP 402 is probed: the option carries the live challenge.
+  const real = await fetch(url);
+  const header = real.headers.get('www-authenticate')!;
+  const problem = await real.text();
+  const foreign = await startLocalServer(() => ({ status: 402, headers: { 'www-authenticate': header, 'content-type': 'application/problem+json' }, body: problem }));
+  const probed = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { url: `${foreign.url}/paid` } });
+  t.is(probed.status, 200, JSON.stringify(probed.body));
+  const challenge = Challenge.deserialize(header);
+  t.like(probed.body.options[0], { kind: 'mpp', pay_to: treasury, gross_atomic: GROSS.toString(), mpp: { challenge_id: challenge.id, realm: challenge.realm, expires: challenge.expires } });
+  t.is(probed.body.resource.url, link.share_url);
+  await foreign.close();
+
+  // The spend policy reads the MPP option like an x402 one; execute is refused by it before anything is prepared.
+  const buyer = await recordAgent(w.app, w.key);
+  await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '0.001' }] } });
+  const evaluated = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, payment_link: link.id } });
+  t.is(evaluated.status, 200, JSON.stringify(evaluated.body));
+  t.is(evaluated.body.decision, 'deny');
+  t.is(evaluated.body.option.kind, 'mpp');
+  const denied = await http(w.app, 'POST', '/v1/buyer/payment/execute', { key: w.key, body: { payment_link: link.id, buyer_agent: buyer.mint, executive: w.feePayer } });
+  t.is(denied.status, 403, JSON.stringify(denied.body));
+  t.is(denied.body.error, 'spend_denied');
+  await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '1' }] } });
+  const allowed = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, quote: rest.body } });
+  t.is(allowed.body.decision, 'allow', JSON.stringify(allowed.body));
+});
