@@ -329,7 +329,7 @@ test.serial('buyer quote reports MPP options (a link resolved locally, a foreign
   t.deepEqual((await client.buyer.quote.mutate({ payment_link: link.id })).options, rest.body.options);
   const g = await http(w.app, 'POST', '/graphql', { key: w.key, body: { query: `mutation { buyerQuote(paymentLink: "${link.id}") { options { kind x402Version payTo grossAtomic mppChallengeId } } }` } });
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.deepEqual(g.body.data.buyerQuote.options, [{ kind: 'mpp', x402Version: null, payTo: treasury, grossAtomic: GROSS.toString(), mppChallengeId: null }]);
+  t.deepEqual(g.body.data.buyerQuote.options, [{ kind: 'MPP', x402Version: null, payTo: treasury, grossAtomic: GROSS.toString(), mppChallengeId: null }]);
 
   // A foreign URL answering this link's MPP 402 is probed: the option carries the live challenge.
   const real = await fetch(url);
