@@ -131,6 +131,36 @@ test.serial("A's flood of heavy reads gets 429s and never a connection B needs; 
   }
 });
 
+test.serial("the cap holds across processes: a second gateway on the same database refuses A while A's slots are taken on the first", async (t) => {
+  const { app, short, a, b, agentA } = t.context;
+  const release = await lockReceipts(app.database.url);
+  try {
+    const stuck = [1, 2].map(() => {
+      const controller = new AbortController();
+      const answer = fetch(`${app.url}/v1/receipts/${agentA}`, { headers: { authorization: `Bearer ${a}` }, signal: controller.signal }).catch(() => 'gone');
+      return { controller, answer };
+    });
+    await until("A's admitted queries on the first gateway", async () => (await runningOnReceipts(app)) === 2);
+    // the other process counts them: A's third heavy request there is refused at once (before: admitted, stuck too)
+    const refused = await http(short, 'GET', `/v1/receipts/${agentA}`, { key: a });
+    t.is(refused.status, 429, JSON.stringify(refused.body));
+    t.is(refused.body.error, 'rate_limited');
+    t.is(refused.body.details.limit, 2);
+    // per principal there too: B's list answers
+    t.is((await http(short, 'GET', '/v1/payment-links', { key: b })).status, 200);
+    for (const s of stuck) s.controller.abort();
+    t.deepEqual(await Promise.all(stuck.map((s) => s.answer)), ['gone', 'gone']);
+    await until("A's cancelled queries to leave PostgreSQL", async () => (await runningOnReceipts(app)) === 0);
+    await release();
+    // A's slots are free again, in the other process too
+    let status = 0;
+    await until("A's slots to be given back", async () => (status = (await http(short, 'GET', `/v1/receipts/${agentA}`, { key: a })).status) === 200);
+    t.is(status, 200);
+  } finally {
+    await release().catch(() => {});
+  }
+});
+
 test.serial('a GraphQL client that leaves has its running statement cancelled too', async (t) => {
   const { app, a, agentA } = t.context;
   const release = await lockReceipts(app.database.url);
