@@ -1,0 +1,137 @@
+import { Migration } from '@mikro-orm/migrations';
+
+// Issue 21: two aggregates of an agent's receipts read rollups instead of the receipts themselves, kept in the
+// transaction that writes the receipt, the way event_counts is (migration 0014): a trigger only INSERTs delta rows
+// (no unique key: no row lock, so two writers never wait on a counter row), svc_compact_receipt_rollups() folds them
+// into the counters in a short transaction of its own (the compact_event_counts job, every minute), and a read sums the
+// counters and the deltas not yet folded — exact at any moment.
+// - receipt_reputation: per (network, agent, currency, asset), the earn receipts that count for the identity
+//   reputation summary (decision allow, verification not mismatch): calls, calls answered 2xx, amount. A receipt's
+//   verification becoming mismatch takes it out again. The newest settled time is one probe per row of
+//   receipts_reputation_ts (a partial index holding exactly the counted receipts), so it stays exact too.
+// - receipt_daily: per (network, agent, UTC day, kind, asset), the settled receipts (decision allow) and their amount
+//   (spend: gross; earn: amount_atomic), for GET /v1/receipts/{agent}/daily and the MCP history.
+export class Migration0021ReceiptRollups extends Migration {
+  override async up(): Promise<void> {
+    this.addSql(`create table receipt_reputation (
+      network text not null,
+      agent text not null,
+      currency text not null,
+      asset text not null,
+      calls bigint not null,
+      ok_calls bigint not null,
+      amount_atomic numeric(60, 0) not null,
+      primary key (network, agent, currency, asset)
+    );`);
+    this.addSql(`create table receipt_reputation_deltas (
+      network text not null,
+      agent text not null,
+      currency text not null,
+      asset text not null,
+      calls bigint not null,
+      ok_calls bigint not null,
+      amount_atomic numeric(60, 0) not null
+    );`);
+    this.addSql(`create index receipt_reputation_deltas_agent_idx on receipt_reputation_deltas (network, agent);`);
+    this.addSql(`create table receipt_daily (
+      network text not null,
+      agent text not null,
+      day date not null,
+      kind text not null,
+      asset text not null,
+      count bigint not null,
+      amount_atomic numeric(60, 0) not null,
+      primary key (network, agent, day, kind, asset)
+    );`);
+    this.addSql(`create table receipt_daily_deltas (
+      network text not null,
+      agent text not null,
+      day date not null,
+      kind text not null,
+      asset text not null,
+      count bigint not null,
+      amount_atomic numeric(60, 0) not null
+    );`);
+    this.addSql(`create index receipt_daily_deltas_agent_idx on receipt_daily_deltas (network, agent, day);`);
+    // The newest counted earn receipt of an (agent, currency, asset): the receipts the reputation counts, by ts.
+    this.addSql(`create index receipts_reputation_ts on receipts (network, agent, (body->'price'->>'currency'), (body->'price'->>'asset'), ts)
+      where kind = 'earn' and decision = 'allow' and verification <> 'mismatch';`);
+
+    // A malformed amount or status never fails the receipt's insert: it counts 0 (the receipt schema admits neither).
+    this.addSql(`create function svc_atomic(v text) returns numeric language sql immutable as $$
+      select case when v ~ '^[0-9]{1,60}$' then v::numeric else 0 end
+    $$;`);
+    // What one receipt adds to the rollups (d = 1) or takes away (d = -1).
+    this.addSql(`create function receipt_rollups_add(r receipts, d integer) returns void language plpgsql as $$
+      begin
+        if r.decision <> 'allow' then return; end if;
+        insert into receipt_daily_deltas (network, agent, day, kind, asset, count, amount_atomic)
+        values (r.network, r.agent, (r.ts at time zone 'UTC')::date, r.kind, coalesce(r.body->'price'->>'asset', ''), d,
+                d * svc_atomic(r.body->'price'->>(case when r.kind = 'spend' then 'gross' else 'amount_atomic' end)));
+        if r.kind = 'earn' and r.verification <> 'mismatch' then
+          insert into receipt_reputation_deltas (network, agent, currency, asset, calls, ok_calls, amount_atomic)
+          values (r.network, r.agent, coalesce(r.body->'price'->>'currency', ''), coalesce(r.body->'price'->>'asset', ''), d,
+                  case when coalesce(r.body->'response'->>'status', '') ~ '^2[0-9][0-9]$' then d else 0 end,
+                  d * svc_atomic(r.body->'price'->>'amount_atomic'));
+        end if;
+      end $$;`);
+    this.addSql(`create function receipts_rollup_trigger() returns trigger language plpgsql as $$
+      begin
+        if tg_op in ('UPDATE', 'DELETE') then perform receipt_rollups_add(old, -1); end if;
+        if tg_op in ('INSERT', 'UPDATE') then perform receipt_rollups_add(new, 1); end if;
+        return null;
+      end $$;`);
+    this.addSql(`create function receipts_rollup_truncate() returns trigger language plpgsql as $$
+      begin
+        truncate receipt_reputation, receipt_reputation_deltas, receipt_daily, receipt_daily_deltas;
+        return null;
+      end $$;`);
+    // Folds the deltas committed so far (one compaction at a time; another caller returns at once). Returns the number
+    // of counters changed. A counter may reach zero (its receipts turned mismatch, or were deleted): readers skip it.
+    this.addSql(`create function svc_compact_receipt_rollups() returns bigint language plpgsql as $$
+      declare a bigint; b bigint;
+      begin
+        if not pg_try_advisory_xact_lock(7212021) then return 0; end if;
+        with moved as (delete from receipt_reputation_deltas returning *)
+        insert into receipt_reputation as c (network, agent, currency, asset, calls, ok_calls, amount_atomic)
+        select network, agent, currency, asset, sum(calls), sum(ok_calls), sum(amount_atomic) from moved
+         group by 1, 2, 3, 4 order by 1, 2, 3, 4
+        on conflict (network, agent, currency, asset) do update
+          set calls = c.calls + excluded.calls, ok_calls = c.ok_calls + excluded.ok_calls, amount_atomic = c.amount_atomic + excluded.amount_atomic;
+        get diagnostics a = row_count;
+        with moved as (delete from receipt_daily_deltas returning *)
+        insert into receipt_daily as c (network, agent, day, kind, asset, count, amount_atomic)
+        select network, agent, day, kind, asset, sum(count), sum(amount_atomic) from moved
+         group by 1, 2, 3, 4, 5 order by 1, 2, 3, 4, 5
+        on conflict (network, agent, day, kind, asset) do update
+          set count = c.count + excluded.count, amount_atomic = c.amount_atomic + excluded.amount_atomic;
+        get diagnostics b = row_count;
+        return a + b;
+      end $$;`);
+
+    // No receipt may slip between the backfill and the triggers (another node writing while this runs).
+    this.addSql(`lock table receipts in share row exclusive mode;`);
+    this.addSql(`create trigger receipts_rollup_insert after insert on receipts for each row
+      when (new.decision = 'allow') execute function receipts_rollup_trigger();`);
+    // Receipts are immutable but for their verification; any change of what the rollups count moves it.
+    this.addSql(`create trigger receipts_rollup_update after update on receipts for each row
+      when ((old.decision = 'allow' or new.decision = 'allow') and (
+        (old.verification = 'mismatch') is distinct from (new.verification = 'mismatch')
+        or old.network is distinct from new.network or old.agent is distinct from new.agent or old.kind is distinct from new.kind
+        or old.decision is distinct from new.decision or old.ts is distinct from new.ts or old.body is distinct from new.body))
+      execute function receipts_rollup_trigger();`);
+    this.addSql(`create trigger receipts_rollup_delete after delete on receipts for each row
+      when (old.decision = 'allow') execute function receipts_rollup_trigger();`);
+    this.addSql(`create trigger receipts_rollup_truncate after truncate on receipts for each statement execute function receipts_rollup_truncate();`);
+    this.addSql(`insert into receipt_reputation (network, agent, currency, asset, calls, ok_calls, amount_atomic)
+      select network, agent, coalesce(body->'price'->>'currency', ''), coalesce(body->'price'->>'asset', ''), count(*),
+             count(*) filter (where coalesce(body->'response'->>'status', '') ~ '^2[0-9][0-9]$'), sum(svc_atomic(body->'price'->>'amount_atomic'))
+        from receipts where kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
+       group by 1, 2, 3, 4;`);
+    this.addSql(`insert into receipt_daily (network, agent, day, kind, asset, count, amount_atomic)
+      select network, agent, (ts at time zone 'UTC')::date, kind, coalesce(body->'price'->>'asset', ''), count(*),
+             sum(svc_atomic(body->'price'->>(case when kind = 'spend' then 'gross' else 'amount_atomic' end)))
+        from receipts where decision = 'allow'
+       group by 1, 2, 3, 4, 5;`);
+  }
+}
