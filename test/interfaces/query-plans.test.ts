@@ -39,7 +39,7 @@ test.before(async (t) => {
                       protocol, response, wrap_receipt, settle_policy, metadata, created_by, created_at, updated_at, owner_principal)
     select 'pk' || lpad(g::text, 8, '0'), 'link' || g, case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, 'l',
            'agent' || (g % 2000), 'GET', '1', 'USDC', 1, '[]'::jsonb, 'x402', '{}'::jsonb, false, 'settle', '{}'::jsonb, 'k', now(), now(),
-           case when (g * 31) % 10 < 6 then 'key:big' else 'wallet:w' || (g % 300) end
+           case when (g * 31) % 10 < 6 then (case when g <= 25000 then 'key:old' else 'key:big' end) else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
     select 'chain-devnet', 'agentR' || (g % 10), g / 10, case when g % 3 = 0 then 'spend' else 'earn' end, 'h' || g, 'paywall',
@@ -176,7 +176,9 @@ test('payment links, receipts, webhooks and deliveries: each list reads a page f
   const devnet = 'chain-devnet';
   await checkPlan(t, 'links (admin)', paymentLinkListSql(devnet, { owner: undefined, limit: PAGE }), list);
   await checkPlan(t, 'links of a principal', paymentLinkListSql(devnet, { owner: 'key:big', limit: PAGE }), list);
-  await checkPlan(t, 'links of a principal, cursor', paymentLinkListSql(devnet, { owner: 'key:big', beforePk: 'pk00025000', limit: PAGE }), list);
+  await checkPlan(t, 'links of a principal, cursor', paymentLinkListSql(devnet, { owner: 'key:big', beforePk: 'pk00040000', limit: PAGE }), list);
+  // a principal with as many links as the biggest, all older than everyone else's: its page starts 25,000 pks down
+  await checkPlan(t, 'links of a principal whose links are all old', paymentLinkListSql(devnet, { owner: 'key:old', limit: PAGE }), list);
   await checkPlan(t, 'links of a small principal by agent', paymentLinkListSql(devnet, { owner: 'wallet:w7', ownerAgent: 'agent7', limit: PAGE }), list);
   await checkPlan(t, 'links by agent (admin)', paymentLinkListSql(devnet, { owner: undefined, ownerAgent: 'agent7', limit: PAGE }), list);
 

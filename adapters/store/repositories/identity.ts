@@ -5,7 +5,7 @@ import type { CardRecord, ClaimRecord, DisclosureRecord, DomainRecord, ProfileRe
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
 
 // Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
-// reads the receipt_reputation rollup (migrations/0021-receipt-rollups.ts).
+// reads the receipt_reputation rollup (migrations/0021-scale2.ts).
 
 interface ProfileRow {
   network: Network;

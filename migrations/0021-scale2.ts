@@ -11,8 +11,19 @@ import { Migration } from '@mikro-orm/migrations';
 //   receipts_reputation_ts (a partial index holding exactly the counted receipts), so it stays exact too.
 // - receipt_daily: per (network, agent, UTC day, kind, asset), the settled receipts (decision allow) and their amount
 //   (spend: gross; earn: amount_atomic), for GET /v1/receipts/{agent}/daily and the MCP history.
-export class Migration0021ReceiptRollups extends Migration {
+// And the payment-link lists order by the expression pk || '' (values and order of pk), which only their own indexes
+// hold: PostgreSQL cannot walk the primary key (or the network's pk index) discarding other principals' links, which
+// it chose by the pk's perfect correlation — tens of thousands of rows per page for a principal whose links are all
+// old. The same trick as the events feed's (seq + 0) index (migration 0014).
+export class Migration0021Scale2 extends Migration {
   override async up(): Promise<void> {
+    this.addSql(`create index payment_links_list_idx on payment_links (network, (pk || '') desc);`);
+    this.addSql(`create index payment_links_list_principal_idx on payment_links (network, owner_principal, (pk || '') desc);`);
+    this.addSql(`create index payment_links_list_agent_idx on payment_links (network, owner_agent, (pk || '') desc);`);
+    this.addSql(`create index payment_links_list_principal_agent_idx on payment_links (network, owner_principal, owner_agent, (pk || '') desc);`);
+    this.addSql(`drop index payment_links_network_pk_idx, payment_links_network_owner_pk_idx, payment_links_network_principal_pk_idx,
+      payment_links_network_principal_agent_pk_idx;`);
+
     this.addSql(`create table receipt_reputation (
       network text not null,
       agent text not null,
