@@ -15,6 +15,30 @@ import { Migration } from '@mikro-orm/migrations';
 // hold: PostgreSQL cannot walk the primary key (or the network's pk index) discarding other principals' links, which
 // it chose by the pk's perfect correlation — tens of thousands of rows per page for a principal whose links are all
 // old. The same trick as the events feed's (seq + 0) index (migration 0014).
+/**
+ * One statement inserting the deltas of `changes` (rows of receipts with d = +1 or -1) into both rollups' delta tables:
+ * settled receipts by day, kind and asset; counted earn receipts by currency and asset. Groups that cancel out are left out.
+ */
+function rollupDeltas(changes: string): string {
+  return `with c as (${changes}),
+    daily as (
+      insert into receipt_daily_deltas (network, agent, day, kind, asset, count, amount_atomic)
+      select network, agent, (ts at time zone 'UTC')::date, kind, coalesce(body->'price'->>'asset', ''), sum(d),
+             sum(d * svc_atomic(body->'price'->>(case when kind = 'spend' then 'gross' else 'amount_atomic' end)))
+        from c where decision = 'allow'
+       group by 1, 2, 3, 4, 5
+      having sum(d) <> 0 or sum(d * svc_atomic(body->'price'->>(case when kind = 'spend' then 'gross' else 'amount_atomic' end))) <> 0
+    )
+    insert into receipt_reputation_deltas (network, agent, currency, asset, calls, ok_calls, amount_atomic)
+    select network, agent, coalesce(body->'price'->>'currency', ''), coalesce(body->'price'->>'asset', ''), sum(d),
+           sum(case when coalesce(body->'response'->>'status', '') ~ '^2[0-9][0-9]$' then d else 0 end),
+           sum(d * svc_atomic(body->'price'->>'amount_atomic'))
+      from c where kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
+     group by 1, 2, 3, 4
+    having sum(d) <> 0 or sum(case when coalesce(body->'response'->>'status', '') ~ '^2[0-9][0-9]$' then d else 0 end) <> 0
+        or sum(d * svc_atomic(body->'price'->>'amount_atomic')) <> 0`;
+}
+
 export class Migration0021Scale2 extends Migration {
   override async up(): Promise<void> {
     this.addSql(`create index payment_links_list_idx on payment_links (network, (pk || '') desc);`);
@@ -72,24 +96,18 @@ export class Migration0021Scale2 extends Migration {
     this.addSql(`create function svc_atomic(v text) returns numeric language sql immutable as $$
       select case when v ~ '^[0-9]{1,60}$' then v::numeric else 0 end
     $$;`);
-    // What one receipt adds to the rollups (d = 1) or takes away (d = -1).
-    this.addSql(`create function receipt_rollups_add(r receipts, d integer) returns void language plpgsql as $$
-      begin
-        if r.decision <> 'allow' then return; end if;
-        insert into receipt_daily_deltas (network, agent, day, kind, asset, count, amount_atomic)
-        values (r.network, r.agent, (r.ts at time zone 'UTC')::date, r.kind, coalesce(r.body->'price'->>'asset', ''), d,
-                d * svc_atomic(r.body->'price'->>(case when r.kind = 'spend' then 'gross' else 'amount_atomic' end)));
-        if r.kind = 'earn' and r.verification <> 'mismatch' then
-          insert into receipt_reputation_deltas (network, agent, currency, asset, calls, ok_calls, amount_atomic)
-          values (r.network, r.agent, coalesce(r.body->'price'->>'currency', ''), coalesce(r.body->'price'->>'asset', ''), d,
-                  case when coalesce(r.body->'response'->>'status', '') ~ '^2[0-9][0-9]$' then d else 0 end,
-                  d * svc_atomic(r.body->'price'->>'amount_atomic'));
-        end if;
-      end $$;`);
+    // Statement triggers with transition tables, as on events (migration 0014): one statement of grouped deltas per
+    // write, only for the counters that change — a bulk insert of 50,000 receipts writes a handful of delta rows, and
+    // an update that keeps what the rollups count (pending → verified) writes none.
     this.addSql(`create function receipts_rollup_trigger() returns trigger language plpgsql as $$
       begin
-        if tg_op in ('UPDATE', 'DELETE') then perform receipt_rollups_add(old, -1); end if;
-        if tg_op in ('INSERT', 'UPDATE') then perform receipt_rollups_add(new, 1); end if;
+        if tg_op = 'INSERT' then
+          ${rollupDeltas('select network, agent, kind, decision, verification, ts, body, 1 as d from new_rows')};
+        elsif tg_op = 'UPDATE' then
+          ${rollupDeltas('select network, agent, kind, decision, verification, ts, body, 1 as d from new_rows union all select network, agent, kind, decision, verification, ts, body, -1 from old_rows')};
+        else
+          ${rollupDeltas('select network, agent, kind, decision, verification, ts, body, -1 as d from old_rows')};
+        end if;
         return null;
       end $$;`);
     this.addSql(`create function receipts_rollup_truncate() returns trigger language plpgsql as $$
@@ -122,17 +140,13 @@ export class Migration0021Scale2 extends Migration {
 
     // No receipt may slip between the backfill and the triggers (another node writing while this runs).
     this.addSql(`lock table receipts in share row exclusive mode;`);
-    this.addSql(`create trigger receipts_rollup_insert after insert on receipts for each row
-      when (new.decision = 'allow') execute function receipts_rollup_trigger();`);
+    this.addSql(`create trigger receipts_rollup_insert after insert on receipts referencing new table as new_rows
+      for each statement execute function receipts_rollup_trigger();`);
     // Receipts are immutable but for their verification; any change of what the rollups count moves it.
-    this.addSql(`create trigger receipts_rollup_update after update on receipts for each row
-      when ((old.decision = 'allow' or new.decision = 'allow') and (
-        (old.verification = 'mismatch') is distinct from (new.verification = 'mismatch')
-        or old.network is distinct from new.network or old.agent is distinct from new.agent or old.kind is distinct from new.kind
-        or old.decision is distinct from new.decision or old.ts is distinct from new.ts or old.body is distinct from new.body))
-      execute function receipts_rollup_trigger();`);
-    this.addSql(`create trigger receipts_rollup_delete after delete on receipts for each row
-      when (old.decision = 'allow') execute function receipts_rollup_trigger();`);
+    this.addSql(`create trigger receipts_rollup_update after update on receipts referencing old table as old_rows new table as new_rows
+      for each statement execute function receipts_rollup_trigger();`);
+    this.addSql(`create trigger receipts_rollup_delete after delete on receipts referencing old table as old_rows
+      for each statement execute function receipts_rollup_trigger();`);
     this.addSql(`create trigger receipts_rollup_truncate after truncate on receipts for each statement execute function receipts_rollup_truncate();`);
     this.addSql(`insert into receipt_reputation (network, agent, currency, asset, calls, ok_calls, amount_atomic)
       select network, agent, coalesce(body->'price'->>'currency', ''), coalesce(body->'price'->>'asset', ''), count(*),
