@@ -13,6 +13,7 @@ import { systemClock } from '../adapters/clock/system.ts';
 import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
 import { MikroOrmFacilitatorStore } from '../adapters/store/repositories/facilitator.ts';
 import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
+import { databaseHeavySlots } from '../adapters/store/heavy-slots.ts';
 import { joinLedgersLazily } from '../adapters/ledger/joined.ts';
 import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';
 import { effectivePort } from '../domain/ports/outbound-http.ts';
@@ -85,15 +86,18 @@ export async function openDatabase(
       throw e;
     }
     const held = owner;
+    // the per-principal cap on heavy requests, counted across every process on this database
+    const slots = databaseHeavySlots(url, options.onWarning);
     return {
       url,
       orm,
-      store: new MikroOrmStore(orm, held, { ...config.db, heavyOrm }),
+      store: new MikroOrmStore(orm, held, { ...config.db, heavyOrm, slots }),
       owner: held,
       reused: embedded?.reused ?? false,
       embedded: embedded !== undefined,
       async close() {
         await held.close();
+        await slots.close();
         await heavyOrm?.close(true);
         await orm.close(true);
         await embedded?.stop();

@@ -6,6 +6,7 @@ import type { EventRecord } from '../../domain/events/schema.ts';
 import { migrationsList } from '../../migrations/index.ts';
 import type { ProcessOwner } from './process-owner.ts';
 import { currentScope, runScoped, tagQuery } from './request-scope.ts';
+import { localHeavySlots, type HeavySlots } from './heavy-slots.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { RequestScope } from '../../domain/ports/store.ts';
 import type { RepoContext } from './repositories/context.ts';
@@ -110,8 +111,9 @@ class Repos implements Repositories, RepoContext {
 
 /**
  * Issue 21 item 3, request classes: `timeoutMs` for every scoped request, `heavyTimeoutMs` for heavy ones (lists and
- * aggregates), at most `heavyPerPrincipal` heavy requests of one principal at once in this process, which run on the
- * heavy pool (its own connections, so the main pool always has room for everyone else's requests).
+ * aggregates), at most `heavyPerPrincipal` heavy requests of one principal at once across every process sharing
+ * `slots` (the database's advisory locks: heavy-slots.ts), which run on the heavy pool (its own connections, so the
+ * main pool always has room for everyone else's requests).
  */
 export interface RequestClasses {
   timeoutMs: number;
@@ -119,14 +121,17 @@ export interface RequestClasses {
   heavyPerPrincipal: number;
   /** the heavy pool's ORM (initOrm with its share of the connections and heavyTimeoutMs); none: heavy shares the main pool */
   heavyOrm?: MikroORM | undefined;
+  /** where the per-principal slots are counted; none: in this process only */
+  slots?: HeavySlots | undefined;
 }
 
 const DEFAULT_CLASSES: RequestClasses = { timeoutMs: 30_000, heavyTimeoutMs: 10_000, heavyPerPrincipal: 2 };
 
 /** The Store port on MikroORM + PostgreSQL: one fork per call, one per transaction. */
 export class MikroOrmStore extends Repos implements Store {
-  /** principal → request tag → its heavy procedures running */
-  private readonly heavyRunning = new Map<string, Map<string, number>>();
+  /** principal → request tag → its heavy procedures running, and the slot the request holds */
+  private readonly heavyRunning = new Map<string, Map<string, { count: number; slot: Promise<number | undefined> }>>();
+  private readonly slots: HeavySlots;
 
   constructor(
     private readonly orm: MikroORM,
@@ -135,34 +140,37 @@ export class MikroOrmStore extends Repos implements Store {
   ) {
     // A heavy request's reads take the heavy pool; everything else (and every transaction) the main one.
     super(() => (currentScope()?.heavy && classes.heavyOrm ? classes.heavyOrm : orm).em.fork({ clear: true, useContext: false }), false, owner);
+    this.slots = classes.slots ?? localHeavySlots();
   }
 
   async scoped<T>(scope: RequestScope, work: () => Promise<T>): Promise<T> {
     const { heavy, principal, tag } = scope;
     // The cap counts requests, not procedures: one GraphQL operation's several list fields share its request's slot.
-    let requests: Map<string, number> | undefined;
+    // A request's first heavy procedure takes one of the principal's slots (shared by every process on the database).
+    let requests: Map<string, { count: number; slot: Promise<number | undefined> }> | undefined;
+    let entry: { count: number; slot: Promise<number | undefined> } | undefined;
     if (heavy) {
-      requests = this.heavyRunning.get(principal) ?? new Map<string, number>();
-      const mine = requests.get(tag) ?? 0;
-      if (mine === 0 && requests.size >= this.classes.heavyPerPrincipal) {
+      requests = this.heavyRunning.get(principal) ?? new Map();
+      this.heavyRunning.set(principal, requests);
+      entry = requests.get(tag);
+      if (!entry) requests.set(tag, (entry = { count: 0, slot: this.slots.take(principal, this.classes.heavyPerPrincipal) }));
+      entry.count++;
+    }
+    try {
+      if (entry && (await entry.slot) === undefined) {
         throw new DomainError('rate_limited', `At most ${this.classes.heavyPerPrincipal} list or aggregate requests of one key run at once; retry when one has answered.`, {
           retry_after_ms: 1000,
           limit: this.classes.heavyPerPrincipal,
           class: 'heavy',
         });
       }
-      requests.set(tag, mine + 1);
-      this.heavyRunning.set(principal, requests);
-    }
-    try {
       const timeoutMs = heavy ? this.classes.heavyTimeoutMs : this.classes.timeoutMs;
       return await runScoped({ ...scope, timeoutMs }, (tagPrefix) => this.cancelTagged(tagPrefix), work);
     } finally {
-      if (requests) {
-        const left = (requests.get(tag) ?? 1) - 1;
-        if (left > 0) requests.set(tag, left);
-        else requests.delete(tag);
-        if (requests.size === 0) this.heavyRunning.delete(principal);
+      if (requests && entry && --entry.count === 0) {
+        requests.delete(tag);
+        if (requests.size === 0 && this.heavyRunning.get(principal) === requests) this.heavyRunning.delete(principal);
+        void entry.slot.then((slot) => slot !== undefined && this.slots.give(principal, slot));
       }
     }
   }

@@ -196,6 +196,8 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
   private last: ExecutionResult | PromiseLike<ExecutionResult> | undefined;
   /** live deliveries held while `after` is replayed */
   private pending: Delivery[] | undefined;
+  /** aborted when the subscription ends (its client left, completed it, or shutdown): cancels the replay's statement */
+  private readonly stop = new AbortController();
 
   constructor(
     private readonly group: Group,
@@ -209,9 +211,21 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
 
   async replay(live: LiveEvents, after: string): Promise<void> {
     this.pending = [];
+    // Each page is read in a request scope of this subscription (issue 21): its statement carries the operation's
+    // request id and is cancelled when the subscription ends, as a query's is when its client leaves.
+    const scope = {
+      tag: (this.args.contextValue as { requestId?: string } | undefined)?.requestId ?? '',
+      heavy: false,
+      principal: `${live.principal.network} ${live.principal.owner}`,
+      signal: this.stop.signal,
+    };
+    const pages = live.services.events.replay(live.principal, after, live.options);
     try {
-      for await (const page of live.services.events.replay(live.principal, after, live.options)) {
-        for (const e of page) {
+      for (;;) {
+        if (this.ended) return;
+        const step = await live.services.requestScope(scope, () => pages.next());
+        if (step.done) break;
+        for (const e of step.value) {
           if (this.ended) return;
           while (this.queue.length >= REPLAY_WINDOW && !this.ended) await new Promise<void>((resolve) => (this.room = resolve));
           if (this.ended) return;
@@ -224,6 +238,8 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
       for (const d of held) this.live(d);
     } catch (error) {
       this.fail(error);
+    } finally {
+      void pages.return(undefined).catch(() => {});
     }
   }
 
@@ -260,6 +276,7 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
   end(): void {
     if (this.ended) return;
     this.ended = true;
+    this.stop.abort();
     this.pending = undefined;
     this.leave();
     this.wake?.();

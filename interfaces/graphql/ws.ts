@@ -28,7 +28,7 @@ export interface WsOptions {
   log: FastifyBaseLogger;
   /** re-authenticates the key of every open socket: a disabled key closes it with 4403 */
   keys: KeyWatch;
-  context(input: { requestId: string; log: FastifyBaseLogger; authorization: string | undefined; clientIp: string }): GraphqlContext;
+  context(input: { requestId: string; log: FastifyBaseLogger; authorization: string | undefined; clientIp: string; signal?: AbortSignal | undefined }): GraphqlContext;
   /** the HTTP transport's error mapping, for errors raised before execution (it returns formatted errors as they are) */
   formatError(err: unknown, requestId: string, log: ErrorLogger): GraphQLError;
 }
@@ -38,11 +38,33 @@ type ConnectionExtra = {
   authorization: string | undefined;
   clientIp: string;
   unwatch?: () => void;
+  /** queries and mutations executing now: aborted when the socket closes, which cancels their running statement */
+  executing?: Set<AbortController>;
 };
 
 interface Enveloped {
   execute(args: ExecutionArgs): unknown;
   subscribe(args: ExecutionArgs): unknown;
+  /** the operation's client signal (its context has it), and the connection's executing set */
+  operation: AbortController;
+  executing: Set<AbortController>;
+  socket: WebSocket;
+}
+
+/**
+ * Executes a query or mutation with its signal aborted if the socket closes meanwhile (issue 21: as over HTTP, the
+ * running statement is cancelled). Subscriptions get no such signal: a subscription's context may serve a whole
+ * fan-out group, which must outlive its first member (fanout.ts cancels a member's own replay when it ends).
+ */
+async function executeOperation(args: ExecutionArgs): Promise<unknown> {
+  const root = args.rootValue as Enveloped;
+  if (root.socket.readyState !== WebSocket.OPEN) root.operation.abort();
+  root.executing.add(root.operation);
+  try {
+    return await root.execute(args);
+  } finally {
+    root.executing.delete(root.operation);
+  }
 }
 
 /** connectionParams.authorization: "Bearer <key>" or the bare key; else the upgrade request's Authorization header. */
@@ -123,9 +145,10 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
 
       onSubscribe: async (ctx, id, payload) => {
         const requestId = newId();
+        const operation = new AbortController();
         const opLog = log.child({ request_id: requestId, connection_id: ctx.extra.connectionId, transport: 'graphql-ws' });
         // Each operation re-checks the key through the same policies as HTTP (a key disabled since connect stops working).
-        const context = options.context({ requestId, log: opLog, authorization: ctx.extra.authorization, clientIp: ctx.extra.clientIp ?? 'unknown' });
+        const context = options.context({ requestId, log: opLog, authorization: ctx.extra.authorization, clientIp: ctx.extra.clientIp ?? 'unknown', signal: operation.signal });
         // No `request` in the context: Yoga would read the upgrade's GET as the operation's method and refuse mutations.
         const enveloped = yoga.getEnveloped({ ...context, params: payload, socket: ctx.extra.socket });
         const refuse = (errors: readonly unknown[]) => errors.map((e) => withoutHttpHint(options.formatError(e, requestId, opLog)));
@@ -145,14 +168,15 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
           operationName: payload.operationName,
           variableValues: payload.variables,
           contextValue,
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } satisfies Enveloped,
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe, operation, executing: (ctx.extra.executing ??= new Set()), socket: ctx.extra.socket } satisfies Enveloped,
         };
         return args;
       },
       onClose: (ctx) => {
         ctx.extra.unwatch?.();
+        for (const operation of ctx.extra.executing ?? []) operation.abort();
       },
-      execute: (args) => (args.rootValue as Enveloped).execute(args) as never,
+      execute: (args) => executeOperation(args) as never,
       subscribe: (args) => (args.rootValue as Enveloped).subscribe(args) as never,
     },
     wss,

@@ -16,6 +16,7 @@
 // figure (≤ 2× plain at the largest count). Missed = expected receipts that never came (must be 0). Sides alternate,
 // plain first. RATIO rows: p99 per subscriber count (goal p99 ≤ 50 ms), CPU per delivery at the largest count.
 import { fork, type ChildProcess } from 'node:child_process';
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import Fastify from 'fastify';
@@ -86,9 +87,23 @@ async function spawn(role: string, env: Record<string, string> = {}): Promise<Ch
   };
 }
 
+// What bounds the tail: each server's event-loop stalls (the longest delay since the last `cpu` call) and its GC pauses
+// (milliseconds so far). At 1,000 subscribers one write's deliveries are 1 % of the samples, so p99 is about the second
+// slowest write: a stall or pause during one write's fan-out sets it.
+let loop: ReturnType<typeof monitorEventLoopDelay> | undefined;
+let gcMs = 0;
+function watchStalls(): void {
+  loop = monitorEventLoopDelay({ resolution: 5 });
+  loop.enable();
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) gcMs += e.duration;
+  }).observe({ entryTypes: ['gc'] });
+}
 const cpu = () => {
   const u = process.cpuUsage();
-  return { cpu_us: u.user + u.system };
+  const loopMaxMs = loop ? loop.max / 1e6 : 0;
+  loop?.reset();
+  return { cpu_us: u.user + u.system, loop_max_ms: loopMaxMs, gc_ms: gcMs };
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -100,6 +115,7 @@ async function gateway(): Promise<void> {
   const app = await startTestApp({ env: { SVC_RATE_LIMITS: JSON.stringify(limits) }, appOptions: { logger: pino({ level: 'silent' }) } });
   const key = await issueKey(app);
   const { mint } = await recordAgent(app, key);
+  watchStalls();
   serve({
     cpu,
     close: async () => {
@@ -131,6 +147,7 @@ async function plainServer(): Promise<void> {
     return reply.status(201).send({ id });
   });
   await app.listen({ port: 0, host: '127.0.0.1' });
+  watchStalls();
 
   interface Sub {
     socket: WebSocket;
@@ -308,7 +325,8 @@ async function measure(side: Side, subs: Child, n: number, writes: number, inter
   }
   if (!live) throw new Error(`${side.name}: ${n} subscribers never all live`);
   await sleep(200);
-  const cpu0 = (await side.server.ask('cpu')).cpu_us as number;
+  const before = await side.server.ask('cpu');
+  const cpu0 = before.cpu_us as number;
   const answered = new Map<string, number>();
   const started = performance.now();
   for (let i = 0; i < writes; i++) {
@@ -327,9 +345,12 @@ async function measure(side: Side, subs: Child, n: number, writes: number, inter
     if (got >= n * writes || Date.now() > deadline) break;
     await sleep(100);
   }
-  const cpu1 = (await side.server.ask('cpu')).cpu_us as number;
+  const after = await side.server.ask('cpu');
+  const cpu1 = after.cpu_us as number;
   await subs.ask('closeAll');
   const latencies: number[] = [];
+  /** per write, its last delivery */
+  const lastByWrite: number[] = [];
   let missed = 0;
   let duplicates = 0;
   for (const [id, at] of answered) {
@@ -337,7 +358,9 @@ async function measure(side: Side, subs: Child, n: number, writes: number, inter
     missed += Math.max(0, n - times.length);
     duplicates += Math.max(0, times.length - n);
     for (const t of times) latencies.push(t - at);
+    if (times.length) lastByWrite.push(Math.max(...times) - at);
   }
+  lastByWrite.sort((a, b) => b - a);
   latencies.sort((a, b) => a - b);
   const cpuPerWrite = (cpu1 - cpu0) / 1000 / writes;
   return {
@@ -349,6 +372,10 @@ async function measure(side: Side, subs: Child, n: number, writes: number, inter
     missed,
     duplicates,
     errors: (collected.errors as string[]).slice(0, 3),
+    loopMaxMs: after.loop_max_ms as number,
+    gcPerWrite: ((after.gc_ms as number) - (before.gc_ms as number)) / writes,
+    slowestWrites: lastByWrite.slice(0, 3),
+    writesOver50: lastByWrite.filter((x) => x > 50).length,
   };
 }
 
@@ -404,6 +431,12 @@ async function main(): Promise<void> {
       results.push({ n, gateway, plain });
       for (const [name, r] of [['gateway', gateway], ['plain', plain]] as const) {
         console.log(`  ${String(n).padStart(11)}  ${name.padEnd(8)} ${f(r.p50)} ${f(r.p99)} ${f(r.max)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${f(perDelivery(r, idle[name])).padStart(15)}   ${String(r.missed).padStart(6)}${r.duplicates ? ` dup ${r.duplicates}` : ''}${r.errors.length ? ` errors: ${r.errors.join(' | ')}` : ''}`);
+      }
+      // what bounds the tail: the server's longest event-loop stall, its GC, and the writes whose last delivery was late
+      for (const [name, r] of [['gateway', gateway], ['plain', plain]] as const) {
+        console.log(
+          `               ${name.padEnd(8)} tail: event loop max ${r.loopMaxMs.toFixed(0)} ms, GC ${r.gcPerWrite.toFixed(2)} ms/write; last delivery of the slowest writes ${r.slowestWrites.map((x) => x.toFixed(0)).join(', ')} ms; ${r.writesOver50} of ${writes} writes past 50 ms`,
+        );
       }
     }
     for (const { n, gateway, plain } of results) {

@@ -2,7 +2,9 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { eventCountsSql, eventKindsSql, eventPageSql, eventsSinceSql, expandKinds, type EventPageQuery, type Sql } from '../../adapters/store/repositories/events.ts';
 import { paymentLinkListSql } from '../../adapters/store/repositories/payment-links.ts';
-import { receiptPageSql, receiptSinceProbeSql, receiptsAfterSql } from '../../adapters/store/repositories/receipts.ts';
+import { receiptDailySql, receiptPageSql, receiptSinceProbeSql, receiptsAfterSql } from '../../adapters/store/repositories/receipts.ts';
+import { reputationSql } from '../../adapters/store/repositories/identity.ts';
+import { windowStart } from '../../domain/receipts/daily.ts';
 import { deliveryListSql, webhookListSql } from '../../adapters/store/repositories/webhooks.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
@@ -37,11 +39,12 @@ test.before(async (t) => {
                       protocol, response, wrap_receipt, settle_policy, metadata, created_by, created_at, updated_at, owner_principal)
     select 'pk' || lpad(g::text, 8, '0'), 'link' || g, case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, 'l',
            'agent' || (g % 2000), 'GET', '1', 'USDC', 1, '[]'::jsonb, 'x402', '{}'::jsonb, false, 'settle', '{}'::jsonb, 'k', now(), now(),
-           case when (g * 31) % 10 < 6 then 'key:big' else 'wallet:w' || (g % 300) end
+           case when (g * 31) % 10 < 6 then (case when g <= 25000 then 'key:old' else 'key:big' end) else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
     select 'chain-devnet', 'agentR' || (g % 10), g / 10, case when g % 3 = 0 then 'spend' else 'earn' end, 'h' || g, 'paywall',
-           jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'gross', '1000')), now(),
+           jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'currency', 'USDC', 'amount_atomic', '990', 'gross', '1000'),
+                              'response', jsonb_build_object('status', case when g % 17 = 0 then 500 else 200 end)), now(),
            case when g % 11 = 0 then 'deny' when g % 13 = 0 then 'rejected' else 'allow' end,
            now() - (50000 - g) * interval '1 second', now() - (50000 - g) * interval '1 second', 'not_applicable'
       from generate_series(0, 49999) g`);
@@ -52,6 +55,7 @@ test.before(async (t) => {
       from generate_series(1, 50000) g`);
   // the generated events' counters are deltas until folded, as the compaction job and a metrics read do first
   await em.execute('select svc_compact_event_counts()');
+  await em.execute('select svc_compact_receipt_rollups()');
   await em.execute('analyze');
 });
 
@@ -172,7 +176,9 @@ test('payment links, receipts, webhooks and deliveries: each list reads a page f
   const devnet = 'chain-devnet';
   await checkPlan(t, 'links (admin)', paymentLinkListSql(devnet, { owner: undefined, limit: PAGE }), list);
   await checkPlan(t, 'links of a principal', paymentLinkListSql(devnet, { owner: 'key:big', limit: PAGE }), list);
-  await checkPlan(t, 'links of a principal, cursor', paymentLinkListSql(devnet, { owner: 'key:big', beforePk: 'pk00025000', limit: PAGE }), list);
+  await checkPlan(t, 'links of a principal, cursor', paymentLinkListSql(devnet, { owner: 'key:big', beforePk: 'pk00040000', limit: PAGE }), list);
+  // a principal with as many links as the biggest, all older than everyone else's: its page starts 25,000 pks down
+  await checkPlan(t, 'links of a principal whose links are all old', paymentLinkListSql(devnet, { owner: 'key:old', limit: PAGE }), list);
   await checkPlan(t, 'links of a small principal by agent', paymentLinkListSql(devnet, { owner: 'wallet:w7', ownerAgent: 'agent7', limit: PAGE }), list);
   await checkPlan(t, 'links by agent (admin)', paymentLinkListSql(devnet, { owner: undefined, ownerAgent: 'agent7', limit: PAGE }), list);
 
@@ -192,4 +198,39 @@ test('payment links, receipts, webhooks and deliveries: each list reads a page f
   await checkPlan(t, 'webhooks of a principal', webhookListSql(devnet, { owner: 'key:big', limit: PAGE }), list);
   await checkPlan(t, 'deliveries of a webhook', deliveryListSql(devnet, 'wh3', { limit: PAGE }), list);
   await checkPlan(t, 'deliveries of a webhook, cursor', deliveryListSql(devnet, 'wh3', { beforeId: 'd00025000', limit: PAGE }), list);
+});
+
+test('receipt aggregates: the reputation and the daily buckets read their rollups, not the receipts', async (t) => {
+  const { em } = t.context;
+  const devnet = 'chain-devnet';
+  const agent = 'agentR3';
+  // a few deltas not folded yet, as between two compactions
+  await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
+    select 'chain-devnet', ?, 100000 + g, 'earn', 'hx' || g, 'push',
+           jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'currency', 'USDC', 'amount_atomic', '7', 'gross', '7'), 'response', jsonb_build_object('status', 201)),
+           now(), 'allow', now(), now(), 'pending'
+      from generate_series(1, 3) g`, [agent]);
+  const reputation = reputationSql(devnet, agent);
+  await checkPlan(t, 'reputation', reputation, { sorted: 10, read: 10 });
+  const daily = receiptDailySql(devnet, agent, windowStart(new Date(), 30));
+  await checkPlan(t, 'daily buckets, 30 days', daily, { sorted: 4 * 31, read: 4 * 31 });
+  // and they answer what the receipts hold
+  const got = (await em.execute(reputation.sql, reputation.params)) as { calls: number; ok_calls: number; amount_atomic: string; last_at: Date }[];
+  const [want] = (await em.execute(
+    `select count(*)::int as calls, (count(*) filter (where (body->'response'->>'status')::int between 200 and 299))::int as ok_calls,
+            sum((body->'price'->>'amount_atomic')::numeric)::text as amount_atomic, max(ts) as last_at
+       from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification <> 'mismatch'`,
+    [devnet, agent],
+  )) as { calls: number; ok_calls: number; amount_atomic: string; last_at: Date }[];
+  t.is(got.length, 1);
+  const { calls, ok_calls, amount_atomic, last_at } = got[0]!;
+  t.deepEqual({ calls, ok_calls, amount_atomic, last_at }, { ...want! });
+  const days = (await em.execute(daily.sql, daily.params)) as { day: string; kind: string; count: number; amount_atomic: string }[];
+  const wantDays = (await em.execute(
+    `select to_char(ts at time zone 'UTC', 'YYYY-MM-DD') as day, kind, body->'price'->>'asset' as asset,
+            sum((case when kind = 'spend' then body->'price'->>'gross' else body->'price'->>'amount_atomic' end)::numeric)::text as amount_atomic, count(*)::int as count
+       from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ? group by 1, 2, 3 order by 1, 2, 3`,
+    [devnet, agent, windowStart(new Date(), 30)],
+  )) as unknown[];
+  t.deepEqual(days.map((d) => ({ ...d })), wantDays.map((d) => ({ ...(d as object) })));
 });

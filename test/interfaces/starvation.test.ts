@@ -1,5 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
+import { createClient } from 'graphql-ws';
 import pg from 'pg';
+import WebSocket from 'ws';
 import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 
 // Issue 21 item 3, no key can starve the others. Principal A floods a heavy read (its receipts list) that cannot
@@ -52,11 +54,11 @@ test.after.always(async (t) => {
 });
 
 /** Holds an exclusive lock on receipts until released: every query reading receipts waits meanwhile. */
-async function lockReceipts(url: string): Promise<() => Promise<void>> {
+async function lockReceipts(url: string, table = 'receipts'): Promise<() => Promise<void>> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   await client.query('begin');
-  await client.query('lock table receipts in access exclusive mode');
+  await client.query(`lock table ${table} in access exclusive mode`);
   return async () => {
     await client.query('rollback');
     await client.end();
@@ -64,10 +66,10 @@ async function lockReceipts(url: string): Promise<() => Promise<void>> {
 }
 
 /** The gateway's statements on receipts running now (tagged with their request id by the request scope). */
-async function runningOnReceipts(app: TestApp): Promise<number> {
+async function runningOnReceipts(app: TestApp, table = 'receipts'): Promise<number> {
   const rows = (await app.database.orm.em
     .fork()
-    .execute(`select count(*)::int as n from pg_stat_activity where state = 'active' and query like '/* svc:%' and query like '%from receipts%'`)) as { n: number }[];
+    .execute(`select count(*)::int as n from pg_stat_activity where state = 'active' and query like '/* svc:%' and query like ?`, [`%from ${table} %`])) as { n: number }[];
   return rows[0]!.n;
 }
 
@@ -129,6 +131,36 @@ test.serial("A's flood of heavy reads gets 429s and never a connection B needs; 
   }
 });
 
+test.serial("the cap holds across processes: a second gateway on the same database refuses A while A's slots are taken on the first", async (t) => {
+  const { app, short, a, b, agentA } = t.context;
+  const release = await lockReceipts(app.database.url);
+  try {
+    const stuck = [1, 2].map(() => {
+      const controller = new AbortController();
+      const answer = fetch(`${app.url}/v1/receipts/${agentA}`, { headers: { authorization: `Bearer ${a}` }, signal: controller.signal }).catch(() => 'gone');
+      return { controller, answer };
+    });
+    await until("A's admitted queries on the first gateway", async () => (await runningOnReceipts(app)) === 2);
+    // the other process counts them: A's third heavy request there is refused at once (before: admitted, stuck too)
+    const refused = await http(short, 'GET', `/v1/receipts/${agentA}`, { key: a });
+    t.is(refused.status, 429, JSON.stringify(refused.body));
+    t.is(refused.body.error, 'rate_limited');
+    t.is(refused.body.details.limit, 2);
+    // per principal there too: B's list answers
+    t.is((await http(short, 'GET', '/v1/payment-links', { key: b })).status, 200);
+    for (const s of stuck) s.controller.abort();
+    t.deepEqual(await Promise.all(stuck.map((s) => s.answer)), ['gone', 'gone']);
+    await until("A's cancelled queries to leave PostgreSQL", async () => (await runningOnReceipts(app)) === 0);
+    await release();
+    // A's slots are free again, in the other process too
+    let status = 0;
+    await until("A's slots to be given back", async () => (status = (await http(short, 'GET', `/v1/receipts/${agentA}`, { key: a })).status) === 200);
+    t.is(status, 200);
+  } finally {
+    await release().catch(() => {});
+  }
+});
+
 test.serial('a GraphQL client that leaves has its running statement cancelled too', async (t) => {
   const { app, a, agentA } = t.context;
   const release = await lockReceipts(app.database.url);
@@ -182,5 +214,48 @@ test.serial('the cap counts requests: one GraphQL operation reading several list
     t.is(status, 200);
     t.is(body.errors, undefined, JSON.stringify(body.errors));
     t.is(body.data?.a?.data.length, 1);
+  }
+});
+
+const wsClient = (app: TestApp, key: string) =>
+  createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0, lazy: false });
+
+test.serial('a graphql-ws query whose socket closes has its running statement cancelled', async (t) => {
+  const { app, a, agentA } = t.context;
+  const client = wsClient(app, a);
+  const release = await lockReceipts(app.database.url);
+  try {
+    const outcome = new Promise((resolve) =>
+      client.subscribe({ query: `{ receipts(agent: "${agentA}") { data { receiptHash } } }` }, { next: resolve, error: resolve, complete: () => resolve('complete') }),
+    );
+    await until('the graphql-ws query', async () => (await runningOnReceipts(app)) === 1);
+    await client.dispose(); // the socket closes while the statement waits on the lock
+    await until('the cancelled query to leave PostgreSQL', async () => (await runningOnReceipts(app)) === 0);
+    t.is(await runningOnReceipts(app), 0, 'cancelled while the lock still holds it');
+    void outcome;
+  } finally {
+    await release();
+    await client.dispose();
+  }
+});
+
+test.serial("a graphql-ws subscription replaying after a cursor has its replay's statement cancelled when its socket closes", async (t) => {
+  const { app, a, agentA } = t.context;
+  t.is((await http(app, 'POST', '/v1/payment-links', { key: a, body: linkBody(agentA) })).status, 201);
+  const newest = await http(app, 'GET', '/v1/events?limit=1', { key: a });
+  t.is(newest.status, 200, JSON.stringify(newest.body));
+  const after = (newest.body.data as { id: string }[])[0]?.id;
+  if (!after) return t.fail(`A has no event: ${JSON.stringify(newest.body)}`);
+  const client = wsClient(app, a);
+  const release = await lockReceipts(app.database.url, 'events');
+  try {
+    client.subscribe({ query: `subscription { events(after: "${after}") { id } }` }, { next: () => {}, error: () => {}, complete: () => {} });
+    await until("the subscription's replay", async () => (await runningOnReceipts(app, 'events')) === 1);
+    await client.dispose();
+    await until('the cancelled replay to leave PostgreSQL', async () => (await runningOnReceipts(app, 'events')) === 0);
+    t.is(await runningOnReceipts(app, 'events'), 0, 'cancelled while the lock still holds it');
+  } finally {
+    await release();
+    await client.dispose();
   }
 });

@@ -161,6 +161,12 @@ export async function compactEventCounts(em: EntityManager): Promise<number> {
   return Number(rows[0]!.n);
 }
 
+/** Folds the receipt rollups' deltas (reputation and daily buckets, migration 0021) into their counters. */
+export async function compactReceiptRollups(em: EntityManager): Promise<number> {
+  const rows = await query<{ n: string }>(em, 'select svc_compact_receipt_rollups()::text as n');
+  return Number(rows[0]!.n);
+}
+
 export function eventRepository(ctx: RepoContext): EventRepository {
   return {
     append: async (e) => {
@@ -245,7 +251,9 @@ export function eventRepository(ctx: RepoContext): EventRepository {
     after: async (network, afterSeq, filter, limit) => readPage(ctx.em(), network, filter, { after: afterSeq, limit }),
     compactCounts: async () => {
       if (ctx.inTransaction) throw new Error('events.compactCounts runs in a transaction of its own');
-      return compactEventCounts(ctx.em());
+      // the compact_event_counts job also folds the receipt rollups' deltas (migration 0021), in a statement of their own
+      const folded = await compactEventCounts(ctx.em());
+      return folded + (await compactReceiptRollups(ctx.em()));
     },
   };
 }

@@ -5,7 +5,7 @@ import type { CardRecord, ClaimRecord, DisclosureRecord, DomainRecord, ProfileRe
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
 
 // Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
-// read goes to receipts through its (network, agent, kind, decision, nonce) index (migrations/0008-receipts.ts).
+// reads the receipt_reputation rollup (migrations/0021-scale2.ts).
 
 interface ProfileRow {
   network: Network;
@@ -139,6 +139,27 @@ interface ReputationSqlRow {
 /** advisory lock class of an agent's capability cards (the other classes: receipts 7_201_003, buyer payments 7_201_014) */
 const CARDS_LOCK = 7_201_015;
 
+/**
+ * The reputation of an agent: its earn receipts that count (decision allow, verification not mismatch) per currency
+ * and asset, from the receipt_reputation rollup and its unfolded deltas (migration 0021) — O(currencies), not
+ * O(settled calls) — and the newest one's time, one probe of receipts_reputation_ts per row.
+ */
+export function reputationSql(network: string, agent: string): { sql: string; params: unknown[] } {
+  return {
+    sql: `select g.currency, g.asset, g.calls::int as calls, g.ok_calls::int as ok_calls, g.amount_atomic::text as amount_atomic,
+            (select r.ts from receipts r where r.network = ? and r.agent = ? and r.kind = 'earn' and r.decision = 'allow'
+                and r.verification <> 'mismatch' and r.body->'price'->>'currency' = g.currency and r.body->'price'->>'asset' = g.asset
+              order by r.ts desc limit 1) as last_at
+       from (select currency, asset, sum(calls) as calls, sum(ok_calls) as ok_calls, sum(amount_atomic) as amount_atomic
+               from (select currency, asset, calls, ok_calls, amount_atomic from receipt_reputation where network = ? and agent = ?
+                     union all
+                     select currency, asset, calls, ok_calls, amount_atomic from receipt_reputation_deltas where network = ? and agent = ?) u
+              group by 1, 2 having sum(calls) <> 0) g
+      order by 1, 2`,
+    params: [network, agent, network, agent, network, agent],
+  };
+}
+
 export function identityRepository(ctx: RepoContext): IdentityRepository {
   const em = () => ctx.em();
   return {
@@ -193,15 +214,8 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
     findVerifiedDomain: (network, domain) =>
       one(em(), `select * from identity_domains where network = ? and domain = ? and verified_at is not null`, [network, domain], domainFromRow),
     reputation: async (network, agent): Promise<ReputationRow[]> => {
-      const rows = await query<ReputationSqlRow>(
-        em(),
-        `select body->'price'->>'currency' as currency, body->'price'->>'asset' as asset, count(*)::int as calls,
-                (count(*) filter (where (body->'response'->>'status')::int between 200 and 299))::int as ok_calls,
-                coalesce(sum((body->'price'->>'amount_atomic')::numeric), 0)::text as amount_atomic, max(ts) as last_at
-           from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
-          group by 1, 2 order by 1, 2`,
-        [network, agent],
-      );
+      const { sql, params } = reputationSql(network, agent);
+      const rows = await query<ReputationSqlRow>(em(), sql, params);
       return rows.map((r) => ({
         currency: r.currency,
         asset: r.asset,

@@ -79,12 +79,13 @@ const values = (r: PaymentLinkRecord): unknown[] => [
 
 /** The list page's SQL (exported so the query-plan test EXPLAINs what runs). */
 export function paymentLinkListSql(network: string, q: PaymentLinkListQuery): { sql: string; params: unknown[] } {
-  // Served by payment_links_network_[principal_][owner_]pk_idx in its own order (newest pk first).
+  // Served by payment_links_list_[principal_][agent_]idx in its own order (newest pk first): `pk || ''` is the pk, an
+  // expression only those indexes hold, so no plan walks the primary key filtering other scopes out (migration 0021).
   const where = new Where().and('network = ?', network);
   if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
   if (q.ownerAgent !== undefined) where.and('owner_agent = ?', q.ownerAgent);
-  if (q.beforePk !== undefined) where.and('pk < ?', q.beforePk);
-  return { sql: `select * from payment_links where ${where.sql} order by pk desc limit ?`, params: [...where.params, q.limit] };
+  if (q.beforePk !== undefined) where.and(`(pk || '') < ?`, q.beforePk);
+  return { sql: `select * from payment_links where ${where.sql} order by (pk || '') desc limit ?`, params: [...where.params, q.limit] };
 }
 
 export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {

@@ -77,6 +77,33 @@ export function receiptPageSql(network: string, agent: string, q: ReceiptPageQue
   return { sql: `select ${COLUMNS} from receipts where ${where.sql} order by nonce desc limit ?`, params: [...where.params, q.limit] };
 }
 
+/**
+ * GET /v1/receipts/{agent}/daily: the settled receipts since `since` by UTC day, kind and asset. A window starting at a
+ * UTC midnight (every caller's) reads the receipt_daily rollup and its unfolded deltas (migration 0021): one row per
+ * day, kind and asset, whatever a day's activity; any other start reads the window's receipts (receipts_agent_settled_ts).
+ */
+export function receiptDailySql(network: string, agent: string, since: Date): { sql: string; params: unknown[] } {
+  if (since.getTime() % 86_400_000 === 0) {
+    const day = since.toISOString().slice(0, 10);
+    return {
+      sql: `select to_char(day, 'YYYY-MM-DD') as day, kind, asset, sum(amount_atomic)::text as amount_atomic, sum(count)::int as count
+         from (select day, kind, asset, count, amount_atomic from receipt_daily where network = ? and agent = ? and day >= ?::date
+               union all
+               select day, kind, asset, count, amount_atomic from receipt_daily_deltas where network = ? and agent = ? and day >= ?::date) u
+        group by 1, 2, 3 having sum(count) <> 0 order by 1, 2, 3`,
+      params: [network, agent, day, network, agent, day],
+    };
+  }
+  return {
+    sql: `select to_char(ts at time zone 'UTC', 'YYYY-MM-DD') as day, kind, coalesce(body->'price'->>'asset', '') as asset,
+           sum(svc_atomic(body->'price'->>(case when kind = 'spend' then 'gross' else 'amount_atomic' end)))::text as amount_atomic,
+           count(*)::int as count
+         from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ?
+         group by 1, 2, 3 order by 1, 2, 3`,
+    params: [network, agent, since],
+  };
+}
+
 export function receiptRepository(ctx: RepoContext): ReceiptRepository {
   const em = () => ctx.em();
   return {
@@ -121,16 +148,8 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       return (await query<ReceiptRow>(m, sql, params)).map(receiptFromRow);
     },
     dailyTotals: async (network, agent, since) => {
-      // one range of receipts_agent_settled_ts (migration 0019): the window's settled receipts, nothing older
-      const rows = await query<{ day: string; kind: 'earn' | 'spend'; asset: string; amount_atomic: string; count: number }>(
-        em(),
-        `select to_char(ts at time zone 'UTC', 'YYYY-MM-DD') as day, kind, body->'price'->>'asset' as asset,
-           sum((case when kind = 'spend' then body->'price'->>'gross' else body->'price'->>'amount_atomic' end)::numeric)::text as amount_atomic,
-           count(*)::int as count
-         from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ?
-         group by 1, 2, 3 order by 1, 2, 3`,
-        [network, agent, since],
-      );
+      const { sql, params } = receiptDailySql(network, agent, since);
+      const rows = await query<{ day: string; kind: 'earn' | 'spend'; asset: string; amount_atomic: string; count: number }>(em(), sql, params);
       return rows.map((r) => ({ day: r.day, kind: r.kind, asset: r.asset, amountAtomic: BigInt(r.amount_atomic), count: r.count }));
     },
     setVerification: async (network, receiptHash, u) => {
