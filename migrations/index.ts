@@ -15,6 +15,7 @@ import { Migration0015IdentityCards } from './0015-identity-cards.ts';
 import { Migration0016Buyer } from './0016-buyer.ts';
 import { Migration0018EventsSeqByTransaction } from './0018-events-seq-by-transaction.ts';
 import { Migration0019Mcp } from './0019-mcp.ts';
+import { Migration0022Browser } from './0022-browser.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -35,4 +36,5 @@ export const migrationsList = [
   { name: '0016-buyer', class: Migration0016Buyer },
   { name: '0018-events-seq-by-transaction', class: Migration0018EventsSeqByTransaction },
   { name: '0019-mcp', class: Migration0019Mcp },
+  { name: '0022-browser', class: Migration0022Browser },
 ];
