@@ -282,3 +282,44 @@ test.serial('graphql-sse single connection mode: PUT reserves (key or ?token=), 
   t.is(unknown.status, 404);
   t.is(unknown.body.error, 'not_found');
 });
+
+test.serial('a key disabled after issuing: its unused token is refused, and its open single-connection stream ends', async (t) => {
+  const { a } = t.context;
+  const admin = await issueKey(a, 'chain-devnet', 'admin');
+  const created = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(a, created.key);
+  await http(a, 'POST', '/v1/payment-links', { key: created.key, body: linkBody(mint, { label: 'anchor' }) });
+  const unused = await streamToken(t, a, created.key);
+  const used = await streamToken(t, a, created.key);
+
+  const client = createSseClient({ url: `${a.url}/graphql?token=${used}`, singleConnection: true, retryAttempts: 0 });
+  let ended: string | undefined;
+  const received: any[] = [];
+  const after = (await http(a, 'GET', '/v1/events?limit=1', { key: created.key })).body.data[0].id;
+  client.subscribe(
+    { query: SUB, variables: { after } },
+    { next: (p) => void received.push(p), error: () => (ended = 'error'), complete: () => (ended ??= 'complete') },
+  );
+  try {
+    const id = (await http(a, 'POST', '/v1/payment-links', { key: created.key, body: linkBody(mint, { label: 'seen' }) })).body.id;
+    await until(() => received.some((p) => p.data?.events?.metadata?.payment_link_id === id));
+    const disabled = await http(a, 'POST', `/v1/admin/api-keys/${created.id}/disable`, { key: admin, body: {} });
+    t.is(disabled.status, 200, JSON.stringify(disabled.body));
+    await until(() => ended !== undefined);
+    t.truthy(ended);
+  } finally {
+    client.dispose();
+  }
+  const refused = await sseGet(a, sseQuery(unused, after));
+  t.is(refused.status, 401);
+  t.like(JSON.parse(refused.body), { error: 'invalid_api_key' });
+});
+
+/** Polls `done` (events arrive on their own; this only waits for them), failing after 15 s. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
