@@ -1,7 +1,6 @@
 import { copyFile, mkdir } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { EXPLORER_DIST } from './routes.ts';
 
 // Issue 16: the explorer page's assets. web/explorer.js (Preact + htm + the graphql-ws client) is bundled by esbuild
@@ -14,6 +13,8 @@ const WEB = join(HERE, 'web');
 
 /** Bundles the page into `outdir`; answers the bundle's size in bytes. */
 export async function buildExplorer(outdir = EXPLORER_DIST): Promise<{ bytes: number }> {
+  // esbuild is a development dependency: imported only when building.
+  const { build } = await import('esbuild');
   await mkdir(outdir, { recursive: true });
   const result = await build({
     entryPoints: [join(WEB, 'explorer.js')],
@@ -34,6 +35,13 @@ export async function buildExplorer(outdir = EXPLORER_DIST): Promise<{ bytes: nu
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const { bytes } = await buildExplorer();
-  console.log(`explorer built into ${EXPLORER_DIST} (${(bytes / 1024).toFixed(1)} KiB of script)`);
+  try {
+    const { bytes } = await buildExplorer();
+    console.log(`explorer built into ${EXPLORER_DIST} (${(bytes / 1024).toFixed(1)} KiB of script)`);
+  } catch (e) {
+    // An install without development dependencies has no esbuild: the gateway still starts (prestart), and /explorer
+    // answers 503 naming this command until it is built where esbuild is installed.
+    if ((e as { code?: string }).code !== 'ERR_MODULE_NOT_FOUND') throw e;
+    console.warn(`explorer not built: esbuild is not installed (${(e as Error).message})`);
+  }
 }

@@ -103,3 +103,30 @@ test.serial('a link created and paid while the page is open appears live: event 
   t.is(await page.getAttribute('#receipts tr[data-nonce="0"]', 'data-verification'), receipts.body.data[0].verification.status);
   t.deepEqual(errors, []);
 });
+
+test.serial('a pasted stream token connects the page once; pasted again, the spent token is refused', async (t) => {
+  const { w, browser } = t.context;
+  const page = await browser.newPage();
+  try {
+    const token = (await http(w.app, 'POST', '/v1/auth/stream-token', { key: w.key })).body.token as string;
+    await page.goto(`${w.app.url}/explorer`);
+    await page.fill('#token', token);
+    await page.click('#connect');
+    await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'live', undefined, { timeout: WAIT_MS });
+    // Without a key the page subscribes without `after`: links are made until one arrives (the attach is not acknowledged).
+    let seen = false;
+    for (let attempt = 0; attempt < 30 && !seen; attempt++) {
+      const { link } = await createLink(w);
+      seen = await page
+        .waitForSelector(`#events tr[data-kind="payment_link.created"][data-link="${link.id}"]`, { timeout: 2_000 })
+        .then(() => true, () => false);
+    }
+    t.true(seen, 'an event reached the page connected with the pasted token');
+
+    await page.click('#connect');
+    await page.waitForFunction(() => /invalid_api_key/.test(document.querySelector('#status')?.textContent ?? ''), undefined, { timeout: WAIT_MS });
+    t.pass();
+  } finally {
+    await page.close();
+  }
+});
