@@ -84,9 +84,24 @@ export function isSingleConnection(req: FastifyRequest): boolean {
   return req.method === 'PUT' || req.method === 'DELETE' || req.headers[STREAM_TOKEN_HEADER] !== undefined;
 }
 
-/** Stream disposal ends operations that are async generators only: a subscription's iterator becomes one. */
-async function* generator<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
-  yield* source;
+/**
+ * graphql-sse ends (DELETE, stream closed) only operations shaped like async generators. Not an `async function*`
+ * wrapper: its return() would wait for the pending next(), i.e. for the subscription's next event; this one reaches the
+ * subscription's own return() at once.
+ */
+function generatorLike<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  const it = source[Symbol.asyncIterator]();
+  const finished = async (): Promise<IteratorResult<T>> => {
+    await it.return?.();
+    return { done: true, value: undefined };
+  };
+  const self: AsyncGenerator<T> = {
+    [Symbol.asyncIterator]: () => self,
+    next: () => it.next(),
+    return: finished,
+    throw: finished,
+  };
+  return self;
 }
 
 export function singleConnectionHandler(options: SseOptions): { handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown>; close(): void } {
@@ -135,6 +150,8 @@ export function singleConnectionHandler(options: SseOptions): { handle(req: Fast
       // The stream opens: it ends when its key stops authenticating (4403's counterpart: the connection closes).
       const reservation = request.context.reservation;
       if (!reservation) return;
+      // one stream per reservation: a second GET must not take over the first one's watch and lifetime
+      if (reservation.stream) return envelope(new DomainError('conflict', 'This stream is already open.'), request.raw.req);
       const token = request.headers.get(STREAM_TOKEN_HEADER) ?? '';
       const { reply } = request.raw;
       reservation.stream = reply;
@@ -170,7 +187,7 @@ export function singleConnectionHandler(options: SseOptions): { handle(req: Fast
     execute: (args) => (args.rootValue as Enveloped).execute(args) as never,
     subscribe: async (args) => {
       const result = await ((args.rootValue as Enveloped).subscribe(args) as Promise<unknown>);
-      return (isAsyncIterable(result) ? generator(result as AsyncIterable<ExecutionResult>) : result) as never;
+      return (isAsyncIterable(result) ? generatorLike(result as AsyncIterable<ExecutionResult>) : result) as never;
     },
   });
 

@@ -323,3 +323,30 @@ async function until(done: () => boolean): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST operation (202), a second GET 409, DELETE completes', async (t) => {
+  const { a, key } = t.context;
+  const put = await fetch(`${a.url}/graphql`, { method: 'PUT', headers: { authorization: `Bearer ${key}` } });
+  t.is(put.status, 201);
+  const reservation = await put.text();
+  const header = { 'x-graphql-event-stream-token': reservation };
+  const stream = await sseGet(a, '', header);
+  try {
+    t.is(stream.status, 200);
+    const second = await sseGet(a, '', header);
+    t.is(second.status, 409);
+    t.like(JSON.parse(second.body), { error: 'conflict' });
+
+    const after = await anchor(t);
+    const op = await http(a, 'POST', '/graphql', { headers: { ...header, accept: 'application/json' }, body: { query: SUB, variables: { after }, extensions: { operationId: 'op1' } } });
+    t.is(op.status, 202);
+    const id = await createLink(t, 'single connection by hand');
+    const message = await stream.waitFor((p) => p.payload?.data?.events?.metadata?.payment_link_id === id);
+    t.is(message.id, 'op1');
+    const done = await fetch(`${a.url}/graphql?operationId=op1`, { method: 'DELETE', headers: header });
+    t.is(done.status, 200);
+    await stream.waitFor((p) => p.id === 'op1' && p.payload === undefined);
+  } finally {
+    stream.close();
+  }
+});
