@@ -15,6 +15,7 @@ import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
 import { noteRequestId, resolveError, restAnswer, restError, trpcError } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
+import { registerExplorerRoutes } from './explorer/routes.ts';
 
 // The gateway's HTTP server over built services: /v1, /openapi.json, /trpc, /graphql, /facilitator, /x. No adapters.
 
@@ -204,6 +205,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   });
 
   mountGraphql(app, { services, log });
+  registerExplorerRoutes(app);
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;

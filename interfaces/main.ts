@@ -19,6 +19,7 @@ async function main(): Promise<void> {
     `  OpenAPI     ${base}/openapi.json`,
     `  tRPC        ${base}/trpc`,
     `  GraphQL     ${base}/graphql   (GraphiQL in a browser; graphql-ws and SSE subscriptions on the same path)`,
+    `  Explorer    ${base}/explorer  (live events, links, treasuries and receipts in a browser)`,
     `  database    ${db}`,
     ...Object.entries(app.ledgers.rpcUrls).map(
       ([network, url]) => `  ledger      ${network}: ${app.ledgers.embedded[network as 'chain-devnet'] ? 'embedded, JSON-RPC at ' : ''}${url}`,

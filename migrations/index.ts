@@ -16,6 +16,7 @@ import { Migration0016Buyer } from './0016-buyer.ts';
 import { Migration0018EventsSeqByTransaction } from './0018-events-seq-by-transaction.ts';
 import { Migration0019Mcp } from './0019-mcp.ts';
 import { Migration0021Scale2 } from './0021-scale2.ts';
+import { Migration0022Browser } from './0022-browser.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -37,4 +38,5 @@ export const migrationsList = [
   { name: '0018-events-seq-by-transaction', class: Migration0018EventsSeqByTransaction },
   { name: '0019-mcp', class: Migration0019Mcp },
   { name: '0021-scale2', class: Migration0021Scale2 },
+  { name: '0022-browser', class: Migration0022Browser },
 ];

@@ -24,6 +24,7 @@ import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } f
 import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
 import { discoveryRepository } from './repositories/discovery.ts';
+import { streamTokenRepository } from './repositories/stream-tokens.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
@@ -89,6 +90,7 @@ class Repos implements Repositories, RepoContext {
   readonly jobs = transactionalJobQueue(() => this.em());
   readonly indexer = indexerRepository(this);
   readonly discovery = discoveryRepository(this);
+  readonly streamTokens = streamTokenRepository(this);
 
   private readonly eventRows = eventRepository(this);
   readonly events: EventRepository = {

@@ -56,3 +56,30 @@ export type CreateApiKeyInput = z.input<typeof CreateApiKeyInput>;
 
 export const CreatedApiKey = ApiKey.extend({ key: z.string() });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
+
+/** Issue 16: POST /v1/auth/stream-token takes no fields. */
+export const StreamTokenInput = z.strictObject({}).optional();
+export type StreamTokenInput = z.infer<typeof StreamTokenInput>;
+
+/** A subscription token for a browser: `?token=` on the SSE endpoint or graphql-ws `connectionParams.token`. */
+export const StreamToken = z.object({
+  token: z.string().describe('svc_stream_test_… or svc_stream_live_…: used once, within expires_in seconds'),
+  network: Network,
+  expires_at: z.string(),
+  expires_in: z.number().int(),
+});
+export type StreamToken = z.infer<typeof StreamToken>;
+
+/**
+ * What a redeemed stream token leaves a connection holding: the key it was issued to, by hash. Only the gateway makes
+ * one (an object never comes from a header), and it authenticates like the key itself for as long as the key is valid,
+ * so a connection's later operations and the revocation watch keep working after the token is spent.
+ */
+export interface StreamGrant {
+  readonly kind: 'stream_grant';
+  readonly keyHash: string;
+  readonly network: Network;
+}
+
+/** A request's credentials: the Authorization header value, or a redeemed stream token's grant. */
+export type Credentials = string | StreamGrant | undefined;

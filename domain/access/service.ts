@@ -7,10 +7,33 @@ import { parseInput } from '../shared/validation.ts';
 import type { EventFeed, Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import { principalOf } from './ownership.ts';
-import { CreateApiKeyInput, type ApiKey, type ApiKeyRecord, type CreatedApiKey, type Principal } from './schema.ts';
+import {
+  CreateApiKeyInput,
+  type ApiKey,
+  type ApiKeyRecord,
+  type CreatedApiKey,
+  type Credentials,
+  type Principal,
+  type StreamGrant,
+  type StreamToken,
+} from './schema.ts';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = /^svc_(test|live)_[0-9A-Za-z]{32}$/;
+const STREAM_TOKEN_PATTERN = /^svc_stream_(test|live)_[0-9A-Za-z]{32}$/;
+/** Issue 16: a stream token is valid this long, and once. */
+export const STREAM_TOKEN_TTL_MS = 60_000;
+
+function randomSecret(): string {
+  let secret = '';
+  for (let i = 0; i < 32; i++) secret += BASE62[randomInt(62)];
+  return secret;
+}
+
+/** svc_stream_test_… for chain-devnet: the key prefix with `stream_` after `svc_`. */
+function streamTokenPrefix(network: Network): string {
+  return KEY_PREFIX[network].replace(/^svc_/, 'svc_stream_');
+}
 const TOUCH_EVERY_MS = 60_000;
 /**
  * Key resolution cache (hash → key row), README "Caches": a disabled key is dropped from every process's cache when its
@@ -57,7 +80,8 @@ export class AccessService {
     });
   }
 
-  async authenticate(authorization: string | undefined): Promise<Principal> {
+  async authenticate(authorization: Credentials): Promise<Principal> {
+    if (typeof authorization === 'object') return this.authenticateGrant(authorization);
     if (!authorization || !authorization.trim()) {
       throw new DomainError('missing_api_key', 'Send your API key as Authorization: Bearer <key>.');
     }
@@ -73,12 +97,52 @@ export class AccessService {
     return { keyId: record.id, network: record.network, role: record.role, ownerWallet: record.ownerWallet, owner: principalOf(record) };
   }
 
+  /**
+   * Issue 16: a token a browser can subscribe with (EventSource cannot send Authorization): valid 60 s, once, for the
+   * calling key's principal and network. Stored as SHA-256 only.
+   */
+  async issueStreamToken(principal: Principal): Promise<StreamToken> {
+    const token = `${streamTokenPrefix(principal.network)}${randomSecret()}`;
+    const now = this.deps.clock.now();
+    const expiresAt = new Date(now.getTime() + STREAM_TOKEN_TTL_MS);
+    await this.deps.store.streamTokens.insert({
+      tokenHash: hashKey(token),
+      network: principal.network,
+      keyId: principal.keyId,
+      ownerPrincipal: principal.owner,
+      createdAt: now,
+      expiresAt,
+    });
+    return { token, network: principal.network, expires_at: iso(expiresAt), expires_in: STREAM_TOKEN_TTL_MS / 1000 };
+  }
+
+  /**
+   * Spends a stream token: the grant its connection then authenticates with. A token that is malformed, unknown, used,
+   * expired, re-prefixed for another network, or whose key is disabled is invalid_api_key.
+   */
+  async redeemStreamToken(token: string): Promise<StreamGrant> {
+    const invalid = () => new DomainError('invalid_api_key', 'The stream token is unknown, used, expired, or for another network.');
+    if (!STREAM_TOKEN_PATTERN.test(token)) throw invalid();
+    const redeemed = await this.deps.store.streamTokens.redeem(hashKey(token), this.deps.clock.now());
+    if (!redeemed || !token.startsWith(streamTokenPrefix(redeemed.network))) throw invalid();
+    const grant: StreamGrant = { kind: 'stream_grant', keyHash: redeemed.keyHash, network: redeemed.network };
+    await this.authenticateGrant(grant);
+    return grant;
+  }
+
+  private async authenticateGrant(grant: StreamGrant): Promise<Principal> {
+    const record = await this.lookup(grant.keyHash);
+    if (!record || record.disabledAt !== null || record.network !== grant.network) {
+      throw new DomainError('invalid_api_key', 'The API key of this stream token is disabled.');
+    }
+    this.touch(record.id);
+    return { keyId: record.id, network: record.network, role: record.role, ownerWallet: record.ownerWallet, owner: principalOf(record) };
+  }
+
   /** Issues a key; the full key is returned once and never stored. */
   async issueKey(input: CreateApiKeyInput): Promise<CreatedApiKey> {
     const parsed = parseInput(CreateApiKeyInput, input);
-    let secret = '';
-    for (let i = 0; i < 32; i++) secret += BASE62[randomInt(62)];
-    const key = `${KEY_PREFIX[parsed.network]}${secret}`;
+    const key = `${KEY_PREFIX[parsed.network]}${randomSecret()}`;
     const record: ApiKeyRecord = {
       id: newId(),
       network: parsed.network,

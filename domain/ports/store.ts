@@ -13,6 +13,7 @@ import type { WebhookDeliveryRepository, WebhookRepository } from './webhook-sto
 import type { IndexerRepository } from './indexer-store.ts';
 import type { BuyerRepository } from './buyer-store.ts';
 import type { DiscoveryRepository } from './discovery-store.ts';
+import type { StreamTokenRepository } from './stream-token-store.ts';
 import type { DailyTotalRow } from '../receipts/daily.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
@@ -301,6 +302,8 @@ export interface Repositories {
   indexer: IndexerRepository;
   /** issue 15: the catalogues of svc_discover */
   discovery: DiscoveryRepository;
+  /** issue 16: single-use subscription tokens for browsers */
+  streamTokens: StreamTokenRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
   jobs: JobQueue;
 }

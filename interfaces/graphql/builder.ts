@@ -2,7 +2,7 @@ import SchemaBuilder from '@pothos/core';
 import ComplexityPlugin from '@pothos/plugin-complexity';
 import type { FastifyBaseLogger } from 'fastify';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
-import type { Principal } from '../../domain/access/schema.ts';
+import type { Credentials, Principal } from '../../domain/access/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { authenticate } from '../policies/auth.ts';
 import { fieldCost, hitsForCost } from '../policies/graphql-limits.ts';
@@ -41,7 +41,7 @@ export interface GraphqlContext {
    */
   chargeCost(cost: number): Promise<void>;
   /** the credentials the operation runs with: live subscriptions are ended when they stop being valid */
-  authorization: string | undefined;
+  authorization: Credentials;
   /** RateLimit-* and Idempotent-Replayed, copied onto the HTTP response */
   responseHeaders: Record<string, string>;
   /** aborted when the server shuts down: live subscriptions end so the process can close */
@@ -52,7 +52,7 @@ export interface ContextInput {
   services: Services;
   requestId: string;
   log: FastifyBaseLogger;
-  authorization: string | undefined;
+  authorization: Credentials;
   idempotencyKey: string | undefined;
   clientIp: string;
   shutdown: AbortSignal;

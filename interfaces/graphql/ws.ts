@@ -7,7 +7,8 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { ERROR_CODES } from '../../domain/shared/errors.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
-import { authenticateCounted } from '../policies/rate-limit.ts';
+import type { Credentials } from '../../domain/access/schema.ts';
+import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
@@ -15,7 +16,7 @@ import { directSinks, type DirectSink } from './fanout.ts';
 
 // graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
 // pipeline (yoga.getEnveloped) so WebSocket operations get the same plugins, context and error mapping as HTTP.
-// The API key is checked at connection_init: a missing or bad key closes the socket with 4401 and the error code
+// The API key (or a browser's stream token, `connectionParams.token`, spent here: issue 16) is checked at connection_init: a missing or bad key closes the socket with 4401 and the error code
 // (missing_api_key, invalid_api_key) as the reason; graphql-ws clients do not retry 4401. Operations then run with
 // that key through the same policies as over HTTP.
 
@@ -28,14 +29,14 @@ export interface WsOptions {
   log: FastifyBaseLogger;
   /** re-authenticates the key of every open socket: a disabled key closes it with 4403 */
   keys: KeyWatch;
-  context(input: { requestId: string; log: FastifyBaseLogger; authorization: string | undefined; clientIp: string; signal?: AbortSignal | undefined }): GraphqlContext;
+  context(input: { requestId: string; log: FastifyBaseLogger; authorization: Credentials; clientIp: string; signal?: AbortSignal | undefined }): GraphqlContext;
   /** the HTTP transport's error mapping, for errors raised before execution (it returns formatted errors as they are) */
   formatError(err: unknown, requestId: string, log: ErrorLogger): GraphQLError;
 }
 
 type ConnectionExtra = {
   connectionId: string;
-  authorization: string | undefined;
+  authorization: Credentials;
   clientIp: string;
   unwatch?: () => void;
   /** queries and mutations executing now: aborted when the socket closes, which cancels their running statement */
@@ -126,9 +127,11 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
       onConnect: async (ctx) => {
         const connectionId = newId();
         ctx.extra.connectionId = connectionId;
-        const authorization = wsAuthorization(ctx.connectionParams, ctx.extra.request);
         const clientIp = ctx.extra.request.socket.remoteAddress ?? 'unknown';
         try {
+          const token = ctx.connectionParams?.token;
+          const authorization: Credentials =
+            typeof token === 'string' ? await redeemCounted(services, { token, clientIp }, {}) : wsAuthorization(ctx.connectionParams, ctx.extra.request);
           await authenticateCounted(services, { authorization, clientIp }, {});
           ctx.extra.authorization = authorization;
           ctx.extra.clientIp = clientIp;

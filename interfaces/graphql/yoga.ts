@@ -12,6 +12,8 @@ import { graphqlContext, type GraphqlContext } from './builder.ts';
 import { schema } from './schema/index.ts';
 import { FanOut, isPreSerialised, useFanOut } from './fanout.ts';
 import { mountGraphqlWs } from './ws.ts';
+import { isSingleConnection, refuse, singleConnectionHandler, streamCredentials } from './sse.ts';
+import type { Credentials } from '../../domain/access/schema.ts';
 import { clientSignal } from '../policies/heavy.ts';
 
 // GraphQL front door: Yoga over fastify at /graphql (GET/POST, SSE subscriptions, GraphiQL in a browser) and
@@ -272,23 +274,45 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     },
   });
 
+  const singleConnection = singleConnectionHandler({
+    yoga,
+    services,
+    keys,
+    context: (input) => graphqlContext({ ...input, services, idempotencyKey: undefined, shutdown: shutdown.signal }),
+    formatError: toGraphqlError,
+  });
+
   app.route({
-    method: ['GET', 'POST', 'OPTIONS'],
+    method: ['GET', 'POST', 'OPTIONS', 'PUT', 'DELETE'],
     url: GRAPHQL_PATH,
     handler: async (req, reply) => {
+      // Issue 16: graphql-sse's single connection mode (PUT reserves a stream; the header names it afterwards).
+      if (isSingleConnection(req)) return singleConnection.handle(req, reply);
       const idempotencyKey = req.headers['idempotency-key'];
+      // An SSE subscription is authenticated before it starts (`?token=` or the key): a refusal is an HTTP 401 in the
+      // envelope, not a 200 stream that EventSource would reconnect to forever.
+      const sse = req.headers.accept?.includes('text/event-stream') === true;
+      let authorization: Credentials = req.headers.authorization;
+      if (sse) {
+        const headers: Record<string, string> = {};
+        try {
+          authorization = await streamCredentials(services, req, headers);
+        } catch (e) {
+          return refuse(reply, req, e, headers);
+        }
+      }
       const context = graphqlContext({
         services,
         requestId: req.id,
         log: req.log,
-        authorization: req.headers.authorization,
+        authorization,
         // As for REST: only a POST carries an Idempotency-Key (and then covers the mutation fields of the request).
         idempotencyKey: req.method === 'POST' && typeof idempotencyKey === 'string' ? idempotencyKey : undefined,
         clientIp: req.ip,
         shutdown: shutdown.signal,
         // a query's statements are cancelled when its client leaves; an SSE subscription's context may serve a whole
         // fan-out group (interfaces/graphql/fanout.ts), which must not end when its first member leaves
-        signal: req.headers.accept?.includes('text/event-stream') ? undefined : clientSignal(req.raw),
+        signal: sse ? undefined : clientSignal(req.raw),
       });
       const response = await httpRequest.run({ requestId: req.id, log: req.log }, () =>
         yoga.handleNodeRequestAndResponse(req, reply, { req, reply, ...context }),
@@ -320,6 +344,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
   app.addHook('preClose', async () => {
     shutdown.abort();
     fanOut.close();
+    singleConnection.close();
   });
   app.addHook('onClose', async () => {
     keys.close();

@@ -1,6 +1,6 @@
 import { rateLimitedError, rateLimitHeaders, type Bucket } from '../../domain/policies/rate-limit.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import type { Principal } from '../../domain/access/schema.ts';
+import type { Credentials, Principal, StreamGrant } from '../../domain/access/schema.ts';
 import type { Services } from '../services.ts';
 import { authenticate } from './auth.ts';
 
@@ -27,11 +27,28 @@ export function limitAnonymous(services: Services, clientIp: string, bucket: Buc
  */
 export async function authenticateCounted(
   services: Services,
-  request: { authorization: string | undefined; clientIp: string },
+  request: { authorization: Credentials; clientIp: string },
   headers: Record<string, string>,
 ): Promise<Principal> {
   try {
     return await authenticate(services, request.authorization);
+  } catch (e) {
+    limitAnonymous(services, request.clientIp, 'default', headers);
+    throw e;
+  }
+}
+
+/**
+ * Issue 16: spends a browser's stream token (SSE `?token=`, graphql-ws `connectionParams.token`); a refused token counts
+ * against the client IP like a bad key.
+ */
+export async function redeemCounted(
+  services: Services,
+  request: { token: string; clientIp: string },
+  headers: Record<string, string>,
+): Promise<StreamGrant> {
+  try {
+    return await services.access.redeemStreamToken(request.token);
   } catch (e) {
     limitAnonymous(services, request.clientIp, 'default', headers);
     throw e;
@@ -46,7 +63,7 @@ export async function authenticateCounted(
  */
 export async function limitOutsideProcedure(
   services: Services,
-  request: { authorization: string | undefined; clientIp: string },
+  request: { authorization: Credentials; clientIp: string },
   bucket: Bucket,
   headers: Record<string, string>,
 ): Promise<Principal | undefined> {

@@ -1,3 +1,4 @@
+import type { Credentials } from '../../domain/access/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Services } from '../services.ts';
 import { authenticate } from './auth.ts';
@@ -12,7 +13,8 @@ export const RECHECK_MS = 1000;
 type OnRevoked = (error: DomainError) => void;
 
 export class KeyWatch {
-  private readonly watchers = new Map<string, Set<OnRevoked>>();
+  /** by credentials: the header value, or a stream grant (one per connection, by identity) */
+  private readonly watchers = new Map<Exclude<Credentials, undefined>, Set<OnRevoked>>();
   private timer: NodeJS.Timeout | undefined;
   private checking = false;
 
@@ -22,7 +24,7 @@ export class KeyWatch {
    * Calls `onRevoked` once, with the key's error (invalid_api_key), when the credentials stop authenticating.
    * Returns the function that stops watching. A failure to reach the database is not a revocation: it is tried again.
    */
-  watch(authorization: string | undefined, onRevoked: OnRevoked): () => void {
+  watch(authorization: Credentials, onRevoked: OnRevoked): () => void {
     const id = authorization ?? '';
     let set = this.watchers.get(id);
     if (!set) this.watchers.set(id, (set = new Set()));

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { Principal } from '../../domain/access/schema.ts';
+import type { Credentials, Principal } from '../../domain/access/schema.ts';
 import type { Services } from '../services.ts';
 
 /** Built once from the services: what tests, jobs, MCP and server-side callers share. */
@@ -11,7 +11,8 @@ export interface InnerContext {
 /** Per request: adds the request id, the caller's credentials and what the policies report back. */
 export interface Context extends InnerContext {
   requestId: string;
-  authorization: string | undefined;
+  /** the Authorization header, or the grant of a stream token redeemed by the connection (issue 16) */
+  authorization: Credentials;
   idempotencyKey: string | undefined;
   clientIp: string;
   /** "GET /v1/health", "trpc", "graphql": recorded with usage */

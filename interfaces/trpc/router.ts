@@ -17,6 +17,7 @@ import { identityRouter } from './routers/identity.ts';
 import { buyerRouter } from './routers/buyer.ts';
 import { activityRouter } from './routers/activity.ts';
 import { discoveryRouter } from './routers/discovery.ts';
+import { authRouter } from './routers/auth.ts';
 
 export const appRouter = router({
   health: keyedProcedure
@@ -45,6 +46,7 @@ export const appRouter = router({
   buyer: buyerRouter,
   activity: activityRouter,
   discovery: discoveryRouter,
+  auth: authRouter,
 });
 
 /** Imported by TypeScript frontends through interfaces/client. */

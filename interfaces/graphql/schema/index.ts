@@ -11,6 +11,7 @@ import './identity.ts';
 import './buyer.ts';
 import './activity.ts';
 import './discovery.ts';
+import './auth.ts';
 
 /** The GraphQL schema: every module registers its types on the builder when imported. */
 export const schema = builder.toSchema({ sortSchema: true });

@@ -1,0 +1,226 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { ExecutionArgs, ExecutionResult, GraphQLError } from 'graphql';
+import { createHandler, type Request as SseRequest, type Response as SseResponse } from 'graphql-sse';
+import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
+import type { Credentials } from '../../domain/access/schema.ts';
+import { DomainError } from '../../domain/shared/errors.ts';
+import { newId } from '../../domain/shared/ids.ts';
+import { restAnswer, type ErrorLogger } from '../errors.ts';
+import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
+import type { KeyWatch } from '../policies/revocation.ts';
+import type { Services } from '../services.ts';
+import type { GraphqlContext } from './builder.ts';
+
+// Issue 16: browser subscriptions over SSE.
+// - Every SSE request is authenticated before it is answered: by `?token=` (a stream token, spent here) or the
+//   Authorization header. A refusal is the REST envelope with its status (401 invalid_api_key / missing_api_key), never
+//   a 200 stream carrying an error event, so EventSource and graphql-sse clients stop instead of reconnecting forever.
+// - graphql-sse's "single connection mode": PUT /graphql reserves a stream (authenticated as above; the answer is the
+//   reservation token), GET with `X-GraphQL-Event-Stream-Token` opens it, POSTs with the header run operations on it
+//   and DELETE ?operationId= completes one. The reservation holds the credentials it was made with, so the stream
+//   token is spent once, at PUT. Reservations live in the node that made them (a client sends its stream's requests to
+//   that node). Operations execute through Yoga's envelop pipeline like graphql-ws (ws.ts): same plugins, limits,
+//   error mapping.
+
+export const STREAM_TOKEN_HEADER = 'x-graphql-event-stream-token';
+/** A reservation not opened within this long is forgotten. */
+const RESERVATION_TTL_MS = 60_000;
+
+/** `?token=` of an SSE request: the stream token (a string), or undefined when absent. */
+export function tokenParam(url: string): string | undefined {
+  const value = new URL(url, 'http://localhost').searchParams.get('token');
+  return value === null ? undefined : value;
+}
+
+/**
+ * The credentials of a subscription request: `?token=` spent once, else the Authorization header; checked with the
+ * shared auth policy (failures count against the client IP). Throws the auth error.
+ */
+export async function streamCredentials(
+  services: Services,
+  req: FastifyRequest,
+  headers: Record<string, string>,
+): Promise<Credentials> {
+  const token = tokenParam(req.url);
+  const credentials: Credentials = token !== undefined ? await redeemCounted(services, { token, clientIp: req.ip }, headers) : req.headers.authorization;
+  await authenticateCounted(services, { authorization: credentials, clientIp: req.ip }, headers);
+  return credentials;
+}
+
+/** Answers a refused request in the REST envelope (hosted-api §7) with the headers the policies set. */
+export function refuse(reply: FastifyReply, req: FastifyRequest, err: unknown, headers: Record<string, string>): FastifyReply {
+  const { status, body } = restAnswer(err, { id: req.id, log: req.log });
+  return reply.headers(headers).status(status).send(body);
+}
+
+interface Reservation {
+  credentials: Credentials;
+  clientIp: string;
+  /** the open stream's response, once GET opened it */
+  stream?: FastifyReply;
+  unwatch?: () => void;
+  expiry?: NodeJS.Timeout;
+}
+
+interface Enveloped {
+  execute(args: ExecutionArgs): unknown;
+  subscribe(args: ExecutionArgs): unknown;
+}
+
+export interface SseOptions {
+  yoga: YogaServerInstance<GraphqlContext, {}>;
+  services: Services;
+  keys: KeyWatch;
+  context(input: { requestId: string; log: FastifyBaseLogger; authorization: Credentials; clientIp: string }): GraphqlContext;
+  formatError(err: unknown, requestId: string, log: ErrorLogger): GraphQLError;
+}
+
+type Raw = { req: FastifyRequest; reply: FastifyReply };
+type ReqContext = { reservation?: Reservation };
+
+/** True for the requests of graphql-sse's single connection mode (the rest of /graphql is Yoga's). */
+export function isSingleConnection(req: FastifyRequest): boolean {
+  return req.method === 'PUT' || req.method === 'DELETE' || req.headers[STREAM_TOKEN_HEADER] !== undefined;
+}
+
+/**
+ * graphql-sse ends (DELETE, stream closed) only operations shaped like async generators. Not an `async function*`
+ * wrapper: its return() would wait for the pending next(), i.e. for the subscription's next event; this one reaches the
+ * subscription's own return() at once.
+ */
+function generatorLike<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
+  const it = source[Symbol.asyncIterator]();
+  const finished = async (): Promise<IteratorResult<T>> => {
+    await it.return?.();
+    return { done: true, value: undefined };
+  };
+  const self: AsyncGenerator<T> = {
+    [Symbol.asyncIterator]: () => self,
+    next: () => it.next(),
+    return: finished,
+    throw: finished,
+  };
+  return self;
+}
+
+export function singleConnectionHandler(options: SseOptions): { handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown>; close(): void } {
+  const { services } = options;
+  const reservations = new Map<string, Reservation>();
+
+  const forget = (token: string) => {
+    const r = reservations.get(token);
+    if (!r) return;
+    reservations.delete(token);
+    clearTimeout(r.expiry);
+    r.unwatch?.();
+  };
+
+  const envelope = (err: unknown, req: FastifyRequest): SseResponse => {
+    const { status, body } = restAnswer(err, { id: req.id, log: req.log });
+    return [JSON.stringify(body), { status, statusText: '', headers: { 'content-type': 'application/json; charset=utf-8' } }];
+  };
+
+  const handler = createHandler<Raw, ReqContext, GraphqlContext & Record<PropertyKey, unknown>>({
+    authenticate: async (request) => {
+      const { req } = request.raw;
+      if (req.method === 'PUT') {
+        const headers: Record<string, string> = {};
+        let credentials: Credentials;
+        try {
+          credentials = await streamCredentials(services, req, headers);
+        } catch (e) {
+          return envelope(e, req);
+        }
+        const token = randomUUID();
+        const reservation: Reservation = { credentials, clientIp: req.ip };
+        reservation.expiry = setTimeout(() => {
+          if (!reservation.stream) forget(token);
+        }, RESERVATION_TTL_MS).unref();
+        reservations.set(token, reservation);
+        return token;
+      }
+      const token = request.headers.get(STREAM_TOKEN_HEADER) ?? new URL(request.url, 'http://localhost').searchParams.get('token') ?? '';
+      const reservation = reservations.get(token);
+      if (!reservation) return envelope(new DomainError('not_found', 'No stream is reserved under this token on this node: PUT /graphql first.'), req);
+      request.context = { reservation };
+      return token;
+    },
+    onConnect: (request) => {
+      // The stream opens: it ends when its key stops authenticating (4403's counterpart: the connection closes).
+      const reservation = request.context.reservation;
+      if (!reservation) return;
+      // one stream per reservation: a second GET must not take over the first one's watch and lifetime
+      if (reservation.stream) return envelope(new DomainError('conflict', 'This stream is already open.'), request.raw.req);
+      const token = request.headers.get(STREAM_TOKEN_HEADER) ?? '';
+      const { reply } = request.raw;
+      reservation.stream = reply;
+      reservation.unwatch = options.keys.watch(reservation.credentials, () => reply.raw.destroy());
+      reply.raw.once('close', () => forget(token));
+    },
+    onSubscribe: async (request, params) => {
+      const { req } = request.raw;
+      const reservation = request.context.reservation;
+      const requestId = req.id;
+      const log = req.log.child({ transport: 'graphql-sse' });
+      const context = options.context({ requestId, log, authorization: reservation?.credentials, clientIp: reservation?.clientIp ?? req.ip });
+      const enveloped = options.yoga.getEnveloped({ ...context, params });
+      const refused = (errors: readonly unknown[]): ExecutionResult => ({ errors: errors.map((e) => options.formatError(e, requestId, log)) });
+      let document;
+      try {
+        document = enveloped.parse(params.query);
+      } catch (err) {
+        return refused([err]);
+      }
+      const errors = enveloped.validate(enveloped.schema, document);
+      if (errors.length) return refused(errors);
+      const contextValue = await enveloped.contextFactory();
+      return {
+        schema: enveloped.schema,
+        document,
+        operationName: params.operationName ?? null,
+        variableValues: params.variables ?? null,
+        contextValue: contextValue as GraphqlContext & Record<PropertyKey, unknown>,
+        rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe } satisfies Enveloped,
+      };
+    },
+    execute: (args) => (args.rootValue as Enveloped).execute(args) as never,
+    subscribe: async (args) => {
+      const result = await ((args.rootValue as Enveloped).subscribe(args) as Promise<unknown>);
+      return (isAsyncIterable(result) ? generatorLike(result as AsyncIterable<ExecutionResult>) : result) as never;
+    },
+  });
+
+  return {
+    async handle(req, reply) {
+      const [body, init] = await handler({
+        method: req.method,
+        url: req.url,
+        headers: { get: (key) => (Array.isArray(req.headers[key]) ? (req.headers[key] as string[]).join(', ') : (req.headers[key] as string | undefined)) },
+        body: () => (req.body ?? null) as Record<string, unknown> | string | null,
+        raw: { req, reply },
+        context: {},
+      });
+      void reply.status(init.status).headers(init.headers ?? {});
+      if (body === null || typeof body === 'string') return reply.send(body ?? undefined);
+      // The stream: written as it comes, ended when the client leaves or the server shuts down (close()).
+      void reply.header('connection', 'close');
+      reply.hijack();
+      reply.raw.writeHead(init.status, reply.getHeaders() as Record<string, string>);
+      reply.raw.once('close', () => void body.return(undefined));
+      for await (const chunk of body) {
+        if (!reply.raw.writable) break;
+        reply.raw.write(chunk);
+      }
+      reply.raw.end();
+      return reply;
+    },
+    /** Ends every open stream and forgets every reservation (shutdown). */
+    close() {
+      for (const [token, r] of [...reservations]) {
+        r.stream?.raw.end();
+        forget(token);
+      }
+    },
+  };
+}

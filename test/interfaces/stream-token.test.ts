@@ -1,0 +1,353 @@
+import { request, type IncomingMessage } from 'node:http';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
+import { createClient as createSseClient } from 'graphql-sse';
+import { createClient as createWsClient } from 'graphql-ws';
+import WebSocket from 'ws';
+import { AccessService } from '../../domain/access/service.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTwoInstances, type TestApp } from '../support/app.ts';
+
+// Issue 16: browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
+// for the key's principal and network; accepted as `?token=` on SSE and as graphql-ws connectionParams.token. SSE
+// without valid credentials is an HTTP 401 in the envelope. graphql-sse's single connection mode works.
+
+interface Ctx {
+  a: TestApp;
+  b: TestApp;
+  key: string;
+  agent: string;
+}
+
+const test = anyTest as TestFn<Ctx>;
+
+const SUB = `subscription($after: ID) { events(kinds: ["payment_link.created"], after: $after) { id kind network metadata } }`;
+
+test.before(async (t) => {
+  const { a, b } = await startTwoInstances();
+  const key = await issueKey(a);
+  const { mint } = await recordAgent(a, key, { name: 'Streams' });
+  // the first event to subscribe after
+  await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { label: 'first' }) });
+  t.context = { a, b, key, agent: mint };
+});
+
+test.after.always(async (t) => {
+  const { a, b } = t.context;
+  if (b) {
+    await b.close();
+    await removeDataDir(b.dataDir);
+  }
+  if (a) {
+    await a.close();
+    await removeDataDir(a.dataDir);
+  }
+});
+
+async function streamToken(t: ExecutionContext<Ctx>, app = t.context.a, key = t.context.key): Promise<string> {
+  const res = await http(app, 'POST', '/v1/auth/stream-token', { key });
+  t.is(res.status, 201, JSON.stringify(res.body));
+  return res.body.token as string;
+}
+
+async function createLink(t: ExecutionContext<Ctx>, label: string): Promise<string> {
+  const res = await http(t.context.a, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(t.context.agent, { label }) });
+  t.is(res.status, 201, JSON.stringify(res.body));
+  return res.body.id as string;
+}
+
+/** The newest event id: subscribing `after` it replays what follows, so no event is missed while the stream attaches. */
+async function anchor(t: ExecutionContext<Ctx>): Promise<string> {
+  const res = await http(t.context.a, 'GET', '/v1/events?limit=1', { key: t.context.key });
+  return res.body.data[0].id as string;
+}
+
+interface Received {
+  payloads: any[];
+  status: number;
+  contentType: string;
+  body: string;
+  close(): void;
+  waitFor(match: (payload: any) => boolean): Promise<any>;
+}
+
+/** An EventSource-like GET over node:http (no Authorization unless given), collecting SSE payloads or the body. */
+async function sseGet(app: TestApp, query: string, headers: Record<string, string> = {}): Promise<Received> {
+  const req = request(`${app.url}/graphql?${query}`, { method: 'GET', headers: { accept: 'text/event-stream', ...headers }, agent: false });
+  const res = await new Promise<IncomingMessage>((resolve, reject) => {
+    req.once('response', resolve).once('error', reject);
+    req.end();
+  });
+  res.setEncoding('utf8');
+  const waiters = new Set<() => void>();
+  const state: Received = {
+    payloads: [],
+    status: res.statusCode ?? 0,
+    contentType: String(res.headers['content-type']),
+    body: '',
+    close: () => req.destroy(),
+    waitFor: (match) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no matching payload; got ${JSON.stringify(state.payloads)}`)), 10_000);
+        const check = () => {
+          const found = state.payloads.find(match);
+          if (!found) return;
+          clearTimeout(timer);
+          waiters.delete(check);
+          resolve(found);
+        };
+        waiters.add(check);
+        check();
+      }),
+  };
+  let buffer = '';
+  res.on('data', (chunk: string) => {
+    state.body += chunk;
+    buffer += chunk;
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const lines = buffer.slice(0, end).split('\n');
+      buffer = buffer.slice(end + 2);
+      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      if (data) state.payloads.push(JSON.parse(data));
+      waiters.forEach((w) => w());
+    }
+  });
+  if (state.status !== 200) await new Promise((resolve) => res.once('end', resolve));
+  return state;
+}
+
+function sseQuery(token: string | undefined, after: string): string {
+  const params = new URLSearchParams({ query: SUB, variables: JSON.stringify({ after }) });
+  if (token !== undefined) params.set('token', token);
+  return params.toString();
+}
+
+test.serial('a stream token is issued for 60 s and opens an SSE subscription with ?token=, once', async (t) => {
+  const issued = await http(t.context.a, 'POST', '/v1/auth/stream-token', { key: t.context.key });
+  t.is(issued.status, 201);
+  t.regex(issued.body.token, /^svc_stream_test_[0-9A-Za-z]{32}$/);
+  t.is(issued.body.network, 'chain-devnet');
+  t.is(issued.body.expires_in, 60);
+  const lifetime = Date.parse(issued.body.expires_at) - Date.now();
+  t.true(lifetime > 50_000 && lifetime <= 60_000, `expires in ${lifetime} ms`);
+
+  const after = await anchor(t);
+  const stream = await sseGet(t.context.a, sseQuery(issued.body.token, after));
+  try {
+    t.is(stream.status, 200);
+    t.regex(stream.contentType, /^text\/event-stream/);
+    const id = await createLink(t, 'via token');
+    const payload = await stream.waitFor((p) => p.data?.events?.metadata?.payment_link_id === id);
+    t.is(payload.data.events.network, 'chain-devnet');
+  } finally {
+    stream.close();
+  }
+
+  // Used: on this node and on the other node of the same database.
+  for (const app of [t.context.a, t.context.b]) {
+    const again = await sseGet(app, sseQuery(issued.body.token, after));
+    t.is(again.status, 401);
+    t.like(JSON.parse(again.body), { error: 'invalid_api_key' });
+  }
+});
+
+test.serial('two nodes redeeming one token at once: exactly one accepts it', async (t) => {
+  const token = await streamToken(t);
+  const after = await anchor(t);
+  const [one, two] = await Promise.all([sseGet(t.context.a, sseQuery(token, after)), sseGet(t.context.b, sseQuery(token, after))]);
+  one.close();
+  two.close();
+  t.deepEqual([one.status, two.status].sort(), [200, 401]);
+});
+
+test.serial('SSE without credentials, with a bad key, a bad, expired or re-prefixed token: HTTP 401 in the envelope, no stream', async (t) => {
+  const after = await anchor(t);
+  const expired = await new AccessService({
+    store: t.context.a.database.store,
+    clock: { now: () => new Date(Date.now() - 61_000) } as never,
+  }).issueStreamToken(await t.context.a.services.access.authenticate(`Bearer ${t.context.key}`));
+  const mainnetToken = (await streamToken(t)).replace('svc_stream_test_', 'svc_stream_live_');
+  const cases: [string, string | undefined, Record<string, string>, string][] = [
+    ['no credentials', undefined, {}, 'missing_api_key'],
+    ['a bad key', undefined, { authorization: 'Bearer svc_test_nope' }, 'invalid_api_key'],
+    ['a malformed token', 'nope', {}, 'invalid_api_key'],
+    ['an unknown token', `svc_stream_test_${'x'.repeat(32)}`, {}, 'invalid_api_key'],
+    ['an expired token', expired.token, {}, 'invalid_api_key'],
+    ['a token re-prefixed for another network', mainnetToken, {}, 'invalid_api_key'],
+  ];
+  for (const [name, token, headers, code] of cases) {
+    const res = await sseGet(t.context.a, sseQuery(token, after), headers);
+    t.is(res.status, 401, name);
+    t.regex(res.contentType, /^application\/json/, name);
+    const body = JSON.parse(res.body);
+    t.like(body, { error: code }, name);
+    t.is(typeof body.request_id, 'string', name);
+  }
+  // The key itself still works on SSE (Authorization header).
+  const ok = await sseGet(t.context.a, sseQuery(undefined, after), { authorization: `Bearer ${t.context.key}` });
+  ok.close();
+  t.is(ok.status, 200);
+});
+
+test.serial('the token is the principal of its key: mutation createStreamToken over GraphQL, refused without a key', async (t) => {
+  const res = await http(t.context.a, 'POST', '/graphql', { key: t.context.key, body: { query: 'mutation { createStreamToken { token network expiresIn expiresAt } }' } });
+  t.is(res.status, 200, JSON.stringify(res.body));
+  t.regex(res.body.data.createStreamToken.token, /^svc_stream_test_/);
+  t.is(res.body.data.createStreamToken.expiresIn, 60);
+  t.is(res.body.data.createStreamToken.network, 'CHAIN_DEVNET');
+  const anonymous = await http(t.context.a, 'POST', '/v1/auth/stream-token', {});
+  t.is(anonymous.status, 401);
+  t.is(anonymous.body.error, 'missing_api_key');
+  const mainnetKey = await issueKey(t.context.a, 'chain-mainnet');
+  const mainnet = await http(t.context.a, 'POST', '/v1/auth/stream-token', { key: mainnetKey });
+  t.regex(mainnet.body.token, /^svc_stream_live_/);
+  t.is(mainnet.body.network, 'chain-mainnet');
+});
+
+test.serial('graphql-ws with connectionParams.token receives events; the spent token is refused with 4401', async (t) => {
+  const token = await streamToken(t);
+  const after = await anchor(t);
+  const url = `${t.context.a.url.replace(/^http/, 'ws')}/graphql`;
+  const client = createWsClient({ url, webSocketImpl: WebSocket, connectionParams: { token }, retryAttempts: 0, lazy: true });
+  const payloads: any[] = [];
+  let wake = () => {};
+  const unsubscribe = client.subscribe({ query: SUB, variables: { after } }, { next: (p) => (payloads.push(p), wake()), error: () => wake(), complete: () => {} });
+  try {
+    const id = await createLink(t, 'via ws token');
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(JSON.stringify(payloads))), 10_000);
+      wake = () => {
+        if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      wake();
+    });
+    t.pass();
+  } finally {
+    unsubscribe();
+    await client.dispose();
+  }
+
+  const closed = await new Promise<{ code: number; reason: string }>((resolve) => {
+    const socket = new WebSocket(url, 'graphql-transport-ws');
+    socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { token } })));
+    socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+  });
+  t.deepEqual(closed, { code: 4401, reason: 'invalid_api_key' });
+});
+
+async function singleConnectionEvent(t: ExecutionContext<Ctx>, options: { url: string; headers?: Record<string, string> }): Promise<void> {
+  const client = createSseClient({ ...options, singleConnection: true, retryAttempts: 0 });
+  const after = await anchor(t);
+  const payloads: any[] = [];
+  let wake = () => {};
+  let failed: unknown;
+  const unsubscribe = client.subscribe(
+    { query: SUB, variables: { after } },
+    { next: (p) => (payloads.push(p), wake()), error: (e) => ((failed = e), wake()), complete: () => {} },
+  );
+  try {
+    const id = await createLink(t, 'via graphql-sse');
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`nothing within 10 s: ${JSON.stringify(payloads)}`)), 10_000);
+      wake = () => {
+        if (failed !== undefined) {
+          clearTimeout(timer);
+          reject(failed instanceof Error ? failed : new Error(String((failed as Response)?.status ?? JSON.stringify(failed))));
+        } else if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      wake();
+    });
+    t.pass();
+  } finally {
+    unsubscribe();
+    client.dispose();
+  }
+}
+
+test.serial('graphql-sse single connection mode: PUT reserves (key or ?token=), the stream receives the subscription’s events', async (t) => {
+  await singleConnectionEvent(t, { url: `${t.context.a.url}/graphql`, headers: { authorization: `Bearer ${t.context.key}` } });
+  const token = await streamToken(t);
+  await singleConnectionEvent(t, { url: `${t.context.a.url}/graphql?token=${token}` });
+
+  // PUT without credentials or with the spent token: 401 in the envelope; an unknown reservation: 404.
+  for (const [path, code] of [['/graphql', 'missing_api_key'], [`/graphql?token=${token}`, 'invalid_api_key']] as const) {
+    const res = await http(t.context.a, 'PUT', path);
+    t.is(res.status, 401);
+    t.is(res.body.error, code);
+  }
+  const unknown = await http(t.context.a, 'GET', '/graphql', { headers: { accept: 'text/event-stream', 'x-graphql-event-stream-token': 'nope' } });
+  t.is(unknown.status, 404);
+  t.is(unknown.body.error, 'not_found');
+});
+
+test.serial('a key disabled after issuing: its unused token is refused, and its open single-connection stream ends', async (t) => {
+  const { a } = t.context;
+  const admin = await issueKey(a, 'chain-devnet', 'admin');
+  const created = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const { mint } = await recordAgent(a, created.key);
+  await http(a, 'POST', '/v1/payment-links', { key: created.key, body: linkBody(mint, { label: 'anchor' }) });
+  const unused = await streamToken(t, a, created.key);
+  const used = await streamToken(t, a, created.key);
+
+  const client = createSseClient({ url: `${a.url}/graphql?token=${used}`, singleConnection: true, retryAttempts: 0 });
+  let ended: string | undefined;
+  const received: any[] = [];
+  const after = (await http(a, 'GET', '/v1/events?limit=1', { key: created.key })).body.data[0].id;
+  client.subscribe(
+    { query: SUB, variables: { after } },
+    { next: (p) => void received.push(p), error: () => (ended = 'error'), complete: () => (ended ??= 'complete') },
+  );
+  try {
+    const id = (await http(a, 'POST', '/v1/payment-links', { key: created.key, body: linkBody(mint, { label: 'seen' }) })).body.id;
+    await until(() => received.some((p) => p.data?.events?.metadata?.payment_link_id === id));
+    const disabled = await http(a, 'POST', `/v1/admin/api-keys/${created.id}/disable`, { key: admin, body: {} });
+    t.is(disabled.status, 200, JSON.stringify(disabled.body));
+    await until(() => ended !== undefined);
+    t.truthy(ended);
+  } finally {
+    client.dispose();
+  }
+  const refused = await sseGet(a, sseQuery(unused, after));
+  t.is(refused.status, 401);
+  t.like(JSON.parse(refused.body), { error: 'invalid_api_key' });
+});
+
+/** Polls `done` (events arrive on their own; this only waits for them), failing after 15 s. */
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST operation (202), a second GET 409, DELETE completes', async (t) => {
+  const { a, key } = t.context;
+  const put = await fetch(`${a.url}/graphql`, { method: 'PUT', headers: { authorization: `Bearer ${key}` } });
+  t.is(put.status, 201);
+  const reservation = await put.text();
+  const header = { 'x-graphql-event-stream-token': reservation };
+  const stream = await sseGet(a, '', header);
+  try {
+    t.is(stream.status, 200);
+    const second = await sseGet(a, '', header);
+    t.is(second.status, 409);
+    t.like(JSON.parse(second.body), { error: 'conflict' });
+
+    const after = await anchor(t);
+    const op = await http(a, 'POST', '/graphql', { headers: { ...header, accept: 'application/json' }, body: { query: SUB, variables: { after }, extensions: { operationId: 'op1' } } });
+    t.is(op.status, 202);
+    const id = await createLink(t, 'single connection by hand');
+    const message = await stream.waitFor((p) => p.payload?.data?.events?.metadata?.payment_link_id === id);
+    t.is(message.id, 'op1');
+    const done = await fetch(`${a.url}/graphql?operationId=op1`, { method: 'DELETE', headers: header });
+    t.is(done.status, 200);
+    await stream.waitFor((p) => p.id === 'op1' && p.payload === undefined);
+  } finally {
+    stream.close();
+  }
+});
