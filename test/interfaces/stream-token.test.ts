@@ -136,7 +136,7 @@ test.serial('a stream token is issued for 60 s and opens an SSE subscription wit
     t.regex(stream.contentType, /^text\/event-stream/);
     const id = await createLink(t, 'via token');
     const payload = await stream.waitFor((p) => p.data?.events?.metadata?.payment_link_id === id);
-    t.is(payload.data.events.network, 'chain-devnet');
+    t.is(payload.data.events.network, 'CHAIN_DEVNET');
   } finally {
     stream.close();
   }
