@@ -11,6 +11,7 @@ import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
+import { prepareOperation } from './operation.ts';
 
 // Issue 16: browser subscriptions over SSE.
 // - Every SSE request is authenticated before it is answered: by `?token=` (a stream token, spent here) or the
@@ -166,15 +167,9 @@ export function singleConnectionHandler(options: SseOptions): { handle(req: Fast
       const context = options.context({ requestId, log, authorization: reservation?.credentials, clientIp: reservation?.clientIp ?? req.ip });
       const enveloped = options.yoga.getEnveloped({ ...context, params });
       const refused = (errors: readonly unknown[]): ExecutionResult => ({ errors: errors.map((e) => options.formatError(e, requestId, log)) });
-      let document;
-      try {
-        document = enveloped.parse(params.query);
-      } catch (err) {
-        return refused([err]);
-      }
-      const errors = enveloped.validate(enveloped.schema, document);
-      if (errors.length) return refused(errors);
-      const contextValue = await enveloped.contextFactory();
+      const prepared = await prepareOperation(enveloped, params.query);
+      if (prepared.errors) return refused(prepared.errors);
+      const { document, contextValue } = prepared;
       return {
         schema: enveloped.schema,
         document,

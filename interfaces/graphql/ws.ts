@@ -13,6 +13,7 @@ import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
 import { directSinks, type DirectSink } from './fanout.ts';
+import { prepareOperation } from './operation.ts';
 
 // graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
 // pipeline (yoga.getEnveloped) so WebSocket operations get the same plugins, context and error mapping as HTTP.
@@ -155,15 +156,9 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         // No `request` in the context: Yoga would read the upgrade's GET as the operation's method and refuse mutations.
         const enveloped = yoga.getEnveloped({ ...context, params: payload, socket: ctx.extra.socket });
         const refuse = (errors: readonly unknown[]) => errors.map((e) => withoutHttpHint(options.formatError(e, requestId, opLog)));
-        let document;
-        try {
-          document = enveloped.parse(payload.query);
-        } catch (err) {
-          return refuse([err]);
-        }
-        const errors = enveloped.validate(enveloped.schema, document);
-        if (errors.length) return refuse(errors);
-        const contextValue = await enveloped.contextFactory();
+        const prepared = await prepareOperation(enveloped, payload.query);
+        if (prepared.errors) return refuse(prepared.errors);
+        const { document, contextValue } = prepared;
         directSinks.set(contextValue, directSink(ctx.extra.socket, id));
         const args: ExecutionArgs = {
           schema: enveloped.schema,
