@@ -1,9 +1,9 @@
 import test from 'ava';
-import { mkdtemp, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleModule, bundledWorker } from '../../adapters/ledger/embedded/thread-bundle.ts';
+import { bundleModule, bundledWorker, ownPrivateDir } from '../../adapters/ledger/embedded/thread-bundle.ts';
 
 // The ledger threads of a gateway run from TypeScript sources start from one esbuild bundle of thread-worker.ts
 // (thread-bundle.ts), not through tsx's hooks in each thread: ~0.2 s of CPU per thread instead of ~1.5 s.
@@ -39,4 +39,17 @@ test('a bundle is rebuilt when one of its inputs changes, and reused while none 
   const second = await bundleModule(entry, out);
   t.true(second.built);
   t.is(((await import(`${second.url.href}?2`)) as { doubled: number }).doubled, 42);
+});
+
+test('the cache directory must be private to this user: one others may write to is refused (the thread then starts through tsx)', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-bundle-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const entry = join(dir, 'entry.ts');
+  await writeFile(entry, 'export const one: number = 1;\n');
+  const out = join(dir, 'out');
+  await bundleModule(entry, out);
+  t.is((await stat(out)).mode & 0o777, 0o700);
+  await chmod(out, 0o777);
+  t.throws(() => ownPrivateDir(out), { message: /not a directory private to this user/ });
+  await t.throwsAsync(bundleModule(entry, out), { message: /not a directory private to this user/ });
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, isAbsolute, join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // Start-up cost of a ledger thread run from TypeScript sources (npm start, the tests). Through tsx, each thread
@@ -39,6 +39,18 @@ function fresh(bundle: string, manifestPath: string): boolean {
   }
   const inputs = Object.entries(manifest.inputs ?? {});
   return inputs.length > 0 && inputs.every(([path, sig]) => signature(path) === sig);
+}
+
+/**
+ * The cache holds code this process runs: a directory in the shared temporary directory is used only when this user
+ * owns it and nobody else may write to it (another user could otherwise plant a bundle there).
+ */
+export function ownPrivateDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const s = statSync(dir);
+  if (!s.isDirectory() || (process.getuid && s.uid !== process.getuid()) || (s.mode & 0o022) !== 0) {
+    throw new Error(`${dir} is not a directory private to this user`);
+  }
 }
 
 const packageName = (specifier: string): string => {
@@ -83,7 +95,6 @@ async function build(entry: string, bundle: string, manifestPath: string): Promi
     const sig = signature(path);
     if (sig) inputs[path] = sig;
   }
-  mkdirSync(dirname(bundle), { recursive: true });
   // concurrent builders write the same thing: each renames its own temporary file into place
   const suffix = `${process.pid}.${Math.random().toString(36).slice(2)}`;
   writeFileSync(`${bundle}.${suffix}`, code);
@@ -97,6 +108,7 @@ async function build(entry: string, bundle: string, manifestPath: string): Promi
  * (re)built. Throws when esbuild is missing or the build fails. Returns whether it was built now.
  */
 export async function bundleModule(entry: string, dir: string): Promise<{ url: URL; built: boolean }> {
+  ownPrivateDir(dir);
   const bundle = join(dir, 'bundle.mjs');
   const manifestPath = join(dir, 'inputs.json');
   if (fresh(bundle, manifestPath)) return { url: pathToFileURL(bundle), built: false };
@@ -114,7 +126,8 @@ export function bundledWorker(entryUrl: string): Promise<URL | null> {
   let found = cached.get(entryUrl);
   if (!found) {
     const entry = fileURLToPath(entryUrl);
-    const dir = join(tmpdir(), `svc-gateway-thread-${createHash('sha256').update(entry).digest('hex').slice(0, 16)}`);
+    const user = process.getuid?.() ?? 'user';
+    const dir = join(tmpdir(), `svc-gateway-thread-${user}-${createHash('sha256').update(entry).digest('hex').slice(0, 16)}`);
     found = bundleModule(entry, dir).then(
       ({ url }) => url,
       () => null,
