@@ -46,7 +46,7 @@ async function countBySql(app: TestApp, network: string, owner: string | undefin
   }
   const rows = (await app.database.orm.em
     .fork()
-    .execute(`select kind, phase, count(*)::int as n from events where ${where} group by kind, phase`, params)) as { kind: string; phase: string; n: number }[];
+    .execute(`select kind, phase, count(*)::int as n from events where ${where} group by kind, phase order by kind, phase`, params)) as { kind: string; phase: string; n: number }[];
   return new Map(rows.map((r) => [keyOf(r.kind, r.phase), r.n]));
 }
 
