@@ -21,9 +21,11 @@ export class PaywallService {
   readonly core: PaywallCore;
   private readonly http = new PaywallHttp();
   private readonly reconciler: PaidCallReconciler;
+  /** rule 9's writer (its group commit's queue is observable: `waiting`) */
+  readonly recorder: PaidCallRecorder;
 
   constructor(deps: PaywallDeps) {
-    const recorder = new PaidCallRecorder(deps);
+    const recorder = (this.recorder = new PaidCallRecorder(deps));
     this.core = new PaywallCore(deps, recorder);
     this.reconciler = new PaidCallReconciler(deps, this.core);
   }
