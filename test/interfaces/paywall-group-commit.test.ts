@@ -3,7 +3,8 @@ import type { Keypair } from '@solana/web3.js';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { receiptHash, sha256Hex, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { Repositories, Store } from '../../domain/ports/store.ts';
-import { buildPayment, createLink, decodeBase64Json, eventsOf, fundBuyer, getLink, paidCallsOf, receiptsOf, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import { http } from '../support/app.ts';
+import { buildPayment, createLink, decodeBase64Json, eventsOf, fundBuyer, getLink, paidCallsOf, receiptsOf, startLocalServer, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 19, group commit: one seller's paid calls that land while a record transaction of that seller runs are
 // recorded together in the next one. Proven without timing: the seller's chain is held by an open transaction (as a
@@ -103,6 +104,11 @@ test.serial("one seller's queued paid calls are recorded by one transaction: N r
   const link = await createLink(w);
   const buyers = await Promise.all(Array.from({ length: N }, () => fundBuyer(w)));
   const paid = await payments(w, link, buyers);
+  // a subscription of the link's owner that sees two of each call's events: the group's fan-out makes their deliveries
+  const receiver = await startLocalServer();
+  t.teardown(() => receiver.close());
+  const hook = await http(w.app, 'POST', '/v1/webhooks', { key: w.key, body: { url: `${receiver.url}/hook`, events: ['payment_link.settled', 'receipt.*'] } });
+  t.is(hook.status, 201, JSON.stringify(hook.body));
 
   const { value: answers, statements } = await statementsOf(w, () => sendWhileChainHeld(w, link, paid));
   for (const a of answers) t.is(a.status, 200, a.body);
@@ -140,6 +146,12 @@ test.serial("one seller's queued paid calls are recorded by one transaction: N r
     t.is(events.length, N, kind);
   }
   t.true((await paidCallsOf(w, link.link.id)).every((c) => c.status === 'done'));
+  const deliveries = (await w.app.database.orm.em
+    .fork()
+    .execute(`select d.kind, e.signature from webhook_deliveries d join events e on e.id = d.event_id where d.webhook_id = ?`, [hook.body.id])) as { kind: string; signature: string }[];
+  t.deepEqual(deliveries.filter((d) => d.kind === 'payment_link.settled').map((d) => d.signature).sort(), [...signatures].sort(), 'a delivery per settled event');
+  t.deepEqual(deliveries.filter((d) => d.kind === 'receipt.published').map((d) => d.signature).sort(), [...signatures].sort(), 'a delivery per receipt event');
+  t.deepEqual(deliveries.filter((d) => !/^(payment_link\.settled|receipt\..*)$/.test(d.kind)), [], 'no delivery for the kinds it does not subscribe to');
 
   // each payer answered once: a replay serves the stored response, nothing is recorded again
   const replay = await fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': paid[2]!.header } });
