@@ -69,7 +69,13 @@ const loadBefore = load();
 type Cannon = LoadResult;
 
 /** autocannon in its own process; every answer must be a 402 */
-const cannon = (url: string): Promise<Cannon> => expectAll({ generator: 'cannon', url, connections: CONNECTIONS, duration: DURATION }, 402);
+const cannon = async (url: string): Promise<Cannon & { cpuUs: number }> => {
+  const before = process.cpuUsage();
+  const result = await expectAll({ generator: 'cannon', url, connections: CONNECTIONS, duration: DURATION }, 402);
+  const used = process.cpuUsage(before);
+  // CPU of this process (where both servers run; the generator has its own) per answer: steadier than req/s on a busy machine
+  return { ...result, cpuUs: (used.user + used.system) / Math.max(1, result.total) };
+};
 
 type Fired = LoadResult;
 
@@ -230,14 +236,14 @@ try {
     await cannon(paywallUrl);
   }
   const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
-  const rounds: { base: Cannon; paywall: Cannon }[] = [];
+  const rounds: { base: Cannon & { cpuUs: number }; paywall: Cannon & { cpuUs: number } }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const base = await cannon(plainUrl);
     const paywall = await profiled(i === ROUNDS - 1, () => cannon(paywallUrl));
     rounds.push({ base, paywall });
     console.log(
-      `  round ${i + 1}: plain ${base.rps.toFixed(0)} req/s (p50 ${base.p50} ms, p99 ${base.p99} ms, ${base.total}×402) | ` +
-        `paywall ${paywall.rps.toFixed(0)} req/s (p50 ${paywall.p50} ms, p99 ${paywall.p99} ms, ${paywall.total}×402)`,
+      `  round ${i + 1}: plain ${base.rps.toFixed(0)} req/s (p50 ${base.p50} ms, p99 ${base.p99} ms, ${base.total}×402, ${base.cpuUs.toFixed(0)} µs CPU/req) | ` +
+        `paywall ${paywall.rps.toFixed(0)} req/s (p50 ${paywall.p50} ms, p99 ${paywall.p99} ms, ${paywall.total}×402, ${paywall.cpuUs.toFixed(0)} µs CPU/req)`,
     );
   }
   const avg = (f: (r: (typeof rounds)[number]) => number) => rounds.reduce((n, r) => n + f(r), 0) / rounds.length;
@@ -425,6 +431,7 @@ try {
   console.log(row('plain fastify route, fixed 402', unpaidFig.base));
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
   console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 70%)`);
+  if (rounds.length) console.log(`  CPU per 402 in the server process: paywall ${avg((r) => r.paywall.cpuUs).toFixed(0)} µs, plain ${avg((r) => r.base.cpuUs).toFixed(0)} µs (plain / paywall ${(avg((r) => r.base.cpuUs) / avg((r) => r.paywall.cpuUs)).toFixed(2)}×)`);
   console.log(ratioLine('unpaid 402 on /x/{id}', unpaidFig.paywall, unpaidFig.base, unpaidRatio, '≥ 0.7×'));
   console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));
