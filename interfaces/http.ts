@@ -154,9 +154,12 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     },
   });
 
-  app.addHook('onRequest', stampRequestId);
-  // issue 21: a request whose client leaves cancels its running statement (policies/heavy.ts)
-  app.addHook('onRequest', (req, reply, done) => (noteResponse(req.raw, reply.raw), done()));
+  // One hook (issue 19: every request pays each): the request id header, and (issue 21) the response noted so a request
+  // whose client leaves cancels its running statement (policies/heavy.ts).
+  app.addHook('onRequest', (req, reply, done) => {
+    noteResponse(req.raw, reply.raw);
+    stampRequestId(req, reply, done);
+  });
 
   app.setErrorHandler((err, req, reply) => {
     const { status, body } = errorAnswer(err, req);

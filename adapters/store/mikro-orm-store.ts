@@ -20,7 +20,7 @@ import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
 import { identityRepository } from './repositories/identity.ts';
 import { buyerRepository } from './repositories/buyer-policies.ts';
-import { transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
+import { fanOutMatched, transactionalJobQueue, webhookDeliveryRepository, webhookRepository } from './repositories/webhooks.ts';
 import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
 import { discoveryRepository } from './repositories/discovery.ts';
@@ -101,6 +101,12 @@ class Repos implements Repositories, RepoContext {
       // the append, whose lock every append holds until commit.
       await this.webhookDeliveries.fanOut({ id: e.id, network: e.network, kind: e.kind, phase: e.phase, owner: e.owner, createdAt: e.createdAt });
       return this.eventRows.append(e);
+    },
+    appendMany: async (events) => {
+      if (!this.inTransaction) throw new Error('events.appendMany must run inside store.transaction');
+      // the rows and the subscriptions that see them in one statement; deliveries (rare) in a second
+      const matches = await this.eventRows.appendMatching(events);
+      await fanOutMatched(() => this.em(), events, matches);
     },
     transition: async (network, id, change) => {
       const moved = await this.eventRows.transition(network, id, change);

@@ -237,11 +237,30 @@ export class PaywallCore {
 
   private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
 
+  /**
+   * Issue 19, the 402 fast path: the link and terms `handle` would use for an unpaid request, when both are at hand
+   * without I/O (the link cached and fresh, the facilitator's health fresh and its terms derived); undefined otherwise,
+   * and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies (enabled, x402, the method).
+   */
+  unpaidAtHand(network: Network, id: string, method: string): { link: PaymentLinkRecord; terms: OfferTerms } | undefined {
+    const link = this.deps.links.peek(network, id);
+    if (!link || link.disabled || link.protocol !== 'x402' || method !== link.method) return undefined;
+    const health = this.health;
+    if (!health || this.deps.clock.now().getTime() - health.at > HEALTH_TTL_MS) return undefined;
+    const known = this.terms.get(network);
+    if (!known || !this.settledHealth.has(health.value) || this.settledHealth.get(health.value) !== known.health) return undefined;
+    return { link, terms: known.terms };
+  }
+
+  /** the answer each health promise settled with (so a fresh one is known without awaiting it) */
+  private readonly settledHealth = new WeakMap<Promise<FacilitatorHealth>, FacilitatorHealth>();
+
   private async facilitatorHealth(): Promise<FacilitatorHealth> {
     const now = this.deps.clock.now().getTime();
     if (!this.health || now - this.health.at > HEALTH_TTL_MS) {
       const value = this.deps.facilitator.health();
       this.health = { at: now, value };
+      value.then((h) => this.settledHealth.set(value, h)).catch(() => {});
       value.catch(() => {
         if (this.health?.value === value) this.health = undefined;
       });

@@ -19,6 +19,12 @@ export class PaywallHttp {
   /** the unpaid 402 of a cached link record under given terms: rendered once (a record is replaced on any write) */
   private readonly challenges = new WeakMap<PaymentLinkRecord, { terms: OfferTerms; response: PaywallResponse }>();
 
+  /** the unpaid 402 already rendered for this link record under these terms (undefined: not rendered yet) */
+  renderedChallenge(link: PaymentLinkRecord, terms: OfferTerms): PaywallResponse | undefined {
+    const cached = this.challenges.get(link);
+    return cached && cached.terms === terms ? cached.response : undefined;
+  }
+
   render(result: PaywallResult): PaywallResponse {
     if (result.kind === 'served') return fromStored(result.response, result.replayed);
     if (result.kind === 'mpp_required') {

@@ -31,6 +31,12 @@ export class LinkCache {
     return link;
   }
 
+  /** The cached read when it is fresh (no I/O, no promise); undefined when `get` would read the store. */
+  peek(network: Network, id: string): PaymentLinkRecord | null | undefined {
+    const hit = this.entries.get(`${network}\u0000${id}`);
+    return hit && this.deps.clock.now().getTime() - hit.at < (this.deps.ttlMs ?? 5_000) ? hit.link : undefined;
+  }
+
   invalidate(network: Network, id: string): void {
     this.entries.delete(`${network}\u0000${id}`);
   }

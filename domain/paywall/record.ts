@@ -7,8 +7,9 @@ import type { Clock } from '../ports/clock.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Repositories, Store } from '../ports/store.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
-import { chainReceipt, sha256Hex, type ChainHead, type Receipt, type ReceiptDraft } from '../receipts/schema.ts';
+import { chainReceipt, sha256Hex, type ChainHead, type Receipt, type ReceiptDraft, type ReceiptRecord } from '../receipts/schema.ts';
 import { encodeReceipt } from '../facilitator/mpp.ts';
+import type { NewEvent } from '../events/schema.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import type { Network } from '../shared/network.ts';
@@ -32,10 +33,25 @@ export interface RecorderDeps {
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
-/** record transactions of one seller at once per process (the chain lock orders them; see fewAtATime) */
-const RECORDS_PER_SELLER = 2;
+/** Issue 19 (group commit): at most this many of one seller's queued calls are recorded in one transaction. */
+const MAX_BATCH = 64;
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+
+/** What recording a call ended with: the response it answers, or null (recorded under a pruned row: already used). */
+type Final = { response: StoredResponse } | null;
+
+/** A landed payment waiting for its seller's next record transaction. */
+interface Queued {
+  call: Call;
+  signature: string;
+  payer: string | null;
+  served: StoredResponse;
+  buyer: AgentRecord | null;
+  now: Date;
+  done: (final: Final) => void;
+  failed: (error: unknown) => void;
+}
 
 export class PaidCallRecorder {
   constructor(private readonly deps: RecorderDeps) {}
@@ -43,97 +59,23 @@ export class PaidCallRecorder {
   /**
    * Rule 9 in one transaction: counters, earn receipt, events, the stored response; then the webhook. Idempotent per
    * payment: a call recorded already answers what was stored; a transaction recorded under a pruned row is `already_used`.
+   *
+   * Issue 19, group commit: a seller's receipts form one chain, so its calls are recorded one transaction after the
+   * other. The calls that land while a transaction of their seller runs wait in memory (not on a pooled connection)
+   * and are recorded together in the next one: each call's rows as alone, its receipt chained in arrival order,
+   * the link counters added once, in a fixed number of round trips whatever the batch's size. Should that transaction
+   * fail, each of its calls is recorded again in a transaction of its own, so one call's failure fails that call only.
    */
   async record(call: Call, signature: string, payer: string | null, served: StoredResponse): Promise<Recorded> {
     const { link } = call;
     const network = link.network;
     const now = this.deps.clock.now();
-    const stable = STABLES[network].find((s) => s.mint === call.accept.asset)!;
-    const feeTerms = FeeExtension.safeParse(call.accept.extra[FEE_EXTENSION_KEY]);
-    const bps = feeTerms.success ? feeTerms.data.bps : 0;
-    const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
-    const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
     // Issue 11: an agent's treasury paid (its executive as delegate): its spend receipt is recorded with the earn one.
     const buyer = await buyerAgentOf(call, { store: this.deps.store, ledger: this.deps.ledgers[network] }).catch((err: unknown) => {
       this.deps.onWarning?.('the buyer agent of a paid call could not be read; no spend receipt is written for it', { network, signature, err: String(err) });
       return null;
     });
-
-    // At most RECORDS_PER_SELLER record transactions of one seller at a time from this process: the others wait here,
-    // not in PostgreSQL holding a pooled connection each (which starved the claims and settlements of every other
-    // call); the chain lock below orders them, across processes too.
-    const final = await this.fewAtATime(`${network}:${link.ownerAgent}`, () => this.deps.store.transaction(async (tx): Promise<{ response: StoredResponse; receipt: Receipt | null } | null> => {
-      // Under the paid call's row lock: whoever records a payment first records it; a second finisher (a takeover
-      // racing a process thought dead) serves what was stored.
-      const current = await tx.paidCalls.get(network, call.paymentKey);
-      if (current?.status === 'done' && current.response) return { response: current.response, receipt: null };
-      // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
-      if (await tx.receipts.hasPaywallTxSig(network, signature)) return null;
-      // Issue 19: the locks a seller's calls share are taken as late as they can be, so they are held for the fewest
-      // statements: what needs no chain (the settled and served events) is written before the chain heads are
-      // locked, and the link's counters row (locked by its update until commit) is the last write.
-      await this.emitSettled(tx, call, now, signature, payer, fee, stable, served.status);
-      // Both chains' heads are locked in one order (by mint), so payments crossing between two agents cannot deadlock.
-      const heads = new Map<string, ChainHead | null>();
-      for (const agent of [link.ownerAgent, ...(buyer ? [buyer.mint] : [])].sort()) heads.set(agent, await tx.receipts.lockHead(network, agent));
-      const head = heads.get(link.ownerAgent) ?? null;
-      const draft: ReceiptDraft = {
-          v: '0.1',
-          kind: 'earn',
-          agent: link.ownerAgent,
-          ts: now.toISOString(),
-          request: {
-            method: link.method,
-            url: call.resource.url,
-            ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
-          },
-          decision: 'allow',
-          price: {
-            amount: atomicToDecimal(link.amountAtomic, stable.decimals),
-            currency: stable.symbol,
-            asset: stable.mint,
-            network: call.accept.network,
-            amount_atomic: link.amountAtomic.toString(),
-            fee: fee.toString(),
-            gross: (link.amountAtomic + fee).toString(),
-            feeBps: bps,
-            feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
-          },
-          facilitator: this.deps.settings.facilitatorUrl,
-          response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) },
-          tx_sig: signature,
-        };
-      // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
-      // reader of the settlement — counters, verification, spend rollups — treats both rails alike).
-      const receipt = chainReceipt(
-        call.mpp
-          ? {
-              ...draft,
-              v: '0.2' as const,
-              protocol: 'mpp' as const,
-              mpp_challenge_id: call.mpp.challenge.id,
-              mpp_settlement_tx: signature,
-              ...(typeof call.mpp.slot === 'number' ? { mpp_settlement_slot: call.mpp.slot } : {}),
-            }
-          : draft,
-        head,
-      );
-      await tx.receipts.insert({ network, receipt, source: 'paywall', createdAt: now });
-      if (buyer) await this.spend(tx, { buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now, signature, link: link.id });
-
-      const body = link.wrapReceipt ? wrapped(served, receipt) : served;
-      const headers: Record<string, string> = call.mpp
-        ? { ...body.headers, 'payment-receipt': encodeReceipt({ reference: signature, timestamp: now.toISOString(), slot: call.mpp.slot ?? null, challengeId: call.mpp.challenge.id }) }
-        : { ...body.headers, 'payment-response': b64json(paymentResponse) };
-      if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
-      const response: StoredResponse = { ...body, headers };
-      await tx.paidCalls.complete(network, call.paymentKey, { signature, payer, response, at: now });
-      await this.emitReceipt(tx, call, now, signature, receipt, fee, stable);
-      await this.webhook(tx, call, paymentResponse, response, receipt, now);
-      await tx.paymentLinks.countCall(network, link.pk, { at: now, settledTxSig: signature });
-      return { response, receipt };
-    }));
-
+    const final = await new Promise<Final>((done, failed) => this.enqueue(`${network}:${link.ownerAgent}`, { call, signature, payer, served, buyer, now, done, failed }));
     if (!final) {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
@@ -141,52 +83,189 @@ export class PaidCallRecorder {
     return { kind: 'recorded', response: final.response };
   }
 
-  private readonly running = new Map<string, { active: number; waiting: (() => void)[] }>();
+  /** seller → its calls waiting, and whether a record transaction of it runs (in this process) */
+  private readonly sellers = new Map<string, { running: boolean; waiting: Queued[] }>();
 
-  /**
-   * Runs `work` once fewer than RECORDS_PER_SELLER works of the same key run in this process: the next record's part
-   * before the chain lock overlaps the current one's chain part, and the rest wait in memory, not on a connection.
-   */
-  private async fewAtATime<T>(key: string, work: () => Promise<T>): Promise<T> {
-    let slot = this.running.get(key);
-    if (!slot) this.running.set(key, (slot = { active: 0, waiting: [] }));
-    if (slot.active >= RECORDS_PER_SELLER) await new Promise<void>((go) => slot.waiting.push(go));
-    else slot.active++;
+  /** How many landed calls of `seller` wait for its next record transaction in this process (not the one running). */
+  waiting(network: Network, seller: string): number {
+    return this.sellers.get(`${network}:${seller}`)?.waiting.length ?? 0;
+  }
+
+  private enqueue(seller: string, item: Queued): void {
+    let queue = this.sellers.get(seller);
+    if (!queue) this.sellers.set(seller, (queue = { running: false, waiting: [] }));
+    queue.waiting.push(item);
+    if (!queue.running) void this.drain(seller, queue);
+  }
+
+  /** One transaction of the seller's waiting calls after the other, until none waits. */
+  private async drain(seller: string, queue: { running: boolean; waiting: Queued[] }): Promise<void> {
+    queue.running = true;
     try {
-      return await work();
+      while (queue.waiting.length > 0) await this.commit(queue.waiting.splice(0, MAX_BATCH));
     } finally {
-      const next = slot.waiting.shift();
-      if (next) next(); // the slot passes on as it is
-      else if (--slot.active === 0) this.running.delete(key);
+      queue.running = false;
+      if (queue.waiting.length === 0) this.sellers.delete(seller);
+      else void this.drain(seller, queue);
     }
   }
 
-  /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
-  private async spend(tx: Repositories, e: { buyer: AgentRecord; earn: Receipt; head: ChainHead | null; now: Date; signature: string; link: string }): Promise<void> {
-    const { nonce: _n, prev_receipt_hash: _p, receipt_hash: _h, response: _r, ...draft } = e.earn;
-    const receipt = chainReceipt({ ...draft, kind: 'spend', agent: e.buyer.mint }, e.head);
-    // Stored pending: the verification job checks the debit of the buyer's treasury against the ledger.
-    await tx.receipts.insert({ network: e.buyer.network, receipt, source: 'buyer', createdAt: e.now });
-    await tx.events.append(
-      newEvent(
-        'receipt.published',
-        { id: newId(e.now.getTime()), network: e.buyer.network, agentAsset: e.buyer.mint, owner: e.buyer.ownerPrincipal, phase: 'confirmed', createdAt: e.now, confirmedAt: e.now, signature: e.signature },
-        { payment_link_id: e.link, source: 'buyer', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt },
-      ),
-    );
+  private async commit(batch: Queued[]): Promise<void> {
+    try {
+      const finals = await this.deps.store.transaction((tx) => this.write(tx, batch));
+      batch.forEach((item, i) => item.done(finals[i]!));
+    } catch (error) {
+      if (batch.length === 1) return batch[0]!.failed(error);
+      this.deps.onWarning?.('a group record transaction failed; its calls are recorded one by one', { calls: batch.length, err: String(error) });
+      for (const item of batch) await this.commit([item]);
+    }
   }
 
-  private appender(tx: Repositories, call: Call, now: Date, signature: string) {
+  /**
+   * The batch's rows, in a fixed number of statements: its paid calls locked (a call recorded already answers what
+   * was stored; a payment whose row was pruned is already used), the chain heads locked and the receipts chained in
+   * the batch's order, the paid calls completed, the events appended, the counters of each link added once.
+   */
+  private async write(tx: Repositories, batch: readonly Queued[]): Promise<Final[]> {
+    const network = batch[0]!.call.link.network;
+    const finals: (Final | undefined)[] = batch.map(() => undefined);
+    // Under the paid calls' row locks: whoever records a payment first records it; a second finisher (a takeover
+    // racing a process thought dead) serves what was stored.
+    const current = new Map((await tx.paidCalls.getMany(network, batch.map((b) => b.call.paymentKey))).map((r) => [r.paymentKey, r]));
+    const first = new Map<string, number>();
+    batch.forEach((b, i) => {
+      const row = current.get(b.call.paymentKey);
+      if (row?.status === 'done' && row.response) finals[i] = { response: row.response };
+      else if (first.has(b.call.paymentKey)) finals[i] = undefined; // the same payment twice: answered as its first below
+      else first.set(b.call.paymentKey, i);
+    });
+    const open = [...first.values()].filter((i) => finals[i] === undefined);
+    // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
+    const used = open.length > 0 ? await tx.receipts.paywallTxSigs(network, open.map((i) => batch[i]!.signature)) : new Set<string>();
+    for (const i of open) if (used.has(batch[i]!.signature)) finals[i] = null;
+    const live = open.filter((i) => finals[i] === undefined);
+
+    if (live.length > 0) {
+      // Every chain the batch extends is locked in one order (by mint), so payments crossing between agents cannot deadlock.
+      const agents = [...new Set(live.flatMap((i) => [batch[i]!.call.link.ownerAgent, ...(batch[i]!.buyer ? [batch[i]!.buyer!.mint] : [])]))].sort();
+      const heads = new Map<string, ChainHead | null>();
+      for (const agent of agents) heads.set(agent, await tx.receipts.lockHead(network, agent));
+      const receipts: ReceiptRecord[] = [];
+      const events: NewEvent[] = [];
+      const completed: { paymentKey: string; signature: string; payer: string | null; response: StoredResponse; at: Date }[] = [];
+      const webhooks: (() => Promise<void>)[] = [];
+      const counted = new Map<string, { calls: number; at: Date; signature: string }>();
+      for (const i of live) {
+        const { call, signature, payer, served, buyer, now } = batch[i]!;
+        const { link } = call;
+        const stable = STABLES[network].find((s) => s.mint === call.accept.asset)!;
+        const feeTerms = FeeExtension.safeParse(call.accept.extra[FEE_EXTENSION_KEY]);
+        const bps = feeTerms.success ? feeTerms.data.bps : 0;
+        const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
+        const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
+        const draft: ReceiptDraft = {
+            v: '0.1',
+            kind: 'earn',
+            agent: link.ownerAgent,
+            ts: now.toISOString(),
+            request: {
+              method: link.method,
+              url: call.resource.url,
+              ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
+            },
+            decision: 'allow',
+            price: {
+              amount: atomicToDecimal(link.amountAtomic, stable.decimals),
+              currency: stable.symbol,
+              asset: stable.mint,
+              network: call.accept.network,
+              amount_atomic: link.amountAtomic.toString(),
+              fee: fee.toString(),
+              gross: (link.amountAtomic + fee).toString(),
+              feeBps: bps,
+              feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
+            },
+            facilitator: this.deps.settings.facilitatorUrl,
+            response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) },
+            tx_sig: signature,
+          };
+        // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
+        // reader of the settlement — counters, verification, spend rollups — treats both rails alike).
+        const receipt = chainReceipt(
+          call.mpp
+            ? {
+                ...draft,
+                v: '0.2' as const,
+                protocol: 'mpp' as const,
+                mpp_challenge_id: call.mpp.challenge.id,
+                mpp_settlement_tx: signature,
+                ...(typeof call.mpp.slot === 'number' ? { mpp_settlement_slot: call.mpp.slot } : {}),
+              }
+            : draft,
+          heads.get(link.ownerAgent) ?? null,
+        );
+        heads.set(link.ownerAgent, { nonce: receipt.nonce, receiptHash: receipt.receipt_hash });
+        receipts.push({ network, receipt, source: 'paywall', createdAt: now });
+        const append = this.appender(events, call, now, signature);
+        this.settledEvents(append, call, payer, fee, stable, served.status, signature);
+        if (buyer) {
+          const spend = this.spend({ buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now });
+          heads.set(buyer.mint, { nonce: spend.nonce, receiptHash: spend.receipt_hash });
+          receipts.push({ network: buyer.network, receipt: spend, source: 'buyer', createdAt: now });
+          events.push(
+            newEvent(
+              'receipt.published',
+              { id: newId(now.getTime()), network: buyer.network, agentAsset: buyer.mint, owner: buyer.ownerPrincipal, phase: 'confirmed', createdAt: now, confirmedAt: now, signature },
+              { payment_link_id: link.id, source: 'buyer', receipt_hash: spend.receipt_hash, nonce: spend.nonce, receipt: spend },
+            ),
+          );
+        }
+        this.receiptEvents(append, call, signature, receipt, fee, stable);
+
+        const body = link.wrapReceipt ? wrapped(served, receipt) : served;
+        const headers: Record<string, string> = call.mpp
+          ? { ...body.headers, 'payment-receipt': encodeReceipt({ reference: signature, timestamp: now.toISOString(), slot: call.mpp.slot ?? null, challengeId: call.mpp.challenge.id }) }
+          : { ...body.headers, 'payment-response': b64json(paymentResponse) };
+        if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+        const response: StoredResponse = { ...body, headers };
+        completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
+        webhooks.push(() => this.webhook(tx, call, paymentResponse, response, receipt, now));
+        const count = counted.get(link.pk);
+        counted.set(link.pk, { calls: (count?.calls ?? 0) + 1, at: now, signature });
+        finals[i] = { response };
+      }
+      await tx.receipts.insertMany(receipts);
+      await tx.paidCalls.completeMany(network, completed);
+      await tx.events.appendMany(events);
+      for (const webhook of webhooks) await webhook();
+      // the links' counters rows (locked by their update until commit) are the last writes
+      for (const [pk, c] of [...counted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+        await tx.paymentLinks.countCall(network, pk, { at: c.at, settledTxSig: c.signature, calls: c.calls });
+      }
+    }
+    // a payment twice in the batch answers as its first
+    return batch.map((b, i) => finals[i] !== undefined ? finals[i]! : finals[first.get(b.call.paymentKey)!]!);
+  }
+
+  /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
+  private spend(e: { buyer: AgentRecord; earn: Receipt; head: ChainHead | null; now: Date }): Receipt {
+    const { nonce: _n, prev_receipt_hash: _p, receipt_hash: _h, response: _r, ...draft } = e.earn;
+    // Stored pending: the verification job checks the debit of the buyer's treasury against the ledger.
+    return chainReceipt({ ...draft, kind: 'spend', agent: e.buyer.mint }, e.head);
+  }
+
+  private appender(events: NewEvent[], call: Call, now: Date, signature: string) {
     const { link } = call;
     const base = { network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
-    return <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) => tx.events.append(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
+    return <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) => {
+      events.push(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
+    };
   }
 
-  /** The events a landed payment leaves that need no receipt (written before the chain lock). */
-  private async emitSettled(tx: Repositories, call: Call, now: Date, signature: string, payer: string | null, fee: bigint, stable: Stable, status: number) {
+  /** The events a landed payment leaves that need no receipt. */
+  private settledEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, payer: string | null, fee: bigint, stable: Stable, status: number, signature: string) {
     const { link } = call;
-    const append = this.appender(tx, call, now, signature);
-    await append('payment_link.settled', {
+    append('payment_link.settled', {
       payment_link_id: link.id,
       agent: link.ownerAgent,
       tx_sig: signature,
@@ -197,17 +276,16 @@ export class PaidCallRecorder {
       fee_atomic: fee.toString(),
       gross_atomic: (link.amountAtomic + fee).toString(),
     });
-    await append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
+    append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
   }
 
-  /** The earn receipt's events (under the chain lock). */
-  private async emitReceipt(tx: Repositories, call: Call, now: Date, signature: string, receipt: Receipt, fee: bigint, stable: Stable) {
+  /** The earn receipt's events. */
+  private receiptEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, signature: string, receipt: Receipt, fee: bigint, stable: Stable) {
     const { link } = call;
-    const append = this.appender(tx, call, now, signature);
-    await append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
+    append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
     if (fee > 0n) {
       // fee-facilitator-mpp-tools §6 path 1: once per receipt with a fee.
-      await append('protocol.fee.collected', {
+      append('protocol.fee.collected', {
         source: 'receipt',
         receipt_hash: receipt.receipt_hash,
         tx_sig: signature,

@@ -3,6 +3,7 @@ import { PaywallCore, type PaywallCoreDeps } from './core.ts';
 import { PaywallHttp, type PaywallResponse } from './http.ts';
 import { PaidCallReconciler, type ReconcileTally } from './reconcile.ts';
 import { PaidCallRecorder } from './record.ts';
+import { NETWORKS, type Network } from '../shared/network.ts';
 
 // hosted-api §4.2: the public /x/{id}, in the layers of x402's resource server — core.ts (claim → settle → record,
 // returning a result), http.ts (status, headers, body from it), record.ts and reconcile.ts — put together here for
@@ -21,11 +22,24 @@ export class PaywallService {
   readonly core: PaywallCore;
   private readonly http = new PaywallHttp();
   private readonly reconciler: PaidCallReconciler;
+  /** rule 9's writer (its group commit's queue is observable: `waiting`) */
+  readonly recorder: PaidCallRecorder;
 
   constructor(deps: PaywallDeps) {
-    const recorder = new PaidCallRecorder(deps);
+    const recorder = (this.recorder = new PaidCallRecorder(deps));
     this.core = new PaywallCore(deps, recorder);
     this.reconciler = new PaidCallReconciler(deps, this.core);
+  }
+
+  /**
+   * Issue 19: the unpaid 402 of a request carrying no payment, when it is at hand without I/O or a promise — the link
+   * cached, the terms known, the challenge rendered (the answer `handle` gives it); undefined: ask `handle`.
+   */
+  cachedChallenge(request: { id: string; network: string | undefined; method: string }): PaywallResponse | undefined {
+    const network = request.network ?? 'chain-mainnet';
+    if (!(NETWORKS as readonly string[]).includes(network)) return undefined;
+    const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method.toUpperCase());
+    return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms);
   }
 
   async handle(request: PaywallRequest): Promise<PaywallResponse> {

@@ -61,7 +61,7 @@ export interface PaymentLinkRepository {
   /** true when a row was removed */
   delete(network: Network, id: string): Promise<boolean>;
   /** hosted-api §2.4 counters of a paid call, in place (no read-modify-write) */
-  countCall(network: Network, pk: string, call: { at: Date; settledTxSig: string | null }): Promise<void>;
+  countCall(network: Network, pk: string, call: { at: Date; settledTxSig: string | null; /** calls counted at once (default 1); at and settledTxSig: the last one's */ calls?: number }): Promise<void>;
 }
 
 export interface ReceiptPageQuery {
@@ -93,6 +93,13 @@ export interface ReceiptRepository {
   get(network: Network, receiptHash: string): Promise<StoredReceipt | null>;
   /** true when the paywall already recorded an earn receipt for this payment transaction */
   hasPaywallTxSig(network: Network, txSig: string): Promise<boolean>;
+  /** the ones of `txSigs` the paywall already recorded an earn receipt for (hasPaywallTxSig of many, one round trip) */
+  paywallTxSigs(network: Network, txSigs: readonly string[]): Promise<Set<string>>;
+  /**
+   * Issue 19 (group commit): receipts appended in one statement, as `insert` without a verification appends each
+   * (callers hold the chains' locks; each chain's links in nonce order). throws DomainError `receipt_chain_invalid`.
+   */
+  insertMany(records: readonly ReceiptRecord[]): Promise<void>;
   /** oldest first */
   listByAgent(network: Network, agent: string, query: { afterNonce?: number | undefined; limit: number }): Promise<StoredReceipt[]>;
   /** nonce descending, each filter combination served by an index in that order */
@@ -143,6 +150,8 @@ export interface PaidCallRepository {
   >;
   /** inside a transaction the row is locked until commit */
   get(network: Network, paymentKey: string): Promise<PaidCallRecord | null>;
+  /** `get` of several (the ones that exist); inside a transaction they are locked until commit, in key order */
+  getMany(network: Network, paymentKeys: readonly string[]): Promise<PaidCallRecord[]>;
   /**
    * The claim is about to be settled: keeps the request (what a replay or the reconciliation job needs to finish it)
    * and marks that money may move from now on. False when this process no longer holds the claim.
@@ -159,6 +168,8 @@ export interface PaidCallRepository {
   forgetUnattempted(network: Network, paymentKey: string, now: Date): Promise<boolean>;
   /** stores the response served for this payment (inside the side-effect transaction) */
   complete(network: Network, paymentKey: string, done: { signature: string; payer: string | null; response: StoredResponse; at: Date }): Promise<void>;
+  /** `complete` of several (group commit), one round trip */
+  completeMany(network: Network, done: readonly { paymentKey: string; signature: string; payer: string | null; response: StoredResponse; at: Date }[]): Promise<void>;
   /** the payment was refused and nothing moved: forget it */
   release(network: Network, paymentKey: string): Promise<void>;
   /** removes answered calls past their replay window; returns how many */
@@ -196,6 +207,11 @@ export interface EventRepository {
    * the same transaction (webhookDeliveries.fanOut).
    */
   append(event: NewEvent): Promise<EventRecord>;
+  /**
+   * Issue 19 (group commit): `events` appended as `append` does each, in this order, in one round trip (their webhook
+   * deliveries made in the same transaction).
+   */
+  appendMany(events: readonly NewEvent[]): Promise<void>;
   /**
    * Inside a transaction: moves the event to a new phase when it is in one of `from` (null otherwise). The event takes
    * a new `seq` (so subscribers and cursors see the change as they see an append), wakes the feed after commit, and

@@ -40,50 +40,72 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
     scope.route({
       method: [...METHODS],
       url: '/x/:id',
-      handler: async (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
+      handler: (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
         const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
-        if (req.method === 'OPTIONS') {
-          // CORS preflight of a browser buyer sending PAYMENT-SIGNATURE / X-PAYMENT: any method, the payment headers.
-          return reply
-            .code(204)
-            .headers({
-              ...headers,
-              'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE',
-              'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Authorization, Accept',
-              'Access-Control-Max-Age': '600',
-            })
-            .send();
-        }
-        try {
-          limitAnonymous(services, req.ip, 'paywall', headers);
-          // No link has an id outside the slug alphabet: answered before any lookup, so hostile bytes (NUL) never reach the store.
-          if (!Slug.safeParse(req.params.id).success) throw new DomainError('payment_link_not_found', 'No payment link with that id.', { id: req.params.id });
-          const { network, forwardQuery } = splitQuery(req.url);
-          const result = await paywall.handle({
-            id: req.params.id,
-            network,
-            method: req.method,
-            forwardQuery,
-            headers: {
-              paymentSignature: header(req, 'payment-signature'),
-              xPayment: header(req, 'x-payment'),
-              contentType: header(req, 'content-type'),
-              accept: header(req, 'accept'),
-              authorization: header(req, 'authorization'),
-            },
-            requestId: String(req.id),
-            body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,
-          });
-          const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength); // no copy
-          return reply.code(result.status).headers(headers).headers(result.headers).send(body);
-        } catch (err) {
-          const { status, body, error } = restAnswer(err, req);
-          if (error instanceof DomainError && error.code === 'method_not_allowed' && typeof error.details?.allow === 'string') {
-            headers.Allow = error.details.allow;
+        // Issue 19, the 402 fast path: a request without a payment whose challenge is at hand (link cached, terms known,
+        // rendered) is answered here, synchronously — the same bytes and headers `answer` would write, the same limit.
+        if (req.headers['payment-signature'] === undefined && req.headers['x-payment'] === undefined && req.headers.authorization === undefined && req.method !== 'OPTIONS') {
+          const { network } = splitQuery(req.url);
+          const challenge = paywall.cachedChallenge({ id: req.params.id, network, method: req.method });
+          if (challenge) {
+            try {
+              limitAnonymous(services, req.ip, 'paywall', headers);
+            } catch (err) {
+              const { status, body } = restAnswer(err, req);
+              reply.code(status).headers(headers).send(body);
+              return;
+            }
+            reply.code(challenge.status).headers(headers).headers(challenge.headers).send(Buffer.from(challenge.body.buffer, challenge.body.byteOffset, challenge.body.byteLength));
+            return;
           }
-          return reply.code(status).headers(headers).send(body);
         }
+        return answer(req, reply, headers);
       },
     });
   });
+
+  /** Every request the fast path does not answer: OPTIONS, payments, a link or terms not at hand, errors. */
+  async function answer(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, headers: Record<string, string>) {
+    if (req.method === 'OPTIONS') {
+      // CORS preflight of a browser buyer sending PAYMENT-SIGNATURE / X-PAYMENT: any method, the payment headers.
+      return reply
+        .code(204)
+        .headers({
+          ...headers,
+          'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE',
+          'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Authorization, Accept',
+          'Access-Control-Max-Age': '600',
+        })
+        .send();
+    }
+    try {
+      limitAnonymous(services, req.ip, 'paywall', headers);
+      // No link has an id outside the slug alphabet: answered before any lookup, so hostile bytes (NUL) never reach the store.
+      if (!Slug.safeParse(req.params.id).success) throw new DomainError('payment_link_not_found', 'No payment link with that id.', { id: req.params.id });
+      const { network, forwardQuery } = splitQuery(req.url);
+      const result = await paywall.handle({
+        id: req.params.id,
+        network,
+        method: req.method,
+        forwardQuery,
+        headers: {
+          paymentSignature: header(req, 'payment-signature'),
+          xPayment: header(req, 'x-payment'),
+          contentType: header(req, 'content-type'),
+          accept: header(req, 'accept'),
+          authorization: header(req, 'authorization'),
+        },
+        requestId: String(req.id),
+        body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,
+      });
+      const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength); // no copy
+      return reply.code(result.status).headers(headers).headers(result.headers).send(body);
+    } catch (err) {
+      const { status, body, error } = restAnswer(err, req);
+      if (error instanceof DomainError && error.code === 'method_not_allowed' && typeof error.details?.allow === 'string') {
+        headers.Allow = error.details.allow;
+      }
+      return reply.code(status).headers(headers).send(body);
+    }
+  }
 }

@@ -93,37 +93,46 @@ const auth = t.middleware(async ({ ctx, next }) => {
   return next({ ctx: { principal } });
 });
 
-/** One usage record per keyed call, with the status its door answers (rate-limited calls included). */
-const usage = t.middleware(async ({ ctx, meta, path, next }) => {
-  const record = startUsage(ctx, keyedContext(ctx).principal, { bucket: meta?.bucket ?? 'default', route: path });
-  const result = await next();
-  record.end(result.ok ? (meta?.status ?? 200) : ERROR_CODES[toDomainError(result.error).error.code].status);
-  return result;
-});
-
-/** The sliding window of the procedure's bucket for the key. */
-const rateLimit = t.middleware(async ({ ctx, meta, next }) => {
-  await limitKey(ctx.services, keyedContext(ctx).principal, meta?.bucket ?? 'default', ctx.responseHeaders);
-  return next();
-});
-
-/** Issue 21: the procedure's database work under its request class's limits (interfaces/policies/heavy.ts). */
-const requestClass = t.middleware(({ ctx, path, type, next }) =>
-  scopedRequest(ctx, keyedContext(ctx).principal, path, type, async () => {
-    const result = await next();
-    // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
-    if (!result.ok) throw result.error;
-    return result;
-  }),
-);
-
 /**
- * Idempotency-Key on mutations (hosted-api §5.7). The stored outcome is the procedure's value or its domain error;
- * unexpected faults are not stored. A replay answers without running the procedure.
+ * The keyed policies after auth, in this order, as one middleware (issue 19: each tRPC middleware hop spreads the
+ * context again; a read pays every hop):
+ * 1. usage — one usage record per keyed call, with the status its door answers (rate-limited calls included);
+ * 2. rate limit — the sliding window of the procedure's bucket for the key, counted before the input is checked or hashed;
+ * 3. request class (issue 21) — the procedure's database work under its class's limits (interfaces/policies/heavy.ts);
+ * 4. safe input — `refuseUnsafeInput` of the raw input (see safeInput), before Idempotency-Key hashes it;
+ * 5. Idempotency-Key on mutations (hosted-api §5.7): the stored outcome is the procedure's value or its domain error;
+ *    unexpected faults are not stored; a replay answers without running the procedure.
  */
-const idempotency = t.middleware(async ({ ctx, meta, path, type, getRawInput, next }) => {
-  if (type !== 'mutation' || ctx.idempotencyKey === undefined) return next();
+const keyedPolicies = t.middleware(async ({ ctx, meta, path, type, getRawInput, next }) => {
   const scope = keyedContext(ctx);
+  const bucket = meta?.bucket ?? 'default';
+  const record = startUsage(ctx, scope.principal, { bucket, route: path });
+  let status: number = meta?.status ?? 200;
+  try {
+    await limitKey(ctx.services, scope.principal, bucket, ctx.responseHeaders);
+    return await scopedRequest(ctx, scope.principal, path, type, async () => {
+      const raw = await getRawInput();
+      refuseUnsafeInput(raw);
+      const result = type !== 'mutation' || ctx.idempotencyKey === undefined ? await next() : await idempotentNext(scope, path, raw, meta, next);
+      // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
+      if (!result.ok) throw result.error;
+      return result;
+    });
+  } catch (e) {
+    status = ERROR_CODES[toDomainError(e).error.code].status;
+    throw e;
+  } finally {
+    record.end(status);
+  }
+});
+
+async function idempotentNext<R extends { ok: true; data: unknown } | { ok: false; error: unknown }>(
+  scope: Context & { principal: Principal },
+  path: string,
+  raw: unknown,
+  meta: Meta | undefined,
+  next: () => Promise<R>,
+) {
   const run = async () => {
     const result = await next();
     if (result.ok) return { data: result.data, result };
@@ -131,10 +140,10 @@ const idempotency = t.middleware(async ({ ctx, meta, path, type, getRawInput, ne
     throw mapped.expected ? mapped.error : result.error;
   };
   let ran: Awaited<ReturnType<typeof run>> | undefined;
-  const data = await idempotent(scope, path, await getRawInput(), async () => (ran = await run()).data, meta?.secretFields);
+  const data = await idempotent(scope, path, raw, async () => (ran = await run()).data, meta?.secretFields);
   // The first call's result passes on as tRPC made it; only a replay, whose procedure did not run, needs one made.
-  return ran?.result ?? replayedResult(data, ctx);
-});
+  return ran?.result ?? (replayedResult(data, scope) as unknown as R);
+}
 
 /**
  * The one middleware result built by hand: an Idempotency-Key replay answers the stored outcome without calling
@@ -146,8 +155,8 @@ function replayedResult(data: unknown, ctx: Context) {
   return { ok: true as const, data, marker: middlewareMarker, ctx };
 }
 
-/** Keyed: the policies above in their order (the rate limit counts the key before the input is checked or hashed). */
-export const keyedProcedure = base.use(auth).use(usage).use(rateLimit).use(requestClass).use(safeInput).use(idempotency);
+/** Keyed: auth, then the policies above in their order (the rate limit counts the key before the input is checked or hashed). */
+export const keyedProcedure = base.use(auth).use(keyedPolicies);
 
 export const adminProcedure = keyedProcedure.meta({ errors: ['forbidden', 'wrong_network'] }).use(({ ctx, next }) => {
   requireAdmin(ctx.principal);

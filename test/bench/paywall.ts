@@ -19,6 +19,8 @@
 // their own (test/bench/support/load.ts), apart from both servers; a plain fastify route answering {"ok":true} is
 // measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
 import os from 'node:os';
+import { Session } from 'node:inspector/promises';
+import { writeFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -44,6 +46,8 @@ import { baselineWarning, expectAll, plainBaseline, runLoad, startPlainServer, t
 
 /** BENCH_BREAKDOWN=1: where a paid call's time goes (method timings and PostgreSQL wait sampling); not for figures. */
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === '1';
+/** BENCH_CPU_PROF=dir: a CPU profile of this process (the gateway) during the last paywall 402 round */
+const PROFILE_DIR = process.env.BENCH_CPU_PROF;
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PAID = Number(process.env.BENCH_PAID ?? 400);
@@ -65,7 +69,13 @@ const loadBefore = load();
 type Cannon = LoadResult;
 
 /** autocannon in its own process; every answer must be a 402 */
-const cannon = (url: string): Promise<Cannon> => expectAll({ generator: 'cannon', url, connections: CONNECTIONS, duration: DURATION }, 402);
+const cannon = async (url: string): Promise<Cannon & { cpuUs: number }> => {
+  const before = process.cpuUsage();
+  const result = await expectAll({ generator: 'cannon', url, connections: CONNECTIONS, duration: DURATION }, 402);
+  const used = process.cpuUsage(before);
+  // CPU of this process (where both servers run; the generator has its own) per answer: steadier than req/s on a busy machine
+  return { ...result, cpuUs: (used.user + used.system) / Math.max(1, result.total) };
+};
 
 type Fired = LoadResult;
 
@@ -172,6 +182,23 @@ async function sampleWaits<T>(url: string, work: () => Promise<T>): Promise<{ va
   }
 }
 
+async function profiled<T>(on: boolean, fn: () => Promise<T>): Promise<T> {
+  if (!on || !PROFILE_DIR) return fn();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await fn();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    const file = `${PROFILE_DIR}/paywall-402-${Date.now()}.cpuprofile`;
+    await writeFile(file, JSON.stringify(profile));
+    console.log(`  CPU profile of the paywall's 402 round: ${file}`);
+    session.disconnect();
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // The two servers
 
@@ -209,14 +236,14 @@ try {
     await cannon(paywallUrl);
   }
   const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
-  const rounds: { base: Cannon; paywall: Cannon }[] = [];
+  const rounds: { base: Cannon & { cpuUs: number }; paywall: Cannon & { cpuUs: number } }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const base = await cannon(plainUrl);
-    const paywall = await cannon(paywallUrl);
+    const paywall = await profiled(i === ROUNDS - 1, () => cannon(paywallUrl));
     rounds.push({ base, paywall });
     console.log(
-      `  round ${i + 1}: plain ${base.rps.toFixed(0)} req/s (p50 ${base.p50} ms, p99 ${base.p99} ms, ${base.total}×402) | ` +
-        `paywall ${paywall.rps.toFixed(0)} req/s (p50 ${paywall.p50} ms, p99 ${paywall.p99} ms, ${paywall.total}×402)`,
+      `  round ${i + 1}: plain ${base.rps.toFixed(0)} req/s (p50 ${base.p50} ms, p99 ${base.p99} ms, ${base.total}×402, ${base.cpuUs.toFixed(0)} µs CPU/req) | ` +
+        `paywall ${paywall.rps.toFixed(0)} req/s (p50 ${paywall.p50} ms, p99 ${paywall.p99} ms, ${paywall.total}×402, ${paywall.cpuUs.toFixed(0)} µs CPU/req)`,
     );
   }
   const avg = (f: (r: (typeof rounds)[number]) => number) => rounds.reduce((n, r) => n + f(r), 0) / rounds.length;
@@ -404,6 +431,7 @@ try {
   console.log(row('plain fastify route, fixed 402', unpaidFig.base));
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
   console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 70%)`);
+  if (rounds.length) console.log(`  CPU per 402 in the server process: paywall ${avg((r) => r.paywall.cpuUs).toFixed(0)} µs, plain ${avg((r) => r.base.cpuUs).toFixed(0)} µs (plain / paywall ${(avg((r) => r.base.cpuUs) / avg((r) => r.paywall.cpuUs)).toFixed(2)}×)`);
   console.log(ratioLine('unpaid 402 on /x/{id}', unpaidFig.paywall, unpaidFig.base, unpaidRatio, '≥ 0.7×'));
   console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));

@@ -7,6 +7,7 @@ import { newRequestId, ULID_PATTERN } from '../../domain/shared/ids.ts';
 import { associatedTokenAccount } from '../../domain/treasury/derive.ts';
 import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { HitLog } from '../../domain/policies/rate-limit.ts';
+import { keyedProcedure } from '../../interfaces/trpc/init.ts';
 
 // Issue 19: the /v1 read hot path. "One round trip" is proven by counting the statements the gateway's PostgreSQL
 // connection runs for a request, never by timing.
@@ -25,8 +26,8 @@ test.after.always(async (t) => {
   if (b) await removeDataDir(b.dataDir);
 });
 
-/** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up): not a request's. */
-const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq >/is];
+/** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up, the indexer job): not a request's. */
+const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq >/is, /insert into indexer_runs/i];
 
 /** Every statement the app's MikroORM connection runs while `fn` runs, background ones left out. */
 async function statementsOf(app: TestApp, fn: () => Promise<unknown>): Promise<string[]> {
@@ -176,4 +177,9 @@ test('the sliding hit log ages hits out in order across compactions (O(1) per hi
   t.is(log.last(), undefined);
   log.push(7);
   t.is(log.at(0), 7);
+});
+
+test('a keyed procedure runs three tRPC middlewares: the error mapping, auth, and the keyed policies as one (each hop spreads the context again)', (t) => {
+  // the policies' behaviour and order are the rate-limit, idempotency, hostile-input and metrics tests'
+  t.is(keyedProcedure._def.middlewares.length, 3);
 });

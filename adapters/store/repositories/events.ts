@@ -1,6 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { EVENT_KIND_NAMES } from '../../../domain/events/kinds.ts';
-import type { EventRecord } from '../../../domain/events/schema.ts';
+import type { EventRecord, NewEvent } from '../../../domain/events/schema.ts';
+import { patternsMatching } from '../../../domain/webhooks/delivery.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
 
@@ -167,8 +168,67 @@ export async function compactReceiptRollups(em: EntityManager): Promise<number> 
   return Number(rows[0]!.n);
 }
 
-export function eventRepository(ctx: RepoContext): EventRepository {
+/** A webhook subscription that sees one of the events of an `appendMany` (`event`: its index in the batch). */
+export interface EventSubscriberMatch {
+  event: number;
+  webhookId: string;
+}
+
+/**
+ * Issue 19 (group commit): the events of one batch in one statement — the rows (their seqs from this transaction, in
+ * the batch's order), one wake-up each at commit, and the enabled subscriptions that see each event (the rule of
+ * webhookDeliveries.fanOut: scope 'network' or the event's owner, a pattern matching its kind), read in the same
+ * statement so the usual case (nobody subscribed) costs nothing more.
+ */
+export function appendManySql(events: readonly NewEvent[]): Sql {
+  const rows = events.map((e, i) => ({
+    i,
+    id: e.id,
+    network: e.network,
+    kind: e.kind,
+    phase: e.phase,
+    agent_asset: e.agentAsset,
+    owner_principal: e.owner,
+    signature: e.signature ?? null,
+    slot: e.slot ?? null,
+    block_time: e.blockTime ?? null,
+    metadata: e.metadata,
+    confirmed_at: e.confirmedAt ?? null,
+    created_at: e.createdAt,
+    patterns: patternsMatching(e.kind),
+  }));
   return {
+    sql: `with x as (
+            select * from jsonb_to_recordset(?::jsonb) as x(i int, id text, network text, kind text, phase text, agent_asset text, owner_principal text,
+              signature text, slot bigint, block_time bigint, metadata jsonb, confirmed_at timestamptz, created_at timestamptz, patterns jsonb)),
+          added as (
+            insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at)
+            select id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, created_at
+              from x order by i
+            returning seq),
+          woke as (select count(pg_notify('${EVENTS_CHANNEL}', seq::text))::int as n from added)
+          select s.i, s.webhook_id, woke.n from woke left join lateral (
+            select x.i, w.id as webhook_id from x join webhooks w
+              on w.network = x.network and w.disabled_at is null and (w.scope = 'network' or w.owner_principal = x.owner_principal)
+             and w.events && array(select jsonb_array_elements_text(x.patterns))) s on true`,
+    params: [JSON.stringify(rows)],
+  };
+}
+
+/** The events repository, with `appendMatching`: appendMany's rows and the subscriptions that see them (the store fans out). */
+export function eventRepository(ctx: RepoContext): EventRepository & { appendMatching(events: readonly NewEvent[]): Promise<EventSubscriberMatch[]> } {
+  return {
+    appendMatching: async (events) => {
+      if (!ctx.inTransaction) throw new Error('events.appendMany must run inside store.transaction');
+      if (events.length === 0) return [];
+      const { sql, params } = appendManySql(events);
+      const rows = await query<{ i: number | null; webhook_id: string | null; n: number }>(ctx.em(), sql, params);
+      if (rows[0]?.n !== events.length) throw new Error(`events.appendMany: ${rows[0]?.n ?? 0} of ${events.length} events written`);
+      return rows.filter((r) => r.i !== null && r.webhook_id !== null).map((r) => ({ event: r.i!, webhookId: r.webhook_id! }));
+    },
+    appendMany: async () => {
+      throw new Error('events.appendMany runs through the store (it fans the events out to webhooks)');
+    },
     append: async (e) => {
       if (!ctx.inTransaction) throw new Error('events.append must run inside store.transaction');
       const em = ctx.em();

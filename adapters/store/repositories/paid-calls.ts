@@ -70,6 +70,16 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
         fromRow,
       );
     },
+    getMany: async (network, paymentKeys) => {
+      if (paymentKeys.length === 0) return [];
+      // locked in one order (by key) so two batches sharing calls cannot deadlock
+      const found = await query<PaidCallRow>(
+        ctx.em(),
+        `select * from paid_calls where network = ? and payment_key in (select jsonb_array_elements_text(?::jsonb)) order by payment_key${lockedInTransaction(ctx)}`,
+        [network, JSON.stringify(paymentKeys)],
+      );
+      return found.map(fromRow);
+    },
     markAttempted: async (network, paymentKey, a) => {
       const marked = await affected(
         ctx.em(),
@@ -112,6 +122,17 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
         ctx.em(),
         `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, owner = null, updated_at = ? where network = ? and payment_key = ?`,
         [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
+      );
+    },
+    completeMany: async (network, done) => {
+      if (done.length === 0) return;
+      const rows = done.map((d) => ({ payment_key: d.paymentKey, signature: d.signature, payer: d.payer, response: d.response, at: d.at }));
+      await query(
+        ctx.em(),
+        `update paid_calls p set status = 'done', signature = x.signature, payer = x.payer, response = x.response, owner = null, updated_at = x.at
+           from jsonb_to_recordset(?::jsonb) as x(payment_key text, signature text, payer text, response jsonb, at timestamptz)
+          where p.network = ? and p.payment_key = x.payment_key`,
+        [JSON.stringify(rows), network],
       );
     },
     release: async (network, paymentKey) => {

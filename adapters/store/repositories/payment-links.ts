@@ -117,12 +117,12 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
     countCall: async (network, pk, call) => {
       await query(
         ctx.em(),
-        `update payment_links set call_count = call_count + 1, last_called_at = ?,
-           settled_count = settled_count + (case when ?::text is null then 0 else 1 end),
+        `update payment_links set call_count = call_count + ?::int, last_called_at = ?,
+           settled_count = settled_count + (case when ?::text is null then 0 else ?::int end),
            last_settled_at = case when ?::text is null then last_settled_at else ? end,
            last_tx_sig = coalesce(?::text, last_tx_sig)
          where network = ? and pk = ?`,
-        [call.at, call.settledTxSig, call.settledTxSig, call.at, call.settledTxSig, network, pk],
+        [call.calls ?? 1, call.at, call.settledTxSig, call.calls ?? 1, call.settledTxSig, call.at, call.settledTxSig, network, pk],
       );
     },
   };

@@ -55,6 +55,35 @@ export const INSERT_SQL = `insert into receipts (network, agent, nonce, kind, de
       (select p.ts_max from receipts p where p.network = ? and p.agent = ? and p.nonce = ?::bigint - 1)),
     ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?)`;
 
+/**
+ * Issue 19 (group commit): receipts appended together, in one statement. ts_max as INSERT_SQL makes it, computed
+ * across the batch: the running maximum of ts along each chain's new links, and the link before the batch's first.
+ * Each stored like `insert` without a verification: pending and due at once with a transaction, else not_applicable.
+ */
+export function insertManySql(records: readonly ReceiptRecord[]): { sql: string; params: unknown[] } {
+  const rows = records.map((r) => {
+    const txSig = settlementSignature(r.receipt);
+    return {
+      network: r.network, agent: r.receipt.agent, nonce: r.receipt.nonce, kind: r.receipt.kind, decision: r.receipt.decision, ts: r.receipt.ts,
+      receipt_hash: r.receipt.receipt_hash, prev_receipt_hash: r.receipt.prev_receipt_hash, tx_sig: txSig, source: r.source, body: r.receipt,
+      created_at: r.createdAt, verification: txSig !== null ? 'pending' : 'not_applicable', verify_after: txSig !== null ? r.createdAt : null,
+    };
+  });
+  return {
+    sql: `with x as (
+            select x.*, max(x.ts) over (partition by x.network, x.agent order by x.nonce) as run, min(x.nonce) over (partition by x.network, x.agent) as first
+              from jsonb_to_recordset(?::jsonb) as x(network text, agent text, nonce bigint, kind text, decision text, ts timestamptz, receipt_hash text,
+                prev_receipt_hash text, tx_sig text, source text, body jsonb, created_at timestamptz, verification text, verify_after timestamptz))
+          insert into receipts (network, agent, nonce, kind, decision, ts, ts_max, receipt_hash, prev_receipt_hash, tx_sig, source, body,
+              created_at, verification, verification_reason, verification_checked_at, verification_attempts, verify_after)
+          select network, agent, nonce, kind, decision, ts,
+                 greatest(run, (select p.ts_max from receipts p where p.network = x.network and p.agent = x.agent and p.nonce = x.first - 1)),
+                 receipt_hash, prev_receipt_hash, tx_sig, source, body, created_at, verification, null, null, 0, verify_after
+            from x order by network, agent, nonce`,
+    params: [JSON.stringify(rows)],
+  };
+}
+
 // The list statements, exported so the query-plan test EXPLAINs what runs.
 
 /** a chain oldest first after a nonce (pull replication) */
@@ -122,6 +151,21 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
         query(em(), INSERT_SQL, receiptInsertParams(r, v)),
         () => new DomainError('receipt_chain_invalid', `Receipt nonce ${r.receipt.nonce} or hash is already on the chain of ${r.receipt.agent}.`),
       );
+    },
+    insertMany: async (records) => {
+      if (records.length === 0) return;
+      const { sql, params } = insertManySql(records);
+      await uniqueOr(
+        query(em(), sql, params),
+        () => new DomainError('receipt_chain_invalid', `A receipt nonce or hash of ${[...new Set(records.map((r) => r.receipt.agent))].join(', ')} is already on its chain.`),
+      );
+    },
+    paywallTxSigs: async (network, txSigs) => {
+      if (txSigs.length === 0) return new Set();
+      const rows = (await em().execute(`select distinct tx_sig from receipts where network = ? and tx_sig in (select jsonb_array_elements_text(?::jsonb)) and source = 'paywall'`, [network, JSON.stringify(txSigs)])) as {
+        tx_sig: string;
+      }[];
+      return new Set(rows.map((r) => r.tx_sig));
     },
     hasPaywallTxSig: async (network, txSig) => {
       const rows = (await em().execute(`select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])) as unknown[];

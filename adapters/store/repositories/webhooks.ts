@@ -202,6 +202,40 @@ export function deliveryListSql(network: string, webhookId: string, q: { beforeI
   return { sql: `select * from webhook_deliveries where ${where} order by id collate "C" desc limit ?`, params };
 }
 
+/**
+ * The deliveries of events appended together (events.appendMany): one pending delivery per (event, matching
+ * subscription), each enqueued as a deliver_webhook job, in one statement; nothing when no subscription matched.
+ */
+export async function fanOutMatched(
+  em: Em,
+  events: readonly Pick<EventRecord, 'id' | 'network' | 'kind' | 'phase' | 'createdAt'>[],
+  matches: readonly { event: number; webhookId: string }[],
+): Promise<number> {
+  if (matches.length === 0) return 0;
+  const made = matches.map((m) => {
+    const e = events[m.event]!;
+    return { id: newId(e.createdAt.getTime()), network: e.network, webhook_id: m.webhookId, event_id: e.id, kind: e.kind, phase: e.phase, created_at: e.createdAt };
+  });
+  const task = deliverJob(events[0]!.network, '').task;
+  const counted = await rows<{ n: number }>(
+    em,
+    `with made as (
+       insert into webhook_deliveries (id, network, webhook_id, event_id, kind, phase, status, next_attempt_at, created_at, updated_at)
+       select x.id, x.network, x.webhook_id, x.event_id, x.kind, x.phase, 'pending', x.created_at, x.created_at, x.created_at
+         from jsonb_to_recordset(?::jsonb) as x(id text, network text, webhook_id text, event_id text, kind text, phase text, created_at timestamptz)
+       on conflict do nothing
+       returning id, network
+     )
+     select count(*)::int as n from graphile_worker.add_jobs(array(
+       select json_populate_record(null::graphile_worker.job_spec,
+                json_build_object('identifier', ?::text, 'payload', json_build_object('network', made.network, 'delivery_id', made.id),
+                                  'job_key', ?::text || made.id))
+         from made))`,
+    [JSON.stringify(made), task, deliverJob(events[0]!.network, '').jobKey],
+  );
+  return counted[0]?.n ?? 0;
+}
+
 /** `epoch`: this process's liveness number (process-owner.ts), named by the claims it takes. */
 export function webhookDeliveryRepository(em: Em, epoch: () => number | null): WebhookDeliveryRepository {
   return {

@@ -1,0 +1,123 @@
+import anyTest, { type TestFn } from 'ava';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import type { PaywallService } from '../../domain/paywall/service.ts';
+
+// Issue 19, the 402 fast path: an unpaid request whose challenge is at hand (the link cached, the terms known, the
+// challenge rendered) is answered by the route without calling the paywall service — the same status, bytes and
+// headers, the same per-IP limit. Proven by counting the service's calls, never by timing; everything else (a payment,
+// another method, a changed or disabled link) still goes through the service.
+
+const LIMIT = 40;
+const test = anyTest as TestFn<{ app: TestApp; key: string; handled: () => number }>;
+
+test.before(async (t) => {
+  const app = await startTestApp({ env: { SVC_RATE_LIMITS: JSON.stringify({ paywall: LIMIT }) } });
+  const paywall = app.services.paywall as PaywallService;
+  let calls = 0;
+  const original = paywall.handle.bind(paywall);
+  paywall.handle = (request) => {
+    calls++;
+    return original(request);
+  };
+  t.context = { app, key: await issueKey(app), handled: () => calls };
+});
+
+test.after.always(async (t) => {
+  if (t.context.app) {
+    await t.context.app.close();
+    await removeDataDir(t.context.app.dataDir);
+  }
+});
+
+/** The answer as a client sees it, without the headers that differ per request. */
+async function answerOf(url: string, init: RequestInit = {}) {
+  const res = await fetch(url, init);
+  const headers = Object.fromEntries([...res.headers].filter(([name]) => !['date', 'x-svc-request-id', 'ratelimit-remaining', 'ratelimit', 'ratelimit-reset'].includes(name)));
+  return { status: res.status, headers, requestId: res.headers.get('x-svc-request-id'), limit: res.headers.get('ratelimit-limit') ?? res.headers.get('ratelimit-policy'), body: Buffer.from(await res.arrayBuffer()).toString('utf8') };
+}
+
+test.serial('a second unpaid request is answered without the service, byte for byte as the first; payments and other methods still reach it', async (t) => {
+  const { app, key, handled } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  t.is(made.status, 201);
+  const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+
+  const before = handled();
+  const first = await answerOf(url);
+  t.is(first.status, 402);
+  t.is(handled(), before + 1, 'the first challenge is rendered by the service');
+  const next = [];
+  for (let i = 0; i < 5; i++) next.push(await answerOf(url));
+  // The link's creation event, when the feed delivers it, invalidates the cached link once: at most one of the next
+  // requests reads it again; the others are answered by the fast path.
+  t.true(handled() - (before + 1) <= 1, `the next ones are answered by the fast path (${handled() - before - 1} of 5 reached the service)`);
+  for (const answer of next) t.deepEqual(answer, { ...first, requestId: answer.requestId });
+  const [second] = next as [Awaited<ReturnType<typeof answerOf>>];
+  t.truthy(second.requestId);
+  t.not(second.requestId, first.requestId);
+  t.truthy(second.headers['payment-required']);
+  t.is(second.headers['access-control-allow-origin'], '*');
+  t.is(second.headers['cache-control'], 'no-store');
+  t.truthy(second.limit, 'the per-IP window is applied and announced');
+
+  // a payment (even a malformed one), another method, a preflight: the service (or the route's own answer) decides
+  let calls = handled();
+  const paid = await answerOf(url, { headers: { 'PAYMENT-SIGNATURE': 'not-a-payment' } });
+  t.is(paid.status, 402);
+  t.regex(paid.body, /invalid_payload|payment payload/);
+  t.is(handled(), ++calls);
+  const post = await answerOf(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
+  t.is(post.status, 405);
+  t.is(post.headers.allow, 'GET');
+  t.is(handled(), ++calls);
+  t.is((await fetch(url, { method: 'OPTIONS' })).status, 204);
+  // another network than the link's: not at hand, the service answers 403 wrong_network
+  t.is((await answerOf(`${app.url}/x/${made.body.id}?network=chain-mainnet`)).status, 403);
+  t.is(handled(), ++calls);
+});
+
+test.serial('a changed or disabled link is never answered from the fast path', async (t) => {
+  const { app, key, handled } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+  const first = await answerOf(url);
+  t.is(first.status, 402);
+  await answerOf(url);
+
+  const changed = await http(app, 'PATCH', `/v1/payment-links/${made.body.id}`, { key, body: { price: '$0.02' } });
+  t.is(changed.status, 200, JSON.stringify(changed.body));
+  const before = handled();
+  const repriced = await answerOf(url);
+  t.is(repriced.status, 402);
+  t.is(handled(), before + 1, 'the changed link is read and rendered again');
+  const amount = (a: { headers: Record<string, string> }) => JSON.parse(Buffer.from(a.headers['payment-required']!, 'base64').toString('utf8')).accepts[0].amount as string;
+  t.is(amount(first), '10000');
+  t.is(amount(repriced), '20000', 'the new price is offered');
+  // (the change's event, when the feed delivers it, invalidates the link once more: whether the next answer comes from
+  // the fast path depends on when it arrives; what it answers does not)
+  t.is(amount(await answerOf(url)), '20000');
+
+  const off = await http(app, 'PATCH', `/v1/payment-links/${made.body.id}`, { key, body: { disabled: true } });
+  t.is(off.status, 200);
+  const gone = await answerOf(url);
+  t.is(gone.status, 410);
+  t.regex(gone.body, /payment_link_disabled/);
+  t.is((await answerOf(url)).status, 410, 'still 410: a disabled link has no challenge at hand');
+});
+
+test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelope with the CORS headers', async (t) => {
+  const { app, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+  let last;
+  for (let i = 0; i <= LIMIT; i++) {
+    last = await answerOf(url);
+    if (last.status === 429) break;
+  }
+  t.is(last!.status, 429);
+  t.regex(last!.body, /"error":"rate_limited"/);
+  t.is(last!.headers['access-control-allow-origin'], '*');
+});
