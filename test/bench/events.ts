@@ -1,7 +1,7 @@
 // Live fan-out (issue 21 items 4-5, issue 19 bench:events): 10 / 100 / 1,000 graphql-ws subscribers of the gateway
 // against a plain server doing the same path, in the same run, on the same PostgreSQL.
 // Run on demand: npm run bench:events   (BENCH_EVENTS_WRITES=100 BENCH_EVENTS_SUBSCRIBERS=10,100,1000
-//                                         BENCH_EVENTS_INTERVAL_MS=100)
+//                                         BENCH_EVENTS_INTERVAL_MS=100 BENCH_EVENTS_PROFILE=<dir>)
 //
 // Four processes, so no figure shares an event loop with another: the gateway (startTestApp: embedded PostgreSQL,
 // ledger) in a child; the plain server (fastify + ws + pg: INSERT + pg_notify → LISTEN → one catch-up SELECT →
@@ -53,7 +53,8 @@ interface Child {
 
 async function spawn(role: string, env: Record<string, string> = {}): Promise<Child> {
   const child: ChildProcess = fork(SELF, [], {
-    execArgv: ['--import', 'tsx'],
+    // BENCH_EVENTS_PROFILE=<dir>: the gateway child writes a V8 CPU profile there (what a write and its fan-out cost)
+    execArgv: ['--import', 'tsx', ...(role === 'gateway' && process.env.BENCH_EVENTS_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EVENTS_PROFILE}`] : [])],
     env: { ...process.env, ...env, BENCH_EVENTS_ROLE: role },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
