@@ -107,7 +107,7 @@ export function problemBody(challenges: IssuedChallenge[], refusal: { error: str
     challenges: challenges.map((c) => ({ id: c.id, realm: c.realm, method: c.method, intent: c.intent, request: c.request, expires: c.expires })),
     error: refusal?.error ?? 'payment_required',
     message: refusal?.message ?? 'Payment required.',
-    details: refusal?.details ?? null,
+    ...(refusal?.details ? { details: refusal.details } : {}),
     ...(requestId ? { request_id: requestId } : {}),
   };
 }

@@ -53,7 +53,7 @@ export class PaidCallReconciler {
       }
       try {
         const result = await this.core.pay(callFromKept(this.deps.settings.baseUrl, link, row.paymentKey, row.request), 0);
-        if (result.kind === 'payment_required') tally.refused++;
+        if (result.kind === 'payment_required' || result.kind === 'mpp_required') tally.refused++;
         else tally.resolved++;
       } catch (e) {
         // Still settling is the normal case; anything else (a failure, or a call this process cannot settle) is shown.

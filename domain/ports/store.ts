@@ -91,9 +91,7 @@ export interface ReceiptRepository {
    */
   insert(record: ReceiptRecord, verification?: VerificationUpdate): Promise<void>;
   get(network: Network, receiptHash: string): Promise<StoredReceipt | null>;
-  /** true when the paywall already recorded an earn receipt for this payment transaction */
-  hasPaywallTxSig(network: Network, txSig: string): Promise<boolean>;
-  /** the ones of `txSigs` the paywall already recorded an earn receipt for (hasPaywallTxSig of many, one round trip) */
+  /** the ones of `txSigs` the paywall already recorded an earn receipt for (one round trip) */
   paywallTxSigs(network: Network, txSigs: readonly string[]): Promise<Set<string>>;
   /**
    * Issue 19 (group commit): receipts appended in one statement, as `insert` without a verification appends each
@@ -166,9 +164,7 @@ export interface PaidCallRepository {
   listUnresolved(query: { before: Date; now: Date; limit: number }): Promise<PaidCallRecord[]>;
   /** removes a running call that never reached settlement and whose owner is gone (nothing moved); true when removed */
   forgetUnattempted(network: Network, paymentKey: string, now: Date): Promise<boolean>;
-  /** stores the response served for this payment (inside the side-effect transaction) */
-  complete(network: Network, paymentKey: string, done: { signature: string; payer: string | null; response: StoredResponse; at: Date }): Promise<void>;
-  /** `complete` of several (group commit), one round trip */
+  /** stores the responses served for these payments (inside the record transaction; group commit), one round trip */
   completeMany(network: Network, done: readonly { paymentKey: string; signature: string; payer: string | null; response: StoredResponse; at: Date }[]): Promise<void>;
   /** the payment was refused and nothing moved: forget it */
   release(network: Network, paymentKey: string): Promise<void>;

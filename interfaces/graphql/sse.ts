@@ -80,9 +80,16 @@ export interface SseOptions {
 type Raw = { req: FastifyRequest; reply: FastifyReply };
 type ReqContext = { reservation?: Reservation };
 
+/** how a reservation token looks (randomUUID) */
+const RESERVATION_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
 /** True for the requests of graphql-sse's single connection mode (the rest of /graphql is Yoga's). */
 export function isSingleConnection(req: FastifyRequest): boolean {
-  return req.method === 'PUT' || req.method === 'DELETE' || req.headers[STREAM_TOKEN_HEADER] !== undefined;
+  if (req.method === 'PUT' || req.method === 'DELETE' || req.headers[STREAM_TOKEN_HEADER] !== undefined) return true;
+  // An EventSource cannot send the header: its GET names the reservation as `?token=`. A reservation is a UUID; any
+  // other token (a stream token `svc_stream_…`, or garbage) is a plain SSE subscription's, refused there with 401.
+  const token = (req.query as Record<string, unknown> | undefined)?.token;
+  return req.method === 'GET' && typeof token === 'string' && RESERVATION_SHAPE.test(token);
 }
 
 /**

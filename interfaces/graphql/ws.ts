@@ -134,6 +134,9 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
           const authorization: Credentials =
             typeof token === 'string' ? await redeemCounted(services, { token, clientIp }, {}) : wsAuthorization(ctx.connectionParams, ctx.extra.request);
           await authenticateCounted(services, { authorization, clientIp }, {});
+          // The client may have gone while the token and the key were checked: onClose has run already, so nothing
+          // would ever remove a watch made now.
+          if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;
           ctx.extra.authorization = authorization;
           ctx.extra.clientIp = clientIp;
           // A key disabled while the socket is open (on any node) closes it, ending its subscriptions: 4403 and the

@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import { getOperationAST, GraphQLError, type ExecutionArgs, type ExecutionResult } from 'graphql';
 import { createGraphQLError, createYoga, handleStreamOrSingleExecutionResult, isAsyncIterable, type Plugin, type YogaLogger } from 'graphql-yoga';
 import type { Logger } from 'pino';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
@@ -213,6 +213,14 @@ function useQueryLimits(keys: KeyWatch): Plugin<GraphqlContext> {
   return {
     onParse: ({ setParseFn }) => setParseFn(parseLimited),
     onExecute: async ({ args, setResultAndStopExecution }) => {
+      // A stream token is a subscription credential for browsers: the connection it opened may subscribe, nothing more
+      // (queries and mutations take the API key). Subscriptions go through onSubscribe, never here.
+      const grant = (args.contextValue as GraphqlContext).authorization;
+      if (typeof grant === 'object' && grant !== null) {
+        const err = new DomainError('forbidden', 'A stream token opens subscriptions only; queries and mutations need the API key.', { operation: operationKind(args) });
+        setResultAndStopExecution(refusal(err, args.contextValue as LimitedContext));
+        return;
+      }
       const ctx = await admit(args, setResultAndStopExecution);
       if (!ctx) return;
       return {
@@ -231,6 +239,11 @@ function useQueryLimits(keys: KeyWatch): Plugin<GraphqlContext> {
       };
     },
   };
+}
+
+/** The kind of the operation ExecutionArgs will run (query or mutation here). */
+function operationKind(args: ExecutionArgs): string {
+  return getOperationAST(args.document, args.operationName ?? undefined)?.operation ?? 'query';
 }
 
 /** Yoga's own log lines go to pino. Its error lines are dropped: resolveError already logged each fault once. */

@@ -67,6 +67,12 @@ test.serial('a second unpaid request is answered without the service, byte for b
   t.is(paid.status, 402);
   t.regex(paid.body, /invalid_payload|payment payload/);
   t.is(handled(), ++calls);
+  // the x402 v1 header and an MPP credential (Authorization: Payment …) are payments too
+  for (const headers of [{ 'X-PAYMENT': 'not-a-payment' }, { Authorization: 'Payment not-a-credential' }] as Record<string, string>[]) {
+    const other = await answerOf(url, { headers });
+    t.is(other.status, 402, JSON.stringify(headers));
+    t.is(handled(), ++calls, `${Object.keys(headers)[0]} reaches the service`);
+  }
   const post = await answerOf(url, { method: 'POST', body: '{}', headers: { 'content-type': 'application/json' } });
   t.is(post.status, 405);
   t.is(post.headers.allow, 'GET');

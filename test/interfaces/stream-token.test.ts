@@ -202,7 +202,7 @@ test.serial('the token is the principal of its key: mutation createStreamToken o
   t.is(mainnet.body.network, 'chain-mainnet');
 });
 
-test.serial('graphql-ws with connectionParams.token receives events; the spent token is refused with 4401', async (t) => {
+test.serial('graphql-ws with connectionParams.token receives events (and may not run queries or mutations); the spent token is refused with 4401', async (t) => {
   const token = await streamToken(t);
   const after = await anchor(t);
   const url = `${t.context.a.url.replace(/^http/, 'ws')}/graphql`;
@@ -222,7 +222,15 @@ test.serial('graphql-ws with connectionParams.token receives events; the spent t
       };
       wake();
     });
-    t.pass();
+    // The token opened a subscription connection, not the key's powers: a mutation or a query on it is refused.
+    for (const query of ['mutation { createStreamToken { token } }', '{ paymentLinks { data { id } } }']) {
+      const refused = await new Promise<any>((resolve) => {
+        const results: any[] = [];
+        client.subscribe({ query }, { next: (r) => results.push(r), error: (e) => resolve({ errors: e }), complete: () => resolve(results[0]) });
+      });
+      t.is(refused?.errors?.[0]?.extensions?.code, 'forbidden', `${query}: ${JSON.stringify(refused)}`);
+      t.falsy(refused?.data?.createStreamToken);
+    }
   } finally {
     unsubscribe();
     await client.dispose();
@@ -337,6 +345,10 @@ test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST o
     const second = await sseGet(a, '', header);
     t.is(second.status, 409);
     t.like(JSON.parse(second.body), { error: 'conflict' });
+    // an EventSource names the reservation as ?token= (it cannot send the header): the same stream, so the same 409
+    const byQuery = await sseGet(a, `token=${reservation}`);
+    t.is(byQuery.status, 409, byQuery.body);
+    t.like(JSON.parse(byQuery.body), { error: 'conflict' });
 
     const after = await anchor(t);
     const op = await http(a, 'POST', '/graphql', { headers: { ...header, accept: 'application/json' }, body: { query: SUB, variables: { after }, extensions: { operationId: 'op1' } } });

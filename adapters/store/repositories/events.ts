@@ -360,7 +360,7 @@ const HELD_WAIT_MS = 100;
 
 /**
  * Read-your-writes for the first page, which is cut at the horizon: when rows already committed wait above it (an
- * older writer is still open), wait — a few milliseconds, at most HELD_WAIT_MS — until the horizon has passed the
+ * older writer is still open), wait — a few milliseconds, backing off, at most HELD_WAIT_MS — until the horizon has passed the
  * newest of them. Rows committing after this read began do not extend the wait, so a busy network cannot hold a
  * list back; after the bound the page answers without them, and a subscription from its top still delivers them.
  */
@@ -369,8 +369,9 @@ async function awaitCommittedBelowHorizon(em: EntityManager): Promise<void> {
   const newest = held[0]!.m;
   if (newest === null) return;
   const deadline = Date.now() + HELD_WAIT_MS;
-  while (Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 2));
+  // backing off (2, 4, 8, … ms): a few round trips at most, each reading the horizon (a snapshot and pg_stat_activity)
+  for (let pause = 2; Date.now() < deadline; pause *= 2) {
+    await new Promise((r) => setTimeout(r, Math.min(pause, Math.max(1, deadline - Date.now()))));
     const h = await query<{ passed: boolean }>(em, `select svc_events_horizon() > ?::bigint as passed`, [newest]);
     if (h[0]!.passed) return;
   }

@@ -117,13 +117,6 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
       );
       return forgotten > 0;
     },
-    complete: async (network, paymentKey, done) => {
-      await query(
-        ctx.em(),
-        `update paid_calls set status = 'done', signature = ?, payer = ?, response = ?::jsonb, owner = null, updated_at = ? where network = ? and payment_key = ?`,
-        [done.signature, done.payer, JSON.stringify(done.response), done.at, network, paymentKey],
-      );
-    },
     completeMany: async (network, done) => {
       if (done.length === 0) return;
       const rows = done.map((d) => ({ payment_key: d.paymentKey, signature: d.signature, payer: d.payer, response: d.response, at: d.at }));

@@ -167,10 +167,6 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       }[];
       return new Set(rows.map((r) => r.tx_sig));
     },
-    hasPaywallTxSig: async (network, txSig) => {
-      const rows = (await em().execute(`select 1 from receipts where network = ? and tx_sig = ? and source = 'paywall' limit 1`, [network, txSig])) as unknown[];
-      return rows.length > 0;
-    },
     get: async (network, receiptHash) => {
       const rows = (await em().execute(`select ${COLUMNS} from receipts where network = ? and receipt_hash = ?`, [network, receiptHash])) as ReceiptRow[];
       return rows[0] ? receiptFromRow(rows[0]) : null;

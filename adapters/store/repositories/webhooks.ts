@@ -247,26 +247,8 @@ export function webhookDeliveryRepository(em: Em, epoch: () => number | null): W
             and events && array(select jsonb_array_elements_text(?::jsonb))`,
         [e.network, e.owner, JSON.stringify(patternsMatching(e.kind))],
       );
-      if (subscribers.length === 0) return 0;
-      const made = subscribers.map((s) => ({ id: newId(e.createdAt.getTime()), webhook_id: s.id }));
-      const job = deliverJob(e.network, '');
-      const counted = await rows<{ n: number }>(
-        em,
-        `with made as (
-           insert into webhook_deliveries (id, network, webhook_id, event_id, kind, phase, status, next_attempt_at, created_at, updated_at)
-           select x.id, ?, x.webhook_id, ?, ?, ?, 'pending', ?, ?, ?
-             from jsonb_to_recordset(?::jsonb) as x(id text, webhook_id text)
-           on conflict do nothing
-           returning id
-         )
-         select count(*)::int as n from graphile_worker.add_jobs(array(
-           select json_populate_record(null::graphile_worker.job_spec,
-                    json_build_object('identifier', ?::text, 'payload', json_build_object('network', ?::text, 'delivery_id', made.id),
-                                      'job_key', ?::text || made.id))
-             from made))`,
-        [e.network, e.id, e.kind, e.phase, e.createdAt, e.createdAt, e.createdAt, JSON.stringify(made), job.task, e.network, job.jobKey],
-      );
-      return counted[0]?.n ?? 0;
+      // the deliveries and their jobs: the one statement appendMany's fan-out uses
+      return fanOutMatched(em, [e], subscribers.map((sub) => ({ event: 0, webhookId: sub.id })));
     },
     insert: async (d) => {
       await em().execute(
