@@ -2,7 +2,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
-import type { Logger } from 'pino';
+import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 import { newRequestId } from '../domain/shared/ids.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { limitAnonymous } from './policies/rate-limit.ts';
@@ -138,6 +138,8 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     loggerInstance: log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newRequestId(),
+    // Issue 19: a request's child logger is made when something logs through it at an enabled level, not for every request.
+    childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
     logController: new RedactingLogController(),
@@ -212,6 +214,62 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;
+}
+
+const REAL = Symbol('real child');
+const BINDINGS = Symbol('bindings');
+type Lazy = FastifyBaseLogger & { [REAL]?: FastifyBaseLogger; [BINDINGS]: Bindings };
+const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+/** per parent logger, the prototype of its lazy children (they inherit its level, levels, flush…) */
+const lazyPrototypes = new WeakMap<FastifyBaseLogger, object>();
+
+function materialize(lazy: Lazy, parent: FastifyBaseLogger): FastifyBaseLogger {
+  return (lazy[REAL] ??= parent.child(lazy[BINDINGS]));
+}
+
+function lazyPrototype(parent: FastifyBaseLogger): object {
+  let proto = lazyPrototypes.get(parent);
+  if (proto) return proto;
+  const made: Record<string | symbol, unknown> = Object.create(parent);
+  for (const name of LEVEL_METHODS) {
+    made[name] = function (this: Lazy, ...args: unknown[]) {
+      const real = this[REAL] ?? (parent.isLevelEnabled(name) ? materialize(this, parent) : undefined);
+      if (real) (real[name] as (...a: unknown[]) => void)(...args);
+    };
+  }
+  made.child = function (this: Lazy, bindings: Bindings, options?: ChildLoggerOptions) {
+    return materialize(this, parent).child(bindings, options);
+  };
+  made.bindings = function (this: Lazy) {
+    return this[REAL] ? this[REAL].bindings() : { ...parent.bindings(), ...this[BINDINGS] };
+  };
+  made.setBindings = function (this: Lazy, bindings: Bindings) {
+    materialize(this, parent).setBindings(bindings);
+  };
+  made.isLevelEnabled = function (this: Lazy, level: string) {
+    return (this[REAL] ?? parent).isLevelEnabled(level);
+  };
+  Object.defineProperty(made, 'level', {
+    get(this: Lazy) {
+      return (this[REAL] ?? parent).level;
+    },
+    set(this: Lazy, level: string) {
+      materialize(this, parent).level = level;
+    },
+  });
+  lazyPrototypes.set(parent, made);
+  return made;
+}
+
+/**
+ * fastify's `childLoggerFactory`: the request's logger, a pino child with the request id made on first use at an enabled
+ * level. A request nothing logs for (the 402 fast path, every request when the level is above info) makes none.
+ */
+export function lazyChildLogger(this: unknown, parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
+  if (options.level !== undefined || options.serializers !== undefined) return parent.child(bindings, options);
+  const lazy = Object.create(lazyPrototype(parent)) as Lazy;
+  lazy[BINDINGS] = bindings;
+  return lazy;
 }
 
 /** the levels at which the incoming-request line is written: below, its fields are not even built */
