@@ -218,16 +218,16 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
 
 const REAL = Symbol('real child');
 const BINDINGS = Symbol('bindings');
-type Lazy = FastifyBaseLogger & { [REAL]?: FastifyBaseLogger; [BINDINGS]: Bindings };
+type Lazy = Logger & { [REAL]?: Logger; [BINDINGS]: Bindings };
 const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 /** per parent logger, the prototype of its lazy children (they inherit its level, levels, flush…) */
-const lazyPrototypes = new WeakMap<FastifyBaseLogger, object>();
+const lazyPrototypes = new WeakMap<Logger, object>();
 
-function materialize(lazy: Lazy, parent: FastifyBaseLogger): FastifyBaseLogger {
+function materialize(lazy: Lazy, parent: Logger): Logger {
   return (lazy[REAL] ??= parent.child(lazy[BINDINGS]));
 }
 
-function lazyPrototype(parent: FastifyBaseLogger): object {
+function lazyPrototype(parent: Logger): object {
   let proto = lazyPrototypes.get(parent);
   if (proto) return proto;
   const made: Record<string | symbol, unknown> = Object.create(parent);
@@ -265,9 +265,10 @@ function lazyPrototype(parent: FastifyBaseLogger): object {
  * fastify's `childLoggerFactory`: the request's logger, a pino child with the request id made on first use at an enabled
  * level. A request nothing logs for (the 402 fast path, every request when the level is above info) makes none.
  */
-export function lazyChildLogger(this: unknown, parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): FastifyBaseLogger {
-  if (options.level !== undefined || options.serializers !== undefined) return parent.child(bindings, options);
-  const lazy = Object.create(lazyPrototype(parent)) as Lazy;
+export function lazyChildLogger(this: unknown, parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): Logger {
+  const pinoParent = parent as unknown as Logger; // fastify's logger here is the app's pino logger (or its child)
+  if (options.level !== undefined || options.serializers !== undefined) return pinoParent.child(bindings, options);
+  const lazy = Object.create(lazyPrototype(pinoParent)) as Lazy;
   lazy[BINDINGS] = bindings;
   return lazy;
 }
