@@ -189,3 +189,28 @@ test('the lazy request logger: nothing made below its level; at an enabled level
   t.like(lines[3], { reqId: 'R2', msg: 'now written' });
   t.is(parent.level, 'warn');
 });
+
+test('at info level the fast path answers through fastify the same bytes and headers, and its request lines carry the request id', async (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const app = await startTestApp({ appOptions: { logger } });
+  try {
+    const key = await issueKey(app);
+    const { mint } = await recordAgent(app, key);
+    const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+    const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+    const first = await answerOf(url);
+    t.is(first.status, 402);
+    for (let i = 0; i < 3; i++) {
+      const next = await answerOf(url);
+      t.deepEqual(next, { ...first, requestId: next.requestId });
+    }
+    const last = await answerOf(url);
+    const completed = lines.find((l) => l.reqId === last.requestId && l.msg === 'request completed');
+    t.truthy(completed, 'the fast-path request is logged as completed with its request id');
+    t.like(completed, { res: { statusCode: 402 } });
+  } finally {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  }
+});
