@@ -62,6 +62,12 @@ export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: (
   done();
 }
 
+/**
+ * Whether a request's database work is cancelled when its client leaves (issue 21: the /v1, tRPC and GraphQL doors, whose
+ * contexts take `clientSignal`). The public paywall /x/{id} takes none — its 402s (issue 19) skip the bookkeeping.
+ */
+export const cancelsOnLeave = (url: string): boolean => !url.startsWith('/x/');
+
 type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface Listener {
@@ -159,7 +165,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   // One hook (issue 19: every request pays each): the request id header, and (issue 21) the response noted so a request
   // whose client leaves cancels its running statement (policies/heavy.ts).
   app.addHook('onRequest', (req, reply, done) => {
-    noteResponse(req.raw, reply.raw);
+    if (cancelsOnLeave(req.url)) noteResponse(req.raw, reply.raw);
     stampRequestId(req, reply, done);
   });
 
