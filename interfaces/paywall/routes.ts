@@ -81,8 +81,9 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
               return;
             }
             const fixed = fixedOf(challenge);
-            // the fixed headers, then the window's (as rateLimitHeaders writes them: an allowed hit has no Retry-After)
-            const out: Record<string, string | number> = { ...fixed.headers };
+            // the fixed headers, then the window's (as rateLimitHeaders writes them: an allowed hit has no Retry-After), written
+            // into the challenge's own object: both writes below copy it synchronously, so no request sees another's values
+            const out = fixed.headers;
             out['ratelimit-limit'] = decision.limit;
             out['ratelimit-remaining'] = decision.remaining;
             out['ratelimit-reset'] = decision.resetSeconds;
