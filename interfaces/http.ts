@@ -2,7 +2,7 @@ import { createServer, STATUS_CODES, type IncomingMessage, type Server, type Ser
 import type { Duplex } from 'node:stream';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { fastifyTRPCPlugin } from '@trpc/server/adapters/fastify';
-import type { Logger } from 'pino';
+import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 import { newRequestId } from '../domain/shared/ids.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { limitAnonymous } from './policies/rate-limit.ts';
@@ -61,6 +61,12 @@ export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: (
   if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
   done();
 }
+
+/**
+ * Whether a request's database work is cancelled when its client leaves (issue 21: the /v1, tRPC and GraphQL doors, whose
+ * contexts take `clientSignal`). The public paywall /x/{id} takes none — its 402s (issue 19) skip the bookkeeping.
+ */
+export const cancelsOnLeave = (url: string): boolean => !url.startsWith('/x/');
 
 type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -138,6 +144,8 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     loggerInstance: log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newRequestId(),
+    // Issue 19: a request's child logger is made when something logs through it at an enabled level, not for every request.
+    childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
     logController: new RedactingLogController(),
@@ -157,7 +165,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   // One hook (issue 19: every request pays each): the request id header, and (issue 21) the response noted so a request
   // whose client leaves cancels its running statement (policies/heavy.ts).
   app.addHook('onRequest', (req, reply, done) => {
-    noteResponse(req.raw, reply.raw);
+    if (cancelsOnLeave(req.url)) noteResponse(req.raw, reply.raw);
     stampRequestId(req, reply, done);
   });
 
@@ -212,6 +220,63 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return app;
+}
+
+const REAL = Symbol('real child');
+const BINDINGS = Symbol('bindings');
+type Lazy = Logger & { [REAL]?: Logger; [BINDINGS]: Bindings };
+const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+/** per parent logger, the prototype of its lazy children (they inherit its level, levels, flush…) */
+const lazyPrototypes = new WeakMap<Logger, object>();
+
+function materialize(lazy: Lazy, parent: Logger): Logger {
+  return (lazy[REAL] ??= parent.child(lazy[BINDINGS]));
+}
+
+function lazyPrototype(parent: Logger): object {
+  let proto = lazyPrototypes.get(parent);
+  if (proto) return proto;
+  const made: Record<string | symbol, unknown> = Object.create(parent);
+  for (const name of LEVEL_METHODS) {
+    made[name] = function (this: Lazy, ...args: unknown[]) {
+      const real = this[REAL] ?? (parent.isLevelEnabled(name) ? materialize(this, parent) : undefined);
+      if (real) (real[name] as (...a: unknown[]) => void)(...args);
+    };
+  }
+  made.child = function (this: Lazy, bindings: Bindings, options?: ChildLoggerOptions) {
+    return materialize(this, parent).child(bindings, options);
+  };
+  made.bindings = function (this: Lazy) {
+    return this[REAL] ? this[REAL].bindings() : { ...parent.bindings(), ...this[BINDINGS] };
+  };
+  made.setBindings = function (this: Lazy, bindings: Bindings) {
+    materialize(this, parent).setBindings(bindings);
+  };
+  made.isLevelEnabled = function (this: Lazy, level: string) {
+    return (this[REAL] ?? parent).isLevelEnabled(level);
+  };
+  Object.defineProperty(made, 'level', {
+    get(this: Lazy) {
+      return (this[REAL] ?? parent).level;
+    },
+    set(this: Lazy, level: string) {
+      materialize(this, parent).level = level;
+    },
+  });
+  lazyPrototypes.set(parent, made);
+  return made;
+}
+
+/**
+ * fastify's `childLoggerFactory`: the request's logger, a pino child with the request id made on first use at an enabled
+ * level. A request nothing logs for (the 402 fast path, every request when the level is above info) makes none.
+ */
+export function lazyChildLogger(this: unknown, parent: FastifyBaseLogger, bindings: Bindings, options: ChildLoggerOptions): Logger {
+  const pinoParent = parent as unknown as Logger; // fastify's logger here is the app's pino logger (or its child)
+  if (options.level !== undefined || options.serializers !== undefined) return pinoParent.child(bindings, options);
+  const lazy = Object.create(lazyPrototype(pinoParent)) as Lazy;
+  lazy[BINDINGS] = bindings;
+  return lazy;
 }
 
 /** the levels at which the incoming-request line is written: below, its fields are not even built */

@@ -9,7 +9,7 @@ import { currentScope, runScoped, tagQuery } from './request-scope.ts';
 import { localHeavySlots, type HeavySlots } from './heavy-slots.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { RequestScope } from '../../domain/ports/store.ts';
-import type { RepoContext } from './repositories/context.ts';
+import { rawOn, type RepoContext } from './repositories/context.ts';
 import { apiKeyRepository } from './repositories/api-keys.ts';
 import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
@@ -74,6 +74,7 @@ class Repos implements Repositories, RepoContext {
     readonly inTransaction: boolean,
     /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
     readonly owner: ProcessOwner | undefined,
+    readonly raw?: RepoContext['raw'],
   ) {}
 
   readonly apiKeys = apiKeyRepository(this);
@@ -147,7 +148,8 @@ export class MikroOrmStore extends Repos implements Store {
     private readonly classes: RequestClasses = DEFAULT_CLASSES,
   ) {
     // A heavy request's reads take the heavy pool; everything else (and every transaction) the main one.
-    super(() => (currentScope()?.heavy && classes.heavyOrm ? classes.heavyOrm : orm).em.fork({ clear: true, useContext: false }), false, owner);
+    const pool = () => (currentScope()?.heavy && classes.heavyOrm ? classes.heavyOrm : orm);
+    super(() => pool().em.fork({ clear: true, useContext: false }), false, owner, rawOn(pool));
     this.slots = classes.slots ?? localHeavySlots();
   }
 

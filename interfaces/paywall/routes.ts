@@ -3,6 +3,8 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { Slug } from '../../domain/payment-links/schema.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import { limitAnonymous } from '../policies/rate-limit.ts';
+import { rateLimitedError, rateLimitHeaders, WINDOW_MS } from '../../domain/policies/rate-limit.ts';
+import type { PaywallResponse } from '../../domain/paywall/http.ts';
 import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
 
@@ -12,6 +14,29 @@ import { restAnswer } from '../errors.ts';
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 /** Response headers a buyer's browser-based client must be able to read. */
 const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed';
+
+/** Levels at which fastify writes no line for a completed request (its request-completed line is at info). */
+const QUIET = new Set(['warn', 'error', 'fatal', 'silent']);
+
+/**
+ * Issue 19: per rendered challenge (one per link and terms, replaced when either changes), the headers that do not
+ * change between requests, lower-cased as fastify writes them, and its body as a Buffer view.
+ */
+const fixedByChallenge = new WeakMap<PaywallResponse, { headers: Record<string, string | number>; body: Buffer }>();
+function fixedOf(challenge: PaywallResponse): { headers: Record<string, string | number>; body: Buffer } {
+  let fixed = fixedByChallenge.get(challenge);
+  if (!fixed) {
+    const body = Buffer.from(challenge.body.buffer, challenge.body.byteOffset, challenge.body.byteLength);
+    const headers: Record<string, string | number> = { 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSED };
+    for (const [name, value] of Object.entries(challenge.headers)) headers[name.toLowerCase()] = value;
+    headers['content-type'] ??= 'application/octet-stream';
+    headers['content-length'] = body.byteLength;
+    fixed = { headers, body };
+    fixedByChallenge.set(challenge, fixed);
+  }
+  return fixed;
+}
+const WINDOW_S = WINDOW_MS / 1000;
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
@@ -48,14 +73,28 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
           const { network } = splitQuery(req.url);
           const challenge = paywall.cachedChallenge({ id: req.params.id, network, method: req.method });
           if (challenge) {
-            try {
-              limitAnonymous(services, req.ip, 'paywall', headers);
-            } catch (err) {
-              const { status, body } = restAnswer(err, req);
+            const decision = services.memoryLimiter.hit(`ip:${req.ip}`, 'paywall');
+            if (!decision.allowed) {
+              Object.assign(headers, rateLimitHeaders(decision));
+              const { status, body } = restAnswer(rateLimitedError(decision), req);
               reply.code(status).headers(headers).send(body);
               return;
             }
-            reply.code(challenge.status).headers(headers).headers(challenge.headers).send(Buffer.from(challenge.body.buffer, challenge.body.byteOffset, challenge.body.byteLength));
+            const fixed = fixedOf(challenge);
+            // the fixed headers, then the window's (as rateLimitHeaders writes them: an allowed hit has no Retry-After), written
+            // into the challenge's own object: both writes below copy it synchronously, so no request sees another's values
+            const out = fixed.headers;
+            out['ratelimit-limit'] = decision.limit;
+            out['ratelimit-remaining'] = decision.remaining;
+            out['ratelimit-reset'] = decision.resetSeconds;
+            out['ratelimit-policy'] = `${decision.limit};w=${WINDOW_S}`;
+            if (QUIET.has(req.log.level)) {
+              // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
+              reply.hijack();
+              reply.raw.writeHead(challenge.status, out).end(fixed.body);
+              return;
+            }
+            reply.code(challenge.status).headers(out).send(fixed.body);
             return;
           }
         }

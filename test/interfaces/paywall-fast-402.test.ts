@@ -1,6 +1,9 @@
 import anyTest, { type TestFn } from 'ava';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import type { PaywallService } from '../../domain/paywall/service.ts';
+import { cancelsOnLeave, lazyChildLogger } from '../../interfaces/http.ts';
 
 // Issue 19, the 402 fast path: an unpaid request whose challenge is at hand (the link cached, the terms known, the
 // challenge rendered) is answered by the route without calling the paywall service — the same status, bytes and
@@ -113,6 +116,33 @@ test.serial('a changed or disabled link is never answered from the fast path', a
   t.is((await answerOf(url)).status, 410, 'still 410: a disabled link has no challenge at hand');
 });
 
+test.serial('a fast-path 402 makes no request logger: the child logger is made only when something logs at an enabled level', async (t) => {
+  const { app, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+  t.is((await answerOf(url)).status, 402);
+  const log = app.fastify.log as unknown as { child: (...args: unknown[]) => unknown };
+  const original = log.child;
+  let children = 0;
+  log.child = function (this: unknown, ...args: unknown[]) {
+    children++;
+    return original.apply(this, args);
+  };
+  try {
+    for (let i = 0; i < 3; i++) {
+      const res = await answerOf(url);
+      t.is(res.status, 402);
+      t.truthy(res.requestId);
+      t.truthy(res.headers['payment-required']);
+      t.is(res.headers['content-length'], String(Buffer.byteLength(res.body)));
+    }
+    t.is(children, 0, 'no child logger per request');
+  } finally {
+    log.child = original;
+  }
+});
+
 test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelope with the CORS headers', async (t) => {
   const { app, key } = t.context;
   const { mint } = await recordAgent(app, key);
@@ -126,4 +156,72 @@ test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelo
   t.is(last!.status, 429);
   t.regex(last!.body, /"error":"rate_limited"/);
   t.is(last!.headers['access-control-allow-origin'], '*');
+});
+
+test('the lazy request logger: nothing made below its level; at an enabled level one child, its lines carry the request id', (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(JSON.parse(String(chunk)));
+      done();
+    },
+  });
+  const parent = pino({ level: 'warn' }, sink);
+  let children = 0;
+  const original = parent.child;
+  parent.child = function (this: typeof parent, ...args: Parameters<typeof original>) {
+    children++;
+    return original.apply(this, args);
+  } as typeof original;
+  const log = lazyChildLogger.call(undefined, parent, { reqId: 'R1' }, {});
+  log.info('not written');
+  log.debug({ x: 1 }, 'not written');
+  t.is(log.level, 'warn');
+  t.deepEqual(log.bindings(), { reqId: 'R1' });
+  t.is(children, 0);
+  log.warn({ a: 1 }, 'written');
+  log.error('again');
+  t.is(children, 1, 'one child, made on the first enabled line');
+  t.is(lines.length, 2);
+  t.like(lines[0], { reqId: 'R1', a: 1, msg: 'written', level: 40 });
+  t.like(lines[1], { reqId: 'R1', msg: 'again' });
+  const nested = log.child({ client_request_id: 'c' });
+  nested.warn('nested');
+  t.like(lines[2], { reqId: 'R1', client_request_id: 'c', msg: 'nested' });
+  // a level raised on the request's logger applies to it alone
+  const other = lazyChildLogger.call(undefined, parent, { reqId: 'R2' }, {});
+  other.level = 'info';
+  other.info('now written');
+  t.like(lines[3], { reqId: 'R2', msg: 'now written' });
+  t.is(parent.level, 'warn');
+});
+
+test('at info level the fast path answers through fastify the same bytes and headers, and its request lines carry the request id', async (t) => {
+  const lines: Record<string, unknown>[] = [];
+  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+  const app = await startTestApp({ appOptions: { logger } });
+  try {
+    const key = await issueKey(app);
+    const { mint } = await recordAgent(app, key);
+    const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+    const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+    const first = await answerOf(url);
+    t.is(first.status, 402);
+    for (let i = 0; i < 3; i++) {
+      const next = await answerOf(url);
+      t.deepEqual(next, { ...first, requestId: next.requestId });
+    }
+    const last = await answerOf(url);
+    const completed = lines.find((l) => l.reqId === last.requestId && l.msg === 'request completed');
+    t.truthy(completed, 'the fast-path request is logged as completed with its request id');
+    t.like(completed, { res: { statusCode: 402 } });
+  } finally {
+    await app.close();
+    await removeDataDir(app.dataDir);
+  }
+});
+
+test('the paywall\'s requests are not noted for client-left cancellation; every door whose context takes the signal is', (t) => {
+  t.false(cancelsOnLeave('/x/abc?network=chain-devnet'));
+  for (const url of ['/v1/payment-links/abc', '/trpc/paymentLinks.get', '/graphql', '/v1/events?limit=5', '/xyz']) t.true(cancelsOnLeave(url), url);
 });

@@ -1,4 +1,5 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { tagQuery } from '../request-scope.ts';
 import type { ProcessOwner } from '../process-owner.ts';
 
 // Repository style (issue 18 item 3): one raw-SQL repository per file in this folder, its row type (the columns as
@@ -12,6 +13,39 @@ export interface RepoContext {
   readonly inTransaction: boolean;
   /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
   readonly owner: ProcessOwner | undefined;
+  /**
+   * Issue 19, the hot reads: one statement (`$n` parameters) on a pooled node-postgres connection of the pool `em()` would
+   * use, without a fork or a query builder; tagged and refused after its request stopped as every statement is.
+   * Absent in a transaction (its statements run on the transaction's connection).
+   */
+  readonly raw?: (<T>(text: string, values: unknown[]) => Promise<T[]>) | undefined;
+}
+
+interface PooledClient {
+  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+  __knex__disposed?: unknown;
+}
+interface KnexClient {
+  acquireConnection(): Promise<PooledClient>;
+  releaseConnection(connection: PooledClient): Promise<void>;
+}
+
+/** `raw` over a MikroORM's pool (its knex client's tarn pool: the same connections, settings and limits). */
+export function rawOn(orm: () => MikroORM): <T>(text: string, values: unknown[]) => Promise<T[]> {
+  return async <T>(text: string, values: unknown[]): Promise<T[]> => {
+    const sql = tagQuery(text);
+    const client = orm().em.getConnection().getKnex().client as unknown as KnexClient;
+    const connection = await client.acquireConnection();
+    try {
+      return (await connection.query(sql, values)).rows as T[];
+    } catch (e) {
+      // not an answer of the server (the socket broke): the pool must not hand this connection out again (as knex does)
+      if (!(e as { code?: unknown }).code) connection.__knex__disposed = e;
+      throw e;
+    } finally {
+      await client.releaseConnection(connection);
+    }
+  };
 }
 
 /** Runs one statement with bound parameters and answers its rows. */

@@ -97,6 +97,11 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
       );
     },
     get: async (network, id) => {
+      if (ctx.raw) {
+        // issue 19: the hot read (GET /v1/payment-links/{id}, the paywall's link) straight on a pooled connection
+        const [row] = await ctx.raw<PaymentLinkRow>('select * from payment_links where network = $1 and id = $2', [network, id]);
+        return row ? fromRow(row) : null;
+      }
       // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
       return one(
         ctx.em(),
