@@ -18,9 +18,8 @@
 // The clients (autocannon; the closed loop for the paid calls, whose headers differ per request) run in a process of
 // their own (test/bench/support/load.ts), apart from both servers; a plain fastify route answering {"ok":true} is
 // measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
+import { profiled } from './support/profile.ts';
 import os from 'node:os';
-import { Session } from 'node:inspector/promises';
-import { writeFile } from 'node:fs/promises';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
@@ -47,7 +46,6 @@ import { baselineWarning, expectAll, plainBaseline, runLoad, startPlainServer, t
 /** BENCH_BREAKDOWN=1: where a paid call's time goes (method timings and PostgreSQL wait sampling); not for figures. */
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === '1';
 /** BENCH_CPU_PROF=dir: a CPU profile of this process (the gateway) during the last paywall 402 round */
-const PROFILE_DIR = process.env.BENCH_CPU_PROF;
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PAID = Number(process.env.BENCH_PAID ?? 400);
@@ -182,22 +180,6 @@ async function sampleWaits<T>(url: string, work: () => Promise<T>): Promise<{ va
   }
 }
 
-async function profiled<T>(on: boolean, fn: () => Promise<T>): Promise<T> {
-  if (!on || !PROFILE_DIR) return fn();
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  try {
-    return await fn();
-  } finally {
-    const { profile } = await session.post('Profiler.stop');
-    const file = `${PROFILE_DIR}/paywall-402-${Date.now()}.cpuprofile`;
-    await writeFile(file, JSON.stringify(profile));
-    console.log(`  CPU profile of the paywall's 402 round: ${file}`);
-    session.disconnect();
-  }
-}
 
 // ---------------------------------------------------------------------------------------------------------------
 // The two servers
@@ -239,7 +221,7 @@ try {
   const rounds: { base: Cannon & { cpuUs: number }; paywall: Cannon & { cpuUs: number } }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const base = await cannon(plainUrl);
-    const paywall = await profiled(i === ROUNDS - 1, () => cannon(paywallUrl));
+    const paywall = await profiled(i === ROUNDS - 1, 'paywall-402', () => cannon(paywallUrl));
     rounds.push({ base, paywall });
     console.log(
       `  round ${i + 1}: plain ${base.rps.toFixed(0)} req/s (p50 ${base.p50} ms, p99 ${base.p99} ms, ${base.total}×402, ${base.cpuUs.toFixed(0)} µs CPU/req) | ` +

@@ -3,10 +3,9 @@
 // in one run (after a warm-up of both), autocannon in its own process (test/bench/support/load.ts).
 // Run on demand: npm run bench:reads   (BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_ROUNDS; BENCH_CPU_PROF=dir writes a
 // CPU profile of the gateway process's busiest round there — node's inspector, in this process)
+import { profiled } from './support/profile.ts';
 import Fastify from 'fastify';
 import type { AddressInfo } from 'node:net';
-import { writeFile } from 'node:fs/promises';
-import { Session } from 'node:inspector/promises';
 import pg from 'pg';
 import { BUCKETS } from '../../domain/policies/rate-limit.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
@@ -15,7 +14,6 @@ import { expectAll, header, machineLine, plainBaseline, row, startPlainServer, t
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
-const PROFILE_DIR = process.env.BENCH_CPU_PROF;
 const GOAL = 0.5;
 const PATH_NAME = 'GET /v1/payment-links/{id}';
 
@@ -50,7 +48,7 @@ try {
   const rounds: { plain: Measured; gateway: Measured }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const plain = await withCpu(() => expectAll(plainJob, 200));
-    const gateway = await withCpu(() => profiled(i === ROUNDS - 1, () => expectAll(gatewayJob, 200)));
+    const gateway = await withCpu(() => profiled(i === ROUNDS - 1, 'reads-gateway', () => expectAll(gatewayJob, 200)));
     rounds.push({ plain, gateway });
     console.log(
       `  round ${i + 1}: plain ${plain.rps.toFixed(0)} req/s (p99 ${plain.p99} ms, ${plain.cpuUs.toFixed(0)} µs CPU/req) | ` +
@@ -112,19 +110,3 @@ async function countQueries(fn: () => Promise<void>): Promise<number> {
   return n;
 }
 
-async function profiled<T>(on: boolean, fn: () => Promise<T>): Promise<T> {
-  if (!on || !PROFILE_DIR) return fn();
-  const session = new Session();
-  session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
-  try {
-    return await fn();
-  } finally {
-    const { profile } = await session.post('Profiler.stop');
-    const file = `${PROFILE_DIR}/reads-gateway-${Date.now()}.cpuprofile`;
-    await writeFile(file, JSON.stringify(profile));
-    console.log(`  CPU profile of the gateway round: ${file}`);
-    session.disconnect();
-  }
-}
