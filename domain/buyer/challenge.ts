@@ -4,7 +4,7 @@ import { atomicToDecimal, feeFor } from '../shared/money.ts';
 import { STABLES, type Network } from '../shared/network.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
 import { networkFromX402, requirementsV2, ResourceInfo, X402RequirementsV1, X402RequirementsV2 } from '../facilitator/wire.ts';
-import { acceptOfCharge, MPP_INTENT, MPP_METHOD, parseChallenges, SolanaChargeRequest } from '../facilitator/mpp.ts';
+import { acceptOfCharge, MPP_INTENT, MPP_METHOD, solanaCharges, SolanaChargeRequest } from '../facilitator/mpp.ts';
 import type { QuoteOption } from './schema.ts';
 
 // Issue 14: the 402 a seller answers, read into quote options. x402 v2 (PAYMENT-REQUIRED header, base64 JSON) first,
@@ -120,8 +120,7 @@ export function mppOptionOf(request: SolanaChargeRequest, challenge: { id: strin
 export function readMppOptions(headers: Record<string, string>, caller: Network): { options: QuoteOption[]; resource: Challenge['resource'] } {
   const options: QuoteOption[] = [];
   let resource: Challenge['resource'] = null;
-  for (const c of parseChallenges(headers['www-authenticate'])) {
-    if (c.method !== MPP_METHOD || c.intent !== MPP_INTENT) continue;
+  for (const c of solanaCharges(headers['www-authenticate'])) {
     const request = SolanaChargeRequest.safeParse(c.request);
     if (!request.success) continue;
     options.push(mppOptionOf(request.data, { id: c.id, realm: c.realm || null, expires: c.expires ?? null }, caller));

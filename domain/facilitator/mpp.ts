@@ -4,7 +4,8 @@ import { canonicalJson } from '../shared/canonical-json.ts';
 import { decodeTransaction } from './decode.ts';
 import { isMemo } from './instructions.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from './schema.ts';
-import type { X402RequirementsV2 } from './wire.ts';
+import { networkFromX402, type X402RequirementsV2 } from './wire.ts';
+import type { Network } from '../shared/network.ts';
 
 // The MPP rail's Solana "charge" method (fee-facilitator-mpp-tools §2.6, §4.2; DECISIONS "MPP rail"), shared by the
 // paywall (challenges), the facilitator (POST /mpp/settle) and the buyer kit (svc-gateway/mpp). Pure, and free of
@@ -155,6 +156,23 @@ export function encodeReceipt(receipt: { reference: string; timestamp: string; s
   return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
 }
 
+/** A Payment-Receipt header read back (the buyer side): the settlement signature when it reports success, else null. */
+export function decodeReceipt(header: string | null | undefined): { reference: string; timestamp?: string; slot?: number; challengeId?: string } | null {
+  if (!header) return null;
+  try {
+    const body = JSON.parse(Buffer.from(header, 'base64url').toString('utf8')) as Record<string, unknown>;
+    if (body.status !== 'success' || typeof body.reference !== 'string') return null;
+    return {
+      reference: body.reference,
+      ...(typeof body.timestamp === 'string' ? { timestamp: body.timestamp } : {}),
+      ...(typeof body.slot === 'number' ? { slot: body.slot } : {}),
+      ...(typeof body.challengeId === 'string' ? { challengeId: body.challengeId } : {}),
+    };
+  } catch {
+    return null;
+  }
+}
+
 /** One `Payment` challenge of a WWW-Authenticate value, its auth-params as given (request still base64url). */
 export interface WireChallenge {
   id: string;
@@ -233,4 +251,15 @@ export function parseChallenges(header: string | null | undefined): WireChalleng
 export function encodeCredential(challenge: WireChallenge, transaction: string): string {
   const wire = { challenge: { ...challenge, request: encodeRequest(challenge.request) }, payload: { type: 'transaction', transaction } };
   return `Payment ${Buffer.from(JSON.stringify(wire), 'utf8').toString('base64url')}`;
+}
+
+/** The Solana `charge` challenges of a WWW-Authenticate value (the ones this gateway's buyers can pay). */
+export function solanaCharges(header: string | null | undefined): WireChallenge[] {
+  return parseChallenges(header).filter((c) => c.method === MPP_METHOD && c.intent === MPP_INTENT);
+}
+
+/** The paying network a challenge names (methodDetails.network, CAIP-2 or a gateway name): ours, or undefined; `wire` as given. */
+export function challengeNetwork(c: WireChallenge): { network: Network | undefined; wire: string } {
+  const wire = String((c.request.methodDetails as { network?: unknown } | undefined)?.network ?? '');
+  return { network: networkFromX402(wire), wire };
 }

@@ -55,10 +55,17 @@ export type PaywallResult =
       kind: 'mpp_required';
       link: PaymentLinkRecord;
       challenges: IssuedChallenge[];
-      refusal: { error: string; message: string; details?: Record<string, unknown> } | null;
+      refusal: MppRefusal | null;
       requestId: string | undefined;
     }
   | { kind: 'served'; response: StoredResponse; replayed: boolean };
+
+/** Why an MPP credential was refused: the error envelope's fields, answered beside fresh challenges. */
+export interface MppRefusal {
+  error: string;
+  message: string;
+  details?: Record<string, unknown>;
+}
 
 export interface PaywallCoreDeps {
   store: Store;
@@ -138,13 +145,7 @@ export class PaywallCore {
     const accepts = acceptsFor(link, terms);
     const now = this.deps.clock.now();
     const realm = realmOf(this.deps.settings.baseUrl);
-    const answer = (refusal: { error: string; message: string; details?: Record<string, unknown> } | null): PaywallResult => ({
-      kind: 'mpp_required',
-      link,
-      challenges: issueChallenges({ secret: this.deps.mppSecret, realm, network: link.network, accepts, resource, now }),
-      refusal,
-      requestId: request.requestId,
-    });
+    const answer = (refusal: MppRefusal | null): PaywallResult => this.mppRequired({ link, accepts, resource, requestId: request.requestId }, refusal);
     const encoded = paymentCredentialOf(request.headers.authorization);
     if (!encoded) return answer(null);
     const read = readCredential(encoded, { secret: this.deps.mppSecret, realm, now });
@@ -185,14 +186,13 @@ export class PaywallCore {
   /** A refusal of a call in its rail's form: x402's 402 offer, or MPP's 402 with fresh challenges. */
   private refused(call: Call, reason: string, message: string): PaywallResult {
     if (!call.mpp) return refused(call, reason, message);
-    const now = this.deps.clock.now();
-    return {
-      kind: 'mpp_required',
-      link: call.link,
-      challenges: issueChallenges({ secret: this.deps.mppSecret, realm: realmOf(this.deps.settings.baseUrl), network: call.link.network, accepts: call.accepts, resource: call.resource, now }),
-      refusal: { error: reason, message },
-      requestId: call.request.requestId,
-    };
+    return this.mppRequired({ link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId }, { error: reason, message });
+  }
+
+  /** MPP's 402: fresh challenges for the link's terms, and the refusal's reason when there is one. */
+  private mppRequired(offer: { link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; requestId: string | undefined }, refusal: MppRefusal | null): PaywallResult {
+    const challenges = issueChallenges({ secret: this.deps.mppSecret, realm: realmOf(this.deps.settings.baseUrl), network: offer.link.network, accepts: offer.accepts, resource: offer.resource, now: this.deps.clock.now() });
+    return { kind: 'mpp_required', link: offer.link, challenges, refusal, requestId: offer.requestId };
   }
 
   /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */

@@ -18,7 +18,7 @@ import {
   type PaymentPayloadV2,
 } from '../../domain/facilitator/wire.ts';
 import { STABLES, type Network } from '../../domain/shared/network.ts';
-import { acceptOfCharge, encodeCredential, MPP_INTENT, MPP_METHOD, parseChallenges, SolanaChargeRequest, type WireChallenge } from '../../domain/facilitator/mpp.ts';
+import { acceptOfCharge, challengeNetwork, encodeCredential, solanaCharges, SolanaChargeRequest, type WireChallenge } from '../../domain/facilitator/mpp.ts';
 
 // The buyer kit (DECISIONS "x402 on the paywall" and "MPP rail", fee-facilitator-mpp-tools §2.1–2.4, §4.2): a fetch
 // that answers an x402 or an MPP 402 by signing the §2.3 settlement transaction — seller leg, fee leg when the offer carries extra["svc.fee"], and
@@ -282,13 +282,13 @@ export function createChallengeSigner(options: OfferSignerOptions & { network?: 
 
 /** The first Solana charge challenge of an MPP 402 on the wanted network (any known one by default); null when none. */
 function chooseMppChallenge(response: Response, wanted: Network | undefined): WireChallenge | null {
-  const challenges = parseChallenges(response.headers.get('www-authenticate')).filter((c) => c.method === MPP_METHOD && c.intent === MPP_INTENT);
+  const challenges = solanaCharges(response.headers.get('www-authenticate'));
   if (challenges.length === 0) return null;
   for (const c of challenges) {
-    const network = networkFromX402(String((c.request.methodDetails as { network?: unknown } | undefined)?.network ?? ''));
+    const { network } = challengeNetwork(c);
     if (network && (!wanted || network === wanted)) return c;
   }
-  throw new PaymentError('no_matching_offer', `no Solana charge challenge on ${wanted ?? 'a supported network'}`, { offered: challenges.map((c) => (c.request.methodDetails as { network?: unknown } | undefined)?.network) });
+  throw new PaymentError('no_matching_offer', `no Solana charge challenge on ${wanted ?? 'a supported network'}`, { offered: challenges.map((c) => challengeNetwork(c).wire) });
 }
 
 export function createPayingFetch(options: PayingFetchOptions): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {

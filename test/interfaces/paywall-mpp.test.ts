@@ -5,7 +5,7 @@ import { Mppx } from 'mppx/client';
 import { solanaCharge } from '../../interfaces/mpp/index.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
-import { encodeRequest } from '../../domain/facilitator/mpp.ts';
+import { decodeReceipt, encodeRequest } from '../../domain/facilitator/mpp.ts';
 import { challengeId } from '../../domain/paywall/mpp.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2 } from '../../domain/shared/network.ts';
@@ -135,6 +135,7 @@ test.serial('a paid call over MPP and one over x402 leave the same counters, rec
   const mppReceipt = JSON.parse(Buffer.from(receiptHeader!, 'base64url').toString('utf8'));
   t.like(mppReceipt, { method: 'solana', status: 'success', challengeId: first.challenge.id });
   t.regex(mppReceipt.reference, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+  t.like(decodeReceipt(receiptHeader), { reference: mppReceipt.reference, challengeId: first.challenge.id }, 'the buyer side reads the same receipt');
   t.is(paid.headers.get('payment-response'), null);
 
   const xPaid = await payingFetch(w, buyerX)(x402.url);
@@ -235,6 +236,34 @@ test.serial('a transaction bound to another challenge unlocks nothing; a tampere
   const paid = await fetch(url, { headers: { authorization: credential({ ...plain(a), request: encodeRequest(a.request) }, boundToA) } });
   t.is(paid.status, 200);
   t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+});
+
+test.serial('a paid MPP call replays its stored answer after its challenge expired; a fresh payment under that expired challenge is refused', async (t) => {
+  const w = t.context;
+  const { url, link } = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const issued = (await unpaid(url)).challenge;
+  // The same challenge, correctly signed with our key, but valid only 1.5 s from now.
+  const fields = { realm: issued.realm, method: issued.method, intent: issued.intent, request: issued.request as Record<string, unknown>, expires: new Date(Date.now() + 1500).toISOString() };
+  const shortLived = { id: challengeId(new TextEncoder().encode(SECRET), fields), ...fields };
+  const tx = await transactionFor(t, shortLived, buyer);
+  const paid = await fetch(url, { headers: { authorization: credential(shortLived, tx) } });
+  t.is(paid.status, 200, await paid.clone().text());
+  const receipt = paid.headers.get('payment-receipt');
+
+  while (Date.now() <= Date.parse(fields.expires)) await new Promise((r) => setTimeout(r, 100));
+  const replay = await fetch(url, { headers: { authorization: credential(shortLived, tx) } });
+  t.is(replay.status, 200, 'the transaction was paid: its answer is kept past the challenge');
+  t.is(replay.headers.get('x-svc-replayed'), 'true');
+  t.is(replay.headers.get('payment-receipt'), receipt);
+  t.like((await getLink(w, link.id)).counters, { settled_count: 1 });
+
+  const other = await fundBuyer(w);
+  const refused = await fetch(url, { headers: { authorization: credential(shortLived, await transactionFor(t, shortLived, other)) } });
+  t.is(refused.status, 402);
+  t.like(await refused.json(), { error: 'mpp_challenge_expired' });
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS, 'charged once');
+  t.is(await tokenBalance(w, other.publicKey.toBase58()), 1_000_000n, 'nothing moved under the expired challenge');
 });
 
 test.serial('facilitator POST /mpp/settle: a malformed body is 400 in the envelope; an unbound transaction is refused with challenge_mismatch', async (t) => {

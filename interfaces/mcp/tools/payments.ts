@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { WholeUnits } from '../../../domain/agents/prepare-schema.ts';
 import { networkFromX402 } from '../../../domain/facilitator/wire.ts';
-import { MPP_INTENT, MPP_METHOD, parseChallenges } from '../../../domain/facilitator/mpp.ts';
+import { challengeNetwork, decodeReceipt, solanaCharges } from '../../../domain/facilitator/mpp.ts';
 import { CreatePaymentLinkInput, HttpMethod, Slug } from '../../../domain/payment-links/schema.ts';
 import { decimalToAtomic } from '../../../domain/shared/money.ts';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../client/paying-fetch.ts';
@@ -65,9 +65,9 @@ async function probe(ctx: ToolContext, url: string, init: RequestInit) {
   const body = await bodyOf(res);
   if (!accepts && body && typeof body === 'object' && Array.isArray((body as { accepts?: unknown }).accepts)) accepts = (body as { accepts: unknown[] }).accepts;
   if (!accepts) {
-    const charges = parseChallenges(res.headers.get('www-authenticate')).filter((c) => c.method === MPP_METHOD && c.intent === MPP_INTENT);
+    const charges = solanaCharges(res.headers.get('www-authenticate'));
     if (charges.length > 0) {
-      const offered = [...new Set(charges.map((c) => String((c.request.methodDetails as { network?: unknown } | undefined)?.network ?? '')).map((n) => networkFromX402(n) ?? n))];
+      const offered = [...new Set(charges.map((c) => challengeNetwork(c)).map((n) => n.network ?? n.wire))];
       if (!offered.includes(ctx.network)) {
         throw new ToolError('wrong_network', `The offer is on ${offered.join(', ') || 'no known network'}, not on this agent's network ${ctx.network}.`, { network: ctx.network, offered });
       }
@@ -131,14 +131,8 @@ export const payPaymentLink = defineTool({
     const mppReceipt = res.headers.get('Payment-Receipt');
     const response = await bodyOf(res);
     let signature: string | undefined;
-    if (probed.kind === 'mpp' && mppReceipt) {
-      // MPP's Payment-Receipt: base64url { method, reference: <signature>, status: "success", timestamp }
-      try {
-        const receipt = JSON.parse(Buffer.from(mppReceipt, 'base64url').toString('utf8')) as { reference?: unknown; status?: unknown };
-        if (receipt.status === 'success' && typeof receipt.reference === 'string') signature = receipt.reference;
-      } catch {
-        signature = undefined;
-      }
+    if (probed.kind === 'mpp') {
+      signature = decodeReceipt(mppReceipt)?.reference;
     } else if (settledHeader) {
       signature = decodePaymentResponse(settledHeader).transaction;
     }
