@@ -11,6 +11,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { CAIP2, findStable, X402_V1_NETWORK, type Stable } from '../../domain/shared/network.ts';
 import { randomHash, waitForCommitment } from '../support/ledger.ts';
 import { devnetUsdcOffer } from '../support/facilitator.ts';
+import { issueChallenges } from '../../domain/paywall/mpp.ts';
 
 // The Facilitator port's contract (fee-facilitator-mpp-tools §2.3, §4.1; DECISIONS "Facilitator"): the in-process
 // adapter and the HTTP adapter pass the same tests against the same embedded devnet, so the paywall can use either.
@@ -77,12 +78,12 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
   /** The buyer-signed payment as base64; `over` changes what is built (never what is offered). */
   const pay = async (
     s: Scene,
-    over: { requirements?: Partial<PaymentRequirements>; createAtas?: boolean; blockhash?: string; sign?: boolean } = {},
+    over: { requirements?: Partial<PaymentRequirements>; createAtas?: boolean; blockhash?: string; sign?: boolean; memo?: string } = {},
   ): Promise<string> => {
     const blockhash = over.blockhash ?? (await s.h.ledger.getLatestBlockhash()).blockhash;
     const requirements = { ...s.requirements, ...over.requirements };
     if (over.requirements && 'fee' in over.requirements && over.requirements.fee === undefined) delete requirements.fee;
-    const tx = buildPaymentTransaction({ feePayer: s.feePayer, payer: s.buyer.publicKey.toBase58(), requirements, blockhash, createAtas: over.createAtas });
+    const tx = buildPaymentTransaction({ feePayer: s.feePayer, payer: s.buyer.publicKey.toBase58(), requirements, blockhash, createAtas: over.createAtas, ...(over.memo ? { memo: over.memo } : {}) });
     if (over.sign ?? true) tx.sign([s.buyer]);
     return Buffer.from(tx.serialize()).toString('base64');
   };
@@ -165,6 +166,35 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     t.deepEqual(await holdings(s), after, 'nothing moved a second time');
     t.like(await s.h.facilitator.verify(request), { isValid: false, invalidReason: 'duplicate_settlement', payer: s.buyer.publicKey.toBase58() });
     t.deepEqual(await holdings(s), after);
+  });
+
+  test(`${name}: an MPP charge bound to its challenge settles once (signature and slot); unbound it is challenge_mismatch; again a duplicate`, async (t) => {
+    const s = await scene(t);
+    const [challenge] = issueChallenges({
+      secret: new Uint8Array(32).fill(7),
+      realm: 'contract.test',
+      network: NETWORK,
+      accepts: [s.offer],
+      resource: { url: 'http://127.0.0.1/x/mpp-contract', description: 'contract' },
+      now: new Date(),
+    });
+    const before = await holdings(s);
+
+    const unbound = await s.h.facilitator.mppSettle({ challenge: challenge!, transaction: await pay(s, { memo: 'another-challenge' }) });
+    t.like(unbound, { success: false, errorReason: 'challenge_mismatch', network: CAIP2_DEVNET });
+    t.deepEqual(await holdings(s), before, 'an unbound transaction moves nothing');
+
+    const transaction = await pay(s, { memo: challenge!.id });
+    const settled = await s.h.facilitator.mppSettle({ challenge: challenge!, transaction });
+    t.like(settled, { success: true, network: CAIP2_DEVNET, payer: s.buyer.publicKey.toBase58() });
+    t.regex(settled.signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+    t.is(typeof settled.slot, 'number');
+    const fee = expectedFee(AMOUNT, s.h.fee.bps);
+    t.deepEqual(await holdings(s), { buyer: before.buyer - AMOUNT - fee, seller: AMOUNT });
+
+    const again = await s.h.facilitator.mppSettle({ challenge: challenge!, transaction });
+    t.like(again, { success: false, errorReason: 'duplicate_settlement' });
+    t.deepEqual(await holdings(s), { buyer: before.buyer - AMOUNT - fee, seller: AMOUNT }, 'nothing moved a second time');
   });
 
   test(`${name}: the v1 body form (maxAmountRequired, resource, solana-devnet) verifies and settles`, async (t) => {
