@@ -170,7 +170,7 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
 
   test(`${name}: an MPP charge bound to its challenge settles once (signature and slot); unbound it is challenge_mismatch; again a duplicate`, async (t) => {
     const s = await scene(t);
-    const [challenge] = issueChallenges({
+    const [issued] = issueChallenges({
       secret: new Uint8Array(32).fill(7),
       realm: 'contract.test',
       network: NETWORK,
@@ -178,21 +178,22 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
       resource: { url: 'http://127.0.0.1/x/mpp-contract', description: 'contract' },
       now: new Date(),
     });
+    const challenge = { ...issued! }; // the wire form: a plain object
     const before = await holdings(s);
 
-    const unbound = await s.h.facilitator.mppSettle({ challenge: challenge!, transaction: await pay(s, { memo: 'another-challenge' }) });
+    const unbound = await s.h.facilitator.mppSettle({ challenge, transaction: await pay(s, { memo: 'another-challenge' }) });
     t.like(unbound, { success: false, errorReason: 'challenge_mismatch', network: CAIP2_DEVNET });
     t.deepEqual(await holdings(s), before, 'an unbound transaction moves nothing');
 
-    const transaction = await pay(s, { memo: challenge!.id });
-    const settled = await s.h.facilitator.mppSettle({ challenge: challenge!, transaction });
+    const transaction = await pay(s, { memo: challenge.id });
+    const settled = await s.h.facilitator.mppSettle({ challenge, transaction });
     t.like(settled, { success: true, network: CAIP2_DEVNET, payer: s.buyer.publicKey.toBase58() });
     t.regex(settled.signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
     t.is(typeof settled.slot, 'number');
     const fee = expectedFee(AMOUNT, s.h.fee.bps);
     t.deepEqual(await holdings(s), { buyer: before.buyer - AMOUNT - fee, seller: AMOUNT });
 
-    const again = await s.h.facilitator.mppSettle({ challenge: challenge!, transaction });
+    const again = await s.h.facilitator.mppSettle({ challenge, transaction });
     t.like(again, { success: false, errorReason: 'duplicate_settlement' });
     t.deepEqual(await holdings(s), { buyer: before.buyer - AMOUNT - fee, seller: AMOUNT }, 'nothing moved a second time');
   });
