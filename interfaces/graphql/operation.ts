@@ -1,4 +1,10 @@
-import type { DocumentNode, GraphQLError, GraphQLSchema } from 'graphql';
+import type { DocumentNode, ExecutionArgs, GraphQLError, GraphQLSchema } from 'graphql';
+
+/** What a socket transport hands its executor as the root value: the operation's own envelope functions. */
+export interface Enveloped {
+  execute(args: ExecutionArgs): unknown;
+  subscribe(args: ExecutionArgs): unknown;
+}
 
 /** What a socket transport (graphql-ws, graphql-sse) uses of Yoga's envelope to prepare one operation. */
 interface Envelope<C> {

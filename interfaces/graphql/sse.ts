@@ -11,7 +11,7 @@ import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
-import { prepareOperation } from './operation.ts';
+import { prepareOperation, type Enveloped } from './operation.ts';
 
 // Issue 16: browser subscriptions over SSE.
 // - Every SSE request is authenticated before it is answered: by `?token=` (a stream token, spent here) or the
@@ -62,11 +62,6 @@ interface Reservation {
   stream?: FastifyReply;
   unwatch?: () => void;
   expiry?: NodeJS.Timeout;
-}
-
-interface Enveloped {
-  execute(args: ExecutionArgs): unknown;
-  subscribe(args: ExecutionArgs): unknown;
 }
 
 export interface SseOptions {

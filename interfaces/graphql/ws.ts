@@ -13,7 +13,7 @@ import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
 import { directSinks, type DirectSink } from './fanout.ts';
-import { prepareOperation } from './operation.ts';
+import { prepareOperation, type Enveloped } from './operation.ts';
 
 // graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
 // pipeline (yoga.getEnveloped) so WebSocket operations get the same plugins, context and error mapping as HTTP.
@@ -44,9 +44,7 @@ type ConnectionExtra = {
   executing?: Set<AbortController>;
 };
 
-interface Enveloped {
-  execute(args: ExecutionArgs): unknown;
-  subscribe(args: ExecutionArgs): unknown;
+interface SocketEnveloped extends Enveloped {
   /** the operation's client signal (its context has it), and the connection's executing set */
   operation: AbortController;
   executing: Set<AbortController>;
@@ -59,7 +57,7 @@ interface Enveloped {
  * fan-out group, which must outlive its first member (fanout.ts cancels a member's own replay when it ends).
  */
 async function executeOperation(args: ExecutionArgs): Promise<unknown> {
-  const root = args.rootValue as Enveloped;
+  const root = args.rootValue as SocketEnveloped;
   if (root.socket.readyState !== WebSocket.OPEN) root.operation.abort();
   root.executing.add(root.operation);
   try {
@@ -169,7 +167,7 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
           operationName: payload.operationName,
           variableValues: payload.variables,
           contextValue,
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe, operation, executing: (ctx.extra.executing ??= new Set()), socket: ctx.extra.socket } satisfies Enveloped,
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe, operation, executing: (ctx.extra.executing ??= new Set()), socket: ctx.extra.socket } satisfies SocketEnveloped,
         };
         return args;
       },
@@ -178,7 +176,7 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         for (const operation of ctx.extra.executing ?? []) operation.abort();
       },
       execute: (args) => executeOperation(args) as never,
-      subscribe: (args) => (args.rootValue as Enveloped).subscribe(args) as never,
+      subscribe: (args) => (args.rootValue as SocketEnveloped).subscribe(args) as never,
     },
     wss,
   );
