@@ -45,7 +45,7 @@ import { baselineWarning, expectAll, plainBaseline, runLoad, startPlainServer, t
 
 /** BENCH_BREAKDOWN=1: where a paid call's time goes (method timings and PostgreSQL wait sampling); not for figures. */
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === '1';
-/** BENCH_CPU_PROF=dir: a CPU profile of this process (the gateway) during the last paywall 402 round */
+/** BENCH_CPU_PROF=dir: CPU profiles of this process's main thread (the gateway) during the last paywall 402 round and the last paid batch (read them with test/bench/support/profile-top.ts) */
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PAID = Number(process.env.BENCH_PAID ?? 400);
@@ -118,6 +118,7 @@ function ratioLine(path: string, gateway: { rps: number; p50: number; p99: numbe
 // and PostgreSQL's wait events sampled every 10 ms from a connection of its own while the paid batches run.
 
 const timings = new Map<string, { calls: number; ms: number }>();
+const groups: number[] = [];
 let timingOn = false;
 function timed(proto: object, method: string, label: string): void {
   const target = proto as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -150,6 +151,13 @@ if (BREAKDOWN) {
   timed(MikroOrmStore.prototype, 'transaction', '    store.transaction (record and others)');
   timed(LedgerThread.prototype, 'getSignatureStatuses', 'ledger getSignatureStatuses (any caller)');
   timed(LedgerThread.prototype, 'getAccount', 'ledger getAccount (any caller)');
+  // the record transactions' group sizes (group commit): how many paid calls each one wrote
+  const recorder = PaidCallRecorder.prototype as unknown as Record<string, (batch: unknown[]) => Promise<void>>;
+  const commit = recorder.commit!;
+  recorder.commit = function (this: unknown, batch: unknown[]) {
+    if (timingOn) groups.push(batch.length);
+    return commit.call(this, batch);
+  };
 }
 
 /** PostgreSQL wait events of the app's sessions, sampled while `work` runs. */
@@ -335,6 +343,8 @@ try {
   const unpaidParts: Fired[] = [];
   const svmParts: Fired[] = [];
   let pgSamples = 0;
+  /** CPU of this process (gateway, facilitator, ledger thread; not PostgreSQL, not the load generator) over the paid batches */
+  let paidCpuUs = 0;
   const pgWaits = new Map<string, number>();
   for (let done = 0; done < PAID; done += BATCH) {
     const n = Math.min(BATCH, PAID - done);
@@ -343,7 +353,13 @@ try {
     svmParts.push(svmExecute(svmPayments(n)));
     const headers = await payments(n); // untimed: the buyers' cost
     timingOn = BREAKDOWN;
-    const sampled = BREAKDOWN ? await sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : { value: await fire(paywallUrl, 200, paying(headers)), samples: 0, waits: new Map<string, number>() };
+    const cpuBefore = process.cpuUsage();
+    const last = done + BATCH >= PAID;
+    const sampled = await profiled(last, 'paid-calls', () =>
+      BREAKDOWN ? sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : fire(paywallUrl, 200, paying(headers)).then((value) => ({ value, samples: 0, waits: new Map<string, number>() })),
+    );
+    const cpuUsed = process.cpuUsage(cpuBefore);
+    paidCpuUs += cpuUsed.user + cpuUsed.system;
     timingOn = false;
     paidParts.push(sampled.value);
     pgSamples += sampled.samples;
@@ -421,6 +437,7 @@ try {
   console.log(row(`paid call, 200 (${feeTerms.success ? 'seller + fee legs' : 'seller leg'}, settled)`, paidFig));
   console.log(row('LiteSVM executing the same settlement transaction, 1 at a time', svmFig));
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
+  console.log(`  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`);
   console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
   console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
@@ -429,6 +446,7 @@ try {
   if (BREAKDOWN) {
     console.log(`\n  breakdown (BENCH_BREAKDOWN=1): mean ms per call of each step, over the ${PAID} timed paid calls (steps overlap across calls)`);
     for (const [name, t] of timings) console.log(`  ${name.padEnd(52)} ${String(t.calls).padStart(6)} calls ${(t.ms / t.calls).toFixed(2).padStart(8)} ms/call ${(t.ms / PAID).toFixed(2).padStart(8)} ms/paid`);
+    if (groups.length) console.log(`  record transactions: ${groups.length} for ${PAID} paid calls (group sizes: mean ${(groups.reduce((a, b) => a + b, 0) / groups.length).toFixed(1)}, max ${Math.max(...groups)})`);
     console.log(`  PostgreSQL sessions of the app, sampled ${pgSamples}× every 10 ms: mean sessions per sample by state or wait event`);
     for (const [w, n] of [...pgWaits].sort((a, b) => b[1] - a[1])) console.log(`    ${w.padEnd(40)} ${(n / Math.max(pgSamples, 1)).toFixed(2)}`);
   }

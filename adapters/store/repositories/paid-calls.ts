@@ -45,18 +45,32 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
       const em = ctx.em();
       // Taken over: a pending call (its outcome unknown, nobody on it), a running one whose lease lapsed, or one whose
       // owner process is gone (issue 17: after a crash the replay is answered at once, not after the lease).
-      const claimed = await query<PaidCallRow>(
+      // With an attempt, a fresh row is inserted attempted (issue 19: no separate markAttempted); a row taken over keeps
+      // its attempted flag and request. `xmax = 0` tells the inserted row from the updated one.
+      const claimed = await query<PaidCallRow & { inserted: boolean }>(
         em,
-        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, owner, locked_until, created_at, updated_at, expires_at)
-         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?, ?)
+        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, attempted, request, owner, locked_until, created_at, updated_at, expires_at)
+         values (?, ?, ?, ?, 'running', null, null, null, ?, ?::jsonb, ?, ?, ?, ?, ?)
          on conflict (network, payment_key) do update
            set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
            where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
              and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
-         returning *`,
-        [c.network, c.paymentKey, c.linkPk, c.linkId, ctx.owner?.epoch ?? null, c.lockedUntil, c.at, c.at, c.expiresAt],
+         returning *, (xmax = 0) as inserted`,
+        [
+          c.network,
+          c.paymentKey,
+          c.linkPk,
+          c.linkId,
+          c.attempt !== undefined,
+          c.attempt ? JSON.stringify(c.attempt.request) : null,
+          ctx.owner?.epoch ?? null,
+          c.lockedUntil,
+          c.at,
+          c.at,
+          c.expiresAt,
+        ],
       );
-      if (claimed[0]) return { claimed: true, record: fromRow(claimed[0]) };
+      if (claimed[0]) return { claimed: true, record: fromRow(claimed[0]), marked: c.attempt !== undefined && claimed[0].inserted };
       const existing = await repo.get(c.network, c.paymentKey);
       if (!existing) return repo.claim(c);
       return { claimed: false, record: existing };

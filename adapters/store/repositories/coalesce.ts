@@ -1,0 +1,39 @@
+// Issue 19: group commit for single-row statements on a hot path. While one statement of a kind is in flight, the
+// calls that arrive wait (in memory, not on a pooled connection) and go together as the next statement: one round
+// trip for all of them. Alone, a call is sent at once — nothing waits for company.
+
+/** Runs `write` for groups of items: one call at a time, each with what arrived meanwhile (at most `max`). */
+export class Coalescer<T, R> {
+  private readonly waiting: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
+  private running = false;
+
+  constructor(
+    /** answers one result per item, in order; a throw fails every item of the group */
+    private readonly write: (items: T[]) => Promise<R[]>,
+    private readonly max = 64,
+  ) {}
+
+  add(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.waiting.push({ item, resolve, reject });
+      if (!this.running) void this.drain();
+    });
+  }
+
+  private async drain(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.waiting.length > 0) {
+        const group = this.waiting.splice(0, this.max);
+        try {
+          const results = await this.write(group.map((g) => g.item));
+          group.forEach((g, i) => g.resolve(results[i]!));
+        } catch (e) {
+          for (const g of group) g.reject(e);
+        }
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+}

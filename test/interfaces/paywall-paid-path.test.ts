@@ -1,0 +1,232 @@
+import anyTest, { type TestFn } from 'ava';
+import { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
+import { FacilitatorService } from '../../domain/facilitator/service.ts';
+import { MikroOrmFacilitatorStore } from '../../adapters/store/repositories/facilitator.ts';
+import { encodeBase58 } from '../../domain/shared/base58.ts';
+import { randomBytes } from 'node:crypto';
+import { decodeTransaction } from '../../domain/facilitator/decode.ts';
+import { sha256Hex } from '../../domain/receipts/schema.ts';
+import type { EventRecord } from '../../domain/events/schema.ts';
+import { buildPayment, createLink, eventsOf, fundBuyer, receiptsOf, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+
+// Issue 19, the paid path end to end: what one paid call costs in PostgreSQL statements and ledger-thread messages,
+// and what the receipts' check after publish costs per group. Counted, never timed.
+
+const test = anyTest as TestFn<PaywallWorld & { link: CreatedLink }>;
+
+test.before(async (t) => {
+  const w = await startPaywallApp();
+  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
+  // The fee authority's token account exists before the payments (one sponsorship per owner and mint).
+  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  const link = await createLink(w);
+  // warm: the seller's token account, the link cache, the facilitator's terms
+  const warm = await buildPayment(w, link.url, await fundBuyer(w));
+  const res = await fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': warm.paymentSignature } });
+  if (res.status !== 200) throw new Error(`warm-up payment: ${res.status} ${await res.text()}`);
+  t.context = { ...w, link };
+});
+
+test.after.always(async (t) => {
+  await stopPaywallApp(t.context.app ? t.context : undefined);
+});
+
+/** The background statements of the process's timers and feed (rate-limit exchange, usage flush, event catch-up, the indexer job). */
+const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq/is, /insert into indexer_runs/i, /\bindexer_watch\b/i];
+let noting: string[] | undefined;
+const spied = new WeakSet<object>();
+
+/** Every statement the app's pool sends while `fn` runs (noted on the pooled node-postgres connections themselves). */
+async function statementsOf(w: PaywallWorld, fn: () => Promise<unknown>): Promise<string[]> {
+  type Conn = { query: (...args: unknown[]) => unknown };
+  const client = w.app.database.orm.em.getConnection().getKnex().client as unknown as { acquireConnection: () => Promise<Conn> };
+  const acquire = client.acquireConnection;
+  client.acquireConnection = async function (this: unknown) {
+    const connection = await acquire.call(this);
+    if (!spied.has(connection)) {
+      spied.add(connection);
+      const query = connection.query;
+      connection.query = function (this: unknown, ...args: unknown[]) {
+        const first = args[0] as string | { text: string };
+        const sql = (typeof first === 'string' ? first : first.text).replace(/^\/\* svc:[^*]*\*\/ /, '');
+        if (noting && !BACKGROUND.some((re) => re.test(sql))) noting.push(sql.replace(/\s+/g, ' ').trim());
+        return query.apply(this, args);
+      };
+    }
+    return connection;
+  };
+  const seen: string[] = [];
+  noting = seen;
+  try {
+    await fn();
+  } finally {
+    noting = undefined;
+    client.acquireConnection = acquire;
+  }
+  return seen;
+}
+
+/** The messages the app sends its embedded ledger thread while `fn` runs, by method. */
+async function ledgerCallsOf(fn: () => Promise<unknown>): Promise<string[]> {
+  const proto = LedgerThread.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const original = proto.call!;
+  const calls: string[] = [];
+  proto.call = function (this: unknown, method: unknown, ...rest: unknown[]) {
+    calls.push(String(method));
+    return original.call(this, method, ...rest);
+  };
+  try {
+    await fn();
+  } finally {
+    proto.call = original;
+  }
+  return calls;
+}
+
+const paymentKeyOf = (transaction: string) => sha256Hex(decodeTransaction(Uint8Array.from(Buffer.from(transaction, 'base64'))).messageBytes);
+
+test.serial('a paid call: one claim statement (already attempted), the guard claim and finish, one record transaction; the ledger asked three times, no separate simulation', async (t) => {
+  const w = t.context;
+  const built = await buildPayment(w, w.link.url, await fundBuyer(w));
+  // Hold the receipt's check after publish (it runs when the feed brings the event): not the call's own work.
+  const receipts = w.app.services.receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
+  const verify = receipts.verifyPublished;
+  let release!: () => void;
+  const held = new Promise<void>((r) => (release = r));
+  receipts.verifyPublished = async function (this: unknown, ...args: unknown[]) {
+    await held;
+    return verify.apply(this, args);
+  };
+  let status = 0;
+  let statements: string[] = [];
+  let ledger: string[] = [];
+  try {
+    ledger = await ledgerCallsOf(async () => {
+      statements = await statementsOf(w, async () => {
+        const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
+        status = res.status;
+        await res.arrayBuffer();
+      });
+    });
+  } finally {
+    release();
+    receipts.verifyPublished = verify;
+  }
+  t.is(status, 200);
+  const begin = statements.indexOf('BEGIN;');
+  t.true(begin > 0, statements.join('\n'));
+  const outside = [...statements.slice(0, begin), ...statements.slice(statements.indexOf('COMMIT;') + 1)];
+  t.is(outside.length, 3, outside.join('\n'));
+  t.regex(outside[0]!, /^insert into paid_calls .* attempted, request,/, 'the claim keeps the request and marks the attempt');
+  t.regex(outside[1]!, /^insert into facilitator_settlements/, "the facilitator's guard claim");
+  t.regex(outside[2]!, /^update facilitator_settlements f set status = x.status.*"status":"settled"/, "the facilitator's guard finish");
+  t.false(statements.some((s) => /^update paid_calls set attempted/.test(s)), 'no separate markAttempted');
+  t.is(statements.filter((s) => s === 'BEGIN;').length, 1, 'one transaction: the record');
+  t.deepEqual(ledger, ['getMultipleAccounts', 'sendTransaction', 'waitForSignature'], 'the send preflights: no simulateTransaction before it');
+});
+
+test.serial('the claim is durable before money can move: when the facilitator is asked to settle, the row is attempted and holds the request', async (t) => {
+  const w = t.context;
+  const built = await buildPayment(w, w.link.url, await fundBuyer(w));
+  const paymentKey = paymentKeyOf(built.transaction);
+  const seen: { attempted: boolean; request: { transaction: string } | null; status: string }[] = [];
+  const settle = FacilitatorService.prototype.settle;
+  FacilitatorService.prototype.settle = async function (this: FacilitatorService, ...args: Parameters<FacilitatorService['settle']>) {
+    const rows = (await w.app.database.orm.em
+      .fork()
+      .execute(`select attempted, request, status from paid_calls where network = 'chain-devnet' and payment_key = ?`, [paymentKey])) as typeof seen;
+    seen.push(...rows);
+    return settle.apply(this, args);
+  };
+  let status = 0;
+  try {
+    const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
+    status = res.status;
+    await res.arrayBuffer();
+  } finally {
+    FacilitatorService.prototype.settle = settle;
+  }
+  t.is(status, 200);
+  t.is(seen.length, 1, 'settled once');
+  t.like(seen[0], { attempted: true, status: 'running' });
+  t.is(seen[0]!.request?.transaction, built.transaction, 'the request a replay or the reconciliation needs is kept');
+});
+
+test.serial("a failing settlement is refused by the send's preflight: nothing lands, the payment is forgotten and may be paid again", async (t) => {
+  const w = t.context;
+  const buyer = await fundBuyer(w, '0.001'); // less than price + fee
+  const built = await buildPayment(w, w.link.url, buyer);
+  const history = async () => (await w.app.services.ledgers['chain-devnet']!.getSignaturesForAddress(buyer.publicKey.toBase58())).map((s) => s.signature);
+  const funded = await history();
+  const ledger = await ledgerCallsOf(async () => {
+    const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
+    t.is(res.status, 402);
+    t.is(((await res.json()) as { error: string }).error, 'insufficient_funds');
+  });
+  t.false(ledger.includes('simulateTransaction'));
+  const rows = (await w.app.database.orm.em
+    .fork()
+    .execute(`select status from paid_calls where network = 'chain-devnet' and payment_key = ?`, [paymentKeyOf(built.transaction)])) as unknown[];
+  t.deepEqual(rows, [], 'released: nothing moved');
+  t.deepEqual(await history(), funded, 'nothing landed for the buyer');
+});
+
+test.serial("receipts published together are checked together: one transaction, one verification statement and one event append for the group", async (t) => {
+  const w = t.context;
+  const N = 4;
+  const before = new Set((await receiptsOf(w, w.link.agent)).map((r) => r.receipt_hash));
+  const receipts = w.app.services.receipts;
+  // The watcher is held for the whole test (the receipts stay pending), and the group is checked here at once.
+  const service = receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
+  const verify = service.verifyPublished;
+  service.verifyPublished = async () => 0;
+  t.teardown(() => {
+    delete (service as { verifyPublished?: unknown }).verifyPublished; // the prototype's again
+  });
+  const built = await Promise.all(Array.from({ length: N }, async () => buildPayment(w, w.link.url, await fundBuyer(w))));
+  for (const b of built) t.is((await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': b.paymentSignature } })).status, 200);
+  const fresh = (await receiptsOf(w, w.link.agent)).filter((r) => !before.has(r.receipt_hash));
+  t.is(fresh.length, N);
+  const pending = (await w.app.database.orm.em
+    .fork()
+    .execute(`select receipt_hash from receipts where network = 'chain-devnet' and verification = 'pending' and receipt_hash in (select jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(fresh.map((r) => r.receipt_hash))])) as unknown[];
+  t.is(pending.length, N, 'held: still pending');
+  const published = fresh.map((receipt) => ({ kind: 'receipt.published', network: 'chain-devnet', metadata: { source: 'paywall', receipt_hash: receipt.receipt_hash, receipt } }) as unknown as EventRecord);
+
+  let decided = 0;
+  const statements = await statementsOf(w, async () => (decided = await verify.call(receipts, 'chain-devnet', published)));
+  t.is(decided, N);
+  t.is(statements.filter((s) => s === 'BEGIN;').length, 1, statements.join('\n'));
+  t.is(statements.filter((s) => /^update receipts r set verification/.test(s)).length, 1, 'one statement decides the group');
+  t.is(statements.filter((s) => /insert into events/.test(s)).length, 1, "one append for the group's events");
+  t.false(statements.some((s) => /^update receipts set verification/.test(s)), 'no receipt decided alone');
+  const verified = (await eventsOf(w, 'receipt.verified', w.link.agent)).filter((e) => fresh.some((r) => r.receipt_hash === e.metadata.receipt_hash));
+  t.is(verified.length, N, 'one receipt.verified per receipt');
+  t.true(verified.every((e) => e.metadata.verification === 'verified'));
+
+  // checked again (a second instance saw the same events): nothing is decided twice
+  t.is(await verify.call(receipts, 'chain-devnet', published), 0);
+  t.is((await eventsOf(w, 'receipt.verified', w.link.agent)).filter((e) => fresh.some((r) => r.receipt_hash === e.metadata.receipt_hash)).length, N);
+});
+
+test.serial("the facilitator's guard claims and finishes that arrive together are written together, each decided as alone", async (t) => {
+  const w = t.context;
+  const store = new MikroOrmFacilitatorStore(w.app.database.orm);
+  const N = 6;
+  const at = new Date();
+  const signatures = Array.from({ length: N }, () => encodeBase58(randomBytes(64)));
+  const claim = (signature: string) => store.claimSettlement({ network: 'chain-devnet', signature, payer: 'payer', blockhash: 'hash', at });
+  let claims: Awaited<ReturnType<typeof claim>>[] = [];
+  // N claims at once and the first one again: the first goes alone, the others wait for it and go as one statement
+  const claimed = await statementsOf(w, async () => (claims = await Promise.all([...signatures.map(claim), claim(signatures[0]!)])));
+  t.is(claimed.filter((s) => /^insert into facilitator_settlements/.test(s)).length, 2, claimed.join('\n'));
+  t.deepEqual(claims.slice(0, N).map((c) => c.claimed), Array.from({ length: N }, () => true), 'each new signature claimed');
+  t.like(claims[N], { claimed: false, existing: { status: 'pending', signature: signatures[0] } }, 'a signature claimed once');
+
+  const finished = await statementsOf(w, () => Promise.all(signatures.map((s, i) => store.finishSettlement('chain-devnet', s, i % 2 ? 'failed' : 'settled', i % 2 ? 'boom' : null, at))));
+  t.is(finished.filter((s) => /^update facilitator_settlements/.test(s)).length, 2, finished.join('\n'));
+  for (const [i, signature] of signatures.entries()) t.like(await store.getSettlement('chain-devnet', signature), { status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null });
+  // a failed row (nothing landed) may be claimed again; a settled one may not
+  const again = await Promise.all(signatures.slice(0, 2).map(claim));
+  t.deepEqual(again.map((c) => c.claimed), [false, true]);
+});
