@@ -20,7 +20,8 @@
 // measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
 import { profiled } from './support/profile.ts';
 import os from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { performance as nodePerformance } from 'node:perf_hooks';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
@@ -119,6 +120,8 @@ function ratioLine(path: string, gateway: { rps: number; p50: number; p99: numbe
 
 const timings = new Map<string, { calls: number; ms: number }>();
 const groups: number[] = [];
+/** BENCH_BREAKDOWN: the statements PostgreSQL was seen running, by how often */
+const activeQueries = new Map<string, number>();
 let timingOn = false;
 function timed(proto: object, method: string, label: string): void {
   const target = proto as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -175,6 +178,12 @@ async function sampleWaits<T>(url: string, work: () => Promise<T>): Promise<{ va
       );
       samples++;
       for (const { w, n } of r.rows) waits.set(w, (waits.get(w) ?? 0) + n);
+      // what the active sessions run (the statement's start, literals cut): where PostgreSQL's own time goes
+      const q = await client.query<{ q: string }>(
+        `select left(regexp_replace(regexp_replace(query, '^/\\* svc:[^*]*\\*/ ', ''), '\\s+', ' ', 'g'), 70) as q from pg_stat_activity
+          where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state = 'active'`,
+      );
+      for (const { q: text } of q.rows) activeQueries.set(text, (activeQueries.get(text) ?? 0) + 1);
       await new Promise((res) => setTimeout(res, 10));
     }
   })();
@@ -345,6 +354,29 @@ try {
   let pgSamples = 0;
   /** CPU of this process (gateway, facilitator, ledger thread; not PostgreSQL, not the load generator) over the paid batches */
   let paidCpuUs = 0;
+  /** busy (event-loop active) time of the main thread and of the ledger thread, and CPU of the app database's backends */
+  let mainActiveMs = 0;
+  let ledgerActiveMs = 0;
+  let pgCpuMsTotal = 0;
+  const ledgerWorker = (ledger as unknown as { worker?: { performance?: { eventLoopUtilization: () => { active: number } } } }).worker;
+  const ledgerElu = () => ledgerWorker?.performance?.eventLoopUtilization();
+  const pgClient = new pg.Client({ connectionString: app.database.url });
+  await pgClient.connect();
+  const tick = 100; // USER_HZ
+  /** CPU (user + system) of the PostgreSQL backends serving the app's database (from /proc; 0 where unreadable) */
+  const pgCpuMs = async (): Promise<number> => {
+    const { rows } = await pgClient.query<{ pid: number }>(`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`);
+    let ms = 0;
+    for (const { pid } of rows) {
+      try {
+        const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+        ms += ((Number(stat[11]) + Number(stat[12])) * 1000) / tick;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return ms;
+  };
   const pgWaits = new Map<string, number>();
   for (let done = 0; done < PAID; done += BATCH) {
     const n = Math.min(BATCH, PAID - done);
@@ -354,12 +386,19 @@ try {
     const headers = await payments(n); // untimed: the buyers' cost
     timingOn = BREAKDOWN;
     const cpuBefore = process.cpuUsage();
+    const eluBefore = nodePerformance.eventLoopUtilization();
+    const ledgerEluBefore = ledgerElu();
+    const pgBefore = await pgCpuMs();
     const last = done + BATCH >= PAID;
     const sampled = await profiled(last, 'paid-calls', () =>
       BREAKDOWN ? sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : fire(paywallUrl, 200, paying(headers)).then((value) => ({ value, samples: 0, waits: new Map<string, number>() })),
     );
     const cpuUsed = process.cpuUsage(cpuBefore);
     paidCpuUs += cpuUsed.user + cpuUsed.system;
+    mainActiveMs += nodePerformance.eventLoopUtilization(eluBefore).active;
+    const ledgerAfter = ledgerElu();
+    if (ledgerEluBefore && ledgerAfter) ledgerActiveMs += ledgerAfter.active - ledgerEluBefore.active;
+    pgCpuMsTotal += (await pgCpuMs()) - pgBefore;
     timingOn = false;
     paidParts.push(sampled.value);
     pgSamples += sampled.samples;
@@ -405,6 +444,7 @@ try {
   const grew = after - before;
   if (grew !== BigInt(PAID) * price) throw new Error(`the seller's balance grew by ${grew}, not ${PAID} × ${price}`);
 
+  await pgClient.end();
   const svmFig = merge(svmParts);
   await svm.close();
   await rm(svmDir, { recursive: true, force: true });
@@ -438,6 +478,7 @@ try {
   console.log(row('LiteSVM executing the same settlement transaction, 1 at a time', svmFig));
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
   console.log(`  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`);
+  console.log(`    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`);
   console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
   console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
@@ -449,6 +490,8 @@ try {
     if (groups.length) console.log(`  record transactions: ${groups.length} for ${PAID} paid calls (group sizes: mean ${(groups.reduce((a, b) => a + b, 0) / groups.length).toFixed(1)}, max ${Math.max(...groups)})`);
     console.log(`  PostgreSQL sessions of the app, sampled ${pgSamples}× every 10 ms: mean sessions per sample by state or wait event`);
     for (const [w, n] of [...pgWaits].sort((a, b) => b[1] - a[1])) console.log(`    ${w.padEnd(40)} ${(n / Math.max(pgSamples, 1)).toFixed(2)}`);
+    console.log(`  statements seen active (mean sessions per sample running each):`);
+    for (const [q, n] of [...activeQueries].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`    ${(n / Math.max(pgSamples, 1)).toFixed(3)}  ${q}`);
   }
   const warning = baselineWarning(tinyFig);
   if (warning) console.log(`  ${warning}`);

@@ -4,6 +4,9 @@ import { FacilitatorService } from '../../domain/facilitator/service.ts';
 import { MikroOrmFacilitatorStore } from '../../adapters/store/repositories/facilitator.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { randomBytes } from 'node:crypto';
+import { PgEventFeed } from '../../adapters/store/event-feed.ts';
+import { EVENTS_HELD_BACK_SQL, eventsSinceSql } from '../../adapters/store/repositories/events.ts';
+import type { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { sha256Hex } from '../../domain/receipts/schema.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
@@ -229,4 +232,48 @@ test.serial("the facilitator's guard claims and finishes that arrive together ar
   // a failed row (nothing landed) may be claimed again; a settled one may not
   const again = await Promise.all(signatures.slice(0, 2).map(claim));
   t.deepEqual(again.map((c) => c.claimed), [false, true]);
+});
+
+test.serial('while committed events are held back by an older open transaction, the feed keeps one look-again pending however many catch-ups end', async (t) => {
+  const w = t.context;
+  const store = w.app.database.store as MikroOrmStore;
+  // A fault-injecting store around the real one: the horizon stays held until `held` is lifted; the catch-ups are counted.
+  let held = true;
+  let catchUps = 0;
+  const faulty = Object.assign(Object.create(store) as MikroOrmStore, {
+    eventsSince: (after: bigint, limit: number) => (catchUps++, store.eventsSince(after, limit)),
+    eventsHeldBack: async () => held,
+  });
+  const feed = new PgEventFeed(w.app.database.url, faulty, { warn: () => {} });
+  t.teardown(() => feed.close());
+  (feed as unknown as { lastSeq: bigint }).lastSeq = await store.maxEventSeq();
+  const pump = () => (feed as unknown as { pump: () => Promise<void> }).pump();
+  // ten catch-ups end one after the other (as ten notifications would make them), each seeing the horizon held
+  for (let i = 0; i < 10; i++) await pump();
+  held = false;
+  const before = catchUps;
+  // the one pending look again runs (polled on the count, not timed), and finds the horizon passed: no more looks
+  while (catchUps === before) await new Promise((r) => setTimeout(r, 5));
+  await new Promise((r) => setTimeout(r, 100));
+  t.is(catchUps - before, 1, 'one look again pending, not one per catch-up');
+});
+
+test.serial("the feed's statements compute the horizon once per statement, never per row, whatever plan the table's statistics give", async (t) => {
+  const w = t.context;
+  const em = w.app.database.orm.em.fork();
+  // the statements as the feed sends them (the catch-up after a seq, the look whether events are held back)
+  const statements = [eventsSinceSql(0n, 500), { sql: EVENTS_HELD_BACK_SQL, params: [] }];
+  // a plan with a scan (as on a young table before its statistics) and one with the index
+  for (const scans of ['off', 'on']) {
+    await em.transactional(async (tx) => {
+      await tx.execute(`set local enable_indexscan = ${scans}`);
+      await tx.execute(`set local enable_bitmapscan = ${scans}`);
+      for (const { sql, params } of statements) {
+        const plan = ((await tx.execute(`explain ${sql}`, params)) as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
+        const perRow = plan.split('\n').filter((l) => /(Filter|Index Cond):.*svc_events_horizon\(\)/.test(l));
+        t.deepEqual(perRow, [], `${sql} (index scans ${scans}):\n${plan}`);
+        t.regex(plan, /InitPlan/, 'the horizon is an init plan: computed once');
+      }
+    });
+  }
 });

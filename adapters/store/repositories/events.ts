@@ -15,7 +15,10 @@ const NEXT_SEQ = 'svc_event_seq()';
 /** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
 const BELOW_HORIZON = 'seq < svc_events_horizon()';
 /** the same on the feed's own (seq + 0) index (migration 0014), which no network-scoped list can take */
-const FEED_BELOW_HORIZON = 'seq + 0 < svc_events_horizon()';
+// Issue 19: the horizon as a scalar subquery, computed once per statement. As a bare call it is a per-row filter
+// whenever the planner picks a scan (a young table whose statistics lag, e.g. a fresh database under load), and each
+// call reads a snapshot and pg_stat_activity: the feed's catch-ups and looks again then cost milliseconds each.
+const FEED_BELOW_HORIZON = 'seq + 0 < (select svc_events_horizon())';
 /** the NOTIFY channel an append wakes every node's feed on (payload: the new seq) */
 export const EVENTS_CHANNEL = 'svc_events';
 
@@ -377,9 +380,11 @@ async function awaitCommittedBelowHorizon(em: EntityManager): Promise<void> {
   }
 }
 
+export const EVENTS_HELD_BACK_SQL = `select exists (select 1 from events where seq + 0 >= (select svc_events_horizon())) as held`;
+
 /** True when committed events wait above the horizon (an older transaction is still open): the feed looks again soon. */
 export async function eventsHeldBack(em: EntityManager): Promise<boolean> {
-  const rows = await query<{ held: boolean }>(em, `select exists (select 1 from events where seq + 0 >= svc_events_horizon()) as held`);
+  const rows = await query<{ held: boolean }>(em, EVENTS_HELD_BACK_SQL);
   return rows[0]!.held;
 }
 
