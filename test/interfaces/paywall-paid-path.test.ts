@@ -277,3 +277,36 @@ test.serial("the feed's statements compute the horizon once per statement, never
     });
   }
 });
+
+test.serial('paid-call claims that arrive together are one statement, each decided as alone: fresh ones claimed and marked, a repeated payment claimed once, a lapsed one taken over unmarked', async (t) => {
+  const w = t.context;
+  const { paidCalls } = w.app.database.store;
+  const link = (await w.app.database.orm.em.fork().execute(`select pk from payment_links where network = 'chain-devnet' and id = ?`, [w.link.link.id])) as { pk: string }[];
+  const linkPk = link[0]!.pk;
+  const now = new Date();
+  const claimOf = (paymentKey: string, attempt: boolean, at = now) => ({
+    network: 'chain-devnet' as const,
+    paymentKey,
+    linkPk,
+    linkId: w.link.link.id,
+    lockedUntil: new Date(at.getTime() + 60_000),
+    at,
+    expiresAt: new Date(at.getTime() + 86_400_000),
+    attempt: attempt ? { request: { version: 2, transaction: `tx-${paymentKey}` } as never } : undefined,
+  });
+  // a call whose lease lapsed long ago, never attempted: the next claim takes it over
+  const lapsed = `lapsed-${randomBytes(8).toString('hex')}`;
+  t.true((await paidCalls.claim(claimOf(lapsed, false, new Date(now.getTime() - 3_600_000)))).claimed);
+  const fresh = Array.from({ length: 5 }, () => `fresh-${randomBytes(8).toString('hex')}`);
+  let results: Awaited<ReturnType<typeof paidCalls.claim>>[] = [];
+  const statements = await statementsOf(w, async () => {
+    results = await Promise.all([paidCalls.claim(claimOf(fresh[0]!, true)), ...fresh.slice(1).map((k) => paidCalls.claim(claimOf(k, true))), paidCalls.claim(claimOf(fresh[1]!, true)), paidCalls.claim(claimOf(lapsed, true))]);
+  });
+  t.is(statements.filter((s) => /^insert into paid_calls/.test(s)).length, 2, 'the first alone, the rest together');
+  for (let i = 0; i < 5; i++) t.like(results[i], { claimed: true, marked: true, record: { attempted: true, status: 'running' } }, `fresh ${i}`);
+  t.like(results[5], { claimed: false, record: { paymentKey: fresh[1], status: 'running' } }, 'the same payment again: taken');
+  t.like(results[6], { claimed: true, marked: false, record: { attempted: false } }, 'taken over, left unmarked: its claimer marks it');
+  const kept = (await w.app.database.orm.em.fork().execute(`select request from paid_calls where network = 'chain-devnet' and payment_key = ?`, [fresh[3]])) as { request: { transaction: string } }[];
+  t.is(kept[0]!.request.transaction, `tx-${fresh[3]}`, 'each row keeps its own request');
+  for (const k of [...fresh, lapsed]) await paidCalls.release('chain-devnet', k);
+});

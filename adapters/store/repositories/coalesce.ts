@@ -1,3 +1,5 @@
+import { AsyncResource } from 'node:async_hooks';
+
 // Issue 19: group commit for single-row statements on a hot path. While one statement of a kind is in flight, the
 // calls that arrive wait (in memory, not on a pooled connection) and go together as the next statement: one round
 // trip for all of them. Alone, a call is sent at once — nothing waits for company.
@@ -6,6 +8,11 @@
 export class Coalescer<T, R> {
   private readonly waiting: { item: T; resolve: (r: R) => void; reject: (e: unknown) => void }[] = [];
   private running = false;
+  /**
+   * A group's statement serves several requests: it runs in the async context the coalescer was made in (the store's),
+   * never in the request that happened to start it — whose scope (statement tag, timeout, cancellation) is its own.
+   */
+  private readonly context = new AsyncResource('Coalescer');
 
   constructor(
     /** answers one result per item, in order; a throw fails every item of the group */
@@ -16,7 +23,7 @@ export class Coalescer<T, R> {
   add(item: T): Promise<R> {
     return new Promise<R>((resolve, reject) => {
       this.waiting.push({ item, resolve, reject });
-      if (!this.running) void this.drain();
+      if (!this.running) void this.context.runInAsyncScope(() => this.drain());
     });
   }
 
