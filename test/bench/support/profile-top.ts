@@ -51,3 +51,18 @@ const top = (m: Map<string, number>, title: string) => {
 };
 top(self, 'self time');
 top(inclusive, 'inclusive (the function and what it calls)');
+
+// self time by package or source folder (where the CPU goes, coarsely)
+const byPlace = new Map<string, number>();
+for (const [id, count] of hits) {
+  const url = byId.get(id)!.callFrame.url;
+  const place = url.includes('node_modules/')
+    ? url.replace(/^.*node_modules\/((@[^/]+\/)?[^/]+).*$/, '$1')
+    : url.startsWith('node:')
+      ? url.replace(/^node:(internal\/)?([^/]+).*$/, 'node:$2')
+      : url
+        ? url.replace(/^file:\/\/.*?\/(domain|adapters|interfaces|test)\/([^/]+).*$/, '$1/$2')
+        : label(byId.get(id)!);
+  byPlace.set(place, (byPlace.get(place) ?? 0) + count);
+}
+top(byPlace, 'self time by package / folder');
