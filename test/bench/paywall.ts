@@ -358,8 +358,24 @@ try {
   let mainActiveMs = 0;
   let ledgerActiveMs = 0;
   let pgCpuMsTotal = 0;
+  let paidThreadMessages = 0;
+  let paidThreadCalls = 0;
   const ledgerWorker = (ledger as unknown as { worker?: { performance?: { eventLoopUtilization: () => { active: number } } } }).worker;
   const ledgerElu = () => ledgerWorker?.performance?.eventLoopUtilization();
+  // messages to the ledger thread and the calls they carry (issue 19: one message per turn of the event loop)
+  let threadMessages = 0;
+  let threadCalls = 0;
+  const threadPort = ledgerWorker as unknown as { postMessage?: (calls: unknown) => void } | undefined;
+  const threadPost = threadPort?.postMessage;
+  if (threadPort && threadPost) {
+    threadPort.postMessage = function (this: unknown, calls: unknown) {
+      if (timingOn || !BREAKDOWN) {
+        threadMessages++;
+        threadCalls += Array.isArray(calls) ? calls.length : 1;
+      }
+      return threadPost.call(this, calls);
+    };
+  }
   const pgClient = new pg.Client({ connectionString: app.database.url });
   await pgClient.connect();
   const tick = 100; // USER_HZ
@@ -385,6 +401,7 @@ try {
     svmParts.push(svmExecute(svmPayments(n)));
     const headers = await payments(n); // untimed: the buyers' cost
     timingOn = BREAKDOWN;
+    const messagesBefore = [threadMessages, threadCalls];
     const cpuBefore = process.cpuUsage();
     const eluBefore = nodePerformance.eventLoopUtilization();
     const ledgerEluBefore = ledgerElu();
@@ -399,6 +416,8 @@ try {
     const ledgerAfter = ledgerElu();
     if (ledgerEluBefore && ledgerAfter) ledgerActiveMs += ledgerAfter.active - ledgerEluBefore.active;
     pgCpuMsTotal += (await pgCpuMs()) - pgBefore;
+    paidThreadMessages += threadMessages - messagesBefore[0]!;
+    paidThreadCalls += threadCalls - messagesBefore[1]!;
     timingOn = false;
     paidParts.push(sampled.value);
     pgSamples += sampled.samples;
@@ -479,6 +498,7 @@ try {
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
   console.log(`  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`);
   console.log(`    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`);
+  console.log(`    ledger thread: ${(paidThreadCalls / PAID).toFixed(2)} calls and ${(paidThreadMessages / PAID).toFixed(2)} messages to it per paid call (${(paidThreadCalls / Math.max(1, paidThreadMessages)).toFixed(2)} calls per message)`);
   console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
   console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
