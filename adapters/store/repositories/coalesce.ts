@@ -15,7 +15,7 @@ export class Coalescer<T, R> {
   private readonly context = new AsyncResource('Coalescer');
 
   constructor(
-    /** answers one result per item, in order; a throw fails every item of the group */
+    /** answers one result per item, in order; when it throws for a group, each item is written again alone */
     private readonly write: (items: T[]) => Promise<R[]>,
     private readonly max = 64,
   ) {}
@@ -36,7 +36,18 @@ export class Coalescer<T, R> {
           const results = await this.write(group.map((g) => g.item));
           group.forEach((g, i) => g.resolve(results[i]!));
         } catch (e) {
-          for (const g of group) g.reject(e);
+          if (group.length === 1) {
+            group[0]!.reject(e);
+            continue;
+          }
+          // one item's failure fails that item only: the group is written again item by item
+          for (const g of group) {
+            try {
+              g.resolve((await this.write([g.item]))[0]!);
+            } catch (alone) {
+              g.reject(alone);
+            }
+          }
         }
       }
     } finally {
