@@ -209,7 +209,9 @@ export function appendManySql(events: readonly NewEvent[]): Sql {
             select id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, created_at
               from x order by i
             returning seq),
-          woke as (select count(pg_notify('${EVENTS_CHANNEL}', seq::text))::int as n from added)
+          -- one notification per statement (issue 19: a paid call's group appends several events per call; the feed
+          -- reads from its last seq whatever the payload, so one wake-up, naming the newest seq, does for all)
+          woke as (select a.n, pg_notify('${EVENTS_CHANNEL}', a.m) as notified from (select count(*)::int as n, max(seq)::text as m from added) a)
           select s.i, s.webhook_id, woke.n from woke left join lateral (
             select x.i, w.id as webhook_id from x join webhooks w
               on w.network = x.network and w.disabled_at is null and (w.scope = 'network' or w.owner_principal = x.owner_principal)
