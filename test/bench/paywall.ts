@@ -358,6 +358,14 @@ try {
   let mainActiveMs = 0;
   let ledgerActiveMs = 0;
   let pgCpuMsTotal = 0;
+  // every statement this process sends PostgreSQL (the app's pool, its event feed, the job queue; node-postgres clients)
+  let statementsOn = false;
+  let statements = 0;
+  const clientQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  pg.Client.prototype.query = function (this: unknown, ...args: unknown[]) {
+    if (statementsOn) statements++;
+    return clientQuery.apply(this, args);
+  } as typeof pg.Client.prototype.query;
   let paidThreadMessages = 0;
   let paidThreadCalls = 0;
   const ledgerWorker = (ledger as unknown as { worker?: { performance?: { eventLoopUtilization: () => { active: number } } } }).worker;
@@ -407,9 +415,11 @@ try {
     const ledgerEluBefore = ledgerElu();
     const pgBefore = await pgCpuMs();
     const last = done + BATCH >= PAID;
+    statementsOn = !BREAKDOWN; // (the breakdown's wait sampler would count too)
     const sampled = await profiled(last, 'paid-calls', () =>
       BREAKDOWN ? sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : fire(paywallUrl, 200, paying(headers)).then((value) => ({ value, samples: 0, waits: new Map<string, number>() })),
     );
+    statementsOn = false;
     const cpuUsed = process.cpuUsage(cpuBefore);
     paidCpuUs += cpuUsed.user + cpuUsed.system;
     mainActiveMs += nodePerformance.eventLoopUtilization(eluBefore).active;
@@ -498,6 +508,7 @@ try {
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
   console.log(`  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`);
   console.log(`    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`);
+  if (!BREAKDOWN) console.log(`    PostgreSQL statements sent by this process per paid call: ${(statements / PAID).toFixed(2)} (all of its clients, transaction control included)`);
   console.log(`    ledger thread: ${(paidThreadCalls / PAID).toFixed(2)} calls and ${(paidThreadMessages / PAID).toFixed(2)} messages to it per paid call (${(paidThreadCalls / Math.max(1, paidThreadMessages)).toFixed(2)} calls per message)`);
   console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
