@@ -12,6 +12,9 @@
 //    executing the same settlement transactions (an in-process embedded ledger, no preflight, one at a time), in
 //    batches interleaved with the paid ones; the plain route's 402 fetched by the same closed loop is shown beside.
 //    Batches are merged from all their latency samples (p50/p99 of the whole run, not averages of batches).
+// Per paid call, the steadier figures on a shared machine (issue 19): CPU of this process (all threads), busy time of
+// its main and ledger threads, CPU of the PostgreSQL backends serving the app's database (from /proc), statements
+// sent to PostgreSQL, and calls and messages to the ledger thread.
 // Prints `RATIO|path|gateway|baseline|ratio|goal` per goal row for `npm run bench`.
 // BENCH_BREAKDOWN=1: skips the autocannon rounds and prints where a paid call's time goes (timers around the paid
 // path's steps, patched on the prototypes in this process, and PostgreSQL's wait events sampled every 10 ms).
