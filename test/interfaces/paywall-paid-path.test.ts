@@ -181,6 +181,10 @@ test.serial("a failing settlement is refused by the send's preflight: nothing la
     .execute(`select status from paid_calls where network = 'chain-devnet' and payment_key = ?`, [paymentKeyOf(built.transaction)])) as unknown[];
   t.deepEqual(rows, [], 'released: nothing moved');
   t.deepEqual(await history(), funded, 'nothing landed for the buyer');
+  // funded now, the same signed payment is paid: the refusal left nothing that would make it a duplicate
+  await w.app.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
+  const again = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
+  t.is(again.status, 200, await again.text());
 });
 
 test.serial("receipts published together are checked together: one transaction, one verification statement and one event append for the group", async (t) => {
