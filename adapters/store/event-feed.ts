@@ -25,6 +25,8 @@ export class PgEventFeed implements EventFeed {
   private again = false;
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  /** the pending look again while events are held back (at most one) */
+  private heldRetry: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly url: string,
@@ -45,6 +47,7 @@ export class PgEventFeed implements EventFeed {
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.retry);
+    clearTimeout(this.heldRetry);
     this.listeners.clear();
     await this.client?.end().catch(() => {});
   }
@@ -91,8 +94,16 @@ export class PgEventFeed implements EventFeed {
           }
           if (rows.length < PAGE) break;
         }
-        // Issue 19: committed events above the horizon wait for an older transaction to end; look again shortly.
-        if (!this.again && (await this.store.eventsHeldBack())) setTimeout(() => void this.pump(), HELD_BACK_RETRY_MS).unref();
+        // Issue 19: committed events above the horizon wait for an older transaction to end; look again shortly — one
+        // look pending at most: under a steady write load the horizon is nearly always held, and a look per finished
+        // catch-up (each notification's) piled up into hundreds of polls a second of the costly horizon.
+        if (!this.again && !this.heldRetry && (await this.store.eventsHeldBack())) {
+          this.heldRetry = setTimeout(() => {
+            this.heldRetry = undefined;
+            void this.pump();
+          }, HELD_BACK_RETRY_MS);
+          this.heldRetry.unref();
+        }
       } while (this.again);
     } catch (err) {
       if (!this.closed) {

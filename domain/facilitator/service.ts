@@ -123,7 +123,7 @@ export class FacilitatorService implements Facilitator {
       if (decision !== 'ok') return { isValid: false, ...this.notSponsored(decision, c.account), payer: verdict.payer };
     }
     // Simulation needs the seller account to exist; when the facilitator will create it first, the buyer's funds are
-    // read instead (settle simulates after the creation).
+    // read instead (settle's send preflights it after the creation).
     const refused = creations.some((c) => !c.inTransaction)
       ? await this.canPay(prepared, verdict)
       : await this.simulate(prepared.ledger, checked.value.signed);
@@ -187,12 +187,12 @@ export class FacilitatorService implements Facilitator {
       }
     }
 
-    const simulated = await this.simulate(ledger, c.signed);
-    if (simulated) {
-      await this.giveUp(network, c.signature, simulated.reason);
-      return response({ ...simulated, payer }, '');
-    }
-    return response(await this.broadcast(c));
+    // §4.1.5's simulation is the send's preflight (issue 19): the ledger simulates the co-signed transaction and refuses
+    // it without landing anything when it would fail — one execution and one ledger round trip fewer than a separate
+    // simulate before the send. A refusal names no transaction (nothing landed), as a failed simulation did; a
+    // transaction the ledger already processed keeps its signature, so the caller can learn that it landed.
+    const sent = await this.broadcast(c);
+    return response(sent.failure, sent.refused && sent.failure?.reason !== 'duplicate_settlement' ? '' : c.signature);
   }
 
   /**
@@ -479,22 +479,26 @@ export class FacilitatorService implements Facilitator {
     return landed === null ? null : fail('settlement_failed', `${what} failed on the ledger`);
   }
 
-  /** Send the co-signed transaction and wait for it; an unknown outcome stays pending for a later settle to resolve. */
-  private async broadcast(c: Checked): Promise<Failure | null> {
+  /**
+   * Send the co-signed transaction (with the ledger's preflight simulation) and wait for it; an unknown outcome stays
+   * pending for a later settle to resolve. `refused`: the ledger refused it before landing (preflight, signatures,
+   * blockhash): nothing moved.
+   */
+  private async broadcast(c: Checked): Promise<{ failure: Failure | null; refused: boolean }> {
     const { network, ledger } = c.prepared;
     let sent: Awaited<ReturnType<Ledger['sendTransaction']>>;
     try {
       sent = await ledger.sendTransaction(c.signed);
     } catch (e) {
       // submit_timeout or an unreachable node after the bytes may have left: the outcome is unknown.
-      return fail('settlement_pending', `broadcast not acknowledged (${(e as Error).message}); settle again with the same transaction to learn the outcome`, c.verdict.payer);
+      return { failure: fail('settlement_pending', `broadcast not acknowledged (${(e as Error).message}); settle again with the same transaction to learn the outcome`, c.verdict.payer), refused: false };
     }
     if (!sent.ok) {
       const failure = ledgerFailure(sent.err, sent.logs);
       await this.giveUp(network, c.signature, failure.reason);
-      return { ...failure, payer: c.verdict.payer };
+      return { failure: { ...failure, payer: c.verdict.payer }, refused: true };
     }
-    return this.settleOutcome(c, await this.confirm(ledger, c.signature));
+    return { failure: await this.settleOutcome(c, await this.confirm(ledger, c.signature)), refused: false };
   }
 
   /** A pending claim found again: in flight elsewhere, or abandoned — then resolve it from the ledger. */
@@ -514,7 +518,7 @@ export class FacilitatorService implements Facilitator {
     await this.deps.store.finishSettlement(network, c.signature, 'failed', null, this.deps.clock.now());
     const again = await this.deps.store.claimSettlement({ network, signature: c.signature, payer: c.verdict.payer, blockhash: c.blockhash, at: this.deps.clock.now() });
     if (!again.claimed) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
-    return this.broadcast(c);
+    return (await this.broadcast(c)).failure;
   }
 
   private async settleOutcome(c: Checked, outcome: LedgerTransactionError | null | 'pending'): Promise<Failure | null> {

@@ -275,6 +275,9 @@ export class PaywallCore {
   async pay(call: Call, waitMs: number): Promise<PaywallResult> {
     const { network } = call.link;
     const deadline = this.deps.clock.now().getTime() + waitMs;
+    // Issue 19: a call that goes straight from its claim to settlement (no upstream to check, no verify before it) is
+    // claimed already attempted, its request kept: one statement instead of claim + markAttempted.
+    const attempt = call.link.settlePolicy !== 'on_success' && !upstreamOf(call.link) ? { request: pendingRequest(call) } : undefined;
     for (;;) {
       const now = this.deps.clock.now();
       const claim = await this.deps.store.paidCalls.claim({
@@ -285,9 +288,10 @@ export class PaywallCore {
         lockedUntil: new Date(now.getTime() + LEASE_MS),
         at: now,
         expiresAt: new Date(now.getTime() + REPLAY_WINDOW_MS),
+        attempt,
       });
       const record = claim.record;
-      if (claim.claimed) return this.run(call, record);
+      if (claim.claimed) return this.run(call, record, claim.marked);
       if (record.linkPk !== call.link.pk) {
         return this.refused(call, 'payment_already_used', 'This payment transaction was already used for another payment link.');
       }
@@ -307,11 +311,12 @@ export class PaywallCore {
    * the facilitator is asked to settle (issue 17), so whatever happens after — an unknown outcome, a crash — a replay
    * or the reconciliation job can finish the payment.
    */
-  private async run(call: Call, record: PaidCallRecord): Promise<PaywallResult> {
+  private async run(call: Call, record: PaidCallRecord, marked: boolean): Promise<PaywallResult> {
     const { network } = call.link;
     const request = facilitatorRequest(call);
-    const resuming = record.attempted;
-    let attempted = resuming;
+    // `marked`: this claim inserted the row already attempted (nothing to resume, nothing more to mark)
+    const resuming = record.attempted && !marked;
+    let attempted = record.attempted;
     let settledAs: string | null = record.signature;
     try {
       if (resuming) {

@@ -107,6 +107,8 @@ export interface ReceiptRepository {
    * it first), so each decision is recorded — and its event written — once.
    */
   setVerification(network: Network, receiptHash: string, update: VerificationUpdate): Promise<boolean>;
+  /** Issue 19: `setVerification` of several receipts in one statement; answers the hashes that were still pending (and now are not) */
+  setVerifications(network: Network, updates: readonly { receiptHash: string; update: VerificationUpdate }[]): Promise<Set<string>>;
   /** pending checks due at `now`, oldest due first, across networks */
   duePending(now: Date, limit: number): Promise<StoredReceipt[]>;
   /**
@@ -142,10 +144,22 @@ export interface PaidCallRepository {
    * link that nobody is working on — `pending` after an unknown settle outcome, `running` whose lease lapsed, or
    * `running` whose owner process is gone (at once). Otherwise returns the row as it is (done, running elsewhere, or
    * another link's).
+   *
+   * Issue 19: with `attempt`, a payment seen for the first time is inserted already attempted with its request (the
+   * claim and markAttempted in one statement; `marked: true`), for calls that go straight from the claim to
+   * settlement. A row taken over is left as it was (`marked: false`): the caller reads `attempted` to know whether it
+   * resumes, and marks it itself.
    */
-  claim(claim: { network: Network; paymentKey: string; linkPk: string; linkId: string; lockedUntil: Date; at: Date; expiresAt: Date }): Promise<
-    { claimed: true; record: PaidCallRecord } | { claimed: false; record: PaidCallRecord }
-  >;
+  claim(claim: {
+    network: Network;
+    paymentKey: string;
+    linkPk: string;
+    linkId: string;
+    lockedUntil: Date;
+    at: Date;
+    expiresAt: Date;
+    attempt?: { request: PendingRequest } | undefined;
+  }): Promise<{ claimed: true; record: PaidCallRecord; marked: boolean } | { claimed: false; record: PaidCallRecord }>;
   /** inside a transaction the row is locked until commit */
   get(network: Network, paymentKey: string): Promise<PaidCallRecord | null>;
   /** `get` of several (the ones that exist); inside a transaction they are locked until commit, in key order */

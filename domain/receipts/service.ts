@@ -11,6 +11,7 @@ import type { EventFeed, Repositories, Store, VerificationUpdate } from '../port
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { dailyBuckets, DailyTransactionsInput, windowStart, type DailyTransactions } from './daily.ts';
 import { newEvent } from '../events/kinds.ts';
+import type { EventRecord, NewEvent } from '../events/schema.ts';
 import { checkReceipt, nextCheckAt } from './verify.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
 import {
@@ -45,6 +46,8 @@ export type IngestOutcome =
   | { accepted: true; duplicate: true; eventId: null; receipt: Receipt; verification: VerificationUpdate };
 
 const CHAIN_PAGE = 500;
+/** Issue 19: at most this many just-published paywall receipts are checked together */
+const PUBLISHED_BATCH = 64;
 
 export class ReceiptService {
   constructor(
@@ -185,8 +188,13 @@ export class ReceiptService {
     e: { network: Network; owner: string | null; receipt: Receipt; source: string; now: Date },
     v: VerificationUpdate,
   ): Promise<void> {
+    const event = this.decidedEvent(e, v);
+    if (event) await tx.events.append(event);
+  }
+
+  private decidedEvent(e: { network: Network; owner: string | null; receipt: Receipt; source: string; now: Date }, v: VerificationUpdate): NewEvent | null {
     const sig = settlementSignature(e.receipt);
-    if (!sig || (v.status !== 'verified' && v.status !== 'mismatch')) return;
+    if (!sig || (v.status !== 'verified' && v.status !== 'mismatch')) return null;
     const fields = {
       id: newId(e.now.getTime()),
       network: e.network,
@@ -198,7 +206,7 @@ export class ReceiptService {
       signature: sig,
     };
     const metadata = { receipt_hash: e.receipt.receipt_hash, nonce: e.receipt.nonce, tx_sig: sig, source: e.source, verification: v.status, reason: v.reason };
-    await tx.events.append(v.status === 'verified' ? newEvent('receipt.verified', fields, metadata) : newEvent('receipt.mismatch', fields, metadata));
+    return v.status === 'verified' ? newEvent('receipt.verified', fields, metadata) : newEvent('receipt.mismatch', fields, metadata);
   }
 
   /** One ledger check: never throws; an unreachable ledger (or none in this process) leaves the receipt pending. */
@@ -336,13 +344,61 @@ export class ReceiptService {
    * receipt.published is committed (the retry job catches any this process misses). Returns the unsubscribe.
    */
   watchPublished(feed: EventFeed): () => void {
+    // Issue 19: one paid call's receipt used to cost a check of seven round trips of its own. The receipts published
+    // while a check runs wait and are checked together by the next one (per network): one transaction records all
+    // their decisions and events, whatever their number.
+    const queues = new Map<Network, { running: boolean; waiting: EventRecord[] }>();
+    const drain = async (network: Network, queue: { running: boolean; waiting: EventRecord[] }) => {
+      queue.running = true;
+      try {
+        while (queue.waiting.length > 0) {
+          const batch = queue.waiting.splice(0, PUBLISHED_BATCH);
+          await this.verifyPublished(network, batch).catch((err) =>
+            this.deps.onWarning?.('receipt check after publish failed; the retry job will do it', {
+              receipt_hashes: batch.map((e) => e.metadata.receipt_hash),
+              err: err instanceof Error ? err.message : String(err),
+            }),
+          );
+        }
+      } finally {
+        queue.running = false;
+      }
+    };
     return feed.subscribe((event) => {
       if (event.kind !== 'receipt.published' || event.metadata.source !== 'paywall') return;
-      const hash = event.metadata.receipt_hash;
-      if (typeof hash !== 'string' || !this.deps.ledgers[event.network]) return;
-      void this.verifyOne(event.network, hash).catch((err) =>
-        this.deps.onWarning?.('receipt check after publish failed; the retry job will do it', { receipt_hash: hash, err: err instanceof Error ? err.message : String(err) }),
-      );
+      if (typeof event.metadata.receipt_hash !== 'string' || !this.deps.ledgers[event.network]) return;
+      let queue = queues.get(event.network);
+      if (!queue) queues.set(event.network, (queue = { running: false, waiting: [] }));
+      queue.waiting.push(event);
+      if (!queue.running) void drain(event.network, queue);
+    });
+  }
+
+  /**
+   * The paywall's receipts just published (the receipt as its receipt.published event carries it, stored `pending`
+   * with no attempt yet): each checked against the ledger, then every decision and its event written in one
+   * transaction. A receipt decided meanwhile elsewhere (no longer pending) is left as it is; one the ledger cannot
+   * decide yet stays pending for the retry job. Returns how many were decided here.
+   */
+  async verifyPublished(network: Network, published: readonly EventRecord[]): Promise<number> {
+    const now = this.deps.clock.now();
+    const receipts = published.map((e) => e.metadata.receipt as Receipt).filter((r) => r && typeof r.receipt_hash === 'string');
+    const checks = await Promise.all(receipts.map((receipt) => this.check(network, receipt, 0, now)));
+    const decided = receipts.map((receipt, i) => ({ receipt, update: checks[i]! })).filter((d) => d.update.status !== 'pending');
+    for (const d of receipts.map((receipt, i) => ({ receipt, update: checks[i]! })).filter((d) => d.update.status === 'pending')) {
+      await this.deps.store.receipts.setVerification(network, d.receipt.receipt_hash, d.update);
+    }
+    if (decided.length === 0) return 0;
+    const owners = new Map<string, string | null>();
+    for (const agent of new Set(decided.map((d) => d.receipt.agent))) owners.set(agent, (await this.deps.store.agents.get(network, agent))?.ownerPrincipal ?? null);
+    return this.deps.store.transaction(async (tx) => {
+      const set = await tx.receipts.setVerifications(network, decided.map((d) => ({ receiptHash: d.receipt.receipt_hash, update: d.update })));
+      const events = decided
+        .filter((d) => set.has(d.receipt.receipt_hash))
+        .map((d) => this.decidedEvent({ network, owner: owners.get(d.receipt.agent) ?? null, receipt: d.receipt, source: 'paywall', now }, d.update))
+        .filter((e): e is NewEvent => e !== null);
+      await tx.events.appendMany(events);
+      return set.size;
     });
   }
 }

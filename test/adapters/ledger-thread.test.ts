@@ -48,6 +48,39 @@ test('ledger thread: errors cross the thread as they were thrown; a closed threa
   t.is(reopened.balance(to), 5_000_000n, 'the thread saved its state on close');
 });
 
+test('ledger thread (issue 19): the calls made in one turn cross as one message, and their replies come back as one', async (t) => {
+  const dir = await ledgerDir();
+  t.teardown(() => removeDir(dir));
+  const ledger = await LedgerThread.open({ network: 'chain-devnet', dir: join(dir, 'devnet'), slotMs: 0 });
+  t.teardown(() => ledger.close());
+  const owners = Array.from({ length: 5 }, () => Keypair.generate().publicKey.toBase58());
+  await ledger.airdrop(owners[0]!, 5_000_000n);
+  const worker = (ledger as unknown as { worker: import('node:worker_threads').Worker }).worker;
+  const post = worker.postMessage;
+  let sent = 0;
+  let received = 0;
+  const count = () => received++;
+  worker.postMessage = function (this: unknown, ...args: Parameters<typeof post>) {
+    sent++;
+    return post.apply(this, args);
+  };
+  worker.on('message', count);
+  try {
+    const balances = await Promise.all(owners.map((o) => ledger.getBalance(o)));
+    t.deepEqual(balances, [5_000_000n, 0n, 0n, 0n, 0n], 'each call answered with its own value');
+    // an error crosses in its group as it was thrown, the others of the group still answer
+    const mixed = await Promise.allSettled([ledger.getBalance(owners[0]!), ledger.airdrop('nope', 1n), ledger.getSlot()]);
+    t.is(mixed[0].status === 'fulfilled' && mixed[0].value, 5_000_000n);
+    t.true(mixed[1].status === 'rejected' && mixed[1].reason instanceof RangeError);
+    t.is(mixed[2].status, 'fulfilled');
+  } finally {
+    worker.postMessage = post;
+    worker.off('message', count);
+  }
+  t.is(sent, 2, 'two turns of calls: two messages to the thread');
+  t.is(received, 2, 'and two back');
+});
+
 const FLOOD = fileURLToPath(new URL('../support/ledger-flood.ts', import.meta.url));
 
 interface FloodResult {

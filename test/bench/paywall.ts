@@ -12,6 +12,9 @@
 //    executing the same settlement transactions (an in-process embedded ledger, no preflight, one at a time), in
 //    batches interleaved with the paid ones; the plain route's 402 fetched by the same closed loop is shown beside.
 //    Batches are merged from all their latency samples (p50/p99 of the whole run, not averages of batches).
+// Per paid call, the steadier figures on a shared machine (issue 19): CPU of this process (all threads), busy time of
+// its main and ledger threads, CPU of the PostgreSQL backends serving the app's database (from /proc), statements
+// sent to PostgreSQL, and calls and messages to the ledger thread.
 // Prints `RATIO|path|gateway|baseline|ratio|goal` per goal row for `npm run bench`.
 // BENCH_BREAKDOWN=1: skips the autocannon rounds and prints where a paid call's time goes (timers around the paid
 // path's steps, patched on the prototypes in this process, and PostgreSQL's wait events sampled every 10 ms).
@@ -20,7 +23,8 @@
 // measured with the same generator, and a warning says when it is far below ~10k req/s (generator- or load-bound).
 import { profiled } from './support/profile.ts';
 import os from 'node:os';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { performance as nodePerformance } from 'node:perf_hooks';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
@@ -45,7 +49,7 @@ import { baselineWarning, expectAll, plainBaseline, runLoad, startPlainServer, t
 
 /** BENCH_BREAKDOWN=1: where a paid call's time goes (method timings and PostgreSQL wait sampling); not for figures. */
 const BREAKDOWN = process.env.BENCH_BREAKDOWN === '1';
-/** BENCH_CPU_PROF=dir: a CPU profile of this process (the gateway) during the last paywall 402 round */
+/** BENCH_CPU_PROF=dir: CPU profiles of this process's main thread (the gateway) during the last paywall 402 round and the last paid batch (read them with test/bench/support/profile-top.ts) */
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const PAID = Number(process.env.BENCH_PAID ?? 400);
@@ -118,6 +122,9 @@ function ratioLine(path: string, gateway: { rps: number; p50: number; p99: numbe
 // and PostgreSQL's wait events sampled every 10 ms from a connection of its own while the paid batches run.
 
 const timings = new Map<string, { calls: number; ms: number }>();
+const groups: number[] = [];
+/** BENCH_BREAKDOWN: the statements PostgreSQL was seen running, by how often */
+const activeQueries = new Map<string, number>();
 let timingOn = false;
 function timed(proto: object, method: string, label: string): void {
   const target = proto as Record<string, (...args: unknown[]) => Promise<unknown>>;
@@ -150,6 +157,13 @@ if (BREAKDOWN) {
   timed(MikroOrmStore.prototype, 'transaction', '    store.transaction (record and others)');
   timed(LedgerThread.prototype, 'getSignatureStatuses', 'ledger getSignatureStatuses (any caller)');
   timed(LedgerThread.prototype, 'getAccount', 'ledger getAccount (any caller)');
+  // the record transactions' group sizes (group commit): how many paid calls each one wrote
+  const recorder = PaidCallRecorder.prototype as unknown as Record<string, (batch: unknown[]) => Promise<void>>;
+  const commit = recorder.commit!;
+  recorder.commit = function (this: unknown, batch: unknown[]) {
+    if (timingOn) groups.push(batch.length);
+    return commit.call(this, batch);
+  };
 }
 
 /** PostgreSQL wait events of the app's sessions, sampled while `work` runs. */
@@ -167,6 +181,12 @@ async function sampleWaits<T>(url: string, work: () => Promise<T>): Promise<{ va
       );
       samples++;
       for (const { w, n } of r.rows) waits.set(w, (waits.get(w) ?? 0) + n);
+      // what the active sessions run (the statement's start, literals cut): where PostgreSQL's own time goes
+      const q = await client.query<{ q: string }>(
+        `select left(regexp_replace(regexp_replace(query, '^/\\* svc:[^*]*\\*/ ', ''), '\\s+', ' ', 'g'), 70) as q from pg_stat_activity
+          where datname = current_database() and pid <> pg_backend_pid() and backend_type = 'client backend' and state = 'active'`,
+      );
+      for (const { q: text } of q.rows) activeQueries.set(text, (activeQueries.get(text) ?? 0) + 1);
       await new Promise((res) => setTimeout(res, 10));
     }
   })();
@@ -335,6 +355,55 @@ try {
   const unpaidParts: Fired[] = [];
   const svmParts: Fired[] = [];
   let pgSamples = 0;
+  /** CPU of this process (gateway, facilitator, ledger thread; not PostgreSQL, not the load generator) over the paid batches */
+  let paidCpuUs = 0;
+  /** busy (event-loop active) time of the main thread and of the ledger thread, and CPU of the app database's backends */
+  let mainActiveMs = 0;
+  let ledgerActiveMs = 0;
+  let pgCpuMsTotal = 0;
+  // every statement this process sends PostgreSQL (the app's pool, its event feed, the job queue; node-postgres clients)
+  let statementsOn = false;
+  let statements = 0;
+  const clientQuery = pg.Client.prototype.query as (...args: unknown[]) => unknown;
+  pg.Client.prototype.query = function (this: unknown, ...args: unknown[]) {
+    if (statementsOn) statements++;
+    return clientQuery.apply(this, args);
+  } as typeof pg.Client.prototype.query;
+  let paidThreadMessages = 0;
+  let paidThreadCalls = 0;
+  const ledgerWorker = (ledger as unknown as { worker?: { performance?: { eventLoopUtilization: () => { active: number } } } }).worker;
+  const ledgerElu = () => ledgerWorker?.performance?.eventLoopUtilization();
+  // messages to the ledger thread and the calls they carry (issue 19: one message per turn of the event loop)
+  let threadMessages = 0;
+  let threadCalls = 0;
+  const threadPort = ledgerWorker as unknown as { postMessage?: (calls: unknown) => void } | undefined;
+  const threadPost = threadPort?.postMessage;
+  if (threadPort && threadPost) {
+    threadPort.postMessage = function (this: unknown, calls: unknown) {
+      if (timingOn || !BREAKDOWN) {
+        threadMessages++;
+        threadCalls += Array.isArray(calls) ? calls.length : 1;
+      }
+      return threadPost.call(this, calls);
+    };
+  }
+  const pgClient = new pg.Client({ connectionString: app.database.url });
+  await pgClient.connect();
+  const tick = 100; // USER_HZ
+  /** CPU (user + system) of the PostgreSQL backends serving the app's database (from /proc; 0 where unreadable) */
+  const pgCpuMs = async (): Promise<number> => {
+    const { rows } = await pgClient.query<{ pid: number }>(`select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()`);
+    let ms = 0;
+    for (const { pid } of rows) {
+      try {
+        const stat = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+        ms += ((Number(stat[11]) + Number(stat[12])) * 1000) / tick;
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return ms;
+  };
   const pgWaits = new Map<string, number>();
   for (let done = 0; done < PAID; done += BATCH) {
     const n = Math.min(BATCH, PAID - done);
@@ -343,7 +412,25 @@ try {
     svmParts.push(svmExecute(svmPayments(n)));
     const headers = await payments(n); // untimed: the buyers' cost
     timingOn = BREAKDOWN;
-    const sampled = BREAKDOWN ? await sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : { value: await fire(paywallUrl, 200, paying(headers)), samples: 0, waits: new Map<string, number>() };
+    const messagesBefore = [threadMessages, threadCalls];
+    const cpuBefore = process.cpuUsage();
+    const eluBefore = nodePerformance.eventLoopUtilization();
+    const ledgerEluBefore = ledgerElu();
+    const pgBefore = await pgCpuMs();
+    const last = done + BATCH >= PAID;
+    statementsOn = !BREAKDOWN; // (the breakdown's wait sampler would count too)
+    const sampled = await profiled(last, 'paid-calls', () =>
+      BREAKDOWN ? sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : fire(paywallUrl, 200, paying(headers)).then((value) => ({ value, samples: 0, waits: new Map<string, number>() })),
+    );
+    statementsOn = false;
+    const cpuUsed = process.cpuUsage(cpuBefore);
+    paidCpuUs += cpuUsed.user + cpuUsed.system;
+    mainActiveMs += nodePerformance.eventLoopUtilization(eluBefore).active;
+    const ledgerAfter = ledgerElu();
+    if (ledgerEluBefore && ledgerAfter) ledgerActiveMs += ledgerAfter.active - ledgerEluBefore.active;
+    pgCpuMsTotal += (await pgCpuMs()) - pgBefore;
+    paidThreadMessages += threadMessages - messagesBefore[0]!;
+    paidThreadCalls += threadCalls - messagesBefore[1]!;
     timingOn = false;
     paidParts.push(sampled.value);
     pgSamples += sampled.samples;
@@ -389,6 +476,7 @@ try {
   const grew = after - before;
   if (grew !== BigInt(PAID) * price) throw new Error(`the seller's balance grew by ${grew}, not ${PAID} × ${price}`);
 
+  await pgClient.end();
   const svmFig = merge(svmParts);
   await svm.close();
   await rm(svmDir, { recursive: true, force: true });
@@ -421,6 +509,10 @@ try {
   console.log(row(`paid call, 200 (${feeTerms.success ? 'seller + fee legs' : 'seller leg'}, settled)`, paidFig));
   console.log(row('LiteSVM executing the same settlement transaction, 1 at a time', svmFig));
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
+  console.log(`  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`);
+  console.log(`    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`);
+  if (!BREAKDOWN) console.log(`    PostgreSQL statements sent by this process per paid call: ${(statements / PAID).toFixed(2)} (all of its clients, transaction control included)`);
+  console.log(`    ledger thread: ${(paidThreadCalls / PAID).toFixed(2)} calls and ${(paidThreadMessages / PAID).toFixed(2)} messages to it per paid call (${(paidThreadCalls / Math.max(1, paidThreadMessages)).toFixed(2)} calls per message)`);
   console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
   console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
@@ -429,8 +521,11 @@ try {
   if (BREAKDOWN) {
     console.log(`\n  breakdown (BENCH_BREAKDOWN=1): mean ms per call of each step, over the ${PAID} timed paid calls (steps overlap across calls)`);
     for (const [name, t] of timings) console.log(`  ${name.padEnd(52)} ${String(t.calls).padStart(6)} calls ${(t.ms / t.calls).toFixed(2).padStart(8)} ms/call ${(t.ms / PAID).toFixed(2).padStart(8)} ms/paid`);
+    if (groups.length) console.log(`  record transactions: ${groups.length} for ${PAID} paid calls (group sizes: mean ${(groups.reduce((a, b) => a + b, 0) / groups.length).toFixed(1)}, max ${Math.max(...groups)})`);
     console.log(`  PostgreSQL sessions of the app, sampled ${pgSamples}× every 10 ms: mean sessions per sample by state or wait event`);
     for (const [w, n] of [...pgWaits].sort((a, b) => b[1] - a[1])) console.log(`    ${w.padEnd(40)} ${(n / Math.max(pgSamples, 1)).toFixed(2)}`);
+    console.log(`  statements seen active (mean sessions per sample running each):`);
+    for (const [q, n] of [...activeQueries].sort((a, b) => b[1] - a[1]).slice(0, 15)) console.log(`    ${(n / Math.max(pgSamples, 1)).toFixed(3)}  ${q}`);
   }
   const warning = baselineWarning(tinyFig);
   if (warning) console.log(`  ${warning}`);

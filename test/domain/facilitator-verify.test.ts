@@ -594,3 +594,24 @@ test('FeeExtension parses extra["svc.fee"]', (t) => {
   t.false(FeeExtension.safeParse({ v: '1', bps: 1.5, feeAuthority: w.feeAuthority }).success);
   t.false(FeeExtension.safeParse({ v: '1', bps: 100, feeAuthority: 'nope' }).success);
 });
+
+test('issue 19: a signer key is parsed once; its signatures verify again without parsing it, a forged one still fails, an off-curve key never verifies', async (t) => {
+  const { verifyEd25519, ed25519KeysParsed } = await import('../../domain/facilitator/ed25519.ts');
+  const { sign: signDetached, createPrivateKey } = await import('node:crypto');
+  const kp = Keypair.generate();
+  const der = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(kp.secretKey.subarray(0, 32))]);
+  const secret = createPrivateKey({ key: der, format: 'der', type: 'pkcs8' });
+  const messages = [1, 2, 3].map((n) => Buffer.from(`message ${n}`));
+  const signatures = messages.map((m) => new Uint8Array(signDetached(null, m, secret)));
+  const parsed = ed25519KeysParsed();
+  messages.forEach((m, i) => t.true(verifyEd25519(kp.publicKey.toBytes(), m, signatures[i]!)));
+  t.is(ed25519KeysParsed() - parsed, 1, 'three signatures of one key: one parse');
+  t.false(verifyEd25519(kp.publicKey.toBytes(), messages[0]!, signatures[1]!), 'a signature over another message');
+  const forged = Uint8Array.from(signatures[0]!);
+  forged[5]! ^= 1;
+  t.false(verifyEd25519(kp.publicKey.toBytes(), messages[0]!, forged));
+  // a program-derived address is no curve point: refused, and refused again from the cache
+  const [pda] = PublicKey.findProgramAddressSync([Buffer.from('seed')], SystemProgram.programId);
+  t.false(verifyEd25519(pda.toBytes(), messages[0]!, signatures[0]!));
+  t.false(verifyEd25519(pda.toBytes(), messages[0]!, signatures[0]!));
+});

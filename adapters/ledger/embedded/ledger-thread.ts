@@ -23,7 +23,7 @@ import { acquireLock } from './files.ts';
 import type { MintResult } from './ledger.ts';
 import type { PubSubLimits } from './pubsub.ts';
 import { bundledWorker } from './thread-bundle.ts';
-import { deserializeError, type FromThread, type LedgerThreadData, type ThreadMethod, type ToThread } from './thread-protocol.ts';
+import { deserializeError, type FromThread, type LedgerThreadData, type Reply, type ThreadMethod, type ToThread } from './thread-protocol.ts';
 
 // An embedded ledger run off the main thread (issue 17: 200 sockets × 100 accountSubscribe stalled /v1/health for
 // 4.5 s when LiteSVM and its JSON-RPC server shared the gateway's event loop). The worker (thread-worker.ts) owns
@@ -103,7 +103,7 @@ export class LedgerThread implements Ledger, FaucetLedger {
       if (message.type === 'ready') settle.resolve((thread = new LedgerThread(worker, options, message, exited)));
       else if (message.type === 'failed') settle.reject(deserializeError(message.error));
       else if (message.type === 'warning') warn(message.message);
-      else thread?.settle(message);
+      else for (const reply of message.replies) thread?.settle(reply);
     });
     worker.on('error', (e) => {
       warn(`the ${options.network} ledger thread failed: ${e.message}`);
@@ -118,7 +118,7 @@ export class LedgerThread implements Ledger, FaucetLedger {
     return opened;
   }
 
-  private settle(message: Extract<FromThread, { type: 'reply' }>): void {
+  private settle(message: Reply): void {
     const call = this.pending.get(message.id);
     if (!call) return;
     this.pending.delete(message.id);
@@ -136,12 +136,22 @@ export class LedgerThread implements Ledger, FaucetLedger {
     return new DomainError('rpc_unavailable', `the ${this.network} ledger is not running: ${this.stopped?.message ?? 'closed'}`);
   }
 
+  /** the calls made in this turn of the event loop, posted together at its end (thread-protocol.ts) */
+  private outbox: ToThread = [];
+
+  private readonly flush = (): void => {
+    const calls = this.outbox;
+    this.outbox = [];
+    if (calls.length && !this.stopped) this.worker.postMessage(calls);
+  };
+
   private call<T>(method: ThreadMethod | 'close', args: unknown[] = []): Promise<T> {
     if (this.stopped) return Promise.reject(this.unavailable());
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      this.worker.postMessage((method === 'close' ? { id, method } : { id, method, args }) satisfies ToThread);
+      if (this.outbox.length === 0) setImmediate(this.flush);
+      this.outbox.push(method === 'close' ? { id, method } : { id, method, args });
     });
   }
 

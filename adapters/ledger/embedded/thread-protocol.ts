@@ -43,14 +43,20 @@ export const THREAD_METHODS = [
 ] as const;
 export type ThreadMethod = (typeof THREAD_METHODS)[number];
 
-export type ToThread = { id: number; method: ThreadMethod; args: unknown[] } | { id: number; method: 'close' };
+export type ToThreadCall = { id: number; method: ThreadMethod; args: unknown[] } | { id: number; method: 'close' };
+/**
+ * Issue 19: the calls made in one turn of the main thread's event loop cross as one message (an array), and the
+ * replies ready in one turn of the worker's come back as one: a paid call made three messages each way of its own.
+ */
+export type ToThread = ToThreadCall[];
+
+export type Reply = { type: 'reply'; id: number; ok: true; value: unknown } | { type: 'reply'; id: number; ok: false; error: SerializedError };
 
 export type FromThread =
   | { type: 'ready'; url: string | null; wsUrl: string | null }
   | { type: 'failed'; error: SerializedError }
   | { type: 'warning'; message: string }
-  | { type: 'reply'; id: number; ok: true; value: unknown }
-  | { type: 'reply'; id: number; ok: false; error: SerializedError };
+  | { type: 'replies'; replies: Reply[] };
 
 export interface SerializedError {
   name: string;

@@ -1,7 +1,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { EmbeddedLedger } from './ledger.ts';
 import { startLedgerRpcServer, type LedgerRpcServer } from './rpc-server.ts';
-import { serializeError, THREAD_METHODS, type FromThread, type LedgerThreadData, type ThreadMethod, type ToThread } from './thread-protocol.ts';
+import { serializeError, THREAD_METHODS, type FromThread, type LedgerThreadData, type Reply, type ThreadMethod, type ToThread } from './thread-protocol.ts';
 
 // Worker thread of one embedded ledger (ledger-thread.ts starts it): LiteSVM, its files and its JSON-RPC/PubSub
 // server live here, so neither a flood of subscriptions nor a long execution holds up the gateway's event loop.
@@ -22,24 +22,39 @@ async function open(): Promise<{ ledger: EmbeddedLedger; server: LedgerRpcServer
   }
 }
 
+/** replies ready in this turn of the event loop, sent together at its end (thread-protocol.ts) */
+let outbox: Reply[] = [];
+function reply(r: Reply): void {
+  if (outbox.length === 0) setImmediate(flush);
+  outbox.push(r);
+}
+function flush(): void {
+  const replies = outbox;
+  outbox = [];
+  if (replies.length) post({ type: 'replies', replies });
+}
+
 function serve({ ledger, server }: { ledger: EmbeddedLedger; server: LedgerRpcServer | undefined }): void {
-  port.on('message', (message: ToThread) => {
-    void (async () => {
-      try {
-        if (message.method === 'close') {
-          await server?.close();
-          await ledger.close();
-          post({ type: 'reply', id: message.id, ok: true, value: undefined });
-          port.close(); // nothing else keeps the thread: it ends
-          return;
+  port.on('message', (calls: ToThread) => {
+    for (const message of calls) {
+      void (async () => {
+        try {
+          if (message.method === 'close') {
+            await server?.close();
+            await ledger.close();
+            reply({ type: 'reply', id: message.id, ok: true, value: undefined });
+            flush();
+            port.close(); // nothing else keeps the thread: it ends
+            return;
+          }
+          if (!allowed.has(message.method)) throw new Error(`no method ${message.method}`);
+          const method = ledger[message.method as ThreadMethod] as (...args: unknown[]) => unknown;
+          reply({ type: 'reply', id: message.id, ok: true, value: await method.apply(ledger, message.args) });
+        } catch (e) {
+          reply({ type: 'reply', id: message.id, ok: false, error: serializeError(e) });
         }
-        if (!allowed.has(message.method)) throw new Error(`no method ${message.method}`);
-        const method = ledger[message.method as ThreadMethod] as (...args: unknown[]) => unknown;
-        post({ type: 'reply', id: message.id, ok: true, value: await method.apply(ledger, message.args) });
-      } catch (e) {
-        post({ type: 'reply', id: message.id, ok: false, error: serializeError(e) });
-      }
-    })();
+      })();
+    }
   });
   post({ type: 'ready', url: server?.url ?? null, wsUrl: server?.wsUrl ?? null });
 }

@@ -15,7 +15,10 @@ const NEXT_SEQ = 'svc_event_seq()';
 /** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
 const BELOW_HORIZON = 'seq < svc_events_horizon()';
 /** the same on the feed's own (seq + 0) index (migration 0014), which no network-scoped list can take */
-const FEED_BELOW_HORIZON = 'seq + 0 < svc_events_horizon()';
+// Issue 19: the horizon as a scalar subquery, computed once per statement. As a bare call it is a per-row filter
+// whenever the planner picks a scan (a young table whose statistics lag, e.g. a fresh database under load), and each
+// call reads a snapshot and pg_stat_activity: the feed's catch-ups and looks again then cost milliseconds each.
+const FEED_BELOW_HORIZON = 'seq + 0 < (select svc_events_horizon())';
 /** the NOTIFY channel an append wakes every node's feed on (payload: the new seq) */
 export const EVENTS_CHANNEL = 'svc_events';
 
@@ -206,7 +209,9 @@ export function appendManySql(events: readonly NewEvent[]): Sql {
             select id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, created_at
               from x order by i
             returning seq),
-          woke as (select count(pg_notify('${EVENTS_CHANNEL}', seq::text))::int as n from added)
+          -- one notification per statement (issue 19: a paid call's group appends several events per call; the feed
+          -- reads from its last seq whatever the payload, so one wake-up, naming the newest seq, does for all)
+          woke as (select a.n, pg_notify('${EVENTS_CHANNEL}', a.m) as notified from (select count(*)::int as n, max(seq)::text as m from added) a)
           select s.i, s.webhook_id, woke.n from woke left join lateral (
             select x.i, w.id as webhook_id from x join webhooks w
               on w.network = x.network and w.disabled_at is null and (w.scope = 'network' or w.owner_principal = x.owner_principal)
@@ -377,9 +382,11 @@ async function awaitCommittedBelowHorizon(em: EntityManager): Promise<void> {
   }
 }
 
+export const EVENTS_HELD_BACK_SQL = `select exists (select 1 from events where seq + 0 >= (select svc_events_horizon())) as held`;
+
 /** True when committed events wait above the horizon (an older transaction is still open): the feed looks again soon. */
 export async function eventsHeldBack(em: EntityManager): Promise<boolean> {
-  const rows = await query<{ held: boolean }>(em, `select exists (select 1 from events where seq + 0 >= svc_events_horizon()) as held`);
+  const rows = await query<{ held: boolean }>(em, EVENTS_HELD_BACK_SQL);
   return rows[0]!.held;
 }
 

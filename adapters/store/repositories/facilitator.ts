@@ -8,6 +8,7 @@ import type {
   SponsorshipRequest,
 } from '../../../domain/ports/facilitator-store.ts';
 import { ownerAlive, type ProcessOwner } from '../process-owner.ts';
+import { Coalescer } from './coalesce.ts';
 import { date, query } from './context.ts';
 
 /** A row of `facilitator_settlements` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
@@ -33,6 +34,9 @@ const fromRow = (r: SettlementRow): SettlementRecord => ({
   updatedAt: date(r.updated_at),
 });
 
+type ClaimRequest = { network: Network; signature: string; payer: string; blockhash: string; at: Date };
+type FinishRequest = { network: Network; signature: string; status: 'settled' | 'failed'; error: string | null; at: Date };
+
 /** A sponsorship of (network, owner, mint, account) whose settlement has not finished yet. */
 const IN_FLIGHT = `select 1 from rent_sponsorships r join facilitator_settlements f
     on f.network = r.network and f.signature = regexp_replace(r.signature, '^precreate:', '')
@@ -50,18 +54,15 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     return query<T>(this.orm.em.fork({ useContext: false }), sql, params);
   }
 
-  async claimSettlement(r: { network: Network; signature: string; payer: string; blockhash: string; at: Date }): Promise<ClaimResult> {
-    // The primary key is the decision point across instances; a failed row (nothing landed) may be claimed again.
-    const claimed = await this.exec<{ signature: string }>(
-      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, owner, created_at, updated_at)
-       values (?, ?, 'pending', ?, ?, null, ?, ?, ?)
-       on conflict (network, signature) do update
-         set status = 'pending', error = null, owner = excluded.owner, updated_at = excluded.updated_at
-         where facilitator_settlements.status = 'failed'
-       returning signature`,
-      [r.network, r.signature, r.payer, r.blockhash, this.owner?.epoch ?? null, r.at, r.at],
-    );
-    if (claimed.length) return { claimed: true };
+  /**
+   * Issue 19: the guard's claims and finishes are grouped (coalesce.ts): the ones that arrive while one statement of
+   * their kind runs are written by the next one, each row decided exactly as alone.
+   */
+  private readonly claims = new Coalescer<ClaimRequest, boolean>((group) => this.claimGroup(group));
+  private readonly finishes = new Coalescer<FinishRequest, void>((group) => this.finishGroup(group));
+
+  async claimSettlement(r: ClaimRequest): Promise<ClaimResult> {
+    if (await this.claims.add(r)) return { claimed: true };
     const rows = await this.exec<SettlementRow & { alive: boolean }>(
       `select *, ${ownerAlive('owner')} as alive from facilitator_settlements where network = ? and signature = ?`,
       [r.network, r.signature],
@@ -70,14 +71,41 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     return { claimed: false, existing: fromRow(rows[0]), ownerGone: !rows[0].alive };
   }
 
+  /** The claims of a group in one statement: which of them this process now holds, in order. */
+  private async claimGroup(group: ClaimRequest[]): Promise<boolean[]> {
+    // The primary key is the decision point across instances; a failed row (nothing landed) may be claimed again. One
+    // statement may not touch a row twice: a signature repeated in the group is claimed by its first request only.
+    const first = new Map<string, ClaimRequest>();
+    for (const r of group) if (!first.has(`${r.network}:${r.signature}`)) first.set(`${r.network}:${r.signature}`, r);
+    const rows = [...first.values()].map((r) => ({ network: r.network, signature: r.signature, payer: r.payer, blockhash: r.blockhash, at: r.at }));
+    const claimed = await this.exec<{ network: string; signature: string }>(
+      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, owner, created_at, updated_at)
+       select x.network, x.signature, 'pending', x.payer, x.blockhash, null, ?::int, x.at, x.at
+         from jsonb_to_recordset(?::jsonb) as x(network text, signature text, payer text, blockhash text, at timestamptz)
+       on conflict (network, signature) do update
+         set status = 'pending', error = null, owner = excluded.owner, updated_at = excluded.updated_at
+         where facilitator_settlements.status = 'failed'
+       returning network, signature`,
+      [this.owner?.epoch ?? null, JSON.stringify(rows)],
+    );
+    const won = new Set(claimed.map((c) => `${c.network}:${c.signature}`));
+    return group.map((r) => won.has(`${r.network}:${r.signature}`) && first.get(`${r.network}:${r.signature}`) === r);
+  }
+
   async finishSettlement(network: Network, signature: string, status: 'settled' | 'failed', error: string | null, at: Date): Promise<void> {
-    await this.exec(`update facilitator_settlements set status = ?, error = ?, updated_at = ? where network = ? and signature = ?`, [
-      status,
-      error,
-      at,
-      network,
-      signature,
-    ]);
+    await this.finishes.add({ network, signature, status, error, at });
+  }
+
+  /** The finishes of a group in one statement (a signature finished twice in one group: its last finish). */
+  private async finishGroup(group: FinishRequest[]): Promise<void[]> {
+    const last = new Map(group.map((f) => [`${f.network}:${f.signature}`, f]));
+    await this.exec(
+      `update facilitator_settlements f set status = x.status, error = x.error, updated_at = x.at
+         from jsonb_to_recordset(?::jsonb) as x(network text, signature text, status text, error text, at timestamptz)
+        where f.network = x.network and f.signature = x.signature`,
+      [JSON.stringify([...last.values()])],
+    );
+    return group.map(() => undefined);
   }
 
   async getSettlement(network: Network, signature: string): Promise<SettlementRecord | null> {

@@ -2,6 +2,7 @@ import type { Network } from '../../../domain/shared/network.ts';
 import type { PaidCallRecord } from '../../../domain/paywall/schema.ts';
 import type { PaidCallRepository } from '../../../domain/ports/store.ts';
 import { ownerAlive } from '../process-owner.ts';
+import { Coalescer } from './coalesce.ts';
 import { affected, date, lockedInTransaction, one, query, type RepoContext } from './context.ts';
 
 /** A row of `paid_calls` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
@@ -39,24 +40,54 @@ const fromRow = (r: PaidCallRow): PaidCallRecord => ({
   expiresAt: date(r.expires_at),
 });
 
+type Claim = Parameters<PaidCallRepository['claim']>[0];
+type ClaimedRow = PaidCallRow & { inserted: boolean };
+
+/**
+ * The claims of a group in one statement (issue 19): each row decided as alone. Taken over: a pending call (its outcome
+ * unknown, nobody on it), a running one whose lease lapsed, or one whose owner process is gone (issue 17: after a crash
+ * the replay is answered at once, not after the lease). With an attempt, a fresh row is inserted attempted (no separate
+ * markAttempted); a row taken over keeps its attempted flag and request. `xmax = 0` tells the inserted row from the
+ * updated one. One statement may not touch a row twice: a payment repeated in the group is claimed by its first claim
+ * only (the others find the row taken, as they would one statement later).
+ */
+async function claimGroup(ctx: RepoContext, group: Claim[]): Promise<(ClaimedRow | undefined)[]> {
+  const first = new Map<string, Claim>();
+  for (const c of group) if (!first.has(`${c.network}:${c.paymentKey}`)) first.set(`${c.network}:${c.paymentKey}`, c);
+  const rows = [...first.values()].map((c) => ({
+    network: c.network,
+    payment_key: c.paymentKey,
+    link_pk: c.linkPk,
+    link_id: c.linkId,
+    attempted: c.attempt !== undefined,
+    request: c.attempt ? c.attempt.request : null,
+    locked_until: c.lockedUntil,
+    at: c.at,
+    expires_at: c.expiresAt,
+  }));
+  const claimed = await query<ClaimedRow>(
+    ctx.em(),
+    `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, attempted, request, owner, locked_until, created_at, updated_at, expires_at)
+     select x.network, x.payment_key, x.link_pk, x.link_id, 'running', null, null, null, x.attempted, x.request, ?::int, x.locked_until, x.at, x.at, x.expires_at
+       from jsonb_to_recordset(?::jsonb) as x(network text, payment_key text, link_pk text, link_id text, attempted boolean, request jsonb, locked_until timestamptz, at timestamptz, expires_at timestamptz)
+     on conflict (network, payment_key) do update
+       set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
+       where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
+         and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
+     returning *, (xmax = 0) as inserted`,
+    [ctx.owner?.epoch ?? null, JSON.stringify(rows)],
+  );
+  const won = new Map(claimed.map((r) => [`${r.network}:${r.payment_key}`, r]));
+  return group.map((c) => (first.get(`${c.network}:${c.paymentKey}`) === c ? won.get(`${c.network}:${c.paymentKey}`) : undefined));
+}
+
 export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
+  // outside a transaction, the claims arriving while one claim statement runs go together in the next (coalesce.ts)
+  const claims = ctx.inTransaction ? undefined : new Coalescer<Claim, ClaimedRow | undefined>((group) => claimGroup(ctx, group));
   const repo: PaidCallRepository = {
     claim: async (c) => {
-      const em = ctx.em();
-      // Taken over: a pending call (its outcome unknown, nobody on it), a running one whose lease lapsed, or one whose
-      // owner process is gone (issue 17: after a crash the replay is answered at once, not after the lease).
-      const claimed = await query<PaidCallRow>(
-        em,
-        `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, owner, locked_until, created_at, updated_at, expires_at)
-         values (?, ?, ?, ?, 'running', null, null, null, ?, ?, ?, ?, ?)
-         on conflict (network, payment_key) do update
-           set status = 'running', owner = excluded.owner, locked_until = excluded.locked_until, updated_at = excluded.updated_at
-           where paid_calls.link_pk = excluded.link_pk and paid_calls.status in ('running', 'pending')
-             and (paid_calls.locked_until <= excluded.updated_at or not ${ownerAlive('paid_calls.owner')})
-         returning *`,
-        [c.network, c.paymentKey, c.linkPk, c.linkId, ctx.owner?.epoch ?? null, c.lockedUntil, c.at, c.at, c.expiresAt],
-      );
-      if (claimed[0]) return { claimed: true, record: fromRow(claimed[0]) };
+      const row = claims ? await claims.add(c) : (await claimGroup(ctx, [c]))[0];
+      if (row) return { claimed: true, record: fromRow(row), marked: c.attempt !== undefined && row.inserted };
       const existing = await repo.get(c.network, c.paymentKey);
       if (!existing) return repo.claim(c);
       return { claimed: false, record: existing };

@@ -200,6 +200,25 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       )) as unknown[];
       return rows.length > 0;
     },
+    setVerifications: async (network, updates) => {
+      if (updates.length === 0) return new Set();
+      const rows = updates.map(({ receiptHash, update: u }) => ({
+        receipt_hash: receiptHash,
+        status: u.status,
+        reason: u.reason,
+        checked_at: u.checkedAt,
+        attempts: u.attempts,
+        verify_after: u.status === 'pending' ? u.nextCheckAt : null,
+      }));
+      const set = (await em().execute(
+        `update receipts r set verification = x.status, verification_reason = x.reason, verification_checked_at = x.checked_at,
+           verification_attempts = x.attempts, verify_after = x.verify_after
+           from jsonb_to_recordset(?::jsonb) as x(receipt_hash text, status text, reason text, checked_at timestamptz, attempts int, verify_after timestamptz)
+          where r.network = ? and r.receipt_hash = x.receipt_hash and r.verification = 'pending' returning r.receipt_hash`,
+        [JSON.stringify(rows), network],
+      )) as { receipt_hash: string }[];
+      return new Set(set.map((r) => r.receipt_hash));
+    },
     duePending: async (now, limit) => {
       const rows = (await em().execute(
         `select ${COLUMNS} from receipts where verification = 'pending' and verify_after <= ? order by verify_after limit ?`,
