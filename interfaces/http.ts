@@ -9,6 +9,7 @@ import { limitAnonymous } from './policies/rate-limit.ts';
 import { clientSignal, noteResponse } from './policies/heavy.ts';
 import { registerFacilitatorRoutes } from './facilitator/routes.ts';
 import { registerPaywallRoutes } from './paywall/routes.ts';
+import { unpaidFastPath, type UnpaidFastPath } from './paywall/fast-402.ts';
 import type { Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
@@ -127,8 +128,17 @@ export async function bindListener(port: number, host: string): Promise<Listener
   };
 }
 
-export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance {
+export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance & { unpaidFastPath?: UnpaidFastPath } {
   const { services, log } = deps;
+  // Issue 19: unpaid 402s whose challenge is at hand are answered before fastify (paywall/fast-402.ts); closing, fastify answers.
+  let closing = false;
+  const fast = services.paywall ? unpaidFastPath({ services, paywall: services.paywall, log, closing: () => closing }) : undefined;
+  const serverFactory: Listener['factory'] = fast
+    ? (handler, options) =>
+        deps.listener.factory((req, res) => {
+          if (!fast(req, res)) handler(req, res);
+        }, options)
+    : deps.listener.factory;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
   const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
     const values: Record<string, string> = {};
@@ -151,7 +161,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     logController: new RedactingLogController(),
     routerOptions: { maxParamLength: 5000 },
     clientErrorHandler,
-    serverFactory: deps.listener.factory,
+    serverFactory,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
       const headers = anonymousLimit(req.url, req.ip);
@@ -167,6 +177,11 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   app.addHook('onRequest', (req, reply, done) => {
     if (cancelsOnLeave(req.url)) noteResponse(req.raw, reply.raw);
     stampRequestId(req, reply, done);
+  });
+
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
   });
 
   app.setErrorHandler((err, req, reply) => {
@@ -219,7 +234,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   registerExplorerRoutes(app);
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
-  return app;
+  return Object.assign(app, { unpaidFastPath: fast });
 }
 
 const REAL = Symbol('real child');

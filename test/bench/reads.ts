@@ -47,12 +47,12 @@ try {
   const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
   const rounds: { plain: Measured; gateway: Measured }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const plain = await withCpu(() => expectAll(plainJob, 200));
+    const plain = await withCpu(() => profiled(i === ROUNDS - 1, 'reads-plain', () => expectAll(plainJob, 200)));
     const gateway = await withCpu(() => profiled(i === ROUNDS - 1, 'reads-gateway', () => expectAll(gatewayJob, 200)));
     rounds.push({ plain, gateway });
     console.log(
-      `  round ${i + 1}: plain ${plain.rps.toFixed(0)} req/s (p99 ${plain.p99} ms, ${plain.cpuUs.toFixed(0)} µs CPU/req) | ` +
-        `gateway ${gateway.rps.toFixed(0)} req/s (p99 ${gateway.p99} ms, ${gateway.cpuUs.toFixed(0)} µs CPU/req)`,
+      `  round ${i + 1}: plain ${plain.rps.toFixed(0)} req/s (p99 ${plain.p99} ms, ${plain.cpuUs.toFixed(0)} µs CPU/req, ${plain.sysUs.toFixed(0)} of it system) | ` +
+        `gateway ${gateway.rps.toFixed(0)} req/s (p99 ${gateway.p99} ms, ${gateway.cpuUs.toFixed(0)} µs CPU/req, ${gateway.sysUs.toFixed(0)} of it system)`,
     );
   }
   const avg = (f: (r: (typeof rounds)[number]) => number) => rounds.reduce((n, r) => n + f(r), 0) / rounds.length;
@@ -81,14 +81,14 @@ try {
   await removeDataDir(app.dataDir);
 }
 
-type Measured = LoadResult & { cpuUs: number };
+type Measured = LoadResult & { cpuUs: number; sysUs: number };
 
 /** A round with this process's CPU time (user + system) per answered request. */
 async function withCpu(fn: () => Promise<LoadResult>): Promise<Measured> {
   const before = process.cpuUsage();
   const r = await fn();
   const used = process.cpuUsage(before);
-  return { ...r, cpuUs: (used.user + used.system) / Math.max(1, r.total) };
+  return { ...r, cpuUs: (used.user + used.system) / Math.max(1, r.total), sysUs: used.system / Math.max(1, r.total) };
 }
 
 /** Statements the gateway's PostgreSQL connection runs during `fn` (MikroORM's connection `execute`). */
