@@ -113,6 +113,44 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
   t.true(flushed.length <= 1);
 });
 
+test.serial('the usage and rate-limit batches travel as bound parameters, never escaped into the statement text', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const keyId = (await a.services.access.authenticate(`Bearer ${key}`)).keyId;
+  type Conn = { query: (...args: unknown[]) => unknown };
+  const client = a.database.orm.em.getConnection().getKnex().client as unknown as { acquireConnection: () => Promise<Conn> };
+  const acquire = client.acquireConnection;
+  const sent: { text: string; values: unknown[] }[] = [];
+  client.acquireConnection = async function (this: unknown) {
+    const connection = await acquire.call(this);
+    const query = connection.query;
+    // this acquisition's statements only (the connection goes back to the pool unwrapped)
+    connection.query = function (this: unknown, ...args: unknown[]) {
+      const first = args[0] as string | { text: string; values?: unknown[] };
+      sent.push(typeof first === 'string' ? { text: first, values: (args[1] as unknown[]) ?? [] } : { text: first.text, values: first.values ?? [] });
+      connection.query = query;
+      return query.apply(this, args);
+    };
+    return connection;
+  };
+  try {
+    for (let i = 0; i < 3; i++) t.is((await http(a, 'GET', '/v1/health', { key })).status, 200);
+    await a.services.recorder.flush();
+    await a.services.rateLimiter.sync();
+  } finally {
+    client.acquireConnection = acquire;
+  }
+  const usage = sent.find((s) => /insert into request_records/.test(s.text) && s.values.some((v) => typeof v === 'string' && v.includes(keyId)));
+  t.truthy(usage, 'the usage batch was written');
+  t.regex(usage!.text, /jsonb_to_recordset\(\$1::jsonb\)/);
+  t.false(usage!.text.includes(keyId), 'no value in the text');
+  t.is((JSON.parse(usage!.values[0] as string) as { key_id: string }[]).filter((r) => r.key_id === keyId).length, 3);
+  const hits = sent.find((s) => /insert into rate_hits/.test(s.text) && s.values.some((v) => typeof v === 'string' && v.includes(keyId)));
+  t.truthy(hits, 'the rate-limit exchange carried the key\'s hits');
+  t.regex(hits!.text, /jsonb_to_recordset\(\$1::jsonb\)/);
+  t.false(hits!.text.includes(keyId), 'no value in the text');
+});
+
 test('usage rows and last_used_at are not lost on a graceful shutdown', async (t) => {
   const c = await startTestApp({ databaseUrl: t.context.a.database.url, env: { SVC_JOBS: 'off' } });
   const created = await c.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
@@ -218,7 +256,7 @@ test('the sliding hit log ages hits out in order across compactions (O(1) per hi
   t.is(log.at(0), 7);
 });
 
-test('a keyed procedure runs three tRPC middlewares: the error mapping, auth, and the keyed policies as one (each hop spreads the context again)', (t) => {
+test('a keyed procedure runs one tRPC middleware: auth, the keyed policies and the error mapping as one (each hop spreads its options and the context again)', (t) => {
   // the policies' behaviour and order are the rate-limit, idempotency, hostile-input and metrics tests'
-  t.is(keyedProcedure._def.middlewares.length, 3);
+  t.is(keyedProcedure._def.middlewares.length, 1);
 });
