@@ -18,7 +18,7 @@ import { limitOutsideProcedure } from '../policies/rate-limit.ts';
  * success statuses of DECISIONS. The same metadata generates /openapi.json.
  */
 export interface RestOptions {
-  createContext(req: FastifyRequest, transport: string): Context;
+  createContext(req: FastifyRequest, reply: FastifyReply, transport: string): Context;
   baseUrl: () => string;
   version: string;
 }
@@ -63,7 +63,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
       method: openapi.method,
       url: openapi.path.replace(/\{(\w+)\}/g, ':$1'),
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ctx = options.createContext(req, transport);
+        const ctx = options.createContext(req, reply, transport);
         const params = (req.params ?? {}) as Record<string, string>;
         let input: unknown;
         if (takesInput) {
@@ -87,7 +87,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
       // Errors fastify raises before the handler (malformed JSON, 413, unsupported content type) still pass the
       // rate-limit policy of the route, so they carry the RateLimit-* headers like every /v1 response.
       errorHandler: (err, req, reply) =>
-        answerOutsideProcedure(options.createContext(req, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
+        answerOutsideProcedure(options.createContext(req, reply, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
     });
   }
 }

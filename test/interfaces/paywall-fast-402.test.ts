@@ -3,7 +3,7 @@ import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, typ
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { PaywallService } from '../../domain/paywall/service.ts';
-import { cancelsOnLeave, lazyChildLogger } from '../../interfaces/http.ts';
+import { lazyChildLogger } from '../../interfaces/http.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { request as httpRequest } from 'node:http';
 
@@ -290,9 +290,4 @@ test('at info level the fast path answers through fastify the same bytes and hea
     await app.close();
     await removeDataDir(app.dataDir);
   }
-});
-
-test('the paywall\'s requests are not noted for client-left cancellation; every door whose context takes the signal is', (t) => {
-  t.false(cancelsOnLeave('/x/abc?network=chain-devnet'));
-  for (const url of ['/v1/payment-links/abc', '/trpc/paymentLinks.get', '/graphql', '/v1/events?limit=5', '/xyz']) t.true(cancelsOnLeave(url), url);
 });
