@@ -9,7 +9,6 @@ import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { HitLog } from '../../domain/policies/rate-limit.ts';
 import { keyedProcedure } from '../../interfaces/trpc/init.ts';
 import { clientSignal } from '../../interfaces/policies/heavy.ts';
-import { hotReadLane, LANE_SIZE } from '../../adapters/store/repositories/context.ts';
 import { createServer, request as httpRequest, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -33,31 +32,39 @@ test.after.always(async (t) => {
 /** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up, the indexer job): not a request's. */
 const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq >/is, /insert into indexer_runs/i, /\bindexer_watch\b/i];
 
-/** The connections of the app's main pool (tarn's used and free lists), whichever way they were taken. */
-function poolConnections(app: TestApp): Set<unknown> {
-  const pool = (app.database.orm.em.getConnection().getKnex().client as unknown as { pool: { used: { resource: unknown }[]; free: { resource: unknown }[] } }).pool;
-  return new Set([...pool.used, ...pool.free].map((r) => r.resource));
-}
+/** the statements being noted (while a `statementsOf` runs) */
+let noting: string[] | undefined;
+const spied = new WeakSet<object>();
 
 /**
- * Every statement the app's main pool sends while `fn` runs, background ones left out: noted on node-postgres's client
- * itself for the pool's connections, so a statement counts once whichever way it went (MikroORM and knex, or the raw hot
- * read on a connection its lane kept).
+ * Every statement the app's main pool sends while `fn` runs, background ones left out: noted on the pooled node-postgres
+ * connections themselves, so a statement counts once whichever way it went (MikroORM and knex, or the raw hot read).
  */
 async function statementsOf(app: TestApp, fn: () => Promise<unknown>): Promise<string[]> {
-  const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-  const query = proto.query;
-  const seen: string[] = [];
-  proto.query = function (this: unknown, ...args: unknown[]) {
-    const first = args[0] as string | { text: string };
-    const sql = (typeof first === 'string' ? first : first.text).replace(/^\/\* svc:[^*]*\*\/ /, '');
-    if (!BACKGROUND.some((re) => re.test(sql)) && poolConnections(app).has(this)) seen.push(sql.replace(/\s+/g, ' ').trim());
-    return query.apply(this, args);
+  type Conn = { query: (...args: unknown[]) => unknown };
+  const client = app.database.orm.em.getConnection().getKnex().client as unknown as { acquireConnection: () => Promise<Conn> };
+  const acquire = client.acquireConnection;
+  client.acquireConnection = async function (this: unknown) {
+    const connection = await acquire.call(this);
+    if (!spied.has(connection)) {
+      spied.add(connection);
+      const query = connection.query;
+      connection.query = function (this: unknown, ...args: unknown[]) {
+        const first = args[0] as string | { text: string };
+        const sql = (typeof first === 'string' ? first : first.text).replace(/^\/\* svc:[^*]*\*\/ /, '');
+        if (noting && !BACKGROUND.some((re) => re.test(sql))) noting.push(sql.replace(/\s+/g, ' ').trim());
+        return query.apply(this, args);
+      };
+    }
+    return connection;
   };
+  const seen: string[] = [];
+  noting = seen;
   try {
     await fn();
   } finally {
-    proto.query = query;
+    noting = undefined;
+    client.acquireConnection = acquire;
   }
   return seen;
 }
@@ -107,67 +114,6 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
   // and the usage rows of those requests are written in a batch afterwards
   const flushed = await statementsOf(a, () => a.services.recorder.flush());
   t.true(flushed.length <= 1);
-});
-
-test.serial('warm hot reads take no connection from the pool (their lane keeps one); the lane gives them back when others wait or the reads stop', async (t) => {
-  const { a } = t.context;
-  const key = await issueKey(a);
-  const id = await newLink(a, key);
-  const orm = a.database.orm;
-  hotReadLane(orm, 60_000); // unused connections stay a minute: this test never depends on how fast it runs
-  const knex = orm.em.getConnection().getKnex().client as unknown as {
-    acquireConnection: () => Promise<unknown>;
-    releaseConnection: (c: unknown) => Promise<void>;
-    config: { pool: { max: number } };
-  };
-  const acquire = knex.acquireConnection;
-  const reads = async (n: number) => {
-    for (let i = 0; i < n; i++) t.is((await http(a, 'GET', `/v1/payment-links/${id}`, { key })).status, 200);
-  };
-  try {
-    await reads(2); // warm: key, window, and the lane's first connection
-    t.true(hotReadLane(orm).held >= 1 && hotReadLane(orm).held <= LANE_SIZE);
-    // every statement of a warm read, with the connection it ran on: none was taken from the pool for it
-    const taken = new Set<unknown>();
-    knex.acquireConnection = async function (this: unknown) {
-      const connection = await acquire.call(this);
-      taken.add(connection);
-      return connection;
-    };
-    const proto = pg.Client.prototype as unknown as { query: (...args: unknown[]) => unknown };
-    const query = proto.query;
-    const readsOn: unknown[] = [];
-    proto.query = function (this: unknown, ...args: unknown[]) {
-      const first = args[0] as string | { text: string };
-      if (/from payment_links where network = \$1 and id = \$2/.test(typeof first === 'string' ? first : first.text)) readsOn.push(this);
-      return query.apply(this, args);
-    };
-    try {
-      await reads(10);
-    } finally {
-      proto.query = query;
-    }
-    t.is(readsOn.length, 10);
-    t.deepEqual(readsOn.filter((c) => taken.has(c)), [], 'no read took its connection from the pool');
-    t.is(new Set(readsOn).size, 1, 'sequential reads ran on the one connection the lane keeps');
-
-    // someone else needs every connection of the pool: the lane's goes back (checked while it holds idle ones)
-    const max = knex.config.pool.max;
-    const all = await Promise.all(Array.from({ length: max }, () => acquire.call(knex)));
-    t.is(all.length, max);
-    t.is(hotReadLane(orm).held, 0, 'the lane holds nothing while the pool is exhausted by others');
-    for (const c of all) await knex.releaseConnection(c);
-
-    // the reads stop: after idleMs unused, the lane gives everything back
-    await reads(1);
-    t.true(hotReadLane(orm).held >= 1);
-    hotReadLane(orm, 0);
-    for (let i = 0; i < 200 && hotReadLane(orm).held > 0; i++) await new Promise((r) => setTimeout(r, 10));
-    t.deepEqual(hotReadLane(orm), { held: 0, idle: 0 });
-  } finally {
-    knex.acquireConnection = acquire;
-    hotReadLane(orm, 100);
-  }
 });
 
 test.serial('the usage and rate-limit batches travel as bound parameters, never escaped into the statement text', async (t) => {

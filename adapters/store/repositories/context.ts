@@ -28,81 +28,6 @@ interface PooledClient {
 interface KnexClient {
   acquireConnection(): Promise<PooledClient>;
   releaseConnection(connection: PooledClient): Promise<void>;
-  /** tarn's pool */
-  pool?: { numPendingAcquires(): number } | undefined;
-}
-
-/**
- * Issue 19: the hot reads keep up to LANE_SIZE of the pool's connections between their statements, so a read under load
- * takes a connection in hand instead of a pool acquisition (tarn: a timeout timer and a dozen promises each). They stay
- * the pool's connections (SVC_DB_POOL_MAX unchanged): one goes back the moment anyone else waits for a connection (seen
- * when a read ends, and every LANE_CHECK_MS while the lane holds idle ones), when it broke, and all of them once the
- * hot reads have left them unused for `lane.idleMs`.
- */
-export const LANE_SIZE = 2;
-const LANE_CHECK_MS = 10;
-const LANE_IDLE_MS = 100;
-interface Lane {
-  /** connections the lane holds, in use or idle */
-  held: Set<PooledClient>;
-  idle: PooledClient[];
-  /** when the lane last handed out or took back a connection */
-  usedAt: number;
-  idleMs: number;
-  timer: ReturnType<typeof setTimeout> | undefined;
-}
-const lanes = new WeakMap<KnexClient, Lane>();
-
-function laneOf(client: KnexClient): Lane {
-  let lane = lanes.get(client);
-  if (!lane) lanes.set(client, (lane = { held: new Set(), idle: [], usedAt: 0, idleMs: LANE_IDLE_MS, timer: undefined }));
-  return lane;
-}
-
-async function take(client: KnexClient, lane: Lane): Promise<PooledClient> {
-  for (let idle = lane.idle.pop(); idle; idle = lane.idle.pop()) {
-    // closed while it waited here (knex marks a connection that errored or ended): the pool destroys it
-    if (idle.__knex__disposed !== undefined) {
-      lane.held.delete(idle);
-      void client.releaseConnection(idle);
-      continue;
-    }
-    return idle;
-  }
-  const connection = await client.acquireConnection();
-  if (lane.held.size < LANE_SIZE) lane.held.add(connection);
-  return connection;
-}
-
-function giveBack(client: KnexClient, lane: Lane, connection: PooledClient): void {
-  if (!lane.held.has(connection)) return void client.releaseConnection(connection);
-  if (connection.__knex__disposed !== undefined || (client.pool?.numPendingAcquires() ?? 0) > 0) {
-    lane.held.delete(connection);
-    return void client.releaseConnection(connection);
-  }
-  lane.idle.push(connection);
-  lane.usedAt = performance.now();
-  lane.timer ??= setTimeout(() => checkIdle(client, lane), LANE_CHECK_MS);
-}
-
-function checkIdle(client: KnexClient, lane: Lane): void {
-  lane.timer = undefined;
-  if (!lane.idle.length) return;
-  if ((client.pool?.numPendingAcquires() ?? 0) === 0 && performance.now() - lane.usedAt < lane.idleMs) {
-    lane.timer = setTimeout(() => checkIdle(client, lane), LANE_CHECK_MS);
-    return;
-  }
-  for (const connection of lane.idle.splice(0)) {
-    lane.held.delete(connection);
-    void client.releaseConnection(connection);
-  }
-}
-
-/** What the lane of a MikroORM's pool holds; `idleMs` (tests) changes how long unused connections stay. */
-export function hotReadLane(orm: MikroORM, idleMs?: number): { held: number; idle: number } {
-  const lane = laneOf(orm.em.getConnection().getKnex().client as unknown as KnexClient);
-  if (idleMs !== undefined) lane.idleMs = idleMs;
-  return { held: lane.held.size, idle: lane.idle.length };
 }
 
 /** `raw` over a MikroORM's pool (its knex client's tarn pool: the same connections, settings and limits). */
@@ -110,8 +35,7 @@ export function rawOn(orm: () => MikroORM): <T>(text: string, values: unknown[])
   return async <T>(text: string, values: unknown[]): Promise<T[]> => {
     const sql = tagQuery(text);
     const client = orm().em.getConnection().getKnex().client as unknown as KnexClient;
-    const lane = laneOf(client);
-    const connection = await take(client, lane);
+    const connection = await client.acquireConnection();
     try {
       return (await connection.query(sql, values)).rows as T[];
     } catch (e) {
@@ -119,7 +43,7 @@ export function rawOn(orm: () => MikroORM): <T>(text: string, values: unknown[])
       if (!(e as { code?: unknown }).code) connection.__knex__disposed = e;
       throw e;
     } finally {
-      giveBack(client, lane, connection);
+      await client.releaseConnection(connection);
     }
   };
 }
