@@ -13,8 +13,8 @@ import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { limitOutsideProcedure } from '../policies/rate-limit.ts';
 
 /**
- * REST /v1: each tRPC procedure with `meta.openapi` becomes a fastify route that calls the procedure through a
- * server-side caller (no Fetch Request/Response per call), with the error envelope of hosted-api §7 and the
+ * REST /v1: each tRPC procedure with `meta.openapi` becomes a fastify route that calls the procedure as tRPC's
+ * server-side caller does (no Fetch Request/Response per call), with the error envelope of hosted-api §7 and the
  * success statuses of DECISIONS. The same metadata generates /openapi.json.
  */
 export interface RestOptions {
