@@ -3,7 +3,7 @@ import { generateOpenApiDocument } from 'trpc-to-openapi';
 import { z, ZodVoid } from 'zod';
 import type { AnyProcedure } from '@trpc/server';
 import type { Meta } from '../trpc/init.ts';
-import type { ProcedureCallOptions } from '@trpc/server/unstable-core-do-not-import';
+import { invokeProcedure } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';
 import type { Context } from '../trpc/context.ts';
 import { ErrorEnvelope, restAnswer } from '../errors.ts';
@@ -42,15 +42,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/**
- * Calls a procedure as tRPC's server-side caller does (`createCaller(ctx).a.b(input)` ends in exactly this call), without
- * the caller's per-request proxies, path lookup and promises (issue 19): every REST route knows its procedure already.
- */
-function invoke(procedure: AnyProcedure, ctx: Context, path: string, input: unknown): Promise<unknown> {
-  const raw = Promise.resolve(input);
-  const call = procedure as unknown as (opts: ProcedureCallOptions<Context>) => Promise<unknown>;
-  return call({ path, getRawInput: () => raw, ctx, type: procedure._def.type, signal: undefined, batchIndex: 0 });
-}
 
 export function registerRest(app: FastifyInstance, options: RestOptions): void {
   for (const { path, procedure, meta } of routes()) {
@@ -73,7 +64,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
           input = isPlainObject(source) ? { ...source, ...params } : source;
         }
         try {
-          const result = await invoke(procedure, ctx, path, input);
+          const result = await invokeProcedure(procedure, ctx, path, input);
           reply.headers(ctx.responseHeaders);
           if (status === 204) return reply.code(204).send();
           const code = meta.replayStatus !== undefined && isPlainObject(result) && result.replayed === true ? meta.replayStatus : status;

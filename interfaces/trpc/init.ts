@@ -1,5 +1,6 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+import { middlewareMarker, type ProcedureCallOptions } from '@trpc/server/unstable-core-do-not-import';
+import type { AnyProcedure } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { DomainError, ERROR_CODES, type ErrorCode } from '../../domain/shared/errors.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
@@ -158,3 +159,12 @@ export const adminProcedure = keyedProcedure.meta({ errors: ['forbidden', 'wrong
   return next({ ctx });
 });
 
+/**
+ * Calls a procedure as tRPC's server-side caller does (`createCaller(ctx).a.b(input)` ends in exactly this call), without
+ * the caller's per-request proxies, path lookup and promises (issue 19): REST's routes know their procedure already.
+ */
+export function invokeProcedure(procedure: AnyProcedure, ctx: Context, path: string, input: unknown): Promise<unknown> {
+  const raw = Promise.resolve(input);
+  const call = procedure as unknown as (opts: ProcedureCallOptions<Context>) => Promise<unknown>;
+  return call({ path, getRawInput: () => raw, ctx, type: procedure._def.type, signal: undefined, batchIndex: 0 });
+}
