@@ -6,9 +6,10 @@ import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 import { newRequestId } from '../domain/shared/ids.ts';
 import { DomainError } from '../domain/shared/errors.ts';
 import { limitAnonymous } from './policies/rate-limit.ts';
-import { clientSignal, noteResponse } from './policies/heavy.ts';
+import { clientSignal } from './policies/heavy.ts';
 import { registerFacilitatorRoutes } from './facilitator/routes.ts';
 import { registerPaywallRoutes } from './paywall/routes.ts';
+import { unpaidFastPath, type UnpaidFastPath } from './paywall/fast-402.ts';
 import type { Services } from './services.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
@@ -61,12 +62,6 @@ export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: (
   if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
   done();
 }
-
-/**
- * Whether a request's database work is cancelled when its client leaves (issue 21: the /v1, tRPC and GraphQL doors, whose
- * contexts take `clientSignal`). The public paywall /x/{id} takes none — its 402s (issue 19) skip the bookkeeping.
- */
-export const cancelsOnLeave = (url: string): boolean => !url.startsWith('/x/');
 
 type RequestHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -127,8 +122,17 @@ export async function bindListener(port: number, host: string): Promise<Listener
   };
 }
 
-export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance {
+export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance & { unpaidFastPath?: UnpaidFastPath } {
   const { services, log } = deps;
+  // Issue 19: unpaid 402s whose challenge is at hand are answered before fastify (paywall/fast-402.ts); closing, fastify answers.
+  let closing = false;
+  const fast = services.paywall ? unpaidFastPath({ services, paywall: services.paywall, log, closing: () => closing }) : undefined;
+  const serverFactory: Listener['factory'] = fast
+    ? (handler, options) =>
+        deps.listener.factory((req, res) => {
+          if (!fast(req, res)) handler(req, res);
+        }, options)
+    : deps.listener.factory;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
   const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
     const values: Record<string, string> = {};
@@ -151,7 +155,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     logController: new RedactingLogController(),
     routerOptions: { maxParamLength: 5000 },
     clientErrorHandler,
-    serverFactory: deps.listener.factory,
+    serverFactory,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
     frameworkErrors: (err, req, reply) => {
       const headers = anonymousLimit(req.url, req.ip);
@@ -162,11 +166,13 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     },
   });
 
-  // One hook (issue 19: every request pays each): the request id header, and (issue 21) the response noted so a request
-  // whose client leaves cancels its running statement (policies/heavy.ts).
-  app.addHook('onRequest', (req, reply, done) => {
-    if (cancelsOnLeave(req.url)) noteResponse(req.raw, reply.raw);
-    stampRequestId(req, reply, done);
+  // One hook (issue 19: every request pays each): the request id header. (Issue 21's client-left signal is made from the
+  // response by the door that builds a context: policies/heavy.ts.)
+  app.addHook('onRequest', stampRequestId);
+
+  app.addHook('preClose', (done) => {
+    closing = true;
+    done();
   });
 
   app.setErrorHandler((err, req, reply) => {
@@ -180,7 +186,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     void reply.code(status).headers(headers.values).send(body);
   });
 
-  const createContext = (req: FastifyRequest, transport: string): Context => {
+  const createContext = (req: FastifyRequest, reply: FastifyReply, transport: string): Context => {
     const idem = req.headers['idempotency-key'];
     return {
       services,
@@ -192,7 +198,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
       transport,
       responseHeaders: {},
       replay: {},
-      signal: clientSignal(req.raw),
+      signal: clientSignal(reply.raw),
     };
   };
 
@@ -208,7 +214,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     prefix: '/trpc',
     trpcOptions: {
       router: appRouter,
-      createContext: ({ req }: { req: FastifyRequest }) => createContext(req, 'trpc'),
+      createContext: ({ req, res }: { req: FastifyRequest; res: FastifyReply }) => createContext(req, res, 'trpc'),
       responseMeta: ({ ctx }: { ctx?: Context }) => ({ headers: ctx?.responseHeaders ?? {} }),
       onError: ({ error, req }: { error: object; req: FastifyRequest }) => noteRequestId(error, req.id),
       maxBodySize: BODY_LIMIT,
@@ -219,7 +225,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   registerExplorerRoutes(app);
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
-  return app;
+  return Object.assign(app, { unpaidFastPath: fast });
 }
 
 const REAL = Symbol('real child');

@@ -339,6 +339,16 @@ export interface Repositories {
  * signal } for GET /v1/metrics/events. `heavy` requests (lists and aggregates) run on their own share of the pool, at
  * most a few at once per principal, under a shorter budget.
  */
+/**
+ * What a request scope listens to for its client leaving: an AbortSignal, or anything as small that aborts once (issue
+ * 19: the HTTP doors' is a listener on the response, made only when a scope asks — interfaces/policies/heavy.ts).
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
+}
+
 export interface RequestScope {
   /** the request id: the request's statements carry it, so it can cancel them */
   tag: string;
@@ -346,7 +356,7 @@ export interface RequestScope {
   /** who the per-principal cap counts (heavy requests only) */
   principal: string;
   /** aborts when the client has gone: the running statement is cancelled */
-  signal?: AbortSignal | undefined;
+  signal?: CancelSignal | undefined;
   /** the class's budget, set by the store */
   timeoutMs?: number;
 }

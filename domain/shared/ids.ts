@@ -15,6 +15,7 @@ const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const counter: number[] = [...randomBytes(16)].map((b) => b & 31);
 let lastTime = -1;
 let timePart = '';
+let randomPart = counter.map((d) => CROCKFORD[d]).join('');
 
 /**
  * A cheap ULID for request ids and usage records (issue 19: per-character randomness was ~6 % of a read's CPU): the
@@ -33,14 +34,18 @@ export function newRequestId(now: number = Date.now()): string {
     }
     timePart = s;
   }
-  for (let i = 15; i >= 0; i--) {
+  let i = 15;
+  for (; i >= 0; i--) {
     if (counter[i]! < 31) {
       counter[i]!++;
       break;
     }
     counter[i] = 0;
   }
-  let r = '';
-  for (let i = 0; i < 16; i++) r += CROCKFORD[counter[i]!];
-  return timePart + r;
+  // only the digits from the one that moved on are written again (issue 19: usually just the last one)
+  const from = Math.max(i, 0);
+  let tail = '';
+  for (let j = from; j < 16; j++) tail += CROCKFORD[counter[j]!];
+  randomPart = randomPart.slice(0, from) + tail;
+  return timePart + randomPart;
 }

@@ -9,6 +9,7 @@ import { fieldCost, hitsForCost } from '../policies/graphql-limits.ts';
 import { authenticateCounted, limitKey } from '../policies/rate-limit.ts';
 import type { Services } from '../services.ts';
 import type { Context } from '../trpc/context.ts';
+import type { CancelSignal } from '../../domain/ports/store.ts';
 import { createCallerFactory } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';
 
@@ -57,7 +58,7 @@ export interface ContextInput {
   clientIp: string;
   shutdown: AbortSignal;
   /** aborted when the HTTP client leaves before the answer: its running statement is cancelled (issue 21) */
-  signal?: AbortSignal | undefined;
+  signal?: CancelSignal | undefined;
 }
 
 /** The one way a GraphQL context is built, for HTTP and graphql-ws. */

@@ -325,7 +325,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
         shutdown: shutdown.signal,
         // a query's statements are cancelled when its client leaves; an SSE subscription's context may serve a whole
         // fan-out group (interfaces/graphql/fanout.ts), which must not end when its first member leaves
-        signal: sse ? undefined : clientSignal(req.raw),
+        signal: sse ? undefined : clientSignal(reply.raw),
       });
       const response = await httpRequest.run({ requestId: req.id, log: req.log }, () =>
         yoga.handleNodeRequestAndResponse(req, reply, { req, reply, ...context }),

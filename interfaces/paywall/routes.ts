@@ -3,7 +3,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { Slug } from '../../domain/payment-links/schema.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import { limitAnonymous } from '../policies/rate-limit.ts';
-import { rateLimitedError, rateLimitHeaders, WINDOW_MS } from '../../domain/policies/rate-limit.ts';
+import { rateLimitedError, rateLimitHeaders, WINDOW_MS, type RateDecision } from '../../domain/policies/rate-limit.ts';
 import type { PaywallResponse } from '../../domain/paywall/http.ts';
 import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
@@ -16,18 +16,19 @@ const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as 
 const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed';
 
 /** Levels at which fastify writes no line for a completed request (its request-completed line is at info). */
-const QUIET = new Set(['warn', 'error', 'fatal', 'silent']);
+export const QUIET = new Set(['warn', 'error', 'fatal', 'silent']);
 
 /**
  * Issue 19: per rendered challenge (one per link and terms, replaced when either changes), the headers that do not
- * change between requests, lower-cased as fastify writes them, and its body as a Buffer view.
+ * change between requests, lower-cased as fastify writes them, and its body as a Buffer view. The request id comes
+ * first, where the onRequest hook's header goes on the wire (fast-402.ts writes the object alone).
  */
 const fixedByChallenge = new WeakMap<PaywallResponse, { headers: Record<string, string | number>; body: Buffer }>();
-function fixedOf(challenge: PaywallResponse): { headers: Record<string, string | number>; body: Buffer } {
+export function fixedOf(challenge: PaywallResponse): { headers: Record<string, string | number>; body: Buffer } {
   let fixed = fixedByChallenge.get(challenge);
   if (!fixed) {
     const body = Buffer.from(challenge.body.buffer, challenge.body.byteOffset, challenge.body.byteLength);
-    const headers: Record<string, string | number> = { 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSED };
+    const headers: Record<string, string | number> = { 'X-Svc-Request-Id': '', 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSED };
     for (const [name, value] of Object.entries(challenge.headers)) headers[name.toLowerCase()] = value;
     headers['content-type'] ??= 'application/octet-stream';
     headers['content-length'] = body.byteLength;
@@ -38,13 +39,25 @@ function fixedOf(challenge: PaywallResponse): { headers: Record<string, string |
 }
 const WINDOW_S = WINDOW_MS / 1000;
 
+/**
+ * The request's id and its window (as rateLimitHeaders writes them: an allowed hit has no Retry-After) written into a
+ * challenge's fixed header object: every write of it copies it synchronously, so no request sees another's values.
+ */
+export function writeWindow(out: Record<string, string | number>, requestId: string, decision: RateDecision): void {
+  out['X-Svc-Request-Id'] = requestId;
+  out['ratelimit-limit'] = decision.limit;
+  out['ratelimit-remaining'] = decision.remaining;
+  out['ratelimit-reset'] = decision.resetSeconds;
+  out['ratelimit-policy'] = `${decision.limit};w=${WINDOW_S}`;
+}
+
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
 };
 
 /** ?network= for the paywall, the rest for the upstream; the common `?network=…` alone costs no parsing. */
-function splitQuery(url: string): { network: string | undefined; forwardQuery: string } {
+export function splitQuery(url: string): { network: string | undefined; forwardQuery: string } {
   const at = url.indexOf('?');
   if (at < 0) return { network: undefined, forwardQuery: '' };
   const raw = url.slice(at + 1);
@@ -81,13 +94,8 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
               return;
             }
             const fixed = fixedOf(challenge);
-            // the fixed headers, then the window's (as rateLimitHeaders writes them: an allowed hit has no Retry-After), written
-            // into the challenge's own object: both writes below copy it synchronously, so no request sees another's values
             const out = fixed.headers;
-            out['ratelimit-limit'] = decision.limit;
-            out['ratelimit-remaining'] = decision.remaining;
-            out['ratelimit-reset'] = decision.resetSeconds;
-            out['ratelimit-policy'] = `${decision.limit};w=${WINDOW_S}`;
+            writeWindow(out, String(req.id), decision);
             if (QUIET.has(req.log.level)) {
               // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
               reply.hijack();

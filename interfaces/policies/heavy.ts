@@ -1,5 +1,6 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { Principal } from '../../domain/access/schema.ts';
+import type { CancelSignal } from '../../domain/ports/store.ts';
 import type { Context } from '../trpc/context.ts';
 
 // Issue 21 item 3, "no key can starve the others": every keyed procedure's database work runs as one request scope
@@ -39,24 +40,42 @@ export function scopedRequest<T>(ctx: Context, principal: Principal, path: strin
   );
 }
 
-const responses = new WeakMap<IncomingMessage, ServerResponse>();
-
-/** Remembers a request's response (fastify onRequest), so `clientSignal` can tell when its client left. */
-export function noteResponse(req: IncomingMessage, res: ServerResponse): void {
-  responses.set(req, res);
+/**
+ * Aborts when the connection closes before the response was sent (the client gave up). Issue 19: no AbortController
+ * (an EventTarget) and no bookkeeping per request — it listens on the response only once a request scope asks, i.e. for
+ * the requests whose statements it may cancel.
+ */
+export function clientSignal(res: ServerResponse): CancelSignal {
+  return new ClientLeft(res);
 }
 
-/** Aborts when the connection closes before the response was sent (the client gave up). */
-export function clientSignal(req: IncomingMessage): AbortSignal | undefined {
-  const res = responses.get(req);
-  if (!res) return undefined;
-  const controller = new AbortController();
-  if (res.destroyed) {
-    if (!res.writableFinished) controller.abort();
-  } else {
-    res.once('close', () => {
-      if (!res.writableFinished) controller.abort();
-    });
+class ClientLeft implements CancelSignal {
+  readonly #res: ServerResponse;
+  #listeners: (() => void)[] | undefined;
+  #left = false;
+
+  constructor(res: ServerResponse) {
+    this.#res = res;
   }
-  return controller.signal;
+
+  get aborted(): boolean {
+    return this.#left || (this.#res.destroyed && !this.#res.writableFinished);
+  }
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (!this.#listeners) {
+      this.#listeners = [];
+      this.#res.once('close', () => {
+        if (this.#res.writableFinished) return;
+        this.#left = true;
+        for (const l of this.#listeners!.splice(0)) l();
+      });
+    }
+    this.#listeners.push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const at = this.#listeners?.indexOf(listener) ?? -1;
+    if (at >= 0) this.#listeners!.splice(at, 1);
+  }
 }

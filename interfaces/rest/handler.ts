@@ -3,7 +3,7 @@ import { generateOpenApiDocument } from 'trpc-to-openapi';
 import { z, ZodVoid } from 'zod';
 import type { AnyProcedure } from '@trpc/server';
 import type { Meta } from '../trpc/init.ts';
-import { createCallerFactory } from '../trpc/init.ts';
+import { invokeProcedure } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';
 import type { Context } from '../trpc/context.ts';
 import { ErrorEnvelope, restAnswer } from '../errors.ts';
@@ -13,12 +13,12 @@ import type { Bucket } from '../../domain/policies/rate-limit.ts';
 import { limitOutsideProcedure } from '../policies/rate-limit.ts';
 
 /**
- * REST /v1: each tRPC procedure with `meta.openapi` becomes a fastify route that calls the procedure through a
- * server-side caller (no Fetch Request/Response per call), with the error envelope of hosted-api §7 and the
+ * REST /v1: each tRPC procedure with `meta.openapi` becomes a fastify route that calls the procedure as tRPC's
+ * server-side caller does (no Fetch Request/Response per call), with the error envelope of hosted-api §7 and the
  * success statuses of DECISIONS. The same metadata generates /openapi.json.
  */
 export interface RestOptions {
-  createContext(req: FastifyRequest, transport: string): Context;
+  createContext(req: FastifyRequest, reply: FastifyReply, transport: string): Context;
   baseUrl: () => string;
   version: string;
 }
@@ -42,13 +42,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-const createCaller = createCallerFactory(appRouter);
-
-function callAt(ctx: Context, path: string, input: unknown): Promise<unknown> {
-  let target: unknown = createCaller(ctx);
-  for (const part of path.split('.')) target = (target as Record<string, unknown>)[part];
-  return (target as (i: unknown) => Promise<unknown>)(input);
-}
 
 export function registerRest(app: FastifyInstance, options: RestOptions): void {
   for (const { path, procedure, meta } of routes()) {
@@ -63,7 +56,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
       method: openapi.method,
       url: openapi.path.replace(/\{(\w+)\}/g, ':$1'),
       handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ctx = options.createContext(req, transport);
+        const ctx = options.createContext(req, reply, transport);
         const params = (req.params ?? {}) as Record<string, string>;
         let input: unknown;
         if (takesInput) {
@@ -71,7 +64,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
           input = isPlainObject(source) ? { ...source, ...params } : source;
         }
         try {
-          const result = await callAt(ctx, path, input);
+          const result = await invokeProcedure(procedure, ctx, path, input);
           reply.headers(ctx.responseHeaders);
           if (status === 204) return reply.code(204).send();
           const code = meta.replayStatus !== undefined && isPlainObject(result) && result.replayed === true ? meta.replayStatus : status;
@@ -87,7 +80,7 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
       // Errors fastify raises before the handler (malformed JSON, 413, unsupported content type) still pass the
       // rate-limit policy of the route, so they carry the RateLimit-* headers like every /v1 response.
       errorHandler: (err, req, reply) =>
-        answerOutsideProcedure(options.createContext(req, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
+        answerOutsideProcedure(options.createContext(req, reply, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
     });
   }
 }

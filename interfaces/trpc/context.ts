@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Credentials, Principal } from '../../domain/access/schema.ts';
+import type { CancelSignal } from '../../domain/ports/store.ts';
 import type { Services } from '../services.ts';
 
 /** Built once from the services: what tests, jobs, MCP and server-side callers share. */
@@ -27,5 +28,5 @@ export interface Context extends InnerContext {
   /** set by the keyed middleware */
   principal?: Principal;
   /** aborts when the client disconnects before the answer (issue 21: its running statement is cancelled) */
-  signal?: AbortSignal | undefined;
+  signal?: CancelSignal | undefined;
 }

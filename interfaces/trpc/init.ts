@@ -1,5 +1,6 @@
 import { initTRPC, TRPCError } from '@trpc/server';
-import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';
+import { middlewareMarker, type ProcedureCallOptions } from '@trpc/server/unstable-core-do-not-import';
+import type { AnyProcedure } from '@trpc/server';
 import type { OpenApiMeta } from 'trpc-to-openapi';
 import { DomainError, ERROR_CODES, type ErrorCode } from '../../domain/shared/errors.ts';
 import type { Bucket } from '../../domain/policies/rate-limit.ts';
@@ -44,14 +45,16 @@ const t = initTRPC
 export const router = t.router;
 export const createCallerFactory = t.createCallerFactory;
 
+/** A DomainError (or tRPC's wrapping of one) as the TRPCError of the table, so /trpc answers with the right status. */
+function tableError<E>(error: E): E | TRPCError {
+  const cause = error instanceof TRPCError ? error.cause : error;
+  return cause instanceof DomainError ? new TRPCError({ code: ERROR_CODES[cause.code].trpc, message: cause.message, cause }) : error;
+}
+
 /** DomainErrors leave every procedure as the TRPCError of the table, so /trpc answers with the right status. */
 const base = t.procedure.use(async ({ next }) => {
   const result = await next();
-  if (!result.ok && result.error.cause instanceof DomainError) {
-    const cause = result.error.cause;
-    return { ...result, error: new TRPCError({ code: ERROR_CODES[cause.code].trpc, message: cause.message, cause }) };
-  }
-  return result;
+  return result.ok ? result : { ...result, error: tableError(result.error) };
 });
 
 /**
@@ -79,23 +82,10 @@ const limitClientIp = t.middleware(({ ctx, next }) => {
 export const anonymousProcedure = base.use(limitClientIp).use(safeInput);
 
 /**
- * The keyed policies of hosted-api §5 and §8, one named middleware each, applied once here for REST, tRPC and
- * (through the caller) GraphQL. They need the principal `auth` adds to the context.
- */
-function keyedContext(ctx: Context): Context & { principal: Principal } {
-  if (!ctx.principal) throw new Error('a keyed middleware ran before auth');
-  return ctx as Context & { principal: Principal };
-}
-
-/** API-key auth and network; a request without a valid key counts against the client IP. */
-const auth = t.middleware(async ({ ctx, next }) => {
-  const principal = await authenticateCounted(ctx.services, ctx, ctx.responseHeaders);
-  return next({ ctx: { principal } });
-});
-
-/**
- * The keyed policies after auth, in this order, as one middleware (issue 19: each tRPC middleware hop spreads the
- * context again; a read pays every hop):
+ * The keyed policies of hosted-api §5 and §8, applied once here for REST, tRPC and (through the caller) GraphQL, in this
+ * order, as one middleware (issue 19: each tRPC middleware hop spreads its options and the context again and adds
+ * promises; a read pays every hop), which also maps DomainErrors to the table's TRPCError as `base` does elsewhere:
+ * 0. auth — API-key auth and network; a request without a valid key counts against the client IP;
  * 1. usage — one usage record per keyed call, with the status its door answers (rate-limited calls included);
  * 2. rate limit — the sliding window of the procedure's bucket for the key, counted before the input is checked or hashed;
  * 3. request class (issue 21) — the procedure's database work under its class's limits (interfaces/policies/heavy.ts);
@@ -104,25 +94,31 @@ const auth = t.middleware(async ({ ctx, next }) => {
  *    unexpected faults are not stored; a replay answers without running the procedure.
  */
 const keyedPolicies = t.middleware(async ({ ctx, meta, path, type, getRawInput, next }) => {
-  const scope = keyedContext(ctx);
-  const bucket = meta?.bucket ?? 'default';
-  const record = startUsage(ctx, scope.principal, { bucket, route: path });
-  let status: number = meta?.status ?? 200;
   try {
-    await limitKey(ctx.services, scope.principal, bucket, ctx.responseHeaders);
-    return await scopedRequest(ctx, scope.principal, path, type, async () => {
-      const raw = await getRawInput();
-      refuseUnsafeInput(raw);
-      const result = type !== 'mutation' || ctx.idempotencyKey === undefined ? await next() : await idempotentNext(scope, path, raw, meta, next);
-      // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
-      if (!result.ok) throw result.error;
-      return result;
-    });
+    const principal = await authenticateCounted(ctx.services, ctx, ctx.responseHeaders);
+    const bucket = meta?.bucket ?? 'default';
+    const record = startUsage(ctx, principal, { bucket, route: path });
+    let status: number = meta?.status ?? 200;
+    try {
+      await limitKey(ctx.services, principal, bucket, ctx.responseHeaders);
+      return await scopedRequest(ctx, principal, path, type, async () => {
+        const raw = await getRawInput();
+        refuseUnsafeInput(raw);
+        const withPrincipal = () => next({ ctx: { principal } });
+        const result =
+          type !== 'mutation' || ctx.idempotencyKey === undefined ? await withPrincipal() : await idempotentNext({ ...ctx, principal }, path, raw, meta, withPrincipal);
+        // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
+        if (!result.ok) throw result.error;
+        return result;
+      });
+    } catch (e) {
+      status = ERROR_CODES[toDomainError(e).error.code].status;
+      throw e;
+    } finally {
+      record.end(status);
+    }
   } catch (e) {
-    status = ERROR_CODES[toDomainError(e).error.code].status;
-    throw e;
-  } finally {
-    record.end(status);
+    throw tableError(e);
   }
 });
 
@@ -156,10 +152,19 @@ function replayedResult(data: unknown, ctx: Context) {
 }
 
 /** Keyed: auth, then the policies above in their order (the rate limit counts the key before the input is checked or hashed). */
-export const keyedProcedure = base.use(auth).use(keyedPolicies);
+export const keyedProcedure = t.procedure.use(keyedPolicies);
 
 export const adminProcedure = keyedProcedure.meta({ errors: ['forbidden', 'wrong_network'] }).use(({ ctx, next }) => {
   requireAdmin(ctx.principal);
   return next({ ctx });
 });
 
+/**
+ * Calls a procedure as tRPC's server-side caller does (`createCaller(ctx).a.b(input)` ends in exactly this call), without
+ * the caller's per-request proxies, path lookup and promises (issue 19): REST's routes know their procedure already.
+ */
+export function invokeProcedure(procedure: AnyProcedure, ctx: Context, path: string, input: unknown): Promise<unknown> {
+  const raw = Promise.resolve(input);
+  const call = procedure as unknown as (opts: ProcedureCallOptions<Context>) => Promise<unknown>;
+  return call({ path, getRawInput: () => raw, ctx, type: procedure._def.type, signal: undefined, batchIndex: 0 });
+}

@@ -240,7 +240,7 @@ try {
   const tinyFig = await plainBaseline(tiny, { generator: 'cannon', connections: CONNECTIONS, duration: DURATION });
   const rounds: { base: Cannon & { cpuUs: number }; paywall: Cannon & { cpuUs: number } }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
-    const base = await cannon(plainUrl);
+    const base = await profiled(i === ROUNDS - 1, 'paywall-402-plain', () => cannon(plainUrl));
     const paywall = await profiled(i === ROUNDS - 1, 'paywall-402', () => cannon(paywallUrl));
     rounds.push({ base, paywall });
     console.log(

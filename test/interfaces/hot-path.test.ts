@@ -8,6 +8,9 @@ import { associatedTokenAccount } from '../../domain/treasury/derive.ts';
 import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { HitLog } from '../../domain/policies/rate-limit.ts';
 import { keyedProcedure } from '../../interfaces/trpc/init.ts';
+import { clientSignal } from '../../interfaces/policies/heavy.ts';
+import { createServer, request as httpRequest, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 // Issue 19: the /v1 read hot path. "One round trip" is proven by counting the statements the gateway's PostgreSQL
 // connection runs for a request, never by timing.
@@ -111,6 +114,44 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
   // and the usage rows of those requests are written in a batch afterwards
   const flushed = await statementsOf(a, () => a.services.recorder.flush());
   t.true(flushed.length <= 1);
+});
+
+test.serial('the usage and rate-limit batches travel as bound parameters, never escaped into the statement text', async (t) => {
+  const { a } = t.context;
+  const key = await issueKey(a);
+  const keyId = (await a.services.access.authenticate(`Bearer ${key}`)).keyId;
+  type Conn = { query: (...args: unknown[]) => unknown };
+  const client = a.database.orm.em.getConnection().getKnex().client as unknown as { acquireConnection: () => Promise<Conn> };
+  const acquire = client.acquireConnection;
+  const sent: { text: string; values: unknown[] }[] = [];
+  client.acquireConnection = async function (this: unknown) {
+    const connection = await acquire.call(this);
+    const query = connection.query;
+    // this acquisition's statements only (the connection goes back to the pool unwrapped)
+    connection.query = function (this: unknown, ...args: unknown[]) {
+      const first = args[0] as string | { text: string; values?: unknown[] };
+      sent.push(typeof first === 'string' ? { text: first, values: (args[1] as unknown[]) ?? [] } : { text: first.text, values: first.values ?? [] });
+      connection.query = query;
+      return query.apply(this, args);
+    };
+    return connection;
+  };
+  try {
+    for (let i = 0; i < 3; i++) t.is((await http(a, 'GET', '/v1/health', { key })).status, 200);
+    await a.services.recorder.flush();
+    await a.services.rateLimiter.sync();
+  } finally {
+    client.acquireConnection = acquire;
+  }
+  const usage = sent.find((s) => /insert into request_records/.test(s.text) && s.values.some((v) => typeof v === 'string' && v.includes(keyId)));
+  t.truthy(usage, 'the usage batch was written');
+  t.regex(usage!.text, /jsonb_to_recordset\(\$1::jsonb\)/);
+  t.false(usage!.text.includes(keyId), 'no value in the text');
+  t.is((JSON.parse(usage!.values[0] as string) as { key_id: string }[]).filter((r) => r.key_id === keyId).length, 3);
+  const hits = sent.find((s) => /insert into rate_hits/.test(s.text) && s.values.some((v) => typeof v === 'string' && v.includes(keyId)));
+  t.truthy(hits, 'the rate-limit exchange carried the key\'s hits');
+  t.regex(hits!.text, /jsonb_to_recordset\(\$1::jsonb\)/);
+  t.false(hits!.text.includes(keyId), 'no value in the text');
 });
 
 test('usage rows and last_used_at are not lost on a graceful shutdown', async (t) => {
@@ -218,7 +259,59 @@ test('the sliding hit log ages hits out in order across compactions (O(1) per hi
   t.is(log.at(0), 7);
 });
 
-test('a keyed procedure runs three tRPC middlewares: the error mapping, auth, and the keyed policies as one (each hop spreads the context again)', (t) => {
+test('a keyed procedure runs one tRPC middleware: auth, the keyed policies and the error mapping as one (each hop spreads its options and the context again)', (t) => {
   // the policies' behaviour and order are the rate-limit, idempotency, hostile-input and metrics tests'
-  t.is(keyedProcedure._def.middlewares.length, 3);
+  t.is(keyedProcedure._def.middlewares.length, 1);
+});
+
+test('the client-left signal: aborts when the connection closes before the answer, never after it; listens on the response only once asked', async (t) => {
+  const seen: { res: ServerResponse; signal: ReturnType<typeof clientSignal>; listeners: number[]; fired: number }[] = [];
+  const server = createServer((_req, res) => {
+    const before = res.listenerCount('close');
+    const signal = clientSignal(res);
+    const entry = { res, signal, listeners: [before, res.listenerCount('close')], fired: 0 };
+    seen.push(entry);
+    signal.addEventListener('abort', () => entry.fired++, { once: true });
+    entry.listeners.push(res.listenerCount('close'));
+    if (seen.length === 1) res.end('ok'); // the first is answered; the second never is (its client leaves)
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  try {
+    // answered: the signal never aborts, not even when the connection closes afterwards
+    await new Promise<void>((resolve, reject) => httpRequest(url, { agent: false }, (res) => res.resume().on('end', resolve)).on('error', reject).end());
+    // the client leaves before the answer
+    await new Promise<void>((resolve) => {
+      const req = httpRequest(url, { agent: false });
+      req.on('error', () => resolve());
+      req.end();
+      const wait = setInterval(() => {
+        if (seen.length === 2) {
+          clearInterval(wait);
+          req.destroy();
+        }
+      }, 5);
+    });
+    await new Promise<void>((resolve) => {
+      const wait = setInterval(() => {
+        if (seen[1]!.fired) {
+          clearInterval(wait);
+          resolve();
+        }
+      }, 5);
+    });
+    const [answered, left] = seen as [(typeof seen)[number], (typeof seen)[number]];
+    const [before] = answered.listeners as [number];
+    t.deepEqual(answered.listeners, [before, before, before + 1], 'made: no listener; asked: one on the response');
+    t.false(answered.signal.aborted);
+    t.is(answered.fired, 0);
+    t.true(left.signal.aborted);
+    t.is(left.fired, 1);
+    // asked after the client left: already aborted (a scope checks `aborted` after subscribing)
+    t.true(clientSignal(left.res).aborted);
+    t.false(clientSignal(answered.res).aborted);
+  } finally {
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
 });

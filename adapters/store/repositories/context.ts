@@ -1,4 +1,4 @@
-import { UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/postgresql';
+import { UniqueConstraintViolationException, type EntityManager, type Knex, type MikroORM } from '@mikro-orm/postgresql';
 import { tagQuery } from '../request-scope.ts';
 import type { ProcessOwner } from '../process-owner.ts';
 
@@ -51,6 +51,19 @@ export function rawOn(orm: () => MikroORM): <T>(text: string, values: unknown[])
 /** Runs one statement with bound parameters and answers its rows. */
 export function query<T>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
   return em.execute(sql, params as unknown[]) as Promise<T[]>;
+}
+
+/**
+ * `query` with the parameters sent apart from the text (PostgreSQL's bind message), for statements with a large parameter
+ * (a batch as one JSON document): MikroORM's `execute` writes every parameter into the text as an escaped literal, built
+ * character by character (issue 19: the per-request usage and rate-limit batches made ~11 kB of garbage per keyed read
+ * that way). Tagged, and refused after its request stopped, as every statement is; in the em's transaction when it has one.
+ */
+export async function bound<T>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
+  const statement = em.getConnection().getKnex().raw(tagQuery(sql), params as readonly Knex.RawBinding[]);
+  const trx = em.getTransactionContext();
+  if (trx) statement.transacting(trx);
+  return ((await statement) as { rows: T[] }).rows;
 }
 
 /** Runs a write; a unique-constraint violation becomes the error `conflict()` builds (a domain error). */

@@ -1,12 +1,12 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RateLimitStore } from '../../../domain/ports/policy-store.ts';
-import { query } from './context.ts';
+import { bound } from './context.ts';
 
 /** Rate-limit windows in `rate_hits` (migrations/0002, svc_rate_hit from 0007-weighted-rate-hits.ts). */
 export function rateLimitRepository(em: () => EntityManager): RateLimitStore {
   return {
     hit: async (subject, bucket, limit, windowMs, now, pending, hits = 1) => {
-      const rows = await query<{ allowed: boolean; used: number; oldest: Date }>(
+      const rows = await bound<{ allowed: boolean; used: number; oldest: Date }>(
         em(),
         'select allowed, used, oldest from svc_rate_hit(?, ?, ?, ?, ?, ?::jsonb, ?::integer)',
         [subject, bucket, limit, windowMs, now, JSON.stringify(pending.map((d) => d.toISOString())), hits],
@@ -20,7 +20,7 @@ export function rateLimitRepository(em: () => EntityManager): RateLimitStore {
       const hits = entries.flatMap((e) => e.pending.map((at) => ({ subject: e.subject, bucket: e.bucket, at: at.toISOString() })));
       const cutoff = new Date(now.getTime() - windowMs);
       // One statement: share the pending hits, age out the active keys' old hits, read back their windows.
-      const rows = await query<{ subject: string; bucket: string; used: number; oldest: Date | null }>(
+      const rows = await bound<{ subject: string; bucket: string; used: number; oldest: Date | null }>(
         em(),
         `with added as (
            insert into rate_hits (subject, bucket, at)

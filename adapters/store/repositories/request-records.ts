@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { RequestRecord, RequestRecordStore, UsageRow } from '../../../domain/ports/policy-store.ts';
-import { affected, query, Where } from './context.ts';
+import { affected, bound, query, Where } from './context.ts';
 
 /** Per-request records in `request_records` (migrations/0002-policies.ts) and the usage read from them. */
 export function requestRecordRepository(em: () => EntityManager): RequestRecordStore {
@@ -19,7 +19,7 @@ export function requestRecordRepository(em: () => EntityManager): RequestRecordS
         duration_ms: r.durationMs,
         at: r.at.toISOString(),
       }));
-      await query(
+      await bound(
         em(),
         `insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
          select id, key_id, network, bucket, method, route, status, duration_ms, at

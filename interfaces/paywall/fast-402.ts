@@ -1,0 +1,55 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { newRequestId } from '../../domain/shared/ids.ts';
+import type { PaywallService } from '../../domain/paywall/service.ts';
+import type { Services } from '../services.ts';
+import { fixedOf, QUIET, splitQuery, writeWindow } from './routes.ts';
+
+// Issue 19, the unpaid 402 before the framework: an unpaid GET /x/{id} whose challenge is at hand is answered from the
+// server's request event, before fastify builds its request and reply, routes, runs hooks or makes a request logger —
+// when none of those would change the answer:
+// - the level logs nothing for a request (fastify's incoming/completed lines are at info; QUIET in routes.ts),
+// - the app is not closing (fastify answers 503 then),
+// - a GET (fastify reads no body for one) without a payment or Authorization header,
+// - an id in the slug alphabet only (no percent-decoding can differ from the router's), nothing after it but a query,
+// - the client IP within its paywall window (over it, fastify's route answers the 429 envelope).
+// The answer is the one the route's own fast path writes: the challenge's status, body and fixed headers, the window's
+// RateLimit-* headers and X-Svc-Request-Id. Everything else goes to fastify, unchanged.
+
+/** `/x/` then a slug (routes take ids of at most 64 characters), then the end or a query */
+const FAST_URL = /^\/x\/([A-Za-z0-9][A-Za-z0-9_-]{0,63})(?:\?|$)/;
+
+export interface UnpaidFastPath {
+  /** answers the request and returns true, or returns false and writes nothing (fastify takes it) */
+  (req: IncomingMessage, res: ServerResponse): boolean;
+  /** requests answered here (tests count them) */
+  readonly answered: number;
+}
+
+export function unpaidFastPath(deps: { services: Services; paywall: PaywallService; log: Logger; closing: () => boolean }): UnpaidFastPath {
+  const { services, paywall, log, closing } = deps;
+  let answered = 0;
+  const fast = (req: IncomingMessage, res: ServerResponse): boolean => {
+    if (req.method !== 'GET') return false;
+    const url = req.url;
+    if (url === undefined || url.charCodeAt(1) !== 120 /* x */ || url.charCodeAt(2) !== 47 /* / */ || url.charCodeAt(0) !== 47) return false;
+    const h = req.headers;
+    if (h['payment-signature'] !== undefined || h['x-payment'] !== undefined || h.authorization !== undefined) return false;
+    if (!QUIET.has(log.level) || closing()) return false;
+    const match = FAST_URL.exec(url);
+    if (!match) return false;
+    const challenge = paywall.cachedChallenge({ id: match[1]!, network: splitQuery(url).network, method: 'GET' });
+    if (!challenge) return false;
+    // fastify's request.ip (no trustProxy): the socket's peer address
+    const decision = services.memoryLimiter.hit(`ip:${req.socket.remoteAddress}`, 'paywall');
+    // a refused hit is not counted: the route decides again and answers the 429 envelope
+    if (!decision.allowed) return false;
+    const fixed = fixedOf(challenge);
+    writeWindow(fixed.headers, newRequestId(), decision);
+    // no header was set on the response before: Node takes the object as it is (copied synchronously into the head)
+    res.writeHead(challenge.status, fixed.headers).end(fixed.body);
+    answered++;
+    return true;
+  };
+  return Object.defineProperty(fast, 'answered', { get: () => answered }) as UnpaidFastPath;
+}
