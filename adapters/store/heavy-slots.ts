@@ -55,6 +55,15 @@ export function databaseHeavySlots(url: string, onWarning?: (message: string, er
     return client;
   };
 
+  // The statements of the one connection, sent one after the other by us (node-postgres's own queueing of a query on a
+  // busy client is deprecated): a give is sent before any take that follows it.
+  let line: Promise<unknown> = Promise.resolve();
+  const send = <R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> => {
+    const result = line.then(() => connection()).then((c) => c.query<R>(text, values));
+    line = result.catch(() => {});
+    return result;
+  };
+
   const mine = (principal: string) => {
     let set = held.get(principal);
     if (!set) held.set(principal, (set = new Set()));
@@ -66,8 +75,7 @@ export function databaseHeavySlots(url: string, onWarning?: (message: string, er
     if (set.size >= cap) return undefined;
     let slot: number | undefined;
     try {
-      const c = await connection();
-      const rows = await c.query<{ s: number }>(TAKE, [HEAVY_SLOT_LOCK, cap, [...set], principal]);
+      const rows = await send<{ s: number }>(TAKE, [HEAVY_SLOT_LOCK, cap, [...set], principal]);
       slot = rows.rows[0]?.s;
     } catch (err) {
       onWarning?.('could not take a heavy slot through the database; counting this process only', err);
@@ -99,7 +107,7 @@ export function databaseHeavySlots(url: string, onWarning?: (message: string, er
       if (!set?.delete(slot)) return;
       if (set.size === 0) held.delete(principal);
       // Sent in order on the one connection: a later take of this slot runs after the unlock.
-      if (client) void client.then((c) => c.query(GIVE, [HEAVY_SLOT_LOCK, principal, slot])).catch(() => {});
+      if (client) void send(GIVE, [HEAVY_SLOT_LOCK, principal, slot]).catch(() => {});
     },
     async close() {
       closed = true;
