@@ -271,8 +271,8 @@ test('usage: per key and per network from the request_usage_daily rollup, never 
     t.deepEqual(got.map((r) => ({ ...(r as object) })), (await direct(since, keyId)).map((r) => ({ ...(r as object) })), `${days} days ${keyId ?? 'admin'}`);
   }
   // a day pruned entirely leaves no counter behind
-  const [{ n }] = (await em.execute(`select count(*)::int as n from request_usage_daily where day < (now() - interval '21 days')::date`)) as { n: number }[];
-  t.is(n, 0);
+  const [left] = (await em.execute(`select count(*)::int as n from request_usage_daily where day < (now() - interval '21 days')::date`)) as { n: number }[];
+  t.is(left!.n, 0);
   // O(days × buckets) of the rollup for a key, O(keys × days × buckets) for an admin — never the records
   await checkPlan(t, 'usage of a key, 7 days', usageSql(devnet, { keyId: 'key0', since: dayStart(7) }), { sorted: 7 * 3, read: 7 * 3 });
   await checkPlan(t, 'usage of a key, 30 days', usageSql(devnet, { keyId: 'key0', since: dayStart(30) }), { sorted: 30 * 3, read: 30 * 3 });
