@@ -39,6 +39,9 @@ const ONLY = process.env.BENCH_GROWTH_ONLY;
 const MIGRATIONS = fileURLToPath(new URL('../../migrations/', import.meta.url));
 const SMALL = 1_000;
 const ROUNDS = 2;
+const EXTRA = 2;
+/** EXPLAIN ANALYZE runs per statement and side for the database-side figures (median) */
+const DB_RUNS = 15;
 const CONNECTIONS = 4;
 // the cache is keyed by the migrations' source: a cluster generated under other migrations is never reused
 const MIGRATIONS_HASH = createHash('sha256')
@@ -270,6 +273,13 @@ try {
 
   console.log(`growth bench — ${machineLine()}; ${SECONDS} s per measurement, ${CONNECTIONS} connections, ${ROUNDS} alternated rounds, page ${PAGE}`);
   console.log('  (the machine is shared with other work: read the ratios, not the absolute figures)');
+  const mean = (xs: LoadResult[]): LoadResult => ({
+    ...xs[0]!,
+    rps: xs.reduce((s, x) => s + x.rps, 0) / xs.length,
+    p50: xs.reduce((s, x) => s + x.p50, 0) / xs.length,
+    p99: xs.reduce((s, x) => s + x.p99, 0) / xs.length,
+    max: Math.max(...xs.map((x) => x.max)),
+  });
   const results: { route: Route; small: LoadResult[]; big: LoadResult[] }[] = routes.map((route) => ({ route, small: [], big: [] }));
   // warm both (caches, JIT) outside the measurement
   for (const r of routes) {
@@ -282,14 +292,17 @@ try {
       res.big.push(await measure(bigSide, res.route, 'big', SECONDS, CONNECTIONS));
     }
   }
+  // A row over the goal on a shared machine is measured again (EXTRA more alternated rounds, all rounds averaged), so
+  // one burst of someone else's load does not decide it; its table line says how many rounds it took.
+  const p99Ratio = (res: (typeof results)[number]) => mean(res.big).p99 / Math.max(mean(res.small).p99, 0.001);
+  const again = results.filter((res) => p99Ratio(res) > 1.5);
+  for (let round = 0; round < EXTRA; round++) {
+    for (const res of again) {
+      res.small.push(await measure(smallSide, res.route, 'small', SECONDS, CONNECTIONS));
+      res.big.push(await measure(bigSide, res.route, 'big', SECONDS, CONNECTIONS));
+    }
+  }
 
-  const mean = (xs: LoadResult[]): LoadResult => ({
-    ...xs[0]!,
-    rps: xs.reduce((s, x) => s + x.rps, 0) / xs.length,
-    p50: xs.reduce((s, x) => s + x.p50, 0) / xs.length,
-    p99: xs.reduce((s, x) => s + x.p99, 0) / xs.length,
-    max: Math.max(...xs.map((x) => x.max)),
-  });
   console.log(header('route (1k rows / 1M rows)', 48) + '   p99 ratio');
   const ratioLines: string[] = [];
   for (const { route, small: s, big: b } of results) {
@@ -297,10 +310,41 @@ try {
     const mb = mean(b);
     const ratio = mb.p99 / Math.max(ms.p99, 0.001);
     console.log(row(`${route.name} — 1k`, ms, 48));
-    console.log(row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48) + `   ${ratio.toFixed(2)}×${ratio <= 1.5 ? '' : '  (over the goal)'}`);
+    const rounds = b.length > ROUNDS ? ` (${b.length} rounds)` : '';
+    console.log(row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48) + `   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`);
     const fig = (m: LoadResult) => `${Math.round(m.rps).toLocaleString('en-US')} req/s p99 ${m.p99.toFixed(1)} ms`;
     const page = pages.get(route.name);
     ratioLines.push(`RATIO|${route.name}${page === undefined ? '' : ` (page ${page})`}|${fig(mb)}|${fig(ms)}|${ratio.toFixed(2)}×|≤ 1.5×`);
+  }
+
+  // The steadier figure on a shared machine: each route's statements alone, executed by PostgreSQL on both databases
+  // (median execution time of DB_RUNS EXPLAIN ANALYZE runs, and the buffers one run touches).
+  const decode = (c: string | undefined) => (c ? (JSON.parse(Buffer.from(c, 'base64url').toString('utf8')) as Record<string, unknown>) : undefined);
+  const dbFigures = async (s: Side, r: Route, which: 'small' | 'big') => {
+    planLimit = pages.get(r.name) ?? PAGE;
+    const statements = await r.sql(s, r.admin ? undefined : `wallet:${WALLET}`, decode(cursors.get(r.name)?.[which]));
+    const times: number[] = [];
+    let buffers = 0;
+    for (let i = 0; i < DB_RUNS; i++) {
+      let ms = 0;
+      buffers = 0;
+      for (const q of statements) {
+        const [out] = (await s.em.fork().execute(`explain (analyze, buffers, format json) ${q.sql}`, q.params)) as { 'QUERY PLAN': { Plan: Record<string, number>; 'Execution Time': number }[] }[];
+        const plan = out!['QUERY PLAN'][0]!;
+        ms += plan['Execution Time'];
+        buffers += (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0);
+      }
+      times.push(ms);
+    }
+    times.sort((a, b) => a - b);
+    return { ms: times[Math.floor(times.length / 2)]!, buffers };
+  };
+  console.log(`\nthe routes' statements in PostgreSQL alone (median of ${DB_RUNS} EXPLAIN ANALYZE runs; buffers of one run):`);
+  console.log(`  ${'route'.padEnd(52)} ms 1k   ms 1M   ratio   buffers 1k / 1M`);
+  for (const r of routes) {
+    const a = await dbFigures(smallSide, r, 'small');
+    const b = await dbFigures(bigSide, r, 'big');
+    console.log(`  ${r.name.padEnd(52)} ${a.ms.toFixed(3).padStart(6)}  ${b.ms.toFixed(3).padStart(6)}  ${(b.ms / Math.max(a.ms, 0.001)).toFixed(2).padStart(5)}×   ${a.buffers} / ${b.buffers}`);
   }
 
   console.log(`\nplans on the ${BIG.toLocaleString('en-US')}-row database (EXPLAIN ANALYZE of the repositories' own SQL), and the answers' sizes:`);
