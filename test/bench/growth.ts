@@ -13,7 +13,9 @@
 // Not measured (their tables do not grow with traffic, or the route is a walk by definition): GET /v1/webhooks (a
 // principal's subscriptions), /v1/admin/api-keys, /v1/agents/{mint}/pull-targets, /v1/identity/{mint}/claims and
 // /capability-cards (an agent's own, few), /v1/indexer/status (per watched address = per agent), and
-// /v1/receipts/{agent}/verify-chain, which walks the whole chain by design (O(chain length), paged by 500).
+// /v1/receipts/{agent}/verify-chain, which walks the whole chain by design (O(chain length), paged by 500). Paid calls
+// have no list route; a buyer's spend today (POST /v1/buyer/policy/evaluate) is one row of the buyer_spend_daily rollup.
+// A filter the 1k side cannot fill a page of is measured at the page it fills, on both sides (the row says "page N").
 
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';

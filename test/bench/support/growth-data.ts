@@ -65,7 +65,7 @@ async function world(app: TestApp, client: pg.Client): Promise<GrowthWorld> {
 }
 
 /** the version of each table's generated shape: bump one when its generation changes, so cached databases regenerate it */
-const SHAPE = { events: 2, links: 1, receipts: 1, deliveries: 1, records: 1 } as const;
+const SHAPE = { events: 2, links: 2, receipts: 1, deliveries: 1, records: 1 } as const;
 
 /** whether `table` lacks its `rows` rows of the current shape (then they are generated and `done` stamps them) */
 async function stale(client: pg.Client, table: keyof typeof SHAPE, rows: number, countSql: string): Promise<{ done: () => Promise<unknown> } | null> {
@@ -120,7 +120,8 @@ export async function generate(app: TestApp, rows: number): Promise<GrowthWorld>
     if (linksGen) {
       const started = performance.now();
       await client.query(`delete from payment_links where pk like 'GRPK%'`);
-      // every column as the gateway writes it: a link created through POST /v1/payment-links, copied
+      // every column as the gateway writes it: a link created through POST /v1/payment-links, copied; every 50th
+      // discoverable (g % 50 = 1: on devnet)
       const created = await http(app, 'POST', '/v1/payment-links', { key: w.keys.user, body: linkBody(mints[0]!, { label: 'Growth report' }) });
       if (created.status !== 201) throw new Error(`template link: ${created.status} ${JSON.stringify(created.body)}`);
       const template = (await client.query(`select pk from payment_links where id = $1`, [created.body.id])).rows[0].pk as string;
@@ -133,7 +134,7 @@ export async function generate(app: TestApp, rows: number): Promise<GrowthWorld>
                   case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, t.label || ' ' || g,
                   case when o < 5 then ($5::text[])[g % 5 + 1] else ($5::text[])[g % 5 + 6] end,
                   t.method, t.price, t.currency, t.amount_atomic, t.accepts_currencies, t.protocol, t.response, null, null, t.wrap_receipt,
-                  t.settle_policy, case when g % 50 = 0 then '{"discoverable": true}'::jsonb else t.metadata end, g % 97 = 0, g % 40, g % 30,
+                  t.settle_policy, case when g % 50 = 1 then '{"discoverable": true}'::jsonb else t.metadata end, g % 97 = 0, g % 40, g % 30,
                   ts, ts, null, t.created_by,
                   case when o < 5 then $3 when o = 9 then 'wallet:w' || (g % 300) else $7 end, ts, ts
              from payment_links t, generate_series($1::int, $4::int) g,
