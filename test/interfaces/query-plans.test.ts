@@ -7,6 +7,8 @@ import { reputationSql } from '../../adapters/store/repositories/identity.ts';
 import { windowStart } from '../../domain/receipts/daily.ts';
 import { deliveryListSql, webhookListSql } from '../../adapters/store/repositories/webhooks.ts';
 import { usageSql } from '../../adapters/store/repositories/request-records.ts';
+import { discoverableLinksSql } from '../../adapters/store/repositories/discovery.ts';
+import { discoverWindow } from '../../domain/discovery/service.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
 // Issue 21 item 2: every list and aggregate is served by an index in its own order, whatever the table holds. The
@@ -39,7 +41,8 @@ test.before(async (t) => {
   await em.execute(`insert into payment_links (pk, id, network, label, owner_agent, method, price, currency, amount_atomic, accepts_currencies,
                       protocol, response, wrap_receipt, settle_policy, metadata, created_by, created_at, updated_at, owner_principal)
     select 'pk' || lpad(g::text, 8, '0'), 'link' || g, case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, 'l',
-           'agent' || (g % 2000), 'GET', '1', 'USDC', 1, '[]'::jsonb, 'x402', '{}'::jsonb, false, 'settle', '{}'::jsonb, 'k', now(), now(),
+           'agent' || (g % 2000), 'GET', '1', 'USDC', 1, '[]'::jsonb, 'x402', '{}'::jsonb, false, 'settle',
+           case when g % 20 = 1 then '{"discoverable": true}'::jsonb else '{}'::jsonb end, 'k', now(), now(),
            case when (g * 31) % 10 < 6 then (case when g <= 25000 then 'key:old' else 'key:big' end) else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
@@ -277,4 +280,15 @@ test('usage: per key and per network from the request_usage_daily rollup, never 
   await checkPlan(t, 'usage of a key, 7 days', usageSql(devnet, { keyId: 'key0', since: dayStart(7) }), { sorted: 7 * 3, read: 7 * 3 });
   await checkPlan(t, 'usage of a key, 30 days', usageSql(devnet, { keyId: 'key0', since: dayStart(30) }), { sorted: 30 * 3, read: 30 * 3 });
   await checkPlan(t, 'usage of the network (admin), 7 days', usageSql(devnet, { since: dayStart(7) }), { sorted: 7 * 3 * 8, read: 7 * 3 * 8 });
+});
+
+test('discover: an unfiltered page reads that page of the catalogue; a search reads its window of 500', async (t) => {
+  const devnet = 'chain-devnet';
+  // 2,500 discoverable devnet links: an answer of 20 without a search reads 20 of them, not the 500 a search scans
+  await checkPlan(t, 'discover, no search', discoverableLinksSql(devnet, discoverWindow({ limit: 20 })), { sorted: 20, read: 20 });
+  await checkPlan(t, 'discover, limit 100', discoverableLinksSql(devnet, discoverWindow({ limit: 100 })), { sorted: 100, read: 100 });
+  t.is(discoverWindow({ q: 'weather', limit: 20 }), 500);
+  t.is(discoverWindow({ capability: 'weather.alerts', limit: 20 }), 500);
+  t.is(discoverWindow({ max_price_usd: '0.05', limit: 20 }), 500);
+  t.is(discoverWindow({ q: '  ', limit: 20 }), 20, 'blank words are no search');
 });
