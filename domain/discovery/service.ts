@@ -9,6 +9,16 @@ import { DiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.
 /** How many of each catalogue's newest entries a search reads before filtering. */
 const CATALOGUE_WINDOW = 500;
 
+/**
+ * How many of each catalogue's newest entries `discover` reads: a search (words, capability, price) filters the
+ * CATALOGUE_WINDOW newest; without one, the answer is the first `limit` entries (svc before registry), so `limit` of each
+ * is all it needs (issue 21, bench:growth: 500 rows read to answer 20 at 1M links).
+ */
+export function discoverWindow(q: { q?: string | undefined; capability?: string | undefined; max_price_usd?: string | undefined; limit: number }): number {
+  const searching = (q.q ?? '').trim() !== '' || q.capability !== undefined || q.max_price_usd !== undefined;
+  return searching ? CATALOGUE_WINDOW : Math.min(q.limit, CATALOGUE_WINDOW);
+}
+
 export interface DiscoveryDeps {
   store: { discovery: DiscoveryRepository };
   baseUrl: string;
@@ -23,11 +33,12 @@ export class DiscoveryService {
     const words = (q.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
     const maxPrice = q.max_price_usd === undefined ? null : decimalToAtomic(q.max_price_usd, 6);
     const items: DiscoverItem[] = [];
+    const window = discoverWindow(q);
     if (q.source !== 'registry') {
-      for (const row of await this.deps.store.discovery.discoverableLinks(caller.network, CATALOGUE_WINDOW)) items.push(this.linkItem(row));
+      for (const row of await this.deps.store.discovery.discoverableLinks(caller.network, window)) items.push(this.linkItem(row));
     }
     if (q.source !== 'svc') {
-      for (const row of await this.deps.store.discovery.registeredAgents(caller.network, CATALOGUE_WINDOW)) items.push(registryItem(row));
+      for (const row of await this.deps.store.discovery.registeredAgents(caller.network, window)) items.push(registryItem(row));
     }
     const matches = items.filter((item) => {
       const text = [item.name, item.description ?? '', ...item.capabilities].join(' ').toLowerCase();

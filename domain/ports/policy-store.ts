@@ -82,6 +82,7 @@ export interface UsageRow {
 
 export interface RequestRecordStore {
   insertMany(records: RequestRecord[]): Promise<void>;
+  /** per key, bucket and UTC day, from the UTC day of `since` on (the caller passes a UTC midnight) */
   usage(network: string, query: { keyId?: string | undefined; since: Date }): Promise<UsageRow[]>;
   deleteOlderThan(cutoff: Date): Promise<number>;
 }

@@ -6,18 +6,21 @@ import { receiptDailySql, receiptPageSql, receiptSinceProbeSql, receiptsAfterSql
 import { reputationSql } from '../../adapters/store/repositories/identity.ts';
 import { windowStart } from '../../domain/receipts/daily.ts';
 import { deliveryListSql, webhookListSql } from '../../adapters/store/repositories/webhooks.ts';
+import { usageSql } from '../../adapters/store/repositories/request-records.ts';
+import { discoverableLinksSql } from '../../adapters/store/repositories/discovery.ts';
+import { discoverWindow } from '../../domain/discovery/service.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
 // Issue 21 item 2: every list and aggregate is served by an index in its own order, whatever the table holds. The
-// database gets 350,000 generated rows (events 200,000, 80 % on one network, skewed kinds and owners; links,
-// receipts and deliveries 50,000 each), then EXPLAIN (ANALYZE, FORMAT JSON) of the SQL the repositories run (their
+// database gets 400,000 generated rows (events 200,000, 80 % on one network, skewed kinds and owners; links,
+// receipts, deliveries and request records 50,000 each), then EXPLAIN (ANALYZE, FORMAT JSON) of the SQL the repositories run (their
 // exported builders) must show: no Seq Scan on a big table, no Sort over more than a page, and scans that read and
 // discard at most a small multiple of the page.
 
 type Ctx = { app: TestApp; em: EntityManager };
 const test = anyTest as TestFn<Ctx>;
 const PAGE = 50;
-const BIG = new Set(['events', 'payment_links', 'receipts', 'webhook_deliveries', 'event_counts']);
+const BIG = new Set(['events', 'payment_links', 'receipts', 'webhook_deliveries', 'event_counts', 'request_records', 'request_usage_daily']);
 
 test.before(async (t) => {
   const app = await startTestApp({ env: { SVC_JOBS: 'off' } });
@@ -38,7 +41,8 @@ test.before(async (t) => {
   await em.execute(`insert into payment_links (pk, id, network, label, owner_agent, method, price, currency, amount_atomic, accepts_currencies,
                       protocol, response, wrap_receipt, settle_policy, metadata, created_by, created_at, updated_at, owner_principal)
     select 'pk' || lpad(g::text, 8, '0'), 'link' || g, case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, 'l',
-           'agent' || (g % 2000), 'GET', '1', 'USDC', 1, '[]'::jsonb, 'x402', '{}'::jsonb, false, 'settle', '{}'::jsonb, 'k', now(), now(),
+           'agent' || (g % 2000), 'GET', '1', 'USDC', 1, '[]'::jsonb, 'x402', '{}'::jsonb, false, 'settle',
+           case when g % 20 = 1 then '{"discoverable": true}'::jsonb else '{}'::jsonb end, 'k', now(), now(),
            case when (g * 31) % 10 < 6 then (case when g <= 25000 then 'key:old' else 'key:big' end) else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
@@ -52,6 +56,12 @@ test.before(async (t) => {
     select 'wh' || g, 'chain-devnet', 'key:big', 'principal', 'https://example.com/h', array['*'], 's', 'k', now(), now() from generate_series(0, 4) g`);
   await em.execute(`insert into webhook_deliveries (id, network, webhook_id, event_id, kind, phase, status, created_at, updated_at)
     select 'd' || lpad(g::text, 8, '0'), 'chain-devnet', 'wh' || (g % 5), 'ev' || g, 'payment_link.settled', 'confirmed', 'delivered', now(), now()
+      from generate_series(1, 50000) g`);
+  // request records of 30 days: 8 devnet keys (key0 half of them), 3 buckets, some errors and throttled
+  await em.execute(`insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
+    select 'rr' || lpad(g::text, 8, '0'), case when g % 5 = 0 then 'keyM' when g % 2 = 0 then 'key0' else 'key' || (g % 8) end,
+           case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, (array['default', 'events.read', 'receipts.read'])[g % 3 + 1], 'GET',
+           'events.list', case when g % 23 = 0 then 429 when g % 17 = 0 then 500 else 200 end, 3, now() - (50000 - g) * interval '50 seconds'
       from generate_series(1, 50000) g`);
   // the generated events' counters are deltas until folded, as the compaction job and a metrics read do first
   await em.execute('select svc_compact_event_counts()');
@@ -233,4 +243,52 @@ test('receipt aggregates: the reputation and the daily buckets read their rollup
     [devnet, agent, windowStart(new Date(), 30)],
   )) as unknown[];
   t.deepEqual(days.map((d) => ({ ...d })), wantDays.map((d) => ({ ...(d as object) })));
+});
+
+test('usage: per key and per network from the request_usage_daily rollup, never the request records', async (t) => {
+  const { em } = t.context;
+  const devnet = 'chain-devnet';
+  const dayStart = (days: number) => {
+    const now = new Date();
+    return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1)));
+  };
+  // what the rollup must answer: the records themselves, grouped as the read groups them
+  const direct = async (since: Date, keyId?: string) =>
+    (await em.execute(
+      `select key_id, bucket, to_char(date_trunc('day', at at time zone 'UTC'), 'YYYY-MM-DD') as day, count(*)::int as requests,
+              count(*) filter (where status >= 400)::int as errors, count(*) filter (where status = 429)::int as throttled
+         from request_records where network = ? and at >= ? ${keyId ? 'and key_id = ?' : ''} group by 1, 2, 3 order by 3 desc, 1, 2`,
+      keyId ? [devnet, since, keyId] : [devnet, since],
+    )) as unknown[];
+  const read = async (since: Date, keyId?: string) => {
+    const q = usageSql(devnet, { keyId, since });
+    return (await em.execute(q.sql, q.params)) as unknown[];
+  };
+  // every writer keeps it exact: inserts (the generated rows), an update, a prune-like delete of the oldest days
+  await em.execute(`update request_records set status = 429 where id in ('rr00049990', 'rr00049991')`);
+  await em.execute(`delete from request_records where at < now() - interval '20 days'`);
+  for (const [days, keyId] of [[7, 'key0'], [30, 'key0'], [1, 'key3'], [7, undefined], [30, undefined]] as const) {
+    const since = dayStart(days);
+    const got = await read(since, keyId);
+    t.true(got.length > 0, `${days} days ${keyId ?? 'admin'}: rows`);
+    t.deepEqual(got.map((r) => ({ ...(r as object) })), (await direct(since, keyId)).map((r) => ({ ...(r as object) })), `${days} days ${keyId ?? 'admin'}`);
+  }
+  // a day pruned entirely leaves no counter behind
+  const [left] = (await em.execute(`select count(*)::int as n from request_usage_daily where day < (now() - interval '21 days')::date`)) as { n: number }[];
+  t.is(left!.n, 0);
+  // O(days × buckets) of the rollup for a key, O(keys × days × buckets) for an admin — never the records
+  await checkPlan(t, 'usage of a key, 7 days', usageSql(devnet, { keyId: 'key0', since: dayStart(7) }), { sorted: 7 * 3, read: 7 * 3 });
+  await checkPlan(t, 'usage of a key, 30 days', usageSql(devnet, { keyId: 'key0', since: dayStart(30) }), { sorted: 30 * 3, read: 30 * 3 });
+  await checkPlan(t, 'usage of the network (admin), 7 days', usageSql(devnet, { since: dayStart(7) }), { sorted: 7 * 3 * 8, read: 7 * 3 * 8 });
+});
+
+test('discover: an unfiltered page reads that page of the catalogue; a search reads its window of 500', async (t) => {
+  const devnet = 'chain-devnet';
+  // 2,500 discoverable devnet links: an answer of 20 without a search reads 20 of them, not the 500 a search scans
+  await checkPlan(t, 'discover, no search', discoverableLinksSql(devnet, discoverWindow({ limit: 20 })), { sorted: 20, read: 20 });
+  await checkPlan(t, 'discover, limit 100', discoverableLinksSql(devnet, discoverWindow({ limit: 100 })), { sorted: 100, read: 100 });
+  t.is(discoverWindow({ q: 'weather', limit: 20 }), 500);
+  t.is(discoverWindow({ capability: 'weather.alerts', limit: 20 }), 500);
+  t.is(discoverWindow({ max_price_usd: '0.05', limit: 20 }), 500);
+  t.is(discoverWindow({ q: '  ', limit: 20 }), 20, 'blank words are no search');
 });

@@ -25,16 +25,21 @@ const agentFromRow = (r: AgentRow): RegisteredAgentRow => ({
   description: r.description,
 });
 
+/** the newest discoverable links (payment_links_discoverable_idx); exported so bench:growth prints its plan */
+export function discoverableLinksSql(network: string, limit: number): { sql: string; params: unknown[] } {
+  return {
+    sql: `select * from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ?`,
+    params: [network, limit],
+  };
+}
+
 export function discoveryRepository(ctx: RepoContext): DiscoveryRepository {
   const em = () => ctx.em();
   return {
     discoverableLinks: async (network, limit) => {
       // rows read as the payment-links repository reads them, mapped by its one row mapper
-      const rows = await query<PaymentLinkRow>(
-        em(),
-        `select * from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ?`,
-        [network, limit],
-      );
+      const { sql, params } = discoverableLinksSql(network, limit);
+      const rows = await query<PaymentLinkRow>(em(), sql, params);
       return rows.map(fromRow);
     },
     registeredAgents: async (network, limit) => {
