@@ -6,17 +6,20 @@ import { findStable } from '../shared/network.ts';
 import { parseInput } from '../shared/validation.ts';
 import { DiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.ts';
 
-/** How many of each catalogue's newest entries a search reads before filtering. */
+/** How many of each catalogue's newest entries a search reads at most. */
 const CATALOGUE_WINDOW = 500;
 
 /**
- * How many of each catalogue's newest entries `discover` reads: a search (words, capability, price) filters the
- * CATALOGUE_WINDOW newest; without one, the answer is the first `limit` entries (svc before registry), so `limit` of each
- * is all it needs (issue 21, bench:growth: 500 rows read to answer 20 at 1M links).
+ * The reads of one catalogue: chunks of its newest entries, the first of `limit` entries, each next one twice the last,
+ * until `limit` matches are found or CATALOGUE_WINDOW entries were read (issue 21, bench:growth: a search used to read
+ * the whole window whatever it matched; a page without a search is its first chunk alone). Offsets of the chunks read.
  */
-export function discoverWindow(q: { q?: string | undefined; capability?: string | undefined; max_price_usd?: string | undefined; limit: number }): number {
-  const searching = (q.q ?? '').trim() !== '' || q.capability !== undefined || q.max_price_usd !== undefined;
-  return searching ? CATALOGUE_WINDOW : Math.min(q.limit, CATALOGUE_WINDOW);
+export function discoverChunks(limit: number): Array<{ limit: number; offset: number }> {
+  const chunks: Array<{ limit: number; offset: number }> = [];
+  for (let offset = 0, size = Math.max(1, Math.min(limit, CATALOGUE_WINDOW)); offset < CATALOGUE_WINDOW; offset += size, size *= 2) {
+    chunks.push({ offset, limit: Math.min(size, CATALOGUE_WINDOW - offset) });
+  }
+  return chunks;
 }
 
 export interface DiscoveryDeps {
@@ -32,22 +35,33 @@ export class DiscoveryService {
     const q = parseInput(DiscoverInput, input);
     const words = (q.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
     const maxPrice = q.max_price_usd === undefined ? null : decimalToAtomic(q.max_price_usd, 6);
-    const items: DiscoverItem[] = [];
-    const window = discoverWindow(q);
-    if (q.source !== 'registry') {
-      for (const row of await this.deps.store.discovery.discoverableLinks(caller.network, window)) items.push(this.linkItem(row));
-    }
-    if (q.source !== 'svc') {
-      for (const row of await this.deps.store.discovery.registeredAgents(caller.network, window)) items.push(registryItem(row));
-    }
-    const matches = items.filter((item) => {
+    const matches = (item: DiscoverItem): boolean => {
       const text = [item.name, item.description ?? '', ...item.capabilities].join(' ').toLowerCase();
       if (!words.every((w) => text.includes(w))) return false;
       if (q.capability && !item.capabilities.some((c) => c.toLowerCase() === q.capability!.toLowerCase())) return false;
       if (maxPrice !== null && item.price_usd !== null && decimalToAtomic(item.price_usd, 6)! > maxPrice) return false;
       return true;
-    });
-    return { data: matches.slice(0, q.limit) };
+    };
+    // svc's links first, then the registry's agents, each newest first: the first `limit` matches of the newest
+    // CATALOGUE_WINDOW entries of each, read chunk by chunk until the page is full
+    const found: DiscoverItem[] = [];
+    const seen = new Set<string>(); // an entry added between two chunks shifts the offsets by one: never list one twice
+    const search = async <R>(read: (limit: number, offset: number) => Promise<R[]>, toItem: (row: R) => DiscoverItem) => {
+      for (const chunk of discoverChunks(q.limit)) {
+        if (found.length >= q.limit) return;
+        const rows = await read(chunk.limit, chunk.offset);
+        for (const row of rows) {
+          const item = toItem(row);
+          if (seen.has(`${item.source}:${item.id}`) || !matches(item)) continue;
+          seen.add(`${item.source}:${item.id}`);
+          if (found.push(item) >= q.limit) return;
+        }
+        if (rows.length < chunk.limit) return;
+      }
+    };
+    if (q.source !== 'registry') await search((limit, offset) => this.deps.store.discovery.discoverableLinks(caller.network, limit, offset), (row) => this.linkItem(row));
+    if (q.source !== 'svc') await search((limit, offset) => this.deps.store.discovery.registeredAgents(caller.network, limit, offset), registryItem);
+    return { data: found };
   }
 
   private linkItem(r: DiscoverableLinkRow): DiscoverItem {

@@ -22,8 +22,8 @@ export interface RegisteredAgentRow {
 }
 
 export interface DiscoveryRepository {
-  /** newest first */
-  discoverableLinks(network: Network, limit: number): Promise<DiscoverableLinkRow[]>;
-  /** newest first, with the identity profile's description and capabilities when one is set */
-  registeredAgents(network: Network, limit: number): Promise<RegisteredAgentRow[]>;
+  /** newest first, skipping the `offset` newest */
+  discoverableLinks(network: Network, limit: number, offset?: number): Promise<DiscoverableLinkRow[]>;
+  /** newest first (skipping the `offset` newest), with the identity profile's description and capabilities when one is set */
+  registeredAgents(network: Network, limit: number, offset?: number): Promise<RegisteredAgentRow[]>;
 }

@@ -26,30 +26,30 @@ const agentFromRow = (r: AgentRow): RegisteredAgentRow => ({
 });
 
 /** the newest discoverable links (payment_links_discoverable_idx); exported so bench:growth prints its plan */
-export function discoverableLinksSql(network: string, limit: number): { sql: string; params: unknown[] } {
+export function discoverableLinksSql(network: string, limit: number, offset = 0): { sql: string; params: unknown[] } {
   return {
-    sql: `select * from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ?`,
-    params: [network, limit],
+    sql: `select * from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ? offset ?`,
+    params: [network, limit, offset],
   };
 }
 
 export function discoveryRepository(ctx: RepoContext): DiscoveryRepository {
   const em = () => ctx.em();
   return {
-    discoverableLinks: async (network, limit) => {
+    discoverableLinks: async (network, limit, offset = 0) => {
       // rows read as the payment-links repository reads them, mapped by its one row mapper
-      const { sql, params } = discoverableLinksSql(network, limit);
+      const { sql, params } = discoverableLinksSql(network, limit, offset);
       const rows = await query<PaymentLinkRow>(em(), sql, params);
       return rows.map(fromRow);
     },
-    registeredAgents: async (network, limit) => {
+    registeredAgents: async (network, limit, offset = 0) => {
       const rows = await query<AgentRow>(
         em(),
         `select a.mint, a.network, a.name, a.uri, a.treasury, p.capabilities, p.description
-         from (select * from agents where network = ? and uri is not null order by registered_at desc, mint limit ?) a
+         from (select * from agents where network = ? and uri is not null order by registered_at desc, mint limit ? offset ?) a
          left join identity_profiles p on p.network = a.network and p.mint = a.mint
          order by a.registered_at desc, a.mint`,
-        [network, limit],
+        [network, limit, offset],
       );
       return rows.map(agentFromRow);
     },
