@@ -130,7 +130,15 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
   const serverFactory: Listener['factory'] = fast
     ? (handler, options) =>
         deps.listener.factory((req, res) => {
-          if (!fast(req, res)) handler(req, res);
+          let answered = false;
+          try {
+            answered = fast(req, res);
+          } catch (err) {
+            // never a crash from a request: fastify answers it (or, had a head gone out, the socket is cut)
+            log.error({ err }, 'the unpaid fast path failed; fastify answers the request');
+            if (res.headersSent) return void res.destroy();
+          }
+          if (!answered) handler(req, res);
         }, options)
     : deps.listener.factory;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */

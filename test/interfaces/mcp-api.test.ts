@@ -116,6 +116,30 @@ test('the daily query reads one range of the settled-receipts (network, agent, t
   }
 });
 
+test('discover: a search reads the catalogue chunk by chunk until its page is full: a match past the first chunks is found, the newest matches come first, none twice', async (t) => {
+  const { app } = t.context;
+  const key = await issueKey(app);
+  const { mint } = await recordAgent(app, key, { name: 'Chunks' });
+  const tag = `t${Date.now().toString(36)}`;
+  const create = async (label: string) => {
+    const res = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { label, metadata: { discoverable: true } }) });
+    t.is(res.status, 201, JSON.stringify(res.body));
+    return res.body.id as string;
+  };
+  // the oldest: past the first chunks of a page of 2 (2, then 4, then 8 entries)
+  const rare = await create(`Comet ${tag}`);
+  const common: string[] = [];
+  for (let i = 0; i < 12; i++) common.push(await create(`Common ${tag} ${i}`));
+
+  const found = await http(app, 'GET', `/v1/discover?source=svc&limit=2&q=comet%20${tag}`, { key });
+  t.is(found.status, 200, JSON.stringify(found.body));
+  t.deepEqual(found.body.data.map((i: any) => i.id), [rare]);
+  const newest = await http(app, 'GET', `/v1/discover?source=svc&limit=3&q=common%20${tag}`, { key });
+  t.deepEqual(newest.body.data.map((i: any) => i.id), common.slice(-3).reverse(), 'the first chunk fills the page: the three newest');
+  const all = await http(app, 'GET', `/v1/discover?source=svc&limit=20&q=${tag}`, { key });
+  t.deepEqual(all.body.data.map((i: any) => i.id), [...common].reverse().concat(rare), 'every match once, newest first, across chunks of 20');
+});
+
 test('discover: public links (metadata.discoverable, enabled, this network) and agents with a registration URI; REST and GraphQL', async (t) => {
   const { app } = t.context;
   const key = await issueKey(app);

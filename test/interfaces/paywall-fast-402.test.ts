@@ -143,6 +143,33 @@ test.serial('before fastify: the same head, byte for byte, as the route writes; 
   t.is(beforeFastify(app), ++early);
 });
 
+test.serial('a fault in the fast path before fastify never crashes the process: fastify answers the request the same', async (t) => {
+  const { app, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
+  const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
+  const first = await answerOf(url);
+  t.is(first.status, 402);
+  // fault injection: the first challenge lookup (the one before fastify) throws, as a bug would
+  const paywall = app.services.paywall as PaywallService;
+  const original = paywall.cachedChallenge;
+  let faults = 1;
+  paywall.cachedChallenge = function (this: PaywallService, request) {
+    if (faults-- > 0) throw new Error('injected fast-path fault');
+    return original.call(this, request);
+  };
+  try {
+    const early = beforeFastify(app);
+    const answered = await answerOf(url);
+    t.is(beforeFastify(app), early, 'not answered before fastify');
+    t.is(answered.status, 402);
+    t.is(answered.body, first.body);
+  } finally {
+    paywall.cachedChallenge = original;
+  }
+  t.is((await answerOf(url)).status, 402, 'the process still serves');
+});
+
 test.serial('a changed or disabled link is never answered from the fast path', async (t) => {
   const { app, key, handled } = t.context;
   const { mint } = await recordAgent(app, key);
