@@ -1,3 +1,4 @@
+import { statementsOf } from '../support/statements.ts';
 import anyTest, { type TestFn } from 'ava';
 import pg from 'pg';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
@@ -32,42 +33,6 @@ test.after.always(async (t) => {
 /** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up, the indexer job): not a request's. */
 const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq >/is, /insert into indexer_runs/i, /\bindexer_watch\b/i];
 
-/** the statements being noted (while a `statementsOf` runs) */
-let noting: string[] | undefined;
-const spied = new WeakSet<object>();
-
-/**
- * Every statement the app's main pool sends while `fn` runs, background ones left out: noted on the pooled node-postgres
- * connections themselves, so a statement counts once whichever way it went (MikroORM and knex, or the raw hot read).
- */
-async function statementsOf(app: TestApp, fn: () => Promise<unknown>): Promise<string[]> {
-  type Conn = { query: (...args: unknown[]) => unknown };
-  const client = app.database.orm.em.getConnection().getKnex().client as unknown as { acquireConnection: () => Promise<Conn> };
-  const acquire = client.acquireConnection;
-  client.acquireConnection = async function (this: unknown) {
-    const connection = await acquire.call(this);
-    if (!spied.has(connection)) {
-      spied.add(connection);
-      const query = connection.query;
-      connection.query = function (this: unknown, ...args: unknown[]) {
-        const first = args[0] as string | { text: string };
-        const sql = (typeof first === 'string' ? first : first.text).replace(/^\/\* svc:[^*]*\*\/ /, '');
-        if (noting && !BACKGROUND.some((re) => re.test(sql))) noting.push(sql.replace(/\s+/g, ' ').trim());
-        return query.apply(this, args);
-      };
-    }
-    return connection;
-  };
-  const seen: string[] = [];
-  noting = seen;
-  try {
-    await fn();
-  } finally {
-    noting = undefined;
-    client.acquireConnection = acquire;
-  }
-  return seen;
-}
 
 /** The statements handed to MikroORM's `execute` (the raw-SQL repositories' way) while `fn` runs. */
 async function ormExecutesOf(app: TestApp, fn: () => Promise<unknown>): Promise<string[]> {
@@ -104,7 +69,7 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
     await a.services.rateLimiter.sync();
     let res: Awaited<ReturnType<typeof http<any>>> | undefined;
     let statements: string[] = [];
-    const viaOrm = await ormExecutesOf(a, async () => (statements = await statementsOf(a, async () => (res = await http(a, 'GET', `/v1/payment-links/${id}`, { key })))));
+    const viaOrm = await ormExecutesOf(a, async () => (statements = await statementsOf(a, BACKGROUND, async () => (res = await http(a, 'GET', `/v1/payment-links/${id}`, { key })))));
     t.deepEqual(viaOrm, [], 'the read goes straight to a pooled connection, not through MikroORM');
     t.is(res!.status, 200);
     t.is(res!.body.id, id);
@@ -112,7 +77,7 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
     t.deepEqual(statements, ['select * from payment_links where network = $1 and id = $2'], `request ${i}`);
   }
   // and the usage rows of those requests are written in a batch afterwards
-  const flushed = await statementsOf(a, () => a.services.recorder.flush());
+  const flushed = await statementsOf(a, BACKGROUND, () => a.services.recorder.flush());
   t.true(flushed.length <= 1);
 });
 

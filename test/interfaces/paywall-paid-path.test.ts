@@ -1,3 +1,4 @@
+import { statementsOf } from '../support/statements.ts';
 import anyTest, { type TestFn } from 'ava';
 import { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { FacilitatorService } from '../../domain/facilitator/service.ts';
@@ -39,38 +40,6 @@ test.after.always(async (t) => {
 
 /** The background statements of the process's timers and feed (rate-limit exchange, usage flush, event catch-up, the indexer job). */
 const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq/is, /insert into indexer_runs/i, /\bindexer_watch\b/i];
-let noting: string[] | undefined;
-const spied = new WeakSet<object>();
-
-/** Every statement the app's pool sends while `fn` runs (noted on the pooled node-postgres connections themselves). */
-async function statementsOf(w: PaywallWorld, fn: () => Promise<unknown>): Promise<string[]> {
-  type Conn = { query: (...args: unknown[]) => unknown };
-  const client = w.app.database.orm.em.getConnection().getKnex().client as unknown as { acquireConnection: () => Promise<Conn> };
-  const acquire = client.acquireConnection;
-  client.acquireConnection = async function (this: unknown) {
-    const connection = await acquire.call(this);
-    if (!spied.has(connection)) {
-      spied.add(connection);
-      const query = connection.query;
-      connection.query = function (this: unknown, ...args: unknown[]) {
-        const first = args[0] as string | { text: string };
-        const sql = (typeof first === 'string' ? first : first.text).replace(/^\/\* svc:[^*]*\*\/ /, '');
-        if (noting && !BACKGROUND.some((re) => re.test(sql))) noting.push(sql.replace(/\s+/g, ' ').trim());
-        return query.apply(this, args);
-      };
-    }
-    return connection;
-  };
-  const seen: string[] = [];
-  noting = seen;
-  try {
-    await fn();
-  } finally {
-    noting = undefined;
-    client.acquireConnection = acquire;
-  }
-  return seen;
-}
 
 /** The messages the app sends its embedded ledger thread while `fn` runs, by method. */
 async function ledgerCallsOf(fn: () => Promise<unknown>): Promise<string[]> {
@@ -108,7 +77,7 @@ test.serial('a paid call: one claim statement (already attempted), the guard cla
   let ledger: string[] = [];
   try {
     ledger = await ledgerCallsOf(async () => {
-      statements = await statementsOf(w, async () => {
+      statements = await statementsOf(w.app, BACKGROUND, async () => {
         const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
         status = res.status;
         await res.arrayBuffer();
@@ -210,7 +179,7 @@ test.serial("receipts published together are checked together: one transaction, 
   const published = fresh.map((receipt) => ({ kind: 'receipt.published', network: 'chain-devnet', metadata: { source: 'paywall', receipt_hash: receipt.receipt_hash, receipt } }) as unknown as EventRecord);
 
   let decided = 0;
-  const statements = await statementsOf(w, async () => (decided = await verify.call(receipts, 'chain-devnet', published)));
+  const statements = await statementsOf(w.app, BACKGROUND, async () => (decided = await verify.call(receipts, 'chain-devnet', published)));
   t.is(decided, N);
   t.is(statements.filter((s) => s === 'BEGIN;').length, 1, statements.join('\n'));
   t.is(statements.filter((s) => /^update receipts r set verification/.test(s)).length, 1, 'one statement decides the group');
@@ -234,12 +203,12 @@ test.serial("the facilitator's guard claims and finishes that arrive together ar
   const claim = (signature: string) => store.claimSettlement({ network: 'chain-devnet', signature, payer: 'payer', blockhash: 'hash', at });
   let claims: Awaited<ReturnType<typeof claim>>[] = [];
   // N claims at once and the first one again: the first goes alone, the others wait for it and go as one statement
-  const claimed = await statementsOf(w, async () => (claims = await Promise.all([...signatures.map(claim), claim(signatures[0]!)])));
+  const claimed = await statementsOf(w.app, BACKGROUND, async () => (claims = await Promise.all([...signatures.map(claim), claim(signatures[0]!)])));
   t.is(claimed.filter((s) => /^insert into facilitator_settlements/.test(s)).length, 2, claimed.join('\n'));
   t.deepEqual(claims.slice(0, N).map((c) => c.claimed), Array.from({ length: N }, () => true), 'each new signature claimed');
   t.like(claims[N], { claimed: false, existing: { status: 'pending', signature: signatures[0] } }, 'a signature claimed once');
 
-  const finished = await statementsOf(w, () => Promise.all(signatures.map((s, i) => store.finishSettlement('chain-devnet', s, i % 2 ? 'failed' : 'settled', i % 2 ? 'boom' : null, at))));
+  const finished = await statementsOf(w.app, BACKGROUND, () => Promise.all(signatures.map((s, i) => store.finishSettlement('chain-devnet', s, i % 2 ? 'failed' : 'settled', i % 2 ? 'boom' : null, at))));
   t.is(finished.filter((s) => /^update facilitator_settlements/.test(s)).length, 2, finished.join('\n'));
   for (const [i, signature] of signatures.entries()) t.like(await store.getSettlement('chain-devnet', signature), { status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null });
   // a failed row (nothing landed) may be claimed again; a settled one may not
@@ -312,7 +281,7 @@ test.serial('paid-call claims that arrive together are one statement, each decid
   t.true((await paidCalls.claim(claimOf(lapsed, false, new Date(now.getTime() - 3_600_000)))).claimed);
   const fresh = Array.from({ length: 5 }, () => `fresh-${randomBytes(8).toString('hex')}`);
   let results: Awaited<ReturnType<typeof paidCalls.claim>>[] = [];
-  const statements = await statementsOf(w, async () => {
+  const statements = await statementsOf(w.app, BACKGROUND, async () => {
     results = await Promise.all([paidCalls.claim(claimOf(fresh[0]!, true)), ...fresh.slice(1).map((k) => paidCalls.claim(claimOf(k, true))), paidCalls.claim(claimOf(fresh[1]!, true)), paidCalls.claim(claimOf(lapsed, true))]);
   });
   t.is(statements.filter((s) => /^insert into paid_calls/.test(s)).length, 2, 'the first alone, the rest together');
