@@ -9,7 +9,7 @@ import pg from 'pg';
 import { syntheticEvent } from '../support/app.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { PgEventFeed } from '../../adapters/store/event-feed.ts';
-import { EVENTS_HELD_BACK_SQL, eventsSinceSql } from '../../adapters/store/repositories/events.ts';
+import { EVENTS_HELD_BACK_SQL, eventPageSql, eventsSinceSql } from '../../adapters/store/repositories/events.ts';
 import type { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { sha256Hex } from '../../domain/receipts/schema.ts';
@@ -240,11 +240,19 @@ test.serial('while committed events are held back by an older open transaction, 
   t.is(catchUps - before, 1, 'one look again pending, not one per catch-up');
 });
 
-test.serial("the feed's statements compute the horizon once per statement, never per row, whatever plan the table's statistics give", async (t) => {
+test.serial("the feed's and the event lists' statements compute the horizon once per statement, never per row, whatever plan the table's statistics give", async (t) => {
   const w = t.context;
   const em = w.app.database.orm.em.fork();
-  // the statements as the feed sends them (the catch-up after a seq, the look whether events are held back)
-  const statements = [eventsSinceSql(0n, 500), { sql: EVENTS_HELD_BACK_SQL, params: [] }];
+  // the statements as the feed sends them (the catch-up after a seq, the look whether events are held back), and the
+  // network-scoped lists (first page, a replay after a cursor, two kinds as a union of per-kind branches)
+  const page = { owner: 'someone', limit: 51 };
+  const statements = [
+    eventsSinceSql(0n, 500),
+    { sql: EVENTS_HELD_BACK_SQL, params: [] },
+    eventPageSql('chain-devnet', { ...page, kinds: undefined }),
+    eventPageSql('chain-devnet', { ...page, kinds: undefined, after: 1n }),
+    eventPageSql('chain-devnet', { ...page, kinds: ['payment_link.settled', 'receipt.published'] }),
+  ];
   // a plan with a scan (as on a young table before its statistics) and one with the index
   for (const scans of ['off', 'on']) {
     await em.transactional(async (tx) => {

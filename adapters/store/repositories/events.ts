@@ -12,12 +12,12 @@ import { date, dateOrNull, one, query, Where, type RepoContext } from './context
 
 /** the seq a change takes in its transaction (append: the column default; transition: set explicitly) */
 const NEXT_SEQ = 'svc_event_seq()';
-/** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
-const BELOW_HORIZON = 'seq < svc_events_horizon()';
-/** the same on the feed's own (seq + 0) index (migration 0014), which no network-scoped list can take */
 // Issue 19: the horizon as a scalar subquery, computed once per statement. As a bare call it is a per-row filter
-// whenever the planner picks a scan (a young table whose statistics lag, e.g. a fresh database under load), and each
-// call reads a snapshot and pg_stat_activity: the feed's catch-ups and looks again then cost milliseconds each.
+// whenever the planner picks a scan or a branch takes it as a filter (a young table whose statistics lag, e.g. a fresh
+// database under load), and each call reads a snapshot and pg_stat_activity: milliseconds per statement.
+/** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
+const BELOW_HORIZON = 'seq < (select svc_events_horizon())';
+/** the same on the feed's own (seq + 0) index (migration 0014), which no network-scoped list can take */
 const FEED_BELOW_HORIZON = 'seq + 0 < (select svc_events_horizon())';
 /** the NOTIFY channel an append wakes every node's feed on (payload: the new seq) */
 export const EVENTS_CHANNEL = 'svc_events';
