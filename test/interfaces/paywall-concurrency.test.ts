@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { newEvent } from '../../domain/events/kinds.ts';
 import { newId } from '../../domain/shared/ids.ts';
-import { createLink, fundBuyer, payingFetch, receiptsOf, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, fundBuyer, payingFetch, receiptsOf, fundFeeVault, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 19: one seller's paid calls share only that seller's locks (its receipt chain, its link's counters row); no
 // lock is shared between sellers. Proven without timing: seller A's chain is held by an open transaction that also
@@ -11,9 +11,7 @@ const test = anyTest as TestFn<PaywallWorld>;
 
 test.before(async (t) => {
   const w = await startPaywallApp();
-  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
-  // The fee authority's token account exists before the payments (one sponsorship per owner and mint).
-  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   t.context = w;
 });
 

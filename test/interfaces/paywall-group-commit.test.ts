@@ -4,7 +4,7 @@ import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { receiptHash, sha256Hex, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { Repositories, Store } from '../../domain/ports/store.ts';
 import { http } from '../support/app.ts';
-import { buildPayment, createLink, decodeBase64Json, eventsOf, fundBuyer, getLink, paidCallsOf, receiptsOf, startLocalServer, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import { buildPayment, createLink, decodeBase64Json, eventsOf, fundBuyer, getLink, paidCallsOf, receiptsOf, startLocalServer, fundFeeVault, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 19, group commit: one seller's paid calls that land while a record transaction of that seller runs are
 // recorded together in the next one. Proven without timing: the seller's chain is held by an open transaction (as a
@@ -16,9 +16,7 @@ const N = 6;
 
 test.before(async (t) => {
   const w = await startPaywallApp();
-  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
-  // The fee authority's token account exists before the payments (one sponsorship per owner and mint).
-  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   t.context = w;
 });
 

@@ -20,7 +20,7 @@ import {
   payingFetch,
   receiptsOf,
   startLocalServer,
-  startPaywallApp,
+  fundFeeVault, recordingPayingFetch, startPaywallApp,
   stopPaywallApp,
   tokenBalance,
   USDC,
@@ -40,8 +40,7 @@ const GROSS = PRICE + feeFor(PRICE, 100);
 
 test.before(async (t) => {
   const w = await startPaywallApp({ SVC_MPP_SECRET: SECRET });
-  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
-  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  const feeAuthority = await fundFeeVault(w);
   const feePayer = ((await (await fetch(`${w.app.url}/facilitator/health`)).json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feePayer, feeAuthority };
 });
@@ -317,14 +316,7 @@ test.serial('createPayingFetch pays an MPP offer (credential in Authorization, P
   const w = t.context;
   const mpp = await createLink(w, { protocol: 'mpp' });
   const buyer = await fundBuyer(w);
-  const sent: Headers[] = [];
-  const pay = payingFetch(w, buyer, {
-    fetch: (async (input: RequestInfo | URL, init?: RequestInit) => {
-      const request = new Request(input, init);
-      sent.push(new Headers(request.headers));
-      return fetch(request);
-    }) as typeof fetch,
-  });
+  const { pay, sent } = recordingPayingFetch(w, buyer);
   const res = await pay(mpp.url);
   t.is(res.status, 200);
   t.regex(sent.at(-1)!.get('authorization') ?? '', /^Payment [A-Za-z0-9_-]+$/);

@@ -14,7 +14,7 @@ import type { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { sha256Hex } from '../../domain/receipts/schema.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import { buildPayment, createLink, eventsOf, fundBuyer, receiptsOf, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import { buildPayment, createLink, eventsOf, fundBuyer, receiptsOf, fundFeeVault, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 19, the paid path end to end: what one paid call costs in PostgreSQL statements and ledger-thread messages,
 // and what the receipts' check after publish costs per group. Counted, never timed.
@@ -23,9 +23,7 @@ const test = anyTest as TestFn<PaywallWorld & { link: CreatedLink }>;
 
 test.before(async (t) => {
   const w = await startPaywallApp();
-  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
-  // The fee authority's token account exists before the payments (one sponsorship per owner and mint).
-  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   const link = await createLink(w);
   // warm: the seller's token account, the link cache, the facilitator's terms
   const warm = await buildPayment(w, link.url, await fundBuyer(w));

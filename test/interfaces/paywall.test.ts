@@ -25,7 +25,7 @@ import {
   receiptsOf,
   recordingPayingFetch,
   startLocalServer,
-  startPaywallApp,
+  fundFeeVault, startPaywallApp,
   stopPaywallApp,
   tokenBalance,
   unpaidOffer,
@@ -47,10 +47,7 @@ const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes
 
 test.before(async (t) => {
   const w = await startPaywallApp();
-  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
-  // The fee authority's token account exists before the concurrent tests pay: every first-ever payment would
-  // otherwise ask the facilitator to sponsor that one account, and only one sponsorship per owner and mint is given.
-  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  const feeAuthority = await fundFeeVault(w);
   const health = await fetch(`${w.app.url}/facilitator/health`);
   const feePayer = ((await health.json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feeAuthority, feePayer };

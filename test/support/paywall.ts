@@ -37,6 +37,16 @@ async function listenLocal(server: Server): Promise<string> {
   return `127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
+/**
+ * Creates the fee authority's token account before the payments (answers that authority): every first-ever payment
+ * would otherwise ask the facilitator to sponsor that one account, and only one sponsorship per owner and mint is given.
+ */
+export async function fundFeeVault(w: PaywallWorld): Promise<string> {
+  const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
+  await w.app.services.dev.fund('chain-devnet', { address: feeAuthority, token: 'USDC', amount: '1' });
+  return feeAuthority;
+}
+
 /** The real app with its embedded devnet, and a devnet key; with pooled local servers its outbound calls may reach. */
 export async function startPaywallApp(env: Record<string, string> = {}): Promise<PaywallWorld> {
   const allow = env.SVC_OUTBOUND_ALLOW ? [env.SVC_OUTBOUND_ALLOW] : [];
