@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash, randomUUID } from 'node:crypto';
-import { http, issueKey, randomAddress, startTwoInstances, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, randomAddress, startTwoInstances, type HttpResult, type TestApp, stopTwoInstances } from '../support/app.ts';
 
 // hosted-api §4.8/§5.5 and DECISIONS "API keys": admin routes to issue, list and disable keys; admin role only;
 // a disabled key is refused within one second on every instance.
@@ -27,8 +27,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.b?.close();
-  await t.context.a?.close();
+  await stopTwoInstances(t.context);
 });
 
 function expectError(t: ExecutionContext, res: HttpResult, status: number, code: string): any {

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { randomUUID } from 'node:crypto';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp } from '../support/app.ts';
+import { http, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp, stopTwoInstances } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, WAIT_MS, type Outcome } from '../../domain/policies/idempotency.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -28,9 +28,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  // the second instance first: the first owns the embedded cluster
-  await t.context.b?.close();
-  await t.context.a?.close();
+  await stopTwoInstances(t.context);
 });
 
 interface Raw {

@@ -2,7 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import { request, type IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTwoInstances, syntheticEvent, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEvent, type TestApp, stopTwoInstances } from '../support/app.ts';
 import { newId } from '../../domain/shared/ids.ts';
 
 // Issue 17: a key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
@@ -28,13 +28,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  const { a, b } = t.context;
-  if (b) await b.close();
-  if (a) {
-    await a.close();
-    await removeDataDir(a.dataDir);
-  }
-  if (b) await removeDataDir(b.dataDir);
+  await stopTwoInstances(t.context);
 });
 
 /** A user key (its id, to disable it), an agent and an anchor event to subscribe after, so no event is missed. */

@@ -4,7 +4,7 @@ import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { AccessService } from '../../domain/access/service.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTwoInstances, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp, stopTwoInstances } from '../support/app.ts';
 
 // Issue 16: browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
 // for the key's principal and network; accepted as `?token=` on SSE and as graphql-ws connectionParams.token. SSE
@@ -31,15 +31,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  const { a, b } = t.context;
-  if (b) {
-    await b.close();
-    await removeDataDir(b.dataDir);
-  }
-  if (a) {
-    await a.close();
-    await removeDataDir(a.dataDir);
-  }
+  await stopTwoInstances(t.context);
 });
 
 async function streamToken(t: ExecutionContext<Ctx>, app = t.context.a, key = t.context.key): Promise<string> {

@@ -1,7 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type TestApp, stopTwoInstances } from '../support/app.ts';
 
 // graphql-ws across two API nodes on one database: an event committed through node B reaches a subscriber on node A
 // (LISTEN/NOTIFY), a reconnect with `after` replays exactly what was missed, then continues live; networks are
@@ -139,16 +139,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  const { a, b } = t.context;
-  // B first: A owns the embedded cluster.
-  if (b) {
-    await b.close();
-    await removeDataDir(b.dataDir);
-  }
-  if (a) {
-    await a.close();
-    await removeDataDir(a.dataDir);
-  }
+  await stopTwoInstances(t.context);
 });
 
 test('an event committed on node B reaches a subscriber on node A within 1 s; a reconnect with after misses nothing', async (t) => {

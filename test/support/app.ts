@@ -144,6 +144,15 @@ export async function startTwoInstances(): Promise<{ a: TestApp; b: TestApp }> {
   }
 }
 
+/** Stops what startTwoInstances started, either of them possibly missing: B first (A owns the embedded cluster). */
+export async function stopTwoInstances(apps: { a?: TestApp | undefined; b?: TestApp | undefined }): Promise<void> {
+  for (const app of [apps.b, apps.a]) {
+    if (!app) continue;
+    await app.close();
+    await removeDataDir(app.dataDir);
+  }
+}
+
 /**
  * An event of a kind outside the catalogue (domain/events/kinds.ts), for tests of the event pipeline itself (fan-out,
  * outbox, delivery); the services append catalogued kinds only, which the compiler checks.
