@@ -53,7 +53,7 @@ export interface Database {
   url: string;
   orm: MikroORM;
   store: MikroOrmStore;
-  /** this process's liveness number: the claims it holds are taken over at once when it dies (issue 17) */
+  /** this process's liveness number: the claims it holds are taken over at once when it dies */
   owner: ProcessOwner;
   /** true when the embedded server was already running (another process serves the data directory) */
   reused: boolean;
@@ -69,14 +69,14 @@ export async function openDatabase(
   const embedded = config.databaseUrl ? undefined : await startEmbeddedPostgres({ dataDir: config.dataDir, settings: options.pgSettings });
   const url = config.databaseUrl ?? embedded!.url;
   try {
-    // Issue 21: heavy requests (lists, aggregates) run on a pool of their own beside the main one; a command has none.
+    // Heavy requests (lists, aggregates) run on a pool of their own beside the main one; a command has none.
     const heavyPool = options.poolMax === undefined ? config.db.heavyPool : 0;
     const orm = await initOrm(url, options.poolMax ?? config.dbPoolMax);
     let owner: ProcessOwner | undefined;
     let heavyOrm: MikroORM | undefined;
     try {
       await migrate(orm, url);
-      // The job queue's schema too: events enqueue their webhook deliveries in their own transaction (issue 12).
+      // The job queue's schema too: events enqueue their webhook deliveries in their own transaction.
       await migrateQueue(url);
       owner = await startProcessOwner(url, options.onWarning);
       if (heavyPool > 0) heavyOrm = await initOrm(url, heavyPool, { statementTimeoutMs: config.db.heavyTimeoutMs, acquireTimeoutMs: config.db.heavyTimeoutMs });
@@ -262,7 +262,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
 }
 
 /**
- * Issue 17: outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
+ * Outbound calls never reach the gateway's own listeners, even allow-listed. Refused from the start: the
  * configured ports (another process of this installation may hold them: `npm run jobs`, `npm run facilitator`), the
  * gateway's HTTP port as bound (PORT=0: the assigned one), the embedded ledgers' JSON-RPC and WebSocket ports and the
  * embedded PostgreSQL.
@@ -426,7 +426,7 @@ export async function startJobRunner(url: string, services: Services, log: Logge
     transactions: Object.keys(services.ledgers).length
       ? { transactions: services.transactions, queue: graphileQueue(url, log), now: () => services.clock.now() }
       : undefined,
-    // issue 12: graphile's run_at is wall time, whatever clock the services run on
+    // Graphile's run_at is wall time, whatever clock the services run on
     indexer: Object.keys(services.ledgers).length ? { indexer: services.indexer, queue: graphileQueue(url, log), now: () => new Date() } : undefined,
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.

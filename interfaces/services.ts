@@ -63,23 +63,23 @@ export interface Services {
   /** the public /x/{id}; absent in a process without ledgers */
   paywall: PaywallService | undefined;
   webhooks: WebhookService;
-  /** issue 11: push, list, by-hash, verify-chain and the ledger checks */
+  /** Push, list, by-hash, verify-chain and the ledger checks */
   receipts: ReceiptService;
-  /** issue 11: pull targets and the pull worker's run */
+  /** Pull targets and the pull worker's run */
   pull: PullService;
-  /** issue 10: prepare → submit → track */
+  /** Prepare → submit → track */
   transactions: TransactionService;
-  /** issue 12: what the indexer follows, and the indexer's runs and status */
+  /** What the indexer follows, and the indexer's runs and status */
   watchlist: Watchlist;
   indexer: IndexerService;
-  /** issue 13: profiles, handles, domains, verify verdicts */
+  /** Profiles, handles, domains, verify verdicts */
   identity: IdentityService;
-  /** issue 14: quote, spend policy, execute, buyer receipts, networks/currency/facilitator */
+  /** Quote, spend policy, execute, buyer receipts, networks/currency/facilitator */
   buyer: BuyerServices;
-  /** issue 15: the discovery catalogues of svc_discover */
+  /** The discovery catalogues of svc_discover */
   discovery: DiscoveryService;
   clock: Clock;
-  /** issue 21: runs a request's database work under its class's limits (Store.scoped; interfaces/policies/heavy.ts) */
+  /** Runs a request's database work under its class's limits (Store.scoped; interfaces/policies/heavy.ts) */
   requestScope: <T>(scope: RequestScope, work: () => Promise<T>) => Promise<T>;
 }
 
@@ -93,7 +93,7 @@ export interface ServiceDeps {
   ledgers: Partial<Record<Network, Ledger>>;
   faucet: Faucet | undefined;
   embeddedNetworks: ReadonlySet<Network>;
-  /** issue 10: the programs each embedded ledger loaded (GET /v1/health) */
+  /** The programs each embedded ledger loaded (GET /v1/health) */
   ledgerPrograms?: Partial<Record<Network, LedgerHealth>> | undefined;
   facilitator?: FacilitatorService | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */

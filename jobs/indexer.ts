@@ -4,7 +4,7 @@ import type { IndexerService } from '../domain/indexer/service.ts';
 import { INDEX_TASK, indexJobKey } from '../domain/indexer/watchlist.ts';
 import type { JobLogger } from './maintenance.ts';
 
-// Issue 12: the indexer job, one per network (job key index_ledger:<network>). A run follows the network's watchlist
+// The indexer job, one per network (job key index_ledger:<network>). A run follows the network's watchlist
 // once, then the job schedules itself again: soon while runs find transactions, a little later when idle; the minute
 // tick (no payload) starts one per network in case that chain of jobs was lost. Two runs at once are safe (the
 // exactly-once record is in the database), only wasteful.

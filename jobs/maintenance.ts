@@ -49,7 +49,7 @@ const ResolvePayload = z.looseObject({
 
 /**
  * Finishes paid calls nobody answered — an unknown settle outcome, or a process that died holding the claim — whose
- * buyer never came back (DECISIONS "x402 on the paywall", issue 17: a payment that landed is always recorded).
+ * buyer never came back (DECISIONS "x402 on the paywall": a payment that landed is always recorded).
  * Every process that runs jobs has a paywall (`npm run jobs` reaches the ledgers through the gateway's JSON-RPC).
  */
 export const resolvePaidCalls =

@@ -4,7 +4,7 @@ import type { PullService } from '../domain/receipts/pull.ts';
 import type { ReceiptService } from '../domain/receipts/service.ts';
 import type { JobLogger } from './maintenance.ts';
 
-// Issue 11: the receipt checks' retry job and the pull worker. Both are safe to run twice at once: a check's decision
+// The receipt checks' retry job and the pull worker. Both are safe to run twice at once: a check's decision
 // is recorded only while the receipt is still pending, and the worker leases each target it runs.
 
 const Payload = z.looseObject({ limit: z.number().int().min(1).max(1000).optional() });

@@ -23,11 +23,11 @@ export function jobDefinitions(deps: {
   paywall: PaywallService | undefined;
   webhooks: WebhookService;
   log: JobLogger;
-  /** issue 11: receipt checks and the pull worker (absent: not registered) */
+  /** Receipt checks and the pull worker (absent: not registered) */
   receipts?: { receipts: ReceiptService; pull: PullService; queue: JobQueue; now: () => Date } | undefined;
-  /** issue 10: the confirmations job and the expiry of prepared events (absent: a process without ledgers) */
+  /** The confirmations job and the expiry of prepared events (absent: a process without ledgers) */
   transactions?: { transactions: TransactionService; queue: JobQueue; now: () => Date } | undefined;
-  /** issue 12: the indexer job per network (absent: a process without ledgers) */
+  /** The indexer job per network (absent: a process without ledgers) */
   indexer?: { indexer: IndexerService; queue: JobQueue; now: () => Date } | undefined;
 }): {
   tasks: Record<string, TaskHandler>;

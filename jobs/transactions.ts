@@ -3,7 +3,7 @@ import { CONFIRM_TASK, type TransactionService } from '../domain/transactions/se
 import type { JobLogger } from './maintenance.ts';
 import { runAgainAt } from './receipts.ts';
 
-// Issue 10: the confirmations job and the expiry of prepared events (hosted-api §3.1, DECISIONS "Prepare / submit /
+// The confirmations job and the expiry of prepared events (hosted-api §3.1, DECISIONS "Prepare / submit /
 // events"). Both are safe to run twice at once: a runner leases the rows it checks, and a phase changes only from
 // the phase it is expected in.
 

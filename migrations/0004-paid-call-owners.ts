@@ -2,7 +2,7 @@ import { Migration } from '@mikro-orm/migrations';
 
 export class Migration0004PaidCallOwners extends Migration {
   override async up(): Promise<void> {
-    // Issue 17 "money lost on a crash": a claim names the process that holds it. Each process takes a number from
+    // No money lost on a crash: a claim names the process that holds it. Each process takes a number from
     // this sequence and holds the session-level advisory lock (PROCESS_LOCK, number) while it lives, so a claim whose
     // owner died (kill -9, lost machine) is recognised at once: no session holds its lock any more.
     this.addSql(`create sequence process_epochs as integer cycle;`);

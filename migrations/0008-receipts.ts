@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 11: receipts as a resource (hosted-api §4.7). Each list order and filter has an index in its own order, the
+// Receipts as a resource (hosted-api §4.7). Each list order and filter has an index in its own order, the
 // ledger check (verification) lives on the row with its retry schedule, and pull targets (§2.9) are their own table.
 export class Migration0008Receipts extends Migration {
   override async up(): Promise<void> {

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// DECISIONS "Webhooks" (issue 12): subscriptions owned per principal, and one delivery row per (webhook, event, phase)
+// DECISIONS "Webhooks": subscriptions owned per principal, and one delivery row per (webhook, event, phase)
 // written in the transaction that appends the event (the transactional outbox), delivered by graphile-worker jobs.
 export class Migration0009Webhooks extends Migration {
   override async up(): Promise<void> {

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 10: the transactions the prepare routes built (hosted-api §2.5, §3.1, §4.5). The event (same id) carries the
+// The transactions the prepare routes built (hosted-api §2.5, §3.1, §4.5). The event (same id) carries the
 // phase; this row keeps what submit checks the signed bytes against (the message, its signers and blockhash) and,
 // once submitted, the signed transaction for the confirmations job (status reads, re-broadcast while the blockhash
 // is valid). state: 'prepared' → 'submitted' → 'done' (confirmed, failed or expired); the partial index holds only

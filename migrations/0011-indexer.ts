@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 12 (indexer half): what the indexer follows on each network's ledger and how far it got (hosted-api §4.4, §6;
+// Indexer half: what the indexer follows on each network's ledger and how far it got (hosted-api §4.4, §6;
 // fee-facilitator-mpp-tools §6).
 // - indexer_watch: one row per watched (network, address) with its role and the agent it belongs to (null for a fee
 //   authority's token account), and its cursor: the newest signature processed for the address and its slot.

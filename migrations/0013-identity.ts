@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 13 (DECISIONS "Identity"): an agent's public profile (handle unique per network, case-insensitive) and the
+// DECISIONS "Identity": an agent's public profile (handle unique per network, case-insensitive) and the
 // domains it claims, each with the token of its check and the time it was verified, and the claims it states.
 export class Migration0013Identity extends Migration {
   override async up(): Promise<void> {

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 21 items 1 and 2: reads that stay flat as the tables grow.
+// Reads that stay flat as the tables grow.
 //
 // event_counts: how many events per (network, owner scope, grain bucket, kind, phase), kept by statement triggers on
 // `events` in the transaction that writes the event, so GET /v1/metrics/events costs O(buckets), never O(rows), and

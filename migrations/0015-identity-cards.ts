@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 13 (DECISIONS "Identity"), second part: capability cards, and the index the anonymous disclosure read needs.
+// DECISIONS "Identity", second part: capability cards, and the index the anonymous disclosure read needs.
 export class Migration0015IdentityCards extends Migration {
   override async up(): Promise<void> {
     // What an agent says it can do, one card per capability name; public ones are in GET /v1/identity/{mint}, in its

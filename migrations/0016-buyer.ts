@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 14 (buyer routes): a buyer agent's spend policy, and what the agent spent per stable per UTC day — the
+// Buyer routes: a buyer agent's spend policy, and what the agent spent per stable per UTC day — the
 // rollup the daily cap reads (one row per (network, agent, asset, day), never a scan of receipts).
 export class Migration0016Buyer extends Migration {
   override async up(): Promise<void> {

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 19: appends no longer serialise on one advisory lock held until commit. An event's seq is taken from its
+// Appends no longer serialise on one advisory lock held until commit. An event's seq is taken from its
 // writer's transaction id instead: seq = base + xid × 2^20 + n (n = 1, 2, … the transaction's n-th event seq), so every
 // row of one transaction shares the xid prefix. A reader delivers only rows below the horizon
 // base + (the oldest transaction in progress in the reader's snapshot) × 2^20: every transaction with a smaller xid has

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 15: the catalogues of svc_discover read newest first through their own partial indexes — the payment links
+// The catalogues of svc_discover read newest first through their own partial indexes — the payment links
 // their owners listed (metadata.discoverable = true, enabled) and the agents with a registration document URI — and an
 // agent's daily buckets (GET /v1/receipts/{agent}/daily) read the window's settled receipts as one range by ts.
 export class Migration0019Mcp extends Migration {

@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 21: two aggregates of an agent's receipts read rollups instead of the receipts themselves, kept in the
+// Two aggregates of an agent's receipts read rollups instead of the receipts themselves, kept in the
 // transaction that writes the receipt, the way event_counts is (migration 0014): a trigger only INSERTs delta rows
 // (no unique key: no row lock, so two writers never wait on a counter row), svc_compact_receipt_rollups() folds them
 // into the counters in a short transaction of its own (the compact_event_counts job, every minute), and a read sums the

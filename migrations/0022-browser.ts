@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 16: short-lived subscription tokens for browsers (POST /v1/auth/stream-token). Stored only as SHA-256; a token
+// Short-lived subscription tokens for browsers (POST /v1/auth/stream-token). Stored only as SHA-256; a token
 // is used once: the redeeming UPDATE sets used_at where it is still null, so two gateway nodes on this database cannot
 // both accept it. Rows are deleted once expired (at the next issue).
 export class Migration0022Browser extends Migration {

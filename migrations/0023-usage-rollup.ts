@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// Issue 21 item 1 (found by bench:growth): GET /v1/metrics/usage counted request_records row by row — a key's last 7
+// Found by bench:growth: GET /v1/metrics/usage counted request_records row by row — a key's last 7
 // days at 1M records read ~120,000 rows per call (an admin's, every key's). request_usage_daily keeps the counts per
 // (network, key, UTC day, bucket), written by statement triggers on request_records in the statement that writes the
 // records (the recorder's one insert per flush; a prune's delete), so the read costs O(keys × days × buckets) and stays

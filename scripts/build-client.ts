@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { build } from 'esbuild';
 
-// `npm run build:client`: the published client package in dist/client/ (issue 16). Declarations (.d.ts + maps) come
+// `npm run build:client`: the published client package in dist/client/. Declarations (.d.ts + maps) come
 // from tsc with tsconfig.client.json; the JavaScript from esbuild, one ESM bundle per entry with the npm dependencies
 // left as imports and the code two entries share in a common chunk (so `PaymentError` is one class for
 // svc-gateway/client/pay and svc-gateway/x402). package.json `exports` name each entry: `types` and `default` point
@@ -34,7 +34,7 @@ export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '
 export const OUT_DIR = 'dist/client';
 export const SOURCE_CONDITION = 'svc-gateway-source';
 
-/** The entries whose source exists in this checkout (./mpp arrives with issue 14's MPP rail). */
+/** The entries whose source exists in this checkout. */
 export function presentEntries(root = ROOT): ClientEntry[] {
   return CLIENT_ENTRIES.filter((e) => existsSync(path.join(root, e.source)));
 }

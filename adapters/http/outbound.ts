@@ -14,7 +14,7 @@ import type {
   OutboundResponse,
 } from '../../domain/ports/outbound-http.ts';
 
-// DECISIONS "Webhooks", issue 17: https to public addresses only; the allow-list (SVC_OUTBOUND_ALLOW) names the
+// DECISIONS "Webhooks": https to public addresses only; the allow-list (SVC_OUTBOUND_ALLOW) names the
 // development targets that may be plain http and private; the gateway's own listeners are refused even when listed.
 // The address check runs inside the socket's own `lookup`, on the very addresses the socket will dial, so a DNS
 // answer that changes between a check and the connect (DNS rebinding) cannot slip through. IP-literal hosts never

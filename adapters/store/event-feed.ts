@@ -94,7 +94,7 @@ export class PgEventFeed implements EventFeed {
           }
           if (rows.length < PAGE) break;
         }
-        // Issue 19: committed events above the horizon wait for an older transaction to end; look again shortly — one
+        // Committed events above the horizon wait for an older transaction to end; look again shortly — one
         // look pending at most: under a steady write load the horizon is nearly always held, and a look per finished
         // catch-up (each notification's) piled up into hundreds of polls a second of the costly horizon.
         if (!this.again && !this.heldRetry && (await this.store.eventsHeldBack())) {

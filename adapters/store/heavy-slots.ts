@@ -1,6 +1,6 @@
 import pg from 'pg';
 
-// Issue 21: the per-principal cap on heavy requests holds across every process on one database. A principal has
+// The per-principal cap on heavy requests holds across every process on one database. A principal has
 // `cap` slots; a heavy request takes one by a session-level advisory lock (HEAVY_SLOT_LOCK, hashtext(principal#slot))
 // with try-lock, on one connection of this process kept for the purpose, and gives it back when it answers. PostgreSQL
 // releases a session's locks when its connection ends, so a process that dies (kill -9 included) frees its slots at

@@ -46,7 +46,7 @@ export async function initOrm(url: string, poolMax = 10, options: { statementTim
         ? { afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) => void conn.query(`set statement_timeout = ${Math.floor(statementTimeoutMs)}`, (err) => done(err, conn)) }
         : {}),
     },
-    // Issue 21: statements of a scoped request carry its tag (request-scope.ts), so a timeout or a client that left cancels them.
+    // Statements of a scoped request carry its tag (request-scope.ts), so a timeout or a client that left cancels them.
     onQuery: tagQuery,
     debug: false,
     allowGlobalContext: false,
@@ -119,7 +119,7 @@ class Repos implements Repositories, RepoContext {
 }
 
 /**
- * Issue 21 item 3, request classes: `timeoutMs` for every scoped request, `heavyTimeoutMs` for heavy ones (lists and
+ * Request classes: `timeoutMs` for every scoped request, `heavyTimeoutMs` for heavy ones (lists and
  * aggregates), at most `heavyPerPrincipal` heavy requests of one principal at once across every process sharing
  * `slots` (the database's advisory locks: heavy-slots.ts), which run on the heavy pool (its own connections, so the
  * main pool always has room for everyone else's requests).

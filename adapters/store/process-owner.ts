@@ -1,6 +1,6 @@
 import pg from 'pg';
 
-// Issue 17: a claim held by a dead process must be recognisable at once, not after its lease. Each process takes a
+// A claim held by a dead process must be recognisable at once, not after its lease. Each process takes a
 // number from the process_epochs sequence and holds the session-level advisory lock (PROCESS_LOCK, number) on a
 // connection of its own for as long as it lives; claims carry the number. PostgreSQL releases a session lock when its
 // connection ends — a kill -9 closes the socket — so "no session holds (PROCESS_LOCK, owner)" means the owner is gone.

@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { RequestScope } from '../../domain/ports/store.ts';
 
-// Issue 21 item 3: a request's database work runs under its class's limits. The scope travels with the request's
+// A request's database work runs under its class's limits. The scope travels with the request's
 // async calls (AsyncLocalStorage), so repositories need no parameter: the store picks the pool of the class, every
 // statement carries the request's tag as a leading comment, and a timeout or a client that left cancels the running
 // statement by that tag (pg_cancel_backend from another connection: node-postgres cannot abort a query in flight).

@@ -57,7 +57,7 @@ export type CreateApiKeyInput = z.input<typeof CreateApiKeyInput>;
 export const CreatedApiKey = ApiKey.extend({ key: z.string() });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
-/** Issue 16: POST /v1/auth/stream-token takes no fields. */
+/** POST /v1/auth/stream-token takes no fields. */
 export const StreamTokenInput = z.strictObject({}).optional();
 export type StreamTokenInput = z.infer<typeof StreamTokenInput>;
 

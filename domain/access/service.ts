@@ -21,7 +21,7 @@ import {
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const KEY_PATTERN = /^svc_(test|live)_[0-9A-Za-z]{32}$/;
 const STREAM_TOKEN_PATTERN = /^svc_stream_(test|live)_[0-9A-Za-z]{32}$/;
-/** Issue 16: a stream token is valid this long, and once. */
+/** A stream token is valid this long, and once. */
 export const STREAM_TOKEN_TTL_MS = 60_000;
 
 function randomSecret(): string {
@@ -98,7 +98,7 @@ export class AccessService {
   }
 
   /**
-   * Issue 16: a token a browser can subscribe with (EventSource cannot send Authorization): valid 60 s, once, for the
+   * A token a browser can subscribe with (EventSource cannot send Authorization): valid 60 s, once, for the
    * calling key's principal and network. Stored as SHA-256 only.
    */
   async issueStreamToken(principal: Principal): Promise<StreamToken> {

@@ -3,7 +3,7 @@ import { Address } from '../shared/address.ts';
 import { U64_MAX } from '../shared/money.ts';
 import { StableSymbol } from '../shared/network.ts';
 
-// Issue 10: the request bodies of the 14 prepare routes (hosted-api §4.3, DECISIONS "Prepare / submit / events").
+// The request bodies of the 14 prepare routes (hosted-api §4.3, DECISIONS "Prepare / submit / events").
 // One schema per route, shared by REST, tRPC and GraphQL. Agent routes carry `mint`: the path parameter is merged into
 // the input. Amounts stay decimal strings on the wire (the builders turn them into bigint): atomic where the spec says
 // atomic (withdraw `amount`, every lamports field), whole units of the stable for `allowance` and buyer `amount`.

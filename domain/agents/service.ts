@@ -44,14 +44,14 @@ export function toAgent(r: AgentRecord, onLedger?: AgentOnLedger): Agent {
 const RECORD_ATTEMPTS = 3;
 
 export class AgentService {
-  /** treasuryAccounts (issue 9): the treasury's token accounts are prepared when an agent is recorded */
+  /** treasuryAccounts: the treasury's token accounts are prepared when an agent is recorded */
   constructor(
     private readonly deps: {
       store: Store;
       clock: Clock;
       ledgers: Partial<Record<Network, Ledger>>;
       treasuryAccounts?: TreasuryAccounts | undefined;
-      /** issue 12: a recorded agent joins the indexer's watchlist */
+      /** A recorded agent joins the indexer's watchlist */
       watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
     },
   ) {}

@@ -5,7 +5,7 @@ import { CAIP2, NETWORKS, STABLES, X402_V1_NETWORK, type Network, type Stable } 
 import type { GatewaySettings } from '../shared/settings.ts';
 import type { BuyerCurrencies, BuyerNetworks, FacilitatorInfo, StableInfo } from './schema.ts';
 
-// Issue 14: what a buyer (and a seller) needs to know before paying: the networks and their curated stables — from
+// What a buyer (and a seller) needs to know before paying: the networks and their curated stables — from
 // the one STABLES definition the seller side answers from too — and the facilitator that settles (GET
 // /v1/seller/facilitator: its URL, fee payer per network and its own /health).
 

@@ -7,7 +7,7 @@ import { networkFromX402, requirementsV2, ResourceInfo, X402RequirementsV1, X402
 import { acceptOfCharge, MPP_INTENT, MPP_METHOD, solanaCharges, SolanaChargeRequest } from '../facilitator/mpp.ts';
 import type { QuoteOption } from './schema.ts';
 
-// Issue 14: the 402 a seller answers, read into quote options. x402 v2 (PAYMENT-REQUIRED header, base64 JSON) first,
+// The 402 a seller answers, read into quote options. x402 v2 (PAYMENT-REQUIRED header, base64 JSON) first,
 // else x402 v1 (the JSON body). Pure: the probe itself is the quote service's (through the guarded outbound port).
 // The MPP rail (WWW-Authenticate: Payment, method solana, intent charge) has its own reader: readMppOptions.
 

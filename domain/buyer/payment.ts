@@ -9,7 +9,7 @@ import type { SpendPolicyService } from './policy.ts';
 import type { QuoteService } from './quote.ts';
 import { ExecuteInput, type ExecuteResult } from './schema.ts';
 
-// Issue 14, POST /v1/buyer/payment/execute: the buyer agent's spend policy first, then the prepared buyer payment
+// POST /v1/buyer/payment/execute: the buyer agent's spend policy first, then the prepared buyer payment
 // (buyer/payment/prepare, unchanged) for the caller to sign client-side and send to /v1/submit — the gateway never
 // holds the executive's key. A denial answers 403 spend_denied with the reasons; nothing is prepared.
 

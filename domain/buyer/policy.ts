@@ -12,7 +12,7 @@ import { evaluate, type RuleFacts } from './rules.ts';
 import type { QuoteService } from './quote.ts';
 import { AgentInput, EvaluateInput, PutPolicyInput, type Evaluation, type Quote, type SpendPolicy, type SpendPolicyRecord } from './schema.ts';
 
-// Issue 14: a buyer agent's spend policy (PUT/GET /v1/buyer/policy), owned by the agent's owner principal, and its
+// A buyer agent's spend policy (PUT/GET /v1/buyer/policy), owned by the agent's owner principal, and its
 // evaluation against a quote (POST /v1/buyer/policy/evaluate). The daily cap reads the day's spend rollup
 // (buyer_spend_daily, one primary-key read), never the receipts themselves.
 

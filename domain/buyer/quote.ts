@@ -15,7 +15,7 @@ import { chargeRequestFor } from '../facilitator/mpp.ts';
 import { mppOptionOf, optionOf, readChallenge, readMppOptions } from './challenge.ts';
 import { QuoteInput, type Quote, type QuoteOption } from './schema.ts';
 
-// Issue 14, POST /v1/buyer/quote: what paying a resource costs. A URL is probed once through the guarded outbound
+// POST /v1/buyer/quote: what paying a resource costs. A URL is probed once through the guarded outbound
 // port (its 402 read: x402 v2 header, else v1 body); a payment link of this gateway — by id, or a URL of this
 // gateway's own paywall — is resolved locally with the offer the paywall itself would make, no network round trip.
 // Each option carries gross, fee and net; the seller is the agent whose treasury pay_to is, with its identity verdict.

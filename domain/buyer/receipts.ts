@@ -19,7 +19,7 @@ import { associatedTokenAccount, treasuryOf } from '../treasury/derive.ts';
 import { ownedAgent } from './owned.ts';
 import { FinalizeInput, VerifyReceiptInput, type FinalizeResult, type VerifyReceiptResult } from './schema.ts';
 
-// Issue 14: the buyer agent's spend receipts. finalize records one from a paid response's settlement (a payment to
+// The buyer agent's spend receipts. finalize records one from a paid response's settlement (a payment to
 // any x402 seller, made client-side from the agent's treasury): the price is read from the landed transaction itself
 // — the seller leg and the fee leg out of the treasury's token account — chained on the agent's receipts like every
 // receipt, checked against the ledger, with its receipt.published event; idempotent per settlement signature (a

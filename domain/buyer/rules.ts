@@ -2,7 +2,7 @@ import { atomicToDecimal } from '../shared/money.ts';
 import type { StableSymbol } from '../shared/network.ts';
 import { VERDICT_RANK, type Quote, type QuoteOption, type RuleResult, type SpendPolicyRecord } from './schema.ts';
 
-// Issue 14: a buyer agent's spend policy, one named pure function per rule. Each answers a RuleResult (ok and why);
+// A buyer agent's spend policy, one named pure function per rule. Each answers a RuleResult (ok and why);
 // evaluate() runs them all over each payable option and allows the first option every rule passes. No I/O: the
 // service reads the policy, the day's spend and the quote, then asks these.
 

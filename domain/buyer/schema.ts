@@ -6,7 +6,7 @@ import { Verdict, Check as IdentityCheck } from '../identity/schema.ts';
 import { PreparedEnvelope } from '../transactions/schema.ts';
 import { Receipt, ReceiptHash, StoredReceiptOutput } from '../receipts/schema.ts';
 
-// Issue 14 (hosted-api §4.8 "Buyer"): one schema per body and per resource, shared by REST, tRPC and GraphQL. The
+// hosted-api §4.8 "Buyer": one schema per body and per resource, shared by REST, tRPC and GraphQL. The
 // shapes are ours (the spec shows none): what an agent framework wants to branch on — decimal strings for people,
 // atomic strings for code, one `kind` per payment option so another rail (MPP) is one more kind, not a new shape.
 

@@ -10,7 +10,7 @@ export { SpendPolicyService } from './policy.ts';
 export { QuoteService } from './quote.ts';
 export { BuyerReceiptService } from './receipts.ts';
 
-/** Issue 14: the buyer side, one service per use case (hosted-api §4.8 "Buyer"). */
+/** The buyer side, one service per use case (hosted-api §4.8 "Buyer"). */
 export interface BuyerServices {
   /** networks, currencies, the facilitator */
   catalog: BuyerCatalog;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-// Issue 15 (fee-facilitator-mpp-tools §4.3 svc_discover): one search over two catalogues — the gateway's public
+// fee-facilitator-mpp-tools §4.3 svc_discover: one search over two catalogues — the gateway's public
 // payment links (`source: "svc"`; a link is public when its owner sets metadata.discoverable = true) and the
 // registration documents of the agents the gateway knows (`source: "registry"`).
 

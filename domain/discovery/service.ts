@@ -11,7 +11,7 @@ const CATALOGUE_WINDOW = 500;
 
 /**
  * The reads of one catalogue: chunks of its newest entries, the first of `limit` entries, each next one twice the last,
- * until `limit` matches are found or CATALOGUE_WINDOW entries were read (issue 21, bench:growth: a search used to read
+ * until `limit` matches are found or CATALOGUE_WINDOW entries were read (bench:growth: a search used to read
  * the whole window whatever it matched; a page without a search is its first chunk alone). Offsets of the chunks read.
  */
 export function discoverChunks(limit: number): Array<{ limit: number; offset: number }> {

@@ -3,7 +3,7 @@ import { PaymentLink } from '../payment-links/schema.ts';
 import { Receipt, VerificationStatus } from '../receipts/schema.ts';
 import type { EventPhase, NewEvent, NewEventFields } from './schema.ts';
 
-// The event catalogue (issue 18): every kind the gateway appends, with its metadata schema and the phases it may be
+// The event catalogue: every kind the gateway appends, with its metadata schema and the phases it may be
 // in. `newEvent` is typed by kind, so a service cannot append a kind or a metadata shape the catalogue does not know;
 // the OpenAPI and GraphQL docs and the webhook payload docs are generated from this table. A new kind is one entry.
 
@@ -35,7 +35,7 @@ const prepared = <S extends z.ZodRawShape>(description: string, shape: S) => ({
   metadata: z.looseObject({ echo: z.record(z.string(), z.unknown()), ...shape }),
 });
 
-/** Issue 10: the kinds of the 14 prepare routes (hosted-api §4.3, DECISIONS "Prepare / submit / events"). */
+/** The kinds of the 14 prepare routes (hosted-api §4.3, DECISIONS "Prepare / submit / events"). */
 const PREPARED_KINDS = {
   'agent.create': prepared('agents/prepare: a new agent asset (Metaplex Core), with its identity when the network has the registry.', {}),
   'agent.identity.register': prepared('identity/prepare: the agent identity registered again on an existing asset.', {}),
@@ -67,7 +67,7 @@ const PREPARED_KINDS = {
 } as const satisfies Record<string, KindSpec>;
 
 /**
- * Issue 12: what the indexer sees on the ledger (hosted-api §6). Provision, withdraw and withdraw_sol are also prepare
+ * What the indexer sees on the ledger (hosted-api §6). Provision, withdraw and withdraw_sol are also prepare
  * kinds: an event the indexer made is `confirmed` with `source: "indexer"` (no echo), one a prepare route made keeps
  * its prepared shape; a transaction submitted through /v1/submit is not reported again by the indexer.
  */
@@ -121,7 +121,7 @@ export const EVENT_KINDS = {
     metadata: z.object({ payment_link_id: z.string(), payment_link: PaymentLink, changed: z.array(z.string()) }),
   },
   'api_key.disabled': {
-    description: 'An API key was disabled (admin only): every gateway process stops accepting it (issue 19, README "Caches").',
+    description: 'An API key was disabled (admin only): every gateway process stops accepting it (README "Caches").',
     phases: ['confirmed'],
     metadata: z.object({ api_key_id: z.string() }),
   },
@@ -173,7 +173,7 @@ export const EVENT_KINDS = {
     }),
   },
   'receipt.verified': {
-    description: 'A receipt’s transaction was found on the ledger, succeeded, and moved what the price block says (issue 11).',
+    description: 'A receipt’s transaction was found on the ledger, succeeded, and moved what the price block says.',
     phases: ['confirmed'],
     metadata: ReceiptCheck,
   },
@@ -209,7 +209,7 @@ export const EVENT_KINDS = {
     ]),
   },
   'identity.profile.updated': {
-    description: 'An agent’s public profile was set (issue 13, PUT /v1/identity/{mint}/profile).',
+    description: 'An agent’s public profile was set (PUT /v1/identity/{mint}/profile).',
     phases: ['confirmed'],
     metadata: z.object({
       mint: z.string(),
@@ -220,32 +220,32 @@ export const EVENT_KINDS = {
     }),
   },
   'identity.domain.verified': {
-    description: 'An agent proved a domain: https://{domain}/.well-known/svc-agent.json named its mint, network and token (issue 13).',
+    description: 'An agent proved a domain: https://{domain}/.well-known/svc-agent.json named its mint, network and token.',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), domain: z.string(), url: z.string() }),
   },
   'identity.claim.created': {
-    description: 'The owner stated a claim about its agent (issue 13, POST /v1/identity/{mint}/claims).',
+    description: 'The owner stated a claim about its agent (POST /v1/identity/{mint}/claims).',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string(), public: z.boolean() }),
   },
   'identity.claim.revoked': {
-    description: 'The owner revoked a claim (issue 13); the claim is kept with its revoked_at.',
+    description: 'The owner revoked a claim; the claim is kept with its revoked_at.',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), claim_id: z.string(), type: z.string() }),
   },
   'identity.capability_card.created': {
-    description: 'The owner declared a capability card of its agent (issue 13, POST /v1/identity/{mint}/capability-cards).',
+    description: 'The owner declared a capability card of its agent (POST /v1/identity/{mint}/capability-cards).',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string(), public: z.boolean() }),
   },
   'identity.capability_card.updated': {
-    description: 'The owner changed a capability card (issue 13, PATCH /v1/identity/{mint}/capability-cards/{id}).',
+    description: 'The owner changed a capability card (PATCH /v1/identity/{mint}/capability-cards/{id}).',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string(), public: z.boolean() }),
   },
   'identity.capability_card.deleted': {
-    description: 'The owner deleted a capability card (issue 13, DELETE /v1/identity/{mint}/capability-cards/{id}).',
+    description: 'The owner deleted a capability card (DELETE /v1/identity/{mint}/capability-cards/{id}).',
     phases: ['confirmed'],
     metadata: z.object({ mint: z.string(), card_id: z.string(), capability: z.string() }),
   },

@@ -1,7 +1,7 @@
 import type { Network } from '../shared/network.ts';
 import type { EventRecord } from './schema.ts';
 
-// Issue 21 item 4: live events are matched to their watchers through an index, not by testing every watcher.
+// Live events are matched to their watchers through an index, not by testing every watcher.
 // Watchers are filed by (network, owner scope), then by exact kind; only watchers with a wildcard (or no kind filter)
 // are tested one by one within their scope. An admin's watch (owner undefined) is filed under its network's "all" scope.
 

@@ -15,7 +15,7 @@ export function ed25519KeysParsed(): number {
 }
 
 /**
- * Issue 19: the public keys parsed lately (buyers pay again and again; parsing a key was about a third of a
+ * The public keys parsed lately (buyers pay again and again; parsing a key was about a third of a
  * verification), by their 32 bytes (latin1); null: not a valid curve point.
  */
 const publicKeyObject = memoize((id: string): KeyObject | null => {

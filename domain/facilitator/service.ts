@@ -187,7 +187,7 @@ export class FacilitatorService implements Facilitator {
       }
     }
 
-    // §4.1.5's simulation is the send's preflight (issue 19): the ledger simulates the co-signed transaction and refuses
+    // §4.1.5's simulation is the send's preflight: the ledger simulates the co-signed transaction and refuses
     // it without landing anything when it would fail — one execution and one ledger round trip fewer than a separate
     // simulate before the send. A refusal names no transaction (nothing landed), as a failed simulation did; a
     // transaction the ledger already processed keeps its signature, so the caller can learn that it landed.
@@ -241,7 +241,7 @@ export class FacilitatorService implements Facilitator {
   }
 
   /**
-   * Issue 9: the seller's token accounts before the first payment, for stock clients that simulate a plain transfer
+   * The seller's token accounts before the first payment, for stock clients that simulate a plain transfer
    * into them. Existing accounts are ready; a missing one is created by the fee payer when the rent-sponsorship rules
    * allow it (one sponsored account per owner and mint, the daily budget) — the same rules as for settlements.
    */
@@ -505,7 +505,7 @@ export class FacilitatorService implements Facilitator {
   private async resume(c: Checked, since: Date, ownerGone: boolean): Promise<Failure | null> {
     const { ledger, network } = c.prepared;
     // While its first request still waits for confirmation, that request answers for it: only one success. A claim
-    // whose process died is abandoned at once (issue 17: a replay after a restart is answered within seconds).
+    // whose process died is abandoned at once (a replay after a restart is answered within seconds).
     const abandoned = ownerGone || this.deps.clock.now().getTime() - since.getTime() > this.deps.settings.confirmTimeoutMs;
     if (!abandoned) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
     const [status] = await ledger.getSignatureStatuses([c.signature]);
@@ -537,7 +537,7 @@ export class FacilitatorService implements Facilitator {
   }
 
   /**
-   * Waits until the transaction is confirmed: its error (null = success), or 'pending' after the timeout. Issue 19: the
+   * Waits until the transaction is confirmed: its error (null = success), or 'pending' after the timeout. The
    * ledger notifies first (the embedded one answers on the history write that confirms it: no poll interval in the
    * paid path), within a real-time bound; past it, polls on the Clock until confirmTimeoutMs of the clock has passed.
    */

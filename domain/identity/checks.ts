@@ -1,6 +1,6 @@
 import type { Check, Identity, Verdict, VerifyInput } from './schema.ts';
 
-// Issue 13, DECISIONS "Identity": POST /v1/identity/verify judges an agent with named rules, each a pure function of
+// DECISIONS "Identity": POST /v1/identity/verify judges an agent with named rules, each a pure function of
 // what the gateway knows (the facts below), each tested on its own (test/domain/identity-checks.test.ts).
 //
 // Verdict rules:

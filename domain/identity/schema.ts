@@ -3,7 +3,7 @@ import { Address } from '../shared/address.ts';
 import { Network } from '../shared/network.ts';
 import { Cursor, Limit } from '../shared/pagination.ts';
 
-// Issue 13, DECISIONS "Identity": one schema per body and per resource, shared by REST, tRPC and GraphQL.
+// DECISIONS "Identity": one schema per body and per resource, shared by REST, tRPC and GraphQL.
 
 /**
  * Handles nobody may take (case-insensitive): names a user could mistake for the gateway or its operators. The

@@ -56,7 +56,7 @@ import {
   type VerifyResult,
 } from './schema.ts';
 
-// Issue 13, DECISIONS "Identity". Owner routes (profile, domains) need the caller's principal to own the agent
+// DECISIONS "Identity". Owner routes (profile, domains) need the caller's principal to own the agent
 // (another principal: 404 agent_not_found, as every owned resource). Reads (get, resolve, verify) are public on the
 // network: any valid key of the network sees any agent's identity, which is what identity is for.
 

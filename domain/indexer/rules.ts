@@ -6,7 +6,7 @@ import type { NewEvent, NewEventFields } from '../events/schema.ts';
 import { newEvent } from '../events/kinds.ts';
 import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../treasury/derive.ts';
 
-// Issue 12: what one landed transaction means for the watched addresses (hosted-api §6; fee-facilitator-mpp-tools §6),
+// What one landed transaction means for the watched addresses (hosted-api §6; fee-facilitator-mpp-tools §6),
 // derived from its pre/post balances and token balances and its instructions (inner ones for Execute's CPI). Pure:
 // the job (service.ts) reads the transaction and writes the events.
 

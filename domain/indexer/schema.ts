@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Network } from '../shared/network.ts';
 
-// Issue 12: GET /v1/indexer/status (REST, tRPC indexer.status, GraphQL indexerStatus): one schema for the three doors.
+// GET /v1/indexer/status (REST, tRPC indexer.status, GraphQL indexerStatus): one schema for the three doors.
 
 export const IndexerNetworkStatus = z.object({
   network: Network,

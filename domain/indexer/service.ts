@@ -10,7 +10,7 @@ import type { Caller } from '../access/ownership.ts';
 import { addressesOf, findingsOf } from './rules.ts';
 import type { IndexerStatus } from './schema.ts';
 
-// Issue 12: the indexer (hosted-api §6; fee-facilitator-mpp-tools §6; ARCHITECTURE "Scale-out"). One run per network:
+// The indexer (hosted-api §6; fee-facilitator-mpp-tools §6; ARCHITECTURE "Scale-out"). One run per network:
 // for each watched address the signatures since its cursor (newest first, paged with before/until), then the new
 // transactions oldest first; each finding is appended with its (network, signature, key) row in indexer_seen in one
 // transaction, so a rescan, a crash between the events and the cursors, or two runners at once report it once.

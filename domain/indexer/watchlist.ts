@@ -5,7 +5,7 @@ import type { Repositories } from '../ports/store.ts';
 import type { WatchEntry } from '../ports/indexer-store.ts';
 import { associatedTokenAccount, payToFor, treasuryOf } from '../treasury/derive.ts';
 
-// Issue 12: what the indexer follows (hosted-api §3.1, §4.4; fee-facilitator-mpp-tools §6). Adding is idempotent and
+// What the indexer follows (hosted-api §3.1, §4.4; fee-facilitator-mpp-tools §6). Adding is idempotent and
 // cheap (one insert … on conflict do nothing); a new address wakes the network's indexer job at once.
 
 /** The job that follows a network's ledger (jobs/indexer.ts); one job key per network. */

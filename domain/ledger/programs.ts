@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { MPL_CORE_PROGRAM_ID } from '../treasury/derive.ts';
 
-// Issue 10: the programs an embedded ledger runs besides LiteSVM's built-ins. "Well-known" = the ones the gateway's
+// The programs an embedded ledger runs besides LiteSVM's built-ins. "Well-known" = the ones the gateway's
 // own transactions call; SVC_LEDGER_CLONE_URL copies exactly these (when missing) from a Solana JSON-RPC.
 
 export const AGENT_REGISTRY_IDENTITY_PROGRAM_ID = '1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p';

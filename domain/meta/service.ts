@@ -5,7 +5,7 @@ import type { Clock } from '../ports/clock.ts';
 import { LoadedProgram } from '../ledger/programs.ts';
 import type { Network } from '../shared/network.ts';
 
-/** issue 10: what one embedded ledger loaded at start, e.g. { programs: [{ id: 'CoRE…', name: 'mpl-core', source: 'directory' }], missing: [] } */
+/** What one embedded ledger loaded at start, e.g. { programs: [{ id: 'CoRE…', name: 'mpl-core', source: 'directory' }], missing: [] } */
 export const LedgerHealth = z.object({
   programs: z.array(LoadedProgram),
   /** well-known programs (domain/ledger/programs.ts) this ledger does not run: their routes answer program_unavailable */

@@ -33,7 +33,7 @@ interface Deps {
   settings: GatewaySettings;
   /** told after a link was written (committed), e.g. to drop a cached copy */
   onChange?: (network: Network, id: string) => void;
-  /** issue 9: makes the treasury's token accounts exist for the link's currencies (absent: not checked) */
+  /** Makes the treasury's token accounts exist for the link's currencies (absent: not checked) */
   treasuryAccounts?: TreasuryAccounts | undefined;
 }
 

@@ -6,7 +6,7 @@ import { decodeTokenAccount } from '../shared/token-account.ts';
 import { associatedTokenAccount } from '../treasury/derive.ts';
 import type { Call } from './call.ts';
 
-// Issue 11: the buyer side of a paid call. A payment whose seller leg debits an agent's treasury token account (its
+// The buyer side of a paid call. A payment whose seller leg debits an agent's treasury token account (its
 // executive signing as SPL delegate — `createPayingFetch({ agent })`, or the buyer/payment route's layout) is the buyer
 // agent's spend: the recorder writes its spend receipt beside the seller's earn receipt. A wallet paying from its own
 // token account is nobody's agent: no spend receipt.

@@ -238,7 +238,7 @@ export class PaywallCore {
   private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
 
   /**
-   * Issue 19, the 402 fast path: the link and terms `handle` would use for an unpaid request, when both are at hand
+   * The 402 fast path: the link and terms `handle` would use for an unpaid request, when both are at hand
    * without I/O (the link cached and fresh, the facilitator's health fresh and its terms derived); undefined otherwise,
    * and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies (enabled, x402, the method).
    */
@@ -275,7 +275,7 @@ export class PaywallCore {
   async pay(call: Call, waitMs: number): Promise<PaywallResult> {
     const { network } = call.link;
     const deadline = this.deps.clock.now().getTime() + waitMs;
-    // Issue 19: a call that goes straight from its claim to settlement (no upstream to check, no verify before it) is
+    // A call that goes straight from its claim to settlement (no upstream to check, no verify before it) is
     // claimed already attempted, its request kept: one statement instead of claim + markAttempted.
     const attempt = call.link.settlePolicy !== 'on_success' && !upstreamOf(call.link) ? { request: pendingRequest(call) } : undefined;
     for (;;) {
@@ -308,7 +308,7 @@ export class PaywallCore {
 
   /**
    * We hold the claim: settle (resuming an earlier attempt), respond, record. The request is kept in the claim before
-   * the facilitator is asked to settle (issue 17), so whatever happens after — an unknown outcome, a crash — a replay
+   * the facilitator is asked to settle, so whatever happens after — an unknown outcome, a crash — a replay
    * or the reconciliation job can finish the payment.
    */
   private async run(call: Call, record: PaidCallRecord, marked: boolean): Promise<PaywallResult> {
@@ -410,7 +410,7 @@ export class PaywallCore {
       throw pending(result.transaction || null, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
     }
     // The facilitator's guard already settled this transaction (an earlier attempt of ours, by whichever process):
-    // the ledger says whether it landed. Landed is a success to resume, never a 402 (issue 17).
+    // the ledger says whether it landed. Landed is a success to resume, never a 402.
     if (result.errorReason === 'duplicate_settlement' && result.transaction) {
       const outcome = await this.outcome(network, result.transaction);
       if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null };

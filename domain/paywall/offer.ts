@@ -61,7 +61,7 @@ export function toV1(accept: X402RequirementsV2, network: Network, resource: Res
 
 /**
  * The human message of a 402 after a refused payment. A stock x402 client pays only the seller leg; on a fee-on link
- * it is refused with fee_leg_missing, and its user learns here what to add (issue 9).
+ * it is refused with fee_leg_missing, and its user learns here what to add.
  */
 export function refusalMessage(reason: string, message: string): string {
   if (reason !== 'fee_leg_missing') return message;

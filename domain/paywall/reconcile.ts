@@ -5,7 +5,7 @@ import type { Store } from '../ports/store.ts';
 import { callFromKept } from './call.ts';
 import type { PaywallCore } from './core.ts';
 
-// DECISIONS "x402 on the paywall" and issue 17: a payment that landed is always recorded. Run by the job
+// DECISIONS "x402 on the paywall": a payment that landed is always recorded. Run by the job
 // resolve_paid_calls (every minute, in any process that runs jobs).
 
 export interface ReconcileTally {

@@ -33,7 +33,7 @@ export interface RecorderDeps {
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
-/** Issue 19 (group commit): at most this many of one seller's queued calls are recorded in one transaction. */
+/** Group commit: at most this many of one seller's queued calls are recorded in one transaction. */
 const MAX_BATCH = 64;
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
@@ -60,7 +60,7 @@ export class PaidCallRecorder {
    * Rule 9 in one transaction: counters, earn receipt, events, the stored response; then the webhook. Idempotent per
    * payment: a call recorded already answers what was stored; a transaction recorded under a pruned row is `already_used`.
    *
-   * Issue 19, group commit: a seller's receipts form one chain, so its calls are recorded one transaction after the
+   * Group commit: a seller's receipts form one chain, so its calls are recorded one transaction after the
    * other. The calls that land while a transaction of their seller runs wait in memory (not on a pooled connection)
    * and are recorded together in the next one: each call's rows as alone, its receipt chained in arrival order,
    * the link counters added once, in a fixed number of round trips whatever the batch's size. Should that transaction
@@ -70,7 +70,7 @@ export class PaidCallRecorder {
     const { link } = call;
     const network = link.network;
     const now = this.deps.clock.now();
-    // Issue 11: an agent's treasury paid (its executive as delegate): its spend receipt is recorded with the earn one.
+    // An agent's treasury paid (its executive as delegate): its spend receipt is recorded with the earn one.
     const buyer = await buyerAgentOf(call, { store: this.deps.store, ledger: this.deps.ledgers[network] }).catch((err: unknown) => {
       this.deps.onWarning?.('the buyer agent of a paid call could not be read; no spend receipt is written for it', { network, signature, err: String(err) });
       return null;

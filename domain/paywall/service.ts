@@ -32,7 +32,7 @@ export class PaywallService {
   }
 
   /**
-   * Issue 19: the unpaid 402 of a request carrying no payment, when it is at hand without I/O or a promise — the link
+   * The unpaid 402 of a request carrying no payment, when it is at hand without I/O or a promise — the link
    * cached, the terms known, the challenge rendered (the answer `handle` gives it); undefined: ask `handle`.
    */
   cachedChallenge(request: { id: string; network: string | undefined; method: string }): PaywallResponse | undefined {

@@ -2,7 +2,7 @@ import type { Network } from '../shared/network.ts';
 import type { DailySpend, InFlightPayment, SpendPolicyRecord } from '../buyer/schema.ts';
 import type { StoredReceipt } from '../receipts/schema.ts';
 
-// Issue 14: the buyer side's own rows (migrations/0016-buyer.ts): spend policies per buyer agent and the daily spend
+// The buyer side's own rows (migrations/0016-buyer.ts): spend policies per buyer agent and the daily spend
 // rollup a trigger keeps in the transaction of every spend receipt's insert.
 
 export interface BuyerRepository {

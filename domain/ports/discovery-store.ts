@@ -1,7 +1,7 @@
 import type { Network } from '../shared/network.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 
-// Issue 15: the two catalogues of svc_discover (fee-facilitator-mpp-tools §4.3), read through migration 0019's indexes.
+// The two catalogues of svc_discover (fee-facilitator-mpp-tools §4.3), read through migration 0019's indexes.
 
 /** An enabled payment link its owner listed (metadata.discoverable = true). */
 /** what the discovery catalogue reads of a payment link: the fields of the one link record */

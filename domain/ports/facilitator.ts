@@ -21,7 +21,7 @@ export interface Facilitator {
   verify(request: FacilitatorRequest): Promise<VerifyResponse>;
   settle(request: FacilitatorRequest): Promise<SettleResponse>;
   /**
-   * Not x402 (issue 9): makes sure ATA(owner, asset) exists for each asset, creating the missing ones at the
+   * Not x402: makes sure ATA(owner, asset) exists for each asset, creating the missing ones at the
    * facilitator's expense within its rent-sponsorship limits, so stock clients that need the seller's token account
    * to exist can pay. A refusal is an answer per account; throws facilitator_unavailable like the others.
    * e.g. { network: "solana:EtWT…", owner: "<treasury>", assets: ["4zMM…"] } →

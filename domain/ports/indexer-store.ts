@@ -1,6 +1,6 @@
 import type { Network } from '../shared/network.ts';
 
-// Issue 12: the indexer's watchlist, its cursors, its exactly-once record and its runs (migrations/0011-indexer.ts).
+// The indexer's watchlist, its cursors, its exactly-once record and its runs (migrations/0011-indexer.ts).
 
 /**
  * What an address is to the indexer: an agent's Core asset, its treasury (the asset-signer PDA), one of the treasury's

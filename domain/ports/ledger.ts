@@ -182,7 +182,7 @@ export interface Ledger {
   /** same order as `signatures`; null for unknown (never landed, dropped or expired) */
   getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]>;
   /**
-   * Issue 19: waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger where it
+   * Waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger where it
    * can be (the embedded ledger: when the history write holding it completes), polled inside the adapter otherwise —
    * or until `timeoutMs` (real time, the adapter's own deadline) passes. Resolves with its status then (the status may
    * be below `commitment`, or null when unknown, once the deadline passed); never throws for a ledger that cannot be

@@ -1,5 +1,5 @@
 // Outbound HTTP to addresses users give us (upstream_url, webhook_url, later pull targets and domain checks).
-// DECISIONS "Webhooks" and issue 17: https to public addresses only. The one opening is an explicit allow-list of
+// DECISIONS "Webhooks": https to public addresses only. The one opening is an explicit allow-list of
 // development targets (SVC_OUTBOUND_ALLOW=host:port,…): a listed host and port may be plain http and resolve to a
 // loopback/private address. The gateway's own listeners (its HTTP port, the embedded ledgers' JSON-RPC/WebSocket
 // ports, the facilitator) are refused even when listed. The adapter enforces this at connection time (the address

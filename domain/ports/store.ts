@@ -94,7 +94,7 @@ export interface ReceiptRepository {
   /** the ones of `txSigs` the paywall already recorded an earn receipt for (one round trip) */
   paywallTxSigs(network: Network, txSigs: readonly string[]): Promise<Set<string>>;
   /**
-   * Issue 19 (group commit): receipts appended in one statement, as `insert` without a verification appends each
+   * Group commit: receipts appended in one statement, as `insert` without a verification appends each
    * (callers hold the chains' locks; each chain's links in nonce order). throws DomainError `receipt_chain_invalid`.
    */
   insertMany(records: readonly ReceiptRecord[]): Promise<void>;
@@ -107,12 +107,12 @@ export interface ReceiptRepository {
    * it first), so each decision is recorded — and its event written — once.
    */
   setVerification(network: Network, receiptHash: string, update: VerificationUpdate): Promise<boolean>;
-  /** Issue 19: `setVerification` of several receipts in one statement; answers the hashes that were still pending (and now are not) */
+  /** `setVerification` of several receipts in one statement; answers the hashes that were still pending (and now are not) */
   setVerifications(network: Network, updates: readonly { receiptHash: string; update: VerificationUpdate }[]): Promise<Set<string>>;
   /** pending checks due at `now`, oldest due first, across networks */
   duePending(now: Date, limit: number): Promise<StoredReceipt[]>;
   /**
-   * Issue 15: settled (decision allow) receipts with ts ≥ `since`, summed per UTC day, kind and asset; one range of the
+   * Settled (decision allow) receipts with ts ≥ `since`, summed per UTC day, kind and asset; one range of the
    * (network, agent, ts) index of settled receipts, never a scan of the chain.
    */
   dailyTotals(network: Network, agent: string, since: Date): Promise<DailyTotalRow[]>;
@@ -134,7 +134,7 @@ export interface PullTargetRepository {
 }
 
 /**
- * DECISIONS "x402 on the paywall": one row per payment transaction, the exactly-once record. Issue 17: the row is
+ * DECISIONS "x402 on the paywall": one row per payment transaction, the exactly-once record. The row is
  * durable before any money can move (markAttempted, committed before the facilitator is asked to settle), and a
  * claim names its owner process, so after a crash every payment that may have landed is found and finished.
  */
@@ -145,7 +145,7 @@ export interface PaidCallRepository {
    * `running` whose owner process is gone (at once). Otherwise returns the row as it is (done, running elsewhere, or
    * another link's).
    *
-   * Issue 19: with `attempt`, a payment seen for the first time is inserted already attempted with its request (the
+   * With `attempt`, a payment seen for the first time is inserted already attempted with its request (the
    * claim and markAttempted in one statement; `marked: true`), for calls that go straight from the claim to
    * settlement. A row taken over is left as it was (`marked: false`): the caller reads `attempted` to know whether it
    * resumes, and marks it itself.
@@ -218,7 +218,7 @@ export interface EventRepository {
    */
   append(event: NewEvent): Promise<EventRecord>;
   /**
-   * Issue 19 (group commit): `events` appended as `append` does each, in this order, in one round trip (their webhook
+   * Group commit: `events` appended as `append` does each, in this order, in one round trip (their webhook
    * deliveries made in the same transaction).
    */
   appendMany(events: readonly NewEvent[]): Promise<void>;
@@ -242,7 +242,7 @@ export interface EventRepository {
   compactCounts(): Promise<number>;
 }
 
-/** Issue 10: the transactions of the prepare routes (hosted-api §4.5), tracked until they are decided. */
+/** The transactions of the prepare routes (hosted-api §4.5), tracked until they are decided. */
 export interface PreparedTransactionRepository {
   insert(record: PreparedTransactionRecord): Promise<void>;
   /** inside a transaction the row is locked until commit */
@@ -268,7 +268,7 @@ export interface PreparedTransactionRepository {
   listStalePrepared(before: Date, limit: number): Promise<PreparedTransactionRecord[]>;
 }
 
-/** Issue 13: profiles, claimed domains and the reputation read of an agent (migrations/0013-identity.ts). */
+/** Profiles, claimed domains and the reputation read of an agent (migrations/0013-identity.ts). */
 export interface IdentityRepository {
   getProfile(network: Network, mint: string): Promise<ProfileRecord | null>;
   /** case-insensitive */
@@ -310,9 +310,9 @@ export interface IdentityRepository {
 }
 
 export interface Repositories {
-  /** issue 14: spend policies and the daily spend rollup */
+  /** Spend policies and the daily spend rollup */
   buyer: BuyerRepository;
-  /** issue 13 */
+  /** identity: profiles, claimed domains, claims, capability cards */
   identity: IdentityRepository;
   apiKeys: ApiKeyRepository;
   agents: AgentRepository;
@@ -324,18 +324,18 @@ export interface Repositories {
   preparedTransactions: PreparedTransactionRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;
-  /** issue 12: the indexer's watchlist, cursors and exactly-once record */
+  /** The indexer's watchlist, cursors and exactly-once record */
   indexer: IndexerRepository;
-  /** issue 15: the catalogues of svc_discover */
+  /** The catalogues of svc_discover */
   discovery: DiscoveryRepository;
-  /** issue 16: single-use subscription tokens for browsers */
+  /** Single-use subscription tokens for browsers */
   streamTokens: StreamTokenRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
   jobs: JobQueue;
 }
 
 /**
- * Issue 21 item 3: one request's database work, e.g. { tag: "01J…", heavy: true, principal: "chain-devnet key:01J…",
+ * One request's database work, e.g. { tag: "01J…", heavy: true, principal: "chain-devnet key:01J…",
  * signal } for GET /v1/metrics/events. `heavy` requests (lists and aggregates) run on their own share of the pool, at
  * most a few at once per principal, under a shorter budget.
  */

@@ -1,6 +1,6 @@
 import type { Network } from '../shared/network.ts';
 
-/** Issue 16: a subscription token as stored (its SHA-256, never the token). */
+/** A subscription token as stored (its SHA-256, never the token). */
 export interface StreamTokenRecord {
   /** SHA-256 hex of the full token, e.g. "9f86d08…" */
   tokenHash: string;

@@ -3,7 +3,7 @@ import { Address } from '../shared/address.ts';
 import { atomicToDecimal } from '../shared/money.ts';
 import { STABLES, type Network } from '../shared/network.ts';
 
-// Issue 15 (fee-facilitator-mpp-tools §4.3 svc_transaction_history / svc_daily_transactions): an agent's settled
+// fee-facilitator-mpp-tools §4.3 svc_transaction_history / svc_daily_transactions: an agent's settled
 // receipts of the last N days in UTC daily buckets. Amounts are bigint inside and USD decimal strings on the wire: the
 // curated stables count one unit as one US dollar; receipts in any other asset are left out of the USD figures.
 // Spend receipts count their gross (seller leg + fee: what left the treasury), earn receipts their amount_atomic.

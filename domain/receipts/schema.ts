@@ -101,12 +101,12 @@ export function settlementSignature(receipt: Receipt): string | null {
   return receipt.tx_sig ?? (receipt.v === '0.2' ? receipt.mpp_settlement_tx : null);
 }
 
-// ★ Issue 11: every receipt with a transaction is checked against its network's ledger.
+// Every receipt with a transaction is checked against its network's ledger.
 export const VERIFICATIONS = ['verified', 'mismatch', 'pending', 'not_applicable'] as const;
 export const VerificationStatus = z.enum(VERIFICATIONS);
 export type VerificationStatus = z.infer<typeof VerificationStatus>;
 
-/** paywall: an earn receipt of a paid call; buyer: the spend receipt of a confirmed buyer/payment (issue 11). */
+/** paywall: an earn receipt of a paid call; buyer: the spend receipt of a confirmed buyer/payment. */
 export const RECEIPT_SOURCES = ['paywall', 'push', 'pull', 'buyer'] as const;
 export type ReceiptSource = (typeof RECEIPT_SOURCES)[number];
 

@@ -27,7 +27,7 @@ import {
   type StoredReceiptOutput,
 } from './schema.ts';
 
-// hosted-api §4.7, DECISIONS "Receipts", issue 11: one use case per route, shared by REST, tRPC, GraphQL, the pull
+// hosted-api §4.7, DECISIONS "Receipts": one use case per route, shared by REST, tRPC, GraphQL, the pull
 // worker and the retry job. Receipts belong to their agent's owner principal (README "Ownership").
 
 export function toStoredReceiptOutput(r: StoredReceipt): StoredReceiptOutput {
@@ -46,7 +46,7 @@ export type IngestOutcome =
   | { accepted: true; duplicate: true; eventId: null; receipt: Receipt; verification: VerificationUpdate };
 
 const CHAIN_PAGE = 500;
-/** Issue 19: at most this many just-published paywall receipts are checked together */
+/** At most this many just-published paywall receipts are checked together */
 const PUBLISHED_BATCH = 64;
 
 export class ReceiptService {
@@ -56,7 +56,7 @@ export class ReceiptService {
       clock: Clock;
       ledgers: Partial<Record<Network, Ledger>>;
       onWarning?: ((message: string, context: Record<string, unknown>) => void) | undefined;
-      /** issue 12: a pushed receipt's agent and treasury join the indexer's watchlist */
+      /** A pushed receipt's agent and treasury join the indexer's watchlist */
       watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
     },
   ) {}
@@ -276,7 +276,7 @@ export class ReceiptService {
     return toPage(rows, q.limit, toStoredReceiptOutput, (r) => encodeCursor({ n: r.receipt.nonce }));
   }
 
-  /** GET /v1/receipts/{agent}/daily (issue 15): settled receipts of the last `days` days in UTC daily buckets. */
+  /** GET /v1/receipts/{agent}/daily: settled receipts of the last `days` days in UTC daily buckets. */
   async daily(caller: Caller, input: DailyTransactionsInput): Promise<DailyTransactions> {
     const q = parseInput(DailyTransactionsInput, input);
     await this.ownedAgent(caller, q.agent);
@@ -344,7 +344,7 @@ export class ReceiptService {
    * receipt.published is committed (the retry job catches any this process misses). Returns the unsubscribe.
    */
   watchPublished(feed: EventFeed): () => void {
-    // Issue 19: one paid call's receipt used to cost a check of seven round trips of its own. The receipts published
+    // One paid call's receipt used to cost a check of seven round trips of its own. The receipts published
     // while a check runs wait and are checked together by the next one (per network): one transaction records all
     // their decisions and events, whatever their number.
     const queues = new Map<Network, { running: boolean; waiting: EventRecord[] }>();

@@ -2,7 +2,7 @@ import type { LedgerTransaction, TransactionTokenBalance } from '../ports/ledger
 import { treasuryOf } from '../treasury/derive.ts';
 import { settlementSignature, type Receipt, type VerificationStatus } from './schema.ts';
 
-// ★ Issue 11: a receipt's money claim checked against the ledger. The transaction must exist, have succeeded, and
+// A receipt's money claim checked against the ledger. The transaction must exist, have succeeded, and
 // have moved price.amount_atomic of price.asset into the seller's treasury token account — for an earn receipt the
 // agent's own treasury; for a spend receipt out of the agent's treasury (gross: seller leg + fee leg) — and, when the
 // price has a fee, price.fee into the fee authority's token account of the same mint.

@@ -29,12 +29,12 @@ export const ERROR_CODES = {
   receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_hash_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
-  // Issue 14, buyer/quote: the URL did not answer (network, timeout, too large), answered something other than a 402,
+  // buyer/quote: the URL did not answer (network, timeout, too large), answered something other than a 402,
   // or a 402 whose challenge cannot be read. details say which.
   quote_unreachable: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   payment_not_required: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   challenge_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
-  // Issue 14, buyer/payment/execute: the buyer agent's spend policy denied the payment; details.reasons and checks.
+  // buyer/payment/execute: the buyer agent's spend policy denied the payment; details.reasons and checks.
   spend_denied: { status: 403, trpc: 'FORBIDDEN' },
   rate_limited: { status: 429, trpc: 'TOO_MANY_REQUESTS' },
   internal_error: { status: 500, trpc: 'INTERNAL_SERVER_ERROR' },
@@ -42,10 +42,10 @@ export const ERROR_CODES = {
   upstream_failed: { status: 502, trpc: 'BAD_GATEWAY' },
   facilitator_unavailable: { status: 502, trpc: 'BAD_GATEWAY' },
   service_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
-  // The network's ledger lacks a program the route needs (issue 10: the Metaplex Agent Registry); details.program.
+  // The network's ledger lacks a program the route needs (e.g. the Metaplex Agent Registry or Core); details.program.
   program_unavailable: { status: 503, trpc: 'SERVICE_UNAVAILABLE' },
   submit_timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
-  // Issue 21: the request's database work passed its class's budget (details.timeout_ms) or its client left.
+  // The request's database work passed its class's budget (details.timeout_ms) or its client left.
   timeout: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
   payment_pending: { status: 504, trpc: 'GATEWAY_TIMEOUT' },
 } as const;

@@ -18,7 +18,7 @@ let timePart = '';
 let randomPart = counter.map((d) => CROCKFORD[d]).join('');
 
 /**
- * A cheap ULID for request ids and usage records (issue 19: per-character randomness was ~6 % of a read's CPU): the
+ * A cheap ULID for request ids and usage records (per-character randomness made id generation a visible part of a read's CPU): the
  * random part is drawn once per process and incremented for each id, so ids are unique in the process (and ordered while
  * the clock does not step back), and two processes collide only if their 80-bit seeds do. Predictable from one another — never use it for anything
  * secret or for an id that must not be guessed.
@@ -42,7 +42,7 @@ export function newRequestId(now: number = Date.now()): string {
     }
     counter[i] = 0;
   }
-  // only the digits from the one that moved on are written again (issue 19: usually just the last one)
+  // only the digits from the one that moved on are written again (usually just the last one)
   const from = Math.max(i, 0);
   let tail = '';
   for (let j = from; j < 16; j++) tail += CROCKFORD[counter[j]!];

@@ -5,7 +5,7 @@ import { CAIP2, STABLES, findStable, type Network, type StableSymbol } from '../
 import type { Facilitator } from '../ports/facilitator.ts';
 import { payToFor, treasuryOf } from './derive.ts';
 
-// A seller's receiving token accounts, ready before the first payment (issue 9 "Offers that real clients can pay").
+// A seller's receiving token accounts, ready before the first payment.
 // Stock x402 clients (x402-fetch 1.x) build a plain TransferChecked into ATA(payTo, asset) and simulate it before
 // signing, so that account must exist already. When an agent is recorded and when a link is created, the gateway asks
 // the link's facilitator to create what is missing — at the facilitator's expense, within its rent-sponsorship limits

@@ -55,7 +55,7 @@ export interface TreasuryServiceDeps {
   /** the agent the caller may see (404 agent_not_found otherwise): AgentService.requireVisible */
   agents: { requireVisible(caller: Caller, mint: string): Promise<AgentRecord> };
   ledgers: Partial<Record<Network, Ledger>>;
-  /** issue 12 (hosted-api §4.4): the treasury and every token account it holds join the indexer's watchlist */
+  /** hosted-api §4.4: the treasury and every token account it holds join the indexer's watchlist */
   watchlist?: Pick<Watchlist, 'watchTreasury'> | undefined;
 }
 

@@ -16,7 +16,7 @@ export const treasuryOf: (asset: string) => string = memoize((asset) => {
 
 /**
  * Each derivation is a program-address search (an ed25519 on-curve check per bump tried, ~0.2–1 ms); every link read
- * and 402 asks for the same few (agent, mint) pairs again and again (issue 19: a third of a /v1 read's CPU), so they are
+ * and 402 asks for the same few (agent, mint) pairs again and again (deriving them was a third of a /v1 read's CPU), so they are
  * memoised — the result is a pure function of its inputs.
  */
 const ataMemo = memoize((key) => {

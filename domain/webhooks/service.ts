@@ -27,7 +27,7 @@ import {
   type WebhookWithSecret,
 } from './schema.ts';
 
-// DECISIONS "Webhooks" (hosted-api §5.8, §6; issue 12): subscriptions owned per principal (README "Ownership"), and
+// DECISIONS "Webhooks" (hosted-api §5.8, §6): subscriptions owned per principal (README "Ownership"), and
 // the attempts of their deliveries. A delivery row is made in the transaction that appends its event (the store's
 // fan-out) or, for a payment link's own webhook_url, in the paywall's record transaction (enqueueLinkDelivery); a
 // graphile-worker job per attempt calls `attempt`, and `sweep` re-enqueues whatever is due and unattended.

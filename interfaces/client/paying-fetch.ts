@@ -131,7 +131,7 @@ export interface OfferSignerOptions {
   source?: string;
   /**
    * pay from this agent's treasury (its token account of the offer's mint), the signer being its executive — the SPL
-   * delegate delegation/prepare approved. The gateway's paywall then records the agent's spend receipt (issue 11).
+   * delegate delegation/prepare approved. The gateway's paywall then records the agent's spend receipt.
    */
   agent?: string;
   fetch?: typeof fetch;

@@ -3,7 +3,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXPLORER_DIST } from './routes.ts';
 
-// Issue 16: the explorer page's assets. web/explorer.js (Preact + htm + the graphql-ws client) is bundled by esbuild
+// The explorer page's assets. web/explorer.js (Preact + htm + the graphql-ws client) is bundled by esbuild
 // into dist/explorer/ with index.html and the stylesheet; the gateway serves that directory at /explorer (routes.ts).
 // `npm start` runs this first (prestart); `npm run build:explorer` runs it alone; the browser test builds before it opens
 // the page.

@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { restAnswer } from '../errors.ts';
 
-// Issue 16: the explorer page at /explorer, served from the build directory (build.ts writes it; `npm start` builds it
+// The explorer page at /explorer, served from the build directory (build.ts writes it; `npm start` builds it
 // first). No key is needed to load the page: it holds no data; the key pasted into it stays in the browser and goes
 // to the API in Authorization headers, and live events use single-use stream tokens.
 

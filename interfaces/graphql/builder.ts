@@ -57,7 +57,7 @@ export interface ContextInput {
   idempotencyKey: string | undefined;
   clientIp: string;
   shutdown: AbortSignal;
-  /** aborted when the HTTP client leaves before the answer: its running statement is cancelled (issue 21) */
+  /** aborted when the HTTP client leaves before the answer: its running statement is cancelled */
   signal?: CancelSignal | undefined;
 }
 

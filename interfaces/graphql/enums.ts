@@ -8,7 +8,7 @@ import { Network, StableSymbol, type Network as NetworkName } from '../../domain
 import { TokenProgram } from '../../domain/treasury/schema.ts';
 import { builder } from './builder.ts';
 
-// GraphQL conventions (issue 16): every GraphQL enum is built here from the domain's one zod enum. Its values are
+// GraphQL conventions: every GraphQL enum is built here from the domain's one zod enum. Its values are
 // UPPER_CASE names (GraphQL convention: `chain-devnet` → CHAIN_DEVNET, `before_forward` → BEFORE_FORWARD,
 // `agentCreate` → AGENT_CREATE); each maps to the domain's wire value (Pothos `value:`), so resolvers and the
 // procedures they call see exactly what REST and tRPC see, and a value outside the enum is a GraphQL validation error

@@ -8,7 +8,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { GRAPHQL_LIMITS } from '../policies/graphql-limits.ts';
 import type { Services } from '../services.ts';
 
-// Issue 21 item 4: live fan-out at near the cost of a plain ws.send.
+// Live fan-out at near the cost of a plain ws.send.
 //
 // The `events` subscription resolver (schema/events.ts) runs the policies (key, rate limit, input checks) and returns a
 // `LiveEvents` request instead of a stream. The subscribe function of the envelop pipeline (the `useFanOut` plugin)
@@ -211,7 +211,7 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
 
   async replay(live: LiveEvents, after: string): Promise<void> {
     this.pending = [];
-    // Each page is read in a request scope of this subscription (issue 21): its statement carries the operation's
+    // Each page is read in a request scope of this subscription: its statement carries the operation's
     // request id and is cancelled when the subscription ends, as a query's is when its client leaves.
     const scope = {
       tag: (this.args.contextValue as { requestId?: string } | undefined)?.requestId ?? '',

@@ -13,7 +13,7 @@ import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
 import { prepareOperation, type Enveloped } from './operation.ts';
 
-// Issue 16: browser subscriptions over SSE.
+// Browser subscriptions over SSE.
 // - Every SSE request is authenticated before it is answered: by `?token=` (a stream token, spent here) or the
 //   Authorization header. A refusal is the REST envelope with its status (401 invalid_api_key / missing_api_key), never
 //   a 200 stream carrying an error event, so EventSource and graphql-sse clients stop instead of reconnecting forever.

@@ -17,7 +17,7 @@ import { prepareOperation, type Enveloped } from './operation.ts';
 
 // graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
 // pipeline (yoga.getEnveloped) so WebSocket operations get the same plugins, context and error mapping as HTTP.
-// The API key (or a browser's stream token, `connectionParams.token`, spent here: issue 16) is checked at connection_init: a missing or bad key closes the socket with 4401 and the error code
+// The API key (or a browser's stream token, `connectionParams.token`, spent here) is checked at connection_init: a missing or bad key closes the socket with 4401 and the error code
 // (missing_api_key, invalid_api_key) as the reason; graphql-ws clients do not retry 4401. Operations then run with
 // that key through the same policies as over HTTP.
 
@@ -52,7 +52,7 @@ interface SocketEnveloped extends Enveloped {
 }
 
 /**
- * Executes a query or mutation with its signal aborted if the socket closes meanwhile (issue 21: as over HTTP, the
+ * Executes a query or mutation with its signal aborted if the socket closes meanwhile (as over HTTP, the
  * running statement is cancelled). Subscriptions get no such signal: a subscription's context may serve a whole
  * fan-out group, which must outlive its first member (fanout.ts cancels a member's own replay when it ends).
  */

@@ -120,7 +120,7 @@ function useDomainErrors(fallbackLog: ErrorLogger): Plugin<ErrorScope> {
 
 /**
  * Yoga parses the `variables` and `extensions` of a GET or form request with a bare JSON.parse: malformed text is the
- * client's mistake (invalid_request, 400), not a fault to mask (issue 17).
+ * client's mistake (invalid_request, 400), not a fault to mask.
  */
 function useMalformedParams(): Plugin {
   return {
@@ -299,7 +299,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     method: ['GET', 'POST', 'OPTIONS', 'PUT', 'DELETE'],
     url: GRAPHQL_PATH,
     handler: async (req, reply) => {
-      // Issue 16: graphql-sse's single connection mode (PUT reserves a stream; the header names it afterwards).
+      // graphql-sse's single connection mode (PUT reserves a stream; the header names it afterwards).
       if (isSingleConnection(req)) return singleConnection.handle(req, reply);
       const idempotencyKey = req.headers['idempotency-key'];
       // An SSE subscription is authenticated before it starts (`?token=` or the key): a refusal is an HTTP 401 in the

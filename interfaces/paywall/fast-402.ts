@@ -5,7 +5,7 @@ import type { PaywallService } from '../../domain/paywall/service.ts';
 import type { Services } from '../services.ts';
 import { fixedOf, QUIET, splitQuery, writeWindow } from './routes.ts';
 
-// Issue 19, the unpaid 402 before the framework: an unpaid GET /x/{id} whose challenge is at hand is answered from the
+// The unpaid 402 before the framework: an unpaid GET /x/{id} whose challenge is at hand is answered from the
 // server's request event, before fastify builds its request and reply, routes, runs hooks or makes a request logger —
 // when none of those would change the answer:
 // - the level logs nothing for a request (fastify's incoming/completed lines are at info; QUIET in routes.ts),

@@ -19,7 +19,7 @@ const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Aut
 export const QUIET = new Set(['warn', 'error', 'fatal', 'silent']);
 
 /**
- * Issue 19: per rendered challenge (one per link and terms, replaced when either changes), the headers that do not
+ * Per rendered challenge (one per link and terms, replaced when either changes), the headers that do not
  * change between requests, lower-cased as fastify writes them, and its body as a Buffer view. The request id comes
  * first, where the onRequest hook's header goes on the wire (fast-402.ts writes the object alone).
  */
@@ -80,7 +80,7 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
       url: '/x/:id',
       handler: (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
         const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
-        // Issue 19, the 402 fast path: a request without a payment whose challenge is at hand (link cached, terms known,
+        // The 402 fast path: a request without a payment whose challenge is at hand (link cached, terms known,
         // rendered) is answered here, synchronously — the same bytes and headers `answer` would write, the same limit.
         if (req.headers['payment-signature'] === undefined && req.headers['x-payment'] === undefined && req.headers.authorization === undefined && req.method !== 'OPTIONS') {
           const { network } = splitQuery(req.url);

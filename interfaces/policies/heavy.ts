@@ -3,7 +3,7 @@ import type { Principal } from '../../domain/access/schema.ts';
 import type { CancelSignal } from '../../domain/ports/store.ts';
 import type { Context } from '../trpc/context.ts';
 
-// Issue 21 item 3, "no key can starve the others": every keyed procedure's database work runs as one request scope
+// No key can starve the others: every keyed procedure's database work runs as one request scope
 // (Store.scoped): a statement timeout by request class, the running statement cancelled when the client leaves, and
 // for the heavy class — the lists and aggregates whose cost grows with what a principal holds — at most
 // SVC_DB_HEAVY_PER_PRINCIPAL at once per principal (429 rate_limited with retry_after_ms beyond) on their own share of
@@ -41,7 +41,7 @@ export function scopedRequest<T>(ctx: Context, principal: Principal, path: strin
 }
 
 /**
- * Aborts when the connection closes before the response was sent (the client gave up). Issue 19: no AbortController
+ * Aborts when the connection closes before the response was sent (the client gave up). No AbortController
  * (an EventTarget) and no bookkeeping per request — it listens on the response only once a request scope asks, i.e. for
  * the requests whose statements it may cancel.
  */

@@ -39,7 +39,7 @@ export async function authenticateCounted(
 }
 
 /**
- * Issue 16: spends a browser's stream token (SSE `?token=`, graphql-ws `connectionParams.token`); a refused token counts
+ * Spends a browser's stream token (SSE `?token=`, graphql-ws `connectionParams.token`); a refused token counts
  * against the client IP like a bad key.
  */
 export async function redeemCounted(

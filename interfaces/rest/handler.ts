@@ -135,7 +135,7 @@ function errorCodesOf(method: string, path: string, op: OpenApiOperation, meta: 
   const codes: ErrorCode[] = ['rate_limited', 'internal_error']; // keyed buckets, or the per-IP bucket of anonymous routes
   if ((op.parameters ?? []).length > 0 || op.requestBody !== undefined) codes.push('invalid_request');
   if (op.requestBody !== undefined) codes.push('payload_too_large');
-  if (keyed) codes.push('missing_api_key', 'invalid_api_key', 'timeout'); // auth; the request class's budget (issue 21)
+  if (keyed) codes.push('missing_api_key', 'invalid_api_key', 'timeout'); // auth; the request class's budget
   if (keyed && MUTATING.has(method)) codes.push('idempotency_body_mismatch', 'idempotency_in_progress'); // Idempotency-Key
   if (path.includes('{')) codes.push('not_found', ...resourceNotFound(path, op)); // absent or another principal's
   codes.push(...(meta.errors ?? []));

@@ -12,7 +12,7 @@ export interface InnerContext {
 /** Per request: adds the request id, the caller's credentials and what the policies report back. */
 export interface Context extends InnerContext {
   requestId: string;
-  /** the Authorization header, or the grant of a stream token redeemed by the connection (issue 16) */
+  /** the Authorization header, or the grant of a stream token redeemed by the connection */
   authorization: Credentials;
   idempotencyKey: string | undefined;
   clientIp: string;
@@ -27,6 +27,6 @@ export interface Context extends InnerContext {
   replay: { requestId?: string };
   /** set by the keyed middleware */
   principal?: Principal;
-  /** aborts when the client disconnects before the answer (issue 21: its running statement is cancelled) */
+  /** aborts when the client disconnects before the answer (its running statement is cancelled) */
   signal?: CancelSignal | undefined;
 }

@@ -59,7 +59,7 @@ const base = t.procedure.use(async ({ next }) => {
 
 /**
  * Text no store can keep (NUL, lone surrogates) and hostile nesting, anywhere in the raw input (REST body, path and
- * query parameters; tRPC and GraphQL inputs), are `invalid_request` before the input schema runs (issue 17).
+ * query parameters; tRPC and GraphQL inputs), are `invalid_request` before the input schema runs.
  */
 const safeInput = t.middleware(async ({ getRawInput, next }) => {
   // Keyed procedures run it after their rate limit counted the key and before Idempotency-Key hashes the input (a
@@ -83,12 +83,12 @@ export const anonymousProcedure = base.use(limitClientIp).use(safeInput);
 
 /**
  * The keyed policies of hosted-api §5 and §8, applied once here for REST, tRPC and (through the caller) GraphQL, in this
- * order, as one middleware (issue 19: each tRPC middleware hop spreads its options and the context again and adds
+ * order, as one middleware (each tRPC middleware hop spreads its options and the context again and adds
  * promises; a read pays every hop), which also maps DomainErrors to the table's TRPCError as `base` does elsewhere:
  * 0. auth — API-key auth and network; a request without a valid key counts against the client IP;
  * 1. usage — one usage record per keyed call, with the status its door answers (rate-limited calls included);
  * 2. rate limit — the sliding window of the procedure's bucket for the key, counted before the input is checked or hashed;
- * 3. request class (issue 21) — the procedure's database work under its class's limits (interfaces/policies/heavy.ts);
+ * 3. request class — the procedure's database work under its class's limits (interfaces/policies/heavy.ts);
  * 4. safe input — `refuseUnsafeInput` of the raw input (see safeInput), before Idempotency-Key hashes it;
  * 5. Idempotency-Key on mutations (hosted-api §5.7): the stored outcome is the procedure's value or its domain error;
  *    unexpected faults are not stored; a replay answers without running the procedure.
@@ -161,7 +161,7 @@ export const adminProcedure = keyedProcedure.meta({ errors: ['forbidden', 'wrong
 
 /**
  * Calls a procedure as tRPC's server-side caller does (`createCaller(ctx).a.b(input)` ends in exactly this call), without
- * the caller's per-request proxies, path lookup and promises (issue 19): REST's routes know their procedure already.
+ * the caller's per-request proxies, path lookup and promises: REST's routes know their procedure already.
  */
 export function invokeProcedure(procedure: AnyProcedure, ctx: Context, path: string, input: unknown): Promise<unknown> {
   const raw = Promise.resolve(input);

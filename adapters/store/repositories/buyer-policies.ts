@@ -5,7 +5,7 @@ import type { StableSymbol } from '../../../domain/shared/network.ts';
 import { date, one, query, type RepoContext } from './context.ts';
 import { receiptFromRow } from './receipts.ts';
 
-// Issue 14: buyer_policies and buyer_spend_daily (migrations/0016-buyer.ts is their definition); a spend receipt of a
+// buyer_policies and buyer_spend_daily (migrations/0016-buyer.ts is their definition); a spend receipt of a
 // settlement is found through receipts_spend_tx_sig.
 
 /** The policy column: atomic amounts as decimal strings (jsonb has no bigint). */

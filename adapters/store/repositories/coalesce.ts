@@ -1,6 +1,6 @@
 import { AsyncResource } from 'node:async_hooks';
 
-// Issue 19: group commit for single-row statements on a hot path. While one statement of a kind is in flight, the
+// Group commit for single-row statements on a hot path. While one statement of a kind is in flight, the
 // calls that arrive wait (in memory, not on a pooled connection) and go together as the next statement: one round
 // trip for all of them. Alone, a call is sent at once — nothing waits for company.
 

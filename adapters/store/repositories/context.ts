@@ -2,7 +2,7 @@ import { UniqueConstraintViolationException, type EntityManager, type Knex, type
 import { tagQuery } from '../request-scope.ts';
 import type { ProcessOwner } from '../process-owner.ts';
 
-// Repository style (issue 18 item 3): one raw-SQL repository per file in this folder, its row type (the columns as
+// Repository style: one raw-SQL repository per file in this folder, its row type (the columns as
 // PostgreSQL returns them) and its row→record mapper next to it; the migration SQL is the table's one definition.
 // Statements run through the MikroORM connection with bound `?` parameters, never values spliced into the text.
 
@@ -14,7 +14,7 @@ export interface RepoContext {
   /** this process's liveness number for the claims it takes (none: claims are held by their lease only) */
   readonly owner: ProcessOwner | undefined;
   /**
-   * Issue 19, the hot reads: one statement (`$n` parameters) on a pooled node-postgres connection of the pool `em()` would
+   * The hot reads: one statement (`$n` parameters) on a pooled node-postgres connection of the pool `em()` would
    * use, without a fork or a query builder; tagged and refused after its request stopped as every statement is.
    * Absent in a transaction (its statements run on the transaction's connection).
    */
@@ -56,7 +56,7 @@ export function query<T>(em: EntityManager, sql: string, params: readonly unknow
 /**
  * `query` with the parameters sent apart from the text (PostgreSQL's bind message), for statements with a large parameter
  * (a batch as one JSON document): MikroORM's `execute` writes every parameter into the text as an escaped literal, built
- * character by character (issue 19: the per-request usage and rate-limit batches made ~11 kB of garbage per keyed read
+ * character by character (the per-request usage and rate-limit batches made ~11 kB of garbage per keyed read
  * that way). Tagged, and refused after its request stopped, as every statement is; in the em's transaction when it has one.
  */
 export async function bound<T>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {

@@ -3,7 +3,7 @@ import type { DiscoverableLinkRow, DiscoveryRepository, RegisteredAgentRow } fro
 import { query, type RepoContext } from './context.ts';
 import { fromRow, type PaymentLinkRow } from './payment-links.ts';
 
-// Issue 15: the catalogues of svc_discover, each read newest first through its partial index of migration 0019.
+// The catalogues of svc_discover, each read newest first through its partial index of migration 0019.
 
 interface AgentRow {
   mint: string;

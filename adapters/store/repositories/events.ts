@@ -5,14 +5,14 @@ import { patternsMatching } from '../../../domain/webhooks/delivery.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
 
-// Issue 19 (migration 0018): no lock between writers. A row's seq carries its transaction's id
+// Migration 0018: no lock between writers. A row's seq carries its transaction's id
 // (svc_event_seq(), the column's default), and cursor readers stop at svc_events_horizon(): below it every writer has
 // ended, so a row committing later always lands above what a reader has passed. Appends and transitions run in any
 // order and commit concurrently.
 
 /** the seq a change takes in its transaction (append: the column default; transition: set explicitly) */
 const NEXT_SEQ = 'svc_event_seq()';
-// Issue 19: the horizon as a scalar subquery, computed once per statement. As a bare call it is a per-row filter
+// The horizon as a scalar subquery, computed once per statement. As a bare call it is a per-row filter
 // whenever the planner picks a scan or a branch takes it as a filter (a young table whose statistics lag, e.g. a fresh
 // database under load), and each call reads a snapshot and pg_stat_activity: milliseconds per statement.
 /** what a cursor reader may deliver: rows of transactions that have all ended (see migration 0018) */
@@ -178,7 +178,7 @@ export interface EventSubscriberMatch {
 }
 
 /**
- * Issue 19 (group commit): the events of one batch in one statement — the rows (their seqs from this transaction, in
+ * Group commit: the events of one batch in one statement — the rows (their seqs from this transaction, in
  * the batch's order), one wake-up each at commit, and the enabled subscriptions that see each event (the rule of
  * webhookDeliveries.fanOut: scope 'network' or the event's owner, a pattern matching its kind), read in the same
  * statement so the usual case (nobody subscribed) costs nothing more.
@@ -209,7 +209,7 @@ export function appendManySql(events: readonly NewEvent[]): Sql {
             select id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, created_at
               from x order by i
             returning seq),
-          -- one notification per statement (issue 19: a paid call's group appends several events per call; the feed
+          -- one notification per statement (a paid call's group appends several events per call; the feed
           -- reads from its last seq whatever the payload, so one wake-up, naming the newest seq, does for all)
           woke as (select a.n, pg_notify('${EVENTS_CHANNEL}', a.m) as notified from (select count(*)::int as n, max(seq)::text as m from added) a)
           select s.i, s.webhook_id, woke.n from woke left join lateral (

@@ -55,7 +55,7 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
   }
 
   /**
-   * Issue 19: the guard's claims and finishes are grouped (coalesce.ts): the ones that arrive while one statement of
+   * The guard's claims and finishes are grouped (coalesce.ts): the ones that arrive while one statement of
    * their kind runs are written by the next one, each row decided exactly as alone.
    */
   private readonly claims = new Coalescer<ClaimRequest, boolean>((group) => this.claimGroup(group));

@@ -4,7 +4,7 @@ import type { IdentityRepository } from '../../../domain/ports/store.ts';
 import type { CardRecord, ClaimRecord, DisclosureRecord, DomainRecord, ProfileRecord, ReputationRow } from '../../../domain/identity/schema.ts';
 import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, type RepoContext } from './context.ts';
 
-// Issue 13: identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
+// identity_profiles and identity_domains (migrations/0013-identity.ts is their definition); the reputation
 // reads the receipt_reputation rollup (migrations/0021-scale2.ts).
 
 interface ProfileRow {

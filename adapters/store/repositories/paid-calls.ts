@@ -44,8 +44,8 @@ type Claim = Parameters<PaidCallRepository['claim']>[0];
 type ClaimedRow = PaidCallRow & { inserted: boolean };
 
 /**
- * The claims of a group in one statement (issue 19): each row decided as alone. Taken over: a pending call (its outcome
- * unknown, nobody on it), a running one whose lease lapsed, or one whose owner process is gone (issue 17: after a crash
+ * The claims of a group in one statement: each row decided as alone. Taken over: a pending call (its outcome
+ * unknown, nobody on it), a running one whose lease lapsed, or one whose owner process is gone (after a crash
  * the replay is answered at once, not after the lease). With an attempt, a fresh row is inserted attempted (no separate
  * markAttempted); a row taken over keeps its attempted flag and request. `xmax = 0` tells the inserted row from the
  * updated one. One statement may not touch a row twice: a payment repeated in the group is claimed by its first claim

@@ -98,7 +98,7 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
     },
     get: async (network, id) => {
       if (ctx.raw) {
-        // issue 19: the hot read (GET /v1/payment-links/{id}, the paywall's link) straight on a pooled connection
+        // The hot read (GET /v1/payment-links/{id}, the paywall's link) straight on a pooled connection
         const [row] = await ctx.raw<PaymentLinkRow>('select * from payment_links where network = $1 and id = $2', [network, id]);
         return row ? fromRow(row) : null;
       }

@@ -56,7 +56,7 @@ export const INSERT_SQL = `insert into receipts (network, agent, nonce, kind, de
     ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?)`;
 
 /**
- * Issue 19 (group commit): receipts appended together, in one statement. ts_max as INSERT_SQL makes it, computed
+ * Group commit: receipts appended together, in one statement. ts_max as INSERT_SQL makes it, computed
  * across the batch: the running maximum of ts along each chain's new links, and the link before the batch's first.
  * Each stored like `insert` without a verification: pending and due at once with a transaction, else not_applicable.
  */

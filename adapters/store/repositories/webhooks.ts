@@ -8,7 +8,7 @@ import type { DeliveryStatus, WebhookDeliveryRecord, WebhookRecord, WebhookScope
 import { deliverJob, patternsMatching } from '../../../domain/webhooks/delivery.ts';
 import { ownerAlive } from '../process-owner.ts';
 
-// DECISIONS "Webhooks" (issue 12): subscriptions, deliveries and the in-transaction job queue, in raw SQL on the
+// DECISIONS "Webhooks": subscriptions, deliveries and the in-transaction job queue, in raw SQL on the
 // MikroORM connection (the migration is the tables' one definition). Deliveries are the transactional outbox: the
 // events repository calls `fanOut` inside `append`, and graphile_worker.add_job runs in the same transaction, so an
 // event, its deliveries and their jobs commit together or not at all.

@@ -3,7 +3,7 @@ import { builder } from '../builder.ts';
 import { NetworkEnum, networkOf } from '../enums.ts';
 import { given } from './common.ts';
 
-// Issue 15: GET /v1/receipts/{agent}/daily through the same procedure as REST (ctx.api).
+// GET /v1/receipts/{agent}/daily through the same procedure as REST (ctx.api).
 
 type Totals = DailyTransactions['totals'];
 

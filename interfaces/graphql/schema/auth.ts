@@ -2,7 +2,7 @@ import type { StreamToken } from '../../../domain/access/schema.ts';
 import { builder } from '../builder.ts';
 import { NetworkEnum } from '../enums.ts';
 
-// Issue 16: POST /v1/auth/stream-token through the same procedure as REST (ctx.api).
+// POST /v1/auth/stream-token through the same procedure as REST (ctx.api).
 
 const StreamTokenRef = builder.objectRef<StreamToken>('StreamToken').implement({
   description: 'A subscription token for browsers: `?token=` on the SSE endpoint or graphql-ws connectionParams.token.',

@@ -24,7 +24,7 @@ import { given, JsonScalar, toDomainInput, type Assert, type SameKeys } from './
 import { ReceiptRef } from './receipts.ts';
 import { PreparedEnvelopeRef } from './transactions.ts';
 
-// Issue 14 (hosted-api §4.8 "Buyer"): the same procedures as REST (ctx.api.buyer.*, ctx.api.seller.facilitator).
+// hosted-api §4.8 "Buyer": the same procedures as REST (ctx.api.buyer.*, ctx.api.seller.facilitator).
 // Amounts are decimal strings; bodies that are a REST body (execute, a quote given back) travel as JSON, checked by the
 // same zod schemas.
 

@@ -6,7 +6,7 @@ import { graphqlEnum, HttpMethodEnum, NetworkEnum, networkOf, ProtocolEnum, wire
 const DiscoverySourceEnum = graphqlEnum('DiscoverySource', DiscoverySource, { description: 'SVC: a public payment link of this gateway; REGISTRY: an agent’s registration document.' });
 import { given } from './common.ts';
 
-// Issue 15: GET /v1/discover through the same procedure as REST (ctx.api).
+// GET /v1/discover through the same procedure as REST (ctx.api).
 
 const DiscoverItemRef = builder.objectRef<DiscoverItem>('DiscoverItem').implement({
   description: 'A paid service: a public payment link (source svc) or an agent’s registration document (source registry).',

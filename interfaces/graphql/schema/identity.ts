@@ -23,7 +23,7 @@ import { AgentRef } from './agents.ts';
 import { EventPageRef } from './events.ts';
 import { given, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
-// Issue 13, DECISIONS "Identity": the same procedures as REST (ctx.api.identity.*). An agent's identity is the nested
+// DECISIONS "Identity": the same procedures as REST (ctx.api.identity.*). An agent's identity is the nested
 // field `agent { identity { … } }`; any agent of the network is read through `resolveIdentity`.
 
 const ProfileRef = builder.objectRef<Identity['profile']>('IdentityProfile').implement({

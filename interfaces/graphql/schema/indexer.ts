@@ -2,7 +2,7 @@ import type { IndexerNetworkStatus } from '../../../domain/indexer/schema.ts';
 import { builder } from '../builder.ts';
 import { NetworkEnum } from '../enums.ts';
 
-// Issue 12: GET /v1/indexer/status through the same procedure as REST (ctx.api), which calls IndexerService.status.
+// GET /v1/indexer/status through the same procedure as REST (ctx.api), which calls IndexerService.status.
 
 const IndexerNetworkStatusRef = builder.objectRef<IndexerNetworkStatus>('IndexerNetworkStatus').implement({
   description: 'The indexer on one network: how far it scanned the watched addresses and its last run.',

@@ -4,7 +4,7 @@ import { graphqlEnum, NetworkEnum, networkOf, VerificationStatusEnum } from '../
 import { builder } from '../builder.ts';
 import { given, pageRef } from './common.ts';
 
-// hosted-api §4.7 and issue 11 through the same procedures as REST (ctx.api). A receipt is a hashed document: it
+// hosted-api §4.7 through the same procedures as REST (ctx.api). A receipt is a hashed document: it
 // travels as JSON exactly as stored (its snake_case keys are what receipt_hash covers), with the index fields beside it.
 
 const ReceiptKindEnum = graphqlEnum('ReceiptKind', ListReceiptsInput.shape.kind.unwrap());

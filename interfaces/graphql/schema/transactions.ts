@@ -4,7 +4,7 @@ import { builder } from '../builder.ts';
 import { EventPhaseEnum, graphqlEnum, NetworkEnum } from '../enums.ts';
 import { JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
-// Issue 10: prepare → sign → submit through the same procedures as REST (ctx.api), which call TransactionService.
+// Prepare → sign → submit through the same procedures as REST (ctx.api), which call TransactionService.
 // The event's phases are read with the `event` query and followed on the `events` subscription.
 
 const PreparedTransactionRef = builder.objectRef<PreparedTransaction>('PreparedTransaction').implement({

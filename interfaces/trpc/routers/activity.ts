@@ -1,7 +1,7 @@
 import { DailyTransactions, DailyTransactionsInput } from '../../../domain/receipts/daily.ts';
 import { keyedProcedure, router } from '../init.ts';
 
-// Issue 15: an agent's settled receipts in UTC daily buckets (svc_daily_transactions, svc_transaction_history totals).
+// An agent's settled receipts in UTC daily buckets (svc_daily_transactions, svc_transaction_history totals).
 export const activityRouter = router({
   daily: keyedProcedure
     .meta({

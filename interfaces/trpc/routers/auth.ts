@@ -4,7 +4,7 @@ import { keyedProcedure, router } from '../init.ts';
 const tags = ['auth'];
 
 export const authRouter = router({
-  // Issue 16: EventSource cannot send Authorization; a page asks its backend (or the user's key) for this token and
+  // EventSource cannot send Authorization; a page asks its backend (or the user's key) for this token and
   // subscribes with `?token=` (SSE) or graphql-ws `connectionParams.token`.
   streamToken: keyedProcedure
     .meta({

@@ -18,7 +18,7 @@ import {
 } from '../../../domain/buyer/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
-// Issue 14, hosted-api §4.8 "Buyer": REST and OpenAPI are generated from these procedures; GraphQL
+// hosted-api §4.8 "Buyer": REST and OpenAPI are generated from these procedures; GraphQL
 // (interfaces/graphql/schema/buyer.ts) calls the same services.
 
 const tags = ['buyer'];

@@ -1,7 +1,7 @@
 import { DiscoverInput, DiscoverResult } from '../../../domain/discovery/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
-// Issue 15: svc_discover's two catalogues — the gateway's public payment links and the agents it knows.
+// svc_discover's two catalogues — the gateway's public payment links and the agents it knows.
 export const discoveryRouter = router({
   discover: keyedProcedure
     .meta({

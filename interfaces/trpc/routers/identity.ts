@@ -28,7 +28,7 @@ import {
 import { EventList } from '../../../domain/events/schema.ts';
 import { anonymousProcedure, keyedProcedure, router } from '../init.ts';
 
-// Issue 13, DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal;
+// DECISIONS "Identity": reads are open to any key of the network; owner routes need the agent's principal;
 // the disclosure link and the registration document are public (no key, counted per client IP).
 
 const tags = ['identity'];

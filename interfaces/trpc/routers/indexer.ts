@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { IndexerStatus } from '../../../domain/indexer/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
-// Issue 12: the indexer's progress on the caller's network (IndexerService.status). Every key of the network reads it:
+// The indexer's progress on the caller's network (IndexerService.status). Every key of the network reads it:
 // it carries counts, slots and the last error, no owned data.
 
 export const indexerRouter = router({

@@ -2,7 +2,7 @@ import { PREPARE_ROUTES, type PrepareRouteName } from '../../../domain/agents/bu
 import { PreparedEnvelope } from '../../../domain/transactions/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
-// Issue 10, hosted-api §4.3: the 14 prepare routes, each generated from its entry of PREPARE_ROUTES (path, input
+// hosted-api §4.3: the 14 prepare routes, each generated from its entry of PREPARE_ROUTES (path, input
 // schema, summary) and answered by TransactionService.prepareRoute with the envelope of §2.5.
 
 function prepareProcedure<N extends PrepareRouteName>(name: N) {

@@ -35,7 +35,7 @@ export const sellerRouter = router({
     .output(SellerNetworks)
     .query(({ ctx }) => ctx.services.paymentLinks.networks(ctx.principal.network)),
 
-  // Issue 14: the facilitator that settles this gateway's links: its URL, fee payer per network and its /health.
+  // The facilitator that settles this gateway's links: its URL, fee payer per network and its /health.
   facilitator: keyedProcedure
     .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/seller/facilitator', tags, summary: 'The facilitator: URL, fee payer per network, health' } })
     .input(z.void())

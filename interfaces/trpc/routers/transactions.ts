@@ -1,7 +1,7 @@
 import { SubmitInput, SubmitResult } from '../../../domain/transactions/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
-// Issue 10, hosted-api §4.5: the signed transaction of a prepared event (the prepare routes are in prepare.ts).
+// hosted-api §4.5: the signed transaction of a prepared event (the prepare routes are in prepare.ts).
 
 export const transactionsRouter = router({
   submit: keyedProcedure
