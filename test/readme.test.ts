@@ -121,6 +121,11 @@ interface Substitution {
 const SUBSTITUTIONS: Substitution[] = [
   { why: 'npm start listens on PORT 8080; the test gateway on a free port', from: /http:\/\/localhost:8080/g, to: (app) => app.url },
   {
+    why: 'npm start serves the embedded devnet JSON-RPC on SVC_DEVNET_RPC_PORT 8899; the test gateway on a free port',
+    from: /http:\/\/127\.0\.0\.1:8899/g,
+    to: (app) => app.ledgers.rpcUrls['chain-devnet']!,
+  },
+  {
     why: 'npm run programs copies from Solana’s public devnet; the suite never calls a public address, so the source is the test gateway’s own devnet JSON-RPC, which loaded the programs from the shared directory',
     from: /^npm run programs$/gm,
     to: (app) => `npm run programs -- --from ${app.ledgers.rpcUrls['chain-devnet']}`,
@@ -138,7 +143,7 @@ test.before(async () => {
   // `npm start` (interfaces/main.ts) announces the gateway in <data dir>/gateway.json for npm run demo / pay / keys;
   // startTestApp builds the app below main.ts, so announce it the same way unless the app already did.
   const announcement = join(app.dataDir, 'gateway.json');
-  if (!existsSync(announcement)) await writeFile(announcement, JSON.stringify({ pid: process.pid, url: app.url, started_at: new Date().toISOString() }));
+  if (!existsSync(announcement)) await writeFile(announcement, JSON.stringify({ pid: process.pid, url: app.url, started_at: new Date().toISOString(), rpc_urls: app.ledgers.rpcUrls }));
   session = await mkdtemp(join(tmpdir(), 'svc-readme-'));
 });
 
