@@ -27,7 +27,7 @@ export async function ensureChromium({ env, isRoot, log }: EnsureOptions): Promi
     const why = isRoot ? 'apt-get is not available' : 'not running as root';
     throw new Error(`${lookup.problem} (the explorer's browser test drives it) and ${why}, so it cannot be installed here: ${CHROMIUM_HELP}.`);
   }
-  log(`${lookup.problem}: installing Debian's chromium package for the explorer's browser test (apt-get update, apt-get install chromium)…`);
+  log(`${lookup.problem}: installing Debian's chromium package for the explorer's browser test (apt-get update, apt-get install chromium; a few minutes)…`);
   const aptEnv = { ...env, DEBIAN_FRONTEND: 'noninteractive' };
   await run(aptGet, ['-q', 'update'], aptEnv);
   await run(aptGet, ['-q', 'install', '-y', 'chromium'], aptEnv);
@@ -37,17 +37,27 @@ export async function ensureChromium({ env, isRoot, log }: EnsureOptions): Promi
   return after.path;
 }
 
+/** apt-get's output is kept, not shown (hundreds of lines on a fresh machine); a failure shows its end, which says why */
 function run(command: string, args: string[], env: NodeJS.ProcessEnv): Promise<void> {
   return new Promise((resolve, reject) => {
-    // apt-get's own output goes to this terminal: a failed download or a held package is its message to read.
-    const child = spawn(command, args, { env, stdio: ['ignore', 'inherit', 'inherit'] });
+    const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const keep = (chunk: Buffer) => {
+      output = (output + chunk.toString('utf8')).slice(-OUTPUT_KEPT);
+    };
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
     child.once('error', reject);
-    child.once('exit', (code, signal) => {
-      if (code === 0) resolve();
-      else reject(new Error(`\`${command} ${args.join(' ')}\` failed (${signal ?? `exit ${code}`}): ${CHROMIUM_HELP}.`));
+    child.once('close', (code, signal) => {
+      if (code === 0) return resolve();
+      const tail = output.trimEnd().split('\n').slice(-OUTPUT_LINES_SHOWN).join('\n');
+      reject(new Error(`\`${command} ${args.join(' ')}\` failed (${signal ?? `exit ${code}`}): ${CHROMIUM_HELP}.${tail ? `\n${tail}` : ''}`));
     });
   });
 }
+
+const OUTPUT_KEPT = 64 * 1024;
+const OUTPUT_LINES_SHOWN = 30;
 
 const invokedAsScript = process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
 if (invokedAsScript) {

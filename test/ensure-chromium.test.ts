@@ -120,10 +120,12 @@ test('missing, root with apt-get: apt-get update, then install -y chromium, non-
   t.regex(lines[0] ?? '', /installing Debian's chromium package/);
 });
 
-test('apt-get failing stops the step with its exit status', async (t) => {
+test('apt-get failing stops the step with its exit status and the end of its output', async (t) => {
   const bin = await binDir(t.context.dir, 'bin');
-  await executable(join(bin, 'apt-get'), '#!/bin/sh\nexit 100\n');
-  await t.throwsAsync(ensureChromium({ env: { PATH: bin }, isRoot: true, log: () => {} }), { message: /-q update` failed \(exit 100\)/ });
+  await executable(join(bin, 'apt-get'), '#!/bin/sh\necho "Hit:1 somewhere"\necho "E: Unable to locate package chromium" >&2\nexit 100\n');
+  const error = await t.throwsAsync(ensureChromium({ env: { PATH: bin }, isRoot: true, log: () => {} }));
+  t.regex(error.message, /-q update` failed \(exit 100\)/);
+  t.regex(error.message, /Hit:1 somewhere\nE: Unable to locate package chromium$/);
 });
 
 test('as `npm test` runs it: exit 0 and silent when found, exit 1 with what to do when missing', async (t) => {
