@@ -1,8 +1,8 @@
-import { access, constants } from 'node:fs/promises';
 import anyTest, { type TestFn } from 'ava';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { buildExplorer } from '../../interfaces/explorer/build.ts';
 import { http } from '../support/app.ts';
+import { chromiumOrThrow } from '../support/chromium.ts';
 import { createLink, fundBuyer, payingFetch, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 16: the explorer page in a real browser (Chromium from the Debian package, driven by playwright-core; one
@@ -10,8 +10,6 @@ import { createLink, fundBuyer, payingFetch, startPaywallApp, stopPaywallApp, ty
 // rows (graphql-ws with a stream token) and as the link's counters (REST); its 402 offer is decoded; the owner agent's
 // treasury balance and receipt chain show, with the receipt's verification state.
 
-const CHROMIUM = process.env.SVC_CHROMIUM ?? '/usr/bin/chromium';
-const INSTALL = 'apt-get update && apt-get install -y chromium';
 /** generous: two cores shared by several test processes; nothing here waits on wall-clock speed otherwise */
 const WAIT_MS = 90_000;
 
@@ -25,16 +23,13 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 
 test.before(async (t) => {
-  try {
-    await access(CHROMIUM, constants.X_OK);
-  } catch {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: install it with \`${INSTALL}\` (or set SVC_CHROMIUM to its path).`);
-  }
+  // SVC_CHROMIUM, else `chromium` on PATH, as `npm test`'s pretest step (scripts/ensure-chromium.ts) installs it
+  const executablePath = chromiumOrThrow();
   const { bytes } = await buildExplorer();
   const w = await startPaywallApp();
   // The fee authority's token account exists before the payment (as in receipts-paywall.test.ts).
   await w.app.services.dev.fund('chain-devnet', { address: w.app.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+  const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
   const page = await browser.newPage();
   t.context = { w, browser, page, scriptBytes: bytes };
 });
