@@ -4,10 +4,8 @@ import { parseArgs } from 'node:util';
 import { VersionedTransaction, type Keypair } from '@solana/web3.js';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
-import { loadConfig } from '../config.ts';
 import { errorCode, type Client } from '../client/index.ts';
 import { createPayingFetch, decodePaymentResponse } from '../client/paying-fetch.ts';
-import { issueKeyOutOfBand } from './keys.ts';
 import { CliError, client, describeError, faucet, locateGateway, readJsonFile, rpcUrlOf, walletBalances, walletFile, writeJsonFile, type LocalGateway } from './local.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
@@ -61,11 +59,13 @@ async function main(argv: string[]): Promise<number> {
   const given = process.env.SVC_API_KEY?.trim();
   let issued: string | undefined;
   if (!given) {
+    // Imported here: issuing opens the database (the core's code), which a run with SVC_API_KEY never needs.
+    const [{ issueKeyOutOfBand }, { loadConfig }] = await Promise.all([import('./keys.ts'), import('../config.ts')]);
     const created = await issueKeyOutOfBand(loadConfig(), { network: NETWORK, role: 'user', owner_wallet: ownerAddress, label: 'npm run demo' });
     issued = created.key;
     say(`API key      ${created.key}  (new ${NETWORK} key; shown only this once, only its SHA-256 is stored)`);
   } else say('API key      SVC_API_KEY');
-  const apiKey = (given ?? issued)!;
+  const apiKey = (given || issued)!;
   const svc = client(gateway, apiKey);
 
   // Metaplex Core must run on the ledger before an agent can be minted (GET /v1/health lists what it loaded).

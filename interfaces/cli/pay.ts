@@ -1,7 +1,6 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { faucetCommand } from '../app.ts';
 import { loadConfig } from '../config.ts';
 import { dataDirOf, findGateway } from '../announce.ts';
 import { createPayingFetch, decodePaymentResponse } from '../client/paying-fetch.ts';
@@ -63,6 +62,7 @@ async function main(argv: string[]): Promise<number> {
     if (price.symbol === 'USDC' && usdcAtomic < price.gross) {
       if (network.data !== 'chain-devnet') throw new CliError(`The buyer holds ${atomicToDecimal(usdcAtomic, 6)} USDC, less than the price; fund ${address} on ${network.data}.`);
       const { ledgers } = loadConfig();
+      const { faucetCommand } = await import('../app.ts'); // the ledger's code, only when funding
       await faucetCommand({ dataDir: dir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl }, { network: network.data, to: address, token: 'USDC', amount: TOP_UP });
       console.log(`Funded    ${TOP_UP} USDC from the ${network.data} faucet`);
     }
