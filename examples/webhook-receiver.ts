@@ -54,8 +54,12 @@ const webhook = await api('POST', '/webhooks', { url: hookUrl, events: ['payment
 verifier = new Webhook(webhook.secret);
 console.log(`Registered webhook ${webhook.id} for ${hookUrl}; waiting for deliveries…`);
 
+let stopping = false;
 async function stop(): Promise<void> {
+  if (stopping) return; // deliveries still in flight may reach the count again
+  stopping = true;
   await api('DELETE', `/webhooks/${webhook.id}`); // an example leaves no subscription behind
   server.close();
+  server.closeIdleConnections(); // the gateway's kept-alive connection would hold the process open a few seconds
 }
 process.once('SIGINT', () => void stop());

@@ -16,8 +16,9 @@ interface Context {
   dataDir: string;
   gateway?: Running;
   announced?: GatewayAnnouncement;
-  key?: string;
 }
+/** the key the later steps read with (AVA gives each test its own copy of t.context) */
+let key: string | undefined;
 const test = anyTest as TestFn<Context>;
 /** The gateway's story runs in order (keys, demo twice, pay, stop); metaplexTest registers through this. */
 const inOrder = test.serial as unknown as TestFn<Context>;
@@ -66,7 +67,7 @@ async function until<T>(check: () => Promise<T | undefined>, gateway: Running): 
 }
 
 async function api<T = any>(t: { context: Context }, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> {
-  return http<T>({ url: t.context.announced!.url } as TestApp, method, path, { key: t.context.key!, ...(body !== undefined ? { body } : {}) });
+  return http<T>({ url: t.context.announced!.url } as TestApp, method, path, { key: key!, ...(body !== undefined ? { body } : {}) });
 }
 
 metaplexTest(inOrder, 'npm start announces itself in <data>/gateway.json: pid, a local URL, start time, the ledgers’ JSON-RPC', async (t) => {
@@ -88,7 +89,7 @@ metaplexTest(inOrder, 'npm run keys says which data directory it used and that a
   t.like(created, { network: 'chain-devnet', role: 'user', data_dir: t.context.dataDir, data_dir_source: 'SVC_DATA_DIR', gateway_url: t.context.announced!.url });
   t.regex(out.stderr, new RegExp(`data directory: ${t.context.dataDir} \\(from SVC_DATA_DIR\\)`));
   t.regex(out.stderr, /gateway: running on this data directory at http:\/\/127\.0\.0\.1:\d+/);
-  t.context.key = created.key;
+  key = created.key;
   t.is((await api(t, 'GET', '/v1/health')).status, 200, 'the running gateway knows the key');
 });
 
@@ -99,9 +100,9 @@ metaplexTest(inOrder, 'npm run demo mints a real agent, sells a link, pays it on
   t.is((await stat(join(t.context.dataDir, 'demo', 'owner.json'))).mode & 0o777, 0o600, 'the owner key is readable by its owner only');
 
   // What it printed, in plain words.
-  const key = /API key\s+(svc_test_\w+)/.exec(first.stdout)?.[1];
-  t.truthy(key, first.stdout);
-  t.is(first.stdout.split(key!).length - 1, 1, 'the key is printed once');
+  const made = /API key\s+(svc_test_\w+)/.exec(first.stdout)?.[1];
+  t.truthy(made, first.stdout);
+  t.is(first.stdout.split(made!).length - 1, 1, 'the key is printed once');
   t.regex(first.stdout, new RegExp(`Agent\\s+prepared ${state.agent}`));
   t.regex(first.stdout, /confirmed in slot \d+/);
   t.regex(first.stdout, new RegExp(`Explorer\\s+${t.context.announced!.url}/explorer`));
@@ -111,7 +112,7 @@ metaplexTest(inOrder, 'npm run demo mints a real agent, sells a link, pays it on
   for (const seen of ['agent.create\\s+prepared', 'agent.create\\s+confirmed', 'payment_link.created', 'payment_link.settled']) t.regex(first.stdout, new RegExp(seen));
 
   // Through the API with the key the demo made: the agent exists, owned by the demo's wallet; the link was paid once.
-  t.context.key = key;
+  key = made;
   const agent = await api(t, 'GET', `/v1/agents/${state.agent}`);
   t.is(agent.status, 200, JSON.stringify(agent.body));
   t.like(agent.body, { mint: state.agent, owner: state.owner, source: 'prepared' });
