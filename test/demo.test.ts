@@ -188,4 +188,13 @@ test('npm run demo against a gateway without Metaplex Core exits non-zero and pr
   t.regex(out.stderr, /does not run Metaplex Core/);
   t.regex(out.stderr, /npm run programs/);
   t.false(existsSync(join(app.dataDir, 'demo', 'state.json')), 'nothing was minted');
+
+  // npm run keys on a directory no gateway serves (the database given apart) says so, so a key that the gateway
+  // will answer invalid_api_key for is no surprise.
+  const elsewhere = await makeDataDir();
+  t.teardown(() => removeDataDir(elsewhere));
+  const keys = await npmRun('keys', ['create', '--network', 'devnet', '--json'], { SVC_DATA_DIR: elsewhere, DATABASE_URL: app.database.url });
+  t.is(keys.code, 0, keys.stderr);
+  t.like(JSON.parse(keys.stdout), { data_dir: elsewhere, data_dir_source: 'SVC_DATA_DIR', gateway_url: null });
+  t.regex(keys.stderr, /gateway: none running on this data directory; a gateway started with another SVC_DATA_DIR does not know keys issued here/);
 });
