@@ -82,14 +82,16 @@ test('examples/buyer.ts (the buyer kit) and examples/buyer-x402.ts (@x402/fetch 
 });
 
 test('examples/subscribe.ts prints events live over graphql-ws and ends after the count it was given', async (t) => {
-  const agent = await recordAgent(t.context.app, t.context.key);
-  const child = example(t, 'subscribe.ts', ['1'], { SVC_EVENT_KINDS: 'payment_link.*' });
+  // A key of its own: a principal sees only its events, not the links the other tests create meanwhile.
+  const key = await issueKey(t.context.app);
+  const agent = await recordAgent(t.context.app, key);
+  const child = example(t, 'subscribe.ts', ['1'], { SVC_EVENT_KINDS: 'payment_link.*', SVC_API_KEY: key });
   await child.printed(/Subscribed/);
   // "connected" precedes the subscription's registration by a moment: create links until one is delivered.
   let done: Finished | undefined;
   void child.exited.then((f) => (done = f));
   while (!done) {
-    await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(agent.mint) });
+    await http(t.context.app, 'POST', '/v1/payment-links', { key, body: linkBody(agent.mint) });
     await Promise.race([child.exited, new Promise((r) => setTimeout(r, 200))]);
   }
   t.is(done.code, 0, shown(done));
@@ -97,17 +99,18 @@ test('examples/subscribe.ts prints events live over graphql-ws and ends after th
 });
 
 test('examples/webhook-receiver.ts registers itself, verifies a delivery with standardwebhooks and cleans up', async (t) => {
-  const agent = await recordAgent(t.context.app, t.context.key);
-  const child = example(t, 'webhook-receiver.ts', ['1'], { PORT: String(t.context.hookPort) });
+  const key = await issueKey(t.context.app); // its own principal: deliveries of this test's links only
+  const agent = await recordAgent(t.context.app, key);
+  const child = example(t, 'webhook-receiver.ts', ['1'], { PORT: String(t.context.hookPort), SVC_API_KEY: key });
   await child.printed(/Registered webhook/);
   const id = /Registered webhook (\w+)/.exec(child.output().stdout)?.[1];
-  const hooks = await http(t.context.app, 'GET', '/v1/webhooks', { key: t.context.key });
+  const hooks = await http(t.context.app, 'GET', '/v1/webhooks', { key });
   t.true(hooks.body.data.some((h: { id: string }) => h.id === id));
-  await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(agent.mint) });
+  await http(t.context.app, 'POST', '/v1/payment-links', { key, body: linkBody(agent.mint) });
   const out = await child.exited;
   t.is(out.code, 0, shown(out));
   t.regex(out.stdout, /verified payment_link\.created \(delivery \w+\)/);
   t.notRegex(out.stderr, /refused/);
-  const after = await http(t.context.app, 'GET', `/v1/webhooks/${id}`, { key: t.context.key });
+  const after = await http(t.context.app, 'GET', `/v1/webhooks/${id}`, { key });
   t.is(after.status, 404, 'the example deleted its subscription');
 });
