@@ -2,6 +2,7 @@ import { performance } from 'node:perf_hooks';
 import { loadConfigOrExit } from './config.ts';
 import { createApp } from './app.ts';
 import { onShutdownSignal } from './shutdown.ts';
+import { announceGateway, localUrl } from './announce.ts';
 
 // npm start: embedded PostgreSQL under SVC_DATA_DIR (or DATABASE_URL), migrations, one HTTP port.
 
@@ -31,9 +32,12 @@ async function main(): Promise<void> {
     `  API key     npm run keys -- create --network chain-devnet [--admin]`,
   ];
   console.log(lines.join('\n'));
+  // npm run keys / demo / pay find this gateway through its data directory (interfaces/announce.ts).
+  const announced = await announceGateway(config.dataDir, { url: localUrl(config.host, Number(new URL(app.url).port) || config.port), rpcUrls: app.ledgers.rpcUrls });
 
   onShutdownSignal(async (signal) => {
     app.log.info({ signal }, 'shutting down');
+    await announced.remove();
     await app.close();
   });
 }
