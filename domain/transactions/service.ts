@@ -48,6 +48,34 @@ export interface TransactionDeps {
   settings: GatewaySettings;
   /** issue 12 (hosted-api §3.1): the agent of a prepared transaction joins the indexer's watchlist */
   watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
+  /** told of every first submit, broadcast or refused by the ledger (the operator's log line); never throws */
+  onSubmitted?: ((summary: SubmitSummary) => void) | undefined;
+}
+
+/** A submit, for the operator's log line: public facts only. */
+export interface SubmitSummary {
+  event_id: string;
+  kind: string;
+  network: Network;
+  agent: string;
+  outcome: 'submitted' | 'rejected';
+  signature: string;
+  error_code: string | null;
+  ms: number;
+}
+
+/** What the confirmations job decided about one submitted transaction. */
+export interface Decision {
+  event_id: string;
+  kind: string;
+  network: Network;
+  agent: string;
+  phase: 'confirmed' | 'failed';
+  signature: string;
+  slot: number | null;
+  error_code: string | null;
+  /** from the submit to the decision, by the service's clock */
+  ms: number | null;
 }
 
 export class TransactionService {
@@ -169,6 +197,7 @@ export class TransactionService {
    * confirmations job, which reads its status and re-broadcasts while the blockhash is valid.
    */
   async submit(caller: Caller, input: SubmitInput): Promise<SubmitResult> {
+    const started = performance.now();
     const parsed = parseInput(SubmitInput, input);
     const { network } = caller;
     const { ledger } = this.context(network);
@@ -197,6 +226,7 @@ export class TransactionService {
       const code = errorCode(simulated.err);
       // Already processed: the same bytes reached the ledger another way; the event is not failed on that word.
       const failed = code === 'already_processed' ? false : await this.failPrepared(prepared, code, [`hint: nothing landed and nothing was charged. ${rejectionHint(code, simulated.logs)}`, ...failureLogs(simulated.err, simulated.logs)]);
+      this.told(prepared, signed.signature, started, null, code);
       throw rejected(prepared.eventId, simulated.err, simulated.logs, failed ? 'failed' : event.phase, code);
     }
 
@@ -244,11 +274,31 @@ export class TransactionService {
       try {
         [landed] = await ledger.getSignatureStatuses([signed.signature]);
       } catch {
-        return result; // not known whether it landed: the job reads the status and decides
+        landed = true; // not known whether it landed: the job reads the status and decides
       }
-      if (landed) return result;
+      if (landed) return this.told(prepared, signed.signature, started, result);
       await this.fail(prepared, errorCode(sent.err), failureLogs(sent.err, sent.logs));
+      this.told(prepared, signed.signature, started, null, errorCode(sent.err));
       throw rejected(prepared.eventId, sent.err, sent.logs, 'failed', errorCode(sent.err));
+    }
+    return this.told(prepared, signed.signature, started, result);
+  }
+
+  /** Tells the observer of a first submit (broadcast, or refused by the ledger with `code`); passes the result through. */
+  private told<R extends SubmitResult | null>(row: PreparedTransactionRecord, signature: string, started: number, result: R, code: string | null = null): R {
+    try {
+      this.deps.onSubmitted?.({
+        event_id: row.eventId,
+        kind: row.kind,
+        network: row.network,
+        agent: row.agent,
+        outcome: result ? 'submitted' : 'rejected',
+        signature,
+        error_code: code,
+        ms: Math.round(performance.now() - started),
+      });
+    } catch {
+      // an observer's fault never changes a submit's answer
     }
     return result;
   }
@@ -269,10 +319,10 @@ export class TransactionService {
    * block_time) or failed (error_code, error_logs); unknown ones are re-broadcast while their blockhash is valid and
    * failed as `expired` once it is not. Returns what it did and when the next check is due.
    */
-  async checkDue(limit = 100): Promise<{ checked: number; decided: number; nextDue: Date | null }> {
+  async checkDue(limit = 100): Promise<{ checked: number; decided: number; decisions: Decision[]; nextDue: Date | null }> {
     const now = this.deps.clock.now();
     const due = await this.deps.store.preparedTransactions.claimDue(now, new Date(now.getTime() + CHECK_LEASE_MS), limit);
-    let decided = 0;
+    const decisions: Decision[] = [];
     const byNetwork = new Map<Network, PreparedTransactionRecord[]>();
     for (const row of due) byNetwork.set(row.network, [...(byNetwork.get(row.network) ?? []), row]);
     for (const [network, rows] of byNetwork) {
@@ -286,22 +336,35 @@ export class TransactionService {
         continue;
       }
       for (const [i, row] of rows.entries()) {
-        if (await this.decide(ledger, row, statuses[i] ?? null)) decided++;
+        const decision = await this.decide(ledger, row, statuses[i] ?? null);
+        if (decision) decisions.push(decision);
       }
     }
-    return { checked: due.length, decided, nextDue: await this.deps.store.preparedTransactions.nextDue() };
+    return { checked: due.length, decided: decisions.length, decisions, nextDue: await this.deps.store.preparedTransactions.nextDue() };
   }
 
-  private async decide(ledger: Ledger, row: PreparedTransactionRecord, status: Awaited<ReturnType<Ledger['getSignatureStatuses']>>[number]): Promise<boolean> {
+  private async decide(ledger: Ledger, row: PreparedTransactionRecord, status: Awaited<ReturnType<Ledger['getSignatureStatuses']>>[number]): Promise<Decision | null> {
     const signature = row.signature!;
+    const decision = (phase: 'confirmed' | 'failed', code: string | null, slot: number | null): Decision => ({
+      event_id: row.eventId,
+      kind: row.kind,
+      network: row.network,
+      agent: row.agent,
+      phase,
+      signature,
+      slot,
+      error_code: code,
+      ms: row.submittedAt ? this.deps.clock.now().getTime() - row.submittedAt.getTime() : null,
+    });
     if (status && status.confirmationStatus !== 'processed') {
       const landed = await ledger.getTransaction(signature).catch(() => null);
       if (status.err === null) {
         await this.confirm(row, status.slot, landed);
-      } else {
-        await this.fail(row, errorCode(status.err), failureLogs(status.err, landed?.logs ?? []), status.slot);
+        return decision('confirmed', null, status.slot);
       }
-      return true;
+      const code = errorCode(status.err);
+      await this.fail(row, code, failureLogs(status.err, landed?.logs ?? []), status.slot);
+      return decision('failed', code, status.slot);
     }
     if (!status) {
       const valid = await ledger.isBlockhashValid(row.recentBlockhash).catch(() => true);
@@ -310,13 +373,13 @@ export class TransactionService {
         const [late] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);
         if (late) return this.decide(ledger, row, late);
         await this.fail(row, 'expired', ['the transaction did not land before its blockhash expired']);
-        return true;
+        return decision('failed', 'expired', null);
       }
       // Dropped or not yet seen: broadcast the same bytes again (same signature: it lands once at most).
       await ledger.sendTransaction(row.transaction!, { skipPreflight: true }).catch(() => undefined);
     }
     await this.deps.store.preparedTransactions.scheduleCheck(row.network, row.eventId, this.nextCheck(row));
-    return false;
+    return null;
   }
 
   private nextCheck(row: PreparedTransactionRecord): Date {
