@@ -77,6 +77,10 @@ const RemovedAllowPrivate = z
   .enum(['false', '0', ''], { message: 'was removed: outbound calls reach only public https targets; name each development target in SVC_OUTBOUND_ALLOW=host:port' })
   .optional();
 
+/** SVC_LOG_FORMAT (interfaces/log.ts): auto = readable lines on a terminal, JSON lines otherwise. */
+export const LOG_FORMATS = ['auto', 'pretty', 'json'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
 export const ConfigSchema = z.object({
   PORT: Port.default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -88,6 +92,7 @@ export const ConfigSchema = z.object({
     .or(z.literal('').transform(() => undefined)),
   SVC_BASE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
   SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SVC_LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
   SVC_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(100),
   SVC_FEE_ENFORCE: FeeEnforcement.default('enforce'),
   SVC_FEE_AUTHORITY_MAINNET: Address.optional().or(z.literal('').transform(() => undefined)),
@@ -140,6 +145,8 @@ export interface Config {
   databaseUrl: string | undefined;
   baseUrl: string | undefined;
   logLevel: z.infer<typeof ConfigSchema>['SVC_LOG_LEVEL'];
+  /** auto: readable lines when standard output is a terminal, JSON lines otherwise (interfaces/log.ts) */
+  logFormat: LogFormat;
   feeBps: number;
   feeEnforce: FeeEnforcement;
   feeAuthorityMainnet: string | undefined;
@@ -210,6 +217,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     databaseUrl: e.DATABASE_URL,
     baseUrl: e.SVC_BASE_URL?.replace(/\/+$/, ''),
     logLevel: e.SVC_LOG_LEVEL,
+    logFormat: e.SVC_LOG_FORMAT,
     feeBps: e.SVC_FEE_BPS,
     feeEnforce: e.SVC_FEE_ENFORCE,
     feeAuthorityMainnet: e.SVC_FEE_AUTHORITY_MAINNET,

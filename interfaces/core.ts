@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { createLogger } from './log.ts';
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { AccessService } from '../domain/access/service.ts';
 import type { Clock } from '../domain/ports/clock.ts';
@@ -139,7 +140,7 @@ export function faucetCommand(options: { dataDir: string; programsDir?: string |
 }
 
 export function defaultLogger(config: Config): Logger {
-  return pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'] });
+  return createLogger({ level: config.logLevel, format: config.logFormat });
 }
 
 /** Everything but HTTP: database, event feed, services and their timers. Used by the app and by `npm run jobs`. */
@@ -225,6 +226,8 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       queue: graphileQueue(database.url, log),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),
       onWarning: (message, context) => log.warn(context, message),
+      // the console's submit line (interfaces/log.ts): every first submit, from any door
+      onSubmitted: (s) => log.info({ evt: 'submit', ...s }, s.outcome === 'submitted' ? 'transaction submitted' : 'transaction refused by the ledger'),
     });
     const unwatchReceipts = services.receipts.watchPublished(feed);
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);

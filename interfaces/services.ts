@@ -30,7 +30,7 @@ import { WebhookService } from '../domain/webhooks/service.ts';
 import { ReceiptService } from '../domain/receipts/service.ts';
 import { PullService } from '../domain/receipts/pull.ts';
 import type { JobQueue } from '../domain/ports/job-queue.ts';
-import { TransactionService } from '../domain/transactions/service.ts';
+import { TransactionService, type TransactionDeps } from '../domain/transactions/service.ts';
 import { Watchlist } from '../domain/indexer/watchlist.ts';
 import { IndexerService } from '../domain/indexer/service.ts';
 import { IdentityService } from '../domain/identity/service.ts';
@@ -105,6 +105,7 @@ export interface ServiceDeps {
   queue?: JobQueue | undefined;
   onRecorderError?: (e: unknown) => void;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
+  onSubmitted?: TransactionDeps['onSubmitted'];
 }
 
 export function buildServices(deps: ServiceDeps): Services {
@@ -117,7 +118,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   const events = new EventService({ store, feed });
-  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist });
+  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted });
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
   const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });

@@ -17,7 +17,8 @@ export const confirmTransactions =
     let result;
     do {
       result = await deps.transactions.checkDue();
-      if (result.decided) deps.log.info({ checked: result.checked, decided: result.decided }, 'submitted transactions decided');
+      // One line per decided transaction (the console's confirmation line, interfaces/log.ts).
+      for (const d of result.decisions) deps.log.info({ evt: 'confirmation', ...d }, d.phase === 'confirmed' ? 'transaction confirmed' : 'transaction failed');
     } while (result.checked > 0 && result.nextDue !== null && result.nextDue <= deps.now());
     if (result.nextDue !== null) await runAgainAt(deps.queue, CONFIRM_TASK, result.nextDue, deps.now(), 100);
   };

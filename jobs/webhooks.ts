@@ -15,7 +15,9 @@ export const deliverWebhook =
       deps.log.info({ payload }, 'deliver_webhook: a payload without network and delivery_id is dropped');
       return;
     }
-    await deps.webhooks.attempt(parsed.data.network, parsed.data.delivery_id);
+    const result = await deps.webhooks.attempt(parsed.data.network, parsed.data.delivery_id);
+    // The console's webhook line (interfaces/log.ts); a failed attempt is the service's warning "webhook not delivered".
+    if (result.outcome === 'delivered') deps.log.info({ evt: 'webhook', outcome: 'delivered', status: result.status, ...result.delivery }, 'webhook delivered');
   };
 
 /** Re-enqueues due deliveries nobody is attempting (a runner that died mid-delivery); every minute and at start. */

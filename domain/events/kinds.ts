@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { PaymentLink } from '../payment-links/schema.ts';
 import { Receipt, VerificationStatus } from '../receipts/schema.ts';
 import type { EventPhase, NewEvent, NewEventFields } from './schema.ts';
+import { PreparedSigner } from '../transactions/signers.ts';
 
 // The event catalogue: every kind the gateway appends, with its metadata schema and the phases it may be
 // in. `newEvent` is typed by kind, so a service cannot append a kind or a metadata shape the catalogue does not know;
@@ -32,7 +33,11 @@ const LEDGER_PHASES = ['prepared', 'submitted', 'confirmed', 'failed'] as const 
 const prepared = <S extends z.ZodRawShape>(description: string, shape: S) => ({
   description,
   phases: LEDGER_PHASES,
-  metadata: z.looseObject({ echo: z.record(z.string(), z.unknown()), ...shape }),
+  metadata: z.looseObject({
+    echo: z.record(z.string(), z.unknown()),
+    signers: z.array(PreparedSigner).optional().describe('every key the transaction needs a signature of, in order, with its role (hosted-api §4.5.1)'),
+    ...shape,
+  }),
 });
 
 /** The kinds of the 14 prepare routes (hosted-api §4.3, DECISIONS "Prepare / submit / events"). */

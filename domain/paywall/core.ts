@@ -1,5 +1,6 @@
 import { DomainError } from '../shared/errors.ts';
-import { Network, NETWORKS } from '../shared/network.ts';
+import { Network, NETWORKS, STABLES } from '../shared/network.ts';
+import { atomicToDecimal } from '../shared/money.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Facilitator } from '../ports/facilitator.ts';
@@ -58,7 +59,24 @@ export type PaywallResult =
       refusal: MppRefusal | null;
       requestId: string | undefined;
     }
-  | { kind: 'served'; response: StoredResponse; replayed: boolean };
+  | { kind: 'served'; response: StoredResponse; replayed: boolean; paid?: PaidCallSummary };
+
+/**
+ * A paid call just settled and served, for the operator's log line: public facts only (the link, what was paid in
+ * human units, the buyer's wallet, the settlement's transaction signature), never a payment header.
+ */
+export interface PaidCallSummary {
+  link_id: string;
+  label: string;
+  network: Network;
+  protocol: string;
+  /** decimal string in the paid currency's units, e.g. "0.01" */
+  amount: string;
+  currency: string;
+  buyer: string | null;
+  signature: string;
+  status: number;
+}
 
 /** Why an MPP credential was refused: the error envelope's fields, answered beside fresh challenges. */
 export interface MppRefusal {
@@ -380,7 +398,9 @@ export class PaywallCore {
       served ??= await this.produce(call);
       const value = served.ok ? served.value : errorResponse(served.error);
       const recorded = await this.recorder.record(call, settled.signature, settled.payer, value);
-      return recorded.kind === 'recorded' ? { kind: 'served', response: recorded.response, replayed: false } : this.refused(call, 'payment_already_used', USED_BEFORE);
+      return recorded.kind === 'recorded'
+        ? { kind: 'served', response: recorded.response, replayed: false, paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status) }
+        : this.refused(call, 'payment_already_used', USED_BEFORE);
     } catch (e) {
       // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;
       // before that, nothing happened and the payment is forgotten.
@@ -474,4 +494,21 @@ export class PaywallCore {
     const contentType = answer.headers['content-type'] ?? 'application/octet-stream';
     return { ok: true, value: { status: answer.status, headers: { 'content-type': contentType }, body: Buffer.from(answer.body).toString('base64') } };
   }
+}
+
+/** The summary of a settled call: the amount of the accept the buyer paid, in its stable's units. */
+function paidSummary(call: Call, signature: string, buyer: string | null, status: number): PaidCallSummary {
+  const { link, accept } = call;
+  const stable = STABLES[link.network].find((x) => x.mint === accept.asset);
+  return {
+    link_id: link.id,
+    label: link.label,
+    network: link.network,
+    protocol: call.mpp ? 'mpp' : 'x402',
+    amount: stable ? atomicToDecimal(BigInt(accept.amount), stable.decimals) : link.price,
+    currency: stable?.symbol ?? link.currency,
+    buyer,
+    signature,
+    status,
+  };
 }

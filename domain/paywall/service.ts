@@ -1,5 +1,5 @@
 import type { PaywallRequest } from './call.ts';
-import { PaywallCore, type PaywallCoreDeps } from './core.ts';
+import { PaywallCore, type PaidCallSummary, type PaywallCoreDeps } from './core.ts';
 import { PaywallHttp, type PaywallResponse } from './http.ts';
 import { PaidCallReconciler, type ReconcileTally } from './reconcile.ts';
 import { PaidCallRecorder } from './record.ts';
@@ -42,8 +42,11 @@ export class PaywallService {
     return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms);
   }
 
-  async handle(request: PaywallRequest): Promise<PaywallResponse> {
-    return this.http.render(await this.core.handle(request));
+  /** The rendered answer; `paid` when this request settled a payment (the HTTP layer logs it, hosted-api §4.2). */
+  async handle(request: PaywallRequest): Promise<PaywallResponse & { paid?: PaidCallSummary }> {
+    const result = await this.core.handle(request);
+    const response = this.http.render(result);
+    return result.kind === 'served' && result.paid ? { ...response, paid: result.paid } : response;
   }
 
   /** The reconciliation job's work (see reconcile.ts). */

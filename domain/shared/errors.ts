@@ -19,6 +19,8 @@ export const ERROR_CODES = {
   idempotency_in_progress: { status: 409, trpc: 'CONFLICT' },
   event_already_submitted: { status: 409, trpc: 'CONFLICT' },
   transaction_expired: { status: 409, trpc: 'CONFLICT' },
+  // A submit of an event the ledger already refused (it is failed; nothing landed, nothing charged): prepare a new one.
+  event_failed: { status: 409, trpc: 'CONFLICT' },
   payment_link_disabled: { status: 410, trpc: 'NOT_FOUND' },
   disclosure_expired: { status: 410, trpc: 'NOT_FOUND' },
   payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },

@@ -13,6 +13,7 @@ import { recordSpendReceipt } from './spend-receipt.ts';
 import type { Store } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { newEvent, type EventMetadata, type PreparedKind } from '../events/kinds.ts';
+import type { EventRecord } from '../events/schema.ts';
 import { decodeTransaction, DecodeError } from '../facilitator/decode.ts';
 import { verifyEd25519 } from '../facilitator/ed25519.ts';
 import type { AgentRecord } from '../agents/schema.ts';
@@ -22,6 +23,7 @@ import type { PrepareBuyerPaymentInput } from '../agents/prepare-schema.ts';
 import { findStable } from '../shared/network.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
 import { isNoOp, type AgentBuildContext, type BuildContext, type PlanOutcome, type TransactionPlan } from './plan.ts';
+import { describeMissing, recordedSigners, signerRoles, type SignatureProblem } from './signers.ts';
 import { SubmitInput, type PreparedEnvelope, type PreparedTransactionRecord, type SubmitResult } from './schema.ts';
 
 // Issue 10: prepare → sign (by the user) → submit → track (hosted-api §2.5, §3.1, §4.5; DECISIONS "Prepare / submit
@@ -46,6 +48,34 @@ export interface TransactionDeps {
   settings: GatewaySettings;
   /** issue 12 (hosted-api §3.1): the agent of a prepared transaction joins the indexer's watchlist */
   watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
+  /** told of every first submit, broadcast or refused by the ledger (the operator's log line); never throws */
+  onSubmitted?: ((summary: SubmitSummary) => void) | undefined;
+}
+
+/** A submit, for the operator's log line: public facts only. */
+export interface SubmitSummary {
+  event_id: string;
+  kind: string;
+  network: Network;
+  agent: string;
+  outcome: 'submitted' | 'rejected';
+  signature: string;
+  error_code: string | null;
+  ms: number;
+}
+
+/** What the confirmations job decided about one submitted transaction. */
+export interface Decision {
+  event_id: string;
+  kind: string;
+  network: Network;
+  agent: string;
+  phase: 'confirmed' | 'failed';
+  signature: string;
+  slot: number | null;
+  error_code: string | null;
+  /** from the submit to the decision, by the service's clock */
+  ms: number | null;
 }
 
 export class TransactionService {
@@ -91,7 +121,7 @@ export class TransactionService {
   /** A route that is not about an existing agent (agents/prepare, buyer/payment). */
   async prepare(caller: Caller, build: (ctx: BuildContext) => Promise<PlanOutcome>): Promise<PreparedEnvelope> {
     const ctx = this.context(caller.network);
-    return this.finish(caller, ctx.ledger, await build(ctx));
+    return this.finish(caller, ctx.ledger, await build(ctx), null);
   }
 
   /** A route about one of the caller's agents: another principal's agent is not found (README "Ownership"). */
@@ -101,18 +131,26 @@ export class TransactionService {
       throw new DomainError('agent_not_found', `No agent ${mint} on ${caller.network}.`, { mint, network: caller.network });
     }
     const ctx = this.context(caller.network);
-    return this.finish(caller, ctx.ledger, await build({ ...ctx, agent }));
+    return this.finish(caller, ctx.ledger, await build({ ...ctx, agent }), agent.owner);
   }
 
-  private async finish(caller: Caller, ledger: Ledger, plan: PlanOutcome): Promise<PreparedEnvelope> {
+  private async finish(caller: Caller, ledger: Ledger, plan: PlanOutcome, agentOwner: string | null): Promise<PreparedEnvelope> {
     const { network } = caller;
     if (isNoOp(plan)) return { event_id: null, network, transaction: null, echo: plan.echo, no_op: true, ...plan.extras };
     await this.deps.watchlist?.watchAgent(network, plan.agent, caller.owner);
     const { blockhash, lastValidBlockHeight } = await ledger.getLatestBlockhash();
-    const { transaction, message, signers } = compile(plan, blockhash, lastValidBlockHeight);
+    const { transaction, message, signers, presigned } = compile(plan, blockhash, lastValidBlockHeight);
     const now = this.deps.clock.now();
     const eventId = newId(now.getTime());
-    const metadata = { ...plan.metadata, echo: plan.echo } as EventMetadata<PreparedKind>;
+    const text = (v: unknown) => (typeof v === 'string' ? v : null);
+    // The event records whose key each signature slot is, so a refusal on submit can name it (hosted-api §4.5.1).
+    const roles = signerRoles(signers, {
+      feePayer: plan.feePayer,
+      presigned,
+      owner: agentOwner ?? text(plan.echo.owner),
+      executive: text(plan.echo.executive) ?? text(plan.echo.delegate),
+    });
+    const metadata = { ...plan.metadata, echo: plan.echo, signers: roles } as EventMetadata<PreparedKind>;
     await this.deps.store.transaction(async (tx) => {
       await tx.events.append(newEvent(plan.kind, { id: eventId, phase: 'prepared', network, agentAsset: plan.agent, owner: caller.owner, createdAt: now }, metadata));
       await tx.preparedTransactions.insert({
@@ -159,6 +197,7 @@ export class TransactionService {
    * confirmations job, which reads its status and re-broadcasts while the blockhash is valid.
    */
   async submit(caller: Caller, input: SubmitInput): Promise<SubmitResult> {
+    const started = performance.now();
     const parsed = parseInput(SubmitInput, input);
     const { network } = caller;
     const { ledger } = this.context(network);
@@ -169,18 +208,27 @@ export class TransactionService {
       throw new DomainError('invalid_request', `Event ${parsed.event_id} is a ${event.kind} event, not a prepared transaction.`, { path: 'event_id', kind: event.kind });
     }
     const wire = Uint8Array.from(Buffer.from(parsed.transaction_base64, 'base64'));
-    const signed = checkSigned(prepared, wire);
-    if (prepared.state !== 'prepared') return this.repeat(prepared, signed.signature, event.phase);
+    if (prepared.state === 'done' && prepared.signature === null) throw closedUnsubmitted(prepared, event);
+    const signed = checkSigned(prepared, wire, event);
+    if (prepared.state !== 'prepared') return this.repeat(prepared, signed.signature);
     if (!(await ledger.isBlockhashValid(prepared.recentBlockhash))) {
       throw new DomainError('transaction_expired', `The blockhash of event ${prepared.eventId} is no longer valid; prepare again.`, {
         event_id: prepared.eventId,
         recent_blockhash: prepared.recentBlockhash,
       });
     }
-    // Preflight before anything is recorded: a transaction the ledger refuses leaves the event prepared, to be signed
-    // again (or funded and submitted again) while its blockhash lasts.
+    // Preflight before anything is broadcast. The message is fully signed and still the ledger refuses it (a program
+    // error, missing funds, a stale blockhash): signing it again cannot help, so the event is failed with the cause
+    // (DECISIONS "Agents, submissions and events": a refused submit is written on the event) and a tracking loop ends.
+    // Nothing landed, nothing was charged; the client prepares a new transaction.
     const simulated = await ledger.simulateTransaction(wire, { sigVerify: true });
-    if (simulated.err !== null) throw rejected(prepared.eventId, simulated.err, simulated.logs);
+    if (simulated.err !== null) {
+      const code = errorCode(simulated.err);
+      // Already processed: the same bytes reached the ledger another way; the event is not failed on that word.
+      const failed = code === 'already_processed' ? false : await this.failPrepared(prepared, code, [`hint: nothing landed and nothing was charged. ${rejectionHint(code, simulated.logs)}`, ...failureLogs(simulated.err, simulated.logs)]);
+      this.told(prepared, signed.signature, started, null, code);
+      throw rejected(prepared.eventId, simulated.err, simulated.logs, failed ? 'failed' : event.phase, code);
+    }
 
     const now = this.deps.clock.now();
     const nextCheckAt = new Date(now.getTime() + FIRST_CHECK_MS);
@@ -206,7 +254,8 @@ export class TransactionService {
     if (!marked) {
       // A concurrent submit of the same event won: answer as its repeat.
       const current = await this.deps.store.preparedTransactions.get(network, prepared.eventId);
-      return this.repeat(current ?? prepared, signed.signature, "submitted");
+      if (current && current.state === 'done' && current.signature === null) throw closedUnsubmitted(current, (await this.deps.store.events.get(network, prepared.eventId)) ?? event);
+      return this.repeat(current ?? prepared, signed.signature);
     }
     const result: SubmitResult = { event_id: prepared.eventId, signature: signed.signature, phase: 'submitted', network, replayed: false };
     let sent;
@@ -225,23 +274,39 @@ export class TransactionService {
       try {
         [landed] = await ledger.getSignatureStatuses([signed.signature]);
       } catch {
-        return result; // not known whether it landed: the job reads the status and decides
+        landed = true; // not known whether it landed: the job reads the status and decides
       }
-      if (landed) return result;
-      await this.fail(prepared, errorCode(sent.err), [`err: ${JSON.stringify(sent.err)}`, ...sent.logs]);
-      throw rejected(prepared.eventId, sent.err, sent.logs);
+      if (landed) return this.told(prepared, signed.signature, started, result);
+      await this.fail(prepared, errorCode(sent.err), failureLogs(sent.err, sent.logs));
+      this.told(prepared, signed.signature, started, null, errorCode(sent.err));
+      throw rejected(prepared.eventId, sent.err, sent.logs, 'failed', errorCode(sent.err));
+    }
+    return this.told(prepared, signed.signature, started, result);
+  }
+
+  /** Tells the observer of a first submit (broadcast, or refused by the ledger with `code`); passes the result through. */
+  private told<R extends SubmitResult | null>(row: PreparedTransactionRecord, signature: string, started: number, result: R, code: string | null = null): R {
+    try {
+      this.deps.onSubmitted?.({
+        event_id: row.eventId,
+        kind: row.kind,
+        network: row.network,
+        agent: row.agent,
+        outcome: result ? 'submitted' : 'rejected',
+        signature,
+        error_code: code,
+        ms: Math.round(performance.now() - started),
+      });
+    } catch {
+      // an observer's fault never changes a submit's answer
     }
     return result;
   }
 
   /** The same transaction again → its stored outcome, replayed; another one → event_already_submitted. */
-  private repeat(prepared: PreparedTransactionRecord, signature: string, phase: string): SubmitResult {
+  private repeat(prepared: PreparedTransactionRecord, signature: string): SubmitResult {
     if (prepared.signature === signature) {
       return { event_id: prepared.eventId, signature, phase: 'submitted', network: prepared.network, replayed: true };
-    }
-    if (prepared.signature === null) {
-      // Never submitted and no longer open: it expired.
-      throw new DomainError('transaction_expired', `Event ${prepared.eventId} expired before it was submitted; prepare again.`, { event_id: prepared.eventId, phase });
     }
     throw new DomainError('event_already_submitted', `Event ${prepared.eventId} was already submitted with another transaction (${prepared.signature}).`, {
       event_id: prepared.eventId,
@@ -254,10 +319,10 @@ export class TransactionService {
    * block_time) or failed (error_code, error_logs); unknown ones are re-broadcast while their blockhash is valid and
    * failed as `expired` once it is not. Returns what it did and when the next check is due.
    */
-  async checkDue(limit = 100): Promise<{ checked: number; decided: number; nextDue: Date | null }> {
+  async checkDue(limit = 100): Promise<{ checked: number; decided: number; decisions: Decision[]; nextDue: Date | null }> {
     const now = this.deps.clock.now();
     const due = await this.deps.store.preparedTransactions.claimDue(now, new Date(now.getTime() + CHECK_LEASE_MS), limit);
-    let decided = 0;
+    const decisions: Decision[] = [];
     const byNetwork = new Map<Network, PreparedTransactionRecord[]>();
     for (const row of due) byNetwork.set(row.network, [...(byNetwork.get(row.network) ?? []), row]);
     for (const [network, rows] of byNetwork) {
@@ -271,22 +336,35 @@ export class TransactionService {
         continue;
       }
       for (const [i, row] of rows.entries()) {
-        if (await this.decide(ledger, row, statuses[i] ?? null)) decided++;
+        const decision = await this.decide(ledger, row, statuses[i] ?? null);
+        if (decision) decisions.push(decision);
       }
     }
-    return { checked: due.length, decided, nextDue: await this.deps.store.preparedTransactions.nextDue() };
+    return { checked: due.length, decided: decisions.length, decisions, nextDue: await this.deps.store.preparedTransactions.nextDue() };
   }
 
-  private async decide(ledger: Ledger, row: PreparedTransactionRecord, status: Awaited<ReturnType<Ledger['getSignatureStatuses']>>[number]): Promise<boolean> {
+  private async decide(ledger: Ledger, row: PreparedTransactionRecord, status: Awaited<ReturnType<Ledger['getSignatureStatuses']>>[number]): Promise<Decision | null> {
     const signature = row.signature!;
+    const decision = (phase: 'confirmed' | 'failed', code: string | null, slot: number | null): Decision => ({
+      event_id: row.eventId,
+      kind: row.kind,
+      network: row.network,
+      agent: row.agent,
+      phase,
+      signature,
+      slot,
+      error_code: code,
+      ms: row.submittedAt ? this.deps.clock.now().getTime() - row.submittedAt.getTime() : null,
+    });
     if (status && status.confirmationStatus !== 'processed') {
       const landed = await ledger.getTransaction(signature).catch(() => null);
       if (status.err === null) {
         await this.confirm(row, status.slot, landed);
-      } else {
-        await this.fail(row, errorCode(status.err), [`err: ${JSON.stringify(status.err)}`, ...(landed?.logs ?? [])], status.slot);
+        return decision('confirmed', null, status.slot);
       }
-      return true;
+      const code = errorCode(status.err);
+      await this.fail(row, code, failureLogs(status.err, landed?.logs ?? []), status.slot);
+      return decision('failed', code, status.slot);
     }
     if (!status) {
       const valid = await ledger.isBlockhashValid(row.recentBlockhash).catch(() => true);
@@ -295,13 +373,13 @@ export class TransactionService {
         const [late] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);
         if (late) return this.decide(ledger, row, late);
         await this.fail(row, 'expired', ['the transaction did not land before its blockhash expired']);
-        return true;
+        return decision('failed', 'expired', null);
       }
       // Dropped or not yet seen: broadcast the same bytes again (same signature: it lands once at most).
       await ledger.sendTransaction(row.transaction!, { skipPreflight: true }).catch(() => undefined);
     }
     await this.deps.store.preparedTransactions.scheduleCheck(row.network, row.eventId, this.nextCheck(row));
-    return false;
+    return null;
   }
 
   private nextCheck(row: PreparedTransactionRecord): Date {
@@ -331,6 +409,16 @@ export class TransactionService {
     });
   }
 
+  /** A prepared event the ledger refused in preflight → failed; only while still prepared (a concurrent submit may have won). */
+  private async failPrepared(row: PreparedTransactionRecord, code: string, logs: string[]): Promise<boolean> {
+    const now = this.deps.clock.now();
+    return this.deps.store.transaction(async (tx) => {
+      const event = await tx.events.transition(row.network, row.eventId, { from: ['prepared'], phase: 'failed', at: now, errorCode: code, errorLogs: logs });
+      if (event) await tx.preparedTransactions.finish(row.network, row.eventId);
+      return event !== null;
+    });
+  }
+
   /** DECISIONS: prepared events older than 24 h → failed with error_code "expired". Returns how many. */
   async expirePrepared(limit = 500): Promise<number> {
     const before = new Date(this.deps.clock.now().getTime() - PREPARED_TTL_MS);
@@ -355,7 +443,11 @@ export class TransactionService {
  * gateway created (a new asset) sign their slot. Returns the wire bytes (other slots empty), the message and its
  * ordered signers.
  */
-export function compile(plan: TransactionPlan, blockhash: string, lastValidBlockHeight: number): { transaction: Uint8Array; message: Uint8Array; signers: string[] } {
+export function compile(
+  plan: TransactionPlan,
+  blockhash: string,
+  lastValidBlockHeight: number,
+): { transaction: Uint8Array; message: Uint8Array; signers: string[]; presigned: string[] } {
   const tx = new Transaction({ feePayer: new PublicKey(plan.feePayer), blockhash, lastValidBlockHeight }).add(...plan.instructions);
   const compiled = tx.compileMessage();
   const message = compiled.serialize();
@@ -363,11 +455,11 @@ export function compile(plan: TransactionPlan, blockhash: string, lastValidBlock
   const presigners = (plan.presigners ?? []).map((secret) => Keypair.fromSecretKey(secret));
   if (presigners.length) tx.partialSign(...presigners);
   const transaction = tx.serialize({ requireAllSignatures: false, verifySignatures: false });
-  return { transaction: Uint8Array.from(transaction), message: Uint8Array.from(message), signers };
+  return { transaction: Uint8Array.from(transaction), message: Uint8Array.from(message), signers, presigned: presigners.map((k) => k.publicKey.toBase58()) };
 }
 
 /** DECISIONS `transaction_invalid`: bytes that do not parse, differ from the prepared message, or lack a signature. */
-function checkSigned(prepared: PreparedTransactionRecord, wire: Uint8Array): { signature: string } {
+function checkSigned(prepared: PreparedTransactionRecord, wire: Uint8Array, event: EventRecord): { signature: string } {
   let decoded;
   try {
     decoded = decodeTransaction(wire);
@@ -380,12 +472,23 @@ function checkSigned(prepared: PreparedTransactionRecord, wire: Uint8Array): { s
       event_id: prepared.eventId,
     });
   }
-  const missing = prepared.signers.filter((signer, i) => {
+  const problems: SignatureProblem[] = [];
+  for (const [i, signer] of recordedSigners(prepared.signers, event.metadata).entries()) {
     const signature = decoded.signatures[i];
-    return !signature || !verifyEd25519(new PublicKey(signer).toBytes(), decoded.messageBytes, signature);
-  });
-  if (missing.length) {
-    throw new DomainError('transaction_invalid', `The transaction lacks a valid signature of ${missing.join(', ')}.`, { path: 'transaction_base64', missing_signers: missing });
+    if (!signature || signature.every((b) => b === 0)) problems.push({ ...signer, problem: 'missing' });
+    else if (!verifyEd25519(new PublicKey(signer.address).toBytes(), decoded.messageBytes, signature)) problems.push({ ...signer, problem: 'invalid' });
+  }
+  if (problems.length) {
+    // The message is the prepared one, so nothing is written on the event: signed again, the same event is submittable.
+    const { message, hint } = describeMissing(problems, prepared.eventId);
+    throw new DomainError('transaction_invalid', message, {
+      path: 'transaction_base64',
+      event_id: prepared.eventId,
+      phase: event.phase,
+      missing_signers: problems.map((p) => p.address),
+      signers: problems,
+      hint,
+    });
   }
   return { signature: encodeBase58(decoded.signatures[0]!) };
 }
@@ -394,12 +497,51 @@ function equalBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && Buffer.compare(Buffer.from(a.buffer, a.byteOffset, a.length), Buffer.from(b.buffer, b.byteOffset, b.length)) === 0;
 }
 
-function rejected(eventId: string, err: LedgerTransactionError, logs: string[]): DomainError {
-  return new DomainError('transaction_rejected', `The ledger refused the transaction of event ${eventId} in preflight: ${JSON.stringify(err)}. Nothing landed.`, {
+/** At most this many program log lines are kept on a failed event and in a refusal, the last ones (where the error is). */
+export const MAX_ERROR_LOG_LINES = 20;
+const MAX_ERROR_LOG_CHARS = 500;
+
+/** What the ledger said, as an event's `error_logs`: the error, then the last program log lines, each line bounded. */
+function failureLogs(err: LedgerTransactionError, logs: string[]): string[] {
+  const cut = (line: string) => (line.length > MAX_ERROR_LOG_CHARS ? `${line.slice(0, MAX_ERROR_LOG_CHARS)}…` : line);
+  return [`err: ${JSON.stringify(err)}`, ...logs.slice(-MAX_ERROR_LOG_LINES).map(cut)].map(cut);
+}
+
+/** A hint for the commonest refusals; what the program said is in the logs. */
+function rejectionHint(code: string, logs: string[]): string {
+  if (code === 'blockhash_not_found') return 'The blockhash expired before the transaction reached the ledger; prepare a new transaction and submit it promptly.';
+  if (code === 'insufficient_funds_for_fee' || code === 'account_not_found') return 'The fee payer has no SOL for the fee; fund it, then prepare a new transaction.';
+  if (logs.some((l) => /insufficient/i.test(l))) return 'An account lacks the funds the transaction moves; fund it (or ask for less), then prepare a new transaction.';
+  return 'A program refused the transaction (see logs); fix the cause, then prepare a new transaction.';
+}
+
+function rejected(eventId: string, err: LedgerTransactionError, logs: string[], phase: string, code: string): DomainError {
+  const hint = rejectionHint(code, logs);
+  const written = phase === 'failed' ? ` Event ${eventId} is now failed (error_code ${code}); it cannot be submitted again.` : '';
+  return new DomainError('transaction_rejected', `The ledger refused the transaction of event ${eventId}: ${JSON.stringify(err)}. Nothing landed and nothing was charged.${written} ${hint}`, {
     event_id: eventId,
+    phase,
+    error_code: code,
     err,
-    logs: logs.slice(-20),
+    logs: logs.slice(-MAX_ERROR_LOG_LINES),
+    hint,
   });
+}
+
+/**
+ * A prepared event that closed without a submit: failed `expired` after 24 h (409 transaction_expired, DECISIONS
+ * "Prepare / submit / events"), or refused by the ledger in preflight (409 event_failed). Either way nothing landed and
+ * nothing was charged; its transaction can never be submitted, so the answer says to prepare a new one.
+ */
+function closedUnsubmitted(prepared: PreparedTransactionRecord, event: EventRecord): DomainError {
+  if (event.errorCode === null || event.errorCode === 'expired') {
+    return new DomainError('transaction_expired', `Event ${prepared.eventId} expired before it was submitted; prepare again.`, { event_id: prepared.eventId, phase: event.phase });
+  }
+  return new DomainError(
+    'event_failed',
+    `Event ${prepared.eventId} failed (${event.errorCode}): the ledger refused its transaction, nothing landed and nothing was charged. It cannot be submitted again; prepare a new transaction (see the event's error_logs for the cause).`,
+    { event_id: prepared.eventId, phase: event.phase, error_code: event.errorCode },
+  );
 }
 
 function eventNotFound(network: Network, id: string): DomainError {

@@ -45,11 +45,25 @@ const GONE = 'the receiver answered 410 Gone';
 /** A receiver's answer body is not kept; a larger one is still an answer (its status counts). */
 const MAX_ANSWER_BYTES = 1024 * 1024;
 
+/** One attempt, for the operator's log line: which delivery, where to (the host only: a URL may carry a token), how long. */
+export interface AttemptSummary {
+  delivery_id: string;
+  webhook_id: string | null;
+  /** a payment link's own webhook_url delivery: the link's row (webhook_id is null) */
+  payment_link_pk: string | null;
+  event_id: string | null;
+  kind: string;
+  phase: string;
+  attempt: number;
+  host: string | null;
+  ms: number;
+}
+
 export type AttemptResult =
   | { outcome: 'skipped' }
-  | { outcome: 'delivered'; status: number }
-  | { outcome: 'retry'; nextAttemptAt: Date; error: string }
-  | { outcome: 'failed'; error: string };
+  | { outcome: 'delivered'; status: number; delivery: AttemptSummary }
+  | { outcome: 'retry'; nextAttemptAt: Date; error: string; status: number | null; delivery: AttemptSummary }
+  | { outcome: 'failed'; error: string; status: number | null; delivery: AttemptSummary };
 
 export class WebhookService {
   constructor(private readonly deps: Deps) {}
@@ -185,6 +199,17 @@ export class WebhookService {
     const d = await store.webhookDeliveries.claim(network, deliveryId, { token, now, lockedUntil: new Date(now.getTime() + CLAIM_LEASE_MS) });
     if (!d) return { outcome: 'skipped' };
     const target = await store.webhookDeliveries.target(d);
+    const summary = (url: string | null, ms: number, attempt: number): AttemptSummary => ({
+      delivery_id: d.id,
+      webhook_id: d.webhookId,
+      payment_link_pk: d.webhookId ? null : d.linkPk,
+      event_id: d.eventId,
+      kind: d.kind,
+      phase: d.phase,
+      attempt,
+      host: url === null ? null : hostOf(url),
+      ms,
+    });
     if (!target.ok) {
       await store.webhookDeliveries.finish(network, d.id, token, {
         status: 'failed',
@@ -195,7 +220,7 @@ export class WebhookService {
         deliveredAt: null,
         at: clock.now(),
       });
-      return { outcome: 'failed', error: target.reason };
+      return { outcome: 'failed', error: target.reason, status: null, delivery: summary(null, 0, d.attempts) };
     }
 
     const body = JSON.stringify(payloadOf(d, target.event));
@@ -206,6 +231,7 @@ export class WebhookService {
       'x-svc-event': d.kind,
       'x-svc-delivery': d.id,
     };
+    const started = performance.now();
     const answer = await this.deps.outbound.request({
       url: target.url,
       method: 'POST',
@@ -217,18 +243,19 @@ export class WebhookService {
 
     const at = clock.now();
     const attempts = d.attempts + 1;
+    const delivery = summary(target.url, Math.round(performance.now() - started), attempts);
     const lastStatus = answer.ok ? answer.status : null;
     let outcome: DeliveryOutcome;
     let result: AttemptResult;
     if (answer.ok && delivered(answer.status)) {
       outcome = { status: 'delivered', attempts, nextAttemptAt: null, lastStatus, lastError: null, deliveredAt: at, at };
-      result = { outcome: 'delivered', status: answer.status };
+      result = { outcome: 'delivered', status: answer.status, delivery };
     } else {
       const error = answer.ok ? (answer.status === 410 ? GONE : `the receiver answered ${answer.status}`) : `${answer.reason}: ${answer.message}`;
       const delay = answer.ok && answer.status === 410 ? null : retryDelayMs(attempts - d.attemptBase);
       const nextAttemptAt = delay === null ? null : new Date(at.getTime() + delay);
       outcome = { status: nextAttemptAt ? 'pending' : 'failed', attempts, nextAttemptAt, lastStatus, lastError: error, deliveredAt: null, at };
-      result = nextAttemptAt ? { outcome: 'retry', nextAttemptAt, error } : { outcome: 'failed', error };
+      result = nextAttemptAt ? { outcome: 'retry', nextAttemptAt, error, status: lastStatus, delivery } : { outcome: 'failed', error, status: lastStatus, delivery };
     }
 
     // Delivered or finally failed is one conditional write; a retry or a 410 adds writes that commit with it.
@@ -244,10 +271,11 @@ export class WebhookService {
         });
     if (!recorded) return { outcome: 'skipped' };
     if (result.outcome !== 'delivered') {
+      // The operator's warning (and the console's webhook line for a failed attempt, interfaces/log.ts).
       this.deps.onWarning?.('webhook not delivered', {
-        delivery_id: d.id,
-        ...(d.webhookId ? { webhook_id: d.webhookId } : { payment_link_pk: d.linkPk }),
+        ...delivery,
         attempt: attempts,
+        status: lastStatus,
         error: result.error,
         next_attempt_at: result.outcome === 'retry' ? iso(result.nextAttemptAt) : null,
       });
@@ -316,4 +344,12 @@ async function enqueue(repos: Repositories, network: Network, deliveryId: string
 /** DECISIONS "Webhooks": `{ id: <delivery id>, type, phase, created_at, data: <event> }`. */
 export function payloadOf(d: WebhookDeliveryRecord, event: EventRecord | null): WebhookPayload {
   return { id: d.id, type: d.kind, phase: d.phase, created_at: iso(d.createdAt), data: event ? toEvent(event) : (d.payload ?? {}) };
+}
+
+function hostOf(url: string): string | null {
+  try {
+    return new URL(url).host;
+  } catch {
+    return null;
+  }
 }

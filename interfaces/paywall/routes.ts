@@ -145,6 +145,8 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
         requestId: String(req.id),
         body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,
       });
+      // The console's paid-call line (interfaces/log.ts): once per settled payment, never for a replay or a 402.
+      if (result.paid) req.log.info({ evt: 'paid_call', ...result.paid, ms: Math.round(reply.elapsedTime) }, 'paid call');
       const body = Buffer.from(result.body.buffer, result.body.byteOffset, result.body.byteLength); // no copy
       return reply.code(result.status).headers(headers).headers(result.headers).send(body);
     } catch (err) {

@@ -210,7 +210,7 @@ test('every operation declares the 4xx/5xx its policies can answer, each with th
   const submit = t.context.doc.paths['/v1/submit']!.post!.responses as Record<string, { description?: string }>;
   t.is(submit['422']!.description, 'transaction_invalid, transaction_rejected');
   t.is(submit['504']!.description, 'timeout, submit_timeout');
-  t.is(submit['409']!.description, 'idempotency_body_mismatch, idempotency_in_progress, event_already_submitted, transaction_expired');
+  t.is(submit['409']!.description, 'idempotency_body_mismatch, idempotency_in_progress, event_already_submitted, event_failed, transaction_expired');
   const create = t.context.doc.paths['/v1/payment-links']!.post!.responses as Record<string, { description?: string }>;
   t.is(create['403']!.description, 'forbidden');
   // the codes of a status are named in its description

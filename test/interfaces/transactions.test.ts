@@ -131,7 +131,7 @@ test('submit refuses: another transaction for a submitted event (409), a changed
   t.is((await http(app, 'GET', `/v1/events/${other.event_id}`, { key: stranger })).status, 404);
 });
 
-test('a transaction the ledger refuses in preflight is 422 transaction_rejected and the event stays prepared', async (t) => {
+test('a transaction the ledger refuses in preflight is 422 transaction_rejected and fails the event; another submit is 409 event_failed', async (t) => {
   const { app, key } = t.context;
   const poor = await funded(app, '0.01');
   const { envelope } = await prepareTransfer(t, poor, 5_000_000_000n);
@@ -139,7 +139,10 @@ test('a transaction the ledger refuses in preflight is 422 transaction_rejected 
   t.is(res.status, 422, JSON.stringify(res.body));
   t.is(res.body.error, 'transaction_rejected');
   t.true(Array.isArray(res.body.details.logs));
-  t.is((await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key })).body.phase, 'prepared');
+  t.like((await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key })).body, { phase: 'failed', error_code: 'instruction_error' });
+  const again = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, poor) } });
+  t.is(again.status, 409);
+  t.is(again.body.error, 'event_failed');
 });
 
 test('concurrent submits of one event: one broadcast, the others are replays', async (t) => {

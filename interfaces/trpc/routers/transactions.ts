@@ -9,8 +9,31 @@ export const transactionsRouter = router({
       bucket: 'submit',
       status: 202,
       replayStatus: 200,
-      errors: ['event_not_found', 'event_already_submitted', 'transaction_expired', 'transaction_invalid', 'transaction_rejected', 'rpc_unavailable', 'service_unavailable', 'submit_timeout'],
-      openapi: { method: 'POST', path: '/v1/submit', tags: ['transactions'], summary: 'Submit the signed transaction of a prepared event' },
+      errors: [
+        'event_not_found',
+        'event_already_submitted',
+        'event_failed',
+        'transaction_expired',
+        'transaction_invalid',
+        'transaction_rejected',
+        'rpc_unavailable',
+        'service_unavailable',
+        'submit_timeout',
+      ],
+      openapi: {
+        method: 'POST',
+        path: '/v1/submit',
+        tags: ['transactions'],
+        summary: 'Submit the signed transaction of a prepared event',
+        description: [
+          'Sign the prepared transaction by adding signatures, never clearing those already there (an agents/prepare transaction carries the gateway’s signature for the new asset): web3.js `VersionedTransaction.deserialize(bytes).sign([key])` or `Transaction.from(bytes).partialSign(key)`, not `Transaction.sign()`; @solana/kit `partiallySignTransaction`.',
+          '',
+          'What a refusal does to the event:',
+          '- 422 `transaction_invalid` (bytes that do not parse, another message, a missing or invalid signature): nothing is written; the event stays `prepared`. `details.signers` names each missing key with its `roles` (fee_payer, owner, new_asset, executive, authority) and `details.hint` says how to fix it: sign the same event again and resubmit.',
+          '- 422 `transaction_rejected` (the ledger refused the fully signed transaction in preflight: a program error, missing funds, an expired blockhash): nothing landed and nothing was charged; the event is `failed` with `error_code` and `error_logs` (a hint, the error, the last program log lines), as GET /v1/events/{id}, subscriptions and webhooks show. Prepare a new transaction.',
+          '- 409 `event_failed`: the event already failed that way; it cannot be submitted again. 409 `transaction_expired`: it expired unsubmitted. 409 `event_already_submitted`: another transaction was submitted for it.',
+        ].join('\n'),
+      },
     })
     .input(SubmitInput)
     .output(SubmitResult)

@@ -1,0 +1,119 @@
+import pino, { type Logger } from 'pino';
+import { isColorSupported, prettyFactory } from 'pino-pretty';
+import type { LogFormat } from './config.ts';
+
+// The gateway's logger. Production (standard output not a terminal, or SVC_LOG_FORMAT=json) writes pino's JSON lines,
+// unchanged. A person running `npm start` in a terminal (or SVC_LOG_FORMAT=pretty) reads one line per thing that
+// happened — a paid call, a submit, a confirmation, a webhook delivery, an error — and not one per HTTP request: the
+// request lines are folded away, except those answered with a 4xx or 5xx. The readable lines are made from the same
+// structured fields the JSON carries (`evt` names the kind of line), so both formats say the same.
+
+export { LOG_FORMATS, type LogFormat } from './config.ts';
+
+/** Fields that could hold a credential are never written, in either format. */
+const REDACT = ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'];
+
+/** Where log text goes: process.stdout, or a test's capture. */
+export interface LogSink {
+  write(text: string): unknown;
+}
+
+export interface LoggerOptions {
+  level: string;
+  format: LogFormat;
+  /** default process.stdout (JSON: pino's own fast destination) */
+  sink?: LogSink | undefined;
+  /** whether the sink is a terminal (auto picks pretty then); default process.stdout.isTTY */
+  isTTY?: boolean | undefined;
+  /** colours in the pretty format; default: the terminal supports them */
+  colorize?: boolean | undefined;
+}
+
+export function resolveLogFormat(format: LogFormat, isTTY: boolean): 'pretty' | 'json' {
+  return format === 'auto' ? (isTTY ? 'pretty' : 'json') : format;
+}
+
+export function createLogger(options: LoggerOptions): Logger {
+  const isTTY = options.isTTY ?? process.stdout.isTTY === true;
+  const base = { level: options.level, redact: REDACT };
+  if (resolveLogFormat(options.format, isTTY) === 'json') return options.sink ? pino(base, options.sink) : pino(base);
+  const sink = options.sink ?? process.stdout;
+  const format = readableFormatter({ colorize: options.colorize ?? (isTTY && isColorSupported) });
+  return pino(base, {
+    write(line: string) {
+      const text = format(line);
+      if (text) sink.write(text);
+    },
+  });
+}
+
+type Line = Record<string, unknown> & { level?: number; time?: number; msg?: string; evt?: string; reqId?: string };
+
+const str = (v: unknown): string => (v === null || v === undefined ? '–' : String(v));
+/** a wallet address, shortened the way explorers show them (transaction signatures are written whole, to paste) */
+const short = (v: unknown): string => {
+  const s = str(v);
+  return s.length > 16 ? `${s.slice(0, 6)}…${s.slice(-4)}` : s;
+};
+const ms = (v: unknown): string => (typeof v === 'number' ? `${v} ms` : '');
+
+/** The one readable message of a structured line, or undefined for a line shown as pino-pretty shows it. */
+function readable(o: Line): string | undefined {
+  // a failed webhook attempt is the webhook service's warning (its context has the same fields)
+  switch (o.msg === 'webhook not delivered' ? 'webhook' : o.evt) {
+    case 'paid_call':
+      return `paid   ${str(o.label)} (${str(o.link_id)}) · ${str(o.amount)} ${str(o.currency)} from ${short(o.buyer)} · ${str(o.protocol)} → ${str(o.status)} · tx ${str(o.signature)} · ${ms(o.ms)}`;
+    case 'submit':
+      return o.outcome === 'submitted'
+        ? `submit ${str(o.kind)} event ${str(o.event_id)} · tx ${str(o.signature)} · ${ms(o.ms)}`
+        : `submit ${str(o.kind)} event ${str(o.event_id)} refused by the ledger (${str(o.error_code)}): event failed, nothing charged · ${ms(o.ms)}`;
+    case 'confirmation':
+      return o.phase === 'confirmed'
+        ? `confirmed ${str(o.kind)} event ${str(o.event_id)} · tx ${str(o.signature)} · slot ${str(o.slot)}${typeof o.ms === 'number' ? ` · ${o.ms} ms after submit` : ''}`
+        : `failed ${str(o.kind)} event ${str(o.event_id)} (${str(o.error_code)}) · tx ${str(o.signature)}`;
+    case 'webhook': {
+      const what = `${str(o.kind)}/${str(o.phase)} → ${str(o.host)}`;
+      const which = `delivery ${str(o.delivery_id)}, attempt ${str(o.attempt)}`;
+      if (o.outcome === 'delivered') return `webhook ${what} · ${str(o.status)} · ${ms(o.ms)} (${which})`;
+      const next = o.next_attempt_at ? `retry at ${str(o.next_attempt_at)}` : 'given up';
+      return `webhook ${what} not delivered: ${str(o.error)} · ${next} (${which})`;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * JSON line → the text a person reads (with its newline), or '' for a folded line. Holds the method and URL of
+ * requests in flight (from fastify's incoming-request line) to name a refused one when its completed line comes.
+ */
+export function readableFormatter(options: { colorize: boolean }): (line: string) => string {
+  const pretty = prettyFactory({ colorize: options.colorize, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+  const inFlight = new Map<string, string>();
+  return (line) => {
+    let o: Line;
+    try {
+      o = JSON.parse(line) as Line;
+    } catch {
+      return line.endsWith('\n') ? line : `${line}\n`;
+    }
+    const reqId = typeof o.reqId === 'string' ? o.reqId : undefined;
+    if (o.msg === 'incoming request' && reqId) {
+      const req = (o.req ?? {}) as { method?: string; url?: string };
+      if (inFlight.size >= 10_000) inFlight.clear(); // a bound: only the names of refused requests are lost
+      inFlight.set(reqId, `${str(req.method)} ${str(req.url)}`);
+      return '';
+    }
+    if (o.msg === 'request completed') {
+      const what = reqId ? inFlight.get(reqId) : undefined;
+      if (reqId) inFlight.delete(reqId);
+      const status = (o.res as { statusCode?: number } | undefined)?.statusCode ?? 0;
+      // 402 is the paywall's offer, the first half of every paid call: not a refusal worth a line.
+      if (status < 400 || status === 402) return '';
+      const took = typeof o.responseTime === 'number' ? ` · ${Math.round(o.responseTime)} ms` : '';
+      return pretty({ level: status >= 500 ? 50 : 40, time: o.time, msg: `${status} ${what ?? 'request'}${took} (request ${str(reqId)})` });
+    }
+    const text = readable(o);
+    return text === undefined ? pretty(o) : pretty({ level: o.level, time: o.time, msg: text });
+  };
+}
