@@ -244,6 +244,7 @@ test('an agent recorded by the prepare flow (source prepared) reads the same way
     source: 'prepared',
     ownerPrincipal: `wallet:${user.wallet}`,
     registeredAt,
+    provenAt: registeredAt,
   });
   t.like(await readAll(t, 'agent', user.key, mint), { source: 'prepared', name: 'Minted', uri: null, registered_at: registeredAt.toISOString() });
   // Nothing prepared its token accounts: pay-to says so.

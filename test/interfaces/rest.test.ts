@@ -563,7 +563,7 @@ test('POST /v1/agents/record then GET /v1/agents/{mint} returns the agent record
   t.is(res.status, 200);
   requestIdOf(t, res);
   const agent = res.body;
-  t.deepEqual(Object.keys(agent).sort(), ['delegations', 'executive', 'mint', 'name', 'network', 'owner', 'registered_at', 'source', 'treasury', 'uri']);
+  t.deepEqual(Object.keys(agent).sort(), ['delegations', 'executive', 'mint', 'name', 'network', 'owner', 'proven_at', 'registered_at', 'source', 'treasury', 'uri']);
   t.is(agent.mint, mint);
   t.is(agent.network, 'chain-devnet');
   t.is(agent.owner, owner);
