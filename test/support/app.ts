@@ -147,6 +147,19 @@ export async function recordAgent(app: App, key: string, fields: { name?: string
   return { mint, owner };
 }
 
+/**
+ * A proven agent row written straight to the store, owned by `ownerPrincipal` ("key:<id>", "wallet:<address>"): for
+ * apps started without ledgers, where there is no ledger to record an agent against.
+ */
+export async function insertProvenAgent(app: App, ownerPrincipal: string, network: Network = 'chain-devnet'): Promise<{ mint: string; owner: string }> {
+  const mint = await randomAddress();
+  const owner = await randomAddress();
+  const now = new Date();
+  const { treasuryOf } = await import('../../domain/treasury/derive.ts');
+  await app.database.store.agents.insert({ mint, network, owner, name: null, uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal, registeredAt: now, provenAt: now });
+  return { mint, owner };
+}
+
 export function linkBody(ownerAgent: string, overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {
     label: 'Weather report',
