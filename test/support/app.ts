@@ -132,7 +132,8 @@ export async function writeAgentAsset(
   if (!ledger) throw new Error(`no embedded ${network} ledger in this app to write an agent's asset on`);
   const mint = fields.mint ?? (await randomAddress());
   const owner = fields.owner ?? (await randomAddress());
-  await writeCoreAsset(ledger, mint, { owner, ...(fields.name !== undefined ? { name: fields.name } : {}), ...(fields.uri !== undefined ? { uri: fields.uri } : {}) });
+  // no uri unless given: an asset's uri is its registration document, which identity checks would fetch
+  await writeCoreAsset(ledger, mint, { owner, ...(fields.name !== undefined ? { name: fields.name } : {}), uri: fields.uri ?? '' });
   return { mint, owner };
 }
 
