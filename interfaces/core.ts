@@ -431,6 +431,7 @@ export async function startJobRunner(url: string, services: Services, log: Logge
       : undefined,
     // Graphile's run_at is wall time, whatever clock the services run on
     indexer: Object.keys(services.ledgers).length ? { indexer: services.indexer, queue: graphileQueue(url, log), now: () => new Date() } : undefined,
+    agentProof: Object.keys(services.ledgers).length ? { proof: services.agents.proof, now: () => services.clock.now() } : undefined,
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
   const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });

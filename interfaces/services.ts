@@ -118,7 +118,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   const events = new EventService({ store, feed });
-  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted });
+  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted, payees: agents.proof });
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
   const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
@@ -161,6 +161,7 @@ export function buildServices(deps: ServiceDeps): Services {
           clock,
           settings,
           mppSecret: deps.mppSecret ?? randomBytes(32),
+          proof: agents.proof,
           onWarning: deps.onWarning,
         })
       : undefined,

@@ -13,6 +13,8 @@ import type { TransactionService } from '../domain/transactions/service.ts';
 import { CONFIRM_TASK, confirmTransactions, EXPIRE_PREPARED_TASK, expirePrepared } from './transactions.ts';
 import type { IndexerService } from '../domain/indexer/service.ts';
 import { INDEX_TASK, indexLedger } from './indexer.ts';
+import type { AgentProof } from '../domain/agents/proof.ts';
+import { PROVE_AGENTS_TASK, proveAgents } from './agent-proof.ts';
 
 /** Every task by name and the recurring schedule; the composition root hands these to the queue library. */
 export function jobDefinitions(deps: {
@@ -29,6 +31,8 @@ export function jobDefinitions(deps: {
   transactions?: { transactions: TransactionService; queue: JobQueue; now: () => Date } | undefined;
   /** The indexer job per network (absent: a process without ledgers) */
   indexer?: { indexer: IndexerService; queue: JobQueue; now: () => Date } | undefined;
+  /** The look for unproven agents' assets on the ledger (absent: a process without ledgers) */
+  agentProof?: { proof: Pick<AgentProof, 'proveUnproven'>; now: () => Date } | undefined;
 }): {
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
@@ -58,6 +62,7 @@ export function jobDefinitions(deps: {
           }
         : {}),
       ...(deps.indexer ? { [INDEX_TASK]: indexLedger({ ...deps.indexer, log: deps.log }) } : {}),
+      ...(deps.agentProof ? { [PROVE_AGENTS_TASK]: proveAgents({ ...deps.agentProof, log: deps.log }) } : {}),
     },
     recurring: [
       { task: 'prune_idempotency', schedule: '*/10 * * * *' },
@@ -72,6 +77,7 @@ export function jobDefinitions(deps: {
       ...(deps.transactions ? [{ task: CONFIRM_TASK, schedule: '* * * * *' }, { task: EXPIRE_PREPARED_TASK, schedule: '*/10 * * * *' }] : []),
       // Each network's indexer job reschedules itself every second or two; the minute tick restarts a lost chain.
       ...(deps.indexer ? [{ task: INDEX_TASK, schedule: '* * * * *' }] : []),
+      ...(deps.agentProof ? [{ task: PROVE_AGENTS_TASK, schedule: '* * * * *' }] : []),
     ],
   };
 }

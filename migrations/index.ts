@@ -18,6 +18,7 @@ import { Migration0019Mcp } from './0019-mcp.ts';
 import { Migration0021Scale2 } from './0021-scale2.ts';
 import { Migration0022Browser } from './0022-browser.ts';
 import { Migration0023UsageRollup } from './0023-usage-rollup.ts';
+import { Migration0024AgentProof } from './0024-agent-proof.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -41,4 +42,5 @@ export const migrationsList = [
   { name: '0021-scale2', class: Migration0021Scale2 },
   { name: '0022-browser', class: Migration0022Browser },
   { name: '0023-usage-rollup', class: Migration0023UsageRollup },
+  { name: '0024-agent-proof', class: Migration0024AgentProof },
 ];

@@ -35,3 +35,40 @@ export function decodeCoreAsset(account: LedgerAccount): CoreAsset | null {
 export function coreAssetOwner(account: LedgerAccount): string | null {
   return decodeCoreAsset(account)?.owner ?? null;
 }
+
+/**
+ * What the ledger holds at an agent's address, e.g. { kind: "asset", asset: { owner: "7Yk…", … } },
+ * { kind: "nothing" }, { kind: "account", program: "Tokenkeg…" } (another program's account) or
+ * { kind: "not_asset_v1" } (a Core account that is not an AssetV1: a collection, malformed data).
+ */
+export type LedgerHolding =
+  | { kind: 'asset'; asset: CoreAsset }
+  | { kind: 'nothing' }
+  | { kind: 'account'; program: string }
+  | { kind: 'not_asset_v1' };
+
+export function holdingOf(account: LedgerAccount | null): LedgerHolding {
+  if (!account) return { kind: 'nothing' };
+  if (account.owner !== MPL_CORE_PROGRAM_ID) return { kind: 'account', program: account.owner };
+  const asset = decodeCoreAsset(account);
+  return asset ? { kind: 'asset', asset } : { kind: 'not_asset_v1' };
+}
+
+/**
+ * Why `holding` does not prove an agent of `owner`, in words and as details (`found`, and `program` or `asset_owner`);
+ * null when it does: a Core AssetV1 whose owner is `owner`.
+ */
+export function disproof(holding: LedgerHolding, owner: string): { said: string; details: Record<string, unknown> } | null {
+  switch (holding.kind) {
+    case 'asset':
+      return holding.asset.owner === owner
+        ? null
+        : { said: `a Metaplex Core asset owned by ${holding.asset.owner}, not ${owner}`, details: { found: 'asset_of_another_owner', asset_owner: holding.asset.owner } };
+    case 'nothing':
+      return { said: 'no account', details: { found: 'nothing' } };
+    case 'account':
+      return { said: `an account of program ${holding.program}, not a Metaplex Core asset`, details: { found: 'account_of_another_program', program: holding.program } };
+    case 'not_asset_v1':
+      return { said: `a Metaplex Core account that is not an AssetV1 (a collection, or data that does not read as an asset)`, details: { found: 'not_asset_v1' } };
+  }
+}

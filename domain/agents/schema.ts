@@ -14,6 +14,12 @@ export interface AgentRecord {
   /** the principal that recorded it and owns it ("wallet:…", "key:…"); null for a legacy row nobody adopted yet */
   ownerPrincipal: string | null;
   registeredAt: Date;
+  /**
+   * When the ledger was seen holding the agent's Metaplex Core AssetV1 with `owner` as its owner (DECISIONS "Agents,
+   * submissions and events"); null for a row recorded before records were checked, until the proof job or a first use
+   * finds the asset. No payment is taken into the treasury of an agent without it.
+   */
+  provenAt: Date | null;
 }
 
 export const RecordAgentInput = z.strictObject({
@@ -40,5 +46,10 @@ export const Agent = z.object({
   ),
   source: z.enum(['recorded', 'prepared']),
   registered_at: z.string(),
+  /**
+   * When the ledger was seen holding its Metaplex Core asset with its owner; null: not proven (a row recorded before
+   * records were checked) — no link may name it and its links take no payments (DECISIONS "Agents, submissions and events").
+   */
+  proven_at: z.string().nullable(),
 });
 export type Agent = z.infer<typeof Agent>;

@@ -1,6 +1,6 @@
 import { DomainError } from '../shared/errors.ts';
 import type { Network } from '../shared/network.ts';
-import { iso } from '../shared/settings.ts';
+import { iso, isoOrNull } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
 import type { Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
@@ -10,7 +10,8 @@ import { treasuryOf } from '../treasury/derive.ts';
 import type { TreasuryAccounts } from '../treasury/accounts.ts';
 import { readLedger, stableAccounts } from '../treasury/balances.ts';
 import { decodeTokenAccount } from '../shared/token-account.ts';
-import { coreAssetOwner, decodeCoreAsset, type CoreAsset } from './asset.ts';
+import { decodeCoreAsset, type CoreAsset } from './asset.ts';
+import { AgentProof } from './proof.ts';
 import { RecordAgentInput, type Agent, type AgentRecord } from './schema.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
 
@@ -37,6 +38,7 @@ export function toAgent(r: AgentRecord, onLedger?: AgentOnLedger): Agent {
     delegations: onLedger?.delegations ?? [],
     source: r.source,
     registered_at: iso(r.registeredAt),
+    proven_at: isoOrNull(r.provenAt),
   };
 }
 
@@ -44,6 +46,9 @@ export function toAgent(r: AgentRecord, onLedger?: AgentOnLedger): Agent {
 const RECORD_ATTEMPTS = 3;
 
 export class AgentService {
+  /** Whether agents are proven on the ledger, and the first-use checks of those that are not */
+  readonly proof: AgentProof;
+
   /** treasuryAccounts: the treasury's token accounts are prepared when an agent is recorded */
   constructor(
     private readonly deps: {
@@ -54,15 +59,19 @@ export class AgentService {
       /** A recorded agent joins the indexer's watchlist */
       watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
     },
-  ) {}
+  ) {
+    this.proof = new AgentProof(deps);
+  }
 
   /**
    * hosted-api §4.4 POST /v1/agents/record: an agent minted outside the API, owned by the caller's principal
-   * (README "Ownership"). A key with an owner_wallet records agents of that wallet only. Recording an agent again
-   * keeps it with its principal: another owner needs the ledger to show the asked owner (the Metaplex Core asset
-   * account's owner field), and another principal with the same owner needs that too and a key of that wallet;
-   * otherwise `conflict`. A legacy agent nobody owns yet is adopted by the first principal that records it with the
-   * same owner.
+   * (README "Ownership"). DECISIONS "Agents, submissions and events": only an address where the caller network's
+   * ledger holds a Metaplex Core AssetV1 whose owner is `owner` is recorded (and proven); anything else is
+   * `agent_not_on_ledger` saying what the ledger holds there, and a ledger that cannot be read is `rpc_unavailable` —
+   * nothing is recorded either way. A key with an owner_wallet records agents of that wallet only. Recording an agent
+   * again keeps it with its principal: another owner needs the ledger to show the asked owner (as every record does),
+   * and another principal with the same owner needs a key of that wallet too; otherwise `conflict`. A legacy agent
+   * nobody owns yet is adopted by the first principal that records it with the same owner.
    */
   async record(caller: Caller, input: RecordAgentInput): Promise<Agent> {
     const parsed = parseInput(RecordAgentInput, input);
@@ -73,6 +82,16 @@ export class AgentService {
         owner_wallet: caller.ownerWallet,
       });
     }
+    const why = await this.proof.look(network, parsed.mint, parsed.owner);
+    if (why) {
+      throw new DomainError(
+        'agent_not_on_ledger',
+        `The ${network} ledger holds ${why.said} at ${parsed.mint}: an agent is a Metaplex Core asset owned by its owner, and only one can hold a treasury someone can sign for. ` +
+          'Mint one with POST /v1/agents/prepare (the gateway records it once the mint confirms), or record the address of an existing Core asset with its owner.',
+        { mint: parsed.mint, owner: parsed.owner, network, path: 'mint', ...why.details },
+      );
+    }
+    const now = this.deps.clock.now();
     const wanted: AgentRecord = {
       mint: parsed.mint,
       network,
@@ -83,9 +102,9 @@ export class AgentService {
       executive: null,
       source: 'recorded',
       ownerPrincipal: caller.owner,
-      registeredAt: this.deps.clock.now(),
+      registeredAt: now,
+      provenAt: now,
     };
-    let ledgerOwner: string | null | undefined;
     for (let attempt = 0; attempt < RECORD_ATTEMPTS; attempt++) {
       const current = await this.deps.store.agents.get(network, parsed.mint);
       if (!current) {
@@ -93,21 +112,15 @@ export class AgentService {
         continue;
       }
       const sameOwner = current.owner === parsed.owner;
-      if (!(sameOwner && (current.ownerPrincipal === caller.owner || current.ownerPrincipal === null))) {
-        ledgerOwner ??= await this.ledgerOwner(network, parsed.mint);
-        // Same owner, another principal: naming the (public) owner proves nothing; a key of that wallet does.
-        const proven = ledgerOwner === parsed.owner && (!sameOwner || caller.ownerWallet === parsed.owner);
-        if (!proven) {
-          throw new DomainError(
-            'conflict',
-            sameOwner
-              ? `Agent ${parsed.mint} is already recorded on ${network} by another principal; a key whose owner_wallet is the owner the ledger shows can take it over.`
-              : `Agent ${parsed.mint} is already recorded on ${network} with another owner; the ledger does not show ${parsed.owner} as its owner.`,
-            { mint: parsed.mint, path: 'owner' },
-          );
-        }
+      // Same owner, another principal: naming the (public) owner proves nothing; a key of that wallet does.
+      if (sameOwner && current.ownerPrincipal !== caller.owner && current.ownerPrincipal !== null && caller.ownerWallet !== parsed.owner) {
+        throw new DomainError(
+          'conflict',
+          `Agent ${parsed.mint} is already recorded on ${network} by another principal; a key whose owner_wallet is the owner the ledger shows can take it over.`,
+          { mint: parsed.mint, path: 'owner' },
+        );
       }
-      const next: AgentRecord = { ...current, owner: parsed.owner, ownerPrincipal: caller.owner, name: wanted.name, uri: wanted.uri };
+      const next: AgentRecord = { ...current, owner: parsed.owner, ownerPrincipal: caller.owner, name: wanted.name, uri: wanted.uri, provenAt: current.provenAt ?? now };
       if (await this.deps.store.agents.replace(next, { owner: current.owner, ownerPrincipal: current.ownerPrincipal })) return this.recorded(next);
     }
     throw new DomainError('conflict', `Agent ${parsed.mint} is being recorded concurrently; try again.`, { mint: parsed.mint });
@@ -167,14 +180,6 @@ export class AgentService {
       throw new DomainError('forbidden', `Agent ${mint} belongs to another principal; a link's owner_agent must be one of your agents.`, { mint });
     }
     return agent;
-  }
-
-  /** The owner field of the asset account on the network's ledger; null when absent, not a Core asset, or no ledger. */
-  private async ledgerOwner(network: Network, mint: string): Promise<string | null> {
-    const ledger = this.deps.ledgers[network];
-    if (!ledger) return null;
-    const account = await ledger.getAccount(mint);
-    return account ? coreAssetOwner(account) : null;
   }
 }
 

@@ -107,7 +107,8 @@ export const AcceptEntry = z.object({
    * Whether pay_to_token_account exists, so stock x402 clients that simulate a plain transfer into it can pay: true or
    * false in the answer of the call that prepared it (create, or an update changing owner_agent or currencies);
    * null where this answer did not check (reads, preview). False: the facilitator refused to create it (its rent
-   * budget is spent, or it already paid once for this owner and mint) or could not be asked.
+   * budget is spent, or it already paid once for this owner and mint) or could not be asked. Always false while the
+   * owner agent is not proven on the ledger (DECISIONS "Agents, submissions and events": the link takes no payments).
    */
   pay_to_ready: z.boolean().nullable(),
   asset: z.string(),
@@ -214,4 +215,9 @@ export interface PaymentLinkRecord {
   ownerPrincipal: string;
   createdAt: Date;
   updatedAt: Date;
+  /**
+   * Whether the owner agent was proven on the ledger when the row was read (read with the link, not stored on it):
+   * the paywall takes payments only for a proven one (DECISIONS "Agents, submissions and events").
+   */
+  ownerAgentProven: boolean;
 }

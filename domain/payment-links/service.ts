@@ -50,7 +50,8 @@ export function shareUrl(baseUrl: string, network: Network, id: string): string 
 
 /**
  * hosted-api §2.3: one entry for the primary currency, then one per extra accepted currency. pay_to is the x402 payTo
- * (the treasury); `ready` is what the caller learnt about the token accounts (null: not checked).
+ * (the treasury); `ready` is what the caller learnt about the token accounts (null: not checked). An `unproven` owner
+ * agent is never ready: nothing is paid into its treasury (DECISIONS "Agents, submissions and events").
  */
 export function acceptsFor(
   network: Network,
@@ -58,6 +59,7 @@ export function acceptsFor(
   amountAtomic: bigint,
   currencies: StableSymbol[],
   ready?: ReadonlyMap<StableSymbol, PayToReadiness>,
+  unproven = false,
 ): AcceptEntry[] {
   return currencies.map((symbol) => {
     const stable = findStable(network, symbol)!;
@@ -66,7 +68,7 @@ export function acceptsFor(
       network: CAIP2[network],
       pay_to: treasuryOf(ownerAgent),
       pay_to_token_account: payToFor(ownerAgent, stable),
-      pay_to_ready: ready?.get(stable.symbol)?.ready ?? null,
+      pay_to_ready: unproven ? false : (ready?.get(stable.symbol)?.ready ?? null),
       asset: stable.mint,
       amount: amountAtomic.toString(),
       currency: stable.symbol,
@@ -113,7 +115,7 @@ export class PaymentLinkService {
       disabled: r.disabled,
       facilitator: facilitatorUrl,
       share_url: shareUrl(baseUrl, r.network, r.id),
-      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies], ready),
+      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies], ready, !r.ownerAgentProven),
       counters: {
         call_count: r.callCount,
         settled_count: r.settledCount,
@@ -131,7 +133,7 @@ export class PaymentLinkService {
   async create(caller: Caller, keyId: string, input: CreatePaymentLinkInput): Promise<PaymentLinkWithSecret> {
     const parsed = parseInput(CreatePaymentLinkInput, input);
     const { network } = caller;
-    await this.deps.agents.requireOwned(caller, parsed.owner_agent).catch(rethrowAt('owner_agent'));
+    await this.payee(caller, parsed.owner_agent);
     const price = parsePrice(parsed.price, network, parsed.currency);
     const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
     const now = this.deps.clock.now();
@@ -164,6 +166,7 @@ export class PaymentLinkService {
       ownerPrincipal: caller.owner,
       createdAt: now,
       updatedAt: now,
+      ownerAgentProven: true,
     };
     const link = this.toWire(record);
     await this.deps.store.transaction(async (tx) => {
@@ -203,6 +206,8 @@ export class PaymentLinkService {
     const { id, ...patch } = parseInput(UpdatePaymentLinkInput, input);
     const { network } = caller;
     const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
+    // before the transaction: the first use of an unproven agent reads the ledger, and no transaction waits on it
+    if (patch.owner_agent !== undefined) await this.payee(caller, patch.owner_agent);
     const updated = await this.deps.store.transaction(async (tx) => {
       const current = await this.require(tx, caller, id);
       if (changed.length === 0) return { link: this.toWire(current), record: null, secret: null };
@@ -210,6 +215,7 @@ export class PaymentLinkService {
       if (patch.owner_agent !== undefined) {
         await this.deps.agents.requireOwned(caller, patch.owner_agent).catch(rethrowAt('owner_agent'));
         next.ownerAgent = patch.owner_agent;
+        next.ownerAgentProven = true;
       }
       if (patch.price !== undefined || patch.currency !== undefined || patch.accepts_currencies !== undefined) {
         // A new currency without a new price re-reads the stored price text in that currency; a new price keeps the
@@ -277,7 +283,7 @@ export class PaymentLinkService {
   async preview(caller: Caller, input: PreviewPaymentLinkInput) {
     const parsed = parseInput(PreviewPaymentLinkInput, input);
     const { network } = caller;
-    await this.deps.agents.requireOwned(caller, parsed.owner_agent).catch(rethrowAt('owner_agent'));
+    await this.payee(caller, parsed.owner_agent);
     const price = parsePrice(parsed.price, network, parsed.currency);
     const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
     return {
@@ -326,6 +332,15 @@ export class PaymentLinkService {
     };
   }
 
+  /**
+   * A link's owner_agent: the caller's agent (404 / 403), proven on the ledger (DECISIONS "Agents, submissions and
+   * events"; an unproven one gets its first-use look, then `agent_unproven` saying what to do).
+   */
+  private async payee(caller: Caller, mint: string): Promise<void> {
+    const agent = await this.deps.agents.requireOwned(caller, mint).catch(rethrowAt('owner_agent'));
+    await this.deps.agents.proof.requireProven(agent, 'link').catch(rethrowAt('owner_agent'));
+  }
+
   /** Another principal's link is not found, exactly like a missing one: its existence is not disclosed. */
   private async require(repos: Repositories, caller: Caller, id: string): Promise<PaymentLinkRecord> {
     const row = await repos.paymentLinks.get(caller.network, id);
@@ -353,10 +368,10 @@ function withSecret(link: PaymentLink, secret: string | null): PaymentLinkWithSe
   return secret === null ? link : { ...link, webhook_secret: secret };
 }
 
-/** A missing owner agent (404 agent_not_found) or another principal's (403 forbidden) names the field. */
+/** A missing owner agent (404 agent_not_found), another principal's (403 forbidden) or an unproven one names the field. */
 function rethrowAt(path: string) {
   return (e: unknown): never => {
-    if (e instanceof DomainError && (e.code === 'agent_not_found' || e.code === 'forbidden')) {
+    if (e instanceof DomainError && (e.code === 'agent_not_found' || e.code === 'forbidden' || e.code === 'agent_unproven')) {
       throw new DomainError(e.code, e.message, { ...e.details, path });
     }
     throw e;

@@ -10,6 +10,7 @@ import type { Store } from '../ports/store.ts';
 import { decodeTransaction } from '../facilitator/decode.ts';
 import type { FacilitatorHealth, FacilitatorRequest, ResourceInfo, SettleResponse } from '../facilitator/wire.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import type { AgentProof } from '../agents/proof.ts';
 import { sha256Hex } from '../receipts/schema.ts';
 import { acceptsFor, chooseAccept, parsePayment, type OfferTerms } from './offer.ts';
 import type { PaidCallRecord, StoredResponse } from './schema.ts';
@@ -96,6 +97,11 @@ export interface PaywallCoreDeps {
   settings: GatewaySettings;
   /** the MPP challenges' HMAC key (DECISIONS "MPP rail": stateless, tamper-evident); shared by every instance */
   mppSecret: Uint8Array;
+  /**
+   * DECISIONS "Agents, submissions and events": no payment into the treasury of an agent not proven on the ledger.
+   * The link row says whether its owner agent was proven when read; only an unproven one costs a look.
+   */
+  proof: Pick<AgentProof, 'requireLinkPayable' | 'linkPayableAtHand'>;
 }
 
 type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
@@ -117,6 +123,8 @@ export class PaywallCore {
   /** One request to /x/{id}: a 402 to render, or the response it paid for (errors are thrown as DomainErrors). */
   async handle(request: PaywallRequest): Promise<PaywallResult> {
     const link = await this.resolveLink(request);
+    // before any offer, claim or settlement, on both rails: an unproven seller is offered nothing and paid nothing
+    await this.deps.proof.requireLinkPayable(link);
     if (link.protocol === 'mpp') return this.handleMpp(link, request);
     const terms = await this.offerTerms(link.network);
     const payment = parsePayment(request.headers);
@@ -258,11 +266,12 @@ export class PaywallCore {
   /**
    * The 402 fast path: the link and terms `handle` would use for an unpaid request, when both are at hand
    * without I/O (the link cached and fresh, the facilitator's health fresh and its terms derived); undefined otherwise,
-   * and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies (enabled, x402, the method).
+   * and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies (enabled, x402, the method,
+   * its owner agent proven).
    */
   unpaidAtHand(network: Network, id: string, method: string): { link: PaymentLinkRecord; terms: OfferTerms } | undefined {
     const link = this.deps.links.peek(network, id);
-    if (!link || link.disabled || link.protocol !== 'x402' || method !== link.method) return undefined;
+    if (!link || link.disabled || link.protocol !== 'x402' || method !== link.method || !this.deps.proof.linkPayableAtHand(link)) return undefined;
     const health = this.health;
     if (!health || this.deps.clock.now().getTime() - health.at > HEALTH_TTL_MS) return undefined;
     const known = this.terms.get(network);

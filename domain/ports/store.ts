@@ -41,6 +41,12 @@ export interface AgentRepository {
   get(network: Network, mint: string): Promise<AgentRecord | null>;
   /** the agent whose treasury (asset-signer PDA) is `treasury`; null when none is recorded */
   findByTreasury(network: Network, treasury: string): Promise<AgentRecord | null>;
+  /** the ledger showed its asset with its owner at `at`: proven_at (kept when set already) and ledger_checked_at */
+  markProven(network: Network, mint: string, at: Date): Promise<void>;
+  /** the ledger was looked at `at` and did not prove it: ledger_checked_at of an unproven row */
+  markChecked(network: Network, mint: string, at: Date): Promise<void>;
+  /** unproven agents of every network last looked at before `checkedBefore` (never looked at first), at most `limit` */
+  listUnproven(options: { limit: number; checkedBefore: Date }): Promise<AgentRecord[]>;
 }
 
 export interface PaymentLinkListQuery {

@@ -21,6 +21,10 @@ export const ERROR_CODES = {
   transaction_expired: { status: 409, trpc: 'CONFLICT' },
   // A submit of an event the ledger already refused (it is failed; nothing landed, nothing charged): prepare a new one.
   event_failed: { status: 409, trpc: 'CONFLICT' },
+  // DECISIONS "Agents, submissions and events": the agent is not proven on the ledger (a row recorded before records
+  // were checked, whose Core asset was never found): no link may name it and no payment goes into its treasury.
+  // details say what the ledger holds at its address (found, program, asset_owner).
+  agent_unproven: { status: 409, trpc: 'CONFLICT' },
   payment_link_disabled: { status: 410, trpc: 'NOT_FOUND' },
   disclosure_expired: { status: 410, trpc: 'NOT_FOUND' },
   payload_too_large: { status: 413, trpc: 'PAYLOAD_TOO_LARGE' },
@@ -28,6 +32,9 @@ export const ERROR_CODES = {
   transaction_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   // The ledger refused a signed transaction in preflight (nothing landed, no fee paid); details carry err and logs.
   transaction_rejected: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  // agents/record: the ledger holds no Metaplex Core AssetV1 owned by the given owner at that address; details.found
+  // says what it holds (nothing, another program's account, another owner's asset, a Core account that is no asset).
+  agent_not_on_ledger: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_hash_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },

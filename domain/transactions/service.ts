@@ -48,6 +48,11 @@ export interface TransactionDeps {
   settings: GatewaySettings;
   /** issue 12 (hosted-api §3.1): the agent of a prepared transaction joins the indexer's watchlist */
   watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
+  /**
+   * DECISIONS "Agents, submissions and events": a buyer payment to the treasury of an agent that is not proven on the
+   * ledger is not prepared (AgentProof.requirePayToPayable; absent: not checked)
+   */
+  payees?: { requirePayToPayable(network: Network, payTo: string): Promise<void> } | undefined;
   /** told of every first submit, broadcast or refused by the ledger (the operator's log line); never throws */
   onSubmitted?: ((summary: SubmitSummary) => void) | undefined;
 }
@@ -102,6 +107,8 @@ export class TransactionService {
       case 'buyer': {
         const payment = input as PrepareBuyerPaymentInput;
         const offer = payment.payment_link !== undefined ? await this.offerOfLink(caller.network, payment.payment_link) : undefined;
+        const payTo = offer?.pay_to ?? payment.pay_to;
+        if (payTo !== undefined) await this.deps.payees?.requirePayToPayable(caller.network, payTo);
         return this.prepareForAgent(caller, payment.buyer_agent, (ctx) => route.build(payment, offer ?? directOffer(payment, ctx), ctx));
       }
     }
@@ -569,5 +576,7 @@ function createdAgent(row: PreparedTransactionRecord, metadata: Record<string, u
     source: 'prepared',
     ownerPrincipal: row.owner,
     registeredAt: now,
+    // its mint transaction confirmed: the ledger holds the asset (DECISIONS "Agents, submissions and events")
+    provenAt: now,
   };
 }

@@ -153,6 +153,7 @@ function agentOn(network: Network = 'chain-devnet', mint = address()): Agent {
     source: 'prepared',
     ownerPrincipal: null,
     registeredAt: new Date(),
+    provenAt: new Date(),
   };
   return { record, owner, mint, treasury: record.treasury };
 }

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Keypair } from '@solana/web3.js';
+import { Keypair, Transaction } from '@solana/web3.js';
 import { quickAddJob } from 'graphile-worker';
 import { createPayingFetch, decodePaymentResponse } from '../../interfaces/client/paying-fetch.ts';
 import { openAccess } from '../../interfaces/app.ts';
@@ -13,7 +13,8 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { receiptHash, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { makeDataDir, randomAddress, removeDataDir, testConfig } from '../support/app.ts';
+import { makeDataDir, removeDataDir, testConfig } from '../support/app.ts';
+import { programsDir } from '../support/programs.ts';
 
 // Issue 17 "money lost on a crash", end to end: the gateway runs as a child process (`npm start`'s entry point) on one
 // data directory; N buyers pay one link concurrently through the buyer kit; the gateway is kill -9'd at random moments
@@ -137,6 +138,8 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     SVC_COMMIT: 'test',
     SVC_RATE_LIMITS: JSON.stringify({ paywall: 10_000_000, default: 10_000_000 }),
     SVC_JOBS: 'inline',
+    // the seller agent is minted for real (Metaplex Core on the child's embedded devnet)
+    ...(programsDir() ? { SVC_LEDGER_PROGRAMS: programsDir()! } : {}),
   };
   let gateway: Gateway | undefined;
   let access: Awaited<ReturnType<typeof openAccess>> | undefined;
@@ -162,8 +165,21 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
     return json;
   };
-  const agent = await randomAddress();
-  await api('POST', '/v1/agents/record', { mint: agent, owner: await randomAddress() });
+  // DECISIONS "Agents, submissions and events": the seller is an agent on the ledger — minted through the API
+  // (prepare → sign → submit), recorded by the gateway once its mint confirms.
+  const sellerOwner = Keypair.generate();
+  await api('POST', '/v1/dev/faucet', { address: sellerOwner.publicKey.toBase58(), sol: '1' });
+  const minted = await api('POST', '/v1/agents/prepare', { owner: sellerOwner.publicKey.toBase58(), name: 'crash seller', uri: 'https://example.com/agent.json' });
+  const mintTx = Transaction.from(Buffer.from(minted.transaction.base64, 'base64'));
+  mintTx.partialSign(sellerOwner);
+  await api('POST', '/v1/submit', { event_id: minted.event_id, transaction_base64: mintTx.serialize({ requireAllSignatures: true }).toString('base64') });
+  const agent = String(minted.echo.asset);
+  for (;;) {
+    const event = await api('GET', `/v1/events/${minted.event_id}`);
+    if (event.phase === 'confirmed') break;
+    if (event.phase === 'failed') throw new Error(`the seller's mint failed: ${JSON.stringify(event)}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
   const link = await api('POST', '/v1/payment-links', { label: 'crash', owner_agent: agent, method: 'GET', price: '$0.01', response: { body: { paid: true } } });
   const url = `${base}/x/${link.id}?network=chain-devnet`;
   const treasury = treasuryOf(agent);

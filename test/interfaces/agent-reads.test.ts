@@ -16,7 +16,7 @@ import { associatedTokenAccount, payToFor, treasuryOf } from '../../domain/treas
 import { spendableLamports, TREASURY_RESERVE_LAMPORTS } from '../../domain/treasury/balances.ts';
 import { findStable, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
 import { coreAssetData, createRealCoreAsset, writeCoreAsset } from '../support/core-asset.ts';
-import { http, randomAddress, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, networkOfKey, randomAddress, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 import { asGraphqlEnums } from '../support/graphql.ts';
 
 // hosted-api §4.4 and DECISIONS "Prepare / submit / events": GET /v1/agents/{mint}, …/treasury/balances and …/pay-to on
@@ -66,7 +66,7 @@ test.after.always(async (t) => {
 
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-const AGENT_FIELDS = 'mint network owner name uri treasury executive delegations { stableSymbol delegate allowanceAtomic } source registeredAt';
+const AGENT_FIELDS = 'mint network owner name uri treasury executive delegations { stableSymbol delegate allowanceAtomic } source registeredAt provenAt';
 const BALANCES_FIELDS = 'agent treasury network lamports reserveLamports spendableLamports tokens { symbol mint tokenProgram tokenAccount amountAtomic decimals } slot';
 const PAY_TO_FIELDS = 'agent network treasury payTo { currency asset tokenProgram payTo tokenAccount ready }';
 
@@ -135,8 +135,9 @@ async function refusedAll(t: ExecutionContext<Ctx>, read: Read, key: string, min
   t.is(graph.body.data?.agent ?? null, null);
 }
 
+/** Records `body` (its Core asset written first unless `mint` names one already on the ledger). */
 async function record(app: TestApp, key: string, body: { mint?: string; owner: string; name?: string; uri?: string }): Promise<any> {
-  const mint = body.mint ?? (await randomAddress());
+  const mint = body.mint ?? (await writeAgentAsset(app, networkOfKey(key), { owner: body.owner, ...(body.name ? { name: body.name } : {}), ...(body.uri ? { uri: body.uri } : {}) })).mint;
   const res = await http(app, 'POST', '/v1/agents/record', { key, body: { ...body, mint } });
   if (res.status !== 200) throw new Error(`record failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
@@ -184,23 +185,46 @@ async function mintOtherToken(app: TestApp, network: Network, key: string, treas
 
 // ── GET /v1/agents/{mint} ───────────────────────────────────────────────────────────────────────────────────────────
 
-test('a recorded agent without an asset on the ledger answers its record on REST, tRPC and GraphQL', async (t) => {
+test('a legacy agent row without an asset on the ledger answers its record, unproven, on REST, tRPC and GraphQL', async (t) => {
   const { app, user } = t.context;
-  const recorded = await record(app, user.key, { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json' });
-  t.is(await app.services.ledgers['chain-devnet']!.getAccount(recorded.mint), null, 'no asset account');
-  const agent = await readAll(t, 'agent', user.key, recorded.mint);
-  t.deepEqual(agent, {
-    mint: recorded.mint,
+  // rows recorded before records were checked against the ledger (DECISIONS "Agents, submissions and events")
+  const mint = await randomAddress();
+  const registeredAt = new Date('2026-11-01T10:00:00.000Z');
+  await app.database.store.agents.insert({
+    mint,
     network: 'chain-devnet',
     owner: user.wallet,
     name: 'Weather',
     uri: 'https://example.com/weather.json',
-    treasury: treasuryOf(recorded.mint),
+    treasury: treasuryOf(mint),
+    executive: null,
+    source: 'recorded',
+    ownerPrincipal: `wallet:${user.wallet}`,
+    registeredAt,
+    provenAt: null,
+  });
+  t.is(await app.services.ledgers['chain-devnet']!.getAccount(mint), null, 'no asset account');
+  const agent = await readAll(t, 'agent', user.key, mint);
+  t.deepEqual(agent, {
+    mint,
+    network: 'chain-devnet',
+    owner: user.wallet,
+    name: 'Weather',
+    uri: 'https://example.com/weather.json',
+    treasury: treasuryOf(mint),
     executive: null,
     delegations: [],
     source: 'recorded',
-    registered_at: recorded.registered_at,
+    registered_at: registeredAt.toISOString(),
+    proven_at: null,
   });
+});
+
+test('a recorded agent answers the record it was recorded with, proven when recorded', async (t) => {
+  const { app, user } = t.context;
+  const recorded = await record(app, user.key, { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json' });
+  t.is(recorded.proven_at, recorded.registered_at);
+  t.like(await readAll(t, 'agent', user.key, recorded.mint), { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json', source: 'recorded', proven_at: recorded.registered_at });
 });
 
 test('the Core asset on the ledger wins over the record for owner, name and uri; another Core account does not', async (t) => {
@@ -224,6 +248,7 @@ test('an asset written by the real Metaplex Core program (CreateV1 with a plugin
   const ledgerOwner = await randomAddress();
   const real = createRealCoreAsset({ owner: ledgerOwner, name: 'Real agent', uri: 'https://example.com/real.json' });
   t.true(real.data.length > 100, 'plugin header and registry after the asset fields');
+  await writeAgentAsset(app, 'chain-devnet', { mint: real.mint, owner: user.wallet });
   await record(app, user.key, { mint: real.mint, owner: user.wallet, name: 'Recorded', uri: 'https://example.com/recorded.json' });
   await ledger(app, 'chain-devnet').setAccount(real.mint, { lamports: real.lamports, data: real.data, owner: real.owner });
   t.like(await readAll(t, 'agent', user.key, real.mint), { owner: ledgerOwner, name: 'Real agent', uri: 'https://example.com/real.json' });
@@ -244,6 +269,7 @@ test('an agent recorded by the prepare flow (source prepared) reads the same way
     source: 'prepared',
     ownerPrincipal: `wallet:${user.wallet}`,
     registeredAt,
+    provenAt: registeredAt,
   });
   t.like(await readAll(t, 'agent', user.key, mint), { source: 'prepared', name: 'Minted', uri: null, registered_at: registeredAt.toISOString() });
   // Nothing prepared its token accounts: pay-to says so.

@@ -20,6 +20,8 @@ interface Ctx {
   user: string;
   admin: string;
   owner: string;
+  /** the owner of `owner`'s Core asset on the ledger (what a record of it must name) */
+  agentOwner: string;
   linkId: string;
   eventId: string;
   spareKeyId: string;
@@ -410,7 +412,7 @@ function baselines(ctx: Ctx): Record<string, { body?: unknown; bodies?: unknown[
     'POST /v1/payment-links/preview': { body: { owner_agent: ctx.owner, method: 'GET', price: '$0.01' } },
     'GET /v1/events': { query: { kind: 'payment_link.*', limit: '5' } },
     'GET /v1/events/{id}': { params: { id: ctx.eventId } },
-    'POST /v1/agents/record': { body: { mint: ctx.owner, owner: ctx.owner } },
+    'POST /v1/agents/record': { body: { mint: ctx.owner, owner: ctx.agentOwner } },
     'GET /v1/agents/{mint}': { params: { mint: ctx.owner } },
     'POST /v1/seller/parse-price': { body: { price: '$0.01' } },
     'POST /v1/admin/api-keys': { body: { network: 'chain-devnet', owner_wallet: ctx.owner, label: 'fuzz' } },
@@ -481,7 +483,7 @@ test.before(async (t) => {
   const app = await startTestApp({ env: { SVC_RATE_LIMITS: limits } });
   const user = await issueKey(app);
   const admin = await issueKey(app, 'chain-devnet', 'admin');
-  const { mint: owner } = await recordAgent(app, admin);
+  const { mint: owner, owner: agentOwner } = await recordAgent(app, admin);
   const link = await http(app, 'POST', '/v1/payment-links', { key: admin, body: linkBody(owner) });
   if (link.status !== 201) throw new Error(`link: ${JSON.stringify(link.body)}`);
   const events = await http(app, 'GET', '/v1/events?limit=1', { key: admin });
@@ -491,6 +493,7 @@ test.before(async (t) => {
     user,
     admin,
     owner,
+    agentOwner,
     linkId: link.body.id,
     eventId: events.body.data[0].id,
     spareKeyId: spare.id,

@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request, type IncomingMessage } from 'node:http';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 import { toGraphqlError } from '../../interfaces/graphql/yoga.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 
@@ -73,9 +73,8 @@ test.after.always(async (t) => {
 });
 
 test('recordAgent and agent go through the agent service', async (t) => {
-  const mint = await randomAddress();
-  const owner = await randomAddress();
-  const recorded = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint network owner name uri treasury executive delegations { stableSymbol } source registeredAt } }`, {
+  const { mint, owner } = await writeAgentAsset(t.context.app, 'chain-devnet', { name: 'Scout' });
+  const recorded = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint network owner name uri treasury executive delegations { stableSymbol } source registeredAt provenAt } }`, {
     input: { mint, owner, name: 'Scout', uri: null },
   });
   t.falsy(recorded.body.errors);
@@ -84,6 +83,7 @@ test('recordAgent and agent go through the agent service', async (t) => {
   const rest = await http(t.context.app, 'GET', `/v1/agents/${mint}`, { key: t.context.key });
   t.is(agent.treasury, rest.body.treasury);
   t.is(agent.registeredAt, rest.body.registered_at);
+  t.is(agent.provenAt, rest.body.proven_at);
 
   const read = await gql(t, `query($mint: String!) { agent(mint: $mint) { mint owner } }`, { mint });
   t.deepEqual(read.body.data.agent, { mint, owner });
@@ -95,6 +95,10 @@ test('recordAgent and agent go through the agent service', async (t) => {
   const invalid = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint } }`, { input: { mint: 'not-an-address', owner } });
   const error = expectError(t, invalid, 'invalid_request', 400);
   t.true(error.extensions.details.issues.some((i: any) => i.path === 'mint'), JSON.stringify(error.extensions.details));
+
+  // an address where the ledger holds no Core asset of that owner (DECISIONS "Agents, submissions and events")
+  const nothing = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint } }`, { input: { mint: await randomAddress(), owner } });
+  t.like(expectError(t, nothing, 'agent_not_on_ledger', 422).extensions.details, { found: 'nothing' });
 });
 
 test('createPaymentLink returns the wire type in camelCase and records payment_link.created', async (t) => {

@@ -55,7 +55,7 @@ async function newLink(app: TestApp, key: string): Promise<string> {
   return res.body.id;
 }
 
-test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL statement: the read by primary key', async (t) => {
+test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL statement: the read by primary key (with its agent\'s proof)', async (t) => {
   const { a } = t.context;
   const key = await issueKey(a);
   const id = await newLink(a, key);
@@ -70,7 +70,12 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
     t.is(res!.status, 200);
     t.is(res!.body.id, id);
     t.truthy(res!.headers.get('ratelimit-remaining'), 'the rate limit was decided');
-    t.deepEqual(statements, ['select * from payment_links where network = $1 and id = $2'], `request ${i}`);
+    // the owner agent's proof (DECISIONS "Agents, submissions and events") rides in the same statement: a key probe
+    t.deepEqual(
+      statements,
+      ['select l.*, exists (select 1 from agents a where a.network = l.network and a.mint = l.owner_agent and a.proven_at is not null) as owner_agent_proven from payment_links l where network = $1 and id = $2'],
+      `request ${i}`,
+    );
   }
   // and the usage rows of those requests are written in a batch afterwards
   const flushed = await statementsOf(a, BACKGROUND, () => a.services.recorder.flush());

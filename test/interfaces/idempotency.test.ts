@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { randomUUID } from 'node:crypto';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp, stopTwoInstances, writeAgentAsset } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, WAIT_MS, type Outcome } from '../../domain/policies/idempotency.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -173,7 +173,7 @@ test('the key is scoped to (api key, route): another key or another route is not
   const wallet = await randomAddress();
   const key = (await a.services.access.issueKey({ network: 'chain-devnet', role: 'user', owner_wallet: wallet })).key;
   const otherKey = (await a.services.access.issueKey({ network: 'chain-devnet', role: 'user', owner_wallet: wallet })).key;
-  const mint = await randomAddress();
+  const { mint } = await writeAgentAsset(a, 'chain-devnet', { owner: wallet });
   const recorded = await raw(a, 'POST', '/v1/agents/record', { key, body: { mint, owner: wallet } });
   t.is(recorded.status, 200, recorded.text);
   const idem = uniq('scope');
@@ -206,7 +206,8 @@ test('a 4xx outcome is stored and replayed byte-for-byte, with the request id of
   t.is(JSON.parse(first.text).request_id, first.headers.get('x-svc-request-id'));
 
   // the agent exists now, but the key's first answer stands
-  const res = await http(a, 'POST', '/v1/agents/record', { key, body: { mint: stranger, owner: await randomAddress() } });
+  const { owner } = await writeAgentAsset(a, 'chain-devnet', { mint: stranger });
+  const res = await http(a, 'POST', '/v1/agents/record', { key, body: { mint: stranger, owner } });
   t.is(res.status, 200);
   const replay = await raw(b, 'POST', '/v1/payment-links', { key, body, idem });
   t.is(replay.status, 404);

@@ -264,10 +264,11 @@ test.serial('verify: deny for an unknown agent, warn for a bare one, deny on a t
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const bare = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'weather.forecast' } });
   t.is(bare.body.verdict, 'warn');
-  t.deepEqual(names(bare.body.checks), { agent_recorded: true, asset_on_ledger: false, not_disabled: true, handle_set: false, domain_verified: false, capability_declared: false, registration: false });
+  // recorded agents hold their Core asset on the ledger (DECISIONS "Agents, submissions and events")
+  t.deepEqual(names(bare.body.checks), { agent_recorded: true, asset_on_ledger: true, not_disabled: true, handle_set: false, domain_verified: false, capability_declared: false, registration: false });
   t.is(bare.body.checks.find((c: { name: string }) => c.name === 'registration').detail, 'the agent has no registration uri');
-  // deny checks weigh 3, warn checks 1: 6 of 11
-  t.is(bare.body.score, 54);
+  // deny checks weigh 3, warn checks 1: 7 of 11
+  t.is(bare.body.score, 63);
   t.is(bare.body.profile.mint, mint);
 
   const strict = await trpc(t, t.context.other).identity.verify.mutate({ mint, thresholds: { min_rating: 4, require_verified_domain: true, min_settled_calls: 1 } });

@@ -1,5 +1,5 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 
 // hosted-api §5.2–5.4: the key prefix fixes the network and a key never sees the other network's rows.
 
@@ -122,8 +122,9 @@ for (const [from, to] of [
 
 test('the same slug and the same mint may exist once per network', async (t) => {
   const { app, test: testKey, live } = t.context;
-  const mint = await randomAddress();
-  const owner = await randomAddress();
+  // one address holding a Core asset on each network's ledger
+  const { mint, owner } = await writeAgentAsset(app, 'chain-devnet', { name: 'devnet twin' });
+  await writeAgentAsset(app, 'chain-mainnet', { mint, owner, name: 'mainnet twin' });
   t.is((await http(app, 'POST', '/v1/agents/record', { key: testKey, body: { mint, owner, name: 'devnet twin' } })).status, 200);
   t.is((await http(app, 'POST', '/v1/agents/record', { key: live, body: { mint, owner, name: 'mainnet twin' } })).status, 200);
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: testKey })).body.name, 'devnet twin');

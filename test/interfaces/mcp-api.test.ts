@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from 'ava';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { buildChain } from '../support/receipts.ts';
 
 // Issue 15: the two API routes the tool server needs, on REST and GraphQL — an agent's settled receipts in UTC daily
@@ -158,8 +158,8 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const mainnetAgent = await recordAgent(app, mainnetKey);
   await create({ label: 'Storm mainnet', metadata: { discoverable: true } }, mainnetKey, mainnetAgent.mint);
-  const documentedMint = await randomAddress();
-  const documented = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: documentedMint, owner: await randomAddress(), uri: 'https://docs.example/storm.json', name: 'Storm registry agent' } });
+  const { mint: documentedMint, owner: documentedOwner } = await writeAgentAsset(app, 'chain-devnet', { uri: 'https://docs.example/storm.json', name: 'Storm registry agent' });
+  const documented = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: documentedMint, owner: documentedOwner, uri: 'https://docs.example/storm.json', name: 'Storm registry agent' } });
   t.is(documented.status, 200, JSON.stringify(documented.body));
 
   // Another principal of the network sees the catalogue (it is public); nothing else of the owner's.

@@ -10,7 +10,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn } from 'node:child_process';
 import { Ajv } from 'ajv';
-import { http, issueKey, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { STABLES } from '../../domain/shared/network.ts';
@@ -397,8 +397,8 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
     status: 200,
     body: { type: 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1', name: 'Docs agent', description: 'd', image: 'https://example.com/a.png', services: [{ name: 'weather', endpoint: link.share_url }] },
   }));
-  const documented = await randomAddress();
-  const recorded = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: documented, owner: await randomAddress(), name: 'Docs agent', uri: `${docs}/registration.json` } });
+  const { mint: documented, owner: documentedOwner } = await writeAgentAsset(app, 'chain-devnet', { name: 'Docs agent', uri: `${docs}/registration.json` });
+  const recorded = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: documented, owner: documentedOwner, name: 'Docs agent', uri: `${docs}/registration.json` } });
   t.is(recorded.status, 200, JSON.stringify(recorded.body));
   const expanded = await ok(buyer, 'svc_registry_endpoints', { id: documented });
   t.like(expanded, { id: documented, source: 'registry', registration_url: `${docs}/registration.json`, name: 'Docs agent' });

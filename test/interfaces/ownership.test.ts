@@ -9,7 +9,7 @@ import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
 import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
-import { http, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, networkOfKey, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
 // README "Ownership" (issue 9): a key's principal is its owner_wallet when set, otherwise the key itself. Principal B
@@ -45,8 +45,10 @@ async function issue(app: TestApp, options: { network?: 'chain-devnet' | 'chain-
   return created.key;
 }
 
-async function record(app: TestApp, key: string, owner: string, mint?: string): Promise<string> {
-  const asset = mint ?? (await randomAddress());
+/** Records an agent of `owner`: its Core asset written on the ledger first (an agent exists only there). */
+async function record(app: TestApp, key: string, owner: string): Promise<string> {
+  const asset = await randomAddress();
+  await writeAsset(app.ledgers.embedded[networkOfKey(key)] as LedgerThread, asset, { owner });
   const res = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: asset, owner } });
   if (res.status !== 200) throw new Error(`record agent failed: ${res.status} ${JSON.stringify(res.body)}`);
   return asset;
@@ -451,11 +453,13 @@ test('agents: a key with an owner_wallet records that wallet\'s agents only; ano
   t.is(foreign.status, 403);
   t.like(foreign.body, { error: 'forbidden', details: { path: 'owner' } });
 
-  for (const owner of [a.wallet!, await randomAddress()]) {
-    const res = await http(app, 'POST', '/v1/agents/record', { key: b.key, body: { mint: a.agent, owner } });
-    t.is(res.status, 409, JSON.stringify(res.body));
-    t.is(res.body.error, 'conflict');
-  }
+  const sameOwner = await http(app, 'POST', '/v1/agents/record', { key: b.key, body: { mint: a.agent, owner: a.wallet } });
+  t.is(sameOwner.status, 409, JSON.stringify(sameOwner.body));
+  t.is(sameOwner.body.error, 'conflict');
+  // another owner than the ledger's: not an agent of that owner at all
+  const otherOwner = await http(app, 'POST', '/v1/agents/record', { key: b.key, body: { mint: a.agent, owner: await randomAddress() } });
+  t.is(otherOwner.status, 422, JSON.stringify(otherOwner.body));
+  t.like(otherOwner.body, { error: 'agent_not_on_ledger', details: { found: 'asset_of_another_owner', asset_owner: a.wallet } });
   // The same principal (the wallet's other key) records it again: name and uri change, the owner stays.
   const again = await http(app, 'POST', '/v1/agents/record', { key: a2, body: { mint: a.agent, owner: a.wallet, name: 'renamed' } });
   t.is(again.status, 200, JSON.stringify(again.body));
@@ -478,9 +482,10 @@ test('agents: the ledger\'s Core asset owner lets the new owner re-record a reco
   const mint = await record(app, oldKey, oldWallet);
   await createLink(app, oldKey, mint, 'moved-agent-link');
 
-  // No asset account on the ledger: a new owner is refused.
+  // The ledger still shows the old owner: a new owner is refused.
   const refused = await http(app, 'POST', '/v1/agents/record', { key: newKey, body: { mint, owner: newWallet } });
-  t.is(refused.status, 409);
+  t.is(refused.status, 422);
+  t.is(refused.body.error, 'agent_not_on_ledger');
 
   // The asset moved to newWallet on the ledger.
   await writeCoreAsset(app, mint, newWallet);
@@ -512,8 +517,8 @@ test('agents: a key of no wallet may move a stale record to the owner the ledger
   const ledgerOwner = await randomAddress();
   const mint = await record(app, first, recordedOwner);
   await writeCoreAsset(app, mint, ledgerOwner);
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: recordedOwner } })).status, 409, 'same owner, another principal');
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: await randomAddress() } })).status, 409, 'not the ledger\'s owner');
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: recordedOwner } })).status, 422, 'the ledger no longer shows the recorded owner');
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: await randomAddress() } })).status, 422, 'not the ledger\'s owner');
   const moved = await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: ledgerOwner } });
   t.is(moved.status, 200, JSON.stringify(moved.body));
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: first })).status, 404);
@@ -533,8 +538,12 @@ test('agents: a legacy agent nobody owns is admin-only until a principal records
   const late = await issue(app);
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: adopter })).status, 404);
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: admin })).status, 200);
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner: await randomAddress() } })).status, 409, 'another owner needs the ledger');
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner } })).status, 200);
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner } })).status, 422, 'no asset on the ledger: not adopted');
+  await writeCoreAsset(app, mint, owner);
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner: await randomAddress() } })).status, 422, 'another owner than the ledger\'s');
+  const adopted = await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner } });
+  t.is(adopted.status, 200);
+  t.is(typeof adopted.body.proven_at, 'string', 'adopting it proved it');
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: adopter })).status, 200);
   t.is((await http(app, 'POST', '/v1/agents/record', { key: late, body: { mint, owner } })).status, 409);
 });
@@ -543,16 +552,14 @@ test('agents: concurrent first records of one mint by two principals: one owns i
   const { app } = t.context;
   const [first, second] = [await issue(app), await issue(app)];
   const mint = await randomAddress();
-  const [ownerA, ownerB] = [await randomAddress(), await randomAddress()];
-  const results = await Promise.all(
-    Array.from({ length: 8 }, (_, i) =>
-      http(app, 'POST', '/v1/agents/record', { key: i % 2 ? second : first, body: { mint, owner: i % 2 ? ownerB : ownerA } }),
-    ),
-  );
-  const winners = new Set(results.filter((r) => r.status === 200).map((r) => r.body.owner));
+  const owner = await randomAddress();
+  await writeCoreAsset(app, mint, owner);
+  const keys = Array.from({ length: 8 }, (_, i) => (i % 2 ? second : first));
+  const results = await Promise.all(keys.map((key) => http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner } })));
+  const winners = new Set(keys.filter((_, i) => results[i]!.status === 200));
   t.is(winners.size, 1, JSON.stringify(results.map((r) => r.status)));
   t.true(results.every((r) => r.status === 200 || (r.status === 409 && r.body.error === 'conflict')));
-  const winnerKey = winners.has(ownerA) ? first : second;
+  const winnerKey = winners.has(first) ? first : second;
   const loserKey = winnerKey === first ? second : first;
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: winnerKey })).status, 200);
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: loserKey })).status, 404);

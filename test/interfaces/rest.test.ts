@@ -5,7 +5,7 @@ import { getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-tok
 import { TestClock } from '../support/clock.ts';
 import { AccessService, KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 
 // REST /v1 end to end over real HTTP: hosted-api §2.1–2.4, §3.2, §4.1, §5, §7 and DECISIONS.
 
@@ -555,15 +555,14 @@ test('GET /v1/version = { version, commit, api, openapi }', async (t) => {
 
 test('POST /v1/agents/record then GET /v1/agents/{mint} returns the agent record', async (t) => {
   const { app, key } = t.context;
-  const mint = await randomAddress();
-  const owner = await randomAddress();
+  const { mint, owner } = await writeAgentAsset(app, 'chain-devnet', { name: 'Forecaster', uri: 'https://agents.example/f.json' });
   const recorded = await http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, name: 'Forecaster', uri: 'https://agents.example/f.json' } });
   t.is(recorded.status, 200, JSON.stringify(recorded.body));
   const res = await http(app, 'GET', `/v1/agents/${mint}`, { key });
   t.is(res.status, 200);
   requestIdOf(t, res);
   const agent = res.body;
-  t.deepEqual(Object.keys(agent).sort(), ['delegations', 'executive', 'mint', 'name', 'network', 'owner', 'registered_at', 'source', 'treasury', 'uri']);
+  t.deepEqual(Object.keys(agent).sort(), ['delegations', 'executive', 'mint', 'name', 'network', 'owner', 'proven_at', 'registered_at', 'source', 'treasury', 'uri']);
   t.is(agent.mint, mint);
   t.is(agent.network, 'chain-devnet');
   t.is(agent.owner, owner);
@@ -574,7 +573,13 @@ test('POST /v1/agents/record then GET /v1/agents/{mint} returns the agent record
   t.deepEqual(agent.delegations, []);
   t.is(agent.source, 'recorded');
   t.regex(agent.registered_at, ISO_MS);
+  t.is(agent.proven_at, agent.registered_at, 'proven when recorded: the ledger holds its asset');
   t.deepEqual(recorded.body, agent);
+  // DECISIONS "Agents, submissions and events": an address with no Core asset of that owner is not recorded
+  const stranger = await randomAddress();
+  const refused = expectError(t, await http(app, 'POST', '/v1/agents/record', { key, body: { mint: stranger, owner } }), 422, 'agent_not_on_ledger');
+  t.like(refused.details, { found: 'nothing', mint: stranger });
+  expectError(t, await http(app, 'GET', `/v1/agents/${stranger}`, { key }), 404, 'agent_not_found');
 
   expectError(t, await http(app, 'GET', `/v1/agents/${await randomAddress()}`, { key }), 404, 'agent_not_found');
   expectError(t, await http(app, 'GET', '/v1/agents/not-a-mint', { key }), 400, 'invalid_request');

@@ -2,7 +2,7 @@ import test from 'ava';
 import pino from 'pino';
 import { createClient, type Client } from '../../interfaces/client/index.ts';
 import { verifyWebhookSignature } from '../../domain/webhooks/signature.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
+import { http, insertProvenAgent, issueKey, linkBody, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch, startLocalServer } from '../support/paywall.ts';
 
 // Issue 9 "Secrets": a link's webhook_secret is answered once — by the create call, by the rotate route (and by the
@@ -158,8 +158,10 @@ test('a disclosure link\'s token (a bearer secret in a URL path) is answered onc
     await app.close();
     await removeDataDir(app.dataDir);
   });
-  const key = await issueKey(app);
-  const { mint } = await recordAgent(app, key);
+  const issued = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
+  const key = issued.key;
+  // no ledgers in this app: the agent's row is written as recording would leave it
+  const { mint } = await insertProvenAgent(app, `key:${issued.id}`);
   const created = await http(app, 'POST', `/v1/identity/${mint}/disclosures`, { key, body: { fields: ['profile'], expires_in: 600 } });
   t.is(created.status, 200, JSON.stringify(created.body));
   const token = created.body.token as string;

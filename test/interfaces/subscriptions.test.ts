@@ -1,7 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type TestApp, stopTwoInstances, writeAgentAsset } from '../support/app.ts';
 
 // graphql-ws across two API nodes on one database: an event committed through node B reaches a subscriber on node A
 // (LISTEN/NOTIFY), a reconnect with `after` replays exactly what was missed, then continues live; networks are
@@ -198,8 +198,9 @@ test('an event committed on node B reaches a subscriber on node A within 1 s; a 
 test('a chain-mainnet subscriber does not receive chain-devnet events', async (t) => {
   const { a, b, key, mainnetKey } = t.context;
   // One agent recorded on both networks, so only the network tells the events apart.
-  const mint = await randomAddress();
-  const owner = await randomAddress();
+  // recorded through B: its ledgers hold the assets
+  const { mint, owner } = await writeAgentAsset(b, 'chain-devnet');
+  await writeAgentAsset(b, 'chain-mainnet', { mint, owner });
   for (const k of [key, mainnetKey]) {
     const res = await http(b, 'POST', '/v1/agents/record', { key: k, body: { mint, owner } });
     t.is(res.status, 200);

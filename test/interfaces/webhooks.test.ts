@@ -4,7 +4,7 @@ import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../interfaces/client/webhooks.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { RETRY_SCHEDULE_MS } from '../../domain/webhooks/delivery.ts';
-import { http, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp, syntheticEvent } from '../support/app.ts';
+import { http, insertProvenAgent, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp, syntheticEvent } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { startReceiver, until, type Receiver } from '../support/receiver.ts';
 
@@ -197,8 +197,8 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
   const others = await createHook(app, b.key, { url: `${receiver.url}/deliver-b`, events: ['*'] });
   const network = await createHook(app, admin.key, { url: `${receiver.url}/deliver-admin`, events: ['payment_link.created'] });
 
-  const agent = await randomAddress();
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: a.key, body: { mint: agent, owner: await randomAddress() } })).status, 200);
+  // no ledgers in this app: the agent's row is written as recording would leave it
+  const { mint: agent } = await insertProvenAgent(app, a.principal);
   const link = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { id: 'hooked-a' }) });
   t.is(link.status, 201, JSON.stringify(link.body));
   const event = (await http(app, 'GET', '/v1/events?kind=payment_link.created&limit=1', { key: a.key })).body.data[0];
@@ -369,8 +369,8 @@ test.serial('the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then 
 test('a payment link’s webhook_url is a delivery like any other: a row, the retry schedule, signed with the link’s secret at attempt time', async (t) => {
   const { app, receiver } = t.context;
   const a = await issue(app);
-  const agent = await randomAddress();
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: a.key, body: { mint: agent, owner: await randomAddress() } })).status, 200);
+  // no ledgers in this app: the agent's row is written as recording would leave it
+  const { mint: agent } = await insertProvenAgent(app, a.principal);
   // /fail answers 500 until the link is pointed elsewhere.
   const link = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { id: 'link-hook', webhook_url: `${receiver.url}/fail/link` }) });
   t.is(link.status, 201, JSON.stringify(link.body));

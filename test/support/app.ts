@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig, type Config } from '../../interfaces/config.ts';
 import { createApp, type App, type AppOptions } from '../../interfaces/app.ts';
-import type { Network } from '../../domain/shared/network.ts';
+import { KEY_PREFIX, type Network } from '../../domain/shared/network.ts';
 import type { NewEvent, NewEventFields } from '../../domain/events/schema.ts';
 import { sharedDatabaseUrl } from './cluster.ts';
 import { TestClock } from './clock.ts';
 import { programsDir } from './programs.ts';
+import { writeCoreAsset } from './core-asset.ts';
 
 export interface TestApp extends App {
   dataDir: string;
@@ -111,14 +112,52 @@ export async function http<T = any>(
   return { status: res.status, headers: res.headers, body: body as T };
 }
 
-/** A recorded agent on the key's network, ready to own payment links. */
-export async function recordAgent(app: App, key: string, fields: { name?: string; uri?: string } = {}): Promise<{ mint: string; owner: string }> {
-  const mint = await randomAddress();
-  const owner = await randomAddress();
+/** The network a key answers for, by its prefix (hosted-api §5). */
+export function networkOfKey(key: string): Network {
+  return (Object.keys(KEY_PREFIX) as Network[]).find((n) => key.startsWith(KEY_PREFIX[n])) ?? 'chain-devnet';
+}
+
+/**
+ * A Metaplex Core AssetV1 at a fresh address (or `mint`) on the app's embedded ledger of `network`, owned by `owner`
+ * (default a fresh address): what POST /v1/agents/record needs to find there (DECISIONS "Agents, submissions and
+ * events": an agent exists only on the ledger). Written through the embedded ledger's test path, so it needs no Core
+ * program; GET /v1/agents/{mint} then reads its name and uri from it.
+ */
+export async function writeAgentAsset(
+  app: App,
+  network: Network,
+  fields: { mint?: string; owner?: string; name?: string; uri?: string } = {},
+): Promise<{ mint: string; owner: string }> {
+  const ledger = app.ledgers.embedded[network];
+  if (!ledger) throw new Error(`no embedded ${network} ledger in this app to write an agent's asset on`);
+  const mint = fields.mint ?? (await randomAddress());
+  const owner = fields.owner ?? (await randomAddress());
+  // no uri unless given: an asset's uri is its registration document, which identity checks would fetch
+  await writeCoreAsset(ledger, mint, { owner, ...(fields.name !== undefined ? { name: fields.name } : {}), uri: fields.uri ?? '' });
+  return { mint, owner };
+}
+
+/** A recorded agent on the key's network (its Core asset written on the ledger first), ready to own payment links. */
+export async function recordAgent(app: App, key: string, fields: { name?: string; uri?: string; owner?: string } = {}): Promise<{ mint: string; owner: string }> {
+  const { mint, owner } = await writeAgentAsset(app, networkOfKey(key), fields);
+  const { owner: _owner, ...named } = fields;
   // Recording prepares the treasury's token accounts, which polls the ledger on the app's clock.
-  const request = http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, ...fields } });
+  const request = http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, ...named } });
   const res = (app as TestApp).testClock ? await (app as TestApp).testClock!.drive(request) : await request;
   if (res.status !== 200) throw new Error(`record agent failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { mint, owner };
+}
+
+/**
+ * A proven agent row written straight to the store, owned by `ownerPrincipal` ("key:<id>", "wallet:<address>"): for
+ * apps started without ledgers, where there is no ledger to record an agent against.
+ */
+export async function insertProvenAgent(app: App, ownerPrincipal: string, network: Network = 'chain-devnet'): Promise<{ mint: string; owner: string }> {
+  const mint = await randomAddress();
+  const owner = await randomAddress();
+  const now = new Date();
+  const { treasuryOf } = await import('../../domain/treasury/derive.ts');
+  await app.database.store.agents.insert({ mint, network, owner, name: null, uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal, registeredAt: now, provenAt: now });
   return { mint, owner };
 }
 

@@ -1,7 +1,7 @@
 import type { Network } from '../../../domain/shared/network.ts';
 import type { DiscoverableLinkRow, DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
 import { query, type RepoContext } from './context.ts';
-import { fromRow, type PaymentLinkRow } from './payment-links.ts';
+import { fromRow, LINK_SELECT, type PaymentLinkRow } from './payment-links.ts';
 
 // The catalogues of svc_discover, each read newest first through its partial index of migration 0019.
 
@@ -28,7 +28,7 @@ const agentFromRow = (r: AgentRow): RegisteredAgentRow => ({
 /** the newest discoverable links (payment_links_discoverable_idx); exported so bench:growth prints its plan */
 export function discoverableLinksSql(network: string, limit: number, offset = 0): { sql: string; params: unknown[] } {
   return {
-    sql: `select * from payment_links where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ? offset ?`,
+    sql: `${LINK_SELECT} where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ? offset ?`,
     params: [network, limit, offset],
   };
 }

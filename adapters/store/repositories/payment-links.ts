@@ -33,7 +33,16 @@ export interface PaymentLinkRow {
   owner_principal: string;
   created_at: Date;
   updated_at: Date;
+  /** read with the row (LINK_SELECT), not a column of it */
+  owner_agent_proven: boolean;
 }
+
+/**
+ * A link with whether its owner agent is proven on the ledger (migration 0024), in the same statement: the paywall's
+ * check costs no extra round trip (one primary-key probe of agents per row).
+ */
+export const LINK_SELECT = `select l.*, exists (select 1 from agents a where a.network = l.network and a.mint = l.owner_agent and a.proven_at is not null) as owner_agent_proven
+  from payment_links l`;
 
 export const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   pk: r.pk,
@@ -63,6 +72,7 @@ export const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   ownerPrincipal: r.owner_principal,
   createdAt: date(r.created_at),
   updatedAt: date(r.updated_at),
+  ownerAgentProven: r.owner_agent_proven,
 });
 
 /** Every column but pk, in one order for insert and update, with its value from the record (json as text). */
@@ -85,7 +95,7 @@ export function paymentLinkListSql(network: string, q: PaymentLinkListQuery): { 
   if (q.owner !== undefined) where.and('owner_principal = ?', q.owner);
   if (q.ownerAgent !== undefined) where.and('owner_agent = ?', q.ownerAgent);
   if (q.beforePk !== undefined) where.and(`(pk || '') < ?`, q.beforePk);
-  return { sql: `select * from payment_links where ${where.sql} order by (pk || '') desc limit ?`, params: [...where.params, q.limit] };
+  return { sql: `${LINK_SELECT} where ${where.sql} order by (pk || '') desc limit ?`, params: [...where.params, q.limit] };
 }
 
 export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
@@ -99,13 +109,13 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
     get: async (network, id) => {
       if (ctx.raw) {
         // The hot read (GET /v1/payment-links/{id}, the paywall's link) straight on a pooled connection
-        const [row] = await ctx.raw<PaymentLinkRow>('select * from payment_links where network = $1 and id = $2', [network, id]);
+        const [row] = await ctx.raw<PaymentLinkRow>(`${LINK_SELECT} where network = $1 and id = $2`, [network, id]);
         return row ? fromRow(row) : null;
       }
       // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
       return one(
         ctx.em(),
-        `select * from payment_links where network = ? and id = ?${lockedInTransaction(ctx)}`,
+        `${LINK_SELECT} where network = ? and id = ?${lockedInTransaction(ctx) && ' for update of l'}`,
         [network, id],
         fromRow,
       );

@@ -6,7 +6,17 @@ const tags = ['agents'];
 
 export const agentsRouter = router({
   record: keyedProcedure
-    .meta({ errors: ['forbidden', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/agents/record', tags, summary: 'Record an agent minted outside the API' } })
+    .meta({
+      errors: ['forbidden', 'conflict', 'agent_not_on_ledger', 'rpc_unavailable'],
+      openapi: {
+        method: 'POST',
+        path: '/v1/agents/record',
+        tags,
+        summary: 'Record an agent minted outside the API',
+        description:
+          'Only an address where the network’s ledger holds a Metaplex Core AssetV1 whose owner is `owner` is recorded; anything else is 422 agent_not_on_ledger saying what the ledger holds there (mint one with POST /v1/agents/prepare). A ledger that cannot be read is 502 rpc_unavailable; nothing is recorded.',
+      },
+    })
     .input(RecordAgentInput)
     .output(Agent)
     .mutation(({ ctx, input }) => ctx.services.agents.record(ctx.principal, input)),

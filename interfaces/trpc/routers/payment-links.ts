@@ -19,7 +19,7 @@ const secretFields = ['webhook_secret'] as const;
 // Every procedure passes the caller's principal: another principal's link answers 404 (README "Ownership").
 export const paymentLinksRouter = router({
   create: keyedProcedure
-    .meta({ status: 201, secretFields, errors: ['agent_not_found', 'forbidden', 'conflict'], openapi: { method: 'POST', path: '/v1/payment-links', tags, summary: 'Create a payment link (its webhook_secret is shown once, here)' } })
+    .meta({ status: 201, secretFields, errors: ['agent_not_found', 'forbidden', 'conflict', 'agent_unproven', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/payment-links', tags, summary: 'Create a payment link (its webhook_secret is shown once, here)' } })
     .input(CreatePaymentLinkInput)
     .output(PaymentLinkWithSecret)
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.create(ctx.principal, ctx.principal.keyId, input)),
@@ -37,7 +37,7 @@ export const paymentLinksRouter = router({
     .query(({ ctx, input }) => ctx.services.paymentLinks.get(ctx.principal, input.id)),
 
   update: keyedProcedure
-    .meta({ secretFields, errors: ['agent_not_found', 'forbidden'], openapi: { method: 'PATCH', path: '/v1/payment-links/{id}', tags, summary: 'Update a payment link (incl. disabled)' } })
+    .meta({ secretFields, errors: ['agent_not_found', 'forbidden', 'agent_unproven', 'rpc_unavailable'], openapi: { method: 'PATCH', path: '/v1/payment-links/{id}', tags, summary: 'Update a payment link (incl. disabled)' } })
     .input(UpdatePaymentLinkInput)
     .output(PaymentLinkWithSecret)
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.update(ctx.principal, input)),
@@ -58,7 +58,7 @@ export const paymentLinksRouter = router({
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.delete(ctx.principal, input.id)),
 
   preview: keyedProcedure
-    .meta({ openapi: { method: 'POST', path: '/v1/payment-links/preview', tags, summary: 'Preview accepts[] and pay_to; stores nothing' } })
+    .meta({ errors: ['agent_not_found', 'forbidden', 'agent_unproven', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/payment-links/preview', tags, summary: 'Preview accepts[] and pay_to; stores nothing' } })
     .input(PreviewPaymentLinkInput)
     .output(PaymentLinkPreview)
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.preview(ctx.principal, input)),

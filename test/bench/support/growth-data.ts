@@ -6,7 +6,7 @@
 
 import pg from 'pg';
 import { findStable } from '../../../domain/shared/network.ts';
-import { http, linkBody, randomAddress, type TestApp } from '../../support/app.ts';
+import { http, linkBody, writeAgentAsset, type TestApp } from '../../support/app.ts';
 
 /** the measured principal: keys of this owner_wallet share its rows */
 export const WALLET = 'So11111111111111111111111111111111111111112';
@@ -52,8 +52,9 @@ async function world(app: TestApp, client: pg.Client): Promise<GrowthWorld> {
     const list: string[] = [];
     for (let i = 0; i < AGENTS; i++) {
       // a wallet key records agents its wallet owns
-      const mint = await randomAddress();
       const [key, owner] = i < MEASURED_AGENTS ? [k.user, WALLET] : [k.other, OTHER_WALLET];
+      // an agent exists only on the ledger: its Core asset first (DECISIONS "Agents, submissions and events")
+      const { mint } = await writeAgentAsset(app, 'chain-devnet', { owner, name: `growth agent ${i}` });
       const res = await http(app, 'POST', '/v1/agents/record', { key, body: { mint, owner, name: `growth agent ${i}` } });
       if (res.status !== 200) throw new Error(`record agent: ${res.status} ${JSON.stringify(res.body)}`);
       list.push(mint);
