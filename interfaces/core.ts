@@ -28,10 +28,11 @@ import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
-import { joinLedgers, openLedgers, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import { joinLedgers, openLedgers, RpcListenError, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
 import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
 import type { Config } from './config.ts';
+import { ledgerListenFailure } from './listeners.ts';
 import { buildServices, type Services } from './services.ts';
 
 // Core wiring, the one place that builds adapters: config → adapters → services, and the job runner. No HTTP: the
@@ -257,7 +258,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     await ledgers?.close();
     await feed.close();
     await database.close();
-    throw e;
+    throw e instanceof RpcListenError ? ledgerListenFailure(e, config) : e;
   }
 }
 
@@ -393,7 +394,7 @@ export async function openFacilitatorCore(config: Config, options: { logger?: Lo
   } catch (e) {
     await ledgers?.close();
     await database.close();
-    throw e;
+    throw e instanceof RpcListenError ? ledgerListenFailure(e, config) : e;
   }
 }
 

@@ -13,7 +13,7 @@ import type { LoadedProgram } from '../../domain/ledger/programs.ts';
 export type { Faucet, FaucetRequest, FaucetResult } from './embedded/faucet.ts';
 export { EmbeddedLedger } from './embedded/ledger.ts';
 export { LedgerLockedError } from './embedded/files.ts';
-export { startLedgerRpcServer } from './embedded/rpc-server.ts';
+export { RpcListenError, startLedgerRpcServer } from './embedded/rpc-server.ts';
 export { LedgerThread } from './embedded/ledger-thread.ts';
 export { ProgramsError } from './embedded/programs.ts';
 
@@ -33,7 +33,8 @@ export interface OpenLedgersOptions {
   mainnet: LedgerSource;
   /**
    * serve the embedded devnet's JSON-RPC on this port and its PubSub WebSocket on port + 1, as agave does (0 = any
-   * free pair); omit/null = no server. Keep the two networks' ports two apart, e.g. 8899 and 8901.
+   * free pair); omit/null = no server. Keep the two networks' ports two apart, e.g. 8899 and 8901. A port (or its
+   * neighbour) that cannot be bound rejects with RpcListenError.
    */
   devnetRpcPort?: number | null | undefined;
   mainnetRpcPort?: number | null | undefined;
