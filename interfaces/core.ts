@@ -31,7 +31,7 @@ import { jobDefinitions } from '../jobs/runner.ts';
 import { joinLedgers, openLedgers, RpcListenError, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
 import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
-import type { Config } from './config.ts';
+import { programsCommand, type Config } from './config.ts';
 import { ledgerListenFailure } from './listeners.ts';
 import { buildServices, type Services } from './services.ts';
 
@@ -192,7 +192,10 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       version: pkg.version,
       commit: config.commit ?? gitCommit(),
       fee: await feeSettings(config),
+      // the ledgers this process runs can take the well-known programs it lacks through `npm run programs`
+      programsCommand: Object.fromEntries(Object.keys(ledgers.embedded).map((network) => [network, programsCommand(config)])),
     };
+    Object.freeze(settings.programsCommand);
     Object.freeze(settings.fee.authorities);
     Object.freeze(settings.fee);
     Object.freeze(settings);
