@@ -28,7 +28,7 @@ import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
-import { joinLedgers, openLedgers, RpcListenError, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import { copyWellKnownPrograms, joinLedgers, openLedgers, RpcListenError, runFaucet, type CopiedPrograms, type OpenedLedgers } from '../adapters/ledger/index.ts';
 import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
 import { programsCommand, type Config } from './config.ts';
@@ -138,6 +138,12 @@ export interface AppOptions {
 export function faucetCommand(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
   return runFaucet(options, request);
 }
+
+/** npm run programs: the well-known programs copied from a Solana JSON-RPC into the program cache of `dataDir`. */
+export function programsCopyCommand(options: { dataDir: string; from: string; only?: string[] | undefined; timeoutMs?: number }): Promise<CopiedPrograms> {
+  return copyWellKnownPrograms(options);
+}
+export type { CopiedPrograms };
 
 export function defaultLogger(config: Config): Logger {
   return pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', '*.authorization', '*.key'] });
