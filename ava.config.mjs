@@ -5,6 +5,7 @@
  * files at a time, so a slow file started last leaves one core idle while it finishes. The rest run in name order.
  */
 const SLOWEST_FIRST = [
+  'test/fresh-start.test.ts',
   'test/interfaces/mcp.test.ts',
   'test/interfaces/client-package.test.ts',
   'test/interfaces/query-plans.test.ts',
