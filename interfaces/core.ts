@@ -286,7 +286,7 @@ function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, httpP
   for (const network of Object.keys(ledgers.embedded) as Network[]) {
     const rpc = ledgers.rpcUrls[network];
     if (!rpc) continue;
-    // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
+    // The server takes port + 1 for its WebSocket (a fixed port whose neighbour is taken does not start).
     const [host, port] = at(rpc);
     ports.push([host, port], [host, port + 1]);
   }
