@@ -26,6 +26,15 @@ async function portFree(port: number): Promise<boolean> {
   });
 }
 
+/** true once `check` holds, polled every 100 ms for at most a minute (a bound, not a wait: it returns as soon as it holds) */
+async function eventually(check: () => Promise<boolean>): Promise<boolean> {
+  for (let i = 0; i < 600; i++) {
+    if (await check()) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
+
 test('fresh clone: npm install (offline) && npm start on the default ports and data directory; a key from npm run keys reads /v1/health', async (t) => {
   // install takes 1–5 minutes on a loaded machine; start-up (embedded PostgreSQL initdb, two ledgers) up to a minute
   t.timeout(20 * 60_000);
@@ -98,6 +107,7 @@ test('fresh clone: npm install (offline) && npm start on the default ports and d
   const { code, signal } = await exited;
   t.true(code === 0 || signal === 'SIGINT', `npm start ended with code ${code}, signal ${signal}:\n${err}`);
   t.false(/shutdown failed|npm error|ERR!/.test(err), err);
-  t.true(await portFree(8080), 'port 8080 is free again');
-  t.is(await stat(join(clone, '.data', 'pg', 'postmaster.pid')).catch(() => null), null, 'the embedded PostgreSQL stopped');
+  // npm may end by the signal before the gateway has finished draining: wait for the conditions themselves
+  t.true(await eventually(() => portFree(8080)), 'port 8080 is free again');
+  t.true(await eventually(async () => (await stat(join(clone, '.data', 'pg', 'postmaster.pid')).catch(() => null)) === null), 'the embedded PostgreSQL stopped');
 });
