@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import type { Services } from './services.ts';
 import { openCore, startJobRunner, type AppOptions, type Core, type CoreLedgers, type Database } from './core.ts';
 import { bindListener, buildHttp } from './http.ts';
+import { listenFailure } from './listeners.ts';
 
 // The gateway: bind the port → core wiring (core.ts) → HTTP server (http.ts) → serve, and the job runner inline. Tests build the app
 // through here too. The names other modules imported from here stay importable from here.
@@ -26,7 +27,12 @@ export interface App {
 }
 
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
-  const listener = await bindListener(config.port, config.host);
+  let listener: Awaited<ReturnType<typeof bindListener>>;
+  try {
+    listener = await bindListener(config.port, config.host);
+  } catch (e) {
+    throw listenFailure(e, { portVariable: 'PORT', portValue: config.port, hostVariable: 'HOST', host: config.host, usual: 'another gateway' });
+  }
   let core: Core | undefined;
   let fastify: FastifyInstance | undefined;
   let runner: JobRunner | undefined;

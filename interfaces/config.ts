@@ -109,7 +109,8 @@ export const ConfigSchema = z.object({
   SVC_DEVNET_LEDGER: LedgerSource.default('embedded'),
   SVC_MAINNET_LEDGER: LedgerSource.default('embedded'),
   SVC_DEVNET_RPC_PORT: Port.default(8899),
-  SVC_MAINNET_RPC_PORT: Port.default(8900),
+  // two apart: each JSON-RPC port also takes the next one for its WebSocket (devnet 8899 + 8900, mainnet 8901 + 8902)
+  SVC_MAINNET_RPC_PORT: Port.default(8901),
   SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
   /** issue 10: a directory of <program-id>.so(.gz) files every embedded ledger loads (solana-test-validator --bpf-program) */
   SVC_LEDGER_PROGRAMS: optionalString,
@@ -210,6 +211,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
+  const collisions = listenerCollisions(e);
+  if (collisions.length) throw new ConfigError(`Invalid configuration: two listeners on one port\n${collisions.map((c) => `  ${c}`).join('\n')}`);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -257,6 +260,38 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     },
     outbound: { allow: e.SVC_OUTBOUND_ALLOW ?? [], ca: e.SVC_OUTBOUND_CA },
   };
+}
+
+/**
+ * The ports this installation listens on, by the variable that sets each: the gateway's HTTP port, each embedded
+ * ledger's JSON-RPC port and the next one (its WebSocket, where Solana clients look for it), and `npm run
+ * facilitator`'s port (it runs beside the gateway with the same settings). 0 is any free port and never collides.
+ * Hosts are not compared: a wildcard bind (0.0.0.0, the default) overlaps every address of the machine.
+ */
+function listenerCollisions(e: z.output<typeof ConfigSchema>): string[] {
+  const listeners: { port: number; what: string }[] = [{ port: e.PORT, what: `PORT=${e.PORT}` }];
+  for (const [ledger, variable, port] of [
+    [e.SVC_DEVNET_LEDGER, 'SVC_DEVNET_RPC_PORT', e.SVC_DEVNET_RPC_PORT],
+    [e.SVC_MAINNET_LEDGER, 'SVC_MAINNET_RPC_PORT', e.SVC_MAINNET_RPC_PORT],
+  ] as const) {
+    if (ledger !== 'embedded' || port === 0) continue;
+    listeners.push({ port, what: `${variable}=${port}` }, { port: port + 1, what: `${variable}=${port} (its WebSocket on ${port + 1})` });
+  }
+  listeners.push({ port: e.SVC_FACILITATOR_PORT, what: `SVC_FACILITATOR_PORT=${e.SVC_FACILITATOR_PORT}` });
+  const problems: string[] = [];
+  listeners.forEach((a, i) => {
+    if (a.port === 0) return;
+    const b = listeners.slice(0, i).find((earlier) => earlier.port === a.port);
+    if (b) problems.push(`${b.what} and ${a.what} both listen on port ${a.port}: give each its own port (or 0 for any)`);
+  });
+  return problems;
+}
+
+/** `npm run programs` as this installation runs it: the data directory named when it is not the default one. */
+export function programsCommand(config: Pick<Config, 'dataDir'>): string {
+  if (config.dataDir === ConfigSchema.shape.SVC_DATA_DIR.parse(undefined)) return 'npm run programs';
+  const dir = /^[\w./@%+=:,-]+$/.test(config.dataDir) ? config.dataDir : `'${config.dataDir.replaceAll("'", "'\\''")}'`;
+  return `npm run programs -- --data-dir ${dir}`;
 }
 
 /** For the commands' entry points: the configuration, or the ConfigError's message on stderr and exit code 1. */

@@ -29,10 +29,11 @@ import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
-import { joinLedgers, openLedgers, runFaucet, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import { copyWellKnownPrograms, joinLedgers, openLedgers, RpcListenError, runFaucet, type CopiedPrograms, type OpenedLedgers } from '../adapters/ledger/index.ts';
 import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
-import type { Config } from './config.ts';
+import { programsCommand, type Config } from './config.ts';
+import { ledgerListenFailure } from './listeners.ts';
 import { buildServices, type Services } from './services.ts';
 
 // Core wiring, the one place that builds adapters: config → adapters → services, and the job runner. No HTTP: the
@@ -139,6 +140,12 @@ export function faucetCommand(options: { dataDir: string; programsDir?: string |
   return runFaucet(options, request);
 }
 
+/** npm run programs: the well-known programs copied from a Solana JSON-RPC into the program cache of `dataDir`. */
+export function programsCopyCommand(options: { dataDir: string; from: string; only?: string[] | undefined; timeoutMs?: number }): Promise<CopiedPrograms> {
+  return copyWellKnownPrograms(options);
+}
+export type { CopiedPrograms };
+
 export function defaultLogger(config: Config): Logger {
   return createLogger({ level: config.logLevel, format: config.logFormat });
 }
@@ -192,7 +199,10 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       version: pkg.version,
       commit: config.commit ?? gitCommit(),
       fee: await feeSettings(config),
+      // the ledgers this process runs can take the well-known programs it lacks through `npm run programs`
+      programsCommand: Object.fromEntries(Object.keys(ledgers.embedded).map((network) => [network, programsCommand(config)])),
     };
+    Object.freeze(settings.programsCommand);
     Object.freeze(settings.fee.authorities);
     Object.freeze(settings.fee);
     Object.freeze(settings);
@@ -260,7 +270,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     await ledgers?.close();
     await feed.close();
     await database.close();
-    throw e;
+    throw e instanceof RpcListenError ? ledgerListenFailure(e, config) : e;
   }
 }
 
@@ -279,7 +289,7 @@ function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, httpP
   for (const network of Object.keys(ledgers.embedded) as Network[]) {
     const rpc = ledgers.rpcUrls[network];
     if (!rpc) continue;
-    // The server takes port + 1 for its WebSocket, or serves it on its own port when that one is taken.
+    // The server takes port + 1 for its WebSocket (a fixed port whose neighbour is taken does not start).
     const [host, port] = at(rpc);
     ports.push([host, port], [host, port + 1]);
   }
@@ -396,7 +406,7 @@ export async function openFacilitatorCore(config: Config, options: { logger?: Lo
   } catch (e) {
     await ledgers?.close();
     await database.close();
-    throw e;
+    throw e instanceof RpcListenError ? ledgerListenFailure(e, config) : e;
   }
 }
 

@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import { loadConfigOrExit } from './config.ts';
+import { loadConfigOrExit, programsCommand } from './config.ts';
 import { createApp } from './app.ts';
 import { onShutdownSignal } from './shutdown.ts';
 import { announceGateway, localUrl } from './announce.ts';
@@ -29,6 +29,10 @@ async function main(): Promise<void> {
       ([network, p]) =>
         `  programs    ${network}: ${p.programs.map((x) => `${x.name ?? x.id} (${x.source})`).join(', ') || 'none'}${p.missing.length ? `; missing ${p.missing.map((x) => x.name ?? x.id).join(', ')}` : ''}`,
     ),
+    // agents are Core assets: without the programs, minting one answers program_unavailable — say how to get them
+    ...(Object.values(app.ledgers.programs ?? {}).some((p) => p.missing.length)
+      ? [`              to add the missing programs: ${programsCommand(config)} (copies them from Solana devnet), then restart`]
+      : []),
     `  API key     npm run keys -- create --network chain-devnet [--admin]`,
   ];
   console.log(lines.join('\n'));

@@ -7,13 +7,13 @@ import { EmbeddedLedger } from './embedded/ledger.ts';
 import { loadOrCreateAdminSecret, readAdminSecret } from './embedded/keys.ts';
 import { LedgerThread } from './embedded/ledger-thread.ts';
 import { RpcLedger } from './rpc/rpc-ledger.ts';
-import { resolvePrograms, type ResolvedPrograms } from './embedded/programs.ts';
-import type { LoadedProgram } from '../../domain/ledger/programs.ts';
+import { cloneIntoCache, origin, resolvePrograms, type MissingProgram, type ResolvedPrograms } from './embedded/programs.ts';
+import { WELL_KNOWN_PROGRAMS, type LoadedProgram } from '../../domain/ledger/programs.ts';
 
 export type { Faucet, FaucetRequest, FaucetResult } from './embedded/faucet.ts';
 export { EmbeddedLedger } from './embedded/ledger.ts';
 export { LedgerLockedError } from './embedded/files.ts';
-export { startLedgerRpcServer } from './embedded/rpc-server.ts';
+export { RpcListenError, startLedgerRpcServer } from './embedded/rpc-server.ts';
 export { LedgerThread } from './embedded/ledger-thread.ts';
 export { ProgramsError } from './embedded/programs.ts';
 
@@ -33,7 +33,8 @@ export interface OpenLedgersOptions {
   mainnet: LedgerSource;
   /**
    * serve the embedded devnet's JSON-RPC on this port and its PubSub WebSocket on port + 1, as agave does (0 = any
-   * free pair); omit/null = no server. Keep the two networks' ports two apart, e.g. 8899 and 8901.
+   * free pair); omit/null = no server. Keep the two networks' ports two apart, e.g. 8899 and 8901. A port (or its
+   * neighbour) that cannot be bound rejects with RpcListenError.
    */
   devnetRpcPort?: number | null | undefined;
   mainnetRpcPort?: number | null | undefined;
@@ -67,9 +68,52 @@ export interface OpenedLedgers {
   close(): Promise<void>;
 }
 
+/** the cache of cloned programs every start of every embedded ledger of `dataDir` reads: `<dataDir>/ledger/programs` */
+export const programsCacheDir = (dataDir: string): string => join(dataDir, 'ledger', 'programs');
+
 /** The programs of the embedded ledgers, resolved once for all networks (programs.ts); throws ProgramsError. */
 async function programsFor(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined; onWarning?: ((message: string) => void) | undefined }): Promise<ResolvedPrograms> {
-  return resolvePrograms({ dir: options.programsDir, cloneUrl: options.cloneUrl, cacheDir: join(options.dataDir, 'ledger', 'programs'), onWarning: options.onWarning });
+  return resolvePrograms({ dir: options.programsDir, cloneUrl: options.cloneUrl, cacheDir: programsCacheDir(options.dataDir), onWarning: options.onWarning });
+}
+
+export interface CopiedPrograms {
+  /** the source as it may be shown: its origin only (a provider's key may ride in the path or query) */
+  from: string;
+  cacheDir: string;
+  copied: { id: string; name: string; bytes: number; path: string }[];
+  missing: MissingProgram[];
+  /** why no request reached a Solana JSON-RPC at the source (refused, timed out, not JSON-RPC); null when one did */
+  unreachable: string | null;
+  /** per network, the process holding its embedded ledger open (a running gateway), else absent */
+  holders: Partial<Record<Network, number>>;
+}
+
+/**
+ * `npm run programs`: copies the well-known programs (or those of `only`, by id or name) from a Solana JSON-RPC into
+ * the cache of `dataDir`, replacing older copies — the cache every later start of both embedded networks loads.
+ */
+export async function copyWellKnownPrograms(options: { dataDir: string; from: string; only?: string[] | undefined; timeoutMs?: number }): Promise<CopiedPrograms> {
+  const cacheDir = programsCacheDir(options.dataDir);
+  const wanted = WELL_KNOWN_PROGRAMS.filter((p) => !options.only?.length || options.only.includes(p.id) || options.only.includes(p.name));
+  const results = await Promise.all(wanted.map((p) => cloneIntoCache(options.from, p, cacheDir, options.timeoutMs)));
+  const copied: CopiedPrograms['copied'] = [];
+  const missing: MissingProgram[] = [];
+  let reached = wanted.length === 0;
+  let failure: string | undefined;
+  results.forEach((r, i) => {
+    if ('elf' in r) copied.push({ id: r.id, name: wanted[i]!.name, bytes: r.elf.length, path: r.path });
+    else {
+      missing.push({ id: r.id, name: r.name, reason: r.reason });
+      failure ??= r.failure;
+    }
+    reached ||= 'elf' in r || r.reachable;
+  });
+  const holders: CopiedPrograms['holders'] = {};
+  for (const network of NETWORKS) {
+    const pid = lockHolder(join(options.dataDir, 'ledger', network));
+    if (pid !== null) holders[network] = pid;
+  }
+  return { from: origin(options.from), cacheDir, copied, missing, unreachable: reached ? null : (failure ?? 'no answer'), holders };
 }
 
 /**

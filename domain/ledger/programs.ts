@@ -7,11 +7,14 @@ import { MPL_CORE_PROGRAM_ID } from '../treasury/derive.ts';
 export const AGENT_REGISTRY_IDENTITY_PROGRAM_ID = '1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p';
 export const AGENT_REGISTRY_TOOLS_PROGRAM_ID = 'TLREGni9ZEyGC3vnPZtqUh95xQ8oPqJSvNjvB7FGK8S';
 
-/** the one list of programs the gateway needs on a ledger, by id, with a short name for logs and /v1/health */
-export const WELL_KNOWN_PROGRAMS: readonly { id: string; name: string }[] = [
-  { id: MPL_CORE_PROGRAM_ID, name: 'mpl-core' },
-  { id: AGENT_REGISTRY_IDENTITY_PROGRAM_ID, name: 'mpl-agent-registry-identity' },
-  { id: AGENT_REGISTRY_TOOLS_PROGRAM_ID, name: 'mpl-agent-registry-tools' },
+/**
+ * the one list of programs the gateway needs on a ledger, by id, with a short name for logs, /v1/health and
+ * `npm run programs`, and the title errors give it (program_unavailable)
+ */
+export const WELL_KNOWN_PROGRAMS: readonly { id: string; name: string; title: string }[] = [
+  { id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', title: 'Metaplex Core' },
+  { id: AGENT_REGISTRY_IDENTITY_PROGRAM_ID, name: 'mpl-agent-registry-identity', title: 'Metaplex Agent Registry identity' },
+  { id: AGENT_REGISTRY_TOOLS_PROGRAM_ID, name: 'mpl-agent-registry-tools', title: 'Metaplex Agent Registry tools' },
 ];
 
 /** the short name of a well-known program, else null (a program loaded from the directory that the gateway does not call) */

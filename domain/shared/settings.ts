@@ -18,6 +18,11 @@ export interface GatewaySettings {
     enforcement: FeeEnforcement;
     authorities: Record<Network, string>;
   };
+  /**
+   * per network whose ledger this installation runs (embedded): the command that copies the well-known programs
+   * into it, e.g. "npm run programs"; program_unavailable names it. Absent for a network on a remote node.
+   */
+  programsCommand?: Partial<Record<Network, string>>;
 }
 
 export const iso = (d: Date): string => d.toISOString();

@@ -20,6 +20,8 @@ export interface BuildContext {
   fee: GatewaySettings['fee'];
   /** the gateway's public base URL: agents/prepare and identity/prepare write it into a hosted registration uri */
   baseUrl?: string;
+  /** the command that adds missing well-known programs to this network's ledger (GatewaySettings.programsCommand) */
+  programsCommand?: string | undefined;
 }
 
 /** A builder of an agent route also gets the agent (recorded, the caller's). */

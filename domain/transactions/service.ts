@@ -90,7 +90,8 @@ export class TransactionService {
   private context(network: Network): BuildContext & { ledger: Ledger } {
     const ledger = this.deps.ledgers[network];
     if (!ledger) throw new DomainError('service_unavailable', `No ledger is configured for ${network}.`, { network });
-    return { network, ledger, reads: ledger, stables: STABLES[network], fee: this.deps.settings.fee, baseUrl: this.deps.settings.baseUrl };
+    const { fee, baseUrl, programsCommand } = this.deps.settings;
+    return { network, ledger, reads: ledger, stables: STABLES[network], fee, baseUrl, programsCommand: programsCommand?.[network] };
   }
 
   /**

@@ -8,6 +8,7 @@ import type { Config } from '../config.ts';
 import { openFacilitatorCore } from '../core.ts';
 import { BODY_LIMIT, stampRequestId } from '../http.ts';
 import { registerFacilitatorRoutes } from './routes.ts';
+import { listenFailure } from '../listeners.ts';
 
 export interface FacilitatorApp {
   url: string;
@@ -29,7 +30,10 @@ export async function createFacilitatorApp(config: Config, options: { logger?: L
     fastify = Fastify({ loggerInstance: log as unknown as FastifyBaseLogger, bodyLimit: BODY_LIMIT, genReqId: () => newId(), requestIdHeader: false });
     fastify.addHook('onRequest', stampRequestId);
     registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '', accountsToken: config.facilitator.accountsSecret });
-    await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host });
+    await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host }).catch((e: unknown) => {
+      const { port, host } = config.facilitator;
+      throw listenFailure(e, { portVariable: 'SVC_FACILITATOR_PORT', portValue: port, hostVariable: 'SVC_FACILITATOR_HOST', host, usual: 'another facilitator' });
+    });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.facilitator.port;
     const server = fastify;

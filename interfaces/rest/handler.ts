@@ -60,7 +60,9 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
         const params = (req.params ?? {}) as Record<string, string>;
         let input: unknown;
         if (takesInput) {
-          const source = bodyMethod ? (req.body ?? {}) : (req.query ?? {});
+          // No body is an empty object; a JSON body that is not an object (`null`, `[]`, `"x"`) reaches the schema as it
+          // is and is refused there (400 invalid_request), before any route looks at the ledger.
+          const source = bodyMethod ? (req.body === undefined ? {} : req.body) : (req.query ?? {});
           input = isPlainObject(source) ? { ...source, ...params } : source;
         }
         try {

@@ -103,7 +103,7 @@ const CORE = coreProgramsDir() ? coreProgramBytes() : null;
 const ledgers: EmbeddedLedger[] = [];
 let plain: EmbeddedLedger; // devnet, no Agent Registry, with Core when the binary is here
 let registry: EmbeddedLedger; // devnet where the identity and tools program ids hold deployed programs
-let mainnet: EmbeddedLedger;
+let mainnet: EmbeddedLedger; // mainnet, with Core when the binary is here (Execute-based builders need it)
 
 test.before(async () => {
   const core = CORE ? [{ id: MPL_CORE_PROGRAM_ID, elf: CORE }] : [];
@@ -113,7 +113,7 @@ test.before(async () => {
   [plain, registry, mainnet] = await Promise.all([
     openTestLedger({ programs: core }),
     openTestLedger({ programs: [...core, ...standIns] }),
-    openTestLedger({ network: 'chain-mainnet' }),
+    openTestLedger({ network: 'chain-mainnet', programs: core }),
   ]);
   ledgers.push(plain, registry, mainnet);
 });

@@ -25,6 +25,9 @@ const LOADER_V1 = 'BPFLoader1111111111111111111111111111111111';
 /** UpgradeableLoaderState::ProgramData: tag u32, slot u64, Option<Pubkey> authority (always 33 bytes) */
 const PROGRAMDATA_HEADER = 45;
 
+/** The node answered, but what it holds at a program's address cannot be copied (not a program, no ELF, too large). */
+class NotCopyable extends Error {}
+
 /** A start-up error of the programs settings: the message names the setting and the file. */
 export class ProgramsError extends Error {
   override readonly name = 'ProgramsError';
@@ -166,24 +169,24 @@ export async function cloneProgram(url: string, id: string, timeoutMs = CLONE_TI
   if (!program) return null;
   let elf: Uint8Array;
   if (program.owner === UPGRADEABLE_LOADER) {
-    if (program.data.length < 36 || program.data.readUInt32LE(0) !== 2) throw new Error(`${id} is not an upgradeable program account`);
+    if (program.data.length < 36 || program.data.readUInt32LE(0) !== 2) throw new NotCopyable(`${id} is not an upgradeable program account`);
     const programdata = encodeBase58(program.data.subarray(4, 36));
     const data = await accountInfo(url, programdata, timeoutMs);
-    if (!data) throw new Error(`${id}: its programdata account ${programdata} is missing`);
-    if (data.data.length < PROGRAMDATA_HEADER || data.data.readUInt32LE(0) !== 3) throw new Error(`${id}: ${programdata} is not a programdata account`);
+    if (!data) throw new NotCopyable(`${id}: its programdata account ${programdata} is missing`);
+    if (data.data.length < PROGRAMDATA_HEADER || data.data.readUInt32LE(0) !== 3) throw new NotCopyable(`${id}: ${programdata} is not a programdata account`);
     elf = data.data.subarray(PROGRAMDATA_HEADER);
   } else if (program.owner === LOADER_V2 || program.owner === LOADER_V1) {
     elf = program.data;
   } else {
-    throw new Error(`${id} is owned by ${program.owner}, not a BPF loader this ledger can copy from`);
+    throw new NotCopyable(`${id} is owned by ${program.owner}, not a BPF loader this ledger can copy from`);
   }
-  if (elf.length > MAX_PROGRAM_BYTES) throw new Error(`${id} is larger than a program can be`);
-  if (!isElf(elf)) throw new Error(`${id} holds no ELF program`);
+  if (elf.length > MAX_PROGRAM_BYTES) throw new NotCopyable(`${id} is larger than a program can be`);
+  if (!isElf(elf)) throw new NotCopyable(`${id} holds no ELF program`);
   return elf;
 }
 
 /** the clone source as logs may show it: an RPC provider's key often rides in the path or query, so only the origin */
-function origin(url: string): string {
+export function origin(url: string): string {
   try {
     return new URL(url).origin;
   } catch {
@@ -195,6 +198,42 @@ function writeAtomically(path: string, bytes: Uint8Array): void {
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, bytes, { mode: 0o644 });
   renameSync(tmp, path);
+}
+
+/** where the copy of a well-known program is cached: `<cacheDir>/<id>.so`, the ELF as `solana program dump` writes it */
+export const cachedProgramPath = (cacheDir: string, id: string): string => join(cacheDir, `${id}.so`);
+
+/** the system's reason a request failed (fetch's "fetch failed" hides it in `cause`: ECONNREFUSED, ENOTFOUND, …) */
+function failure(e: unknown): string {
+  const cause = (e as { cause?: { code?: string; message?: string } }).cause;
+  const detail = cause?.code ?? cause?.message;
+  return `${(e as Error).message}${detail ? ` (${detail})` : ''}`;
+}
+
+/**
+ * Copies one program from a Solana JSON-RPC into the cache (atomically: a start never reads half a file): the one
+ * path by which cloned programs reach the cache, for SVC_LEDGER_CLONE_URL at start and for `npm run programs`.
+ * `reachable: false` when the request itself failed (refused, timed out, not JSON-RPC), so a caller can tell a source
+ * it cannot reach from one that lacks the program.
+ */
+export async function cloneIntoCache(
+  url: string,
+  program: { id: string; name: string },
+  cacheDir: string,
+  timeoutMs?: number,
+): Promise<{ id: string; elf: Uint8Array; path: string } | (MissingProgram & { reachable: boolean; failure?: string })> {
+  const { id, name } = program;
+  try {
+    const elf = await cloneProgram(url, id, timeoutMs);
+    if (!elf) return { id, name, reason: `not on ${origin(url)}`, reachable: true };
+    mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+    const path = cachedProgramPath(cacheDir, id);
+    writeAtomically(path, elf);
+    return { id, elf, path };
+  } catch (e) {
+    const reachable = e instanceof NotCopyable;
+    return { id, name, reason: `cloning from ${origin(url)} failed: ${failure(e)}`, reachable, failure: failure(e) };
+  }
 }
 
 /**
@@ -214,7 +253,7 @@ export async function resolvePrograms(options: ResolveProgramsOptions): Promise<
   const wanted = (options.wellKnown ?? WELL_KNOWN_PROGRAMS).filter(({ id }) => !images.some((i) => i.id === id));
   const found = await Promise.all(
     wanted.map(async ({ id, name }): Promise<{ id: string; elf: Uint8Array } | MissingProgram> => {
-      const cached = join(options.cacheDir, `${id}.so`);
+      const cached = cachedProgramPath(options.cacheDir, id);
       try {
         statSync(cached);
         return { id, elf: readProgramFile(cached, 'the program cache') };
@@ -224,20 +263,10 @@ export async function resolvePrograms(options: ResolveProgramsOptions): Promise<
       if (!options.cloneUrl) {
         return { id, name, reason: options.dir !== undefined ? 'not in SVC_LEDGER_PROGRAMS and SVC_LEDGER_CLONE_URL is not set' : 'neither SVC_LEDGER_PROGRAMS nor SVC_LEDGER_CLONE_URL is set' };
       }
-      let reason: string;
-      try {
-        const elf = await cloneProgram(options.cloneUrl, id, options.timeoutMs);
-        if (elf) {
-          mkdirSync(options.cacheDir, { recursive: true, mode: 0o700 });
-          writeAtomically(cached, elf);
-          return { id, elf };
-        }
-        reason = `not on ${origin(options.cloneUrl)}`;
-      } catch (e) {
-        reason = `cloning from ${origin(options.cloneUrl)} failed: ${(e as Error).message}`;
-      }
-      warn(`program ${name} (${id}) not cloned: ${reason}`);
-      return { id, name, reason };
+      const cloned = await cloneIntoCache(options.cloneUrl, { id, name }, options.cacheDir, options.timeoutMs);
+      if ('elf' in cloned) return { id, elf: cloned.elf };
+      warn(`program ${name} (${id}) not cloned: ${cloned.reason}`);
+      return cloned;
     }),
   );
   const missing: MissingProgram[] = [];

@@ -47,6 +47,26 @@ export interface LedgerRpcServer {
   close(): Promise<void>;
 }
 
+/**
+ * A port the JSON-RPC server could not bind — its own (`json-rpc`) or the next one (`websocket`) — and the system's
+ * reason (`EADDRINUSE`, `EACCES`, `EADDRNOTAVAIL`, …); the process starting it names the setting to change.
+ */
+export class RpcListenError extends Error {
+  override readonly name = 'RpcListenError';
+  constructor(
+    readonly listener: { network: string; host: string; port: number; role: 'json-rpc' | 'websocket'; code: string },
+    message: string,
+  ) {
+    super(message);
+  }
+
+  static from(e: unknown, listener: Omit<RpcListenError['listener'], 'code'>): RpcListenError {
+    const code = (e as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
+    const what = listener.role === 'websocket' ? 'WebSocket' : 'JSON-RPC';
+    return new RpcListenError({ ...listener, code }, `the ${listener.network} ledger's ${what} server cannot listen on ${listener.host}:${listener.port}: ${(e as Error).message}`);
+  }
+}
+
 export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Promise<LedgerRpcServer> {
   const { ledger } = options;
   const host = options.host ?? '127.0.0.1';
@@ -122,7 +142,11 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
   let wsPort = 0;
   for (let attempt = 0; ; attempt++) {
     http = newServer();
-    port = await listen(http, options.port);
+    try {
+      port = await listen(http, options.port);
+    } catch (e) {
+      throw RpcListenError.from(e, { network: ledger.network, host, port: options.port, role: 'json-rpc' });
+    }
     if (options.wsPort === false) break;
     const wanted = options.wsPort ?? port + 1;
     ws = newServer();
@@ -131,13 +155,12 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
       break;
     } catch (e) {
       ws = undefined;
-      // a random port whose neighbour is taken: try another pair; a fixed port: serve WebSocket on it alone
-      if (options.port === 0 && options.wsPort === undefined && attempt < 20) {
-        await close(http);
-        continue;
-      }
-      if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw e;
-      break;
+      await close(http);
+      // a random port whose neighbour is taken: try another pair
+      if (options.port === 0 && options.wsPort === undefined && attempt < 20) continue;
+      // A fixed port whose neighbour is taken is a start-up error, never a quiet WebSocket on the HTTP port alone:
+      // Solana clients (web3.js Connection, the CLI) look for PubSub on port + 1, where another program answers.
+      throw RpcListenError.from(e, { network: ledger.network, host, port: wanted, role: 'websocket' });
     }
   }
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;

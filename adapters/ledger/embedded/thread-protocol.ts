@@ -1,6 +1,7 @@
 import { DomainError, isErrorCode } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import { LedgerLockedError } from './files.ts';
+import { RpcListenError } from './rpc-server.ts';
 import type { PubSubLimits } from './pubsub.ts';
 
 // The messages between a LedgerThread (main thread) and its worker (thread-worker.ts), which owns one embedded
@@ -65,11 +66,13 @@ export interface SerializedError {
   details?: Record<string, unknown>;
   dir?: string;
   pid?: number;
+  listener?: RpcListenError['listener'];
 }
 
 export function serializeError(e: unknown): SerializedError {
   if (e instanceof DomainError) return { name: e.name, message: e.message, code: e.code, details: e.details };
   if (e instanceof LedgerLockedError) return { name: e.name, message: e.message, dir: e.dir, pid: e.pid };
+  if (e instanceof RpcListenError) return { name: e.name, message: e.message, listener: e.listener };
   if (e instanceof Error) return { name: e.name, message: e.message };
   return { name: 'Error', message: String(e) };
 }
@@ -77,6 +80,7 @@ export function serializeError(e: unknown): SerializedError {
 export function deserializeError(e: SerializedError): Error {
   if (e.name === 'DomainError' && isErrorCode(e.code)) return new DomainError(e.code, e.message, e.details);
   if (e.name === 'LedgerLockedError' && e.dir !== undefined && e.pid !== undefined) return new LedgerLockedError(e.dir, e.pid);
+  if (e.name === 'RpcListenError' && e.listener) return new RpcListenError(e.listener, e.message);
   if (e.name === 'RangeError') return new RangeError(e.message);
   return new Error(e.message);
 }

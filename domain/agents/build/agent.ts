@@ -4,7 +4,7 @@ import { createV1 } from '@metaplex-foundation/mpl-core';
 import { findAgentIdentityV1Pda, registerIdentityV1, setAgentTokenV1 } from '@metaplex-foundation/mpl-agent-registry';
 import { DomainError } from '../../shared/errors.ts';
 import { registrationDocument, RegistrationV1, registrationUrl } from '../../identity/registration.ts';
-import { treasuryOf } from '../../treasury/derive.ts';
+import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../treasury/derive.ts';
 import type { AgentBuildContext, BuildContext, PlanOutcome, TransactionPlan } from '../../transactions/plan.ts';
 import type { PrepareAgentInput, PrepareIdentityInput, PrepareTokenSetInput } from '../prepare-schema.ts';
 import { assetCollection, executeFor, hasProgram, IDENTITY_PROGRAM_ID, requireProgram, signer, toInstructions, umi } from './execute.ts';
@@ -23,6 +23,8 @@ export async function buildCreateAgent(input: PrepareAgentInput, ctx: BuildConte
   const asset = Keypair.generate();
   const assetAddress = asset.publicKey.toBase58();
   const { uri, hosted } = registrationUri(ctx, assetAddress, input.uri, { name: input.name, description: input.description, services: input.services });
+  // the asset is Core's: without Core the transaction could only fail (the identity below is optional)
+  await requireProgram(ctx, MPL_CORE_PROGRAM_ID);
   const payer = input.payer ?? input.owner;
   const create = createV1(umi(), {
     asset: signer(assetAddress),
@@ -113,7 +115,10 @@ function registrationUri(
 
 /** identity/prepare: registerIdentityV1 on the recorded asset, authorised by its owner. */
 export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
-  await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
+  const { uri, hosted } = registrationUri(ctx, input.mint, input.uri, { name: ctx.agent.name ?? input.mint });
+  // RegisterIdentityV1 adds the identity to the Core asset through Core
+  await requireProgram(ctx, IDENTITY_PROGRAM_ID);
+  await requireProgram(ctx, MPL_CORE_PROGRAM_ID);
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const identity = agentIdentityOf(input.mint);
@@ -121,7 +126,6 @@ export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: Ag
     throw new DomainError('conflict', `Agent ${input.mint} already has a registered identity (${identity})`, { agent_identity: identity });
   }
   const collection = await assetCollection(ctx.reads, input.mint);
-  const { uri, hosted } = registrationUri(ctx, input.mint, input.uri, { name: ctx.agent.name ?? input.mint });
   const instructions = toInstructions(
     registerIdentityV1(umi(), {
       asset: publicKey(input.mint),
@@ -140,7 +144,7 @@ export async function buildRegisterIdentity(input: PrepareIdentityInput, ctx: Ag
  * signed by the owner.
  */
 export async function buildTokenSet(input: PrepareTokenSetInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
-  await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
+  await requireProgram(ctx, IDENTITY_PROGRAM_ID);
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const treasury = treasuryOf(input.mint);
@@ -156,7 +160,7 @@ export async function buildTokenSet(input: PrepareTokenSetInput, ctx: AgentBuild
       authority: signer(treasury),
     }),
   );
-  const instructions = await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner });
+  const instructions = await executeFor(ctx, { asset: input.mint, authority: owner, payer, inner });
   const echo = { asset: input.mint, agent_identity: agentIdentityOf(input.mint), genesis_account: input.genesis_account, treasury };
   return { kind: 'agent.token.set', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
 }

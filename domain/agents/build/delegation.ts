@@ -56,7 +56,7 @@ export async function buildDelegation(input: PrepareDelegationInput, ctx: AgentB
     );
   }
   const approve = createApproveInstruction(new PublicKey(account), new PublicKey(input.executive), new PublicKey(treasury), allowance, [], program);
-  instructions.push(...(await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [approve] })));
+  instructions.push(...(await executeFor(ctx, { asset: input.mint, authority: owner, payer, inner: [approve] })));
 
   const echo = {
     asset: input.mint,
@@ -92,7 +92,7 @@ export async function buildDelegationRevoke(input: PrepareDelegationRevokeInput,
   // the delegate being revoked, for the agent record (null: none is set; the revoke is then harmless)
   const delegate = state.delegate;
   const revoke = createRevokeInstruction(new PublicKey(account), new PublicKey(treasury), [], new PublicKey(stable.tokenProgramId));
-  const instructions = await executeFor(ctx.reads, { asset: input.mint, authority: owner, payer, inner: [revoke] });
+  const instructions = await executeFor(ctx, { asset: input.mint, authority: owner, payer, inner: [revoke] });
   const echo = { asset: input.mint, treasury, token_account: account, stable_symbol: stable.symbol, delegate };
   return {
     kind: 'agent.delegation.revoke',

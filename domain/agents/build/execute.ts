@@ -8,17 +8,18 @@ import { DomainError } from '../../shared/errors.ts';
 import { memoize } from '../../shared/memo.ts';
 import { parseAtomic } from '../../shared/money.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../treasury/derive.ts';
+import { AGENT_REGISTRY_IDENTITY_PROGRAM_ID, AGENT_REGISTRY_TOOLS_PROGRAM_ID, WELL_KNOWN_PROGRAMS } from '../../ledger/programs.ts';
 import type { AgentRecord } from '../schema.ts';
-import type { LedgerReads } from '../../transactions/plan.ts';
+import type { BuildContext, LedgerReads } from '../../transactions/plan.ts';
 
 // What every builder shares: one offline umi (Metaplex instructions only through the official clients), noop signers
 // for users' keys (the gateway never holds them), Core `execute` around an inner instruction, and the checks that keep
 // a prepare route from handing out a transaction that must fail.
 
 /** The identity program of the Metaplex Agent Registry (agents/prepare, identity, token set). */
-export const IDENTITY_PROGRAM_ID = '1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p';
+export const IDENTITY_PROGRAM_ID = AGENT_REGISTRY_IDENTITY_PROGRAM_ID;
 /** The tools program of the Metaplex Agent Registry (executive register, delegate, revoke). */
-export const TOOLS_PROGRAM_ID = 'TLREGni9ZEyGC3vnPZtqUh95xQ8oPqJSvNjvB7FGK8S';
+export const TOOLS_PROGRAM_ID = AGENT_REGISTRY_TOOLS_PROGRAM_ID;
 
 let instance: Umi | undefined;
 
@@ -108,11 +109,13 @@ export async function assetCollection(reads: LedgerReads, asset: string): Promis
 }
 
 /**
- * Core `execute` around `inner` for the asset, naming its collection when it has one. When the ledger holds the asset,
- * its owner there must be the authority (a record can lag a transfer): `forbidden` otherwise, never a failing Execute.
+ * Core `execute` around `inner` for the asset, naming its collection when it has one. The ledger must run Core
+ * (`program_unavailable` otherwise), and when it holds the asset, its owner there must be the authority (a record can
+ * lag a transfer): `forbidden` otherwise, never a failing Execute.
  */
-export async function executeFor(reads: LedgerReads, input: Omit<ExecuteInput, 'collection'>): Promise<TransactionInstruction[]> {
-  const onLedger = await requireLedgerOwner(reads, input.asset, input.authority);
+export async function executeFor(ctx: BuildContext, input: Omit<ExecuteInput, 'collection'>): Promise<TransactionInstruction[]> {
+  await requireProgram(ctx, MPL_CORE_PROGRAM_ID);
+  const onLedger = await requireLedgerOwner(ctx.reads, input.asset, input.authority);
   return executeInstructions({ ...input, collection: onLedger?.collection });
 }
 
@@ -138,13 +141,24 @@ export function requireOwner(agent: AgentRecord, authority: string): void {
   }
 }
 
-/** The ledger must run `program` (an executable account), or the route answers program_unavailable (issue 10). */
-export async function requireProgram(reads: LedgerReads, program: string, name: string): Promise<void> {
-  if (!(await hasProgram(reads, program))) {
-    throw new DomainError('program_unavailable', `This network's ledger does not run the ${name} program (${program}); the transaction could only fail`, {
-      program,
-    });
-  }
+/**
+ * The ledger must run the well-known `program` (an executable account), or the route answers program_unavailable
+ * naming it — and, where this installation can add it to its own ledger, the command that does
+ * (settings.programsCommand: the domain does not know how the gateway is run). Builders call it after their input
+ * checks and before anything is signed or stored, so a bad body is `invalid_request` first.
+ */
+export async function requireProgram(ctx: Pick<BuildContext, 'reads' | 'network' | 'programsCommand'>, program: string): Promise<void> {
+  if (await hasProgram(ctx.reads, program)) return;
+  const known = WELL_KNOWN_PROGRAMS.find((p) => p.id === program);
+  const title = known?.title ?? program;
+  const remedy = ctx.programsCommand
+    ? ` Run \`${ctx.programsCommand}\` to copy it into this installation's ledgers, then restart the gateway.`
+    : ` Point ${ctx.network} at a ledger that runs it.`;
+  throw new DomainError('program_unavailable', `The ${ctx.network} ledger does not run ${title} (${program}): the transaction could only fail.${remedy}`, {
+    program,
+    program_name: known?.name ?? null,
+    ...(ctx.programsCommand ? { command: ctx.programsCommand } : {}),
+  });
 }
 
 export async function hasProgram(reads: LedgerReads, program: string): Promise<boolean> {

@@ -14,8 +14,6 @@ import { IDENTITY_PROGRAM_ID, requireLedgerOwner, requireProgram, signer, toInst
 
 // executive/register, executive/delegate, executive/revoke: the Agent Registry tools program (Metaplex "Run an Agent").
 
-const TOOLS = 'Metaplex Agent Registry tools';
-
 /** ["executive_profile", authority] under the tools program. */
 export const executiveProfileOf = (authority: string): string => findExecutiveProfileV1Pda(umi(), { authority: publicKey(authority) })[0];
 
@@ -25,7 +23,7 @@ export const executionDelegateRecordOf = (executive: string, asset: string): str
 
 /** executive/register: the wallet `authority` creates its executive profile (once per wallet); it signs. */
 export async function buildRegisterExecutive(input: PrepareExecutiveRegisterInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
-  await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
+  await requireProgram(ctx, TOOLS_PROGRAM_ID);
   const payer = input.payer ?? input.authority;
   const profile = executiveProfileOf(input.authority);
   if (await ctx.reads.getAccount(profile)) {
@@ -38,9 +36,9 @@ export async function buildRegisterExecutive(input: PrepareExecutiveRegisterInpu
 
 /** executive/delegate: the owner lets the executive sign Execute for the asset (a delegation record). */
 export async function buildDelegateExecution(input: PrepareExecutiveInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
-  await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
+  await requireProgram(ctx, TOOLS_PROGRAM_ID);
   // the record names the agent identity: without the identity program the asset has none
-  await requireProgram(ctx.reads, IDENTITY_PROGRAM_ID, 'Metaplex Agent Registry identity');
+  await requireProgram(ctx, IDENTITY_PROGRAM_ID);
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   await requireLedgerOwner(ctx.reads, input.mint, owner);
@@ -76,7 +74,7 @@ export async function buildDelegateExecution(input: PrepareExecutiveInput, ctx: 
 
 /** executive/revoke: the owner closes the delegation record (RevokeExecutionV1); its rent goes back to the owner. */
 export async function buildRevokeExecution(input: PrepareExecutiveInput, ctx: AgentBuildContext): Promise<PlanOutcome> {
-  await requireProgram(ctx.reads, TOOLS_PROGRAM_ID, TOOLS);
+  await requireProgram(ctx, TOOLS_PROGRAM_ID);
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
   const record = executionDelegateRecordOf(input.executive, input.mint);

@@ -134,7 +134,7 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
     [],
     new PublicKey(program),
   );
-  instructions.push(...(await executeFor(ctx.reads, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] })));
+  instructions.push(...(await executeFor(ctx, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] })));
   const echo = withdrawEcho(input, treasury, source, destination, amount);
   return {
     kind: 'agent.treasury.withdraw',
@@ -175,7 +175,7 @@ async function solWithdrawal(input: PrepareWithdrawSolInput, ctx: AgentBuildCont
     kind: 'agent.treasury.withdraw_sol',
     agent: input.mint,
     feePayer: input.payer,
-    instructions: await executeFor(ctx.reads, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] }),
+    instructions: await executeFor(ctx, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] }),
     echo,
     metadata: { echo, lamports: lamports.toString(), destination: input.destination },
   };

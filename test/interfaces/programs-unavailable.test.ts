@@ -1,0 +1,93 @@
+import anyTest, { type TestFn } from 'ava';
+import { Keypair } from '@solana/web3.js';
+import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { AGENT_REGISTRY_IDENTITY_PROGRAM_ID } from '../../domain/ledger/programs.ts';
+import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts';
+
+// A gateway whose embedded ledgers lack Metaplex Core (no SVC_LEDGER_PROGRAMS, nothing cached: a default start): every
+// prepare route that builds a Core or Agent Registry instruction answers 503 program_unavailable naming the program and
+// the command that adds it (`npm run programs`, from settings) — after input validation (a bad body is 400 first) and
+// before anything is signed or stored (no event).
+
+interface Ctx {
+  app: TestApp;
+  key: string;
+  mint: string;
+  owner: string;
+}
+const test = anyTest as TestFn<Ctx>;
+
+test.before(async (t) => {
+  const app = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: '' } });
+  const key = await issueKey(app);
+  const { mint, owner } = await recordAgent(app, key);
+  t.context = { app, key, mint, owner };
+});
+
+test.after.always(async (t) => {
+  await t.context.app?.close();
+  if (t.context.app) await removeDataDir(t.context.app.dataDir);
+});
+
+const command = (app: TestApp) => `npm run programs -- --data-dir ${app.dataDir}`;
+
+async function eventCount(t: { context: Ctx }): Promise<number> {
+  const res = await http(t.context.app, 'GET', '/v1/events?limit=200', { key: t.context.key });
+  return (res.body.data as unknown[]).length;
+}
+
+test.serial('agents/prepare without Core: 503 program_unavailable naming Metaplex Core and `npm run programs`; nothing prepared', async (t) => {
+  const { app, key } = t.context;
+  const before = await eventCount(t);
+  const owner = Keypair.generate().publicKey.toBase58();
+  const res = await http(app, 'POST', '/v1/agents/prepare', { key, body: { owner, name: 'No Core', uri: 'https://example.com/a.json' } });
+  t.is(res.status, 503, JSON.stringify(res.body));
+  t.is(res.body.error, 'program_unavailable');
+  t.deepEqual(res.body.details, { program: MPL_CORE_PROGRAM_ID, program_name: 'mpl-core', command: command(app) });
+  t.is(
+    res.body.message,
+    `The chain-devnet ledger does not run Metaplex Core (${MPL_CORE_PROGRAM_ID}): the transaction could only fail. Run \`${command(app)}\` to copy it into this installation's ledgers, then restart the gateway.`,
+  );
+  t.is(await eventCount(t), before, 'no event: nothing was prepared');
+
+  const bad = await http(app, 'POST', '/v1/agents/prepare', { key, body: { owner, uri: 'https://example.com/a.json' } });
+  t.is(bad.status, 400, 'a bad body is refused before availability is looked at');
+  t.is(bad.body.error, 'invalid_request');
+});
+
+test.serial('identity/prepare: a null body is 400, a valid one 503 naming the identity program and the command', async (t) => {
+  const { app, key, mint } = t.context;
+  const nullBody = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key, body: 'null' });
+  t.is(nullBody.status, 400, JSON.stringify(nullBody.body));
+  t.is(nullBody.body.error, 'invalid_request');
+  const list = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key, body: '[]' });
+  t.is(list.status, 400);
+  const bad = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key, body: { uri: 'not a url' } });
+  t.is(bad.status, 400);
+  const res = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key, body: { uri: 'https://example.com/a.json' } });
+  t.is(res.status, 503, JSON.stringify(res.body));
+  t.like(res.body, { error: 'program_unavailable', details: { program: AGENT_REGISTRY_IDENTITY_PROGRAM_ID, program_name: 'mpl-agent-registry-identity', command: command(app) } });
+  // no body at all is an empty object: every field of this route is optional
+  const none = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key });
+  t.is(none.status, 503);
+});
+
+test.serial('withdraw-sol and delegation (Core Execute): 400 for what the input gets wrong, then 503 naming Core', async (t) => {
+  const { app, key, mint, owner } = t.context;
+  await app.services.dev.fund('chain-devnet', { address: treasuryOf(mint), sol: '1' });
+  const destination = Keypair.generate().publicKey.toBase58();
+  const body = { payer: owner, authority: owner, destination };
+  const tooMuch = await http(app, 'POST', `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { key, body: { ...body, lamports: '5000000000' } });
+  t.is(tooMuch.status, 400, JSON.stringify(tooMuch.body));
+  const res = await http(app, 'POST', `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { key, body: { ...body, lamports: '1000' } });
+  t.is(res.status, 503, JSON.stringify(res.body));
+  t.like(res.body, { error: 'program_unavailable', details: { program: MPL_CORE_PROGRAM_ID, command: command(app) } });
+
+  const executive = Keypair.generate().publicKey.toBase58();
+  const badAllowance = await http(app, 'POST', `/v1/agents/${mint}/delegation/prepare`, { key, body: { executive, stable_symbol: 'USDC', allowance: '1.0000001' } });
+  t.is(badAllowance.status, 400, JSON.stringify(badAllowance.body));
+  const delegation = await http(app, 'POST', `/v1/agents/${mint}/delegation/prepare`, { key, body: { executive, stable_symbol: 'USDC', allowance: '5' } });
+  t.is(delegation.status, 503, JSON.stringify(delegation.body));
+  t.is(delegation.body.details.program, MPL_CORE_PROGRAM_ID);
+  t.is(await eventCount(t), 0, 'no route prepared anything');
+});
