@@ -68,6 +68,8 @@ test('fresh clone: npm install (offline) && npm start on the default ports and d
   t.is(install.code, 0, `npm install failed:\n${install.output}`);
   const warnings = install.output.split('\n').filter((line) => line.startsWith('npm warn'));
   t.log(`npm install printed ${warnings.length} lines starting with "npm warn"`);
+  // A quiet install (DEPENDENCIES.md): no EBADENGINE, no ERESOLVE, no install-script notice on the Node the README names.
+  t.deepEqual(warnings, [], 'npm install prints no warning');
   if (install.code !== 0) return;
 
   // npm start with no settings at all; ready when the banner names the REST door (not after a sleep).

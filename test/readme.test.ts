@@ -126,9 +126,9 @@ const SUBSTITUTIONS: Substitution[] = [
     to: (app) => app.ledgers.rpcUrls['chain-devnet']!,
   },
   {
-    why: 'npm run programs copies from Solana’s public devnet; the suite never calls a public address, so the source is the test gateway’s own devnet JSON-RPC, which loaded the programs from the shared directory',
+    why: 'npm run programs copies from Solana’s public devnet; the suite never calls a public address, so the source is the test gateway’s own devnet JSON-RPC, which loaded the programs from the shared directory — Metaplex Core only (the Agent Registry binaries are not there)',
     from: /^npm run programs$/gm,
-    to: (app) => `npm run programs -- --from ${app.ledgers.rpcUrls['chain-devnet']}`,
+    to: (app) => `npm run programs -- --from ${app.ledgers.rpcUrls['chain-devnet']} --program mpl-core`,
   },
 ];
 
