@@ -18,7 +18,7 @@ export interface App {
   ledgers: CoreLedgers;
   config: Config;
   services: Services;
-  /** the outbound HTTP the services call through (issue 17: tests ask it which listeners it refuses) */
+  /** the outbound HTTP the services call through (tests ask it which listeners it refuses) */
   outbound: Core['outbound'];
   fastify: FastifyInstance;
   database: Database;

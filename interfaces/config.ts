@@ -58,7 +58,7 @@ const FacilitatorNetworks = z
   .transform((names) => [...new Set(names)].map((n) => (n === 'devnet' ? 'chain-devnet' : 'chain-mainnet') as Network));
 
 /**
- * Issue 17: the development targets outbound calls may reach over plain http and on private addresses, as
+ * The development targets outbound calls may reach over plain http and on private addresses, as
  * "host:port,host:port" ("localhost:3000,127.0.0.1:8080,[::1]:4000"); normalised like URLs so an entry matches every
  * spelling of its own URL and nothing else. A bad entry stops start-up naming it.
  */
@@ -72,7 +72,7 @@ const OutboundAllow = z.string().transform((text, ctx) => {
   return [...new Set(entries)];
 });
 
-/** Removed (issue 17): a blanket opening; only its harmless "off" is still accepted, so old env files keep starting. */
+/** Removed: a blanket opening; only its harmless "off" is still accepted, so old env files keep starting. */
 const RemovedAllowPrivate = z
   .enum(['false', '0', ''], { message: 'was removed: outbound calls reach only public https targets; name each development target in SVC_OUTBOUND_ALLOW=host:port' })
   .optional();
@@ -112,9 +112,9 @@ export const ConfigSchema = z.object({
   // two apart: each JSON-RPC port also takes the next one for its WebSocket (devnet 8899 + 8900, mainnet 8901 + 8902)
   SVC_MAINNET_RPC_PORT: Port.default(8901),
   SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
-  /** issue 10: a directory of <program-id>.so(.gz) files every embedded ledger loads (solana-test-validator --bpf-program) */
+  /** A directory of <program-id>.so(.gz) files every embedded ledger loads (solana-test-validator --bpf-program) */
   SVC_LEDGER_PROGRAMS: optionalString,
-  /** issue 10: a Solana JSON-RPC the well-known programs missing from SVC_LEDGER_PROGRAMS are cloned from at first start */
+  /** A Solana JSON-RPC the well-known programs missing from SVC_LEDGER_PROGRAMS are cloned from at first start */
   SVC_LEDGER_CLONE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
   /** DECISIONS "MPP rail": the HMAC key of MPP challenge ids; every instance behind one base URL needs the same */
   SVC_MPP_SECRET: z.string().min(32, 'must be at least 32 characters').optional().or(z.literal('').transform(() => undefined)),
@@ -126,16 +126,16 @@ export const ConfigSchema = z.object({
   /** lamports of token-account rent the facilitator sponsors per network per UTC day (default 1 SOL ≈ 490 accounts) */
   SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: z.coerce.bigint().min(0n).default(1_000_000_000n),
   SVC_FACILITATOR_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
-  /** DECISIONS "Webhooks", issue 17: host:port targets outbound calls may reach over http / on private addresses */
+  /** DECISIONS "Webhooks": host:port targets outbound calls may reach over http / on private addresses */
   SVC_OUTBOUND_ALLOW: OutboundAllow.optional(),
   SVC_OUTBOUND_ALLOW_PRIVATE: RemovedAllowPrivate,
-  /** issue 13: PEM certificate authorities outbound https trusts beside the system roots (development CAs, tests) */
+  /** PEM certificate authorities outbound https trusts beside the system roots (development CAs, tests) */
   SVC_OUTBOUND_CA: z
     .string()
     .refine((s) => s === '' || /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/.test(s), 'must be PEM text: -----BEGIN CERTIFICATE----- …')
     .optional()
     .transform((s) => (s ? s : undefined)),
-  /** issue 9: the bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
+  /** The bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
   SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
 });
 
@@ -155,7 +155,7 @@ export interface Config {
   facilitatorUrl: string | undefined;
   commit: string | undefined;
   dbPoolMax: number;
-  /** issue 21: request classes (README "Request policies") */
+  /** Request classes (docs/policies.md "Request policies") */
   db: { timeoutMs: number; heavyTimeoutMs: number; heavyPerPrincipal: number; heavyPool: number };
   rateLimits: RateLimitOverrides;
   jobs: 'inline' | 'off';

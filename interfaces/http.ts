@@ -54,7 +54,7 @@ function errorAnswer(err: unknown, req: FastifyRequest): { status: number; body:
 
 /**
  * X-Svc-Request-Id on every response, written to the raw response so Yoga and tRPC replies carry it too; a client's
- * X-Request-Id joins the request's log lines. One callback hook, no promise (issue 19: every request pays it).
+ * X-Request-Id joins the request's log lines. One callback hook, no promise (every request pays it).
  */
 export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
   reply.raw.setHeader('X-Svc-Request-Id', req.id);
@@ -79,7 +79,7 @@ export interface Listener {
 
 /**
  * The gateway's port, bound before the services are built so their settings (the base URL with PORT=0) are final
- * when made, never patched after listen (issue 18 item 5). Requests arriving while the app starts wait for it.
+ * when made, never patched after listen. Requests arriving while the app starts wait for it.
  */
 export async function bindListener(port: number, host: string): Promise<Listener> {
   const server = createServer();
@@ -124,7 +124,7 @@ export async function bindListener(port: number, host: string): Promise<Listener
 
 export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance & { unpaidFastPath?: UnpaidFastPath } {
   const { services, log } = deps;
-  // Issue 19: unpaid 402s whose challenge is at hand are answered before fastify (paywall/fast-402.ts); closing, fastify answers.
+  // Unpaid 402s whose challenge is at hand are answered before fastify (paywall/fast-402.ts); closing, fastify answers.
   let closing = false;
   const fast = services.paywall ? unpaidFastPath({ services, paywall: services.paywall, log, closing: () => closing }) : undefined;
   const serverFactory: Listener['factory'] = fast
@@ -156,7 +156,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     loggerInstance: log as unknown as FastifyBaseLogger,
     bodyLimit: BODY_LIMIT,
     genReqId: () => newRequestId(),
-    // Issue 19: a request's child logger is made when something logs through it at an enabled level, not for every request.
+    // A request's child logger is made when something logs through it at an enabled level, not for every request.
     childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
     // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
@@ -174,7 +174,7 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     },
   });
 
-  // One hook (issue 19: every request pays each): the request id header. (Issue 21's client-left signal is made from the
+  // One hook (every request pays each): the request id header. (The client-left signal is made from the
   // response by the door that builds a context: policies/heavy.ts.)
   app.addHook('onRequest', stampRequestId);
 

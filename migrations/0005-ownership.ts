@@ -1,6 +1,6 @@
 import { Migration } from '@mikro-orm/migrations';
 
-// README "Ownership": each owned row and each event carries its owning principal ("wallet:<addr>" or
+// docs/architecture.md "Ownership": each owned row and each event carries its owning principal ("wallet:<addr>" or
 // "key:<id>"), so a non-admin read is one indexed predicate (network, owner_principal, …) in the list's own order.
 export class Migration0005Ownership extends Migration {
   override async up(): Promise<void> {

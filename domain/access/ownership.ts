@@ -1,6 +1,6 @@
 import type { ApiKeyRecord, Principal } from './schema.ts';
 
-// README "Ownership": a key's principal is its owner_wallet when set, otherwise the key itself. What a
+// docs/architecture.md "Ownership": a key's principal is its owner_wallet when set, otherwise the key itself. What a
 // principal creates is stored with its principal string; another principal gets 404 (existence is not disclosed),
 // lists hold only the caller's, and an admin key sees its whole network. Written once, here.
 

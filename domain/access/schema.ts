@@ -21,7 +21,7 @@ export interface ApiKeyRecord {
 
 /**
  * Who is calling: resolved once per request (and once per subscription) from the bearer key. `owner` is the key's
- * principal, the owner of what it creates (README "Ownership"): `wallet:<owner_wallet>` when the key has one, so keys
+ * principal, the owner of what it creates (docs/architecture.md "Ownership"): `wallet:<owner_wallet>` when the key has one, so keys
  * of one wallet share everything, otherwise `key:<id>`.
  */
 export interface Principal {

@@ -36,7 +36,7 @@ function streamTokenPrefix(network: Network): string {
 }
 const TOUCH_EVERY_MS = 60_000;
 /**
- * Key resolution cache (hash → key row), README "Caches": a disabled key is dropped from every process's cache when its
+ * Key resolution cache (hash → key row), docs/policies.md "The hot path and its caches": a disabled key is dropped from every process's cache when its
  * `api_key.disabled` event arrives through the event feed (NOTIFY, then the feed's catch-up read by seq: a lost
  * connection delays it, never loses it); this TTL is the backstop bound whatever the feed does.
  */

@@ -34,7 +34,7 @@ export class AdminService {
 
   async disableKey(admin: Principal, id: string): Promise<ApiKey> {
     const now = this.deps.clock.now();
-    // The event (admin-only) tells every process to drop the key from its key cache (README "Caches").
+    // The event (admin-only) tells every process to drop the key from its key cache (docs/policies.md "The hot path and its caches").
     const row = await this.deps.store.transaction(async (tx) => {
       const disabled = await tx.apiKeys.disable(admin.network, id, now);
       if (disabled?.disabledAt?.getTime() === now.getTime()) {

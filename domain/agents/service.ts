@@ -65,7 +65,7 @@ export class AgentService {
 
   /**
    * hosted-api §4.4 POST /v1/agents/record: an agent minted outside the API, owned by the caller's principal
-   * (README "Ownership"). DECISIONS "Agents, submissions and events": only an address where the caller network's
+   * (docs/architecture.md "Ownership"). DECISIONS "Agents, submissions and events": only an address where the caller network's
    * ledger holds a Metaplex Core AssetV1 whose owner is `owner` is recorded (and proven); anything else is
    * `agent_not_on_ledger` saying what the ledger holds there, and a ledger that cannot be read is `rpc_unavailable` —
    * nothing is recorded either way. A key with an owner_wallet records agents of that wallet only. Recording an agent

@@ -126,7 +126,7 @@ export const EVENT_KINDS = {
     metadata: z.object({ payment_link_id: z.string(), payment_link: PaymentLink, changed: z.array(z.string()) }),
   },
   'api_key.disabled': {
-    description: 'An API key was disabled (admin only): every gateway process stops accepting it (README "Caches").',
+    description: 'An API key was disabled (admin only): every gateway process stops accepting it within a few seconds.',
     phases: ['confirmed'],
     metadata: z.object({ api_key_id: z.string() }),
   },

@@ -30,7 +30,7 @@ export interface EventRecord {
   errorLogs: string[] | null;
   metadata: Record<string, unknown>;
   clientReference: string | null;
-  /** the principal owning the resource the event is about ("wallet:…", "key:…"); null: admin-only (README "Ownership") */
+  /** the principal owning the resource the event is about ("wallet:…", "key:…"); null: admin-only (docs/architecture.md "Ownership") */
   owner: string | null;
   createdAt: Date;
   updatedAt: Date;

@@ -61,7 +61,7 @@ export interface StreamOptions {
 }
 
 /**
- * README "Ownership": a principal reads the events of what it owns (each event row carries its owner); an admin reads
+ * docs/architecture.md "Ownership": a principal reads the events of what it owns (each event row carries its owner); an admin reads
  * its whole network. This service is the one place the rule is applied, for REST, tRPC, GraphQL queries and both
  * subscription transports: list and replay filter on the indexed (network, owner, seq), the live feed on the same
  * scope and filters (`watch`, through the live index), and `get` answers another principal's event as not found.

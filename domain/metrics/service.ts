@@ -65,7 +65,7 @@ export class MetricsService {
     return this.deps.store.events.compactCounts();
   }
 
-  /** Counts of the events the caller may read (README "Ownership"): its own; an admin's, its network's. */
+  /** Counts of the events the caller may read (docs/architecture.md "Ownership"): its own; an admin's, its network's. */
   async events(caller: Caller, input: z.input<typeof EventsInput>): Promise<z.infer<typeof EventCounters>> {
     const q = parseInput(EventsInput, input ?? {});
     const { network } = caller;

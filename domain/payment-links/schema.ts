@@ -211,7 +211,7 @@ export interface PaymentLinkRecord {
   lastTxSig: string | null;
   /** the API key that created it */
   createdBy: string;
-  /** the principal owning it ("wallet:…" or "key:…", README "Ownership"): the only one (with admins) that sees it */
+  /** the principal owning it ("wallet:…" or "key:…", docs/architecture.md "Ownership"): the only one (with admins) that sees it */
   ownerPrincipal: string;
   createdAt: Date;
   updatedAt: Date;

@@ -129,7 +129,7 @@ export class PaymentLinkService {
     };
   }
 
-  /** The secret is in this answer only (README "Ownership" and secrets); the event carries the link without it. */
+  /** The secret is in this answer only (docs/architecture.md "Ownership" and secrets); the event carries the link without it. */
   async create(caller: Caller, keyId: string, input: CreatePaymentLinkInput): Promise<PaymentLinkWithSecret> {
     const parsed = parseInput(CreatePaymentLinkInput, input);
     const { network } = caller;

@@ -28,7 +28,7 @@ import {
 } from './schema.ts';
 
 // hosted-api §4.7, DECISIONS "Receipts": one use case per route, shared by REST, tRPC, GraphQL, the pull
-// worker and the retry job. Receipts belong to their agent's owner principal (README "Ownership").
+// worker and the retry job. Receipts belong to their agent's owner principal (docs/architecture.md "Ownership").
 
 export function toStoredReceiptOutput(r: StoredReceipt): StoredReceiptOutput {
   return {

@@ -5,7 +5,7 @@ import type { Ledger } from '../ports/ledger.ts';
 import type { AgentRecord } from '../agents/schema.ts';
 import type { PreparedKind } from '../events/kinds.ts';
 
-// Issue 10: every prepare route is a builder — a pure function of (input, network, ledger reads) that returns a
+// Every prepare route is a builder — a pure function of (input, network, ledger reads) that returns a
 // TransactionPlan (or a no-op). The TransactionService adds the blockhash, compiles the message, stores it with an
 // event in phase `prepared` and answers the envelope of hosted-api §2.5; submit checks the signed bytes against it.
 

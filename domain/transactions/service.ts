@@ -26,7 +26,7 @@ import { isNoOp, type AgentBuildContext, type BuildContext, type PlanOutcome, ty
 import { describeMissing, recordedSigners, signerRoles, type SignatureProblem } from './signers.ts';
 import { SubmitInput, type PreparedEnvelope, type PreparedTransactionRecord, type SubmitResult } from './schema.ts';
 
-// Issue 10: prepare → sign (by the user) → submit → track (hosted-api §2.5, §3.1, §4.5; DECISIONS "Prepare / submit
+// Prepare → sign (by the user) → submit → track (hosted-api §2.5, §3.1, §4.5; DECISIONS "Prepare / submit
 // / events"). A builder (domain/agents/build) decides the instructions; this service adds the blockhash, stores the
 // message with an event in phase `prepared`, checks the signed bytes on submit, broadcasts them, and the
 // confirmations job moves the event to confirmed or failed.
@@ -46,7 +46,7 @@ export interface TransactionDeps {
   clock: Clock;
   ledgers: Partial<Record<Network, Ledger>>;
   settings: GatewaySettings;
-  /** issue 12 (hosted-api §3.1): the agent of a prepared transaction joins the indexer's watchlist */
+  /** Hosted-api §3.1: the agent of a prepared transaction joins the indexer's watchlist */
   watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
   /**
    * DECISIONS "Agents, submissions and events": a buyer payment to the treasury of an agent that is not proven on the
@@ -132,7 +132,7 @@ export class TransactionService {
     return this.finish(caller, ctx.ledger, await build(ctx), null);
   }
 
-  /** A route about one of the caller's agents: another principal's agent is not found (README "Ownership"). */
+  /** A route about one of the caller's agents: another principal's agent is not found (docs/architecture.md "Ownership"). */
   async prepareForAgent(caller: Caller, mint: string, build: (ctx: AgentBuildContext) => Promise<PlanOutcome>): Promise<PreparedEnvelope> {
     const agent = await this.deps.store.agents.get(caller.network, mint);
     if (!agent || !canAccess(caller, agent.ownerPrincipal)) {
@@ -395,7 +395,7 @@ export class TransactionService {
     return new Date(this.deps.clock.now().getTime() + wait);
   }
 
-  /** Confirmed, with what it makes: the agent a mint created, the spend receipt of a buyer payment (issue 11). */
+  /** Confirmed, with what it makes: the agent a mint created, the spend receipt of a buyer payment. */
   private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<void> {
     const now = this.deps.clock.now();
     await this.deps.store.transaction(async (tx) => {

@@ -8,7 +8,7 @@ import { chainReceipt, type StoredReceipt } from '../receipts/schema.ts';
 import { checkReceipt } from '../receipts/verify.ts';
 import type { PreparedTransactionRecord } from './schema.ts';
 
-// Issue 11: the buyer side of a payment made through the gateway. When a buyer/payment transaction is confirmed, the
+// The buyer side of a payment made through the gateway. When a buyer/payment transaction is confirmed, the
 // buyer agent's chain gets its spend receipt (same price block as the seller's earn receipt would carry,
 // fee-facilitator-mpp-tools §2.2.5), checked against the landed transaction, with its receipt.published event — in
 // the transaction that confirms the event.

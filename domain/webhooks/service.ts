@@ -27,7 +27,7 @@ import {
   type WebhookWithSecret,
 } from './schema.ts';
 
-// DECISIONS "Webhooks" (hosted-api §5.8, §6): subscriptions owned per principal (README "Ownership"), and
+// DECISIONS "Webhooks" (hosted-api §5.8, §6): subscriptions owned per principal (docs/architecture.md "Ownership"), and
 // the attempts of their deliveries. A delivery row is made in the transaction that appends its event (the store's
 // fan-out) or, for a payment link's own webhook_url, in the paywall's record transaction (enqueueLinkDelivery); a
 // graphile-worker job per attempt calls `attempt`, and `sweep` re-enqueues whatever is due and unattended.
@@ -294,7 +294,7 @@ export class WebhookService {
     return due.length;
   }
 
-  /** Another principal's subscription is not found, exactly like a missing one (README "Ownership"). */
+  /** Another principal's subscription is not found, exactly like a missing one (docs/architecture.md "Ownership"). */
   private async require(repos: Repositories, caller: Caller, id: string): Promise<WebhookRecord> {
     const row = await repos.webhooks.get(caller.network, id);
     if (!row || !canAccess(caller, row.ownerPrincipal)) throw new DomainError('webhook_not_found', `No webhook ${id} on ${caller.network}.`, { id });

@@ -55,7 +55,7 @@ async function main(argv: string[]): Promise<number> {
   say(`Owner        ${ownerAddress} (${owner.created ? 'new wallet' : 'wallet'} ${join(demoDir, 'owner.json')})`);
 
   // A key whose owner_wallet is the demo owner: every key issued on a later run is the same principal, so it sees the
-  // agent and the link of the earlier runs (README "Ownership").
+  // agent and the link of the earlier runs (docs/architecture.md "Ownership").
   const given = process.env.SVC_API_KEY?.trim();
   let issued: string | undefined;
   if (!given) {

@@ -5,7 +5,7 @@ import { authenticate } from './auth.ts';
 
 // Long-lived connections (graphql-ws sockets, SSE subscriptions) authenticate once, at the start. This watch
 // re-authenticates the keys they hold every second through the shared auth policy, whose key cache every process
-// drops a key from when the key's api_key.disabled event reaches it (README "Caches"; 5 s at most whatever the feed
+// drops a key from when the key's api_key.disabled event reaches it (docs/policies.md "The hot path and its caches"; 5 s at most whatever the feed
 // does): a key disabled on any node ends them on every node within about a second (6 s at worst).
 
 export const RECHECK_MS = 1000;

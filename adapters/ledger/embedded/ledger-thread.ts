@@ -25,7 +25,7 @@ import type { PubSubLimits } from './pubsub.ts';
 import { bundledWorker } from './thread-bundle.ts';
 import { deserializeError, type FromThread, type LedgerThreadData, type Reply, type ThreadMethod, type ToThread } from './thread-protocol.ts';
 
-// An embedded ledger run off the main thread (issue 17: 200 sockets × 100 accountSubscribe stalled /v1/health for
+// An embedded ledger run off the main thread (200 sockets × 100 accountSubscribe stalled /v1/health for
 // 4.5 s when LiteSVM and its JSON-RPC server shared the gateway's event loop). The worker (thread-worker.ts) owns
 // the EmbeddedLedger, its files under SVC_DATA_DIR/ledger/<network>/ and its JSON-RPC/PubSub server; this side is
 // the Ledger port for the gateway and the faucet's operations, each call one message.

@@ -68,7 +68,7 @@ export interface EmbeddedLedgerOptions {
   /** the caller already holds the directory's LOCK (a LedgerThread takes it on the main thread) and releases it */
   lockHeld?: boolean;
   /**
-   * programs to load at every open (issue 10: SVC_LEDGER_PROGRAMS / SVC_LEDGER_CLONE_URL, resolved by programs.ts), e.g.
+   * programs to load at every open (SVC_LEDGER_PROGRAMS / SVC_LEDGER_CLONE_URL, resolved by programs.ts), e.g.
    * [{ id: 'CoRE…', elf }]: added with the upgradeable loader after the snapshot is restored and before the history
    * after it is executed again, so a restored ledger runs the configured programs and its replay finds them
    */

@@ -4,7 +4,7 @@ import { gunzipSync } from 'node:zlib';
 import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
 import { programName, WELL_KNOWN_PROGRAMS, type LoadedProgram, type ProgramSource } from '../../../domain/ledger/programs.ts';
 
-// Issue 10: the programs every embedded ledger loads at start, besides LiteSVM's built-ins.
+// The programs every embedded ledger loads at start, besides LiteSVM's built-ins.
 // - SVC_LEDGER_PROGRAMS: a directory of `<program-id>.so` or gzip-compressed `<program-id>.so.gz` ELF files (the layout
 //   of `solana-test-validator --bpf-program`); every such file is loaded.
 // - SVC_LEDGER_CLONE_URL: a Solana JSON-RPC the well-known programs (domain/ledger/programs.ts) the directory lacks

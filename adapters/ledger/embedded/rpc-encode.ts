@@ -63,7 +63,7 @@ export function encodeAccount(ledger: EmbeddedLedger, account: LedgerAccount, en
 const UPGRADEABLE_LOADER = 'BPFLoaderUpgradeab1e11111111111111111111111';
 
 /**
- * jsonParsed of an upgradeable-loader account, as agave's account decoder writes it (issue 10: loaded programs), e.g.
+ * jsonParsed of an upgradeable-loader account, as agave's account decoder writes it (loaded programs), e.g.
  * { program: 'bpf-upgradeable-loader', parsed: { type: 'program', info: { programData: '9ZC2…' } }, space: 36 };
  * null for any other account.
  */

@@ -46,7 +46,7 @@ export type ThreadMethod = (typeof THREAD_METHODS)[number];
 
 export type ToThreadCall = { id: number; method: ThreadMethod; args: unknown[] } | { id: number; method: 'close' };
 /**
- * Issue 19: the calls made in one turn of the main thread's event loop cross as one message (an array), and the
+ * The calls made in one turn of the main thread's event loop cross as one message (an array), and the
  * replies ready in one turn of the worker's come back as one: a paid call made three messages each way of its own.
  */
 export type ToThread = ToThreadCall[];

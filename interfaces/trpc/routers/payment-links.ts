@@ -16,7 +16,7 @@ const tags = ['payment-links'];
 /** The webhook secret is answered once and never written to the Idempotency-Key store (a replay omits it). */
 const secretFields = ['webhook_secret'] as const;
 
-// Every procedure passes the caller's principal: another principal's link answers 404 (README "Ownership").
+// Every procedure passes the caller's principal: another principal's link answers 404 (docs/architecture.md "Ownership").
 export const paymentLinksRouter = router({
   create: keyedProcedure
     .meta({ status: 201, secretFields, errors: ['agent_not_found', 'forbidden', 'conflict', 'agent_unproven', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/payment-links', tags, summary: 'Create a payment link (its webhook_secret is shown once, here)' } })
