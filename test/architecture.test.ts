@@ -352,3 +352,30 @@ test('the checker holds the paywall layers apart: the core renders no HTTP, the 
   t.regex(http[0]?.rule ?? '', /pure rendering/);
   t.deepEqual(checkFile('domain/paywall/service.ts', "import { PaywallHttp } from './http.ts';"), []);
 });
+
+// STYLE "Comments": product code and what the gateway serves say why (a spec section, a DECISIONS entry, what a number
+// protects), never which issue or session a line came from; the docs and examples a user reads likewise.
+test('no product file, doc or served string names an issue or a session', async (t) => {
+  const PROVENANCE = /\b(issues? \d+|sessions? \d+)\b/i;
+  const found: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(posix.join(ROOT, dir), { withFileTypes: true })) {
+      const path = posix.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'node_modules') await walk(path);
+      } else if (/\.(ts|js|mjs|sql|md|html|css)$/.test(entry.name)) {
+        const lines = (await readFile(posix.join(ROOT, path), 'utf8')).split('\n');
+        lines.forEach((line, i) => {
+          if (PROVENANCE.test(line)) found.push(`${path}:${i + 1}: ${line.trim()}`);
+        });
+      }
+    }
+  };
+  for (const dir of [...LAYERS, 'migrations', 'scripts', 'examples', 'docs']) await walk(dir);
+  for (const file of ['README.md', 'DEPENDENCIES.md']) {
+    (await readFile(posix.join(ROOT, file), 'utf8')).split('\n').forEach((line, i) => {
+      if (PROVENANCE.test(line)) found.push(`${file}:${i + 1}: ${line.trim()}`);
+    });
+  }
+  t.deepEqual(found, []);
+});

@@ -1,4 +1,4 @@
-// The explorer page (issue 16): live events over graphql-ws (authenticated with a stream token), and through REST /v1
+// The explorer page: live events over graphql-ws (authenticated with a stream token), and through REST /v1
 // the payment links with their counters, an agent's treasury balances and receipt chain, and a link's 402 offer.
 // Bundled by interfaces/explorer/build.ts (esbuild) into dist/explorer/. Lists come from REST so GraphQL enum spellings
 // never matter here; the GraphQL document below uses no enum literal.
