@@ -152,7 +152,7 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
     const crons = await sql<{ identifier: string }>(a, 'select identifier from graphile_worker._private_known_crontabs order by identifier');
     t.deepEqual(
       crons.map((c) => c.identifier),
-      ['compact_event_counts', 'confirm_transactions', 'expire_prepared', 'index_ledger', 'prune_idempotency', 'prune_paid_calls', 'prune_request_records', 'pull_receipts', 'resolve_paid_calls', 'sweep_webhooks', 'verify_receipts'],
+      ['compact_event_counts', 'confirm_transactions', 'expire_prepared', 'index_ledger', 'prove_agents', 'prune_idempotency', 'prune_paid_calls', 'prune_request_records', 'pull_receipts', 'resolve_paid_calls', 'sweep_webhooks', 'verify_receipts'],
       'every task is registered as recurring',
     );
   } finally {

@@ -63,8 +63,17 @@ export async function startTestApp(
     ...options.appOptions,
   });
   const clock = options.appOptions?.clock;
+  started.add(app);
+  const close = app.close.bind(app);
+  app.close = async () => {
+    started.delete(app);
+    await close();
+  };
   return Object.assign(app, { dataDir, testClock: clock instanceof TestClock ? clock : undefined });
 }
+
+/** The test apps of this process that are running: an app on the rpc adapter finds the embedded ledger it talks to. */
+const started = new Set<App>();
 
 export async function removeDataDir(dir: string): Promise<void> {
   await rm(dir, { recursive: true, force: true });
@@ -128,8 +137,10 @@ export async function writeAgentAsset(
   network: Network,
   fields: { mint?: string; owner?: string; name?: string; uri?: string } = {},
 ): Promise<{ mint: string; owner: string }> {
-  const ledger = app.ledgers.embedded[network];
-  if (!ledger) throw new Error(`no embedded ${network} ledger in this app to write an agent's asset on`);
+  // an app whose ledger is another app's embedded JSON-RPC (the rpc adapter): the asset is written on that one
+  const url = app.ledgers.rpcUrls[network];
+  const ledger = app.ledgers.embedded[network] ?? [...started].find((other) => other.ledgers.embedded[network] && other.ledgers.rpcUrls[network] === url)?.ledgers.embedded[network];
+  if (!ledger) throw new Error(`no embedded ${network} ledger in this app, nor one it reads through JSON-RPC, to write an agent's asset on`);
   const mint = fields.mint ?? (await randomAddress());
   const owner = fields.owner ?? (await randomAddress());
   // no uri unless given: an asset's uri is its registration document, which identity checks would fetch

@@ -80,8 +80,10 @@ async function build(entry: string, bundle: string, manifestPath: string): Promi
         setup(b) {
           b.onResolve({ filter: /^[^./]/ }, (args) => {
             if (args.path.startsWith('node:') || !EXTERNAL.has(packageName(args.path))) return undefined;
-            // the bundle lives outside the checkout: its external imports name their files
-            return { path: pathToFileURL(require.resolve(args.path)).href, external: true };
+            // the bundle lives outside the checkout: its external imports name their files, resolved from the importing
+            // file (a package may sit in another package's own node_modules, e.g. an override nested there)
+            const from = args.importer ? createRequire(args.importer) : require;
+            return { path: pathToFileURL(from.resolve(args.path)).href, external: true };
           });
         },
       },
