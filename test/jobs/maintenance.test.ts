@@ -177,7 +177,9 @@ function startRunner(app: TestApp, env: Record<string, string> = {}): { output()
     output: () => out,
     async stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      // a safety net against a hung runner, not a measure of shutdown time: on a loaded machine draining the job
+      // runner and snapshotting the ledgers took longer than 15 s
+      const force = setTimeout(() => child.kill('SIGKILL'), 90_000);
       try {
         return await exited;
       } finally {
