@@ -1,9 +1,8 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
-import { createClient } from 'graphql-ws';
-import WebSocket from 'ws';
 import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
+import { watchEvents } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
@@ -44,33 +43,6 @@ async function confirmed(app: TestApp, key: string, id: string): Promise<Record<
     const e = await http(app, 'GET', `/v1/events/${id}`, { key });
     return e.body.phase === 'confirmed' || e.body.phase === 'failed' ? e.body : undefined;
   }, 60_000, 250);
-}
-
-interface SeenEvent {
-  id: string;
-  /** the GraphQL enum value: FAILED */
-  phase: string;
-  errorCode: string | null;
-  errorLogs: string[] | null;
-}
-
-/** Every event the key may read, live over graphql-ws, with its error fields. */
-async function subscribe(app: TestApp, key: string): Promise<{ seen: SeenEvent[]; close: () => Promise<void> }> {
-  const client = createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
-  const seen: SeenEvent[] = [];
-  const connected = new Promise<void>((resolve) => client.on('connected', () => resolve()));
-  const stop = client.subscribe<{ events: SeenEvent }>(
-    { query: 'subscription { events { id phase errorCode errorLogs } }' },
-    { next: (r) => void (r.data?.events && seen.push(r.data.events)), error: () => {}, complete: () => {} },
-  );
-  await connected;
-  return {
-    seen,
-    close: async () => {
-      stop();
-      await client.dispose();
-    },
-  };
 }
 
 metaplexTest(test, 'agents/prepare signed with legacy Transaction.sign() is 422 naming the new asset’s key and the fix; the same event re-signed confirms', async (t) => {
@@ -145,7 +117,7 @@ metaplexTest(test, 'a submit the ledger refuses fails the event with error_code 
   t.is((await http(app, 'POST', '/v1/submit', { key, body: { event_id: first.body.event_id, transaction_base64: partialSigned(first.body, owner) } })).status, 202);
   t.like(await confirmed(app, key, first.body.event_id!), { phase: 'confirmed' });
 
-  const live = await subscribe(app, key);
+  const live = await watchEvents(app, key);
   t.teardown(live.close);
   const signed = partialSigned(second.body, owner);
   const rejected = await http(app, 'POST', '/v1/submit', { key, body: { event_id: second.body.event_id, transaction_base64: signed } });

@@ -21,6 +21,8 @@ export interface WatchedEvent {
   signature: string | null;
   slot: number | null;
   metadata: Record<string, unknown>;
+  errorCode: string | null;
+  errorLogs: string[] | null;
 }
 
 /**
@@ -32,7 +34,7 @@ export async function watchEvents(app: { url: string }, key: string): Promise<{ 
   const seen: WatchedEvent[] = [];
   const connected = new Promise<void>((resolve) => client.on('connected', () => resolve()));
   const stop = client.subscribe<{ events: WatchedEvent }>(
-    { query: 'subscription { events { id kind phase agentAsset signature slot metadata } }' },
+    { query: 'subscription { events { id kind phase agentAsset signature slot metadata errorCode errorLogs } }' },
     { next: (r) => void (r.data?.events && seen.push(r.data.events)), error: () => {}, complete: () => {} },
   );
   await connected;
