@@ -121,9 +121,20 @@ test.serial('before fastify: the same head, byte for byte, as the route writes; 
     head: a.head.map((v, i) => (i % 2 === 1 && PER_REQUEST.has(a.head[i - 1]!.toLowerCase()) ? '…' : v)),
     body: a.body,
   });
-  let early = beforeFastify(app);
-  const fast = await rawAnswer(url);
-  t.is(beforeFastify(app), ++early, 'answered before fastify');
+  // The link's creation event, when the feed delivers it, invalidates the cached link once (see the first test), and a
+  // loaded machine may outlast the cache's TTL between two requests: an answer may then be rendered by the service
+  // again (the same bytes), and the next one is at hand. Three tries are plenty; the counter says which one was early.
+  const beforeFastifyAnswer = async (options?: Parameters<typeof rawAnswer>[1]) => {
+    for (let tries = 0; ; tries++) {
+      const counted = beforeFastify(app);
+      const answer = await rawAnswer(url, options);
+      if (beforeFastify(app) === counted + 1 || tries === 2) return { answer, early: beforeFastify(app) === counted + 1 };
+    }
+  };
+  const first = await beforeFastifyAnswer();
+  t.true(first.early, 'answered before fastify');
+  const fast = first.answer;
+  const early = beforeFastify(app);
   // a percent-encoded id is fastify's (its router decodes it): the route's own fast path answers the same link
   const routed = await rawAnswer(`${app.url}/x/%${id.charCodeAt(0).toString(16)}${id.slice(1)}?network=chain-devnet`);
   t.is(beforeFastify(app), early, 'an encoded id is left to fastify');
@@ -138,9 +149,9 @@ test.serial('before fastify: the same head, byte for byte, as the route writes; 
   t.is(beforeFastify(app), early);
   // a client's X-Request-Id only joins log lines (none at this level), a GET's body is read by no one (fastify reads none
   // for a GET): both still answered before fastify, the same answer
-  const withBody = await rawAnswer(url, { headers: { 'X-Request-Id': 'client-1', 'Content-Type': 'text/plain', 'Content-Length': '2' }, body: 'hi' });
-  t.deepEqual(shape(withBody), shape(fast));
-  t.is(beforeFastify(app), ++early);
+  const withBody = await beforeFastifyAnswer({ headers: { 'X-Request-Id': 'client-1', 'Content-Type': 'text/plain', 'Content-Length': '2' }, body: 'hi' });
+  t.deepEqual(shape(withBody.answer), shape(fast));
+  t.true(withBody.early, 'answered before fastify');
 });
 
 test.serial('a fault in the fast path before fastify never crashes the process: fastify answers the request the same', async (t) => {
