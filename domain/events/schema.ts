@@ -15,11 +15,20 @@ export const KindPattern = z
   .max(100)
   .regex(/^(\*|[a-z0-9_]+(\.[a-z0-9_]+)*(\.\*)?)$/, 'Expected an event kind, a wildcard such as payment_link.*, or *');
 
+/** One transition of an event: the phase it entered, when, and the transaction it named then (if any). */
+export interface EventPhaseEntry {
+  phase: EventPhase;
+  at: Date;
+  signature: string | null;
+}
+
 export interface EventRecord {
   id: string;
   seq: bigint;
   kind: string;
   phase: EventPhase;
+  /** every phase the event entered, oldest first; the last is `phase` */
+  phases: EventPhaseEntry[];
   network: Network;
   agentAsset: string | null;
   signature: string | null;
@@ -62,10 +71,22 @@ export interface NewEventFields {
  */
 export type NewEvent = { [K in EventKindName]: NewEventFields & { kind: K; metadata: EventMetadata<K> } }[EventKindName];
 
+export const EventPhaseStep = z.object({
+  phase: EventPhase,
+  at: z.string().describe('When the event entered this phase (ISO 8601).'),
+  signature: z.string().nullable().describe('The transaction the event named at that moment (null before one was submitted).'),
+}).describe('One transition of an event: the phase it entered, when, and the transaction it named then.');
+export type EventPhaseStep = z.infer<typeof EventPhaseStep>;
+
 export const Event = z.object({
   id: z.string(),
   kind: z.string(),
   phase: EventPhase,
+  phases: z
+    .array(EventPhaseStep)
+    .describe(
+      'Every phase the event entered, oldest first; the last is `phase`. A subscriber or webhook that sees only the newest state still knows each transition and when it happened (an event written before this field existed lists its current phase only).',
+    ),
   network: Network,
   agent_asset: z.string().nullable(),
   signature: z.string().nullable(),

@@ -20,6 +20,7 @@ export function toEvent(r: EventRecord): Event {
     id: r.id,
     kind: r.kind,
     phase: r.phase,
+    phases: r.phases.map((p) => ({ phase: p.phase, at: iso(p.at), signature: p.signature })),
     network: r.network,
     agent_asset: r.agentAsset,
     signature: r.signature,

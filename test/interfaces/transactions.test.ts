@@ -289,12 +289,25 @@ test('each phase of a prepared event is its own webhook delivery: prepared, subm
   const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
   t.is(res.status, 202);
   const phases = await until('three deliveries', () => {
-    const mine = receiver.received.filter((h) => h.url === '/phases').map((h) => JSON.parse(h.body) as { type: string; phase: string; data: { id: string } });
+    const mine = receiver.received
+      .filter((h) => h.url === '/phases')
+      .map((h) => JSON.parse(h.body) as { type: string; phase: string; data: { id: string; phases: { phase: string; at: string; signature: string | null }[] } });
     const ofEvent = mine.filter((p) => p.data.id === envelope.event_id);
     return ofEvent.length >= 3 ? ofEvent : undefined;
   });
   t.deepEqual(phases.map((p) => p.phase).sort(), ['confirmed', 'prepared', 'submitted']);
   t.true(phases.every((p) => p.type === 'agent.treasury.withdraw_sol'));
+  // Each delivery's data is the event when it was sent, with its history so far: whichever phase it announces, the
+  // history begins prepared and holds that phase; the confirmed one holds all three, the signature from submission on.
+  for (const p of phases) {
+    t.is(p.data.phases[0]?.phase, 'prepared', JSON.stringify(p.data.phases));
+    t.true(p.data.phases.some((h) => h.phase === p.phase), JSON.stringify(p.data.phases));
+  }
+  const done = phases.find((p) => p.phase === 'confirmed')!.data.phases;
+  t.deepEqual(done.map((h) => h.phase), ['prepared', 'submitted', 'confirmed']);
+  t.deepEqual(done.map((h) => h.signature), [null, res.body.signature, res.body.signature]);
+  const read = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+  t.deepEqual(read.body.phases, done, 'GET /v1/events/{id} carries the same history');
   await http(app, 'DELETE', `/v1/webhooks/${hook.body.id}`, { key });
 });
 

@@ -10,13 +10,15 @@ export const LINK_FIELDS = `
   counters { callCount settledCount lastCalledAt lastSettledAt lastTxSig }
   metadata createdAt updatedAt`;
 
-export const EVENT_FIELDS = `id kind phase network agentAsset signature blockTime confirmedAt slot errorCode errorLogs metadata clientReference createdAt`;
+export const EVENT_FIELDS = `id kind phase phases { phase at signature } network agentAsset signature blockTime confirmedAt slot errorCode errorLogs metadata clientReference createdAt`;
 
 /** An event as the live subscriptions of the tests select it. */
 export interface WatchedEvent {
   id: string;
   kind: string;
   phase: string;
+  /** every phase the event entered, oldest first (GraphQL enum values) */
+  phases: { phase: string; at: string; signature: string | null }[];
   agentAsset: string | null;
   signature: string | null;
   slot: number | null;
@@ -34,7 +36,7 @@ export async function watchEvents(app: { url: string }, key: string): Promise<{ 
   const seen: WatchedEvent[] = [];
   const connected = new Promise<void>((resolve) => client.on('connected', () => resolve()));
   const stop = client.subscribe<{ events: WatchedEvent }>(
-    { query: 'subscription { events { id kind phase agentAsset signature slot metadata errorCode errorLogs } }' },
+    { query: 'subscription { events { id kind phase phases { phase at signature } agentAsset signature slot metadata errorCode errorLogs } }' },
     { next: (r) => void (r.data?.events && seen.push(r.data.events)), error: () => {}, complete: () => {} },
   );
   await connected;

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { EVENT_KIND_NAMES } from '../../../domain/events/kinds.ts';
-import type { EventRecord, NewEvent } from '../../../domain/events/schema.ts';
+import type { EventPhaseEntry, EventRecord, NewEvent } from '../../../domain/events/schema.ts';
 import { patternsMatching } from '../../../domain/webhooks/delivery.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
@@ -44,13 +44,28 @@ interface EventRow {
   owner_principal: string | null;
   created_at: Date;
   updated_at: Date;
+  /** migration 0025: [{ phase, at, signature }], empty on rows written before it */
+  phases: { phase: EventRecord['phase']; at: string; signature: string | null }[];
 }
+
+/**
+ * An event's transitions as stored (migration 0025), oldest first. A row written before that column existed has
+ * none: it reads as its one known phase, the current one, at its last update.
+ */
+export function phasesOf(stored: EventRow['phases'] | null | undefined, current: { phase: EventRecord['phase']; updatedAt: Date; signature: string | null }): EventPhaseEntry[] {
+  if (!stored?.length) return [{ phase: current.phase, at: current.updatedAt, signature: current.signature }];
+  return stored.map((p) => ({ phase: p.phase, at: new Date(p.at), signature: p.signature ?? null }));
+}
+
+/** The first entry of `phases` for a new row: the phase it is written in, at its creation, with its signature. */
+const FIRST_PHASE_SQL = (phase: string, at: string, signature: string) => `jsonb_build_array(jsonb_build_object('phase', ${phase}, 'at', ${at}, 'signature', ${signature}))`;
 
 const fromRow = (r: EventRow): EventRecord => ({
   id: r.id,
   seq: BigInt(r.seq),
   kind: r.kind,
   phase: r.phase,
+  phases: phasesOf(r.phases, { phase: r.phase, updatedAt: date(r.updated_at), signature: r.signature }),
   network: r.network,
   agentAsset: r.agent_asset,
   signature: r.signature,
@@ -205,8 +220,9 @@ export function appendManySql(events: readonly NewEvent[]): Sql {
             select * from jsonb_to_recordset(?::jsonb) as x(i int, id text, network text, kind text, phase text, agent_asset text, owner_principal text,
               signature text, slot bigint, block_time bigint, metadata jsonb, confirmed_at timestamptz, created_at timestamptz, patterns jsonb)),
           added as (
-            insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at)
-            select id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, created_at
+            insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at, phases)
+            select id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, created_at,
+                   ${FIRST_PHASE_SQL('phase', 'created_at', 'signature')}
               from x order by i
             returning seq),
           -- one notification per statement (a paid call's group appends several events per call; the feed
@@ -241,10 +257,13 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
       const rows = await query<{ seq: string }>(
         em,
         `with added as (
-           insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at)
-           values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?) returning seq)
+           insert into events (id, network, kind, phase, agent_asset, owner_principal, signature, slot, block_time, metadata, confirmed_at, created_at, updated_at, phases)
+           values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ${FIRST_PHASE_SQL('?::text', '?::timestamptz', '?::text')}) returning seq)
          select seq::text as seq, pg_notify('${EVENTS_CHANNEL}', seq::text) from added`,
-        [e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, e.slot ?? null, e.blockTime ?? null, JSON.stringify(e.metadata), e.confirmedAt ?? null, e.createdAt, e.createdAt],
+        [
+          ...[e.id, e.network, e.kind, e.phase, e.agentAsset, e.owner, e.signature ?? null, e.slot ?? null, e.blockTime ?? null, JSON.stringify(e.metadata)],
+          ...[e.confirmedAt ?? null, e.createdAt, e.createdAt, e.phase, e.createdAt, e.signature ?? null],
+        ],
       );
       const seq = rows[0]!.seq;
       return {
@@ -252,6 +271,7 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
         seq: BigInt(seq),
         kind: e.kind,
         phase: e.phase,
+        phases: [{ phase: e.phase, at: e.createdAt, signature: e.signature ?? null }],
         network: e.network,
         agentAsset: e.agentAsset,
         signature: e.signature ?? null,
@@ -274,6 +294,9 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
       const rows = await query<EventRow>(
         em,
         `update events set phase = ?, seq = ${NEXT_SEQ}, updated_at = ?,
+                -- the transition joins the history (a row from before migration 0025 first gets its known phase)
+                phases = (case when jsonb_array_length(phases) = 0 then ${FIRST_PHASE_SQL('phase', 'updated_at', 'signature')} else phases end)
+                         || jsonb_build_array(jsonb_build_object('phase', ?::text, 'at', ?::timestamptz, 'signature', coalesce(?::text, signature))),
                 signature = coalesce(?, signature), slot = coalesce(?, slot), block_time = coalesce(?, block_time),
                 confirmed_at = coalesce(?, confirmed_at), error_code = coalesce(?, error_code),
                 error_logs = coalesce(?::jsonb, error_logs), client_reference = coalesce(?, client_reference)
@@ -282,6 +305,9 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
         [
           c.phase,
           c.at,
+          c.phase,
+          c.at,
+          c.signature ?? null,
           c.signature ?? null,
           c.slot ?? null,
           c.blockTime ?? null,

@@ -7,6 +7,7 @@ import type { DeliveryTarget, WebhookDeliveryRepository, WebhookRepository } fro
 import type { DeliveryStatus, WebhookDeliveryRecord, WebhookRecord, WebhookScope } from '../../../domain/webhooks/schema.ts';
 import { deliverJob, patternsMatching } from '../../../domain/webhooks/delivery.ts';
 import { ownerAlive } from '../process-owner.ts';
+import { phasesOf } from './events.ts';
 
 // DECISIONS "Webhooks": subscriptions, deliveries and the in-transaction job queue, in raw SQL on the
 // MikroORM connection (the migration is the tables' one definition). Deliveries are the transactional outbox: the
@@ -110,6 +111,7 @@ interface TargetRow {
   e_owner_principal: string | null;
   e_created_at: Date;
   e_updated_at: Date;
+  e_phases: Parameters<typeof phasesOf>[0];
 }
 
 const eventOf = (r: TargetRow): EventRecord => ({
@@ -117,6 +119,7 @@ const eventOf = (r: TargetRow): EventRecord => ({
   seq: BigInt(r.e_seq),
   kind: r.e_kind,
   phase: r.e_phase,
+  phases: phasesOf(r.e_phases, { phase: r.e_phase, updatedAt: new Date(r.e_updated_at), signature: r.e_signature }),
   network: r.e_network,
   agentAsset: r.e_agent_asset,
   signature: r.e_signature,
@@ -297,7 +300,7 @@ export function webhookDeliveryRepository(em: Em, epoch: () => number | null): W
                 e.agent_asset as e_agent_asset, e.signature as e_signature, e.block_time::text as e_block_time,
                 e.confirmed_at as e_confirmed_at, e.slot::text as e_slot, e.error_code as e_error_code, e.error_logs as e_error_logs,
                 e.metadata as e_metadata, e.client_reference as e_client_reference, e.owner_principal as e_owner_principal,
-                e.created_at as e_created_at, e.updated_at as e_updated_at
+                e.created_at as e_created_at, e.updated_at as e_updated_at, e.phases as e_phases
            from webhooks w left join events e on e.id = ? and e.network = w.network
           where w.network = ? and w.id = ?`,
         [d.eventId, d.network, d.webhookId],

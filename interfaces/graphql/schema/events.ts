@@ -1,4 +1,4 @@
-import { ListEventsInput, type Event } from '../../../domain/events/schema.ts';
+import { Event, EventPhaseStep, ListEventsInput } from '../../../domain/events/schema.ts';
 import { parseKinds } from '../../../domain/events/service.ts';
 import { builder } from '../builder.ts';
 import { LiveEvents, StreamFailure } from '../fanout.ts';
@@ -11,12 +11,22 @@ import { parseInput, refuseUnsafeInput } from '../../../domain/shared/validation
 
 export { EventPhaseEnum };
 
+const EventPhaseStepRef = builder.objectRef<Event['phases'][number]>('EventPhaseStep').implement({
+  description: EventPhaseStep.description,
+  fields: (t) => ({
+    phase: t.expose('phase', { type: EventPhaseEnum }),
+    at: t.exposeString('at', { description: EventPhaseStep.shape.at.description }),
+    signature: t.exposeString('signature', { nullable: true, description: EventPhaseStep.shape.signature.description }),
+  }),
+});
+
 export const EventRef = builder.objectRef<Event>('Event').implement({
   description: 'One event; `id` is the cursor to resume a subscription with `after`.',
   fields: (t) => ({
     id: t.exposeID('id'),
     kind: t.exposeString('kind'),
     phase: t.expose('phase', { type: EventPhaseEnum }),
+    phases: t.expose('phases', { type: [EventPhaseStepRef], description: Event.shape.phases.description }),
     network: t.expose('network', { type: NetworkEnum }),
     agentAsset: t.exposeString('agent_asset', { nullable: true }),
     signature: t.exposeString('signature', { nullable: true }),
