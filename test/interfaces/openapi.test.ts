@@ -178,6 +178,17 @@ test('the error envelope is documented with details.issues', (t) => {
   t.deepEqual([...envelope.properties.details.properties.issues.items.required].sort(), ['code', 'message', 'path']);
 });
 
+test('hosted-api §4.7: POST /v1/agents/{mint}/pull-target is documented, and the plural collection path beside it', (t) => {
+  const { doc } = t.context;
+  for (const path of ['/v1/agents/{mint}/pull-target', '/v1/agents/{mint}/pull-targets']) {
+    const op = doc.paths[path]?.post;
+    t.truthy(op?.responses['201'], `POST ${path} answers 201`);
+    t.true((op?.parameters ?? []).some((p) => p.name === 'mint' && p.in === 'path'), path);
+  }
+  t.truthy(doc.paths['/v1/agents/{mint}/pull-targets']?.get, 'GET stays on the plural path (DECISIONS)');
+  t.falsy(doc.paths['/v1/agents/{mint}/pull-target']?.get);
+});
+
 test('operation ids are unique', (t) => {
   const ids = operations(t.context.doc).map(([, , op]) => op.operationId).filter(Boolean);
   t.is(new Set(ids).size, ids.length);
