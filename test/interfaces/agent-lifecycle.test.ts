@@ -151,6 +151,8 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.like(spend, { source: 'buyer', verification: { status: 'verified' } });
   t.like(spend.receipt, { kind: 'spend', agent: mint, nonce: 0, prev_receipt_hash: null, decision: 'allow' });
   t.like(spend.receipt.price, { amount_atomic: '1500000', gross: gross.toString(), asset: USDC.mint, feeBps: bps });
+  // the paid request is the link's own method and share URL, as the seller's earn receipt would record it
+  t.deepEqual(spend.receipt.request, { method: link.body.method, url: link.body.share_url });
   let spent = gross;
 
   // 5b. The same link through its paywall with the buyer kit paying from the treasury (createPayingFetch({ agent })):
