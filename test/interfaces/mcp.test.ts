@@ -325,12 +325,12 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   // Both see their receipts.
   const spent = await ok(buyer, 'svc_receipts');
   t.is(spent.data.length, 1);
-  t.like(spent.data[0].receipt, { kind: 'spend', agent: b.mint, tx_sig: paid.tx_signature, receipt_hash: paid.receipt_hash });
+  t.like(spent.data[0], { kind: 'spend', agent: b.mint, tx_sig: paid.tx_signature, receipt_hash: paid.receipt_hash });
   const one = await ok(buyer, 'svc_get_receipt', { receipt_hash: paid.receipt_hash });
-  t.like(one.receipt, { receipt_hash: paid.receipt_hash, kind: 'spend' });
+  t.like(one, { receipt_hash: paid.receipt_hash, kind: 'spend', source: 'buyer', network: 'chain-devnet' });
   const earned = await ok(seller, 'svc_receipts', { kind: 'earn' });
   t.is(earned.data.length, 1);
-  t.like(earned.data[0].receipt, { kind: 'earn', agent: s.mint, tx_sig: paid.tx_signature, price: { amount_atomic: '250000' } });
+  t.like(earned.data[0], { kind: 'earn', agent: s.mint, tx_sig: paid.tx_signature, price: { amount_atomic: '250000' } });
 
   // History and daily buckets match the receipts (USD strings; spend counts the gross).
   const usd = (atomic: bigint) => (Number(atomic) / 1e6).toString();
@@ -372,7 +372,7 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   t.like(mppPaid, { status: 'paid', protocol: 'mpp', http_status: 200, network: 'chain-devnet', response: { forecast: 'rain' } });
   t.regex(mppPaid.receipt_hash, /^[0-9a-f]{64}$/);
   const mppSpend = await ok(buyer, 'svc_get_receipt', { receipt_hash: mppPaid.receipt_hash });
-  t.like(mppSpend.receipt, { v: '0.2', protocol: 'mpp', kind: 'spend', agent: b.mint, mpp_settlement_tx: mppPaid.tx_signature });
+  t.like(mppSpend, { v: '0.2', protocol: 'mpp', kind: 'spend', agent: b.mint, mpp_settlement_tx: mppPaid.tx_signature });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining_atomic: (1_500_000n - gross).toString() });
   const revoked = await ok(buyer, 'svc_set_spend_limit', { symbol: 'USDC', mode: 'revoke' });
   t.like(revoked, { symbol: 'USDC', mode: 'revoke', delegate: null });

@@ -115,7 +115,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     t.regex(first.last_error, /2 item\(s\) refused; first at index 2/);
 
     const list = await http(app, 'GET', `/v1/receipts/${mint}`, { key });
-    t.deepEqual(list.body.data.map((r: any) => [r.receipt.nonce, r.receipt.receipt_hash, r.source]), [2, 1, 0].map((n) => [n, chain[n]!.receipt_hash, 'pull']));
+    t.deepEqual(list.body.data.map((r: any) => [r.nonce, r.receipt_hash, r.source]), [2, 1, 0].map((n) => [n, chain[n]!.receipt_hash, 'pull']));
     const pulled = await http(app, 'GET', `/v1/events?kind=receipt.pulled&agent=${mint}`, { key });
     t.is(pulled.body.data.length, 3);
     t.true(pulled.body.data.every((e: any) => e.metadata.pull_target_id === created.body.id && e.metadata.source === 'pull'));
