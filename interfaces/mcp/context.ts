@@ -146,7 +146,19 @@ export class ToolContext {
    */
   async signSubmitTrack(envelope: PreparedEnvelope, signers: Keypair[], onSubmitted?: (signature: string) => Promise<void>): Promise<{ event_id: string; signature: string } | null> {
     if (!envelope.transaction || !envelope.event_id) return null;
+    // An executive that is not the asset's owner may not authorise Core execute (fee-facilitator-mpp-tools §5: withdrawals
+    // and delegations need the owner): say so, rather than fail inside the signing library.
     const tx = Transaction.from(Buffer.from(envelope.transaction.base64, 'base64'));
+    // signatures the gateway added itself (agents/prepare: the new asset's key) count as held
+    const held = new Set([...signers.map((k) => k.publicKey.toBase58()), ...tx.signatures.filter((s) => s.signature !== null).map((s) => s.publicKey.toBase58())]);
+    const missing = envelope.transaction.signers.filter((s) => !held.has(s));
+    if (missing.length > 0) {
+      throw new ToolError(
+        'forbidden',
+        `This action needs the signature of ${missing.join(', ')} (the agent's owner), which this tool server does not hold: the configured executive ${signers.map((k) => k.publicKey.toBase58()).join(', ')} is not the agent's owner.`,
+        { required_signers: envelope.transaction.signers, missing_signers: missing, event_id: envelope.event_id },
+      );
+    }
     tx.partialSign(...signers);
     const signed = tx.serialize({ requireAllSignatures: true }).toString('base64');
     const submitted = await this.call((api) => api.transactions.submit.mutate({ event_id: envelope.event_id!, transaction_base64: signed }));

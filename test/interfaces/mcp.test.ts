@@ -239,6 +239,14 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
     t.is(res.body.details?.path, 'amount', why);
   }
 
+  // An executive that is not the agent's owner cannot set its spend limit: forbidden, never internal_error.
+  const owned = await recordAgent(app, t.context.key);
+  const notOwner = await startTools(t, 'not-owner', { SVC_AGENT_MINT: owned.mint, SVC_EXECUTIVE_KEY: encodeBase58(executive.secretKey) });
+  const notOwnerRefused = await notOwner.call('svc_set_spend_limit', { symbol: 'USDC', mode: 'unlimited' });
+  t.true(notOwnerRefused.isError);
+  t.is(notOwnerRefused.body.error, 'forbidden', JSON.stringify(notOwnerRefused.body));
+  t.deepEqual(notOwnerRefused.body.details.missing_signers, [owned.owner]);
+
   // wrong_network: a chain-mainnet link, paid by a chain-devnet agent.
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const seller = await recordAgent(app, mainnetKey);
