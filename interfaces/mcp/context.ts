@@ -52,6 +52,7 @@ export interface ToolContextOptions {
 export class ToolContext {
   private file: AgentConfigFile | null = null;
   private clientInstance: Client | undefined;
+  private publicClientInstance: Client | undefined;
   readonly fetch: typeof fetch;
   readonly confirmTimeoutMs: number;
   readonly assetTimeoutMs: number;
@@ -89,11 +90,30 @@ export class ToolContext {
     return new Connection(this.rpcUrl, 'confirmed');
   }
 
-  /** The hosted API's typed client; every API call needs SVC_API_KEY (its prefix is the network). */
+  /**
+   * The hosted API's typed client with SVC_API_KEY (its prefix is the network). Without a key, a tool that needs it
+   * answers `api_key_required`; the public reads (fee-facilitator-mpp-tools §4.3, §5: svc_discover) use `publicApi`.
+   */
   get api(): Client {
-    if (!this.env.apiKey) throw new ToolError('api_key_required', 'Set SVC_API_KEY (svc_test_… for chain-devnet, svc_live_… for chain-mainnet): the tools call the hosted API with it.');
+    if (!this.env.apiKey) {
+      throw new ToolError(
+        'api_key_required',
+        'This tool calls the hosted API with a key: set SVC_API_KEY (svc_test_… for chain-devnet, svc_live_… for chain-mainnet) in the tool server’s environment.',
+        { env: 'SVC_API_KEY' },
+      );
+    }
     this.clientInstance ??= createClient({ url: this.env.apiUrl, apiKey: this.env.apiKey, fetch: this.fetch });
     return this.clientInstance;
+  }
+
+  get hasApiKey(): boolean {
+    return this.env.apiKey !== undefined;
+  }
+
+  /** The API's public procedures, with no key (the network is SVC_NETWORK's, or the key's when one is set). */
+  get publicApi(): Client {
+    this.publicClientInstance ??= createClient({ url: this.env.apiUrl, fetch: this.fetch });
+    return this.publicClientInstance;
   }
 
   /** The configured agent, or null. The environment (SVC_AGENT_MINT, SVC_EXECUTIVE_KEY) wins over the file. */
@@ -135,6 +155,15 @@ export class ToolContext {
   async call<T>(work: (api: Client) => Promise<T>): Promise<T> {
     try {
       return await work(this.api);
+    } catch (e) {
+      throw toToolError(e);
+    }
+  }
+
+  /** A public API call (no key needed), its failure a ToolError with the API's code. */
+  async callPublic<T>(work: (api: Client) => Promise<T>): Promise<T> {
+    try {
+      return await work(this.publicApi);
     } catch (e) {
       throw toToolError(e);
     }

@@ -247,6 +247,27 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
   t.is(notOwnerRefused.body.error, 'forbidden', JSON.stringify(notOwnerRefused.body));
   t.deepEqual(notOwnerRefused.body.details.missing_signers, [owned.owner]);
 
+  // F§4.3/§5: without SVC_API_KEY the public reads work (svc_discover, svc_get_identity's own facts); a tool that calls
+  // the API with a key says to set it.
+  const shown = await http(app, 'POST', '/v1/payment-links', {
+    key: t.context.key,
+    body: { label: 'Keyless discovery', owner_agent: owned.mint, method: 'GET', price: '$0.01', metadata: { discoverable: true }, response: { body: { ok: true } } },
+  });
+  t.is(shown.status, 201, JSON.stringify(shown.body));
+  const keyless = await startTools(t, 'keyless', { SVC_API_KEY: '', SVC_NETWORK: 'chain-devnet', SVC_AGENT_MINT: owned.mint, SVC_EXECUTIVE_KEY: encodeBase58(executive.secretKey) });
+  const found = await ok(keyless, 'svc_discover', { q: 'keyless', source: 'svc' });
+  t.deepEqual(found.data.map((i: any) => [i.id, i.network]), [[shown.body.id, 'chain-devnet']]);
+  t.like(await ok(keyless, 'svc_get_identity'), { agent_mint: owned.mint, network: 'chain-devnet', executive_pubkey: executive.publicKey.toBase58(), owner: null });
+  for (const [name, args] of [
+    ['svc_receipts', {}],
+    ['svc_create_payment_link', { label: 'x', method: 'GET', price: '$0.01', response: { body: {} } }],
+  ] as const) {
+    const res = await keyless.call(name, args);
+    t.true(res.isError, name);
+    t.is(res.body.error, 'api_key_required', name);
+    t.regex(res.body.message, /set SVC_API_KEY/, name);
+  }
+
   // wrong_network: a chain-mainnet link, paid by a chain-devnet agent.
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const seller = await recordAgent(app, mainnetKey);

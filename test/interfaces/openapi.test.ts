@@ -149,8 +149,9 @@ test('every operation declares bearer security', (t) => {
   const bearer = Object.entries(schemes).filter(([, s]) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer').map(([name]) => name);
   t.true(bearer.length > 0, JSON.stringify(schemes));
   // hosted-api §5.1: every route under /v1 needs the bearer key — except the public ones DECISIONS "Identity" names
-  // (a disclosure link is its own credential; a registration document is what an agent's on-chain uri points at).
-  const PUBLIC = new Set(['GET /v1/identity/disclosures/{token}', 'GET /v1/agents/{mint}/registration.json']);
+  // (a disclosure link is its own credential; a registration document is what an agent's on-chain uri points at) and
+  // the discovery search fee-facilitator-mpp-tools §4.3 calls public.
+  const PUBLIC = new Set(['GET /v1/identity/disclosures/{token}', 'GET /v1/agents/{mint}/registration.json', 'GET /v1/discover/public']);
   const ops = operations(doc).filter(([, path]) => path.startsWith('/v1/'));
   t.true(ops.length >= FOUNDATION.length);
   for (const [method, path, op] of ops) {
