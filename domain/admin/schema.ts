@@ -6,7 +6,7 @@ import { ApiKey, ApiKeyRole, CreatedApiKey } from '../access/schema.ts';
 
 /** hosted-api §4.8: POST /v1/admin/api-keys requires owner_wallet. */
 export const AdminCreateApiKeyInput = z.strictObject({
-  network: Network,
+  network: Network.optional().describe('the key’s network; default the admin key’s own (its prefix fixes it, hosted-api §5.2)'),
   owner_wallet: Address,
   label: z.string().min(1).max(100).optional(),
   role: ApiKeyRole.optional(),

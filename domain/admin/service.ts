@@ -21,8 +21,10 @@ export class AdminService {
   /** Keys are issued for the admin's own network: isolation holds for admins too. */
   async createKey(admin: Principal, input: AdminCreateApiKeyInput): Promise<CreatedApiKey> {
     const parsed = parseInput(AdminCreateApiKeyInput, input);
-    this.sameNetwork(admin.network, parsed.network);
-    return this.deps.access.issueKey({ network: parsed.network, owner_wallet: parsed.owner_wallet, label: parsed.label, role: parsed.role ?? 'user' });
+    // hosted-api §5.2: the key's prefix fixes the network, so a body naming none means the admin key's own
+    const network = parsed.network ?? admin.network;
+    this.sameNetwork(admin.network, network);
+    return this.deps.access.issueKey({ network, owner_wallet: parsed.owner_wallet, label: parsed.label, role: parsed.role ?? 'user' });
   }
 
   async listKeys(admin: Principal, input: ListApiKeysInput): Promise<Page<ApiKey>> {

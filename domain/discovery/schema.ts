@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { Network } from '../shared/network.ts';
 
 // fee-facilitator-mpp-tools §4.3 svc_discover: one search over two catalogues — the gateway's public
 // payment links (`source: "svc"`; a link is public when its owner sets metadata.discoverable = true) and the
@@ -19,6 +20,15 @@ export const DiscoverInput = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(20),
 });
 export type DiscoverInput = z.input<typeof DiscoverInput>;
+
+/**
+ * GET /v1/discover/public: the same search with no key (fee-facilitator-mpp-tools §4.3: svc_discover is public), on
+ * the network the query names — chain-mainnet unless named, as the paywall's and registration documents' URLs.
+ */
+export const PublicDiscoverInput = DiscoverInput.extend({
+  network: Network.default('chain-mainnet').describe('the catalogues of this network (a key’s prefix decides it on GET /v1/discover)'),
+});
+export type PublicDiscoverInput = z.input<typeof PublicDiscoverInput>;
 
 export const DiscoverItem = z.object({
   source: DiscoverySource,

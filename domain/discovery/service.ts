@@ -2,9 +2,10 @@ import { shareUrl } from '../payment-links/service.ts';
 import type { Caller } from '../access/ownership.ts';
 import type { DiscoveryRepository, DiscoverableLinkRow, RegisteredAgentRow } from '../ports/discovery-store.ts';
 import { atomicToDecimal, decimalToAtomic } from '../shared/money.ts';
-import { findStable } from '../shared/network.ts';
+import { findStable, type Network } from '../shared/network.ts';
+import type { z } from 'zod';
 import { parseInput } from '../shared/validation.ts';
-import { DiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.ts';
+import { DiscoverInput, PublicDiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.ts';
 
 /** How many of each catalogue's newest entries a search reads at most. */
 const CATALOGUE_WINDOW = 500;
@@ -32,7 +33,16 @@ export class DiscoveryService {
   constructor(private readonly deps: DiscoveryDeps) {}
 
   async discover(caller: Caller, input: DiscoverInput): Promise<DiscoverResult> {
-    const q = parseInput(DiscoverInput, input);
+    return this.search(caller.network, parseInput(DiscoverInput, input));
+  }
+
+  /** GET /v1/discover/public: the same catalogues with no key, on the network the query names. */
+  async discoverPublic(input: PublicDiscoverInput): Promise<DiscoverResult> {
+    const { network, ...q } = parseInput(PublicDiscoverInput, input);
+    return this.search(network, q);
+  }
+
+  private async search(network: Network, q: z.output<typeof DiscoverInput>): Promise<DiscoverResult> {
     const words = (q.q ?? '').toLowerCase().split(/\s+/).filter(Boolean);
     const maxPrice = q.max_price_usd === undefined ? null : decimalToAtomic(q.max_price_usd, 6);
     const matches = (item: DiscoverItem): boolean => {
@@ -59,8 +69,8 @@ export class DiscoveryService {
         if (rows.length < chunk.limit) return;
       }
     };
-    if (q.source !== 'registry') await search((limit, offset) => this.deps.store.discovery.discoverableLinks(caller.network, limit, offset), (row) => this.linkItem(row));
-    if (q.source !== 'svc') await search((limit, offset) => this.deps.store.discovery.registeredAgents(caller.network, limit, offset), registryItem);
+    if (q.source !== 'registry') await search((limit, offset) => this.deps.store.discovery.discoverableLinks(network, limit, offset), (row) => this.linkItem(row));
+    if (q.source !== 'svc') await search((limit, offset) => this.deps.store.discovery.registeredAgents(network, limit, offset), registryItem);
     return { data: found };
   }
 

@@ -88,8 +88,8 @@ export interface RegistrationFacts {
   name: string;
   description: string;
   image: string;
-  /** the agent's paid endpoints: enabled payment links' share URLs (x402 and MPP on the paywall) */
-  paidEndpoints: { endpoint: string }[];
+  /** the agent's paid endpoints: enabled payment links' share URLs and the rail each answers on */
+  paidEndpoints: { endpoint: string; protocol: 'x402' | 'mpp' }[];
   /** services the owner listed at agents/prepare */
   listed: { name: string; endpoint: string }[];
   /** verified domains */
@@ -101,8 +101,9 @@ export interface RegistrationFacts {
 }
 
 /**
- * The registration-v1 document of an agent: its paid endpoints as `x402` services (with its public capabilities as
- * skills and verified domains as domains), each verified domain as a `web` service, the services listed at prepare,
+ * The registration-v1 document of an agent: its paid endpoints as services named by their rail, `x402` or `mpp`
+ * (fee-facilitator-mpp-tools §4.2: a client classifies the 402 it will get by it), with its public capabilities as
+ * skills and verified domains as domains; each verified domain as a `web` service, the services listed at prepare,
  * the `receipts` service, and its registration in the Metaplex Agent Registry. Parsed by RegistrationV1 before it is
  * answered, so a document the gateway serves is always valid.
  */
@@ -115,7 +116,7 @@ export function registrationDocument(f: RegistrationFacts): unknown {
   const skills = f.skills.length ? { skills: [...f.skills] } : {};
   const domains = f.domains.length ? { domains: [...f.domains] } : {};
   const services: RegistrationService[] = [
-    ...f.paidEndpoints.map((p) => ({ name: 'x402', endpoint: p.endpoint, ...skills, ...domains })),
+    ...f.paidEndpoints.map((p) => ({ name: p.protocol, endpoint: p.endpoint, ...skills, ...domains })),
     ...f.domains.map((d) => ({ name: 'web', endpoint: `https://${d}/` })),
     ...f.listed.map((s) => ({ name: s.name, endpoint: s.endpoint })),
     { name: 'receipts', endpoint: f.receiptsUrl },

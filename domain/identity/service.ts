@@ -467,7 +467,7 @@ export class IdentityService {
       name: profile?.displayName ?? agent.name ?? described.name ?? mint,
       description: profile?.description ?? described.description ?? '',
       image: profile?.image ?? '',
-      paidEndpoints: links.map((endpoint) => ({ endpoint })),
+      paidEndpoints: links,
       listed: described.services ?? [],
       domains: domains.map((d) => d.domain),
       skills: [...new Set([...cards.map((c) => c.capability), ...(profile?.capabilities ?? [])])].sort(),
@@ -513,11 +513,11 @@ export class IdentityService {
     return { uri, hosted: false, ok: true, detail: `a valid registration-v1 document at ${uri}` };
   }
 
-  /** The agent's paid endpoints: its enabled payment links' URLs, newest first (at most 50). */
-  private async paidEndpoints(agent: AgentRecord): Promise<string[]> {
+  /** The agent's paid endpoints: its enabled payment links' URLs and rails, newest first (at most 50). */
+  private async paidEndpoints(agent: AgentRecord): Promise<RegistrationFacts['paidEndpoints']> {
     if (!agent.ownerPrincipal) return [];
     const links = await this.deps.store.paymentLinks.list(agent.network, { owner: agent.ownerPrincipal, ownerAgent: agent.mint, limit: 50 });
-    return links.filter((l) => !l.disabled).map((l) => shareUrl(this.deps.baseUrl, l.network, l.id));
+    return links.filter((l) => !l.disabled).map((l) => ({ endpoint: shareUrl(this.deps.baseUrl, l.network, l.id), protocol: l.protocol }));
   }
 
   /** The agent's cards made under its current owner (a former owner's cards show nothing of it). */

@@ -141,15 +141,31 @@ const Verification = z.object({
   checked_at: z.string().nullable(),
 });
 
-/** hosted-api §4.7: one stored receipt as the API answers it (the receipt, its network, source and ledger check). */
-export const StoredReceiptOutput = z.object({
-  network: z.string(),
-  source: z.enum(RECEIPT_SOURCES),
-  received_at: z.string(),
-  verification: Verification,
-  receipt: Receipt,
-});
+/** What a read adds beside the receipt's own fields; none of these names is a receipt field. */
+const readFields = {
+  network: z.string().describe('the network the receipt is stored on (chain-devnet or chain-mainnet)'),
+  source: z.enum(RECEIPT_SOURCES).describe('how the gateway got it: paywall (earn), push, pull, or buyer (spend of buyer/payment)'),
+  received_at: z.string().describe('when the gateway stored it'),
+  verification: Verification.describe('the check of its settlement against the ledger'),
+};
+const READ_FIELDS = Object.keys(readFields) as (keyof typeof readFields)[];
+
+/**
+ * hosted-api §4.7 "one receipt plus a network field": a stored receipt as every read answers it — the receipt's own
+ * fields at the top level, with its network, source, arrival time and ledger check beside them. receipt_hash covers
+ * the receipt's fields only: `receiptOf` takes the read fields off again.
+ */
+export const StoredReceiptOutput = z
+  .discriminatedUnion('v', [ReceiptV1.extend(readFields), ReceiptV02.extend(readFields)])
+  .describe('A receipt (ReceiptV1 or v0.2) with its fields at the top level, plus network, source, received_at and verification.');
 export type StoredReceiptOutput = z.infer<typeof StoredReceiptOutput>;
+
+/** The receipt document of a read (what receipt_hash covers): the read without network, source, received_at, verification. */
+export function receiptOf(read: StoredReceiptOutput): Receipt {
+  const receipt: Record<string, unknown> = { ...read };
+  for (const field of READ_FIELDS) delete receipt[field];
+  return receipt as Receipt;
+}
 
 export const PushReceiptInput = z.object({ agent: Address }).and(z.object({ receipt: z.unknown() }));
 

@@ -32,11 +32,11 @@ import {
 
 export function toStoredReceiptOutput(r: StoredReceipt): StoredReceiptOutput {
   return {
+    ...r.receipt,
     network: r.network,
     source: r.source as ReceiptSource,
     received_at: iso(r.createdAt),
     verification: { status: r.verification.status, reason: r.verification.reason, checked_at: isoOrNull(r.verification.checkedAt) },
-    receipt: r.receipt,
   };
 }
 

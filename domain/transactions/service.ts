@@ -21,6 +21,7 @@ import { treasuryOf } from '../treasury/derive.ts';
 import { PREPARE_ROUTES, directOffer, feeTermsOf, type BuyerOffer, type PrepareRouteName } from '../agents/build/index.ts';
 import type { PrepareBuyerPaymentInput } from '../agents/prepare-schema.ts';
 import { findStable } from '../shared/network.ts';
+import { shareUrl } from '../payment-links/service.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
 import { isNoOp, type AgentBuildContext, type BuildContext, type PlanOutcome, type TransactionPlan } from './plan.ts';
 import { describeMissing, recordedSigners, signerRoles, type SignatureProblem } from './signers.ts';
@@ -123,7 +124,14 @@ export class TransactionService {
     const stable = findStable(network, link.currency);
     if (!stable) throw new DomainError('invalid_request', `Payment link ${id} is priced in ${link.currency}, which ${network} does not offer.`, { id });
     const ctx = this.context(network);
-    return { pay_to: treasuryOf(link.ownerAgent), amount: link.amountAtomic, stable, fee: feeTermsOf(ctx), payment_link: link.id };
+    return {
+      pay_to: treasuryOf(link.ownerAgent),
+      amount: link.amountAtomic,
+      stable,
+      fee: feeTermsOf(ctx),
+      payment_link: link.id,
+      request: { method: link.method, url: shareUrl(this.deps.settings.baseUrl, network, link.id) },
+    };
   }
 
   /** A route that is not about an existing agent (agents/prepare, buyer/payment). */

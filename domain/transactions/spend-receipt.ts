@@ -6,6 +6,7 @@ import type { LedgerTransaction } from '../ports/ledger.ts';
 import { newEvent } from '../events/kinds.ts';
 import { chainReceipt, type StoredReceipt } from '../receipts/schema.ts';
 import { checkReceipt } from '../receipts/verify.ts';
+import { shareUrl } from '../payment-links/service.ts';
 import type { PreparedTransactionRecord } from './schema.ts';
 
 // The buyer side of a payment made through the gateway. When a buyer/payment transaction is confirmed, the
@@ -25,6 +26,8 @@ interface BuyerEcho {
   fee_bps: number;
   fee_authority: string | null;
   payment_link?: string;
+  /** a link's method and share URL (envelopes prepared before it was echoed lack it) */
+  request?: { method: string; url: string };
 }
 
 export async function recordSpendReceipt(
@@ -39,15 +42,20 @@ export async function recordSpendReceipt(
   // per settlement, so the spend is never counted twice (chain, daily rollup, daily cap)
   const known = await tx.buyer.spendReceiptOf(network, echo.buyer_agent, e.signature);
   if (known) return known.receipt;
+  // the paid request: a link's own method and share URL, as the seller's earn receipt records them (an envelope
+  // prepared before they were echoed: the link as it is now); a direct payment was asked for through buyer/payment
+  const link = echo.request || !echo.payment_link ? null : await tx.paymentLinks.get(network, echo.payment_link);
+  const request = echo.request ??
+    (echo.payment_link
+      ? { method: link?.method ?? 'GET', url: shareUrl(e.baseUrl, network, echo.payment_link) }
+      : { method: 'POST', url: `${e.baseUrl}/v1/buyer/payment/prepare` });
   const receipt = chainReceipt(
     {
       v: '0.1',
       kind: 'spend',
       agent: echo.buyer_agent,
       ts: e.now.toISOString(),
-      request: echo.payment_link
-        ? { method: 'POST', url: `${e.baseUrl}/x/${encodeURIComponent(echo.payment_link)}` }
-        : { method: 'POST', url: `${e.baseUrl}/v1/buyer/payment/prepare` },
+      request: { method: request.method, url: request.url },
       decision: 'allow',
       price: {
         amount: atomicToDecimal(BigInt(echo.amount_atomic), decimals),

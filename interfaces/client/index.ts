@@ -15,8 +15,8 @@ export type RouterOutputs = inferRouterOutputs<AppRouter>;
 export interface ClientOptions {
   /** gateway base URL, e.g. "http://localhost:8080" (the client talks to `${url}/trpc`) */
   url: string;
-  /** svc_test_… or svc_live_… */
-  apiKey: string;
+  /** svc_test_… or svc_live_…; without one, only the public procedures answer (the others: 401 missing_api_key) */
+  apiKey?: string | undefined;
   fetch?: typeof fetch;
 }
 
@@ -30,7 +30,7 @@ export function createClient(options: ClientOptions): TRPCClient<AppRouter> {
     links: [
       httpBatchLink({
         url: `${options.url.replace(/\/+$/, '')}/trpc`,
-        headers: () => ({ authorization: `Bearer ${options.apiKey}` }),
+        headers: (): Record<string, string> => (options.apiKey ? { authorization: `Bearer ${options.apiKey}` } : {}),
         ...(options.fetch ? { fetch: options.fetch } : {}),
       }),
     ],

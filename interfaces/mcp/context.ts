@@ -52,6 +52,7 @@ export interface ToolContextOptions {
 export class ToolContext {
   private file: AgentConfigFile | null = null;
   private clientInstance: Client | undefined;
+  private publicClientInstance: Client | undefined;
   readonly fetch: typeof fetch;
   readonly confirmTimeoutMs: number;
   readonly assetTimeoutMs: number;
@@ -89,11 +90,30 @@ export class ToolContext {
     return new Connection(this.rpcUrl, 'confirmed');
   }
 
-  /** The hosted API's typed client; every API call needs SVC_API_KEY (its prefix is the network). */
+  /**
+   * The hosted API's typed client with SVC_API_KEY (its prefix is the network). Without a key, a tool that needs it
+   * answers `api_key_required`; the public reads (fee-facilitator-mpp-tools §4.3, §5: svc_discover) use `publicApi`.
+   */
   get api(): Client {
-    if (!this.env.apiKey) throw new ToolError('api_key_required', 'Set SVC_API_KEY (svc_test_… for chain-devnet, svc_live_… for chain-mainnet): the tools call the hosted API with it.');
+    if (!this.env.apiKey) {
+      throw new ToolError(
+        'api_key_required',
+        'This tool calls the hosted API with a key: set SVC_API_KEY (svc_test_… for chain-devnet, svc_live_… for chain-mainnet) in the tool server’s environment.',
+        { env: 'SVC_API_KEY' },
+      );
+    }
     this.clientInstance ??= createClient({ url: this.env.apiUrl, apiKey: this.env.apiKey, fetch: this.fetch });
     return this.clientInstance;
+  }
+
+  get hasApiKey(): boolean {
+    return this.env.apiKey !== undefined;
+  }
+
+  /** The API's public procedures, with no key (the network is SVC_NETWORK's, or the key's when one is set). */
+  get publicApi(): Client {
+    this.publicClientInstance ??= createClient({ url: this.env.apiUrl, fetch: this.fetch });
+    return this.publicClientInstance;
   }
 
   /** The configured agent, or null. The environment (SVC_AGENT_MINT, SVC_EXECUTIVE_KEY) wins over the file. */
@@ -140,13 +160,34 @@ export class ToolContext {
     }
   }
 
+  /** A public API call (no key needed), its failure a ToolError with the API's code. */
+  async callPublic<T>(work: (api: Client) => Promise<T>): Promise<T> {
+    try {
+      return await work(this.publicApi);
+    } catch (e) {
+      throw toToolError(e);
+    }
+  }
+
   /**
    * prepare → sign locally → POST /v1/submit → track: signs the envelope's transaction with `signers`, submits it and
    * waits until its event is confirmed (failed: ToolError `transaction_failed`). Returns null for a no-op envelope.
    */
   async signSubmitTrack(envelope: PreparedEnvelope, signers: Keypair[], onSubmitted?: (signature: string) => Promise<void>): Promise<{ event_id: string; signature: string } | null> {
     if (!envelope.transaction || !envelope.event_id) return null;
+    // An executive that is not the asset's owner may not authorise Core execute (fee-facilitator-mpp-tools §5: withdrawals
+    // and delegations need the owner): say so, rather than fail inside the signing library.
     const tx = Transaction.from(Buffer.from(envelope.transaction.base64, 'base64'));
+    // signatures the gateway added itself (agents/prepare: the new asset's key) count as held
+    const held = new Set([...signers.map((k) => k.publicKey.toBase58()), ...tx.signatures.filter((s) => s.signature !== null).map((s) => s.publicKey.toBase58())]);
+    const missing = envelope.transaction.signers.filter((s) => !held.has(s));
+    if (missing.length > 0) {
+      throw new ToolError(
+        'forbidden',
+        `This action needs the signature of ${missing.join(', ')} (the agent's owner), which this tool server does not hold: the configured executive ${signers.map((k) => k.publicKey.toBase58()).join(', ')} is not the agent's owner.`,
+        { required_signers: envelope.transaction.signers, missing_signers: missing, event_id: envelope.event_id },
+      );
+    }
     tx.partialSign(...signers);
     const signed = tx.serialize({ requireAllSignatures: true }).toString('base64');
     const submitted = await this.call((api) => api.transactions.submit.mutate({ event_id: envelope.event_id!, transaction_base64: signed }));

@@ -51,39 +51,41 @@ export function registerRest(app: FastifyInstance, options: RestOptions): void {
     const status = meta.status ?? 200;
     const bodyMethod = openapi.method === 'POST' || openapi.method === 'PATCH' || openapi.method === 'PUT';
 
-    const transport = `${openapi.method} ${openapi.path}`;
-    app.route({
-      method: openapi.method,
-      url: openapi.path.replace(/\{(\w+)\}/g, ':$1'),
-      handler: async (req: FastifyRequest, reply: FastifyReply) => {
-        const ctx = options.createContext(req, reply, transport);
-        const params = (req.params ?? {}) as Record<string, string>;
-        let input: unknown;
-        if (takesInput) {
-          // No body is an empty object; a JSON body that is not an object (`null`, `[]`, `"x"`) reaches the schema as it
-          // is and is refused there (400 invalid_request), before any route looks at the ledger.
-          const source = bodyMethod ? (req.body === undefined ? {} : req.body) : (req.query ?? {});
-          input = isPlainObject(source) ? { ...source, ...params } : source;
-        }
-        try {
-          const result = await invokeProcedure(procedure, ctx, path, input);
-          reply.headers(ctx.responseHeaders);
-          if (status === 204) return reply.code(204).send();
-          const code = meta.replayStatus !== undefined && isPlainObject(result) && result.replayed === true ? meta.replayStatus : status;
-          // Serialised here so a replayed Idempotency-Key answer is the same bytes as the first one.
-          return reply.code(code).type('application/json; charset=utf-8').send(JSON.stringify(result));
-        } catch (err) {
-          // A replayed error keeps the request id of the call that produced it.
-          const { status: code, body } = restAnswer(err, req, ctx.replay.requestId ?? ctx.requestId);
-          reply.headers(ctx.responseHeaders);
-          return reply.code(code).send(body);
-        }
-      },
-      // Errors fastify raises before the handler (malformed JSON, 413, unsupported content type) still pass the
-      // rate-limit policy of the route, so they carry the RateLimit-* headers like every /v1 response.
-      errorHandler: (err, req, reply) =>
-        answerOutsideProcedure(options.createContext(req, reply, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
-    });
+    for (const restPath of [openapi.path, ...(meta.restAliases ?? [])]) {
+      const transport = `${openapi.method} ${restPath}`;
+      app.route({
+        method: openapi.method,
+        url: restPath.replace(/\{(\w+)\}/g, ':$1'),
+        handler: async (req: FastifyRequest, reply: FastifyReply) => {
+          const ctx = options.createContext(req, reply, transport);
+          const params = (req.params ?? {}) as Record<string, string>;
+          let input: unknown;
+          if (takesInput) {
+            // No body is an empty object; a JSON body that is not an object (`null`, `[]`, `"x"`) reaches the schema as it
+            // is and is refused there (400 invalid_request), before any route looks at the ledger.
+            const source = bodyMethod ? (req.body === undefined ? {} : req.body) : (req.query ?? {});
+            input = isPlainObject(source) ? { ...source, ...params } : source;
+          }
+          try {
+            const result = await invokeProcedure(procedure, ctx, path, input);
+            reply.headers(ctx.responseHeaders);
+            if (status === 204) return reply.code(204).send();
+            const code = meta.replayStatus !== undefined && isPlainObject(result) && result.replayed === true ? meta.replayStatus : status;
+            // Serialised here so a replayed Idempotency-Key answer is the same bytes as the first one.
+            return reply.code(code).type('application/json; charset=utf-8').send(JSON.stringify(result));
+          } catch (err) {
+            // A replayed error keeps the request id of the call that produced it.
+            const { status: code, body } = restAnswer(err, req, ctx.replay.requestId ?? ctx.requestId);
+            reply.headers(ctx.responseHeaders);
+            return reply.code(code).send(body);
+          }
+        },
+        // Errors fastify raises before the handler (malformed JSON, 413, unsupported content type) still pass the
+        // rate-limit policy of the route, so they carry the RateLimit-* headers like every /v1 response.
+        errorHandler: (err, req, reply) =>
+          answerOutsideProcedure(options.createContext(req, reply, transport), reply, { bucket: meta.bucket ?? 'default', route: path }, err),
+      });
+    }
   }
 }
 
@@ -213,6 +215,17 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
       op.responses = responses;
       // An anonymous route says so (the document has no root security): no key is needed.
       op.security ??= [];
+    }
+  }
+  for (const { meta } of routes()) {
+    const method = meta.openapi!.method.toLowerCase();
+    const op = doc.paths[meta.openapi!.path]?.[method] as (OpenApiOperation & { operationId?: string; description?: string }) | undefined;
+    if (!op) continue;
+    for (const alias of meta.restAliases ?? []) {
+      const copy = structuredClone(op);
+      if (copy.operationId) copy.operationId = `${copy.operationId}-alias-${alias.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
+      copy.description = [`The same operation as ${meta.openapi!.method} ${meta.openapi!.path}.`, op.description].filter(Boolean).join(' ');
+      (doc.paths[alias] ??= {})[method] = copy;
     }
   }
   mergeIdenticalPaths(doc.paths);

@@ -21,8 +21,13 @@ import type { Context } from './context.ts';
  * `errors`: the codes the procedure's service answers beyond those of its policies (auth, rate limit, input, ids in
  * the path, Idempotency-Key, request budget), documented per status in /openapi.json (rest/handler.ts).
  */
+/**
+ * `restAliases`: further REST paths (same method, same path parameters) served by the same procedure, e.g. a spelling
+ * the spec gives beside the one DECISIONS settled on; /openapi.json lists each as its own operation.
+ */
 export type Meta = OpenApiMeta<{
   status?: 200 | 201 | 202 | 204;
+  restAliases?: readonly string[];
   replayStatus?: 200;
   bucket?: Bucket;
   secretFields?: readonly string[];

@@ -203,14 +203,17 @@ test('RegistrationV1 svc block: v 0.1, rulesUri a URI or ipfs://…, receiptsFee
   t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, extra: 1 } }).success);
 });
 
-test('buildRegistration: x402 services carry the skills and domains, each verified domain is a web service, listed services, receipts, registry', (t) => {
+test('buildRegistration: paid services (x402 or mpp, by the link’s rail) carry the skills and domains, each verified domain is a web service, listed services, receipts, registry', (t) => {
   const doc = buildRegistration({
     network: 'chain-mainnet',
     mint: 'Mint1111111111111111111111111111111111111111',
     name: 'Agent',
     description: '',
     image: '',
-    paidEndpoints: [{ endpoint: 'https://gw.example/x/a' }],
+    paidEndpoints: [
+      { endpoint: 'https://gw.example/x/a', protocol: 'x402' },
+      { endpoint: 'https://gw.example/x/m', protocol: 'mpp' },
+    ],
     listed: [{ name: 'A2A', endpoint: 'https://agent.example/a2a' }],
     domains: ['agent.example'],
     skills: ['weather.forecast'],
@@ -218,6 +221,7 @@ test('buildRegistration: x402 services carry the skills and domains, each verifi
   });
   t.deepEqual(doc.services, [
     { name: 'x402', endpoint: 'https://gw.example/x/a', skills: ['weather.forecast'], domains: ['agent.example'] },
+    { name: 'mpp', endpoint: 'https://gw.example/x/m', skills: ['weather.forecast'], domains: ['agent.example'] },
     { name: 'web', endpoint: 'https://agent.example/' },
     { name: 'A2A', endpoint: 'https://agent.example/a2a' },
     { name: 'receipts', endpoint: 'https://gw.example/v1/receipts/Mint1111111111111111111111111111111111111111' },

@@ -1,5 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash, randomUUID } from 'node:crypto';
+import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { http, issueKey, randomAddress, startTwoInstances, type HttpResult, type TestApp, stopTwoInstances } from '../support/app.ts';
 
 // hosted-api §4.8/§5.5 and DECISIONS "API keys": admin routes to issue, list and disable keys; admin role only;
@@ -100,7 +101,6 @@ test('create validates its body: owner_wallet required and a valid address, role
     { network: 'chain-devnet', owner_wallet: wallet, role: 'root' },
     { network: 'chain-devnet', owner_wallet: wallet, colour: 'blue' },
     { network: 'solana', owner_wallet: wallet },
-    { owner_wallet: wallet },
   ]) {
     expectError(t, await http(a, 'POST', '/v1/admin/api-keys', { key: admin, body }), 400, 'invalid_request');
   }
@@ -108,6 +108,25 @@ test('create validates its body: owner_wallet required and a valid address, role
   const second = await createKey(t, { network: 'chain-devnet', owner_wallet: wallet, role: 'admin' });
   t.is(second.role, 'admin');
   t.is((await http(a, 'GET', '/v1/admin/api-keys', { key: second.key })).status, 200);
+});
+
+test('hosted-api §5.2: a body naming no network issues a key of the admin key’s network (REST and tRPC)', async (t) => {
+  const { a, liveAdmin } = t.context;
+  const wallet = await randomAddress();
+  const dev = await createKey(t, { owner_wallet: wallet });
+  t.is(dev.network, 'chain-devnet');
+  t.regex(dev.key, /^svc_test_/);
+  const live = await createKey(t, { owner_wallet: wallet }, liveAdmin);
+  t.is(live.network, 'chain-mainnet');
+  t.regex(live.key, /^svc_live_/);
+  const trpc = createClient({ url: a.url, apiKey: liveAdmin });
+  const viaTrpc = await trpc.admin.createApiKey.mutate({ owner_wallet: wallet });
+  t.is(viaTrpc.network, 'chain-mainnet');
+  t.regex(viaTrpc.key, /^svc_live_/);
+  // a network named in the body must still be the admin's own
+  const other = await trpc.admin.createApiKey.mutate({ owner_wallet: wallet, network: 'chain-devnet' }).catch((e: unknown) => e);
+  t.is(errorCode(other), 'wrong_network');
+  t.is((await http(a, 'GET', '/v1/health', { key: dev.key })).status, 200);
 });
 
 test('an admin manages its own network only: another network is 403 wrong_network, its keys are invisible', async (t) => {

@@ -149,8 +149,10 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.is(receipts.body.data.length, 1);
   const spend = receipts.body.data[0];
   t.like(spend, { source: 'buyer', verification: { status: 'verified' } });
-  t.like(spend.receipt, { kind: 'spend', agent: mint, nonce: 0, prev_receipt_hash: null, decision: 'allow' });
-  t.like(spend.receipt.price, { amount_atomic: '1500000', gross: gross.toString(), asset: USDC.mint, feeBps: bps });
+  t.like(spend, { kind: 'spend', agent: mint, nonce: 0, prev_receipt_hash: null, decision: 'allow' });
+  t.like(spend.price, { amount_atomic: '1500000', gross: gross.toString(), asset: USDC.mint, feeBps: bps });
+  // the paid request is the link's own method and share URL, as the seller's earn receipt would record it
+  t.deepEqual(spend.request, { method: link.body.method, url: link.body.share_url });
   let spent = gross;
 
   // 5b. The same link through its paywall with the buyer kit paying from the treasury (createPayingFetch({ agent })):
@@ -169,7 +171,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
     const chain = listed.body.data;
     t.is(chain.length, 2);
     t.like(chain[0], { verification: { status: 'verified' } });
-    t.like(chain[0], { source: 'buyer', receipt: { kind: 'spend', agent: mint, nonce: 1, prev_receipt_hash: spend.receipt.receipt_hash } });
+    t.like(chain[0], { source: 'buyer', kind: 'spend', agent: mint, nonce: 1, prev_receipt_hash: spend.receipt_hash });
     const chainCheck = await http(gateway, 'GET', `/v1/receipts/${mint}/verify-chain`, { key });
     t.like(chainCheck.body, { ok: true });
   }

@@ -11,6 +11,7 @@ import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
+import { receiptOf } from '../../domain/receipts/schema.ts';
 import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { metaplexTest } from '../support/programs.ts';
@@ -147,7 +148,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   // 3. finalize of that settlement: the confirmation already recorded the spend receipt — nothing twice.
   const fin = await rest('POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: settlement });
   t.is(fin.status, 200, JSON.stringify(fin.body));
-  t.like(fin.body, { recorded: false, receipt: { source: 'buyer', receipt: { kind: 'spend', nonce: 0, tx_sig: settlement, price: { gross: gross.toString() } } } });
+  t.like(fin.body, { recorded: false, receipt: { source: 'buyer', kind: 'spend', nonce: 0, tx_sig: settlement, price: { gross: gross.toString() } } });
 
   // 4. A payment made client-side to another seller (any x402 seller: the executive signs as delegate), finalized
   // from its PAYMENT-RESPONSE header: the price is read from the landed transaction.
@@ -179,14 +180,14 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   ]);
   t.is(viaRestFin.status, 200, JSON.stringify(viaRestFin.body));
   t.deepEqual([viaTrpcFin.recorded, viaRestFin.body.recorded].sort(), [false, true]);
-  t.is(viaRestFin.body.receipt.receipt.receipt_hash, viaTrpcFin.receipt.receipt.receipt_hash);
+  t.is(viaRestFin.body.receipt.receipt_hash, viaTrpcFin.receipt.receipt_hash);
   const first = viaTrpcFin.recorded ? viaTrpcFin : (viaRestFin.body as typeof viaTrpcFin);
   t.like(first.receipt, { source: 'buyer', verification: { status: 'verified' } });
-  t.like(first.receipt.receipt, {
+  t.like(first.receipt, {
     kind: 'spend',
     agent: mint,
     nonce: 1,
-    prev_receipt_hash: fin.body.receipt.receipt.receipt_hash,
+    prev_receipt_hash: fin.body.receipt.receipt_hash,
     tx_sig: direct,
     request: { method: 'GET', url: 'https://seller.example/data' },
     response: { status: 200 },
@@ -195,7 +196,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const again = await gql('mutation($i: BuyerFinalizeInput!) { finalizeBuyerReceipt(input: $i) { recorded receipt { receipt } } }', { i: { agent: mint, signature: direct } });
   t.falsy(again.body.errors, JSON.stringify(again.body.errors));
   t.false(again.body.data.finalizeBuyerReceipt.recorded);
-  t.is(again.body.data.finalizeBuyerReceipt.receipt.receipt.receipt_hash, first.receipt.receipt.receipt_hash);
+  t.is(again.body.data.finalizeBuyerReceipt.receipt.receipt.receipt_hash, first.receipt.receipt_hash);
   const chain = await rest('GET', `/v1/receipts/${mint}`);
   t.is(chain.body.data.length, 2, 'nothing recorded twice');
   const published = await rest('GET', `/v1/events?kind=receipt.published&agent=${mint}`);
@@ -210,16 +211,16 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.is(failed.body.details.issues[0].code, 'invalid_payment_response');
 
   // 5. verify: hash, chain position and settlement of each, on the three doors; a tampered copy fails.
-  const v0 = await rest('POST', '/v1/buyer/receipt/verify', { receipt_hash: fin.body.receipt.receipt.receipt_hash });
+  const v0 = await rest('POST', '/v1/buyer/receipt/verify', { receipt_hash: fin.body.receipt.receipt_hash });
   t.is(v0.status, 200, JSON.stringify(v0.body));
   t.like(v0.body, { ok: true, nonce: 0, agent: mint, settlement: 'verified' });
   t.deepEqual(v0.body.checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]), [['hash', true], ['stored', true], ['chain_position', true], ['settlement', true]]);
-  const v1 = await trpc.buyer.verifyReceipt.mutate({ receipt: first.receipt.receipt });
+  const v1 = await trpc.buyer.verifyReceipt.mutate({ receipt: receiptOf(first.receipt) });
   t.like(v1, { ok: true, nonce: 1, settlement: 'verified' });
-  const gv = await gql('mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok settlement checks { name ok } } }', { h: first.receipt.receipt.receipt_hash });
+  const gv = await gql('mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok settlement checks { name ok } } }', { h: first.receipt.receipt_hash });
   t.falsy(gv.body.errors, JSON.stringify(gv.body.errors));
   t.like(gv.body.data.verifyBuyerReceipt, { ok: true, settlement: 'VERIFIED' });
-  const tampered = { ...first.receipt.receipt, price: { ...first.receipt.receipt.price, amount_atomic: '1' } };
+  const tampered = { ...receiptOf(first.receipt), price: { ...first.receipt.price, amount_atomic: '1' } };
   const vt = await rest('POST', '/v1/buyer/receipt/verify', { receipt: tampered });
   t.false(vt.body.ok);
   t.deepEqual(vt.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name), ['hash', 'stored', 'settlement']);

@@ -223,6 +223,8 @@ test('registration.json: public (no key), registration-v1 with the agent’s pai
   const { mint } = await recordAgent(t.context.app, t.context.key, { name: 'Weather bot' });
   const base = t.context.app.services.settings.baseUrl;
   const link = await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(mint) });
+  const mpp = await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(mint, { label: 'By MPP', protocol: 'mpp' }) });
+  t.is(mpp.status, 201, JSON.stringify(mpp.body));
   const off = await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(mint, { label: 'Off' }) });
   await http(t.context.app, 'PATCH', `/v1/payment-links/${off.body.id}`, { key: t.context.key, body: { disabled: true } });
   await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
@@ -238,7 +240,9 @@ test('registration.json: public (no key), registration-v1 with the agent’s pai
     name: 'Weather bot',
     description: 'Forecasts',
     image: 'https://example.com/w.png',
+    // each paid endpoint named by its rail (newest first): an MPP link is no x402 service
     services: [
+      { name: 'mpp', endpoint: mpp.body.share_url, skills: ['weather.forecast'] },
       { name: 'x402', endpoint: link.body.share_url, skills: ['weather.forecast'] },
       { name: 'receipts', endpoint: `${base}/v1/receipts/${mint}` },
     ],

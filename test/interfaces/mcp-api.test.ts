@@ -1,6 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { buildChain } from '../support/receipts.ts';
+import { createClient } from '../../interfaces/client/index.ts';
 
 // Issue 15: the two API routes the tool server needs, on REST and GraphQL — an agent's settled receipts in UTC daily
 // buckets (GET /v1/receipts/{agent}/daily) and the discovery catalogue (GET /v1/discover).
@@ -206,4 +207,17 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
   t.is(bad.body.error, 'invalid_request');
   const badSource = await http(app, 'GET', '/v1/discover?source=elsewhere', { key: reader });
   t.is(badSource.status, 400);
+
+  // fee-facilitator-mpp-tools §4.3: svc_discover is public — the same catalogues with no key, on the network named
+  // (chain-mainnet unless named), counted per client IP in the public bucket; REST and tRPC
+  const anonymous = await http(app, 'GET', '/v1/discover/public?q=storm&network=chain-devnet');
+  t.is(anonymous.status, 200, JSON.stringify(anonymous.body));
+  t.deepEqual(anonymous.body, res.body);
+  t.is(anonymous.headers.get('ratelimit-policy'), '600;w=60');
+  const mainnet = await http(app, 'GET', '/v1/discover/public?q=storm&source=svc');
+  t.deepEqual(mainnet.body.data.map((i: any) => [i.name, i.network]), [['Storm mainnet', 'chain-mainnet']]);
+  const viaTrpc = await createClient({ url: app.url }).discovery.discoverPublic.query({ q: 'storm', network: 'chain-devnet', source: 'svc' });
+  t.deepEqual(viaTrpc.data.map((i) => i.id).sort(), [listed.id, pricey.id].sort());
+  t.is((await http(app, 'GET', '/v1/discover/public?network=chain-moon')).status, 400);
+  t.is((await http(app, 'GET', '/v1/discover?q=storm')).status, 401, 'the keyed search still needs its key');
 });

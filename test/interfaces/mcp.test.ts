@@ -239,6 +239,35 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
     t.is(res.body.details?.path, 'amount', why);
   }
 
+  // An executive that is not the agent's owner cannot set its spend limit: forbidden, never internal_error.
+  const owned = await recordAgent(app, t.context.key);
+  const notOwner = await startTools(t, 'not-owner', { SVC_AGENT_MINT: owned.mint, SVC_EXECUTIVE_KEY: encodeBase58(executive.secretKey) });
+  const notOwnerRefused = await notOwner.call('svc_set_spend_limit', { symbol: 'USDC', mode: 'unlimited' });
+  t.true(notOwnerRefused.isError);
+  t.is(notOwnerRefused.body.error, 'forbidden', JSON.stringify(notOwnerRefused.body));
+  t.deepEqual(notOwnerRefused.body.details.missing_signers, [owned.owner]);
+
+  // F§4.3/§5: without SVC_API_KEY the public reads work (svc_discover, svc_get_identity's own facts); a tool that calls
+  // the API with a key says to set it.
+  const shown = await http(app, 'POST', '/v1/payment-links', {
+    key: t.context.key,
+    body: { label: 'Keyless discovery', owner_agent: owned.mint, method: 'GET', price: '$0.01', metadata: { discoverable: true }, response: { body: { ok: true } } },
+  });
+  t.is(shown.status, 201, JSON.stringify(shown.body));
+  const keyless = await startTools(t, 'keyless', { SVC_API_KEY: '', SVC_NETWORK: 'chain-devnet', SVC_AGENT_MINT: owned.mint, SVC_EXECUTIVE_KEY: encodeBase58(executive.secretKey) });
+  const found = await ok(keyless, 'svc_discover', { q: 'keyless', source: 'svc' });
+  t.deepEqual(found.data.map((i: any) => [i.id, i.network]), [[shown.body.id, 'chain-devnet']]);
+  t.like(await ok(keyless, 'svc_get_identity'), { agent_mint: owned.mint, network: 'chain-devnet', executive_pubkey: executive.publicKey.toBase58(), owner: null });
+  for (const [name, args] of [
+    ['svc_receipts', {}],
+    ['svc_create_payment_link', { label: 'x', method: 'GET', price: '$0.01', response: { body: {} } }],
+  ] as const) {
+    const res = await keyless.call(name, args);
+    t.true(res.isError, name);
+    t.is(res.body.error, 'api_key_required', name);
+    t.regex(res.body.message, /set SVC_API_KEY/, name);
+  }
+
   // wrong_network: a chain-mainnet link, paid by a chain-devnet agent.
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const seller = await recordAgent(app, mainnetKey);
@@ -325,12 +354,12 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   // Both see their receipts.
   const spent = await ok(buyer, 'svc_receipts');
   t.is(spent.data.length, 1);
-  t.like(spent.data[0].receipt, { kind: 'spend', agent: b.mint, tx_sig: paid.tx_signature, receipt_hash: paid.receipt_hash });
+  t.like(spent.data[0], { kind: 'spend', agent: b.mint, tx_sig: paid.tx_signature, receipt_hash: paid.receipt_hash });
   const one = await ok(buyer, 'svc_get_receipt', { receipt_hash: paid.receipt_hash });
-  t.like(one.receipt, { receipt_hash: paid.receipt_hash, kind: 'spend' });
+  t.like(one, { receipt_hash: paid.receipt_hash, kind: 'spend', source: 'buyer', network: 'chain-devnet' });
   const earned = await ok(seller, 'svc_receipts', { kind: 'earn' });
   t.is(earned.data.length, 1);
-  t.like(earned.data[0].receipt, { kind: 'earn', agent: s.mint, tx_sig: paid.tx_signature, price: { amount_atomic: '250000' } });
+  t.like(earned.data[0], { kind: 'earn', agent: s.mint, tx_sig: paid.tx_signature, price: { amount_atomic: '250000' } });
 
   // History and daily buckets match the receipts (USD strings; spend counts the gross).
   const usd = (atomic: bigint) => (Number(atomic) / 1e6).toString();
@@ -372,7 +401,7 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   t.like(mppPaid, { status: 'paid', protocol: 'mpp', http_status: 200, network: 'chain-devnet', response: { forecast: 'rain' } });
   t.regex(mppPaid.receipt_hash, /^[0-9a-f]{64}$/);
   const mppSpend = await ok(buyer, 'svc_get_receipt', { receipt_hash: mppPaid.receipt_hash });
-  t.like(mppSpend.receipt, { v: '0.2', protocol: 'mpp', kind: 'spend', agent: b.mint, mpp_settlement_tx: mppPaid.tx_signature });
+  t.like(mppSpend, { v: '0.2', protocol: 'mpp', kind: 'spend', agent: b.mint, mpp_settlement_tx: mppPaid.tx_signature });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining_atomic: (1_500_000n - gross).toString() });
   const revoked = await ok(buyer, 'svc_set_spend_limit', { symbol: 'USDC', mode: 'revoke' });
   t.like(revoked, { symbol: 'USDC', mode: 'revoke', delegate: null });

@@ -149,8 +149,9 @@ test('every operation declares bearer security', (t) => {
   const bearer = Object.entries(schemes).filter(([, s]) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer').map(([name]) => name);
   t.true(bearer.length > 0, JSON.stringify(schemes));
   // hosted-api §5.1: every route under /v1 needs the bearer key — except the public ones DECISIONS "Identity" names
-  // (a disclosure link is its own credential; a registration document is what an agent's on-chain uri points at).
-  const PUBLIC = new Set(['GET /v1/identity/disclosures/{token}', 'GET /v1/agents/{mint}/registration.json']);
+  // (a disclosure link is its own credential; a registration document is what an agent's on-chain uri points at) and
+  // the discovery search fee-facilitator-mpp-tools §4.3 calls public.
+  const PUBLIC = new Set(['GET /v1/identity/disclosures/{token}', 'GET /v1/agents/{mint}/registration.json', 'GET /v1/discover/public']);
   const ops = operations(doc).filter(([, path]) => path.startsWith('/v1/'));
   t.true(ops.length >= FOUNDATION.length);
   for (const [method, path, op] of ops) {
@@ -176,6 +177,17 @@ test('the error envelope is documented with details.issues', (t) => {
   t.deepEqual([...envelope.required].sort(), ['error', 'message', 'request_id']);
   t.truthy(envelope.properties.details);
   t.deepEqual([...envelope.properties.details.properties.issues.items.required].sort(), ['code', 'message', 'path']);
+});
+
+test('hosted-api §4.7: POST /v1/agents/{mint}/pull-target is documented, and the plural collection path beside it', (t) => {
+  const { doc } = t.context;
+  for (const path of ['/v1/agents/{mint}/pull-target', '/v1/agents/{mint}/pull-targets']) {
+    const op = doc.paths[path]?.post;
+    t.truthy(op?.responses['201'], `POST ${path} answers 201`);
+    t.true((op?.parameters ?? []).some((p) => p.name === 'mint' && p.in === 'path'), path);
+  }
+  t.truthy(doc.paths['/v1/agents/{mint}/pull-targets']?.get, 'GET stays on the plural path (DECISIONS)');
+  t.falsy(doc.paths['/v1/agents/{mint}/pull-target']?.get);
 });
 
 test('operation ids are unique', (t) => {

@@ -5,6 +5,8 @@ import { DEFAULT_LIMITS, LOCAL_SHARE, RateLimiter, resolveLimits } from '../../d
 import type { RateLimitStore } from '../../domain/ports/policy-store.ts';
 import { MikroOrmPolicyStore } from '../../adapters/store/policy-store.ts';
 import { ConfigError, loadConfig } from '../../interfaces/config.ts';
+import { appRouter } from '../../interfaces/trpc/router.ts';
+import type { Meta } from '../../interfaces/trpc/init.ts';
 
 // hosted-api §8 and DECISIONS "Wire conventions": sliding-window log per (api key, bucket) over 60 s, shared by every
 // process on the database; RateLimit-* headers on every /v1 response; 429 rate_limited with retry_after_ms/Retry-After.
@@ -133,6 +135,10 @@ test('routes are limited by their §8 bucket; overrides change only the named bu
     [`/v1/agents/${mint}`, 300],
     ['/v1/payment-links', 600],
     ['/v1/metrics/usage', 600],
+    // §8's meta bucket is health and version only: these reads are in default
+    ['/v1/seller/facilitator', 600],
+    ['/v1/buyer/networks', 600],
+    ['/v1/buyer/currency', 600],
   ];
   for (const [path, limit] of expect) {
     const res = await get(c, path, key);
@@ -146,6 +152,19 @@ test('routes are limited by their §8 bucket; overrides change only the named bu
   t.is((await get(a, '/v1/events', aKey)).headers.get('ratelimit-limit'), '600');
   t.is((await get(a, '/v1/payment-links', aKey)).headers.get('ratelimit-limit'), '600');
   t.is((await get(a, '/v1/agents/nope', aKey)).headers.get('ratelimit-limit'), '100');
+  // the tRPC door of a formerly-meta read draws on default too
+  const viaTrpc = await fetch(`${a.url}/trpc/buyer.networks`, { headers: { authorization: `Bearer ${aKey}` } });
+  t.is(viaTrpc.status, 200);
+  t.is(viaTrpc.headers.get('ratelimit-limit'), '600');
+});
+
+test('hosted-api §8: the meta bucket holds GET /v1/health and GET /v1/version and nothing else', (t) => {
+  const procedures = appRouter._def.procedures as unknown as Record<string, { _def: { meta?: Meta } }>;
+  const meta = Object.entries(procedures)
+    .filter(([, p]) => p._def.meta?.bucket === 'meta')
+    .map(([path, p]) => `${path} ${p._def.meta?.openapi?.path}`)
+    .sort();
+  t.deepEqual(meta, ['health /v1/health', 'version /v1/version']);
 });
 
 test('default bucket: 600 sequential requests are admitted with remaining 599…0, the 601st is 429 rate_limited', async (t) => {

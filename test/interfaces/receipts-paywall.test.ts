@@ -1,5 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { http } from '../support/app.ts';
+import { receiptOf } from '../../domain/receipts/schema.ts';
 import { createLink, fundBuyer, payingFetch, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 11: the paywall's earn receipts (source "paywall") are receipts like any other — listed, read by hash, part of
@@ -36,8 +37,8 @@ test('a paid call’s earn receipt is listed, read by hash, on a sound chain, an
 
   const list = await http(w.app, 'GET', `/v1/receipts/${agent}`, { key: w.key });
   t.is(list.status, 200);
-  t.deepEqual(list.body.data.map((r: any) => [r.receipt.nonce, r.source, r.receipt.kind]), [[1, 'paywall', 'earn'], [0, 'paywall', 'earn']]);
-  const hash = list.body.data[0].receipt.receipt_hash;
+  t.deepEqual(list.body.data.map((r: any) => [r.nonce, r.source, r.kind]), [[1, 'paywall', 'earn'], [0, 'paywall', 'earn']]);
+  const hash = list.body.data[0].receipt_hash;
 
   const checked = await until(
     () => http(w.app, 'GET', `/v1/receipts/by-hash/${hash}`, { key: w.key }),
@@ -55,6 +56,6 @@ test('a paid call’s earn receipt is listed, read by hash, on a sound chain, an
   const chain = await http(w.app, 'GET', `/v1/receipts/${agent}/verify-chain`, { key: w.key });
   t.like(chain.body, { ok: true, length: 2 });
   // Pushing onto a chain the paywall writes continues it.
-  const stale = await http(w.app, 'POST', `/v1/receipts/${agent}`, { key: w.key, body: list.body.data[1].receipt });
+  const stale = await http(w.app, 'POST', `/v1/receipts/${agent}`, { key: w.key, body: receiptOf(list.body.data[1]) });
   t.like(stale.body, { duplicate: true, event_id: null });
 });

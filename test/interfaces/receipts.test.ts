@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { receiptHash, type ReceiptV1 } from '../../domain/receipts/schema.ts';
+import { receiptHash, receiptOf, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 
@@ -128,23 +128,23 @@ test('list: nonce descending, limit and cursor, filters kind, decision and since
   const list = (q: string) => http(t.context.app, 'GET', `/v1/receipts/${mint}${q}`, { key: t.context.key });
 
   const all = await list('');
-  t.deepEqual(all.body.data.map((r: any) => r.receipt.nonce), [6, 5, 4, 3, 2, 1, 0]);
+  t.deepEqual(all.body.data.map((r: any) => r.nonce), [6, 5, 4, 3, 2, 1, 0]);
   t.like(all.body.data[0], { network: 'chain-devnet', source: 'push', verification: { status: 'not_applicable' } });
   t.false(all.body.has_more);
 
   const p1 = await list('?limit=3');
-  t.deepEqual(p1.body.data.map((r: any) => r.receipt.nonce), [6, 5, 4]);
+  t.deepEqual(p1.body.data.map((r: any) => r.nonce), [6, 5, 4]);
   t.true(p1.body.has_more);
   const p2 = await list(`?limit=3&cursor=${p1.body.next_cursor}`);
-  t.deepEqual(p2.body.data.map((r: any) => r.receipt.nonce), [3, 2, 1]);
+  t.deepEqual(p2.body.data.map((r: any) => r.nonce), [3, 2, 1]);
   const p3 = await list(`?limit=3&cursor=${p2.body.next_cursor}`);
-  t.deepEqual(p3.body.data.map((r: any) => r.receipt.nonce), [0]);
+  t.deepEqual(p3.body.data.map((r: any) => r.nonce), [0]);
   t.is(p3.body.next_cursor, null);
 
-  t.deepEqual((await list('?kind=spend')).body.data.map((r: any) => r.receipt.nonce), [5, 3, 1]);
-  t.deepEqual((await list('?decision=deny')).body.data.map((r: any) => r.receipt.nonce), [3]);
-  t.deepEqual((await list('?kind=earn&decision=allow')).body.data.map((r: any) => r.receipt.nonce), [6, 4, 2, 0]);
-  t.deepEqual((await list(`?since=${encodeURIComponent(chain[4]!.ts)}`)).body.data.map((r: any) => r.receipt.nonce), [6, 5, 4]);
+  t.deepEqual((await list('?kind=spend')).body.data.map((r: any) => r.nonce), [5, 3, 1]);
+  t.deepEqual((await list('?decision=deny')).body.data.map((r: any) => r.nonce), [3]);
+  t.deepEqual((await list('?kind=earn&decision=allow')).body.data.map((r: any) => r.nonce), [6, 4, 2, 0]);
+  t.deepEqual((await list(`?since=${encodeURIComponent(chain[4]!.ts)}`)).body.data.map((r: any) => r.nonce), [6, 5, 4]);
   t.deepEqual((await list(`?since=${encodeURIComponent('2030-01-01T00:00:00Z')}`)).body.data, []);
 
   t.is((await list('?limit=201')).status, 400);
@@ -183,7 +183,12 @@ test('by-hash: the receipt with its network; 404 for another principal and on th
   await push(t, mint, r0);
   const own = await http(t.context.app, 'GET', `/v1/receipts/by-hash/${r0!.receipt_hash}`, { key: t.context.key });
   t.is(own.status, 200);
-  t.like(own.body, { network: 'chain-devnet', source: 'push', receipt: { receipt_hash: r0!.receipt_hash, nonce: 0 } });
+  // hosted-api §4.7 "one receipt plus a network field": the receipt's own fields at the top level, the read's beside them
+  t.like(own.body, { network: 'chain-devnet', source: 'push', receipt_hash: r0!.receipt_hash, nonce: 0, verification: { status: 'not_applicable' } });
+  t.false('receipt' in own.body, 'no nested copy');
+  t.deepEqual(Object.keys(own.body).sort(), [...Object.keys(r0!), 'network', 'received_at', 'source', 'verification'].sort());
+  t.deepEqual(receiptOf(own.body), r0, 'the read without its read fields is the receipt as pushed');
+  t.is(receiptHash(receiptOf(own.body)), r0!.receipt_hash);
   for (const key of [t.context.other, t.context.mainnet]) {
     const res = await http(t.context.app, 'GET', `/v1/receipts/by-hash/${r0!.receipt_hash}`, { key });
     t.is(res.status, 404);
@@ -263,7 +268,10 @@ test('tRPC and GraphQL: the same push, list, by-hash and verify-chain, with the 
   t.like(dup, { duplicate: true, event_id: null });
   const err = await t.throwsAsync(trpc.receipts.push.mutate({ ...r0!, receipt_hash: 'c'.repeat(64), agent_mint: mint }));
   t.is(errorCode(err), 'receipt_hash_invalid');
-  t.is((await trpc.receipts.byHash.query({ hash: r0!.receipt_hash })).receipt.nonce, 0);
+  const viaTrpc = await trpc.receipts.byHash.query({ hash: r0!.receipt_hash });
+  t.like(viaTrpc, { nonce: 0, receipt_hash: r0!.receipt_hash, network: 'chain-devnet', source: 'push' });
+  t.deepEqual(receiptOf(viaTrpc), r0);
+  t.deepEqual((await trpc.receipts.list.query({ agent: mint, limit: 1 })).data.map(receiptOf), [r0]);
 
   const gql = (query: string, variables: Record<string, unknown>) => http(app, 'POST', '/graphql', { key, body: { query, variables } });
   const m = await gql(
@@ -290,7 +298,7 @@ test('tRPC and GraphQL: the same push, list, by-hash and verify-chain, with the 
   t.like(q.body.data.receipt, { nonce: 0, network: 'CHAIN_DEVNET', verification: { status: 'NOT_APPLICABLE' } });
   t.like(q.body.data.receiptChain, { ok: true, length: 2, headNonce: 1, firstBreak: null });
   const rest = await http(app, 'GET', `/v1/receipts/${mint}?limit=1`, { key });
-  t.deepEqual(rest.body.data[0].receipt, q.body.data.receipts.data[0].receipt);
+  t.deepEqual(receiptOf(rest.body.data[0]), q.body.data.receipts.data[0].receipt);
   const hidden = await http(app, 'POST', '/graphql', { key: t.context.other, body: { query: `query($h: String!) { receipt(hash: $h) { nonce } }`, variables: { h: r0!.receipt_hash } } });
   t.is(hidden.body.errors[0].extensions.code, 'receipt_not_found');
 });

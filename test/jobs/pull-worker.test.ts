@@ -115,7 +115,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     t.regex(first.last_error, /2 item\(s\) refused; first at index 2/);
 
     const list = await http(app, 'GET', `/v1/receipts/${mint}`, { key });
-    t.deepEqual(list.body.data.map((r: any) => [r.receipt.nonce, r.receipt.receipt_hash, r.source]), [2, 1, 0].map((n) => [n, chain[n]!.receipt_hash, 'pull']));
+    t.deepEqual(list.body.data.map((r: any) => [r.nonce, r.receipt_hash, r.source]), [2, 1, 0].map((n) => [n, chain[n]!.receipt_hash, 'pull']));
     const pulled = await http(app, 'GET', `/v1/events?kind=receipt.pulled&agent=${mint}`, { key });
     t.is(pulled.body.data.length, 3);
     t.true(pulled.body.data.every((e: any) => e.metadata.pull_target_id === created.body.id && e.metadata.source === 'pull'));
@@ -157,7 +157,8 @@ test.serial('pull targets: floor, format, SSRF guard, one per URL, owner-only, d
   const { mint } = await recordAgent(app, key);
   const other = await issueKey(app);
   const url = `${t.context.base}/x.jsonl`;
-  const create = (body: Record<string, unknown>, k = key) => http(app, 'POST', `/v1/agents/${mint}/pull-targets`, { key: k, body });
+  // hosted-api §4.7 spells the create singular; the plural collection path takes it too (the same procedure)
+  const create = (body: Record<string, unknown>, k = key, path = 'pull-target') => http(app, 'POST', `/v1/agents/${mint}/${path}`, { key: k, body });
 
   t.is((await create({ url, interval_seconds: 9 })).status, 400, 'the interval floor is 10 s');
   t.is((await create({ url, format: 'xml' })).status, 400);
@@ -173,6 +174,13 @@ test.serial('pull targets: floor, format, SSRF guard, one per URL, owner-only, d
   const dup = await create({ url });
   t.is(dup.status, 409);
   t.is(dup.body.error, 'conflict');
+  const dupPlural = await create({ url }, key, 'pull-targets');
+  t.is(dupPlural.status, 409, 'the plural path is the same route');
+  t.is(dupPlural.body.error, 'conflict');
+  t.is((await create({ url, interval_seconds: 9 }, key, 'pull-targets')).status, 400);
+  const viaPlural = await create({ url: `${t.context.base}/plural.jsonl` }, key, 'pull-targets');
+  t.is(viaPlural.status, 201);
+  t.is((await http(app, 'DELETE', `/v1/agents/${mint}/pull-targets/${viaPlural.body.id}`, { key })).status, 204);
 
   t.is((await http(app, 'GET', `/v1/agents/${mint}/pull-targets`, { key: other })).status, 404);
   t.is((await http(app, 'DELETE', `/v1/agents/${mint}/pull-targets/${made.body.id}`, { key: other })).status, 404);

@@ -27,6 +27,8 @@ export interface BuyerOffer {
   memo?: string;
   /** the link the offer came from, echoed */
   payment_link?: string;
+  /** the paid request a link stands for (its method and share URL): the spend receipt's `request` */
+  request?: { method: string; url: string };
 }
 
 /** (pay_to, amount, currency) of the request → the offer, with the gateway's fee terms when the fee is on. */
@@ -89,6 +91,7 @@ export async function buildBuyerPayment(input: PrepareBuyerPaymentInput, offer: 
     fee_bps: layout.bps,
     fee_authority: layout.feeAuthority,
     ...(offer.payment_link !== undefined ? { payment_link: offer.payment_link } : {}),
+    ...(offer.request !== undefined ? { request: offer.request } : {}),
   };
   return {
     kind: 'buyer.payment',

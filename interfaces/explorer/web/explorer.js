@@ -133,9 +133,9 @@ function Agent({ agent }) {
       <thead><tr><th>nonce</th><th>kind</th><th>amount</th><th>hash</th><th>prev</th><th>verification</th></tr></thead>
       <tbody>
         ${receipts.map(
-          (r) => html`<tr key=${r.receipt.receipt_hash} data-nonce=${r.receipt.nonce} data-verification=${r.verification.status}>
-            <td>${r.receipt.nonce}</td><td>${r.receipt.kind}</td><td>${r.receipt.price.amount} ${r.receipt.price.currency}</td>
-            <td><code>${short(r.receipt.receipt_hash)}</code></td><td><code>${short(r.receipt.prev_receipt_hash)}</code></td>
+          (r) => html`<tr key=${r.receipt_hash} data-nonce=${r.nonce} data-verification=${r.verification.status}>
+            <td>${r.nonce}</td><td>${r.kind}</td><td>${r.price.amount} ${r.price.currency}</td>
+            <td><code>${short(r.receipt_hash)}</code></td><td><code>${short(r.prev_receipt_hash)}</code></td>
             <td class=${r.verification.status} title=${r.verification.reason ?? ''}>${r.verification.status}</td>
           </tr>`,
         )}

@@ -1,4 +1,4 @@
-import { ChainReport, ListReceiptsInput, StoredReceiptOutput, type PushReceiptResult } from '../../../domain/receipts/schema.ts';
+import { ChainReport, ListReceiptsInput, receiptOf, StoredReceiptOutput, type PushReceiptResult } from '../../../domain/receipts/schema.ts';
 import { PullFormat, PullTarget } from '../../../domain/receipts/pull-targets.ts';
 import { graphqlEnum, NetworkEnum, networkOf, VerificationStatusEnum } from '../enums.ts';
 import { builder } from '../builder.ts';
@@ -9,7 +9,7 @@ import { given, pageRef } from './common.ts';
 
 const ReceiptKindEnum = graphqlEnum('ReceiptKind', ListReceiptsInput.shape.kind.unwrap());
 const ReceiptDecisionEnum = graphqlEnum('ReceiptDecision', ListReceiptsInput.shape.decision.unwrap());
-const ReceiptSourceEnum = graphqlEnum('ReceiptSource', StoredReceiptOutput.shape.source);
+const ReceiptSourceEnum = graphqlEnum('ReceiptSource', StoredReceiptOutput.options[0].shape.source);
 const ChainProblemEnum = graphqlEnum('ReceiptChainProblem', ChainReport.shape.first_break.unwrap().shape.problem);
 const PullFormatEnum = graphqlEnum('PullFormat', PullFormat);
 const PullStatusEnum = graphqlEnum('PullStatus', PullTarget.shape.last_status.unwrap());
@@ -26,17 +26,17 @@ const VerificationRef = builder.objectRef<StoredReceiptOutput['verification']>('
 export const ReceiptRef = builder.objectRef<StoredReceiptOutput>('Receipt').implement({
   description: 'A receipt on its agent’s hash chain (ReceiptV1 or v0.2), with its ledger check.',
   fields: (t) => ({
-    receiptHash: t.string({ resolve: (r) => r.receipt.receipt_hash }),
-    agent: t.string({ resolve: (r) => r.receipt.agent }),
-    nonce: t.int({ resolve: (r) => r.receipt.nonce }),
-    kind: t.field({ type: ReceiptKindEnum, resolve: (r) => r.receipt.kind }),
-    decision: t.field({ type: ReceiptDecisionEnum, resolve: (r) => r.receipt.decision }),
-    txSig: t.string({ nullable: true, resolve: (r) => r.receipt.tx_sig ?? null }),
+    receiptHash: t.exposeString('receipt_hash'),
+    agent: t.exposeString('agent'),
+    nonce: t.exposeInt('nonce'),
+    kind: t.expose('kind', { type: ReceiptKindEnum }),
+    decision: t.expose('decision', { type: ReceiptDecisionEnum }),
+    txSig: t.string({ nullable: true, resolve: (r) => r.tx_sig ?? null }),
     network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     source: t.expose('source', { type: ReceiptSourceEnum }),
     receivedAt: t.exposeString('received_at'),
     verification: t.expose('verification', { type: VerificationRef }),
-    receipt: t.field({ type: 'JSON', description: 'The receipt document as pushed, snake_case.', resolve: (r) => r.receipt }),
+    receipt: t.field({ type: 'JSON', description: 'The receipt document as pushed, snake_case (what receiptHash covers).', resolve: (r) => receiptOf(r) }),
   }),
 });
 

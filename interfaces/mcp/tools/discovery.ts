@@ -19,8 +19,14 @@ export const discover = defineTool({
   description:
     "Search paid services by words, capability and price across two catalogues: the gateway's public payment links (source 'svc', payable with svc_pay_payment_link) and registration documents of agents it knows (source 'registry', expand with svc_registry_endpoints). No agent needed.",
   input: DiscoverInput,
-  run: (ctx, input) => ctx.call((api) => api.discovery.discover.query(input)),
+  run: (ctx, input) => search(ctx, input),
 });
+
+/** GET /v1/discover with the key when one is set; public (fee-facilitator-mpp-tools §4.3) on this network otherwise. */
+function search(ctx: ToolContext, input: DiscoverInput) {
+  if (ctx.hasApiKey) return ctx.call((api) => api.discovery.discover.query(input));
+  return ctx.callPublic((api) => api.discovery.discoverPublic.query({ ...input, network: ctx.network }));
+}
 
 const Service = z.looseObject({ name: z.string(), endpoint: z.string() });
 const Registration = z.looseObject({ name: z.string().optional(), services: z.array(z.unknown()).optional() });
@@ -92,7 +98,7 @@ export const registryEndpoints = defineTool({
   async run(ctx, input) {
     let url = input.url;
     if (!url) {
-      const found = await ctx.call((api) => api.discovery.discover.query({ source: 'registry', limit: 100 }));
+      const found = await search(ctx, { source: 'registry', limit: 100 });
       url = found.data.find((i) => i.id === input.id)?.url;
       if (!url) throw new ToolError('not_found', `No registry item ${input.id} on ${ctx.network}; pass its url.`, { id: input.id });
     }

@@ -24,18 +24,18 @@ export const getIdentity = defineTool({
         config_path: ctx.env.configPath,
       };
     }
-    const recorded = await ctx.call((api) => api.agents.get.query({ mint: agent.mint }));
-    return {
+    const local = {
       agent_mint: agent.mint,
       network: ctx.network,
       treasury_address: agent.treasury,
       executive_pubkey: agent.executive.publicKey.toBase58(),
-      owner: recorded.owner,
-      name: recorded.name,
-      registration_uri: recorded.uri,
-      api_url: ctx.env.apiUrl,
-      config_path: ctx.env.configPath,
     };
+    // which agent, network and treasury are this process's own facts; the API's record adds owner, name and uri
+    if (!ctx.hasApiKey) {
+      return { ...local, owner: null, name: null, registration_uri: null, hint: 'Set SVC_API_KEY to add the API’s record of the agent.', api_url: ctx.env.apiUrl, config_path: ctx.env.configPath };
+    }
+    const recorded = await ctx.call((api) => api.agents.get.query({ mint: agent.mint }));
+    return { ...local, owner: recorded.owner, name: recorded.name, registration_uri: recorded.uri, api_url: ctx.env.apiUrl, config_path: ctx.env.configPath };
   },
 });
 

@@ -143,7 +143,7 @@ export const payPaymentLink = defineTool({
     let receiptHash: string | null = null;
     try {
       const recent = await ctx.api.receipts.list.query({ agent: agent.mint, kind: 'spend', limit: 20 });
-      receiptHash = recent.data.find((r) => r.receipt.tx_sig === signature)?.receipt.receipt_hash ?? null;
+      receiptHash = recent.data.find((r) => r.tx_sig === signature)?.receipt_hash ?? null;
     } catch {
       receiptHash = null; // a third-party paywall: no receipt on this gateway
     }

@@ -46,19 +46,19 @@ export const transactionHistory = defineTool({
     for (;;) {
       const page = await ctx.call((api) => api.receipts.list.query({ agent: agent.mint, since: daily.since, limit: 100, ...(cursor ? { cursor } : {}) }));
       for (const r of page.data) {
-        const price = r.receipt.price;
+        const price = r.price;
         const stable = STABLES[ctx.network].find((s) => s.mint === price.asset);
-        const atomic = BigInt(r.receipt.kind === 'spend' ? price.gross : price.amount_atomic);
+        const atomic = BigInt(r.kind === 'spend' ? price.gross : price.amount_atomic);
         items.push({
-          kind: r.receipt.kind,
-          ts: r.receipt.ts,
-          decision: r.receipt.decision,
+          kind: r.kind,
+          ts: r.ts,
+          decision: r.decision,
           amount_usd: stable ? atomicToDecimal(atomic, stable.decimals) : null,
           currency: price.currency,
           amount_atomic: atomic.toString(),
-          url: r.receipt.request.url,
-          tx_sig: r.receipt.tx_sig ?? null,
-          receipt_hash: r.receipt.receipt_hash,
+          url: r.request.url,
+          tx_sig: r.tx_sig ?? null,
+          receipt_hash: r.receipt_hash,
           verification: r.verification.status,
         });
       }

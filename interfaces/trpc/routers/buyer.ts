@@ -25,13 +25,13 @@ const tags = ['buyer'];
 
 export const buyerRouter = router({
   networks: keyedProcedure
-    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/buyer/networks', tags, summary: 'Networks a buyer can pay on, with their stables and fee' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/buyer/networks', tags, summary: 'Networks a buyer can pay on, with their stables and fee' } })
     .input(z.void())
     .output(BuyerNetworks)
     .query(({ ctx }) => ctx.services.buyer.catalog.networks(ctx.principal.network)),
 
   currency: keyedProcedure
-    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/buyer/currency', tags, summary: 'Curated stables of the key’s network (mint, decimals, token program)' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/buyer/currency', tags, summary: 'Curated stables of the key’s network (mint, decimals, token program)' } })
     .input(z.void())
     .output(BuyerCurrencies)
     .query(({ ctx }) => ctx.services.buyer.catalog.currencies(ctx.principal.network)),

@@ -1,5 +1,5 @@
-import { DiscoverInput, DiscoverResult } from '../../../domain/discovery/schema.ts';
-import { keyedProcedure, router } from '../init.ts';
+import { DiscoverInput, DiscoverResult, PublicDiscoverInput } from '../../../domain/discovery/schema.ts';
+import { anonymousProcedure, keyedProcedure, router } from '../init.ts';
 
 // svc_discover's two catalogues — the gateway's public payment links and the agents it knows.
 export const discoveryRouter = router({
@@ -15,4 +15,20 @@ export const discoveryRouter = router({
     .input(DiscoverInput)
     .output(DiscoverResult)
     .query(({ ctx, input }) => ctx.services.discovery.discover(ctx.principal, input)),
+
+  // fee-facilitator-mpp-tools §4.3: svc_discover is public — a tool server with no SVC_API_KEY searches here
+  discoverPublic: anonymousProcedure
+    .meta({
+      bucket: 'public',
+      openapi: {
+        method: 'GET',
+        path: '/v1/discover/public',
+        tags: ['discovery'],
+        protect: false,
+        summary: 'The same search with no key (public), on ?network= (default chain-mainnet)',
+      },
+    })
+    .input(PublicDiscoverInput)
+    .output(DiscoverResult)
+    .query(({ ctx, input }) => ctx.services.discovery.discoverPublic(input)),
 });

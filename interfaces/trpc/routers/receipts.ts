@@ -53,7 +53,12 @@ export const receiptsRouter = router({
     .query(({ ctx, input }) => ctx.services.receipts.verifyChain(ctx.principal, input.agent)),
 
   createPullTarget: keyedProcedure
-    .meta({ status: 201, openapi: { method: 'POST', path: '/v1/agents/{mint}/pull-targets', tags, summary: 'Register a pull target (hosted-api §2.9)' } })
+    // hosted-api §4.7 spells the create singular; the plural collection path of DECISIONS (GET, DELETE) takes it too
+    .meta({
+      status: 201,
+      restAliases: ['/v1/agents/{mint}/pull-targets'],
+      openapi: { method: 'POST', path: '/v1/agents/{mint}/pull-target', tags, summary: 'Register a pull target (hosted-api §2.9)' },
+    })
     .input(CreatePullTargetInput)
     .output(PullTarget)
     .mutation(({ ctx, input }) => ctx.services.pull.create(ctx.principal, input)),

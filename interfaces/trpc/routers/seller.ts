@@ -37,7 +37,7 @@ export const sellerRouter = router({
 
   // The facilitator that settles this gateway's links: its URL, fee payer per network and its /health.
   facilitator: keyedProcedure
-    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/seller/facilitator', tags, summary: 'The facilitator: URL, fee payer per network, health' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/seller/facilitator', tags, summary: 'The facilitator: URL, fee payer per network, health' } })
     .input(z.void())
     .output(FacilitatorInfo)
     .query(({ ctx }) => ctx.services.buyer.catalog.facilitator()),
