@@ -18,7 +18,8 @@ let facilitator: FacilitatorApp;
 let key: string;
 
 test.before(async () => {
-  app = await startTestApp({ env: { ...BOUNDS, SVC_JOBS: 'off' } });
+  // no job runner and no Metaplex programs: nothing here runs a job or builds an agent transaction
+  app = await startTestApp({ env: { ...BOUNDS, SVC_JOBS: 'off', SVC_LEDGER_PROGRAMS: '' } });
   key = await issueKey(app);
   facilitator = await createFacilitatorApp(
     testConfig({ ...BOUNDS, SVC_DATA_DIR: app.dataDir, DATABASE_URL: app.database.url, SVC_FACILITATOR_PORT: '0', SVC_FACILITATOR_HOST: '127.0.0.1', SVC_FACILITATOR_NETWORKS: 'devnet' }),
