@@ -29,7 +29,7 @@ export interface App {
 export async function createApp(config: Config, options: AppOptions = {}): Promise<App> {
   let listener: Awaited<ReturnType<typeof bindListener>>;
   try {
-    listener = await bindListener(config.port, config.host);
+    listener = await bindListener(config.port, config.host, config.http);
   } catch (e) {
     throw listenFailure(e, { portVariable: 'PORT', portValue: config.port, hostVariable: 'HOST', host: config.host, usual: 'another gateway' });
   }
@@ -39,7 +39,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   try {
     core = await openCore(config, { ...options, listenPort: listener.port });
     const { services, database, log } = core;
-    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret, listener });
+    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret, listener, bounds: config.http });
     await listener.serve(fastify);
     runner = config.jobs === 'inline' ? await startJobRunner(database.url, services, log) : undefined;
     const opened = core;

@@ -5,6 +5,7 @@ import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
 import { decodeBase58 } from '../domain/shared/base58.ts';
 import type { Network } from '../domain/shared/network.ts';
 import { FeeEnforcement } from '../domain/shared/settings.ts';
+import { DEFAULT_REQUEST_BOUNDS, type RequestBounds } from '../domain/shared/request-bounds.ts';
 import { parseOutboundTarget } from '../domain/ports/outbound-http.ts';
 
 const JsonLimits = z
@@ -137,6 +138,14 @@ export const ConfigSchema = z.object({
     .transform((s) => (s ? s : undefined)),
   /** The bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
   SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
+  /** every listener: a request whose line and headers have not all arrived by then is closed (slow clients hold no socket) */
+  SVC_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_REQUEST_BOUNDS.headersMs),
+  /** every listener: a request (headers and body) not complete by then answers 408 request_timeout and is closed */
+  SVC_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_REQUEST_BOUNDS.requestMs),
+}).refine((e) => e.SVC_HTTP_HEADERS_TIMEOUT_MS <= e.SVC_HTTP_REQUEST_TIMEOUT_MS, {
+  // the headers are part of the request: Node refuses a headers bound past the whole request's
+  path: ['SVC_HTTP_HEADERS_TIMEOUT_MS'],
+  message: 'must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)',
 });
 
 export interface Config {
@@ -193,6 +202,8 @@ export interface Config {
     /** PEM certificate authorities trusted beside the system roots (SVC_OUTBOUND_CA) */
     ca: string | undefined;
   };
+  /** bounds on slow clients, the same for every listener (gateway, embedded ledgers' JSON-RPC, facilitator) */
+  http: RequestBounds;
 }
 
 export class ConfigError extends Error {
@@ -259,6 +270,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       accountsSecret: e.SVC_FACILITATOR_ACCOUNTS_SECRET,
     },
     outbound: { allow: e.SVC_OUTBOUND_ALLOW ?? [], ca: e.SVC_OUTBOUND_CA },
+    http: { headersMs: e.SVC_HTTP_HEADERS_TIMEOUT_MS, requestMs: e.SVC_HTTP_REQUEST_TIMEOUT_MS },
   };
 }
 

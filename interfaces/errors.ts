@@ -32,6 +32,8 @@ function fromHttpStatus(status: number, message: string): DomainError | undefine
   if (status === 415) return DomainError.invalid([{ path: '', message, code: 'unsupported_media_type' }], 'Send JSON with Content-Type: application/json.');
   if (status === 404) return new DomainError('not_found', 'No such route.');
   if (status === 405) return new DomainError('method_not_allowed', message);
+  if (status === 406) return DomainError.invalid([{ path: '', message, code: 'not_acceptable' }], message);
+  if (status === 409) return new DomainError('conflict', message);
   if (status >= 400 && status < 500) return DomainError.invalid([{ path: '', message, code: 'malformed' }], message);
   return undefined;
 }

@@ -11,6 +11,7 @@ import { registerFacilitatorRoutes } from './facilitator/routes.ts';
 import { registerPaywallRoutes } from './paywall/routes.ts';
 import { unpaidFastPath, type UnpaidFastPath } from './paywall/fast-402.ts';
 import type { Services } from './services.ts';
+import { boundedServerOptions, type RequestBounds } from '../domain/shared/request-bounds.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
@@ -24,27 +25,37 @@ export const BODY_LIMIT = 1024 * 1024;
 
 /**
  * Requests Node's HTTP parser refuses before fastify sees them (request line and headers over 16 KiB, malformed
- * request lines): the envelope and X-Svc-Request-Id like every other answer, then the connection is closed.
+ * request lines) and requests not complete within the listener's bounds (`RequestBounds`): the envelope and
+ * X-Svc-Request-Id like every other answer, then the connection is closed. Shared by every fastify listener.
  */
-function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
+export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: string }, socket: Duplex): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const requestId = newRequestId();
   const error =
     err.code === 'HPE_HEADER_OVERFLOW'
       ? new DomainError('headers_too_large', 'The request line and headers exceed 16 KiB.')
       : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? DomainError.invalid([{ path: '', message: 'The request did not arrive in time', code: 'timeout' }], 'The request did not arrive in time.')
+        ? new DomainError('request_timeout', 'The request did not arrive in time: send its headers and body without pausing.')
         : DomainError.invalid([{ path: '', message: 'Malformed HTTP request', code: 'malformed' }], 'Malformed HTTP request.');
   const { status, body } = restError(error, requestId);
   const json = JSON.stringify(body);
   this.log.debug({ err, request_id: requestId }, 'client error');
-  if (socket.writable) {
+  if (socket.writable && !answered(socket)) {
     socket.write(
       `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(json)}\r\n` +
         `X-Svc-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${json}`,
     );
   }
   socket.destroy();
+}
+
+/**
+ * Whether the request in progress on the socket already has its answer (started, or sent before its body finished —
+ * Node then discards the rest of the body): a second answer would be read as the next request's.
+ */
+function answered(socket: Duplex): boolean {
+  const s = socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null; parser?: { incoming?: { _dumped?: boolean } | null } | null };
+  return s._httpMessage?.headersSent === true || s.parser?.incoming?._dumped === true;
 }
 
 /** What fastify refuses itself is answered in the shape of the door asked: tRPC's under /trpc, the REST envelope elsewhere. */
@@ -81,8 +92,8 @@ export interface Listener {
  * The gateway's port, bound before the services are built so their settings (the base URL with PORT=0) are final
  * when made, never patched after listen. Requests arriving while the app starts wait for it.
  */
-export async function bindListener(port: number, host: string): Promise<Listener> {
-  const server = createServer();
+export async function bindListener(port: number, host: string, bounds: RequestBounds): Promise<Listener> {
+  const server = createServer(boundedServerOptions(bounds));
   const waiting: [IncomingMessage, ServerResponse][] = [];
   const hold: RequestHandler = (req, res) => void waiting.push([req, res]);
   let handler: RequestHandler | undefined;
@@ -122,7 +133,13 @@ export async function bindListener(port: number, host: string): Promise<Listener
   };
 }
 
-export function buildHttp(deps: { services: Services; log: Logger; accountsSecret?: string | undefined; listener: Listener }): FastifyInstance & { unpaidFastPath?: UnpaidFastPath } {
+export function buildHttp(deps: {
+  services: Services;
+  log: Logger;
+  accountsSecret?: string | undefined;
+  listener: Listener;
+  bounds: RequestBounds;
+}): FastifyInstance & { unpaidFastPath?: UnpaidFastPath } {
   const { services, log } = deps;
   // Unpaid 402s whose challenge is at hand are answered before fastify (paywall/fast-402.ts); closing, fastify answers.
   let closing = false;
@@ -162,6 +179,8 @@ export function buildHttp(deps: { services: Services; log: Logger; accountsSecre
     // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
     logController: new RedactingLogController(),
     routerOptions: { maxParamLength: 5000 },
+    // the listener's bound (fastify would otherwise set 0, no bound, on the server it is given)
+    requestTimeout: deps.bounds.requestMs,
     clientErrorHandler,
     serverFactory,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.

@@ -136,7 +136,7 @@ export function buildServices(deps: ServiceDeps): Services {
     admin: new AdminService({ store, clock, access }),
     agents,
     treasury: new TreasuryService({ agents, ledgers: deps.ledgers, watchlist }),
-    paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, onChange: (network, id) => links.invalidate(network, id) }),
+    paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, outbound: deps.outbound, onChange: (network, id) => links.invalidate(network, id) }),
     events,
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import type { Ledger } from '../../domain/ports/ledger.ts';
+import type { RequestBounds } from '../../domain/shared/request-bounds.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 import { createFaucet, createRemoteFaucet, type Faucet, type FaucetRequest, type FaucetResult } from './embedded/faucet.ts';
 import { announcedRpc, LedgerLockedError, lockHolder } from './embedded/files.ts';
@@ -40,6 +41,8 @@ export interface OpenLedgersOptions {
   mainnetRpcPort?: number | null | undefined;
   /** bind address of those servers, default 127.0.0.1 */
   rpcHost?: string | undefined;
+  /** those servers' bounds on slow clients (rpc-server.ts; default 10 s for the headers, 30 s for the request) */
+  rpcBounds?: RequestBounds | undefined;
   /** embedded slot length, default 400 ms; 0 = slots move only by advance() */
   slotMs?: number | undefined;
   /** deadlines of the rpc adapter: reads default 10 s, sendTransaction default 15 s */
@@ -171,7 +174,10 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
           network,
           dir: join(options.dataDir, 'ledger', network),
           slotMs: options.slotMs,
-          rpc: rpcPort !== undefined && rpcPort !== null ? { port: rpcPort, host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) } : undefined,
+          rpc:
+            rpcPort !== undefined && rpcPort !== null
+              ? { port: rpcPort, host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir), bounds: options.rpcBounds }
+              : undefined,
           onWarning: options.onWarning,
           programs: resolved!.images,
         });
@@ -243,6 +249,7 @@ export async function joinLedgers(options: {
   rpcUrl?: string | undefined;
   rpcPorts: Record<Network, number>;
   rpcHost?: string | undefined;
+  rpcBounds?: RequestBounds | undefined;
   /** the programs a ledger opened here loads (as openLedgers) */
   programsDir?: string | undefined;
   cloneUrl?: string | undefined;
@@ -278,7 +285,7 @@ export async function joinLedgers(options: {
       const ledger = await LedgerThread.open({
         network,
         dir,
-        rpc: { port: options.rpcPorts[network], host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir) },
+        rpc: { port: options.rpcPorts[network], host: options.rpcHost, adminSecret: loadOrCreateAdminSecret(options.dataDir), bounds: options.rpcBounds },
         onWarning: options.onWarning,
         programs: resolved.images,
       });

@@ -13,6 +13,8 @@ import { payToFor, treasuryOf } from '../treasury/derive.ts';
 import type { PayToReadiness, TreasuryAccounts } from '../treasury/accounts.ts';
 import { parsePrice, ParsePriceInput, priceSymbol } from './price.ts';
 import { newWebhookSecret } from '../webhooks/signature.ts';
+import { refuseUndeliverable } from '../webhooks/service.ts';
+import type { OutboundHttp } from '../ports/outbound-http.ts';
 import { z } from 'zod';
 import { newEvent, type EventMetadata } from '../events/kinds.ts';
 import {
@@ -35,6 +37,8 @@ interface Deps {
   onChange?: (network: Network, id: string) => void;
   /** Makes the treasury's token accounts exist for the link's currencies (absent: not checked) */
   treasuryAccounts?: TreasuryAccounts | undefined;
+  /** the outbound guard deliveries go through: a webhook_url it refuses is refused up front */
+  outbound: OutboundHttp;
 }
 
 const CursorShape = z.object({ pk: z.string() });
@@ -133,6 +137,7 @@ export class PaymentLinkService {
   async create(caller: Caller, keyId: string, input: CreatePaymentLinkInput): Promise<PaymentLinkWithSecret> {
     const parsed = parseInput(CreatePaymentLinkInput, input);
     const { network } = caller;
+    if (parsed.webhook_url) await refuseUndeliverable(this.deps.outbound, parsed.webhook_url, 'webhook_url');
     await this.payee(caller, parsed.owner_agent);
     const price = parsePrice(parsed.price, network, parsed.currency);
     const currencies = resolveCurrencies(network, price.stable, parsed.accepts_currencies);
@@ -206,7 +211,9 @@ export class PaymentLinkService {
     const { id, ...patch } = parseInput(UpdatePaymentLinkInput, input);
     const { network } = caller;
     const changed = Object.keys(patch).filter((k) => (patch as Record<string, unknown>)[k] !== undefined);
-    // before the transaction: the first use of an unproven agent reads the ledger, and no transaction waits on it
+    // before the transaction: the first use of an unproven agent reads the ledger, the guard may resolve a name, and
+    // no transaction waits on either
+    if (patch.webhook_url) await refuseUndeliverable(this.deps.outbound, patch.webhook_url, 'webhook_url');
     if (patch.owner_agent !== undefined) await this.payee(caller, patch.owner_agent);
     const updated = await this.deps.store.transaction(async (tx) => {
       const current = await this.require(tx, caller, id);

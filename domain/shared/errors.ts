@@ -14,6 +14,8 @@ export const ERROR_CODES = {
   payment_link_not_found: { status: 404, trpc: 'NOT_FOUND' },
   webhook_not_found: { status: 404, trpc: 'NOT_FOUND' },
   method_not_allowed: { status: 405, trpc: 'METHOD_NOT_SUPPORTED' },
+  // The client did not send its whole request (headers and body) within the listener's bound (SVC_HTTP_*_TIMEOUT_MS).
+  request_timeout: { status: 408, trpc: 'TIMEOUT' },
   conflict: { status: 409, trpc: 'CONFLICT' },
   idempotency_body_mismatch: { status: 409, trpc: 'CONFLICT' },
   idempotency_in_progress: { status: 409, trpc: 'CONFLICT' },

@@ -106,10 +106,7 @@ export class WebhookService {
    */
   async create(caller: Caller, keyId: string, input: CreateWebhookInput): Promise<WebhookWithSecret> {
     const parsed = parseInput(CreateWebhookInput, input);
-    const refused = await this.deps.outbound.check(parsed.url);
-    if (refused?.reason === 'url_refused') {
-      throw DomainError.invalid([{ path: 'url', message: refused.message, code: 'url_refused' }], `The webhook URL is refused: ${refused.message}.`);
-    }
+    await refuseUndeliverable(this.deps.outbound, parsed.url, 'url');
     const now = this.deps.clock.now();
     const events = [...new Set(parsed.events ?? ['*'])];
     const record: WebhookRecord = {
@@ -252,7 +249,10 @@ export class WebhookService {
       result = { outcome: 'delivered', status: answer.status, delivery };
     } else {
       const error = answer.ok ? (answer.status === 410 ? GONE : `the receiver answered ${answer.status}`) : `${answer.reason}: ${answer.message}`;
-      const delay = answer.ok && answer.status === 410 ? null : retryDelayMs(attempts - d.attemptBase);
+      // A 410, or a target the outbound guard refuses (a URL stored before the rule, a name now resolving to a private
+      // address): no later attempt can do better, so the delivery fails now with the reason, never retried.
+      const final = answer.ok ? answer.status === 410 : answer.reason === 'url_refused';
+      const delay = final ? null : retryDelayMs(attempts - d.attemptBase);
       const nextAttemptAt = delay === null ? null : new Date(at.getTime() + delay);
       outcome = { status: nextAttemptAt ? 'pending' : 'failed', attempts, nextAttemptAt, lastStatus, lastError: error, deliveredAt: null, at };
       result = nextAttemptAt ? { outcome: 'retry', nextAttemptAt, error, status: lastStatus, delivery } : { outcome: 'failed', error, status: lastStatus, delivery };
@@ -299,6 +299,20 @@ export class WebhookService {
     const row = await repos.webhooks.get(caller.network, id);
     if (!row || !canAccess(caller, row.ownerPrincipal)) throw new DomainError('webhook_not_found', `No webhook ${id} on ${caller.network}.`, { id });
     return row;
+  }
+}
+
+/**
+ * DECISIONS "Webhooks", one outbound rule at every entry (POST /v1/webhooks `url`, a payment link's `webhook_url` at
+ * create and update): a receiver URL the outbound guard refuses outright — not https, a private address not on
+ * SVC_OUTBOUND_ALLOW, one of the gateway's own listeners, credentials in it — is invalid_request at `path` with code
+ * `url_refused`. A name that does not resolve yet is accepted (each attempt checks again, and a refusal then fails
+ * the delivery at once).
+ */
+export async function refuseUndeliverable(outbound: OutboundHttp, url: string, path: string): Promise<void> {
+  const refused = await outbound.check(url);
+  if (refused?.reason === 'url_refused') {
+    throw DomainError.invalid([{ path, message: refused.message, code: 'url_refused' }], `The webhook URL is refused: ${refused.message}.`);
   }
 }
 

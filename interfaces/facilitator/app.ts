@@ -6,7 +6,8 @@ import type { FacilitatorService } from '../../domain/facilitator/service.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import type { Config } from '../config.ts';
 import { openFacilitatorCore } from '../core.ts';
-import { BODY_LIMIT, stampRequestId } from '../http.ts';
+import { boundedServerOptions } from '../../domain/shared/request-bounds.ts';
+import { BODY_LIMIT, clientErrorHandler, stampRequestId } from '../http.ts';
 import { registerFacilitatorRoutes } from './routes.ts';
 import { listenFailure } from '../listeners.ts';
 
@@ -27,7 +28,16 @@ export async function createFacilitatorApp(config: Config, options: { logger?: L
   const { service, log } = core;
   let fastify: FastifyInstance | undefined;
   try {
-    fastify = Fastify({ loggerInstance: log as unknown as FastifyBaseLogger, bodyLimit: BODY_LIMIT, genReqId: () => newId(), requestIdHeader: false });
+    fastify = Fastify({
+      loggerInstance: log as unknown as FastifyBaseLogger,
+      bodyLimit: BODY_LIMIT,
+      genReqId: () => newId(),
+      requestIdHeader: false,
+      // the gateway's bounds on slow clients and its envelope for what is refused before a route (http.ts)
+      http: boundedServerOptions(config.http),
+      requestTimeout: config.http.requestMs,
+      clientErrorHandler,
+    });
     fastify.addHook('onRequest', stampRequestId);
     registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '', accountsToken: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host }).catch((e: unknown) => {

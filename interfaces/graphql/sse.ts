@@ -49,6 +49,28 @@ export async function streamCredentials(
   return credentials;
 }
 
+/**
+ * What /graphql refuses at the HTTP level, before any GraphQL runs (Yoga: a media type it cannot read, an Accept it
+ * cannot answer; graphql-sse's own protocol answers), as a GraphQL response: `{ errors }` with the extensions every
+ * GraphQL error carries (code, status, details, request_id) and the status of the code's row, never a bare `null`.
+ * `message` says what to send instead; the status picks the code (interfaces/errors.ts).
+ */
+export function refusedOverHttp(
+  format: SseOptions['formatError'],
+  req: { id: string; log: ErrorLogger },
+  status: number,
+  message: string,
+): { status: number; body: string } {
+  const error = format({ statusCode: status, message }, req.id, req.log);
+  return { status: error.extensions.status as number, body: JSON.stringify({ errors: [error] }) };
+}
+
+/** What each of graphql-sse's bodiless refusals means for the client, by status. */
+const SSE_REFUSALS: Record<number, string> = {
+  404: 'No stream is reserved under this token on this node: PUT /graphql first.',
+  406: "PUT /graphql reserves a stream for graphql-sse's single connection mode: send it with Accept: text/plain (or */*).",
+};
+
 /** Answers a refused request in the REST envelope (hosted-api §7) with the headers the policies set. */
 export function refuse(reply: FastifyReply, req: FastifyRequest, err: unknown, headers: Record<string, string>): FastifyReply {
   const { status, body } = restAnswer(err, { id: req.id, log: req.log });
@@ -107,6 +129,17 @@ function generatorLike<T>(source: AsyncIterable<T>): AsyncGenerator<T> {
   return self;
 }
 
+/** The message of a graphql-sse refusal body: `{ errors: [{ message }] }` or plain text; undefined when it has none. */
+function sseMessage(body: string | null): string | undefined {
+  if (!body) return undefined;
+  try {
+    const message = (JSON.parse(body) as { errors?: { message?: unknown }[] }).errors?.[0]?.message;
+    return typeof message === 'string' ? message : undefined;
+  } catch {
+    return body;
+  }
+}
+
 export function singleConnectionHandler(options: SseOptions): { handle(req: FastifyRequest, reply: FastifyReply): Promise<unknown>; close(): void } {
   const { services } = options;
   const reservations = new Map<string, Reservation>();
@@ -119,9 +152,13 @@ export function singleConnectionHandler(options: SseOptions): { handle(req: Fast
     r.unwatch?.();
   };
 
+  /** the answers made here; graphql-sse's own refusals are rewritten (refusedOverHttp) */
+  const ours = new WeakSet<object>();
   const envelope = (err: unknown, req: FastifyRequest): SseResponse => {
     const { status, body } = restAnswer(err, { id: req.id, log: req.log });
-    return [JSON.stringify(body), { status, statusText: '', headers: { 'content-type': 'application/json; charset=utf-8' } }];
+    const init = { status, statusText: '', headers: { 'content-type': 'application/json; charset=utf-8' } };
+    ours.add(init);
+    return [JSON.stringify(body), init];
   };
 
   const handler = createHandler<Raw, ReqContext, GraphqlContext & Record<PropertyKey, unknown>>({
@@ -198,6 +235,10 @@ export function singleConnectionHandler(options: SseOptions): { handle(req: Fast
         raw: { req, reply },
         context: {},
       });
+      if (init.status >= 400 && !ours.has(init) && (body === null || typeof body === 'string')) {
+        const refused = refusedOverHttp(options.formatError, req, init.status, sseMessage(body) ?? SSE_REFUSALS[init.status] ?? init.statusText);
+        return reply.status(refused.status).type('application/json; charset=utf-8').send(refused.body);
+      }
       void reply.status(init.status).headers(init.headers ?? {});
       if (body === null || typeof body === 'string') return reply.send(body ?? undefined);
       // The stream: written as it comes, ended when the client leaves or the server shuts down (close()).

@@ -12,7 +12,7 @@ import { graphqlContext, type GraphqlContext } from './builder.ts';
 import { schema } from './schema/index.ts';
 import { FanOut, isPreSerialised, useFanOut } from './fanout.ts';
 import { mountGraphqlWs } from './ws.ts';
-import { isSingleConnection, refuse, singleConnectionHandler, streamCredentials } from './sse.ts';
+import { isSingleConnection, refuse, refusedOverHttp, singleConnectionHandler, streamCredentials } from './sse.ts';
 import type { Credentials } from '../../domain/access/schema.ts';
 import { clientSignal } from '../policies/heavy.ts';
 
@@ -145,11 +145,17 @@ function useMalformedParams(): Plugin {
 
 type LimitedContext = GraphqlContext & { req?: unknown };
 
-/** A refusal before execution: the error of the table, with Yoga's HTTP status hint when the request is HTTP. */
+/**
+ * A refusal before execution: the error of the table, with Yoga's HTTP status hint when the request is HTTP. A
+ * document over a limit is a GraphQL request error like a syntax error, so its status follows graphql-over-http as
+ * theirs does (`spec`): 400 under application/graphql-response+json, 200 under application/json — whichever limit
+ * refused it (the token limit refuses while parsing, the others after validation).
+ */
 function refusal(err: unknown, ctx: LimitedContext): ExecutionResult {
   const error = toGraphqlError(err, ctx.requestId, ctx.log);
   if (!ctx.req) return { errors: [error] };
-  return { errors: [issue(error, { ...error.extensions, http: { status: error.extensions.status } }, error.message)] };
+  const spec = error.extensions.code === 'query_too_complex';
+  return { errors: [issue(error, { ...error.extensions, http: { status: error.extensions.status, ...(spec ? { spec } : {}) } }, error.message)] };
 }
 
 /** Results over the byte cap are replaced by query_too_complex (the estimate missed: large JSON values, say). */
@@ -256,6 +262,13 @@ function yogaLogger(log: Logger): YogaLogger {
 
 type ServerContext = GraphqlContext & { req?: FastifyRequest; reply?: FastifyReply };
 
+/** What each of Yoga's bodiless refusals means for the client, by status (415 takes the REST wording, errors.ts). */
+const YOGA_REFUSALS: Record<number, string> = {
+  406:
+    'No answer in a media type the Accept header allows: queries and mutations answer application/json or ' +
+    'application/graphql-response+json; a subscription streams text/event-stream (or subscribe over graphql-ws on this path).',
+};
+
 export function mountGraphql(app: FastifyInstance, deps: { services: Services; log: Logger }): void {
   const { services, log } = deps;
   const shutdown = new AbortController();
@@ -334,6 +347,12 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
       // subscribe step, which ran before the response started.
       void reply.headers(context.responseHeaders);
       response.headers.forEach((value, key) => void reply.header(key, value));
+      // Yoga's bodiless refusals (415 a body it cannot read, 406 an Accept it cannot answer, e.g. a subscription over a
+      // plain POST) answer `{ errors }` like every other GraphQL refusal.
+      if (response.body === null && response.status >= 400) {
+        const refused = refusedOverHttp(toGraphqlError, req, response.status, YOGA_REFUSALS[response.status] ?? (response.statusText || 'Refused.'));
+        return reply.status(refused.status).type('application/json; charset=utf-8').send(refused.body);
+      }
       // A live SSE stream ends only at unsubscribe or shutdown; its connection is not reused, so closing the server
       // does not wait for the client's keep-alive to expire.
       if (response.headers.get('content-type')?.startsWith('text/event-stream')) void reply.header('connection', 'close');

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { boundedServerOptions, DEFAULT_REQUEST_BOUNDS } from '../../domain/shared/request-bounds.ts';
 import { ConfigError, loadToolEnv, readConfigFile, writeConfigFile } from './config.ts';
 import { ToolContext } from './context.ts';
 import { createToolServer } from './server.ts';
@@ -26,7 +27,8 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 }
 
 async function serveHttp(ctx: ToolContext, port: number, host: string): Promise<void> {
-  const http = createServer((req, res) => {
+  // bounded like the gateway's listeners (domain/shared/request-bounds.ts): a client that never finishes holds no socket
+  const http = createServer(boundedServerOptions(DEFAULT_REQUEST_BOUNDS), (req, res) => {
     void (async () => {
       if (new URL(req.url ?? '/', 'http://x').pathname !== '/mcp') {
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'not_found', message: 'The MCP endpoint is POST /mcp.' }));

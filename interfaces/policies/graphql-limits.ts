@@ -66,8 +66,9 @@ export function parseLimited(source: string | Source): DocumentNode {
     // graphql-js 16 words it "contains more that N tokens"
     if (e instanceof Error && /contains more (?:than|that) \d+ tokens/.test(e.message)) {
       const error = tooComplex('tokens', GRAPHQL_LIMITS.maxTokens, null, `The document has more than ${GRAPHQL_LIMITS.maxTokens} tokens.`);
-      // Yoga's HTTP status hint, as on its own request errors (the transports strip it)
-      throw new GraphQLError(error.message, { originalError: error, extensions: { http: { status: error.status } } });
+      // Yoga's HTTP status hint, as on its own request errors (the transports strip it): graphql-over-http's status
+      // for a request error, as for every limit (graphql/yoga.ts refusal)
+      throw new GraphQLError(error.message, { originalError: error, extensions: { http: { status: error.status, spec: true } } });
     }
     throw e;
   }

@@ -341,6 +341,29 @@ test('a chain-mainnet key does not see chain-devnet links or events', async (t) 
   t.is((await gql(t, GET_LINK, { id: link.id })).body.data.paymentLink.label, 'Weather report');
 });
 
+test('what /graphql refuses before any GraphQL runs answers { errors } with the code: a body it cannot read, an Accept it cannot answer, a reservation asked for as JSON', async (t) => {
+  const { app, key } = t.context;
+  const refused = async (init: { method: string; headers: Record<string, string>; body?: string }, code: string, message: RegExp) => {
+    const res = await fetch(`${app.url}/graphql`, { ...init, headers: { authorization: `Bearer ${key}`, ...init.headers } });
+    const text = await res.text();
+    t.is(res.status, 400, text);
+    t.regex(res.headers.get('content-type') ?? '', /^application\/json/);
+    const body = JSON.parse(text);
+    const error = expectError(t, { status: res.status, headers: res.headers, body }, 'invalid_request', 400);
+    t.like(error.extensions.details.issues[0], { path: '', code });
+    t.regex(error.message, message);
+  };
+  await refused({ method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ query: '{ __typename }' }) }, 'unsupported_media_type', /Content-Type: application\/json/);
+  // a subscription streams: a plain JSON POST cannot carry it
+  await refused(
+    { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query: 'subscription { events { id } }' }) },
+    'not_acceptable',
+    /text\/event-stream/,
+  );
+  // graphql-sse's single connection mode answers its reservation as text
+  await refused({ method: 'PUT', headers: { accept: 'application/json' } }, 'not_acceptable', /Accept: text\/plain/);
+});
+
 test('GET serves queries, refuses mutations (method_not_allowed) and GraphiQL in a browser', async (t) => {
   const query = encodeURIComponent('{ paymentLinks(first: 1) { hasMore } }');
   const get = await http(t.context.app, 'GET', `/graphql?query=${query}`, { key: t.context.key });

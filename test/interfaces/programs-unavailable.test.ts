@@ -3,6 +3,7 @@ import { Keypair } from '@solana/web3.js';
 import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { AGENT_REGISTRY_IDENTITY_PROGRAM_ID } from '../../domain/ledger/programs.ts';
 import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts';
+import { PREPARE_ROUTES } from '../../domain/agents/build/index.ts';
 
 // A gateway whose embedded ledgers lack Metaplex Core (no SVC_LEDGER_PROGRAMS, nothing cached: a default start): every
 // prepare route that builds a Core or Agent Registry instruction answers 503 program_unavailable naming the program and
@@ -90,4 +91,35 @@ test.serial('withdraw-sol and delegation (Core Execute): 400 for what the input 
   t.is(delegation.status, 503, JSON.stringify(delegation.body));
   t.is(delegation.body.details.program, MPL_CORE_PROGRAM_ID);
   t.is(await eventCount(t), 0, 'no route prepared anything');
+});
+
+test.serial('every prepare route checks its input before the ledger: a null body is 400 over REST and tRPC, never 503', async (t) => {
+  const { app, key, mint } = t.context;
+  for (const [name, route] of Object.entries(PREPARE_ROUTES)) {
+    const rest = await http(app, 'POST', route.path.replace('{mint}', mint), { key, body: 'null' });
+    t.is(rest.status, 400, `${route.path}: ${JSON.stringify(rest.body)}`);
+    t.is(rest.body.error, 'invalid_request', route.path);
+    const trpc = await http(app, 'POST', `/trpc/prepare.${name}`, { key, body: 'null' });
+    t.is(trpc.status, 400, `prepare.${name}: ${JSON.stringify(trpc.body)}`);
+    t.is(trpc.body.error.data.code, 'invalid_request', `prepare.${name}`);
+  }
+  // and a valid body of each Agent Registry route is then 503 naming what the ledger lacks
+  const wallet = Keypair.generate().publicKey.toBase58();
+  for (const [path, body] of [
+    ['executive/register', { authority: wallet }],
+    ['executive/delegate', { executive: wallet }],
+    ['executive/revoke', { executive: wallet }],
+    ['token/set', { genesis_account: wallet }],
+    ['delegation/revoke', { stable_symbol: 'USDC' }],
+  ] as const) {
+    const res = await http(app, 'POST', `/v1/agents/${mint}/${path}/prepare`, { key, body });
+    t.is(res.status, 503, `${path}: ${JSON.stringify(res.body)}`);
+    t.is(res.body.error, 'program_unavailable', path);
+  }
+  const events = await http(app, 'GET', '/v1/events?limit=200', { key });
+  t.deepEqual(
+    (events.body.data as { phase: string }[]).filter((e) => e.phase === 'prepared'),
+    [],
+    'no route prepared anything',
+  );
 });

@@ -430,3 +430,39 @@ test('no subscription secret appears in a delivery body, the warning logged for 
   t.false(haystack.includes(hook.secret));
   t.false(haystack.includes(hook.secret.slice('whsec_'.length)));
 });
+
+test('one outbound rule at every entry: a link’s webhook_url the guard refuses is 400 url_refused at create and update; a stored one it refuses at send time fails at once', async (t) => {
+  const { app, receiver } = t.context;
+  const a = await issue(app);
+  const { mint: agent } = await insertProvenAgent(app, a.principal);
+  // the cases POST /v1/webhooks refuses: plain http to a public name, a loopback port and a private address nobody allow-listed
+  for (const url of ['http://example.com/hook', 'http://127.0.0.1:9/hook', 'https://10.0.0.1/hook']) {
+    const created = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { webhook_url: url }) });
+    t.is(created.status, 400, url);
+    t.like(created.body, { error: 'invalid_request', details: { issues: [{ path: 'webhook_url', code: 'url_refused' }] } }, url);
+    const hook = await http(app, 'POST', '/v1/webhooks', { key: a.key, body: { url } });
+    t.like(hook.body, { error: 'invalid_request', details: { issues: [{ path: 'url', code: 'url_refused' }] } }, url);
+  }
+  const link = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { id: 'link-guarded', webhook_url: `${receiver.url}/guarded` }) });
+  t.is(link.status, 201, JSON.stringify(link.body));
+  const patched = await http(app, 'PATCH', '/v1/payment-links/link-guarded', { key: a.key, body: { webhook_url: 'http://127.0.0.1:9/hook' } });
+  t.is(patched.status, 400);
+  t.like(patched.body, { error: 'invalid_request', details: { issues: [{ path: 'webhook_url', code: 'url_refused' }] } });
+  t.is((await http(app, 'GET', '/v1/payment-links/link-guarded', { key: a.key })).body.webhook_url, `${receiver.url}/guarded`, 'the link is unchanged');
+
+  // A URL stored before the rule (or a name that now resolves to a private address): the guard refuses it at send
+  // time, and no later attempt can do better — the delivery fails on its first attempt with the reason, no retry.
+  const [row] = await sql<{ pk: string }>(app, `select pk from payment_links where network = 'chain-devnet' and id = 'link-guarded'`);
+  await sql(app, `update payment_links set webhook_url = 'http://127.0.0.1:9/hook' where pk = ?`, [row!.pk]);
+  const { enqueueLinkDelivery } = await import('../../domain/webhooks/service.ts');
+  const data = { payment_link_id: 'link-guarded', payment: { success: true, transaction: 'sig' }, receipt: {}, response: { status: 200, headers: {}, body: '' } };
+  const id = await app.database.store.transaction((tx) =>
+    enqueueLinkDelivery(tx, { network: 'chain-devnet', linkPk: row!.pk, kind: 'payment_link.settled', data, now: new Date() }),
+  );
+  const failed = await until('the refused delivery', async () => {
+    const [d] = await sql(app, 'select * from webhook_deliveries where id = ?', [id]);
+    return d?.status === 'failed' ? d : undefined;
+  });
+  t.like(failed, { attempts: 1, next_attempt_at: null, last_status: null });
+  t.regex(failed.last_error, /^url_refused: /);
+});

@@ -17,6 +17,7 @@ import type {
   WaitForSignatureOptions,
 } from '../../../domain/ports/ledger.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
+import type { RequestBounds } from '../../../domain/shared/request-bounds.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { FaucetLedger } from './faucet.ts';
 import { acquireLock } from './files.ts';
@@ -36,7 +37,7 @@ export interface LedgerThreadOptions {
   dir: string;
   slotMs?: number | undefined;
   /** serve its JSON-RPC from the thread on this port (PubSub on port + 1), bound to host; omit = no server */
-  rpc?: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined } | undefined;
+  rpc?: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined; bounds?: RequestBounds | undefined } | undefined;
   onWarning?: ((message: string) => void) | undefined;
   /** programs loaded into LiteSVM at open, in the worker (EmbeddedLedgerOptions.programs) */
   programs?: readonly { id: string; elf: Uint8Array }[] | undefined;

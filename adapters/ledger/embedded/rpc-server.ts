@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
+import { boundedServerOptions, DEFAULT_REQUEST_BOUNDS, type RequestBounds } from '../../../domain/shared/request-bounds.ts';
 import { announceRpc, withdrawRpc } from './files.ts';
 import { ADMIN_HEADER } from './keys.ts';
 import { toJson } from './json.ts';
@@ -37,6 +38,11 @@ export interface LedgerRpcServerOptions {
    */
   adminSecret?: string | null | undefined;
   limits?: PubSubLimits | undefined;
+  /**
+   * bounds on slow clients (default 10 s for the headers, 30 s for the whole request): past one the connection is
+   * closed, with a 408 JSON-RPC error once the head has arrived
+   */
+  bounds?: RequestBounds | undefined;
 }
 
 export interface LedgerRpcServer {
@@ -112,6 +118,24 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
     });
   };
 
+  /** Node's answers to a refused request, with the JSON-RPC error object a Solana client can read where one fits */
+  const clientError = (err: Error & { code?: string }, socket: Duplex) => {
+    if (socket.destroyed) return;
+    const s = socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null; parser?: { incoming?: { _dumped?: boolean } | null } | null };
+    const answered = s._httpMessage?.headersSent === true || s.parser?.incoming?._dumped === true;
+    if (socket.writable && !answered) {
+      const [status, text, message] =
+        err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+          ? [408, 'Request Timeout', 'the request did not arrive in time']
+          : err.code === 'HPE_HEADER_OVERFLOW'
+            ? [431, 'Request Header Fields Too Large', 'the request line and headers are too large']
+            : [400, 'Bad Request', 'malformed HTTP request'];
+      const body = toJson(errorObject(null, new RpcError(-32600, message)));
+      socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+    }
+    socket.destroy();
+  };
+
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_BODY });
   wss.on('error', () => {});
   wss.on('connection', (socket: WebSocket, req: IncomingMessage) => pubsub.attach(socket, req.socket.remoteAddress ?? ''));
@@ -130,9 +154,11 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
       server.close(() => resolve());
       server.closeAllConnections();
     });
+  const bounded = boundedServerOptions(options.bounds ?? DEFAULT_REQUEST_BOUNDS);
   const newServer = () => {
-    const s = createServer({ keepAliveTimeout: 60_000 }, handle);
+    const s = createServer({ keepAliveTimeout: 60_000, ...bounded }, handle);
     s.on('upgrade', upgrade);
+    s.on('clientError', clientError);
     return s;
   };
 

@@ -1,4 +1,5 @@
 import { DomainError, isErrorCode } from '../../../domain/shared/errors.ts';
+import type { RequestBounds } from '../../../domain/shared/request-bounds.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import { LedgerLockedError } from './files.ts';
 import { RpcListenError } from './rpc-server.ts';
@@ -15,7 +16,7 @@ export interface LedgerThreadData {
   /** always true: the main thread holds the directory's LOCK, where the same-process checks (files.ts) can see it */
   lockHeld: true;
   /** serve the ledger's JSON-RPC (and PubSub) from the worker; null = no server */
-  rpc: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined } | null;
+  rpc: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined; bounds?: RequestBounds | undefined } | null;
   /** programs the worker adds to LiteSVM at open (EmbeddedLedgerOptions.programs) */
   programs: readonly { id: string; elf: Uint8Array }[];
 }
