@@ -217,8 +217,10 @@ export class TransactionService {
     }
     const wire = Uint8Array.from(Buffer.from(parsed.transaction_base64, 'base64'));
     if (prepared.state === 'done' && prepared.signature === null) throw closedUnsubmitted(prepared, event);
+    // hosted-api §4.5.4–5 (DECISIONS "Agents, submissions and events"): once submitted, the event's transaction is
+    // fixed — the same bytes are a replay, any other bytes (another message included) are 409, never 422.
+    if (prepared.state !== 'prepared') return this.repeat(prepared, firstSignature(wire));
     const signed = checkSigned(prepared, wire, event);
-    if (prepared.state !== 'prepared') return this.repeat(prepared, signed.signature);
     if (!(await ledger.isBlockhashValid(prepared.recentBlockhash))) {
       throw new DomainError('transaction_expired', `The blockhash of event ${prepared.eventId} is no longer valid; prepare again.`, {
         event_id: prepared.eventId,
@@ -312,8 +314,8 @@ export class TransactionService {
   }
 
   /** The same transaction again → its stored outcome, replayed; another one → event_already_submitted. */
-  private repeat(prepared: PreparedTransactionRecord, signature: string): SubmitResult {
-    if (prepared.signature === signature) {
+  private repeat(prepared: PreparedTransactionRecord, signature: string | null): SubmitResult {
+    if (signature !== null && prepared.signature === signature) {
       return { event_id: prepared.eventId, signature, phase: 'submitted', network: prepared.network, replayed: true };
     }
     throw new DomainError('event_already_submitted', `Event ${prepared.eventId} was already submitted with another transaction (${prepared.signature}).`, {
@@ -464,6 +466,16 @@ export function compile(
   if (presigners.length) tx.partialSign(...presigners);
   const transaction = tx.serialize({ requireAllSignatures: false, verifySignatures: false });
   return { transaction: Uint8Array.from(transaction), message: Uint8Array.from(message), signers, presigned: presigners.map((k) => k.publicKey.toBase58()) };
+}
+
+/** The transaction's first signature (its id), or null when the bytes do not parse or it is unsigned. */
+function firstSignature(wire: Uint8Array): string | null {
+  try {
+    const first = decodeTransaction(wire).signatures[0];
+    return first && first.some((b) => b !== 0) ? encodeBase58(first) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** DECISIONS `transaction_invalid`: bytes that do not parse, differ from the prepared message, or lack a signature. */

@@ -121,6 +121,13 @@ test('submit refuses: another transaction for a submitted event (409), a changed
   t.is(ok.status, 202);
   // Re-signed bytes of the same message are the same transaction (ed25519 is deterministic): still a replay.
   t.is((await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } })).status, 200);
+  // hosted-api §4.5.5: once submitted, any other transaction for the event is 409 (a changed message no longer 422).
+  for (const transaction_base64 of [sign(other, from), unsigned]) {
+    const another = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64 } });
+    t.is(another.status, 409, JSON.stringify(another.body));
+    t.is(another.body.error, 'event_already_submitted');
+    t.is(another.body.details.signature, ok.body.signature);
+  }
 
   const unknown = await http(app, 'POST', '/v1/submit', { key, body: { event_id: '01JZZZZZZZZZZZZZZZZZZZZZZZ', transaction_base64: unsigned } });
   t.is(unknown.status, 404);
@@ -262,6 +269,9 @@ test('the three doors: prepare over tRPC, the same route over GraphQL, submit ov
   const SUBMIT = `mutation($input: SubmitTransactionInput!) { submitTransaction(input: $input) { eventId signature phase replayed } }`;
   const submitted = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: sign(envelope, owner) } });
   t.like(submitted.data?.submitTransaction, { eventId: envelope.event_id, phase: 'SUBMITTED', replayed: false }, JSON.stringify(submitted));
+  // Another transaction for the submitted event: the same 409 code over GraphQL (hosted-api §4.5.5).
+  const another = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: envelope.transaction!.base64 } });
+  t.is(another.errors?.[0]?.extensions?.code, 'event_already_submitted', JSON.stringify(another));
 
   // GraphQL: provision on an agent whose treasury accounts exist already (recording prepared them) is a no-op.
   const PREPARE = `mutation($route: PrepareRoute!, $input: JSON!) { prepareTransaction(route: $route, input: $input) { eventId noOp transaction { signers } echo } }`;
