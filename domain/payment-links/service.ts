@@ -1,7 +1,7 @@
 import { DomainError } from '../shared/errors.ts';
 import { CAIP2, findStable, type Network, type Stable, type StableSymbol, STABLES, X402_V1_NETWORK } from '../shared/network.ts';
 import { newId } from '../shared/ids.ts';
-import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
+import { bounded, decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
 import { iso, isoOrNull, type GatewaySettings } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
 import { bpsToPct } from '../shared/money.ts';
@@ -313,8 +313,8 @@ export class PaymentLinkService {
   /** GET /v1/seller/networks: both networks, the caller's marked current. */
   networks(current: Network) {
     const { fee, facilitatorUrl } = this.deps.settings;
-    return {
-      data: (Object.keys(STABLES) as Network[]).map((network) => ({
+    return bounded(
+      (Object.keys(STABLES) as Network[]).map((network) => ({
         network,
         caip2: CAIP2[network],
         x402_network: X402_V1_NETWORK[network],
@@ -329,7 +329,7 @@ export class PaymentLinkService {
           token_program_id: s.tokenProgramId,
         })),
       })),
-    };
+    );
   }
 
   /**

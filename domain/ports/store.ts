@@ -297,8 +297,11 @@ export interface IdentityRepository {
   getClaim(network: Network, mint: string, id: string): Promise<ClaimRecord | null>;
   /** sets revoked_at once; false when already revoked */
   revokeClaim(network: Network, mint: string, id: string, at: Date): Promise<boolean>;
-  /** oldest first; `publicOnly`: public claims not revoked */
-  listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
+  /**
+   * oldest first (created_at, id), at most `limit` (default 200); `publicOnly`: public claims not revoked; `after`: the
+   * claims after that one (a page's cursor)
+   */
+  listClaims(network: Network, mint: string, options: { publicOnly: boolean; limit?: number; after?: { createdAt: Date; id: string } }): Promise<ClaimRecord[]>;
   insertDisclosure(record: DisclosureRecord): Promise<void>;
   /** by the token's hash alone (the anonymous read: the link names its network) */
   getDisclosure(tokenHash: string): Promise<DisclosureRecord | null>;
