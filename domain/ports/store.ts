@@ -39,6 +39,8 @@ export interface AgentRepository {
    */
   replace(record: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }): Promise<boolean>;
   get(network: Network, mint: string): Promise<AgentRecord | null>;
+  /** sets the agent's executive; with `ifCurrent`, only while the stored one is that wallet (a revoke clears its own) */
+  setExecutive(network: Network, mint: string, executive: string | null, options?: { ifCurrent?: string }): Promise<void>;
   /** the agent whose treasury (asset-signer PDA) is `treasury`; null when none is recorded */
   findByTreasury(network: Network, treasury: string): Promise<AgentRecord | null>;
   /** the ledger showed its asset with its owner at `at`: proven_at (kept when set already) and ledger_checked_at */

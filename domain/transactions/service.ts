@@ -10,7 +10,7 @@ import { encodeBase58 } from '../shared/base58.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Ledger, LedgerTransaction, LedgerTransactionError } from '../ports/ledger.ts';
 import { recordSpendReceipt } from './spend-receipt.ts';
-import type { Store } from '../ports/store.ts';
+import type { Repositories, Store } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { newEvent, type EventMetadata, type PreparedKind } from '../events/kinds.ts';
 import type { EventRecord } from '../events/schema.ts';
@@ -405,6 +405,7 @@ export class TransactionService {
       await tx.preparedTransactions.finish(row.network, row.eventId);
       if (!event) return;
       if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
+      await recordExecutive(tx, row, event.metadata);
       if (row.kind === 'buyer.payment') {
         await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
       }
@@ -572,6 +573,23 @@ function eventNotFound(network: Network, id: string): DomainError {
 export function errorCode(err: LedgerTransactionError): string {
   const name = typeof err === 'string' ? err : (Object.keys(err)[0] ?? 'unknown');
   return name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+}
+
+/**
+ * The agent record's `executive` (DECISIONS "Prepare / submit / events"): the wallet of the last executive delegation
+ * (Execute, `agent.executive.delegate`) or token delegation (`agent.delegation.set`) the gateway prepared and saw
+ * confirmed; `agent.executive.revoke` of that wallet clears it. A token delegation revoked leaves it: the allowances
+ * themselves are the record's `delegations`, read from the ledger.
+ */
+async function recordExecutive(tx: Repositories, row: PreparedTransactionRecord, metadata: Record<string, unknown>): Promise<void> {
+  const wallet = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : null);
+  if (row.kind === 'agent.executive.delegate' || row.kind === 'agent.delegation.set') {
+    const executive = wallet(row.kind === 'agent.executive.delegate' ? metadata.executive : metadata.delegate);
+    if (executive) await tx.agents.setExecutive(row.network, row.agent, executive);
+  } else if (row.kind === 'agent.executive.revoke') {
+    const executive = wallet(metadata.executive);
+    if (executive) await tx.agents.setExecutive(row.network, row.agent, null, { ifCurrent: executive });
+  }
 }
 
 /** The agent an `agent.create` transaction made, recorded when it is confirmed (source "prepared"). */
