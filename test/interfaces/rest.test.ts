@@ -98,7 +98,10 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
   t.is(link.network, 'chain-devnet');
   t.is(link.label, 'Weather report');
   t.is(link.owner_agent, mint);
-  t.is(link.pay_to, payTo);
+  // hosted-api §2.2–2.3: pay_to has one meaning on a link and its accepts — the x402 payTo, the treasury; the token
+  // account the seller leg credits is its own field
+  t.is(link.pay_to, treasuryPda(mint).toBase58());
+  t.is(link.pay_to_token_account, payTo);
   t.is(link.method, 'GET');
   t.is(link.path, `/x/${link.id}`);
   t.is(link.price, '$0.01');
@@ -472,8 +475,9 @@ test('preview returns accepts[], pay_to and facilitator and stores nothing', asy
   t.is(res.status, 200, JSON.stringify(res.body));
   requestIdOf(t, res);
   const payTo = devnetPayTo(mint);
-  t.is(res.body.pay_to, payTo);
   t.is(res.body.treasury, treasuryPda(mint).toBase58());
+  t.is(res.body.pay_to, res.body.treasury, 'pay_to is the x402 payTo, as on a link');
+  t.is(res.body.pay_to_token_account, payTo);
   t.is(res.body.facilitator, `${app.services.settings.baseUrl}/facilitator`);
   t.deepEqual(res.body.accepts, [
     { scheme: 'exact', network: DEVNET_CAIP2, pay_to: res.body.treasury, pay_to_token_account: payTo, pay_to_ready: null, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' },
