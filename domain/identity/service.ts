@@ -65,7 +65,7 @@ import {
 const WELL_KNOWN_TIMEOUT_MS = 5_000;
 const WELL_KNOWN_MAX_BYTES = 16 * 1024;
 export const WELL_KNOWN_PATH = '/.well-known/svc-agent.json';
-
+/** a claims page's cursor: the last claim returned, in the list's order (created_at, id) */
 const ClaimCursor = z.object({ at: z.string().datetime(), id: z.string() });
 /** Capability cards an agent may have (its lists answer them all). */
 export const MAX_CARDS = 64;
