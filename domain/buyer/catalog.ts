@@ -3,6 +3,7 @@ import type { FacilitatorHealth, SupportedResponse } from '../facilitator/wire.t
 import { bpsToPct } from '../shared/money.ts';
 import { CAIP2, NETWORKS, STABLES, X402_V1_NETWORK, type Network, type Stable } from '../shared/network.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
+import { bounded } from '../shared/pagination.ts';
 import type { BuyerCurrencies, BuyerNetworks, FacilitatorInfo, StableInfo } from './schema.ts';
 
 // What a buyer (and a seller) needs to know before paying: the networks and their curated stables — from
@@ -28,8 +29,8 @@ export class BuyerCatalog {
 
   networks(current: Network): BuyerNetworks {
     const { fee } = this.deps.settings;
-    return {
-      data: NETWORKS.map((network) => ({
+    return bounded(
+      NETWORKS.map((network) => ({
         network,
         caip2: CAIP2[network],
         x402_network: X402_V1_NETWORK[network],
@@ -38,11 +39,11 @@ export class BuyerCatalog {
         protocol_fee: { bps: fee.bps, pct: bpsToPct(fee.bps), authority: fee.authorities[network] },
         stables: STABLES[network].map(stableInfo),
       })),
-    };
+    );
   }
 
   currencies(network: Network): BuyerCurrencies {
-    return { network, data: STABLES[network].map(stableInfo) };
+    return { network, ...bounded(STABLES[network].map(stableInfo)) };
   }
 
   /** GET /v1/seller/facilitator: never fails on the facilitator's account — an unanswered /health is reported. */

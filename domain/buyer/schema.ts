@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Address } from '../shared/address.ts';
 import { Network, StableSymbol } from '../shared/network.ts';
+import { listEnvelope } from '../shared/pagination.ts';
 import { WholeUnits, PrepareBuyerPaymentInput } from '../agents/prepare-schema.ts';
 import { Verdict, Check as IdentityCheck } from '../identity/schema.ts';
 import { PreparedEnvelope } from '../transactions/schema.ts';
@@ -24,25 +25,23 @@ export const StableInfo = z.object({
 export type StableInfo = z.infer<typeof StableInfo>;
 
 /** GET /v1/buyer/networks */
-export const BuyerNetworks = z.object({
-  data: z.array(
-    z.object({
-      network: Network,
-      caip2: z.string(),
-      x402_network: z.string(),
-      /** the caller's key's network: the only one it can pay on */
-      current: z.boolean(),
-      /** the payment rails the gateway's buyer routes speak, e.g. ["x402"] */
-      rails: z.array(z.string()),
-      protocol_fee: z.object({ bps: z.number().int(), pct: z.string(), authority: z.string() }),
-      stables: z.array(StableInfo),
-    }),
-  ),
-});
+export const BuyerNetworks = listEnvelope(
+  z.object({
+    network: Network,
+    caip2: z.string(),
+    x402_network: z.string(),
+    /** the caller's key's network: the only one it can pay on */
+    current: z.boolean(),
+    /** the payment rails the gateway's buyer routes speak, e.g. ["x402"] */
+    rails: z.array(z.string()),
+    protocol_fee: z.object({ bps: z.number().int(), pct: z.string(), authority: z.string() }),
+    stables: z.array(StableInfo),
+  }),
+);
 export type BuyerNetworks = z.infer<typeof BuyerNetworks>;
 
 /** GET /v1/buyer/currency: the curated stables of the caller's network. */
-export const BuyerCurrencies = z.object({ network: Network, data: z.array(StableInfo) });
+export const BuyerCurrencies = z.object({ network: Network, ...listEnvelope(StableInfo).shape });
 export type BuyerCurrencies = z.infer<typeof BuyerCurrencies>;
 
 /** GET /v1/seller/facilitator */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Network } from '../shared/network.ts';
+import { Cursor, listEnvelope } from '../shared/pagination.ts';
 
 // fee-facilitator-mpp-tools §4.3 svc_discover: one search over two catalogues — the gateway's public
 // payment links (`source: "svc"`; a link is public when its owner sets metadata.discoverable = true) and the
@@ -18,6 +19,7 @@ export const DiscoverInput = z.object({
     .describe('only paid services at or below this price (registry items have no price and are kept)'),
   source: DiscoverySource.optional().describe('one catalogue only'),
   limit: z.coerce.number().int().min(1).max(100).default(20),
+  cursor: Cursor.optional().describe('the next_cursor of the previous page'),
 });
 export type DiscoverInput = z.input<typeof DiscoverInput>;
 
@@ -52,5 +54,6 @@ export const DiscoverItem = z.object({
 });
 export type DiscoverItem = z.infer<typeof DiscoverItem>;
 
-export const DiscoverResult = z.object({ data: z.array(DiscoverItem) });
+/** DECISIONS "Wire conventions": the list envelope; pages go on while the catalogues' newest entries hold matches */
+export const DiscoverResult = listEnvelope(DiscoverItem);
 export type DiscoverResult = z.infer<typeof DiscoverResult>;

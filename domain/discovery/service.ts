@@ -1,11 +1,16 @@
+import { z } from 'zod';
 import { shareUrl } from '../payment-links/service.ts';
 import type { Caller } from '../access/ownership.ts';
 import type { DiscoveryRepository, DiscoverableLinkRow, RegisteredAgentRow } from '../ports/discovery-store.ts';
 import { atomicToDecimal, decimalToAtomic } from '../shared/money.ts';
 import { findStable, type Network } from '../shared/network.ts';
-import type { z } from 'zod';
 import { parseInput } from '../shared/validation.ts';
-import { DiscoverInput, PublicDiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.ts';
+import { decodeCursor, encodeCursor } from '../shared/pagination.ts';
+import { DiscoverInput, DiscoverySource, PublicDiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.ts';
+
+/** where the next page starts: a catalogue and an offset among its newest entries */
+const DiscoverCursor = z.object({ source: DiscoverySource, offset: z.number().int().min(0) });
+type DiscoverCursor = z.infer<typeof DiscoverCursor>;
 
 /** How many of each catalogue's newest entries a search reads at most. */
 const CATALOGUE_WINDOW = 500;
@@ -15,9 +20,9 @@ const CATALOGUE_WINDOW = 500;
  * until `limit` matches are found or CATALOGUE_WINDOW entries were read (bench:growth: a search used to read
  * the whole window whatever it matched; a page without a search is its first chunk alone). Offsets of the chunks read.
  */
-export function discoverChunks(limit: number): Array<{ limit: number; offset: number }> {
+export function discoverChunks(limit: number, start = 0): Array<{ limit: number; offset: number }> {
   const chunks: Array<{ limit: number; offset: number }> = [];
-  for (let offset = 0, size = Math.max(1, Math.min(limit, CATALOGUE_WINDOW)); offset < CATALOGUE_WINDOW; offset += size, size *= 2) {
+  for (let offset = start, size = Math.max(1, Math.min(limit, CATALOGUE_WINDOW)); offset < CATALOGUE_WINDOW; offset += size, size *= 2) {
     chunks.push({ offset, limit: Math.min(size, CATALOGUE_WINDOW - offset) });
   }
   return chunks;
@@ -53,25 +58,32 @@ export class DiscoveryService {
       return true;
     };
     // svc's links first, then the registry's agents, each newest first: the first `limit` matches of the newest
-    // CATALOGUE_WINDOW entries of each, read chunk by chunk until the page is full
-    const found: DiscoverItem[] = [];
+    // CATALOGUE_WINDOW entries of each, read chunk by chunk until the page is full. One match more says whether
+    // another page exists; the cursor is where that match stands (DECISIONS "Wire conventions": the list envelope).
+    const from = q.cursor ? decodeCursor(DiscoverCursor, q.cursor) : undefined;
+    const want = q.limit + 1;
+    const found: Array<{ item: DiscoverItem; at: DiscoverCursor }> = [];
     const seen = new Set<string>(); // an entry added between two chunks shifts the offsets by one: never list one twice
-    const search = async <R>(read: (limit: number, offset: number) => Promise<R[]>, toItem: (row: R) => DiscoverItem) => {
-      for (const chunk of discoverChunks(q.limit)) {
-        if (found.length >= q.limit) return;
+    const scan = async <R>(source: DiscoverCursor['source'], read: (limit: number, offset: number) => Promise<R[]>, toItem: (row: R) => DiscoverItem) => {
+      if (q.source !== undefined && q.source !== source) return;
+      if (from && source === 'svc' && from.source === 'registry') return;
+      const start = from && from.source === source ? from.offset : 0;
+      for (const chunk of discoverChunks(want, start)) {
+        if (found.length >= want) return;
         const rows = await read(chunk.limit, chunk.offset);
-        for (const row of rows) {
+        for (const [i, row] of rows.entries()) {
           const item = toItem(row);
           if (seen.has(`${item.source}:${item.id}`) || !matches(item)) continue;
           seen.add(`${item.source}:${item.id}`);
-          if (found.push(item) >= q.limit) return;
+          if (found.push({ item, at: { source, offset: chunk.offset + i } }) >= want) return;
         }
         if (rows.length < chunk.limit) return;
       }
     };
-    if (q.source !== 'registry') await search((limit, offset) => this.deps.store.discovery.discoverableLinks(network, limit, offset), (row) => this.linkItem(row));
-    if (q.source !== 'svc') await search((limit, offset) => this.deps.store.discovery.registeredAgents(network, limit, offset), registryItem);
-    return { data: found };
+    await scan('svc', (limit, offset) => this.deps.store.discovery.discoverableLinks(network, limit, offset), (row) => this.linkItem(row));
+    await scan('registry', (limit, offset) => this.deps.store.discovery.registeredAgents(network, limit, offset), registryItem);
+    const next = found.length > q.limit ? found[q.limit]!.at : null;
+    return { data: found.slice(0, q.limit).map((f) => f.item), next_cursor: next && encodeCursor(next), has_more: next !== null };
   }
 
   private linkItem(r: DiscoverableLinkRow): DiscoverItem {

@@ -3,6 +3,7 @@ import { PaymentLink } from '../payment-links/schema.ts';
 import { Receipt, VerificationStatus } from '../receipts/schema.ts';
 import type { EventPhase, NewEvent, NewEventFields } from './schema.ts';
 import { PreparedSigner } from '../transactions/signers.ts';
+import { listEnvelope } from '../shared/pagination.ts';
 
 // The event catalogue: every kind the gateway appends, with its metadata schema and the phases it may be
 // in. `newEvent` is typed by kind, so a service cannot append a kind or a metadata shape the catalogue does not know;
@@ -287,7 +288,8 @@ export const EventKindDoc = z.object({
   metadata_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the metadata of events of this kind'),
 });
 export type EventKindDoc = z.infer<typeof EventKindDoc>;
-export const EventCatalogue = z.object({ data: z.array(EventKindDoc) });
+/** the fixed catalogue: a bounded list, one complete page of the list envelope */
+export const EventCatalogue = listEnvelope(EventKindDoc);
 
 let docs: EventKindDoc[] | undefined;
 

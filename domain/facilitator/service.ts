@@ -55,7 +55,8 @@ export interface FacilitatorDeps {
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
-type Failure = { ok: false; reason: FacilitatorReason; message: string; payer?: string | undefined };
+/** `details`: what a client needs to act on the reason, e.g. insufficient_allowance's { allowance_atomic, required_atomic } */
+type Failure = { ok: false; reason: FacilitatorReason; message: string; payer?: string | undefined; details?: Record<string, unknown> | undefined };
 
 interface Prepared {
   ok: true;
@@ -126,8 +127,8 @@ export class FacilitatorService implements Facilitator {
     // read instead (settle's send preflights it after the creation).
     const refused = creations.some((c) => !c.inTransaction)
       ? await this.canPay(prepared, verdict)
-      : await this.simulate(prepared.ledger, checked.value.signed);
-    if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, payer: verdict.payer };
+      : await this.explained(prepared, verdict, await this.simulate(prepared.ledger, checked.value.signed));
+    if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, ...(refused.details ? { invalidDetails: refused.details } : {}), payer: verdict.payer };
     return { isValid: true, payer: verdict.payer };
   }
 
@@ -434,9 +435,23 @@ export class FacilitatorService implements Facilitator {
     if (state.mint !== prepared.requirements.asset) return fail('insufficient_funds', `the source ${verdict.source} holds another mint`, verdict.payer);
     if (state.amount < gross) return fail('insufficient_funds', `the source holds ${state.amount} atoms; the payment needs ${gross}`, verdict.payer);
     if (state.owner === verdict.payer) return null;
-    if (state.delegate !== verdict.payer) return fail('insufficient_allowance', `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`, verdict.payer);
-    if (state.delegatedAmount < gross) return fail('insufficient_allowance', `the delegation allows ${state.delegatedAmount} atoms; the payment needs ${gross}`, verdict.payer);
+    const allowance = state.delegate === verdict.payer ? state.delegatedAmount : 0n;
+    if (allowance < gross) {
+      // fee-facilitator-mpp-tools §2.2.6, §7: the buyer is told to size the delegation in gross; the numbers say by how much
+      const why = state.delegate === verdict.payer ? `the delegation allows ${allowance} atoms` : `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`;
+      return { ...fail('insufficient_allowance', `${why}; the payment needs ${gross} (amount + protocol fee)`, verdict.payer), details: { allowance_atomic: allowance.toString(), required_atomic: gross.toString() } };
+    }
     return null;
+  }
+
+  /**
+   * The token program reports a delegate's short allowance as InsufficientFunds, as it does a short balance: a ledger
+   * refusal of that kind is read against the source account, so a delegate short of allowance learns
+   * `insufficient_allowance` (fee-facilitator-mpp-tools §7).
+   */
+  private async explained<F extends Failure | null>(prepared: Prepared, verdict: VerifyValid, failure: F): Promise<F | Failure> {
+    if (failure?.reason !== 'insufficient_funds') return failure;
+    return (await this.canPay(prepared, verdict).catch(() => null)) ?? failure;
   }
 
   /** §4.1.5: the co-signed transaction against the node; null when it would succeed. */
@@ -494,7 +509,7 @@ export class FacilitatorService implements Facilitator {
       return { failure: fail('settlement_pending', `broadcast not acknowledged (${(e as Error).message}); settle again with the same transaction to learn the outcome`, c.verdict.payer), refused: false };
     }
     if (!sent.ok) {
-      const failure = ledgerFailure(sent.err, sent.logs);
+      const failure = await this.explained(c.prepared, c.verdict, ledgerFailure(sent.err, sent.logs));
       await this.giveUp(network, c.signature, failure.reason);
       return { failure: { ...failure, payer: c.verdict.payer }, refused: true };
     }
@@ -564,7 +579,7 @@ export class FacilitatorService implements Facilitator {
 }
 
 function failed(f: Failure, transaction: string, network: string): SettleResponse {
-  return { success: false, errorReason: f.reason, errorMessage: f.message, transaction, network, payer: f.payer };
+  return { success: false, errorReason: f.reason, errorMessage: f.message, ...(f.details ? { errorDetails: f.details } : {}), transaction, network, payer: f.payer };
 }
 
 function decodeBase64(text: string): Uint8Array | null {

@@ -101,6 +101,8 @@ export const VerifyResponse = z.looseObject({
   isValid: z.boolean(),
   invalidReason: z.string().optional(),
   invalidMessage: z.string().optional(),
+  /** what a client needs to act on the reason, e.g. insufficient_allowance: { allowance_atomic, required_atomic } */
+  invalidDetails: z.record(z.string(), z.unknown()).optional(),
   payer: z.string().optional(),
 });
 export type VerifyResponse = z.infer<typeof VerifyResponse>;
@@ -113,6 +115,8 @@ export const SettleResponse = z.looseObject({
   success: z.boolean(),
   errorReason: z.string().optional(),
   errorMessage: z.string().optional(),
+  /** as VerifyResponse.invalidDetails */
+  errorDetails: z.record(z.string(), z.unknown()).optional(),
   transaction: z.string(),
   network: z.string(),
   payer: z.string().optional(),

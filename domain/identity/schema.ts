@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { Address } from '../shared/address.ts';
 import { Network } from '../shared/network.ts';
-import { Cursor, Limit } from '../shared/pagination.ts';
+import { Cursor, Limit, listEnvelope } from '../shared/pagination.ts';
 
 // DECISIONS "Identity": one schema per body and per resource, shared by REST, tRPC and GraphQL.
 
@@ -56,9 +56,13 @@ export type UpdateProfileInput = z.input<typeof UpdateProfileInput>;
 
 export const IdentityMintInput = z.object({ mint: Address });
 
+/** A page of one agent's list (its history, its claims): DECISIONS "Wire conventions" cursor and limit. */
+export const MintPageInput = z.object({ mint: Address, cursor: Cursor.optional(), limit: Limit });
+export type MintPageInput = z.input<typeof MintPageInput>;
+
 /** GET /v1/identity/{mint}/history: the agent's identity.* events, newest first */
-export const HistoryInput = z.object({ mint: Address, cursor: Cursor.optional(), limit: Limit });
-export type HistoryInput = z.input<typeof HistoryInput>;
+export const HistoryInput = MintPageInput;
+export type HistoryInput = MintPageInput;
 
 /** GET /v1/identity/resolve: exactly one of mint, handle, domain. */
 export const ResolveInput = z
@@ -118,7 +122,7 @@ export type CreateClaimInput = z.input<typeof CreateClaimInput>;
 export const ClaimIdInput = z.object({ mint: Address, id: z.string().min(1).max(64) });
 export type ClaimIdInput = z.input<typeof ClaimIdInput>;
 
-export const ClaimList = z.object({ data: z.array(Claim) });
+export const ClaimList = listEnvelope(Claim);
 export type ClaimList = z.infer<typeof ClaimList>;
 
 /** What a disclosure link may reveal: the public parts, and `private_claims` (the owner's private claims, not revoked). */
@@ -193,7 +197,8 @@ export type CardIdInput = z.input<typeof CardIdInput>;
 export const UpdateCardInput = z.strictObject({ mint: Address, id: z.string().min(1).max(64), ...cardFields });
 export type UpdateCardInput = z.input<typeof UpdateCardInput>;
 
-export const CardList = z.object({ data: z.array(CapabilityCard) });
+/** at most MAX_CARDS per agent: always one complete page */
+export const CardList = listEnvelope(CapabilityCard);
 export type CardList = z.infer<typeof CardList>;
 
 /**

@@ -13,7 +13,7 @@ import { decodeCoreAsset, type CoreAsset } from '../agents/asset.ts';
 import { newEvent } from '../events/kinds.ts';
 import type { EventService } from '../events/service.ts';
 import type { Event } from '../events/schema.ts';
-import type { Page } from '../shared/pagination.ts';
+import { bounded, decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
@@ -31,6 +31,7 @@ import {
   CreateDisclosureInput,
   DisclosureTokenInput,
   HistoryInput,
+  MintPageInput,
   DomainInput,
   DomainName,
   Handle,
@@ -64,6 +65,8 @@ import {
 const WELL_KNOWN_TIMEOUT_MS = 5_000;
 const WELL_KNOWN_MAX_BYTES = 16 * 1024;
 export const WELL_KNOWN_PATH = '/.well-known/svc-agent.json';
+/** a claims page's cursor: the last claim returned, in the list's order (created_at, id) */
+const ClaimCursor = z.object({ at: z.string().datetime(), id: z.string() });
 /** Capability cards an agent may have (its lists answer them all). */
 export const MAX_CARDS = 64;
 /** Reading a registration document back (resolve, verify). */
@@ -278,11 +281,22 @@ export class IdentityService {
     return toClaim(claim);
   }
 
-  /** GET /v1/identity/{mint}/claims (owner): every claim, private and revoked ones too, oldest first. */
-  async listClaims(caller: Caller, mint: string): Promise<ClaimList> {
-    const agent = await this.deps.agents.requireVisible(caller, mint);
-    const claims = await this.deps.store.identity.listClaims(agent.network, agent.mint, { publicOnly: false });
-    return { data: claims.filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim) };
+  /**
+   * GET /v1/identity/{mint}/claims (owner): every claim, private and revoked ones too, oldest first, in pages of the
+   * list envelope (DECISIONS "Wire conventions": claims have no cap).
+   */
+  async listClaims(caller: Caller, input: MintPageInput): Promise<ClaimList> {
+    const parsed = parseInput(MintPageInput, input);
+    const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
+    const after = parsed.cursor ? decodeCursor(ClaimCursor, parsed.cursor) : undefined;
+    const rows = await this.deps.store.identity.listClaims(agent.network, agent.mint, {
+      publicOnly: false,
+      limit: parsed.limit + 1,
+      ...(after ? { after: { createdAt: new Date(after.at), id: after.id } } : {}),
+    });
+    const page = toPage(rows, parsed.limit, (c) => c, (c) => encodeCursor({ at: c.createdAt.toISOString(), id: c.id }));
+    // a previous owner's claims are not the agent's now (the cursor still moves past them)
+    return { ...page, data: page.data.filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim) };
   }
 
   /**
@@ -382,7 +396,7 @@ export class IdentityService {
   /** GET /v1/identity/{mint}/capability-cards (owner): every card, private ones too, by capability name. */
   async listCards(caller: Caller, mint: string): Promise<CardList> {
     const agent = await this.deps.agents.requireVisible(caller, mint);
-    return { data: (await this.ownCards(agent, { publicOnly: false })).map(toCard) };
+    return bounded((await this.ownCards(agent, { publicOnly: false })).map(toCard));
   }
 
   /** GET /v1/identity/{mint}/capability-cards/{id} (owner). */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Network } from '../shared/network.ts';
+import { listEnvelope } from '../shared/pagination.ts';
 
 // GET /v1/indexer/status (REST, tRPC indexer.status, GraphQL indexerStatus): one schema for the three doors.
 
@@ -16,5 +17,6 @@ export const IndexerNetworkStatus = z.object({
 });
 export type IndexerNetworkStatus = z.infer<typeof IndexerNetworkStatus>;
 
-export const IndexerStatus = z.object({ data: z.array(IndexerNetworkStatus) });
+/** one entry, the key's network: a bounded list, one complete page */
+export const IndexerStatus = listEnvelope(IndexerNetworkStatus);
 export type IndexerStatus = z.infer<typeof IndexerStatus>;

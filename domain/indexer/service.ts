@@ -1,6 +1,7 @@
 import type { Network } from '../shared/network.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
 import { iso } from '../shared/settings.ts';
+import { bounded } from '../shared/pagination.ts';
 import { newId } from '../shared/ids.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Ledger, SignatureInfo } from '../ports/ledger.ts';
@@ -148,20 +149,18 @@ export class IndexerService {
     const s = await this.deps.store.indexer.status(network);
     const ledger = this.deps.ledgers[network];
     const ledgerSlot = ledger ? await ledger.getSlot().catch(() => null) : null;
-    return {
-      data: [
-        {
-          network,
-          ledger_slot: ledgerSlot,
-          cursor_slot: s.syncedSlot,
-          newest_cursor_slot: s.maxCursorSlot,
-          lag_slots: ledgerSlot !== null && s.syncedSlot !== null ? Math.max(0, ledgerSlot - s.syncedSlot) : null,
-          watched_addresses: s.watched,
-          last_run_at: s.lastRunAt ? iso(s.lastRunAt) : null,
-          last_error: s.lastError,
-          last_error_at: s.lastErrorAt ? iso(s.lastErrorAt) : null,
-        },
-      ],
-    };
+    return bounded([
+      {
+        network,
+        ledger_slot: ledgerSlot,
+        cursor_slot: s.syncedSlot,
+        newest_cursor_slot: s.maxCursorSlot,
+        lag_slots: ledgerSlot !== null && s.syncedSlot !== null ? Math.max(0, ledgerSlot - s.syncedSlot) : null,
+        watched_addresses: s.watched,
+        last_run_at: s.lastRunAt ? iso(s.lastRunAt) : null,
+        last_error: s.lastError,
+        last_error_at: s.lastErrorAt ? iso(s.lastErrorAt) : null,
+      },
+    ]);
   }
 }

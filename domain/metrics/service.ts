@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { parseInput } from '../shared/validation.ts';
 import { DomainError } from '../shared/errors.ts';
+import { Cursor, decodeCursor, encodeCursor, Limit, listEnvelope, toPage } from '../shared/pagination.ts';
 import type { Store } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { RequestRecordStore } from '../ports/policy-store.ts';
@@ -10,23 +11,22 @@ import { ownerFilter, type Caller } from '../access/ownership.ts';
 export const UsageInput = z.object({
   days: z.coerce.number().int().min(1).max(30).default(7),
   key_id: z.string().max(64).optional(),
+  cursor: Cursor.optional(),
+  limit: Limit,
 });
 export type UsageInput = z.input<typeof UsageInput>;
 
-export const Usage = z.object({
-  network: z.string(),
-  since: z.string(),
-  data: z.array(
-    z.object({
-      key_id: z.string(),
-      bucket: z.string(),
-      day: z.string(),
-      requests: z.number().int(),
-      errors: z.number().int(),
-      throttled: z.number().int(),
-    }),
-  ),
+export const UsageEntry = z.object({
+  key_id: z.string(),
+  bucket: z.string(),
+  day: z.string(),
+  requests: z.number().int(),
+  errors: z.number().int(),
+  throttled: z.number().int(),
 });
+/** DECISIONS "Wire conventions": the list envelope, with the window it covers */
+export const Usage = z.object({ network: z.string(), since: z.string(), ...listEnvelope(UsageEntry).shape });
+const UsageCursor = z.object({ day: z.string(), key_id: z.string(), bucket: z.string() });
 
 export const EventsInput = z.object({
   days: z.coerce.number().int().min(1).max(3650).optional(),
@@ -52,12 +52,20 @@ export class MetricsService {
     const now = this.deps.clock.now();
     const since = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (q.days - 1)));
     const keyId = principal.role === 'admin' ? q.key_id : principal.keyId;
-    const rows = await this.deps.records.usage(principal.network, { keyId, since });
-    return {
-      network: principal.network,
-      since: since.toISOString(),
-      data: rows.map((r) => ({ key_id: r.keyId, bucket: r.bucket, day: r.day, requests: r.requests, errors: r.errors, throttled: r.throttled })),
-    };
+    const after = q.cursor ? decodeCursor(UsageCursor, q.cursor) : undefined;
+    const rows = await this.deps.records.usage(principal.network, {
+      keyId,
+      since,
+      limit: q.limit + 1,
+      ...(after ? { after: { day: after.day, keyId: after.key_id, bucket: after.bucket } } : {}),
+    });
+    const page = toPage(
+      rows,
+      q.limit,
+      (r) => ({ key_id: r.keyId, bucket: r.bucket, day: r.day, requests: r.requests, errors: r.errors, throttled: r.throttled }),
+      (r) => encodeCursor({ day: r.day, key_id: r.keyId, bucket: r.bucket }),
+    );
+    return { network: principal.network, since: since.toISOString(), ...page };
   }
 
   /** Folds the event counters' deltas into their rollup (the compact_event_counts job). */

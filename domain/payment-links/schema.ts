@@ -132,7 +132,10 @@ export const PaymentLink = z.object({
   network: Network,
   label: z.string(),
   owner_agent: z.string(),
+  /** hosted-api §2.2–2.3: one meaning everywhere — the x402 payTo, the owner agent's treasury (asset-signer PDA) */
   pay_to: z.string(),
+  /** the account the primary currency's seller leg credits: ATA(pay_to, asset, token program) */
+  pay_to_token_account: z.string(),
   method: HttpMethod,
   path: z.string(),
   price: z.string(),
@@ -175,7 +178,10 @@ export const PaymentLinkPreview = z.object({
   network: Network,
   owner_agent: z.string(),
   treasury: z.string(),
+  /** the x402 payTo: the treasury, as on a link and its accepts (hosted-api §2.2–2.3) */
   pay_to: z.string(),
+  /** the account the primary currency's seller leg credits: ATA(pay_to, asset, token program) */
+  pay_to_token_account: z.string(),
   facilitator: z.string(),
   price: z.string(),
   currency: StableSymbol,

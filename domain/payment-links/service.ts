@@ -1,7 +1,7 @@
 import { DomainError } from '../shared/errors.ts';
 import { CAIP2, findStable, type Network, type Stable, type StableSymbol, STABLES, X402_V1_NETWORK } from '../shared/network.ts';
 import { newId } from '../shared/ids.ts';
-import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
+import { bounded, decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
 import { iso, isoOrNull, type GatewaySettings } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
 import { bpsToPct } from '../shared/money.ts';
@@ -104,7 +104,8 @@ export class PaymentLinkService {
       network: r.network,
       label: r.label,
       owner_agent: r.ownerAgent,
-      pay_to: payToFor(r.ownerAgent, primary),
+      pay_to: treasuryOf(r.ownerAgent),
+      pay_to_token_account: payToFor(r.ownerAgent, primary),
       method: r.method,
       path: `/x/${r.id}`,
       price: r.price,
@@ -297,7 +298,8 @@ export class PaymentLinkService {
       network,
       owner_agent: parsed.owner_agent,
       treasury: treasuryOf(parsed.owner_agent),
-      pay_to: payToFor(parsed.owner_agent, price.stable),
+      pay_to: treasuryOf(parsed.owner_agent),
+      pay_to_token_account: payToFor(parsed.owner_agent, price.stable),
       facilitator: this.deps.settings.facilitatorUrl,
       price: parsed.price,
       currency: price.stable.symbol,
@@ -320,8 +322,8 @@ export class PaymentLinkService {
   /** GET /v1/seller/networks: both networks, the caller's marked current. */
   networks(current: Network) {
     const { fee, facilitatorUrl } = this.deps.settings;
-    return {
-      data: (Object.keys(STABLES) as Network[]).map((network) => ({
+    return bounded(
+      (Object.keys(STABLES) as Network[]).map((network) => ({
         network,
         caip2: CAIP2[network],
         x402_network: X402_V1_NETWORK[network],
@@ -336,7 +338,7 @@ export class PaymentLinkService {
           token_program_id: s.tokenProgramId,
         })),
       })),
-    };
+    );
   }
 
   /**

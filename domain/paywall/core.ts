@@ -50,6 +50,8 @@ export type PaywallResult =
       terms: OfferTerms | null;
       reason: string;
       message: string;
+      /** what the refusal's reason needs to be acted on, e.g. insufficient_allowance's { allowance_atomic, required_atomic } */
+      details?: Record<string, unknown> | undefined;
       offer: () => { accepts: Accept[]; resource: ResourceInfo };
     }
   | {
@@ -108,8 +110,8 @@ type Produced = { ok: true; value: StoredResponse } | { ok: false; error: Domain
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
-function refused(call: Call, reason: string, message: string): PaywallResult {
-  return { kind: 'payment_required', link: call.link, terms: null, reason, message, offer: () => ({ accepts: call.accepts, resource: call.resource }) };
+function refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
+  return { kind: 'payment_required', link: call.link, terms: null, reason, message, ...(details ? { details } : {}), offer: () => ({ accepts: call.accepts, resource: call.resource }) };
 }
 
 export class PaywallCore {
@@ -210,9 +212,9 @@ export class PaywallCore {
   }
 
   /** A refusal of a call in its rail's form: x402's 402 offer, or MPP's 402 with fresh challenges. */
-  private refused(call: Call, reason: string, message: string): PaywallResult {
-    if (!call.mpp) return refused(call, reason, message);
-    return this.mppRequired({ link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId }, { error: reason, message });
+  private refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
+    if (!call.mpp) return refused(call, reason, message, details);
+    return this.mppRequired({ link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId }, { error: reason, message, ...(details ? { details } : {}) });
   }
 
   /** MPP's 402: fresh challenges for the link's terms, and the refusal's reason when there is one. */
@@ -378,7 +380,7 @@ export class PaywallCore {
         const verdict = await this.deps.facilitator.verify(request);
         if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
           await this.deps.store.paidCalls.release(network, call.paymentKey);
-          return this.refused(call, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.');
+          return this.refused(call, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.', verdict.invalidDetails);
         }
         // Already settled (by a process that died before recording it): the settle below learns from the ledger
         // whether it landed; the money moved, so the call is served and recorded like a resumed one.
@@ -446,7 +448,7 @@ export class PaywallCore {
       if (outcome === 'processing') throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
     }
     await this.deps.store.paidCalls.release(network, call.paymentKey);
-    return { ok: false, result: this.refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.') };
+    return { ok: false, result: this.refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.', result.errorDetails) };
   }
 
   /** POST /mpp/settle, its answer in the settle shape the claim logic reads; the slot kept for the v0.2 receipt. */

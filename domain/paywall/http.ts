@@ -45,7 +45,7 @@ export class PaywallHttp {
     const response: PaywallResponse = {
       status: 402,
       headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },
-      body: json({ ...offer.body, message: refusalMessage(result.reason, result.message) }),
+      body: json({ ...offer.body, message: refusalMessage(result.reason, result.message), ...(result.details ? { details: result.details } : {}) }),
     };
     if (terms) this.challenges.set(link, { terms, response });
     return response;

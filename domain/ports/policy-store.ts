@@ -80,10 +80,18 @@ export interface UsageRow {
   throttled: number;
 }
 
+export interface UsageQuery {
+  keyId?: string | undefined;
+  since: Date;
+  /** newest day first, then key and bucket: the rows after this one (a page's cursor) */
+  after?: { day: string; keyId: string; bucket: string } | undefined;
+  limit?: number | undefined;
+}
+
 export interface RequestRecordStore {
   insertMany(records: RequestRecord[]): Promise<void>;
   /** per key, bucket and UTC day, from the UTC day of `since` on (the caller passes a UTC midnight) */
-  usage(network: string, query: { keyId?: string | undefined; since: Date }): Promise<UsageRow[]>;
+  usage(network: string, query: UsageQuery): Promise<UsageRow[]>;
   deleteOlderThan(cutoff: Date): Promise<number>;
 }
 

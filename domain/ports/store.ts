@@ -39,6 +39,8 @@ export interface AgentRepository {
    */
   replace(record: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }): Promise<boolean>;
   get(network: Network, mint: string): Promise<AgentRecord | null>;
+  /** sets the agent's executive; with `ifCurrent`, only while the stored one is that wallet (a revoke clears its own) */
+  setExecutive(network: Network, mint: string, executive: string | null, options?: { ifCurrent?: string }): Promise<void>;
   /** the agent whose treasury (asset-signer PDA) is `treasury`; null when none is recorded */
   findByTreasury(network: Network, treasury: string): Promise<AgentRecord | null>;
   /** the ledger showed its asset with its owner at `at`: proven_at (kept when set already) and ledger_checked_at */
@@ -297,8 +299,11 @@ export interface IdentityRepository {
   getClaim(network: Network, mint: string, id: string): Promise<ClaimRecord | null>;
   /** sets revoked_at once; false when already revoked */
   revokeClaim(network: Network, mint: string, id: string, at: Date): Promise<boolean>;
-  /** oldest first; `publicOnly`: public claims not revoked */
-  listClaims(network: Network, mint: string, options: { publicOnly: boolean }): Promise<ClaimRecord[]>;
+  /**
+   * oldest first (created_at, id), at most `limit` (default 200); `publicOnly`: public claims not revoked; `after`: the
+   * claims after that one (a page's cursor)
+   */
+  listClaims(network: Network, mint: string, options: { publicOnly: boolean; limit?: number; after?: { createdAt: Date; id: string } }): Promise<ClaimRecord[]>;
   insertDisclosure(record: DisclosureRecord): Promise<void>;
   /** by the token's hash alone (the anonymous read: the link names its network) */
   getDisclosure(tokenHash: string): Promise<DisclosureRecord | null>;

@@ -37,6 +37,9 @@ export const ERROR_CODES = {
   // agents/record: the ledger holds no Metaplex Core AssetV1 owned by the given owner at that address; details.found
   // says what it holds (nothing, another program's account, another owner's asset, a Core account that is no asset).
   agent_not_on_ledger: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
+  // fee-facilitator-mpp-tools §2.2.6, §7: a delegate's remaining allowance is below the gross (amount + protocol fee)
+  // it would move; details.allowance_atomic and details.required_atomic say by how much to grow the delegation.
+  insufficient_allowance: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_agent_mismatch: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_chain_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },
   receipt_hash_invalid: { status: 422, trpc: 'UNPROCESSABLE_CONTENT' },

@@ -38,3 +38,11 @@ export function toPage<R, T>(rows: R[], limit: number, map: (row: R) => T, curso
   const last = kept[kept.length - 1];
   return { data: kept.map(map), next_cursor: has_more && last ? cursorOf(last) : null, has_more };
 }
+
+/**
+ * DECISIONS "Wire conventions": every list route answers the list envelope. A list the gateway bounds itself (the
+ * networks, the stables, the event kinds, an agent's capability cards) is one complete page.
+ */
+export function bounded<T>(data: T[]): Page<T> {
+  return { data, next_cursor: null, has_more: false };
+}

@@ -10,7 +10,7 @@ import { encodeBase58 } from '../shared/base58.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Ledger, LedgerTransaction, LedgerTransactionError } from '../ports/ledger.ts';
 import { recordSpendReceipt } from './spend-receipt.ts';
-import type { Store } from '../ports/store.ts';
+import type { Repositories, Store } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
 import { newEvent, type EventMetadata, type PreparedKind } from '../events/kinds.ts';
 import type { EventRecord } from '../events/schema.ts';
@@ -225,8 +225,10 @@ export class TransactionService {
     }
     const wire = Uint8Array.from(Buffer.from(parsed.transaction_base64, 'base64'));
     if (prepared.state === 'done' && prepared.signature === null) throw closedUnsubmitted(prepared, event);
+    // hosted-api §4.5.4–5 (DECISIONS "Agents, submissions and events"): once submitted, the event's transaction is
+    // fixed — the same bytes are a replay, any other bytes (another message included) are 409, never 422.
+    if (prepared.state !== 'prepared') return this.repeat(prepared, firstSignature(wire));
     const signed = checkSigned(prepared, wire, event);
-    if (prepared.state !== 'prepared') return this.repeat(prepared, signed.signature);
     if (!(await ledger.isBlockhashValid(prepared.recentBlockhash))) {
       throw new DomainError('transaction_expired', `The blockhash of event ${prepared.eventId} is no longer valid; prepare again.`, {
         event_id: prepared.eventId,
@@ -320,8 +322,8 @@ export class TransactionService {
   }
 
   /** The same transaction again → its stored outcome, replayed; another one → event_already_submitted. */
-  private repeat(prepared: PreparedTransactionRecord, signature: string): SubmitResult {
-    if (prepared.signature === signature) {
+  private repeat(prepared: PreparedTransactionRecord, signature: string | null): SubmitResult {
+    if (signature !== null && prepared.signature === signature) {
       return { event_id: prepared.eventId, signature, phase: 'submitted', network: prepared.network, replayed: true };
     }
     throw new DomainError('event_already_submitted', `Event ${prepared.eventId} was already submitted with another transaction (${prepared.signature}).`, {
@@ -411,6 +413,7 @@ export class TransactionService {
       await tx.preparedTransactions.finish(row.network, row.eventId);
       if (!event) return;
       if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
+      await recordExecutive(tx, row, event.metadata);
       if (row.kind === 'buyer.payment') {
         await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
       }
@@ -472,6 +475,16 @@ export function compile(
   if (presigners.length) tx.partialSign(...presigners);
   const transaction = tx.serialize({ requireAllSignatures: false, verifySignatures: false });
   return { transaction: Uint8Array.from(transaction), message: Uint8Array.from(message), signers, presigned: presigners.map((k) => k.publicKey.toBase58()) };
+}
+
+/** The transaction's first signature (its id), or null when the bytes do not parse or it is unsigned. */
+function firstSignature(wire: Uint8Array): string | null {
+  try {
+    const first = decodeTransaction(wire).signatures[0];
+    return first && first.some((b) => b !== 0) ? encodeBase58(first) : null;
+  } catch {
+    return null;
+  }
 }
 
 /** DECISIONS `transaction_invalid`: bytes that do not parse, differ from the prepared message, or lack a signature. */
@@ -568,6 +581,23 @@ function eventNotFound(network: Network, id: string): DomainError {
 export function errorCode(err: LedgerTransactionError): string {
   const name = typeof err === 'string' ? err : (Object.keys(err)[0] ?? 'unknown');
   return name.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
+}
+
+/**
+ * The agent record's `executive` (DECISIONS "Prepare / submit / events"): the wallet of the last executive delegation
+ * (Execute, `agent.executive.delegate`) or token delegation (`agent.delegation.set`) the gateway prepared and saw
+ * confirmed; `agent.executive.revoke` of that wallet clears it. A token delegation revoked leaves it: the allowances
+ * themselves are the record's `delegations`, read from the ledger.
+ */
+async function recordExecutive(tx: Repositories, row: PreparedTransactionRecord, metadata: Record<string, unknown>): Promise<void> {
+  const wallet = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : null);
+  if (row.kind === 'agent.executive.delegate' || row.kind === 'agent.delegation.set') {
+    const executive = wallet(row.kind === 'agent.executive.delegate' ? metadata.executive : metadata.delegate);
+    if (executive) await tx.agents.setExecutive(row.network, row.agent, executive);
+  } else if (row.kind === 'agent.executive.revoke') {
+    const executive = wallet(metadata.executive);
+    if (executive) await tx.agents.setExecutive(row.network, row.agent, null, { ifCurrent: executive });
+  }
 }
 
 /** The agent an `agent.create` transaction made, recorded when it is confirmed (source "prepared"). */

@@ -26,7 +26,7 @@ export const GRAPHQL_LIMITS = {
   maxAliases: 20,
   /** nesting of selections, introspection included (GraphiQL's introspection query is 15 deep) */
   maxDepth: 16,
-  /** estimated cost (fieldCost): a full page of 200 payment links with every field is about 10,600 */
+  /** estimated cost (fieldCost): a full page of 200 payment links with every field is about 11,800 */
   maxCost: 25_000,
   /** the answer itself: a result over this many bytes is replaced by query_too_complex, never sent */
   maxResponseBytes: 4 * 1024 * 1024,

@@ -130,6 +130,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   const bps = gateway.services.settings.fee.bps;
   t.is(delegation.envelope.fee_padding_atoms, feeFor(5_000_000n, bps).toString());
   const delegated = await http(gateway, 'GET', `/v1/agents/${mint}`, { key });
+  t.is(delegated.body.executive, executive.publicKey.toBase58(), 'the confirmed delegation names the executive');
   t.deepEqual(delegated.body.delegations, [{ stable_symbol: 'USDC', delegate: executive.publicKey.toBase58(), allowance_atomic: (5_000_000n + feeFor(5_000_000n, bps)).toString() }]);
 
   // 5. Pay a seller's payment link from the treasury, the executive signing as delegate.

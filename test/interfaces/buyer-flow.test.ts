@@ -15,6 +15,7 @@ import { receiptOf } from '../../domain/receipts/schema.ts';
 import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { metaplexTest } from '../support/programs.ts';
+import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 
 // Issue 14: a real paid flow of a buyer agent on the embedded devnet running the Metaplex Core program — the agent
 // minted, its treasury funded and an executive delegated, then the buyer routes: execute refused by the spend policy
@@ -107,6 +108,26 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.is(gDenied.body.errors?.[0]?.extensions?.code, 'spend_denied');
   const prepared = await rest('GET', `/v1/events?kind=buyer.payment&agent=${mint}`);
   t.is(prepared.body.data.length, 0, 'a denied execute prepares nothing');
+
+  // 1b. fee-facilitator-mpp-tools §2.2.6, §7: a price whose gross is above the executive's remaining allowance (10 USDC
+  // padded) is insufficient_allowance with the numbers — on buyer/payment/prepare (REST, tRPC) and on the paywall,
+  // paid from the treasury by the executive as delegate; nothing is prepared or charged.
+  const allowance = (10_000_000n + feeFor(10_000_000n, bps)).toString();
+  const required = (11_000_000n + feeFor(11_000_000n, bps)).toString();
+  const big = { buyer_agent: mint, executive: executive.publicKey.toBase58(), pay_to: treasuryOf(seller.mint), amount: '11', currency: 'USDC' as const };
+  const short = await rest('POST', '/v1/buyer/payment/prepare', big);
+  t.is(short.status, 422, JSON.stringify(short.body));
+  t.is(short.body.error, 'insufficient_allowance');
+  t.like(short.body.details, { allowance_atomic: allowance, required_atomic: required });
+  t.is(errorCode(await trpc.prepare.buyerPayment.mutate(big).catch((e: unknown) => e)), 'insufficient_allowance');
+  const pricey = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(seller.mint, { price: '$11' }) });
+  t.is(pricey.status, 201, JSON.stringify(pricey.body));
+  const payAsDelegate = createPayingFetch({ signer: executive, rpcUrl: app.ledgers.rpcUrls['chain-devnet']!, agent: mint });
+  const refused = await payAsDelegate(`${app.url}/x/${pricey.body.id}?network=chain-devnet`);
+  const refusal = (await refused.json()) as { error: string; details?: Record<string, string> };
+  t.is(refused.status, 402, JSON.stringify(refusal));
+  t.is(refusal.error, 'insufficient_allowance');
+  t.like(refusal.details, { allowance_atomic: allowance, required_atomic: required });
 
   // 2. Allowed: the prepared buyer payment, signed by the executive client-side, submitted and confirmed.
   await rest('PUT', '/v1/buyer/policy', { agent: mint, limits: [{ currency: 'USDC', per_call: '2', daily: '5' }], allowed_sellers: [seller.mint] });

@@ -47,7 +47,7 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
 
   const currency = await rest(t, 'GET', '/v1/buyer/currency');
   t.is(currency.status, 200);
-  t.deepEqual(currency.body, { network: 'chain-devnet', data: devnet.stables });
+  t.deepEqual(currency.body, { network: 'chain-devnet', data: devnet.stables, next_cursor: null, has_more: false });
 
   const client = trpc(t);
   t.deepEqual(await client.buyer.networks.query(), networks.body);

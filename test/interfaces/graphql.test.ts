@@ -133,7 +133,8 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
     counters: { callCount: 0, settledCount: 0, lastCalledAt: null, lastSettledAt: null, lastTxSig: null },
   });
   t.is(link.accepts.length, 1);
-  t.like(link.accepts[0], { scheme: 'exact', amount: '250000', currency: 'USDC', payToTokenAccount: link.payTo, payToReady: true });
+  // hosted-api §2.2–2.3: payTo is one value on the link and its accepts (the treasury); the token account its own field
+  t.like(link.accepts[0], { scheme: 'exact', amount: '250000', currency: 'USDC', payTo: link.payTo, payToTokenAccount: link.payToTokenAccount, payToReady: true });
   t.true(link.shareUrl.endsWith('/x/gql-weather?network=chain-devnet'));
   t.is(link.createdAt, link.updatedAt);
 

@@ -447,6 +447,23 @@ test.serial('claims: created (public by default) and shown in the identity, priv
   const revoked = await eventsOf(t, 'identity.claim.revoked', mint);
   t.is(revoked.length, 1);
   t.like(revoked[0], { metadata: { mint, claim_id: created.body.id, type: 'organization' } });
+
+  // DECISIONS "Wire conventions": the owner's list is the list envelope, paged by cursor (REST and tRPC)
+  const ids: string[] = [];
+  let cursor: string | null = null;
+  for (let page = 0; page < 3; page += 1) {
+    const query: string = cursor ? `?limit=1&cursor=${cursor}` : '?limit=1';
+    const got = await http(t.context.app, 'GET', `/v1/identity/${mint}/claims${query}`, { key: t.context.key });
+    t.is(got.status, 200, JSON.stringify(got.body));
+    t.is(got.body.has_more, page < 2);
+    t.is(got.body.next_cursor === null, page === 2);
+    ids.push(...got.body.data.map((c: { id: string }) => c.id));
+    cursor = got.body.next_cursor;
+  }
+  t.deepEqual(ids, [created.body.id, hidden.id, gqlCreated.body.data.createIdentityClaim.id]);
+  const whole = await trpc(t, t.context.key).identity.listClaims.query({ mint });
+  t.like(whole, { has_more: false, next_cursor: null });
+  t.is(whole.data.length, 3);
 });
 
 // ── disclosures ──────────────────────────────────────────────────────────────────────────────────────────────────────

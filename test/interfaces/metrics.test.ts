@@ -68,7 +68,7 @@ interface UsageRow {
   throttled: number;
 }
 
-async function usage(app: TestApp, key: string, query = ''): Promise<{ network: string; since: string; data: UsageRow[] }> {
+async function usage(app: TestApp, key: string, query = ''): Promise<{ network: string; since: string; data: UsageRow[]; next_cursor: string | null; has_more: boolean }> {
   const res = await http(app, 'GET', `/v1/metrics/usage${query}`, { key });
   if (res.status !== 200) throw new Error(`usage: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
@@ -130,6 +130,21 @@ test.serial('usage: an admin sees every key of its network (or one with key_id),
   t.true(liveView.data.every((r) => r.key_id !== user1.id && r.key_id !== user2.id));
   t.like(rowOf(liveView.data, live.id, 'meta'), { requests: 1 });
   t.deepEqual((await usage(a, liveAdmin.key, `?key_id=${user1.id}`)).data, [], 'a devnet key id through a mainnet admin: nothing');
+
+  // DECISIONS "Wire conventions": the list envelope, paged by cursor in its order (day desc, key, bucket): every row
+  // once (the pages' own requests may add a row of the admin's while paging, never repeat one)
+  t.like(all, { has_more: false, next_cursor: null });
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const page: { data: UsageRow[]; next_cursor: string | null; has_more: boolean } = await usage(a, admin.key, `?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+    t.true(page.data.length <= 2);
+    t.is(page.has_more, page.next_cursor !== null);
+    seen.push(...page.data.map((r) => `${r.day}/${r.key_id}/${r.bucket}`));
+    cursor = page.next_cursor;
+  } while (cursor);
+  t.is(new Set(seen).size, seen.length, 'no row twice');
+  for (const r of all.data) t.true(seen.includes(`${r.day}/${r.key_id}/${r.bucket}`), `${r.key_id} ${r.bucket}`);
 });
 
 test.serial('usage: days window (default 7, 1..30) and one row per day from stored records', async (t) => {

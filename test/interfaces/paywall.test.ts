@@ -160,11 +160,12 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
   });
   t.is(typeof accept.amount, 'string');
   // §2.3 an accept's pay_to is the offer's payTo in the other spelling (the treasury); pay_to_token_account is the
-  // destination, ATA(treasury), as is the link's own pay_to (§2.2).
+  // destination, ATA(treasury); the link's own pay_to is the same payTo, its pay_to_token_account that destination (§2.2).
   const destination = payToFor(agent, USDC);
   t.is(destination, associatedTokenAccount(payTo, USDC.mint, USDC.tokenProgramId));
   t.like(link.accepts[0], { network: CAIP2['chain-devnet'], asset: USDC.mint, amount: PRICE.toString(), pay_to: payTo, pay_to_token_account: destination, currency: 'USDC' });
-  t.is(link.pay_to, destination);
+  t.is(link.pay_to, payTo);
+  t.is(link.pay_to_token_account, destination);
 
   // v1, in the body.
   const v1 = offer.v1;

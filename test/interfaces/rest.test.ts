@@ -98,7 +98,10 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
   t.is(link.network, 'chain-devnet');
   t.is(link.label, 'Weather report');
   t.is(link.owner_agent, mint);
-  t.is(link.pay_to, payTo);
+  // hosted-api §2.2–2.3: pay_to has one meaning on a link and its accepts — the x402 payTo, the treasury; the token
+  // account the seller leg credits is its own field
+  t.is(link.pay_to, treasuryPda(mint).toBase58());
+  t.is(link.pay_to_token_account, payTo);
   t.is(link.method, 'GET');
   t.is(link.path, `/x/${link.id}`);
   t.is(link.price, '$0.01');
@@ -472,8 +475,9 @@ test('preview returns accepts[], pay_to and facilitator and stores nothing', asy
   t.is(res.status, 200, JSON.stringify(res.body));
   requestIdOf(t, res);
   const payTo = devnetPayTo(mint);
-  t.is(res.body.pay_to, payTo);
   t.is(res.body.treasury, treasuryPda(mint).toBase58());
+  t.is(res.body.pay_to, res.body.treasury, 'pay_to is the x402 payTo, as on a link');
+  t.is(res.body.pay_to_token_account, payTo);
   t.is(res.body.facilitator, `${app.services.settings.baseUrl}/facilitator`);
   t.deepEqual(res.body.accepts, [
     { scheme: 'exact', network: DEVNET_CAIP2, pay_to: res.body.treasury, pay_to_token_account: payTo, pay_to_ready: null, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' },
@@ -530,6 +534,58 @@ test('GET /v1/seller/networks lists both networks with the caller\'s marked curr
   t.is(byName['chain-devnet'].stables[0].mint, DEVNET_USDC);
   t.deepEqual(byName['chain-mainnet'].stables.map((s: { symbol: string }) => s.symbol).sort(), ['USDC', 'USDG', 'USDT']);
   t.is(byName['chain-devnet'].protocol_fee.bps, 100);
+});
+
+// ── The list envelope (DECISIONS "Wire conventions") ──────────────────────────────────────────────────────────────
+
+test('every list route answers the list envelope: the OpenAPI document says so, bounded lists are one complete page', async (t) => {
+  const { app, key } = t.context;
+  // the document: a 200 whose body holds an array `data` requires next_cursor (string|null) and has_more (boolean)
+  const doc = (await http(app, 'GET', '/openapi.json')).body as { paths: Record<string, Record<string, any>> };
+  const lists: string[] = [];
+  for (const [path, ops] of Object.entries(doc.paths)) {
+    for (const [method, op] of Object.entries(ops)) {
+      const schema = op.responses?.['200']?.content?.['application/json']?.schema;
+      if (schema?.properties?.data?.type !== 'array') continue;
+      lists.push(`${method} ${path}`);
+      t.deepEqual(
+        ['data', 'next_cursor', 'has_more'].filter((k) => !schema.required?.includes(k)),
+        [],
+        `${method} ${path} requires the envelope's fields`,
+      );
+      t.is(schema.properties.has_more?.type, 'boolean', `${method} ${path} has_more`);
+    }
+  }
+  for (const route of ['get /v1/identity/{mint}/claims', 'get /v1/identity/{mint}/capability-cards', 'get /v1/discover', 'get /v1/metrics/usage', 'get /v1/indexer/status']) {
+    t.true(lists.includes(route), route);
+  }
+
+  // the answers: bounded lists say has_more false and next_cursor null
+  const { mint } = await recordAgent(app, key);
+  for (const path of ['/v1/seller/networks', '/v1/buyer/networks', '/v1/buyer/currency', '/v1/event-kinds', '/v1/indexer/status', `/v1/identity/${mint}/capability-cards`, `/v1/identity/${mint}/claims`]) {
+    const res = await http(app, 'GET', path, { key });
+    t.is(res.status, 200, `${path}: ${JSON.stringify(res.body)}`);
+    t.true(Array.isArray(res.body.data), path);
+    t.like(res.body, { next_cursor: null, has_more: false }, path);
+  }
+});
+
+test('discover pages by cursor: has_more and next_cursor while matches remain, each match once', async (t) => {
+  const { app, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  const word = `pagetest${Date.now().toString(36)}`;
+  const made: string[] = [];
+  for (let i = 0; i < 3; i += 1) made.push((await createLink(t, mint, { label: `${word} ${i}`, metadata: { discoverable: true } })).id);
+  const first = await http(app, 'GET', `/v1/discover?q=${word}&limit=2`, { key });
+  t.is(first.status, 200, JSON.stringify(first.body));
+  t.is(first.body.data.length, 2);
+  t.is(first.body.has_more, true);
+  t.is(typeof first.body.next_cursor, 'string');
+  const second = await http(app, 'GET', `/v1/discover?q=${word}&limit=2&cursor=${first.body.next_cursor}`, { key });
+  t.like(second.body, { has_more: false, next_cursor: null });
+  t.deepEqual([...first.body.data, ...second.body.data].map((i: { id: string }) => i.id).sort(), [...made].sort());
+  const bad = await http(app, 'GET', '/v1/discover?cursor=not-a-cursor', { key });
+  t.is(bad.status, 400);
 });
 
 test('GET /v1/health has the protocol_fee block', async (t) => {

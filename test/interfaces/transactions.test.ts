@@ -97,6 +97,48 @@ test('prepare → sign → submit → confirmed by the job: 202, then the event 
   t.like(again.body, { signature: res.body.signature, replayed: true });
 });
 
+test('the agent record\'s executive is the delegation the gateway prepared and saw confirmed; a confirmed revoke of it clears it', async (t) => {
+  const { app, caller, key } = t.context;
+  const { mint } = await recordAgent(app, key);
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key })).body.executive, null);
+  const from = await funded(app);
+  const executive = Keypair.generate().publicKey.toBase58();
+  /** a plan of `kind` (a plain transfer stands in for its instructions), submitted and confirmed by the job */
+  const confirmed = async (kind: 'agent.delegation.set' | 'agent.executive.revoke', metadata: Record<string, string>) => {
+    const envelope = await app.services.transactions.prepareForAgent(caller, mint, async () => ({
+      kind,
+      agent: mint,
+      feePayer: from.publicKey.toBase58(),
+      instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1_000_000n })],
+      echo: {},
+      metadata,
+    }));
+    const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
+    t.is(res.status, 202, JSON.stringify(res.body));
+    await until(`${kind} confirmed`, async () => ((await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase === 'confirmed') || undefined, 30_000, 250);
+  };
+  // prepared but not confirmed: nothing changes
+  await app.services.transactions.prepareForAgent(caller, mint, async () => ({
+    kind: 'agent.delegation.set',
+    agent: mint,
+    feePayer: from.publicKey.toBase58(),
+    instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1n })],
+    echo: {},
+    metadata: { stable_symbol: 'USDC', allowance_atomic: '1', delegate: executive },
+  }));
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key })).body.executive, null);
+
+  await confirmed('agent.delegation.set', { stable_symbol: 'USDC', allowance_atomic: '5000000', delegate: executive });
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key })).body.executive, executive);
+  const viaGql = await graphql(app, key, `query($m: String!) { agent(mint: $m) { executive } }`, { m: mint });
+  t.is(viaGql.data?.agent?.executive, executive, JSON.stringify(viaGql));
+  // a revoke naming another wallet leaves it; its own revoke clears it
+  await confirmed('agent.executive.revoke', { executive: Keypair.generate().publicKey.toBase58() });
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key })).body.executive, executive);
+  await confirmed('agent.executive.revoke', { executive });
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key })).body.executive, null);
+});
+
 test('submit refuses: another transaction for a submitted event (409), a changed message or a missing signature (422), an unknown or foreign event (404)', async (t) => {
   const { app, key } = t.context;
   const from = await funded(app);
@@ -121,6 +163,13 @@ test('submit refuses: another transaction for a submitted event (409), a changed
   t.is(ok.status, 202);
   // Re-signed bytes of the same message are the same transaction (ed25519 is deterministic): still a replay.
   t.is((await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } })).status, 200);
+  // hosted-api §4.5.5: once submitted, any other transaction for the event is 409 (a changed message no longer 422).
+  for (const transaction_base64 of [sign(other, from), unsigned]) {
+    const another = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64 } });
+    t.is(another.status, 409, JSON.stringify(another.body));
+    t.is(another.body.error, 'event_already_submitted');
+    t.is(another.body.details.signature, ok.body.signature);
+  }
 
   const unknown = await http(app, 'POST', '/v1/submit', { key, body: { event_id: '01JZZZZZZZZZZZZZZZZZZZZZZZ', transaction_base64: unsigned } });
   t.is(unknown.status, 404);
@@ -262,6 +311,9 @@ test('the three doors: prepare over tRPC, the same route over GraphQL, submit ov
   const SUBMIT = `mutation($input: SubmitTransactionInput!) { submitTransaction(input: $input) { eventId signature phase replayed } }`;
   const submitted = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: sign(envelope, owner) } });
   t.like(submitted.data?.submitTransaction, { eventId: envelope.event_id, phase: 'SUBMITTED', replayed: false }, JSON.stringify(submitted));
+  // Another transaction for the submitted event: the same 409 code over GraphQL (hosted-api §4.5.5).
+  const another = await graphql(app, key, SUBMIT, { input: { eventId: envelope.event_id, transactionBase64: envelope.transaction!.base64 } });
+  t.is(another.errors?.[0]?.extensions?.code, 'event_already_submitted', JSON.stringify(another));
 
   // GraphQL: provision on an agent whose treasury accounts exist already (recording prepared them) is a no-op.
   const PREPARE = `mutation($route: PrepareRoute!, $input: JSON!) { prepareTransaction(route: $route, input: $input) { eventId noOp transaction { signers } echo } }`;

@@ -56,6 +56,16 @@ export function agentRepository(ctx: RepoContext): AgentRepository {
     get: async (network, mint) => {
       return one(ctx.em(), 'select * from agents where network = ? and mint = ?', [network, mint], fromRow);
     },
+    setExecutive: async (network, mint, executive, options) => {
+      const guard = options?.ifCurrent !== undefined ? ' and executive = ?' : '';
+      await query(ctx.em(), `update agents set executive = ?, updated_at = ? where network = ? and mint = ?${guard}`, [
+        executive,
+        new Date(),
+        network,
+        mint,
+        ...(options?.ifCurrent !== undefined ? [options.ifCurrent] : []),
+      ]);
+    },
     findByTreasury: async (network, treasury) => {
       return one(ctx.em(), 'select * from agents where network = ? and treasury = ? limit 1', [network, treasury], fromRow);
     },

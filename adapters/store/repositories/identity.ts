@@ -237,12 +237,12 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
       one(em(), `select * from identity_claims where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`, [network, mint, id], claimFromRow),
     revokeClaim: async (network, mint, id, at) =>
       (await affected(em(), `update identity_claims set revoked_at = ? where network = ? and mint = ? and id = ? and revoked_at is null`, [at, network, mint, id])) > 0,
-    listClaims: async (network, mint, { publicOnly }) =>
+    listClaims: async (network, mint, { publicOnly, limit = 200, after }) =>
       (
         await query<ClaimRow>(
           em(),
-          `select * from identity_claims where network = ? and mint = ?${publicOnly ? ' and public and revoked_at is null' : ''} order by created_at, id limit 200`,
-          [network, mint],
+          `select * from identity_claims where network = ? and mint = ?${publicOnly ? ' and public and revoked_at is null' : ''}${after ? ' and (created_at, id) > (?, ?)' : ''} order by created_at, id limit ?`,
+          [network, mint, ...(after ? [after.createdAt, after.id] : []), limit],
         )
       ).map(claimFromRow),
     insertDisclosure: async (d) => {

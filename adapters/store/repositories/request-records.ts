@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { RequestRecord, RequestRecordStore, UsageRow } from '../../../domain/ports/policy-store.ts';
+import type { RequestRecord, RequestRecordStore, UsageQuery, UsageRow } from '../../../domain/ports/policy-store.ts';
 import { affected, bound, query, Where } from './context.ts';
 
 /**
@@ -7,15 +7,19 @@ import { affected, bound, query, Where } from './context.ts';
  * from the request_usage_daily rollup (migration 0023) — O(keys × days × buckets), not O(requests). Exported so the
  * query-plan test EXPLAINs what runs. Served by its primary key with a key, request_usage_daily_network_day_idx without.
  */
-export function usageSql(network: string, q: { keyId?: string | undefined; since: Date }): { sql: string; params: unknown[] } {
+export function usageSql(network: string, q: UsageQuery): { sql: string; params: unknown[] } {
   const where = new Where().and('network = ?', network).and('day >= ?::date', q.since.toISOString().slice(0, 10));
   if (q.keyId) where.and('key_id = ?', q.keyId);
+  // a page's cursor: the rows after that one in the order below (day descending, then key and bucket ascending)
+  if (q.after) where.and('(day < ?::date or (day = ?::date and (key_id, bucket) > (?, ?)))', q.after.day, q.after.day, q.after.keyId, q.after.bucket);
+  const params = [...where.params];
+  if (q.limit !== undefined) params.push(q.limit);
   return {
     sql: `select key_id, bucket, to_char(day, 'YYYY-MM-DD') as day, requests::int as requests, errors::int as errors, throttled::int as throttled
             from request_usage_daily
            where ${where.sql} and requests <> 0
-           order by request_usage_daily.day desc, key_id, bucket`,
-    params: where.params,
+           order by request_usage_daily.day desc, key_id, bucket${q.limit !== undefined ? ' limit ?' : ''}`,
+    params,
   };
 }
 

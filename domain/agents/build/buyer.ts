@@ -123,10 +123,12 @@ async function requireSpendable(ctx: BuyerBuildContext, a: { source: string; exe
     });
   }
   if (data.delegatedAmount < a.gross) {
-    throw refuse('amount', 'insufficient_allowance', `The remaining allowance ${data.delegatedAmount} is below the gross ${a.gross} (amount + protocol fee)`, {
-      allowance_atomic: data.delegatedAmount.toString(),
-      gross_atomic: a.gross.toString(),
-    });
+    // fee-facilitator-mpp-tools §2.2.6, §7: the code a buyer told to size its delegation in gross branches on
+    throw new DomainError(
+      'insufficient_allowance',
+      `The remaining allowance ${data.delegatedAmount} of ${a.executive} on the buyer treasury's ${a.symbol} account is below the gross ${a.gross} (amount + protocol fee); approve at least that with delegation/prepare (pad_for_protocol_fee).`,
+      { allowance_atomic: data.delegatedAmount.toString(), required_atomic: a.gross.toString(), gross_atomic: a.gross.toString(), delegate: a.executive, token_account: a.source },
+    );
   }
   if (data.amount < a.gross) {
     throw refuse('amount', 'insufficient_funds', `The buyer treasury holds ${data.amount}, below the gross ${a.gross} (amount + protocol fee)`, {

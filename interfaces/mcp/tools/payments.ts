@@ -36,6 +36,18 @@ async function bodyOf(res: Response): Promise<unknown> {
   }
 }
 
+/** A 402 to a paid retry that says why the payment was refused; null when it names no reason beyond "pay". */
+function refusalOf(status: number, body: unknown): { error: string; message: string; details: Record<string, unknown> } | null {
+  if (status !== 402 || typeof body !== 'object' || body === null) return null;
+  const { error, message, details } = body as { error?: unknown; message?: unknown; details?: unknown };
+  if (typeof error !== 'string' || !/^[a-z][a-z0-9_]*$/.test(error) || error === 'payment_required') return null;
+  return {
+    error,
+    message: typeof message === 'string' ? message : `The payment was refused: ${error}.`,
+    details: typeof details === 'object' && details !== null ? (details as Record<string, unknown>) : {},
+  };
+}
+
 /** The offer of an unpaid request: its networks and protocol, without paying. */
 async function probe(ctx: ToolContext, url: string, init: RequestInit) {
   let res: Response;
@@ -137,6 +149,10 @@ export const payPaymentLink = defineTool({
       signature = decodePaymentResponse(settledHeader).transaction;
     }
     if (!signature) {
+      // The paywall's refusal names its reason (x402 `error`, MPP problem `error`) and what it needs: surfaced as the
+      // tool's code, e.g. insufficient_allowance with allowance_atomic and required_atomic (fee-facilitator-mpp-tools §7).
+      const refusal = refusalOf(res.status, response);
+      if (refusal) throw new ToolError(refusal.error, refusal.message, { http_status: res.status, ...refusal.details });
       throw new ToolError('payment_failed', `The payment was not settled: ${url} answered ${res.status}.`, { http_status: res.status, response });
     }
     // The gateway's paywall records the buyer agent's spend receipt in the payment's own transaction.

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Event, EventIdInput, EventList, ListEventsInput } from '../../../domain/events/schema.ts';
 import { EventCatalogue, eventCatalogue } from '../../../domain/events/kinds.ts';
+import { bounded } from '../../../domain/shared/pagination.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['events'];
@@ -24,5 +25,5 @@ export const eventsRouter = router({
     })
     .input(z.object({}).optional())
     .output(EventCatalogue)
-    .query(() => ({ data: eventCatalogue() })),
+    .query(() => bounded(eventCatalogue())),
 });

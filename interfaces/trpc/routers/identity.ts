@@ -16,6 +16,7 @@ import {
   DisclosureLink,
   DisclosureTokenInput,
   HistoryInput,
+  MintPageInput,
   DomainChallenge,
   DomainInput,
   Identity,
@@ -113,10 +114,10 @@ export const identityRouter = router({
     .mutation(({ ctx, input }) => ctx.services.identity.createClaim(ctx.principal, input)),
 
   listClaims: keyedProcedure
-    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/claims', tags, summary: 'Every claim of an agent, private and revoked ones too (owner)' } })
-    .input(IdentityMintInput)
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/claims', tags, summary: 'Every claim of an agent, private and revoked ones too (owner)', description: 'Oldest first, in pages of the list envelope: pass `next_cursor` as `cursor` while `has_more` is true.' } })
+    .input(MintPageInput)
     .output(ClaimList)
-    .query(({ ctx, input }) => ctx.services.identity.listClaims(ctx.principal, input.mint)),
+    .query(({ ctx, input }) => ctx.services.identity.listClaims(ctx.principal, input)),
 
   revokeClaim: keyedProcedure
     .meta({ openapi: { method: 'POST', path: '/v1/identity/{mint}/claims/{id}/revoke', tags, summary: 'Revoke a claim (owner); it is kept with revoked_at' } })
@@ -178,7 +179,7 @@ export const identityRouter = router({
     .mutation(({ ctx, input }) => ctx.services.identity.createCard(ctx.principal, input)),
 
   listCards: keyedProcedure
-    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/capability-cards', tags, summary: 'Every capability card of an agent, private ones too (owner)' } })
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/identity/{mint}/capability-cards', tags, summary: 'Every capability card of an agent, private ones too (owner)', description: 'At most 64 cards per agent, so always one complete page of the list envelope (`has_more: false`, `next_cursor: null`).' } })
     .input(IdentityMintInput)
     .output(CardList)
     .query(({ ctx, input }) => ctx.services.identity.listCards(ctx.principal, input.mint)),

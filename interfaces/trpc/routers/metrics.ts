@@ -5,7 +5,7 @@ const tags = ['metrics'];
 
 export const metricsRouter = router({
   usage: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/metrics/usage', tags, summary: 'Requests per key, bucket and day (admin: every key)' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/metrics/usage', tags, summary: 'Requests per key, bucket and day (admin: every key)', description: 'Newest day first, then key and bucket, in pages of the list envelope (`cursor`, `limit`; `next_cursor` while `has_more`); `since` is the first day of the window.' } })
     .input(UsageInput)
     .output(Usage)
     .query(({ ctx, input }) => ctx.services.metrics.usage(ctx.principal, input)),

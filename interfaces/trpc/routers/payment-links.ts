@@ -58,7 +58,7 @@ export const paymentLinksRouter = router({
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.delete(ctx.principal, input.id)),
 
   preview: keyedProcedure
-    .meta({ errors: ['agent_not_found', 'forbidden', 'agent_unproven', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/payment-links/preview', tags, summary: 'Preview accepts[] and pay_to; stores nothing' } })
+    .meta({ errors: ['agent_not_found', 'forbidden', 'agent_unproven', 'rpc_unavailable'], openapi: { method: 'POST', path: '/v1/payment-links/preview', tags, summary: 'Preview accepts[] and pay_to; stores nothing', description: '`pay_to` is the x402 payTo, the owner agent’s treasury (asset-signer PDA), here as on a link and in each accept (hosted-api §2.2–2.3); `pay_to_token_account` is the account the primary currency’s seller leg credits, ATA(pay_to, asset).' } })
     .input(PreviewPaymentLinkInput)
     .output(PaymentLinkPreview)
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.preview(ctx.principal, input)),

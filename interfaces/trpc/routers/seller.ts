@@ -1,26 +1,25 @@
 import { z } from 'zod';
 import { Network } from '../../../domain/shared/network.ts';
+import { listEnvelope } from '../../../domain/shared/pagination.ts';
 import { ParsedPriceOutput, ParsePriceInput } from '../../../domain/payment-links/price.ts';
 import { FacilitatorInfo } from '../../../domain/buyer/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['seller'];
 
-const SellerNetworks = z.object({
-  data: z.array(
-    z.object({
-      network: Network,
-      caip2: z.string(),
-      x402_network: z.string(),
-      current: z.boolean(),
-      facilitator: z.string(),
-      protocol_fee: z.object({ bps: z.number().int(), pct: z.string(), authority: z.string() }),
-      stables: z.array(
-        z.object({ symbol: z.string(), mint: z.string(), decimals: z.number().int(), token_program: z.string(), token_program_id: z.string() }),
-      ),
-    }),
-  ),
-});
+const SellerNetworks = listEnvelope(
+  z.object({
+    network: Network,
+    caip2: z.string(),
+    x402_network: z.string(),
+    current: z.boolean(),
+    facilitator: z.string(),
+    protocol_fee: z.object({ bps: z.number().int(), pct: z.string(), authority: z.string() }),
+    stables: z.array(
+      z.object({ symbol: z.string(), mint: z.string(), decimals: z.number().int(), token_program: z.string(), token_program_id: z.string() }),
+    ),
+  }),
+);
 
 export const sellerRouter = router({
   parsePrice: keyedProcedure
@@ -30,7 +29,7 @@ export const sellerRouter = router({
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.parsePrice(ctx.principal.network, input)),
 
   networks: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/seller/networks', tags, summary: 'Networks, stables and fee settings' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/seller/networks', tags, summary: 'Networks, stables and fee settings', description: 'Both networks: a bounded list, one complete page of the list envelope.' } })
     .input(z.void())
     .output(SellerNetworks)
     .query(({ ctx }) => ctx.services.paymentLinks.networks(ctx.principal.network)),
