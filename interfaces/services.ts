@@ -24,6 +24,7 @@ import type { FacilitatorService } from '../domain/facilitator/service.ts';
 import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
+import { PaidCallRecorder } from '../domain/paywall/record.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
 import { TreasuryService } from '../domain/treasury/balances.ts';
 import { WebhookService } from '../domain/webhooks/service.ts';
@@ -118,7 +119,9 @@ export function buildServices(deps: ServiceDeps): Services {
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   const events = new EventService({ store, feed });
-  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted, payees: agents.proof });
+  // one recorder of sales: the paywall's paid calls and the links' buyer payments (DECISIONS buyer/payment)
+  const sales = new PaidCallRecorder({ store, outbound: deps.outbound, clock, settings, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted, payees: agents.proof, sales });
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
   const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
@@ -163,6 +166,7 @@ export function buildServices(deps: ServiceDeps): Services {
           mppSecret: deps.mppSecret ?? randomBytes(32),
           proof: agents.proof,
           onWarning: deps.onWarning,
+          recorder: sales,
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
