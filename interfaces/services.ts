@@ -25,6 +25,7 @@ import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import { PaidCallRecorder } from '../domain/paywall/record.ts';
+import type { AgentProof } from '../domain/agents/proof.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
 import { TreasuryService } from '../domain/treasury/balances.ts';
 import { WebhookService } from '../domain/webhooks/service.ts';
@@ -97,6 +98,8 @@ export interface ServiceDeps {
   /** The programs each embedded ledger loaded (GET /v1/health) */
   ledgerPrograms?: Partial<Record<Network, LedgerHealth>> | undefined;
   facilitator?: FacilitatorService | undefined;
+  /** which agents are proven, shared with the in-process facilitator (default: the agent service's own) */
+  agentProof?: AgentProof | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
   /** the MPP challenges' HMAC key (SVC_MPP_SECRET or one kept under the data directory); default a random one */
@@ -114,7 +117,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const access = new AccessService({ store, clock, feed });
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
   const watchlist = new Watchlist({ store, clock });
-  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist });
+  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist, proof: deps.agentProof });
   const links = new LinkCache({ store, clock, feed });
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;

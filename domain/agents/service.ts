@@ -58,9 +58,11 @@ export class AgentService {
       treasuryAccounts?: TreasuryAccounts | undefined;
       /** A recorded agent joins the indexer's watchlist */
       watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
+      /** the process's proof (shared with its facilitator, so what one learns the other knows); default one of its own */
+      proof?: AgentProof | undefined;
     },
   ) {
-    this.proof = new AgentProof(deps);
+    this.proof = deps.proof ?? new AgentProof(deps);
   }
 
   /**

@@ -45,6 +45,10 @@ test.before(async (t) => {
            case when g % 20 = 1 then '{"discoverable": true}'::jsonb else '{}'::jsonb end, 'k', now(), now(),
            case when (g * 31) % 10 < 6 then (case when g <= 25000 then 'key:old' else 'key:big' end) else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
+  // the links' owner agents, proven (discover lists only links whose owner agent the ledger proved), one in a hundred not
+  await em.execute(`insert into agents (network, mint, owner, treasury, source, registered_at, updated_at, proven_at)
+    select n, 'agent' || g, 'o', 't' || g, 'recorded', now(), now(), case when g % 100 = 21 then null else now() end
+      from generate_series(0, 1999) g, unnest(array['chain-devnet', 'chain-mainnet']) n`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
     select 'chain-devnet', 'agentR' || (g % 10), g / 10, case when g % 3 = 0 then 'spend' else 'earn' end, 'h' || g, 'paywall',
            jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'currency', 'USDC', 'amount_atomic', '990', 'gross', '1000'),
