@@ -19,7 +19,7 @@ import { Migration0021Scale2 } from './0021-scale2.ts';
 import { Migration0022Browser } from './0022-browser.ts';
 import { Migration0023UsageRollup } from './0023-usage-rollup.ts';
 import { Migration0024AgentProof } from './0024-agent-proof.ts';
-import { Migration0025ReputationVerified } from './0025-reputation-verified.ts';
+import { Migration0026ReputationVerified } from './0026-reputation-verified.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -44,5 +44,5 @@ export const migrationsList = [
   { name: '0022-browser', class: Migration0022Browser },
   { name: '0023-usage-rollup', class: Migration0023UsageRollup },
   { name: '0024-agent-proof', class: Migration0024AgentProof },
-  { name: '0025-reputation-verified', class: Migration0025ReputationVerified },
+  { name: '0026-reputation-verified', class: Migration0026ReputationVerified },
 ];

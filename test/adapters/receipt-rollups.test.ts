@@ -7,7 +7,7 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 // Issue 21: the identity reputation and the daily buckets read rollups of the receipts (migration 0021), kept by
 // triggers that only insert deltas. Each read must equal the aggregate of the receipts themselves at any moment —
 // deltas unfolded, folded, a verification turning verified or mismatch — and two writers of one agent never wait for
-// each other. The reputation counts only earn receipts whose settlement the ledger verified (migration 0025).
+// each other. The reputation counts only earn receipts whose settlement the ledger verified (migration 0026).
 
 const test = anyTest as TestFn<{ app: TestApp }>;
 const NET = 'chain-devnet';
@@ -83,7 +83,7 @@ test.serial('the rollups equal the receipts aggregates: unfolded, folded, mixed,
   await insertReceipts(t, agent, 40, 2);
   await compare(t, agent, 'folded + deltas');
   // verification: pending → verified brings the receipt into the reputation (only what the ledger proved counts, migration
-  // 0025); → mismatch takes it out (and the newest settled time with it when it was the newest)
+  // 0026); → mismatch takes it out (and the newest settled time with it when it was the newest)
   await em(t).execute(`update receipts set verification = 'verified' where agent = ? and nonce % 3 = 0 and verification = 'pending'`, [agent]);
   await compare(t, agent, 'after verifications');
   const [newest] = (await em(t).execute(

@@ -141,7 +141,7 @@ const CARDS_LOCK = 7_201_015;
 
 /**
  * The reputation of an agent: its earn receipts that count (decision allow, settlement verified on the ledger: migration
- * 0025) per currency and asset, from the receipt_reputation rollup and its unfolded deltas (migration 0021) — O(currencies), not
+ * 0026) per currency and asset, from the receipt_reputation rollup and its unfolded deltas (migration 0021) — O(currencies), not
  * O(settled calls) — and the newest one's time, one probe of receipts_reputation_ts per row.
  */
 export function reputationSql(network: string, agent: string): { sql: string; params: unknown[] } {

@@ -30,7 +30,7 @@ function rollupDeltas(changes: string): string {
         or sum(d * svc_atomic(body->'price'->>'amount_atomic')) <> 0`;
 }
 
-export class Migration0025ReputationVerified extends Migration {
+export class Migration0026ReputationVerified extends Migration {
   override async up(): Promise<void> {
     // no receipt may be written between the recount and the new trigger body (another node writing while this runs)
     this.addSql(`lock table receipts in share row exclusive mode;`);
