@@ -103,7 +103,7 @@ export class PaidCallRecorder {
    */
   async recordSale(tx: Repositories, sale: { call: Call; signature: string; payer: string | null; now: Date }): Promise<boolean> {
     const [final] = await this.write(tx, [{ ...sale, served: null, buyer: null }]);
-    return final !== null && final!.response === null;
+    return final?.response === null;
   }
 
   /** seller → its calls waiting, and whether a record transaction of it runs (in this process) */

@@ -445,6 +445,7 @@ export class TransactionService {
     const call = saleCall(this.deps.settings.baseUrl, paid, {
       transaction: row.transaction,
       message: row.message,
+      // maxTimeoutSeconds: the x402 shape asks for one; nothing waits on it for a payment that has landed
       accept: { scheme: 'exact', network: CAIP2[row.network], asset: String(echo.mint), amount: String(echo.amount_atomic), payTo: String(echo.pay_to), maxTimeoutSeconds: 60, extra: fee },
     });
     return { ...call, payer: String(echo.delegate) };
