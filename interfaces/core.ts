@@ -21,6 +21,7 @@ import { effectivePort } from '../domain/ports/outbound-http.ts';
 import { HttpFacilitator } from '../adapters/facilitator/http.ts';
 import { InProcessFacilitator } from '../adapters/facilitator/in-process.ts';
 import { FacilitatorService } from '../domain/facilitator/service.ts';
+import { AgentProof } from '../domain/agents/proof.ts';
 import { feePayerFromSecretKey } from '../domain/facilitator/ed25519.ts';
 import type { Ledger } from '../domain/ports/ledger.ts';
 import { MikroOrmPolicyStore } from '../adapters/store/policy-store.ts';
@@ -207,10 +208,13 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     Object.freeze(settings.fee.authorities);
     Object.freeze(settings.fee);
     Object.freeze(settings);
+    // one view of which agents are proven for the services and the facilitator: a treasury the paywall knows payable
+    // costs the facilitator's check of its settlement nothing
+    const agentProof = new AgentProof({ store: database.store, clock, ledgers: ledgers.ledgers });
     const facilitator =
       options.ledgers === false
         ? undefined
-        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee });
+        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee, proof: agentProof });
     const paywallFacilitator = config.facilitatorUrl
       ? new HttpFacilitator({ url: config.facilitatorUrl, token: config.facilitator.accountsSecret })
       : facilitator
@@ -232,6 +236,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       embeddedNetworks: new Set(Object.keys(ledgers.embedded) as Network[]),
       ledgerPrograms: ledgers.programs,
       facilitator,
+      agentProof,
       paywallFacilitator,
       outbound,
       queue: graphileQueue(database.url, log),
@@ -325,6 +330,8 @@ async function openFacilitator(deps: {
   log: Logger;
   fee: GatewaySettings['fee'];
   networks?: Network[];
+  /** the process's proof of agents (default: one of the facilitator's own on the same database) */
+  proof?: AgentProof;
 }): Promise<FacilitatorService> {
   const { config, ledgers, log } = deps;
   const secret = config.facilitator.secretKey ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'facilitator.json')));
@@ -349,6 +356,8 @@ async function openFacilitator(deps: {
       rentBudgetLamports: config.facilitator.rentBudgetLamports,
       confirmTimeoutMs: config.facilitator.confirmTimeoutMs,
     },
+    // DECISIONS "Agents, submissions and events": nothing settles into the treasury of an agent recorded and unproven
+    payees: deps.proof ?? new AgentProof({ store: deps.database.store, clock: deps.clock, ledgers }),
     onWarning: (message, context) => log.warn({ component: 'facilitator', ...context }, message),
   });
 }

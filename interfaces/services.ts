@@ -24,6 +24,8 @@ import type { FacilitatorService } from '../domain/facilitator/service.ts';
 import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
+import { PaidCallRecorder } from '../domain/paywall/record.ts';
+import type { AgentProof } from '../domain/agents/proof.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
 import { TreasuryService } from '../domain/treasury/balances.ts';
 import { WebhookService } from '../domain/webhooks/service.ts';
@@ -96,6 +98,8 @@ export interface ServiceDeps {
   /** The programs each embedded ledger loaded (GET /v1/health) */
   ledgerPrograms?: Partial<Record<Network, LedgerHealth>> | undefined;
   facilitator?: FacilitatorService | undefined;
+  /** which agents are proven, shared with the in-process facilitator (default: the agent service's own) */
+  agentProof?: AgentProof | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
   /** the MPP challenges' HMAC key (SVC_MPP_SECRET or one kept under the data directory); default a random one */
@@ -113,12 +117,14 @@ export function buildServices(deps: ServiceDeps): Services {
   const access = new AccessService({ store, clock, feed });
   const treasuryAccounts = deps.paywallFacilitator ? new TreasuryAccounts({ facilitator: deps.paywallFacilitator, onWarning: deps.onWarning }) : undefined;
   const watchlist = new Watchlist({ store, clock });
-  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist });
+  const agents = new AgentService({ store, clock, ledgers: deps.ledgers, treasuryAccounts, watchlist, proof: deps.agentProof });
   const links = new LinkCache({ store, clock, feed });
   const receipts = new ReceiptService({ store, clock, ledgers: deps.ledgers, onWarning: deps.onWarning, watchlist });
   const queue = deps.queue;
   const events = new EventService({ store, feed });
-  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted, payees: agents.proof });
+  // one recorder of sales: the paywall's paid calls and the links' buyer payments (DECISIONS buyer/payment)
+  const sales = new PaidCallRecorder({ store, outbound: deps.outbound, clock, settings, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted, payees: agents.proof, sales });
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
   const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
@@ -163,6 +169,7 @@ export function buildServices(deps: ServiceDeps): Services {
           mppSecret: deps.mppSecret ?? randomBytes(32),
           proof: agents.proof,
           onWarning: deps.onWarning,
+          recorder: sales,
         })
       : undefined,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),

@@ -20,6 +20,7 @@ import { Migration0022Browser } from './0022-browser.ts';
 import { Migration0023UsageRollup } from './0023-usage-rollup.ts';
 import { Migration0024AgentProof } from './0024-agent-proof.ts';
 import { Migration0025EventPhases } from './0025-event-phases.ts';
+import { Migration0026ReputationVerified } from './0026-reputation-verified.ts';
 
 /** Listed explicitly: under tsx MikroORM cannot discover TypeScript migrations by scanning. */
 export const migrationsList = [
@@ -45,4 +46,5 @@ export const migrationsList = [
   { name: '0023-usage-rollup', class: Migration0023UsageRollup },
   { name: '0024-agent-proof', class: Migration0024AgentProof },
   { name: '0025-event-phases', class: Migration0025EventPhases },
+  { name: '0026-reputation-verified', class: Migration0026ReputationVerified },
 ];

@@ -21,11 +21,13 @@ export interface Disproof {
 }
 
 /** What an unproven agent was about to be used for, e.g. "own a payment link"; words of the refusal. */
-export type AgentUse = 'link' | 'paywall' | 'buyer_payment';
+export type AgentUse = 'link' | 'paywall' | 'buyer_payment' | 'settlement';
 
 /** How long a first use on the paywall reuses a look that found no asset before it reads the ledger again. */
 const MISS_TTL_MS = 2_000;
 const MAX_MISSES = 10_000;
+/** Treasuries this process knows payable (bounded: the oldest are forgotten and looked up again when paid). */
+const MAX_PAYABLE = 50_000;
 
 export interface AgentProofDeps {
   store: Store;
@@ -38,6 +40,12 @@ export class AgentProof {
   private readonly proven = new Set<string>();
   /** The paywall's last look that found no asset, per agent: an anonymous caller cannot make it read the ledger per request. */
   private readonly misses = new Map<string, { at: number; error: DomainError }>();
+  /**
+   * Treasuries (per network) that are no unproven agent's: a proven agent's, or no recorded agent's. Such an answer
+   * never turns: proof is never withdrawn, and every agent recorded now is proven when it is recorded (only rows from
+   * before records were checked can be unproven).
+   */
+  private readonly payable = new Set<string>();
 
   constructor(private readonly deps: AgentProofDeps) {}
 
@@ -75,9 +83,21 @@ export class AgentProof {
     if (why) throw unproven(agent, why, use);
   }
 
-  /** The paywall's fast path: the link's owner agent is known proven without I/O. */
+  /**
+   * The paywall's fast path: the link's owner agent is known proven without I/O. Its treasury is then known payable:
+   * the facilitator's check of the settlement that follows costs nothing either.
+   */
   linkPayableAtHand(link: { network: Network; ownerAgent: string; ownerAgentProven: boolean }): boolean {
-    return link.ownerAgentProven || this.proven.has(keyOf(link.network, link.ownerAgent));
+    if (!link.ownerAgentProven && !this.proven.has(keyOf(link.network, link.ownerAgent))) return false;
+    this.knowPayable(link.network, treasuryOf(link.ownerAgent));
+    return true;
+  }
+
+  private knowPayable(network: Network, treasury: string): void {
+    const key = keyOf(network, treasury);
+    if (this.payable.has(key)) return;
+    if (this.payable.size >= MAX_PAYABLE) this.payable.delete(this.payable.values().next().value!);
+    this.payable.add(key);
   }
 
   /**
@@ -116,12 +136,42 @@ export class AgentProof {
   }
 
   /**
-   * A buyer payment to `payTo`: when it is the treasury of a recorded agent, that agent must be proven (first use). An
-   * address that is no recorded agent's treasury is paid as the buyer asks (a wallet).
+   * A buyer payment to `payTo` (buyer/payment/prepare, a link's or a direct one): it pays agents, so `payTo` must be the
+   * treasury of an agent recorded on the network and proven (first use: an unproven one gets a look at the ledger).
+   * Anything else is `agent_unproven` — an address no recorded agent's treasury is, found `not_recorded`.
    */
   async requirePayToPayable(network: Network, payTo: string): Promise<void> {
     const agent = await this.deps.store.agents.findByTreasury(network, payTo);
-    if (agent) await this.requireProven(agent, 'buyer_payment');
+    if (!agent) {
+      throw new DomainError(
+        'agent_unproven',
+        `${payTo} is not the treasury of an agent recorded on ${network}: a buyer payment pays an agent's treasury (a payment link's, or pay_to = GET /v1/agents/{mint} treasury); the payment is not prepared, nothing moves.`,
+        { pay_to: payTo, network, found: 'not_recorded', path: 'pay_to' },
+      );
+    }
+    await this.requireProven(agent, 'buyer_payment');
+    this.knowPayable(network, payTo);
+  }
+
+  /**
+   * The facilitator's check of a settlement's payTo. The facilitator settles for any x402 seller
+   * (fee-facilitator-mpp-tools §1, §2.5: any payTo), so only the treasury of an agent recorded here and not proven is
+   * refused (first use: one more look at the ledger) — the money would be locked in a treasury no key can open. Answers
+   * the refusal (`agent_unproven`), or null. A known-payable treasury costs no I/O.
+   */
+  async refusalOfPayTo(network: Network, payTo: string): Promise<DomainError | null> {
+    if (this.payable.has(keyOf(network, payTo))) return null;
+    const agent = await this.deps.store.agents.findByTreasury(network, payTo);
+    if (agent) {
+      try {
+        await this.requireProven(agent, 'settlement');
+      } catch (e) {
+        if (e instanceof DomainError && e.code === 'agent_unproven') return e;
+        throw e;
+      }
+    }
+    this.knowPayable(network, payTo);
+    return null;
   }
 
   /**
@@ -160,6 +210,8 @@ export function unproven(agent: Pick<AgentRecord, 'network' | 'mint' | 'owner'>,
       ? ` A payment link cannot name it. ${WHAT_TO_DO}`
       : use === 'paywall'
         ? ' This payment link takes no payments until its seller proves the agent; nothing was charged.'
-        : ' The payment is not prepared; nothing moves.';
+        : use === 'settlement'
+          ? ' The facilitator settles nothing into it; nothing was charged.'
+          : ' The payment is not prepared; nothing moves.';
   return new DomainError('agent_unproven', head + tail, { mint: agent.mint, network: agent.network, owner: agent.owner, treasury, ...why.details });
 }

@@ -1,4 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { DomainError } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { newEvent } from '../events/kinds.ts';
 import type { Network } from '../shared/network.ts';
 import { iso, isoOrNull } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
@@ -58,9 +61,11 @@ export class AgentService {
       treasuryAccounts?: TreasuryAccounts | undefined;
       /** A recorded agent joins the indexer's watchlist */
       watchlist?: Pick<Watchlist, 'watchAgent'> | undefined;
+      /** the process's proof (shared with its facilitator, so what one learns the other knows); default one of its own */
+      proof?: AgentProof | undefined;
     },
   ) {
-    this.proof = new AgentProof(deps);
+    this.proof = deps.proof ?? new AgentProof(deps);
   }
 
   /**
@@ -121,9 +126,34 @@ export class AgentService {
         );
       }
       const next: AgentRecord = { ...current, owner: parsed.owner, ownerPrincipal: caller.owner, name: wanted.name, uri: wanted.uri, provenAt: current.provenAt ?? now };
-      if (await this.deps.store.agents.replace(next, { owner: current.owner, ownerPrincipal: current.ownerPrincipal })) return this.recorded(next);
+      const expected = { owner: current.owner, ownerPrincipal: current.ownerPrincipal };
+      const replaced = sameOwner ? await this.deps.store.agents.replace(next, expected) : await this.replaceOwner(next, expected, now);
+      if (replaced) return this.recorded(next);
     }
     throw new DomainError('conflict', `Agent ${parsed.mint} is being recorded concurrently; try again.`, { mint: parsed.mint });
+  }
+
+  /**
+   * Recorded with a new owner (the asset changed hands on the ledger): in the same transaction its identity goes back to
+   * unverified under the new owner — the handle released, the claimed domains unverified with fresh tokens — since what
+   * the former owner proved (a domain it controls, a name it chose) says nothing of the new one. The released handle
+   * is written in the agent's history (identity.profile.updated).
+   */
+  private async replaceOwner(next: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }, now: Date): Promise<boolean> {
+    return this.deps.store.transaction(async (tx) => {
+      if (!(await tx.agents.replace(next, expected))) return false;
+      const before = await tx.identity.resetForNewOwner(next.network, next.mint, { ownerPrincipal: next.ownerPrincipal, secret: randomBytes(24).toString('base64url') });
+      if (before?.handle) {
+        await tx.events.append(
+          newEvent(
+            'identity.profile.updated',
+            { id: newId(now.getTime()), phase: 'confirmed', network: next.network, agentAsset: next.mint, owner: next.ownerPrincipal, createdAt: now, confirmedAt: now },
+            { mint: next.mint, handle: null, previous_handle: before.handle, display_name: before.displayName, capabilities: before.capabilities },
+          ),
+        );
+      }
+      return true;
+    });
   }
 
   /** Refusals are logged by TreasuryAccounts; a link created later prepares its currencies again and says so. */

@@ -51,6 +51,11 @@ export interface FacilitatorDeps {
   signer: FeePayerSigner;
   clock: Clock;
   settings: FacilitatorSettings;
+  /**
+   * DECISIONS "Agents, submissions and events": no settlement into the treasury of an agent recorded here and not
+   * proven on the ledger (AgentProof.refusalOfPayTo; absent: not checked)
+   */
+  payees?: { refusalOfPayTo(network: Network, payTo: string): Promise<{ message: string } | null> } | undefined;
   /** fee-leg findings under SVC_FEE_ENFORCE=warn, and anything else an operator should see */
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
@@ -291,6 +296,8 @@ export class FacilitatorService implements Facilitator {
     const prepared = await this.prepare(raw);
     if (!prepared.ok) return prepared;
     const { requirements } = prepared;
+    const refused = await this.payeeRefusal(prepared.network, requirements.payTo);
+    if (refused) return refused;
     const verdict = verifyPayment({
       transaction: prepared.transaction,
       requirements,
@@ -320,6 +327,17 @@ export class FacilitatorService implements Facilitator {
     const creations = accounts.filter((_, i) => existing[i] === null).map((account) => ({ account, ...wanted.get(account)! }));
 
     return { ok: true, value: { prepared, verdict, signed, signature, blockhash: decoded.recentBlockhash, creations } };
+  }
+
+  /** The payTo's agent, when it is one recorded here, must be proven: `agent_unproven` otherwise, before anything is signed. */
+  private async payeeRefusal(network: Network, payTo: string): Promise<Failure | null> {
+    if (!this.deps.payees) return null;
+    try {
+      const refusal = await this.deps.payees.refusalOfPayTo(network, payTo);
+      return refusal ? fail('agent_unproven', refusal.message) : null;
+    } catch (e) {
+      return fail('settlement_failed', `the payTo ${payTo} could not be checked (${(e as Error).message}); nothing was settled`);
+    }
   }
 
   private async prepare(raw: unknown): Promise<Prepared | Failure> {

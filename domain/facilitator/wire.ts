@@ -92,6 +92,8 @@ export const FACILITATOR_REASONS = [
   'simulation_failed',
   'settlement_failed',
   'settlement_pending',
+  // the payTo is the treasury of an agent recorded at this gateway and not proven on the ledger (DECISIONS "Agents…")
+  'agent_unproven',
 ] as const;
 export const FacilitatorReason = z.enum(FACILITATOR_REASONS);
 export type FacilitatorReason = z.infer<typeof FacilitatorReason>;

@@ -6,6 +6,7 @@ import { shareUrl } from '../payment-links/service.ts';
 import type { PaymentHeaders } from './offer.ts';
 import type { MppChallenge } from '../facilitator/mpp.ts';
 import type { PendingRequest, StoredResponse } from './schema.ts';
+import { sha256Hex } from '../receipts/schema.ts';
 
 // What the paywall's layers share: the request as the core reads it, one paid call, and the small pure helpers
 // around them (core.ts claims and settles, record.ts records, reconcile.ts finishes calls nobody answered).
@@ -53,6 +54,24 @@ export function facilitatorRequest(call: Call): FacilitatorRequest {
     x402Version: 2,
     paymentPayload: { x402Version: 2, resource: call.resource, accepted: call.accept, payload: { transaction: call.transaction } },
     paymentRequirements: call.accept,
+  };
+}
+
+/**
+ * A buyer/payment of a link as the call the recorder records (DECISIONS buyer/payment): no HTTP request reached the
+ * paywall, so the request is the link's method with nothing forwarded; the accept is what the transaction paid (its
+ * amount, asset, payTo and fee terms as prepared); the key is its message's hash, as the paywall's paid call would have.
+ */
+export function saleCall(baseUrl: string, link: PaymentLinkRecord, sale: { transaction: Uint8Array; message: Uint8Array; accept: Accept }): Call {
+  return {
+    link,
+    request: { id: link.id, network: link.network, method: link.method, forwardQuery: '', headers: {}, body: undefined },
+    resource: resourceOf(baseUrl, link),
+    accepts: [sale.accept],
+    accept: sale.accept,
+    version: 2,
+    transaction: Buffer.from(sale.transaction).toString('base64'),
+    paymentKey: sha256Hex(sale.message),
   };
 }
 

@@ -38,17 +38,25 @@ const MAX_BATCH = 64;
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
 
-/** What recording a call ended with: the response it answers, or null (recorded under a pruned row: already used). */
-type Final = { response: StoredResponse } | null;
+/**
+ * What recording a payment ended with: the response it answers (null for a sale nobody was served: a buyer/payment), or
+ * null (recorded already: under a pruned row, or by the other path of a buyer/payment).
+ */
+type Final = { response: StoredResponse | null } | null;
 
-/** A landed payment waiting for its seller's next record transaction. */
-interface Queued {
+/** A landed payment to record. `served` null: no response was served for it (a buyer/payment of the link). */
+interface Landed {
   call: Call;
   signature: string;
   payer: string | null;
-  served: StoredResponse;
+  served: StoredResponse | null;
   buyer: AgentRecord | null;
   now: Date;
+}
+
+/** A landed payment waiting for its seller's next record transaction. */
+interface Queued extends Landed {
+  served: StoredResponse;
   done: (final: Final) => void;
   failed: (error: unknown) => void;
 }
@@ -80,7 +88,22 @@ export class PaidCallRecorder {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
     }
-    return { kind: 'recorded', response: final.response };
+    // a paid call was served: its record answers a response
+    return { kind: 'recorded', response: final.response! };
+  }
+
+  /**
+   * A sale that did not go through the paywall (DECISIONS buyer/payment, hosted-api §4.2 rule 9): a buyer/payment of
+   * the link whose transaction the confirmations job saw confirmed. Recorded in the caller's transaction, which holds
+   * its chain heads (lockHead) in sorted order: the same counters, earn receipt, events and link webhook as a paid call
+   * of the paywall, but no `payment_link.served` and no response (none was served). Once per payment, whichever path
+   * sees it first: a payment the paywall recorded (its paid call's key done, or an earn receipt with its signature)
+   * writes nothing, and a paywall call of a payment recorded here finds that receipt and is `already_used`.
+   * Returns whether it was written now.
+   */
+  async recordSale(tx: Repositories, sale: { call: Call; signature: string; payer: string | null; now: Date }): Promise<boolean> {
+    const [final] = await this.write(tx, [{ ...sale, served: null, buyer: null }]);
+    return final?.response === null;
   }
 
   /** seller → its calls waiting, and whether a record transaction of it runs (in this process) */
@@ -126,7 +149,7 @@ export class PaidCallRecorder {
    * was stored; a payment whose row was pruned is already used), the chain heads locked and the receipts chained in
    * the batch's order, the paid calls completed, the events appended, the counters of each link added once.
    */
-  private async write(tx: Repositories, batch: readonly Queued[]): Promise<Final[]> {
+  private async write(tx: Repositories, batch: readonly Landed[]): Promise<Final[]> {
     const network = batch[0]!.call.link.network;
     const finals: (Final | undefined)[] = batch.map(() => undefined);
     // Under the paid calls' row locks: whoever records a payment first records it; a second finisher (a takeover
@@ -135,7 +158,7 @@ export class PaidCallRecorder {
     const first = new Map<string, number>();
     batch.forEach((b, i) => {
       const row = current.get(b.call.paymentKey);
-      if (row?.status === 'done' && row.response) finals[i] = { response: row.response };
+      if (row?.status === 'done' && row.response) finals[i] = b.served ? { response: row.response } : null;
       else if (first.has(b.call.paymentKey)) finals[i] = undefined; // the same payment twice: answered as its first below
       else first.set(b.call.paymentKey, i);
     });
@@ -185,8 +208,10 @@ export class PaidCallRecorder {
               feeBps: bps,
               feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
             },
-            facilitator: this.deps.settings.facilitatorUrl,
-            response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) },
+            // a buyer/payment is broadcast by the gateway's submit, not settled by a facilitator, and serves nothing
+            ...(served
+              ? { facilitator: this.deps.settings.facilitatorUrl, response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) } }
+              : {}),
             tx_sig: signature,
           };
         // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
@@ -207,7 +232,7 @@ export class PaidCallRecorder {
         heads.set(link.ownerAgent, { nonce: receipt.nonce, receiptHash: receipt.receipt_hash });
         receipts.push({ network, receipt, source: 'paywall', createdAt: now });
         const append = this.appender(events, call, now, signature);
-        this.settledEvents(append, call, payer, fee, stable, served.status, signature);
+        this.settledEvents(append, call, payer, fee, stable, served?.status ?? null, signature);
         if (buyer) {
           const spend = this.spend({ buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now });
           heads.set(buyer.mint, { nonce: spend.nonce, receiptHash: spend.receipt_hash });
@@ -222,17 +247,22 @@ export class PaidCallRecorder {
         }
         this.receiptEvents(append, call, signature, receipt, fee, stable);
 
-        const body = link.wrapReceipt ? wrapped(served, receipt) : served;
-        const headers: Record<string, string> = call.mpp
-          ? { ...body.headers, 'payment-receipt': encodeReceipt({ reference: signature, timestamp: now.toISOString(), slot: call.mpp.slot ?? null, challengeId: call.mpp.challenge.id }) }
-          : { ...body.headers, 'payment-response': b64json(paymentResponse) };
-        if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
-        const response: StoredResponse = { ...body, headers };
-        completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
-        webhooks.push(() => this.webhook(tx, call, paymentResponse, response, receipt, now));
+        if (served) {
+          const body = link.wrapReceipt ? wrapped(served, receipt) : served;
+          const headers: Record<string, string> = call.mpp
+            ? { ...body.headers, 'payment-receipt': encodeReceipt({ reference: signature, timestamp: now.toISOString(), slot: call.mpp.slot ?? null, challengeId: call.mpp.challenge.id }) }
+            : { ...body.headers, 'payment-response': b64json(paymentResponse) };
+          if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+          const response: StoredResponse = { ...body, headers };
+          completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
+          webhooks.push(() => this.webhook(tx, call, paymentResponse, response, receipt, now));
+          finals[i] = { response };
+        } else {
+          webhooks.push(() => this.webhook(tx, call, paymentResponse, null, receipt, now));
+          finals[i] = { response: null };
+        }
         const count = counted.get(link.pk);
         counted.set(link.pk, { calls: (count?.calls ?? 0) + 1, at: now, signature });
-        finals[i] = { response };
       }
       await tx.receipts.insertMany(receipts);
       await tx.paidCalls.completeMany(network, completed);
@@ -263,7 +293,7 @@ export class PaidCallRecorder {
   }
 
   /** The events a landed payment leaves that need no receipt. */
-  private settledEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, payer: string | null, fee: bigint, stable: Stable, status: number, signature: string) {
+  private settledEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, payer: string | null, fee: bigint, stable: Stable, status: number | null, signature: string) {
     const { link } = call;
     append('payment_link.settled', {
       payment_link_id: link.id,
@@ -276,7 +306,7 @@ export class PaidCallRecorder {
       fee_atomic: fee.toString(),
       gross_atomic: (link.amountAtomic + fee).toString(),
     });
-    append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
+    if (status !== null) append('payment_link.served', { payment_link_id: link.id, status, tx_sig: signature, method: link.method });
   }
 
   /** The earn receipt's events. */
@@ -301,12 +331,13 @@ export class PaidCallRecorder {
   /**
    * hosted-api §2.1 webhook_url: `{ payment_link_id, payment, receipt, response }` to the link's URL, signed with its
    * secret — a delivery like a subscription's (DECISIONS "Webhooks": same rows, retries, signature), made in the
-   * record transaction so a recorded payment's webhook is never lost.
+   * record transaction so a recorded payment's webhook is never lost. `response` is null for a sale that served nothing
+   * (a buyer/payment of the link).
    */
-  private async webhook(tx: Repositories, call: Call, payment: Record<string, unknown>, response: StoredResponse, receipt: Receipt, now: Date): Promise<void> {
+  private async webhook(tx: Repositories, call: Call, payment: Record<string, unknown>, response: StoredResponse | null, receipt: Receipt, now: Date): Promise<void> {
     const { link } = call;
     if (!link.webhookUrl || !link.webhookSecret) return;
-    const data = { payment_link_id: link.id, payment, receipt, response: { status: response.status, headers: response.headers, body: response.body } };
+    const data = { payment_link_id: link.id, payment, receipt, response: response && { status: response.status, headers: response.headers, body: response.body } };
     await enqueueLinkDelivery(tx, { network: link.network, linkPk: link.pk, kind: 'payment_link.settled', data, now });
   }
 }

@@ -16,6 +16,8 @@ export type { PaywallResult } from './core.ts';
 export interface PaywallDeps extends PaywallCoreDeps {
   /** failures nobody is waiting for (webhooks), for the operator's log */
   onWarning?: (message: string, context: Record<string, unknown>) => void;
+  /** rule 9's writer, shared with the confirmations of buyer payments (their sales); default one of its own */
+  recorder?: PaidCallRecorder | undefined;
 }
 
 export class PaywallService {
@@ -26,7 +28,7 @@ export class PaywallService {
   readonly recorder: PaidCallRecorder;
 
   constructor(deps: PaywallDeps) {
-    const recorder = (this.recorder = new PaidCallRecorder(deps));
+    const recorder = (this.recorder = deps.recorder ?? new PaidCallRecorder(deps));
     this.core = new PaywallCore(deps, recorder);
     this.reconciler = new PaidCallReconciler(deps, this.core);
   }

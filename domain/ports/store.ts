@@ -292,7 +292,13 @@ export interface IdentityRepository {
   verifiedDomains(network: Network, mint: string): Promise<DomainRecord[]>;
   /** the agent that verified `domain` on the network */
   findVerifiedDomain(network: Network, domain: string): Promise<DomainRecord | null>;
-  /** the agent's earn receipts (decision allow, not found to mismatch the ledger) per currency, through the receipts (network, agent, kind, decision) index */
+  /**
+   * The agent was recorded with a new owner: its profile's handle is released and its claimed domains are unverified
+   * again, each with a fresh token derived from `secret` (the former owner's document proves nothing of the new one),
+   * all now the new `ownerPrincipal`'s. Answers the profile as it was (null without one).
+   */
+  resetForNewOwner(network: Network, mint: string, next: { ownerPrincipal: string | null; secret: string }): Promise<ProfileRecord | null>;
+  /** the agent's earn receipts that count (decision allow, settlement verified on the ledger) per currency and asset, from their rollup */
   reputation(network: Network, agent: string): Promise<ReputationRow[]>;
   insertClaim(record: ClaimRecord): Promise<void>;
   /** inside a transaction the row is locked until commit */

@@ -26,6 +26,11 @@ import type { Watchlist } from '../indexer/watchlist.ts';
 import { isNoOp, type AgentBuildContext, type BuildContext, type PlanOutcome, type TransactionPlan } from './plan.ts';
 import { describeMissing, recordedSigners, signerRoles, type SignatureProblem } from './signers.ts';
 import { SubmitInput, type PreparedEnvelope, type PreparedTransactionRecord, type SubmitResult } from './schema.ts';
+import type { PaidCallRecorder } from '../paywall/record.ts';
+import { saleCall, type Call } from '../paywall/call.ts';
+import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import { CAIP2 } from '../shared/network.ts';
+import { FEE_EXTENSION_KEY } from '../facilitator/schema.ts';
 
 // Prepare → sign (by the user) → submit → track (hosted-api §2.5, §3.1, §4.5; DECISIONS "Prepare / submit
 // / events"). A builder (domain/agents/build) decides the instructions; this service adds the blockhash, stores the
@@ -54,6 +59,11 @@ export interface TransactionDeps {
    * ledger is not prepared (AgentProof.requirePayToPayable; absent: not checked)
    */
   payees?: { requirePayToPayable(network: Network, payTo: string): Promise<void> } | undefined;
+  /**
+   * DECISIONS buyer/payment: a confirmed buyer/payment of a payment link is that link's sale, recorded by the paywall's
+   * recorder in the confirming transaction (absent: only the buyer's spend receipt is written)
+   */
+  sales?: Pick<PaidCallRecorder, 'recordSale'> | undefined;
   /** told of every first submit, broadcast or refused by the ledger (the operator's log line); never throws */
   onSubmitted?: ((summary: SubmitSummary) => void) | undefined;
 }
@@ -405,9 +415,15 @@ export class TransactionService {
     return new Date(this.deps.clock.now().getTime() + wait);
   }
 
-  /** Confirmed, with what it makes: the agent a mint created, the spend receipt of a buyer payment. */
+  /**
+   * Confirmed, with what it makes: the agent a mint created; for a buyer payment the buyer's spend receipt and, when it
+   * paid a payment link, the link's sale (counters, earn receipt, events — as the paywall records a paid call).
+   */
   private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<void> {
     const now = this.deps.clock.now();
+    // The link is read before the transaction: the sale locks the receipt chains first and the link's counters last,
+    // in the paywall's order, so a confirmation and a paid call of the same agents never wait on each other in a cycle.
+    const sale = row.kind === 'buyer.payment' ? await this.saleOf(row) : null;
     await this.deps.store.transaction(async (tx) => {
       const event = await tx.events.transition(row.network, row.eventId, { from: ['submitted'], phase: 'confirmed', at: now, slot, blockTime: landed?.blockTime ?? null, confirmedAt: now });
       await tx.preparedTransactions.finish(row.network, row.eventId);
@@ -415,9 +431,35 @@ export class TransactionService {
       if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
       await recordExecutive(tx, row, event.metadata);
       if (row.kind === 'buyer.payment') {
+        const buyer = (event.metadata.echo as { buyer_agent: string }).buyer_agent;
+        if (sale) for (const agent of [...new Set([buyer, sale.link.ownerAgent])].sort()) await tx.receipts.lockHead(row.network, agent);
         await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
+        if (sale) await this.deps.sales!.recordSale(tx, { call: sale, signature: row.signature!, payer: sale.payer, now });
       }
     });
+  }
+
+  /**
+   * The sale a buyer payment makes (DECISIONS buyer/payment): the link it paid, as it was paid — the amount, stable and
+   * fee terms prepared, into the treasury of the link's owner agent. None when it paid no link, when no recorder is
+   * wired, or when the link is gone or names another agent now (its counters are not that agent's sales).
+   */
+  private async saleOf(row: PreparedTransactionRecord): Promise<(Call & { payer: string }) | null> {
+    if (!this.deps.sales || !row.transaction) return null;
+    const prepared = await this.deps.store.events.get(row.network, row.eventId);
+    const echo = (prepared?.metadata.echo ?? {}) as Partial<Record<string, unknown>>;
+    if (typeof echo.payment_link !== 'string') return null;
+    const link = await this.deps.store.paymentLinks.get(row.network, echo.payment_link);
+    if (!link || treasuryOf(link.ownerAgent) !== echo.pay_to) return null;
+    const fee = typeof echo.fee_bps === 'number' && echo.fee_bps > 0 && typeof echo.fee_authority === 'string' ? { [FEE_EXTENSION_KEY]: { v: '1', bps: echo.fee_bps, feeAuthority: echo.fee_authority } } : {};
+    const paid: PaymentLinkRecord = { ...link, amountAtomic: BigInt(String(echo.amount_atomic)) };
+    const call = saleCall(this.deps.settings.baseUrl, paid, {
+      transaction: row.transaction,
+      message: row.message,
+      // maxTimeoutSeconds: the x402 shape asks for one; nothing waits on it for a payment that has landed
+      accept: { scheme: 'exact', network: CAIP2[row.network], asset: String(echo.mint), amount: String(echo.amount_atomic), payTo: String(echo.pay_to), maxTimeoutSeconds: 60, extra: fee },
+    });
+    return { ...call, payer: String(echo.delegate) };
   }
 
   private async fail(row: PreparedTransactionRecord, code: string, logs: string[], slot?: number): Promise<void> {

@@ -6,7 +6,8 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 
 // Issue 21: the identity reputation and the daily buckets read rollups of the receipts (migration 0021), kept by
 // triggers that only insert deltas. Each read must equal the aggregate of the receipts themselves at any moment —
-// deltas unfolded, folded, a verification turning mismatch — and two writers of one agent never wait for each other.
+// deltas unfolded, folded, a verification turning verified or mismatch — and two writers of one agent never wait for
+// each other. The reputation counts only earn receipts whose settlement the ledger verified (migration 0026).
 
 const test = anyTest as TestFn<{ app: TestApp }>;
 const NET = 'chain-devnet';
@@ -33,10 +34,12 @@ async function insertReceipts(t: { context: { app: TestApp } }, agent: string, n
     const ts = new Date(DAY0.getTime() + (k % 5) * 86_400_000 + (k % 97) * 60_000);
     const price = { asset, currency: asset === 'EURC' ? 'EUR' : 'USD', amount_atomic: String(100 + k), gross: String(101 + k) };
     const body = { price, ...(status === null ? {} : { response: { status } }) };
+    // pushed receipts: some checked on the ledger already, some still pending, some naming no transaction
+    const verification = k % 4 === 1 ? 'pending' : k % 4 === 2 ? 'not_applicable' : 'verified';
     await m.execute(
       `insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
-       values (?, ?, ?, ?, ?, 'push', ?::jsonb, now(), ?, ?, ?, 'pending')`,
-      [NET, agent, head!.n + i, kind, `rr${nextHash++}`, JSON.stringify(body), decision, ts, ts],
+       values (?, ?, ?, ?, ?, 'push', ?::jsonb, now(), ?, ?, ?, ?)`,
+      [NET, agent, head!.n + i, kind, `rr${nextHash++}`, JSON.stringify(body), decision, ts, ts, verification],
     );
   }
 }
@@ -48,9 +51,9 @@ async function compare(t: ExecutionContext<{ app: TestApp }>, agent: string, lab
   const got = (await m.execute(rep.sql, rep.params)) as Record<string, unknown>[];
   const want = (await m.execute(
     `select body->'price'->>'currency' as currency, body->'price'->>'asset' as asset, count(*)::int as calls,
-            (count(*) filter (where (body->'response'->>'status')::int between 200 and 299))::int as ok_calls,
+            (count(*) filter (where (body->'response'->>'status')::int between 200 and 299 or body->'response' is null))::int as ok_calls,
             coalesce(sum((body->'price'->>'amount_atomic')::numeric), 0)::text as amount_atomic, max(ts) as last_at
-       from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
+       from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification = 'verified'
       group by 1, 2 order by 1, 2`,
     [NET, agent],
   )) as Record<string, unknown>[];
@@ -70,7 +73,7 @@ async function compare(t: ExecutionContext<{ app: TestApp }>, agent: string, lab
 
 const compact = async (t: { context: { app: TestApp } }) => em(t).execute('select svc_compact_receipt_rollups()');
 
-test.serial('the rollups equal the receipts aggregates: unfolded, folded, mixed, and after verifications turn mismatch', async (t) => {
+test.serial('the rollups equal the receipts aggregates: unfolded, folded, mixed, and after verifications turn verified or mismatch', async (t) => {
   const agent = 'agentRollup1';
   await insertReceipts(t, agent, 60, 1);
   await compare(t, agent, 'deltas only');
@@ -79,9 +82,10 @@ test.serial('the rollups equal the receipts aggregates: unfolded, folded, mixed,
   await compare(t, agent, 'folded');
   await insertReceipts(t, agent, 40, 2);
   await compare(t, agent, 'folded + deltas');
-  // verification: pending → verified changes nothing; → mismatch takes the receipt out of the reputation (and the
-  // newest settled time with it when it was the newest)
-  await em(t).execute(`update receipts set verification = 'verified' where agent = ? and nonce % 3 = 0`, [agent]);
+  // verification: pending → verified brings the receipt into the reputation (only what the ledger proved counts, migration
+  // 0026); → mismatch takes it out (and the newest settled time with it when it was the newest)
+  await em(t).execute(`update receipts set verification = 'verified' where agent = ? and nonce % 3 = 0 and verification = 'pending'`, [agent]);
+  await compare(t, agent, 'after verifications');
   const [newest] = (await em(t).execute(
     `select nonce from receipts where agent = ? and kind = 'earn' and decision = 'allow' order by ts desc limit 1`,
     [agent],
@@ -107,7 +111,7 @@ test.serial('two open transactions writing receipts of the same agent and curren
   const insert = (c: pg.Client, nonce: number) =>
     c.query(
       `insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
-       values ($1, 'agentRollup2', $2, 'earn', $3, 'push', $4::jsonb, now(), 'allow', $5, $5, 'pending')`,
+       values ($1, 'agentRollup2', $2, 'earn', $3, 'push', $4::jsonb, now(), 'allow', $5, $5, 'verified')`,
       [NET, nonce, `rw${nonce}`, body, DAY0],
     );
   try {

@@ -19,9 +19,10 @@ import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 
 // Issue 14: a real paid flow of a buyer agent on the embedded devnet running the Metaplex Core program — the agent
 // minted, its treasury funded and an executive delegated, then the buyer routes: execute refused by the spend policy
-// (REST, tRPC, GraphQL), execute allowed → signed client-side → /v1/submit → confirmed; finalize of that settlement
-// (already recorded at confirmation: nothing twice), finalize of a payment made client-side to another seller
-// (recorded once, from the landed transaction), verify of both receipts, and the daily spend they add up to.
+// (REST, tRPC, GraphQL), execute allowed → signed client-side → /v1/submit → confirmed, which is the link's sale too
+// (counters, earn receipt, events: once, whatever replays); finalize of that settlement (already recorded at
+// confirmation: nothing twice), finalize of a payment made client-side to another seller (recorded once, from the
+// landed transaction), verify of both receipts, and the daily spend they add up to.
 
 const test = anyTest as TestFn<{ app: TestApp }>;
 const USDC = STABLES['chain-devnet'][0]!;
@@ -59,6 +60,30 @@ async function prepareAndSubmit(t: ExecutionContext, app: TestApp, key: string, 
   if (prepared.body.no_op) return prepared.body;
   await submit(t, app, key, prepared.body, signers);
   return prepared.body;
+}
+
+/**
+ * DECISIONS buyer/payment: a confirmed buyer/payment of a link is its sale — the link's counters, the seller's earn
+ * receipt and the sale events, each exactly once (no payment_link.served: nothing was served).
+ */
+async function theSaleOnce(t: ExecutionContext, app: TestApp, key: string, s: { linkId: string; shareUrl: string; seller: string; settlement: string; executive: string; bps: number }) {
+  const read = await http(app, 'GET', `/v1/payment-links/${s.linkId}`, { key });
+  t.like(read.body.counters, { call_count: 1, settled_count: 1, last_tx_sig: s.settlement });
+  const earned = await app.database.store.receipts.listByAgent('chain-devnet', s.seller, { limit: 10 });
+  t.is(earned.length, 1, 'one earn receipt');
+  t.like(earned[0], { source: 'paywall', receipt: { kind: 'earn', agent: s.seller, nonce: 0, tx_sig: s.settlement, decision: 'allow', request: { method: 'GET', url: s.shareUrl }, price: { amount_atomic: '1500000', fee: feeFor(1_500_000n, s.bps).toString(), feeBps: s.bps } } });
+  t.is(earned[0]!.receipt.response, undefined, 'no response was served');
+  const events = await http(app, 'GET', `/v1/events?agent=${s.seller}&limit=50`, { key });
+  const kinds = (events.body.data as { kind: string; signature: string | null }[]).filter((e) => e.signature === s.settlement && /^(payment_link\.|receipt\.published|protocol\.fee)/.test(e.kind)).map((e) => e.kind).sort();
+  t.deepEqual(kinds, ['payment_link.settled', 'protocol.fee.collected', 'receipt.published'].filter((k) => k !== 'protocol.fee.collected' || s.bps > 0));
+  const settled = (events.body.data as { kind: string; metadata: Record<string, unknown> }[]).find((e) => e.kind === 'payment_link.settled')!;
+  t.like(settled.metadata, { payment_link_id: s.linkId, agent: s.seller, tx_sig: s.settlement, payer: s.executive, amount_atomic: '1500000' });
+  // checked against the ledger as the paywall's receipts are, once published
+  const verified = await until('the earn receipt verified', async () => {
+    const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.seller, { limit: 1 });
+    return r?.verification.status === 'pending' ? undefined : r;
+  }, 30_000, 100);
+  t.is(verified.verification.status, 'verified', JSON.stringify(verified.verification));
 }
 
 metaplexTest(test, 'execute (policy first) → submit → finalize (once) → verify on the embedded ledger, on REST, tRPC and GraphQL', async (t) => {
@@ -137,6 +162,20 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.like(executed.body.prepared.echo, { buyer_agent: mint, gross_atomic: gross.toString(), payment_link: link.body.id });
   const confirmed = await submit(t, app, key, executed.body.prepared, [executive]);
   const settlement = String(confirmed.signature);
+  await theSaleOnce(t, app, key, { linkId: link.body.id, shareUrl: link.body.share_url, seller: seller.mint, settlement, executive: executive.publicKey.toBase58(), bps });
+  // replays write nothing twice: the same transaction submitted again, the confirmations job run again
+  const replayed = await http(app, 'POST', '/v1/submit', { key, body: { event_id: executed.body.prepared.event_id, transaction_base64: sign(executed.body.prepared, executive) } });
+  t.is(replayed.status, 200, JSON.stringify(replayed.body));
+  t.true(replayed.body.replayed);
+  await app.services.transactions.checkDue();
+  // the paywall's path for the same signature (the recorder's idempotency key): a sale recorded once stays once
+  const sales = app.services.transactions as unknown as { saleOf(row: unknown): Promise<any> };
+  const call = await sales.saleOf(
+    await app.database.store.preparedTransactions.get('chain-devnet', executed.body.prepared.event_id),
+  );
+  const recordedAgain = await app.database.store.transaction((tx) => app.services.paywall!.recorder.recordSale(tx, { call, signature: settlement, payer: call.payer, now: new Date() }));
+  t.false(recordedAgain, "the recorder writes a recorded sale once");
+  await theSaleOnce(t, app, key, { linkId: link.body.id, shareUrl: link.body.share_url, seller: seller.mint, settlement, executive: executive.publicKey.toBase58(), bps });
 
   // tRPC and GraphQL execute answer the same envelope shape (not submitted: the prepared event expires unused)
   const viaTrpc = await trpc.buyer.execute.mutate({ ...body, payment_link: undefined, pay_to: treasuryOf(seller.mint), amount: '0.5', currency: 'USDC' });

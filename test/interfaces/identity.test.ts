@@ -11,7 +11,7 @@ import { GuardedOutboundHttp } from '../../adapters/http/outbound.ts';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { http, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
-import { buildChain } from '../support/receipts.ts';
+import { buildChain, unknownSignature } from '../support/receipts.ts';
 import { TestClock } from '../support/clock.ts';
 
 // Issue 13, DECISIONS "Identity": profiles and handles, public reads (resolve, get), verify verdicts and domain
@@ -234,20 +234,30 @@ test.serial('resolve by mint and handle (any case, with @) on REST, tRPC and Gra
   t.is(gqlNone.body.errors?.[0]?.extensions?.code, 'agent_not_found');
 });
 
-test.serial('reputation: settled calls, volume per currency and rating from the agent’s earn receipts', async (t) => {
-  const { mint } = await recordAgent(t.context.app, t.context.key);
-  // four settled calls, one answered 500; one denied call that does not count
-  const chain = buildChain(mint, 5, (i) => (i === 4 ? { decision: 'deny' } : { response: { status: i === 3 ? 500 : 200 } }));
+test.serial('reputation: settled calls, volume per currency and rating from the agent’s earn receipts the ledger proved', async (t) => {
+  const { app } = t.context;
+  const { mint } = await recordAgent(app, t.context.key);
+  const empty = { settled_calls: 0, rating: null, volume: [], last_settled_at: null };
+  // two pushed receipts naming no transaction (verification not_applicable), then four settled calls, one answered 500,
+  // and one denied call that does not count — these five naming their settlement: pending until the ledger check
+  // decides, counted only once it is verified
+  const chain = buildChain(mint, 7, (i) =>
+    i < 2 ? { response: { status: 200 } } : { tx_sig: unknownSignature(), ...(i === 6 ? { decision: 'deny' as const } : { response: { status: i === 5 ? 500 : 200 } }) },
+  );
   for (const r of chain) {
-    const res = await http(t.context.app, 'POST', `/v1/receipts/${mint}`, { key: t.context.key, body: r });
+    const res = await http(app, 'POST', `/v1/receipts/${mint}`, { key: t.context.key, body: r });
     t.is(res.status, 200, JSON.stringify(res.body));
   }
-  const read = await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
+  t.deepEqual((await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.reputation, empty, 'pending and not_applicable receipts do not count');
+  // the receipts job's verdict, as it records it
+  const now = app.services.clock.now();
+  for (const r of chain.slice(2)) t.true(await app.database.store.receipts.setVerification('chain-devnet', r.receipt_hash, { status: 'verified', reason: 'checked', checkedAt: now, attempts: 1, nextCheckAt: null }));
+  const read = await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
   t.deepEqual(read.body.reputation, {
     settled_calls: 4,
     rating: 3.8,
     volume: [{ currency: 'USDC', asset: chain[0]!.price.asset, amount_atomic: '40000', calls: 4 }],
-    last_settled_at: new Date(chain[3]!.ts).toISOString(),
+    last_settled_at: new Date(chain[5]!.ts).toISOString(),
   });
 });
 
@@ -295,6 +305,45 @@ test.serial('verify: not_disabled fails (deny) when the account at the mint is n
 });
 
 // ── domains (serial: one HTTPS server) ───────────────────────────────────────────────────────────────────────────────
+
+// (before the domain test below: the domain this agent verifies is released by its new owner's record, so that test can
+// verify it for another agent)
+test.serial('recorded again with a new owner: its handle is released and its domains are unverified under the new owner', async (t) => {
+  const { app } = t.context;
+  const { mint } = await recordAgent(app, t.context.key);
+  const h = handle('Former');
+  t.is((await putProfile(t, mint, { handle: h, display_name: 'Former owner' })).status, 200);
+  const proved = await proveDomain(t, mint);
+  t.is(proved.status, 200, JSON.stringify(proved.body));
+  const formerToken = proved.body.token;
+  t.is((await http(app, 'GET', `/v1/identity/resolve?domain=${t.context.host}`, { key: t.context.other })).body.mint, mint);
+
+  // the asset changes hands on the ledger; the new owner records it
+  const newOwner = await randomAddress();
+  await writeCoreAsset(ledger(t), mint, { owner: newOwner });
+  const recorded = await http(app, 'POST', '/v1/agents/record', { key: t.context.key, body: { mint, owner: newOwner } });
+  t.is(recorded.status, 200, JSON.stringify(recorded.body));
+
+  const read = await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
+  t.is(read.body.owner, newOwner);
+  t.is(read.body.profile.handle, null);
+  t.deepEqual(read.body.domains, []);
+  t.is((await http(app, 'GET', `/v1/identity/resolve?handle=${h}`, { key: t.context.other })).status, 404, 'the handle no longer names it');
+  t.is((await http(app, 'GET', `/v1/identity/resolve?domain=${t.context.host}`, { key: t.context.other })).status, 404, 'the domain no longer proves it');
+  const [released] = await eventsOf(t, 'identity.profile.updated', mint);
+  t.like(released, { metadata: { mint, handle: null, previous_handle: h } });
+  // the claim is there, unverified, with a token the former owner's document does not hold
+  const claim = await http(app, 'POST', `/v1/identity/${mint}/domains`, { key: t.context.key, body: { domain: t.context.host } });
+  t.like(claim.body, { domain: t.context.host, verified_at: null });
+  t.not(claim.body.token, formerToken);
+  const stale = await http(app, 'POST', `/v1/identity/${mint}/domains/${t.context.host}/verify`, { key: t.context.key });
+  t.is(stale.status, 400, JSON.stringify(stale.body));
+  t.like(stale.body, { error: 'invalid_request', details: { reason: 'token_mismatch' } });
+  // recording it again with the same owner changes nothing more
+  t.is((await putProfile(t, mint, { handle: h })).status, 200);
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: t.context.key, body: { mint, owner: newOwner } })).status, 200);
+  t.is((await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.profile.handle, h);
+});
 
 test.serial('domain: claimed, then verified against a real HTTPS server (self-signed CA from SVC_OUTBOUND_CA); resolve by domain; verify allows', async (t) => {
   const { mint, owner } = await recordAgent(t.context.app, t.context.key);

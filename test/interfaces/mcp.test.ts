@@ -12,6 +12,7 @@ import { spawn } from 'node:child_process';
 import { Ajv } from 'ajv';
 import { http, issueKey, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
+import { until } from '../support/receiver.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor, U64_MAX } from '../../domain/shared/money.ts';
@@ -377,7 +378,12 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   const sellerDaily = await ok(seller, 'svc_daily_transactions', { days: 3 });
   t.like(sellerDaily.buckets.at(-1), { date: today, received_usd: '0.25', received_count: 1 });
 
-  // Reputation and identity of the seller, seen by the buyer.
+  // Reputation and identity of the seller, seen by the buyer: the earn receipt counts once the ledger check verified it
+  // (checked right after it is published).
+  await until('the earn receipt verified', async () => {
+    const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.mint, { limit: 1 });
+    return r?.verification.status === 'verified' ? r : undefined;
+  }, 30_000, 100);
   const rep = await ok(buyer, 'svc_reputation', { mint: s.mint });
   t.like(rep, { agent: s.mint, settled_calls: 1, volume_usd: '0.25', rating: 1, dispute_rate: 0 });
   const resolved = await ok(buyer, 'svc_resolve_identity', { mint: s.mint });

@@ -45,12 +45,16 @@ test.before(async (t) => {
            case when g % 20 = 1 then '{"discoverable": true}'::jsonb else '{}'::jsonb end, 'k', now(), now(),
            case when (g * 31) % 10 < 6 then (case when g <= 25000 then 'key:old' else 'key:big' end) else 'wallet:w' || (g % 300) end
       from generate_series(1, 50000) g`);
+  // the links' owner agents, proven (discover lists only links whose owner agent the ledger proved), one in a hundred not
+  await em.execute(`insert into agents (network, mint, owner, treasury, source, registered_at, updated_at, proven_at)
+    select n, 'agent' || g, 'o', 't' || g, 'recorded', now(), now(), case when g % 100 = 21 then null else now() end
+      from generate_series(0, 1999) g, unnest(array['chain-devnet', 'chain-mainnet']) n`);
   await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
     select 'chain-devnet', 'agentR' || (g % 10), g / 10, case when g % 3 = 0 then 'spend' else 'earn' end, 'h' || g, 'paywall',
            jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'currency', 'USDC', 'amount_atomic', '990', 'gross', '1000'),
                               'response', jsonb_build_object('status', case when g % 17 = 0 then 500 else 200 end)), now(),
            case when g % 11 = 0 then 'deny' when g % 13 = 0 then 'rejected' else 'allow' end,
-           now() - (50000 - g) * interval '1 second', now() - (50000 - g) * interval '1 second', 'not_applicable'
+           now() - (50000 - g) * interval '1 second', now() - (50000 - g) * interval '1 second', 'verified'
       from generate_series(0, 49999) g`);
   await em.execute(`insert into webhooks (id, network, owner_principal, scope, url, events, secret, created_by, created_at, updated_at)
     select 'wh' || g, 'chain-devnet', 'key:big', 'principal', 'https://example.com/h', array['*'], 's', 'k', now(), now() from generate_series(0, 4) g`);
@@ -229,7 +233,7 @@ test('receipt aggregates: the reputation and the daily buckets read their rollup
   const [want] = (await em.execute(
     `select count(*)::int as calls, (count(*) filter (where (body->'response'->>'status')::int between 200 and 299))::int as ok_calls,
             sum((body->'price'->>'amount_atomic')::numeric)::text as amount_atomic, max(ts) as last_at
-       from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification <> 'mismatch'`,
+       from receipts where network = ? and agent = ? and kind = 'earn' and decision = 'allow' and verification = 'verified'`,
     [devnet, agent],
   )) as { calls: number; ok_calls: number; amount_atomic: string; last_at: Date }[];
   t.is(got.length, 1);

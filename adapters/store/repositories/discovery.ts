@@ -25,10 +25,17 @@ const agentFromRow = (r: AgentRow): RegisteredAgentRow => ({
   description: r.description,
 });
 
-/** the newest discoverable links (payment_links_discoverable_idx); exported so bench:growth prints its plan */
+/**
+ * the newest discoverable links (payment_links_discoverable_idx) whose owner agent is proven on the ledger (DECISIONS
+ * "Agents, submissions and events": an unproven agent's link takes no payment, so it is not offered — one primary-key
+ * probe of agents per row, a scalar subquery so the links are still read in the index's order, never joined and
+ * sorted); exported so bench:growth prints its plan
+ */
 export function discoverableLinksSql(network: string, limit: number, offset = 0): { sql: string; params: unknown[] } {
   return {
-    sql: `${LINK_SELECT} where network = ? and not disabled and (metadata->>'discoverable') = 'true' order by pk desc limit ? offset ?`,
+    sql: `${LINK_SELECT} where network = ? and not disabled and (metadata->>'discoverable') = 'true'
+      and (select p.proven_at from agents p where p.network = l.network and p.mint = l.owner_agent) is not null
+      order by pk desc limit ? offset ?`,
     params: [network, limit, offset],
   };
 }
@@ -46,7 +53,7 @@ export function discoveryRepository(ctx: RepoContext): DiscoveryRepository {
       const rows = await query<AgentRow>(
         em(),
         `select a.mint, a.network, a.name, a.uri, a.treasury, p.capabilities, p.description
-         from (select * from agents where network = ? and uri is not null order by registered_at desc, mint limit ? offset ?) a
+         from (select * from agents where network = ? and uri is not null and proven_at is not null order by registered_at desc, mint limit ? offset ?) a
          left join identity_profiles p on p.network = a.network and p.mint = a.mint
          order by a.registered_at desc, a.mint`,
         [network, limit, offset],

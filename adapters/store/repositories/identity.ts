@@ -140,15 +140,15 @@ interface ReputationSqlRow {
 const CARDS_LOCK = 7_201_015;
 
 /**
- * The reputation of an agent: its earn receipts that count (decision allow, verification not mismatch) per currency
- * and asset, from the receipt_reputation rollup and its unfolded deltas (migration 0021) — O(currencies), not
+ * The reputation of an agent: its earn receipts that count (decision allow, settlement verified on the ledger: migration
+ * 0026) per currency and asset, from the receipt_reputation rollup and its unfolded deltas (migration 0021) — O(currencies), not
  * O(settled calls) — and the newest one's time, one probe of receipts_reputation_ts per row.
  */
 export function reputationSql(network: string, agent: string): { sql: string; params: unknown[] } {
   return {
     sql: `select g.currency, g.asset, g.calls::int as calls, g.ok_calls::int as ok_calls, g.amount_atomic::text as amount_atomic,
             (select r.ts from receipts r where r.network = ? and r.agent = ? and r.kind = 'earn' and r.decision = 'allow'
-                and r.verification <> 'mismatch' and r.body->'price'->>'currency' = g.currency and r.body->'price'->>'asset' = g.asset
+                and r.verification = 'verified' and r.body->'price'->>'currency' = g.currency and r.body->'price'->>'asset' = g.asset
               order by r.ts desc limit 1) as last_at
        from (select currency, asset, sum(calls) as calls, sum(ok_calls) as ok_calls, sum(amount_atomic) as amount_atomic
                from (select currency, asset, calls, ok_calls, amount_atomic from receipt_reputation where network = ? and agent = ?
@@ -213,6 +213,19 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
       ).map(domainFromRow),
     findVerifiedDomain: (network, domain) =>
       one(em(), `select * from identity_domains where network = ? and domain = ? and verified_at is not null`, [network, domain], domainFromRow),
+    resetForNewOwner: async (network, mint, next) => {
+      const before = await one(em(), `select * from identity_profiles where network = ? and mint = ? for update`, [network, mint], profileFromRow);
+      // owner_principal is not null on these tables: a legacy agent nobody owns keeps the former principal's name on them
+      await query(em(), `update identity_profiles set handle = null, owner_principal = coalesce(?, owner_principal) where network = ? and mint = ?`, [next.ownerPrincipal, network, mint]);
+      await query(
+        em(),
+        `update identity_domains set verified_at = null, owner_principal = coalesce(?, owner_principal),
+           token = 'svc_dv_' || rtrim(translate(encode(sha256(convert_to(? || ':' || domain, 'UTF8')), 'base64'), '+/', '-_'), '=')
+         where network = ? and mint = ?`,
+        [next.ownerPrincipal, next.secret, network, mint],
+      );
+      return before;
+    },
     reputation: async (network, agent): Promise<ReputationRow[]> => {
       const { sql, params } = reputationSql(network, agent);
       const rows = await query<ReputationSqlRow>(em(), sql, params);

@@ -81,13 +81,13 @@ export const buyerRouter = router({
   execute: keyedProcedure
     .meta({
       bucket: 'prepare',
-      errors: ['spend_denied', 'agent_not_found', 'conflict', 'insufficient_allowance'],
+      errors: ['spend_denied', 'agent_not_found', 'conflict', 'insufficient_allowance', 'agent_unproven'],
       openapi: {
         method: 'POST',
         path: '/v1/buyer/payment/execute',
         tags,
         summary: 'Policy check, then the prepared buyer payment to sign and submit',
-        description: 'The body of buyer/payment/prepare. 403 spend_denied (details.reasons) when the agent’s spend policy denies it; 422 insufficient_allowance (details.allowance_atomic, required_atomic) when the executive’s remaining delegation is below the gross (amount + protocol fee); otherwise the prepared envelope: sign it client-side and send it to POST /v1/submit.',
+        description: 'The body of buyer/payment/prepare. 403 spend_denied (details.reasons) when the agent’s spend policy denies it; 422 insufficient_allowance (details.allowance_atomic, required_atomic) when the executive’s remaining delegation is below the gross (amount + protocol fee); 409 agent_unproven when the payee is not the treasury of an agent proven on the ledger; otherwise the prepared envelope: sign it client-side and send it to POST /v1/submit. A payment of a link is its sale once confirmed (counters, earn receipt, events).',
       },
     })
     .input(ExecuteInput)
