@@ -159,11 +159,11 @@ export function buildHttp(deps: {
         }, options)
     : deps.listener.factory;
   /** /v1 answers given before any procedure runs (unknown route, undecodable URL) count against the client IP. */
-  const anonymousLimit = (url: string, ip: string): { values: Record<string, string>; error?: unknown } => {
+  const anonymousLimit = async (url: string, ip: string): Promise<{ values: Record<string, string>; error?: unknown }> => {
     const values: Record<string, string> = {};
     if (!url.startsWith('/v1/') && url !== '/v1') return { values };
     try {
-      limitAnonymous(services, ip, 'default', values);
+      await limitAnonymous(services, ip, 'default', values);
       return { values };
     } catch (error) {
       return { values, error };
@@ -184,8 +184,8 @@ export function buildHttp(deps: {
     clientErrorHandler,
     serverFactory,
     // Errors fastify answers before any hook (bad URL encoding, over-long params): same envelope and header.
-    frameworkErrors: (err, req, reply) => {
-      const headers = anonymousLimit(req.url, req.ip);
+    frameworkErrors: async (err, req, reply) => {
+      const headers = await anonymousLimit(req.url, req.ip);
       const { status, body } = errorAnswer(headers.error ?? err, req);
       // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
       const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
@@ -206,8 +206,8 @@ export function buildHttp(deps: {
     const { status, body } = errorAnswer(err, req);
     void reply.code(status).send(body);
   });
-  app.setNotFoundHandler((req, reply) => {
-    const headers = anonymousLimit(req.url, req.ip);
+  app.setNotFoundHandler(async (req, reply) => {
+    const headers = await anonymousLimit(req.url, req.ip);
     const error: unknown = headers.error ?? new DomainError('not_found', `No route ${req.method} ${req.url.split('?')[0]}.`);
     const { status, body } = restAnswer(error, req);
     void reply.code(status).headers(headers.values).send(body);

@@ -12,7 +12,7 @@ import { MetaService, type LedgerHealth } from '../domain/meta/service.ts';
 import { MetricsService } from '../domain/metrics/service.ts';
 import { RequestRecorder } from '../domain/metrics/recorder.ts';
 import { IdempotencyService } from '../domain/policies/idempotency.ts';
-import { MemoryRateLimiter, RateLimiter, type Bucket } from '../domain/policies/rate-limit.ts';
+import { RateLimiter, type Bucket } from '../domain/policies/rate-limit.ts';
 import { PolicyMaintenance } from '../domain/policies/maintenance.ts';
 import { DevService } from '../domain/dev/service.ts';
 import type { Ledger } from '../domain/ports/ledger.ts';
@@ -51,7 +51,6 @@ export interface Services {
   meta: MetaService;
   metrics: MetricsService;
   rateLimiter: RateLimiter;
-  memoryLimiter: MemoryRateLimiter;
   idempotency: IdempotencyService;
   recorder: RequestRecorder;
   maintenance: PolicyMaintenance;
@@ -147,7 +146,6 @@ export function buildServices(deps: ServiceDeps): Services {
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
     rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
-    memoryLimiter: new MemoryRateLimiter({ clock, limits }),
     idempotency: new IdempotencyService({ store: policies.idempotency, clock }),
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),
     maintenance: new PolicyMaintenance({ store: policies, clock }),

@@ -235,14 +235,35 @@ export class RateLimiter {
   }
 
   /**
-   * One request taking `hits` slots of the window (default 1; a GraphQL operation takes one per unit of its cost). A
-   * request needing more slots than the limit takes the whole window.
+   * The decision memory alone can make, with no store round trip, or undefined when only the store can decide: a
+   * refusal the window proves (`provenFull`), or an admission while this process's fresh view is far from the limit.
+   * Synchronous, so the paywall's unpaid 402 can be answered before the HTTP framework (interfaces/paywall/fast-402.ts).
    */
-  async hit(subject: string, bucket: Bucket, hits = 1): Promise<RateDecision> {
+  admitFromMemory(subject: string, bucket: Bucket, hits = 1): RateDecision | undefined {
     const now = this.deps.clock.now();
     const nowMs = now.getTime();
     const limit = this.deps.limits[bucket];
     const need = Math.min(Math.max(1, Math.ceil(hits)), limit);
+    const w = this.windowOf(subject, bucket);
+    prune(w.local, nowMs);
+    const refused = provenFull(w, limit, need, nowMs);
+    if (refused) {
+      this.localDenials++;
+      return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
+    }
+    const view = w.others + w.local.length + w.decidingSlots;
+    if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
+      for (let i = 0; i < need; i++) {
+        w.local.push(nowMs);
+        w.pending.push(now);
+      }
+      w.admitted += need;
+      return decide(bucket, limit, true, view + need, w.local.at(0), nowMs);
+    }
+    return undefined;
+  }
+
+  private windowOf(subject: string, bucket: Bucket): WindowState {
     const id = `${subject}\u0000${bucket}`;
     let w = this.windows.get(id);
     if (!w) {
@@ -264,21 +285,21 @@ export class RateLimiter {
       renewSettled(w);
       this.windows.set(id, w);
     }
-    prune(w.local, nowMs);
-    const refused = provenFull(w, limit, need, nowMs);
-    if (refused) {
-      this.localDenials++;
-      return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
-    }
-    const view = w.others + w.local.length + w.decidingSlots;
-    if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
-      for (let i = 0; i < need; i++) {
-        w.local.push(nowMs);
-        w.pending.push(now);
-      }
-      w.admitted += need;
-      return decide(bucket, limit, true, view + need, w.local.at(0), nowMs);
-    }
+    return w;
+  }
+
+  /**
+   * One request taking `hits` slots of the window (default 1; a GraphQL operation takes one per unit of its cost). A
+   * request needing more slots than the limit takes the whole window.
+   */
+  async hit(subject: string, bucket: Bucket, hits = 1): Promise<RateDecision> {
+    const fromMemory = this.admitFromMemory(subject, bucket, hits);
+    if (fromMemory) return fromMemory;
+    const now = this.deps.clock.now();
+    const nowMs = now.getTime();
+    const limit = this.deps.limits[bucket];
+    const need = Math.min(Math.max(1, Math.ceil(hits)), limit);
+    const w = this.windowOf(subject, bucket);
     for (;;) {
       // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
       if (w.carrying > 0 && (w.flushing || this.syncing)) {
@@ -403,34 +424,5 @@ export class RateLimiter {
       mine.w.exchangedAt = nowMs;
       if (row.oldest) raiseFloor(mine.w, row.used, row.oldest.getTime(), nowMs);
     }
-  }
-}
-
-/**
- * The same sliding log kept in this process's memory: for the public paywall's per-IP bucket, which must not cost
- * a database round trip per challenge. Each process counts on its own (documented in the README).
- */
-export class MemoryRateLimiter {
-  private readonly logs = new Map<string, HitLog>();
-  private sweeps = 0;
-
-  constructor(private readonly deps: { clock: Clock; limits: Record<Bucket, number> }) {}
-
-  hit(subject: string, bucket: Bucket): RateDecision {
-    const nowMs = this.deps.clock.now().getTime();
-    const limit = this.deps.limits[bucket];
-    const id = `${bucket}|${subject}`;
-    let log = this.logs.get(id);
-    if (!log) this.logs.set(id, (log = new HitLog()));
-    prune(log, nowMs);
-    const allowed = log.length < limit;
-    if (allowed) log.push(nowMs);
-    if (++this.sweeps % 10_000 === 0) this.sweep(nowMs);
-    return decide(bucket, limit, allowed, log.length, log.length ? log.at(0) : nowMs, nowMs);
-  }
-
-  /** forgets idle subjects so memory follows the active set */
-  private sweep(nowMs: number): void {
-    for (const [id, log] of this.logs) if ((log.last() ?? -Infinity) <= nowMs - WINDOW_MS) this.logs.delete(id);
   }
 }

@@ -41,9 +41,10 @@ export function unpaidFastPath(deps: { services: Services; paywall: PaywallServi
     const challenge = paywall.cachedChallenge({ id: match[1]!, network: splitQuery(url).network, method: 'GET' });
     if (!challenge) return false;
     // fastify's request.ip (no trustProxy): the socket's peer address
-    const decision = services.memoryLimiter.hit(`ip:${req.socket.remoteAddress}`, 'paywall');
-    // a refused hit is not counted: the route decides again and answers the 429 envelope
-    if (!decision.allowed) return false;
+    // the shared per-IP window, when memory alone can decide (no store round trip here); a refusal is not counted:
+    // the route decides again and answers the 429 envelope, as it asks the store when memory cannot decide
+    const decision = services.rateLimiter.admitFromMemory(`ip:${req.socket.remoteAddress}`, 'paywall');
+    if (!decision?.allowed) return false;
     const fixed = fixedOf(challenge);
     writeWindow(fixed.headers, newRequestId(), decision);
     // no header was set on the response before: Node takes the object as it is (copied synchronously into the head)

@@ -81,29 +81,37 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
       handler: (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
         const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
         // The 402 fast path: a request without a payment whose challenge is at hand (link cached, terms known,
-        // rendered) is answered here, synchronously — the same bytes and headers `answer` would write, the same limit.
+        // rendered) is answered here — the same bytes and headers `answer` would write, the same limit: the shared
+        // per-IP window (DECISIONS "Wire conventions"), synchronously when memory can decide, else by the store.
         if (req.headers['payment-signature'] === undefined && req.headers['x-payment'] === undefined && req.headers.authorization === undefined && req.method !== 'OPTIONS') {
           const { network } = splitQuery(req.url);
           const challenge = paywall.cachedChallenge({ id: req.params.id, network, method: req.method });
           if (challenge) {
-            const decision = services.memoryLimiter.hit(`ip:${req.ip}`, 'paywall');
-            if (!decision.allowed) {
-              Object.assign(headers, rateLimitHeaders(decision));
-              const { status, body } = restAnswer(rateLimitedError(decision), req);
+            const respond = (decision: RateDecision): void => {
+              if (!decision.allowed) {
+                Object.assign(headers, rateLimitHeaders(decision));
+                const { status, body } = restAnswer(rateLimitedError(decision), req);
+                reply.code(status).headers(headers).send(body);
+                return;
+              }
+              const fixed = fixedOf(challenge);
+              const out = fixed.headers;
+              writeWindow(out, String(req.id), decision);
+              if (QUIET.has(req.log.level)) {
+                // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
+                reply.hijack();
+                reply.raw.writeHead(challenge.status, out).end(fixed.body);
+                return;
+              }
+              reply.code(challenge.status).headers(out).send(fixed.body);
+            };
+            const subject = `ip:${req.ip}`;
+            const decided = services.rateLimiter.admitFromMemory(subject, 'paywall');
+            if (decided) return respond(decided);
+            return services.rateLimiter.hit(subject, 'paywall').then(respond, (err: unknown) => {
+              const { status, body } = restAnswer(err, req);
               reply.code(status).headers(headers).send(body);
-              return;
-            }
-            const fixed = fixedOf(challenge);
-            const out = fixed.headers;
-            writeWindow(out, String(req.id), decision);
-            if (QUIET.has(req.log.level)) {
-              // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
-              reply.hijack();
-              reply.raw.writeHead(challenge.status, out).end(fixed.body);
-              return;
-            }
-            reply.code(challenge.status).headers(out).send(fixed.body);
-            return;
+            });
           }
         }
         return answer(req, reply, headers);
@@ -126,7 +134,7 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
         .send();
     }
     try {
-      limitAnonymous(services, req.ip, 'paywall', headers);
+      await limitAnonymous(services, req.ip, 'paywall', headers);
       // No link has an id outside the slug alphabet: answered before any lookup, so hostile bytes (NUL) never reach the store.
       if (!Slug.safeParse(req.params.id).success) throw new DomainError('payment_link_not_found', 'No payment link with that id.', { id: req.params.id });
       const { network, forwardQuery } = splitQuery(req.url);

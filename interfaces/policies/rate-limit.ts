@@ -4,8 +4,9 @@ import type { Credentials, Principal, StreamGrant } from '../../domain/access/sc
 import type { Services } from '../services.ts';
 import { authenticate } from './auth.ts';
 
-// hosted-api §8, DECISIONS "Wire conventions": the sliding window per (api key, bucket), shared by every process;
-// requests without a valid key count against a per-client-IP bucket kept in memory. One policy for all doors.
+// hosted-api §8, DECISIONS "Wire conventions": the sliding window per (api key, bucket) or, for requests without a
+// valid key (the paywall, public reads, failed authentications), per (client IP, bucket) — shared by every process on
+// the database either way. One policy for all doors.
 
 /** `hits`: slots the request takes (a GraphQL operation: one per started unit of its cost, graphql-limits.ts). */
 export async function limitKey(services: Services, principal: Principal, bucket: Bucket, headers: Record<string, string>, hits = 1): Promise<void> {
@@ -14,8 +15,8 @@ export async function limitKey(services: Services, principal: Principal, bucket:
   if (!decision.allowed) throw rateLimitedError(decision);
 }
 
-export function limitAnonymous(services: Services, clientIp: string, bucket: Bucket, headers: Record<string, string>): void {
-  const decision = services.memoryLimiter.hit(`ip:${clientIp}`, bucket);
+export async function limitAnonymous(services: Services, clientIp: string, bucket: Bucket, headers: Record<string, string>): Promise<void> {
+  const decision = await services.rateLimiter.hit(`ip:${clientIp}`, bucket);
   Object.assign(headers, rateLimitHeaders(decision));
   if (!decision.allowed) throw rateLimitedError(decision);
 }
@@ -33,7 +34,7 @@ export async function authenticateCounted(
   try {
     return await authenticate(services, request.authorization);
   } catch (e) {
-    limitAnonymous(services, request.clientIp, 'default', headers);
+    await limitAnonymous(services, request.clientIp, 'default', headers);
     throw e;
   }
 }
@@ -50,7 +51,7 @@ export async function redeemCounted(
   try {
     return await services.access.redeemStreamToken(request.token);
   } catch (e) {
-    limitAnonymous(services, request.clientIp, 'default', headers);
+    await limitAnonymous(services, request.clientIp, 'default', headers);
     throw e;
   }
 }

@@ -80,8 +80,8 @@ export const publicProcedure = base.use(safeInput);
  * Routes public by nature, read with no key (a disclosure link is its own credential; a registration document is what
  * an agent's on-chain uri points at): counted per client IP in the `public` bucket, like the paywall's per-IP bucket.
  */
-const limitClientIp = t.middleware(({ ctx, next }) => {
-  limitAnonymous(ctx.services, ctx.clientIp, 'public', ctx.responseHeaders);
+const limitClientIp = t.middleware(async ({ ctx, next }) => {
+  await limitAnonymous(ctx.services, ctx.clientIp, 'public', ctx.responseHeaders);
   return next();
 });
 export const anonymousProcedure = base.use(limitClientIp).use(safeInput);

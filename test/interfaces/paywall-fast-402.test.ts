@@ -12,7 +12,12 @@ import { request as httpRequest } from 'node:http';
 // headers, the same per-IP limit. Proven by counting the service's calls, never by timing; everything else (a payment,
 // another method, a changed or disabled link) still goes through the service.
 
-const LIMIT = 40;
+/**
+ * The per-IP window is the shared log (DECISIONS "Wire conventions"): memory admits only below a quarter of the limit
+ * (domain/policies/rate-limit.ts LOCAL_SHARE), above it each admission is the store's. High enough that the tests
+ * before the last one stay in memory; the last one fills the window.
+ */
+const LIMIT = 400;
 const test = anyTest as TestFn<{ app: TestApp; key: string; handled: () => number }>;
 
 test.before(async (t) => {
@@ -71,8 +76,11 @@ test.serial('a second unpaid request is answered without the service, byte for b
   const early = beforeFastify(app);
   const next = [];
   for (let i = 0; i < 5; i++) next.push(await answerOf(url));
-  // the ones the fast path answered, it answered before fastify (the test app logs nothing for a request)
-  t.is(beforeFastify(app) - early, 5 - (handled() - (before + 1)), 'every fast-path answer was written before fastify');
+  // the ones the fast path answered, it answered before fastify (the test app logs nothing for a request) — but for
+  // one whose per-IP window memory could not decide (the shared log's view was not fresh: a loaded machine's timers),
+  // which the route answers from the same challenge after asking the store
+  t.true(beforeFastify(app) - early >= 1, 'fast-path answers are written before fastify');
+  t.true(beforeFastify(app) - early <= 5 - (handled() - (before + 1)));
   // The link's creation event, when the feed delivers it, invalidates the cached link once: at most one of the next
   // requests reads it again; the others are answered by the fast path.
   t.true(handled() - (before + 1) <= 1, `the next ones are answered by the fast path (${handled() - before - 1} of 5 reached the service)`);
@@ -239,11 +247,12 @@ test.serial('a fast-path 402 makes no request logger: the child logger is made o
 });
 
 test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelope with the CORS headers', async (t) => {
-  const { app, key } = t.context;
+  const { app, key, handled } = t.context;
   const { mint } = await recordAgent(app, key);
   const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
   const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
   t.is((await answerOf(url)).status, 402); // at hand from now on
+  const calls = handled();
   let last;
   let remaining: string | null = null;
   const early = beforeFastify(app);
@@ -260,7 +269,11 @@ test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelo
     fast++;
   }
   t.is(remaining, '0', 'refused exactly when the window is full: the last 402 announced 0 remaining');
-  t.is(beforeFastify(app) - early, fast, 'the 402s were answered before fastify; the 429 by the route');
+  // below a quarter of the limit memory admits and the 402 is written before fastify; above it the route answers the
+  // same challenge once the store admitted it; never the paywall service
+  t.true(beforeFastify(app) - early >= 1 && beforeFastify(app) - early < fast, `${beforeFastify(app) - early} of ${fast} before fastify`);
+  // (the link's creation event, when the feed delivers it, invalidates the cached link once: one re-render at most)
+  t.true(handled() - calls <= 1, `${handled() - calls} of the window's 402s reached the paywall service`);
   t.is(last!.status, 429);
   t.regex(last!.body, /"error":"rate_limited"/);
   t.is(last!.headers['access-control-allow-origin'], '*');

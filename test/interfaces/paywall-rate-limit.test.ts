@@ -1,23 +1,28 @@
 import test from 'ava';
-import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { startTestApp, stopTwoInstances, type TestApp } from '../support/app.ts';
 
 // DECISIONS "Wire conventions": the public paywall has a per-client-IP bucket (600 per 60 s; here overridden to 3),
-// in each process's memory, with the standard RateLimit-* headers and a 429 in the envelope once spent.
+// a sliding log shared by every node on the database, with the standard RateLimit-* headers and a 429 in the
+// envelope once spent.
 
 let app: TestApp;
+/** a second node on the same database */
+let other: TestApp;
 
 test.before(async () => {
-  app = await startTestApp({ env: { SVC_RATE_LIMITS: '{"paywall":3}' } });
+  const env = { SVC_RATE_LIMITS: '{"paywall":3}' };
+  app = await startTestApp({ env });
+  other = await startTestApp({ databaseUrl: app.database.url, env: { ...env, SVC_JOBS: 'off' } });
 });
 
 test.after.always(async () => {
-  await app?.close();
-  if (app) await removeDataDir(app.dataDir);
+  await stopTwoInstances({ a: app, b: other });
 });
 
-test('the paywall counts every /x request per client IP; the request over the limit is 429 rate_limited with Retry-After', async (t) => {
+test('the paywall counts every /x request per client IP on every node; the request over the limit is 429 rate_limited with Retry-After', async (t) => {
   const answers = [];
-  for (let i = 0; i < 4; i++) answers.push(await fetch(`${app.url}/x/no-such-link-${i}?network=chain-devnet`));
+  // one client alternating between two nodes: one window
+  for (let i = 0; i < 4; i++) answers.push(await fetch(`${[app, other][i % 2]!.url}/x/no-such-link-${i}?network=chain-devnet`));
   t.deepEqual(answers.map((r) => r.status), [404, 404, 404, 429]);
   t.deepEqual(answers.map((r) => r.headers.get('ratelimit-remaining')), ['2', '1', '0', '0']);
   t.is(answers[0]!.headers.get('ratelimit-policy'), '3;w=60');
