@@ -54,8 +54,15 @@ export function clientErrorHandler(this: FastifyInstance, err: Error & { code?: 
  * Node then discards the rest of the body): a second answer would be read as the next request's.
  */
 function answered(socket: Duplex): boolean {
-  const s = socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null; parser?: { incoming?: { _dumped?: boolean } | null } | null };
-  return s._httpMessage?.headersSent === true || s.parser?.incoming?._dumped === true;
+  const s = socket as Duplex & {
+    _httpMessage?: { headersSent?: boolean; req?: unknown } | null;
+    parser?: { incoming?: { _dumped?: boolean; complete?: boolean } | null } | null;
+  };
+  // `parser.incoming` and `_httpMessage` stay the previous request's until the next one's head is parsed: an error in
+  // that next head (a keep-alive connection's next request) has no answer yet, so only an incomplete request counts.
+  const incoming = s.parser?.incoming;
+  if (!incoming || incoming.complete === true) return false;
+  return incoming._dumped === true || (s._httpMessage?.headersSent === true && s._httpMessage.req === incoming);
 }
 
 /** What fastify refuses itself is answered in the shape of the door asked: tRPC's under /trpc, the REST envelope elsewhere. */

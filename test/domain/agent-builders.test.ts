@@ -647,7 +647,7 @@ test('buyer/payment: the §2.3 settlement layout from the buyer treasury, the ex
   approveOnLedger(plain, buyer.treasury, address(), 1_000_000n, 1_000_000n);
   t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request')).details, { issues: [{ code: 'not_delegate' }] });
   approveOnLedger(plain, buyer.treasury, executive, 252_499n, 1n);
-  t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request')).details, { gross_atomic: '252500', allowance_atomic: '252499' });
+  t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'insufficient_allowance')).details, { gross_atomic: '252500', allowance_atomic: '252499' });
   const poor = agentOn();
   approveOnLedger(plain, poor.treasury, executive, 1_000_000n, 252_499n);
   const poorInput = { ...input, buyer_agent: poor.mint };

@@ -193,7 +193,7 @@ test.serial('--http PORT serves the same 17 tools over streamable HTTP', async (
   t.deepEqual(listed.tools.map((x) => x.name).sort(), [...SPEC_TOOLS].sort());
   const res = await client.callTool({ name: 'svc_discover', arguments: { source: 'svc' } });
   t.falsy(res.isError);
-  t.deepEqual(JSON.parse((res.content as { text: string }[])[0]!.text), { data: [] });
+  t.deepEqual(JSON.parse((res.content as { text: string }[])[0]!.text), { data: [], next_cursor: null, has_more: false });
   const noAgent = await client.callTool({ name: 'svc_get_spend_limit', arguments: {} });
   t.true(noAgent.isError);
   t.is(JSON.parse((noAgent.content as { text: string }[])[0]!.text).error, 'no_agent');
