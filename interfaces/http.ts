@@ -267,7 +267,7 @@ function materialize(lazy: Lazy, parent: Logger): Logger {
 }
 
 function lazyPrototype(parent: Logger): object {
-  let proto = lazyPrototypes.get(parent);
+  const proto = lazyPrototypes.get(parent);
   if (proto) return proto;
   const made: Record<string | symbol, unknown> = Object.create(parent);
   for (const name of LEVEL_METHODS) {

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { DomainError, type Issue } from './errors.ts';
 
 /** zod issues → the `details.issues` of an `invalid_request` (hosted-api §7). */

@@ -126,7 +126,7 @@ async function round(path: Path, n: number): Promise<number> {
   collect();
   started = performance.now();
   let next = 0;
-  let last: string | void = undefined;
+  let last: string | void ;
   await Promise.all(
     Array.from({ length: path.concurrency ?? 1 }, async () => {
       while (next < batch.length) last = await path.send(batch[next++]!);

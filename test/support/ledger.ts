@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ComputeBudgetProgram,
-  Keypair,
+  type Keypair,
   PublicKey,
   SystemProgram,
   Transaction,
