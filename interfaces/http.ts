@@ -263,7 +263,8 @@ const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as co
 const lazyPrototypes = new WeakMap<Logger, object>();
 
 function materialize(lazy: Lazy, parent: Logger): Logger {
-  return (lazy[REAL] ??= parent.child(lazy[BINDINGS]));
+  lazy[REAL] ??= parent.child(lazy[BINDINGS]);
+  return lazy[REAL];
 }
 
 function lazyPrototype(parent: Logger): object {

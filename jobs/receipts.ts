@@ -28,7 +28,7 @@ export const PULL_TASK = 'pull_receipts';
 export const pullReceipts =
   (deps: { pull: PullService; queue: JobQueue; log: JobLogger; now: () => Date }): TaskHandler =>
   async () => {
-    let result;
+    let result: Awaited<ReturnType<PullService['runDue']>>;
     do {
       result = await deps.pull.runDue();
       for (const run of result.runs) deps.log.info({ pull_target_id: run.targetId, ok: run.ok, accepted: run.accepted, rejected: run.rejected.length, error: run.error }, 'pulled receipts');

@@ -14,7 +14,7 @@ export const EXPIRE_PREPARED_TASK = 'expire_prepared';
 export const confirmTransactions =
   (deps: { transactions: TransactionService; queue: JobQueue; log: JobLogger; now: () => Date }): TaskHandler =>
   async () => {
-    let result;
+    let result: Awaited<ReturnType<TransactionService['checkDue']>>;
     do {
       result = await deps.transactions.checkDue();
       // One line per decided transaction (the console's confirmation line, interfaces/log.ts).

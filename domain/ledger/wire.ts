@@ -26,10 +26,12 @@ export class WireInstruction {
     return this.bytes;
   }
   get accounts(): Uint8Array {
-    return (this.accountsView ??= this.bytes.subarray(this.accountsOffset, this.accountsOffset + this.accountsLength));
+    this.accountsView ??= this.bytes.subarray(this.accountsOffset, this.accountsOffset + this.accountsLength);
+    return this.accountsView;
   }
   get data(): Buffer {
-    return (this.dataView ??= this.bytes.subarray(this.dataOffset, this.dataOffset + this.dataLength)) as Buffer;
+    this.dataView ??= this.bytes.subarray(this.dataOffset, this.dataOffset + this.dataLength);
+    return this.dataView as Buffer;
   }
 }
 

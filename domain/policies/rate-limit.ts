@@ -320,7 +320,7 @@ export class RateLimiter {
         if (w.flushing === flushing) w.flushing = undefined;
       });
     }
-    let r;
+    let r: Awaited<typeof call>;
     try {
       r = await call;
     } catch (e) {
@@ -384,9 +384,10 @@ export class RateLimiter {
       w.pending = [];
     }
     if (!entries.length) return;
-    let rows;
+    let rows: Awaited<ReturnType<RateLimitStore['sync']>>;
     try {
-      rows = await this.deps.store.sync(entries, WINDOW_MS, now);
+      rows = await this.deps.store.sync(
+entries, WINDOW_MS, now);
     } catch (e) {
       for (const { w, pending } of taken.values()) {
         w.carrying -= pending.length;
@@ -421,7 +422,10 @@ export class MemoryRateLimiter {
     const limit = this.deps.limits[bucket];
     const id = `${bucket}|${subject}`;
     let log = this.logs.get(id);
-    if (!log) this.logs.set(id, (log = new HitLog()));
+    if (!log) {
+      log = new HitLog();
+      this.logs.set(id, log);
+    }
     prune(log, nowMs);
     const allowed = log.length < limit;
     if (allowed) log.push(nowMs);

@@ -243,7 +243,7 @@ export class ReceiptService {
   /** Checks one stored pending receipt now (e.g. the paywall's, as soon as it is published). */
   async verifyOne(network: Network, hash: string): Promise<boolean> {
     const stored = await this.deps.store.receipts.get(network, hash);
-    if (!stored || stored.verification.status !== 'pending') return false;
+    if (stored?.verification.status !== 'pending') return false;
     return this.verifyStored(stored, this.deps.clock.now());
   }
 
@@ -368,7 +368,10 @@ export class ReceiptService {
       if (event.kind !== 'receipt.published' || event.metadata.source !== 'paywall') return;
       if (typeof event.metadata.receipt_hash !== 'string' || !this.deps.ledgers[event.network]) return;
       let queue = queues.get(event.network);
-      if (!queue) queues.set(event.network, (queue = { running: false, waiting: [] }));
+      if (!queue) {
+        queue = { running: false, waiting: [] };
+        queues.set(event.network, queue);
+      }
       queue.waiting.push(event);
       if (!queue.running) void drain(event.network, queue);
     });

@@ -108,8 +108,8 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   Scalars: {
     ID: { Input: string; Output: string };
-    // Input `{}`: any JSON value but null, so a `required: true` JSON field is a required key of the inferred input.
-    JSON: { Input: {}; Output: unknown };
+    // Input `NonNullable<unknown>` (`{}`): any JSON value but null, so a `required: true` JSON field is a required key of the inferred input.
+    JSON: { Input: NonNullable<unknown>; Output: unknown };
   };
 }>({
   defaultFieldNullability: false,

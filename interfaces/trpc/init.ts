@@ -141,7 +141,16 @@ async function idempotentNext<R extends { ok: true; data: unknown } | { ok: fals
     throw mapped.expected ? mapped.error : result.error;
   };
   let ran: Awaited<ReturnType<typeof run>> | undefined;
-  const data = await idempotent(scope, path, raw, async () => (ran = await run()).data, meta?.secretFields);
+  const data = await idempotent(
+    scope,
+    path,
+    raw,
+    async () => {
+      ran = await run();
+      return ran.data;
+    },
+    meta?.secretFields,
+  );
   // The first call's result passes on as tRPC made it; only a replay, whose procedure did not run, needs one made.
   return ran?.result ?? (replayedResult(data, scope) as unknown as R);
 }

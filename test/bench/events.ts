@@ -34,6 +34,7 @@ const QUERY = 'subscription { events { id kind network agentAsset metadata creat
 type Message = Record<string, any>;
 
 /** A child answering `{ id, ... }` to each `{ id, cmd, ... }`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler with nothing to add returns nothing (void), answered as `{}`
 function serve(handlers: Record<string, (m: Message) => Promise<Message | void> | Message | void>): void {
   process.on('message', async (m: Message) => {
     try {
@@ -168,7 +169,10 @@ async function plainServer(): Promise<void> {
         const sub = { socket, head: `{"id":${JSON.stringify(m.id)},"type":"next","payload":` };
         subs.set(m.id, sub);
         let set = byOwner.get(owner);
-        if (!set) byOwner.set(owner, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          byOwner.set(owner, set);
+        }
         set.add(sub);
       } else if (m.type === 'complete') {
         const sub = subs.get(m.id);
@@ -185,7 +189,10 @@ async function plainServer(): Promise<void> {
   let pumping = false;
   let again = false;
   const pump = async () => {
-    if (pumping) return void (again = true);
+    if (pumping) {
+      again = true;
+      return;
+    }
     pumping = true;
     try {
       do {
@@ -200,7 +207,7 @@ async function plainServer(): Promise<void> {
           if (!subs?.size) continue;
           const event = { id: r.id, kind: r.kind, network: r.network, agentAsset: r.agent_asset, metadata: r.metadata, createdAt: r.created_at.toISOString() };
           const payload = JSON.stringify({ data: { events: event } });
-          for (const sub of subs) sub.socket.send(sub.head + payload + '}');
+          for (const sub of subs) sub.socket.send(`${sub.head}${payload}}`);
         }
       } while (again);
     } finally {
@@ -251,7 +258,10 @@ async function subscribers(): Promise<void> {
               const id = ID.exec(text)?.[1];
               if (id) {
                 let list = arrivals.get(id);
-                if (!list) arrivals.set(id, (list = []));
+                if (!list) {
+                  list = [];
+                  arrivals.set(id, list);
+                }
                 list.push(at);
               } else errors.push(text.slice(0, 300));
             } else if (text.includes('"type":"connection_ack"')) {

@@ -312,7 +312,7 @@ try {
     }
   }
 
-  console.log(header('route (1k rows / 1M rows)', 48) + '   p99 ratio');
+  console.log(`${header('route (1k rows / 1M rows)', 48)}   p99 ratio`);
   const ratioLines: string[] = [];
   for (const { route, small: s, big: b } of results) {
     const ms = mean(s);
@@ -320,7 +320,7 @@ try {
     const ratio = mb.p99 / Math.max(ms.p99, 0.001);
     console.log(row(`${route.name} — 1k`, ms, 48));
     const rounds = b.length > ROUNDS ? ` (${b.length} rounds)` : '';
-    console.log(row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48) + `   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`);
+    console.log(`${row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48)}   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`);
     const fig = (m: LoadResult) => `${Math.round(m.rps).toLocaleString('en-US')} req/s p99 ${m.p99.toFixed(1)} ms`;
     const page = pages.get(route.name);
     ratioLines.push(`RATIO|${route.name}${page === undefined ? '' : ` (page ${page})`}|${fig(mb)}|${fig(ms)}|${ratio.toFixed(2)}×|≤ 1.5×`);

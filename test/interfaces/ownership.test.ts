@@ -286,11 +286,11 @@ function collector(): Pick<Stream, 'events' | 'errors' | 'waitForLink'> & { push
     errors,
     push(e) {
       events.push(e);
-      waiters.forEach((w) => w());
+      for (const w of waiters) w();
     },
     fail(e) {
       errors.push(e);
-      waiters.forEach((w) => w());
+      for (const w of waiters) w();
     },
     waitForLink(id, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {
@@ -319,7 +319,7 @@ function subscribeWs(app: TestApp, key: string, after: string | undefined): Stre
     { query: SUB, variables: { after } },
     {
       next: (result) => {
-        if (result.errors) result.errors.forEach((e) => c.fail(e));
+        for (const e of result.errors ?? []) c.fail(e);
         if (result.data?.events) c.push(result.data.events);
       },
       error: (err) => c.fail(err),
@@ -349,7 +349,7 @@ function subscribeSse(app: TestApp, key: string, after: string | undefined): Str
         const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
         if (!data) continue;
         const message = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
-        message.errors?.forEach((e) => c.fail(e));
+        for (const e of message.errors ?? []) c.fail(e);
         if (message.data?.events) c.push(message.data.events);
       }
     });
@@ -369,7 +369,9 @@ test.serial('graphql-ws and SSE: each principal receives only its own events, ad
   const mainnetAgent = await record(app, mainnetKey, await randomAddress());
   await createLink(app, mainnetKey, mainnetAgent, 'sub-m0');
   const streams: Record<string, Stream> = {};
-  t.teardown(() => Object.values(streams).forEach((s) => s.close()));
+  t.teardown(() => {
+    for (const s of Object.values(streams)) s.close();
+  });
   const cursors = { a: await cursorOf(app, a.key), b: await cursorOf(app, b.key), admin: await cursorOf(app, admin), mainnet: await cursorOf(app, mainnetAdmin) };
   streams.aWs = subscribeWs(app, a.key, cursors.a);
   streams.bWs = subscribeWs(app, b.key, cursors.b);

@@ -244,7 +244,7 @@ test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelo
   const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
   const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
   t.is((await answerOf(url)).status, 402); // at hand from now on
-  let last;
+  let last: { status: number; body: string; headers: Record<string, string> } | undefined;
   let remaining: string | null = null;
   const early = beforeFastify(app);
   let fast = 0;

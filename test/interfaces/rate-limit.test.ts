@@ -1,5 +1,5 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { DEFAULT_LIMITS, LOCAL_SHARE, RateLimiter, resolveLimits } from '../../domain/policies/rate-limit.ts';
 import type { RateLimitStore } from '../../domain/ports/policy-store.ts';
