@@ -13,6 +13,7 @@ export class WireError extends Error {
 export class WireInstruction {
   private accountsView: Uint8Array | undefined;
   private dataView: Uint8Array | undefined;
+  // biome-ignore lint/complexity/useMaxParams: made once per instruction of every parsed transaction (the settle hot path); plain offsets, no options object to allocate
   constructor(
     private readonly bytes: Buffer,
     readonly programIndex: number,

@@ -66,7 +66,8 @@ export function rateLimitedError(d: RateDecision): DomainError {
   });
 }
 
-function decide(bucket: Bucket, limit: number, allowed: boolean, used: number, oldestMs: number, nowMs: number): RateDecision {
+function decide(bucket: Bucket, limit: number, window: { allowed: boolean; used: number; oldestMs: number }, nowMs: number): RateDecision {
+  const { allowed, used, oldestMs } = window;
   const freesAt = oldestMs + WINDOW_MS;
   const waitMs = Math.max(0, freesAt - nowMs);
   return {
@@ -268,7 +269,7 @@ export class RateLimiter {
     const refused = provenFull(w, limit, need, nowMs);
     if (refused) {
       this.localDenials++;
-      return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
+      return decide(bucket, limit, { allowed: false, used: refused.used, oldestMs: refused.until - WINDOW_MS }, nowMs);
     }
     const view = w.others + w.local.length + w.decidingSlots;
     if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
@@ -277,7 +278,7 @@ export class RateLimiter {
         w.pending.push(now);
       }
       w.admitted += need;
-      return decide(bucket, limit, true, view + need, w.local.at(0), nowMs);
+      return decide(bucket, limit, { allowed: true, used: view + need, oldestMs: w.local.at(0) }, nowMs);
     }
     for (;;) {
       // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
@@ -295,7 +296,7 @@ export class RateLimiter {
         const proof = provenFull(w, limit, need, nowMs);
         if (proof) {
           this.localDenials++;
-          return decide(bucket, limit, false, proof.used, proof.until - WINDOW_MS, nowMs);
+          return decide(bucket, limit, { allowed: false, used: proof.used, oldestMs: proof.until - WINDOW_MS }, nowMs);
         }
         continue;
       }
@@ -343,7 +344,7 @@ export class RateLimiter {
     // Admissions from memory made while this decision was in flight were not in the store it counted: report them
     // as taken (cautious; there are none once the window nears the limit, where every decision is exact).
     const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
-    return decide(bucket, limit, r.allowed, used, r.oldest.getTime(), nowMs);
+    return decide(bucket, limit, { allowed: r.allowed, used, oldestMs: r.oldest.getTime() }, nowMs);
   }
 
   /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
@@ -430,7 +431,7 @@ export class MemoryRateLimiter {
     const allowed = log.length < limit;
     if (allowed) log.push(nowMs);
     if (++this.sweeps % 10_000 === 0) this.sweep(nowMs);
-    return decide(bucket, limit, allowed, log.length, log.length ? log.at(0) : nowMs, nowMs);
+    return decide(bucket, limit, { allowed, used: log.length, oldestMs: log.length ? log.at(0) : nowMs }, nowMs);
   }
 
   /** forgets idle subjects so memory follows the active set */

@@ -68,7 +68,7 @@ export class ReceiptService {
   async push(caller: Caller, agent: string, body: unknown): Promise<PushReceiptResult> {
     const record = await this.ownedAgent(caller, agent);
     await this.deps.watchlist?.watchAgent(caller.network, agent, record.ownerPrincipal);
-    const out = await this.ingest(caller.network, agent, record.ownerPrincipal, body, { source: 'push' });
+    const out = await this.ingest({ network: caller.network, agent, owner: record.ownerPrincipal, body, via: { source: 'push' } });
     return {
       ok: true,
       duplicate: out.duplicate,
@@ -84,13 +84,14 @@ export class ReceiptService {
    * (outside the chain lock: it reads only the ledger), then — under the agent's head lock — the chain rule, the row and
    * its events in one transaction.
    */
-  async ingest(
-    network: Network,
-    agent: string,
-    owner: string | null,
-    body: unknown,
-    via: { source: 'push' } | { source: 'pull'; pullTargetId: string },
-  ): Promise<IngestOutcome> {
+  async ingest(input: {
+    network: Network;
+    agent: string;
+    owner: string | null;
+    body: unknown;
+    via: { source: 'push' } | { source: 'pull'; pullTargetId: string };
+  }): Promise<IngestOutcome> {
+    const { network, agent, owner, body, via } = input;
     const receipt = parseInput(Receipt, body);
     if (receipt.agent !== agent) {
       throw new DomainError('receipt_agent_mismatch', `The receipt's agent ${receipt.agent} is not ${agent}.`, { agent: receipt.agent, expected: agent });

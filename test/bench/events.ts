@@ -319,7 +319,8 @@ interface Side {
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function measure(side: Side, subs: Child, n: number, writes: number, intervalMs: number) {
+async function measure(side: Side, subs: Child, load: { n: number; writes: number; intervalMs: number }) {
+  const { n, writes, intervalMs } = load;
   await subs.ask('open', { url: side.url, key: side.key, n });
   // Live only once attached: warm up until every socket got a write's event.
   let live = n === 0;
@@ -430,15 +431,15 @@ async function main(): Promise<void> {
     type Figures = Awaited<ReturnType<typeof measure>>;
     const results: { n: number; gateway: Figures; plain: Figures }[] = [];
     // The writes alone (no subscriber): what a delivery costs is the CPU per write above this, divided by the subscribers.
-    const idle = { plain: await measure(plainSide, subs, 0, writes, intervalMs), gateway: await measure(gatewaySide, subs, 0, writes, intervalMs) };
+    const idle = { plain: await measure(plainSide, subs, { n: 0, writes, intervalMs }), gateway: await measure(gatewaySide, subs, { n: 0, writes, intervalMs }) };
     const f = (x: number, d = 1) => x.toFixed(d).padStart(8);
     for (const [name, r] of [['gateway', idle.gateway], ['plain', idle.plain]] as const) {
       console.log(`  ${'0'.padStart(11)}  ${name.padEnd(8)} ${'-'.padStart(8)} ${'-'.padStart(8)} ${'-'.padStart(8)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${'-'.padStart(15)}   ${String(r.missed).padStart(6)}`);
     }
     const perDelivery = (r: Figures, base: Figures) => ((r.cpuPerWrite - base.cpuPerWrite) * 1000) / r.n;
     for (const n of counts) {
-      const plain = await measure(plainSide, subs, n, writes, intervalMs);
-      const gateway = await measure(gatewaySide, subs, n, writes, intervalMs);
+      const plain = await measure(plainSide, subs, { n, writes, intervalMs });
+      const gateway = await measure(gatewaySide, subs, { n, writes, intervalMs });
       results.push({ n, gateway, plain });
       for (const [name, r] of [['gateway', gateway], ['plain', plain]] as const) {
         console.log(`  ${String(n).padStart(11)}  ${name.padEnd(8)} ${f(r.p50)} ${f(r.p99)} ${f(r.max)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${f(perDelivery(r, idle[name])).padStart(15)}   ${String(r.missed).padStart(6)}${r.duplicates ? ` dup ${r.duplicates}` : ''}${r.errors.length ? ` errors: ${r.errors.join(' | ')}` : ''}`);

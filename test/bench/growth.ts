@@ -273,7 +273,8 @@ try {
   }
   const urlOf = (s: Side, r: Route, which: 'small' | 'big') => s.app.url + measuredPath(s, r, which);
 
-  const measure = async (s: Side, r: Route, which: 'small' | 'big', seconds: number, connections: number): Promise<LoadResult> => {
+  const measure = async (s: Side, r: Route, which: 'small' | 'big', load: { seconds: number; connections: number }): Promise<LoadResult> => {
+    const { seconds, connections } = load;
     const result = await runLoad({ generator: 'cannon', url: urlOf(s, r, which), headers: { authorization: `Bearer ${keyOf(s, r)}` }, connections, duration: seconds });
     const wrong = Object.entries(result.statuses).filter(([status]) => status !== '200');
     if (wrong.length) throw new Error(`${r.name}: answers other than 200: ${JSON.stringify(result.statuses)}`);
@@ -292,13 +293,13 @@ try {
   const results: { route: Route; small: LoadResult[]; big: LoadResult[] }[] = routes.map((route) => ({ route, small: [], big: [] }));
   // warm both (caches, JIT) outside the measurement
   for (const r of routes) {
-    await measure(smallSide, r, 'small', 1, 2);
-    await measure(bigSide, r, 'big', 1, 2);
+    await measure(smallSide, r, 'small', { seconds: 1, connections: 2 });
+    await measure(bigSide, r, 'big', { seconds: 1, connections: 2 });
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const res of results) {
-      res.small.push(await measure(smallSide, res.route, 'small', SECONDS, CONNECTIONS));
-      res.big.push(await measure(bigSide, res.route, 'big', SECONDS, CONNECTIONS));
+      res.small.push(await measure(smallSide, res.route, 'small', { seconds: SECONDS, connections: CONNECTIONS }));
+      res.big.push(await measure(bigSide, res.route, 'big', { seconds: SECONDS, connections: CONNECTIONS }));
     }
   }
   // A row over the goal on a shared machine is measured again (EXTRA more alternated rounds, all rounds averaged), so
@@ -307,8 +308,8 @@ try {
   const again = results.filter((res) => p99Ratio(res) > 1.5);
   for (let round = 0; round < EXTRA; round++) {
     for (const res of again) {
-      res.small.push(await measure(smallSide, res.route, 'small', SECONDS, CONNECTIONS));
-      res.big.push(await measure(bigSide, res.route, 'big', SECONDS, CONNECTIONS));
+      res.small.push(await measure(smallSide, res.route, 'small', { seconds: SECONDS, connections: CONNECTIONS }));
+      res.big.push(await measure(bigSide, res.route, 'big', { seconds: SECONDS, connections: CONNECTIONS }));
     }
   }
 
