@@ -92,9 +92,10 @@ export type GatewayLookup =
 export async function findGateway(dataDir: string): Promise<GatewayLookup> {
   const file = join(resolve(dataDir), ANNOUNCEMENT_FILE);
   if (!existsSync(file)) return { state: 'absent', file };
-  let parsed;
+  let parsed: ReturnType<typeof GatewayAnnouncement.safeParse>;
   try {
-    parsed = GatewayAnnouncement.safeParse(JSON.parse(await readFile(file, 'utf8')));
+    parsed = GatewayAnnouncement.safeParse(
+JSON.parse(await readFile(file, 'utf8')));
   } catch {
     return { state: 'absent', file };
   }

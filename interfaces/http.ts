@@ -270,11 +270,12 @@ const LEVEL_METHODS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as co
 const lazyPrototypes = new WeakMap<Logger, object>();
 
 function materialize(lazy: Lazy, parent: Logger): Logger {
-  return (lazy[REAL] ??= parent.child(lazy[BINDINGS]));
+  lazy[REAL] ??= parent.child(lazy[BINDINGS]);
+  return lazy[REAL];
 }
 
 function lazyPrototype(parent: Logger): object {
-  let proto = lazyPrototypes.get(parent);
+  const proto = lazyPrototypes.get(parent);
   if (proto) return proto;
   const made: Record<string | symbol, unknown> = Object.create(parent);
   for (const name of LEVEL_METHODS) {

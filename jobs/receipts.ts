@@ -28,19 +28,20 @@ export const PULL_TASK = 'pull_receipts';
 export const pullReceipts =
   (deps: { pull: PullService; queue: JobQueue; log: JobLogger; now: () => Date }): TaskHandler =>
   async () => {
-    let result;
+    let result: Awaited<ReturnType<PullService['runDue']>>;
     do {
       result = await deps.pull.runDue();
       for (const run of result.runs) deps.log.info({ pull_target_id: run.targetId, ok: run.ok, accepted: run.accepted, rejected: run.rejected.length, error: run.error }, 'pulled receipts');
     } while (result.runs.length > 0 && result.nextDue !== null && result.nextDue <= deps.now());
-    await runAgainAt(deps.queue, PULL_TASK, result.nextDue ?? new Date(deps.now().getTime() + 60_000), deps.now(), 1000);
+    await runAgainAt(deps.queue, PULL_TASK, { due: result.nextDue ?? new Date(deps.now().getTime() + 60_000), now: deps.now(), minMs: 1000 });
   };
 
 /**
  * A self-scheduling task asks the queue to run it again when its next item is due: not sooner than `minMs` from now,
  * not later than a minute (its minute tick backs it up). One pending job per task (jobKey).
  */
-export async function runAgainAt(queue: JobQueue, task: string, due: Date, now: Date, minMs: number): Promise<void> {
+export async function runAgainAt(queue: JobQueue, task: string, when: { due: Date; now: Date; minMs: number }): Promise<void> {
+  const { due, now, minMs } = when;
   const at = Math.min(Math.max(due.getTime(), now.getTime() + minMs), now.getTime() + 60_000);
   await queue.add(task, {}, { jobKey: task, runAt: new Date(at) });
 }

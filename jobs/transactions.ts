@@ -14,13 +14,13 @@ export const EXPIRE_PREPARED_TASK = 'expire_prepared';
 export const confirmTransactions =
   (deps: { transactions: TransactionService; queue: JobQueue; log: JobLogger; now: () => Date }): TaskHandler =>
   async () => {
-    let result;
+    let result: Awaited<ReturnType<TransactionService['checkDue']>>;
     do {
       result = await deps.transactions.checkDue();
       // One line per decided transaction (the console's confirmation line, interfaces/log.ts).
       for (const d of result.decisions) deps.log.info({ evt: 'confirmation', ...d }, d.phase === 'confirmed' ? 'transaction confirmed' : 'transaction failed');
     } while (result.checked > 0 && result.nextDue !== null && result.nextDue <= deps.now());
-    if (result.nextDue !== null) await runAgainAt(deps.queue, CONFIRM_TASK, result.nextDue, deps.now(), 100);
+    if (result.nextDue !== null) await runAgainAt(deps.queue, CONFIRM_TASK, { due: result.nextDue, now: deps.now(), minMs: 100 });
   };
 
 /** Prepared events older than 24 h → failed "expired". */

@@ -9,7 +9,7 @@ import ts from 'typescript';
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const LAYERS = ['domain', 'adapters', 'interfaces', 'jobs'] as const;
 
-export interface ImportRef {
+interface ImportRef {
   specifier: string;
   /** the names imported from it: `Connection` for `import { Connection as C }`, '*' for namespaces */
   names: string[];
@@ -17,7 +17,7 @@ export interface ImportRef {
 }
 
 /** Every static import, re-export, `import x = require()` and dynamic `import()` of a file, from its syntax tree. */
-export function readImports(path: string, text: string): { imports: ImportRef[]; source: ts.SourceFile } {
+function readImports(path: string, text: string): { imports: ImportRef[]; source: ts.SourceFile } {
   const source = ts.createSourceFile(path, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
   const imports: ImportRef[] = [];
   const lineOf = (node: ts.Node) => source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1;
@@ -91,7 +91,7 @@ const isIoPackage = (pkg: string) =>
 /** Web3.js parts that talk to the network (ARCHITECTURE: no web3.js `Connection` in the domain). */
 const WEB3_IO_NAMES = new Set(['Connection', 'sendAndConfirmTransaction', 'sendAndConfirmRawTransaction', 'clusterApiUrl']);
 
-export interface Violation {
+interface Violation {
   file: string;
   line: number;
   specifier: string;
@@ -106,7 +106,7 @@ const HTTP_LAYER = new Set(['interfaces/http.ts', 'interfaces/facilitator/routes
 const isHttpPackage = (pkg: string | undefined) =>
   pkg !== undefined && (pkg === 'fastify' || pkg.startsWith('@fastify/') || pkg === 'graphql-yoga' || pkg === 'graphql-ws' || pkg === 'ws');
 
-export function checkFile(path: string, text: string): Violation[] {
+function checkFile(path: string, text: string): Violation[] {
   const layer = path.split('/')[0];
   const { imports, source } = readImports(path, text);
   const out: Violation[] = [];

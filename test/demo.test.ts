@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { http, issueKey, makeDataDir, removeDataDir, startTestApp, type TestApp } from './support/app.ts';
 import { npmRun, run, start, type Running } from './support/commands.ts';
 import { coreProgramsDir, metaplexTest } from './support/programs.ts';
-import { announceGateway, findGateway, GatewayAnnouncement } from '../interfaces/announce.ts';
+import { announceGateway, findGateway, type GatewayAnnouncement } from '../interfaces/announce.ts';
 
 // The way to a first sale, run as a person runs it: `npm start`'s gateway (interfaces/main.ts in a child, its own
 // embedded PostgreSQL under a fresh data directory, Metaplex Core loaded) announces itself in gateway.json; then

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from './support/app.ts';
-import { freePort, run, start, type Finished } from './support/commands.ts';
+import { freePort, start, type Finished } from './support/commands.ts';
 import { metaplexTest } from './support/programs.ts';
 
 // Each file of examples/ runs as a reader runs it — `node --import tsx examples/<file>.ts` with SVC_URL and

@@ -24,6 +24,7 @@ test('ts-hooks strips types as tsconfig says (imports kept as written, class fie
   const main = (n: number) =>
     [
       "import { type Shape, unused } from './side.ts';", // verbatimModuleSyntax: the value import (and its side effect) stays
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: this is source text for the compiler; the template literal is in it
       'class Base { set value(v: number) { throw new Error(`setter called with ${v}`); } }',
       `class Derived extends Base { value: number = ${n}; }`, // useDefineForClassFields: defined, the setter not called
       `const shape: Shape = { n: new Derived().value };`,

@@ -60,20 +60,20 @@ export class HttpFacilitator implements Facilitator {
   }
 
   supported(): Promise<SupportedResponse> {
-    return this.#ask('GET', '/supported', undefined, SupportedResponse);
+    return this.#ask({ method: 'GET', path: '/supported' }, SupportedResponse);
   }
 
   health(): Promise<FacilitatorHealth> {
-    return this.#ask('GET', '/health', undefined, FacilitatorHealth);
+    return this.#ask({ method: 'GET', path: '/health' }, FacilitatorHealth);
   }
 
   verify(request: FacilitatorRequest): Promise<VerifyResponse> {
-    return this.#ask('POST', '/verify', request, VerifyResponse);
+    return this.#ask({ method: 'POST', path: '/verify', body: request }, VerifyResponse);
   }
 
   /** Creating an account is idempotent on the ledger: a lost answer is asked again, so every failure is facilitator_unavailable. */
   prepareAccounts(request: PrepareAccountsRequest): Promise<PrepareAccountsResponse> {
-    return this.#ask('POST', '/accounts', request, PrepareAccountsResponse, this.#settleTimeoutMs);
+    return this.#ask({ method: 'POST', path: '/accounts', body: request, timeoutMs: this.#settleTimeoutMs }, PrepareAccountsResponse);
   }
 
   /**
@@ -107,7 +107,8 @@ export class HttpFacilitator implements Facilitator {
     return parsed.data;
   }
 
-  async #ask<S extends z.ZodType>(method: 'GET' | 'POST', path: string, body: unknown, schema: S, timeoutMs = this.#timeoutMs): Promise<z.output<S>> {
+  async #ask<S extends z.ZodType>(request: { method: 'GET' | 'POST'; path: string; body?: unknown; timeoutMs?: number }, schema: S): Promise<z.output<S>> {
+    const { method, path, body, timeoutMs = this.#timeoutMs } = request;
     let res: Response;
     let text: string;
     try {

@@ -66,7 +66,10 @@ export function databaseHeavySlots(url: string, onWarning?: (message: string, er
 
   const mine = (principal: string) => {
     let set = held.get(principal);
-    if (!set) held.set(principal, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      held.set(principal, set);
+    }
     return set;
   };
 

@@ -163,7 +163,10 @@ export class MikroOrmStore extends Repos implements Store {
       requests = this.heavyRunning.get(principal) ?? new Map();
       this.heavyRunning.set(principal, requests);
       entry = requests.get(tag);
-      if (!entry) requests.set(tag, (entry = { count: 0, slot: this.slots.take(principal, this.classes.heavyPerPrincipal) }));
+      if (!entry) {
+        entry = { count: 0, slot: this.slots.take(principal, this.classes.heavyPerPrincipal) };
+        requests.set(tag, entry);
+      }
       entry.count++;
     }
     try {

@@ -82,7 +82,7 @@ export class AccessService {
 
   async authenticate(authorization: Credentials): Promise<Principal> {
     if (typeof authorization === 'object') return this.authenticateGrant(authorization);
-    if (!authorization || !authorization.trim()) {
+    if (!authorization?.trim()) {
       throw new DomainError('missing_api_key', 'Send your API key as Authorization: Bearer <key>.');
     }
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);

@@ -2,12 +2,12 @@ import type { Caller } from '../access/ownership.ts';
 import type { Store } from '../ports/store.ts';
 import type { TransactionService } from '../transactions/service.ts';
 import { DomainError } from '../shared/errors.ts';
-import { findStable } from '../shared/network.ts';
+import { findStable, type StableSymbol } from '../shared/network.ts';
 import { parseInput } from '../shared/validation.ts';
 import { wholeUnitsToAtomic } from '../agents/build/execute.ts';
 import type { SpendPolicyService } from './policy.ts';
 import type { QuoteService } from './quote.ts';
-import { ExecuteInput, type ExecuteResult } from './schema.ts';
+import { ExecuteInput, type ExecuteResult, type Quote } from './schema.ts';
 
 // POST /v1/buyer/payment/execute: the buyer agent's spend policy first, then the prepared buyer payment
 // (buyer/payment/prepare, unchanged) for the caller to sign client-side and send to /v1/submit — the gateway never
@@ -48,8 +48,8 @@ export class BuyerPaymentService {
   async execute(caller: Caller, input: ExecuteInput): Promise<ExecuteResult> {
     const p = parseInput(ExecuteInput, input);
     await this.deps.policies.owned(caller, p.buyer_agent);
-    let quote;
-    let currency;
+    let quote: Quote;
+    let currency: StableSymbol | undefined;
     if (p.payment_link !== undefined) {
       quote = await this.deps.quotes.quote(caller, { payment_link: p.payment_link });
       // buyer/payment/prepare pays a link in its primary currency: the first option of its offer.

@@ -78,7 +78,7 @@ export class SpendPolicyService {
     const policy = await this.deps.store.buyer.getPolicy(caller.network, agent);
     const spentToday = await this.spentToday(caller.network, agent);
     const inFlight = await this.inFlight(caller.network, agent);
-    const d = evaluate(policy, quote, spentToday, currency, inFlight);
+    const d = evaluate(policy, quote, { spentToday, currency, inFlight });
     const list = (m: RuleFacts['spentToday']) => Object.entries(m).map(([c, v]) => ({ currency: c as StableSymbol, gross_atomic: (v as bigint).toString() }));
     return { ...d, spent_today: list(spentToday), in_flight: list(inFlight), quote };
   }

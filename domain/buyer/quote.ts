@@ -80,7 +80,7 @@ export class QuoteService {
     const base = new URL(this.deps.settings.baseUrl);
     const u = new URL(url);
     if (u.origin !== base.origin) return null;
-    const prefix = base.pathname.replace(/\/$/, '') + '/x/';
+    const prefix = `${base.pathname.replace(/\/$/, '')}/x/`;
     if (!u.pathname.startsWith(prefix)) return null;
     let id: string;
     try {

@@ -177,9 +177,10 @@ export class BuyerReceiptService {
 
 /** PAYMENT-RESPONSE / X-PAYMENT-RESPONSE (base64 JSON { success, transaction, network, payer }) → the signature. */
 export function signatureOfPaymentResponse(header: string): string {
-  let parsed;
+  let parsed: ReturnType<typeof SettleResponse.safeParse> | null;
   try {
-    parsed = SettleResponse.safeParse(JSON.parse(Buffer.from(header, 'base64').toString('utf8')));
+    parsed = SettleResponse.safeParse(
+JSON.parse(Buffer.from(header, 'base64').toString('utf8')));
   } catch {
     parsed = null;
   }

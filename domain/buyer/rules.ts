@@ -100,10 +100,9 @@ export interface Decision {
 export function evaluate(
   policy: SpendPolicyRecord | null,
   quote: Quote,
-  spentToday: RuleFacts['spentToday'],
-  currency?: StableSymbol,
-  inFlight: NonNullable<RuleFacts['inFlight']> = {},
+  facts: { spentToday: RuleFacts['spentToday']; currency?: StableSymbol; inFlight?: NonNullable<RuleFacts['inFlight']> },
 ): Decision {
+  const { spentToday, currency, inFlight = {} } = facts;
   const options = quote.options.filter((o) => o.payable && (currency === undefined || o.currency === currency));
   if (options.length === 0) {
     const detail = currency

@@ -55,12 +55,15 @@ export class LiveIndex {
       scope = { byKind: new Map(), other: new Set(), size: 0 };
       this.scopes.set(key, scope);
     }
-    const exact = filter.kinds !== undefined && filter.kinds.every((k) => !k.endsWith('.*') && k !== '*');
+    const exact = filter.kinds?.every((k) => !k.endsWith('.*') && k !== '*') === true;
     const entry: Entry = { filter, listener, exact };
     if (exact) {
       for (const kind of new Set(filter.kinds)) {
         let set = scope.byKind.get(kind);
-        if (!set) scope.byKind.set(kind, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          scope.byKind.set(kind, set);
+        }
         set.add(entry);
       }
     } else {

@@ -1,5 +1,5 @@
 import { encodeBase58 } from '../shared/base58.ts';
-import { parseTransaction, WireError } from '../ledger/wire.ts';
+import { parseTransaction, WireError, type WireTransaction } from '../ledger/wire.ts';
 import { MAX_TRANSACTION_BYTES } from './schema.ts';
 
 // A wire transaction taken apart exactly as the runtime reads it: signatures, the signed message bytes, the
@@ -39,7 +39,7 @@ export class DecodeError extends Error {
 export function decodeTransaction(wire: Uint8Array): DecodedTransaction {
   if (wire.length === 0) throw new DecodeError('empty transaction');
   if (wire.length > MAX_TRANSACTION_BYTES) throw new DecodeError(`transaction is ${wire.length} bytes; the limit is ${MAX_TRANSACTION_BYTES}`);
-  let tx;
+  let tx: WireTransaction;
   try {
     tx = parseTransaction(wire);
   } catch (e) {

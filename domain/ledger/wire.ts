@@ -13,6 +13,7 @@ export class WireError extends Error {
 export class WireInstruction {
   private accountsView: Uint8Array | undefined;
   private dataView: Uint8Array | undefined;
+  // biome-ignore lint/complexity/useMaxParams: made once per instruction of every parsed transaction (the settle hot path); plain offsets, no options object to allocate
   constructor(
     private readonly bytes: Buffer,
     readonly programIndex: number,
@@ -26,10 +27,12 @@ export class WireInstruction {
     return this.bytes;
   }
   get accounts(): Uint8Array {
-    return (this.accountsView ??= this.bytes.subarray(this.accountsOffset, this.accountsOffset + this.accountsLength));
+    this.accountsView ??= this.bytes.subarray(this.accountsOffset, this.accountsOffset + this.accountsLength);
+    return this.accountsView;
   }
   get data(): Buffer {
-    return (this.dataView ??= this.bytes.subarray(this.dataOffset, this.dataOffset + this.dataLength)) as Buffer;
+    this.dataView ??= this.bytes.subarray(this.dataOffset, this.dataOffset + this.dataLength);
+    return this.dataView as Buffer;
   }
 }
 

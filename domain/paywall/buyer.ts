@@ -1,7 +1,7 @@
 import type { AgentRecord } from '../agents/schema.ts';
 import type { Ledger } from '../ports/ledger.ts';
 import type { Store } from '../ports/store.ts';
-import { decodeTransaction } from '../facilitator/decode.ts';
+import { type DecodedTransaction, decodeTransaction } from '../facilitator/decode.ts';
 import { decodeTokenAccount } from '../shared/token-account.ts';
 import { associatedTokenAccount } from '../treasury/derive.ts';
 import type { Call } from './call.ts';
@@ -18,7 +18,7 @@ const TRANSFER_CHECKED = 12;
 export async function buyerAgentOf(call: Call, deps: { store: Store; ledger: Ledger | undefined }): Promise<AgentRecord | null> {
   if (!deps.ledger) return null;
   const { accept, link } = call;
-  let decoded;
+  let decoded: DecodedTransaction;
   try {
     decoded = decodeTransaction(Uint8Array.from(Buffer.from(call.transaction, 'base64')));
   } catch {

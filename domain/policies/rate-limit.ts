@@ -66,7 +66,8 @@ export function rateLimitedError(d: RateDecision): DomainError {
   });
 }
 
-function decide(bucket: Bucket, limit: number, allowed: boolean, used: number, oldestMs: number, nowMs: number): RateDecision {
+function decide(bucket: Bucket, limit: number, window: { allowed: boolean; used: number; oldestMs: number }, nowMs: number): RateDecision {
+  const { allowed, used, oldestMs } = window;
   const freesAt = oldestMs + WINDOW_MS;
   const waitMs = Math.max(0, freesAt - nowMs);
   return {
@@ -249,7 +250,7 @@ export class RateLimiter {
     const refused = provenFull(w, limit, need, nowMs);
     if (refused) {
       this.localDenials++;
-      return decide(bucket, limit, false, refused.used, refused.until - WINDOW_MS, nowMs);
+      return decide(bucket, limit, { allowed: false, used: refused.used, oldestMs: refused.until - WINDOW_MS }, nowMs);
     }
     const view = w.others + w.local.length + w.decidingSlots;
     if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
@@ -258,7 +259,7 @@ export class RateLimiter {
         w.pending.push(now);
       }
       w.admitted += need;
-      return decide(bucket, limit, true, view + need, w.local.at(0), nowMs);
+      return decide(bucket, limit, { allowed: true, used: view + need, oldestMs: w.local.at(0) }, nowMs);
     }
     return undefined;
   }
@@ -316,7 +317,7 @@ export class RateLimiter {
         const proof = provenFull(w, limit, need, nowMs);
         if (proof) {
           this.localDenials++;
-          return decide(bucket, limit, false, proof.used, proof.until - WINDOW_MS, nowMs);
+          return decide(bucket, limit, { allowed: false, used: proof.used, oldestMs: proof.until - WINDOW_MS }, nowMs);
         }
         continue;
       }
@@ -341,7 +342,7 @@ export class RateLimiter {
         if (w.flushing === flushing) w.flushing = undefined;
       });
     }
-    let r;
+    let r: Awaited<typeof call>;
     try {
       r = await call;
     } catch (e) {
@@ -364,7 +365,7 @@ export class RateLimiter {
     // Admissions from memory made while this decision was in flight were not in the store it counted: report them
     // as taken (cautious; there are none once the window nears the limit, where every decision is exact).
     const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
-    return decide(bucket, limit, r.allowed, used, r.oldest.getTime(), nowMs);
+    return decide(bucket, limit, { allowed: r.allowed, used, oldestMs: r.oldest.getTime() }, nowMs);
   }
 
   /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
@@ -405,9 +406,10 @@ export class RateLimiter {
       w.pending = [];
     }
     if (!entries.length) return;
-    let rows;
+    let rows: Awaited<ReturnType<RateLimitStore['sync']>>;
     try {
-      rows = await this.deps.store.sync(entries, WINDOW_MS, now);
+      rows = await this.deps.store.sync(
+entries, WINDOW_MS, now);
     } catch (e) {
       for (const { w, pending } of taken.values()) {
         w.carrying -= pending.length;

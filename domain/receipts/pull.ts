@@ -146,9 +146,12 @@ export class PullService {
         continue;
       }
       try {
-        const out = await this.deps.receipts.ingest(target.network, target.agent, agent?.ownerPrincipal ?? target.ownerPrincipal, item, {
-          source: 'pull',
-          pullTargetId: target.id,
+        const out = await this.deps.receipts.ingest({
+          network: target.network,
+          agent: target.agent,
+          owner: agent?.ownerPrincipal ?? target.ownerPrincipal,
+          body: item,
+          via: { source: 'pull', pullTargetId: target.id },
         });
         if (out.duplicate) duplicates++;
         else accepted++;

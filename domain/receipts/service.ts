@@ -68,7 +68,7 @@ export class ReceiptService {
   async push(caller: Caller, agent: string, body: unknown): Promise<PushReceiptResult> {
     const record = await this.ownedAgent(caller, agent);
     await this.deps.watchlist?.watchAgent(caller.network, agent, record.ownerPrincipal);
-    const out = await this.ingest(caller.network, agent, record.ownerPrincipal, body, { source: 'push' });
+    const out = await this.ingest({ network: caller.network, agent, owner: record.ownerPrincipal, body, via: { source: 'push' } });
     return {
       ok: true,
       duplicate: out.duplicate,
@@ -84,13 +84,14 @@ export class ReceiptService {
    * (outside the chain lock: it reads only the ledger), then — under the agent's head lock — the chain rule, the row and
    * its events in one transaction.
    */
-  async ingest(
-    network: Network,
-    agent: string,
-    owner: string | null,
-    body: unknown,
-    via: { source: 'push' } | { source: 'pull'; pullTargetId: string },
-  ): Promise<IngestOutcome> {
+  async ingest(input: {
+    network: Network;
+    agent: string;
+    owner: string | null;
+    body: unknown;
+    via: { source: 'push' } | { source: 'pull'; pullTargetId: string };
+  }): Promise<IngestOutcome> {
+    const { network, agent, owner, body, via } = input;
     const receipt = parseInput(Receipt, body);
     if (receipt.agent !== agent) {
       throw new DomainError('receipt_agent_mismatch', `The receipt's agent ${receipt.agent} is not ${agent}.`, { agent: receipt.agent, expected: agent });
@@ -243,7 +244,7 @@ export class ReceiptService {
   /** Checks one stored pending receipt now (e.g. the paywall's, as soon as it is published). */
   async verifyOne(network: Network, hash: string): Promise<boolean> {
     const stored = await this.deps.store.receipts.get(network, hash);
-    if (!stored || stored.verification.status !== 'pending') return false;
+    if (stored?.verification.status !== 'pending') return false;
     return this.verifyStored(stored, this.deps.clock.now());
   }
 
@@ -368,7 +369,10 @@ export class ReceiptService {
       if (event.kind !== 'receipt.published' || event.metadata.source !== 'paywall') return;
       if (typeof event.metadata.receipt_hash !== 'string' || !this.deps.ledgers[event.network]) return;
       let queue = queues.get(event.network);
-      if (!queue) queues.set(event.network, (queue = { running: false, waiting: [] }));
+      if (!queue) {
+        queue = { running: false, waiting: [] };
+        queues.set(event.network, queue);
+      }
       queue.waiting.push(event);
       if (!queue.running) void drain(event.network, queue);
     });

@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { DomainError, type Issue } from './errors.ts';
 
 /** zod issues → the `details.issues` of an `invalid_request` (hosted-api §7). */
@@ -12,7 +12,7 @@ export function toIssues(error: z.ZodError): Issue[] {
 
 export function invalidFromZod(error: z.ZodError): DomainError {
   const first = error.issues[0];
-  const where = first && first.path.length ? ` at ${first.path.map(String).join('.')}` : '';
+  const where = first?.path.length ? ` at ${first.path.map(String).join('.')}` : '';
   return DomainError.invalid(toIssues(error), `Invalid request${where}: ${first?.message ?? 'schema mismatch'}`);
 }
 

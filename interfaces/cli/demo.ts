@@ -33,10 +33,14 @@ interface SeenEvent {
   signature: string | null;
 }
 
+function parseCli(args: string[]) {
+  return parseArgs({ args, options: { url: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } } });
+}
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseCli>['values'];
   try {
-    ({ values } = parseArgs({ args: argv, options: { url: { type: 'string' }, help: { type: 'boolean', short: 'h', default: false } } }));
+    ({ values } = parseCli(argv));
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;
@@ -237,7 +241,13 @@ async function watchEvents(gateway: LocalGateway, apiKey: string) {
       if (seen.some(match)) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, 10_000);
-        waiters.push({ match, resolve: () => (clearTimeout(timer), resolve()) });
+        waiters.push({
+          match,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
       });
     },
     async close() {

@@ -14,21 +14,25 @@ const USAGE = 'usage: npm run faucet -- --network chain-devnet|chain-mainnet --t
 const ALIASES: Record<string, Network> = { devnet: 'chain-devnet', mainnet: 'chain-mainnet' };
 
 
+function parseCli(args: string[]) {
+  return parseArgs({
+    args,
+    options: {
+      network: { type: 'string' },
+      to: { type: 'string' },
+      sol: { type: 'string' },
+      token: { type: 'string' },
+      amount: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseCli>['values'];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        network: { type: 'string' },
-        to: { type: 'string' },
-        sol: { type: 'string' },
-        token: { type: 'string' },
-        amount: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }));
+    ({ values } = parseCli(argv));
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;

@@ -52,21 +52,25 @@ export async function whereKeysGo(env: Record<string, string | undefined> = proc
   return { dataDir: dir, source, lookup, lines };
 }
 
+function parseCli(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      network: { type: 'string' },
+      admin: { type: 'boolean', default: false },
+      'owner-wallet': { type: 'string' },
+      label: { type: 'string' },
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
-  let parsed;
+  let parsed: ReturnType<typeof parseCli>;
   try {
-    parsed = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        network: { type: 'string' },
-        admin: { type: 'boolean', default: false },
-        'owner-wallet': { type: 'string' },
-        label: { type: 'string' },
-        json: { type: 'boolean', default: false },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    });
+    parsed = parseCli(argv);
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;

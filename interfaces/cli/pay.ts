@@ -19,10 +19,14 @@ const USAGE = "usage: npm run pay -- <share_url> [--method GET|POST|PUT|PATCH|DE
 /** what the faucet adds when the wallet is short: enough for many calls of a typical price */
 const TOP_UP = '1';
 
+function parseCli(args: string[]) {
+  return parseArgs({ args, allowPositionals: true, options: { method: { type: 'string', short: 'X' }, data: { type: 'string', short: 'd' }, help: { type: 'boolean', short: 'h', default: false } } });
+}
+
 async function main(argv: string[]): Promise<number> {
-  let parsed;
+  let parsed: ReturnType<typeof parseCli>;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { method: { type: 'string', short: 'X' }, data: { type: 'string', short: 'd' }, help: { type: 'boolean', short: 'h', default: false } } });
+    parsed = parseCli(argv);
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;

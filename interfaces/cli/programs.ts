@@ -18,18 +18,22 @@ const USAGE = `usage: npm run programs [-- --from URL] [--data-dir DIR] [--progr
   --data-dir DIR  the gateway's data directory (default SVC_DATA_DIR, else .data)
   --program NAME  only this program (name or id; repeatable); default all three`;
 
+function parseCli(args: string[]) {
+  return parseArgs({
+    args,
+    options: {
+      from: { type: 'string', default: DEFAULT_SOURCE },
+      'data-dir': { type: 'string' },
+      program: { type: 'string', multiple: true },
+      help: { type: 'boolean', short: 'h', default: false },
+    },
+  });
+}
+
 async function main(argv: string[]): Promise<number> {
-  let values;
+  let values: ReturnType<typeof parseCli>['values'];
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        from: { type: 'string', default: DEFAULT_SOURCE },
-        'data-dir': { type: 'string' },
-        program: { type: 'string', multiple: true },
-        help: { type: 'boolean', short: 'h', default: false },
-      },
-    }));
+    ({ values } = parseCli(argv));
   } catch (e) {
     console.error(`${(e as Error).message}\n${USAGE}`);
     return 2;

@@ -1,4 +1,4 @@
-import { Connection, Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+import { Connection, type Keypair, PublicKey, type VersionedTransaction } from '@solana/web3.js';
 import type { TransactionPartialSigner } from '@solana/kit';
 import { z } from 'zod';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';

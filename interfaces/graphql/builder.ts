@@ -85,7 +85,7 @@ export function graphqlContext(input: ContextInput): GraphqlContext {
     shutdown,
     async keyed(bucket) {
       const principal = await authenticateCounted(services, input, procedureContext.responseHeaders);
-      await limitKey(services, principal, bucket, procedureContext.responseHeaders);
+      await limitKey(services, principal, bucket, { headers: procedureContext.responseHeaders });
       return principal;
     },
     async chargeCost(cost) {
@@ -96,7 +96,7 @@ export function graphqlContext(input: ContextInput): GraphqlContext {
         if (e instanceof DomainError) return;
         throw e;
       }
-      await limitKey(services, principal, 'graphql', procedureContext.responseHeaders, hitsForCost(cost));
+      await limitKey(services, principal, 'graphql', { headers: procedureContext.responseHeaders, hits: hitsForCost(cost) });
     },
     authorization: input.authorization,
   };
@@ -108,8 +108,8 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   Scalars: {
     ID: { Input: string; Output: string };
-    // Input `{}`: any JSON value but null, so a `required: true` JSON field is a required key of the inferred input.
-    JSON: { Input: {}; Output: unknown };
+    // Input `NonNullable<unknown>` (`{}`): any JSON value but null, so a `required: true` JSON field is a required key of the inferred input.
+    JSON: { Input: NonNullable<unknown>; Output: unknown };
   };
 }>({
   defaultFieldNullability: false,

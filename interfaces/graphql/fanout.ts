@@ -77,7 +77,10 @@ let nextDocumentId = 1;
 
 function documentId(document: DocumentNode): number {
   let id = documentIds.get(document);
-  if (id === undefined) documentIds.set(document, (id = nextDocumentId++));
+  if (id === undefined) {
+    id = nextDocumentId++;
+    documentIds.set(document, id);
+  }
   return id;
 }
 
@@ -136,7 +139,9 @@ class Group {
       .then(() => out)
       .then(
         (result) => this.deliver(e.seq, result),
-        (error) => [...this.members].forEach((m) => m.fail(error)),
+        (error) => {
+          for (const m of [...this.members]) m.fail(error);
+        },
       )
       .finally(() => {
         if (this.tail === next) this.tail = undefined;

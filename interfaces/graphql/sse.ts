@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
-import type { ExecutionArgs, ExecutionResult, GraphQLError } from 'graphql';
-import { createHandler, type Request as SseRequest, type Response as SseResponse } from 'graphql-sse';
+import type { ExecutionResult, GraphQLError } from 'graphql';
+import { createHandler, type Response as SseResponse } from 'graphql-sse';
 import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import type { Credentials } from '../../domain/access/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { newId } from '../../domain/shared/ids.ts';
 import { restAnswer, type ErrorLogger } from '../errors.ts';
 import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
@@ -87,6 +86,7 @@ interface Reservation {
 }
 
 export interface SseOptions {
+  // biome-ignore lint/complexity/noBannedTypes: `{}` is the user context createYoga infers when none is declared
   yoga: YogaServerInstance<GraphqlContext, {}>;
   services: Services;
   keys: KeyWatch;

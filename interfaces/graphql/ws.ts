@@ -25,6 +25,7 @@ const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 export interface WsOptions {
   path: string;
+  // biome-ignore lint/complexity/noBannedTypes: `{}` is the user context createYoga infers when none is declared
   yoga: YogaServerInstance<GraphqlContext, {}>;
   services: Services;
   log: FastifyBaseLogger;
@@ -101,7 +102,7 @@ function directSink(socket: WebSocket, id: string): DirectSink {
     send(json) {
       if (socket.readyState !== WebSocket.OPEN) return true;
       if (socket.bufferedAmount > MAX_SOCKET_BACKLOG) return false;
-      socket.send(head + json + '}');
+      socket.send(`${head}${json}}`);
       return true;
     },
   };
@@ -161,13 +162,15 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         if (prepared.errors) return refuse(prepared.errors);
         const { document, contextValue } = prepared;
         directSinks.set(contextValue, directSink(ctx.extra.socket, id));
+        ctx.extra.executing ??= new Set();
         const args: ExecutionArgs = {
           schema: enveloped.schema,
           document,
           operationName: payload.operationName,
           variableValues: payload.variables,
           contextValue,
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe, operation, executing: (ctx.extra.executing ??= new Set()), socket: ctx.extra.socket } satisfies SocketEnveloped,
+          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe, operation, executing: ctx.extra.executing, socket
+: ctx.extra.socket } satisfies SocketEnveloped,
         };
         return args;
       },

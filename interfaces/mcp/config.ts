@@ -24,7 +24,7 @@ export function parseSecret(text: string): Keypair | null {
   } else {
     bytes = decodeBase58(trimmed);
   }
-  if (!bytes || bytes.length !== 64) return null;
+  if (bytes?.length !== 64) return null;
   try {
     return Keypair.fromSecretKey(bytes);
   } catch {

@@ -1,4 +1,4 @@
-import { Connection, Keypair, Transaction } from '@solana/web3.js';
+import { Connection, type Keypair, Transaction } from '@solana/web3.js';
 import { TRPCClientError } from '@trpc/client';
 import type { z } from 'zod';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';

@@ -32,7 +32,8 @@ export const HEAVY_PROCEDURES: ReadonlySet<string> = new Set([
  * Runs a query procedure (`next`) in its request scope. Mutations run as they are: one may wait for the ledger between
  * its statements, and cancelling its transaction after a submit would lose the record of a transaction already sent.
  */
-export function scopedRequest<T>(ctx: Context, principal: Principal, path: string, type: string, next: () => Promise<T>): Promise<T> {
+export function scopedRequest<T>(ctx: Context, principal: Principal, procedure: { path: string; type: string }, next: () => Promise<T>): Promise<T> {
+  const { path, type } = procedure;
   if (type !== 'query') return next();
   return ctx.services.requestScope(
     { tag: ctx.requestId, heavy: HEAVY_PROCEDURES.has(path), principal: `${principal.network} ${principal.owner}`, signal: ctx.signal },

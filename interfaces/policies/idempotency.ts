@@ -18,11 +18,10 @@ export interface IdempotencyScope {
 /** `secretFields`: top-level fields of the result never written to the idempotency store (replays omit them). */
 export async function idempotent<T>(
   scope: IdempotencyScope,
-  route: string,
-  input: unknown,
+  request: { route: string; input: unknown; secretFields?: readonly string[] },
   exec: () => Promise<T>,
-  secretFields: readonly string[] = [],
 ): Promise<T> {
+  const { route, input, secretFields = [] } = request;
   const idemKey = checkIdempotencyKey(scope.idempotencyKey);
   if (idemKey === undefined) return exec();
   const redact = secretFields.length

@@ -9,7 +9,8 @@ import { authenticate } from './auth.ts';
 // the database either way. One policy for all doors.
 
 /** `hits`: slots the request takes (a GraphQL operation: one per started unit of its cost, graphql-limits.ts). */
-export async function limitKey(services: Services, principal: Principal, bucket: Bucket, headers: Record<string, string>, hits = 1): Promise<void> {
+export async function limitKey(services: Services, principal: Principal, bucket: Bucket, into: { headers: Record<string, string>; hits?: number }): Promise<void> {
+  const { headers, hits = 1 } = into;
   const decision = await services.rateLimiter.hit(`key:${principal.keyId}`, bucket, hits);
   Object.assign(headers, rateLimitHeaders(decision));
   if (!decision.allowed) throw rateLimitedError(decision);
@@ -76,6 +77,6 @@ export async function limitOutsideProcedure(
     if (e instanceof DomainError && e.code !== 'rate_limited') return undefined;
     throw e;
   }
-  await limitKey(services, principal, bucket, headers);
+  await limitKey(services, principal, bucket, { headers });
   return principal;
 }

@@ -27,7 +27,10 @@ export class KeyWatch {
   watch(authorization: Credentials, onRevoked: OnRevoked): () => void {
     const id = authorization ?? '';
     let set = this.watchers.get(id);
-    if (!set) this.watchers.set(id, (set = new Set()));
+    if (!set) {
+      set = new Set();
+      this.watchers.set(id, set);
+    }
     set.add(onRevoked);
     this.timer ??= setInterval(() => void this.check(), RECHECK_MS).unref();
     return () => {

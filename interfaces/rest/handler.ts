@@ -97,7 +97,7 @@ async function answerOutsideProcedure(
   error: unknown,
 ): Promise<FastifyReply> {
   let answer = error;
-  let usage;
+  let usage: ReturnType<typeof startUsage> | undefined;
   try {
     const principal = await limitOutsideProcedure(ctx.services, ctx, bucket, ctx.responseHeaders);
     if (principal) usage = startUsage(ctx, principal, { bucket, route });
@@ -225,7 +225,8 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
       const copy = structuredClone(op);
       if (copy.operationId) copy.operationId = `${copy.operationId}-alias-${alias.replace(/[^A-Za-z0-9]+/g, '-').replace(/^-|-$/g, '')}`;
       copy.description = [`The same operation as ${meta.openapi!.method} ${meta.openapi!.path}.`, op.description].filter(Boolean).join(' ');
-      (doc.paths[alias] ??= {})[method] = copy;
+      doc.paths[alias] ??= {};
+      doc.paths[alias][method] = copy;
     }
   }
   mergeIdenticalPaths(doc.paths);

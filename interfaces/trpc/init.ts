@@ -105,13 +105,13 @@ const keyedPolicies = t.middleware(async ({ ctx, meta, path, type, getRawInput, 
     const record = startUsage(ctx, principal, { bucket, route: path });
     let status: number = meta?.status ?? 200;
     try {
-      await limitKey(ctx.services, principal, bucket, ctx.responseHeaders);
-      return await scopedRequest(ctx, principal, path, type, async () => {
+      await limitKey(ctx.services, principal, bucket, { headers: ctx.responseHeaders });
+      return await scopedRequest(ctx, principal, { path, type }, async () => {
         const raw = await getRawInput();
         refuseUnsafeInput(raw);
         const withPrincipal = () => next({ ctx: { principal } });
         const result =
-          type !== 'mutation' || ctx.idempotencyKey === undefined ? await withPrincipal() : await idempotentNext({ ...ctx, principal }, path, raw, meta, withPrincipal);
+          type !== 'mutation' || ctx.idempotencyKey === undefined ? await withPrincipal() : await idempotentNext({ ...ctx, principal }, { path, raw, meta }, withPrincipal);
         // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
         if (!result.ok) throw result.error;
         return result;
@@ -129,11 +129,10 @@ const keyedPolicies = t.middleware(async ({ ctx, meta, path, type, getRawInput, 
 
 async function idempotentNext<R extends { ok: true; data: unknown } | { ok: false; error: unknown }>(
   scope: Context & { principal: Principal },
-  path: string,
-  raw: unknown,
-  meta: Meta | undefined,
+  call: { path: string; raw: unknown; meta: Meta | undefined },
   next: () => Promise<R>,
 ) {
+  const { path, raw, meta } = call;
   const run = async () => {
     const result = await next();
     if (result.ok) return { data: result.data, result };
@@ -141,7 +140,10 @@ async function idempotentNext<R extends { ok: true; data: unknown } | { ok: fals
     throw mapped.expected ? mapped.error : result.error;
   };
   let ran: Awaited<ReturnType<typeof run>> | undefined;
-  const data = await idempotent(scope, path, raw, async () => (ran = await run()).data, meta?.secretFields);
+  const data = await idempotent(scope, { route: path, input: raw, secretFields: meta?.secretFields }, async () => {
+    ran = await run();
+    return ran.data;
+  });
   // The first call's result passes on as tRPC made it; only a replay, whose procedure did not run, needs one made.
   return ran?.result ?? (replayedResult(data, scope) as unknown as R);
 }

@@ -32,7 +32,13 @@ function openWriter(linkId: string, before?: (tx: Repositories) => Promise<unkno
     appended(await tx.events.append(deleted(linkId)));
     await gate;
   });
-  return { row, commit: async () => (release(), await done) };
+  return {
+    row,
+    commit: async () => {
+      release();
+      await done;
+    },
+  };
 }
 
 /** Reads with a cursor as a client would: everything after `cursor`, then moves the cursor to the last row read. */
@@ -81,7 +87,9 @@ test.serial('a cursor never skips a row whose transaction commits after a later 
     await step('a-commit').promise;
   });
   await step('a-early').promise;
-  await store.transaction(async (tx) => void (rows.b = await tx.events.append(deleted('held-b'))));
+  await store.transaction(async (tx) => {
+    rows.b = await tx.events.append(deleted('held-b'));
+  });
   step('b-committed').open();
   await step('a-late').promise;
   for (const r of readers) await r.poll();

@@ -151,7 +151,6 @@ function fakeFacilitator(over: Partial<Facilitator>): Facilitator {
 }
 
 test('routes standalone at the root (prefix ""): same paths without a prefix, same envelope, thrown errors mapped and masked', async (t) => {
-  const { app } = t.context;
   const fastify = Fastify();
   registerFacilitatorRoutes(fastify, {
     prefix: '',

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
 import { AuthorityType, createAssociatedTokenAccountIdempotentInstruction, createCloseAccountInstruction, createSetAuthorityInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
-import { EmbeddedLedger, LedgerLockedError, LedgerThread, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
+import { LedgerLockedError, LedgerThread, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
 import { createFaucet, parseDecimal } from '../../adapters/ledger/embedded/faucet.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
@@ -217,7 +217,10 @@ test('embedded: malformed and mutated transactions are answered, never crash the
     tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 1n, blockhash, version: 0 }),
   ];
   let seed = 7;
-  const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
   let reachedTheVm = 0;
   for (let i = 0; i < 3000; i++) {
     const bytes = Buffer.from(seeds[i % 2]!);
@@ -328,7 +331,7 @@ test('embedded: recorded post balances match the state, also where the cheap rea
   };
   const check = async (signature: string, label: string) => {
     const tx = (await ledger.getTransaction(signature))!;
-    tx.accountKeys.forEach((key, i) => t.is(tx.postBalances[i], ledger.balance(key), `${label}: lamports of ${key}`));
+    for (const [i, key] of tx.accountKeys.entries()) t.is(tx.postBalances[i], ledger.balance(key), `${label}: lamports of ${key}`);
     for (const key of tx.accountKeys) {
       const account = ledger.readAccount(key);
       const recorded = tx.postTokenBalances.find((b) => b.account === key);

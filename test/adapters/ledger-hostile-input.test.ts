@@ -83,7 +83,7 @@ async function openSocket(url: string) {
   const waiters: Array<() => void> = [];
   socket.on('message', (raw) => {
     messages.push(raw.toString());
-    waiters.splice(0).forEach((w) => w());
+    for (const w of waiters.splice(0)) w();
   });
   const next = async () => {
     while (!messages.length) await new Promise<void>((resolve) => waiters.push(resolve));

@@ -67,7 +67,7 @@ test('rpc server: response shapes of reads', async (t) => {
   t.like((await call('getEpochInfo')).result, { absoluteSlot: 0, blockHeight: 0, epoch: 0, slotsInEpoch: 432_000 });
 
   const base64 = (await call('getAccountInfo', [owner, { encoding: 'base64' }])).result.value;
-  t.deepEqual(base64, { data: ['', 'base64'], executable: false, lamports: 1_000_000_000, owner: '11111111111111111111111111111111', rentEpoch: 18_446_744_073_709_551_615, space: 0 });
+  t.deepEqual(base64, { data: ['', 'base64'], executable: false, lamports: 1_000_000_000, owner: '11111111111111111111111111111111', rentEpoch: Number(18_446_744_073_709_551_615n), space: 0 });
   t.is((await call('getAccountInfo', [owner])).result.value.data, '', 'default encoding: legacy base58 string');
   t.is((await call('getAccountInfo', [Keypair.generate().publicKey.toBase58()])).result.value, null);
   const tokenAccount = ata(owner, USDC_DEVNET.mint);
@@ -174,7 +174,7 @@ test('rpc server: PubSub notifies signatures, accounts and slots', async (t) => 
   const waiters: Array<() => void> = [];
   socket.on('message', (raw) => {
     messages.push(JSON.parse(raw.toString()));
-    waiters.splice(0).forEach((w) => w());
+    for (const w of waiters.splice(0)) w();
   });
   const next = async (predicate: (m: any) => boolean) => {
     for (;;) {
@@ -265,7 +265,7 @@ test('rpc server: PubSub caps subscriptions per socket and sockets per client wi
     const waiters: Array<() => void> = [];
     socket.on('message', (raw) => {
       messages.push(JSON.parse(raw.toString()));
-      waiters.splice(0).forEach((w) => w());
+      for (const w of waiters.splice(0)) w();
     });
     const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
     await new Promise((resolve) => socket.once('open', resolve));

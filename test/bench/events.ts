@@ -34,6 +34,7 @@ const QUERY = 'subscription { events { id kind network agentAsset metadata creat
 type Message = Record<string, any>;
 
 /** A child answering `{ id, ... }` to each `{ id, cmd, ... }`. */
+// biome-ignore lint/suspicious/noConfusingVoidType: a handler with nothing to add returns nothing (void), answered as `{}`
 function serve(handlers: Record<string, (m: Message) => Promise<Message | void> | Message | void>): void {
   process.on('message', async (m: Message) => {
     try {
@@ -168,7 +169,10 @@ async function plainServer(): Promise<void> {
         const sub = { socket, head: `{"id":${JSON.stringify(m.id)},"type":"next","payload":` };
         subs.set(m.id, sub);
         let set = byOwner.get(owner);
-        if (!set) byOwner.set(owner, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          byOwner.set(owner, set);
+        }
         set.add(sub);
       } else if (m.type === 'complete') {
         const sub = subs.get(m.id);
@@ -185,7 +189,10 @@ async function plainServer(): Promise<void> {
   let pumping = false;
   let again = false;
   const pump = async () => {
-    if (pumping) return void (again = true);
+    if (pumping) {
+      again = true;
+      return;
+    }
     pumping = true;
     try {
       do {
@@ -200,7 +207,7 @@ async function plainServer(): Promise<void> {
           if (!subs?.size) continue;
           const event = { id: r.id, kind: r.kind, network: r.network, agentAsset: r.agent_asset, metadata: r.metadata, createdAt: r.created_at.toISOString() };
           const payload = JSON.stringify({ data: { events: event } });
-          for (const sub of subs) sub.socket.send(sub.head + payload + '}');
+          for (const sub of subs) sub.socket.send(`${sub.head}${payload}}`);
         }
       } while (again);
     } finally {
@@ -251,7 +258,10 @@ async function subscribers(): Promise<void> {
               const id = ID.exec(text)?.[1];
               if (id) {
                 let list = arrivals.get(id);
-                if (!list) arrivals.set(id, (list = []));
+                if (!list) {
+                  list = [];
+                  arrivals.set(id, list);
+                }
                 list.push(at);
               } else errors.push(text.slice(0, 300));
             } else if (text.includes('"type":"connection_ack"')) {
@@ -309,7 +319,8 @@ interface Side {
 const pct = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : NaN);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function measure(side: Side, subs: Child, n: number, writes: number, intervalMs: number) {
+async function measure(side: Side, subs: Child, load: { n: number; writes: number; intervalMs: number }) {
+  const { n, writes, intervalMs } = load;
   await subs.ask('open', { url: side.url, key: side.key, n });
   // Live only once attached: warm up until every socket got a write's event.
   let live = n === 0;
@@ -420,15 +431,15 @@ async function main(): Promise<void> {
     type Figures = Awaited<ReturnType<typeof measure>>;
     const results: { n: number; gateway: Figures; plain: Figures }[] = [];
     // The writes alone (no subscriber): what a delivery costs is the CPU per write above this, divided by the subscribers.
-    const idle = { plain: await measure(plainSide, subs, 0, writes, intervalMs), gateway: await measure(gatewaySide, subs, 0, writes, intervalMs) };
+    const idle = { plain: await measure(plainSide, subs, { n: 0, writes, intervalMs }), gateway: await measure(gatewaySide, subs, { n: 0, writes, intervalMs }) };
     const f = (x: number, d = 1) => x.toFixed(d).padStart(8);
     for (const [name, r] of [['gateway', idle.gateway], ['plain', idle.plain]] as const) {
       console.log(`  ${'0'.padStart(11)}  ${name.padEnd(8)} ${'-'.padStart(8)} ${'-'.padStart(8)} ${'-'.padStart(8)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${'-'.padStart(15)}   ${String(r.missed).padStart(6)}`);
     }
     const perDelivery = (r: Figures, base: Figures) => ((r.cpuPerWrite - base.cpuPerWrite) * 1000) / r.n;
     for (const n of counts) {
-      const plain = await measure(plainSide, subs, n, writes, intervalMs);
-      const gateway = await measure(gatewaySide, subs, n, writes, intervalMs);
+      const plain = await measure(plainSide, subs, { n, writes, intervalMs });
+      const gateway = await measure(gatewaySide, subs, { n, writes, intervalMs });
       results.push({ n, gateway, plain });
       for (const [name, r] of [['gateway', gateway], ['plain', plain]] as const) {
         console.log(`  ${String(n).padStart(11)}  ${name.padEnd(8)} ${f(r.p50)} ${f(r.p99)} ${f(r.max)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${f(perDelivery(r, idle[name])).padStart(15)}   ${String(r.missed).padStart(6)}${r.duplicates ? ` dup ${r.duplicates}` : ''}${r.errors.length ? ` errors: ${r.errors.join(' | ')}` : ''}`);

@@ -273,7 +273,8 @@ try {
   }
   const urlOf = (s: Side, r: Route, which: 'small' | 'big') => s.app.url + measuredPath(s, r, which);
 
-  const measure = async (s: Side, r: Route, which: 'small' | 'big', seconds: number, connections: number): Promise<LoadResult> => {
+  const measure = async (s: Side, r: Route, which: 'small' | 'big', load: { seconds: number; connections: number }): Promise<LoadResult> => {
+    const { seconds, connections } = load;
     const result = await runLoad({ generator: 'cannon', url: urlOf(s, r, which), headers: { authorization: `Bearer ${keyOf(s, r)}` }, connections, duration: seconds });
     const wrong = Object.entries(result.statuses).filter(([status]) => status !== '200');
     if (wrong.length) throw new Error(`${r.name}: answers other than 200: ${JSON.stringify(result.statuses)}`);
@@ -292,13 +293,13 @@ try {
   const results: { route: Route; small: LoadResult[]; big: LoadResult[] }[] = routes.map((route) => ({ route, small: [], big: [] }));
   // warm both (caches, JIT) outside the measurement
   for (const r of routes) {
-    await measure(smallSide, r, 'small', 1, 2);
-    await measure(bigSide, r, 'big', 1, 2);
+    await measure(smallSide, r, 'small', { seconds: 1, connections: 2 });
+    await measure(bigSide, r, 'big', { seconds: 1, connections: 2 });
   }
   for (let round = 0; round < ROUNDS; round++) {
     for (const res of results) {
-      res.small.push(await measure(smallSide, res.route, 'small', SECONDS, CONNECTIONS));
-      res.big.push(await measure(bigSide, res.route, 'big', SECONDS, CONNECTIONS));
+      res.small.push(await measure(smallSide, res.route, 'small', { seconds: SECONDS, connections: CONNECTIONS }));
+      res.big.push(await measure(bigSide, res.route, 'big', { seconds: SECONDS, connections: CONNECTIONS }));
     }
   }
   // A row over the goal on a shared machine is measured again (EXTRA more alternated rounds, all rounds averaged), so
@@ -307,12 +308,12 @@ try {
   const again = results.filter((res) => p99Ratio(res) > 1.5);
   for (let round = 0; round < EXTRA; round++) {
     for (const res of again) {
-      res.small.push(await measure(smallSide, res.route, 'small', SECONDS, CONNECTIONS));
-      res.big.push(await measure(bigSide, res.route, 'big', SECONDS, CONNECTIONS));
+      res.small.push(await measure(smallSide, res.route, 'small', { seconds: SECONDS, connections: CONNECTIONS }));
+      res.big.push(await measure(bigSide, res.route, 'big', { seconds: SECONDS, connections: CONNECTIONS }));
     }
   }
 
-  console.log(header('route (1k rows / 1M rows)', 48) + '   p99 ratio');
+  console.log(`${header('route (1k rows / 1M rows)', 48)}   p99 ratio`);
   const ratioLines: string[] = [];
   for (const { route, small: s, big: b } of results) {
     const ms = mean(s);
@@ -320,7 +321,7 @@ try {
     const ratio = mb.p99 / Math.max(ms.p99, 0.001);
     console.log(row(`${route.name} — 1k`, ms, 48));
     const rounds = b.length > ROUNDS ? ` (${b.length} rounds)` : '';
-    console.log(row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48) + `   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`);
+    console.log(`${row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48)}   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`);
     const fig = (m: LoadResult) => `${Math.round(m.rps).toLocaleString('en-US')} req/s p99 ${m.p99.toFixed(1)} ms`;
     const page = pages.get(route.name);
     ratioLines.push(`RATIO|${route.name}${page === undefined ? '' : ` (page ${page})`}|${fig(mb)}|${fig(ms)}|${ratio.toFixed(2)}×|≤ 1.5×`);

@@ -104,7 +104,7 @@ interface Path {
   name: string;
   blockhash(): Promise<string>;
   /** sends one transaction; returns its signature where the path persists anything */
-  send(wire: Uint8Array): Promise<string | void>;
+  send(wire: Uint8Array): Promise<string | undefined>;
   /** waits until the round's last transaction is confirmed (written to the history file) */
   settle?(signature: string): Promise<void>;
   /** how many sends in flight (1 = one after the other) */
@@ -126,7 +126,7 @@ async function round(path: Path, n: number): Promise<number> {
   collect();
   started = performance.now();
   let next = 0;
-  let last: string | void = undefined;
+  let last: string | undefined;
   await Promise.all(
     Array.from({ length: path.concurrency ?? 1 }, async () => {
       while (next < batch.length) last = await path.send(batch[next++]!);
@@ -167,6 +167,7 @@ async function directPath(kind: 'raw' | 'kit'): Promise<Path> {
     send: async (wire) => {
       const r = kind === 'raw' ? inner.sendLegacyTransaction(wire) : svm.sendTransaction(decoder.decode(wire));
       if ('err' in r) throw new Error(`failed: ${r.toString()}`);
+      return undefined; // nothing persisted, so nothing to settle
     },
     close: () => {},
   };

@@ -112,7 +112,9 @@ function merge(parts: Fired[]): Fired & { count: number } {
 }
 
 /** The line `npm run bench` collects: RATIO|path|gateway|baseline|ratio|goal. */
-function ratioLine(path: string, gateway: { rps: number; p50: number; p99: number }, baseline: { rps: number; p50: number; p99: number }, ratio: number, goal: string): string {
+function ratioLine(path: string, figures: { gateway: { rps: number; p50: number; p99: number }; baseline: { rps: number; p50: number; p99: number } }, verdict: { ratio: number; goal: string }): string {
+  const { gateway, baseline } = figures;
+  const { ratio, goal } = verdict;
   const fig = (r: { rps: number; p50: number; p99: number }) => `${Math.round(r.rps).toLocaleString('en-US')} req/s p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms`;
   return `RATIO|${path}|${fig(gateway)}|${fig(baseline)}|${ratio.toFixed(2)}×|${goal}`;
 }
@@ -502,7 +504,7 @@ try {
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
   console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 70%)`);
   if (rounds.length) console.log(`  CPU per 402 in the server process: paywall ${avg((r) => r.paywall.cpuUs).toFixed(0)} µs, plain ${avg((r) => r.base.cpuUs).toFixed(0)} µs (plain / paywall ${(avg((r) => r.base.cpuUs) / avg((r) => r.paywall.cpuUs)).toFixed(2)}×)`);
-  console.log(ratioLine('unpaid 402 on /x/{id}', unpaidFig.paywall, unpaidFig.base, unpaidRatio, '≥ 0.7×'));
+  console.log(ratioLine('unpaid 402 on /x/{id}', { gateway: unpaidFig.paywall, baseline: unpaidFig.base }, { ratio: unpaidRatio, goal: '≥ 0.7×' }));
   console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));
   console.log(row('paywall 402 challenge', unpaidFetchFig));
@@ -513,7 +515,7 @@ try {
   console.log(`    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`);
   if (!BREAKDOWN) console.log(`    PostgreSQL statements sent by this process per paid call: ${(statements / PAID).toFixed(2)} (all of its clients, transaction control included)`);
   console.log(`    ledger thread: ${(paidThreadCalls / PAID).toFixed(2)} calls and ${(paidThreadMessages / PAID).toFixed(2)} messages to it per paid call (${(paidThreadCalls / Math.max(1, paidThreadMessages)).toFixed(2)} calls per message)`);
-  console.log(ratioLine('paid calls end to end', paidFig, svmFig, paidFig.rps / svmFig.rps, '≥ 0.3×'));
+  console.log(ratioLine('paid calls end to end', { gateway: paidFig, baseline: svmFig }, { ratio: paidFig.rps / svmFig.rps, goal: '≥ 0.3×' }));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
   console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
   console.log(`  ratio paid calls (${SELLERS} sellers) / LiteSVM executions: ${(many.rps / manySvm.rps).toFixed(3)}×; ${SELLERS} sellers / 1 seller: ${(many.rps / paidFig.rps).toFixed(2)}×`);

@@ -238,7 +238,8 @@ async function run(ledger: EmbeddedLedger, p: TransactionPlan, signers: Keypair[
  * Makes `delegate` the SPL delegate of the agent treasury's USDC account for `allowance`, writing the account as the
  * token program would (a real account of the ledger: minted to, then its delegate fields set), without needing Core.
  */
-function approveOnLedger(ledger: EmbeddedLedger, treasury: string, delegate: string, allowance: bigint, balance: bigint): void {
+function approveOnLedger(ledger: EmbeddedLedger, treasury: string, approval: { delegate: string; allowance: bigint; balance: bigint }): void {
+  const { delegate, allowance, balance } = approval;
   const minted = ledger.mintTo(treasury, USDC.mint, balance);
   const account = ledger.readAccount(minted.tokenAccount)!;
   const data = AccountLayout.decode(account.data);
@@ -475,7 +476,7 @@ test('delegation revoke: SPL Revoke through execute; a treasury without the toke
   t.like(p.metadata, { stable_symbol: 'USDC', delegate: null, allowance_atomic: '0' });
   assertCatalogued(t, p);
   const executive = address();
-  approveOnLedger(plain, a.treasury, executive, 5n, 1n);
+  approveOnLedger(plain, a.treasury, { delegate: executive, allowance: 5n, balance: 1n });
   t.like(plan(await buildDelegationRevoke(PrepareDelegationRevokeInput.parse({ mint: a.mint, stable_symbol: 'USDC' }), ctx)).metadata, { delegate: executive });
 });
 
@@ -644,15 +645,15 @@ test('buyer/payment: the §2.3 settlement layout from the buyer treasury, the ex
   t.is(offer.amount, 250_000n);
   // never a transaction that must fail: no account, another delegate, an allowance or a balance below the gross
   await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request');
-  approveOnLedger(plain, buyer.treasury, address(), 1_000_000n, 1_000_000n);
+  approveOnLedger(plain, buyer.treasury, { delegate: address(), allowance: 1_000_000n, balance: 1_000_000n });
   t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'invalid_request')).details, { issues: [{ code: 'not_delegate' }] });
-  approveOnLedger(plain, buyer.treasury, executive, 252_499n, 1n);
+  approveOnLedger(plain, buyer.treasury, { delegate: executive, allowance: 252_499n, balance: 1n });
   t.like((await rejects(t, buildBuyerPayment(input, offer, ctx), 'insufficient_allowance')).details, { gross_atomic: '252500', allowance_atomic: '252499' });
   const poor = agentOn();
-  approveOnLedger(plain, poor.treasury, executive, 1_000_000n, 252_499n);
+  approveOnLedger(plain, poor.treasury, { delegate: executive, allowance: 1_000_000n, balance: 252_499n });
   const poorInput = { ...input, buyer_agent: poor.mint };
   t.like((await rejects(t, buildBuyerPayment(poorInput, offer, ctxOf(plain, poor.record)), 'invalid_request')).details, { balance_atomic: '252499' });
-  approveOnLedger(plain, buyer.treasury, executive, 252_500n, 1n); // exactly the gross: enough
+  approveOnLedger(plain, buyer.treasury, { delegate: executive, allowance: 252_500n, balance: 1n }); // exactly the gross: enough
   const p = plan(await buildBuyerPayment(input, { ...offer, memo: 'order-7' }, ctx));
   t.is(p.feePayer, executive, 'the executive pays when no payer is given');
   const ix = p.instructions;

@@ -23,13 +23,13 @@ test('parseKinds refuses malformed patterns with invalid_request issues', (t) =>
   for (const bad of ['Payment_Link.created', 'payment link', '*.created', 'payment_link.*.*', 'payment_link.', '.created', 'a.*b', '%', 'payment_link.%']) {
     const error = t.throws(() => parseKinds(bad), { instanceOf: DomainError }, bad);
     t.is(error?.code, 'invalid_request');
-    const issues = (error?.details as { issues: { path: string; message: string; code: string }[] }).issues;
+    const issues = (error!.details as { issues: { path: string; message: string; code: string }[] }).issues;
     t.is(issues[0]?.path, 'kind');
   }
   const fromArray = t.throws(() => parseKinds(['ok.kind', 'NOT OK'], 'events'), { instanceOf: DomainError });
-  t.is((fromArray?.details as { issues: { path: string }[] }).issues[0]?.path, 'events.1');
+  t.is((fromArray!.details as { issues: { path: string }[] }).issues[0]?.path, 'events.1');
   const custom = t.throws(() => parseKinds('BAD', 'filter.kind'), { instanceOf: DomainError });
-  t.is((custom?.details as { issues: { path: string }[] }).issues[0]?.path, 'filter.kind');
+  t.is((custom!.details as { issues: { path: string }[] }).issues[0]?.path, 'filter.kind');
 });
 
 test('matchesKind: exact kinds and dotted prefixes', (t) => {

@@ -71,7 +71,8 @@ interface Payment {
 }
 
 /** A buyer-signed payment of AMOUNT to `seller`: the fee layout (fee leg, in-transaction creations) or the stock one. */
-async function payment(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>, f: Facilitator, buyer: Keypair, seller: string, layout: 'fee' | 'stock'): Promise<Payment> {
+async function payment(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>, f: Facilitator, parties: { buyer: Keypair; seller: string; layout: 'fee' | 'stock' }): Promise<Payment> {
+  const { buyer, seller, layout } = parties;
   const { app, ledger } = t.context;
   const { fee } = app.services.settings;
   const terms = { bps: fee.bps, feeAuthority: fee.authorities[NETWORK] };
@@ -113,14 +114,14 @@ test.serial('daily rent budget: a creation that fits is sponsored, the next is a
   const { app, ledger } = t.context;
   const main = await facilitator(t);
   // Warm-up: the fee vault exists before the budget is measured (its creation is sponsored once too).
-  t.like(await main.service.settle((await payment(t, main, await buyer(t), Keypair.generate().publicKey.toBase58(), 'fee')).request), { success: true });
+  t.like(await main.service.settle((await payment(t, main, { buyer: await buyer(t), seller: Keypair.generate().publicKey.toBase58(), layout: 'fee' })).request), { success: true });
 
   const tight = await facilitator(t, { rentBudgetLamports: (await budgetUsed(app)) + ATA_RENT });
   const payer = await buyer(t);
   const [first, second] = [Keypair.generate().publicKey.toBase58(), Keypair.generate().publicKey.toBase58()];
 
   // The last account the budget covers: created before the stock transfer lands.
-  const fits = await payment(t, tight, payer, first, 'stock');
+  const fits = await payment(t, tight, { buyer: payer, seller: first, layout: 'stock' });
   t.like(await tight.service.verify(fits.request), { isValid: true });
   t.like(await tight.service.settle(fits.request), { success: true, transaction: fits.signature });
   t.is(await usdc(ledger, first), AMOUNT);
@@ -128,7 +129,7 @@ test.serial('daily rent budget: a creation that fits is sponsored, the next is a
   // Spent: neither layout gets a new account, and nothing moves.
   const before = await usdc(ledger, payer.publicKey.toBase58());
   for (const layout of ['stock', 'fee'] as const) {
-    const refused = await payment(t, tight, payer, second, layout);
+    const refused = await payment(t, tight, { buyer: payer, seller: second, layout });
     t.like(await tight.service.verify(refused.request), { isValid: false, invalidReason: 'ata_creation_not_sponsored' }, layout);
     t.like(await tight.service.settle(refused.request), { success: false, errorReason: 'ata_creation_not_sponsored', transaction: '' }, layout);
   }
@@ -136,12 +137,12 @@ test.serial('daily rent budget: a creation that fits is sponsored, the next is a
   t.is(await ledger.getAccount(sellerAccountOf(second)), null);
 
   // An existing account needs no rent: the tight facilitator still settles to it.
-  const existing = await payment(t, tight, payer, first, 'fee');
+  const existing = await payment(t, tight, { buyer: payer, seller: first, layout: 'fee' });
   t.like(await tight.service.settle(existing.request), { success: true });
   t.is(await usdc(ledger, first), 2n * AMOUNT);
 
   // The refusals left no sponsorship behind: with budget to spare, the same seller is sponsored.
-  const later = await payment(t, main, payer, second, 'stock');
+  const later = await payment(t, main, { buyer: payer, seller: second, layout: 'stock' });
   t.like(await main.service.settle(later.request), { success: true });
   t.is(await usdc(ledger, second), AMOUNT);
 });
@@ -166,7 +167,7 @@ test('one sponsored creation per (owner, mint): after the owner closes the accou
   const owner = seller.publicKey.toBase58();
   await fund(app, owner, { sol: '1' });
 
-  const first = await payment(t, f, payer, owner, 'fee');
+  const first = await payment(t, f, { buyer: payer, seller: owner, layout: 'fee' });
   t.like(await f.service.settle(first.request), { success: true });
   const account = await ledger.getAccount(first.sellerAccount);
   t.is(account?.lamports, ATA_RENT, 'the facilitator paid the rent');
@@ -191,7 +192,7 @@ test('one sponsored creation per (owner, mint): after the owner closes the accou
   // Paying again needs the account again: not a second time at the facilitator's expense, in either layout.
   const before = await usdc(ledger, payer.publicKey.toBase58());
   for (const layout of ['stock', 'fee'] as const) {
-    const again = await payment(t, f, payer, owner, layout);
+    const again = await payment(t, f, { buyer: payer, seller: owner, layout });
     const verdict = await f.service.verify(again.request);
     t.like(verdict, { isValid: false, invalidReason: 'ata_creation_not_sponsored' }, layout);
     t.regex(verdict.invalidMessage ?? '', /already paid once/);
@@ -208,7 +209,7 @@ test('one sponsored creation per (owner, mint): after the owner closes the accou
   const recreated = await ledger.sendTransaction(recreate.serialize());
   t.true(recreated.ok);
   if (recreated.ok) await waitForCommitment(ledger, recreated.signature, 'confirmed');
-  const paid = await payment(t, f, payer, owner, 'stock');
+  const paid = await payment(t, f, { buyer: payer, seller: owner, layout: 'stock' });
   t.like(await f.service.settle(paid.request), { success: true });
   t.is(await usdc(ledger, owner), AMOUNT);
 });
@@ -220,7 +221,7 @@ test('five concurrent settles of one transaction: exactly one success, the rest 
   const f = await facilitator(t);
   const payer = await buyer(t);
   const seller = Keypair.generate().publicKey.toBase58();
-  const p = await payment(t, f, payer, seller, 'fee');
+  const p = await payment(t, f, { buyer: payer, seller, layout: 'fee' });
   const before = await usdc(ledger, payer.publicKey.toBase58());
 
   const results = await Promise.all(Array.from({ length: 5 }, () => f.service.settle(p.request)));
@@ -240,7 +241,7 @@ test('five concurrent stock-layout settles to a seller without an account: the a
   const f = await facilitator(t);
   const payer = await buyer(t);
   const seller = Keypair.generate().publicKey.toBase58();
-  const p = await payment(t, f, payer, seller, 'stock');
+  const p = await payment(t, f, { buyer: payer, seller, layout: 'stock' });
   const before = await usdc(ledger, payer.publicKey.toBase58());
   const outcomes = (await Promise.all(Array.from({ length: 5 }, () => f.service.settle(p.request)))).map(outcome);
   t.is(outcomes.filter((o) => o === 'success').length, 1, outcomes.join(', '));
@@ -255,7 +256,7 @@ test('a second settle of a transaction whose first settle is still confirming is
   const { ledger } = t.context;
   const f = await facilitator(t, { confirmPollMs: 1_500 });
   const payer = await buyer(t);
-  const p = await payment(t, f, payer, Keypair.generate().publicKey.toBase58(), 'fee');
+  const p = await payment(t, f, { buyer: payer, seller: Keypair.generate().publicKey.toBase58(), layout: 'fee' });
   const first = f.service.settle(p.request);
   while (!(await ledger.getSignatureStatuses([p.signature]))[0]) await new Promise((r) => setTimeout(r, 5));
   const second = outcome(await f.service.settle(p.request));
@@ -287,7 +288,7 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   const f = { service, signer };
   const payer = await buyer(t);
   const seller = Keypair.generate().publicKey.toBase58();
-  const p = await payment(t, f, payer, seller, 'fee');
+  const p = await payment(t, f, { buyer: payer, seller, layout: 'fee' });
   const before = await usdc(ledger, payer.publicKey.toBase58());
 
   t.like(await service.settle(p.request), { success: false, errorReason: 'settlement_pending', transaction: p.signature });
@@ -320,7 +321,7 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
     clock,
     settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 30_000, confirmPollMs: 50 },
   });
-  const p = await payment(t, { service, signer }, await buyer(t), Keypair.generate().publicKey.toBase58(), 'fee');
+  const p = await payment(t, { service, signer }, { buyer: await buyer(t), seller: Keypair.generate().publicKey.toBase58(), layout: 'fee' });
   let answered = false;
   const settling = service.settle(p.request).finally(() => (answered = true));
   const sleeping = async () => {
@@ -364,7 +365,7 @@ test('settle learns the confirmation from the ledger notification: a standing cl
   const seller = Keypair.generate().publicKey.toBase58();
   // The seller's account exists, so the settle sends one transaction (no creation first).
   await fund(app, seller, { usdc: '0.01' });
-  const p = await payment(t, { service, signer }, payer, seller, 'fee');
+  const p = await payment(t, { service, signer }, { buyer: payer, seller, layout: 'fee' });
   t.like(await service.settle(p.request), { success: true, transaction: p.signature });
   t.is(clock.waiting, 0, 'nothing slept on the clock');
 });
@@ -377,7 +378,7 @@ for (const layout of ['fee', 'stock'] as const) {
     const { ledger } = t.context;
     const f = await facilitator(t);
     const seller = Keypair.generate().publicKey.toBase58();
-    const [a, b] = await Promise.all([payment(t, f, await buyer(t), seller, layout), payment(t, f, await buyer(t), seller, layout)]);
+    const [a, b] = await Promise.all([payment(t, f, { buyer: await buyer(t), seller, layout }), payment(t, f, { buyer: await buyer(t), seller, layout })]);
     const outcomes = await Promise.all([f.service.settle(a.request), f.service.settle(b.request)]);
     t.deepEqual(outcomes.map(outcome), ['success', 'success'], outcomes.map((o) => o.errorMessage ?? '').join(' | '));
     t.is(await usdc(ledger, seller), 2n * AMOUNT);
@@ -390,7 +391,7 @@ test('an unfunded buyer cannot make the facilitator create a seller account: ins
   const seller = Keypair.generate().publicKey.toBase58();
   const poor = Keypair.generate();
   await fund(app, poor.publicKey.toBase58(), { usdc: '0.000001' }); // a token account holding 1 atom
-  const pay = await payment(t, f, poor, seller, 'stock');
+  const pay = await payment(t, f, { buyer: poor, seller, layout: 'stock' });
   const verdict = await f.service.verify(pay.request);
   t.like(verdict, { isValid: false, invalidReason: 'insufficient_funds' });
   const settled = await f.service.settle(pay.request);
@@ -402,6 +403,6 @@ test('an unfunded buyer cannot make the facilitator create a seller account: ins
   t.is(sponsored[0]!.n, 0, 'no rent sponsored (other tests spend the shared budget concurrently, so the row is what is checked)');
 
   // Without any token account at all: the same refusal.
-  const none = await payment(t, f, Keypair.generate(), Keypair.generate().publicKey.toBase58(), 'stock');
+  const none = await payment(t, f, { buyer: Keypair.generate(), seller: Keypair.generate().publicKey.toBase58(), layout: 'stock' });
   t.like(await f.service.settle(none.request), { success: false, errorReason: 'insufficient_funds' });
 });

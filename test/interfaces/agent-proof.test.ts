@@ -52,7 +52,8 @@ async function gql(w: PaywallWorld, query: string, variables: Record<string, unk
 }
 
 /** The same record on REST, tRPC and GraphQL: each refused with `code`, and nothing recorded. */
-async function refusedOnEveryDoor(t: { context: PaywallWorld; is: (a: unknown, b: unknown, m?: string) => void; like: (a: any, b: any, m?: string) => void }, body: { mint: string; owner: string }, code: string, status: number, details: Record<string, unknown>) {
+async function refusedOnEveryDoor(t: { context: PaywallWorld; is: (a: unknown, b: unknown, m?: string) => void; like: (a: any, b: any, m?: string) => void }, body: { mint: string; owner: string }, expected: { code: string; status: number; details: Record<string, unknown> }) {
+  const { code, status, details } = expected;
   const w = t.context;
   const rest = await http(w.app, 'POST', '/v1/agents/record', { key: w.key, body });
   t.is(rest.status, status, JSON.stringify(rest.body));
@@ -74,17 +75,17 @@ test.serial('recording an address that holds no Core asset of that owner is refu
   const w = t.context;
   const owner = await randomAddress();
   // nothing there
-  await refusedOnEveryDoor(t, { mint: await randomAddress(), owner }, 'agent_not_on_ledger', 422, { found: 'nothing' });
+  await refusedOnEveryDoor(t, { mint: await randomAddress(), owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'nothing' } });
   // another program's account: the USDC mint (SPL Token)
   const mintAccount = await w.app.services.ledgers['chain-devnet']!.getAccount(USDC.mint);
-  await refusedOnEveryDoor(t, { mint: USDC.mint, owner }, 'agent_not_on_ledger', 422, { found: 'account_of_another_program', program: mintAccount!.owner });
+  await refusedOnEveryDoor(t, { mint: USDC.mint, owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'account_of_another_program', program: mintAccount!.owner } });
   // a Core asset owned by someone else
   const theirs = await writeAgentAsset(w.app, 'chain-devnet');
-  await refusedOnEveryDoor(t, { mint: theirs.mint, owner }, 'agent_not_on_ledger', 422, { found: 'asset_of_another_owner', asset_owner: theirs.owner });
+  await refusedOnEveryDoor(t, { mint: theirs.mint, owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'asset_of_another_owner', asset_owner: theirs.owner } });
   // a Core program account that is no AssetV1
   const junk = await randomAddress();
   await devnet(w).setAccount(junk, { lamports: 10_000_000n, data: new Uint8Array([5, 1, 2, 3]), owner: MPL_CORE_PROGRAM_ID });
-  await refusedOnEveryDoor(t, { mint: junk, owner }, 'agent_not_on_ledger', 422, { found: 'not_asset_v1' });
+  await refusedOnEveryDoor(t, { mint: junk, owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'not_asset_v1' } });
   // the refusal says how to mint one
   const res = await http(w.app, 'POST', '/v1/agents/record', { key: w.key, body: { mint: junk, owner } });
   t.regex(res.body.message, /POST \/v1\/agents\/prepare/);

@@ -98,7 +98,8 @@ function trpcCall(app: TestApp, key: string, read: Read, mint: string): Promise<
 }
 
 /** The answer of one read on the three doors, checked equal (GraphQL in camelCase); the REST body is returned. */
-async function readAll(t: ExecutionContext<Ctx>, read: Read, key: string, mint: string, app: TestApp = t.context.app): Promise<any> {
+async function readAll(t: ExecutionContext<Ctx>, read: Read, of: { key: string; mint: string; app?: TestApp }): Promise<any> {
+  const { key, mint, app = t.context.app } = of;
   const rest = await http(app, 'GET', REST_PATH[read](mint), { key });
   t.is(rest.status, 200, `${read}: ${JSON.stringify(rest.body)}`);
   const trpc = await trpcCall(app, key, read, mint);
@@ -119,7 +120,9 @@ async function readAll(t: ExecutionContext<Ctx>, read: Read, key: string, mint: 
 }
 
 /** The error of one read on the three doors: REST status + envelope, tRPC data.code, GraphQL extensions.code. */
-async function refusedAll(t: ExecutionContext<Ctx>, read: Read, key: string, mint: string, code: string, status: number, app: TestApp = t.context.app): Promise<void> {
+async function refusedAll(t: ExecutionContext<Ctx>, read: Read, of: { key: string; mint: string; app?: TestApp }, expected: { code: string; status: number }): Promise<void> {
+  const { key, mint, app = t.context.app } = of;
+  const { code, status } = expected;
   const rest = await http(app, 'GET', REST_PATH[read](mint), { key });
   t.is(rest.status, status, `${read}: ${JSON.stringify(rest.body)}`);
   t.is(rest.body.error, code);
@@ -153,7 +156,8 @@ async function faucet(app: TestApp, key: string, body: Record<string, string>): 
 }
 
 /** Sets an SPL delegate on an existing token account, as an Approve leaves it (spl-token's AccountLayout). */
-async function approveOnLedger(app: TestApp, network: Network, tokenAccount: string, delegate: string, allowance: bigint): Promise<void> {
+async function approveOnLedger(app: TestApp, network: Network, approval: { tokenAccount: string; delegate: string; allowance: bigint }): Promise<void> {
+  const { tokenAccount, delegate, allowance } = approval;
   const account = await app.services.ledgers[network]!.getAccount(tokenAccount);
   if (!account) throw new Error(`no token account ${tokenAccount}`);
   const state = AccountLayout.decode(Buffer.from(account.data).subarray(0, ACCOUNT_SIZE));
@@ -163,7 +167,8 @@ async function approveOnLedger(app: TestApp, network: Network, tokenAccount: str
 }
 
 /** A fresh mint (of `payer`) under `program`, and `amount` of it minted to the treasury's ATA: real transactions. */
-async function mintOtherToken(app: TestApp, network: Network, key: string, treasury: string, program: string, amount: bigint, decimals: number) {
+async function mintOtherToken(app: TestApp, network: Network, key: string, token: { treasury: string; program: string; amount: bigint; decimals: number }) {
+  const { treasury, program, amount, decimals } = token;
   const payer = Keypair.generate();
   await faucet(app, key, { address: payer.publicKey.toBase58(), sol: '1' });
   const mint = Keypair.generate();
@@ -204,7 +209,7 @@ test('a legacy agent row without an asset on the ledger answers its record, unpr
     provenAt: null,
   });
   t.is(await app.services.ledgers['chain-devnet']!.getAccount(mint), null, 'no asset account');
-  const agent = await readAll(t, 'agent', user.key, mint);
+  const agent = await readAll(t, 'agent', { key: user.key, mint });
   t.deepEqual(agent, {
     mint,
     network: 'chain-devnet',
@@ -224,7 +229,7 @@ test('a recorded agent answers the record it was recorded with, proven when reco
   const { app, user } = t.context;
   const recorded = await record(app, user.key, { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json' });
   t.is(recorded.proven_at, recorded.registered_at);
-  t.like(await readAll(t, 'agent', user.key, recorded.mint), { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json', source: 'recorded', proven_at: recorded.registered_at });
+  t.like(await readAll(t, 'agent', { key: user.key, mint: recorded.mint }), { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json', source: 'recorded', proven_at: recorded.registered_at });
 });
 
 test('the Core asset on the ledger wins over the record for owner, name and uri; another Core account does not', async (t) => {
@@ -232,7 +237,7 @@ test('the Core asset on the ledger wins over the record for owner, name and uri;
   const recorded = await record(app, user.key, { owner: user.wallet, name: 'Recorded name', uri: 'https://example.com/recorded.json' });
   const ledgerOwner = await randomAddress();
   await writeCoreAsset(ledger(app, 'chain-devnet'), recorded.mint, { owner: ledgerOwner, name: 'On-chain name', uri: 'https://example.com/onchain.json' });
-  const agent = await readAll(t, 'agent', user.key, recorded.mint);
+  const agent = await readAll(t, 'agent', { key: user.key, mint: recorded.mint });
   t.like(agent, { owner: ledgerOwner, name: 'On-chain name', uri: 'https://example.com/onchain.json', source: 'recorded', treasury: treasuryOf(recorded.mint) });
 
   // A Core account that is not an AssetV1 (key 5 = CollectionV1): the record stands.
@@ -240,7 +245,7 @@ test('the Core asset on the ledger wins over the record for owner, name and uri;
   const data = coreAssetData({ owner: ledgerOwner, name: 'Collection' });
   data[0] = 5;
   await ledger(app, 'chain-devnet').setAccount(collection.mint, { lamports: 10_000_000n, data, owner: 'CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d' });
-  t.like(await readAll(t, 'agent', user.key, collection.mint), { owner: user.wallet, name: 'Plain', uri: 'https://example.com/plain.json' });
+  t.like(await readAll(t, 'agent', { key: user.key, mint: collection.mint }), { owner: user.wallet, name: 'Plain', uri: 'https://example.com/plain.json' });
 });
 
 test('an asset written by the real Metaplex Core program (CreateV1 with a plugin) is decoded by the official deserializer', async (t) => {
@@ -251,7 +256,7 @@ test('an asset written by the real Metaplex Core program (CreateV1 with a plugin
   await writeAgentAsset(app, 'chain-devnet', { mint: real.mint, owner: user.wallet });
   await record(app, user.key, { mint: real.mint, owner: user.wallet, name: 'Recorded', uri: 'https://example.com/recorded.json' });
   await ledger(app, 'chain-devnet').setAccount(real.mint, { lamports: real.lamports, data: real.data, owner: real.owner });
-  t.like(await readAll(t, 'agent', user.key, real.mint), { owner: ledgerOwner, name: 'Real agent', uri: 'https://example.com/real.json' });
+  t.like(await readAll(t, 'agent', { key: user.key, mint: real.mint }), { owner: ledgerOwner, name: 'Real agent', uri: 'https://example.com/real.json' });
 });
 
 test('an agent recorded by the prepare flow (source prepared) reads the same way', async (t) => {
@@ -271,9 +276,9 @@ test('an agent recorded by the prepare flow (source prepared) reads the same way
     registeredAt,
     provenAt: registeredAt,
   });
-  t.like(await readAll(t, 'agent', user.key, mint), { source: 'prepared', name: 'Minted', uri: null, registered_at: registeredAt.toISOString() });
+  t.like(await readAll(t, 'agent', { key: user.key, mint }), { source: 'prepared', name: 'Minted', uri: null, registered_at: registeredAt.toISOString() });
   // Nothing prepared its token accounts: pay-to says so.
-  const payTo = await readAll(t, 'payTo', user.key, mint);
+  const payTo = await readAll(t, 'payTo', { key: user.key, mint });
   t.deepEqual(payTo.pay_to.map((p: { ready: boolean }) => p.ready), [false]);
 });
 
@@ -283,11 +288,11 @@ test('delegations are read from the treasury token accounts after an SPL Approve
   const treasury = treasuryOf(recorded.mint);
   await faucet(app, user.key, { address: treasury, token: 'USDC', amount: '3' });
   const executive = await randomAddress();
-  await approveOnLedger(app, 'chain-devnet', payToFor(recorded.mint, DEVNET_USDC), executive, 1_500_000n);
-  const agent = await readAll(t, 'agent', user.key, recorded.mint);
+  await approveOnLedger(app, 'chain-devnet', { tokenAccount: payToFor(recorded.mint, DEVNET_USDC), delegate: executive, allowance: 1_500_000n });
+  const agent = await readAll(t, 'agent', { key: user.key, mint: recorded.mint });
   t.deepEqual(agent.delegations, [{ stable_symbol: 'USDC', delegate: executive, allowance_atomic: '1500000' }]);
   // The balance is untouched by the approval.
-  const balances = await readAll(t, 'balances', user.key, recorded.mint);
+  const balances = await readAll(t, 'balances', { key: user.key, mint: recorded.mint });
   t.like(balances.tokens[0], { symbol: 'USDC', amount_atomic: '3000000' });
 
   // Revoked (delegate cleared): no delegation.
@@ -295,7 +300,7 @@ test('delegations are read from the treasury token accounts after an SPL Approve
   const data = Buffer.from(account!.data);
   AccountLayout.encode({ ...AccountLayout.decode(data.subarray(0, ACCOUNT_SIZE)), delegateOption: 0, delegate: PublicKey.default, delegatedAmount: 0n }, data);
   await ledger(app, 'chain-devnet').setAccount(account!.address, { lamports: account!.lamports, data, owner: account!.owner });
-  t.deepEqual((await readAll(t, 'agent', user.key, recorded.mint)).delegations, []);
+  t.deepEqual((await readAll(t, 'agent', { key: user.key, mint: recorded.mint })).delegations, []);
 });
 
 test('an SPL Token account at the treasury ATA whose owner was reassigned is neither a delegation nor a ready pay-to', async (t) => {
@@ -303,16 +308,16 @@ test('an SPL Token account at the treasury ATA whose owner was reassigned is nei
   const recorded = await record(app, user.key, { owner: user.wallet });
   const ata = payToFor(recorded.mint, DEVNET_USDC);
   await faucet(app, user.key, { address: treasuryOf(recorded.mint), token: 'USDC', amount: '1' });
-  t.true((await readAll(t, 'payTo', user.key, recorded.mint)).pay_to[0].ready);
+  t.true((await readAll(t, 'payTo', { key: user.key, mint: recorded.mint })).pay_to[0].ready);
   // SetAuthority(AccountOwner) moved it to someone else, who then approved a delegate.
   const account = (await app.services.ledgers['chain-devnet']!.getAccount(ata))!;
   const data = Buffer.from(account.data);
   const stranger = await randomAddress();
   AccountLayout.encode({ ...AccountLayout.decode(data.subarray(0, ACCOUNT_SIZE)), owner: new PublicKey(stranger), delegateOption: 1, delegate: new PublicKey(stranger), delegatedAmount: 5n }, data);
   await ledger(app, 'chain-devnet').setAccount(ata, { lamports: account.lamports, data, owner: account.owner });
-  t.deepEqual((await readAll(t, 'agent', user.key, recorded.mint)).delegations, []);
-  t.false((await readAll(t, 'payTo', user.key, recorded.mint)).pay_to[0].ready);
-  t.deepEqual((await readAll(t, 'balances', user.key, recorded.mint)).tokens, [], 'no longer the treasury\'s');
+  t.deepEqual((await readAll(t, 'agent', { key: user.key, mint: recorded.mint })).delegations, []);
+  t.false((await readAll(t, 'payTo', { key: user.key, mint: recorded.mint })).pay_to[0].ready);
+  t.deepEqual((await readAll(t, 'balances', { key: user.key, mint: recorded.mint })).tokens, [], 'no longer the treasury\'s');
 });
 
 test('the three reads are limited by the agents.read bucket (hosted-api §8: 300 per 60 s)', async (t) => {
@@ -332,12 +337,12 @@ test('balances after funding the treasury: lamports, reserve, spendable and ever
   const recorded = await record(app, user.key, { owner: user.wallet });
   const treasury = treasuryOf(recorded.mint);
 
-  const empty = await readAll(t, 'balances', user.key, recorded.mint);
+  const empty = await readAll(t, 'balances', { key: user.key, mint: recorded.mint });
   t.like(empty, { agent: recorded.mint, treasury, network: 'chain-devnet', lamports: '0', reserve_lamports: '1000000', spendable_lamports: '0' });
 
   await faucet(app, user.key, { address: treasury, sol: '0.5', token: 'USDC', amount: '2.5' });
-  const other = await mintOtherToken(app, 'chain-devnet', user.key, treasury, TOKEN_2022_PROGRAM_ID, 42_000n, 3);
-  const balances = await readAll(t, 'balances', user.key, recorded.mint);
+  const other = await mintOtherToken(app, 'chain-devnet', user.key, { treasury, program: TOKEN_2022_PROGRAM_ID, amount: 42_000n, decimals: 3 });
+  const balances = await readAll(t, 'balances', { key: user.key, mint: recorded.mint });
   t.deepEqual({ ...balances, slot: 0 }, {
     agent: recorded.mint,
     treasury,
@@ -361,7 +366,7 @@ test('balances on chain-mainnet list the Token-2022 stable (USDG) beside the SPL
   const treasury = treasuryOf(recorded.mint);
   await faucet(app, mainnet.key, { address: treasury, sol: '2', token: 'USDG', amount: '7' });
   await faucet(app, mainnet.key, { address: treasury, token: 'USDC', amount: '1.25' });
-  const balances = await readAll(t, 'balances', mainnet.key, recorded.mint);
+  const balances = await readAll(t, 'balances', { key: mainnet.key, mint: recorded.mint });
   t.like(balances, { network: 'chain-mainnet', lamports: '2000000000', spendable_lamports: '1999000000' });
   // The funded accounts, curated first in STABLES order (empty accounts the facilitator prepared at record are left out here).
   const held = balances.tokens.map((x: { symbol: string; token_program: string; amount_atomic: string }) => [x.symbol, x.token_program, x.amount_atomic]);
@@ -389,7 +394,7 @@ test('pay-to names the treasury and each stable token account as a payment link 
   const { app, user, mainnet } = t.context;
   const recorded = await record(app, user.key, { owner: user.wallet });
   const treasury = treasuryOf(recorded.mint);
-  const payTo = await readAll(t, 'payTo', user.key, recorded.mint);
+  const payTo = await readAll(t, 'payTo', { key: user.key, mint: recorded.mint });
   t.deepEqual(payTo, {
     agent: recorded.mint,
     network: 'chain-devnet',
@@ -405,7 +410,7 @@ test('pay-to names the treasury and each stable token account as a payment link 
   t.like(link.body.accepts[0], { pay_to: payTo.pay_to[0].pay_to, pay_to_token_account: payTo.pay_to[0].token_account, asset: payTo.pay_to[0].asset });
 
   const live = await record(app, mainnet.key, { owner: mainnet.wallet });
-  const livePayTo = await readAll(t, 'payTo', mainnet.key, live.mint);
+  const livePayTo = await readAll(t, 'payTo', { key: mainnet.key, mint: live.mint });
   t.deepEqual(
     livePayTo.pay_to.map((p: { currency: string; token_program: string; token_account: string }) => [p.currency, p.token_program, p.token_account]),
     STABLES['chain-mainnet'].map((s) => [s.symbol, s.tokenProgram, payToFor(live.mint, s)]),
@@ -418,10 +423,10 @@ test('another principal gets 404 agent_not_found on every read and door; an admi
   const { app, user, other, admin, mainnetAdmin } = t.context;
   const recorded = await record(app, user.key, { owner: user.wallet });
   for (const read of ['agent', 'balances', 'payTo'] as const) {
-    await refusedAll(t, read, other, recorded.mint, 'agent_not_found', 404);
-    await refusedAll(t, read, mainnetAdmin, recorded.mint, 'agent_not_found', 404);
-    await refusedAll(t, read, user.key, await randomAddress(), 'agent_not_found', 404);
-    await readAll(t, read, admin, recorded.mint);
+    await refusedAll(t, read, { key: other, mint: recorded.mint }, { code: 'agent_not_found', status: 404 });
+    await refusedAll(t, read, { key: mainnetAdmin, mint: recorded.mint }, { code: 'agent_not_found', status: 404 });
+    await refusedAll(t, read, { key: user.key, mint: await randomAddress() }, { code: 'agent_not_found', status: 404 });
+    await readAll(t, read, { key: admin, mint: recorded.mint });
   }
   const bad = await http(app, 'GET', '/v1/agents/not-an-address/treasury/balances', { key: user.key });
   t.is(bad.status, 400);
@@ -462,11 +467,11 @@ test('a ledger that fails answers 502 rpc_unavailable in the envelope on every r
     await removeDataDir(remote.dataDir);
     await new Promise((resolve) => node.server.close(resolve));
   });
-  t.like(await readAll(t, 'agent', user.key, recorded.mint, remote), { mint: recorded.mint, owner: user.wallet });
+  t.like(await readAll(t, 'agent', { key: user.key, mint: recorded.mint, app: remote }), { mint: recorded.mint, owner: user.wallet });
   node.broken = true;
-  for (const read of ['agent', 'balances', 'payTo'] as const) await refusedAll(t, read, user.key, recorded.mint, 'rpc_unavailable', 502, remote);
+  for (const read of ['agent', 'balances', 'payTo'] as const) await refusedAll(t, read, { key: user.key, mint: recorded.mint, app: remote }, { code: 'rpc_unavailable', status: 502 });
   // ownership is decided before the ledger is read: another principal still gets 404
-  await refusedAll(t, 'balances', t.context.other, recorded.mint, 'agent_not_found', 404, remote);
+  await refusedAll(t, 'balances', { key: t.context.other, mint: recorded.mint, app: remote }, { code: 'agent_not_found', status: 404 });
   node.broken = false;
-  t.like(await readAll(t, 'balances', user.key, recorded.mint, remote), { agent: recorded.mint });
+  t.like(await readAll(t, 'balances', { key: user.key, mint: recorded.mint, app: remote }), { agent: recorded.mint });
 });

@@ -13,7 +13,9 @@ import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, typ
 const test = anyTest as TestFn<{ apps: TestApp[] }>;
 // Hundreds of subscriptions of one key: its rate-limit buckets are raised (each subscription counts once).
 const LIMITS = { SVC_RATE_LIMITS: JSON.stringify({ 'events.read': 100_000, graphql: 100_000, default: 100_000 }) };
-test.serial.before((t) => void (t.context = { apps: [] }));
+test.serial.before((t) => {
+  t.context = { apps: [] };
+});
 test.after.always(async (t) => {
   for (const app of t.context.apps) {
     await app.close().catch(() => {});
@@ -202,7 +204,7 @@ test.serial('many subscriptions with different scopes and filters each get exact
     t.is(exact, subs.length, 'every subscription got exactly its events, in commit order');
     t.log(`${subs.length} subscriptions (${subs.length - sses.length} graphql-ws on ${clients.length} sockets, ${sses.length} SSE), ${exact} exact`);
   } finally {
-    sses.forEach((s) => s.close());
+    for (const s of sses) s.close();
     await Promise.all(clients.map((c) => c.dispose()));
   }
 });
@@ -264,11 +266,11 @@ test.serial('a distinct subscription is executed once per event, however many so
       t.is(s.events.length, counts[i]! + 1, 'exactly one event');
       t.true(isIt(s.events.at(-1)!));
     });
-    groupB.forEach((s, i) => t.is(s.events.length, counts[groupA1.length + groupA2.length + i]!, 'B sees nothing of A'));
+    for (const [i, s] of groupB.entries()) t.is(s.events.length, counts[groupA1.length + groupA2.length + i]!, 'B sees nothing of A');
     t.deepEqual(sseA1[0]!.events.at(-1), groupA1[0]!.events.at(-1), 'SSE and graphql-ws members of a group get the same payload');
   } finally {
     JSON.stringify = stringify;
-    sseA1.forEach((s) => s.close());
+    for (const s of sseA1) s.close();
     await Promise.all(clients.map((c) => c.dispose()));
   }
 });

@@ -346,7 +346,7 @@ function exampleOf(s: Schema | undefined): unknown {
 /** Every path into a JSON value, the root included. */
 function pathsOf(value: unknown, prefix: (string | number)[] = []): (string | number)[][] {
   const out = [prefix];
-  if (Array.isArray(value)) value.forEach((v, i) => out.push(...pathsOf(v, [...prefix, i])));
+  if (Array.isArray(value)) for (const [i, v] of value.entries()) out.push(...pathsOf(v, [...prefix, i]));
   else if (value && typeof value === 'object') for (const [k, v] of Object.entries(value)) out.push(...pathsOf(v, [...prefix, k]));
   return out;
 }

@@ -72,7 +72,7 @@ test.after.always(async (t) => {
 const gql = (t: { context: Ctx }, key: string | undefined, query: string, variables?: Record<string, unknown>): Promise<HttpResult> =>
   http(t.context.app, 'POST', '/graphql', { ...(key ? { key } : {}), body: { query, variables } });
 const trpc = (t: { context: Ctx }, key: string) => createClient({ url: t.context.app.url, apiKey: key });
-const cards = (t: { context: Ctx }, mint: string) => `/v1/identity/${mint}/capability-cards`;
+const cards = (mint: string) => `/v1/identity/${mint}/capability-cards`;
 const names = (checks: { name: string; ok: boolean }[]) => Object.fromEntries(checks.map((c) => [c.name, c.ok]));
 const ledger = (t: { context: Ctx }) => t.context.app.ledgers.embedded['chain-devnet'] as LedgerThread;
 const registrationPath = (mint: string) => `/v1/agents/${mint}/registration.json?network=chain-devnet`;
@@ -85,54 +85,54 @@ async function eventsOf(t: { context: Ctx }, kind: string, agent: string): Promi
 
 test('capability cards on REST: create (201), list, get, patch, delete (204); public ones in the identity; one per capability; events', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
-  const created = await http(t.context.app, 'POST', cards(t, mint), {
+  const created = await http(t.context.app, 'POST', cards(mint), {
     key: t.context.key,
     body: { capability: 'weather.forecast', title: 'Forecast', description: 'Hourly forecasts', endpoint: 'https://example.com/forecast', tags: ['weather', 'weather'] },
   });
   t.is(created.status, 201, JSON.stringify(created.body));
   t.like(created.body, { mint, capability: 'weather.forecast', title: 'Forecast', description: 'Hourly forecasts', endpoint: 'https://example.com/forecast', tags: ['weather'], public: true });
   t.regex(created.body.id, /^cap_/);
-  const secret = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'internal.audit', public: false } });
+  const secret = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'internal.audit', public: false } });
   t.is(secret.status, 201);
   t.like(secret.body, { title: null, description: null, endpoint: null, tags: [], public: false });
 
   // one card per capability name
-  const twice = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
+  const twice = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
   t.is(twice.status, 409);
   t.like(twice.body, { error: 'conflict', details: { path: 'capability' } });
   for (const body of [{ capability: 'Bad Name' }, { capability: 'a.b', endpoint: 'http://plain.example/' }, { capability: 'a.b', tags: ['UPPER'] }, { capability: 'a.b', extra: 1 }]) {
-    const bad = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body });
+    const bad = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body });
     t.is(bad.status, 400, JSON.stringify(body));
     t.is(bad.body.error, 'invalid_request');
   }
 
   // the owner sees every card, by capability name; anyone on the network sees the public ones in the identity
-  const own = await http(t.context.app, 'GET', cards(t, mint), { key: t.context.key });
+  const own = await http(t.context.app, 'GET', cards(mint), { key: t.context.key });
   t.deepEqual(own.body.data.map((c: { capability: string }) => c.capability), ['internal.audit', 'weather.forecast']);
   const publicView = await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
   t.deepEqual(publicView.body.capability_cards, [created.body]);
-  t.deepEqual((await http(t.context.app, 'GET', `${cards(t, mint)}/${created.body.id}`, { key: t.context.key })).body, created.body);
+  t.deepEqual((await http(t.context.app, 'GET', `${cards(mint)}/${created.body.id}`, { key: t.context.key })).body, created.body);
 
   // patch: the fields given change, null clears, the capability name stays
-  const patched = await http(t.context.app, 'PATCH', `${cards(t, mint)}/${created.body.id}`, { key: t.context.key, body: { description: null, tags: ['sky'], public: false } });
+  const patched = await http(t.context.app, 'PATCH', `${cards(mint)}/${created.body.id}`, { key: t.context.key, body: { description: null, tags: ['sky'], public: false } });
   t.is(patched.status, 200, JSON.stringify(patched.body));
   t.like(patched.body, { capability: 'weather.forecast', title: 'Forecast', description: null, endpoint: 'https://example.com/forecast', tags: ['sky'], public: false });
   t.deepEqual((await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.capability_cards, []);
-  t.is((await http(t.context.app, 'PATCH', `${cards(t, mint)}/${created.body.id}`, { key: t.context.key, body: { capability: 'renamed' } })).status, 400);
+  t.is((await http(t.context.app, 'PATCH', `${cards(mint)}/${created.body.id}`, { key: t.context.key, body: { capability: 'renamed' } })).status, 400);
 
-  const deleted = await http(t.context.app, 'DELETE', `${cards(t, mint)}/${secret.body.id}`, { key: t.context.key });
+  const deleted = await http(t.context.app, 'DELETE', `${cards(mint)}/${secret.body.id}`, { key: t.context.key });
   t.is(deleted.status, 204);
-  t.is((await http(t.context.app, 'GET', `${cards(t, mint)}/${secret.body.id}`, { key: t.context.key })).status, 404);
-  t.is((await http(t.context.app, 'DELETE', `${cards(t, mint)}/${secret.body.id}`, { key: t.context.key })).status, 404);
-  t.is((await http(t.context.app, 'PATCH', `${cards(t, mint)}/cap_none`, { key: t.context.key, body: { title: 'x' } })).status, 404);
+  t.is((await http(t.context.app, 'GET', `${cards(mint)}/${secret.body.id}`, { key: t.context.key })).status, 404);
+  t.is((await http(t.context.app, 'DELETE', `${cards(mint)}/${secret.body.id}`, { key: t.context.key })).status, 404);
+  t.is((await http(t.context.app, 'PATCH', `${cards(mint)}/cap_none`, { key: t.context.key, body: { title: 'x' } })).status, 404);
 
   // another principal: 404 on every owner route, as for any owned resource
   for (const [method, path, body] of [
-    ['GET', cards(t, mint), undefined],
-    ['POST', cards(t, mint), { capability: 'x.y' }],
-    ['GET', `${cards(t, mint)}/${created.body.id}`, undefined],
-    ['PATCH', `${cards(t, mint)}/${created.body.id}`, { title: 'stolen' }],
-    ['DELETE', `${cards(t, mint)}/${created.body.id}`, undefined],
+    ['GET', cards(mint), undefined],
+    ['POST', cards(mint), { capability: 'x.y' }],
+    ['GET', `${cards(mint)}/${created.body.id}`, undefined],
+    ['PATCH', `${cards(mint)}/${created.body.id}`, { title: 'stolen' }],
+    ['DELETE', `${cards(mint)}/${created.body.id}`, undefined],
   ] as const) {
     const res = await http(t.context.app, method, path, { key: t.context.other, ...(body ? { body } : {}) });
     t.is(res.status, 404, `${method} ${path}`);
@@ -194,24 +194,24 @@ test('an agent holds at most 64 capability cards (the 65th is invalid_request na
   for (let i = 0; i < 56; i++) last = (await svc.identity.createCard.mutate({ mint, capability: `bulk.c${String(i).padStart(2, '0')}` })).id;
   // ten creates at once for the last eight places: exactly eight land (the count is checked under the agent's lock)
   const racing = await Promise.all(
-    Array.from({ length: 10 }, (_, i) => http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: `bulk.race${i}` } })),
+    Array.from({ length: 10 }, (_, i) => http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: `bulk.race${i}` } })),
   );
   t.deepEqual(racing.map((r) => r.status).sort(), [...Array(8).fill(201), 400, 400]);
-  const over = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'bulk.extra' } });
+  const over = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'bulk.extra' } });
   t.is(over.status, 400);
   t.like(over.body, { error: 'invalid_request', details: { limit: 64 } });
-  t.is((await http(t.context.app, 'GET', cards(t, mint), { key: t.context.key })).body.data.length, 64);
+  t.is((await http(t.context.app, 'GET', cards(mint), { key: t.context.key })).body.data.length, 64);
   await svc.identity.deleteCard.mutate({ mint, id: last });
-  t.is((await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'bulk.extra' } })).status, 201);
+  t.is((await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'bulk.extra' } })).status, 201);
 });
 
 test('verify: capability_declared reads the public capability cards (a private card declares nothing)', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const ask = async () => (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'voice.transcribe' } })).body;
   t.false(names((await ask()).checks).capability_declared);
-  const card = await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'voice.transcribe', public: false } });
+  const card = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'voice.transcribe', public: false } });
   t.false(names((await ask()).checks).capability_declared);
-  await http(t.context.app, 'PATCH', `${cards(t, mint)}/${card.body.id}`, { key: t.context.key, body: { public: true } });
+  await http(t.context.app, 'PATCH', `${cards(mint)}/${card.body.id}`, { key: t.context.key, body: { public: true } });
   const declared = await ask();
   t.true(names(declared.checks).capability_declared);
   t.is(declared.checks.find((c: { name: string }) => c.name === 'capability_declared').detail, `the agent declares voice.transcribe (capability card ${card.body.id})`);
@@ -227,8 +227,8 @@ test('registration.json: public (no key), registration-v1 with the agent’s pai
   t.is(mpp.status, 201, JSON.stringify(mpp.body));
   const off = await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(mint, { label: 'Off' }) });
   await http(t.context.app, 'PATCH', `/v1/payment-links/${off.body.id}`, { key: t.context.key, body: { disabled: true } });
-  await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
-  await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'weather.secret', public: false } });
+  await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
+  await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'weather.secret', public: false } });
   await http(t.context.app, 'PUT', `/v1/identity/${mint}/profile`, { key: t.context.key, body: { handle: `reg-${process.pid}`, description: 'Forecasts', image: 'https://example.com/w.png' } });
 
   const doc = await http(t.context.app, 'GET', registrationPath(mint));
@@ -383,7 +383,7 @@ test('verify intent: pay warns without a paid endpoint and passes with one; dele
   t.like(intentOf(delegate), { ok: false });
 
   t.like(intentOf(await verify({ intent: 'hire', capability: 'data.clean' })), { ok: false });
-  await http(t.context.app, 'POST', cards(t, mint), { key: t.context.key, body: { capability: 'data.clean' } });
+  await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'data.clean' } });
   t.like(intentOf(await verify({ intent: 'hire', capability: 'data.clean' })), { ok: true });
 
   const bad = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, intent: 'steal' } });
@@ -462,8 +462,8 @@ test('a former owner’s card does not hold its capability name against the agen
       updatedAt: now,
     }),
   );
-  const created = await http(app, 'POST', cards(t, mint), { key, body: { capability: 'weather.forecast', public: true } });
+  const created = await http(app, 'POST', cards(mint), { key, body: { capability: 'weather.forecast', public: true } });
   t.is(created.status, 201, JSON.stringify(created.body));
-  const listed = await http(app, 'GET', cards(t, mint), { key });
+  const listed = await http(app, 'GET', cards(mint), { key });
   t.deepEqual(listed.body.data.map((c: { id: string }) => c.id), [created.body.id]);
 });

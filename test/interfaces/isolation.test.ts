@@ -1,5 +1,5 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 
 // hosted-api §5.2–5.4: the key prefix fixes the network and a key never sees the other network's rows.
 

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from 'ava';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { buildChain } from '../support/receipts.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 

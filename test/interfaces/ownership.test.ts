@@ -54,7 +54,8 @@ async function record(app: TestApp, key: string, owner: string): Promise<string>
   return asset;
 }
 
-async function createLink(app: TestApp, key: string, agent: string, id: string, overrides: Record<string, unknown> = {}) {
+async function createLink(door: { app: TestApp; key: string }, agent: string, id: string, overrides: Record<string, unknown> = {}) {
+  const { app, key } = door;
   const res = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { id, ...overrides }) });
   if (res.status !== 201) throw new Error(`create link failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
@@ -68,8 +69,8 @@ test.before(async (t) => {
   const keyB = await issue(app);
   const agentA = await record(app, keyA, walletA);
   const agentB = await record(app, keyB, await randomAddress());
-  await createLink(app, keyA, agentA, 'a-link', { webhook_url: 'https://example.com/a-hook' });
-  await createLink(app, keyB, agentB, 'b-link');
+  await createLink({ app, key: keyA }, agentA, 'a-link', { webhook_url: 'https://example.com/a-hook' });
+  await createLink({ app, key: keyB }, agentB, 'b-link');
   t.context = {
     app,
     a: { key: keyA, wallet: walletA, agent: agentA, link: 'a-link', trpc: createClient({ url: app.url, apiKey: keyA }) },
@@ -138,7 +139,7 @@ test('REST: lists hold only the caller\'s links; keys of one owner_wallet share 
   const listA2 = await http(app, 'GET', '/v1/payment-links?limit=200', { key: a2 });
   t.true(ids(listA2.body).includes(a.link));
   t.false(ids(listA2.body).includes(b.link));
-  const shared = await createLink(app, a2, a.agent, 'a-shared');
+  const shared = await createLink({ app, key: a2 }, a.agent, 'a-shared');
   const patched = await http(app, 'PATCH', `/v1/payment-links/${shared.id}`, { key: a.key, body: { label: 'edited by the other key' } });
   t.is(patched.status, 200, JSON.stringify(patched.body));
 
@@ -286,11 +287,11 @@ function collector(): Pick<Stream, 'events' | 'errors' | 'waitForLink'> & { push
     errors,
     push(e) {
       events.push(e);
-      waiters.forEach((w) => w());
+      for (const w of waiters) w();
     },
     fail(e) {
       errors.push(e);
-      waiters.forEach((w) => w());
+      for (const w of waiters) w();
     },
     waitForLink(id, timeoutMs = 10_000) {
       return new Promise((resolve, reject) => {
@@ -319,7 +320,7 @@ function subscribeWs(app: TestApp, key: string, after: string | undefined): Stre
     { query: SUB, variables: { after } },
     {
       next: (result) => {
-        if (result.errors) result.errors.forEach((e) => c.fail(e));
+        for (const e of result.errors ?? []) c.fail(e);
         if (result.data?.events) c.push(result.data.events);
       },
       error: (err) => c.fail(err),
@@ -349,7 +350,7 @@ function subscribeSse(app: TestApp, key: string, after: string | undefined): Str
         const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
         if (!data) continue;
         const message = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
-        message.errors?.forEach((e) => c.fail(e));
+        for (const e of message.errors ?? []) c.fail(e);
         if (message.data?.events) c.push(message.data.events);
       }
     });
@@ -367,9 +368,11 @@ async function cursorOf(app: TestApp, key: string): Promise<string | undefined> 
 test.serial('graphql-ws and SSE: each principal receives only its own events, admin its whole network, the other network\'s admin none of it', async (t) => {
   const { app, a, b, admin, mainnetAdmin, mainnetKey } = t.context;
   const mainnetAgent = await record(app, mainnetKey, await randomAddress());
-  await createLink(app, mainnetKey, mainnetAgent, 'sub-m0');
+  await createLink({ app, key: mainnetKey }, mainnetAgent, 'sub-m0');
   const streams: Record<string, Stream> = {};
-  t.teardown(() => Object.values(streams).forEach((s) => s.close()));
+  t.teardown(() => {
+    for (const s of Object.values(streams)) s.close();
+  });
   const cursors = { a: await cursorOf(app, a.key), b: await cursorOf(app, b.key), admin: await cursorOf(app, admin), mainnet: await cursorOf(app, mainnetAdmin) };
   streams.aWs = subscribeWs(app, a.key, cursors.a);
   streams.bWs = subscribeWs(app, b.key, cursors.b);
@@ -380,11 +383,11 @@ test.serial('graphql-ws and SSE: each principal receives only its own events, ad
   streams.adminSse = subscribeSse(app, admin, cursors.admin);
 
   // Interleaved, so each stream's own last event arrives after every event of the other principal (seq order).
-  await createLink(app, a.key, a.agent, 'sub-a1');
-  await createLink(app, b.key, b.agent, 'sub-b1');
-  await createLink(app, a.key, a.agent, 'sub-a2');
-  await createLink(app, b.key, b.agent, 'sub-b2');
-  await createLink(app, mainnetKey, mainnetAgent, 'sub-m1');
+  await createLink({ app, key: a.key }, a.agent, 'sub-a1');
+  await createLink({ app, key: b.key }, b.agent, 'sub-b1');
+  await createLink({ app, key: a.key }, a.agent, 'sub-a2');
+  await createLink({ app, key: b.key }, b.agent, 'sub-b2');
+  await createLink({ app, key: mainnetKey }, mainnetAgent, 'sub-m1');
 
   for (const name of ['aWs', 'aSse'] as const) {
     await streams[name]!.waitForLink('sub-a2');
@@ -432,7 +435,7 @@ test('a subscription resuming after another principal\'s event answers event_not
 
 test('a paid call\'s events (settled, served, receipt.published, protocol.fee.collected) reach the link\'s owner and admin only', async (t) => {
   const { app, a, b, admin } = t.context;
-  const link = await createLink(app, a.key, a.agent, 'a-paid');
+  const link = await createLink({ app, key: a.key }, a.agent, 'a-paid');
   const world = { app, key: a.key, rpcUrl: app.ledgers.rpcUrls['chain-devnet']! };
   const buyer = await fundBuyer(world);
   const res = await payingFetch(world, buyer)(link.share_url);
@@ -480,7 +483,7 @@ test('agents: the ledger\'s Core asset owner lets the new owner re-record a reco
   const newKey = await issue(app, { wallet: newWallet });
   const stranger = await issue(app);
   const mint = await record(app, oldKey, oldWallet);
-  await createLink(app, oldKey, mint, 'moved-agent-link');
+  await createLink({ app, key: oldKey }, mint, 'moved-agent-link');
 
   // The ledger still shows the old owner: a new owner is refused.
   const refused = await http(app, 'POST', '/v1/agents/record', { key: newKey, body: { mint, owner: newWallet } });
@@ -603,17 +606,17 @@ test('migration 0005 gives legacy links, agents and events their owners, and lea
   await agent(walletAgent, walletKey.wallet);
   await agent(linkedAgent, plainOwner);
   await agent(loneAgent, await randomAddress());
-  const link = (pk: string, id: string, owner: string, by: string, at: string) =>
+  const link = ({ pk, id, owner, by, at }: { pk: string; id: string; owner: string; by: string; at: string }) =>
     em.execute(
       `insert into payment_links (pk, id, network, label, owner_agent, method, price, currency, amount_atomic, accepts_currencies, protocol,
          response, wrap_receipt, settle_policy, metadata, created_by, created_at, updated_at)
        values (?, ?, 'chain-devnet', 'l', ?, 'GET', '$0.01', 'USDC', 10000, '[]', 'x402', '{}', false, 'before_forward', '{}', ?, ?, ?)`,
       [pk, id, owner, by, at, at],
     );
-  await link('P1', 'by-wallet', walletAgent, 'K-WALLET', '2026-01-01T00:00:00Z');
-  await link('P2', 'by-plain', linkedAgent, 'K-PLAIN', '2026-01-01T00:00:00Z');
+  await link({ pk: 'P1', id: 'by-wallet', owner: walletAgent, by: 'K-WALLET', at: '2026-01-01T00:00:00Z' });
+  await link({ pk: 'P2', id: 'by-plain', owner: linkedAgent, by: 'K-PLAIN', at: '2026-01-01T00:00:00Z' });
   // "reused" was deleted by K-WALLET's principal and re-created by K-PLAIN: the old events are not K-PLAIN's.
-  await link('P3', 'reused', linkedAgent, 'K-PLAIN', '2026-03-01T00:00:00Z');
+  await link({ pk: 'P3', id: 'reused', owner: linkedAgent, by: 'K-PLAIN', at: '2026-03-01T00:00:00Z' });
   const event = (id: string, agentAsset: string | null, linkId: string | null, at: string) =>
     em.execute(
       `insert into events (id, network, kind, phase, agent_asset, metadata, created_at, updated_at) values (?, 'chain-devnet', 'k', 'confirmed', ?, ?::jsonb, ?, ?)`,

@@ -253,7 +253,7 @@ test.serial('the per-IP limit holds on the fast path: over it, 429 in the envelo
   const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
   t.is((await answerOf(url)).status, 402); // at hand from now on
   const calls = handled();
-  let last;
+  let last: { status: number; body: string; headers: Record<string, string> } | undefined;
   let remaining: string | null = null;
   const early = beforeFastify(app);
   let fast = 0;

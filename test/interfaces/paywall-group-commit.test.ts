@@ -191,7 +191,7 @@ test.serial("a fault in one call of a group loses nothing: the others are record
       return work(faulty);
     }) as Promise<T>;
   };
-  let answers;
+  let answers: Awaited<ReturnType<typeof sendWhileChainHeld>>;
   try {
     answers = await sendWhileChainHeld(w, link, paid, () => (armed = true));
   } finally {

@@ -221,7 +221,10 @@ test.serial('while committed events are held back by an older open transaction, 
   let held = true;
   let catchUps = 0;
   const faulty = Object.assign(Object.create(store) as MikroOrmStore, {
-    eventsSince: (after: bigint, limit: number) => (catchUps++, store.eventsSince(after, limit)),
+    eventsSince: (after: bigint, limit: number) => {
+      catchUps++;
+      return store.eventsSince(after, limit);
+    },
     eventsHeldBack: async () => held,
   });
   const feed = new PgEventFeed(w.app.database.url, faulty, { warn: () => {} });

@@ -154,7 +154,10 @@ test.serial("the cap holds across processes: a second gateway on the same databa
     await release();
     // A's slots are free again, in the other process too
     let status = 0;
-    await until("A's slots to be given back", async () => (status = (await http(short, 'GET', `/v1/receipts/${agentA}`, { key: a })).status) === 200);
+    await until("A's slots to be given back", async () => {
+      status = (await http(short, 'GET', `/v1/receipts/${agentA}`, { key: a })).status;
+      return status === 200;
+    });
     t.is(status, 200);
   } finally {
     await release().catch(() => {});

@@ -99,7 +99,7 @@ async function sseGet(app: TestApp, query: string, headers: Record<string, strin
       buffer = buffer.slice(end + 2);
       const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
       if (data) state.payloads.push(JSON.parse(data));
-      waiters.forEach((w) => w());
+      for (const w of waiters) w();
     }
   });
   if (state.status !== 200) await new Promise((resolve) => res.once('end', resolve));
@@ -201,7 +201,14 @@ test.serial('graphql-ws with connectionParams.token receives events (and may not
   const client = createWsClient({ url, webSocketImpl: WebSocket, connectionParams: { token }, retryAttempts: 0, lazy: true });
   const payloads: any[] = [];
   let wake = () => {};
-  const unsubscribe = client.subscribe({ query: SUB, variables: { after } }, { next: (p) => (payloads.push(p), wake()), error: () => wake(), complete: () => {} });
+  const unsubscribe = client.subscribe({ query: SUB, variables: { after } }, {
+    next: (p) => {
+      payloads.push(p);
+      wake();
+    },
+    error: () => wake(),
+    complete: () => {},
+  });
   try {
     const id = await createLink(t, 'via ws token');
     await new Promise<void>((resolve, reject) => {
@@ -244,7 +251,17 @@ async function singleConnectionEvent(t: ExecutionContext<Ctx>, options: { url: s
   let failed: unknown;
   const unsubscribe = client.subscribe(
     { query: SUB, variables: { after } },
-    { next: (p) => (payloads.push(p), wake()), error: (e) => ((failed = e), wake()), complete: () => {} },
+    {
+      next: (p) => {
+        payloads.push(p);
+        wake();
+      },
+      error: (e) => {
+        failed = e;
+        wake();
+      },
+      complete: () => {},
+    },
   );
   try {
     const id = await createLink(t, 'via graphql-sse');

@@ -1,7 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type TestApp, stopTwoInstances, writeAgentAsset } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp, stopTwoInstances, writeAgentAsset } from '../support/app.ts';
 
 // graphql-ws across two API nodes on one database: an event committed through node B reaches a subscriber on node A
 // (LISTEN/NOTIFY), a reconnect with `after` replays exactly what was missed, then continues live; networks are
@@ -51,7 +51,9 @@ function subscribe(app: TestApp, authorization: string | undefined, variables: R
   const events: ReceivedEvent[] = [];
   const errors: unknown[] = [];
   const waiters = new Set<() => void>();
-  const wake = () => waiters.forEach((w) => w());
+  const wake = () => {
+    for (const w of waiters) w();
+  };
   const unsubscribe = client.subscribe<{ events: ReceivedEvent }>(
     { query: SUB, variables },
     {

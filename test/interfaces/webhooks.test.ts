@@ -4,7 +4,7 @@ import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../interfaces/client/webhooks.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { RETRY_SCHEDULE_MS } from '../../domain/webhooks/delivery.ts';
-import { http, insertProvenAgent, linkBody, randomAddress, removeDataDir, startTestApp, type TestApp, syntheticEvent } from '../support/app.ts';
+import { http, insertProvenAgent, linkBody, removeDataDir, startTestApp, type TestApp, syntheticEvent } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { startReceiver, until, type Receiver } from '../support/receiver.ts';
 

@@ -277,7 +277,9 @@ test.serial('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads 
 });
 
 /** prepare (REST) → sign; the signed bytes as base64 */
-async function prepareSigned(t: ExecutionContext, app: TestApp, key: string, path: string, body: Record<string, unknown>, signer: Keypair): Promise<{ envelope: PreparedEnvelope; signed: Buffer }> {
+async function prepareSigned(t: ExecutionContext, door: { app: TestApp; key: string }, request: { path: string; body: Record<string, unknown> }, signer: Keypair): Promise<{ envelope: PreparedEnvelope; signed: Buffer }> {
+  const { app, key } = door;
+  const { path, body } = request;
   const prepared = await http<PreparedEnvelope>(app, 'POST', path, { key, body });
   t.is(prepared.status, 200, `${path}: ${JSON.stringify(prepared.body)}`);
   const tx = Transaction.from(Buffer.from(prepared.body.transaction!.base64, 'base64'));
@@ -285,7 +287,9 @@ async function prepareSigned(t: ExecutionContext, app: TestApp, key: string, pat
   return { envelope: prepared.body, signed: tx.serialize({ requireAllSignatures: true }) };
 }
 
-async function submitted(t: ExecutionContext, app: TestApp, key: string, envelope: PreparedEnvelope, signed: Buffer): Promise<string> {
+async function submitted(t: ExecutionContext, door: { app: TestApp; key: string }, prepared: { envelope: PreparedEnvelope; signed: Buffer }): Promise<string> {
+  const { app, key } = door;
+  const { envelope, signed } = prepared;
   const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed.toString('base64') } });
   t.is(res.status, 202, JSON.stringify(res.body));
   await until(`${envelope.event_id} confirmed`, async () => {
@@ -304,8 +308,8 @@ metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the sam
   await a.services.dev.fund(NET, { address: owner.publicKey.toBase58(), sol: '2' });
   const connection = rpc(t);
 
-  const minted = await prepareSigned(t, a, key, '/v1/agents/prepare', { owner: owner.publicKey.toBase58(), name: 'Indexed agent', uri: 'https://example.com/agent.json' }, owner);
-  await submitted(t, a, key, minted.envelope, minted.signed);
+  const minted = await prepareSigned(t, { app: a, key }, { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Indexed agent', uri: 'https://example.com/agent.json' } }, owner);
+  await submitted(t, { app: a, key }, minted);
   const mint = String(minted.envelope.echo.asset);
   const treasury = treasuryOf(mint);
   const wallet = Keypair.generate().publicKey.toBase58();
@@ -321,14 +325,14 @@ metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the sam
   await until('fund_sol', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
 
   // 0.1 SOL out through /v1/submit: its prepared event records it
-  const viaGateway = await prepareSigned(t, a, key, `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' }, owner);
-  const submittedSig = await submitted(t, a, key, viaGateway.envelope, viaGateway.signed);
+  const viaGateway = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' } }, owner);
+  const submittedSig = await submitted(t, { app: a, key }, viaGateway);
 
   // 0.05 SOL out, and the USDC account provisioned, each signed and sent straight to the ledger
-  const direct = await prepareSigned(t, a, key, `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '50000000' }, owner);
+  const direct = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '50000000' } }, owner);
   const out = await send(connection, direct.signed);
   t.is(out.err, null);
-  const provision = await prepareSigned(t, a, key, `/v1/agents/${mint}/treasury/provision/prepare`, { payer: owner.publicKey.toBase58() }, owner);
+  const provision = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } }, owner);
   const provisioned = await send(connection, provision.signed);
   t.is(provisioned.err, null);
 
@@ -346,14 +350,7 @@ metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the sam
   usdcIn.sign(from);
   const usdcFunded = await send(connection, usdcIn.serialize());
   t.is(usdcFunded.err, null);
-  const tokenOut = await prepareSigned(
-    t,
-    a,
-    key,
-    `/v1/agents/${mint}/treasury/withdraw/prepare`,
-    { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '1000000' },
-    owner,
-  );
+  const tokenOut = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/withdraw/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '1000000' } }, owner);
   const tokenSent = await send(connection, tokenOut.signed);
   t.is(tokenSent.err, null);
   const withdrawnUsdc = await until('indexer withdraw', () => seen.find((e) => e.kind === 'agent.treasury.withdraw' && e.signature === tokenSent.signature));

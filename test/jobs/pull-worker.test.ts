@@ -73,7 +73,8 @@ function startRunner(ctx: Ctx): { output(): string; stop(): Promise<void> } {
   };
 }
 
-async function until<T>(t: ExecutionContext, what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
+async function until<T>(t: ExecutionContext, what: string, poll: { read: () => Promise<T>; done: (v: T) => boolean; timeoutMs?: number }): Promise<T> {
+  const { read, done, timeoutMs = 60_000 } = poll;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();
@@ -110,7 +111,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
   const runner = startRunner(t.context);
   try {
     const target = async (agent: string, id: string) => (await http(app, 'GET', `/v1/agents/${agent}/pull-targets`, { key })).body.data.find((x: any) => x.id === id);
-    const first = await until(t, 'the jsonl target ran', () => target(mint, created.body.id), (x) => x?.last_run_at !== null);
+    const first = await until(t, 'the jsonl target ran', { read: () => target(mint, created.body.id), done: (x) => x?.last_run_at !== null });
     t.like(first, { last_status: 'ok', accepted_total: 3, rejected_total: 2, consecutive_failures: 0 });
     t.regex(first.last_error, /2 item\(s\) refused; first at index 2/);
 
@@ -121,10 +122,10 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     t.true(pulled.body.data.every((e: any) => e.metadata.pull_target_id === created.body.id && e.metadata.source === 'pull'));
     t.like((await http(app, 'GET', `/v1/receipts/${mint}/verify-chain`, { key })).body, { ok: true, length: 3 });
 
-    const j = await until(t, 'the json target ran', () => target(json.mint, jsonTarget.body.id), (x) => x?.last_run_at !== null);
+    const j = await until(t, 'the json target ran', { read: () => target(json.mint, jsonTarget.body.id), done: (x) => x?.last_run_at !== null });
     t.like(j, { last_status: 'ok', accepted_total: 2, rejected_total: 1 });
 
-    const failed = await until(t, 'the failing target ran', () => target(json.mint, down.body.id), (x) => x?.last_run_at !== null);
+    const failed = await until(t, 'the failing target ran', { read: () => target(json.mint, down.body.id), done: (x) => x?.last_run_at !== null });
     t.like(failed, { last_status: 'failed', consecutive_failures: 1, accepted_total: 0 });
     t.regex(failed.last_error, /HTTP 503/);
     // Backoff: the next run waits twice the interval.
@@ -132,7 +133,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
 
     // Per-target cadence: the jsonl feed is fetched again after its interval; nothing new is ingested twice.
     const hitsBefore = t.context.hits.get('/feed.jsonl') ?? 0;
-    const again = await until(t, 'the second run', () => target(mint, created.body.id), (x) => x.last_run_at !== first.last_run_at, 45_000);
+    const again = await until(t, 'the second run', { read: () => target(mint, created.body.id), done: (x) => x.last_run_at !== first.last_run_at, timeoutMs: 45_000 });
     t.true((t.context.hits.get('/feed.jsonl') ?? 0) > hitsBefore);
     t.true(Date.parse(again.last_run_at) - Date.parse(first.last_run_at) >= 10_000, 'not before its interval');
     t.like(again, { accepted_total: 3, rejected_total: 4 });
@@ -143,7 +144,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     t.is((await http(app, 'POST', `/v1/receipts/${mint}`, { key, body: pending })).body.verification.status, 'pending');
     await app.database.orm.em.fork().execute(`update receipts set verification_attempts = 7, verify_after = now() - interval '1 second' where receipt_hash = ?`, [pending.receipt_hash]);
     await quickAddJob({ connectionString: app.database.url }, 'verify_receipts', {});
-    const decided = await until(t, 'the retry job decided the check', () => http(app, 'GET', `/v1/receipts/by-hash/${pending.receipt_hash}`, { key }), (r) => r.body.verification.status !== 'pending');
+    const decided = await until(t, 'the retry job decided the check', { read: () => http(app, 'GET', `/v1/receipts/by-hash/${pending.receipt_hash}`, { key }), done: (r) => r.body.verification.status !== 'pending' });
     t.is(decided.body.verification.status, 'mismatch', JSON.stringify(decided.body.verification));
     t.regex(decided.body.verification.reason, /not found on the ledger after 8 checks/);
     t.is((await http(app, 'GET', `/v1/events?kind=receipt.mismatch&agent=${mint}`, { key })).body.data.length, 1);

@@ -32,7 +32,9 @@ export function start(command: string, args: string[], env: Record<string, strin
     stdout += chunk;
     for (const w of watchers.splice(0)) (w.pattern.test(stdout) ? w.resolve() : watchers.push(w));
   });
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => void (stderr += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
   const exited = new Promise<Finished>((resolve) => child.once('close', (code) => resolve({ code, stdout, stderr })));
   return {
     child,

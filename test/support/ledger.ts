@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ComputeBudgetProgram,
-  Keypair,
+  type Keypair,
   PublicKey,
   SystemProgram,
   Transaction,
@@ -35,10 +35,9 @@ export async function openTestLedger(options: Partial<EmbeddedLedgerOptions> = {
   return EmbeddedLedger.open({ network: 'chain-devnet', dir: options.dir ?? (await ledgerDir()), slotMs: 0, ...options });
 }
 
-export function solTransfer(from: Keypair, to: PublicKey | string, lamports: number, blockhash: string, extra: TransactionInstruction[] = []): Uint8Array {
+export function solTransfer(from: Keypair, to: PublicKey | string, lamports: number, blockhash: string): Uint8Array {
   const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
     SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(to), lamports }),
-    ...extra,
   );
   tx.sign(from);
   return tx.serialize();

@@ -64,7 +64,7 @@ export class AccountIndex {
     return this.nameAt(b, 0);
   }
 
-  readKnown(name: string, key: Uint8Array): Known {
+  readKnown(key: Uint8Array): Known {
     const a = this.svm.getAccount(key);
     if (a === null) return NOT_FOUND;
     const lamports = a.lamports();
@@ -86,7 +86,7 @@ export class AccountIndex {
    * account keeps its owner program (only its data and lamports are read), and a signing wallet keeps its owner
    * when no instruction could reassign it (only its balance is read).
    */
-  readPost(name: string, key: Uint8Array, before: Known, signer: boolean, stable: number): Known {
+  readPost(key: Uint8Array, before: Known, signer: boolean, stable: number): Known {
     if (stable !== UNSTABLE && before.token) {
       const a = this.svm.getAccount(key);
       if (a === null) return NOT_FOUND;
@@ -99,13 +99,13 @@ export class AccountIndex {
       const lamports = this.svm.getBalance(key);
       return lamports === null ? NOT_FOUND : { lamports, owner: SYSTEM_PROGRAM_ID, executable: false, token: null };
     }
-    return this.readKnown(name, key);
+    return this.readKnown(key);
   }
 
   knownOf(name: string, key: Uint8Array): Known {
     let k = this.known.get(name);
     if (k === undefined) {
-      k = this.readKnown(name, key);
+      k = this.readKnown(key);
       this.remember(name, k);
     }
     return k;
@@ -116,7 +116,10 @@ export class AccountIndex {
     if (before?.token && (!k.token || k.token.owner !== before.token.owner)) this.tokenAccountsByOwner.get(before.token.owner)?.delete(name);
     if (k.token && (!before?.token || before.token.owner !== k.token.owner)) {
       let set = this.tokenAccountsByOwner.get(k.token.owner);
-      if (!set) this.tokenAccountsByOwner.set(k.token.owner, (set = new Set()));
+      if (!set) {
+        set = new Set();
+        this.tokenAccountsByOwner.set(k.token.owner, set);
+      }
       set.add(name);
     }
     this.known.set(name, k);
@@ -127,7 +130,7 @@ export class AccountIndex {
     for (const program of [TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID]) {
       for (const item of this.svm.getProgramAccounts(decodeBase58(program)!)) {
         const name = this.nameOf(item.address);
-        if (!this.known.has(name)) this.remember(name, this.readKnown(name, item.address));
+        if (!this.known.has(name)) this.remember(name, this.readKnown(item.address));
       }
     }
   }

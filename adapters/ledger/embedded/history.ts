@@ -79,7 +79,7 @@ export class History {
       }
       if (record.seq !== this.entries.length + 1) break;
       const { keys, memo } = describe(record);
-      this.index(record.seq, record.sig, record.slot, record.time, record.err, keys, memo, good, bodyLength + 8);
+      this.index({ seq: record.seq, sig: record.sig, slot: record.slot, time: record.time, err: record.err, memo, offset: good, length: bodyLength + 8 }, keys);
       good += bodyLength + 8;
     }
     if (good < this.size) {
@@ -105,7 +105,7 @@ export class History {
   append(record: RecordInput, signature: string, keys: string[], memo: string | null): HistoryEntry {
     const start = this.pending.at;
     encodeRecord(this.pending, record);
-    const entry = this.index(record.seq, signature, record.slot, record.time, record.err, keys, memo, this.size + start, this.pending.at - start);
+    const entry = this.index({ seq: record.seq, sig: signature, slot: record.slot, time: record.time, err: record.err, memo, offset: this.size + start, length: this.pending.at - start }, keys);
     if (this.pending.at >= FLUSH_AT) this.flush();
     return entry;
   }
@@ -132,8 +132,8 @@ export class History {
     return this.finalizedSeq;
   }
 
-  private index(seq: number, sig: string, slot: number, time: number, err: LedgerTransactionError | null, keys: string[], memo: string | null, offset: number, length: number): HistoryEntry {
-    const entry: HistoryEntry = { seq, sig, slot, time, err, memo, offset, length };
+  private index(entry: HistoryEntry, keys: string[]): HistoryEntry {
+    const { sig, seq } = entry;
     this.entries.push(entry);
     this.bySig.set(sig, entry);
     for (const key of keys) {

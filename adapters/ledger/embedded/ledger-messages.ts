@@ -63,7 +63,8 @@ export function innerInstructionsOf(meta: TransactionMetadata): RawInner | undef
       const c = inner.instruction();
       list.push([c.programIdIndex(), c.accounts(), c.data(), inner.stackHeight()]);
     }
-    (out ??= []).push([i, list]);
+    out ??= [];
+    out.push([i, list]);
   }
   return out;
 }

@@ -99,10 +99,18 @@ export class LedgerThread implements Ledger, FaucetLedger {
     let thread: LedgerThread | undefined;
     let settle: { resolve: (t: LedgerThread) => void; reject: (e: Error) => void };
     const opened = new Promise<LedgerThread>((resolve, reject) => (settle = { resolve, reject }));
-    const exited = new Promise<void>((resolve) => worker.once('exit', () => (releaseLock(), resolve())));
+    const exited = new Promise<void>((resolve) =>
+      worker.once('exit', () => {
+        releaseLock();
+        resolve();
+      }),
+    );
     worker.on('message', (message: FromThread) => {
-      if (message.type === 'ready') settle.resolve((thread = new LedgerThread(worker, options, message, exited)));
-      else if (message.type === 'failed') settle.reject(deserializeError(message.error));
+      if (message.type === 'ready') {
+        thread = new LedgerThread(worker, options, message, exited);
+        settle.resolve(thread);
+      } else if
+ (message.type === 'failed') settle.reject(deserializeError(message.error));
       else if (message.type === 'warning') warn(message.message);
       else for (const reply of message.replies) thread?.settle(reply);
     });

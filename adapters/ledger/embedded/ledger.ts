@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Commitment } from '../../../domain/ports/ledger.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { Account, Clock, FailedTransactionMetadata, LiteSvm, type TransactionMetadata } from 'litesvm/dist/internal.js';
+import { Account, Clock, FailedTransactionMetadata, LiteSvm, type SimulatedTransactionInfo, type TransactionMetadata } from 'litesvm/dist/internal.js';
 import type { LatestBlockhash, LedgerAccount, LedgerTransactionError, SendOptions, SendResult, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult } from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
 import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
@@ -416,7 +416,7 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
       const before = pre[i]!;
       let after = before;
       if (!before.executable && isWritable(tx, i, loadedWritable)) {
-        after = this.accounts.readPost(names[i]!, resolved.keys[i]!, before, i < tx.numRequiredSignatures, stable);
+        after = this.accounts.readPost(resolved.keys[i]!, before, i < tx.numRequiredSignatures, stable);
         this.accounts.remember(names[i]!, after);
         writable.push(names[i]!);
       }
@@ -508,7 +508,7 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
     this.syncClock(slot, Math.floor(Date.now() / 1000));
     const sigVerify = options.sigVerify ?? false;
     if (!sigVerify) this.svm.setSigverify(false);
-    let result;
+    let result: SimulatedTransactionInfo | FailedTransactionMetadata;
     try {
       result = tx.version === 'legacy' ? this.svm.simulateLegacyTransaction(tx.bytes) : this.svm.simulateVersionedTransaction(tx.bytes);
     } finally {
@@ -538,7 +538,7 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
 
   /** The fee a message would pay (5000 per signature + priority fee), or null when its blockhash is not valid. */
   feeForMessage(message: Uint8Array): bigint | null {
-    let m;
+    let m: ReturnType<typeof parseMessage>;
     try {
       m = parseMessage(message);
     } catch {

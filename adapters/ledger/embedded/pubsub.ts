@@ -135,12 +135,19 @@ export class PubSub {
     try {
       parsed = JSON.parse(text);
     } catch {
-      return this.send(socket, errorObject(null, new RpcError(-32700, 'Parse error')));
+      this.send(socket, errorObject(null, new RpcError(-32700, 'Parse error')));
+      return;
     }
-    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) {
+      this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+      return;
+    }
     const request = parsed as JsonRpcRequest;
     if (request.id === undefined) return; // notifications (pings)
-    if (!validId(request.id)) return this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+    if (!validId(request.id)) {
+      this.send(socket, errorObject(null, new RpcError(-32600, 'Invalid request')));
+      return;
+    }
     try {
       const result = this.call(socket, request, mine);
       this.send(socket, { jsonrpc: '2.0', result, id: request.id });
@@ -170,7 +177,10 @@ export class PubSub {
         const s = signature(params[0]);
         const id = add({ kind: 'signature', socket, signature: s, level: level(config(params, 1).commitment) });
         let set = this.bySignature.get(s);
-        if (!set) this.bySignature.set(s, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          this.bySignature.set(s, set);
+        }
         set.add(id);
         return id;
       }
@@ -178,7 +188,10 @@ export class PubSub {
         const a = address(params[0]);
         const id = add({ kind: 'account', socket, address: a, encoding: accountEncoding({ encoding: config(params, 1).encoding ?? 'base64' }) });
         let set = this.byAccount.get(a);
-        if (!set) this.byAccount.set(a, (set = new Set()));
+        if (!set) {
+          set = new Set();
+          this.byAccount.set(a, set);
+        }
         set.add(id);
         return id;
       }

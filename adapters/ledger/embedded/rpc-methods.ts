@@ -100,7 +100,7 @@ export function address(value: unknown): string {
 export function signature(value: unknown): string {
   if (typeof value !== 'string') throw invalidParams('Invalid params: expected a base-58 signature');
   const bytes = decodeBase58(value);
-  if (!bytes || bytes.length !== 64) throw invalidParams('Invalid param: Invalid');
+  if (bytes?.length !== 64) throw invalidParams('Invalid param: Invalid');
   return value;
 }
 
@@ -156,7 +156,10 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
   m.set('getIdentity', () => ({ identity: ledger.faucet.address }));
   m.set('getSlot', (p) => context(config(p, 0)).slot);
   m.set('getBlockHeight', (p) => context(config(p, 0)).slot);
-  m.set('getEpochInfo', (p) => (context(config(p, 0)), ledger.epochInfo()));
+  m.set('getEpochInfo', (p) => {
+    context(config(p, 0)); // validates the config (minContextSlot) before answering
+    return ledger.epochInfo();
+  });
   m.set('getTransactionCount', () => ledger.transactionCount);
   m.set('getFirstAvailableBlock', () => 0);
   m.set('getRecentPrioritizationFees', () => []);

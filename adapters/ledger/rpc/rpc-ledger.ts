@@ -324,7 +324,7 @@ export class RpcLedger implements Ledger {
   async getTransaction(signature: string): Promise<LedgerTransaction | null> {
     if (!isSignature(signature)) return null;
     const tx = await this.call('getTransaction', () => this.connection.getTransaction(signature, { commitment: this.commitment, maxSupportedTransactionVersion: 0 }));
-    if (!tx || !tx.meta) return null;
+    if (!tx?.meta) return null;
     const { message } = tx.transaction;
     const keys = message.getAccountKeys({ accountKeysFromLookups: tx.meta.loadedAddresses ?? { writable: [], readonly: [] } });
     const accountKeys = [...keys.staticAccountKeys, ...(keys.accountKeysFromLookups?.writable ?? []), ...(keys.accountKeysFromLookups?.readonly ?? [])].map((k) => k.toBase58());

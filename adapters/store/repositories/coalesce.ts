@@ -34,7 +34,7 @@ export class Coalescer<T, R> {
         const group = this.waiting.splice(0, this.max);
         try {
           const results = await this.write(group.map((g) => g.item));
-          group.forEach((g, i) => g.resolve(results[i]!));
+          for (const [i, g] of group.entries()) g.resolve(results[i]!);
         } catch (e) {
           if (group.length === 1) {
             group[0]!.reject(e);

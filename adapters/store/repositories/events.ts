@@ -83,7 +83,7 @@ const fromRow = (r: EventRow): EventRecord => ({
 
 /** LIKE pattern from a kind pattern: "payment_link.*" → "payment\_link.%". */
 function likePrefix(pattern: string): string {
-  return pattern.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`) + '%';
+  return `${pattern.slice(0, -1).replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 }
 
 /** A statement with its bound `?` values, as a repository runs it (exported so the query-plan test EXPLAINs it). */

@@ -59,7 +59,7 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
    * their kind runs are written by the next one, each row decided exactly as alone.
    */
   private readonly claims = new Coalescer<ClaimRequest, boolean>((group) => this.claimGroup(group));
-  private readonly finishes = new Coalescer<FinishRequest, void>((group) => this.finishGroup(group));
+  private readonly finishes = new Coalescer<FinishRequest, undefined>((group) => this.finishGroup(group));
 
   async claimSettlement(r: ClaimRequest): Promise<ClaimResult> {
     if (await this.claims.add(r)) return { claimed: true };
@@ -92,12 +92,14 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     return group.map((r) => won.has(`${r.network}:${r.signature}`) && first.get(`${r.network}:${r.signature}`) === r);
   }
 
-  async finishSettlement(network: Network, signature: string, status: 'settled' | 'failed', error: string | null, at: Date): Promise<void> {
+  // biome-ignore lint/complexity/useMaxParams: implements FacilitatorStore.finishSettlement, whose caller (domain/facilitator/service.ts) is being edited on another branch
+  async finishSettlement(network: Network, signature: string, status:
+ 'settled' | 'failed', error: string | null, at: Date): Promise<void> {
     await this.finishes.add({ network, signature, status, error, at });
   }
 
   /** The finishes of a group in one statement (a signature finished twice in one group: its last finish). */
-  private async finishGroup(group: FinishRequest[]): Promise<void[]> {
+  private async finishGroup(group: FinishRequest[]): Promise<undefined[]> {
     const last = new Map(group.map((f) => [`${f.network}:${f.signature}`, f]));
     await this.exec(
       `update facilitator_settlements f set status = x.status, error = x.error, updated_at = x.at

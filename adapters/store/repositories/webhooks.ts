@@ -306,7 +306,7 @@ export function webhookDeliveryRepository(em: Em, epoch: () => number | null): W
         [d.eventId, d.network, d.webhookId],
       );
       const row = found[0];
-      if (!row || !row.url || !row.secret) return { ok: false, reason: 'the subscription was deleted' };
+      if (!row?.url || !row.secret) return { ok: false, reason: 'the subscription was deleted' };
       if (row.disabled_at) return { ok: false, reason: `the subscription is disabled${row.disabled_reason ? ` (${row.disabled_reason})` : ''}` };
       if (!row.e_id) return { ok: false, reason: 'the event is no longer stored' };
       return { ok: true, url: row.url, secret: row.secret, event: eventOf(row) };

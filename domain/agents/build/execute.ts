@@ -38,7 +38,8 @@ export function umi(): Umi {
     return findPda(publicKey(program!), seeds.map((s) => Buffer.from(s, 'hex')));
   });
   made.eddsa = { ...made.eddsa, findPda: (program, seeds) => cached([program, ...seeds.map((s) => Buffer.from(s).toString('hex'))].join(':')) };
-  return (instance = made);
+  instance = made;
+  return made;
 }
 
 /** A user's key as umi wants a signer: the transaction is signed later, by the user. */
@@ -163,7 +164,7 @@ export async function requireProgram(ctx: Pick<BuildContext, 'reads' | 'network'
 
 export async function hasProgram(reads: LedgerReads, program: string): Promise<boolean> {
   const account = await reads.getAccount(program);
-  return account !== null && account.executable;
+  return account?.executable === true;
 }
 
 /** A validated atomic decimal string (the input schemas check digits and u64) as bigint. */

@@ -96,7 +96,7 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
 
   let amount = wanted;
   if (amount === null) {
-    if (balance === 0n) return { kind: 'agent.treasury.withdraw', agent: input.mint, noOp: true, echo: withdrawEcho(input, treasury, source, destination, 0n) };
+    if (balance === 0n) return { kind: 'agent.treasury.withdraw', agent: input.mint, noOp: true, echo: withdrawEcho(input, { treasury, source, destination, amount: 0n }) };
     amount = balance;
   } else if (amount > balance) {
     throw invalid('amount', 'insufficient_funds', `The treasury holds ${balance} atomic units of ${input.spl_mint} (${source}); asked ${amount}`, {
@@ -135,7 +135,7 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
     new PublicKey(program),
   );
   instructions.push(...(await executeFor(ctx, { asset: input.mint, authority: input.authority, payer: input.payer, inner: [transfer] })));
-  const echo = withdrawEcho(input, treasury, source, destination, amount);
+  const echo = withdrawEcho(input, { treasury, source, destination, amount });
   return {
     kind: 'agent.treasury.withdraw',
     agent: input.mint,
@@ -147,7 +147,8 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
   };
 }
 
-function withdrawEcho(input: PrepareWithdrawAllInput, treasury: string, source: string, destination: string, amount: bigint) {
+function withdrawEcho(input: PrepareWithdrawAllInput, moved: { treasury: string; source: string; destination: string; amount: bigint }) {
+  const { treasury, source, destination, amount } = moved;
   return {
     asset: input.mint,
     treasury,
@@ -169,7 +170,12 @@ export function buildWithdrawAll(input: PrepareWithdrawAllInput, ctx: AgentBuild
   return buildTokenWithdrawal({ input, ctx, amount: null });
 }
 
-async function solWithdrawal(input: PrepareWithdrawSolInput, ctx: AgentBuildContext, lamports: bigint, treasury: string, echo: Record<string, unknown>): Promise<PlanOutcome> {
+async function solWithdrawal(
+  input: PrepareWithdrawSolInput,
+  ctx: AgentBuildContext,
+  moved: { lamports: bigint; treasury: string; echo: Record<string, unknown> },
+): Promise<PlanOutcome> {
+  const { lamports, treasury, echo } = moved;
   const transfer = SystemProgram.transfer({ fromPubkey: new PublicKey(treasury), toPubkey: new PublicKey(input.destination), lamports });
   return {
     kind: 'agent.treasury.withdraw_sol',
@@ -198,7 +204,7 @@ export async function buildWithdrawSol(input: PrepareWithdrawSolInput, ctx: Agen
     });
   }
   const echo = { asset: input.mint, treasury, destination: input.destination, lamports: lamports.toString(), balance_lamports: balance.toString() };
-  return solWithdrawal(input, ctx, lamports, treasury, echo);
+  return solWithdrawal(input, ctx, { lamports, treasury, echo });
 }
 
 /** withdraw-sol-all: everything above `reserve_lamports` (default 1,000,000); no-op at or below it. */
@@ -217,5 +223,5 @@ export async function buildWithdrawSolAll(input: PrepareWithdrawSolAllInput, ctx
   const lamports = balance > reserve ? balance - reserve : 0n;
   const echo = { asset: input.mint, treasury, destination: input.destination, lamports: lamports.toString(), reserve_lamports: reserve.toString(), balance_lamports: balance.toString() };
   if (lamports === 0n) return { kind: 'agent.treasury.withdraw_sol', agent: input.mint, noOp: true, echo };
-  return solWithdrawal({ ...input, lamports: lamports.toString() }, ctx, lamports, treasury, echo);
+  return solWithdrawal({ ...input, lamports: lamports.toString() }, ctx, { lamports, treasury, echo });
 }

@@ -7,7 +7,7 @@ import {
   type BuyerNetworks,
   type EvaluateInput,
   type ExecuteInput,
-  ExecuteResult,
+  type ExecuteResult,
   type FacilitatorInfo,
   type FinalizeInput,
   type FinalizeResult,

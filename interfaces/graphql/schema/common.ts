@@ -32,8 +32,8 @@ export const JsonScalar = builder.scalarType('JSON', {
   description: 'Any JSON value.',
   serialize: (value) => value,
   // GraphQL handles a null before it reaches a scalar's parser: what arrives here is never null
-  parseValue: (value) => value as {},
-  parseLiteral: (node, variables) => literal(node, variables) as {},
+  parseValue: (value) => value as NonNullable<unknown>,
+  parseLiteral: (node, variables) => literal(node, variables) as NonNullable<unknown>,
 });
 
 /** The list envelope of DECISIONS "Wire conventions" (`{data, next_cursor, has_more}`) in camelCase. */
@@ -54,6 +54,7 @@ type SnakeKey<S extends string> = S extends `${infer H}${infer T}` ? `${H extend
 export type SnakeKeys<T> = { [K in keyof T as K extends string ? SnakeKey<K> : K]: T[K] };
 
 /** The keys a value must carry (GraphQL `required: true`; a zod field that is neither optional nor defaulted). */
+// biome-ignore lint/complexity/noBannedTypes: `{} extends Pick<T, K>` is the test for an optional key K
 type RequiredKeys<T> = { [K in keyof T]-?: {} extends Pick<T, K> ? never : K }[keyof T];
 
 /**

@@ -3,6 +3,7 @@ import { WholeUnits } from '../../../domain/agents/prepare-schema.ts';
 import { Address } from '../../../domain/shared/address.ts';
 import { atomicToDecimal, decimalToAtomic, SOL_DECIMALS, U64_MAX } from '../../../domain/shared/money.ts';
 import { findStable, STABLE_SYMBOLS, StableSymbol } from '../../../domain/shared/network.ts';
+import type { PreparedEnvelope } from '../../../domain/transactions/schema.ts';
 import { defineTool, ToolError, type ActiveAgent, type ToolContext } from '../context.ts';
 
 // fee-facilitator-mpp-tools §4.3: the treasury's balances, owner withdrawals and the executive's spend delegation.
@@ -54,7 +55,7 @@ export const withdrawTreasury = defineTool({
     const agent = ctx.requireAgent();
     const owner = agent.executive.publicKey.toBase58();
     const base = { mint: agent.mint, payer: owner, authority: owner, destination: input.destination };
-    let envelope;
+    let envelope: PreparedEnvelope;
     if (input.asset === 'SOL') {
       if (input.amount === 'all') envelope = await ctx.call((api) => api.prepare.withdrawSolAll.mutate(base));
       else {
