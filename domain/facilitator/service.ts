@@ -2,7 +2,7 @@ import { PublicKey, TransactionMessage, VersionedTransaction } from '@solana/web
 import { createAssociatedTokenAccountIdempotentInstruction } from '@solana/spl-token';
 import { encodeBase58 } from '../shared/base58.ts';
 import { decodeMint, decodeTokenAccount, isTokenProgram } from '../shared/token-account.ts';
-import { CAIP2, Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
+import { CAIP2, type Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Facilitator } from '../ports/facilitator.ts';
 import type { FacilitatorStore } from '../ports/facilitator-store.ts';
