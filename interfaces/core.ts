@@ -221,7 +221,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         ? new InProcessFacilitator(facilitator)
         : undefined;
     const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow, ca: config.outbound.ca });
-    refuseOwnListeners(outbound, config, port, ledgers, database);
+    refuseOwnListeners(outbound, { config, httpPort: port, ledgers, database });
     const mppSecret = config.mppSecret ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'mpp-challenge.json')));
     const services = buildServices({
       mppSecret,
@@ -286,7 +286,8 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
  * gateway's HTTP port as bound (PORT=0: the assigned one), the embedded ledgers' JSON-RPC and WebSocket ports and the
  * embedded PostgreSQL.
  */
-function refuseOwnListeners(outbound: GuardedOutboundHttp, config: Config, httpPort: number, ledgers: CoreLedgers, database: Database): void {
+function refuseOwnListeners(outbound: GuardedOutboundHttp, own: { config: Config; httpPort: number; ledgers: CoreLedgers; database: Database }): void {
+  const { config, httpPort, ledgers, database } = own;
   const ports: [host: string, port: number][] = [[config.host, httpPort], [config.facilitator.host, config.facilitator.port]];
   for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
     if (source === 'embedded' && port !== 0) ports.push([config.ledgers.rpcHost, port], [config.ledgers.rpcHost, port + 1]);

@@ -295,7 +295,7 @@ let docs: EventKindDoc[] | undefined;
 
 /** The catalogue as documentation: JSON Schema of each kind's metadata (GET /v1/event-kinds, GraphQL eventKinds, webhook payload docs). */
 export function eventCatalogue(): EventKindDoc[] {
-  return (docs ??= EVENT_KIND_NAMES.map((kind) => {
+  docs ??= EVENT_KIND_NAMES.map((kind) => {
     const spec: KindSpec = EVENT_KINDS[kind];
     return {
       kind,
@@ -303,5 +303,6 @@ export function eventCatalogue(): EventKindDoc[] {
       phases: [...spec.phases],
       metadata_schema: z.toJSONSchema(spec.metadata, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>,
     };
-  }));
+  });
+  return docs;
 }

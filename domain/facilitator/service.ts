@@ -2,7 +2,7 @@ import { PublicKey, TransactionMessage, VersionedTransaction } from '@solana/web
 import { createAssociatedTokenAccountIdempotentInstruction } from '@solana/spl-token';
 import { encodeBase58 } from '../shared/base58.ts';
 import { decodeMint, decodeTokenAccount, isTokenProgram } from '../shared/token-account.ts';
-import { CAIP2, Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
+import { CAIP2, type Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Facilitator } from '../ports/facilitator.ts';
 import type { FacilitatorStore } from '../ports/facilitator-store.ts';
@@ -548,7 +548,7 @@ export class FacilitatorService implements Facilitator {
       return fail('transaction_expired', `transaction ${c.signature} never landed and its blockhash expired`, c.verdict.payer);
     }
     // Still valid and unknown: broadcast the same bytes again (the ledger deduplicates by signature).
-    await this.deps.store.finishSettlement(network, c.signature, 'failed', null, this.deps.clock.now());
+    await this.deps.store.finishSettlement({ network, signature: c.signature, status: 'failed', error: null, at: this.deps.clock.now() });
     const again = await this.deps.store.claimSettlement({ network, signature: c.signature, payer: c.verdict.payer, blockhash: c.blockhash, at: this.deps.clock.now() });
     if (!again.claimed) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
     return (await this.broadcast(c)).failure;
@@ -565,7 +565,7 @@ export class FacilitatorService implements Facilitator {
       await this.giveUp(network, c.signature, failure.reason);
       return { ...failure, reason: failure.reason === 'simulation_failed' ? 'settlement_failed' : failure.reason, payer: c.verdict.payer };
     }
-    await this.deps.store.finishSettlement(network, c.signature, 'settled', null, this.deps.clock.now());
+    await this.deps.store.finishSettlement({ network, signature: c.signature, status: 'settled', error: null, at: this.deps.clock.now() });
     return null;
   }
 
@@ -592,7 +592,7 @@ export class FacilitatorService implements Facilitator {
 
   private async giveUp(network: Network, signature: string, reason: string): Promise<void> {
     await this.deps.store.releaseSponsorships(network, signature);
-    await this.deps.store.finishSettlement(network, signature, 'failed', reason, this.deps.clock.now());
+    await this.deps.store.finishSettlement({ network, signature, status: 'failed', error: reason, at: this.deps.clock.now() });
   }
 }
 

@@ -503,7 +503,7 @@ export class IdentityService {
       return { uri, hosted: true, ok: true, detail: 'the gateway serves the agent’s registration-v1 document' };
     }
     const failed = (detail: string): RegistrationStatus => ({ uri, hosted: false, ok: false, detail });
-    let answer;
+    let answer: Awaited<ReturnType<typeof this.deps.outbound.request>>;
     try {
       answer = await this.deps.outbound.request({ url: uri, method: 'GET', headers: { accept: 'application/json' }, timeoutMs: REGISTRATION_TIMEOUT_MS, maxResponseBytes: REGISTRATION_MAX_BYTES });
     } catch {

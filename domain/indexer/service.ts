@@ -129,7 +129,7 @@ export class IndexerService {
       let written = 0;
       for (const f of findings) {
         const id = newId(now.getTime());
-        if (!(await trx.indexer.markSeen(network, signature, f.key, id, now))) continue;
+        if (!(await trx.indexer.markSeen({ network, signature, key: f.key, eventId: id, at: now }))) continue;
         const owner = f.agent === null ? null : (owners.get(f.agent) ?? null);
         await trx.events.append(
           f.event({ id, phase: 'confirmed', network, agentAsset: f.agent, owner, createdAt: now, confirmedAt: now, signature, slot: tx.slot, blockTime: tx.blockTime }),

@@ -17,7 +17,7 @@ export const Slug = z
 const HttpUrl = z.url({ protocol: /^https?$/ }).max(2048);
 
 /** Symbols are accepted in any case and stored upper case. */
-const Symbol = z
+const AnyCaseSymbol = z
   .string()
   .transform((s) => s.toUpperCase())
   .pipe(StableSymbol);
@@ -44,8 +44,8 @@ const createFields = {
   owner_agent: Address,
   method: HttpMethod,
   price: z.string().min(1).max(64),
-  currency: Symbol.optional(),
-  accepts_currencies: z.array(Symbol).max(3).optional(),
+  currency: AnyCaseSymbol.optional(),
+  accepts_currencies: z.array(AnyCaseSymbol).max(3).optional(),
   protocol: Protocol.optional(),
   response: LinkResponse,
   webhook_url: HttpUrl.nullable().optional(),

@@ -58,13 +58,11 @@ export function shareUrl(baseUrl: string, network: Network, id: string): string 
  * agent is never ready: nothing is paid into its treasury (DECISIONS "Agents, submissions and events").
  */
 export function acceptsFor(
-  network: Network,
-  ownerAgent: string,
-  amountAtomic: bigint,
-  currencies: StableSymbol[],
-  ready?: ReadonlyMap<StableSymbol, PayToReadiness>,
-  unproven = false,
+  link: { network: Network; ownerAgent: string; amountAtomic: bigint; currencies: StableSymbol[] },
+  readiness: { ready?: ReadonlyMap<StableSymbol, PayToReadiness> | undefined; unproven?: boolean } = {},
 ): AcceptEntry[] {
+  const { network, ownerAgent, amountAtomic, currencies } = link;
+  const { ready, unproven = false } = readiness;
   return currencies.map((symbol) => {
     const stable = findStable(network, symbol)!;
     return {
@@ -120,7 +118,7 @@ export class PaymentLinkService {
       disabled: r.disabled,
       facilitator: facilitatorUrl,
       share_url: shareUrl(baseUrl, r.network, r.id),
-      accepts: acceptsFor(r.network, r.ownerAgent, r.amountAtomic, [r.currency, ...r.acceptsCurrencies], ready, !r.ownerAgentProven),
+      accepts: acceptsFor({ network: r.network, ownerAgent: r.ownerAgent, amountAtomic: r.amountAtomic, currencies: [r.currency, ...r.acceptsCurrencies] }, { ready, unproven: !r.ownerAgentProven }),
       counters: {
         call_count: r.callCount,
         settled_count: r.settledCount,
@@ -304,7 +302,7 @@ export class PaymentLinkService {
       price: parsed.price,
       currency: price.stable.symbol,
       amount_atomic: price.amountAtomic.toString(),
-      accepts: acceptsFor(network, parsed.owner_agent, price.amountAtomic, currencies),
+      accepts: acceptsFor({ network, ownerAgent: parsed.owner_agent, amountAtomic: price.amountAtomic, currencies }),
     };
   }
 

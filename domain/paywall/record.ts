@@ -116,7 +116,10 @@ export class PaidCallRecorder {
 
   private enqueue(seller: string, item: Queued): void {
     let queue = this.sellers.get(seller);
-    if (!queue) this.sellers.set(seller, (queue = { running: false, waiting: [] }));
+    if (!queue) {
+      queue = { running: false, waiting: [] };
+      this.sellers.set(seller, queue);
+    }
     queue.waiting.push(item);
     if (!queue.running) void this.drain(seller, queue);
   }
@@ -136,7 +139,7 @@ export class PaidCallRecorder {
   private async commit(batch: Queued[]): Promise<void> {
     try {
       const finals = await this.deps.store.transaction((tx) => this.write(tx, batch));
-      batch.forEach((item, i) => item.done(finals[i]!));
+      for (const [i, item] of batch.entries()) item.done(finals[i]!);
     } catch (error) {
       if (batch.length === 1) return batch[0]!.failed(error);
       this.deps.onWarning?.('a group record transaction failed; its calls are recorded one by one', { calls: batch.length, err: String(error) });
@@ -232,7 +235,7 @@ export class PaidCallRecorder {
         heads.set(link.ownerAgent, { nonce: receipt.nonce, receiptHash: receipt.receipt_hash });
         receipts.push({ network, receipt, source: 'paywall', createdAt: now });
         const append = this.appender(events, call, now, signature);
-        this.settledEvents(append, call, payer, fee, stable, served?.status ?? null, signature);
+        this.settledEvents(append, call, { payer, fee, stable, status: served?.status ?? null, signature });
         if (buyer) {
           const spend = this.spend({ buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now });
           heads.set(buyer.mint, { nonce: spend.nonce, receiptHash: spend.receipt_hash });
@@ -245,7 +248,7 @@ export class PaidCallRecorder {
             ),
           );
         }
-        this.receiptEvents(append, call, signature, receipt, fee, stable);
+        this.receiptEvents(append, call, { signature, receipt, fee, stable });
 
         if (served) {
           const body = link.wrapReceipt ? wrapped(served, receipt) : served;
@@ -255,10 +258,10 @@ export class PaidCallRecorder {
           if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
           const response: StoredResponse = { ...body, headers };
           completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
-          webhooks.push(() => this.webhook(tx, call, paymentResponse, response, receipt, now));
+          webhooks.push(() => this.webhook(tx, call, { payment: paymentResponse, response, receipt, now }));
           finals[i] = { response };
         } else {
-          webhooks.push(() => this.webhook(tx, call, paymentResponse, null, receipt, now));
+          webhooks.push(() => this.webhook(tx, call, { payment: paymentResponse, response: null, receipt, now }));
           finals[i] = { response: null };
         }
         const count = counted.get(link.pk);
@@ -293,8 +296,13 @@ export class PaidCallRecorder {
   }
 
   /** The events a landed payment leaves that need no receipt. */
-  private settledEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, payer: string | null, fee: bigint, stable: Stable, status: number | null, signature: string) {
+  private settledEvents(
+    append: ReturnType<PaidCallRecorder['appender']>,
+    call: Call,
+    paid: { payer: string | null; fee: bigint; stable: Stable; status: number | null; signature: string },
+  ) {
     const { link } = call;
+    const { payer, fee, stable, status, signature } = paid;
     append('payment_link.settled', {
       payment_link_id: link.id,
       agent: link.ownerAgent,
@@ -310,8 +318,9 @@ export class PaidCallRecorder {
   }
 
   /** The earn receipt's events. */
-  private receiptEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, signature: string, receipt: Receipt, fee: bigint, stable: Stable) {
+  private receiptEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, paid: { signature: string; receipt: Receipt; fee: bigint; stable: Stable }) {
     const { link } = call;
+    const { signature, receipt, fee, stable } = paid;
     append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
     if (fee > 0n) {
       // fee-facilitator-mpp-tools §6 path 1: once per receipt with a fee.
@@ -334,8 +343,13 @@ export class PaidCallRecorder {
    * record transaction so a recorded payment's webhook is never lost. `response` is null for a sale that served nothing
    * (a buyer/payment of the link).
    */
-  private async webhook(tx: Repositories, call: Call, payment: Record<string, unknown>, response: StoredResponse | null, receipt: Receipt, now: Date): Promise<void> {
+  private async webhook(
+    tx: Repositories,
+    call: Call,
+    sent: { payment: Record<string, unknown>; response: StoredResponse | null; receipt: Receipt; now: Date },
+  ): Promise<void> {
     const { link } = call;
+    const { payment, response, receipt, now } = sent;
     if (!link.webhookUrl || !link.webhookSecret) return;
     const data = { payment_link_id: link.id, payment, receipt, response: response && { status: response.status, headers: response.headers, body: response.body } };
     await enqueueLinkDelivery(tx, { network: link.network, linkPk: link.pk, kind: 'payment_link.settled', data, now });

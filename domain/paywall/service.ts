@@ -28,7 +28,8 @@ export class PaywallService {
   readonly recorder: PaidCallRecorder;
 
   constructor(deps: PaywallDeps) {
-    const recorder = (this.recorder = deps.recorder ?? new PaidCallRecorder(deps));
+    const recorder = deps.recorder ?? new PaidCallRecorder(deps);
+    this.recorder = recorder;
     this.core = new PaywallCore(deps, recorder);
     this.reconciler = new PaidCallReconciler(deps, this.core);
   }

@@ -331,7 +331,7 @@ export class RateLimiter {
     w.decidingSlots += need;
     w.decisions++;
     const admittedBefore = w.admitted;
-    const call = this.deps.store.hit(subject, bucket, limit, WINDOW_MS, now, pending, need);
+    const call = this.deps.store.hit({ subject, bucket, limit, windowMs: WINDOW_MS }, { now, pending, hits: need });
     if (pending.length) {
       const flushing = call.then(
         () => undefined,

@@ -46,7 +46,7 @@ export interface FacilitatorStore {
    * the process that claimed it is gone.
    */
   claimSettlement(record: { network: Network; signature: string; payer: string; blockhash: string; at: Date }): Promise<ClaimResult>;
-  finishSettlement(network: Network, signature: string, status: 'settled' | 'failed', error: string | null, at: Date): Promise<void>;
+  finishSettlement(record: { network: Network; signature: string; status: 'settled' | 'failed'; error: string | null; at: Date }): Promise<void>;
   getSettlement(network: Network, signature: string): Promise<SettlementRecord | null>;
   /** Read-only check for verify: would this sponsorship be granted now? */
   checkSponsorship(request: Omit<SponsorshipRequest, 'signature'>): Promise<SponsorshipDecision>;

@@ -53,7 +53,7 @@ export interface IndexerRepository {
   /** forgets the cursors (all, or one address's): the next run rescans their recent history; returns how many */
   resetCursors(network: Network, address?: string): Promise<number>;
   /** inside the transaction that appends the event: false when (network, signature, key) was reported already */
-  markSeen(network: Network, signature: string, key: string, eventId: string, at: Date): Promise<boolean>;
+  markSeen(seen: { network: Network; signature: string; key: string; eventId: string; at: Date }): Promise<boolean>;
   /** how many events the indexer reported for one signature (tests, diagnostics) */
   countSeen(network: Network, signature: string): Promise<number>;
   /** the agent of the prepared transaction that was submitted through /v1/submit with this signature; null if none */

@@ -47,13 +47,21 @@ export interface RateWindow {
   oldest: Date | null;
 }
 
+/** One sliding window: whose, which bucket, its limit and its length. */
+export interface RateWindowKey {
+  subject: string;
+  bucket: string;
+  limit: number;
+  windowMs: number;
+}
+
 export interface RateLimitStore {
   /**
    * The exact decision: adds `pending` (this process's hits not shared yet), ages out hits older than the window,
    * counts, and records `hits` hits (default 1) at `now` when they all fit under `limit`. Serialised per (subject, bucket)
    * across processes.
    */
-  hit(subject: string, bucket: string, limit: number, windowMs: number, now: Date, pending: Date[], hits?: number): Promise<RateHitResult>;
+  hit(window: RateWindowKey, request: { now: Date; pending: Date[]; hits?: number }): Promise<RateHitResult>;
   /** Shares pending hits and reads back the window of each (subject, bucket), in one round trip. */
   sync(entries: { subject: string; bucket: string; pending: Date[] }[], windowMs: number, now: Date): Promise<RateWindow[]>;
 }

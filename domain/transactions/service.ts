@@ -254,8 +254,8 @@ export class TransactionService {
       const code = errorCode(simulated.err);
       // Already processed: the same bytes reached the ledger another way; the event is not failed on that word.
       const failed = code === 'already_processed' ? false : await this.failPrepared(prepared, code, [`hint: nothing landed and nothing was charged. ${rejectionHint(code, simulated.logs)}`, ...failureLogs(simulated.err, simulated.logs)]);
-      this.told(prepared, signed.signature, started, null, code);
-      throw rejected(prepared.eventId, simulated.err, simulated.logs, failed ? 'failed' : event.phase, code);
+      this.told(prepared, { signature: signed.signature, started, code }, null);
+      throw rejected(prepared.eventId, { err: simulated.err, logs: simulated.logs, phase: failed ? 'failed' : event.phase, code });
     }
 
     const now = this.deps.clock.now();
@@ -286,7 +286,7 @@ export class TransactionService {
       return this.repeat(current ?? prepared, signed.signature);
     }
     const result: SubmitResult = { event_id: prepared.eventId, signature: signed.signature, phase: 'submitted', network, replayed: false };
-    let sent;
+    let sent: Awaited<ReturnType<typeof ledger.sendTransaction>>;
     try {
       sent = await ledger.sendTransaction(wire);
     } catch (e) {
@@ -298,22 +298,23 @@ export class TransactionService {
       // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
       // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
       // nothing landed and nothing will.
-      let landed;
+      let landed: unknown; // a status, or true when unknown
       try {
         [landed] = await ledger.getSignatureStatuses([signed.signature]);
       } catch {
         landed = true; // not known whether it landed: the job reads the status and decides
       }
-      if (landed) return this.told(prepared, signed.signature, started, result);
+      if (landed) return this.told(prepared, { signature: signed.signature, started }, result);
       await this.fail(prepared, errorCode(sent.err), failureLogs(sent.err, sent.logs));
-      this.told(prepared, signed.signature, started, null, errorCode(sent.err));
-      throw rejected(prepared.eventId, sent.err, sent.logs, 'failed', errorCode(sent.err));
+      this.told(prepared, { signature: signed.signature, started, code: errorCode(sent.err) }, null);
+      throw rejected(prepared.eventId, { err: sent.err, logs: sent.logs, phase: 'failed', code: errorCode(sent.err) });
     }
-    return this.told(prepared, signed.signature, started, result);
+    return this.told(prepared, { signature: signed.signature, started }, result);
   }
 
   /** Tells the observer of a first submit (broadcast, or refused by the ledger with `code`); passes the result through. */
-  private told<R extends SubmitResult | null>(row: PreparedTransactionRecord, signature: string, started: number, result: R, code: string | null = null): R {
+  private told<R extends SubmitResult | null>(row: PreparedTransactionRecord, submit: { signature: string; started: number; code?: string | null }, result: R): R {
+    const { signature, started, code = null } = submit;
     try {
       this.deps.onSubmitted?.({
         event_id: row.eventId,
@@ -356,7 +357,7 @@ export class TransactionService {
     for (const [network, rows] of byNetwork) {
       const ledger = this.deps.ledgers[network];
       if (!ledger) continue;
-      let statuses;
+      let statuses: Awaited<ReturnType<typeof ledger.getSignatureStatuses>>;
       try {
         statuses = await ledger.getSignatureStatuses(rows.map((r) => r.signature!));
       } catch {
@@ -523,7 +524,7 @@ export function compile(
 function firstSignature(wire: Uint8Array): string | null {
   try {
     const first = decodeTransaction(wire).signatures[0];
-    return first && first.some((b) => b !== 0) ? encodeBase58(first) : null;
+    return first?.some((b) => b !== 0) ? encodeBase58(first) : null;
   } catch {
     return null;
   }
@@ -531,7 +532,7 @@ function firstSignature(wire: Uint8Array): string | null {
 
 /** DECISIONS `transaction_invalid`: bytes that do not parse, differ from the prepared message, or lack a signature. */
 function checkSigned(prepared: PreparedTransactionRecord, wire: Uint8Array, event: EventRecord): { signature: string } {
-  let decoded;
+  let decoded: ReturnType<typeof decodeTransaction>;
   try {
     decoded = decodeTransaction(wire);
   } catch (e) {
@@ -586,7 +587,8 @@ function rejectionHint(code: string, logs: string[]): string {
   return 'A program refused the transaction (see logs); fix the cause, then prepare a new transaction.';
 }
 
-function rejected(eventId: string, err: LedgerTransactionError, logs: string[], phase: string, code: string): DomainError {
+function rejected(eventId: string, refusal: { err: LedgerTransactionError; logs: string[]; phase: string; code: string }): DomainError {
+  const { err, logs, phase, code } = refusal;
   const hint = rejectionHint(code, logs);
   const written = phase === 'failed' ? ` Event ${eventId} is now failed (error_code ${code}); it cannot be submitted again.` : '';
   return new DomainError('transaction_rejected', `The ledger refused the transaction of event ${eventId}: ${JSON.stringify(err)}. Nothing landed and nothing was charged.${written} ${hint}`, {

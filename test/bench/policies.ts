@@ -19,8 +19,7 @@ const nothingStored: PolicyStore = {
     deleteExpired: async () => 0,
   },
   rateLimits: {
-    // biome-ignore lint/complexity/useMaxParams: the RateLimitStore.hit port shape (domain/ports/policy-store.ts), being edited on another branch
-    hit: async (_s, _b, _limit, _w, now) => ({ allowed: true, used: 1, oldest: now }),
+    hit: async (_window, { now }) => ({ allowed: true, used: 1, oldest: now }),
     sync: async () => [],
   },
   requestRecords: { insertMany: async () => {}, usage: async () => [], deleteOlderThan: async () => 0 },

@@ -46,7 +46,9 @@ function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {
 }
 
 /** prepare (REST) → sign → submit (REST) → confirmed by the job; returns the envelope and the confirmed event. */
-async function run(t: ExecutionContext, app: TestApp, key: string, path: string, body: Record<string, unknown>, signers: Keypair[]) {
+async function run(t: ExecutionContext, as: { app: TestApp; key: string }, request: { path: string; body: Record<string, unknown> }, signers: Keypair[]) {
+  const { app, key } = as;
+  const { path, body } = request;
   const prepared = await http<PreparedEnvelope>(app, 'POST', path, { key, body });
   t.is(prepared.status, 200, `${path}: ${JSON.stringify(prepared.body)}`);
   const envelope = prepared.body;
@@ -86,7 +88,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   await fundSol(funder, executive.publicKey.toBase58());
 
   // 1. Mint the agent: a Core asset owned by `owner`; the gateway signs only the fresh asset's slot.
-  const minted = await run(t, gateway, key, '/v1/agents/prepare', { owner: owner.publicKey.toBase58(), name: 'Lifecycle agent', uri: 'https://example.com/agent.json' }, [owner]);
+  const minted = await run(t, { app: gateway, key }, { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Lifecycle agent', uri: 'https://example.com/agent.json' } }, [owner]);
   const mint = String(minted.envelope.echo.asset);
   const treasury = treasuryOf(mint);
   t.is(minted.envelope.identity, 'not_registered', 'the embedded devnet has no agent registry program');
@@ -96,7 +98,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.like(agent.body, { mint, owner: owner.publicKey.toBase58(), treasury, source: 'prepared', name: 'Lifecycle agent' });
 
   // 2. Provision the treasury's USDC account; a second provision is a no-op.
-  await run(t, gateway, key, `/v1/agents/${mint}/treasury/provision/prepare`, { payer: owner.publicKey.toBase58() }, [owner]);
+  await run(t, { app: gateway, key }, { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } }, [owner]);
   const again = await http<PreparedEnvelope>(gateway, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key, body: { payer: owner.publicKey.toBase58() } });
   t.like(again.body, { event_id: null, transaction: null, no_op: true });
 
@@ -121,10 +123,8 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   // 4. Delegate 5 USDC (grossed up by the fee) to the executive.
   const delegation = await run(
     t,
-    gateway,
-    key,
-    `/v1/agents/${mint}/delegation/prepare`,
-    { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '5', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() },
+    { app: gateway, key },
+    { path: `/v1/agents/${mint}/delegation/prepare`, body: { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '5', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() } },
     [owner],
   );
   const bps = gateway.services.settings.fee.bps;
@@ -138,7 +138,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   const link = await http(gateway, 'POST', '/v1/payment-links', { key, body: linkBody(seller.mint, { price: '$1.50' }) });
   t.is(link.status, 201, JSON.stringify(link.body));
   const sellerBefore = await ledger.getTokenBalances(treasuryOf(seller.mint), { mint: USDC.mint });
-  await run(t, gateway, key, '/v1/buyer/payment/prepare', { payment_link: link.body.id, buyer_agent: mint, executive: executive.publicKey.toBase58() }, [executive]);
+  await run(t, { app: gateway, key }, { path: '/v1/buyer/payment/prepare', body: { payment_link: link.body.id, buyer_agent: mint, executive: executive.publicKey.toBase58() } }, [executive]);
   const sellerAfter = await ledger.getTokenBalances(treasuryOf(seller.mint), { mint: USDC.mint });
   const sum = (xs: { amount: bigint }[]) => xs.reduce((s, x) => s + x.amount, 0n);
   t.is(sum(sellerAfter) - sum(sellerBefore), 1_500_000n, 'the seller received the price');
@@ -180,19 +180,15 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   // 6. Withdraw 2 USDC and 0.1 SOL to a wallet.
   const withdraw = await run(
     t,
-    gateway,
-    key,
-    `/v1/agents/${mint}/treasury/withdraw/prepare`,
-    { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '2000000' },
+    { app: gateway, key },
+    { path: `/v1/agents/${mint}/treasury/withdraw/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '2000000' } },
     [owner],
   );
   t.is(withdraw.envelope.will_create_destination_ata, true);
   await run(
     t,
-    gateway,
-    key,
-    `/v1/agents/${mint}/treasury/withdraw-sol/prepare`,
-    { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' },
+    { app: gateway, key },
+    { path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' } },
     [owner],
   );
   const after = await balances(gateway, key, mint);
@@ -202,7 +198,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.is(await ledger.getBalance(wallet), 100_000_000n);
 
   // 7. Revoke the delegation.
-  await run(t, gateway, key, `/v1/agents/${mint}/delegation/revoke/prepare`, { stable_symbol: 'USDC', payer: owner.publicKey.toBase58() }, [owner]);
+  await run(t, { app: gateway, key }, { path: `/v1/agents/${mint}/delegation/revoke/prepare`, body: { stable_symbol: 'USDC', payer: owner.publicKey.toBase58() } }, [owner]);
   t.deepEqual((await http(gateway, 'GET', `/v1/agents/${mint}`, { key })).body.delegations, []);
 
   // Every prepared event went prepared → submitted → confirmed: its confirmed delivery carries that history, in order,

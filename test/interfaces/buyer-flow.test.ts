@@ -44,7 +44,8 @@ function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {
 }
 
 /** signed → /v1/submit → confirmed by the confirmations job; the confirmed event */
-async function submit(t: ExecutionContext, app: TestApp, key: string, envelope: PreparedEnvelope, signers: Keypair[]) {
+async function submit(t: ExecutionContext, as: { app: TestApp; key: string }, envelope: PreparedEnvelope, signers: Keypair[]) {
+  const { app, key } = as;
   const submitted = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, ...signers) } });
   t.is(submitted.status, 202, JSON.stringify(submitted.body));
   return until(`${envelope.event_id} confirmed`, async () => {
@@ -54,11 +55,13 @@ async function submit(t: ExecutionContext, app: TestApp, key: string, envelope: 
   }, 60_000, 250);
 }
 
-async function prepareAndSubmit(t: ExecutionContext, app: TestApp, key: string, path: string, body: Record<string, unknown>, signers: Keypair[]) {
+async function prepareAndSubmit(t: ExecutionContext, as: { app: TestApp; key: string }, request: { path: string; body: Record<string, unknown> }, signers: Keypair[]) {
+  const { app, key } = as;
+  const { path, body } = request;
   const prepared = await http<PreparedEnvelope>(app, 'POST', path, { key, body });
   t.is(prepared.status, 200, `${path}: ${JSON.stringify(prepared.body)}`);
   if (prepared.body.no_op) return prepared.body;
-  await submit(t, app, key, prepared.body, signers);
+  await submit(t, { app, key }, prepared.body, signers);
   return prepared.body;
 }
 
@@ -100,17 +103,15 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const executive = Keypair.generate();
   await app.services.dev.fund('chain-devnet', { address: owner.publicKey.toBase58(), sol: '2' });
   await app.services.dev.fund('chain-devnet', { address: executive.publicKey.toBase58(), sol: '2' });
-  const minted = await prepareAndSubmit(t, app, key, '/v1/agents/prepare', { owner: owner.publicKey.toBase58(), name: 'Buyer agent', uri: 'https://example.com/buyer.json' }, [owner]);
+  const minted = await prepareAndSubmit(t, { app, key }, { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Buyer agent', uri: 'https://example.com/buyer.json' } }, [owner]);
   const mint = String(minted.echo.asset);
   const treasury = treasuryOf(mint);
-  await prepareAndSubmit(t, app, key, `/v1/agents/${mint}/treasury/provision/prepare`, { payer: owner.publicKey.toBase58() }, [owner]);
+  await prepareAndSubmit(t, { app, key }, { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } }, [owner]);
   await app.services.dev.fund('chain-devnet', { address: treasury, token: 'USDC', amount: '20' });
   await prepareAndSubmit(
     t,
-    app,
-    key,
-    `/v1/agents/${mint}/delegation/prepare`,
-    { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '10', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() },
+    { app, key },
+    { path: `/v1/agents/${mint}/delegation/prepare`, body: { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '10', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() } },
     [owner],
   );
 
@@ -160,7 +161,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.is(executed.status, 200, JSON.stringify(executed.body));
   t.is(executed.body.decision, 'allow');
   t.like(executed.body.prepared.echo, { buyer_agent: mint, gross_atomic: gross.toString(), payment_link: link.body.id });
-  const confirmed = await submit(t, app, key, executed.body.prepared, [executive]);
+  const confirmed = await submit(t, { app, key }, executed.body.prepared, [executive]);
   const settlement = String(confirmed.signature);
   await theSaleOnce(t, app, key, { linkId: link.body.id, shareUrl: link.body.share_url, seller: seller.mint, settlement, executive: executive.publicKey.toBase58(), bps });
   // replays write nothing twice: the same transaction submitted again, the confirmations job run again

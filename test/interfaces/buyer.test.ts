@@ -24,8 +24,11 @@ test.after.always(async (t) => {
   await stopPaywallApp(t.context.w);
 });
 
-const rest = (t: { context: { w: PaywallWorld } }, method: string, path: string, body?: unknown, key = t.context.w.key) =>
-  http(t.context.w.app, method, path, { key, ...(body === undefined ? {} : { body }) });
+/** `route` is "METHOD /path" */
+const rest = (t: { context: { w: PaywallWorld } }, route: string, body?: unknown, key = t.context.w.key) => {
+  const [method, path] = route.split(/ (.*)/s) as [string, string];
+  return http(t.context.w.app, method, path, { key, ...(body === undefined ? {} : { body }) });
+};
 const gql = (t: { context: { w: PaywallWorld } }, query: string, variables?: Record<string, unknown>, key = t.context.w.key): Promise<HttpResult> =>
   http(t.context.w.app, 'POST', '/graphql', { key, body: { query, variables } });
 const trpc = (t: { context: { w: PaywallWorld } }, key = t.context.w.key) => createClient({ url: t.context.w.app.url, apiKey: key });
@@ -33,7 +36,7 @@ const trpc = (t: { context: { w: PaywallWorld } }, key = t.context.w.key) => cre
 const OPTION_FIELDS = 'kind x402Version scheme network currency asset payTo net netAtomic fee feeAtomic gross grossAtomic feeBps feeAuthority feePayer payable';
 
 test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: the one STABLES list, the key’s network current', async (t) => {
-  const networks = await rest(t, 'GET', '/v1/buyer/networks');
+  const networks = await rest(t, 'GET /v1/buyer/networks');
   t.is(networks.status, 200, JSON.stringify(networks.body));
   const devnet = networks.body.data.find((n: { network: string }) => n.network === 'chain-devnet');
   t.like(devnet, { current: true, rails: ['x402', 'mpp'], caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', x402_network: 'solana-devnet' });
@@ -42,10 +45,10 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
   t.false(mainnet.current);
   t.deepEqual(mainnet.stables.map((s: { symbol: string }) => s.symbol), STABLES['chain-mainnet'].map((s) => s.symbol));
   // the seller side answers the same stables
-  const seller = await rest(t, 'GET', '/v1/seller/networks');
+  const seller = await rest(t, 'GET /v1/seller/networks');
   t.deepEqual(seller.body.data.map((n: { stables: unknown }) => n.stables), networks.body.data.map((n: { stables: unknown }) => n.stables));
 
-  const currency = await rest(t, 'GET', '/v1/buyer/currency');
+  const currency = await rest(t, 'GET /v1/buyer/currency');
   t.is(currency.status, 200);
   t.deepEqual(currency.body, { network: 'chain-devnet', data: devnet.stables, next_cursor: null, has_more: false });
 
@@ -61,7 +64,7 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
 
 test('GET /v1/seller/facilitator on REST, tRPC and GraphQL: its URL, fee payer per network and its /health', async (t) => {
   const { app } = t.context.w;
-  const res = await rest(t, 'GET', '/v1/seller/facilitator');
+  const res = await rest(t, 'GET /v1/seller/facilitator');
   t.is(res.status, 200, JSON.stringify(res.body));
   const feePayer = app.services.facilitator!.feePayer;
   t.is(res.body.url, app.services.settings.facilitatorUrl);
@@ -81,7 +84,7 @@ test('quote a payment link on REST, tRPC and GraphQL: net, fee and gross per cur
   const { link, agent, treasury } = await createLink(w, { price: '$0.01' });
   const bps = w.app.services.settings.fee.bps;
   const fee = feeFor(10_000n, bps);
-  const res = await rest(t, 'POST', '/v1/buyer/quote', { payment_link: link.id });
+  const res = await rest(t, 'POST /v1/buyer/quote', { payment_link: link.id });
   t.is(res.status, 200, JSON.stringify(res.body));
   t.like(res.body, { source: 'payment_link', payment_link: link.id, method: 'GET', url: link.share_url, domain: new URL(link.share_url).host });
   t.is(res.body.options.length, 1);
@@ -103,7 +106,7 @@ test('quote a payment link on REST, tRPC and GraphQL: net, fee and gross per cur
   t.like(res.body.seller, { pay_to: treasury, agent });
   t.true(['allow', 'warn', 'deny'].includes(res.body.seller.identity.verdict));
   // the verdict is POST /v1/identity/verify's
-  const verdict = await rest(t, 'POST', '/v1/identity/verify', { mint: agent });
+  const verdict = await rest(t, 'POST /v1/identity/verify', { mint: agent });
   t.is(res.body.seller.identity.verdict, verdict.body.verdict);
 
   const viaTrpc = await trpc(t).buyer.quote.mutate({ payment_link: link.id });
@@ -115,7 +118,7 @@ test('quote a payment link on REST, tRPC and GraphQL: net, fee and gross per cur
   t.like(g.body.data.buyerQuote.options[0], { net: '0.01', grossAtomic: (10_000n + fee).toString(), currency: 'USDC', kind: 'X402', network: 'CHAIN_DEVNET', payable: true });
 
   // a URL of this gateway's own paywall is the same link, resolved locally (the gateway never calls itself)
-  const own = await rest(t, 'POST', '/v1/buyer/quote', { url: link.share_url });
+  const own = await rest(t, 'POST /v1/buyer/quote', { url: link.share_url });
   t.is(own.status, 200, JSON.stringify(own.body));
   t.like(own.body, { source: 'url', payment_link: link.id });
   t.deepEqual(own.body.options, res.body.options);
@@ -134,7 +137,7 @@ test('quote a URL probed over HTTP: the real paywall’s 402 (v2 header and v1 b
   const v1 = await startLocalServer(() => ({ status: 402, headers: { 'content-type': 'application/json' }, body }));
   t.teardown(() => Promise.all([v2.close(), v1.close()]));
 
-  const q2 = await rest(t, 'POST', '/v1/buyer/quote', { url: `${v2.url}/weather?city=Paris` });
+  const q2 = await rest(t, 'POST /v1/buyer/quote', { url: `${v2.url}/weather?city=Paris` });
   t.is(q2.status, 200, JSON.stringify(q2.body));
   t.like(q2.body, { source: 'url', payment_link: null, domain: new URL(v2.url).host, resource: { url: link.share_url } });
   t.like(q2.body.options[0], { kind: 'x402', x402_version: 2, net: '0.25', pay_to: treasury, payable: true });
@@ -158,35 +161,35 @@ test('quote: not a 402, a malformed challenge, an unreachable or refused URL and
   await closed.close();
   t.teardown(() => Promise.all([ok.close(), garbage.close()]));
 
-  const notPayable = await rest(t, 'POST', '/v1/buyer/quote', { url: `${ok.url}/free` });
+  const notPayable = await rest(t, 'POST /v1/buyer/quote', { url: `${ok.url}/free` });
   t.is(notPayable.status, 422, JSON.stringify(notPayable.body));
   t.like(notPayable.body, { error: 'payment_not_required', details: { status: 200 } });
   t.truthy(notPayable.body.request_id);
 
-  const malformed = await rest(t, 'POST', '/v1/buyer/quote', { url: `${garbage.url}/x` });
+  const malformed = await rest(t, 'POST /v1/buyer/quote', { url: `${garbage.url}/x` });
   t.is(malformed.status, 422);
   t.is(malformed.body.error, 'challenge_invalid');
   t.true(malformed.body.details.problems.length >= 2, JSON.stringify(malformed.body));
 
-  const down = await rest(t, 'POST', '/v1/buyer/quote', { url: `${closed.url}/x` });
+  const down = await rest(t, 'POST /v1/buyer/quote', { url: `${closed.url}/x` });
   t.is(down.status, 422, JSON.stringify(down.body));
   t.like(down.body, { error: 'quote_unreachable', details: { reason: 'network' } });
 
-  const refused = await rest(t, 'POST', '/v1/buyer/quote', { url: 'http://10.1.2.3/pay' });
+  const refused = await rest(t, 'POST /v1/buyer/quote', { url: 'http://10.1.2.3/pay' });
   t.is(refused.status, 400, JSON.stringify(refused.body));
   t.is(refused.body.error, 'invalid_request');
   t.is(refused.body.details.issues[0].code, 'url_refused');
 
   for (const body of [{}, { url: 'ftp://example.com/x' }, { url: 'https://example.com', payment_link: 'x' }]) {
-    const bad = await rest(t, 'POST', '/v1/buyer/quote', body);
+    const bad = await rest(t, 'POST /v1/buyer/quote', body);
     t.is(bad.status, 400, JSON.stringify(body));
     t.is(bad.body.error, 'invalid_request');
   }
   // this gateway's own paywall URL with a malformed escape in the link id: 400, not a URIError's 500
-  const badEscape = await rest(t, 'POST', '/v1/buyer/quote', { url: `${t.context.w.app.services.settings.baseUrl}/x/%zz` });
+  const badEscape = await rest(t, 'POST /v1/buyer/quote', { url: `${t.context.w.app.services.settings.baseUrl}/x/%zz` });
   t.is(badEscape.status, 400, JSON.stringify(badEscape.body));
   t.like(badEscape.body, { error: 'invalid_request', details: { path: 'url' } });
-  const missing = await rest(t, 'POST', '/v1/buyer/quote', { payment_link: 'no-such-link' });
+  const missing = await rest(t, 'POST /v1/buyer/quote', { payment_link: 'no-such-link' });
   t.is(missing.status, 404);
   t.is(missing.body.error, 'payment_link_not_found');
 
@@ -200,26 +203,26 @@ test('quote: not a 402, a malformed challenge, an unreachable or refused URL and
 test('spend policy: PUT and GET on REST, tRPC and GraphQL; owned by the agent’s principal (another gets 404)', async (t) => {
   const { w, other } = t.context;
   const { mint } = await recordAgent(w.app, w.key);
-  const missing = await rest(t, 'GET', `/v1/buyer/policy?agent=${mint}`);
+  const missing = await rest(t, `GET /v1/buyer/policy?agent=${mint}`);
   t.is(missing.status, 404);
   t.is(missing.body.error, 'not_found');
 
   const body = { agent: mint, limits: [{ currency: 'USDC', per_call: '0.50', daily: '2' }], allowed_domains: ['*.example.com'], min_identity_verdict: 'warn' };
-  const put = await rest(t, 'PUT', '/v1/buyer/policy', body);
+  const put = await rest(t, 'PUT /v1/buyer/policy', body);
   t.is(put.status, 200, JSON.stringify(put.body));
   t.like(put.body, { agent: mint, network: 'chain-devnet', limits: [{ currency: 'USDC', per_call: '0.5', daily: '2' }], allowed_sellers: null, allowed_domains: ['*.example.com'], min_identity_verdict: 'warn' });
-  const got = await rest(t, 'GET', `/v1/buyer/policy?agent=${mint}`);
+  const got = await rest(t, `GET /v1/buyer/policy?agent=${mint}`);
   t.deepEqual(got.body, put.body);
   t.deepEqual(await trpc(t).buyer.policy.query({ agent: mint }), put.body);
 
   // another principal: neither reads nor writes it, and cannot tell it exists
-  const foreign = await rest(t, 'GET', `/v1/buyer/policy?agent=${mint}`, undefined, other);
+  const foreign = await rest(t, `GET /v1/buyer/policy?agent=${mint}`, undefined, other);
   t.is(foreign.status, 404);
   t.is(foreign.body.error, 'agent_not_found');
-  const foreignPut = await rest(t, 'PUT', '/v1/buyer/policy', body, other);
+  const foreignPut = await rest(t, 'PUT /v1/buyer/policy', body, other);
   t.is(foreignPut.status, 404);
   t.is(foreignPut.body.error, 'agent_not_found');
-  const foreignEval = await rest(t, 'POST', '/v1/buyer/policy/evaluate', { agent: mint, payment_link: 'x' }, other);
+  const foreignEval = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: mint, payment_link: 'x' }, other);
   t.is(foreignEval.status, 404);
 
   // bad input: a stable the network does not have, too many decimals, a duplicate currency, a bad verdict
@@ -230,7 +233,7 @@ test('spend policy: PUT and GET on REST, tRPC and GraphQL; owned by the agent’
     { agent: mint, min_identity_verdict: 'deny' },
     { agent: mint, allowed_domains: ['Not A Host'] },
   ]) {
-    const res = await rest(t, 'PUT', '/v1/buyer/policy', bad);
+    const res = await rest(t, 'PUT /v1/buyer/policy', bad);
     t.is(res.status, 400, JSON.stringify(bad));
     t.is(res.body.error, 'invalid_request');
   }
@@ -254,12 +257,12 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
   const gross = 1_000_000n + feeFor(1_000_000n, bps);
 
   // no policy: allowed, and said so
-  const free = await rest(t, 'POST', '/v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
+  const free = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
   t.is(free.status, 200, JSON.stringify(free.body));
   t.like(free.body, { decision: 'allow', reasons: [], checks: [{ rule: 'policy', ok: true }] });
 
-  await rest(t, 'PUT', '/v1/buyer/policy', { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '2', daily: '3' }], allowed_sellers: [seller] });
-  const allowed = await rest(t, 'POST', '/v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
+  await rest(t, 'PUT /v1/buyer/policy', { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '2', daily: '3' }], allowed_sellers: [seller] });
+  const allowed = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
   t.like(allowed.body, { decision: 'allow', reasons: [], option: { currency: 'USDC', gross_atomic: gross.toString() }, spent_today: [], in_flight: [] });
   t.deepEqual(allowed.body.checks.map((c: { rule: string; ok: boolean }) => [c.rule, c.ok]), [
     ['per_call_max', true], ['daily_cap', true], ['allowed_sellers', true], ['allowed_domains', true], ['min_identity_verdict', true],
@@ -275,8 +278,8 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
     });
   const r0 = spend(0, null);
   const r1 = spend(1, r0.receipt_hash);
-  for (const r of [r0, r1]) t.is((await rest(t, 'POST', `/v1/receipts/${buyer.mint}`, r)).status, 200);
-  const capped = await rest(t, 'POST', '/v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
+  for (const r of [r0, r1]) t.is((await rest(t, `POST /v1/receipts/${buyer.mint}`, r)).status, 200);
+  const capped = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
   t.is(capped.status, 200);
   t.like(capped.body, { decision: 'deny', spent_today: [{ currency: 'USDC', gross_atomic: '2020000' }] });
   t.deepEqual(capped.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule), ['daily_cap']);
@@ -299,7 +302,7 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
   t.is(g.body.data.evaluateSpendPolicy.reasons.length, 2);
 
   // evaluate input errors: none or two of quote/url/payment_link
-  const none = await rest(t, 'POST', '/v1/buyer/policy/evaluate', { agent: buyer.mint });
+  const none = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: buyer.mint });
   t.is(none.status, 400);
 });
 
@@ -311,7 +314,7 @@ test('the daily rollup is one row per (agent, stable, UTC day) kept by the recei
   const b = buildReceipt(mint, { nonce: 0, receiptHash: a.receipt_hash }, { kind: 'spend', ts: '2026-03-02T00:00:00.000Z' });
   const earn = buildReceipt(mint, { nonce: 1, receiptHash: b.receipt_hash }, { kind: 'earn', ts: '2026-03-02T00:00:01.000Z' });
   const denied = buildReceipt(mint, { nonce: 2, receiptHash: earn.receipt_hash }, { kind: 'spend', decision: 'deny', ts: '2026-03-02T00:00:02.000Z' });
-  for (const r of [a, b, earn, denied]) t.is((await rest(t, 'POST', `/v1/receipts/${mint}`, r)).status, 200);
+  for (const r of [a, b, earn, denied]) t.is((await rest(t, `POST /v1/receipts/${mint}`, r)).status, 200);
   const spent = (d: string) =>
     w.app.database.orm.em
       .fork()
@@ -329,9 +332,9 @@ test('receipt verify and finalize: chain position of a pushed chain, a receipt n
   const r0 = buildReceipt(mint, null, { kind: 'spend' });
   const r1 = buildReceipt(mint, { nonce: 0, receiptHash: r0.receipt_hash }, { kind: 'spend' });
   const r2 = buildReceipt(mint, { nonce: 1, receiptHash: r1.receipt_hash }, { kind: 'spend' });
-  for (const r of [r0, r1, r2]) t.is((await rest(t, 'POST', `/v1/receipts/${mint}`, r)).status, 200);
+  for (const r of [r0, r1, r2]) t.is((await rest(t, `POST /v1/receipts/${mint}`, r)).status, 200);
 
-  const middle = await rest(t, 'POST', '/v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash });
+  const middle = await rest(t, 'POST /v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash });
   t.is(middle.status, 200, JSON.stringify(middle.body));
   t.like(middle.body, { ok: true, nonce: 1, agent: mint, settlement: 'not_applicable' });
   t.regex(middle.body.checks.find((c: { name: string }) => c.name === 'chain_position').detail, /links to .* and is linked from nonce 2/);
@@ -343,21 +346,21 @@ test('receipt verify and finalize: chain position of a pushed chain, a receipt n
   t.deepEqual(v.checks.map((c) => [c.name, c.ok]), [['hash', true], ['stored', false], ['chain_position', false], ['settlement', true]]);
 
   // another principal: the receipt and the agent do not exist for it
-  const foreign = await rest(t, 'POST', '/v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash }, other);
+  const foreign = await rest(t, 'POST /v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash }, other);
   t.is(foreign.status, 404);
   t.is(foreign.body.error, 'receipt_not_found');
-  const foreignBody = await rest(t, 'POST', '/v1/buyer/receipt/verify', { receipt: forged }, other);
+  const foreignBody = await rest(t, 'POST /v1/buyer/receipt/verify', { receipt: forged }, other);
   t.is(foreignBody.status, 404);
-  const foreignFinalize = await rest(t, 'POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: '5'.repeat(88) }, other);
+  const foreignFinalize = await rest(t, 'POST /v1/buyer/receipt/finalize', { agent: mint, signature: '5'.repeat(88) }, other);
   t.is(foreignFinalize.status, 404);
   t.is(foreignFinalize.body.error, 'agent_not_found');
 
   // finalize of a signature the ledger never saw: 422, nothing recorded; bad input: 400
-  const unseen = await rest(t, 'POST', '/v1/buyer/receipt/finalize', { agent: mint, signature: '5'.repeat(88) });
+  const unseen = await rest(t, 'POST /v1/buyer/receipt/finalize', { agent: mint, signature: '5'.repeat(88) });
   t.is(unseen.status, 422, JSON.stringify(unseen.body));
   t.like(unseen.body, { error: 'transaction_invalid', details: { retry: true } });
   for (const bad of [{ agent: mint }, { agent: mint, signature: 'x', payment_response: 'y' }, { agent: mint, payment_response: 'bm90IGpzb24=' }]) {
-    const res = await rest(t, 'POST', '/v1/buyer/receipt/finalize', bad);
+    const res = await rest(t, 'POST /v1/buyer/receipt/finalize', bad);
     t.is(res.status, 400, JSON.stringify(bad));
   }
   const g = await gql(t, 'mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok nonce checks { name ok } } }', { h: r2.receipt_hash });

@@ -461,11 +461,11 @@ async function openSse(t: ExecutionContext<Ctx>, query: string, variables: Recor
   const waiters = new Set<() => void>();
   res.on('data', (chunk: string) => {
     buffer += chunk;
-    waiters.forEach((w) => w());
+    for (const w of waiters) w();
   });
   res.on('close', () => {
     ended = true;
-    waiters.forEach((w) => w());
+    for (const w of waiters) w();
   });
   const parse = (): SseMessage | undefined => {
     for (;;) {

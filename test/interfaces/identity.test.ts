@@ -210,7 +210,7 @@ test.serial('resolve by mint and handle (any case, with @) on REST, tRPC and Gra
   const h = handle('Resolve');
   t.is((await putProfile(t, mint, { handle: h })).status, 200);
 
-  const byHandle = await http(t.context.app, 'GET', `/v1/identity/resolve?handle=${encodeURIComponent('@' + h.toUpperCase())}`, { key: t.context.other });
+  const byHandle = await http(t.context.app, 'GET', `/v1/identity/resolve?handle=${encodeURIComponent(`@${h.toUpperCase()}`)}`, { key: t.context.other });
   t.is(byHandle.status, 200, JSON.stringify(byHandle.body));
   t.is(byHandle.body.mint, mint);
   const byMint = await http(t.context.app, 'GET', `/v1/identity/resolve?mint=${mint}`, { key: t.context.other });

@@ -206,7 +206,7 @@ test.serial("the facilitator's guard claims and finishes that arrive together ar
   t.deepEqual(claims.slice(0, N).map((c) => c.claimed), Array.from({ length: N }, () => true), 'each new signature claimed');
   t.like(claims[N], { claimed: false, existing: { status: 'pending', signature: signatures[0] } }, 'a signature claimed once');
 
-  const finished = await statementsOf(w.app, BACKGROUND, () => Promise.all(signatures.map((s, i) => store.finishSettlement('chain-devnet', s, i % 2 ? 'failed' : 'settled', i % 2 ? 'boom' : null, at))));
+  const finished = await statementsOf(w.app, BACKGROUND, () => Promise.all(signatures.map((s, i) => store.finishSettlement({ network: 'chain-devnet', signature: s, status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null, at }))));
   t.is(finished.filter((s) => /^update facilitator_settlements/.test(s)).length, 2, finished.join('\n'));
   for (const [i, signature] of signatures.entries()) t.like(await store.getSettlement('chain-devnet', signature), { status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null });
   // a failed row (nothing landed) may be claimed again; a settled one may not

@@ -2,7 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { DEFAULT_LIMITS, LOCAL_SHARE, RateLimiter, resolveLimits } from '../../domain/policies/rate-limit.ts';
-import type { RateLimitStore } from '../../domain/ports/policy-store.ts';
+import type { RateLimitStore, RateWindowKey } from '../../domain/ports/policy-store.ts';
 import { MikroOrmPolicyStore } from '../../adapters/store/policy-store.ts';
 import { ConfigError, loadConfig } from '../../interfaces/config.ts';
 import { appRouter } from '../../interfaces/trpc/router.ts';
@@ -489,8 +489,7 @@ class GatedStore implements RateLimitStore {
     return this.log.filter((x) => x > cutoff).length;
   }
 
-  // biome-ignore lint/complexity/useMaxParams: the RateLimitStore.hit port shape (domain/ports/policy-store.ts), being edited on another branch
-  async hit(_s: string, _b: string, limit: number, windowMs: number, now: Date, pending: Date[]) {
+  async hit({ limit, windowMs }: RateWindowKey, { now, pending }: { now: Date; pending: Date[] }) {
     if (pending.length) await this.held();
     for (const p of pending) this.log.push(p.getTime());
     const used = this.count(now.getTime() - windowMs);

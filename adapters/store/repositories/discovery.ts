@@ -1,5 +1,5 @@
 import type { Network } from '../../../domain/shared/network.ts';
-import type { DiscoverableLinkRow, DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
+import type { DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
 import { query, type RepoContext } from './context.ts';
 import { fromRow, LINK_SELECT, type PaymentLinkRow } from './payment-links.ts';
 

@@ -92,10 +92,8 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     return group.map((r) => won.has(`${r.network}:${r.signature}`) && first.get(`${r.network}:${r.signature}`) === r);
   }
 
-  // biome-ignore lint/complexity/useMaxParams: implements FacilitatorStore.finishSettlement, whose caller (domain/facilitator/service.ts) is being edited on another branch
-  async finishSettlement(network: Network, signature: string, status:
- 'settled' | 'failed', error: string | null, at: Date): Promise<void> {
-    await this.finishes.add({ network, signature, status, error, at });
+  async finishSettlement(record: { network: Network; signature: string; status: 'settled' | 'failed'; error: string | null; at: Date }): Promise<void> {
+    await this.finishes.add(record);
   }
 
   /** The finishes of a group in one statement (a signature finished twice in one group: its last finish). */

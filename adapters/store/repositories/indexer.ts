@@ -69,8 +69,7 @@ export function indexerRepository(ctx: RepoContext): IndexerRepository {
       address === undefined
         ? affected(em(), `update indexer_watch set cursor_signature = null, cursor_slot = null where network = ?`, [network])
         : affected(em(), `update indexer_watch set cursor_signature = null, cursor_slot = null where network = ? and address = ?`, [network, address]),
-    // biome-ignore lint/complexity/useMaxParams: implements IndexerStore.markSeen, whose caller (domain/indexer/service.ts) is being edited on another branch
-    markSeen: async (network, signature, key, eventId, at) =>
+    markSeen: async ({ network, signature, key, eventId, at }) =>
       (await affected(
         em(),
         `insert into indexer_seen (network, signature, key, event_id, created_at) values (?, ?, ?, ?, ?) on conflict do nothing`,

@@ -5,8 +5,7 @@ import { bound } from './context.ts';
 /** Rate-limit windows in `rate_hits` (migrations/0002, svc_rate_hit from 0007-weighted-rate-hits.ts). */
 export function rateLimitRepository(em: () => EntityManager): RateLimitStore {
   return {
-    // biome-ignore lint/complexity/useMaxParams: implements RateLimitStore.hit (domain/ports/policy-store.ts), which is being edited on another branch
-    hit: async (subject, bucket, limit, windowMs, now, pending, hits = 1) => {
+    hit: async ({ subject, bucket, limit, windowMs }, { now, pending, hits = 1 }) => {
       const rows = await bound<{ allowed: boolean; used: number; oldest: Date }>(
         em(),
         'select allowed, used, oldest from svc_rate_hit(?, ?, ?, ?, ?, ?::jsonb, ?::integer)',
