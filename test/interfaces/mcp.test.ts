@@ -409,6 +409,13 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   const mppSpend = await ok(buyer, 'svc_get_receipt', { receipt_hash: mppPaid.receipt_hash });
   t.like(mppSpend, { v: '0.2', protocol: 'mpp', kind: 'spend', agent: b.mint, mpp_settlement_tx: mppPaid.tx_signature });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining_atomic: (1_500_000n - gross).toString() });
+  // A link whose gross is above what the delegation has left: insufficient_allowance (F§2.2.6, F§7) with the numbers,
+  // so an agent told to gross up sees the code it was told about; nothing moves.
+  const dear = await ok(seller, 'svc_create_payment_link', { label: 'Dear weather', method: 'GET', price: '$1.40', response: { body: { forecast: 'gold' } } });
+  const short = await buyer.call('svc_pay_payment_link', { payment_link: dear.id });
+  t.true(short.isError, JSON.stringify(short.body));
+  t.is(short.body.error, 'insufficient_allowance', JSON.stringify(short.body));
+  t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining_atomic: (1_500_000n - gross).toString() }, 'nothing moved');
   const revoked = await ok(buyer, 'svc_set_spend_limit', { symbol: 'USDC', mode: 'revoke' });
   t.like(revoked, { symbol: 'USDC', mode: 'revoke', delegate: null });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { delegate: null, remaining_atomic: '0', delegate_matches_executive: false });
