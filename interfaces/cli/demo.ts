@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { commandArgs } from './command-args.ts';
 import { VersionedTransaction, type Keypair } from '@solana/web3.js';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
@@ -38,17 +39,9 @@ function parseCli(args: string[]) {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values: ReturnType<typeof parseCli>['values'];
-  try {
-    ({ values } = parseCli(argv));
-  } catch (e) {
-    console.error(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const parsed = commandArgs(() => parseCli(argv), USAGE);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const gateway = await locateGateway({ url: values.url });
   const say = (line = '') => console.log(line);
   say(`Gateway      ${gateway.url} (data directory ${gateway.dir}, ${gateway.source === 'SVC_DATA_DIR' ? 'from SVC_DATA_DIR' : 'the default .data'})`);

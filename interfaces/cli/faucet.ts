@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { commandArgs } from './command-args.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { faucetCommand as runFaucet } from '../app.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -30,17 +31,9 @@ function parseCli(args: string[]) {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values: ReturnType<typeof parseCli>['values'];
-  try {
-    ({ values } = parseCli(argv));
-  } catch (e) {
-    console.error(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const parsed = commandArgs(() => parseCli(argv), USAGE);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   const network = (values.network && (ALIASES[values.network] ?? values.network)) as Network | undefined;
   if (!network || !(NETWORKS as readonly string[]).includes(network) || !values.to) {
     console.error(USAGE);

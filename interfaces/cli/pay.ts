@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { commandArgs } from './command-args.ts';
 import { loadConfig } from '../config.ts';
 import { dataDirOf, findGateway } from '../announce.ts';
 import { createPayingFetch, decodePaymentResponse } from '../client/paying-fetch.ts';
@@ -24,18 +25,9 @@ function parseCli(args: string[]) {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let parsed: ReturnType<typeof parseCli>;
-  try {
-    parsed = parseCli(argv);
-  } catch (e) {
-    console.error(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
+  const parsed = commandArgs(() => parseCli(argv), USAGE);
+  if (typeof parsed === 'number') return parsed;
   const { values, positionals } = parsed;
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
   const [shareUrl] = positionals;
   if (!shareUrl || positionals.length !== 1 || !URL.canParse(shareUrl)) {
     console.error(USAGE);

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { commandArgs } from './command-args.ts';
 import { loadConfigOrExit } from '../config.ts';
 import { programsCopyCommand } from '../app.ts';
 import { WELL_KNOWN_PROGRAMS } from '../../domain/ledger/programs.ts';
@@ -31,17 +32,9 @@ function parseCli(args: string[]) {
 }
 
 async function main(argv: string[]): Promise<number> {
-  let values: ReturnType<typeof parseCli>['values'];
-  try {
-    ({ values } = parseCli(argv));
-  } catch (e) {
-    console.error(`${(e as Error).message}\n${USAGE}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(USAGE);
-    return 0;
-  }
+  const parsed = commandArgs(() => parseCli(argv), USAGE);
+  if (typeof parsed === 'number') return parsed;
+  const { values } = parsed;
   let source: URL;
   try {
     source = new URL(values.from);
