@@ -1,4 +1,9 @@
-// AVA's configuration (a module, not package.json, for `sortTestFiles`).
+// AVA's configuration (a module, not package.json, for `sortTestFiles` and the build below).
+
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { bundleTests } from './test/support/bundle-tests.mjs';
 
 /**
  * The slowest files first (longest first, measured on the idle 2-core machine; rough order is enough): AVA runs two
@@ -29,17 +34,49 @@ const SLOWEST_FIRST = [
 ];
 
 const rank = (file) => {
-  const i = SLOWEST_FIRST.findIndex((slow) => file.replaceAll('\\', '/').endsWith(slow));
+  const name = file.replaceAll('\\', '/').replace(/\.mjs$/, '.ts');
+  const i = SLOWEST_FIRST.findIndex((slow) => name.endsWith(slow));
   return i === -1 ? SLOWEST_FIRST.length : i;
 };
 
-export default {
-  files: ['test/**/*.test.ts'],
-  extensions: { ts: 'module' },
-  // TypeScript through test/support/ts-hooks.mjs (esbuild, cached), not tsx: ~1 s less CPU per test file
-  // `svc-gateway-source`: the package's own entries (svc-gateway/client, /x402, /mpp) resolve to their TypeScript source
-  nodeArguments: ['--import=./test/support/ts-register.mjs', '--conditions=svc-gateway-source'],
+const ROOT = fileURLToPath(new URL('.', import.meta.url));
+
+/** Every test file under test/ (fixtures aside), relative to the repository */
+function testFiles(dir = 'test') {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = `${dir}/${entry.name}`;
+    if (entry.isDirectory()) return entry.name === 'fixtures' ? [] : testFiles(path);
+    return entry.name.endsWith('.test.ts') ? [path] : [];
+  });
+}
+
+/** `npx ava test/x.test.ts` (or any path or glob) names files; `npm test` names none */
+const namesFiles = process.argv.slice(2).some((arg) => !arg.startsWith('-') && /[/*]|\.ts$/.test(arg));
+
+const common = {
   workerThreads: false,
   timeout: '2m',
   sortTestFiles: (a, b) => rank(a) - rank(b) || a.localeCompare(b, [], { numeric: true }),
+};
+
+export default async () => {
+  if (namesFiles) {
+    return {
+      ...common,
+      files: ['test/**/*.test.ts'],
+      extensions: { ts: 'module' },
+      // TypeScript through test/support/ts-hooks.mjs (esbuild, cached), not tsx: ~1 s less CPU per test file
+      // `svc-gateway-source`: the package's own entries (svc-gateway/client, /x402, /mpp) resolve to their TypeScript source
+      nodeArguments: ['--import=./test/support/ts-register.mjs', '--conditions=svc-gateway-source'],
+    };
+  }
+  // The whole suite: built once into plain JavaScript (test/support/bundle-tests.mjs says why), run without hooks.
+  // Processes the tests start (npm scripts, CLIs) still run the TypeScript sources as a user does.
+  await bundleTests(ROOT, testFiles());
+  return {
+    ...common,
+    files: ['.test-build/test/**/*.test.mjs'],
+    nodeArguments: ['--conditions=svc-gateway-source'],
+    environmentVariables: { SVC_TEST_BUNDLED: '1' },
+  };
 };

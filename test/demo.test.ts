@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { http, issueKey, makeDataDir, removeDataDir, startTestApp, type TestApp } from './support/app.ts';
-import { npmRun, run, start, type Running } from './support/commands.ts';
+import { npmRun, run, start, type Running, RUN_TS } from './support/commands.ts';
 import { coreProgramsDir, metaplexTest } from './support/programs.ts';
 import { announceGateway, findGateway, type GatewayAnnouncement } from '../interfaces/announce.ts';
 
@@ -28,7 +28,7 @@ test.before(async (t) => {
   const programs = coreProgramsDir();
   if (!programs) return; // the Metaplex tests below are skipped (or failed under SVC_REQUIRE_PROGRAMS=1)
   // npm start's command without its explorer build; ports 0 so parallel test files never collide.
-  const gateway = start(process.execPath, ['--import', 'tsx', 'interfaces/main.ts'], {
+  const gateway = start(process.execPath, [RUN_TS, 'interfaces/main.ts'], {
     SVC_DATA_DIR: t.context.dataDir,
     PORT: '0',
     HOST: '127.0.0.1',

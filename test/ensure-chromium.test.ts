@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import anyTest, { type TestFn } from 'ava';
 import { ensureChromium } from '../scripts/ensure-chromium.ts';
 import { chromiumOrThrow, findChromium } from './support/chromium.ts';
+import { RUN_TS } from './support/commands.ts';
 
 // The pretest step and the browser test's lookup (test/support/chromium.ts): SVC_CHROMIUM first, else `chromium` on
 // PATH; missing, it is installed with apt-get as root, else the step stops saying what to do. Each test builds its own
@@ -131,7 +132,7 @@ test('apt-get failing stops the step with its exit status and the end of its out
 test('as `npm test` runs it: exit 0 and silent when found, exit 1 with what to do when missing', async (t) => {
   const bin = await binDir(t.context.dir, 'bin');
   const run = (env: NodeJS.ProcessEnv) =>
-    promisify(execFile)(process.execPath, ['--import', 'tsx', 'scripts/ensure-chromium.ts'], { cwd: REPO, env: { HOME: process.env.HOME, ...env } }).then(
+    promisify(execFile)(process.execPath, [RUN_TS, 'scripts/ensure-chromium.ts'], { cwd: REPO, env: { HOME: process.env.HOME, ...env } }).then(
       ({ stdout, stderr }) => ({ code: 0, stdout, stderr }),
       (error: { code: number; stdout: string; stderr: string }) => ({ code: error.code, stdout: error.stdout, stderr: error.stderr }),
     );

@@ -6,14 +6,16 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-// The test workers load TypeScript through test/support/ts-hooks.mjs (ava.config.mjs), not tsx: these check that it
-// compiles the way tsconfig.json says and that an edited file is never served from the cache in its old form.
+// Test workers of named files load TypeScript through test/support/ts-hooks.mjs (ava.config.mjs), not tsx; the whole
+// suite runs prebuilt JavaScript with no hooks (test/support/bundle-tests.mjs). These check which one this worker runs,
+// that ts-hooks compiles the way tsconfig.json says and that an edited file is never served from the cache in its old form.
 
 const run = promisify(execFile);
 const REGISTER = fileURLToPath(new URL('./support/ts-register.mjs', import.meta.url));
 
-test('this worker runs under ts-hooks, not tsx', (t) => {
-  t.true(process.execArgv.some((a) => a.includes('ts-register.mjs')));
+test('this worker runs under ts-hooks, or with no hooks when the suite is prebuilt; never tsx', (t) => {
+  const bundled = process.env.SVC_TEST_BUNDLED === '1';
+  t.is(process.execArgv.some((a) => a.includes('ts-register.mjs')), !bundled);
   t.false(process.execArgv.some((a) => /(^|=)tsx$/.test(a)));
 });
 

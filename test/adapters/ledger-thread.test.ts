@@ -9,6 +9,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { issueKey, randomAddress, removeDataDir, startTestApp } from '../support/app.ts';
 import { ledgerDir, openTestLedger, removeDir, USDC_DEVNET } from '../support/ledger.ts';
 import { ledgerContract } from './ledger-contract.ts';
+import { RUN_TS } from '../support/commands.ts';
 
 // Issue 17: the embedded ledger and its JSON-RPC/PubSub server run in a worker thread, so a flood of subscriptions
 // keeps that thread busy, not the gateway's event loop. The flood runs in a child process (its client work must not
@@ -93,7 +94,7 @@ interface FloodResult {
 
 /** The flood child: resolves `subscribed` with its first report line and `done` when it exits. */
 function flood(wsUrl: string, sockets: number, subs: number, hot?: { address: string; rounds: number }) {
-  const child = spawn(process.execPath, ['--import', 'tsx', FLOOD, wsUrl, String(sockets), String(subs), ...(hot ? [hot.address, String(hot.rounds)] : [])], {
+  const child = spawn(process.execPath, [RUN_TS, FLOOD, wsUrl, String(sockets), String(subs), ...(hot ? [hot.address, String(hot.rounds)] : [])], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

@@ -15,6 +15,7 @@ import { receiptHash, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { makeDataDir, removeDataDir, testConfig } from '../support/app.ts';
 import { programsDir } from '../support/programs.ts';
+import { RUN_TS } from '../support/commands.ts';
 
 // Issue 17 "money lost on a crash", end to end: the gateway runs as a child process (`npm start`'s entry point) on one
 // data directory; N buyers pay one link concurrently through the buyer kit; the gateway is kill -9'd at random moments
@@ -60,7 +61,7 @@ interface Gateway {
 
 /** `npm start` as a child process; resolves once it printed that it is ready. */
 async function startGateway(env: Record<string, string>): Promise<Gateway> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [RUN_TS, 'interfaces/main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-20_000);

@@ -5,6 +5,7 @@ import { Keypair } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { loadConfig, ConfigError } from '../../interfaces/config.ts';
 import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { RUN_TS } from '../support/commands.ts';
 
 // fee-facilitator-mpp-tools §2.5: `npm run facilitator` with its environment. The gateway (test app) holds the
 // embedded ledgers, so the facilitator process joins them through the gateway's JSON-RPC and its database.
@@ -22,7 +23,7 @@ test.after.always(async () => {
 });
 
 function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/cli/facilitator.ts'], {
+  const child = spawn(process.execPath, [RUN_TS, 'interfaces/cli/facilitator.ts'], {
     cwd: root,
     env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent', SVC_FACILITATOR_HOST: '127.0.0.1', SVC_FACILITATOR_PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -16,8 +16,9 @@ import { until } from '../support/receiver.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor, U64_MAX } from '../../domain/shared/money.ts';
+import { RUN_TS } from '../support/commands.ts';
 
-// Issue 15: the agent tool server as an MCP host runs it — a real subprocess (`node --import tsx interfaces/mcp/main.ts`)
+// the agent tool server as an MCP host runs it — a real subprocess (`npm run mcp`: node scripts/run.mjs interfaces/mcp/main.ts)
 // spoken to over stdio by the SDK's own Client — against a gateway on the embedded devnet running Metaplex Core.
 
 const test = anyTest as TestFn<{ app: TestApp; key: string; dir: string; servers: Server[] }>;
@@ -72,7 +73,7 @@ async function startTools(t: ExecutionContext<{ app: TestApp; key: string; dir: 
   const configPath = join(dir, name, 'agent.json');
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', 'interfaces/mcp/main.ts'],
+    args: [RUN_TS, 'interfaces/mcp/main.ts'],
     env: {
       PATH: process.env.PATH ?? '',
       HOME: dir,
@@ -172,7 +173,7 @@ test.serial('lists exactly the 17 tools of the spec, each with a valid JSON Sche
 
 test.serial('--http PORT serves the same 17 tools over streamable HTTP', async (t) => {
   const { app, key, dir } = t.context;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/mcp/main.ts', '--http', '0'], {
+  const child = spawn(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', '--http', '0'], {
     env: { PATH: process.env.PATH ?? '', HOME: dir, SVC_AGENT_CONFIG: join(dir, 'http', 'agent.json'), SVC_API_URL: app.url, SVC_API_KEY: key },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -497,7 +498,7 @@ test.serial('export and import round-trip the configuration file (0600); a malfo
   await writeConfigFile(configPath, { version: 1, agent_mint: await randomAddress(), executive_keypair: secret, network: 'chain-devnet', rpc_url: null, pending_register: null });
   const run = (args: string[], path = configPath) =>
     new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/mcp/main.ts', ...args], {
+      const child = spawn(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', ...args], {
         env: { PATH: process.env.PATH ?? '', HOME: dir, SVC_AGENT_CONFIG: path },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -8,6 +8,7 @@ import { issueKey, startTestApp, type TestApp } from '../support/app.ts';
 import { buildPayment, createLink, decodeBase64Json, fundBuyer, getLink, paidCallsOf, receiptsOf, tokenBalance, type PaywallWorld } from '../support/paywall.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { REQUEST_RECORD_RETENTION_MS } from '../../domain/policies/maintenance.ts';
+import { RUN_TS } from '../support/commands.ts';
 
 // hosted-api §5.7/§7/§8: expired idempotency records and request records older than 30 days are removed by
 // periodic graphile-worker jobs, run in-process by `npm start` (SVC_JOBS=inline) or on their own (`npm run jobs`),
@@ -130,7 +131,7 @@ test.serial('paid calls: answered ones past their 24 h replay window are removed
 test.serial('`npm run jobs` runs the job runner on its own and it processes queued jobs', async (t) => {
   const { a } = t.context;
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: Record<string, string> };
-  t.is(pkg.scripts.jobs, 'node --import tsx interfaces/jobs.ts');
+  t.is(pkg.scripts.jobs, 'node scripts/run.mjs interfaces/jobs.ts');
 
   const expired = await insertIdem(a, new Date(Date.now() - 1000));
   const old = await insertRecord(a, new Date(Date.now() - 31 * DAY));
@@ -162,7 +163,7 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
 
 /** `npm run jobs` (the command of package.json) as a child process on the test database. */
 function startRunner(app: TestApp, env: Record<string, string> = {}): { output(): string; stop(): Promise<{ code: number | null; signal: string | null }> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/jobs.ts'], {
+  const child = spawn(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], {
     cwd: root,
     env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

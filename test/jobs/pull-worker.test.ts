@@ -6,6 +6,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { quickAddJob } from 'graphile-worker';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
+import { RUN_TS } from '../support/commands.ts';
 
 // Issue 11 / hosted-api §2.9, §4.7: the pull worker, run by the real job runner process (`npm run jobs`), fetches a
 // real local HTTP server serving an agent's chain — with a malformed line and a forked item in it — ingests the good
@@ -47,7 +48,7 @@ test.after.always(async (t) => {
 });
 
 function startRunner(ctx: Ctx): { output(): string; stop(): Promise<void> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/jobs.ts'], {
+  const child = spawn(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], {
     cwd: root,
     env: {
       ...process.env,

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { RUN_TS } from './commands.ts';
 
 // ARCHITECTURE "Tests" with issue 18: one PostgreSQL cluster per test run instead of an initdb per test file. The
 // first file of a run starts cluster-daemon.ts detached (it outlives no run: it stops when the run's process exits);
@@ -56,7 +57,7 @@ function clusterAdminUrl(): Promise<string> {
         if (ready) await rm(dir, { recursive: true, force: true }); // a daemon of an earlier run with this pid died
         await mkdir(dir, { recursive: true });
         await chmod(dir, 0o755);
-        const daemon = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./cluster-daemon.ts', import.meta.url)), String(owner), dir], {
+        const daemon = spawn(process.execPath, [RUN_TS, fileURLToPath(new URL('./cluster-daemon.ts', import.meta.url)), String(owner), dir], {
           detached: true,
           stdio: 'ignore',
         });

@@ -7,6 +7,9 @@ import { fileURLToPath } from 'node:url';
 
 export const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
+/** What the npm scripts run a TypeScript entry with (`node RUN_TS entry.ts args`): scripts/run.mjs */
+export const RUN_TS = fileURLToPath(new URL('../../scripts/run.mjs', import.meta.url));
+
 export interface Finished {
   code: number | null;
   stdout: string;

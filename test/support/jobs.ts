@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { RUN_TS } from './commands.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -10,9 +11,9 @@ export interface JobsProcess {
   exited: Promise<void>;
 }
 
-/** `npm run jobs` as its own process (node --import tsx interfaces/jobs.ts) with `env` over this process's. */
+/** `npm run jobs` as its own process (node scripts/run.mjs interfaces/jobs.ts) with `env` over this process's. */
 export function startJobsProcess(env: Record<string, string>): JobsProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'interfaces/jobs.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-20_000);

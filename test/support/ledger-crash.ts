@@ -3,7 +3,7 @@ import { EmbeddedLedger } from '../../adapters/ledger/embedded/ledger.ts';
 import { tokenTransfer, USDC_DEVNET, waitForCommitment } from './ledger.ts';
 
 // Child process for the crash test: lands transactions, reports them, then dies by SIGKILL without closing (no
-// final snapshot, no fsync). Usage: node --import tsx test/support/ledger-crash.ts DIR COUNT
+// final snapshot, no fsync). Usage: node scripts/run.mjs test/support/ledger-crash.ts DIR COUNT
 
 const [dir, count] = [process.argv[2]!, Number(process.argv[3] ?? 5)];
 // no snapshot after genesis: everything must come back from the history log

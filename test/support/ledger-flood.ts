@@ -6,7 +6,7 @@ import { encodeBase58 } from '../../domain/shared/base58.ts';
 // to WS_URL at once, sends SUBS accountSubscribe on each as fast as it can (to random accounts, or all to HOT),
 // waits for every answer (or the socket's refusal) and reports one JSON line. With HOT it then counts the
 // notifications of ROUNDS changes of that account and reports a second line when all arrived.
-// Usage: node --import tsx test/support/ledger-flood.ts WS_URL SOCKETS SUBS [HOT ROUNDS]
+// Usage: node scripts/run.mjs test/support/ledger-flood.ts WS_URL SOCKETS SUBS [HOT ROUNDS]
 
 const [url, sockets, subs] = [process.argv[2]!, Number(process.argv[3] ?? 200), Number(process.argv[4] ?? 100)];
 const hot = process.argv[5];

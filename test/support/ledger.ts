@@ -18,6 +18,7 @@ import { createAssociatedTokenAccountIdempotentInstruction, createTransferChecke
 import { getBase58Decoder } from '@solana/kit';
 import { EmbeddedLedger, type EmbeddedLedgerOptions } from '../../adapters/ledger/embedded/ledger.ts';
 import { findStable, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
+import { RUN_TS } from './commands.ts';
 
 export const MEMO_PROGRAM = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
 export const USDC_DEVNET = findStable('chain-devnet', 'USDC')!;
@@ -121,7 +122,7 @@ export interface ChildResult {
 /** Runs a TypeScript entry point in a child node (async: the test process keeps serving its own servers). */
 export function runTs(script: string, args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [RUN_TS, script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
