@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import anyTest, { type TestFn } from 'ava';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { buildExplorer } from '../../interfaces/explorer/build.ts';
+import { amountOf, localTime } from '../../interfaces/explorer/web/format.ts';
+import { liveEvent, mergeEvents, resumeAfter, timeline, type ShownEvent } from '../../interfaces/explorer/web/timeline.ts';
 import { http, recordAgent } from '../support/app.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
 import { createLink, fundBuyer, getLink, payingFetch, startPaywallApp, stopPaywallApp, type EventRow, type PaywallWorld } from '../support/paywall.ts';
@@ -257,4 +259,62 @@ test.serial('a pasted stream token connects the page once; pasted again, the spe
   } finally {
     await page.close();
   }
+});
+
+// The page's timeline rules, without a browser.
+
+const at = (second: number) => `2026-11-28T10:00:${String(second).padStart(2, '0')}.000Z`;
+function shown(fields: Partial<ShownEvent> & { id: string; second: number }): ShownEvent {
+  const { second, ...rest } = fields;
+  return { kind: 'payment_link.created', phase: 'confirmed', signature: null, agent_asset: null, metadata: {}, created_at: at(second), ...rest };
+}
+
+test('the subscription resumes after the newest event of the history that can no longer change phase', (t) => {
+  const moving = shown({ id: 'e3', second: 3, kind: 'agent.create', phase: 'submitted' });
+  const settled = shown({ id: 'e2', second: 2 });
+  t.is(resumeAfter([moving, settled, shown({ id: 'e1', second: 1 })]), 'e2');
+  t.is(resumeAfter([moving]), 'e3');
+  t.is(resumeAfter([]), undefined);
+});
+
+test('history and live merge by id: a replayed or moved event replaces its row, newest first', (t) => {
+  const history = [shown({ id: 'e2', second: 2, kind: 'agent.create', phase: 'submitted' }), shown({ id: 'e1', second: 1 })];
+  const merged = mergeEvents(history, [
+    liveEvent({ ...shown({ id: 'e2', second: 2, kind: 'agent.create' }), phase: 'CONFIRMED' as ShownEvent['phase'] }),
+    shown({ id: 'e1', second: 1 }),
+    shown({ id: 'e3', second: 3 }),
+  ]);
+  t.deepEqual(merged.map((e) => [e.id, e.phase]), [['e3', 'confirmed'], ['e2', 'confirmed'], ['e1', 'confirmed']]);
+});
+
+test('the events of one paid call form one entry in step order, which keeps its place as later steps arrive', (t) => {
+  const tx = 'sig1';
+  const events = [
+    shown({ id: 'v', second: 9, kind: 'receipt.verified', metadata: { tx_sig: tx } }),
+    shown({ id: 'other', second: 5 }),
+    shown({ id: 'fee', second: 2, kind: 'protocol.fee.collected', signature: tx, metadata: { tx_sig: tx, payment_link_id: 'L' } }),
+    shown({ id: 'r', second: 2, kind: 'receipt.published', signature: tx, metadata: { receipt: { tx_sig: tx }, payment_link_id: 'L' } }),
+    shown({ id: 's', second: 2, kind: 'payment_link.settled', signature: tx, metadata: { tx_sig: tx, payment_link_id: 'L' } }),
+    shown({ id: 'sv', second: 2, kind: 'payment_link.served', signature: tx, metadata: { tx_sig: tx, payment_link_id: 'L' } }),
+  ];
+  const entries = timeline(mergeEvents([], events));
+  t.deepEqual(entries.map((e) => e.key), ['other', tx]);
+  const call = entries[1]!;
+  if (call.type !== 'call') return t.fail();
+  t.is(call.link, 'L');
+  t.deepEqual(call.events.map((e) => e.id), ['s', 'sv', 'r', 'v', 'fee']);
+});
+
+test('amounts read in the stable\'s units; times in the reader\'s zone, the date only for another day', (t) => {
+  const stables = new Map([['mintU', { symbol: 'USDC', decimals: 6 }]]);
+  t.is(amountOf('10000', 'mintU', stables), '0.01 USDC');
+  t.is(amountOf('10000', 'other', stables), '10000 (atomic)');
+  const now = new Date('2026-11-28T12:00:00.000Z');
+  const today = localTime('2026-11-28T11:59:30.000Z', now);
+  t.false(today.includes('T'), today);
+  t.regex(today, /\d{2}:\d{2}:\d{2}/);
+  const before = localTime('2026-11-20T11:59:30.000Z', now);
+  t.not(before, today);
+  t.notRegex(before, /:\d{2}:\d{2}/, 'another day shows the minute, not the second');
+  t.is(localTime(null), '—');
 });

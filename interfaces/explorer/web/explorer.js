@@ -8,8 +8,8 @@ import { h, render } from 'preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { createClient } from 'graphql-ws';
-import { amountOf, decimal, localTime, short } from './format.js';
-import { callSteps, liveEvent, mergeEvents, resumeAfter, settledOf, timeline } from './timeline.js';
+import { amountOf, decimal, localTime, short } from './format.ts';
+import { callSteps, liveEvent, mergeEvents, resumeAfter, settledOf, timeline } from './timeline.ts';
 
 const html = htm.bind(h);
 
