@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import anyTest, { type TestFn } from 'ava';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type WebSocketRoute } from 'playwright-core';
 import { buildExplorer } from '../../interfaces/explorer/build.ts';
 import { amountOf, localTime } from '../../interfaces/explorer/web/format.ts';
 import { liveEvent, mergeEvents, resumeAfter, timeline, type ShownEvent } from '../../interfaces/explorer/web/timeline.ts';
@@ -95,10 +95,12 @@ async function waitForWholeCall(page: Page, tx: string): Promise<void> {
 
 /** The left edge and width of each column header, to compare before and after rows arrive. */
 const columns = (page: Page) =>
-  page.$$eval('#events thead th', (ths) => ths.map((th) => {
-    const r = th.getBoundingClientRect();
-    return [Math.round(r.left), Math.round(r.width)];
-  }));
+  page.$$eval('#events thead th', (ths) =>
+    ths.map((th) => {
+      const r = th.getBoundingClientRect();
+      return [Math.round(r.left), Math.round(r.width)];
+    }),
+  );
 
 test.serial('the page is served from the build directory, with its script under 100 KiB', async (t) => {
   const { w, scriptBytes } = t.context;
@@ -142,7 +144,9 @@ test.serial('paid calls made before the page opens, while it attaches and after 
   const cols = await columns(page);
 
   // The agent by its name (GET /v1/agents/{mint}), its address in the tooltip.
-  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'Weather bot', `${call(before)} tr.call-summary td.agent`, { timeout: WAIT_MS });
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'Weather bot', `${call(before)} tr.call-summary td.agent`, {
+    timeout: WAIT_MS,
+  });
   t.is(await page.getAttribute(`${call(before)} tr.call-summary td.agent span`, 'title'), agent);
   // The amount in USDC, not atomic units.
   t.is(await page.textContent(`${call(before)} tr.call-summary td.amount`), '0.01 USDC'); // linkBody's price, $0.01
@@ -150,7 +154,13 @@ test.serial('paid calls made before the page opens, while it attaches and after 
   // Local time: the time of day in the browser's zone and locale, on one line; the ISO instant in the tooltip.
   const time = await page.$eval(`${call(before)} tr[data-kind="payment_link.settled"] td.time`, (td) => {
     const el = td.querySelector('time')!;
-    return { text: el.textContent, iso: el.getAttribute('datetime'), title: el.getAttribute('title'), lines: el.getClientRects().length, clipped: td.scrollWidth > td.clientWidth };
+    return {
+      text: el.textContent,
+      iso: el.getAttribute('datetime'),
+      title: el.getAttribute('title'),
+      lines: el.getClientRects().length,
+      clipped: td.scrollWidth > td.clientWidth,
+    };
   });
   const settled = (await http(w.app, 'GET', `/v1/events?kind=payment_link.settled&agent=${agent}`, { key: w.key })).body.data as EventRow[];
   const settledAt = settled.find((e) => e.metadata.tx_sig === before)!.created_at;
@@ -193,18 +203,28 @@ test.serial('paid calls made before the page opens, while it attaches and after 
   t.not(await page.textContent('#balances tr[data-symbol="USDC"] td.amount'), '0');
   await page.waitForSelector('#receipts tr[data-nonce="2"][data-verification="verified"]', { timeout: WAIT_MS });
   const receipts = await http(w.app, 'GET', `/v1/receipts/${agent}`, { key: w.key });
-  t.is(await page.getAttribute('#receipts tr[data-nonce="0"]', 'data-verification'), receipts.body.data.find((r: { nonce: number }) => r.nonce === 0).verification.status);
+  t.is(
+    await page.getAttribute('#receipts tr[data-nonce="0"]', 'data-verification'),
+    receipts.body.data.find((r: { nonce: number }) => r.nonce === 0).verification.status,
+  );
 
   await page.screenshot({ path: `${ARTIFACTS}explorer-desktop.png`, fullPage: true });
   t.deepEqual(errors, []);
   t.context.shared.paid = { linkId: link.id, txs: [before, between, after] };
 });
 
-test.serial('at a phone\'s width (375 px) the page does not scroll sideways: events become cards, each paid call shown once', async (t) => {
+test.serial("at a phone's width (375 px) the page does not scroll sideways: events become cards, each paid call shown once", async (t) => {
   const { w, browser } = t.context;
   const { paid } = t.context.shared;
   if (!paid) return t.fail('needs the paid calls of the test before');
-  const phone = await browser.newContext({ viewport: { width: 375, height: 812 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2, locale: LOCALE, timezoneId: TIME_ZONE });
+  const phone = await browser.newContext({
+    viewport: { width: 375, height: 812 },
+    isMobile: true,
+    hasTouch: true,
+    deviceScaleFactor: 2,
+    locale: LOCALE,
+    timezoneId: TIME_ZONE,
+  });
   try {
     const page = await phone.newPage();
     const errors: string[] = [];
@@ -212,7 +232,9 @@ test.serial('at a phone\'s width (375 px) the page does not scroll sideways: eve
     await connect(page, w);
     for (const tx of paid.txs) await waitForWholeCall(page, tx);
     for (const tx of paid.txs) t.is(await page.locator(call(tx)).count(), 1);
-    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'Weather bot', `${call(paid.txs[0]!)} tr.call-summary td.agent`, { timeout: WAIT_MS });
+    await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'Weather bot', `${call(paid.txs[0]!)} tr.call-summary td.agent`, {
+      timeout: WAIT_MS,
+    });
     // The lists below the events, with an agent open, are the widest content the page has.
     await page.click(`#links tr[data-link-id="${paid.linkId}"] button.agent`);
     await page.waitForSelector('#receipts tr[data-nonce="2"]', { timeout: WAIT_MS });
@@ -234,6 +256,65 @@ test.serial('at a phone\'s width (375 px) the page does not scroll sideways: eve
   }
 });
 
+test.serial('a dropped connection resumes after the last event it delivered: a call paid while it was down shows once', async (t) => {
+  const { w, desktop } = t.context;
+  const { paid } = t.context.shared;
+  if (!paid) return t.fail('needs the paid calls of the test before');
+  const page = await desktop.newPage();
+  try {
+    // The page's graphql-ws traffic passes through here: the subscribe requests are read, and the socket is dropped.
+    const subscribed: { after?: string }[] = [];
+    const sockets: WebSocketRoute[] = [];
+    await page.routeWebSocket(/\/graphql$/, (ws) => {
+      const server = ws.connectToServer();
+      ws.onMessage((m) => {
+        const message = JSON.parse(String(m));
+        if (message.type === 'subscribe') subscribed.push(message.payload.variables);
+        server.send(m);
+      });
+      server.onMessage((m) => ws.send(m));
+      sockets.push(ws);
+    });
+    await connect(page, w);
+    for (const tx of paid.txs) await waitForWholeCall(page, tx);
+
+    const link = await getLink(w, paid.linkId);
+    const pay = payingFetch(w, await fundBuyer(w));
+    t.is((await pay(link.share_url)).status, 200);
+    const live = await lastTx(w, paid.linkId);
+    await waitForWholeCall(page, live);
+    const delivered = await page.$$eval(`${call(live)} tr[data-id]`, (rows) => rows.map((r) => r.getAttribute('data-id')));
+
+    // The connection drops (a gateway restarting: graphql-ws reconnects); a call is paid before it is back.
+    let down = '';
+    await page.route(
+      '**/v1/auth/stream-token',
+      async (route) => {
+        t.is((await pay(link.share_url)).status, 200);
+        down = await lastTx(w, paid.linkId);
+        await route.continue();
+      },
+      { times: 1 },
+    );
+    sockets[0]!.close({ code: 1012, reason: 'service restart' });
+    await page.waitForFunction(() => document.querySelector('#status')?.textContent === 'live', undefined, { timeout: WAIT_MS });
+    await waitForWholeCall(page, down);
+
+    t.is(subscribed.length, 2);
+    t.not(subscribed[1]?.after, subscribed[0]?.after);
+    // the reconnection resumes after an event delivered live (newer than the first cursor), not from the start
+    const listed = ((await http(w.app, 'GET', '/v1/events?limit=200', { key: w.key })).body.data as EventRow[]).map((e) => e.id);
+    const resumed = listed.indexOf(subscribed[1]?.after ?? '');
+    t.true(resumed >= 0 && resumed < listed.indexOf(subscribed[0]?.after ?? ''), JSON.stringify({ subscribed, resumed }));
+    t.true(resumed <= listed.indexOf(delivered[0] ?? ''), 'no older than the live call');
+    for (const tx of [...paid.txs, live, down]) t.is(await page.locator(call(tx)).count(), 1);
+    const ids = await page.$$eval('#events tr[data-id]', (rows) => rows.map((r) => r.getAttribute('data-id')));
+    t.is(new Set(ids).size, ids.length, 'no event is shown twice');
+  } finally {
+    await page.close();
+  }
+});
+
 test.serial('a pasted stream token connects the page once; pasted again, the spent token is refused', async (t) => {
   const { w, browser } = t.context;
   const page = await browser.newPage();
@@ -247,9 +328,10 @@ test.serial('a pasted stream token connects the page once; pasted again, the spe
     let seen = false;
     for (let attempt = 0; attempt < 30 && !seen; attempt++) {
       const { link } = await createLink(w);
-      seen = await page
-        .waitForSelector(`#events tr[data-kind="payment_link.created"][data-link="${link.id}"]`, { timeout: 2_000 })
-        .then(() => true, () => false);
+      seen = await page.waitForSelector(`#events tr[data-kind="payment_link.created"][data-link="${link.id}"]`, { timeout: 2_000 }).then(
+        () => true,
+        () => false,
+      );
     }
     t.true(seen, 'an event reached the page connected with the pasted token');
 
@@ -284,7 +366,14 @@ test('history and live merge by id: a replayed or moved event replaces its row, 
     shown({ id: 'e1', second: 1 }),
     shown({ id: 'e3', second: 3 }),
   ]);
-  t.deepEqual(merged.map((e) => [e.id, e.phase]), [['e3', 'confirmed'], ['e2', 'confirmed'], ['e1', 'confirmed']]);
+  t.deepEqual(
+    merged.map((e) => [e.id, e.phase]),
+    [
+      ['e3', 'confirmed'],
+      ['e2', 'confirmed'],
+      ['e1', 'confirmed'],
+    ],
+  );
 });
 
 test('the events of one paid call form one entry in step order, which keeps its place as later steps arrive', (t) => {
@@ -298,14 +387,20 @@ test('the events of one paid call form one entry in step order, which keeps its 
     shown({ id: 'sv', second: 2, kind: 'payment_link.served', signature: tx, metadata: { tx_sig: tx, payment_link_id: 'L' } }),
   ];
   const entries = timeline(mergeEvents([], events));
-  t.deepEqual(entries.map((e) => e.key), ['other', tx]);
+  t.deepEqual(
+    entries.map((e) => e.key),
+    ['other', tx],
+  );
   const call = entries[1]!;
   if (call.type !== 'call') return t.fail();
   t.is(call.link, 'L');
-  t.deepEqual(call.events.map((e) => e.id), ['s', 'sv', 'r', 'v', 'fee']);
+  t.deepEqual(
+    call.events.map((e) => e.id),
+    ['s', 'sv', 'r', 'v', 'fee'],
+  );
 });
 
-test('amounts read in the stable\'s units; times in the reader\'s zone, the date only for another day', (t) => {
+test("amounts read in the stable's units; times in the reader's zone, the date only for another day", (t) => {
   const stables = new Map([['mintU', { symbol: 'USDC', decimals: 6 }]]);
   t.is(amountOf('10000', 'mintU', stables), '0.01 USDC');
   t.is(amountOf('10000', 'other', stables), '10000 (atomic)');

@@ -9,7 +9,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import htm from 'htm';
 import { createClient } from 'graphql-ws';
 import { amountOf, decimal, localTime, short } from './format.ts';
-import { callSteps, liveEvent, mergeEvents, resumeAfter, settledOf, timeline } from './timeline.ts';
+import { callSteps, isFinal, liveEvent, mergeEvents, resumeAfter, settledOf, timeline } from './timeline.ts';
 
 const html = htm.bind(h);
 
@@ -128,7 +128,8 @@ function CallRows({ call, agents, stables }) {
       <td class="kind">
         <strong>paid call</strong>
         <span class="steps">${callSteps(call).map(
-          ({ kind, event }) => html`<span key=${kind} class=${`chip ${event ? (event.kind === 'receipt.mismatch' ? 'bad' : 'done') : 'waiting'}`} data-step=${kind}>${stepLabel(kind, event)}</span>`,
+          ({ kind, event }) =>
+            html`<span key=${kind} class=${`chip ${event ? (event.kind === 'receipt.mismatch' ? 'bad' : 'done') : 'waiting'}`} data-step=${kind}>${stepLabel(kind, event)}</span>`,
         )}</span>
       </td>
       <td class="agent"><${AgentName} mint=${first?.agent_asset} agents=${agents} /></td>
@@ -185,7 +186,8 @@ function Offer({ offer }) {
         <thead><tr><th>scheme</th><th>network</th><th>amount (atomic)</th><th>asset</th><th>pay to</th></tr></thead>
         <tbody>
           ${accepts.map(
-            (a, i) => html`<tr key=${i} class="accept"><td>${a.scheme}</td><td>${a.network}</td><td>${a.amount ?? a.maxAmountRequired}</td><td><code>${short(a.asset)}</code></td><td><code>${short(a.payTo)}</code></td></tr>`,
+            (a, i) =>
+              html`<tr key=${i} class="accept"><td>${a.scheme}</td><td>${a.network}</td><td>${a.amount ?? a.maxAmountRequired}</td><td><code>${short(a.asset)}</code></td><td><code>${short(a.payTo)}</code></td></tr>`,
           )}
         </tbody>
       </table>
@@ -206,7 +208,8 @@ function Agent({ agent, agents }) {
         <thead><tr><th>token</th><th>amount</th><th>account</th></tr></thead>
         <tbody>
           ${balances.tokens.map(
-            (b) => html`<tr key=${b.token_account} data-symbol=${b.symbol ?? ''}><td>${b.symbol ?? short(b.mint)}</td><td class="amount">${decimal(b.amount_atomic, b.decimals)}</td><td><code>${short(b.token_account)}</code></td></tr>`,
+            (b) =>
+              html`<tr key=${b.token_account} data-symbol=${b.symbol ?? ''}><td>${b.symbol ?? short(b.mint)}</td><td class="amount">${decimal(b.amount_atomic, b.decimals)}</td><td><code>${short(b.token_account)}</code></td></tr>`,
           )}
         </tbody>
       </table>
@@ -314,8 +317,7 @@ function App() {
         }
       }
       let given = token || undefined;
-      // A key fetches a fresh single-use token for every (re)connection; a pasted token serves one connection. A
-      // reconnection subscribes with the same `after` again: its replay merges by id, so it adds nothing twice.
+      // A key fetches a fresh single-use token for every (re)connection; a pasted token serves one connection.
       const client = createClient({
         url: wsUrl(),
         lazy: false,
@@ -336,20 +338,23 @@ function App() {
       });
       session.current.client = client;
       setStatus('connecting');
-      client.subscribe(
-        { query: EVENTS, variables: after ? { after } : {} },
-        {
-          next: (result) => {
-            const event = result.data?.events;
-            if (result.errors?.length) setStatus(`error: ${result.errors[0].message}`);
-            if (!event) return;
-            setEvents((list) => mergeEvents(list, [liveEvent(event)]));
-            scheduleRefresh();
-          },
-          error: (e) => setStatus(`error: ${e?.reason ?? e?.message ?? 'connection refused'}`),
-          complete: () => {},
+      // graphql-ws sends this request again on each reconnection: its `after` follows the newest delivered event in a
+      // final phase (deliveries come in commit order), so a reconnection replays only what it missed; were the
+      // request copied instead, it would replay from the first cursor, merged by id all the same.
+      const request = { query: EVENTS, variables: after ? { after } : {} };
+      client.subscribe(request, {
+        next: (result) => {
+          const delivered = result.data?.events;
+          if (result.errors?.length) setStatus(`error: ${result.errors[0].message}`);
+          if (!delivered) return;
+          const event = liveEvent(delivered);
+          if (isFinal(event)) request.variables = { after: event.id };
+          setEvents((list) => mergeEvents(list, [event]));
+          scheduleRefresh();
         },
-      );
+        error: (e) => setStatus(`error: ${e?.reason ?? e?.message ?? 'connection refused'}`),
+        complete: () => {},
+      });
       await loadLinks();
     },
     [loadLinks, scheduleRefresh],

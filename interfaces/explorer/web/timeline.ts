@@ -20,7 +20,12 @@ const FINAL_PHASES = new Set<string>(['confirmed', 'failed']);
  * only resumes after its oldest. Undefined (no history): subscribe from now.
  */
 export function resumeAfter(history: readonly ShownEvent[]): string | undefined {
-  return (history.find((e) => FINAL_PHASES.has(e.phase)) ?? history[history.length - 1])?.id;
+  return (history.find(isFinal) ?? history[history.length - 1])?.id;
+}
+
+/** Whether an event is in a phase it never leaves: a safe cursor to resume after. */
+export function isFinal(e: ShownEvent): boolean {
+  return FINAL_PHASES.has(e.phase);
 }
 
 const newestFirst = (a: ShownEvent, b: ShownEvent) =>
