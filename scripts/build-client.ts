@@ -83,7 +83,8 @@ const ROUTER_CUTS: ReadonlyArray<readonly [string, string]> = [
 
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm;
 
-function specifiers(text: string): string[] {
+/** The module specifiers a JavaScript or declaration file imports. */
+export function specifiers(text: string): string[] {
   return [...text.matchAll(SPECIFIER)].map((m) => m[1]!);
 }
 
