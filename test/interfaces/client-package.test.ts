@@ -35,24 +35,25 @@ interface RootManifest {
   overrides: Record<string, unknown>;
 }
 
-let work: string;
-let consumer: string;
-let packed: PackedClient;
-let root: RootManifest;
-let registry: CacheRegistry | undefined;
-let appStarting: Promise<TestApp> | undefined;
-let app: TestApp;
-let tscOutput: string;
-/** wall time of each step of test.before, logged (the file's cost is mostly these) */
+const root = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as RootManifest;
+const work = await mkdtemp(path.join(tmpdir(), 'svc-client-package-'));
+const consumer = path.join(work, 'consumer');
+/** wall time of each step, logged (the file's cost is mostly these) */
 const phases: Record<string, number> = {};
 
-async function timed<T>(phase: string, step: Promise<T>): Promise<T> {
+async function timed<T>(phase: string, body: () => Promise<T>): Promise<T> {
   const started = performance.now();
   try {
-    return await step;
+    return await body();
   } finally {
     phases[phase] = Math.round(performance.now() - started);
   }
+}
+
+/** A step later tests await; handled here so that a failure is reported by the tests awaiting it, not as unhandled. */
+function step<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => {});
+  return promise;
 }
 
 async function npmCacheDir(): Promise<string> {
@@ -60,44 +61,43 @@ async function npmCacheDir(): Promise<string> {
   return stdout.trim();
 }
 
-test.before(async () => {
-  work = await mkdtemp(path.join(tmpdir(), 'svc-client-package-'));
-  consumer = path.join(work, 'consumer');
-  root = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as RootManifest;
+// The steps run as a pipeline started once; each test awaits the step it checks, so results arrive as the steps end
+// (AVA's timeout counts from the last result) and a failed step fails the tests that need it, saying which.
+let packed: Promise<PackedClient>;
+let registry: Promise<CacheRegistry>;
+let installed: Promise<void>;
+let tscOutput: Promise<string>;
+let gateway: Promise<TestApp>;
+
+test.before(() => {
   // the gateway starts while the package builds and installs
-  appStarting = startTestApp();
-  [packed, registry] = await Promise.all([
-    timed('build and pack', packClient({ destination: work })),
-    timed(
-      'registry index',
-      npmCacheDir().then((cacheDir) => startCacheRegistry({ cacheDir })),
-    ),
-    cp(FIXTURE, consumer, { recursive: true, filter: (src) => !/[\\/](node_modules|dist)$/.test(src) }),
-  ]);
-  // What `npm install ./svc-gateway-x.y.z.tgz <peers>` writes, with the peers' ranges the package declares. The root's
-  // overrides come along: they are what makes @solana/kit and spl-token install on Node 20 without warnings or a C
-  // build (DEPENDENCIES.md), and the cache holds the releases they pick.
-  const peers = Object.entries(packed.manifest.peerDependencies).filter(([name]) => !UNINSTALLED_PEERS.has(name));
-  const manifest = JSON.parse(await readFile(path.join(consumer, 'package.json'), 'utf8')) as Record<string, unknown>;
-  await writeFile(
-    path.join(consumer, 'package.json'),
-    JSON.stringify({
-      ...manifest,
-      dependencies: { 'svc-gateway': `file:${packed.tarball}`, ...Object.fromEntries(peers) },
-      devDependencies: { typescript: root.devDependencies.typescript, '@types/node': root.devDependencies['@types/node'] },
-      overrides: root.overrides,
-    }),
-  );
-  // A cache of its own: npm writes what it fetched there, and the user's cache keeps no packument of this registry.
-  // Install scripts are not run: the package has none, and none of its tree's is needed to load it.
-  await timed(
-    'npm install',
-    run(
-      'npm',
-      [
+  gateway = step(startTestApp());
+  packed = step(timed('build and pack', () => packClient({ destination: work })));
+  registry = step(timed('registry index', async () => startCacheRegistry({ cacheDir: await npmCacheDir() })));
+  installed = step(
+    (async () => {
+      await cp(FIXTURE, consumer, { recursive: true, filter: (src) => !/[\\/](node_modules|dist)$/.test(src) });
+      const [{ tarball, manifest: client }, { url, missing }] = await Promise.all([packed, registry]);
+      // What `npm install ./svc-gateway-x.y.z.tgz <peers>` writes, with the peers' ranges the package declares. The
+      // root's overrides come along: they are what makes @solana/kit and spl-token install on Node 20 without warnings
+      // or a C build (DEPENDENCIES.md), and the cache holds the releases they pick.
+      const peers = Object.entries(client.peerDependencies).filter(([name]) => !UNINSTALLED_PEERS.has(name));
+      const manifest = JSON.parse(await readFile(path.join(consumer, 'package.json'), 'utf8')) as Record<string, unknown>;
+      await writeFile(
+        path.join(consumer, 'package.json'),
+        JSON.stringify({
+          ...manifest,
+          dependencies: { 'svc-gateway': `file:${tarball}`, ...Object.fromEntries(peers) },
+          devDependencies: { typescript: root.devDependencies.typescript, '@types/node': root.devDependencies['@types/node'] },
+          overrides: root.overrides,
+        }),
+      );
+      // A cache of its own: npm writes what it fetched there, and the user's cache keeps no packument of this registry.
+      // Install scripts are not run: the package has none, and none of its tree's is needed to load it.
+      const args = [
         'install',
         '--registry',
-        registry.url,
+        url,
         '--cache',
         path.join(work, 'npm-cache'),
         '--no-package-lock',
@@ -106,30 +106,36 @@ test.before(async () => {
         '--no-fund',
         '--loglevel',
         'error',
-      ],
-      { cwd: consumer },
-    ).catch((err: Error & { stderr?: string }) => {
-      throw new Error(`npm install failed (packages not in the npm cache: ${[...registry!.missing].join(', ') || 'none'}):\n${err.stderr ?? err.message}`);
-    }),
+      ];
+      await timed('npm install', () =>
+        run('npm', args, { cwd: consumer }).catch((err: Error & { stderr?: string }) => {
+          throw new Error(`npm install failed (packages not in the npm cache: ${[...missing].join(', ') || 'none'}):\n${err.stderr ?? err.message}`);
+        }),
+      );
+    })(),
   );
-  tscOutput = await timed(
-    'tsc',
-    run(process.execPath, [path.join(consumer, 'node_modules/typescript/bin/tsc'), '-p', '.', '--pretty', 'false'], { cwd: consumer }).then(
-      ({ stdout, stderr }) => stdout + stderr,
-      (err: { stdout?: string; stderr?: string; message: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}` || err.message,
+  tscOutput = step(
+    installed.then(() =>
+      timed('tsc', () =>
+        run(process.execPath, [path.join(consumer, 'node_modules/typescript/bin/tsc'), '-p', '.', '--pretty', 'false'], { cwd: consumer }).then(
+          ({ stdout, stderr }) => stdout + stderr,
+          (err: { stdout?: string; stderr?: string; message: string }) => `${err.stdout ?? ''}${err.stderr ?? ''}` || err.message,
+        ),
+      ),
     ),
   );
-  app = await timed('gateway (waited for after tsc)', appStarting);
 });
 
 test.after.always(async () => {
-  await registry?.close();
-  const started = await appStarting?.catch(() => undefined);
-  if (started) {
-    await started.close();
-    await removeDataDir(started.dataDir);
+  await (await registry?.catch(() => undefined))?.close();
+  const app = await gateway?.catch(() => undefined);
+  if (app) {
+    await app.close();
+    await removeDataDir(app.dataDir);
   }
-  if (work) await rm(work, { recursive: true, force: true });
+  // every step that writes under `work` has ended before it is removed
+  await Promise.allSettled([packed, installed, tscOutput]);
+  await rm(work, { recursive: true, force: true });
 });
 
 test('package.json exports every entry of the build: the source condition for this repository, then types, then the built JavaScript', async (t) => {
@@ -140,13 +146,20 @@ test('package.json exports every entry of the build: the source condition for th
   // an export of an entry whose source is not in this checkout would be an import that fails
   const present = new Set(presentEntries().map((e) => e.subpath));
   for (const subpath of Object.keys(root.exports)) t.true(present.has(subpath), `${subpath} is built`);
+  const { manifest } = await packed;
   t.deepEqual(
-    Object.keys(packed.manifest.exports).filter((s) => s !== './package.json'),
+    Object.keys(manifest.exports).filter((s) => s !== './package.json'),
     CLIENT_ENTRIES.filter((e) => present.has(e.subpath)).map((e) => e.subpath),
   );
 });
 
+test('the README installs the tarball npm run pack:client writes', async (t) => {
+  const { tarball } = await packed;
+  t.true((await readFile(path.join(ROOT, 'README.md'), 'utf8')).includes(`npm install ./${path.basename(tarball)}`));
+});
+
 test('dist/client: the router declaration imports @trpc/server only; svc-gateway/client needs no Node types; a handful of declarations', async (t) => {
+  await packed;
   const out = path.join(ROOT, OUT_DIR);
   const router = await readFile(path.join(out, 'interfaces/trpc/router.d.ts'), 'utf8');
   t.notRegex(router, /context\.ts|init\.ts/);
@@ -163,19 +176,20 @@ test('dist/client: the router declaration imports @trpc/server only; svc-gateway
   );
 });
 
-test('the tarball holds JavaScript and declarations for each entry; it depends on the client libraries only, Solana and the x402/MPP clients as optional peers', (t) => {
-  const files = new Set(packed.files);
-  for (const [subpath, target] of Object.entries(packed.manifest.exports)) {
+test('the tarball holds JavaScript and declarations for each entry; it depends on the client libraries only, Solana and the x402/MPP clients as optional peers', async (t) => {
+  const { files: packedFiles, manifest, tarball, size, unpackedSize } = await packed;
+  const files = new Set(packedFiles);
+  for (const [subpath, target] of Object.entries(manifest.exports)) {
     if (typeof target === 'string') continue;
     t.deepEqual(Object.keys(target), ['types', 'default'], subpath);
     for (const file of Object.values(target)) t.true(files.has(file.replace(/^\.\//, '')), `${subpath}: ${file}`);
   }
   t.false(
-    packed.files.some((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
+    packedFiles.some((f) => f.endsWith('.ts') && !f.endsWith('.d.ts')),
     'no TypeScript source',
   );
-  const dependencies = Object.keys(packed.manifest.dependencies);
-  const peers = Object.keys(packed.manifest.peerDependencies);
+  const dependencies = Object.keys(manifest.dependencies);
+  const peers = Object.keys(manifest.peerDependencies);
   t.deepEqual(
     dependencies,
     Object.keys(CLIENT_IMPORTS)
@@ -188,18 +202,13 @@ test('the tarball holds JavaScript and declarations for each entry; it depends o
       .filter((n) => CLIENT_IMPORTS[n] === 'peer')
       .sort(),
   );
-  for (const name of peers) t.deepEqual(packed.manifest.peerDependenciesMeta[name], { optional: true }, name);
+  for (const name of peers) t.deepEqual(manifest.peerDependenciesMeta[name], { optional: true }, name);
   // the ranges are the root's (a peer's exact pin widened to ^): what the repository installs and tests
-  for (const [name, range] of Object.entries({ ...packed.manifest.dependencies, ...packed.manifest.peerDependencies })) {
+  for (const [name, range] of Object.entries({ ...manifest.dependencies, ...manifest.peerDependencies })) {
     const rootRange = root.dependencies[name] ?? root.devDependencies[name];
     t.true(range === rootRange || range === `^${rootRange}`, `${name}: ${range} (root ${rootRange})`);
   }
-  t.log(
-    `before: ${Object.entries(phases)
-      .map(([phase, ms]) => `${phase} ${ms} ms`)
-      .join(', ')}`,
-  );
-  t.log(`${path.basename(packed.tarball)}: ${packed.files.length} files, ${packed.size} bytes packed, ${packed.unpackedSize} unpacked`);
+  t.log(`${path.basename(tarball)}: ${packedFiles.length} files, ${size} bytes packed, ${unpackedSize} unpacked`);
 });
 
 /** Bytes of the files under `dir`, not following links, skipping `skip` (nested node_modules are counted apart). */
@@ -223,6 +232,7 @@ async function installedDir(name: string, from: string): Promise<string | undefi
 }
 
 test(`installed without a lock file: svc-gateway with its dependencies (what svc-gateway/client needs) takes under ${CLIENT_INSTALL_BUDGET_BYTES / 2 ** 20} MiB`, async (t) => {
+  await installed;
   // svc-gateway's closure over `dependencies` (peers are what the user brings; @trpc's peer typescript a TS project has)
   const seen = new Map<string, number>();
   const queue = [path.join(consumer, 'node_modules/svc-gateway')];
@@ -249,12 +259,14 @@ test(`installed without a lock file: svc-gateway with its dependencies (what svc
     t.is(await installedDir(name, consumer), undefined, name);
 });
 
-test('a strict NodeNext project (no skipLibCheck) type-checks and builds against the installed package, router types included', (t) => {
+test('a strict NodeNext project (no skipLibCheck) type-checks and builds against the installed package, router types included', async (t) => {
   // src/browser.ts holds @ts-expect-error lines that fail this check if the router's types arrived as any.
-  t.is(tscOutput, '');
+  t.is(await tscOutput, '');
 });
 
 test('the installed package, built into a Node program, calls a running gateway: typed calls answer, errors carry the API code', async (t) => {
+  // dist/main.js is what the tsc run built
+  const [app] = await Promise.all([gateway, tscOutput]);
   const key = await issueKey(app);
   const { stdout } = await run(process.execPath, ['dist/main.js', app.url, key], { cwd: consumer });
   t.deepEqual(JSON.parse(stdout), {
@@ -264,9 +276,15 @@ test('the installed package, built into a Node program, calls a running gateway:
     onePaymentError: true,
     entries: ['function', 'function', 'function'],
   });
+  t.log(
+    `steps (wall): ${Object.entries(phases)
+      .map(([phase, ms]) => `${phase} ${ms} ms`)
+      .join(', ')}`,
+  );
 });
 
 test(`svc-gateway/client bundles for the browser (esbuild --platform=browser) under ${BROWSER_BUDGET_BYTES} bytes: no node:*, no web3.js`, async (t) => {
+  await installed;
   const result = await build({
     absWorkingDir: consumer,
     entryPoints: ['src/browser.ts'],
