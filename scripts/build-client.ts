@@ -1,11 +1,11 @@
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { build } from 'esbuild';
 
-// `npm run build:client`: the published client package in dist/client/. Declarations (.d.ts + maps) come
+// `npm run build:client`: the client entries built into dist/client/ (`npm run pack:client` packs them: scripts/pack-client.ts). Declarations (.d.ts + maps) come
 // from tsc with tsconfig.client.json; the JavaScript from esbuild, one ESM bundle per entry with the npm dependencies
 // left as imports and the code two entries share in a common chunk (so `PaymentError` is one class for
 // svc-gateway/client/pay and svc-gateway/x402). package.json `exports` name each entry: `types` and `default` point
@@ -45,7 +45,13 @@ export function exportFor(entry: ClientEntry): Record<string, string> {
   return { [SOURCE_CONDITION]: `./${entry.source}`, types: `${base}.d.ts`, default: `${base}.js` };
 }
 
-function declarations(entries: ClientEntry[]): void {
+/**
+ * Emits the declarations the entries reach, one source file at a time from the entries along the declarations'
+ * relative imports (the router's after its cut, below), instead of one per file of the program: the router's program
+ * holds the whole server, whose declarations no client reads (emitting them all cost about a quarter of the build's
+ * CPU time). Returns the number of declaration files.
+ */
+async function declarations(entries: ClientEntry[], out: string): Promise<number> {
   const configPath = path.join(ROOT, 'tsconfig.client.json');
   const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, {
     ...ts.sys,
@@ -60,12 +66,27 @@ function declarations(entries: ClientEntry[]): void {
   });
   // Declaration emit checks what it prints; the whole program's semantic check is `npm run typecheck`'s (CI runs it),
   // so it is not repeated here (it would double the build's time).
-  const emitted = program.emit(undefined, undefined, undefined, true);
-  const diagnostics = [...program.getOptionsDiagnostics(), ...program.getSyntacticDiagnostics(), ...emitted.diagnostics];
+  const diagnostics = [...program.getOptionsDiagnostics(), ...program.getSyntacticDiagnostics()];
+  const emitted = new Set<string>();
+  const queue = entries.map((e) => e.source);
+  while (queue.length > 0) {
+    const source = queue.pop()!;
+    if (emitted.has(source)) continue;
+    emitted.add(source);
+    const file = program.getSourceFile(path.join(ROOT, source));
+    if (!file) throw new Error(`${source} is not in the declarations' program`);
+    diagnostics.push(...program.emit(file, undefined, undefined, true).diagnostics);
+    const declaration = path.join(out, source.replace(/\.ts$/, '.d.ts'));
+    if (source === ROUTER_SOURCE) await cutRouterDeclaration(declaration);
+    for (const s of specifiers(await readFile(declaration, 'utf8'))) {
+      if (s.startsWith('.')) queue.push(path.join(path.dirname(source), s.replace(/\.(ts|js)$/, '.ts')));
+    }
+  }
   if (diagnostics.length > 0) {
     const host: ts.FormatDiagnosticsHost = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => ROOT, getNewLine: () => '\n' };
     throw new Error(`declarations failed:\n${ts.formatDiagnostics(diagnostics, host)}`);
   }
+  return emitted.size;
 }
 
 /**
@@ -75,7 +96,7 @@ function declarations(entries: ClientEntry[]): void {
  * is already structural (tsc expands the zod-inferred inputs and outputs), so these two cuts leave a router type
  * that imports @trpc/server only; the build fails if it imports anything else.
  */
-const ROUTER_DECLARATION = 'interfaces/trpc/router.d.ts';
+const ROUTER_SOURCE = 'interfaces/trpc/router.ts';
 const ROUTER_CUTS: ReadonlyArray<readonly [string, string]> = [
   ['import("./context.ts").Context', 'object'],
   ['import("./init.ts").Meta', 'object'],
@@ -83,40 +104,17 @@ const ROUTER_CUTS: ReadonlyArray<readonly [string, string]> = [
 
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|^\s*import\s+)['"]([^'"]+)['"]/gm;
 
-function specifiers(text: string): string[] {
+/** The module specifiers a JavaScript or declaration file imports. */
+export function specifiers(text: string): string[] {
   return [...text.matchAll(SPECIFIER)].map((m) => m[1]!);
 }
 
-async function cutRouterDeclaration(out: string): Promise<void> {
-  const file = path.join(out, ROUTER_DECLARATION);
+async function cutRouterDeclaration(file: string): Promise<void> {
   let text = await readFile(file, 'utf8');
   for (const [from, to] of ROUTER_CUTS) text = text.split(from).join(to);
   const left = specifiers(text).filter((s) => s !== '@trpc/server');
-  if (left.length > 0) throw new Error(`${ROUTER_DECLARATION} still imports ${[...new Set(left)].join(', ')}: cut it in scripts/build-client.ts`);
+  if (left.length > 0) throw new Error(`${ROUTER_SOURCE.replace(/\.ts$/, '.d.ts')} still imports ${[...new Set(left)].join(', ')}: cut it in scripts/build-client.ts`);
   await writeFile(file, text);
-}
-
-/** Drops the declarations no entry reaches (tsc emits one per file of the program; the router's cut leaves most unreached). */
-async function pruneDeclarations(out: string, entries: ClientEntry[]): Promise<number> {
-  const reached = new Set<string>();
-  const queue = entries.map((e) => path.join(out, e.source.replace(/\.ts$/, '.d.ts')));
-  while (queue.length > 0) {
-    const file = queue.pop()!;
-    if (reached.has(file)) continue;
-    reached.add(file);
-    for (const s of specifiers(await readFile(file, 'utf8'))) {
-      if (!s.startsWith('.')) continue;
-      const target = path.resolve(path.dirname(file), s.replace(/\.(ts|js)$/, '.d.ts'));
-      if (!existsSync(target)) throw new Error(`${path.relative(out, file)} imports ${s}, which was not emitted`);
-      queue.push(target);
-    }
-  }
-  for (const entry of await readdir(out, { recursive: true, withFileTypes: true })) {
-    const file = path.join(entry.parentPath, entry.name);
-    if (!entry.isFile() || !/\.d\.ts(\.map)?$/.test(entry.name)) continue;
-    if (!reached.has(file.replace(/\.map$/, ''))) await rm(file);
-  }
-  return reached.size;
 }
 
 async function javascript(entries: ClientEntry[]): Promise<void> {
@@ -144,9 +142,7 @@ export async function buildClient(): Promise<{ entries: ClientEntry[]; declarati
   const entries = presentEntries();
   await rm(path.join(ROOT, OUT_DIR), { recursive: true, force: true });
   const out = path.join(ROOT, OUT_DIR);
-  declarations(entries);
-  await cutRouterDeclaration(out);
-  const declarationFiles = await pruneDeclarations(out, entries);
+  const declarationFiles = await declarations(entries, out);
   await javascript(entries);
   return { entries, declarationFiles, ms: Math.round(performance.now() - started) };
 }
