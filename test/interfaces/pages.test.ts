@@ -5,7 +5,7 @@ import { GatewayIndex } from '../../interfaces/pages/landing.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
 
-// The gateway's pages in a real browser that may reach the gateway only (the brief's user behind a firewall): the
+// The gateway's pages in a real browser that may reach the gateway only (as behind a firewall or offline): the
 // landing page, the API reference, GraphiQL, the explorer and a payment link's page load with every file from the
 // gateway, no request to another host, no failed request and no console error. GraphiQL renders and runs a query;
 // the reference shows the operations of /openapi.json.
