@@ -3,6 +3,8 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { restAnswer } from '../errors.ts';
@@ -64,7 +66,26 @@ export const FAVICON = asset('pages', 'favicon.svg');
 
 interface Loaded {
   body: Buffer;
+  /** the body gzipped, made on first use (GraphiQL's script is 5 MB, about a quarter of that gzipped) */
+  gzipped: () => Promise<Buffer>;
   etag: string;
+}
+
+const gzipAsync = promisify(gzip);
+
+function once<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => {
+    made ??= make();
+    return made;
+  };
+}
+
+/** whether the request's Accept-Encoding takes gzip (not refused with q=0) */
+function acceptsGzip(req: FastifyRequest): boolean {
+  const header = req.headers['accept-encoding'];
+  const gz = typeof header === 'string' ? /(?:^|,)\s*gzip\s*(?:;\s*q=([0-9.]+))?/i.exec(header) : null;
+  return gz !== null && (gz[1] === undefined || Number(gz[1]) > 0);
 }
 
 export function registerAssetRoutes(app: FastifyInstance): void {
@@ -72,7 +93,12 @@ export function registerAssetRoutes(app: FastifyInstance): void {
   const load = (path: string, entry: Asset): Promise<Loaded> => {
     let pending = loaded.get(path);
     if (!pending) {
-      pending = entry.load().then((body) => ({ body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` }));
+      pending = entry.load().then((body) => ({
+        body,
+        gzipped: once(() => gzipAsync(body)),
+        // weak: the gzipped and the plain answer are the same file
+        etag: `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`,
+      }));
       // a failed read is tried again by the next request
       pending.catch(() => loaded.delete(path));
       loaded.set(path, pending);
@@ -86,13 +112,15 @@ export function registerAssetRoutes(app: FastifyInstance): void {
       const { status, body } = restAnswer(new DomainError('not_found', `No asset ${path}.`), req);
       return reply.code(status).send(body);
     }
-    const { body, etag } = await load(path, entry);
+    const { body, gzipped, etag } = await load(path, entry);
     void reply.headers({
       'cache-control': entry.immutable ? 'public, max-age=31536000, immutable' : 'no-cache',
       etag,
+      vary: 'Accept-Encoding',
       'x-content-type-options': 'nosniff',
     });
     if (req.headers['if-none-match'] === etag) return reply.code(304).send();
+    if (body.length > 1024 && acceptsGzip(req)) return reply.type(entry.type).header('content-encoding', 'gzip').send(await gzipped());
     return reply.type(entry.type).send(body);
   };
 

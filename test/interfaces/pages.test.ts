@@ -119,7 +119,13 @@ test.serial('GET / answers a JSON index to API clients and the landing page to b
   t.is(vendor.status, 200);
   t.regex(vendor.headers.get('cache-control') ?? '', /max-age=31536000, immutable/);
   t.regex(vendor.headers.get('content-type') ?? '', /^text\/javascript/);
-  await vendor.arrayBuffer();
+  const plain = await fetch(`${app.url}${bundle}`, { headers: { 'accept-encoding': 'identity' } });
+  t.is(plain.headers.get('content-encoding'), null);
+  const plainBytes = Buffer.from(await plain.arrayBuffer());
+  // fetch asks for gzip and unpacks it: the same bytes, fewer on the wire
+  t.is(vendor.headers.get('content-encoding'), 'gzip');
+  t.true(Number(vendor.headers.get('content-length')) < plainBytes.length / 2, `${vendor.headers.get('content-length')} of ${plainBytes.length}`);
+  t.true(Buffer.from(await vendor.arrayBuffer()).equals(plainBytes));
   const own = await fetch(`${app.url}/assets/pages/docs.js`);
   t.is(own.headers.get('cache-control'), 'no-cache');
   const etag = own.headers.get('etag');
