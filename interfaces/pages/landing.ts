@@ -120,7 +120,7 @@ ${networks.length ? networks.map(networkHtml).join('\n') : '<p>No ledger is open
 `;
 }
 
-/** A browser asks for HTML first; everything else (curl's `*\/*`, API clients) gets the JSON index. */
+/** A client whose Accept lists text/html (a browser) gets the page; everything else (curl's `*\/*`, API clients) the JSON index. */
 function wantsHtml(req: FastifyRequest): boolean {
   const accept = req.headers.accept ?? '';
   return /(^|,)\s*text\/html/i.test(accept);
