@@ -82,7 +82,7 @@ function networkHtml(n: NetworkState): string {
   const rpc = n.rpcUrl ? ` Wallets and Solana clients reach it at <code>${escapeHtml(n.rpcUrl)}</code>.` : '';
   // program_unavailable names the same command (domain/ledger/programs.ts): routes needing a missing program refuse
   const command = n.command
-    ? `<p class="missing">Agents need these programs. Copy them once from Solana's public devnet, then restart: <code class="command">${escapeHtml(n.command)}</code></p>`
+    ? `<p class="missing">Routes that call a missing program answer <code>program_unavailable</code>. Copy them once from Solana's public devnet, then restart the gateway: <code class="command">${escapeHtml(n.command)}</code></p>`
     : '';
   return (
     `<section class="network" data-network="${n.network}"><h3>${n.network}</h3><p>embedded ledger (LiteSVM, simulated on this machine).${rpc}</p>` +
