@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { Config } from './config.ts';
 import type { Services } from './services.ts';
+import type { Network } from '../domain/shared/network.ts';
 import { openCore, startJobRunner, type AppOptions, type Core, type CoreLedgers, type Database } from './core.ts';
 import { bindListener, buildHttp } from './http.ts';
 import { listenFailure } from './listeners.ts';
@@ -38,8 +39,11 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
   let runner: JobRunner | undefined;
   try {
     core = await openCore(config, { ...options, listenPort: listener.port });
-    const { services, database, log } = core;
-    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret, listener, bounds: config.http });
+    const { services, database, log, ledgers } = core;
+    // only the embedded ledgers' JSON-RPC: a configured node's URL may carry its provider's key
+    const ledgerRpcUrls: Partial<Record<Network, string>> = {};
+    for (const network of Object.keys(ledgers.embedded) as Network[]) ledgerRpcUrls[network] = ledgers.rpcUrls[network];
+    fastify = buildHttp({ services, log, accountsSecret: config.facilitator.accountsSecret, listener, bounds: config.http, ledgerRpcUrls });
     await listener.serve(fastify);
     runner = config.jobs === 'inline' ? await startJobRunner(database.url, services, log) : undefined;
     const opened = core;

@@ -18,8 +18,11 @@ import { openApiDocument, registerRest } from './rest/handler.ts';
 import { noteRequestId, resolveError, restAnswer, restError, trpcError } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
 import { registerExplorerRoutes } from './explorer/routes.ts';
+import { registerPages } from './pages/routes.ts';
+import type { Network } from '../domain/shared/network.ts';
 
-// The gateway's HTTP server over built services: /v1, /openapi.json, /trpc, /graphql, /facilitator, /x. No adapters.
+// The gateway's HTTP server over built services: /v1, /openapi.json, /trpc, /graphql, /facilitator, /x, and the pages
+// (/, /docs, /explorer). No adapters.
 
 export const BODY_LIMIT = 1024 * 1024;
 
@@ -146,6 +149,8 @@ export function buildHttp(deps: {
   accountsSecret?: string | undefined;
   listener: Listener;
   bounds: RequestBounds;
+  /** the embedded ledgers' Solana JSON-RPC, shown on the landing page for wallets */
+  ledgerRpcUrls?: Partial<Record<Network, string>>;
 }): FastifyInstance & { unpaidFastPath?: UnpaidFastPath } {
   const { services, log } = deps;
   // Unpaid 402s whose challenge is at hand are answered before fastify (paywall/fast-402.ts); closing, fastify answers.
@@ -257,6 +262,7 @@ export function buildHttp(deps: {
 
   mountGraphql(app, { services, log });
   registerExplorerRoutes(app);
+  registerPages(app, { services, rpcUrls: deps.ledgerRpcUrls ?? {} });
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   return Object.assign(app, { unpaidFastPath: fast });

@@ -16,8 +16,9 @@ async function main(): Promise<void> {
     : 'PostgreSQL at DATABASE_URL';
   const lines = [
     `svc gateway ${app.services.settings.version} ready in ${Math.round(performance.now() - started)} ms`,
+    `  Home        ${base}/   (in a browser: what runs here and a link to every page)`,
     `  REST        ${base}/v1   (e.g. GET ${base}/v1/health with Authorization: Bearer <key>)`,
-    `  OpenAPI     ${base}/openapi.json`,
+    `  OpenAPI     ${base}/openapi.json   (rendered as the API reference at ${base}/docs)`,
     `  tRPC        ${base}/trpc`,
     `  GraphQL     ${base}/graphql   (GraphiQL in a browser; graphql-ws and SSE subscriptions on the same path)`,
     `  Explorer    ${base}/explorer  (live events, links, treasuries and receipts in a browser)`,

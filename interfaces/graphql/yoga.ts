@@ -15,6 +15,8 @@ import { mountGraphqlWs } from './ws.ts';
 import { isSingleConnection, refuse, refusedOverHttp, singleConnectionHandler, streamCredentials } from './sse.ts';
 import type { Credentials } from '../../domain/access/schema.ts';
 import { clientSignal } from '../policies/heavy.ts';
+import { renderGraphiqlPage } from '../pages/graphiql.ts';
+import { GRAPHIQL_CSP } from '../pages/html.ts';
 
 // GraphQL front door: Yoga over fastify at /graphql (GET/POST, SSE subscriptions, GraphiQL in a browser) and
 // graphql-ws on the same path (ws.ts), both executing through Yoga's envelop pipeline with the same context,
@@ -284,6 +286,8 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
     multipart: false,
     // Subscriptions in GraphiQL use SSE, so the Authorization header typed in its headers editor applies to them too.
     graphiql: { title: 'svc gateway GraphQL', headers: JSON.stringify({ Authorization: 'Bearer svc_test_…' }) },
+    // GraphiQL from the gateway's own copy of its files, not a CDN: it works offline and behind a firewall.
+    renderGraphiQL: renderGraphiqlPage,
     plugins: [useDomainErrors(log), useMalformedParams(), useQueryLimits(keys), useFanOut(fanOut)],
     // Parse errors are not cached: a cached one would be answered as thrown, with the request id it was formatted for.
     parserAndValidationCache: { errorCache: { get: () => undefined, set: () => {} } },
@@ -347,6 +351,7 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
       // subscribe step, which ran before the response started.
       void reply.headers(context.responseHeaders);
       response.headers.forEach((value, key) => void reply.header(key, value));
+      if (response.headers.get('content-type')?.startsWith('text/html')) void reply.headers({ 'content-security-policy': GRAPHIQL_CSP, 'x-content-type-options': 'nosniff' });
       // Yoga's bodiless refusals (415 a body it cannot read, 406 an Accept it cannot answer, e.g. a subscription over a
       // plain POST) answer `{ errors }` like every other GraphQL refusal.
       if (response.body === null && response.status >= 400) {
