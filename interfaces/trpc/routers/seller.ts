@@ -23,7 +23,7 @@ const SellerNetworks = listEnvelope(
 
 export const sellerRouter = router({
   parsePrice: keyedProcedure
-    .meta({ openapi: { method: 'POST', path: '/v1/seller/parse-price', tags, summary: 'Parse a display price into an atomic amount' } })
+    .meta({ openapi: { method: 'POST', path: '/v1/seller/parse-price', tags, summary: 'Parse a display price into an atomic amount', description: 'The price forms a payment link accepts ($0.01, 0.01, 0.01 USDC, 1.5 usdt) → amount_atomic, currency, decimals and display (DECISIONS "Payment links"). Zero, negative or more than 6 decimals is invalid_request.' } })
     .input(ParsePriceInput)
     .output(ParsedPriceOutput)
     .mutation(({ ctx, input }) => ctx.services.paymentLinks.parsePrice(ctx.principal.network, input)),
@@ -36,7 +36,7 @@ export const sellerRouter = router({
 
   // The facilitator that settles this gateway's links: its URL, fee payer per network and its /health.
   facilitator: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/seller/facilitator', tags, summary: 'The facilitator: URL, fee payer per network, health' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/seller/facilitator', tags, summary: 'The facilitator: URL, fee payer per network, health', description: 'The settlement service payment links use: its URL, its fee payer per network and whether it answers.' } })
     .input(z.void())
     .output(FacilitatorInfo)
     .query(({ ctx }) => ctx.services.buyer.catalog.facilitator()),
