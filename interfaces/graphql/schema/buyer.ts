@@ -1,5 +1,7 @@
 import {
   Evaluation,
+  SellerIdentity,
+  SpendLimit,
   QuoteOption,
   Quote,
   SpendPolicy,
@@ -124,6 +126,7 @@ const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
 
 type Seller = Quote['seller'];
 const SellerIdentityRef = builder.objectRef<NonNullable<Seller['identity']>>('QuoteSellerIdentity').implement({
+  extensions: fromZod(SellerIdentity),
   fields: (t) => ({
     verdict: t.expose('verdict', { type: IdentityVerdictEnum }),
     score: t.exposeInt('score'),
@@ -243,6 +246,7 @@ const VerifyReceiptResultRef = builder.objectRef<VerifyReceiptResult>('BuyerRece
 });
 
 const LimitInputRef = builder.inputType('SpendLimitInput', {
+  extensions: fromZod(SpendLimit),
   fields: (t) => ({ currency: t.field({ type: StableSymbolEnum, required: true }), perCall: t.string(), daily: t.string() }),
 });
 
