@@ -39,9 +39,9 @@ export const PrepareAgentInput = z.strictObject({
   uri: z
     .url()
     .max(200)
-    .optional()
-    .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json'),
-  description: z.string().max(1000).optional().describe('free text for the registration document'),
+    .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json')
+    .optional(),
+  description: z.string().max(1000).describe('free text for the registration document').optional(),
   services: z
     .array(
       z.strictObject({
@@ -50,8 +50,8 @@ export const PrepareAgentInput = z.strictObject({
       }),
     )
     .max(16)
-    .optional()
-    .describe('services the registration document advertises (the receipts service is added by the gateway)'),
+    .describe('services the registration document advertises (the receipts service is added by the gateway)')
+    .optional(),
 }).describe('A new agent: asset plus on-chain identity (hosted-api §4.3).');
 export type PrepareAgentInput = z.output<typeof PrepareAgentInput>;
 
@@ -59,7 +59,7 @@ export type PrepareAgentInput = z.output<typeof PrepareAgentInput>;
 export const PrepareIdentityInput = z.strictObject({
   mint: Mint,
   payer: Payer.optional(),
-  uri: z.url().max(200).optional().describe('registration document URI; left out, the gateway-hosted GET /v1/agents/{mint}/registration.json'),
+  uri: z.url().max(200).describe('registration document URI; left out, the gateway-hosted GET /v1/agents/{mint}/registration.json').optional(),
 });
 export type PrepareIdentityInput = z.output<typeof PrepareIdentityInput>;
 
@@ -85,7 +85,7 @@ export const PrepareDelegationInput = z.strictObject({
   executive: Address.describe('wallet approved as token delegate'),
   stable_symbol: StableSymbol,
   allowance: WholeUnits,
-  pad_for_protocol_fee: z.boolean().optional().describe('gross the allowance up by the protocol fee (fee_padding_atoms answers the difference)'),
+  pad_for_protocol_fee: z.boolean().describe('gross the allowance up by the protocol fee (fee_padding_atoms answers the difference)').optional(),
   payer: Payer.optional(),
 });
 export type PrepareDelegationInput = z.output<typeof PrepareDelegationInput>;
@@ -114,8 +114,8 @@ export const PrepareProvisionInput = z.strictObject({
     .array(z.strictObject({ mint: Address.describe('token mint to create the treasury’s account for'), token_program: TokenProgramChoice.optional() }))
     .min(1)
     .max(8)
-    .optional()
-    .describe('default: the curated stables of the network'),
+    .describe('default: the curated stables of the network')
+    .optional(),
 });
 export type PrepareProvisionInput = z.output<typeof PrepareProvisionInput>;
 
@@ -125,8 +125,8 @@ const withdrawFields = {
   authority: Address.describe('the asset owner: only the owner may authorise Execute'),
   spl_mint: Address.describe('token mint to debit'),
   destination: Address.describe('receiving wallet (not a token account); its token account is derived'),
-  token_program: TokenProgramChoice.optional().describe("default: the curated stable's program, else 'spl'"),
-  decimals: z.number().int().min(0).max(18).optional().describe('pre-fetched mint decimals'),
+  token_program: TokenProgramChoice.describe("default: the curated stable's program, else 'spl'").optional(),
+  decimals: z.number().int().min(0).max(18).describe('pre-fetched mint decimals').optional(),
   create_destination_ata_if_missing: z.boolean().default(true).describe('default true; false fails when the destination has no token account'),
 };
 
@@ -164,9 +164,9 @@ export type PrepareWithdrawSolAllInput = z.output<typeof PrepareWithdrawSolAllIn
 /** POST /v1/buyer/payment/prepare: a payment link, or (pay_to, amount, currency). */
 export const PrepareBuyerPaymentInput = z
   .strictObject({
-    payment_link: z.string().min(1).max(128).optional().describe('payment link id or slug'),
-    pay_to: Address.optional().describe('the seller: owner of the receiving token account (an agent treasury)'),
-    amount: WholeUnits.optional().describe('whole units of `currency`, e.g. "0.01"'),
+    payment_link: z.string().min(1).max(128).describe('payment link id or slug').optional(),
+    pay_to: Address.describe('the seller: owner of the receiving token account (an agent treasury)').optional(),
+    amount: WholeUnits.describe('whole units of `currency`, e.g. "0.01"').optional(),
     currency: StableSymbol.optional(),
     buyer_agent: Address.describe('the paying agent: its treasury token account is debited'),
     executive: Address.describe('the SPL delegate of the treasury token account (signs)'),

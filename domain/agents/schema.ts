@@ -25,8 +25,8 @@ export interface AgentRecord {
 export const RecordAgentInput = z.strictObject({
   mint: Address.describe('address of the agent’s Metaplex Core asset on your network'),
   owner: Address.describe('the asset’s owner; the ledger must show this owner'),
-  name: z.string().min(1).max(200).optional().describe('display name; default the asset’s'),
-  uri: z.url().max(2048).optional().describe('registration document URI; default the asset’s'),
+  name: z.string().min(1).max(200).describe('display name; default the asset’s').optional(),
+  uri: z.url().max(2048).describe('registration document URI; default the asset’s').optional(),
 }).describe('An agent minted outside the API, to record (DECISIONS "Agents, submissions and events").');
 export type RecordAgentInput = z.input<typeof RecordAgentInput>;
 

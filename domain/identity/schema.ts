@@ -21,7 +21,10 @@ export const Handle = z
   .refine((h) => !RESERVED_HANDLES.has(h.toLowerCase()), { message: 'This handle is reserved' });
 
 /** A capability name, e.g. "weather.forecast". */
-export const CapabilityName = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'Expected a capability name: lower-case letters, digits, ".", "_" or "-" (1–64)');
+export const CapabilityName = z
+  .string()
+  .regex(/^[a-z0-9][a-z0-9._-]{0,63}$/, 'Expected a capability name: lower-case letters, digits, ".", "_" or "-" (1–64)')
+  .describe('capability name: lower-case letters, digits, ., _ or - (1–64), e.g. weather.forecast');
 
 /**
  * A domain an agent claims: a lower-case DNS name; a ":port" is allowed for development targets on the outbound
@@ -48,9 +51,9 @@ const Mint = Address.describe('the agent’s mint');
 export const UpdateProfileInput = z.strictObject({
   mint: Mint,
   handle: Handle.describe('unique handle on the network: 3–32 letters, digits, _ or -'),
-  display_name: Text(100).nullable().optional().describe('display name; null clears it'),
-  description: Text(2000).nullable().optional().describe('free text; null clears it'),
-  image: z.url({ protocol: /^https$/ }).max(2048).nullable().optional().describe('https image URL; null clears it'),
+  display_name: Text(100).nullable().describe('display name; null clears it').optional(),
+  description: Text(2000).nullable().describe('free text; null clears it').optional(),
+  image: z.url({ protocol: /^https$/ }).max(2048).nullable().describe('https image URL; null clears it').optional(),
   /** what the agent says it can do; the stand-in for capability cards, read by the `capability_declared` check */
   capabilities: z.array(CapabilityName).max(64).describe('capability names the agent offers').optional(),
 }).describe('The public profile of an agent you own (DECISIONS "Identity").');
@@ -199,16 +202,18 @@ export type CapabilityCard = z.infer<typeof CapabilityCard>;
 
 const CardTag = z.string().regex(/^[a-z0-9][a-z0-9._-]{0,31}$/, 'Expected a tag: lower-case letters, digits, ".", "_" or "-" (1–32)');
 const cardFields = {
-  title: Text(100).nullable().optional().describe('title; null clears it'),
-  description: Text(2000).nullable().optional().describe('free text; null clears it'),
-  endpoint: z.url({ protocol: /^https$/ }).max(2048).nullable().optional().describe('https endpoint offering it; null clears it'),
+  title: Text(100).nullable().describe('title; null clears it').optional(),
+  description: Text(2000).nullable().describe('free text; null clears it').optional(),
+  endpoint: z.url({ protocol: /^https$/ }).max(2048).nullable().describe('https endpoint offering it; null clears it').optional(),
   tags: z.array(CardTag).max(16).describe('search tags: lower-case, up to 16').optional(),
   /** default true: shown in GET /v1/identity/{mint}, the registration document and verify */
   public: z.boolean().describe('shown to everyone').optional(),
 };
 
 /** POST /v1/identity/{mint}/capability-cards: one card per capability of an agent (another with the same name: 409). */
-export const CreateCardInput = z.strictObject({ mint: Mint, capability: CapabilityName, ...cardFields });
+export const CreateCardInput = z
+  .strictObject({ mint: Mint, capability: CapabilityName, ...cardFields })
+  .describe('A new capability card of an agent you own; one per capability.');
 export type CreateCardInput = z.input<typeof CreateCardInput>;
 
 export const CardIdInput = z.object({ mint: Mint, id: z.string().min(1).max(64).describe('the capability card id') });
@@ -270,9 +275,9 @@ export const VerifyInput = z
     capability: CapabilityName.describe('a capability the agent must offer').optional(),
     thresholds: z
       .strictObject({
-        min_rating: z.number().min(0).max(5).optional().describe('deny below this reputation rating'),
-        require_verified_domain: z.boolean().optional().describe('deny without a verified domain'),
-        min_settled_calls: z.number().int().min(0).max(1_000_000_000).optional().describe('deny below this many settled calls'),
+        min_rating: z.number().min(0).max(5).describe('deny below this reputation rating').optional(),
+        require_verified_domain: z.boolean().describe('deny without a verified domain').optional(),
+        min_settled_calls: z.number().int().min(0).max(1_000_000_000).describe('deny below this many settled calls').optional(),
       })
       .describe('limits that turn the verdict to deny')
       .optional(),

@@ -37,10 +37,10 @@ export type LinkResponse = z.infer<typeof LinkResponse>;
 /** hosted-api §2.1 known metadata keys are checked; other keys are free-form. */
 export const LinkMetadata = z
   .looseObject({
-    upstream_url: HttpUrl.optional().describe('when set, a settled call is forwarded here and the buyer receives the upstream answer (https, public address)'),
-    provider_url: HttpUrl.optional().describe('informational: the provider’s site'),
-    pricing_type: z.literal('fixed').optional().describe("informational; only 'fixed' exists"),
-    expected_request_body: z.record(z.string(), z.unknown()).optional().describe('descriptive only: the body shape buyers should send to a POST link'),
+    upstream_url: HttpUrl.describe('when set, a settled call is forwarded here and the buyer receives the upstream answer (https, public address)').optional(),
+    provider_url: HttpUrl.describe('informational: the provider’s site').optional(),
+    pricing_type: z.literal('fixed').describe("informational; only 'fixed' exists").optional(),
+    expected_request_body: z.record(z.string(), z.unknown()).describe('descriptive only: the body shape buyers should send to a POST link').optional(),
   })
   .describe('free-form JSON (at most 16 KiB) returned on every read; the known keys are checked (hosted-api §2.1)')
   .refine((m) => JSON.stringify(m).length <= 16_384, { message: 'metadata must serialise to at most 16 KiB' });
@@ -50,19 +50,19 @@ const createFields = {
   owner_agent: Address.describe('mint of the agent that receives the funds (its treasury is pay_to); recorded on your network'),
   method: HttpMethod,
   price: z.string().min(1).max(64).describe('display price: $0.01, 0.01, 0.01 USDC or 1.5 usdt; at most 6 decimals, above zero (DECISIONS "Payment links")'),
-  currency: AnyCaseSymbol.optional().describe('the primary stable (USDC, USDT or USDG, any case); default USDC, or the symbol written in price'),
-  accepts_currencies: z.array(AnyCaseSymbol).max(3).optional().describe('up to 3 extra stables the offer also accepts (one accepts[] entry each)'),
+  currency: AnyCaseSymbol.describe('the primary stable (USDC, USDT or USDG, any case); default USDC, or the symbol written in price').optional(),
+  accepts_currencies: z.array(AnyCaseSymbol).max(3).describe('up to 3 extra stables the offer also accepts (one accepts[] entry each)').optional(),
   protocol: Protocol.optional(),
   response: LinkResponse,
-  webhook_url: HttpUrl.nullable().optional().describe('per-link webhook POSTed on payment_link.settled, signed with webhook_secret; null clears it'),
-  wrap_receipt: z.boolean().optional().describe('true: a settled body is { data: <body>, receipt: <earn receipt> }; default false'),
+  webhook_url: HttpUrl.nullable().describe('per-link webhook POSTed on payment_link.settled, signed with webhook_secret; null clears it').optional(),
+  wrap_receipt: z.boolean().describe('true: a settled body is { data: <body>, receipt: <earn receipt> }; default false').optional(),
   settle_policy: SettlePolicy.optional(),
   metadata: LinkMetadata.optional(),
 };
 
 /** hosted-api §2.1 */
 export const CreatePaymentLinkInput = z
-  .strictObject({ ...createFields, id: Slug.optional().describe('caller-chosen slug (1–64 letters, digits, - and _); a ULID when omitted') })
+  .strictObject({ ...createFields, id: Slug.describe('caller-chosen slug (1–64 letters, digits, - and _); a ULID when omitted').optional() })
   .describe('A new payment link (hosted-api §2.1).');
 export type CreatePaymentLinkInput = z.input<typeof CreatePaymentLinkInput>;
 
@@ -81,7 +81,7 @@ export const UpdatePaymentLinkInput = z.strictObject({
   wrap_receipt: createFields.wrap_receipt,
   settle_policy: createFields.settle_policy,
   metadata: createFields.metadata,
-  disabled: z.boolean().optional().describe('true: the paywall answers 410 payment_link_disabled; false re-enables it (hosted-api §3.2)'),
+  disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled; false re-enables it (hosted-api §3.2)').optional(),
 }).describe('Any subset of the create-time fields plus disabled (hosted-api §2.1).');
 export type UpdatePaymentLinkInput = z.input<typeof UpdatePaymentLinkInput>;
 
@@ -186,8 +186,8 @@ export const PaymentLinkList = listEnvelope(PaymentLink);
 export const PaymentLinkWithSecret = PaymentLink.extend({
   webhook_secret: z
     .string()
-    .optional()
-    .describe('whsec_…: verifies the X-Svc-Signature of this link’s webhook POSTs. Only in the answer of the call that made it.'),
+    .describe('whsec_…: verifies the X-Svc-Signature of this link’s webhook POSTs. Only in the answer of the call that made it.')
+    .optional(),
 });
 export type PaymentLinkWithSecret = z.infer<typeof PaymentLinkWithSecret>;
 

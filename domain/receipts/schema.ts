@@ -43,21 +43,21 @@ const receiptFields = {
     .strictObject({
       method: Text(16).describe('HTTP method of the paid call'),
       url: Text(4096).describe('URL of the paid call'),
-      body_hash: ReceiptHash.optional().describe('lowercase hex SHA-256 of the request body, when one was sent'),
+      body_hash: ReceiptHash.describe('lowercase hex SHA-256 of the request body, when one was sent').optional(),
     })
     .describe('the paid HTTP call'),
   decision: z.enum(['allow', 'deny', 'rejected']).describe('allow (paid and served), deny (refused by policy) or rejected (payment refused)'),
-  reason: Text(1000).optional().describe('why, for deny and rejected'),
+  reason: Text(1000).describe('why, for deny and rejected').optional(),
   price: ReceiptPrice,
-  facilitator: Text(2048).optional().describe('URL of the facilitator that settled'),
+  facilitator: Text(2048).describe('URL of the facilitator that settled').optional(),
   response: z
     .strictObject({
       status: z.number().int().min(100).max(599).describe('HTTP status answered'),
-      body_hash: ReceiptHash.optional().describe('lowercase hex SHA-256 of the response body'),
+      body_hash: ReceiptHash.describe('lowercase hex SHA-256 of the response body').optional(),
     })
-    .optional()
-    .describe('what the paid call answered'),
-  tx_sig: Signature.optional().describe('the settlement transaction signature'),
+    .describe('what the paid call answered')
+    .optional(),
+  tx_sig: Signature.describe('the settlement transaction signature').optional(),
   prev_receipt_hash: ReceiptHash.nullable().describe('receipt_hash of the previous receipt of the chain; null for nonce 0'),
   receipt_hash: ReceiptHash.describe('lowercase hex SHA-256 of the RFC 8785 canonical JSON of the receipt without receipt_hash'),
 };
@@ -74,7 +74,7 @@ export const ReceiptV02 = z.strictObject({
   protocol: z.literal('mpp').describe("'mpp'"),
   mpp_challenge_id: Text(256).describe('the MPP challenge the payment answered'),
   mpp_settlement_tx: Signature.describe('the settlement transaction signature'),
-  mpp_settlement_slot: z.number().int().min(0).optional().describe('the slot the settlement landed in'),
+  mpp_settlement_slot: z.number().int().min(0).describe('the slot the settlement landed in').optional(),
 }).describe('A receipt of the MPP rail (fee-facilitator-mpp-tools §2.6).');
 export type ReceiptV02 = z.infer<typeof ReceiptV02>;
 

@@ -22,18 +22,18 @@ export const PreparedEnvelope = z.object({
   network: Network,
   transaction: PreparedTransaction.nullable().describe('the unsigned transaction; null on a no-op'),
   echo: z.record(z.string(), z.unknown()).describe('route-specific extras (asset, treasury, token accounts and similar); same shape on a no-op'),
-  no_op: z.literal(true).optional().describe('present and true only on a no-op envelope'),
-  will_create_destination_ata: z.boolean().optional().describe('withdraw routes: true when the transaction first creates the destination’s token account'),
-  fee_padding_atoms: z.string().optional().describe('atomic units added to the allowance for the protocol fee'),
-  identity: z.enum(['registered', 'not_registered']).optional().describe('agent prepare: whether the transaction also registers the on-chain identity'),
-  warnings: z.array(z.string()).optional().describe('things the caller should know before signing; absent when none'),
+  no_op: z.literal(true).describe('present and true only on a no-op envelope').optional(),
+  will_create_destination_ata: z.boolean().describe('withdraw routes: true when the transaction first creates the destination’s token account').optional(),
+  fee_padding_atoms: z.string().describe('atomic units added to the allowance for the protocol fee').optional(),
+  identity: z.enum(['registered', 'not_registered']).describe('agent prepare: whether the transaction also registers the on-chain identity').optional(),
+  warnings: z.array(z.string()).describe('things the caller should know before signing; absent when none').optional(),
 }).describe('What every prepare route answers: the event and the transaction to sign, or a no-op (hosted-api §2.5).');
 export type PreparedEnvelope = z.infer<typeof PreparedEnvelope>;
 
 export const SubmitInput = z.strictObject({
   event_id: z.string().min(1).max(64).describe('the event_id a prepare route answered; the event must be in phase prepared'),
   transaction_base64: Base64.min(1).max(4096).describe('the fully signed transaction, base64; its message must equal the prepared one'),
-  client_reference: z.string().min(1).max(200).optional().describe('your own reference, echoed on the event'),
+  client_reference: z.string().min(1).max(200).describe('your own reference, echoed on the event').optional(),
 }).describe('A signed prepared transaction to broadcast (hosted-api §2.6).');
 export type SubmitInput = z.input<typeof SubmitInput>;
 

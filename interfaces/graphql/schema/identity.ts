@@ -1,4 +1,4 @@
-import { DisclosureField, Intent } from '../../../domain/identity/schema.ts';
+import { DisclosureField, Intent, VerifyInput } from '../../../domain/identity/schema.ts';
 import { CapabilityCard, Check, Claim, CreateCardInput, CreateClaimInput, type CreateDisclosureInput, Disclosure, DisclosureLink, DomainChallenge, Identity, RegistrationStatus, Reputation, UpdateCardInput, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
 import { fromZod, procedure } from '../describe.ts';
@@ -266,6 +266,7 @@ export type CardUpdateInSync = Assert<SameKeys<typeof CardUpdateRef.$inferInput,
 const IntentEnum = graphqlEnum('IdentityIntent', Intent);
 
 const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
+  extensions: fromZod(VerifyInput.shape.thresholds),
   fields: (t) => ({ minRating: t.float(), requireVerifiedDomain: t.boolean(), minSettledCalls: t.int() }),
 });
 

@@ -26,7 +26,7 @@ const VerificationRef = builder.objectRef<StoredReceiptOutput['verification']>('
 });
 
 export const ReceiptRef = builder.objectRef<StoredReceiptOutput>('Receipt').implement({
-  extensions: fromZod(StoredReceiptOutput),
+  extensions: fromZod(StoredReceiptOutput.options[0]),
   description: 'A receipt on its agent’s hash chain (ReceiptV1 or v0.2), with its ledger check.',
   fields: (t) => ({
     receiptHash: t.exposeString('receipt_hash'),
@@ -58,6 +58,7 @@ const PushResultRef = builder.objectRef<PushReceiptResult>('PushReceiptResult').
 });
 
 const ChainBreakRef = builder.objectRef<NonNullable<ChainReport['first_break']>>('ReceiptChainBreak').implement({
+  extensions: fromZod(ChainReport.shape.first_break),
   fields: (t) => ({
     nonce: t.exposeInt('nonce'),
     receiptHash: t.exposeString('receipt_hash'),
@@ -73,8 +74,8 @@ const ChainReportRef = builder.objectRef<ChainReport>('ReceiptChainReport').impl
     network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     length: t.exposeInt('length'),
     ok: t.exposeBoolean('ok'),
-    headNonce: t.int({ nullable: true, resolve: (r) => r.head?.nonce ?? null }),
-    headReceiptHash: t.string({ nullable: true, resolve: (r) => r.head?.receipt_hash ?? null }),
+    headNonce: t.int({ nullable: true, description: 'the latest receipt’s nonce; null for an empty chain', resolve: (r) => r.head?.nonce ?? null }),
+    headReceiptHash: t.string({ nullable: true, description: 'the latest receipt’s hash; null for an empty chain', resolve: (r) => r.head?.receipt_hash ?? null }),
     firstBreak: t.expose('first_break', { type: ChainBreakRef, nullable: true }),
   }),
 });

@@ -1,4 +1,4 @@
-import { CreateWebhookInput, WebhookDelivery, type WebhookWithSecret } from '../../../domain/webhooks/schema.ts';
+import { CreateWebhookInput, WebhookDelivery, WebhookWithSecret } from '../../../domain/webhooks/schema.ts';
 import { DeliveryStatus } from '../../../domain/webhooks/schema.ts';
 import { builder } from '../builder.ts';
 import { fromZod, procedure } from '../describe.ts';
@@ -12,6 +12,7 @@ const DeliveryStatusEnum = graphqlEnum('WebhookDeliveryStatus', DeliveryStatus);
 
 // One GraphQL type for reads and for the answers that carry a new secret (create, rotate).
 export const WebhookRef = builder.objectRef<Omit<WebhookWithSecret, 'secret'> & { secret?: string }>('Webhook').implement({
+  extensions: fromZod(WebhookWithSecret),
   description: 'A subscription: signed POSTs of the events it matches (DECISIONS "Webhooks").',
   fields: (t) => ({
     id: t.exposeID('id'),

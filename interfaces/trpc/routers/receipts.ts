@@ -65,7 +65,7 @@ export const receiptsRouter = router({
 
   listPullTargets: keyedProcedure
     .meta({ openapi: { method: 'GET', path: '/v1/agents/{mint}/pull-targets', tags, summary: 'An agent’s pull targets', description: 'The feeds registered for the agent, with their worker state.' } })
-    .input(z.object({ mint: Address }))
+    .input(z.object({ mint: Address.describe('the agent’s mint') }))
     .output(listEnvelope(PullTarget))
     .query(({ ctx, input }) => ctx.services.pull.list(ctx.principal, input.mint)),
 

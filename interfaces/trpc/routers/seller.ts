@@ -10,15 +10,29 @@ const tags = ['seller'];
 const SellerNetworks = listEnvelope(
   z.object({
     network: Network,
-    caip2: z.string(),
-    x402_network: z.string(),
-    current: z.boolean(),
-    facilitator: z.string(),
-    protocol_fee: z.object({ bps: z.number().int(), pct: z.string(), authority: z.string() }),
-    stables: z.array(
-      z.object({ symbol: z.string(), mint: z.string(), decimals: z.number().int(), token_program: z.string(), token_program_id: z.string() }),
-    ),
-  }),
+    caip2: z.string().describe('CAIP-2 network id (x402 v2)'),
+    x402_network: z.string().describe('x402 v1 network name'),
+    current: z.boolean().describe('the key’s own network: the only one its links can sell on'),
+    facilitator: z.string().describe('URL of the facilitator links use'),
+    protocol_fee: z
+      .object({
+        bps: z.number().int().describe('fee rate in basis points'),
+        pct: z.string().describe('the same rate in percent, decimal string'),
+        authority: z.string().describe('the fee authority'),
+      })
+      .describe('the protocol fee buyers pay on top of the price (fee-facilitator-mpp-tools §2.2)'),
+    stables: z
+      .array(
+        z.object({
+          symbol: z.string().describe('stable symbol'),
+          mint: z.string().describe('the stable’s mint'),
+          decimals: z.number().int().describe('the mint’s decimals'),
+          token_program: z.string().describe("'spl' or 'token-2022'"),
+          token_program_id: z.string().describe('the token program’s address'),
+        }),
+      )
+      .describe('the curated stables a link can price in'),
+  }).describe('A network a seller can sell on.'),
 );
 
 export const sellerRouter = router({
