@@ -117,7 +117,13 @@ export const ErrorEnvelope = z
     details: z
       .looseObject({
         issues: z
-          .array(z.object({ path: z.string(), message: z.string(), code: z.string() }))
+          .array(
+            z.object({
+              path: z.string().describe('the invalid field, dotted'),
+              message: z.string().describe('what is wrong, for people'),
+              code: z.string().describe('machine-readable reason'),
+            }),
+          )
           .optional()
           .describe('invalid_request: one entry per invalid field'),
       })

@@ -87,12 +87,14 @@ const PROCEDURES_START = '<!-- procedures:start (generated from the router by te
 const PROCEDURES_END = '<!-- procedures:end -->';
 
 function procedureTable(): string {
-  const procedures = (appRouter as unknown as { _def: { procedures: Record<string, { _def: { type: string; meta?: { openapi?: { method: string; path: string } } } }> } })._def.procedures;
+  const procedures = (appRouter as unknown as { _def: { procedures: Record<string, { _def: { type: string; meta?: { openapi?: { method: string; path: string; summary?: string } } } }> } })._def.procedures;
   const rows = Object.entries(procedures).map(([name, p]) => {
     const openapi = p._def.meta?.openapi;
-    return `| \`${name}\` | ${p._def.type} | ${openapi ? `\`${openapi.method} ${openapi.path}\`` : '(tRPC only)'} |`;
+    // the one line is the procedure's summary, the same as the REST operation's in /openapi.json
+    const line = (openapi?.summary ?? '').replaceAll('|', '\\|');
+    return `| \`${name}\` | ${p._def.type} | ${openapi ? `\`${openapi.method} ${openapi.path}\`` : '(tRPC only)'} | ${line} |`;
   });
-  return ['| procedure | kind | REST |', '|---|---|---|', ...rows].join('\n');
+  return ['| procedure | kind | REST | what it does |', '|---|---|---|---|', ...rows].join('\n');
 }
 
 test('docs/client-package.md lists exactly the tRPC procedures of the router', (t) => {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { Network } from '../shared/network.ts';
 import { Address } from '../shared/address.ts';
 
-export const ApiKeyRole = z.enum(['user', 'admin']);
+export const ApiKeyRole = z.enum(['user', 'admin']).describe('user, or admin (admin routes need it)');
 export type ApiKeyRole = z.infer<typeof ApiKeyRole>;
 
 /** DECISIONS "API keys": the stored row, never the key itself. */
@@ -33,28 +33,28 @@ export interface Principal {
 }
 
 export const ApiKey = z.object({
-  id: z.string(),
+  id: z.string().describe('the key id (ULID)'),
   network: Network,
-  prefix: z.string(),
-  owner_wallet: z.string().nullable(),
-  label: z.string().nullable(),
+  prefix: z.string().describe('the key’s first 12 characters, for display'),
+  owner_wallet: z.string().nullable().describe('the wallet whose agents the key may edit; null for old rows'),
+  label: z.string().nullable().describe('your label; null when none'),
   role: ApiKeyRole,
-  disabled: z.boolean(),
-  disabled_at: z.string().nullable(),
-  created_at: z.string(),
-  last_used_at: z.string().nullable(),
-});
+  disabled: z.boolean().describe('true once disabled: it no longer authenticates'),
+  disabled_at: z.string().nullable().describe('ISO 8601 time it was disabled; null while active'),
+  created_at: z.string().describe('ISO 8601 creation time'),
+  last_used_at: z.string().nullable().describe('ISO 8601 time of its last use; null before one'),
+}).describe('An API key, never the key itself (DECISIONS "API keys").');
 export type ApiKey = z.infer<typeof ApiKey>;
 
 export const CreateApiKeyInput = z.strictObject({
   network: Network,
-  owner_wallet: Address.nullable().optional(),
-  label: z.string().min(1).max(100).optional(),
+  owner_wallet: Address.nullable().describe('the wallet whose agents the key may edit').optional(),
+  label: z.string().min(1).max(100).describe('your label').optional(),
   role: ApiKeyRole.default('user'),
 });
 export type CreateApiKeyInput = z.input<typeof CreateApiKeyInput>;
 
-export const CreatedApiKey = ApiKey.extend({ key: z.string() });
+export const CreatedApiKey = ApiKey.extend({ key: z.string().describe('the full key (svc_test_… or svc_live_…): shown only in this answer') });
 export type CreatedApiKey = z.infer<typeof CreatedApiKey>;
 
 /** POST /v1/auth/stream-token takes no fields. */
@@ -65,9 +65,9 @@ export type StreamTokenInput = z.infer<typeof StreamTokenInput>;
 export const StreamToken = z.object({
   token: z.string().describe('svc_stream_test_… or svc_stream_live_…: used once, within expires_in seconds'),
   network: Network,
-  expires_at: z.string(),
-  expires_in: z.number().int(),
-});
+  expires_at: z.string().describe('ISO 8601 expiry time'),
+  expires_in: z.number().int().describe('seconds until it expires'),
+}).describe('A single-use subscription token standing in for the key.');
 export type StreamToken = z.infer<typeof StreamToken>;
 
 /**

@@ -26,7 +26,7 @@ export const WholeUnits = z
   .regex(/^\d{1,20}(\.\d{1,18})?$/, 'Expected a decimal amount in whole units, e.g. "12.5"')
   .describe('decimal amount in whole units of the stable');
 
-export const TokenProgramChoice = z.enum(['spl', 'token-2022']);
+export const TokenProgramChoice = z.enum(['spl', 'token-2022']).describe("the mint's token program: 'spl' (default) or 'token-2022' (USDG needs it)");
 
 const Mint = Address.describe('the agent asset (path parameter)');
 const Payer = Address.describe('wallet paying fees and rent; default: the natural signer of the route');
@@ -39,21 +39,27 @@ export const PrepareAgentInput = z.strictObject({
   uri: z
     .url()
     .max(200)
-    .optional()
-    .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json'),
-  description: z.string().max(1000).optional(),
-  services: z
-    .array(z.strictObject({ name: z.string().min(1).max(64), endpoint: z.url().max(2048) }))
-    .max(16)
+    .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json')
     .optional(),
-});
+  description: z.string().max(1000).describe('free text for the registration document').optional(),
+  services: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1).max(64).describe('service name, e.g. api'),
+        endpoint: z.url().max(2048).describe('the service’s URL'),
+      }),
+    )
+    .max(16)
+    .describe('services the registration document advertises (the receipts service is added by the gateway)')
+    .optional(),
+}).describe('A new agent: asset plus on-chain identity (hosted-api §4.3).');
 export type PrepareAgentInput = z.output<typeof PrepareAgentInput>;
 
 /** /v1/agents/{mint}/identity/prepare */
 export const PrepareIdentityInput = z.strictObject({
   mint: Mint,
   payer: Payer.optional(),
-  uri: z.url().max(200).optional().describe('registration document URI; left out, the gateway-hosted GET /v1/agents/{mint}/registration.json'),
+  uri: z.url().max(200).describe('registration document URI; left out, the gateway-hosted GET /v1/agents/{mint}/registration.json').optional(),
 });
 export type PrepareIdentityInput = z.output<typeof PrepareIdentityInput>;
 
@@ -79,7 +85,7 @@ export const PrepareDelegationInput = z.strictObject({
   executive: Address.describe('wallet approved as token delegate'),
   stable_symbol: StableSymbol,
   allowance: WholeUnits,
-  pad_for_protocol_fee: z.boolean().optional().describe('gross the allowance up by the protocol fee (fee_padding_atoms answers the difference)'),
+  pad_for_protocol_fee: z.boolean().describe('gross the allowance up by the protocol fee (fee_padding_atoms answers the difference)').optional(),
   payer: Payer.optional(),
 });
 export type PrepareDelegationInput = z.output<typeof PrepareDelegationInput>;
@@ -105,11 +111,11 @@ export const PrepareProvisionInput = z.strictObject({
   mint: Mint,
   payer: Payer.optional(),
   mints: z
-    .array(z.strictObject({ mint: Address, token_program: TokenProgramChoice.optional() }))
+    .array(z.strictObject({ mint: Address.describe('token mint to create the treasury’s account for'), token_program: TokenProgramChoice.optional() }))
     .min(1)
     .max(8)
-    .optional()
-    .describe('default: the curated stables of the network'),
+    .describe('default: the curated stables of the network')
+    .optional(),
 });
 export type PrepareProvisionInput = z.output<typeof PrepareProvisionInput>;
 
@@ -119,13 +125,13 @@ const withdrawFields = {
   authority: Address.describe('the asset owner: only the owner may authorise Execute'),
   spl_mint: Address.describe('token mint to debit'),
   destination: Address.describe('receiving wallet (not a token account); its token account is derived'),
-  token_program: TokenProgramChoice.optional().describe("default: the curated stable's program, else 'spl'"),
-  decimals: z.number().int().min(0).max(18).optional().describe('pre-fetched mint decimals'),
-  create_destination_ata_if_missing: z.boolean().default(true),
+  token_program: TokenProgramChoice.describe("default: the curated stable's program, else 'spl'").optional(),
+  decimals: z.number().int().min(0).max(18).describe('pre-fetched mint decimals').optional(),
+  create_destination_ata_if_missing: z.boolean().default(true).describe('default true; false fails when the destination has no token account'),
 };
 
 /** /v1/agents/{mint}/treasury/withdraw/prepare */
-export const PrepareWithdrawInput = z.strictObject({ ...withdrawFields, amount: PositiveAtomic });
+export const PrepareWithdrawInput = z.strictObject({ ...withdrawFields, amount: PositiveAtomic.describe('atomic units of spl_mint to move, decimal string') });
 export type PrepareWithdrawInput = z.output<typeof PrepareWithdrawInput>;
 
 /** /v1/agents/{mint}/treasury/withdraw-all/prepare */
@@ -140,8 +146,8 @@ export const PrepareWithdrawSolInput = z.strictObject({
   mint: Mint,
   payer: Address.describe('wallet paying fees'),
   authority: Address.describe('the asset owner'),
-  destination: Address,
-  lamports: PositiveAtomic,
+  destination: Address.describe('receiving wallet'),
+  lamports: PositiveAtomic.describe('lamports to move, decimal string'),
 });
 export type PrepareWithdrawSolInput = z.output<typeof PrepareWithdrawSolInput>;
 
@@ -150,7 +156,7 @@ export const PrepareWithdrawSolAllInput = z.strictObject({
   mint: Mint,
   payer: Address.describe('wallet paying fees'),
   authority: Address.describe('the asset owner'),
-  destination: Address,
+  destination: Address.describe('receiving wallet'),
   reserve_lamports: Atomic.default(DEFAULT_RESERVE_LAMPORTS.toString()).describe('lamports left in the treasury (default 1000000; 0 closes it)'),
 });
 export type PrepareWithdrawSolAllInput = z.output<typeof PrepareWithdrawSolAllInput>;
@@ -158,9 +164,9 @@ export type PrepareWithdrawSolAllInput = z.output<typeof PrepareWithdrawSolAllIn
 /** POST /v1/buyer/payment/prepare: a payment link, or (pay_to, amount, currency). */
 export const PrepareBuyerPaymentInput = z
   .strictObject({
-    payment_link: z.string().min(1).max(128).optional().describe('payment link id or slug'),
-    pay_to: Address.optional().describe('the seller: owner of the receiving token account (an agent treasury)'),
-    amount: WholeUnits.optional().describe('whole units of `currency`, e.g. "0.01"'),
+    payment_link: z.string().min(1).max(128).describe('payment link id or slug').optional(),
+    pay_to: Address.describe('the seller: owner of the receiving token account (an agent treasury)').optional(),
+    amount: WholeUnits.describe('whole units of `currency`, e.g. "0.01"').optional(),
     currency: StableSymbol.optional(),
     buyer_agent: Address.describe('the paying agent: its treasury token account is debited'),
     executive: Address.describe('the SPL delegate of the treasury token account (signs)'),

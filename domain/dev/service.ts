@@ -37,23 +37,34 @@ const Decimal = z.string().regex(/^\d{1,20}(\.\d{1,9})?$/, 'a positive decimal s
 
 export const FaucetInput = z
   .strictObject({
-    address: Address,
-    sol: Decimal.optional(),
-    token: z.string().min(1).max(44).optional(),
-    amount: Decimal.optional(),
+    address: Address.describe('the wallet to fund'),
+    sol: Decimal.describe('SOL to airdrop, decimal').optional(),
+    token: z.string().min(1).max(44).describe('stable symbol or mint to mint').optional(),
+    amount: Decimal.describe('whole units of token to mint').optional(),
   })
   .refine((v) => v.sol !== undefined || v.token !== undefined, { message: 'give sol, or token with amount' })
   .refine((v) => (v.token === undefined) === (v.amount === undefined), { message: 'token and amount go together', path: ['amount'] });
 export type FaucetInput = z.input<typeof FaucetInput>;
 
 export const FaucetOutput = z.object({
-  network: z.string(),
-  address: z.string(),
-  airdrop: z.object({ signature: z.string(), lamports: z.string() }).nullable(),
+  network: z.string().describe('chain-devnet or chain-mainnet'),
+  address: z.string().describe('the funded wallet'),
+  airdrop: z
+    .object({ signature: z.string().describe('transaction signature'), lamports: z.string().describe('lamports airdropped, decimal string') })
+    .nullable()
+    .describe('the SOL airdrop; null when none asked'),
   mint: z
-    .object({ signature: z.string(), symbol: z.string().nullable(), mint: z.string(), token_account: z.string(), amount_atomic: z.string(), decimals: z.number().int() })
-    .nullable(),
-});
+    .object({
+      signature: z.string().describe('transaction signature'),
+      symbol: z.string().nullable().describe('stable symbol; null for another mint'),
+      mint: z.string().describe('the token mint'),
+      token_account: z.string().describe('the credited token account'),
+      amount_atomic: z.string().describe('atomic units minted, decimal string'),
+      decimals: z.number().int().describe('the mint’s decimals'),
+    })
+    .nullable()
+    .describe('the token mint; null when none asked'),
+}).describe('What the faucet did.');
 
 /** POST /v1/dev/faucet: only where the gateway runs the network's ledger itself (issue "ledger"). */
 export class DevService {

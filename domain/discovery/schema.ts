@@ -6,20 +6,20 @@ import { Cursor, listEnvelope } from '../shared/pagination.ts';
 // payment links (`source: "svc"`; a link is public when its owner sets metadata.discoverable = true) and the
 // registration documents of the agents the gateway knows (`source: "registry"`).
 
-export const DiscoverySource = z.enum(['svc', 'registry']);
+export const DiscoverySource = z.enum(['svc', 'registry']).describe('svc (public payment links of this gateway) or registry (agents’ registration documents)');
 
 /** GET /v1/discover */
 export const DiscoverInput = z.object({
-  q: z.string().trim().max(200).optional().describe('words matched against name, description and capabilities (all must match, any case)'),
-  capability: z.string().trim().min(1).max(100).optional().describe('a declared capability, e.g. weather.forecast'),
+  q: z.string().trim().max(200).describe('words matched against name, description and capabilities (all must match, any case)').optional(),
+  capability: z.string().trim().min(1).max(100).describe('a declared capability, e.g. weather.forecast').optional(),
   max_price_usd: z
     .string()
     .regex(/^\d{1,12}(\.\d{1,6})?$/, 'Expected a decimal amount of US dollars, e.g. "0.05"')
-    .optional()
-    .describe('only paid services at or below this price (registry items have no price and are kept)'),
-  source: DiscoverySource.optional().describe('one catalogue only'),
-  limit: z.coerce.number().int().min(1).max(100).default(20),
-  cursor: Cursor.optional().describe('the next_cursor of the previous page'),
+    .describe('only paid services at or below this price (registry items have no price and are kept)')
+    .optional(),
+  source: DiscoverySource.describe('one catalogue only').optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20).describe('page size: default 20, at most 100'),
+  cursor: Cursor.describe('the next_cursor of the previous page').optional(),
 });
 export type DiscoverInput = z.input<typeof DiscoverInput>;
 
@@ -34,24 +34,19 @@ export type PublicDiscoverInput = z.input<typeof PublicDiscoverInput>;
 
 export const DiscoverItem = z.object({
   source: DiscoverySource,
-  /** svc: the payment link id; registry: the agent mint */
-  id: z.string(),
-  network: z.string(),
-  name: z.string(),
-  description: z.string().nullable(),
-  capabilities: z.array(z.string()),
-  /** the agent selling (svc) or described (registry) */
-  agent: z.string(),
-  /** svc: the link's share_url (its paywall); registry: the registration document URL */
-  url: z.string(),
-  /** svc only */
-  method: z.string().nullable(),
-  price_usd: z.string().nullable(),
-  currencies: z.array(z.string()),
-  protocol: z.enum(['x402', 'mpp']).nullable(),
-  /** svc: paid calls settled so far */
-  settled_calls: z.number().int().nullable(),
-});
+  id: z.string().describe('svc: the payment link id; registry: the agent mint'),
+  network: z.string().describe('chain-devnet or chain-mainnet'),
+  name: z.string().describe('display name'),
+  description: z.string().nullable().describe('free text; null when none'),
+  capabilities: z.array(z.string()).describe('capability names'),
+  agent: z.string().describe('the agent selling (svc) or described (registry)'),
+  url: z.string().describe('svc: the link\'s share_url (its paywall); registry: the registration document URL'),
+  method: z.string().nullable().describe('svc only'),
+  price_usd: z.string().nullable().describe('price in US dollars, decimal string; null when not fixed'),
+  currencies: z.array(z.string()).describe('stables accepted'),
+  protocol: z.enum(['x402', 'mpp']).nullable().describe('x402 or mpp; null when unknown'),
+  settled_calls: z.number().int().nullable().describe('svc: paid calls settled so far'),
+}).describe('A paid service found by discovery.');
 export type DiscoverItem = z.infer<typeof DiscoverItem>;
 
 /** DECISIONS "Wire conventions": the list envelope; pages go on while the catalogues' newest entries hold matches */

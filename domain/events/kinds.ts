@@ -36,7 +36,7 @@ const prepared = <S extends z.ZodRawShape>(description: string, shape: S) => ({
   phases: LEDGER_PHASES,
   metadata: z.looseObject({
     echo: z.record(z.string(), z.unknown()),
-    signers: z.array(PreparedSigner).optional().describe('every key the transaction needs a signature of, in order, with its role (hosted-api §4.5.1)'),
+    signers: z.array(PreparedSigner).describe('every key the transaction needs a signature of, in order, with its role (hosted-api §4.5.1)').optional(),
     ...shape,
   }),
 });
@@ -282,11 +282,11 @@ export function checkEvent(event: { kind: string; phase: EventPhase; metadata: u
 }
 
 export const EventKindDoc = z.object({
-  kind: z.string(),
-  description: z.string(),
-  phases: z.array(z.enum(['prepared', 'submitted', 'confirmed', 'failed'])),
+  kind: z.string().describe('the event kind'),
+  description: z.string().describe('what the event means'),
+  phases: z.array(z.enum(['prepared', 'submitted', 'confirmed', 'failed'])).describe('the phases events of this kind move through'),
   metadata_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the metadata of events of this kind'),
-});
+}).describe('One kind of the event catalogue.');
 export type EventKindDoc = z.infer<typeof EventKindDoc>;
 /** the fixed catalogue: a bounded list, one complete page of the list envelope */
 export const EventCatalogue = listEnvelope(EventKindDoc);

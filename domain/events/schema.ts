@@ -3,7 +3,9 @@ import { Network } from '../shared/network.ts';
 import { Cursor, Limit, listEnvelope } from '../shared/pagination.ts';
 import type { EventKindName, EventMetadata } from './kinds.ts';
 
-export const EventPhase = z.enum(['prepared', 'submitted', 'confirmed', 'failed']);
+export const EventPhase = z
+  .enum(['prepared', 'submitted', 'confirmed', 'failed'])
+  .describe('prepared (built, not yet submitted), submitted (broadcast), confirmed or failed on the ledger (hosted-api §3.1)');
 export type EventPhase = z.infer<typeof EventPhase>;
 
 /** hosted-api §6 plus DECISIONS; `kind` is a dotted lowercase name. */
@@ -79,8 +81,8 @@ export const EventPhaseStep = z.object({
 export type EventPhaseStep = z.infer<typeof EventPhaseStep>;
 
 export const Event = z.object({
-  id: z.string(),
-  kind: z.string(),
+  id: z.string().describe('the event id (ULID)'),
+  kind: z.string().describe('dotted lowercase kind, e.g. payment_link.settled (hosted-api §6; GET /v1/event-kinds lists them)'),
   phase: EventPhase,
   phases: z
     .array(EventPhaseStep)
@@ -88,30 +90,30 @@ export const Event = z.object({
       'Every phase the event entered, oldest first; the last is `phase`. A subscriber or webhook that sees only the newest state still knows each transition and when it happened (an event written before this field existed lists its current phase only).',
     ),
   network: Network,
-  agent_asset: z.string().nullable(),
-  signature: z.string().nullable(),
-  block_time: z.number().int().nullable(),
-  confirmed_at: z.string().nullable(),
-  slot: z.number().int().nullable(),
-  error_code: z.string().nullable(),
-  error_logs: z.array(z.string()).nullable(),
-  metadata: z.record(z.string(), z.unknown()),
-  client_reference: z.string().nullable(),
-  created_at: z.string(),
-});
+  agent_asset: z.string().nullable().describe('mint of the agent the event is about; null when none'),
+  signature: z.string().nullable().describe('the transaction signature; set once submitted (or for an observed transaction)'),
+  block_time: z.number().int().nullable().describe('block time in Unix seconds; set on confirmation'),
+  confirmed_at: z.string().nullable().describe('ISO 8601 time of confirmation; null until confirmed'),
+  slot: z.number().int().nullable().describe('the ledger slot the transaction landed in; set on confirmation'),
+  error_code: z.string().nullable().describe('why the event failed (e.g. expired, or the ledger’s error); null unless failed or refused'),
+  error_logs: z.array(z.string()).nullable().describe('the ledger’s program logs of a failure; null when none'),
+  metadata: z.record(z.string(), z.unknown()).describe('kind-specific fields (delegation events carry stable_symbol and allowance_atomic)'),
+  client_reference: z.string().nullable().describe('the client_reference given to submit; null when none'),
+  created_at: z.string().describe('ISO 8601 time the event was written'),
+}).describe('One entry of the event stream: a ledger action or a gateway state change (hosted-api §2.7).');
 export type Event = z.infer<typeof Event>;
 
 /** `kind` may hold several patterns separated by commas: `payment_link.*,receipt.published`. */
 export const ListEventsInput = z.object({
-  kind: z.string().max(500).optional(),
-  agent: z.string().max(64).optional(),
-  id: z.string().max(64).optional(),
+  kind: z.string().max(500).describe('kind patterns, comma separated: an exact kind, a wildcard such as payment_link.*, or *').optional(),
+  agent: z.string().max(64).describe('only events of this agent mint').optional(),
+  id: z.string().max(64).describe('only the event with this id').optional(),
   cursor: Cursor.optional(),
   limit: Limit,
 });
 export type ListEventsInput = z.input<typeof ListEventsInput>;
 
-export const EventIdInput = z.object({ id: z.string().min(1).max(64) });
+export const EventIdInput = z.object({ id: z.string().min(1).max(64).describe('the event id') });
 
 export const EventList = listEnvelope(Event);
 export type EventList = z.infer<typeof EventList>;

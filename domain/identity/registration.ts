@@ -15,39 +15,48 @@ const UriOrIpfs = z.union([z.url(), z.string().regex(/^ipfs:\/\/.+/)]);
 
 /** §2.7: "no properties beyond those listed are allowed at any level" — every object is strict. */
 export const RegistrationService = z.strictObject({
-  name: z.string(),
-  endpoint: z.string(),
-  version: z.string().optional(),
-  skills: z.array(z.unknown()).optional(),
-  domains: z.array(z.string()).optional(),
-});
+  name: z.string().describe('service name, e.g. receipts'),
+  endpoint: z.string().describe('the service’s URL'),
+  version: z.string().describe('service version').optional(),
+  skills: z.array(z.unknown()).describe('skills the service offers').optional(),
+  domains: z.array(z.string()).describe('domains the service serves').optional(),
+}).describe('A service the agent advertises.');
 export type RegistrationService = z.infer<typeof RegistrationService>;
 
 export const RegistrationV1 = z.strictObject({
-  type: z.literal(REGISTRATION_TYPE),
-  name: z.string(),
-  description: z.string(),
-  image: z.string(),
-  services: z.array(RegistrationService).optional(),
-  active: z.boolean().optional(),
-  registrations: z.array(z.strictObject({ agentId: z.string(), agentRegistry: z.string() })).optional(),
-  supportedTrust: z.array(z.string()).optional(),
+  type: z.literal(REGISTRATION_TYPE).describe('the EIP-8004 registration-v1 type URI'),
+  name: z.string().describe('the agent’s name'),
+  description: z.string().describe('free text'),
+  image: z.string().describe('image URL'),
+  services: z.array(RegistrationService).describe('advertised services (receipts points at GET /v1/receipts/{agent})').optional(),
+  active: z.boolean().describe('whether the agent is active').optional(),
+  registrations: z
+    .array(z.strictObject({ agentId: z.string().describe('the agent id in that registry'), agentRegistry: z.string().describe('the registry') }))
+    .describe('the agent’s entries in identity registries')
+    .optional(),
+  supportedTrust: z.array(z.string()).describe('trust models the agent supports').optional(),
   svc: z
     .strictObject({
-      v: z.literal('0.1'),
-      rulesUri: UriOrIpfs,
-      receiptsFeed: z.string(),
-      anchor: z.strictObject({ program: z.string(), merkleAccount: z.string() }),
-      killSwitch: z.strictObject({ onchain: z.string().optional(), endpoint: z.url().optional() }).optional(),
+      v: z.literal('0.1').describe("extension version '0.1'"),
+      rulesUri: UriOrIpfs.describe('URI (or ipfs://) of the agent’s rules'),
+      receiptsFeed: z.string().describe('URL of the agent’s receipts feed'),
+      anchor: z
+        .strictObject({ program: z.string().describe('anchor program address'), merkleAccount: z.string().describe('merkle account address') })
+        .describe('where receipts are anchored on chain'),
+      killSwitch: z
+        .strictObject({ onchain: z.string().describe('on-chain kill switch address').optional(), endpoint: z.url().describe('kill switch endpoint').optional() })
+        .describe('how to stop the agent')
+        .optional(),
     })
+    .describe('the svc extension block (fee-facilitator-mpp-tools §2.7)')
     .optional(),
 });
 export type RegistrationV1 = z.infer<typeof RegistrationV1>;
 
 /** GET /v1/agents/{mint}/registration.json?network= (chain-mainnet unless named, as the paywall's share URLs). */
 export const RegistrationInput = z.object({
-  mint: Address,
-  network: Network.default('chain-mainnet'),
+  mint: Address.describe('the agent’s mint'),
+  network: Network.default('chain-mainnet').describe('the agent’s network; default chain-mainnet'),
 });
 export type RegistrationInput = z.input<typeof RegistrationInput>;
 

@@ -18,50 +18,64 @@ const Text = (max: number) => z.string().max(max);
 
 export const ReceiptPrice = z.strictObject({
   /** display amount of the seller leg, e.g. "0.01" */
-  amount: Text(64),
-  currency: Text(32),
+  amount: Text(64).describe('display amount of the seller leg, e.g. "0.01"'),
+  currency: Text(32).describe('stable symbol, e.g. USDC'),
   /** mint */
-  asset: Text(64),
+  asset: Text(64).describe('token mint address'),
   /** CAIP-2 network id */
-  network: Text(128),
-  amount_atomic: Atomic,
+  network: Text(128).describe('CAIP-2 network id, e.g. solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1'),
+  amount_atomic: Atomic.describe('the seller leg in atomic units, decimal string'),
   /** atomic amount of the fee leg; "0" without one */
-  fee: Atomic,
+  fee: Atomic.describe('the protocol fee leg in atomic units, decimal string; "0" without one'),
   /** amount_atomic + fee */
-  gross: Atomic,
-  feeBps: z.number().int().min(0).max(10_000),
-  feeAuthority: Text(64).nullable(),
-});
+  gross: Atomic.describe('amount_atomic + fee: what the buyer signed, atomic units'),
+  feeBps: z.number().int().min(0).max(10_000).describe('fee rate in basis points (fee-facilitator-mpp-tools §2.2)'),
+  feeAuthority: Text(64).nullable().describe('owner of the fee token account; null without a fee'),
+}).describe('The price block: the same in the seller’s earn and the buyer’s spend receipt (fee-facilitator-mpp-tools §2.2.5).');
 export type ReceiptPrice = z.infer<typeof ReceiptPrice>;
 
 const receiptFields = {
-  kind: z.enum(['earn', 'spend']),
-  agent: Address,
-  nonce: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER),
-  ts: z.iso.datetime({ offset: true }),
-  request: z.strictObject({ method: Text(16), url: Text(4096), body_hash: ReceiptHash.optional() }),
-  decision: z.enum(['allow', 'deny', 'rejected']),
-  reason: Text(1000).optional(),
+  kind: z.enum(['earn', 'spend']).describe('earn (the seller’s side) or spend (the buyer’s side)'),
+  agent: Address.describe('mint of the agent whose chain the receipt belongs to'),
+  nonce: z.number().int().min(0).max(Number.MAX_SAFE_INTEGER).describe('position in the agent’s chain: gapless from 0'),
+  ts: z.iso.datetime({ offset: true }).describe('ISO 8601 time of the decision'),
+  request: z
+    .strictObject({
+      method: Text(16).describe('HTTP method of the paid call'),
+      url: Text(4096).describe('URL of the paid call'),
+      body_hash: ReceiptHash.describe('lowercase hex SHA-256 of the request body, when one was sent').optional(),
+    })
+    .describe('the paid HTTP call'),
+  decision: z.enum(['allow', 'deny', 'rejected']).describe('allow (paid and served), deny (refused by policy) or rejected (payment refused)'),
+  reason: Text(1000).describe('why, for deny and rejected').optional(),
   price: ReceiptPrice,
-  facilitator: Text(2048).optional(),
-  response: z.strictObject({ status: z.number().int().min(100).max(599), body_hash: ReceiptHash.optional() }).optional(),
-  tx_sig: Signature.optional(),
-  prev_receipt_hash: ReceiptHash.nullable(),
-  receipt_hash: ReceiptHash,
+  facilitator: Text(2048).describe('URL of the facilitator that settled').optional(),
+  response: z
+    .strictObject({
+      status: z.number().int().min(100).max(599).describe('HTTP status answered'),
+      body_hash: ReceiptHash.describe('lowercase hex SHA-256 of the response body').optional(),
+    })
+    .describe('what the paid call answered')
+    .optional(),
+  tx_sig: Signature.describe('the settlement transaction signature').optional(),
+  prev_receipt_hash: ReceiptHash.nullable().describe('receipt_hash of the previous receipt of the chain; null for nonce 0'),
+  receipt_hash: ReceiptHash.describe('lowercase hex SHA-256 of the RFC 8785 canonical JSON of the receipt without receipt_hash'),
 };
 
-export const ReceiptV1 = z.strictObject({ v: z.literal('0.1'), ...receiptFields });
+export const ReceiptV1 = z
+  .strictObject({ v: z.literal('0.1').describe("receipt version '0.1'"), ...receiptFields })
+  .describe('A hash-chained receipt of a paid call (DECISIONS "Receipts").');
 export type ReceiptV1 = z.infer<typeof ReceiptV1>;
 
 /** fee-facilitator-mpp-tools §2.6: a receipt of the MPP rail; tx_sig optional, the settlement in mpp_settlement_tx. */
 export const ReceiptV02 = z.strictObject({
-  v: z.literal('0.2'),
+  v: z.literal('0.2').describe("receipt version '0.2' (the MPP rail)"),
   ...receiptFields,
-  protocol: z.literal('mpp'),
-  mpp_challenge_id: Text(256),
-  mpp_settlement_tx: Signature,
-  mpp_settlement_slot: z.number().int().min(0).optional(),
-});
+  protocol: z.literal('mpp').describe("'mpp'"),
+  mpp_challenge_id: Text(256).describe('the MPP challenge the payment answered'),
+  mpp_settlement_tx: Signature.describe('the settlement transaction signature'),
+  mpp_settlement_slot: z.number().int().min(0).describe('the slot the settlement landed in').optional(),
+}).describe('A receipt of the MPP rail (fee-facilitator-mpp-tools §2.6).');
 export type ReceiptV02 = z.infer<typeof ReceiptV02>;
 
 /** Any receipt version; mixed feeds are parsed by version (hosted-api §9). */
@@ -136,10 +150,10 @@ export interface StoredReceipt extends ReceiptRecord {
 // ---- wire ---------------------------------------------------------------------------------------------------------
 
 const Verification = z.object({
-  status: VerificationStatus,
-  reason: z.string().nullable(),
-  checked_at: z.string().nullable(),
-});
+  status: VerificationStatus.describe('verified (the ledger shows the settlement), mismatch, pending (not checked yet) or not_applicable (no transaction)'),
+  reason: z.string().nullable().describe('why it is not verified, or what was checked; null when nothing to say'),
+  checked_at: z.string().nullable().describe('ISO 8601 time of the last check; null before one'),
+}).describe('The check of a receipt’s settlement against the ledger.');
 
 /** What a read adds beside the receipt's own fields; none of these names is a receipt field. */
 const readFields = {
@@ -167,26 +181,28 @@ export function receiptOf(read: StoredReceiptOutput): Receipt {
   return receipt as Receipt;
 }
 
-export const PushReceiptInput = z.object({ agent: Address }).and(z.object({ receipt: z.unknown() }));
+export const PushReceiptInput = z
+  .object({ agent: Address.describe('mint of the agent whose chain the receipt extends (path parameter)') })
+  .and(z.object({ receipt: z.unknown().describe('the ReceiptV1 (or v0.2) document') }));
 
-export const AgentPathInput = z.object({ agent: Address });
+export const AgentPathInput = z.object({ agent: Address.describe('the agent’s mint') });
 
 export const PushReceiptResult = z.object({
-  ok: z.literal(true),
-  duplicate: z.boolean(),
+  ok: z.literal(true).describe('always true on success'),
+  duplicate: z.boolean().describe('true when the receipt was already stored (status 200, nothing written)'),
   /** the receipt.published event; null for a duplicate (no event is written) */
-  event_id: z.string().nullable(),
-  receipt_hash: ReceiptHash,
-  nonce: z.number().int(),
+  event_id: z.string().nullable().describe('the receipt.published event; null for a duplicate'),
+  receipt_hash: ReceiptHash.describe('the stored receipt’s hash'),
+  nonce: z.number().int().describe('the stored receipt’s nonce'),
   verification: Verification,
-});
+}).describe('The outcome of a receipt push (hosted-api §4.7).');
 export type PushReceiptResult = z.infer<typeof PushReceiptResult>;
 
 export const ListReceiptsInput = z.object({
-  agent: Address,
-  kind: z.enum(['earn', 'spend']).optional(),
-  decision: z.enum(['allow', 'deny', 'rejected']).optional(),
-  since: z.iso.datetime({ offset: true }).optional(),
+  agent: Address.describe('the agent’s mint'),
+  kind: z.enum(['earn', 'spend']).describe('only earn or only spend receipts').optional(),
+  decision: z.enum(['allow', 'deny', 'rejected']).describe('only receipts with this decision').optional(),
+  since: z.iso.datetime({ offset: true }).describe('only receipts at or after this ISO 8601 time').optional(),
   cursor: Cursor.optional(),
   limit: Limit,
 });
@@ -195,23 +211,27 @@ export type ListReceiptsInput = z.input<typeof ListReceiptsInput>;
 export const ReceiptList = listEnvelope(StoredReceiptOutput);
 export type ReceiptList = z.infer<typeof ReceiptList>;
 
-export const ReceiptHashInput = z.object({ hash: ReceiptHash });
+export const ReceiptHashInput = z.object({ hash: ReceiptHash.describe('the receipt_hash (lowercase hex SHA-256)') });
 
 export const ChainReport = z.object({
-  agent: z.string(),
-  network: z.string(),
+  agent: z.string().describe('the agent’s mint'),
+  network: z.string().describe('the network walked'),
   /** receipts walked */
-  length: z.number().int(),
-  ok: z.boolean(),
-  head: z.object({ nonce: z.number().int(), receipt_hash: z.string() }).nullable(),
+  length: z.number().int().describe('receipts walked'),
+  ok: z.boolean().describe('true when every link holds'),
+  head: z
+    .object({ nonce: z.number().int().describe('the latest receipt’s nonce'), receipt_hash: z.string().describe('the latest receipt’s hash') })
+    .nullable()
+    .describe('the latest receipt; null for an empty chain'),
   /** the first break; null when the chain holds */
   first_break: z
     .object({
-      nonce: z.number().int(),
-      receipt_hash: z.string(),
-      problem: z.enum(['hash_invalid', 'prev_mismatch', 'nonce_gap', 'agent_mismatch', 'schema_invalid']),
-      message: z.string(),
+      nonce: z.number().int().describe('nonce of the receipt where the chain breaks'),
+      receipt_hash: z.string().describe('its receipt_hash'),
+      problem: z.enum(['hash_invalid', 'prev_mismatch', 'nonce_gap', 'agent_mismatch', 'schema_invalid']).describe('what is wrong there'),
+      message: z.string().describe('the problem in words'),
     })
-    .nullable(),
-});
+    .nullable()
+    .describe('the first break; null when the chain holds'),
+}).describe('The walk of an agent’s receipt chain over prev_receipt_hash links (hosted-api §4.7).');
 export type ChainReport = z.infer<typeof ChainReport>;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 export const NETWORKS = ['chain-devnet', 'chain-mainnet'] as const;
-export const Network = z.enum(NETWORKS);
+export const Network = z.enum(NETWORKS).describe('chain-devnet or chain-mainnet; on /v1 the API key’s prefix fixes it (hosted-api §5.2)');
 export type Network = z.infer<typeof Network>;
 
 /** hosted-api §5: the key prefix fixes the network. */
@@ -25,7 +25,7 @@ export const TOKEN_2022_PROGRAM_ID = 'TokenzQdBNbLqP5VEhdkAS6EPFLC1PHnBqCXEpPxuE
 export type TokenProgramName = 'spl' | 'token-2022';
 
 export const STABLE_SYMBOLS = ['USDC', 'USDT', 'USDG'] as const;
-export const StableSymbol = z.enum(STABLE_SYMBOLS);
+export const StableSymbol = z.enum(STABLE_SYMBOLS).describe('stable symbol: USDC, USDT or USDG');
 export type StableSymbol = z.infer<typeof StableSymbol>;
 
 export interface Stable {

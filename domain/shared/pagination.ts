@@ -2,14 +2,14 @@ import { z } from 'zod';
 import { DomainError } from './errors.ts';
 
 // DECISIONS "Wire conventions": limit default 50, max 200; opaque base64url cursors.
-export const Limit = z.coerce.number().int().min(1).max(200).default(50);
-export const Cursor = z.string().max(512);
+export const Limit = z.coerce.number().int().min(1).max(200).default(50).describe('page size: default 50, at most 200');
+export const Cursor = z.string().max(512).describe('the next_cursor of the previous page (opaque); omitted for the first page');
 
 export function listEnvelope<T extends z.ZodType>(item: T) {
   return z.object({
-    data: z.array(item),
-    next_cursor: z.string().nullable(),
-    has_more: z.boolean(),
+    data: z.array(item).describe('the items of this page'),
+    next_cursor: z.string().nullable().describe('pass as cursor for the next page; null on the last page'),
+    has_more: z.boolean().describe('whether another page follows'),
   });
 }
 

@@ -112,7 +112,7 @@ async function answerOutsideProcedure(
 
 type OpenApiOperation = {
   tags?: string[];
-  parameters?: { name: string; in: string }[];
+  parameters?: { name: string; in: string; description?: string; schema?: { description?: string } }[];
   requestBody?: unknown;
   security?: Record<string, string[]>[];
   responses: Record<string, unknown>;
@@ -215,6 +215,8 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
       op.responses = responses;
       // An anonymous route says so (the document has no root security): no key is needed.
       op.security ??= [];
+      // A parameter shows its schema's description (written once, on the zod field) where renderers look for it.
+      for (const param of op.parameters ?? []) param.description ??= param.schema?.description;
     }
   }
   for (const { meta } of routes()) {

@@ -171,3 +171,18 @@ test('one enum per domain union: the input and the output of a union name the sa
     for (const where of places) t.is(fieldType(where), union, where);
   }
 });
+
+// Descriptions are written once, on the zod schemas and procedure summaries (interfaces/graphql/describe.ts fills what
+// a Pothos definition leaves out): every field, input field and argument a client introspects says what it is.
+test('every field, input field and argument of the introspected schema has a description', async (t) => {
+  const client = await introspected();
+  const missing: string[] = [];
+  for (const type of Object.values(client.getTypeMap())) {
+    if (type.name.startsWith('__') || !(isObjectType(type) || isInputObjectType(type))) continue;
+    for (const field of Object.values(type.getFields())) {
+      if (!field.description) missing.push(`${type.name}.${field.name}`);
+      for (const arg of 'args' in field ? field.args : []) if (!arg.description) missing.push(`${type.name}.${field.name}(${arg.name})`);
+    }
+  }
+  t.deepEqual(missing, []);
+});

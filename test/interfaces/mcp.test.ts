@@ -155,7 +155,23 @@ async function register(t: ExecutionContext<{ app: TestApp; key: string; dir: st
   return { ...done, secret: config.executive_keypair as string };
 }
 
-test.serial('lists exactly the 17 tools of the spec, each with a valid JSON Schema for its input', async (t) => {
+/** The paths of the properties of a JSON Schema that carry no description, at any depth. */
+function undescribedProperties(schema: unknown, at: string): string[] {
+  if (typeof schema !== 'object' || schema === null) return [];
+  if (Array.isArray(schema)) return schema.flatMap((item, i) => undescribedProperties(item, `${at}[${i}]`));
+  const out: string[] = [];
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'properties' && typeof value === 'object' && value !== null) {
+      for (const [name, property] of Object.entries(value as Record<string, { description?: string }>)) {
+        if (!property.description) out.push(`${at}.${name}`);
+        out.push(...undescribedProperties(property, `${at}.${name}`));
+      }
+    } else out.push(...undescribedProperties(value, at));
+  }
+  return out;
+}
+
+test.serial('lists exactly the 17 tools of the spec, each with a valid JSON Schema for its input, every property described', async (t) => {
   const tools = await startTools(t, 'list');
   const listed = await tools.client.listTools();
   t.deepEqual(listed.tools.map((x) => x.name).sort(), [...SPEC_TOOLS].sort());
@@ -165,6 +181,8 @@ test.serial('lists exactly the 17 tools of the spec, each with a valid JSON Sche
     t.is(tool.inputSchema.type, 'object', tool.name);
     t.true(ajv.validateSchema(tool.inputSchema) as boolean, `${tool.name}: ${JSON.stringify(ajv.errors)}`);
     t.truthy(tool.description, tool.name);
+    // every input property a host shows the model says what it is (the zod schemas' descriptions, written once)
+    t.deepEqual(undescribedProperties(tool.inputSchema, tool.name), [], tool.name);
   }
   const limit = listed.tools.find((x) => x.name === 'svc_set_spend_limit')!.inputSchema as any;
   t.deepEqual(limit.properties.mode.enum, ['unlimited', 'amount', 'revoke']);

@@ -279,6 +279,44 @@ test('@redocly/openapi-core lint (recommended ruleset) reports nothing, errors o
   t.deepEqual(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} ${p.location[0]?.pointer ?? ''}`), []);
 });
 
+/**
+ * Descriptions are written once (zod `.describe()`, procedure meta) and the document shows them: every operation has a
+ * description (Redocly's operation-description), every parameter too (parameter-description), and every property of
+ * every request and response schema (a Redocly configurable rule on Schema objects under SchemaProperties).
+ */
+const DESCRIPTION_RULES = {
+  'operation-description': 'error',
+  'parameter-description': 'error',
+  'rule/property-description': {
+    subject: { type: 'Schema', property: 'description' },
+    where: [{ subject: { type: 'SchemaProperties' }, assertions: { defined: true } }],
+    assertions: { defined: true },
+    message: 'Every request and response field has a description',
+    severity: 'error',
+  },
+} as const;
+
+async function lintDescriptions(doc: unknown) {
+  const config = await createConfig({ rules: DESCRIPTION_RULES } as unknown as Parameters<typeof createConfig>[0]);
+  return lintFromString({ source: JSON.stringify(doc), absoluteRef: 'openapi.json', config });
+}
+
+test('every operation, parameter and request/response field has a description (Redocly rules, zero problems)', async (t) => {
+  const problems = await lintDescriptions(t.context.doc);
+  t.deepEqual(problems.map((p) => `${p.ruleId}: ${p.location[0]?.pointer ?? ''}`), []);
+});
+
+test('the description rules are not vacuous: a field, a parameter and an operation without one are reported', async (t) => {
+  const broken = structuredClone(t.context.doc) as Doc;
+  const op = broken.paths['/v1/payment-links']!.get! as Operation & { description?: string };
+  delete op.description;
+  delete (op.parameters![0] as { description?: string }).description;
+  const item = (op.responses['200']!.content!['application/json']!.schema as { properties: { data: { items: { properties: Record<string, { description?: string }> } } } }).properties.data.items.properties;
+  delete item.label!.description;
+  const rules = (await lintDescriptions(broken)).map((p) => p.ruleId);
+  for (const rule of ['operation-description', 'parameter-description', 'rule/property-description']) t.true(rules.includes(rule), rule);
+});
+
 test('the lint is not vacuous: an operation without 4xx, an unused schema and identical paths are reported', async (t) => {
   const broken = structuredClone(t.context.doc) as Doc;
   const op = broken.paths['/v1/payment-links']!.get!;

@@ -1,5 +1,6 @@
-import type { DailyBucket, DailyTransactions } from '../../../domain/receipts/daily.ts';
+import { DailyBucket, DailyTransactions } from '../../../domain/receipts/daily.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { NetworkEnum, networkOf } from '../enums.ts';
 import { given } from './common.ts';
 
@@ -8,6 +9,7 @@ import { given } from './common.ts';
 type Totals = DailyTransactions['totals'];
 
 const DailyBucketRef = builder.objectRef<DailyBucket>('DailyTransactionBucket').implement({
+  extensions: fromZod(DailyBucket),
   description: 'Settled receipts of one UTC day: sent (spend receipts, gross) and received (earn receipts) in US dollars.',
   fields: (t) => ({
     date: t.exposeString('date'),
@@ -20,6 +22,7 @@ const DailyBucketRef = builder.objectRef<DailyBucket>('DailyTransactionBucket').
 });
 
 const TotalsRef = builder.objectRef<Totals>('DailyTransactionTotals').implement({
+  extensions: fromZod(DailyTransactions.shape.totals),
   fields: (t) => ({
     sentUsd: t.exposeString('sent_usd'),
     receivedUsd: t.exposeString('received_usd'),
@@ -30,6 +33,7 @@ const TotalsRef = builder.objectRef<Totals>('DailyTransactionTotals').implement(
 });
 
 const DailyTransactionsRef = builder.objectRef<DailyTransactions>('DailyTransactions').implement({
+  extensions: fromZod(DailyTransactions),
   fields: (t) => ({
     agent: t.exposeString('agent'),
     network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
@@ -42,6 +46,7 @@ const DailyTransactionsRef = builder.objectRef<DailyTransactions>('DailyTransact
 
 builder.queryFields((t) => ({
   dailyTransactions: t.field({
+    extensions: procedure('activity.daily'),
     type: DailyTransactionsRef,
     nullable: true,
     description: 'An agent’s settled receipts of the last `days` days (default 7) in UTC daily buckets.',

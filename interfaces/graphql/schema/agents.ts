@@ -1,12 +1,14 @@
-import { Agent, type RecordAgentInput } from '../../../domain/agents/schema.ts';
-import type { AgentPayTo, TreasuryBalances } from '../../../domain/treasury/schema.ts';
+import { Agent, RecordAgentInput } from '../../../domain/agents/schema.ts';
+import { AgentPayTo, TreasuryBalances } from '../../../domain/treasury/schema.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { graphqlEnum, NetworkEnum, StableSymbolEnum, TokenProgramEnum } from '../enums.ts';
 import { toDomainInput, type Assert, type SameKeys } from './common.ts';
 
 // hosted-api §4.4: agent records, through the same procedures as REST (ctx.api).
 
 const DelegationRef = builder.objectRef<Agent['delegations'][number]>('Delegation').implement({
+  extensions: fromZod(Agent.shape.delegations.element),
   fields: (t) => ({
     stableSymbol: t.expose('stable_symbol', { type: StableSymbolEnum }),
     delegate: t.exposeString('delegate'),
@@ -15,6 +17,7 @@ const DelegationRef = builder.objectRef<Agent['delegations'][number]>('Delegatio
 });
 
 const TreasuryTokenRef = builder.objectRef<TreasuryBalances['tokens'][number]>('TreasuryToken').implement({
+  extensions: fromZod(TreasuryBalances.shape.tokens.element),
   description: 'A token account the treasury owns. Amounts are atomic decimal strings.',
   fields: (t) => ({
     symbol: t.expose('symbol', { type: StableSymbolEnum, nullable: true, description: 'null for a mint outside the curated stables' }),
@@ -27,6 +30,7 @@ const TreasuryTokenRef = builder.objectRef<TreasuryBalances['tokens'][number]>('
 });
 
 const TreasuryBalancesRef = builder.objectRef<TreasuryBalances>('TreasuryBalances').implement({
+  extensions: fromZod(TreasuryBalances),
   description: 'hosted-api §4.4: what the treasury holds, read from the ledger. Lamport amounts are decimal strings.',
   fields: (t) => ({
     agent: t.exposeString('agent'),
@@ -41,6 +45,7 @@ const TreasuryBalancesRef = builder.objectRef<TreasuryBalances>('TreasuryBalance
 });
 
 const PayToEntryRef = builder.objectRef<AgentPayTo['pay_to'][number]>('PayToEntry').implement({
+  extensions: fromZod(AgentPayTo.shape.pay_to.element),
   description: 'Where to pay the agent in one curated stable.',
   fields: (t) => ({
     currency: t.expose('currency', { type: StableSymbolEnum }),
@@ -53,6 +58,7 @@ const PayToEntryRef = builder.objectRef<AgentPayTo['pay_to'][number]>('PayToEntr
 });
 
 const AgentPayToRef = builder.objectRef<AgentPayTo>('AgentPayTo').implement({
+  extensions: fromZod(AgentPayTo),
   fields: (t) => ({
     agent: t.exposeString('agent'),
     network: t.expose('network', { type: NetworkEnum }),
@@ -64,6 +70,7 @@ const AgentPayToRef = builder.objectRef<AgentPayTo>('AgentPayTo').implement({
 const AgentSourceEnum = graphqlEnum('AgentSource', Agent.shape.source);
 
 export const AgentRef = builder.objectRef<Agent>('Agent').implement({
+  extensions: fromZod(Agent),
   description: 'An agent (an MPL Core asset) and its treasury.',
   fields: (t) => ({
     mint: t.exposeString('mint'),
@@ -94,6 +101,7 @@ export const AgentRef = builder.objectRef<Agent>('Agent').implement({
 });
 
 const RecordAgentInputRef = builder.inputType('RecordAgentInput', {
+  extensions: fromZod(RecordAgentInput),
   fields: (t) => ({
     mint: t.string({ required: true }),
     owner: t.string({ required: true }),
@@ -106,6 +114,7 @@ export type RecordAgentInputInSync = Assert<SameKeys<typeof RecordAgentInputRef.
 
 builder.queryFields((t) => ({
   agent: t.field({
+    extensions: procedure('agents.get'),
     type: AgentRef,
     nullable: true,
     args: { mint: t.arg.string({ required: true }) },
@@ -115,6 +124,7 @@ builder.queryFields((t) => ({
 
 builder.mutationFields((t) => ({
   recordAgent: t.field({
+    extensions: procedure('agents.record'),
     type: AgentRef,
     nullable: true,
     args: { input: t.arg({ type: RecordAgentInputRef, required: true }) },

@@ -1,22 +1,25 @@
 import {
   Evaluation,
+  SellerIdentity,
+  SpendLimit,
   QuoteOption,
   Quote,
   SpendPolicy,
-  type BuyerCurrencies,
-  type BuyerNetworks,
+  BuyerCurrencies,
+  BuyerNetworks,
   type EvaluateInput,
   type ExecuteInput,
-  type ExecuteResult,
-  type FacilitatorInfo,
-  type FinalizeInput,
-  type FinalizeResult,
-  type PutPolicyInput,
-  type RuleResult,
-  type StableInfo,
-  type VerifyReceiptResult,
+  ExecuteResult,
+  FacilitatorInfo,
+  FinalizeInput,
+  FinalizeResult,
+  PutPolicyInput,
+  RuleResult,
+  StableInfo,
+  VerifyReceiptResult,
 } from '../../../domain/buyer/schema.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { HttpMethod } from '../../../domain/payment-links/schema.ts';
 import { TokenProgram } from '../../../domain/treasury/schema.ts';
 import { graphqlEnum, HttpMethodEnum, IdentityVerdictEnum, NetworkEnum, StableSymbolEnum, TokenProgramEnum, VerificationStatusEnum, wireValue } from '../enums.ts';
@@ -36,6 +39,7 @@ const MinIdentityVerdictEnum = graphqlEnum('MinIdentityVerdict', SpendPolicy.sha
 });
 
 const StableRef = builder.objectRef<StableInfo>('BuyerStable').implement({
+  extensions: fromZod(StableInfo),
   fields: (t) => ({
     symbol: t.expose('symbol', { type: StableSymbolEnum }),
     mint: t.exposeString('mint'),
@@ -47,10 +51,12 @@ const StableRef = builder.objectRef<StableInfo>('BuyerStable').implement({
 
 type BuyerNetwork = BuyerNetworks['data'][number];
 const ProtocolFeeRef = builder.objectRef<BuyerNetwork['protocol_fee']>('BuyerProtocolFee').implement({
+  extensions: fromZod(BuyerNetworks.shape.data.element.shape.protocol_fee),
   fields: (t) => ({ bps: t.exposeInt('bps'), pct: t.exposeString('pct'), authority: t.exposeString('authority') }),
 });
 
 const BuyerNetworkRef = builder.objectRef<BuyerNetwork>('BuyerNetwork').implement({
+  extensions: fromZod(BuyerNetworks.shape.data.element),
   fields: (t) => ({
     network: t.expose('network', { type: NetworkEnum }),
     caip2: t.exposeString('caip2'),
@@ -63,11 +69,13 @@ const BuyerNetworkRef = builder.objectRef<BuyerNetwork>('BuyerNetwork').implemen
 });
 
 const BuyerCurrenciesRef = builder.objectRef<BuyerCurrencies>('BuyerCurrencies').implement({
+  extensions: fromZod(BuyerCurrencies),
   fields: (t) => ({ network: t.expose('network', { type: NetworkEnum }), data: t.expose('data', { type: [StableRef] }) }),
 });
 
 type FacilitatorNetwork = FacilitatorInfo['networks'][number];
 const FacilitatorNetworkRef = builder.objectRef<FacilitatorNetwork>('FacilitatorNetwork').implement({
+  extensions: fromZod(FacilitatorInfo.shape.networks.element),
   fields: (t) => ({
     network: t.expose('network', { type: NetworkEnum }),
     caip2: t.exposeString('caip2'),
@@ -77,6 +85,7 @@ const FacilitatorNetworkRef = builder.objectRef<FacilitatorNetwork>('Facilitator
 });
 
 const FacilitatorInfoRef = builder.objectRef<FacilitatorInfo>('FacilitatorInfo').implement({
+  extensions: fromZod(FacilitatorInfo),
   description: 'GET /v1/seller/facilitator',
   fields: (t) => ({
     url: t.exposeString('url'),
@@ -87,6 +96,7 @@ const FacilitatorInfoRef = builder.objectRef<FacilitatorInfo>('FacilitatorInfo')
 });
 
 const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
+  extensions: fromZod(QuoteOption),
   description: 'One way to pay (kind x402 or mpp); net + fee = gross, decimal strings and atomic strings.',
   fields: (t) => ({
     kind: t.expose('kind', { type: QuoteOptionKindEnum }),
@@ -116,6 +126,7 @@ const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
 
 type Seller = Quote['seller'];
 const SellerIdentityRef = builder.objectRef<NonNullable<Seller['identity']>>('QuoteSellerIdentity').implement({
+  extensions: fromZod(SellerIdentity),
   fields: (t) => ({
     verdict: t.expose('verdict', { type: IdentityVerdictEnum }),
     score: t.exposeInt('score'),
@@ -124,6 +135,7 @@ const SellerIdentityRef = builder.objectRef<NonNullable<Seller['identity']>>('Qu
 });
 
 const SellerRef = builder.objectRef<Seller>('QuoteSeller').implement({
+  extensions: fromZod(Quote.shape.seller),
   fields: (t) => ({
     payTo: t.exposeString('pay_to', { nullable: true }),
     agent: t.exposeString('agent', { nullable: true }),
@@ -132,6 +144,7 @@ const SellerRef = builder.objectRef<Seller>('QuoteSeller').implement({
 });
 
 const QuoteRef = builder.objectRef<Quote>('Quote').implement({
+  extensions: fromZod(Quote),
   description: 'POST /v1/buyer/quote',
   fields: (t) => ({
     source: t.expose('source', { type: QuoteSourceEnum }),
@@ -148,6 +161,7 @@ const QuoteRef = builder.objectRef<Quote>('Quote').implement({
 });
 
 const RuleResultRef = builder.objectRef<RuleResult>('SpendRuleResult').implement({
+  extensions: fromZod(RuleResult),
   fields: (t) => ({
     rule: t.exposeString('rule'),
     ok: t.exposeBoolean('ok'),
@@ -158,10 +172,12 @@ const RuleResultRef = builder.objectRef<RuleResult>('SpendRuleResult').implement
 
 type Limit = SpendPolicy['limits'][number];
 const LimitRef = builder.objectRef<Limit>('SpendLimit').implement({
+  extensions: fromZod(SpendPolicy.shape.limits.element),
   fields: (t) => ({ currency: t.expose('currency', { type: StableSymbolEnum }), perCall: t.exposeString('per_call', { nullable: true }), daily: t.exposeString('daily', { nullable: true }) }),
 });
 
 const SpendPolicyRef = builder.objectRef<SpendPolicy>('SpendPolicy').implement({
+  extensions: fromZod(SpendPolicy),
   description: 'GET /v1/buyer/policy',
   fields: (t) => ({
     agent: t.exposeString('agent'),
@@ -176,10 +192,12 @@ const SpendPolicyRef = builder.objectRef<SpendPolicy>('SpendPolicy').implement({
 
 type Spent = Evaluation['spent_today'][number];
 const SpentRef = builder.objectRef<Spent>('SpentToday').implement({
+  extensions: fromZod(Evaluation.shape.spent_today.element),
   fields: (t) => ({ currency: t.expose('currency', { type: StableSymbolEnum }), grossAtomic: t.exposeString('gross_atomic') }),
 });
 
 const EvaluationRef = builder.objectRef<Evaluation>('SpendEvaluation').implement({
+  extensions: fromZod(Evaluation),
   description: 'POST /v1/buyer/policy/evaluate',
   fields: (t) => ({
     decision: t.expose('decision', { type: SpendDecisionEnum }),
@@ -193,6 +211,7 @@ const EvaluationRef = builder.objectRef<Evaluation>('SpendEvaluation').implement
 });
 
 const ExecuteResultRef = builder.objectRef<ExecuteResult>('BuyerExecuteResult').implement({
+  extensions: fromZod(ExecuteResult),
   description: 'POST /v1/buyer/payment/execute',
   fields: (t) => ({
     decision: t.expose('decision', { type: SpendDecisionEnum }),
@@ -202,16 +221,19 @@ const ExecuteResultRef = builder.objectRef<ExecuteResult>('BuyerExecuteResult').
 });
 
 const FinalizeResultRef = builder.objectRef<FinalizeResult>('BuyerFinalizeResult').implement({
+  extensions: fromZod(FinalizeResult),
   description: 'POST /v1/buyer/receipt/finalize',
   fields: (t) => ({ recorded: t.exposeBoolean('recorded'), receipt: t.expose('receipt', { type: ReceiptRef }) }),
 });
 
 type ReceiptCheck = VerifyReceiptResult['checks'][number];
 const ReceiptCheckRef = builder.objectRef<ReceiptCheck>('BuyerReceiptCheck').implement({
+  extensions: fromZod(VerifyReceiptResult.shape.checks.element),
   fields: (t) => ({ name: t.exposeString('name'), ok: t.exposeBoolean('ok'), detail: t.exposeString('detail') }),
 });
 
 const VerifyReceiptResultRef = builder.objectRef<VerifyReceiptResult>('BuyerReceiptVerification').implement({
+  extensions: fromZod(VerifyReceiptResult),
   description: 'POST /v1/buyer/receipt/verify',
   fields: (t) => ({
     ok: t.exposeBoolean('ok'),
@@ -224,10 +246,12 @@ const VerifyReceiptResultRef = builder.objectRef<VerifyReceiptResult>('BuyerRece
 });
 
 const LimitInputRef = builder.inputType('SpendLimitInput', {
+  extensions: fromZod(SpendLimit),
   fields: (t) => ({ currency: t.field({ type: StableSymbolEnum, required: true }), perCall: t.string(), daily: t.string() }),
 });
 
 const PolicyInputRef = builder.inputType('SpendPolicyInput', {
+  extensions: fromZod(PutPolicyInput),
   fields: (t) => ({
     agent: t.string({ required: true }),
     limits: t.field({ type: [LimitInputRef] }),
@@ -239,6 +263,7 @@ const PolicyInputRef = builder.inputType('SpendPolicyInput', {
 export type PolicyInputInSync = Assert<SameKeys<typeof PolicyInputRef.$inferInput, PutPolicyInput>>;
 
 const FinalizeInputRef = builder.inputType('BuyerFinalizeInput', {
+  extensions: fromZod(FinalizeInput),
   fields: (t) => ({
     agent: t.string({ required: true }),
     signature: t.string(),
@@ -251,16 +276,19 @@ export type FinalizeInputInSync = Assert<SameKeys<typeof FinalizeInputRef.$infer
 
 builder.queryFields((t) => ({
   buyerNetworks: t.field({
+    extensions: procedure('buyer.networks'),
     type: [BuyerNetworkRef],
     description: 'GET /v1/buyer/networks',
     resolve: async (_root, _args, ctx) => (await ctx.api.buyer.networks()).data,
   }),
   buyerCurrencies: t.field({
+    extensions: procedure('buyer.currency'),
     type: BuyerCurrenciesRef,
     description: 'GET /v1/buyer/currency',
     resolve: (_root, _args, ctx) => ctx.api.buyer.currency(),
   }),
   spendPolicy: t.field({
+    extensions: procedure('buyer.policy'),
     type: SpendPolicyRef,
     nullable: true,
     description: 'GET /v1/buyer/policy',
@@ -268,6 +296,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.buyer.policy({ agent: args.agent }),
   }),
   sellerFacilitator: t.field({
+    extensions: procedure('seller.facilitator'),
     type: FacilitatorInfoRef,
     description: 'GET /v1/seller/facilitator',
     resolve: (_root, _args, ctx) => ctx.api.seller.facilitator(),
@@ -276,6 +305,7 @@ builder.queryFields((t) => ({
 
 builder.mutationFields((t) => ({
   buyerQuote: t.field({
+    extensions: procedure('buyer.quote'),
     type: QuoteRef,
     nullable: true,
     description: 'POST /v1/buyer/quote: exactly one of url, paymentLink',
@@ -284,6 +314,7 @@ builder.mutationFields((t) => ({
       ctx.api.buyer.quote({ url: given(args.url), payment_link: given(args.paymentLink), method: given(args.method) }),
   }),
   setSpendPolicy: t.field({
+    extensions: procedure('buyer.putPolicy'),
     type: SpendPolicyRef,
     nullable: true,
     description: 'PUT /v1/buyer/policy',
@@ -295,6 +326,7 @@ builder.mutationFields((t) => ({
     },
   }),
   evaluateSpendPolicy: t.field({
+    extensions: procedure('buyer.evaluate'),
     type: EvaluationRef,
     nullable: true,
     description: 'POST /v1/buyer/policy/evaluate: exactly one of quote (as REST answers it: Quote.raw), url, paymentLink',
@@ -309,6 +341,7 @@ builder.mutationFields((t) => ({
       }),
   }),
   executeBuyerPayment: t.field({
+    extensions: procedure('buyer.execute'),
     type: ExecuteResultRef,
     nullable: true,
     description: 'POST /v1/buyer/payment/execute: `input` is the REST body (snake_case), checked by the same schema',
@@ -316,6 +349,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.buyer.execute(input as ExecuteInput),
   }),
   finalizeBuyerReceipt: t.field({
+    extensions: procedure('buyer.finalize'),
     type: FinalizeResultRef,
     nullable: true,
     description: 'POST /v1/buyer/receipt/finalize',
@@ -323,6 +357,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.buyer.finalize(toDomainInput(input) as FinalizeInput),
   }),
   verifyBuyerReceipt: t.field({
+    extensions: procedure('buyer.verifyReceipt'),
     type: VerifyReceiptResultRef,
     nullable: true,
     description: 'POST /v1/buyer/receipt/verify: exactly one of receiptHash, receipt',

@@ -1,7 +1,10 @@
 import type { ObjectRef } from '@pothos/core';
 import { Kind, type ValueNode } from 'graphql';
+import { z } from 'zod';
 import type { Page } from '../../../domain/shared/pagination.ts';
+import { listEnvelope } from '../../../domain/shared/pagination.ts';
 import { builder } from '../builder.ts';
+import { fromZod } from '../describe.ts';
 
 // Shared by the schema modules: the JSON scalar, the list envelope and the camelCase → snake_case input mapping.
 
@@ -40,6 +43,7 @@ export const JsonScalar = builder.scalarType('JSON', {
 export function pageRef<T>(name: string, item: ObjectRef<Types, T>) {
   return builder.objectRef<Page<T>>(name).implement({
     description: `A page of ${item.name}, newest first. Pass nextCursor as \`after\` for the next page.`,
+    extensions: fromZod(listEnvelope(z.unknown())),
     fields: (t) => ({
       data: t.field({ type: [item], resolve: (page) => page.data }),
       nextCursor: t.exposeString('next_cursor', { nullable: true }),

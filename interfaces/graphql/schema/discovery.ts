@@ -1,5 +1,6 @@
-import { DiscoverySource, type DiscoverItem } from '../../../domain/discovery/schema.ts';
+import { DiscoverySource, DiscoverItem } from '../../../domain/discovery/schema.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { HttpMethod } from '../../../domain/payment-links/schema.ts';
 import { graphqlEnum, HttpMethodEnum, NetworkEnum, networkOf, ProtocolEnum, wireValue } from '../enums.ts';
 
@@ -9,6 +10,7 @@ import { given } from './common.ts';
 // GET /v1/discover through the same procedure as REST (ctx.api).
 
 const DiscoverItemRef = builder.objectRef<DiscoverItem>('DiscoverItem').implement({
+  extensions: fromZod(DiscoverItem),
   description: 'A paid service: a public payment link (source svc) or an agent’s registration document (source registry).',
   fields: (t) => ({
     source: t.expose('source', { type: DiscoverySourceEnum }),
@@ -29,6 +31,7 @@ const DiscoverItemRef = builder.objectRef<DiscoverItem>('DiscoverItem').implemen
 
 builder.queryFields((t) => ({
   discover: t.field({
+    extensions: procedure('discovery.discover'),
     type: [DiscoverItemRef],
     nullable: true,
     description: 'Search paid services across the gateway’s public links and the agents it knows.',

@@ -1,6 +1,7 @@
 import { Event, EventPhaseStep, ListEventsInput } from '../../../domain/events/schema.ts';
 import { parseKinds } from '../../../domain/events/service.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { LiveEvents, StreamFailure } from '../fanout.ts';
 import { EventPhaseEnum, NetworkEnum } from '../enums.ts';
 import { given, pageRef } from './common.ts';
@@ -12,6 +13,7 @@ import { parseInput, refuseUnsafeInput } from '../../../domain/shared/validation
 export { EventPhaseEnum };
 
 const EventPhaseStepRef = builder.objectRef<Event['phases'][number]>('EventPhaseStep').implement({
+  extensions: fromZod(Event.shape.phases.element),
   description: EventPhaseStep.description,
   fields: (t) => ({
     phase: t.expose('phase', { type: EventPhaseEnum }),
@@ -21,6 +23,7 @@ const EventPhaseStepRef = builder.objectRef<Event['phases'][number]>('EventPhase
 });
 
 export const EventRef = builder.objectRef<Event>('Event').implement({
+  extensions: fromZod(Event),
   description: 'One event; `id` is the cursor to resume a subscription with `after`.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -46,6 +49,7 @@ export const EventPageRef = pageRef('EventPage', EventRef);
 
 builder.queryFields((t) => ({
   events: t.field({
+    extensions: procedure('events.list'),
     type: EventPageRef,
     nullable: true,
     description: 'Newest first. kinds: exact kinds or wildcards such as payment_link.*; after: nextCursor; first: page size.',
@@ -55,12 +59,14 @@ builder.queryFields((t) => ({
       ctx.api.events.list({ kind: args.kinds?.join(','), agent: given(args.agent), cursor: given(args.after), limit: given(args.first) }),
   }),
   event: t.field({
+    extensions: procedure('events.get'),
     type: EventRef,
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.api.events.get({ id }),
   }),
   eventKinds: t.field({
+    extensions: procedure('events.kinds'),
     type: 'JSON',
     description: 'The event catalogue: [{ kind, description, phases, metadata_schema }] (as GET /v1/event-kinds).',
     resolve: async (_root, _args, ctx) => (await ctx.api.events.kinds()).data,

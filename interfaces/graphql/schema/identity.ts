@@ -1,23 +1,7 @@
-import { DisclosureField, Intent } from '../../../domain/identity/schema.ts';
-import type {
-  CapabilityCard,
-  Check,
-  Claim,
-  CreateCardInput,
-  CreateClaimInput,
-  CreateDisclosureInput,
-  Disclosure,
-  DisclosureLink,
-  DomainChallenge,
-  Identity,
-  RegistrationStatus,
-  Reputation,
-  UpdateCardInput,
-  UpdateProfileInput,
-  VerifiedDomain,
-  VerifyResult,
-} from '../../../domain/identity/schema.ts';
+import { DisclosureField, Intent, VerifyInput } from '../../../domain/identity/schema.ts';
+import { CapabilityCard, Check, Claim, CreateCardInput, CreateClaimInput, type CreateDisclosureInput, Disclosure, DisclosureLink, DomainChallenge, Identity, RegistrationStatus, Reputation, UpdateCardInput, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { graphqlEnum, IdentityVerdictEnum, NetworkEnum } from '../enums.ts';
 import { AgentRef } from './agents.ts';
 import { EventPageRef } from './events.ts';
@@ -27,6 +11,7 @@ import { given, toDomainInput, type Assert, type SameKeys } from './common.ts';
 // field `agent { identity { … } }`; any agent of the network is read through `resolveIdentity`.
 
 const ProfileRef = builder.objectRef<Identity['profile']>('IdentityProfile').implement({
+  extensions: fromZod(Identity.shape.profile),
   fields: (t) => ({
     handle: t.exposeString('handle', { nullable: true }),
     displayName: t.exposeString('display_name', { nullable: true }),
@@ -38,10 +23,12 @@ const ProfileRef = builder.objectRef<Identity['profile']>('IdentityProfile').imp
 });
 
 const VerifiedDomainRef = builder.objectRef<VerifiedDomain>('VerifiedDomain').implement({
+  extensions: fromZod(VerifiedDomain),
   fields: (t) => ({ domain: t.exposeString('domain'), verifiedAt: t.exposeString('verified_at') }),
 });
 
 const VolumeRef = builder.objectRef<Reputation['volume'][number]>('ReputationVolume').implement({
+  extensions: fromZod(Reputation.shape.volume.element),
   description: 'Settled paid calls in one currency; amounts are atomic decimal strings.',
   fields: (t) => ({
     currency: t.exposeString('currency'),
@@ -52,6 +39,7 @@ const VolumeRef = builder.objectRef<Reputation['volume'][number]>('ReputationVol
 });
 
 const ReputationRef = builder.objectRef<Reputation>('Reputation').implement({
+  extensions: fromZod(Reputation),
   description: 'From the agent’s earn receipts of settled paid calls.',
   fields: (t) => ({
     settledCalls: t.exposeInt('settled_calls'),
@@ -62,6 +50,7 @@ const ReputationRef = builder.objectRef<Reputation>('Reputation').implement({
 });
 
 const ClaimRef = builder.objectRef<Claim>('IdentityClaim').implement({
+  extensions: fromZod(Claim),
   fields: (t) => ({
     id: t.exposeString('id'),
     mint: t.exposeString('mint'),
@@ -75,6 +64,7 @@ const ClaimRef = builder.objectRef<Claim>('IdentityClaim').implement({
 });
 
 const CapabilityCardRef = builder.objectRef<CapabilityCard>('CapabilityCard').implement({
+  extensions: fromZod(CapabilityCard),
   description: 'What an agent says it can do; one card per capability name.',
   fields: (t) => ({
     id: t.exposeString('id'),
@@ -91,6 +81,7 @@ const CapabilityCardRef = builder.objectRef<CapabilityCard>('CapabilityCard').im
 });
 
 const RegistrationStatusRef = builder.objectRef<RegistrationStatus>('RegistrationStatus').implement({
+  extensions: fromZod(RegistrationStatus),
   description: 'The agent’s registration document read back from its uri (resolve and verify).',
   fields: (t) => ({
     uri: t.exposeString('uri', { nullable: true }),
@@ -101,6 +92,7 @@ const RegistrationStatusRef = builder.objectRef<RegistrationStatus>('Registratio
 });
 
 export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
+  extensions: fromZod(Identity),
   description: 'GET /v1/identity/{mint}: an agent’s public identity.',
   fields: (t) => ({
     mint: t.exposeString('mint'),
@@ -117,12 +109,14 @@ export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
 });
 
 const CheckRef = builder.objectRef<Check>('IdentityCheck').implement({
+  extensions: fromZod(Check),
   fields: (t) => ({ name: t.exposeString('name'), ok: t.exposeBoolean('ok'), detail: t.exposeString('detail') }),
 });
 
 const VerdictEnum = IdentityVerdictEnum;
 
 const VerifyResultRef = builder.objectRef<VerifyResult>('IdentityVerifyResult').implement({
+  extensions: fromZod(VerifyResult),
   fields: (t) => ({
     verdict: t.expose('verdict', { type: VerdictEnum }),
     score: t.exposeInt('score'),
@@ -132,10 +126,12 @@ const VerifyResultRef = builder.objectRef<VerifyResult>('IdentityVerifyResult').
 });
 
 const DomainDocumentRef = builder.objectRef<DomainChallenge['document']>('DomainDocument').implement({
+  extensions: fromZod(DomainChallenge.shape.document),
   fields: (t) => ({ mint: t.exposeString('mint'), network: t.expose('network', { type: NetworkEnum }), token: t.exposeString('token') }),
 });
 
 const DomainChallengeRef = builder.objectRef<DomainChallenge>('DomainChallenge').implement({
+  extensions: fromZod(DomainChallenge),
   description: 'Serve `document` as JSON at `url`, then verifyIdentityDomain.',
   fields: (t) => ({
     domain: t.exposeString('domain'),
@@ -149,6 +145,7 @@ const DomainChallengeRef = builder.objectRef<DomainChallenge>('DomainChallenge')
 const DisclosureFieldEnum = graphqlEnum('DisclosureField', DisclosureField);
 
 const DisclosureLinkRef = builder.objectRef<DisclosureLink>('DisclosureLink').implement({
+  extensions: fromZod(DisclosureLink),
   description: 'Shown once: the store keeps the token’s SHA-256 only.',
   fields: (t) => ({
     token: t.exposeString('token'),
@@ -160,6 +157,7 @@ const DisclosureLinkRef = builder.objectRef<DisclosureLink>('DisclosureLink').im
 });
 
 const DisclosureRef = builder.objectRef<Disclosure>('Disclosure').implement({
+  extensions: fromZod(Disclosure),
   description: 'GET /v1/identity/disclosures/{token}: the fields the link names, nothing else.',
   fields: (t) => ({
     mint: t.exposeString('mint'),
@@ -212,6 +210,7 @@ builder.objectField(AgentRef, 'identity', (t) =>
 );
 
 const ProfileInputRef = builder.inputType('IdentityProfileInput', {
+  extensions: fromZod(UpdateProfileInput),
   fields: (t) => ({
     mint: t.string({ required: true }),
     handle: t.string({ required: true }),
@@ -224,6 +223,7 @@ const ProfileInputRef = builder.inputType('IdentityProfileInput', {
 export type ProfileInputInSync = Assert<SameKeys<typeof ProfileInputRef.$inferInput, UpdateProfileInput>>;
 
 const ClaimInputRef = builder.inputType('IdentityClaimInput', {
+  extensions: fromZod(CreateClaimInput),
   fields: (t) => ({
     mint: t.string({ required: true }),
     type: t.string({ required: true }),
@@ -235,6 +235,7 @@ const ClaimInputRef = builder.inputType('IdentityClaimInput', {
 export type ClaimInputInSync = Assert<SameKeys<typeof ClaimInputRef.$inferInput, CreateClaimInput>>;
 
 const CardInputRef = builder.inputType('CapabilityCardInput', {
+  extensions: fromZod(CreateCardInput),
   fields: (t) => ({
     mint: t.string({ required: true }),
     capability: t.string({ required: true }),
@@ -248,6 +249,7 @@ const CardInputRef = builder.inputType('CapabilityCardInput', {
 export type CardInputInSync = Assert<SameKeys<typeof CardInputRef.$inferInput, CreateCardInput>>;
 
 const CardUpdateRef = builder.inputType('CapabilityCardUpdate', {
+  extensions: fromZod(UpdateCardInput),
   description: 'The fields given change; null clears title, description or endpoint.',
   fields: (t) => ({
     mint: t.string({ required: true }),
@@ -264,11 +266,13 @@ export type CardUpdateInSync = Assert<SameKeys<typeof CardUpdateRef.$inferInput,
 const IntentEnum = graphqlEnum('IdentityIntent', Intent);
 
 const ThresholdsInputRef = builder.inputType('IdentityThresholdsInput', {
+  extensions: fromZod(VerifyInput.shape.thresholds),
   fields: (t) => ({ minRating: t.float(), requireVerifiedDomain: t.boolean(), minSettledCalls: t.int() }),
 });
 
 builder.queryFields((t) => ({
   agentRegistration: t.field({
+    extensions: procedure('identity.registration'),
     type: 'JSON',
     nullable: true,
     description: 'GET /v1/agents/{mint}/registration.json (public): the registration-v1 document',
@@ -276,6 +280,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.registration({ mint: args.mint, network: given(args.network) }),
   }),
   capabilityCard: t.field({
+    extensions: procedure('identity.getCard'),
     type: CapabilityCardRef,
     nullable: true,
     description: 'GET /v1/identity/{mint}/capability-cards/{id} (owner)',
@@ -283,6 +288,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.getCard({ mint: args.mint, id: args.id }),
   }),
   identityDisclosure: t.field({
+    extensions: procedure('identity.disclosure'),
     type: DisclosureRef,
     nullable: true,
     description: 'GET /v1/identity/disclosures/{token}',
@@ -290,6 +296,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.disclosure({ token: args.token }),
   }),
   resolveIdentity: t.field({
+    extensions: procedure('identity.resolve'),
     type: IdentityRef,
     nullable: true,
     description: 'GET /v1/identity/resolve: exactly one of mint, handle, domain',
@@ -297,6 +304,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.resolve({ mint: given(args.mint), handle: given(args.handle), domain: given(args.domain) }),
   }),
   verifyIdentity: t.field({
+    extensions: procedure('identity.verify'),
     type: VerifyResultRef,
     nullable: true,
     description: 'POST /v1/identity/verify',
@@ -328,6 +336,7 @@ builder.queryFields((t) => ({
 
 builder.mutationFields((t) => ({
   createCapabilityCard: t.field({
+    extensions: procedure('identity.createCard'),
     type: CapabilityCardRef,
     nullable: true,
     description: 'POST /v1/identity/{mint}/capability-cards',
@@ -335,6 +344,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.identity.createCard(toDomainInput(input) as CreateCardInput),
   }),
   updateCapabilityCard: t.field({
+    extensions: procedure('identity.updateCard'),
     type: CapabilityCardRef,
     nullable: true,
     description: 'PATCH /v1/identity/{mint}/capability-cards/{id}',
@@ -342,6 +352,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.identity.updateCard(toDomainInput(input, { keepNull: ['title', 'description', 'endpoint'] }) as UpdateCardInput),
   }),
   deleteCapabilityCard: t.boolean({
+    extensions: procedure('identity.deleteCard'),
     description: 'DELETE /v1/identity/{mint}/capability-cards/{id}',
     args: { mint: t.arg.string({ required: true }), id: t.arg.string({ required: true }) },
     resolve: async (_root, args, ctx) => {
@@ -350,6 +361,7 @@ builder.mutationFields((t) => ({
     },
   }),
   setIdentityProfile: t.field({
+    extensions: procedure('identity.putProfile'),
     type: IdentityRef,
     nullable: true,
     description: 'PUT /v1/identity/{mint}/profile',
@@ -357,6 +369,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.identity.putProfile(toDomainInput(input) as UpdateProfileInput),
   }),
   addIdentityDomain: t.field({
+    extensions: procedure('identity.addDomain'),
     type: DomainChallengeRef,
     nullable: true,
     description: 'POST /v1/identity/{mint}/domains',
@@ -364,6 +377,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.addDomain({ mint: args.mint, domain: args.domain }),
   }),
   verifyIdentityDomain: t.field({
+    extensions: procedure('identity.verifyDomain'),
     type: DomainChallengeRef,
     nullable: true,
     description: 'POST /v1/identity/{mint}/domains/{domain}/verify',
@@ -371,6 +385,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.verifyDomain({ mint: args.mint, domain: args.domain }),
   }),
   createIdentityClaim: t.field({
+    extensions: procedure('identity.createClaim'),
     type: ClaimRef,
     nullable: true,
     description: 'POST /v1/identity/{mint}/claims',
@@ -378,6 +393,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.identity.createClaim(toDomainInput(input) as CreateClaimInput),
   }),
   revokeIdentityClaim: t.field({
+    extensions: procedure('identity.revokeClaim'),
     type: ClaimRef,
     nullable: true,
     description: 'POST /v1/identity/{mint}/claims/{id}/revoke',
@@ -385,6 +401,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.identity.revokeClaim({ mint: args.mint, id: args.id }),
   }),
   createIdentityDisclosure: t.field({
+    extensions: procedure('identity.createDisclosure'),
     type: DisclosureLinkRef,
     nullable: true,
     description: 'POST /v1/identity/{mint}/disclosures',

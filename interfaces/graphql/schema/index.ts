@@ -1,4 +1,5 @@
 import { builder } from '../builder.ts';
+import { describeSchema } from '../describe.ts';
 import './common.ts';
 import './payment-links.ts';
 import './events.ts';
@@ -13,5 +14,5 @@ import './activity.ts';
 import './discovery.ts';
 import './auth.ts';
 
-/** The GraphQL schema: every module registers its types on the builder when imported. */
-export const schema = builder.toSchema({ sortSchema: true });
+/** The GraphQL schema: every module registers its types on the builder when imported; descriptions come from the zod schemas. */
+export const schema = describeSchema(builder.toSchema({ sortSchema: true }));

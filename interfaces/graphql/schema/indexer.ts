@@ -1,10 +1,12 @@
-import type { IndexerNetworkStatus } from '../../../domain/indexer/schema.ts';
+import { IndexerNetworkStatus } from '../../../domain/indexer/schema.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { NetworkEnum } from '../enums.ts';
 
 // GET /v1/indexer/status through the same procedure as REST (ctx.api), which calls IndexerService.status.
 
 const IndexerNetworkStatusRef = builder.objectRef<IndexerNetworkStatus>('IndexerNetworkStatus').implement({
+  extensions: fromZod(IndexerNetworkStatus),
   description: 'The indexer on one network: how far it scanned the watched addresses and its last run.',
   fields: (t) => ({
     network: t.expose('network', { type: NetworkEnum }),
@@ -21,6 +23,7 @@ const IndexerNetworkStatusRef = builder.objectRef<IndexerNetworkStatus>('Indexer
 
 builder.queryFields((t) => ({
   indexerStatus: t.field({
+    extensions: procedure('indexer.status'),
     type: [IndexerNetworkStatusRef],
     description: 'GET /v1/indexer/status: the indexer on your network (every key of the network reads it).',
     resolve: async (_root, _args, ctx) => (await ctx.api.indexer.status()).data,

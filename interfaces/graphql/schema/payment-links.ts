@@ -1,5 +1,11 @@
 import {
+  AcceptEntry as AcceptEntrySchema,
+  Counters,
+  CreatePaymentLinkInput as CreatePaymentLinkInputSchema,
+  LinkResponse,
+  PaymentLinkWithSecret as PaymentLinkSchema,
   SettlePolicy,
+  UpdatePaymentLinkInput as UpdatePaymentLinkInputSchema,
   type AcceptEntry,
   type CreatePaymentLinkInput,
   type PaymentLink,
@@ -8,6 +14,7 @@ import {
 } from '../../../domain/payment-links/schema.ts';
 import { builder } from '../builder.ts';
 import { graphqlEnum, HttpMethodEnum, NetworkEnum, ProtocolEnum, StableSymbolEnum } from '../enums.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { pageRef, toDomainInput, given, type Assert, type KeysMatch, type SameKeys } from './common.ts';
 
 // hosted-api §2: payment links. Fields mirror the PaymentLink wire type in camelCase; every resolver calls the same
@@ -18,6 +25,7 @@ export const SettlePolicyEnum = graphqlEnum('SettlePolicy', SettlePolicy);
 
 const LinkResponseRef = builder.objectRef<PaymentLink['response']>('LinkResponse').implement({
   description: 'What the link answers once paid (hosted-api §2.1).',
+  extensions: fromZod(PaymentLinkSchema.shape.response),
   fields: (t) => ({
     status: t.exposeInt('status'),
     mimeType: t.exposeString('mimeType'),
@@ -27,6 +35,7 @@ const LinkResponseRef = builder.objectRef<PaymentLink['response']>('LinkResponse
 
 const AcceptEntryRef = builder.objectRef<AcceptEntry>('AcceptEntry').implement({
   description: 'One x402 payment option (hosted-api §2.3). Amounts are atomic decimal strings.',
+  extensions: fromZod(AcceptEntrySchema),
   fields: (t) => ({
     scheme: t.exposeString('scheme'),
     network: t.exposeString('network', { description: 'The x402 network id as the offer carries it (CAIP-2), not a Network.' }),
@@ -43,6 +52,7 @@ const AcceptEntryRef = builder.objectRef<AcceptEntry>('AcceptEntry').implement({
 });
 
 const CountersRef = builder.objectRef<PaymentLink['counters']>('PaymentLinkCounters').implement({
+  extensions: fromZod(Counters),
   fields: (t) => ({
     callCount: t.exposeInt('call_count'),
     settledCount: t.exposeInt('settled_count'),
@@ -55,6 +65,7 @@ const CountersRef = builder.objectRef<PaymentLink['counters']>('PaymentLinkCount
 // One GraphQL type for reads and for the answers that may carry a new secret (create, update, rotate).
 export const PaymentLinkRef = builder.objectRef<PaymentLinkWithSecret>('PaymentLink').implement({
   description: 'A paid HTTP endpoint answering 402 until paid (hosted-api §2.2).',
+  extensions: fromZod(PaymentLinkSchema),
   fields: (t) => ({
     id: t.exposeID('id'),
     network: t.expose('network', { type: NetworkEnum }),
@@ -97,6 +108,7 @@ const PaymentLinkPageRef = pageRef('PaymentLinkPage', PaymentLinkRef);
 // are validated once, by the procedure's zod input schema, as for REST and tRPC.
 
 const LinkResponseInput = builder.inputType('LinkResponseInput', {
+  extensions: fromZod(LinkResponse),
   fields: (t) => ({
     status: t.int({ description: '200–299; default 200' }),
     mimeType: t.string({ description: 'default application/json' }),
@@ -105,6 +117,7 @@ const LinkResponseInput = builder.inputType('LinkResponseInput', {
 });
 
 const CreatePaymentLinkInputRef = builder.inputType('CreatePaymentLinkInput', {
+  extensions: fromZod(CreatePaymentLinkInputSchema),
   fields: (t) => ({
     id: t.string({ description: 'slug; a ULID when omitted' }),
     label: t.string({ required: true }),
@@ -124,6 +137,7 @@ const CreatePaymentLinkInputRef = builder.inputType('CreatePaymentLinkInput', {
 
 const UpdatePaymentLinkInputRef = builder.inputType('UpdatePaymentLinkInput', {
   description: 'Any subset of the create-time fields plus disabled. webhookUrl: null clears the webhook.',
+  extensions: fromZod(UpdatePaymentLinkInputSchema),
   fields: (t) => ({
     label: t.string(),
     ownerAgent: t.string(),
@@ -153,6 +167,7 @@ builder.queryFields((t) => ({
   paymentLink: t.field({
     type: PaymentLinkRef,
     nullable: true,
+    extensions: procedure('paymentLinks.get'),
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.api.paymentLinks.get({ id }),
   }),
@@ -160,6 +175,7 @@ builder.queryFields((t) => ({
     type: PaymentLinkPageRef,
     nullable: true,
     description: 'Newest first; `after` is the nextCursor of the previous page, `first` the page size (default 50, max 200).',
+    extensions: procedure('paymentLinks.list'),
     args: { ownerAgent: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
     resolve: (_root, args, ctx) =>
       ctx.api.paymentLinks.list({ owner_agent: given(args.ownerAgent), cursor: given(args.after), limit: given(args.first) }),
@@ -170,6 +186,7 @@ builder.mutationFields((t) => ({
   createPaymentLink: t.field({
     type: PaymentLinkRef,
     nullable: true,
+    extensions: procedure('paymentLinks.create'),
     args: { input: t.arg({ type: CreatePaymentLinkInputRef, required: true }) },
     // The procedure parses the input with CreatePaymentLinkInput (zod).
     resolve: (_root, { input }, ctx) => ctx.api.paymentLinks.create(linkInput(input) as CreatePaymentLinkInput),
@@ -177,6 +194,7 @@ builder.mutationFields((t) => ({
   updatePaymentLink: t.field({
     type: PaymentLinkRef,
     nullable: true,
+    extensions: procedure('paymentLinks.update'),
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdatePaymentLinkInputRef, required: true }) },
     resolve: (_root, { id, input }, ctx) => ctx.api.paymentLinks.update({ ...linkInput(input, ['webhookUrl']), id } as UpdatePaymentLinkInput),
   }),
@@ -184,10 +202,12 @@ builder.mutationFields((t) => ({
     type: PaymentLinkRef,
     nullable: true,
     description: 'A new webhook signing secret, answered once in webhookSecret; the old one stops signing at once.',
+    extensions: procedure('paymentLinks.rotateWebhookSecret'),
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.api.paymentLinks.rotateWebhookSecret({ id }),
   }),
   deletePaymentLink: t.boolean({
+    extensions: procedure('paymentLinks.delete'),
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => {
       await ctx.api.paymentLinks.delete({ id });

@@ -1,7 +1,8 @@
-import { ChainReport, ListReceiptsInput, receiptOf, StoredReceiptOutput, type PushReceiptResult } from '../../../domain/receipts/schema.ts';
+import { ChainReport, ListReceiptsInput, receiptOf, StoredReceiptOutput, PushReceiptResult } from '../../../domain/receipts/schema.ts';
 import { PullFormat, PullTarget } from '../../../domain/receipts/pull-targets.ts';
 import { graphqlEnum, NetworkEnum, networkOf, VerificationStatusEnum } from '../enums.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { given, pageRef } from './common.ts';
 
 // hosted-api §4.7 through the same procedures as REST (ctx.api). A receipt is a hashed document: it
@@ -15,6 +16,7 @@ const PullFormatEnum = graphqlEnum('PullFormat', PullFormat);
 const PullStatusEnum = graphqlEnum('PullStatus', PullTarget.shape.last_status.unwrap());
 
 const VerificationRef = builder.objectRef<StoredReceiptOutput['verification']>('ReceiptVerification').implement({
+  extensions: fromZod(PushReceiptResult.shape.verification),
   description: 'The check of the receipt against its network’s ledger: VERIFIED, MISMATCH, PENDING or NOT_APPLICABLE.',
   fields: (t) => ({
     status: t.expose('status', { type: VerificationStatusEnum }),
@@ -24,6 +26,7 @@ const VerificationRef = builder.objectRef<StoredReceiptOutput['verification']>('
 });
 
 export const ReceiptRef = builder.objectRef<StoredReceiptOutput>('Receipt').implement({
+  extensions: fromZod(StoredReceiptOutput.options[0]),
   description: 'A receipt on its agent’s hash chain (ReceiptV1 or v0.2), with its ledger check.',
   fields: (t) => ({
     receiptHash: t.exposeString('receipt_hash'),
@@ -43,6 +46,7 @@ export const ReceiptRef = builder.objectRef<StoredReceiptOutput>('Receipt').impl
 const ReceiptPageRef = pageRef('ReceiptPage', ReceiptRef);
 
 const PushResultRef = builder.objectRef<PushReceiptResult>('PushReceiptResult').implement({
+  extensions: fromZod(PushReceiptResult),
   fields: (t) => ({
     ok: t.exposeBoolean('ok'),
     duplicate: t.exposeBoolean('duplicate'),
@@ -54,6 +58,7 @@ const PushResultRef = builder.objectRef<PushReceiptResult>('PushReceiptResult').
 });
 
 const ChainBreakRef = builder.objectRef<NonNullable<ChainReport['first_break']>>('ReceiptChainBreak').implement({
+  extensions: fromZod(ChainReport.shape.first_break),
   fields: (t) => ({
     nonce: t.exposeInt('nonce'),
     receiptHash: t.exposeString('receipt_hash'),
@@ -63,18 +68,20 @@ const ChainBreakRef = builder.objectRef<NonNullable<ChainReport['first_break']>>
 });
 
 const ChainReportRef = builder.objectRef<ChainReport>('ReceiptChainReport').implement({
+  extensions: fromZod(ChainReport),
   fields: (t) => ({
     agent: t.exposeString('agent'),
     network: t.field({ type: NetworkEnum, resolve: (r) => networkOf(r.network) }),
     length: t.exposeInt('length'),
     ok: t.exposeBoolean('ok'),
-    headNonce: t.int({ nullable: true, resolve: (r) => r.head?.nonce ?? null }),
-    headReceiptHash: t.string({ nullable: true, resolve: (r) => r.head?.receipt_hash ?? null }),
+    headNonce: t.int({ nullable: true, description: 'the latest receipt’s nonce; null for an empty chain', resolve: (r) => r.head?.nonce ?? null }),
+    headReceiptHash: t.string({ nullable: true, description: 'the latest receipt’s hash; null for an empty chain', resolve: (r) => r.head?.receipt_hash ?? null }),
     firstBreak: t.expose('first_break', { type: ChainBreakRef, nullable: true }),
   }),
 });
 
 const PullTargetRef = builder.objectRef<PullTarget>('PullTarget').implement({
+  extensions: fromZod(PullTarget),
   description: 'A URL the pull worker fetches for an agent’s receipts (hosted-api §2.9).',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -96,6 +103,7 @@ const PullTargetRef = builder.objectRef<PullTarget>('PullTarget').implement({
 
 builder.queryFields((t) => ({
   receipts: t.field({
+    extensions: procedure('receipts.list'),
     type: ReceiptPageRef,
     nullable: true,
     description: 'An agent’s receipts, nonce descending; `after` is the nextCursor of the previous page.',
@@ -112,12 +120,14 @@ builder.queryFields((t) => ({
       }),
   }),
   receipt: t.field({
+    extensions: procedure('receipts.byHash'),
     type: ReceiptRef,
     nullable: true,
     args: { hash: t.arg.string({ required: true }) },
     resolve: (_root, { hash }, ctx) => ctx.api.receipts.byHash({ hash }),
   }),
   receiptChain: t.field({
+    extensions: procedure('receipts.verifyChain'),
     type: ChainReportRef,
     nullable: true,
     description: 'Walks the agent’s stored chain and reports the first break.',
@@ -125,6 +135,7 @@ builder.queryFields((t) => ({
     resolve: (_root, { agent }, ctx) => ctx.api.receipts.verifyChain({ agent }),
   }),
   pullTargets: t.field({
+    extensions: procedure('receipts.listPullTargets'),
     type: [PullTargetRef],
     nullable: true,
     args: { mint: t.arg.string({ required: true }) },
@@ -134,6 +145,7 @@ builder.queryFields((t) => ({
 
 builder.mutationFields((t) => ({
   pushReceipt: t.field({
+    extensions: procedure('receipts.push'),
     type: PushResultRef,
     nullable: true,
     description: 'Pushes a receipt (ReceiptV1 or v0.2, as JSON) onto the chain of `agent`.',
@@ -142,6 +154,7 @@ builder.mutationFields((t) => ({
       ctx.api.receipts.push({ ...(typeof receipt === 'object' && receipt !== null && !Array.isArray(receipt) ? receipt : { receipt }), agent_mint: agent }),
   }),
   createPullTarget: t.field({
+    extensions: procedure('receipts.createPullTarget'),
     type: PullTargetRef,
     nullable: true,
     args: { mint: t.arg.string({ required: true }), url: t.arg.string({ required: true }), format: t.arg({ type: PullFormatEnum }), intervalSeconds: t.arg.int() },
@@ -154,6 +167,7 @@ builder.mutationFields((t) => ({
       }),
   }),
   deletePullTarget: t.boolean({
+    extensions: procedure('receipts.deletePullTarget'),
     args: { mint: t.arg.string({ required: true }), id: t.arg.id({ required: true }) },
     resolve: async (_root, { mint, id }, ctx) => {
       await ctx.api.receipts.deletePullTarget({ mint, id: String(id) });

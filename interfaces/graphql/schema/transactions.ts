@@ -1,6 +1,7 @@
-import { PreparedEnvelope, type PreparedTransaction, type SubmitInput, type SubmitResult } from '../../../domain/transactions/schema.ts';
+import { PreparedEnvelope, PreparedTransaction, SubmitInput, SubmitResult } from '../../../domain/transactions/schema.ts';
 import { PREPARE_ROUTES, type PrepareRouteName } from '../../../domain/agents/build/index.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { EventPhaseEnum, graphqlEnum, NetworkEnum } from '../enums.ts';
 import { JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
@@ -8,6 +9,7 @@ import { JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.
 // The event's phases are read with the `event` query and followed on the `events` subscription.
 
 const PreparedTransactionRef = builder.objectRef<PreparedTransaction>('PreparedTransaction').implement({
+  extensions: fromZod(PreparedTransaction),
   description: 'hosted-api §2.5: the unsigned transaction of a prepare route.',
   fields: (t) => ({
     base64: t.exposeString('base64', { description: 'the transaction with empty signature slots' }),
@@ -25,6 +27,7 @@ const PreparedIdentityEnum = graphqlEnum('PreparedIdentity', PreparedEnvelope.sh
 });
 
 export const PreparedEnvelopeRef = builder.objectRef<PreparedEnvelope>('PreparedEnvelope').implement({
+  extensions: fromZod(PreparedEnvelope),
   description: 'hosted-api §2.5: the answer of every prepare route; a no-op has no event and no transaction.',
   fields: (t) => ({
     eventId: t.exposeString('event_id', { nullable: true }),
@@ -40,6 +43,7 @@ export const PreparedEnvelopeRef = builder.objectRef<PreparedEnvelope>('Prepared
 });
 
 const SubmitResultRef = builder.objectRef<SubmitResult>('SubmitResult').implement({
+  extensions: fromZod(SubmitResult),
   description: 'hosted-api §2.6: the event is submitted; confirmation follows on the event.',
   fields: (t) => ({
     eventId: t.exposeString('event_id'),
@@ -51,6 +55,7 @@ const SubmitResultRef = builder.objectRef<SubmitResult>('SubmitResult').implemen
 });
 
 const SubmitTransactionInputRef = builder.inputType('SubmitTransactionInput', {
+  extensions: fromZod(SubmitInput),
   fields: (t) => ({
     eventId: t.string({ required: true }),
     transactionBase64: t.string({ required: true, description: 'the full signed transaction' }),
@@ -76,6 +81,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { route, input }, ctx) => (ctx.api.prepare[route] as (i: unknown) => Promise<PreparedEnvelope>)(input),
   }),
   submitTransaction: t.field({
+    extensions: procedure('transactions.submit'),
     type: SubmitResultRef,
     nullable: true,
     description: 'POST /v1/submit: broadcasts the signed transaction of a prepared event.',

@@ -1,6 +1,7 @@
-import type { CreateWebhookInput, WebhookDelivery, WebhookWithSecret } from '../../../domain/webhooks/schema.ts';
+import { CreateWebhookInput, WebhookDelivery, WebhookWithSecret } from '../../../domain/webhooks/schema.ts';
 import { DeliveryStatus } from '../../../domain/webhooks/schema.ts';
 import { builder } from '../builder.ts';
+import { fromZod, procedure } from '../describe.ts';
 import { EventPhaseEnum, graphqlEnum, NetworkEnum } from '../enums.ts';
 import { given, pageRef, toDomainInput, type Assert, type SameKeys } from './common.ts';
 
@@ -11,6 +12,7 @@ const DeliveryStatusEnum = graphqlEnum('WebhookDeliveryStatus', DeliveryStatus);
 
 // One GraphQL type for reads and for the answers that carry a new secret (create, rotate).
 export const WebhookRef = builder.objectRef<Omit<WebhookWithSecret, 'secret'> & { secret?: string }>('Webhook').implement({
+  extensions: fromZod(WebhookWithSecret),
   description: 'A subscription: signed POSTs of the events it matches (DECISIONS "Webhooks").',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -31,6 +33,7 @@ export const WebhookRef = builder.objectRef<Omit<WebhookWithSecret, 'secret'> & 
 });
 
 const WebhookDeliveryRef = builder.objectRef<WebhookDelivery>('WebhookDelivery').implement({
+  extensions: fromZod(WebhookDelivery),
   description: 'One (webhook, event, phase): attempted until delivered, then the retry schedule, then failed.',
   fields: (t) => ({
     id: t.exposeID('id'),
@@ -52,6 +55,7 @@ const WebhookPageRef = pageRef('WebhookPage', WebhookRef);
 const WebhookDeliveryPageRef = pageRef('WebhookDeliveryPage', WebhookDeliveryRef);
 
 const CreateWebhookInputRef = builder.inputType('CreateWebhookInput', {
+  extensions: fromZod(CreateWebhookInput),
   fields: (t) => ({
     url: t.string({ required: true, description: 'https to a public address' }),
     events: t.stringList({ description: 'kind patterns; default ["*"]' }),
@@ -63,12 +67,14 @@ export type CreateWebhookInputInSync = Assert<SameKeys<typeof CreateWebhookInput
 
 builder.queryFields((t) => ({
   webhook: t.field({
+    extensions: procedure('webhooks.get'),
     type: WebhookRef,
     nullable: true,
     args: { id: t.arg.id({ required: true }) },
     resolve: (_root, { id }, ctx) => ctx.api.webhooks.get({ id: String(id) }),
   }),
   webhooks: t.field({
+    extensions: procedure('webhooks.list'),
     type: WebhookPageRef,
     nullable: true,
     description: 'Newest first; `after` is the nextCursor of the previous page, `first` the page size (default 50, max 200).',
@@ -76,6 +82,7 @@ builder.queryFields((t) => ({
     resolve: (_root, args, ctx) => ctx.api.webhooks.list({ cursor: given(args.after), limit: given(args.first) }),
   }),
   webhookDeliveries: t.field({
+    extensions: procedure('webhooks.deliveries'),
     type: WebhookDeliveryPageRef,
     nullable: true,
     description: 'The deliveries of a subscription, newest first.',
@@ -86,6 +93,7 @@ builder.queryFields((t) => ({
 
 builder.mutationFields((t) => ({
   createWebhook: t.field({
+    extensions: procedure('webhooks.create'),
     type: WebhookRef,
     nullable: true,
     description: 'A new subscription; its signing secret is answered once, in secret.',
@@ -94,6 +102,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { input }, ctx) => ctx.api.webhooks.create(toDomainInput(input) as CreateWebhookInput),
   }),
   rotateWebhookSecret: t.field({
+    extensions: procedure('webhooks.rotateSecret'),
     type: WebhookRef,
     nullable: true,
     description: 'A new signing secret, answered once in secret; the old one stops signing at once.',
@@ -101,6 +110,7 @@ builder.mutationFields((t) => ({
     resolve: (_root, { id }, ctx) => ctx.api.webhooks.rotateSecret({ id: String(id) }),
   }),
   deleteWebhook: t.boolean({
+    extensions: procedure('webhooks.delete'),
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => {
       await ctx.api.webhooks.delete({ id: String(id) });
@@ -108,6 +118,7 @@ builder.mutationFields((t) => ({
     },
   }),
   retryWebhookDelivery: t.field({
+    extensions: procedure('webhooks.retryDelivery'),
     type: WebhookDeliveryRef,
     nullable: true,
     description: 'Attempts a delivery again now; its retry schedule restarts.',

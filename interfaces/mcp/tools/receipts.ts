@@ -26,7 +26,7 @@ export const getReceipt = defineTool({
   name: 'svc_get_receipt',
   title: 'One receipt',
   description: 'One receipt by its receipt_hash, with its ledger verification.',
-  input: z.object({ receipt_hash: ReceiptHash }),
+  input: z.object({ receipt_hash: ReceiptHash.describe('the receipt’s receipt_hash (lowercase hex SHA-256)') }),
   run: (ctx, input) => ctx.call((api) => api.receipts.byHash.query({ hash: input.receipt_hash })),
 });
 

@@ -25,13 +25,13 @@ const tags = ['buyer'];
 
 export const buyerRouter = router({
   networks: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/buyer/networks', tags, summary: 'Networks a buyer can pay on, with their stables and fee' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/buyer/networks', tags, summary: 'Networks a buyer can pay on, with their stables and fee', description: 'Per network: the curated stables, the facilitator and the protocol fee a buyer pays on top of the price.' } })
     .input(z.void())
     .output(BuyerNetworks)
     .query(({ ctx }) => ctx.services.buyer.catalog.networks(ctx.principal.network)),
 
   currency: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/buyer/currency', tags, summary: 'Curated stables of the key’s network (mint, decimals, token program)' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/buyer/currency', tags, summary: 'Curated stables of the key’s network (mint, decimals, token program)', description: 'The stables a payment can use on the key\'s network.' } })
     .input(z.void())
     .output(BuyerCurrencies)
     .query(({ ctx }) => ctx.services.buyer.catalog.currencies(ctx.principal.network)),
@@ -53,13 +53,13 @@ export const buyerRouter = router({
     .mutation(({ ctx, input }) => ctx.services.buyer.quotes.quote(ctx.principal, input)),
 
   putPolicy: keyedProcedure
-    .meta({ openapi: { method: 'PUT', path: '/v1/buyer/policy', tags, summary: 'Set a buyer agent’s spend policy (the whole policy)' } })
+    .meta({ openapi: { method: 'PUT', path: '/v1/buyer/policy', tags, summary: 'Set a buyer agent’s spend policy (the whole policy)', description: 'Replaces the agent\'s spend policy: per-currency limits per call and per day, allowed sellers and domains, the minimum identity verdict. Payments over it are refused before anything is signed.' } })
     .input(PutPolicyInput)
     .output(SpendPolicy)
     .mutation(({ ctx, input }) => ctx.services.buyer.policies.put(ctx.principal, input)),
 
   policy: keyedProcedure
-    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/buyer/policy', tags, summary: 'A buyer agent’s spend policy' } })
+    .meta({ bucket: 'agents.read', openapi: { method: 'GET', path: '/v1/buyer/policy', tags, summary: 'A buyer agent’s spend policy', description: 'The agent\'s spend policy and what it spent today.' } })
     .input(AgentInput)
     .output(SpendPolicy)
     .query(({ ctx, input }) => ctx.services.buyer.policies.get(ctx.principal, input)),
@@ -112,7 +112,7 @@ export const buyerRouter = router({
   verifyReceipt: keyedProcedure
     .meta({
       bucket: 'receipts.read',
-      openapi: { method: 'POST', path: '/v1/buyer/receipt/verify', tags, summary: 'Check a receipt’s hash, chain position and on-chain settlement' },
+      openapi: { method: 'POST', path: '/v1/buyer/receipt/verify', tags, summary: 'Check a receipt’s hash, chain position and on-chain settlement', description: 'Recomputes receipt_hash, checks nonce and prev_receipt_hash against the stored chain and the settlement against the ledger; pass a receipt or a receipt_hash.' },
     })
     .input(VerifyReceiptInput)
     .output(VerifyReceiptResult)

@@ -11,7 +11,7 @@ export const metricsRouter = router({
     .query(({ ctx, input }) => ctx.services.metrics.usage(ctx.principal, input)),
 
   events: keyedProcedure
-    .meta({ openapi: { method: 'GET', path: '/v1/metrics/events', tags, summary: 'Counters by kind of the events you can read (admin: the network)' } })
+    .meta({ openapi: { method: 'GET', path: '/v1/metrics/events', tags, summary: 'Counters by kind of the events you can read (admin: the network)', description: 'Per event kind and phase, how many events you can read exist on the key\'s network, from rollups.' } })
     .input(EventsInput)
     .output(EventCounters)
     .query(({ ctx, input }) => ctx.services.metrics.events(ctx.principal, input)),

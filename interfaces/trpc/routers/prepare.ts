@@ -16,7 +16,15 @@ function prepareProcedure<N extends PrepareRouteName>(name: N) {
   const route = PREPARE_ROUTES[name];
   const errors = ROUTE_ERRORS[name];
   return keyedProcedure
-    .meta({ bucket: 'prepare', ...(errors ? { errors } : {}), openapi: { method: 'POST', path: route.path as `/${string}`, tags: ['prepare'], summary: route.summary } })
+    .meta({ bucket: 'prepare', ...(errors ? { errors } : {}), openapi: {
+        method: 'POST',
+        path: route.path as `/${string}`,
+        tags: ['prepare'],
+        summary: route.summary,
+        // hosted-api §1 and §4.3: prepare → sign locally → submit → track
+        description: `Builds the unsigned transaction and records a \`${route.kind}\` event in phase prepared; sign it locally and POST it to /v1/submit, then follow the event. The same Idempotency-Key answers the same event and bytes (hosted-api §4.3).`,
+      },
+    })
     .input(route.input as (typeof PREPARE_ROUTES)[N]['input'])
     .output(PreparedEnvelope)
     .mutation(({ ctx, input }) => ctx.services.transactions.prepareRoute(ctx.principal, name, input as Record<string, unknown>));
