@@ -223,8 +223,19 @@ export class PaywallCore {
     return { kind: 'mpp_required', link: offer.link, challenges, refusal, requestId: offer.requestId };
   }
 
-  /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */
-  private async resolveLink(request: PaywallRequest): Promise<PaymentLinkRecord> {
+  /**
+   * The unpaid offer of a link for a person's browser (the paywall page): rules 1–2 and the proof check as `handle`,
+   * whatever the link's method (the page describes how to call it), x402 and MPP links alike.
+   */
+  async offerOf(request: { id: string; network: string | undefined }): Promise<{ link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; terms: OfferTerms }> {
+    const link = await this.resolveLink({ ...request, method: null });
+    await this.deps.proof.requireLinkPayable(link);
+    const terms = await this.offerTerms(link.network);
+    return { link, accepts: acceptsFor(link, terms), resource: resourceOf(this.deps.settings.baseUrl, link), terms };
+  }
+
+  /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow (method null: any). */
+  private async resolveLink(request: { id: string; network: string | undefined; method: string | null }): Promise<PaymentLinkRecord> {
     const parsed = Network.safeParse(request.network ?? 'chain-mainnet');
     if (!parsed.success) {
       throw DomainError.invalid([{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }], 'Unknown network.');
@@ -244,7 +255,7 @@ export class PaywallCore {
       throw new DomainError('payment_link_not_found', `No payment link ${request.id} on ${network}.`, { id: request.id });
     }
     if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${request.id} is disabled.`, { id: request.id });
-    if (request.method.toUpperCase() !== link.method) {
+    if (request.method !== null && request.method.toUpperCase() !== link.method) {
       throw new DomainError('method_not_allowed', `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
     }
     return link;
