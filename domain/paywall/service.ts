@@ -13,7 +13,7 @@ import { newPageSession, type PageSession } from './solana-pay.ts';
 
 export type { PaywallRequest } from './call.ts';
 export type { PaywallResponse } from './http.ts';
-export type { PaywallResult } from './core.ts';
+export type { PaywallResult, WalletStatus } from './core.ts';
 
 export interface PaywallDeps extends PaywallCoreDeps {
   /** failures nobody is waiting for (webhooks), for the operator's log */
@@ -62,6 +62,16 @@ export class PaywallService {
     const { link, accepts, resource } = await this.core.offerOf(request);
     const session = newPageSession({ key: this.deps.mppSecret, network: link.network, id: link.id, now: this.deps.clock.now() });
     return { model: pageModel(link, accepts, resource.url), session };
+  }
+
+  /** Solana Pay POST of the page's wallet payment (core.ts walletTransaction). */
+  walletTransaction(input: Parameters<PaywallCore['walletTransaction']>[0]) {
+    return this.core.walletTransaction(input);
+  }
+
+  /** The page's wallet payment status (core.ts walletStatus). */
+  walletStatus(input: Parameters<PaywallCore['walletStatus']>[0]) {
+    return this.core.walletStatus(input);
   }
 
   /** The reconciliation job's work (see reconcile.ts). */

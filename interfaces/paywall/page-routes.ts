@@ -90,6 +90,31 @@ export function registerSolanaPayRoutes(app: FastifyInstance, deps: PageDeps): v
     }),
   );
 
+  // Solana Pay transaction request, POST { account }: the settlement for that wallet, co-signed by the facilitator.
+  app.post<{ Params: { id: string }; Querystring: Record<string, string>; Body: unknown }>(
+    '/x/:id/solana-pay',
+    handle(async (req) => {
+      const q = req.query;
+      const body = req.body as { account?: unknown } | null | undefined;
+      const answer = await paywall.walletTransaction({ ...linkOf(req), account: body?.account, session: { reference: q.reference, expires: q.expires, sig: q.sig } });
+      return { status: 200, body: answer };
+    }),
+  );
+
+  // The page's payment status, keyed by its reference; only the page's secret may read it (and collect the response).
+  app.get<{ Params: { id: string; reference: string } }>(
+    '/x/:id/solana-pay/:reference',
+    handle(async (req) => {
+      const secret = req.headers['x-svc-page-secret'];
+      if (typeof secret !== 'string' || secret === '') throw new DomainError('forbidden', 'X-Svc-Page-Secret (the page\'s secret) is required.');
+      const status = await paywall.walletStatus({ ...linkOf(req), reference: req.params.reference, secret });
+      // the console's paid-call line (interfaces/log.ts), once per recorded payment, as for /x/{id}
+      if (status.state === 'paid' && status.paid) req.log.info({ evt: 'paid_call', ...status.paid }, 'paid call');
+      const { paid: _paid, ...wire } = status as typeof status & { paid?: unknown };
+      return { status: 200, body: wire };
+    }),
+  );
+
   // The icon a wallet shows beside the label (Solana Pay: an SVG, PNG or WebP URL).
   app.get<{ Params: { id: string } }>(
     '/x/:id/solana-pay/icon.svg',

@@ -1,14 +1,18 @@
 import anyTest, { type TestFn } from 'ava';
 import { chromium, type Browser } from 'playwright-core';
+import { Connection, VersionedTransaction } from '@solana/web3.js';
+import { checkSession, newPageSession } from '../../domain/paywall/solana-pay.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { prefersHtml } from '../../interfaces/paywall/page.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
-import { createLink, fundFeeVault, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, eventsOf, fundBuyer, fundFeeVault, paidCallsOf, receiptsOf, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
 
 // The paywall page (docs/paywall.md "In a browser"): a browser opening a share_url gets a 402 page a person can read
 // and pay from a wallet (Solana Pay transaction request); API clients keep the JSON 402 byte for byte. One app and one
 // Chromium (Debian's, driven by playwright-core) for the file.
 
+/** generous: two cores shared by several test processes; nothing here waits on wall-clock speed otherwise */
+const WAIT_MS = 90_000;
 /** What Chromium sends on a navigation. */
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
 
@@ -112,4 +116,73 @@ test.serial('in Chromium the page shows the label, the human price, the network,
   t.regex(icon.headers.get('content-type') ?? '', /^image\/svg\+xml/);
   t.deepEqual(errors, []);
   await page.close();
+});
+
+test.serial('a wallet pays the page: Solana Pay POST, sign, send; the open page shows the paid response once; one receipt, one set of events', async (t) => {
+  const { w, browser, created } = t.context;
+  const page = await browser.newPage();
+  const errors: string[] = [];
+  page.on('pageerror', (e) => errors.push(e.message));
+  await page.goto(created.url);
+  const href = (await page.getAttribute('#solana-pay', 'href')) ?? '';
+  const request = decodeURIComponent(href.slice('solana:'.length)).replace(new URL(w.app.services.settings.baseUrl).origin, new URL(w.app.url).origin);
+
+  // refusals first, in the standard envelope: an account that is no address, a link whose session was tampered with
+  const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const badAccount = await post(request, { account: 'not-a-key' });
+  t.is(badAccount.status, 400);
+  t.like(await badAccount.json(), { error: 'invalid_request' });
+  const stretched = new URL(request);
+  stretched.searchParams.set('expires', String(Number(stretched.searchParams.get('expires')) + 3600));
+  const forged = await post(stretched.toString(), { account: created.treasury });
+  t.is(forged.status, 400);
+  t.like(await forged.json(), { error: 'invalid_request', details: { reason: 'session_invalid' } });
+
+  // the wallet: POST its account, sign the co-signed transaction, send it to the devnet's JSON-RPC
+  const buyer = await fundBuyer(w);
+  const answer = await post(request, { account: buyer.publicKey.toBase58() });
+  t.is(answer.status, 200);
+  const { transaction, message } = (await answer.json()) as { transaction: string; message: string };
+  t.is(message, 'Weather <report>: 0.0101 USDC');
+  const tx = VersionedTransaction.deserialize(Buffer.from(transaction, 'base64'));
+  t.is(tx.message.staticAccountKeys[0]!.toBase58(), (await w.app.services.facilitator!.health()).fee_payer, 'the facilitator pays the fees');
+  t.false(tx.signatures[0]!.every((b) => b === 0), 'partially signed by the facilitator');
+  tx.sign([buyer]);
+  await new Connection(w.rpcUrl, 'confirmed').sendRawTransaction(tx.serialize());
+
+  await page.waitForSelector('#status[data-state="paid"]', { timeout: WAIT_MS });
+  t.deepEqual(JSON.parse((await page.textContent('#paid-body')) ?? ''), { forecast: 'sunny' });
+  t.regex((await page.textContent('#paid-meta')) ?? '', /HTTP 200/);
+
+  // a second read with the page's own secret learns it was paid, not the response again
+  const secret = /"secret":"([A-Za-z0-9_-]+)"/.exec(await page.content())?.[1] ?? '';
+  const reference = new URL(request).searchParams.get('reference')!;
+  const again = await fetch(`${w.app.url}/x/${created.link.id}/solana-pay/${reference}?network=chain-devnet`, { headers: { 'x-svc-page-secret': secret } });
+  t.is(again.status, 200);
+  const read = (await again.json()) as { state: string; response: unknown };
+  t.is(read.state, 'paid');
+  t.is(read.response, null);
+  const stranger = await fetch(`${w.app.url}/x/${created.link.id}/solana-pay/${reference}?network=chain-devnet`, { headers: { 'x-svc-page-secret': 'guess' } });
+  t.is(stranger.status, 403);
+
+  // the paywall's own record: one paid call, one earn receipt, one settled and one served event
+  const calls = await paidCallsOf(w, created.link.id);
+  t.is(calls.length, 1);
+  t.is(calls[0]!.status, 'done');
+  const signature = calls[0]!.signature!;
+  t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === signature).length, 1);
+  t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === signature).length, 1);
+  t.is((await eventsOf(w, 'payment_link.served', created.agent)).filter((e) => e.signature === signature).length, 1);
+  t.deepEqual(errors, []);
+  await page.close();
+});
+
+test('a page session binds the link and expires', (t) => {
+  const key = new Uint8Array(32).fill(7);
+  const now = new Date('2026-01-01T00:00:00Z');
+  const s = newPageSession({ key, network: 'chain-devnet', id: 'weather', now });
+  const fields = { reference: s.reference, expires: String(s.expires), sig: s.sig };
+  t.true(checkSession({ key, network: 'chain-devnet', id: 'weather', ...fields, now }).ok);
+  t.like(checkSession({ key, network: 'chain-devnet', id: 'other', ...fields, now }), { ok: false, reason: 'invalid_request' });
+  t.like(checkSession({ key, network: 'chain-devnet', id: 'weather', ...fields, now: new Date(s.expires * 1000) }), { ok: false, reason: 'transaction_expired' });
 });
