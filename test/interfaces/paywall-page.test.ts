@@ -177,6 +177,32 @@ test.serial('a wallet pays the page: Solana Pay POST, sign, send; the open page 
   await page.close();
 });
 
+test.serial('status reads racing for one wallet payment: exactly one gets the response, one paid call and one receipt', async (t) => {
+  const { w, created } = t.context;
+  // a page fetched without a browser: its session from the HTML (what the page's script holds)
+  const html = await (await fetch(created.url, { headers: { accept: BROWSER_ACCEPT } })).text();
+  const secret = /"secret":"([A-Za-z0-9_-]+)"/.exec(html)?.[1] ?? '';
+  const href = /id="solana-pay" href="([^"]+)"/.exec(html)?.[1] ?? '';
+  const request = decodeURIComponent(href.replace(/&amp;/g, '&').slice('solana:'.length)).replace(new URL(w.app.services.settings.baseUrl).origin, new URL(w.app.url).origin);
+  const reference = new URL(request).searchParams.get('reference')!;
+  const buyer = await fundBuyer(w);
+  const answer = await fetch(request, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account: buyer.publicKey.toBase58() }) });
+  const tx = VersionedTransaction.deserialize(Buffer.from(((await answer.json()) as { transaction: string }).transaction, 'base64'));
+  tx.sign([buyer]);
+  const connection = new Connection(w.rpcUrl, 'confirmed');
+  const sent = await connection.sendRawTransaction(tx.serialize());
+  // waits on the ledger's confirmation, then reads race
+  await connection.confirmTransaction(sent, 'confirmed');
+  const status = () => fetch(`${w.app.url}/x/${created.link.id}/solana-pay/${reference}?network=chain-devnet`, { headers: { 'x-svc-page-secret': secret } }).then((r) => r.json() as Promise<{ state: string; response: unknown }>);
+  const reads = await Promise.all([status(), status(), status(), status()]);
+  t.deepEqual(reads.map((r) => r.state), ['paid', 'paid', 'paid', 'paid']);
+  t.is(reads.filter((r) => r.response !== null).length, 1, 'the response is served once');
+  const calls = (await paidCallsOf(w, created.link.id)).filter((c) => c.signature === sent);
+  t.is(calls.length, 1);
+  t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === sent).length, 1);
+  t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === sent).length, 1);
+});
+
 test('a page session binds the link and expires', (t) => {
   const key = new Uint8Array(32).fill(7);
   const now = new Date('2026-01-01T00:00:00Z');
