@@ -2,6 +2,7 @@ import type { z } from 'zod';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import {
+  CosignResponse,
   FacilitatorHealth,
   SettleResponse,
   SupportedResponse,
@@ -71,6 +72,11 @@ export class HttpFacilitator implements Facilitator {
     return this.#ask({ method: 'POST', path: '/verify', body: request }, VerifyResponse);
   }
 
+  /** Co-signing sends nothing: a lost answer is asked again, so every failure is facilitator_unavailable. */
+  cosign(request: FacilitatorRequest): Promise<CosignResponse> {
+    return this.#ask({ method: 'POST', path: '/cosign', body: request }, CosignResponse);
+  }
+
   /** Creating an account is idempotent on the ledger: a lost answer is asked again, so every failure is facilitator_unavailable. */
   prepareAccounts(request: PrepareAccountsRequest): Promise<PrepareAccountsResponse> {
     return this.#ask({ method: 'POST', path: '/accounts', body: request, timeoutMs: this.#settleTimeoutMs }, PrepareAccountsResponse);
@@ -125,7 +131,7 @@ export class HttpFacilitator implements Facilitator {
 
   #send(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number): Promise<Response> {
     const headers: Record<string, string> = body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
-    if (path === '/accounts' && this.#token) headers.authorization = `Bearer ${this.#token}`;
+    if ((path === '/accounts' || path === '/cosign') && this.#token) headers.authorization = `Bearer ${this.#token}`;
     return this.#fetch(`${this.#base}${path}`, {
       method,
       headers,

@@ -33,4 +33,8 @@ export class InProcessFacilitator implements Facilitator {
   async mppSettle(request: MppSettleRequest) {
     return structuredClone(await this.facilitator.mppSettle(structuredClone(request)));
   }
+
+  async cosign(request: FacilitatorRequest) {
+    return structuredClone(await this.facilitator.cosign(structuredClone(request)));
+  }
 }

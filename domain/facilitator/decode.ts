@@ -1,5 +1,5 @@
 import { encodeBase58 } from '../shared/base58.ts';
-import { parseTransaction, WireError, type WireTransaction } from '../ledger/wire.ts';
+import { isStaticWritable, parseTransaction, WireError, type WireTransaction } from '../ledger/wire.ts';
 import { MAX_TRANSACTION_BYTES } from './schema.ts';
 
 // A wire transaction taken apart exactly as the runtime reads it: signatures, the signed message bytes, the
@@ -22,6 +22,8 @@ export interface DecodedTransaction {
   /** static account keys; the first `numRequiredSignatures` are the signers, the first of all the fee payer */
   accountKeys: string[];
   numRequiredSignatures: number;
+  /** per static key: whether the message lets instructions write it */
+  writable: boolean[];
   recentBlockhash: string;
   addressTableLookups: number;
   instructions: DecodedInstruction[];
@@ -66,6 +68,7 @@ export function decodeTransaction(wire: Uint8Array): DecodedTransaction {
     signatures,
     accountKeys,
     numRequiredSignatures: tx.numRequiredSignatures,
+    writable: accountKeys.map((_, i) => isStaticWritable(tx, i)),
     recentBlockhash: encodeBase58(bytes.subarray(tx.blockhashOffset, tx.blockhashOffset + 32)),
     addressTableLookups: tx.lookups.length,
     instructions,

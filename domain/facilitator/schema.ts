@@ -74,6 +74,8 @@ export interface VerifyPaymentInput {
   transaction: Uint8Array;
   requirements: PaymentRequirements;
   facilitator: FacilitatorPolicy;
+  /** a Solana Pay wallet signs after the facilitator: the buyer's slots must be empty instead of signed */
+  buyerSignsLater?: boolean;
 }
 
 /** Every reason a verify can fail with; clients branch on these, never on the message. */

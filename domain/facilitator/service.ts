@@ -16,6 +16,7 @@ import { verifyPayment } from './verify.ts';
 import { acceptOfCharge, isBoundTo, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
 import {
   FacilitatorRequest,
+  type CosignResponse,
   networkFromX402,
   requirementsV2,
   type FacilitatorHealth,
@@ -291,8 +292,38 @@ export class FacilitatorService implements Facilitator {
     return answer(accounts);
   }
 
+  /**
+   * POST /cosign (docs/paywall.md "In a browser"): a Solana Pay wallet signs and sends the settlement itself, after
+   * the facilitator. The same checks as settle but for the buyer's signature (its slot must still be empty), then the
+   * buyer's funds; no token account is created (the rent guard holds only what settle sends itself), so the seller's
+   * and fee accounts must exist. Nothing is sent: the fee payer's exposure is one network fee per transaction the
+   * buyer chooses to send, as with settle.
+   */
+  async cosign(request: FacilitatorRequest): Promise<CosignResponse> {
+    const wireNetwork = String((request as { paymentRequirements?: { network?: unknown } } | null)?.paymentRequirements?.network ?? '');
+    const refuse = (f: Failure): CosignResponse => ({
+      success: false,
+      errorReason: f.reason,
+      errorMessage: f.message,
+      ...(f.details ? { errorDetails: f.details } : {}),
+      transaction: '',
+      signature: '',
+      network: wireNetwork,
+      ...(f.payer ? { payer: f.payer } : {}),
+    });
+    const checked = await this.check(request, { buyerSignsLater: true });
+    if (!checked.ok) return refuse(checked);
+    const c = checked.value;
+    if (c.creations.length > 0) {
+      return refuse(fail('ata_creation_not_sponsored', `a wallet payment creates no token account: ${c.creations.map((x) => x.account).join(', ')} must exist first`, c.verdict.payer));
+    }
+    const unfunded = await this.canPay(c.prepared, c.verdict);
+    if (unfunded) return refuse({ ...unfunded, payer: c.verdict.payer });
+    return { success: true, transaction: Buffer.from(c.signed).toString('base64'), signature: c.signature, network: c.prepared.wireNetwork, payer: c.verdict.payer };
+  }
+
   /** Parse, resolve the offer, run the pure verify and co-sign: everything verify and settle share. */
-  private async check(raw: unknown): Promise<{ ok: true; value: Checked } | Failure> {
+  private async check(raw: unknown, options: { buyerSignsLater?: boolean } = {}): Promise<{ ok: true; value: Checked } | Failure> {
     const prepared = await this.prepare(raw);
     if (!prepared.ok) return prepared;
     const { requirements } = prepared;
@@ -302,6 +333,7 @@ export class FacilitatorService implements Facilitator {
       transaction: prepared.transaction,
       requirements,
       facilitator: { feePayer: this.feePayer, enforcement: this.deps.settings.fee.enforcement },
+      buyerSignsLater: options.buyerSignsLater === true,
     });
     if (!verdict.isValid) return fail(verdict.invalidReason, verdict.message, verdict.payer ?? undefined);
     if (verdict.warnings.length) {

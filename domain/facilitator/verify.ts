@@ -77,7 +77,7 @@ export function verifyPayment(input: VerifyPaymentInput): VerifyResult {
 
   const payer = firstTransferAuthority(tx);
   try {
-    return check(tx, requirements.data, policy.data);
+    return check(tx, requirements.data, { ...policy.data, buyerSignsLater: input.buyerSignsLater === true });
   } catch (e) {
     if (e instanceof Rejection) return invalid(e.reason, e.message, payer);
     throw e;
@@ -106,7 +106,7 @@ interface Expected {
   fee: { bps: number; amount: bigint; account: string; authority: string } | null;
 }
 
-function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy: z.output<typeof FacilitatorPolicy>): VerifyResult {
+function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy: z.output<typeof FacilitatorPolicy> & { buyerSignsLater: boolean }): VerifyResult {
   const feePayer = policy.feePayer;
   const { asset, tokenProgram } = requirements;
   const terms = requirements.fee && requirements.fee.bps > 0 ? requirements.fee : null;
@@ -158,6 +158,7 @@ function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy
   }
 
   const seller = sellerLeg(instructions[i], i, expected);
+  checkExtras(tx, seller);
   checkSigner(tx, seller.authority);
   i++;
 
@@ -168,6 +169,7 @@ function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy
   const owed = expected.fee;
   if (next && !owed) reject('unexpected_fee_leg', `instruction ${i} is a second transfer but the offer carries no fee`);
   if (next && owed) {
+    checkExtras(tx, next);
     checkFeeLegShape(next, seller, owed.account);
     if (next.amount !== owed.amount) {
       const message = `fee leg of ${next.amount} atoms; ceil(${requirements.amount} × ${owed.bps} / 10000) = ${owed.amount}`;
@@ -193,7 +195,7 @@ function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy
     reject('unexpected_instruction', `instruction ${i} (program ${ix.programId}): only Memo or Lighthouse may follow the transfers`);
   }
 
-  checkSignatures(tx);
+  checkSignatures(tx, policy.buyerSignsLater);
   return {
     isValid: true,
     payer: seller.authority,
@@ -261,7 +263,6 @@ function sellerLeg(ix: DecodedTransaction['instructions'][number] | undefined, p
   if (!transfer) reject('unexpected_instruction', `instruction ${position} (program ${ix.programId}) where the seller's TransferChecked belongs`);
   const t = transfer;
   if (t.programId !== tokenProgram) reject('wrong_token_program', `the transfer runs under ${t.programId}, the asset under ${tokenProgram}`);
-  if (t.multisigSigners.length > 0) reject('transfer_multisig_unsupported', 'multisig transfer authorities are not supported');
   if (t.mint !== asset) reject('wrong_mint', `the transfer moves mint ${t.mint}, the offer asks for ${asset}`);
   if (t.decimals !== decimals) reject('wrong_decimals', `the transfer states ${t.decimals} decimals, the mint has ${decimals}`);
   if (t.destination !== expected.sellerAccount) {
@@ -280,9 +281,21 @@ function checkFeeLegShape(leg: TransferChecked, seller: TransferChecked, feeAcco
   if (leg.programId !== seller.programId || leg.mint !== seller.mint || leg.decimals !== seller.decimals) {
     reject('fee_leg_wrong_mint', `${where} must move the same mint, decimals and token program as the seller leg`);
   }
-  if (leg.multisigSigners.length > 0) reject('transfer_multisig_unsupported', 'multisig transfer authorities are not supported');
   if (leg.source !== seller.source) reject('fee_leg_wrong_source', `${where} debits ${leg.source}, the seller leg ${seller.source}`);
   if (leg.authority !== seller.authority) reject('fee_leg_wrong_authority', `${where} is authorised by ${leg.authority}, the seller leg by ${seller.authority}`);
+}
+
+/**
+ * Accounts after a transfer's authority: a multisig authority's co-signers (unsupported), or Solana Pay reference keys —
+ * read-only non-signers, which the token program ignores for a single authority and cannot count for a multisig one.
+ */
+function checkExtras(tx: DecodedTransaction, transfer: TransferChecked): void {
+  for (const extra of transfer.multisigSigners) {
+    const at = tx.accountKeys.indexOf(extra);
+    if (at < 0 || at < tx.numRequiredSignatures || tx.writable[at]) {
+      reject('transfer_multisig_unsupported', `instruction ${transfer.index}: multisig transfer authorities are not supported (accounts after the authority may only be read-only non-signer references)`);
+    }
+  }
 }
 
 function checkSigner(tx: DecodedTransaction, authority: string): void {
@@ -290,12 +303,19 @@ function checkSigner(tx: DecodedTransaction, authority: string): void {
   if (at < 0 || at >= tx.numRequiredSignatures) reject('missing_signature', `the transfer authority ${authority} is not a signer of the message`);
 }
 
-/** Every signer but the fee payer signed the exact message bytes; the fee payer's slot is empty for the facilitator. */
-function checkSignatures(tx: DecodedTransaction): void {
+/**
+ * Every signer but the fee payer signed the exact message bytes; the fee payer's slot is empty for the facilitator.
+ * `buyerSignsLater` (a Solana Pay wallet signs after the facilitator): every slot is still empty.
+ */
+function checkSignatures(tx: DecodedTransaction, buyerSignsLater: boolean): void {
   if (!isAllZero(tx.signatures[0]!)) reject('fee_payer_signed', "the fee payer's signature slot must be empty: the facilitator signs it");
   for (let s = 1; s < tx.numRequiredSignatures; s++) {
     const signer = tx.accountKeys[s]!;
     const signature = tx.signatures[s]!;
+    if (buyerSignsLater) {
+      if (!isAllZero(signature)) reject('invalid_signature', `${signer} signed before the facilitator: a wallet signs the co-signed transaction`);
+      continue;
+    }
     if (isAllZero(signature)) reject('missing_signature', `${signer} has not signed`);
     if (!verifyEd25519(new PublicKey(signer).toBytes(), tx.messageBytes, signature)) {
       reject('invalid_signature', `the signature of ${signer} does not verify over the message`);

@@ -125,6 +125,24 @@ export const SettleResponse = z.looseObject({
 });
 export type SettleResponse = z.infer<typeof SettleResponse>;
 
+/**
+ * POST /cosign (not x402; Solana Pay wallets, docs/paywall.md "In a browser"): the buyer-unsigned settlement transaction
+ * co-signed by the fee payer, e.g. { success: true, transaction: "<base64, the buyer's slot empty>", signature: "5VER…",
+ * network: "solana:EtWT…", payer: "7Yk…" }; refused: { success: false, errorReason, errorMessage, transaction: "",
+ * signature: "" }.
+ */
+export const CosignResponse = z.looseObject({
+  success: z.boolean(),
+  errorReason: z.string().optional(),
+  errorMessage: z.string().optional(),
+  errorDetails: z.record(z.string(), z.unknown()).optional(),
+  transaction: z.string(),
+  signature: z.string(),
+  network: z.string(),
+  payer: z.string().optional(),
+});
+export type CosignResponse = z.infer<typeof CosignResponse>;
+
 export const SupportedResponse = z.looseObject({
   kinds: z.array(z.looseObject({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), extra: Extra.optional() })),
   extensions: z.array(z.string()),

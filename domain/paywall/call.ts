@@ -39,6 +39,8 @@ export interface Call {
   paymentKey: string;
   /** set on the MPP rail: the credential's (authenticated) challenge; the settle's slot once known */
   mpp?: { challenge: MppChallenge; slot?: number | null };
+  /** the wallet rail (wallet.ts): the buyer's wallet sent it and the ledger confirmed it; the paywall settles nothing */
+  landed?: { signature: string; payer: string | null };
 }
 
 export function resourceOf(baseUrl: string, link: PaymentLinkRecord): ResourceInfo {
@@ -87,6 +89,7 @@ export function pendingRequest(call: Call): PendingRequest {
     accept_header: request.headers.accept ?? null,
     body: request.body?.length ? Buffer.from(request.body).toString('base64') : null,
     ...(call.mpp ? { mpp: { challenge: call.mpp.challenge } } : {}),
+    ...(call.landed ? { landed: call.landed } : {}),
   };
 }
 
@@ -109,6 +112,7 @@ export function callFromKept(baseUrl: string, link: PaymentLinkRecord, paymentKe
     transaction: kept.transaction,
     paymentKey,
     ...(kept.mpp ? { mpp: { challenge: kept.mpp.challenge } } : {}),
+    ...(kept.landed ? { landed: kept.landed } : {}),
   };
 }
 

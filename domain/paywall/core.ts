@@ -1,6 +1,6 @@
 import { DomainError } from '../shared/errors.ts';
 import { Network, NETWORKS, STABLES } from '../shared/network.ts';
-import { atomicToDecimal } from '../shared/money.ts';
+import { atomicToDecimal, feeFor } from '../shared/money.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Facilitator } from '../ports/facilitator.ts';
@@ -18,6 +18,9 @@ import type { LinkCache } from './link-cache.ts';
 import type { PaidCallRecorder } from './record.ts';
 import { acceptOfCharge, isBoundTo, type MppSettleResponse } from '../facilitator/mpp.ts';
 import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type IssuedChallenge } from './mpp.ts';
+import { checkSession, referenceOf } from './solana-pay.ts';
+import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
+import { verifyPayment } from '../facilitator/verify.ts';
 import { errorResponse, facilitatorRequest, pending, pendingRequest, resourceOf, upstreamOf, type Accept, type Call, type PaywallRequest } from './call.ts';
 
 // hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the paywall's core, like
@@ -80,6 +83,15 @@ export interface PaidCallSummary {
   signature: string;
   status: number;
 }
+
+/** Where the wallet payment of a paywall page stands (docs/paywall.md "In a browser"). */
+export type WalletStatus =
+  | { state: 'waiting' }
+  /** landed, not confirmed or not recorded yet */
+  | { state: 'pending'; signature: string | null }
+  /** recorded; `response` only for the one read that recorded it (replays and later reads get null) */
+  | { state: 'paid'; signature: string; response: StoredResponse | null; paid?: PaidCallSummary }
+  | { state: 'refused'; signature: string; reason: string; message: string };
 
 /** Why an MPP credential was refused: the error envelope's fields, answered beside fresh challenges. */
 export interface MppRefusal {
@@ -223,8 +235,96 @@ export class PaywallCore {
     return { kind: 'mpp_required', link: offer.link, challenges, refusal, requestId: offer.requestId };
   }
 
-  /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow. */
-  private async resolveLink(request: PaywallRequest): Promise<PaymentLinkRecord> {
+  /**
+   * The unpaid offer of a link for a person's browser (the paywall page): rules 1–2 and the proof check as `handle`,
+   * whatever the link's method (the page describes how to call it), x402 and MPP links alike.
+   */
+  async offerOf(request: { id: string; network: string | undefined }): Promise<{ link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; terms: OfferTerms }> {
+    const link = await this.resolveLink({ ...request, method: null });
+    await this.deps.proof.requireLinkPayable(link);
+    const terms = await this.offerTerms(link.network);
+    return { link, accepts: acceptsFor(link, terms), resource: resourceOf(this.deps.settings.baseUrl, link), terms };
+  }
+
+  /**
+   * A Solana Pay transaction request's POST (wallet.ts): the page's session checked (ours, this link, not expired), the
+   * settlement built for the wallet's account with the page's reference, co-signed by the facilitator (which verifies it
+   * as it would settle it: layout, fee leg, proven payee, the buyer's funds). The wallet signs and sends it.
+   */
+  async walletTransaction(input: { id: string; network: string | undefined; account: unknown; session: { reference: unknown; expires: unknown; sig: unknown } }): Promise<{ transaction: string; message: string }> {
+    const { link, accepts, resource, terms } = await this.offerOf(input);
+    if (link.protocol !== 'x402') throw new DomainError('invalid_request', 'This link is paid on the MPP rail; a wallet pays x402 links.');
+    const session = checkSession({ key: this.deps.mppSecret, network: link.network, id: link.id, ...input.session, now: this.deps.clock.now() });
+    if (!session.ok) throw new DomainError(session.reason, session.message, { reason: session.reason === 'transaction_expired' ? 'page_expired' : 'session_invalid' });
+    const account = walletAccount(input.account, terms.feePayer);
+    const ledger = this.deps.ledgers[link.network];
+    if (!ledger) throw new DomainError('service_unavailable', `No ledger for ${link.network}.`);
+    const accept = accepts[0]!;
+    const { blockhash } = await ledger.getLatestBlockhash();
+    const unsigned = walletTransaction({ network: link.network, accept, feePayer: terms.feePayer, account, reference: session.reference, blockhash });
+    const answer = await this.deps.facilitator.cosign(cosignRequest(accept, resource, unsigned));
+    if (!answer.success) throw cosignRefusal(answer);
+    const stable = STABLES[link.network].find((x) => x.mint === accept.asset);
+    const gross = requirementsOf(link.network, accept);
+    const total = gross.amount + (gross.fee ? feeFor(gross.amount, gross.fee.bps) : 0n);
+    return { transaction: answer.transaction, message: `${link.label}: ${atomicToDecimal(total, gross.decimals)} ${stable?.symbol ?? link.currency}`.slice(0, 200) };
+  }
+
+  /**
+   * The status of a page's wallet payment, read by the page holding the session's secret: the transactions naming the
+   * reference, oldest first; the first confirmed one that is this link's settlement (re-verified: fee payer, legs,
+   * fee) is paid through the paywall's own claim → record path (exactly once, whichever instance or request reads
+   * it first) as a settled x402 payment. Transactions that are not such a settlement are ignored (the reference is
+   * public). The response goes to the read that recorded it; later reads learn it was paid.
+   */
+  async walletStatus(input: { id: string; network: string | undefined; reference: string; secret: string }): Promise<WalletStatus> {
+    if (referenceOf(input.secret) !== input.reference) throw new DomainError('forbidden', "The page's secret does not match this payment's reference.");
+    const { link, accepts, resource, terms } = await this.offerOf(input);
+    const ledger = this.deps.ledgers[link.network];
+    if (!ledger) throw new DomainError('service_unavailable', `No ledger for ${link.network}.`);
+    const seen = (await ledger.getSignaturesForAddress(input.reference, { limit: 25 })).filter((x) => x.err === null).reverse();
+    const requirements = accepts.map((a) => ({ accept: a, requirements: requirementsOf(link.network, a) }));
+    for (const candidate of seen) {
+      const [status] = await ledger.getSignatureStatuses([candidate.signature]);
+      if (!status || status.err !== null) continue;
+      if (status.confirmationStatus === 'processed') return { state: 'pending', signature: candidate.signature };
+      const tx = await ledger.getTransaction(candidate.signature);
+      if (!tx || tx.signers[0] !== terms.feePayer) continue;
+      const unsigned = withoutFeePayerSignature(tx.wire);
+      const match = requirements
+        .map((r) => ({ ...r, verdict: verifyPayment({ transaction: unsigned, requirements: r.requirements, facilitator: { feePayer: terms.feePayer, enforcement: this.deps.settings.fee.enforcement } }) }))
+        .find((r) => r.verdict.isValid);
+      if (!match?.verdict.isValid) continue;
+      const call: Call = {
+        link,
+        request: { id: link.id, network: link.network, method: link.method, forwardQuery: '', headers: {}, body: undefined },
+        resource,
+        accepts,
+        accept: match.accept,
+        version: 2,
+        transaction: Buffer.from(tx.wire).toString('base64'),
+        paymentKey: sha256Hex(decodeTransaction(tx.wire).messageBytes),
+        landed: { signature: candidate.signature, payer: match.verdict.payer },
+      };
+      let result: PaywallResult;
+      try {
+        result = await this.pay(call, WAIT_FOR_OWNER_MS);
+      } catch (e) {
+        if (e instanceof DomainError && e.code === 'payment_pending') return { state: 'pending', signature: candidate.signature };
+        throw e;
+      }
+      if (result.kind === 'served') {
+        return result.replayed
+          ? { state: 'paid', signature: candidate.signature, response: null }
+          : { state: 'paid', signature: candidate.signature, response: result.response, ...(result.paid ? { paid: result.paid } : {}) };
+      }
+      if (result.kind === 'payment_required') return { state: 'refused', signature: candidate.signature, reason: result.reason, message: result.message };
+    }
+    return { state: 'waiting' };
+  }
+
+  /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow (method null: any). */
+  private async resolveLink(request: { id: string; network: string | undefined; method: string | null }): Promise<PaymentLinkRecord> {
     const parsed = Network.safeParse(request.network ?? 'chain-mainnet');
     if (!parsed.success) {
       throw DomainError.invalid([{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }], 'Unknown network.');
@@ -244,7 +344,7 @@ export class PaywallCore {
       throw new DomainError('payment_link_not_found', `No payment link ${request.id} on ${network}.`, { id: request.id });
     }
     if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${request.id} is disabled.`, { id: request.id });
-    if (request.method.toUpperCase() !== link.method) {
+    if (request.method !== null && request.method.toUpperCase() !== link.method) {
       throw new DomainError('method_not_allowed', `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
     }
     return link;
@@ -376,7 +476,8 @@ export class PaywallCore {
         }
       }
       let served: Produced | undefined;
-      if (call.link.settlePolicy === 'on_success' && !resuming) {
+      // settle_policy on_success cannot hold back a wallet's payment: it landed before the paywall saw it.
+      if (call.link.settlePolicy === 'on_success' && !resuming && !call.landed) {
         const verdict = await this.deps.facilitator.verify(request);
         if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
           await this.deps.store.paidCalls.release(network, call.paymentKey);
@@ -429,6 +530,8 @@ export class PaywallCore {
 
   private async settle(call: Call, request: FacilitatorRequest): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; result: PaywallResult }> {
     const { network } = call.link;
+    // The wallet rail: the buyer's wallet sent it and the ledger confirmed it (walletStatus) — nothing to settle.
+    if (call.landed) return { ok: true, signature: call.landed.signature, payer: call.landed.payer };
     let result: SettleResponse;
     try {
       result = call.mpp ? await this.mppSettle(call) : await this.deps.facilitator.settle(request);

@@ -28,6 +28,8 @@ export interface PendingRequest {
   body: string | null;
   /** the MPP rail: the challenge the transaction is bound to (settled through POST /mpp/settle) */
   mpp?: { challenge: MppChallenge };
+  /** the wallet rail: sent by the buyer's wallet and confirmed on the ledger (nothing to settle) */
+  landed?: { signature: string; payer: string | null };
 }
 
 /** e.g. { network: "chain-devnet", paymentKey: "9f86…", status: "done", signature: "5VER…", response: {…} } */

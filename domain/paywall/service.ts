@@ -4,6 +4,8 @@ import { PaywallHttp, type PaywallResponse } from './http.ts';
 import { PaidCallReconciler, type ReconcileTally } from './reconcile.ts';
 import { PaidCallRecorder } from './record.ts';
 import { NETWORKS, type Network } from '../shared/network.ts';
+import { pageModel, type PaywallPageModel } from './page.ts';
+import { newPageSession, type PageSession } from './solana-pay.ts';
 
 // hosted-api §4.2: the public /x/{id}, in the layers of x402's resource server — core.ts (claim → settle → record,
 // returning a result), http.ts (status, headers, body from it), record.ts and reconcile.ts — put together here for
@@ -11,7 +13,7 @@ import { NETWORKS, type Network } from '../shared/network.ts';
 
 export type { PaywallRequest } from './call.ts';
 export type { PaywallResponse } from './http.ts';
-export type { PaywallResult } from './core.ts';
+export type { PaywallResult, WalletStatus } from './core.ts';
 
 export interface PaywallDeps extends PaywallCoreDeps {
   /** failures nobody is waiting for (webhooks), for the operator's log */
@@ -27,7 +29,7 @@ export class PaywallService {
   /** rule 9's writer (its group commit's queue is observable: `waiting`) */
   readonly recorder: PaidCallRecorder;
 
-  constructor(deps: PaywallDeps) {
+  constructor(private readonly deps: PaywallDeps) {
     const recorder = deps.recorder ?? new PaidCallRecorder(deps);
     this.recorder = recorder;
     this.core = new PaywallCore(deps, recorder);
@@ -50,6 +52,26 @@ export class PaywallService {
     const result = await this.core.handle(request);
     const response = this.http.render(result);
     return result.kind === 'served' && result.paid ? { ...response, paid: result.paid } : response;
+  }
+
+  /**
+   * The paywall page of a person's browser (docs/paywall.md "In a browser"): the link's unpaid offer in human units
+   * and a fresh wallet-payment session (solana-pay.ts). Throws what `handle` would for the link (404, 403, 410, 409).
+   */
+  async page(request: { id: string; network: string | undefined }): Promise<{ model: PaywallPageModel; session: PageSession }> {
+    const { link, accepts, resource } = await this.core.offerOf(request);
+    const session = newPageSession({ key: this.deps.mppSecret, network: link.network, id: link.id, now: this.deps.clock.now() });
+    return { model: pageModel(link, accepts, resource.url), session };
+  }
+
+  /** Solana Pay POST of the page's wallet payment (core.ts walletTransaction). */
+  walletTransaction(input: Parameters<PaywallCore['walletTransaction']>[0]) {
+    return this.core.walletTransaction(input);
+  }
+
+  /** The page's wallet payment status (core.ts walletStatus). */
+  walletStatus(input: Parameters<PaywallCore['walletStatus']>[0]) {
+    return this.core.walletStatus(input);
   }
 
   /** The reconciliation job's work (see reconcile.ts). */

@@ -1,4 +1,4 @@
-import type { FacilitatorHealth, FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../facilitator/wire.ts';
+import type { CosignResponse, FacilitatorHealth, FacilitatorRequest, SettleResponse, SupportedResponse, VerifyResponse } from '../facilitator/wire.ts';
 import type { MppSettleRequest, MppSettleResponse } from '../facilitator/mpp.ts';
 import type { PrepareAccountsRequest, PrepareAccountsResponse } from '../treasury/accounts.ts';
 
@@ -33,4 +33,11 @@ export interface Facilitator {
    * Refusals are results (errorReason, e.g. challenge_mismatch); throws like settle when no answer came.
    */
   mppSettle(request: MppSettleRequest): Promise<MppSettleResponse>;
+  /**
+   * Not x402 (a Solana Pay wallet signs and sends after the facilitator): the settlement transaction with the buyer's
+   * slot still empty, verified as settle would (layout, fee leg, proven payee, the buyer's funds) but creating no token
+   * account, signed in the fee payer's slot and returned — nothing is sent. Refusals are results (errorReason); throws
+   * facilitator_unavailable like verify.
+   */
+  cosign(request: FacilitatorRequest): Promise<CosignResponse>;
 }

@@ -150,6 +150,8 @@ export interface LedgerTransaction {
   /** the first `signers.length` accountKeys, e.g. ["FeePayer…", "Owner…"] */
   signers: string[];
   recentBlockhash: string;
+  /** the signed transaction as it was sent (signatures then message): its message bytes are what the signers signed */
+  wire: Uint8Array;
   preBalances: bigint[];
   postBalances: bigint[];
   preTokenBalances: TransactionTokenBalance[];

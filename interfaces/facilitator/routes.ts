@@ -42,8 +42,14 @@ export function registerFacilitatorRoutes(app: FastifyInstance, options: Facilit
       });
       scope.get('/supported', async (_req, reply) => reply.send(await facilitator.supported()));
       scope.get('/health', async (_req, reply) => reply.send(await facilitator.health()));
+      // Not x402 (Solana Pay wallets): a co-signed transaction its buyer may still send failing, at the fee payer's
+      // expense — behind the same bearer as /accounts.
+      scope.post('/cosign', async (req, reply) => {
+        requireToken(options.accountsToken, req.headers.authorization, '/cosign');
+        return reply.send(await facilitator.cosign(parseRequest(req.body)));
+      });
       scope.post('/accounts', async (req, reply) => {
-        requireToken(options.accountsToken, req.headers.authorization);
+        requireToken(options.accountsToken, req.headers.authorization, '/accounts');
         const parsed = PrepareAccountsRequest.safeParse(req.body);
         if (!parsed.success) throw invalidFromZod(parsed.error);
         return reply.send(await facilitator.prepareAccounts(parsed.data));
@@ -69,11 +75,11 @@ function parseRequest(body: unknown): FacilitatorRequest {
   throw issues.success ? invalidFromZod(parsed.error) : invalidFromZod(issues.error);
 }
 
-function requireToken(expected: string | undefined, authorization: string | undefined): void {
-  if (!expected) throw new DomainError('forbidden', 'POST /accounts is closed: the facilitator has no SVC_FACILITATOR_ACCOUNTS_SECRET.');
+function requireToken(expected: string | undefined, authorization: string | undefined, route: string): void {
+  if (!expected) throw new DomainError('forbidden', `POST ${route} is closed: the facilitator has no SVC_FACILITATOR_ACCOUNTS_SECRET.`);
   const given = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '';
   const digest = (text: string) => createHash('sha256').update(text).digest();
-  if (!timingSafeEqual(digest(given), digest(expected))) throw new DomainError('forbidden', 'POST /accounts needs Authorization: Bearer <SVC_FACILITATOR_ACCOUNTS_SECRET>.');
+  if (!timingSafeEqual(digest(given), digest(expected))) throw new DomainError('forbidden', `POST ${route} needs Authorization: Bearer <SVC_FACILITATOR_ACCOUNTS_SECRET>.`);
 }
 
 function fail(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {

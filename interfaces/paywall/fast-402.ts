@@ -4,13 +4,15 @@ import { newRequestId } from '../../domain/shared/ids.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import type { Services } from '../services.ts';
 import { fixedOf, QUIET, splitQuery, writeWindow } from './routes.ts';
+import { prefersHtml } from './page.ts';
 
 // The unpaid 402 before the framework: an unpaid GET /x/{id} whose challenge is at hand is answered from the
 // server's request event, before fastify builds its request and reply, routes, runs hooks or makes a request logger —
 // when none of those would change the answer:
 // - the level logs nothing for a request (fastify's incoming/completed lines are at info; QUIET in routes.ts),
 // - the app is not closing (fastify answers 503 then),
-// - a GET (fastify reads no body for one) without a payment or Authorization header,
+// - a GET (fastify reads no body for one) without a payment or Authorization header, not preferring text/html (a
+//   browser's navigation gets the paywall page from the route),
 // - an id in the slug alphabet only (no percent-decoding can differ from the router's), nothing after it but a query,
 // - the client IP within its paywall window (over it, fastify's route answers the 429 envelope).
 // The answer is the one the route's own fast path writes: the challenge's status, body and fixed headers, the window's
@@ -35,6 +37,8 @@ export function unpaidFastPath(deps: { services: Services; paywall: PaywallServi
     if (url === undefined || url.charCodeAt(1) !== 120 /* x */ || url.charCodeAt(2) !== 47 /* / */ || url.charCodeAt(0) !== 47) return false;
     const h = req.headers;
     if (h['payment-signature'] !== undefined || h['x-payment'] !== undefined || h.authorization !== undefined) return false;
+    // a browser's navigation gets the paywall page (routes.ts); the check reads no further than "text/" for API clients
+    if (prefersHtml(h.accept)) return false;
     if (!QUIET.has(log.level) || closing()) return false;
     const match = FAST_URL.exec(url);
     if (!match) return false;

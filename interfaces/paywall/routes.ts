@@ -7,6 +7,8 @@ import { rateLimitedError, rateLimitHeaders, WINDOW_MS, type RateDecision } from
 import type { PaywallResponse } from '../../domain/paywall/http.ts';
 import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
+import { prefersHtml } from './page.ts';
+import { registerSolanaPayRoutes, servePage } from './page-routes.ts';
 
 // hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window
 // (DECISIONS: 600 per 60 s per client IP, in memory), call PaywallService, write its answer or the error envelope.
@@ -80,10 +82,13 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
       url: '/x/:id',
       handler: (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
         const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
+        const unpaid = req.headers['payment-signature'] === undefined && req.headers['x-payment'] === undefined && req.headers.authorization === undefined;
+        // A person's browser (text/html preferred over JSON) gets the paywall page; every other client the 402 below.
+        if (unpaid && req.method === 'GET' && prefersHtml(header(req, 'accept'))) return servePage(req, reply, { services, paywall, headers });
         // The 402 fast path: a request without a payment whose challenge is at hand (link cached, terms known,
         // rendered) is answered here — the same bytes and headers `answer` would write, the same limit: the shared
         // per-IP window (DECISIONS "Wire conventions"), synchronously when memory can decide, else by the store.
-        if (req.headers['payment-signature'] === undefined && req.headers['x-payment'] === undefined && req.headers.authorization === undefined && req.method !== 'OPTIONS') {
+        if (unpaid && req.method !== 'OPTIONS') {
           const { network } = splitQuery(req.url);
           const challenge = paywall.cachedChallenge({ id: req.params.id, network, method: req.method });
           if (challenge) {
@@ -118,6 +123,8 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
       },
     });
   });
+
+  registerSolanaPayRoutes(app, { services, paywall });
 
   /** Every request the fast path does not answer: OPTIONS, payments, a link or terms not at hand, errors. */
   async function answer(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, headers: Record<string, string>) {

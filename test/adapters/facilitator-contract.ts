@@ -154,6 +154,26 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     t.deepEqual(tx?.signers, [s.feePayer, buyer]);
   });
 
+  test(`${name}: cosign signs a buyer-unsigned settlement and sends nothing; the wallet sends it; creations and buyer-signed ones are refused`, async (t) => {
+    const s = await scene(t);
+    const buyer = s.buyer.publicKey.toBase58();
+    // the seller's token account is missing: a wallet payment creates none
+    t.like(await s.h.facilitator.cosign(v2(s, await pay(s, { createAtas: false, sign: false }))), { success: false, errorReason: 'ata_creation_not_sponsored' });
+    t.like((await s.h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner: s.seller, assets: [USDC.mint] })).accounts[0], { ready: true });
+    const before = await holdings(s);
+    const cosigned = await s.h.facilitator.cosign(v2(s, await pay(s, { createAtas: false, sign: false })));
+    t.like(cosigned, { success: true, network: CAIP2_DEVNET, payer: buyer });
+    t.deepEqual(await holdings(s), before, 'nothing was sent');
+    const tx = VersionedTransaction.deserialize(Buffer.from(cosigned.transaction, 'base64'));
+    tx.sign([s.buyer]);
+    const sent = await s.h.ledger.sendTransaction(tx.serialize());
+    t.like(sent, { ok: true, signature: cosigned.signature });
+    t.is((await waitForCommitment(s.h.ledger, cosigned.signature, 'confirmed')).err, null);
+    t.is((await holdings(s)).seller, AMOUNT);
+    // a buyer who signed first is not a wallet co-sign
+    t.like(await s.h.facilitator.cosign(v2(s, await pay(s, { createAtas: false }))), { success: false, errorReason: 'invalid_signature' });
+  });
+
   test(`${name}: settling the same payment again is a duplicate and moves nothing; verify then says so too`, async (t) => {
     const s = await scene(t);
     const request = v2(s, await pay(s));

@@ -176,6 +176,7 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     t.is(tx.err, null);
     t.is(tx.recentBlockhash, blockhash);
     t.deepEqual(tx.signers, [payer.publicKey.toBase58()]);
+    t.deepEqual(Buffer.from(tx.wire), Buffer.from(wire), 'the signed transaction as sent');
     t.is(tx.accountKeys[0], payer.publicKey.toBase58());
     t.true(tx.accountKeys.includes(merchantAta));
     t.is(tx.fee, 5_000n + 1_000n, '5000 per signature + ceil(100k units × 10k µlamports)');

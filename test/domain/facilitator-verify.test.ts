@@ -338,6 +338,27 @@ test('a multisig transfer authority is transfer_multisig_unsupported', (t) => {
   rejected(t, w.verify(tx), 'transfer_multisig_unsupported');
 });
 
+test('Solana Pay references (read-only non-signers after the authority) are accepted; writable or signing extras are not', (t) => {
+  const w = world();
+  const reference = Keypair.generate().publicKey;
+  const withReference = (writable: boolean) => {
+    const seller = w.ix.transfer();
+    seller.keys.push({ pubkey: reference, isSigner: false, isWritable: writable });
+    return w.assemble([w.ix.limit(), w.ix.price(), seller, w.ix.memo()]);
+  };
+  t.like(w.verify(withReference(false)), { isValid: true, payer: w.buyer.publicKey.toBase58() });
+  rejected(t, w.verify(withReference(true)), 'transfer_multisig_unsupported');
+});
+
+test('a wallet co-sign (buyerSignsLater) wants the buyer slot empty: a signed one is refused, an empty one verifies', (t) => {
+  const w = world();
+  const unsigned = w.assemble(w.stock(), { signers: [] });
+  const pol = w.policy();
+  t.like(verifyPayment({ transaction: unsigned, requirements: w.requirements(), facilitator: pol, buyerSignsLater: true }), { isValid: true });
+  rejected(t, verifyPayment({ transaction: unsigned, requirements: w.requirements(), facilitator: pol }), 'missing_signature');
+  rejected(t, verifyPayment({ transaction: w.assemble(w.stock()), requirements: w.requirements(), facilitator: pol, buyerSignsLater: true }), 'invalid_signature');
+});
+
 // ---------------------------------------------------------------------------------------------------------------
 // Token-account creations (§4.1.1)
 

@@ -68,6 +68,7 @@ function landed(overrides: Partial<LedgerTransaction>): LedgerTransaction {
     accountKeys: [],
     signers: [],
     recentBlockhash: 'x',
+    wire: new Uint8Array(0),
     preBalances: [],
     postBalances: [],
     preTokenBalances: [],

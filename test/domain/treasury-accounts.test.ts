@@ -10,7 +10,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 
 const never = () => Promise.reject(new Error('not used'));
 function facilitatorWith(prepareAccounts: Facilitator['prepareAccounts']): Facilitator {
-  return { supported: never, health: never, verify: never, settle: never, prepareAccounts, mppSettle: never };
+  return { supported: never, health: never, verify: never, settle: never, prepareAccounts, mppSettle: never, cosign: never };
 }
 
 for (const [title, error] of [

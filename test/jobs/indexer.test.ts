@@ -383,6 +383,7 @@ function landed(over: Partial<LedgerTransaction>): LedgerTransaction {
     accountKeys: [],
     signers: [],
     recentBlockhash: '11111111111111111111111111111111',
+    wire: new Uint8Array(0),
     preBalances: [],
     postBalances: [],
     preTokenBalances: [],

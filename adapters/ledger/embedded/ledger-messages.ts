@@ -30,6 +30,7 @@ export function toLedgerTransaction({ stored, wire, accountKeys }: TransactionRe
     accountKeys,
     signers: accountKeys.slice(0, wire.numRequiredSignatures),
     recentBlockhash: encodeBase58(wire.bytes.subarray(wire.blockhashOffset, wire.blockhashOffset + 32)),
+    wire: new Uint8Array(wire.bytes),
     preBalances: stored.pre,
     postBalances: stored.post,
     preTokenBalances: stored.preTok.map(tokenBalance),

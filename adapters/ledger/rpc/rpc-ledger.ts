@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { Connection, PublicKey, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
+import { Connection, PublicKey, VersionedTransaction, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
 import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
 import type {
   Commitment,
@@ -349,6 +349,7 @@ export class RpcLedger implements Ledger {
       accountKeys,
       signers: accountKeys.slice(0, message.header.numRequiredSignatures),
       recentBlockhash: message.recentBlockhash,
+      wire: new VersionedTransaction(message, tx.transaction.signatures.map((sig) => new Uint8Array(base58Bytes.encode(sig)))).serialize(),
       preBalances: meta.preBalances.map((n) => BigInt(n)),
       postBalances: meta.postBalances.map((n) => BigInt(n)),
       preTokenBalances: tokenBalances(meta.preTokenBalances),
