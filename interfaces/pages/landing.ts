@@ -4,7 +4,7 @@ import { WELL_KNOWN_PROGRAMS } from '../../domain/ledger/programs.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 import type { Services } from '../services.ts';
 import { asset, FAVICON } from './assets.ts';
-import { escapeHtml, PAGE_CSP } from './html.ts';
+import { escapeHtml, PAGE_CSP, prefersHtml } from './html.ts';
 
 // GET / : what runs here, for a person (an HTML page) or a program (a small JSON index, docs/pages.md). Public, no key:
 // it shows what the start-up lines print (version, networks, the programs each embedded ledger loaded) and where
@@ -120,17 +120,11 @@ ${networks.length ? networks.map(networkHtml).join('\n') : '<p>No ledger is open
 `;
 }
 
-/** A client whose Accept lists text/html (a browser) gets the page; everything else (curl's `*\/*`, API clients) the JSON index. */
-function wantsHtml(req: FastifyRequest): boolean {
-  const accept = req.headers.accept ?? '';
-  return /(^|,)\s*text\/html/i.test(accept);
-}
-
 export function registerLandingRoutes(app: FastifyInstance, deps: { services: Services; rpcUrls: Partial<Record<Network, string>> }): void {
   const { services } = deps;
   app.get('/', (req: FastifyRequest, reply: FastifyReply) => {
     void reply.header('vary', 'Accept').header('cache-control', 'no-cache');
-    if (!wantsHtml(req)) return reply.type('application/json; charset=utf-8').send(index(services));
+    if (!prefersHtml(req.headers.accept)) return reply.type('application/json; charset=utf-8').send(index(services));
     return reply
       .type('text/html; charset=utf-8')
       .headers({ 'content-security-policy': PAGE_CSP, 'x-content-type-options': 'nosniff' })

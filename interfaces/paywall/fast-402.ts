@@ -4,7 +4,7 @@ import { newRequestId } from '../../domain/shared/ids.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import type { Services } from '../services.ts';
 import { fixedOf, QUIET, splitQuery, writeWindow } from './routes.ts';
-import { prefersHtml } from './page.ts';
+import { prefersHtml } from '../pages/html.ts';
 
 // The unpaid 402 before the framework: an unpaid GET /x/{id} whose challenge is at hand is answered from the
 // server's request event, before fastify builds its request and reply, routes, runs hooks or makes a request logger —

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import QRCode from 'qrcode';
+import { escapeHtml } from '../pages/html.ts';
 import type { PaywallPageModel } from '../../domain/paywall/page.ts';
 import { PAGE_SESSION_MS, type PageSession } from '../../domain/paywall/solana-pay.ts';
 
@@ -8,39 +9,6 @@ import { PAGE_SESSION_MS, type PageSession } from '../../domain/paywall/solana-p
 // (link + QR code, drawn here as inline SVG: the page loads nothing from another host). API clients keep the JSON
 // answer byte for byte: only a request that prefers text/html over JSON is shown the page.
 
-/** q of the most specific range of `accept` matching `type` (RFC 9110 §12.5.1); 0 when none matches. */
-function qualityOf(ranges: { type: string; sub: string; q: number }[], type: string): number {
-  const [main, sub] = type.split('/') as [string, string];
-  let best = -1;
-  let q = 0;
-  for (const r of ranges) {
-    const specificity = r.type === main && r.sub === sub ? 2 : r.type === main && r.sub === '*' ? 1 : r.type === '*' && r.sub === '*' ? 0 : -1;
-    if (specificity > best) {
-      best = specificity;
-      q = r.q;
-    }
-  }
-  return q;
-}
-
-/**
- * Whether a request's Accept prefers HTML to JSON: a browser's navigation (text/html first, JSON only through the
- * trailing * / *) does; no Accept, `* / *`, application/json and any tie do not — they keep today's JSON 402.
- */
-export function prefersHtml(accept: string | undefined): boolean {
-  if (accept === undefined || !accept.includes('text/')) return false;
-  const ranges = accept.split(',').map((part) => {
-    const [range = '', ...params] = part.split(';');
-    const [type = '', sub = ''] = range.trim().toLowerCase().split('/');
-    const qParam = params.map((p) => p.trim()).find((p) => p.startsWith('q='));
-    const q = qParam ? Number(qParam.slice(2)) : 1;
-    return { type, sub, q: Number.isFinite(q) ? q : 0 };
-  });
-  return qualityOf(ranges, 'text/html') > qualityOf(ranges, 'application/json');
-}
-
-const escapeHtml = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** A value for an inline script: JSON with `<` escaped, so no string can close the script element. */
 const scriptValue = (value: unknown): string => JSON.stringify(value).replace(/</g, '\\u003c');

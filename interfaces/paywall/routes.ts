@@ -7,7 +7,7 @@ import { rateLimitedError, rateLimitHeaders, WINDOW_MS, type RateDecision } from
 import type { PaywallResponse } from '../../domain/paywall/http.ts';
 import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
-import { prefersHtml } from './page.ts';
+import { prefersHtml } from '../pages/html.ts';
 import { registerSolanaPayRoutes, servePage } from './page-routes.ts';
 
 // hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window

@@ -3,7 +3,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { Connection, VersionedTransaction } from '@solana/web3.js';
 import { checkSession, newPageSession } from '../../domain/paywall/solana-pay.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
-import { prefersHtml } from '../../interfaces/paywall/page.ts';
+import { prefersHtml } from '../../interfaces/pages/html.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
 import { createLink, eventsOf, fundBuyer, fundFeeVault, paidCallsOf, receiptsOf, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
 
