@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 // How this repository's TypeScript becomes one runnable ES module (scripts/run.mjs for the npm scripts, and
 // test/support/bundle-tests.mjs for the suite): esbuild bundles our sources, packages stay with Node.
@@ -19,6 +20,24 @@ const sourceUrl = {
   },
 };
 
+/**
+ * The package's own entries (`svc-gateway/client`, `/x402`, …) are imported by name, as a user's project would:
+ * `packages: 'external'` would leave them to Node, which has no TypeScript loader here, so they are bundled from the
+ * source their `svc-gateway-source` export condition names.
+ */
+const selfReference = {
+  name: 'svc-gateway-self-reference',
+  setup(build) {
+    const root = new URL('..', import.meta.url);
+    const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8'));
+    build.onResolve({ filter: new RegExp(`^${pkg.name}(/|$)`) }, (args) => {
+      const target = pkg.exports?.[`.${args.path.slice(pkg.name.length)}`]?.['svc-gateway-source'];
+      if (!target) return { errors: [{ text: `${args.path} is not an export of ${pkg.name} with a source condition (package.json exports)` }] };
+      return { path: fileURLToPath(new URL(target, root)) };
+    });
+  },
+};
+
 /** esbuild options shared by every bundle of the sources (add entryPoints, outdir or outfile, and what differs). */
 export const SOURCE_BUNDLE = {
   bundle: true,
@@ -31,7 +50,7 @@ export const SOURCE_BUNDLE = {
   // a stack trace names the TypeScript line
   sourcemap: 'linked',
   define: { 'import.meta.url': '__svcSourceUrl' },
-  plugins: [sourceUrl],
+  plugins: [selfReference, sourceUrl],
   // tsconfig.json's emit rules: imports kept as written (verbatimModuleSyntax), class fields defined (target ES2022)
   tsconfigRaw: { compilerOptions: { verbatimModuleSyntax: true, useDefineForClassFields: true } },
   logLevel: 'warning',
