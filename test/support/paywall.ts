@@ -119,20 +119,25 @@ export async function createLink(w: PaywallWorld, overrides: Record<string, unkn
 
 /**
  * A legacy agent (a row from before records were checked: no Core asset at its address, DECISIONS "Agents, submissions
- * and events") of the key's principal and a discoverable link of it, both written straight to the store.
+ * and events") of the key's principal and a link of it (a copy of a new proven link made of `overrides`), both written
+ * straight to the store.
  */
-export async function legacyAgentWithLink(w: PaywallWorld, options: { protocol?: 'x402' | 'mpp' } = {}): Promise<{ mint: string; link: PaymentLinkRecord; url: string }> {
+export async function legacyAgentWithLink(
+  w: PaywallWorld,
+  options: { protocol?: 'x402' | 'mpp'; overrides?: Record<string, unknown> } = {},
+): Promise<{ mint: string; owner: string; link: PaymentLinkRecord; url: string }> {
   const protocol = options.protocol ?? 'x402';
   const mint = await randomAddress();
+  const owner = await randomAddress();
   const store = w.app.database.store;
   // the key's principal, read from a link it made: it owns the legacy rows too
-  const probe = await createLink(w);
+  const probe = await createLink(w, options.overrides);
   const made = (await store.paymentLinks.get('chain-devnet', probe.link.id))!;
   const now = new Date();
-  await store.agents.insert({ mint, network: 'chain-devnet', owner: await randomAddress(), name: 'legacy', uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal: made.ownerPrincipal, registeredAt: now, provenAt: null });
+  await store.agents.insert({ mint, network: 'chain-devnet', owner, name: 'legacy', uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal: made.ownerPrincipal, registeredAt: now, provenAt: null });
   const link: PaymentLinkRecord = { ...made, pk: `legacy-${mint.slice(0, 12)}-${protocol}`, id: `legacy-${mint.slice(0, 8)}-${protocol}`, ownerAgent: mint, protocol, createdAt: now, updatedAt: now, ownerAgentProven: false };
   await store.paymentLinks.insert(link);
-  return { mint, link, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
+  return { mint, owner, link, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
 }
 
 /** GET /v1/payment-links/{id}: the link with live counters. */
