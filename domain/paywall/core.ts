@@ -282,7 +282,9 @@ export class PaywallCore {
     const { link, accepts, resource, terms } = await this.offerOf(input);
     const ledger = this.deps.ledgers[link.network];
     if (!ledger) throw new DomainError('service_unavailable', `No ledger for ${link.network}.`);
-    const seen = (await ledger.getSignaturesForAddress(input.reference, { limit: 25 })).filter((x) => x.err === null).reverse();
+    // The reference is public (the QR code): anyone may land transactions naming it, paying their own fees. A full page
+    // of the JSON-RPC's answer (its maximum, 1000) keeps a paid page from being buried under a few dozen of them.
+    const seen = (await ledger.getSignaturesForAddress(input.reference, { limit: 1000 })).filter((x) => x.err === null).reverse();
     const requirements = accepts.map((a) => ({ accept: a, requirements: requirementsOf(link.network, a) }));
     for (const candidate of seen) {
       const [status] = await ledger.getSignatureStatuses([candidate.signature]);

@@ -4,7 +4,6 @@ import { Challenge } from 'mppx';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
-import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts';
 import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
@@ -16,6 +15,7 @@ import {
   createLink,
   fundBuyer,
   fundFeeVault,
+  legacyAgentWithLink,
   payingFetch,
   startPaywallApp,
   stopPaywallApp,
@@ -119,25 +119,9 @@ test.serial('a ledger that cannot be read: 502 rpc_unavailable and nothing recor
   t.is((await http(w.app, 'POST', '/v1/agents/record', { key: w.key, body: { mint, owner } })).status, 200, 'recorded once the ledger answers');
 });
 
-/** A legacy agent row (recorded before records were checked: no proof) with a link, both written straight to the store. */
-async function legacyAgentWithLink(w: PaywallWorld, protocol: 'x402' | 'mpp'): Promise<{ mint: string; owner: string; link: PaymentLinkRecord; url: string }> {
-  const mint = await randomAddress();
-  const owner = await randomAddress();
-  const store = w.app.database.store;
-  // the key's principal, read from a link it made: it owns the legacy rows too
-  const probe = await createLink(w);
-  const made = await store.paymentLinks.get('chain-devnet', probe.link.id);
-  const ownerPrincipal = made!.ownerPrincipal;
-  const now = new Date();
-  await store.agents.insert({ mint, network: 'chain-devnet', owner, name: 'legacy', uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal, registeredAt: now, provenAt: null });
-  const link: PaymentLinkRecord = { ...made!, pk: `legacy-${mint.slice(0, 12)}-${protocol}`, id: `legacy-${mint.slice(0, 8)}-${protocol}`, ownerAgent: mint, protocol, createdAt: now, updatedAt: now, ownerAgentProven: false };
-  await store.paymentLinks.insert(link);
-  return { mint, owner, link, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
-}
-
 test.serial('an unproven legacy agent gets no new link, and its links take no x402, MPP or buyer payment — until its asset is found', async (t) => {
   const w = t.context;
-  const x402 = await legacyAgentWithLink(w, 'x402');
+  const x402 = await legacyAgentWithLink(w, { protocol: 'x402' });
   const { mint, owner } = x402;
   const treasury = treasuryOf(mint);
 
@@ -191,7 +175,7 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   t.is(((await paid.json()) as { error: string }).error, 'agent_unproven');
 
   // an MPP credential for its MPP link (a twin's challenge, the transaction paying this treasury)
-  const mpp = await legacyAgentWithLink(w, 'mpp');
+  const mpp = await legacyAgentWithLink(w, { protocol: 'mpp' });
   t.is((await fetch(mpp.url)).status, 409, 'no MPP challenge for an unproven seller');
   const mppTwin = await createLink(w, { protocol: 'mpp' });
   const challenge = Challenge.deserializeList((await fetch(mppTwin.url)).headers.get('www-authenticate') ?? '')[0]!;
@@ -252,7 +236,7 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
 
 test.serial('first use proves an agent whose asset appeared: a link naming it', async (t) => {
   const w = t.context;
-  const legacy = await legacyAgentWithLink(w, 'x402');
+  const legacy = await legacyAgentWithLink(w, { protocol: 'x402' });
   t.is((await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(legacy.mint) })).status, 409);
   await writeCoreAsset(devnet(w), legacy.mint, { owner: legacy.owner });
   const created = await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(legacy.mint) });
@@ -266,7 +250,7 @@ test.serial('first use proves an agent whose asset appeared: a link naming it', 
 
 test.serial('an asset of another owner does not prove a legacy agent', async (t) => {
   const w = t.context;
-  const legacy = await legacyAgentWithLink(w, 'x402');
+  const legacy = await legacyAgentWithLink(w, { protocol: 'x402' });
   const other = await randomAddress();
   await writeCoreAsset(devnet(w), legacy.mint, { owner: other });
   const refused = await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(legacy.mint) });

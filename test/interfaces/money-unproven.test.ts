@@ -7,10 +7,9 @@ import { ToolContext, ToolError } from '../../interfaces/mcp/context.ts';
 import { payPaymentLink } from '../../interfaces/mcp/tools/payments.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
-import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { http, randomAddress, recordAgent } from '../support/app.ts';
-import { base64Json, createLink, fundBuyer, fundFeeVault, startPaywallApp, stopPaywallApp, tokenBalance, unpaidOffer, USDC, type PaywallWorld } from '../support/paywall.ts';
+import { http, recordAgent } from '../support/app.ts';
+import { base64Json, createLink, fundBuyer, fundFeeVault, legacyAgentWithLink, startPaywallApp, stopPaywallApp, tokenBalance, unpaidOffer, USDC, type PaywallWorld } from '../support/paywall.ts';
 
 // DECISIONS "Agents, submissions and events": no payment goes into the treasury of an agent that is not proven on the
 // ledger, by any door. One legacy agent (a row from before records were checked: no Core asset at its address) owns a
@@ -30,19 +29,6 @@ test.before(async (t) => {
 test.after.always(async (t) => {
   await stopPaywallApp(t.context.app ? t.context : undefined);
 });
-
-/** A legacy (unproven) agent of the key's principal and a discoverable x402 link of it, both written straight to the store. */
-async function legacyAgentWithLink(w: PaywallWorld): Promise<{ mint: string; link: PaymentLinkRecord; url: string }> {
-  const mint = await randomAddress();
-  const store = w.app.database.store;
-  const probe = await createLink(w, { metadata: { discoverable: true, description: 'proven twin' } });
-  const made = (await store.paymentLinks.get('chain-devnet', probe.link.id))!;
-  const now = new Date();
-  await store.agents.insert({ mint, network: 'chain-devnet', owner: await randomAddress(), name: 'legacy', uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal: made.ownerPrincipal, registeredAt: now, provenAt: null });
-  const link: PaymentLinkRecord = { ...made, pk: `money-${mint.slice(0, 12)}`, id: `money-${mint.slice(0, 8)}`, ownerAgent: mint, createdAt: now, updatedAt: now, ownerAgentProven: false };
-  await store.paymentLinks.insert(link);
-  return { mint, link, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
-}
 
 /** A buyer-signed x402 v2 payment of a proven link's offer, paying `payTo` instead: what the paywall and facilitator would settle. */
 async function paymentInto(w: PaywallWorld, buyer: Keypair, offerUrl: string, payTo: string) {
@@ -68,7 +54,7 @@ async function paymentInto(w: PaywallWorld, buyer: Keypair, offerUrl: string, pa
 
 test.serial('no door settles a payment into the treasury of an unproven agent; the facilitator still settles for anyone else', async (t) => {
   const w = t.context;
-  const legacy = await legacyAgentWithLink(w);
+  const legacy = await legacyAgentWithLink(w, { overrides: { metadata: { discoverable: true, description: 'proven twin' } } });
   const treasury = treasuryOf(legacy.mint);
   const twin = await createLink(w);
   const buyer = await fundBuyer(w, '1');

@@ -1,11 +1,27 @@
 import anyTest, { type TestFn } from 'ava';
 import { chromium, type Browser } from 'playwright-core';
-import { Connection, VersionedTransaction } from '@solana/web3.js';
-import { checkSession, newPageSession } from '../../domain/paywall/solana-pay.ts';
+import { Connection, type Keypair, VersionedTransaction } from '@solana/web3.js';
+import { checkSession, newPageSession, PAGE_SESSION_MS, sessionQuery, type PageSession } from '../../domain/paywall/solana-pay.ts';
+import { cosignRequest, walletTransaction } from '../../domain/paywall/wallet.ts';
+import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { prefersHtml } from '../../interfaces/pages/html.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
-import { createLink, eventsOf, fundBuyer, fundFeeVault, paidCallsOf, receiptsOf, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import {
+  createLink,
+  eventsOf,
+  fundBuyer,
+  fundFeeVault,
+  legacyAgentWithLink,
+  paidCallsOf,
+  receiptsOf,
+  startPaywallApp,
+  stopPaywallApp,
+  tokenBalance,
+  unpaidOffer,
+  type CreatedLink,
+  type PaywallWorld,
+} from '../support/paywall.ts';
 
 // The paywall page (docs/paywall.md "In a browser"): a browser opening a share_url gets a 402 page a person can read
 // and pay from a wallet (Solana Pay transaction request); API clients keep the JSON 402 byte for byte. One app and one
@@ -15,6 +31,11 @@ import { createLink, eventsOf, fundBuyer, fundFeeVault, paidCallsOf, receiptsOf,
 const WAIT_MS = 90_000;
 /** What Chromium sends on a navigation. */
 const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
+/** the paywall's shared key (SVC_MPP_SECRET), known here so a test can sign a page session as the gateway does */
+const SESSION_SECRET = 'paywall-page-test-session-key-0123456789';
+const SESSION_KEY = new TextEncoder().encode(SESSION_SECRET);
+/** the bearer of POST /facilitator/cosign and /accounts */
+const ACCOUNTS_SECRET = 'paywall-page-test-accounts-bearer';
 
 interface Ctx {
   w: PaywallWorld;
@@ -26,7 +47,7 @@ const test = anyTest as TestFn<Ctx>;
 
 test.before(async (t) => {
   const executablePath = chromiumOrThrow();
-  const w = await startPaywallApp();
+  const w = await startPaywallApp({ SVC_MPP_SECRET: SESSION_SECRET, SVC_FACILITATOR_ACCOUNTS_SECRET: ACCOUNTS_SECRET });
   await fundFeeVault(w);
   const created = await createLink(w, { label: 'Weather <report>', metadata: { description: 'Tomorrow’s forecast for Paris' } });
   const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
@@ -201,6 +222,146 @@ test.serial('status reads racing for one wallet payment: exactly one gets the re
   t.is(calls.length, 1);
   t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === sent).length, 1);
   t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === sent).length, 1);
+});
+
+/** The transaction request URL of a page session, on the test app's origin (the page names the configured base URL). */
+const requestUrl = (w: PaywallWorld, id: string, session: Pick<PageSession, 'reference' | 'expires' | 'sig'>): string =>
+  `${w.app.url}/x/${encodeURIComponent(id)}/solana-pay?${sessionQuery('chain-devnet', session)}`;
+
+const postJson = (url: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+
+const readStatus = (w: PaywallWorld, id: string, session: Pick<PageSession, 'reference' | 'secret'>) =>
+  fetch(`${w.app.url}/x/${encodeURIComponent(id)}/solana-pay/${session.reference}?network=chain-devnet`, { headers: { 'x-svc-page-secret': session.secret } });
+
+test.serial('a wallet POST for a link whose agent is unproven: 409 agent_unproven, nothing co-signed, nothing moved or recorded', async (t) => {
+  const { w } = t.context;
+  // DECISIONS "Agents, submissions and events": no payment into the treasury of an agent not proven on the ledger
+  const legacy = await legacyAgentWithLink(w);
+  const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: legacy.link.id, now: new Date() });
+  const buyer = await fundBuyer(w);
+  const before = await tokenBalance(w, buyer.publicKey.toBase58());
+  const res = await postJson(requestUrl(w, legacy.link.id, session), { account: buyer.publicKey.toBase58() });
+  t.is(res.status, 409);
+  const body = (await res.json()) as Record<string, unknown>;
+  t.like(body, { error: 'agent_unproven', details: { mint: legacy.mint, network: 'chain-devnet', treasury: treasuryOf(legacy.mint) } });
+  t.regex(String(body.message), /nothing was charged/);
+  t.false('transaction' in body, 'nothing for the wallet to sign');
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), before);
+  t.is(await tokenBalance(w, treasuryOf(legacy.mint)), 0n);
+  t.deepEqual(await paidCallsOf(w, legacy.link.id), []);
+  // its status reads refuse alike: the page of an unproven agent's link records nothing
+  const status = await readStatus(w, legacy.link.id, session);
+  t.is(status.status, 409);
+  t.like(await status.json(), { error: 'agent_unproven' });
+});
+
+test.serial('an expired page session: the wallet POST is 409 transaction_expired (page_expired) and nothing is signed; its status still reads', async (t) => {
+  const { w, created } = t.context;
+  // signed as the gateway signs one, two session lengths ago: past its end whatever the clocks read
+  const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: created.link.id, now: new Date(Date.now() - 2 * PAGE_SESSION_MS) });
+  const url = requestUrl(w, created.link.id, session);
+  const buyer = await fundBuyer(w);
+  const res = await postJson(url, { account: buyer.publicKey.toBase58() });
+  t.is(res.status, 409);
+  const body = (await res.json()) as Record<string, unknown>;
+  t.like(body, { error: 'transaction_expired', details: { reason: 'page_expired' } });
+  t.false('transaction' in body, 'nothing for the wallet to sign');
+  // the wallet's GET only names the payee (label, icon): the session is enforced where a transaction is built
+  const meta = await fetch(url);
+  t.is(meta.status, 200);
+  t.like(await meta.json(), { label: 'Weather <report> · 0.0101 USDC' });
+  // the status route reads by the page's secret, past the end too: a payment sent just before it is still recorded
+  const status = await readStatus(w, created.link.id, session);
+  t.is(status.status, 200);
+  t.deepEqual(await status.json(), { state: 'waiting' });
+});
+
+/**
+ * A settlement naming the page's reference with the facilitator as fee payer (what the status route re-verifies),
+ * built for `amount` (and `payTo`) instead of the offer's: the cosign request body a wallet's transaction would come from.
+ */
+async function cosignBodyFor(w: PaywallWorld, options: { created: CreatedLink; reference: string; account: string; amount: string; payTo?: string }) {
+  const offer = await unpaidOffer(options.created.url);
+  const accept = { ...offer.v2.accepts[0], amount: options.amount, ...(options.payTo ? { payTo: options.payTo } : {}) };
+  const { blockhash } = await w.app.services.ledgers['chain-devnet']!.getLatestBlockhash();
+  const unsigned = walletTransaction({ network: 'chain-devnet', accept, feePayer: accept.extra.feePayer, account: options.account, reference: options.reference, blockhash });
+  return cosignRequest(accept, offer.v2.resource, unsigned);
+}
+
+/** Signs a co-signed transaction as the buyer's wallet, sends it and waits for the ledger's confirmation. */
+async function signAndLand(w: PaywallWorld, transaction: string, buyer: Keypair): Promise<string> {
+  const tx = VersionedTransaction.deserialize(Buffer.from(transaction, 'base64'));
+  tx.sign([buyer]);
+  const connection = new Connection(w.rpcUrl, 'confirmed');
+  const signature = await connection.sendRawTransaction(tx.serialize());
+  await connection.confirmTransaction(signature, 'confirmed');
+  return signature;
+}
+
+test.serial('landed transactions naming the reference that pay the wrong amount or another payee are not recorded; the right payment after them is, once', async (t) => {
+  const { w, created } = t.context;
+  const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: created.link.id, now: new Date() });
+  const buyer = await fundBuyer(w);
+  const account = buyer.publicKey.toBase58();
+  // a wallet holding a USDC account (the co-signed transaction creates none), not the link's payee
+  const elsewhere = (await fundBuyer(w, '0.000001')).publicKey.toBase58();
+  // half the price, then the full price to a wallet that is not the link's payee: each co-signed by the facilitator
+  // for those terms (it settles for any payTo, F§1) and landed by the buyer
+  const land = async (terms: { amount: string; payTo?: string }) => {
+    const cosign = await postJson(`${w.app.url}/facilitator/cosign`, await cosignBodyFor(w, { created, reference: session.reference, account, ...terms }), { authorization: `Bearer ${ACCOUNTS_SECRET}` });
+    const cosigned = (await cosign.json()) as { success: boolean; transaction: string };
+    t.true(cosigned.success, JSON.stringify(cosigned));
+    return signAndLand(w, cosigned.transaction, buyer);
+  };
+  const wrong = [await land({ amount: '5000' }), await land({ amount: '10000', payTo: elsewhere })];
+  t.is(await tokenBalance(w, account), 1_000_000n - 5050n - 10100n, 'both moved on the ledger');
+  t.is(await tokenBalance(w, elsewhere), 10_001n);
+
+  // the page's status ignores them: not this link's settlement, so no paid call, no receipt, no event
+  for (let i = 0; i < 2; i++) {
+    const read = await readStatus(w, created.link.id, session);
+    t.is(read.status, 200);
+    t.deepEqual(await read.json(), { state: 'waiting' });
+  }
+  const unrecorded = async () => {
+    t.deepEqual((await paidCallsOf(w, created.link.id)).filter((c) => wrong.includes(c.signature ?? '')), []);
+    t.deepEqual((await receiptsOf(w, created.agent)).filter((r) => wrong.includes(r.tx_sig ?? '')), []);
+    t.deepEqual((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => wrong.includes(e.signature ?? '')), []);
+    t.deepEqual((await eventsOf(w, 'payment_link.served', created.agent)).filter((e) => wrong.includes(e.signature ?? '')), []);
+  };
+  await unrecorded();
+
+  // the right payment on the same page afterwards is recorded once, and its response served once
+  const answer = await postJson(requestUrl(w, created.link.id, session), { account });
+  t.is(answer.status, 200);
+  const paid = await signAndLand(w, ((await answer.json()) as { transaction: string }).transaction, buyer);
+  const first = (await (await readStatus(w, created.link.id, session)).json()) as { state: string; signature: string; response: unknown };
+  t.like(first, { state: 'paid', signature: paid });
+  t.not(first.response, null);
+  t.like(await (await readStatus(w, created.link.id, session)).json(), { state: 'paid', signature: paid, response: null });
+  t.is((await paidCallsOf(w, created.link.id)).filter((c) => c.signature === paid).length, 1);
+  t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === paid).length, 1);
+  t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === paid).length, 1);
+  await unrecorded();
+});
+
+test.serial('POST /facilitator/cosign without the bearer or with a wrong one: 403 forbidden, as /accounts, and nothing signed', async (t) => {
+  const { w, created } = t.context;
+  const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: created.link.id, now: new Date() });
+  const buyer = await fundBuyer(w);
+  const body = await cosignBodyFor(w, { created, reference: session.reference, account: buyer.publicKey.toBase58(), amount: '10000' });
+  for (const authorization of [undefined, 'Bearer wrong-bearer-wrong-bearer', `Bearer ${ACCOUNTS_SECRET.slice(1)}`, ACCOUNTS_SECRET]) {
+    const res = await postJson(`${w.app.url}/facilitator/cosign`, body, authorization ? { authorization } : {});
+    t.is(res.status, 403, String(authorization));
+    const answer = (await res.json()) as Record<string, unknown>;
+    t.like(answer, { error: 'forbidden' });
+    t.false('transaction' in answer, 'nothing signed');
+  }
+  // the same body with the bearer is co-signed: the refusals above were the guard's
+  const allowed = await postJson(`${w.app.url}/facilitator/cosign`, body, { authorization: `Bearer ${ACCOUNTS_SECRET}` });
+  t.is(allowed.status, 200);
+  t.like(await allowed.json(), { success: true });
 });
 
 test('a page session binds the link and expires', (t) => {

@@ -8,7 +8,8 @@ import type { X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
 import { findStable, STABLES } from '../../domain/shared/network.ts';
 import type { ReceiptV1 } from '../../domain/receipts/schema.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from './app.ts';
+import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from './app.ts';
 
 // Helpers for tests of the public paywall /x/{id} (hosted-api §4.2, DECISIONS "x402 on the paywall"): one real app
 // on the embedded devnet, funded buyers, links, payments built by the buyer kit or by hand, and the read-backs
@@ -114,6 +115,29 @@ export async function createLink(w: PaywallWorld, overrides: Record<string, unkn
   if (res.status !== 201) throw new Error(`create link failed: ${res.status} ${JSON.stringify(res.body)}`);
   const link = res.body as PaywallLink;
   return { link, agent: owner, treasury: treasuryOf(owner), url: link.share_url };
+}
+
+/**
+ * A legacy agent (a row from before records were checked: no Core asset at its address, DECISIONS "Agents, submissions
+ * and events") of the key's principal and a link of it (a copy of a new proven link made of `overrides`), both written
+ * straight to the store.
+ */
+export async function legacyAgentWithLink(
+  w: PaywallWorld,
+  options: { protocol?: 'x402' | 'mpp'; overrides?: Record<string, unknown> } = {},
+): Promise<{ mint: string; owner: string; link: PaymentLinkRecord; url: string }> {
+  const protocol = options.protocol ?? 'x402';
+  const mint = await randomAddress();
+  const owner = await randomAddress();
+  const store = w.app.database.store;
+  // the key's principal, read from a link it made: it owns the legacy rows too
+  const probe = await createLink(w, options.overrides);
+  const made = (await store.paymentLinks.get('chain-devnet', probe.link.id))!;
+  const now = new Date();
+  await store.agents.insert({ mint, network: 'chain-devnet', owner, name: 'legacy', uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal: made.ownerPrincipal, registeredAt: now, provenAt: null });
+  const link: PaymentLinkRecord = { ...made, pk: `legacy-${mint.slice(0, 12)}-${protocol}`, id: `legacy-${mint.slice(0, 8)}-${protocol}`, ownerAgent: mint, protocol, createdAt: now, updatedAt: now, ownerAgentProven: false };
+  await store.paymentLinks.insert(link);
+  return { mint, owner, link, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
 }
 
 /** GET /v1/payment-links/{id}: the link with live counters. */
