@@ -3,13 +3,7 @@
 // This mints an agent (a Metaplex Core asset whose treasury can receive payments).
 //
 //   SVC_API_KEY=svc_test_… node --import tsx examples/sign-and-submit-kit.ts
-import {
-  generateKeyPairSigner,
-  getBase64Encoder,
-  getBase64EncodedWireTransaction,
-  getTransactionDecoder,
-  partiallySignTransaction,
-} from '@solana/kit';
+import { generateKeyPairSigner, getBase64Encoder, getBase64EncodedWireTransaction, getTransactionDecoder, partiallySignTransaction } from '@solana/kit';
 
 const url = process.env.SVC_URL ?? 'http://localhost:8080';
 const apiKey = process.env.SVC_API_KEY;

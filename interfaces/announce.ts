@@ -49,7 +49,10 @@ export interface Announcement {
 }
 
 /** Writes gateway.json (temporary file + rename, so a reader never sees half of it). */
-export async function announceGateway(dataDir: string, fields: { url: string; rpcUrls?: Partial<Record<string, string>>; pid?: number; startedAt?: Date }): Promise<Announcement> {
+export async function announceGateway(
+  dataDir: string,
+  fields: { url: string; rpcUrls?: Partial<Record<string, string>>; pid?: number; startedAt?: Date },
+): Promise<Announcement> {
   const file = join(resolve(dataDir), ANNOUNCEMENT_FILE);
   const pid = fields.pid ?? process.pid;
   const body: GatewayAnnouncement = {
@@ -94,8 +97,7 @@ export async function findGateway(dataDir: string): Promise<GatewayLookup> {
   if (!existsSync(file)) return { state: 'absent', file };
   let parsed: ReturnType<typeof GatewayAnnouncement.safeParse>;
   try {
-    parsed = GatewayAnnouncement.safeParse(
-JSON.parse(await readFile(file, 'utf8')));
+    parsed = GatewayAnnouncement.safeParse(JSON.parse(await readFile(file, 'utf8')));
   } catch {
     return { state: 'absent', file };
   }

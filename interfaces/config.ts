@@ -25,7 +25,12 @@ const JsonLimits = z
 const Port = z.coerce.number().int().min(0).max(65_535);
 /** "embedded" (LiteSVM under SVC_DATA_DIR) or the http(s) URL of a Solana JSON-RPC node */
 const LedgerSource = z.union([z.literal('embedded'), z.url({ protocol: /^https?$/ })]);
-const optionalString = z.string().trim().min(1).optional().or(z.literal('').transform(() => undefined));
+const optionalString = z
+  .string()
+  .trim()
+  .min(1)
+  .optional()
+  .or(z.literal('').transform(() => undefined));
 
 /** fee-facilitator-mpp-tools §2.5: a 64-byte secret as a JSON byte array or base58. */
 const SecretKey = z.string().transform((text, ctx) => {
@@ -54,7 +59,12 @@ function parseSecretKey(text: string): Uint8Array | null {
 /** §2.5 network names; testnet has no stables curated here, so it is refused with a clear message. */
 const FacilitatorNetworks = z
   .string()
-  .transform((text) => text.split(',').map((s) => s.trim()).filter(Boolean))
+  .transform((text) =>
+    text
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  )
   .pipe(z.array(z.enum(['devnet', 'mainnet'], { message: 'networks are devnet and mainnet (testnet is not served)' })).min(1))
   .transform((names) => [...new Set(names)].map((n) => (n === 'devnet' ? 'chain-devnet' : 'chain-mainnet') as Network));
 
@@ -65,7 +75,10 @@ const FacilitatorNetworks = z
  */
 const OutboundAllow = z.string().transform((text, ctx) => {
   const entries: string[] = [];
-  for (const entry of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const target = parseOutboundTarget(entry);
     if (typeof target === 'string') ctx.addIssue({ code: 'custom', message: target });
     else entries.push(`${target.host}:${target.port}`);
@@ -75,78 +88,103 @@ const OutboundAllow = z.string().transform((text, ctx) => {
 
 /** Removed: a blanket opening; only its harmless "off" is still accepted, so old env files keep starting. */
 const RemovedAllowPrivate = z
-  .enum(['false', '0', ''], { message: 'was removed: outbound calls reach only public https targets; name each development target in SVC_OUTBOUND_ALLOW=host:port' })
+  .enum(['false', '0', ''], {
+    message: 'was removed: outbound calls reach only public https targets; name each development target in SVC_OUTBOUND_ALLOW=host:port',
+  })
   .optional();
 
 /** SVC_LOG_FORMAT (interfaces/log.ts): auto = readable lines on a terminal, JSON lines otherwise. */
 export const LOG_FORMATS = ['auto', 'pretty', 'json'] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 
-export const ConfigSchema = z.object({
-  PORT: Port.default(8080),
-  HOST: z.string().min(1).default('0.0.0.0'),
-  SVC_DATA_DIR: z.string().min(1).default('.data'),
-  DATABASE_URL: z
-    .string()
-    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
-    .optional()
-    .or(z.literal('').transform(() => undefined)),
-  SVC_BASE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
-  SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
-  SVC_LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
-  SVC_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(100),
-  SVC_FEE_ENFORCE: FeeEnforcement.default('enforce'),
-  SVC_FEE_AUTHORITY_MAINNET: Address.optional().or(z.literal('').transform(() => undefined)),
-  SVC_FEE_AUTHORITY_DEVNET: Address.optional().or(z.literal('').transform(() => undefined)),
-  SVC_PAYWALL_FACILITATOR_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
-  SVC_COMMIT: optionalString,
-  SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
-  SVC_DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
-  SVC_DB_HEAVY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
-  SVC_DB_HEAVY_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1000).default(6),
-  SVC_DB_HEAVY_POOL: z.coerce.number().int().min(0).max(100).optional(),
-  SVC_RATE_LIMITS: JsonLimits.optional().or(z.literal('').transform(() => undefined)),
-  SVC_JOBS: z.enum(['inline', 'off']).default('inline'),
-  SVC_DEVNET_LEDGER: LedgerSource.default('embedded'),
-  SVC_MAINNET_LEDGER: LedgerSource.default('embedded'),
-  SVC_DEVNET_RPC_PORT: Port.default(8899),
-  // two apart: each JSON-RPC port also takes the next one for its WebSocket (devnet 8899 + 8900, mainnet 8901 + 8902)
-  SVC_MAINNET_RPC_PORT: Port.default(8901),
-  SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
-  /** A directory of <program-id>.so(.gz) files every embedded ledger loads (solana-test-validator --bpf-program) */
-  SVC_LEDGER_PROGRAMS: optionalString,
-  /** A Solana JSON-RPC the well-known programs missing from SVC_LEDGER_PROGRAMS are cloned from at first start */
-  SVC_LEDGER_CLONE_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
-  /** DECISIONS "MPP rail": the HMAC key of MPP challenge ids; every instance behind one base URL needs the same */
-  SVC_MPP_SECRET: z.string().min(32, 'must be at least 32 characters').optional().or(z.literal('').transform(() => undefined)),
-  SVC_FACILITATOR_SECRET_KEY: SecretKey.optional().or(z.literal('').transform(() => undefined)),
-  SVC_FACILITATOR_NETWORKS: FacilitatorNetworks.optional().or(z.literal('').transform(() => undefined)),
-  SVC_FACILITATOR_PORT: Port.default(8787),
-  SVC_FACILITATOR_HOST: z.string().min(1).default('0.0.0.0'),
-  SVC_FACILITATOR_RPC_URL: z.url({ protocol: /^https?$/ }).optional().or(z.literal('').transform(() => undefined)),
-  /** lamports of token-account rent the facilitator sponsors per network per UTC day (default 1 SOL ≈ 490 accounts) */
-  SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: z.coerce.bigint().min(0n).default(1_000_000_000n),
-  SVC_FACILITATOR_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
-  /** DECISIONS "Webhooks": host:port targets outbound calls may reach over http / on private addresses */
-  SVC_OUTBOUND_ALLOW: OutboundAllow.optional(),
-  SVC_OUTBOUND_ALLOW_PRIVATE: RemovedAllowPrivate,
-  /** PEM certificate authorities outbound https trusts beside the system roots (development CAs, tests) */
-  SVC_OUTBOUND_CA: z
-    .string()
-    .refine((s) => s === '' || /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/.test(s), 'must be PEM text: -----BEGIN CERTIFICATE----- …')
-    .optional()
-    .transform((s) => (s ? s : undefined)),
-  /** The bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
-  SVC_FACILITATOR_ACCOUNTS_SECRET: z.string().min(16).max(256).optional().or(z.literal('').transform(() => undefined)),
-  /** every listener: a request whose line and headers have not all arrived by then is closed (slow clients hold no socket) */
-  SVC_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_REQUEST_BOUNDS.headersMs),
-  /** every listener: a request (headers and body) not complete by then answers 408 request_timeout and is closed */
-  SVC_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_REQUEST_BOUNDS.requestMs),
-}).refine((e) => e.SVC_HTTP_HEADERS_TIMEOUT_MS <= e.SVC_HTTP_REQUEST_TIMEOUT_MS, {
-  // the headers are part of the request: Node refuses a headers bound past the whole request's
-  path: ['SVC_HTTP_HEADERS_TIMEOUT_MS'],
-  message: 'must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)',
-});
+export const ConfigSchema = z
+  .object({
+    PORT: Port.default(8080),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    SVC_DATA_DIR: z.string().min(1).default('.data'),
+    DATABASE_URL: z
+      .string()
+      .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    SVC_BASE_URL: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    SVC_LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    SVC_LOG_FORMAT: z.enum(LOG_FORMATS).default('auto'),
+    SVC_FEE_BPS: z.coerce.number().int().min(0).max(10_000).default(100),
+    SVC_FEE_ENFORCE: FeeEnforcement.default('enforce'),
+    SVC_FEE_AUTHORITY_MAINNET: Address.optional().or(z.literal('').transform(() => undefined)),
+    SVC_FEE_AUTHORITY_DEVNET: Address.optional().or(z.literal('').transform(() => undefined)),
+    SVC_PAYWALL_FACILITATOR_URL: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    SVC_COMMIT: optionalString,
+    SVC_DB_POOL_MAX: z.coerce.number().int().min(1).max(100).default(10),
+    SVC_DB_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(30_000),
+    SVC_DB_HEAVY_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(10_000),
+    SVC_DB_HEAVY_PER_PRINCIPAL: z.coerce.number().int().min(1).max(1000).default(6),
+    SVC_DB_HEAVY_POOL: z.coerce.number().int().min(0).max(100).optional(),
+    SVC_RATE_LIMITS: JsonLimits.optional().or(z.literal('').transform(() => undefined)),
+    SVC_JOBS: z.enum(['inline', 'off']).default('inline'),
+    SVC_DEVNET_LEDGER: LedgerSource.default('embedded'),
+    SVC_MAINNET_LEDGER: LedgerSource.default('embedded'),
+    SVC_DEVNET_RPC_PORT: Port.default(8899),
+    // two apart: each JSON-RPC port also takes the next one for its WebSocket (devnet 8899 + 8900, mainnet 8901 + 8902)
+    SVC_MAINNET_RPC_PORT: Port.default(8901),
+    SVC_LEDGER_RPC_HOST: z.string().min(1).default('127.0.0.1'),
+    /** A directory of <program-id>.so(.gz) files every embedded ledger loads (solana-test-validator --bpf-program) */
+    SVC_LEDGER_PROGRAMS: optionalString,
+    /** A Solana JSON-RPC the well-known programs missing from SVC_LEDGER_PROGRAMS are cloned from at first start */
+    SVC_LEDGER_CLONE_URL: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    /** DECISIONS "MPP rail": the HMAC key of MPP challenge ids; every instance behind one base URL needs the same */
+    SVC_MPP_SECRET: z
+      .string()
+      .min(32, 'must be at least 32 characters')
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    SVC_FACILITATOR_SECRET_KEY: SecretKey.optional().or(z.literal('').transform(() => undefined)),
+    SVC_FACILITATOR_NETWORKS: FacilitatorNetworks.optional().or(z.literal('').transform(() => undefined)),
+    SVC_FACILITATOR_PORT: Port.default(8787),
+    SVC_FACILITATOR_HOST: z.string().min(1).default('0.0.0.0'),
+    SVC_FACILITATOR_RPC_URL: z
+      .url({ protocol: /^https?$/ })
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    /** lamports of token-account rent the facilitator sponsors per network per UTC day (default 1 SOL ≈ 490 accounts) */
+    SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: z.coerce.bigint().min(0n).default(1_000_000_000n),
+    SVC_FACILITATOR_CONFIRM_TIMEOUT_MS: z.coerce.number().int().min(100).max(300_000).default(30_000),
+    /** DECISIONS "Webhooks": host:port targets outbound calls may reach over http / on private addresses */
+    SVC_OUTBOUND_ALLOW: OutboundAllow.optional(),
+    SVC_OUTBOUND_ALLOW_PRIVATE: RemovedAllowPrivate,
+    /** PEM certificate authorities outbound https trusts beside the system roots (development CAs, tests) */
+    SVC_OUTBOUND_CA: z
+      .string()
+      .refine((s) => s === '' || /-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----/.test(s), 'must be PEM text: -----BEGIN CERTIFICATE----- …')
+      .optional()
+      .transform((s) => (s ? s : undefined)),
+    /** The bearer of the facilitator's POST /accounts (it spends rent); set the same on the gateway and `npm run facilitator` */
+    SVC_FACILITATOR_ACCOUNTS_SECRET: z
+      .string()
+      .min(16)
+      .max(256)
+      .optional()
+      .or(z.literal('').transform(() => undefined)),
+    /** every listener: a request whose line and headers have not all arrived by then is closed (slow clients hold no socket) */
+    SVC_HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(100).max(600_000).default(DEFAULT_REQUEST_BOUNDS.headersMs),
+    /** every listener: a request (headers and body) not complete by then answers 408 request_timeout and is closed */
+    SVC_HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_600_000).default(DEFAULT_REQUEST_BOUNDS.requestMs),
+  })
+  .refine((e) => e.SVC_HTTP_HEADERS_TIMEOUT_MS <= e.SVC_HTTP_REQUEST_TIMEOUT_MS, {
+    // the headers are part of the request: Node refuses a headers bound past the whole request's
+    path: ['SVC_HTTP_HEADERS_TIMEOUT_MS'],
+    message: 'must not exceed SVC_HTTP_REQUEST_TIMEOUT_MS (the headers are part of the request)',
+  });
 
 export interface Config {
   port: number;

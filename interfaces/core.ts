@@ -30,7 +30,15 @@ import { resolveLimits } from '../domain/policies/rate-limit.ts';
 import type { JobRunner } from '../domain/ports/job-queue.ts';
 import type { PolicyStore } from '../domain/ports/policy-store.ts';
 import { jobDefinitions } from '../jobs/runner.ts';
-import { copyWellKnownPrograms, joinLedgers, openLedgers, RpcListenError, runFaucet, type CopiedPrograms, type OpenedLedgers } from '../adapters/ledger/index.ts';
+import {
+  copyWellKnownPrograms,
+  joinLedgers,
+  openLedgers,
+  RpcListenError,
+  runFaucet,
+  type CopiedPrograms,
+  type OpenedLedgers,
+} from '../adapters/ledger/index.ts';
 import type { FaucetRequest, FaucetResult } from '../domain/ports/faucet.ts';
 import type { Network } from '../domain/shared/network.ts';
 import { programsCommand, type Config } from './config.ts';
@@ -118,7 +126,6 @@ export async function openAccess(config: Config): Promise<{ access: AccessServic
   return { access: new AccessService({ store: database.store, clock: systemClock }), database, close: () => database.close() };
 }
 
-
 export interface AppOptions {
   clock?: Clock;
   logger?: Logger;
@@ -137,7 +144,10 @@ export interface AppOptions {
 }
 
 /** npm run faucet: funds a wallet on the embedded ledger of SVC_DATA_DIR, through the running gateway when there is one. */
-export function faucetCommand(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+export function faucetCommand(
+  options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined },
+  request: FaucetRequest,
+): Promise<FaucetResult & { via: string }> {
   return runFaucet(options, request);
 }
 
@@ -180,20 +190,25 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       options.ledgers === false
         ? { ledgers: {}, embedded: {}, faucet: undefined, rpcUrls: {}, close: async () => {} }
         : options.ledgers === 'join'
-          ? { ...joinLedgersLazily({ dataDir: config.dataDir, devnet: config.ledgers.devnet, mainnet: config.ledgers.mainnet }), embedded: {}, faucet: undefined, rpcUrls: {} }
+          ? {
+              ...joinLedgersLazily({ dataDir: config.dataDir, devnet: config.ledgers.devnet, mainnet: config.ledgers.mainnet }),
+              embedded: {},
+              faucet: undefined,
+              rpcUrls: {},
+            }
           : await openLedgers({
-            dataDir: config.dataDir,
-            devnet: config.ledgers.devnet,
-            mainnet: config.ledgers.mainnet,
-            devnetRpcPort: config.ledgers.devnetRpcPort,
-            mainnetRpcPort: config.ledgers.mainnetRpcPort,
-            rpcHost: config.ledgers.rpcHost,
-            rpcBounds: config.http,
-            programsDir: config.ledgers.programsDir,
-            cloneUrl: config.ledgers.cloneUrl,
-            onWarning: (message) => log.warn({ component: 'ledger' }, message),
-            onInfo: (message, context) => log.info(context, message),
-          });
+              dataDir: config.dataDir,
+              devnet: config.ledgers.devnet,
+              mainnet: config.ledgers.mainnet,
+              devnetRpcPort: config.ledgers.devnetRpcPort,
+              mainnetRpcPort: config.ledgers.mainnetRpcPort,
+              rpcHost: config.ledgers.rpcHost,
+              rpcBounds: config.http,
+              programsDir: config.ledgers.programsDir,
+              cloneUrl: config.ledgers.cloneUrl,
+              onWarning: (message) => log.warn({ component: 'ledger' }, message),
+              onInfo: (message, context) => log.info(context, message),
+            });
     // Final once built (frozen): nothing patches them later, the HTTP port included.
     const settings: GatewaySettings = {
       baseUrl: config.baseUrl ?? `http://localhost:${port}`,
@@ -214,7 +229,17 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     const facilitator =
       options.ledgers === false
         ? undefined
-        : await openFacilitator({ config, ledgers: ledgers.ledgers, faucet: ledgers.faucet, fundable: new Set(Object.keys(ledgers.embedded) as Network[]), database, clock, log, fee: settings.fee, proof: agentProof });
+        : await openFacilitator({
+            config,
+            ledgers: ledgers.ledgers,
+            faucet: ledgers.faucet,
+            fundable: new Set(Object.keys(ledgers.embedded) as Network[]),
+            database,
+            clock,
+            log,
+            fee: settings.fee,
+            proof: agentProof,
+          });
     const paywallFacilitator = config.facilitatorUrl
       ? new HttpFacilitator({ url: config.facilitatorUrl, token: config.facilitator.accountsSecret })
       : facilitator
@@ -248,10 +273,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     const unwatchReceipts = services.receipts.watchPublished(feed);
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
     flushTimer.unref();
-    const syncTimer = setInterval(
-      () => void services.rateLimiter.sync().catch((err) => log.warn({ err }, 'rate-limit exchange failed; will retry')),
-      250,
-    );
+    const syncTimer = setInterval(() => void services.rateLimiter.sync().catch((err) => log.warn({ err }, 'rate-limit exchange failed; will retry')), 250);
     syncTimer.unref();
     const opened = ledgers;
     return {
@@ -288,8 +310,14 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
  */
 function refuseOwnListeners(outbound: GuardedOutboundHttp, own: { config: Config; httpPort: number; ledgers: CoreLedgers; database: Database }): void {
   const { config, httpPort, ledgers, database } = own;
-  const ports: [host: string, port: number][] = [[config.host, httpPort], [config.facilitator.host, config.facilitator.port]];
-  for (const [source, port] of [[config.ledgers.devnet, config.ledgers.devnetRpcPort], [config.ledgers.mainnet, config.ledgers.mainnetRpcPort]] as const) {
+  const ports: [host: string, port: number][] = [
+    [config.host, httpPort],
+    [config.facilitator.host, config.facilitator.port],
+  ];
+  for (const [source, port] of [
+    [config.ledgers.devnet, config.ledgers.devnetRpcPort],
+    [config.ledgers.mainnet, config.ledgers.mainnetRpcPort],
+  ] as const) {
     if (source === 'embedded' && port !== 0) ports.push([config.ledgers.rpcHost, port], [config.ledgers.rpcHost, port + 1]);
   }
   const at = (url: string): [string, number] => [new URL(url).hostname, effectivePort(new URL(url))];
@@ -374,7 +402,10 @@ export interface FacilitatorCore {
  * rent sponsorship) and ledgers as the installation: SVC_FACILITATOR_RPC_URL, or the embedded ledgers under
  * SVC_DATA_DIR (through the gateway's JSON-RPC when it runs).
  */
-export async function openFacilitatorCore(config: Config, options: { logger?: Logger; clock?: Clock; pgSettings?: Record<string, string> } = {}): Promise<FacilitatorCore & { log: Logger }> {
+export async function openFacilitatorCore(
+  config: Config,
+  options: { logger?: Logger; clock?: Clock; pgSettings?: Record<string, string> } = {},
+): Promise<FacilitatorCore & { log: Logger }> {
   const log = options.logger ?? defaultLogger(config);
   const clock = options.clock ?? systemClock;
   const networks = config.facilitator.networks;
@@ -460,7 +491,8 @@ export async function startJobRunner(url: string, services: Services, log: Logge
   // fee-facilitator-mpp-tools §6: the fee authorities' token accounts are watched from start-up (adding starts the job)
   for (const network of services.indexer.networks()) {
     const authority = services.settings.fee.authorities[network];
-    if (authority) await services.watchlist.watchFeeAccounts(network, authority).catch((err: unknown) => log.warn({ err, network }, 'fee accounts not watched yet'));
+    if (authority)
+      await services.watchlist.watchFeeAccounts(network, authority).catch((err: unknown) => log.warn({ err, network }, 'fee accounts not watched yet'));
   }
   // A runner starting (again) takes over at once what a killed one left mid-delivery, not at the next minute.
   await services.webhooks.sweep().catch((err: unknown) => log.warn({ err }, 'webhook sweep at start failed; the recurring one will retry'));
@@ -468,4 +500,3 @@ export async function startJobRunner(url: string, services: Services, log: Logge
 }
 
 const JOB_CONCURRENCY = 8;
-

@@ -148,7 +148,11 @@ export function restError(error: DomainError, requestId: string): { status: numb
  * REST's answer to anything thrown: mapped and logged once (resolveError), rendered in the envelope (restError).
  * `answerId`: the request id the envelope names (an Idempotency-Key replay names the first call's).
  */
-export function restAnswer(err: unknown, request: { id: string; log: ErrorLogger }, answerId = request.id): { status: number; body: RestErrorBody; error: DomainError } {
+export function restAnswer(
+  err: unknown,
+  request: { id: string; log: ErrorLogger },
+  answerId = request.id,
+): { status: number; body: RestErrorBody; error: DomainError } {
   const error = resolveError(err, request.id, request.log);
   return { ...restError(error, answerId), error };
 }
@@ -159,7 +163,10 @@ export function trpcErrorData(error: DomainError, requestId: string, path: strin
 }
 
 /** A tRPC error response for what the HTTP framework refuses under /trpc before tRPC runs (415, a malformed URL). */
-export function trpcError(error: DomainError, requestId: string): { status: number; body: { error: { message: string; code: number; data: ReturnType<typeof trpcErrorData> } } } {
+export function trpcError(
+  error: DomainError,
+  requestId: string,
+): { status: number; body: { error: { message: string; code: number; data: ReturnType<typeof trpcErrorData> } } } {
   const code = TRPC_ERROR_CODES_BY_KEY[ERROR_CODES[error.code].trpc];
   return { status: ERROR_CODES[error.code].status, body: { error: { message: error.message, code, data: trpcErrorData(error, requestId, null) } } };
 }

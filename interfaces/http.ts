@@ -201,7 +201,10 @@ export function buildHttp(deps: {
       const { status, body } = errorAnswer(headers.error ?? err, req);
       // fastify types this reply against the unknown route's schema; it is a plain JSON reply.
       const plain = reply as unknown as { code(n: number): { headers(h: object): { send(b: unknown): void } } };
-      plain.code(status).headers({ ...headers.values, 'X-Svc-Request-Id': req.id }).send(body);
+      plain
+        .code(status)
+        .headers({ ...headers.values, 'X-Svc-Request-Id': req.id })
+        .send(body);
     },
   });
 

@@ -38,7 +38,10 @@ async function main(): Promise<void> {
   ];
   console.log(lines.join('\n'));
   // npm run keys / demo / pay find this gateway through its data directory (interfaces/announce.ts).
-  const announced = await announceGateway(config.dataDir, { url: localUrl(config.host, Number(new URL(app.url).port) || config.port), rpcUrls: app.ledgers.rpcUrls });
+  const announced = await announceGateway(config.dataDir, {
+    url: localUrl(config.host, Number(new URL(app.url).port) || config.port),
+    rpcUrls: app.ledgers.rpcUrls,
+  });
 
   onShutdownSignal(async (signal) => {
     app.log.info({ signal }, 'shutting down');

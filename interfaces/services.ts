@@ -123,7 +123,16 @@ export function buildServices(deps: ServiceDeps): Services {
   const events = new EventService({ store, feed });
   // one recorder of sales: the paywall's paid calls and the links' buyer payments (DECISIONS buyer/payment)
   const sales = new PaidCallRecorder({ store, outbound: deps.outbound, clock, settings, ledgers: deps.ledgers, onWarning: deps.onWarning });
-  const transactions = new TransactionService({ store, clock, ledgers: deps.ledgers, settings, watchlist, onSubmitted: deps.onSubmitted, payees: agents.proof, sales });
+  const transactions = new TransactionService({
+    store,
+    clock,
+    ledgers: deps.ledgers,
+    settings,
+    watchlist,
+    onSubmitted: deps.onSubmitted,
+    payees: agents.proof,
+    sales,
+  });
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
   const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
@@ -141,7 +150,15 @@ export function buildServices(deps: ServiceDeps): Services {
     admin: new AdminService({ store, clock, access }),
     agents,
     treasury: new TreasuryService({ agents, ledgers: deps.ledgers, watchlist }),
-    paymentLinks: new PaymentLinkService({ store, clock, agents, settings, treasuryAccounts, outbound: deps.outbound, onChange: (network, id) => links.invalidate(network, id) }),
+    paymentLinks: new PaymentLinkService({
+      store,
+      clock,
+      agents,
+      settings,
+      treasuryAccounts,
+      outbound: deps.outbound,
+      onChange: (network, id) => links.invalidate(network, id),
+    }),
     events,
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
     metrics: new MetricsService({ store, records: policies.requestRecords, clock }),

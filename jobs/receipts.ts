@@ -31,7 +31,8 @@ export const pullReceipts =
     let result: Awaited<ReturnType<PullService['runDue']>>;
     do {
       result = await deps.pull.runDue();
-      for (const run of result.runs) deps.log.info({ pull_target_id: run.targetId, ok: run.ok, accepted: run.accepted, rejected: run.rejected.length, error: run.error }, 'pulled receipts');
+      for (const run of result.runs)
+        deps.log.info({ pull_target_id: run.targetId, ok: run.ok, accepted: run.accepted, rejected: run.rejected.length, error: run.error }, 'pulled receipts');
     } while (result.runs.length > 0 && result.nextDue !== null && result.nextDue <= deps.now());
     await runAgainAt(deps.queue, PULL_TASK, { due: result.nextDue ?? new Date(deps.now().getTime() + 60_000), now: deps.now(), minMs: 1000 });
   };

@@ -72,9 +72,19 @@ export function jobDefinitions(deps: {
       ...(paywall ? [{ task: 'resolve_paid_calls', schedule: '* * * * *' }] : []),
       { task: SWEEP_WEBHOOKS_TASK, schedule: '* * * * *' },
       // The pull worker reschedules itself per target cadence; the minute tick restarts it if that job was lost.
-      ...(deps.receipts ? [{ task: 'verify_receipts', schedule: '* * * * *' }, { task: PULL_TASK, schedule: '* * * * *' }] : []),
+      ...(deps.receipts
+        ? [
+            { task: 'verify_receipts', schedule: '* * * * *' },
+            { task: PULL_TASK, schedule: '* * * * *' },
+          ]
+        : []),
       // Submits wake the confirmations job at once; the minute tick restarts it if that job was lost.
-      ...(deps.transactions ? [{ task: CONFIRM_TASK, schedule: '* * * * *' }, { task: EXPIRE_PREPARED_TASK, schedule: '*/10 * * * *' }] : []),
+      ...(deps.transactions
+        ? [
+            { task: CONFIRM_TASK, schedule: '* * * * *' },
+            { task: EXPIRE_PREPARED_TASK, schedule: '*/10 * * * *' },
+          ]
+        : []),
       // Each network's indexer job reschedules itself every second or two; the minute tick restarts a lost chain.
       ...(deps.indexer ? [{ task: INDEX_TASK, schedule: '* * * * *' }] : []),
       ...(deps.agentProof ? [{ task: PROVE_AGENTS_TASK, schedule: '* * * * *' }] : []),

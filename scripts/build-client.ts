@@ -53,12 +53,16 @@ export function exportFor(entry: ClientEntry): Record<string, string> {
  */
 async function declarations(entries: ClientEntry[], out: string): Promise<number> {
   const configPath = path.join(ROOT, 'tsconfig.client.json');
-  const config = ts.getParsedCommandLineOfConfigFile(configPath, {}, {
-    ...ts.sys,
-    onUnRecoverableConfigFileDiagnostic: (d) => {
-      throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+  const config = ts.getParsedCommandLineOfConfigFile(
+    configPath,
+    {},
+    {
+      ...ts.sys,
+      onUnRecoverableConfigFileDiagnostic: (d) => {
+        throw new Error(ts.flattenDiagnosticMessageText(d.messageText, '\n'));
+      },
     },
-  });
+  );
   if (!config) throw new Error('tsconfig.client.json could not be read');
   const program = ts.createProgram({
     rootNames: entries.map((e) => path.join(ROOT, e.source)),
@@ -113,7 +117,8 @@ async function cutRouterDeclaration(file: string): Promise<void> {
   let text = await readFile(file, 'utf8');
   for (const [from, to] of ROUTER_CUTS) text = text.split(from).join(to);
   const left = specifiers(text).filter((s) => s !== '@trpc/server');
-  if (left.length > 0) throw new Error(`${ROUTER_SOURCE.replace(/\.ts$/, '.d.ts')} still imports ${[...new Set(left)].join(', ')}: cut it in scripts/build-client.ts`);
+  if (left.length > 0)
+    throw new Error(`${ROUTER_SOURCE.replace(/\.ts$/, '.d.ts')} still imports ${[...new Set(left)].join(', ')}: cut it in scripts/build-client.ts`);
   await writeFile(file, text);
 }
 

@@ -16,7 +16,11 @@ const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CACHE = path.join(ROOT, 'node_modules', '.cache', 'svc-gateway', 'run');
 
 /** mtime and size: what makes a cached bundle stale (an edit, a checkout, a restored file) */
-const stamp = (file) => stat(file).then((s) => `${s.mtimeMs}:${s.size}`, () => null);
+const stamp = (file) =>
+  stat(file).then(
+    (s) => `${s.mtimeMs}:${s.size}`,
+    () => null,
+  );
 
 async function isFresh(manifestFile, entry) {
   try {

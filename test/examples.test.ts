@@ -71,7 +71,10 @@ test('examples/seller.ts creates a payment link for the agent it is given', asyn
 
 test('examples/buyer.ts (the buyer kit) and examples/buyer-x402.ts (@x402/fetch + ExactSvmFeeScheme) each pay a link once', async (t) => {
   const link = await createLink(t);
-  for (const [file, paid] of [['buyer.ts', 1], ['buyer-x402.ts', 2]] as const) {
+  for (const [file, paid] of [
+    ['buyer.ts', 1],
+    ['buyer-x402.ts', 2],
+  ] as const) {
     const out = await example(t, file, [link.share_url]).exited;
     t.is(out.code, 0, `${file}: ${shown(out)}`);
     t.regex(out.stdout, /^200 \{"forecast":"sunny"\}/m, file);

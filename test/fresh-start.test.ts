@@ -42,7 +42,8 @@ test('fresh clone: npm start on the default ports and data directory; a key from
   t.timeout(5 * 60_000);
   const taken = [];
   for (const port of DEFAULT_PORTS) if (!(await portFree(port))) taken.push(port);
-  if (taken.length) return t.fail(`the default ports ${taken.join(', ')} are in use by another program: a default start needs ${DEFAULT_PORTS.join(', ')} free`);
+  if (taken.length)
+    return t.fail(`the default ports ${taken.join(', ')} are in use by another program: a default start needs ${DEFAULT_PORTS.join(', ')} free`);
 
   const clone = await mkdtemp(join(tmpdir(), 'svc-fresh-'));
   await chmod(clone, 0o755); // embedded PostgreSQL runs as the postgres user when we are root: it must reach .data
@@ -65,7 +66,9 @@ test('fresh clone: npm start on the default ports and data directory; a key from
   const gateway = spawn('npm', ['start'], { cwd: clone, env: ENV, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let out = '';
   let err = '';
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => gateway.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    gateway.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   t.teardown(async () => {
     if (gateway.exitCode === null && gateway.signalCode === null) {
       process.kill(-gateway.pid!, 'SIGKILL');
@@ -100,5 +103,8 @@ test('fresh clone: npm start on the default ports and data directory; a key from
   t.false(/shutdown failed|npm error|ERR!/.test(err), err);
   // npm may end by the signal before the gateway has finished draining: wait for the conditions themselves
   t.true(await eventually(() => portFree(8080)), 'port 8080 is free again');
-  t.true(await eventually(async () => (await stat(join(clone, '.data', 'pg', 'postmaster.pid')).catch(() => null)) === null), 'the embedded PostgreSQL stopped');
+  t.true(
+    await eventually(async () => (await stat(join(clone, '.data', 'pg', 'postmaster.pid')).catch(() => null)) === null),
+    'the embedded PostgreSQL stopped',
+  );
 });

@@ -24,11 +24,18 @@ const UPDATE = process.env.README_UPDATE === '1';
 const blocks = readBlocks(readFileSync(README, 'utf8'));
 const runnable = blocks.filter((b) => b.role.kind === 'run');
 
-const firstLine = (b: Block) => b.text.split('\n').find((l) => l.trim() !== '')?.trim() ?? '';
+const firstLine = (b: Block) =>
+  b.text
+    .split('\n')
+    .find((l) => l.trim() !== '')
+    ?.trim() ?? '';
 
 test('every README block is run, is an examples/ file, or is marked skip with a reason', (t) => {
   const problems = blocks.flatMap((b) => {
-    if (b.role.kind === 'unmarked') return [`README.md:${b.line}: a \`${b.lang || 'plain'}\` block is neither run (sh/bash) nor marked (<!-- readme: example PATH --> or <!-- readme: skip REASON -->)`];
+    if (b.role.kind === 'unmarked')
+      return [
+        `README.md:${b.line}: a \`${b.lang || 'plain'}\` block is neither run (sh/bash) nor marked (<!-- readme: example PATH --> or <!-- readme: skip REASON -->)`,
+      ];
     if (b.role.kind === 'invalid') return [`README.md:${b.line}: ${b.role.problem}`];
     return [];
   });
@@ -54,7 +61,10 @@ test('README example blocks are the text of their examples/ files', (t) => {
       problems.push(`README.md:${b.line}: ${b.role.path} has no region "${b.role.region}" (// #region ${b.role.region} … // #endregion)`);
     } else if (want !== b.text) {
       if (UPDATE) lines.splice(b.textStart - 1, b.textEnd - b.textStart + 1, ...want.split('\n'));
-      else problems.push(`README.md:${b.line}: the block differs from ${b.role.path}${b.role.region ? `#${b.role.region}` : ''} (README_UPDATE=1 npx ava test/readme.test.ts copies the file in)`);
+      else
+        problems.push(
+          `README.md:${b.line}: the block differs from ${b.role.path}${b.role.region ? `#${b.role.region}` : ''} (README_UPDATE=1 npx ava test/readme.test.ts copies the file in)`,
+        );
     }
   }
   if (UPDATE) writeFileSync(README, lines.join('\n'));
@@ -62,7 +72,12 @@ test('README example blocks are the text of their examples/ files', (t) => {
 });
 
 test('every relative link in README.md and docs/*.md names an existing file and heading', (t) => {
-  const files = [README, ...readdirSync(join(REPO, 'docs')).filter((f) => f.endsWith('.md')).map((f) => join(REPO, 'docs', f))];
+  const files = [
+    README,
+    ...readdirSync(join(REPO, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => join(REPO, 'docs', f)),
+  ];
   const problems: string[] = [];
   for (const file of files) {
     const text = readFileSync(file, 'utf8');
@@ -87,7 +102,11 @@ const PROCEDURES_START = '<!-- procedures:start (generated from the router by te
 const PROCEDURES_END = '<!-- procedures:end -->';
 
 function procedureTable(): string {
-  const procedures = (appRouter as unknown as { _def: { procedures: Record<string, { _def: { type: string; meta?: { openapi?: { method: string; path: string; summary?: string } } } }> } })._def.procedures;
+  const procedures = (
+    appRouter as unknown as {
+      _def: { procedures: Record<string, { _def: { type: string; meta?: { openapi?: { method: string; path: string; summary?: string } } } }> };
+    }
+  )._def.procedures;
   const rows = Object.entries(procedures).map(([name, p]) => {
     const openapi = p._def.meta?.openapi;
     // the one line is the procedure's summary, the same as the REST operation's in /openapi.json
@@ -145,7 +164,8 @@ test.before(async () => {
   // `npm start` (interfaces/main.ts) announces the gateway in <data dir>/gateway.json for npm run demo / pay / keys;
   // startTestApp builds the app below main.ts, so announce it the same way unless the app already did.
   const announcement = join(app.dataDir, 'gateway.json');
-  if (!existsSync(announcement)) await writeFile(announcement, JSON.stringify({ pid: process.pid, url: app.url, started_at: new Date().toISOString(), rpc_urls: app.ledgers.rpcUrls }));
+  if (!existsSync(announcement))
+    await writeFile(announcement, JSON.stringify({ pid: process.pid, url: app.url, started_at: new Date().toISOString(), rpc_urls: app.ledgers.rpcUrls }));
   session = await mkdtemp(join(tmpdir(), 'svc-readme-'));
 });
 
@@ -158,7 +178,11 @@ test.after.always(async () => {
 });
 
 test('each substitution the README test makes is used by a runnable block', (t) => {
-  for (const s of SUBSTITUTIONS) t.true(runnable.some((b) => new RegExp(s.from.source, s.from.flags.replace('g', '')).test(b.text)), `unused substitution ${s.from} (${s.why})`);
+  for (const s of SUBSTITUTIONS)
+    t.true(
+      runnable.some((b) => new RegExp(s.from.source, s.from.flags.replace('g', '')).test(b.text)),
+      `unused substitution ${s.from} (${s.why})`,
+    );
 });
 
 function substitute(text: string, gateway: TestApp): string {
@@ -205,6 +229,7 @@ for (const block of runnable) {
     const { code, output } = await runBlock(substitute(block.text, gateway), join(session!, 'shell-state'), env);
     t.log(output.trim().split('\n').slice(-15).join('\n'));
     t.is(code, 0, `README.md:${block.line} exited with ${code}`);
-    if (block.role.kind === 'run' && block.role.expect) t.true(output.includes(block.role.expect), `README.md:${block.line}: the output lacks "${block.role.expect}"`);
+    if (block.role.kind === 'run' && block.role.expect)
+      t.true(output.includes(block.role.expect), `README.md:${block.line}: the output lacks "${block.role.expect}"`);
   });
 }

@@ -15,14 +15,20 @@ const REGISTER = fileURLToPath(new URL('./support/ts-register.mjs', import.meta.
 
 test('this worker runs under ts-hooks, or with no hooks when the suite is prebuilt; never tsx', (t) => {
   const bundled = process.env.SVC_TEST_BUNDLED === '1';
-  t.is(process.execArgv.some((a) => a.includes('ts-register.mjs')), !bundled);
+  t.is(
+    process.execArgv.some((a) => a.includes('ts-register.mjs')),
+    !bundled,
+  );
   t.false(process.execArgv.some((a) => /(^|=)tsx$/.test(a)));
 });
 
 test('ts-hooks strips types as tsconfig says (imports kept as written, class fields defined) and re-reads an edited file', async (t) => {
   const dir = await mkdtemp(join(tmpdir(), 'svc-ts-hooks-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  await writeFile(join(dir, 'side.ts'), "(globalThis as { loaded?: string[] }).loaded = ['side'];\nexport interface Shape { n: number }\nexport const unused = 1;\n");
+  await writeFile(
+    join(dir, 'side.ts'),
+    "(globalThis as { loaded?: string[] }).loaded = ['side'];\nexport interface Shape { n: number }\nexport const unused = 1;\n",
+  );
   const main = (n: number) =>
     [
       "import { type Shape, unused } from './side.ts';", // verbatimModuleSyntax: the value import (and its side effect) stays

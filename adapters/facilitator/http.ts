@@ -130,7 +130,8 @@ export class HttpFacilitator implements Facilitator {
   }
 
   #send(method: 'GET' | 'POST', path: string, body: unknown, timeoutMs: number): Promise<Response> {
-    const headers: Record<string, string> = body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
+    const headers: Record<string, string> =
+      body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
     if ((path === '/accounts' || path === '/cosign') && this.#token) headers.authorization = `Bearer ${this.#token}`;
     return this.#fetch(`${this.#base}${path}`, {
       method,

@@ -7,12 +7,7 @@ import { isIP } from 'node:net';
 import { rootCertificates } from 'node:tls';
 import { networkInterfaces } from 'node:os';
 import { effectivePort, parseOutboundTarget } from '../../domain/ports/outbound-http.ts';
-import type {
-  OutboundFailure,
-  OutboundHttp,
-  OutboundRequest,
-  OutboundResponse,
-} from '../../domain/ports/outbound-http.ts';
+import type { OutboundFailure, OutboundHttp, OutboundRequest, OutboundResponse } from '../../domain/ports/outbound-http.ts';
 
 // DECISIONS "Webhooks": https to public addresses only; the allow-list (SVC_OUTBOUND_ALLOW) names the
 // development targets that may be plain http and private; the gateway's own listeners are refused even when listed.
@@ -178,7 +173,8 @@ export class GuardedOutboundHttp implements OutboundHttp {
   #vet(target: Target, hostname: string, addresses: readonly LookupAddress[]): string | null {
     if (addresses.length === 0) return `${hostname} resolved to no address`;
     for (const { address } of addresses) {
-      if (this.#isOwn(address, target.port)) return `${hostname} resolves to ${address}, and ${address}:${target.port} is one of the gateway's own listeners, which are never called`;
+      if (this.#isOwn(address, target.port))
+        return `${hostname} resolves to ${address}, and ${address}:${target.port} is one of the gateway's own listeners, which are never called`;
       if (target.listed) continue;
       const kind = addressClass(address);
       if (kind !== null) return `${hostname} resolves to ${address}, not a public address (${kind}); ${ALLOW_HINT}`;

@@ -75,7 +75,12 @@ export interface OpenedLedgers {
 export const programsCacheDir = (dataDir: string): string => join(dataDir, 'ledger', 'programs');
 
 /** The programs of the embedded ledgers, resolved once for all networks (programs.ts); throws ProgramsError. */
-async function programsFor(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined; onWarning?: ((message: string) => void) | undefined }): Promise<ResolvedPrograms> {
+async function programsFor(options: {
+  dataDir: string;
+  programsDir?: string | undefined;
+  cloneUrl?: string | undefined;
+  onWarning?: ((message: string) => void) | undefined;
+}): Promise<ResolvedPrograms> {
   return resolvePrograms({ dir: options.programsDir, cloneUrl: options.cloneUrl, cacheDir: programsCacheDir(options.dataDir), onWarning: options.onWarning });
 }
 
@@ -95,7 +100,12 @@ export interface CopiedPrograms {
  * `npm run programs`: copies the well-known programs (or those of `only`, by id or name) from a Solana JSON-RPC into
  * the cache of `dataDir`, replacing older copies — the cache every later start of both embedded networks loads.
  */
-export async function copyWellKnownPrograms(options: { dataDir: string; from: string; only?: string[] | undefined; timeoutMs?: number }): Promise<CopiedPrograms> {
+export async function copyWellKnownPrograms(options: {
+  dataDir: string;
+  from: string;
+  only?: string[] | undefined;
+  timeoutMs?: number;
+}): Promise<CopiedPrograms> {
   const cacheDir = programsCacheDir(options.dataDir);
   const wanted = WELL_KNOWN_PROGRAMS.filter((p) => !options.only?.length || options.only.includes(p.id) || options.only.includes(p.name));
   const results = await Promise.all(wanted.map((p) => cloneIntoCache(options.from, p, cacheDir, options.timeoutMs)));
@@ -137,7 +147,12 @@ async function describePrograms(resolved: ResolvedPrograms, ledger: Ledger): Pro
 function logPrograms(network: Network, loaded: LedgerPrograms, onInfo: OpenLedgersOptions['onInfo']): void {
   const names = loaded.programs.map((p) => `${p.name ?? p.id} (${p.source})`).join(', ') || 'none';
   const missing = loaded.missing.map((p) => p.name ?? p.id).join(', ');
-  onInfo?.(`${network} ledger programs: ${names}${missing ? `; missing: ${missing}` : ''}`, { component: 'ledger', network, programs: loaded.programs, missing: loaded.missing });
+  onInfo?.(`${network} ledger programs: ${names}${missing ? `; missing: ${missing}` : ''}`, {
+    component: 'ledger',
+    network,
+    programs: loaded.programs,
+    missing: loaded.missing,
+  });
 }
 
 function checkUrl(network: Network, source: string): string {
@@ -211,14 +226,19 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
  * ledger (its LOCK), the request goes through that process's JSON-RPC (announced in rpc.json) so its in-memory
  * state stays the only writer; otherwise the ledger is opened here under the same lock, used and closed.
  */
-export async function runFaucet(options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined }, request: FaucetRequest): Promise<FaucetResult & { via: string }> {
+export async function runFaucet(
+  options: { dataDir: string; programsDir?: string | undefined; cloneUrl?: string | undefined },
+  request: FaucetRequest,
+): Promise<FaucetResult & { via: string }> {
   const dir = join(options.dataDir, 'ledger', request.network);
   for (let attempt = 0; attempt < 2; attempt++) {
     const holder = lockHolder(dir);
     if (holder !== null) {
       const announced = announcedRpc(dir);
       if (!announced || announced.pid !== holder) {
-        throw new Error(`the ${request.network} ledger is open in process ${holder}, which serves no JSON-RPC for it: stop that process or give it an RPC port`);
+        throw new Error(
+          `the ${request.network} ledger is open in process ${holder}, which serves no JSON-RPC for it: stop that process or give it an RPC port`,
+        );
       }
       return { ...(await createRemoteFaucet({ [request.network]: announced.url }, readAdminSecret(options.dataDir))(request)), via: announced.url };
     }
@@ -301,7 +321,6 @@ export async function joinLedgers(options: {
   }
   const local = Object.keys(embedded).length ? createFaucet(embedded) : undefined;
   const viaRpc = Object.keys(remote).length ? createRemoteFaucet(remote, readAdminSecret(options.dataDir)) : undefined;
-  const faucet: Faucet | undefined =
-    local || viaRpc ? (request) => (embedded[request.network] ? local!(request) : viaRpc!(request)) : undefined;
+  const faucet: Faucet | undefined = local || viaRpc ? (request) => (embedded[request.network] ? local!(request) : viaRpc!(request)) : undefined;
   return { ledgers, embedded, faucet, rpcUrls, programs, close: closeAll };
 }

@@ -43,7 +43,10 @@ export async function initOrm(url: string, poolMax = 10, options: { statementTim
       ...(acquireTimeoutMs ? { acquireTimeoutMillis: acquireTimeoutMs } : {}),
       // A pool of one request class: its statements stop server-side too (a backstop to the scope's own timer).
       ...(statementTimeoutMs
-        ? { afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) => void conn.query(`set statement_timeout = ${Math.floor(statementTimeoutMs)}`, (err) => done(err, conn)) }
+        ? {
+            afterCreate: (conn: pg.Client, done: (err: Error | null, conn: pg.Client) => void) =>
+              void conn.query(`set statement_timeout = ${Math.floor(statementTimeoutMs)}`, (err) => done(err, conn)),
+          }
         : {}),
     },
     // Statements of a scoped request carry its tag (request-scope.ts), so a timeout or a client that left cancels them.
@@ -86,8 +89,14 @@ class Repos implements Repositories, RepoContext {
   readonly preparedTransactions = preparedTransactionRepository(this);
   readonly identity = identityRepository(this);
   readonly buyer = buyerRepository(this);
-  readonly webhooks = webhookRepository(() => this.em(), () => this.inTransaction);
-  readonly webhookDeliveries = webhookDeliveryRepository(() => this.em(), () => this.owner?.epoch ?? null);
+  readonly webhooks = webhookRepository(
+    () => this.em(),
+    () => this.inTransaction,
+  );
+  readonly webhookDeliveries = webhookDeliveryRepository(
+    () => this.em(),
+    () => this.owner?.epoch ?? null,
+  );
   readonly jobs = transactionalJobQueue(() => this.em());
   readonly indexer = indexerRepository(this);
   readonly discovery = discoveryRepository(this);
@@ -171,11 +180,15 @@ export class MikroOrmStore extends Repos implements Store {
     }
     try {
       if (entry && (await entry.slot) === undefined) {
-        throw new DomainError('rate_limited', `At most ${this.classes.heavyPerPrincipal} list or aggregate requests of one key run at once; retry when one has answered.`, {
-          retry_after_ms: 1000,
-          limit: this.classes.heavyPerPrincipal,
-          class: 'heavy',
-        });
+        throw new DomainError(
+          'rate_limited',
+          `At most ${this.classes.heavyPerPrincipal} list or aggregate requests of one key run at once; retry when one has answered.`,
+          {
+            retry_after_ms: 1000,
+            limit: this.classes.heavyPerPrincipal,
+            class: 'heavy',
+          },
+        );
       }
       const timeoutMs = heavy ? this.classes.heavyTimeoutMs : this.classes.timeoutMs;
       return await runScoped({ ...scope, timeoutMs }, (tagPrefix) => this.cancelTagged(tagPrefix), work);

@@ -32,12 +32,19 @@ export function tagQuery(sql: string): string {
 function stoppedError(scope: Active): DomainError {
   return scope.stopped === 'aborted'
     ? new DomainError('timeout', 'The request was cancelled: its client disconnected.', { reason: 'client_disconnected' })
-    : new DomainError('timeout', `The request took longer than its ${scope.timeoutMs} ms database budget.`, { timeout_ms: scope.timeoutMs, class: scope.heavy ? 'heavy' : 'default' });
+    : new DomainError('timeout', `The request took longer than its ${scope.timeoutMs} ms database budget.`, {
+        timeout_ms: scope.timeoutMs,
+        class: scope.heavy ? 'heavy' : 'default',
+      });
 }
 
 /** The error or one of its causes (a procedure's error wraps the driver's). */
 function someCause(e: unknown, test: (e: { code?: unknown; message?: unknown }) => boolean): boolean {
-  for (let c = e as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0; c && typeof c === 'object' && i < 5; c = c.cause as typeof c, i++) {
+  for (
+    let c = e as { code?: unknown; message?: unknown; cause?: unknown } | undefined, i = 0;
+    c && typeof c === 'object' && i < 5;
+    c = c.cause as typeof c, i++
+  ) {
     if (test(c)) return true;
   }
   return false;
@@ -57,7 +64,11 @@ const stoppedCause = (e: unknown): DomainError | undefined => {
  * Runs `work` in `scope`: after `scope.timeoutMs`, or when `scope.signal` aborts, the request's running statement is
  * cancelled through `cancel(tag)` and no further one starts; the request answers `timeout`.
  */
-export async function runScoped<T>(scope: RequestScope & { timeoutMs: number }, cancel: (tagPrefix: string) => Promise<void>, work: () => Promise<T>): Promise<T> {
+export async function runScoped<T>(
+  scope: RequestScope & { timeoutMs: number },
+  cancel: (tagPrefix: string) => Promise<void>,
+  work: () => Promise<T>,
+): Promise<T> {
   const active: Active = { ...scope };
   const stop = (why: 'timeout' | 'aborted') => {
     if (active.stopped) return;

@@ -32,18 +32,20 @@ export interface Principal {
   owner: string;
 }
 
-export const ApiKey = z.object({
-  id: z.string().describe('the key id (ULID)'),
-  network: Network,
-  prefix: z.string().describe('the key’s first 12 characters, for display'),
-  owner_wallet: z.string().nullable().describe('the wallet whose agents the key may edit; null for old rows'),
-  label: z.string().nullable().describe('your label; null when none'),
-  role: ApiKeyRole,
-  disabled: z.boolean().describe('true once disabled: it no longer authenticates'),
-  disabled_at: z.string().nullable().describe('ISO 8601 time it was disabled; null while active'),
-  created_at: z.string().describe('ISO 8601 creation time'),
-  last_used_at: z.string().nullable().describe('ISO 8601 time of its last use; null before one'),
-}).describe('An API key, never the key itself (DECISIONS "API keys").');
+export const ApiKey = z
+  .object({
+    id: z.string().describe('the key id (ULID)'),
+    network: Network,
+    prefix: z.string().describe('the key’s first 12 characters, for display'),
+    owner_wallet: z.string().nullable().describe('the wallet whose agents the key may edit; null for old rows'),
+    label: z.string().nullable().describe('your label; null when none'),
+    role: ApiKeyRole,
+    disabled: z.boolean().describe('true once disabled: it no longer authenticates'),
+    disabled_at: z.string().nullable().describe('ISO 8601 time it was disabled; null while active'),
+    created_at: z.string().describe('ISO 8601 creation time'),
+    last_used_at: z.string().nullable().describe('ISO 8601 time of its last use; null before one'),
+  })
+  .describe('An API key, never the key itself (DECISIONS "API keys").');
 export type ApiKey = z.infer<typeof ApiKey>;
 
 export const CreateApiKeyInput = z.strictObject({
@@ -62,12 +64,14 @@ export const StreamTokenInput = z.strictObject({}).optional();
 export type StreamTokenInput = z.infer<typeof StreamTokenInput>;
 
 /** A subscription token for a browser: `?token=` on the SSE endpoint or graphql-ws `connectionParams.token`. */
-export const StreamToken = z.object({
-  token: z.string().describe('svc_stream_test_… or svc_stream_live_…: used once, within expires_in seconds'),
-  network: Network,
-  expires_at: z.string().describe('ISO 8601 expiry time'),
-  expires_in: z.number().int().describe('seconds until it expires'),
-}).describe('A single-use subscription token standing in for the key.');
+export const StreamToken = z
+  .object({
+    token: z.string().describe('svc_stream_test_… or svc_stream_live_…: used once, within expires_in seconds'),
+    network: Network,
+    expires_at: z.string().describe('ISO 8601 expiry time'),
+    expires_in: z.number().int().describe('seconds until it expires'),
+  })
+  .describe('A single-use subscription token standing in for the key.');
 export type StreamToken = z.infer<typeof StreamToken>;
 
 /**

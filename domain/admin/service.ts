@@ -41,7 +41,11 @@ export class AdminService {
       const disabled = await tx.apiKeys.disable(admin.network, id, now);
       if (disabled?.disabledAt?.getTime() === now.getTime()) {
         await tx.events.append(
-          newEvent('api_key.disabled', { id: newId(now.getTime()), phase: 'confirmed', network: disabled.network, agentAsset: null, owner: null, createdAt: now, confirmedAt: now }, { api_key_id: disabled.id }),
+          newEvent(
+            'api_key.disabled',
+            { id: newId(now.getTime()), phase: 'confirmed', network: disabled.network, agentAsset: null, owner: null, createdAt: now, confirmedAt: now },
+            { api_key_id: disabled.id },
+          ),
         );
       }
       return disabled;

@@ -41,11 +41,7 @@ export function coreAssetOwner(account: LedgerAccount): string | null {
  * { kind: "nothing" }, { kind: "account", program: "Tokenkeg…" } (another program's account) or
  * { kind: "not_asset_v1" } (a Core account that is not an AssetV1: a collection, malformed data).
  */
-export type LedgerHolding =
-  | { kind: 'asset'; asset: CoreAsset }
-  | { kind: 'nothing' }
-  | { kind: 'account'; program: string }
-  | { kind: 'not_asset_v1' };
+export type LedgerHolding = { kind: 'asset'; asset: CoreAsset } | { kind: 'nothing' } | { kind: 'account'; program: string } | { kind: 'not_asset_v1' };
 
 export function holdingOf(account: LedgerAccount | null): LedgerHolding {
   if (!account) return { kind: 'nothing' };
@@ -63,12 +59,21 @@ export function disproof(holding: LedgerHolding, owner: string): { said: string;
     case 'asset':
       return holding.asset.owner === owner
         ? null
-        : { said: `a Metaplex Core asset owned by ${holding.asset.owner}, not ${owner}`, details: { found: 'asset_of_another_owner', asset_owner: holding.asset.owner } };
+        : {
+            said: `a Metaplex Core asset owned by ${holding.asset.owner}, not ${owner}`,
+            details: { found: 'asset_of_another_owner', asset_owner: holding.asset.owner },
+          };
     case 'nothing':
       return { said: 'no account', details: { found: 'nothing' } };
     case 'account':
-      return { said: `an account of program ${holding.program}, not a Metaplex Core asset`, details: { found: 'account_of_another_program', program: holding.program } };
+      return {
+        said: `an account of program ${holding.program}, not a Metaplex Core asset`,
+        details: { found: 'account_of_another_program', program: holding.program },
+      };
     case 'not_asset_v1':
-      return { said: `a Metaplex Core account that is not an AssetV1 (a collection, or data that does not read as an asset)`, details: { found: 'not_asset_v1' } };
+      return {
+        said: `a Metaplex Core account that is not an AssetV1 (a collection, or data that does not read as an asset)`,
+        details: { found: 'not_asset_v1' },
+      };
   }
 }

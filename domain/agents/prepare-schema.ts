@@ -32,27 +32,29 @@ const Mint = Address.describe('the agent asset (path parameter)');
 const Payer = Address.describe('wallet paying fees and rent; default: the natural signer of the route');
 
 /** POST /v1/agents/prepare */
-export const PrepareAgentInput = z.strictObject({
-  owner: Address.describe('owner of the new agent asset'),
-  payer: Payer.optional(),
-  name: z.string().min(1).max(64).describe('asset name'),
-  uri: z
-    .url()
-    .max(200)
-    .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json')
-    .optional(),
-  description: z.string().max(1000).describe('free text for the registration document').optional(),
-  services: z
-    .array(
-      z.strictObject({
-        name: z.string().min(1).max(64).describe('service name, e.g. api'),
-        endpoint: z.url().max(2048).describe('the service’s URL'),
-      }),
-    )
-    .max(16)
-    .describe('services the registration document advertises (the receipts service is added by the gateway)')
-    .optional(),
-}).describe('A new agent: asset plus on-chain identity (hosted-api §4.3).');
+export const PrepareAgentInput = z
+  .strictObject({
+    owner: Address.describe('owner of the new agent asset'),
+    payer: Payer.optional(),
+    name: z.string().min(1).max(64).describe('asset name'),
+    uri: z
+      .url()
+      .max(200)
+      .describe('registration document URI; left out, the gateway hosts the registration-v1 document at GET /v1/agents/{mint}/registration.json')
+      .optional(),
+    description: z.string().max(1000).describe('free text for the registration document').optional(),
+    services: z
+      .array(
+        z.strictObject({
+          name: z.string().min(1).max(64).describe('service name, e.g. api'),
+          endpoint: z.url().max(2048).describe('the service’s URL'),
+        }),
+      )
+      .max(16)
+      .describe('services the registration document advertises (the receipts service is added by the gateway)')
+      .optional(),
+  })
+  .describe('A new agent: asset plus on-chain identity (hosted-api §4.3).');
 export type PrepareAgentInput = z.output<typeof PrepareAgentInput>;
 
 /** /v1/agents/{mint}/identity/prepare */

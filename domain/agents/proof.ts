@@ -110,11 +110,15 @@ export class AgentProof {
     const key = keyOf(link.network, link.ownerAgent);
     const agent = await this.deps.store.agents.get(link.network, link.ownerAgent);
     if (!agent) {
-      throw new DomainError('agent_unproven', `The agent ${link.ownerAgent} that owns this payment link is not recorded on ${link.network}; the link takes no payments.`, {
-        mint: link.ownerAgent,
-        network: link.network,
-        found: 'not_recorded',
-      });
+      throw new DomainError(
+        'agent_unproven',
+        `The agent ${link.ownerAgent} that owns this payment link is not recorded on ${link.network}; the link takes no payments.`,
+        {
+          mint: link.ownerAgent,
+          network: link.network,
+          found: 'not_recorded',
+        },
+      );
     }
     if (agent.provenAt) {
       this.proven.add(key);

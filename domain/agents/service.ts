@@ -125,7 +125,14 @@ export class AgentService {
           { mint: parsed.mint, path: 'owner' },
         );
       }
-      const next: AgentRecord = { ...current, owner: parsed.owner, ownerPrincipal: caller.owner, name: wanted.name, uri: wanted.uri, provenAt: current.provenAt ?? now };
+      const next: AgentRecord = {
+        ...current,
+        owner: parsed.owner,
+        ownerPrincipal: caller.owner,
+        name: wanted.name,
+        uri: wanted.uri,
+        provenAt: current.provenAt ?? now,
+      };
       const expected = { owner: current.owner, ownerPrincipal: current.ownerPrincipal };
       const replaced = sameOwner ? await this.deps.store.agents.replace(next, expected) : await this.replaceOwner(next, expected, now);
       if (replaced) return this.recorded(next);
@@ -142,12 +149,23 @@ export class AgentService {
   private async replaceOwner(next: AgentRecord, expected: { owner: string; ownerPrincipal: string | null }, now: Date): Promise<boolean> {
     return this.deps.store.transaction(async (tx) => {
       if (!(await tx.agents.replace(next, expected))) return false;
-      const before = await tx.identity.resetForNewOwner(next.network, next.mint, { ownerPrincipal: next.ownerPrincipal, secret: randomBytes(24).toString('base64url') });
+      const before = await tx.identity.resetForNewOwner(next.network, next.mint, {
+        ownerPrincipal: next.ownerPrincipal,
+        secret: randomBytes(24).toString('base64url'),
+      });
       if (before?.handle) {
         await tx.events.append(
           newEvent(
             'identity.profile.updated',
-            { id: newId(now.getTime()), phase: 'confirmed', network: next.network, agentAsset: next.mint, owner: next.ownerPrincipal, createdAt: now, confirmedAt: now },
+            {
+              id: newId(now.getTime()),
+              phase: 'confirmed',
+              network: next.network,
+              agentAsset: next.mint,
+              owner: next.ownerPrincipal,
+              createdAt: now,
+              confirmedAt: now,
+            },
             { mint: next.mint, handle: null, previous_handle: before.handle, display_name: before.displayName, capabilities: before.capabilities },
           ),
         );
@@ -191,7 +209,8 @@ export class AgentService {
       const account = tokenAccounts[i];
       const state = decodeTokenAccount(account);
       // an SPL Token ATA's owner can be reassigned (SetAuthority): then its delegate is not the treasury's
-      if (state?.delegate && state.owner === agent.treasury && state.mint === s.mint) delegations.push({ stable_symbol: s.symbol, delegate: state.delegate, allowance_atomic: state.delegatedAmount.toString() });
+      if (state?.delegate && state.owner === agent.treasury && state.mint === s.mint)
+        delegations.push({ stable_symbol: s.symbol, delegate: state.delegate, allowance_atomic: state.delegatedAmount.toString() });
     });
     return { asset: assetAccount ? decodeCoreAsset(assetAccount) : null, delegations };
   }

@@ -65,7 +65,12 @@ export class BuyerCatalog {
         const caip2 = CAIP2[network];
         const signer = supported?.signers[caip2]?.[0] ?? supported?.signers['solana:*']?.[0] ?? null;
         const kinds = supported?.kinds.some((k) => k.network === caip2 || k.network === X402_V1_NETWORK[network]) ?? false;
-        return { network, caip2, fee_payer: signer ?? (health?.networks.includes(network) ? health.fee_payer : null), supported: kinds || (health?.networks.includes(network) ?? false) };
+        return {
+          network,
+          caip2,
+          fee_payer: signer ?? (health?.networks.includes(network) ? health.fee_payer : null),
+          supported: kinds || (health?.networks.includes(network) ?? false),
+        };
       }),
       health: health
         ? {

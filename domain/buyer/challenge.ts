@@ -106,7 +106,11 @@ export function optionOf(accept: X402RequirementsV2, version: 1 | 2, caller: Net
 }
 
 /** An MPP charge in quote form: the same money fields as its x402 twin, kind "mpp" and the challenge. */
-export function mppOptionOf(request: SolanaChargeRequest, challenge: { id: string | null; realm: string | null; expires: string | null }, caller: Network): QuoteOption {
+export function mppOptionOf(
+  request: SolanaChargeRequest,
+  challenge: { id: string | null; realm: string | null; expires: string | null },
+  caller: Network,
+): QuoteOption {
   return {
     ...optionOf(acceptOfCharge(request), 2, caller),
     kind: 'mpp',

@@ -63,19 +63,24 @@ export class BuyerPaymentService {
     }
     // One execute of an agent at a time, from the policy read to the prepared row's commit: the next one sees this
     // payment in flight, so two executes side by side cannot each pass the daily cap alone.
-    return this.admitted(() => this.deps.store.transaction(async (tx) => {
-      if (!(await tx.buyer.tryLockPayments(caller.network, p.buyer_agent))) {
-        throw new DomainError('conflict', `Another payment of agent ${p.buyer_agent} is being prepared; retry in a moment.`, { agent: p.buyer_agent, retry: true });
-      }
-      const evaluation = await this.deps.policies.decide(caller, p.buyer_agent, quote, currency);
-      if (evaluation.decision === 'deny') {
-        throw new DomainError('spend_denied', `The spend policy of ${p.buyer_agent} denies this payment: ${evaluation.reasons.join(' ')}`, {
-          reasons: evaluation.reasons,
-          checks: evaluation.checks,
-        });
-      }
-      const prepared = await this.deps.transactions.prepareRoute(caller, 'buyerPayment', p as Record<string, unknown>);
-      return { decision: 'allow' as const, checks: evaluation.checks, prepared };
-    }));
+    return this.admitted(() =>
+      this.deps.store.transaction(async (tx) => {
+        if (!(await tx.buyer.tryLockPayments(caller.network, p.buyer_agent))) {
+          throw new DomainError('conflict', `Another payment of agent ${p.buyer_agent} is being prepared; retry in a moment.`, {
+            agent: p.buyer_agent,
+            retry: true,
+          });
+        }
+        const evaluation = await this.deps.policies.decide(caller, p.buyer_agent, quote, currency);
+        if (evaluation.decision === 'deny') {
+          throw new DomainError('spend_denied', `The spend policy of ${p.buyer_agent} denies this payment: ${evaluation.reasons.join(' ')}`, {
+            reasons: evaluation.reasons,
+            checks: evaluation.checks,
+          });
+        }
+        const prepared = await this.deps.transactions.prepareRoute(caller, 'buyerPayment', p as Record<string, unknown>);
+        return { decision: 'allow' as const, checks: evaluation.checks, prepared };
+      }),
+    );
   }
 }

@@ -35,7 +35,8 @@ export class SpendPolicyService {
       if (!stable) {
         throw DomainError.invalid([{ path: `limits.${i}.currency`, message: `${l.currency} is not a stable of ${caller.network}`, code: 'invalid_currency' }]);
       }
-      const atomic = (text: string | undefined, field: string) => (text === undefined ? null : wholeUnitsToAtomic(text, stable.decimals, `limits.${i}.${field}`, stable.symbol));
+      const atomic = (text: string | undefined, field: string) =>
+        text === undefined ? null : wholeUnitsToAtomic(text, stable.decimals, `limits.${i}.${field}`, stable.symbol);
       return { currency: l.currency, perCall: atomic(l.per_call, 'per_call'), daily: atomic(l.daily, 'daily') };
     });
     const record: SpendPolicyRecord = {
@@ -100,9 +101,12 @@ export class SpendPolicyService {
     let height: number | null = null;
     if (open.some((p) => p.state === 'prepared')) {
       // no ledger (or no answer): count every prepared payment, the cautious reading
-      height = await this.deps.ledgers[network]?.getBlockHeight().catch(() => null) ?? null;
+      height = (await this.deps.ledgers[network]?.getBlockHeight().catch(() => null)) ?? null;
     }
-    return bySymbol(network, open.filter((p) => p.state === 'submitted' || height === null || p.lastValidBlockHeight >= height));
+    return bySymbol(
+      network,
+      open.filter((p) => p.state === 'submitted' || height === null || p.lastValidBlockHeight >= height),
+    );
   }
 }
 

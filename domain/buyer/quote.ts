@@ -65,7 +65,15 @@ export class QuoteService {
       2,
       caller.network,
     );
-    return this.finish(caller, { source: 'direct', url: null, method: 'POST', domain: null, payment_link: null, resource: null, options: [{ ...option, kind: 'x402' }] });
+    return this.finish(caller, {
+      source: 'direct',
+      url: null,
+      method: 'POST',
+      domain: null,
+      payment_link: null,
+      resource: null,
+      options: [{ ...option, kind: 'x402' }],
+    });
   }
 
   private async link(network: Network, id: string): Promise<PaymentLinkRecord> {
@@ -128,7 +136,13 @@ export class QuoteService {
   }
 
   private async probe(caller: Caller, url: string, method: string): Promise<Quote> {
-    const answer = await this.deps.outbound.request({ url, method, headers: { accept: 'application/json' }, timeoutMs: PROBE_TIMEOUT_MS, maxResponseBytes: PROBE_MAX_BYTES });
+    const answer = await this.deps.outbound.request({
+      url,
+      method,
+      headers: { accept: 'application/json' },
+      timeoutMs: PROBE_TIMEOUT_MS,
+      maxResponseBytes: PROBE_MAX_BYTES,
+    });
     if (!answer.ok) {
       if (answer.reason === 'url_refused') {
         throw DomainError.invalid([{ path: 'url', message: answer.message, code: 'url_refused' }], `The URL cannot be probed: ${answer.message}`);
@@ -136,7 +150,10 @@ export class QuoteService {
       throw new DomainError('quote_unreachable', `The URL did not answer a 402 (${answer.reason}): ${answer.message}`, { reason: answer.reason, url });
     }
     if (answer.status !== 402) {
-      throw new DomainError('payment_not_required', `The URL answered ${answer.status}, not 402 Payment Required: there is nothing to pay.`, { status: answer.status, url });
+      throw new DomainError('payment_not_required', `The URL answered ${answer.status}, not 402 Payment Required: there is nothing to pay.`, {
+        status: answer.status,
+        url,
+      });
     }
     // x402 (v2 header, else v1 body) and MPP (WWW-Authenticate: Payment) offers side by side; neither: challenge_invalid.
     const mpp = readMppOptions(answer.headers, caller.network);
@@ -176,4 +193,3 @@ export class QuoteService {
     return { ...q, seller: { pay_to: payTo, agent: agent?.mint ?? null, identity }, quoted_at: this.deps.clock.now().toISOString() };
   }
 }
-

@@ -45,9 +45,13 @@ export class BuyerReceiptService {
     if (known) return { recorded: false, receipt: toStoredReceiptOutput(known) };
     const landed = await this.ledger(network).getTransaction(signature);
     if (landed === null) {
-      throw new DomainError('transaction_invalid', `Transaction ${signature} is not on the ${network} ledger (yet): finalize once it has landed.`, { signature, retry: true });
+      throw new DomainError('transaction_invalid', `Transaction ${signature} is not on the ${network} ledger (yet): finalize once it has landed.`, {
+        signature,
+        retry: true,
+      });
     }
-    if (landed.err !== null) throw new DomainError('transaction_invalid', `Transaction ${signature} failed on the ledger: nothing was paid.`, { signature, err: landed.err });
+    if (landed.err !== null)
+      throw new DomainError('transaction_invalid', `Transaction ${signature} failed on the ledger: nothing was paid.`, { signature, err: landed.err });
     const price = this.priceOf(landed, q.agent, network);
     const now = this.deps.clock.now();
     return this.deps.store.transaction(async (tx) => {
@@ -70,10 +74,25 @@ export class BuyerReceiptService {
         head,
       );
       const check = checkReceipt(receipt, landed, 0);
-      const verification = { status: check.status, reason: check.reason, checkedAt: now, attempts: 1, nextCheckAt: check.status === 'pending' ? nextCheckAt(now, 1) : null };
+      const verification = {
+        status: check.status,
+        reason: check.reason,
+        checkedAt: now,
+        attempts: 1,
+        nextCheckAt: check.status === 'pending' ? nextCheckAt(now, 1) : null,
+      };
       const record = { network, receipt, source: 'buyer', createdAt: now };
       await tx.receipts.insert(record, verification);
-      const fields = { id: newId(now.getTime()), network, agentAsset: q.agent, owner: agent.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now, signature };
+      const fields = {
+        id: newId(now.getTime()),
+        network,
+        agentAsset: q.agent,
+        owner: agent.ownerPrincipal,
+        phase: 'confirmed' as const,
+        createdAt: now,
+        confirmedAt: now,
+        signature,
+      };
       await tx.events.append(newEvent('receipt.published', fields, { source: 'buyer', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt }));
       return {
         recorded: true,
@@ -94,9 +113,13 @@ export class BuyerReceiptService {
       .filter((t): t is NonNullable<typeof t> => t !== null && t.source === associatedTokenAccount(treasury, t.mint, t.programId));
     const seller = legs[0];
     if (!seller) {
-      throw new DomainError('transaction_invalid', `Transaction ${tx.signature} moves nothing out of the treasury of agent ${agent}: it is not this agent's payment.`, {
-        signature: tx.signature,
-      });
+      throw new DomainError(
+        'transaction_invalid',
+        `Transaction ${tx.signature} moves nothing out of the treasury of agent ${agent}: it is not this agent's payment.`,
+        {
+          signature: tx.signature,
+        },
+      );
     }
     const feeLeg = legs.slice(1).find((l) => l.mint === seller.mint);
     const fee = feeLeg?.amount ?? 0n;
@@ -137,11 +160,16 @@ export class BuyerReceiptService {
         : { name: 'hash', ok: false, detail: `receipt_hash is ${receipt.receipt_hash}, the canonical hash is ${canonical}.` },
     );
     if (!stored) checks.push({ name: 'stored', ok: false, detail: `No receipt ${hash} is on the chain of ${receipt.agent} on ${network}.` });
-    else if (q.receipt && canonicalJson(stored.receipt) !== canonicalJson(q.receipt)) checks.push({ name: 'stored', ok: false, detail: 'The stored receipt of this hash differs from the one given.' });
+    else if (q.receipt && canonicalJson(stored.receipt) !== canonicalJson(q.receipt))
+      checks.push({ name: 'stored', ok: false, detail: 'The stored receipt of this hash differs from the one given.' });
     else checks.push({ name: 'stored', ok: true, detail: `Stored on the chain of ${receipt.agent} at nonce ${receipt.nonce} (source ${stored.source}).` });
     checks.push(await this.position(network, receipt));
     const settlement = await this.settlement(network, receipt);
-    checks.push({ name: 'settlement', ok: settlement.status === 'verified' || settlement.status === 'not_applicable', detail: settlement.reason ?? settlement.status });
+    checks.push({
+      name: 'settlement',
+      ok: settlement.status === 'verified' || settlement.status === 'not_applicable',
+      detail: settlement.reason ?? settlement.status,
+    });
     return { ok: checks.every((c) => c.ok), receipt_hash: hash, agent: receipt.agent, nonce: receipt.nonce, checks, settlement: settlement.status };
   }
 
@@ -153,12 +181,24 @@ export class BuyerReceiptService {
     const wantPrev = receipt.nonce === 0 ? null : (prev?.receipt.receipt_hash ?? undefined);
     if (wantPrev === undefined) return { name: 'chain_position', ok: false, detail: `The chain has no receipt at nonce ${receipt.nonce - 1}.` };
     if (receipt.prev_receipt_hash !== wantPrev) {
-      return { name: 'chain_position', ok: false, detail: `prev_receipt_hash is ${receipt.prev_receipt_hash ?? 'null'}, the chain's receipt at nonce ${receipt.nonce - 1} is ${wantPrev ?? 'none (nonce 0)'}.` };
+      return {
+        name: 'chain_position',
+        ok: false,
+        detail: `prev_receipt_hash is ${receipt.prev_receipt_hash ?? 'null'}, the chain's receipt at nonce ${receipt.nonce - 1} is ${wantPrev ?? 'none (nonce 0)'}.`,
+      };
     }
     if (next && next.receipt.prev_receipt_hash !== receipt.receipt_hash) {
-      return { name: 'chain_position', ok: false, detail: `The chain's receipt at nonce ${receipt.nonce + 1} points to ${next.receipt.prev_receipt_hash}, not to this receipt.` };
+      return {
+        name: 'chain_position',
+        ok: false,
+        detail: `The chain's receipt at nonce ${receipt.nonce + 1} points to ${next.receipt.prev_receipt_hash}, not to this receipt.`,
+      };
     }
-    return { name: 'chain_position', ok: true, detail: `Nonce ${receipt.nonce} links to ${wantPrev ?? 'the start of the chain'}${next ? ` and is linked from nonce ${receipt.nonce + 1}` : ' and is the head'}.` };
+    return {
+      name: 'chain_position',
+      ok: true,
+      detail: `Nonce ${receipt.nonce} links to ${wantPrev ?? 'the start of the chain'}${next ? ` and is linked from nonce ${receipt.nonce + 1}` : ' and is the head'}.`,
+    };
   }
 
   private async settlement(network: Network, receipt: Receipt) {
@@ -179,8 +219,7 @@ export class BuyerReceiptService {
 export function signatureOfPaymentResponse(header: string): string {
   let parsed: ReturnType<typeof SettleResponse.safeParse> | null;
   try {
-    parsed = SettleResponse.safeParse(
-JSON.parse(Buffer.from(header, 'base64').toString('utf8')));
+    parsed = SettleResponse.safeParse(JSON.parse(Buffer.from(header, 'base64').toString('utf8')));
   } catch {
     parsed = null;
   }

@@ -19,7 +19,8 @@ export interface RuleFacts {
 export type Rule = (policy: SpendPolicyRecord, facts: RuleFacts) => RuleResult;
 
 const result = (rule: string, ok: boolean, detail: string, currency: StableSymbol | null = null): RuleResult => ({ rule, ok, detail, currency });
-const show = (atomic: bigint, option: QuoteOption) => (option.decimals === null ? `${atomic} atomic` : `${atomicToDecimal(atomic, option.decimals)} ${option.currency}`);
+const show = (atomic: bigint, option: QuoteOption) =>
+  option.decimals === null ? `${atomic} atomic` : `${atomicToDecimal(atomic, option.decimals)} ${option.currency}`;
 const limitOf = (policy: SpendPolicyRecord, currency: StableSymbol | null) => (currency ? policy.limits.find((l) => l.currency === currency) : undefined);
 
 /** The option's gross (net + fee) is at most the per-call maximum of its stable. */
@@ -41,8 +42,18 @@ export const dailyCap: Rule = (policy, { option, spentToday, inFlight = {} }) =>
   const after = spent + BigInt(option.gross_atomic);
   const pending = flying > 0n ? ` (${show(flying, option)} of it in payments not landed yet)` : '';
   return after <= cap
-    ? result('daily_cap', true, `Spent ${show(spent, option)} today${pending}; with this call ${show(after, option)}, within the daily cap of ${show(cap, option)}.`, option.currency)
-    : result('daily_cap', false, `Spent ${show(spent, option)} today${pending}; this call would make ${show(after, option)}, above the daily cap of ${show(cap, option)}.`, option.currency);
+    ? result(
+        'daily_cap',
+        true,
+        `Spent ${show(spent, option)} today${pending}; with this call ${show(after, option)}, within the daily cap of ${show(cap, option)}.`,
+        option.currency,
+      )
+    : result(
+        'daily_cap',
+        false,
+        `Spent ${show(spent, option)} today${pending}; this call would make ${show(after, option)}, above the daily cap of ${show(cap, option)}.`,
+        option.currency,
+      );
 };
 
 /** The seller — its agent mint, or the pay_to address — is on the allow-list. */

@@ -46,25 +46,27 @@ export const FaucetInput = z
   .refine((v) => (v.token === undefined) === (v.amount === undefined), { message: 'token and amount go together', path: ['amount'] });
 export type FaucetInput = z.input<typeof FaucetInput>;
 
-export const FaucetOutput = z.object({
-  network: z.string().describe('chain-devnet or chain-mainnet'),
-  address: z.string().describe('the funded wallet'),
-  airdrop: z
-    .object({ signature: z.string().describe('transaction signature'), lamports: z.string().describe('lamports airdropped, decimal string') })
-    .nullable()
-    .describe('the SOL airdrop; null when none asked'),
-  mint: z
-    .object({
-      signature: z.string().describe('transaction signature'),
-      symbol: z.string().nullable().describe('stable symbol; null for another mint'),
-      mint: z.string().describe('the token mint'),
-      token_account: z.string().describe('the credited token account'),
-      amount_atomic: z.string().describe('atomic units minted, decimal string'),
-      decimals: z.number().int().describe('the mint’s decimals'),
-    })
-    .nullable()
-    .describe('the token mint; null when none asked'),
-}).describe('What the faucet did.');
+export const FaucetOutput = z
+  .object({
+    network: z.string().describe('chain-devnet or chain-mainnet'),
+    address: z.string().describe('the funded wallet'),
+    airdrop: z
+      .object({ signature: z.string().describe('transaction signature'), lamports: z.string().describe('lamports airdropped, decimal string') })
+      .nullable()
+      .describe('the SOL airdrop; null when none asked'),
+    mint: z
+      .object({
+        signature: z.string().describe('transaction signature'),
+        symbol: z.string().nullable().describe('stable symbol; null for another mint'),
+        mint: z.string().describe('the token mint'),
+        token_account: z.string().describe('the credited token account'),
+        amount_atomic: z.string().describe('atomic units minted, decimal string'),
+        decimals: z.number().int().describe('the mint’s decimals'),
+      })
+      .nullable()
+      .describe('the token mint; null when none asked'),
+  })
+  .describe('What the faucet did.');
 
 /** POST /v1/dev/faucet: only where the gateway runs the network's ledger itself (issue "ledger"). */
 export class DevService {

@@ -32,21 +32,23 @@ export const PublicDiscoverInput = DiscoverInput.extend({
 });
 export type PublicDiscoverInput = z.input<typeof PublicDiscoverInput>;
 
-export const DiscoverItem = z.object({
-  source: DiscoverySource,
-  id: z.string().describe('svc: the payment link id; registry: the agent mint'),
-  network: z.string().describe('chain-devnet or chain-mainnet'),
-  name: z.string().describe('display name'),
-  description: z.string().nullable().describe('free text; null when none'),
-  capabilities: z.array(z.string()).describe('capability names'),
-  agent: z.string().describe('the agent selling (svc) or described (registry)'),
-  url: z.string().describe('svc: the link\'s share_url (its paywall); registry: the registration document URL'),
-  method: z.string().nullable().describe('svc only'),
-  price_usd: z.string().nullable().describe('price in US dollars, decimal string; null when not fixed'),
-  currencies: z.array(z.string()).describe('stables accepted'),
-  protocol: z.enum(['x402', 'mpp']).nullable().describe('x402 or mpp; null when unknown'),
-  settled_calls: z.number().int().nullable().describe('svc: paid calls settled so far'),
-}).describe('A paid service found by discovery.');
+export const DiscoverItem = z
+  .object({
+    source: DiscoverySource,
+    id: z.string().describe('svc: the payment link id; registry: the agent mint'),
+    network: z.string().describe('chain-devnet or chain-mainnet'),
+    name: z.string().describe('display name'),
+    description: z.string().nullable().describe('free text; null when none'),
+    capabilities: z.array(z.string()).describe('capability names'),
+    agent: z.string().describe('the agent selling (svc) or described (registry)'),
+    url: z.string().describe("svc: the link's share_url (its paywall); registry: the registration document URL"),
+    method: z.string().nullable().describe('svc only'),
+    price_usd: z.string().nullable().describe('price in US dollars, decimal string; null when not fixed'),
+    currencies: z.array(z.string()).describe('stables accepted'),
+    protocol: z.enum(['x402', 'mpp']).nullable().describe('x402 or mpp; null when unknown'),
+    settled_calls: z.number().int().nullable().describe('svc: paid calls settled so far'),
+  })
+  .describe('A paid service found by discovery.');
 export type DiscoverItem = z.infer<typeof DiscoverItem>;
 
 /** DECISIONS "Wire conventions": the list envelope; pages go on while the catalogues' newest entries hold matches */

@@ -80,7 +80,11 @@ export class DiscoveryService {
         if (rows.length < chunk.limit) return;
       }
     };
-    await scan('svc', (limit, offset) => this.deps.store.discovery.discoverableLinks(network, limit, offset), (row) => this.linkItem(row));
+    await scan(
+      'svc',
+      (limit, offset) => this.deps.store.discovery.discoverableLinks(network, limit, offset),
+      (row) => this.linkItem(row),
+    );
     await scan('registry', (limit, offset) => this.deps.store.discovery.registeredAgents(network, limit, offset), registryItem);
     const next = found.length > q.limit ? found[q.limit]!.at : null;
     return { data: found.slice(0, q.limit).map((f) => f.item), next_cursor: next && encodeCursor(next), has_more: next !== null };

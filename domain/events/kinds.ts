@@ -281,12 +281,14 @@ export function checkEvent(event: { kind: string; phase: EventPhase; metadata: u
   return checked.success ? null : `${event.kind} metadata: ${checked.error.message}`;
 }
 
-export const EventKindDoc = z.object({
-  kind: z.string().describe('the event kind'),
-  description: z.string().describe('what the event means'),
-  phases: z.array(z.enum(['prepared', 'submitted', 'confirmed', 'failed'])).describe('the phases events of this kind move through'),
-  metadata_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the metadata of events of this kind'),
-}).describe('One kind of the event catalogue.');
+export const EventKindDoc = z
+  .object({
+    kind: z.string().describe('the event kind'),
+    description: z.string().describe('what the event means'),
+    phases: z.array(z.enum(['prepared', 'submitted', 'confirmed', 'failed'])).describe('the phases events of this kind move through'),
+    metadata_schema: z.record(z.string(), z.unknown()).describe('JSON Schema (2020-12) of the metadata of events of this kind'),
+  })
+  .describe('One kind of the event catalogue.');
 export type EventKindDoc = z.infer<typeof EventKindDoc>;
 /** the fixed catalogue: a bounded list, one complete page of the list envelope */
 export const EventCatalogue = listEnvelope(EventKindDoc);

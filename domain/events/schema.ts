@@ -73,34 +73,38 @@ export interface NewEventFields {
  */
 export type NewEvent = { [K in EventKindName]: NewEventFields & { kind: K; metadata: EventMetadata<K> } }[EventKindName];
 
-export const EventPhaseStep = z.object({
-  phase: EventPhase,
-  at: z.string().describe('When the event entered this phase (ISO 8601).'),
-  signature: z.string().nullable().describe('The transaction the event named at that moment (null before one was submitted).'),
-}).describe('One transition of an event: the phase it entered, when, and the transaction it named then.');
+export const EventPhaseStep = z
+  .object({
+    phase: EventPhase,
+    at: z.string().describe('When the event entered this phase (ISO 8601).'),
+    signature: z.string().nullable().describe('The transaction the event named at that moment (null before one was submitted).'),
+  })
+  .describe('One transition of an event: the phase it entered, when, and the transaction it named then.');
 export type EventPhaseStep = z.infer<typeof EventPhaseStep>;
 
-export const Event = z.object({
-  id: z.string().describe('the event id (ULID)'),
-  kind: z.string().describe('dotted lowercase kind, e.g. payment_link.settled (hosted-api §6; GET /v1/event-kinds lists them)'),
-  phase: EventPhase,
-  phases: z
-    .array(EventPhaseStep)
-    .describe(
-      'Every phase the event entered, oldest first; the last is `phase`. A subscriber or webhook that sees only the newest state still knows each transition and when it happened (an event written before this field existed lists its current phase only).',
-    ),
-  network: Network,
-  agent_asset: z.string().nullable().describe('mint of the agent the event is about; null when none'),
-  signature: z.string().nullable().describe('the transaction signature; set once submitted (or for an observed transaction)'),
-  block_time: z.number().int().nullable().describe('block time in Unix seconds; set on confirmation'),
-  confirmed_at: z.string().nullable().describe('ISO 8601 time of confirmation; null until confirmed'),
-  slot: z.number().int().nullable().describe('the ledger slot the transaction landed in; set on confirmation'),
-  error_code: z.string().nullable().describe('why the event failed (e.g. expired, or the ledger’s error); null unless failed or refused'),
-  error_logs: z.array(z.string()).nullable().describe('the ledger’s program logs of a failure; null when none'),
-  metadata: z.record(z.string(), z.unknown()).describe('kind-specific fields (delegation events carry stable_symbol and allowance_atomic)'),
-  client_reference: z.string().nullable().describe('the client_reference given to submit; null when none'),
-  created_at: z.string().describe('ISO 8601 time the event was written'),
-}).describe('One entry of the event stream: a ledger action or a gateway state change (hosted-api §2.7).');
+export const Event = z
+  .object({
+    id: z.string().describe('the event id (ULID)'),
+    kind: z.string().describe('dotted lowercase kind, e.g. payment_link.settled (hosted-api §6; GET /v1/event-kinds lists them)'),
+    phase: EventPhase,
+    phases: z
+      .array(EventPhaseStep)
+      .describe(
+        'Every phase the event entered, oldest first; the last is `phase`. A subscriber or webhook that sees only the newest state still knows each transition and when it happened (an event written before this field existed lists its current phase only).',
+      ),
+    network: Network,
+    agent_asset: z.string().nullable().describe('mint of the agent the event is about; null when none'),
+    signature: z.string().nullable().describe('the transaction signature; set once submitted (or for an observed transaction)'),
+    block_time: z.number().int().nullable().describe('block time in Unix seconds; set on confirmation'),
+    confirmed_at: z.string().nullable().describe('ISO 8601 time of confirmation; null until confirmed'),
+    slot: z.number().int().nullable().describe('the ledger slot the transaction landed in; set on confirmation'),
+    error_code: z.string().nullable().describe('why the event failed (e.g. expired, or the ledger’s error); null unless failed or refused'),
+    error_logs: z.array(z.string()).nullable().describe('the ledger’s program logs of a failure; null when none'),
+    metadata: z.record(z.string(), z.unknown()).describe('kind-specific fields (delegation events carry stable_symbol and allowance_atomic)'),
+    client_reference: z.string().nullable().describe('the client_reference given to submit; null when none'),
+    created_at: z.string().describe('ISO 8601 time the event was written'),
+  })
+  .describe('One entry of the event stream: a ledger action or a gateway state change (hosted-api §2.7).');
 export type Event = z.infer<typeof Event>;
 
 /** `kind` may hold several patterns separated by commas: `payment_link.*,receipt.published`. */

@@ -10,7 +10,12 @@ import { KindPattern, ListEventsInput, type Event, type EventRecord } from './sc
 
 // seq is a PostgreSQL bigint: a forged cursor beyond it is a malformed cursor, not a database error.
 const MAX_SEQ = 2n ** 63n - 1n;
-const CursorShape = z.object({ seq: z.string().regex(/^\d{1,19}$/).refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= MAX_SEQ) });
+const CursorShape = z.object({
+  seq: z
+    .string()
+    .regex(/^\d{1,19}$/)
+    .refine((s) => !/^\d{1,19}$/.test(s) || BigInt(s) <= MAX_SEQ),
+});
 const REPLAY_PAGE = 500;
 /** A subscriber that falls this far behind is closed rather than buffering without bound. */
 export const MAX_BUFFERED = 10_000;

@@ -109,9 +109,7 @@ export function settlementInstructions(input: SettlementInstructionsInput): { in
   if (layout.feeAccount) {
     instructions.push(createTransferCheckedInstruction(source, mint, key(layout.feeAccount), authority, layout.fee, requirements.decimals, [], program));
   }
-  instructions.push(
-    new TransactionInstruction({ programId: key(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(input.memo ?? randomHex(16), 'utf8') }),
-  );
+  instructions.push(new TransactionInstruction({ programId: key(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(input.memo ?? randomHex(16), 'utf8') }));
   return { instructions, layout };
 }
 

@@ -48,7 +48,17 @@ export interface TransferChecked {
 export function readTransferChecked(ix: DecodedInstruction | undefined): TransferChecked | null {
   if (!ix || !isTokenProgram(ix.programId) || ix.data.length !== 10 || ix.data[0] !== TRANSFER_CHECKED || ix.accounts.length < 4) return null;
   const [source, mint, destination, authority, ...multisigSigners] = ix.accounts as [string, string, string, string, ...string[]];
-  return { index: ix.index, programId: ix.programId, source, mint, destination, authority, multisigSigners, amount: readU64(ix.data, 1), decimals: ix.data[9]! };
+  return {
+    index: ix.index,
+    programId: ix.programId,
+    source,
+    mint,
+    destination,
+    authority,
+    multisigSigners,
+    amount: readU64(ix.data, 1),
+    decimals: ix.data[9]!,
+  };
 }
 
 /** A token-program instruction that is not a well-formed TransferChecked (Transfer, Approve, a short TransferChecked …). */

@@ -106,7 +106,10 @@ export const MppSettleResponse = z.looseObject({
 export type MppSettleResponse = z.infer<typeof MppSettleResponse>;
 
 /** The MPP request of one x402 accept (the paywall offers the same terms on both rails). */
-export function chargeRequestFor(accept: X402RequirementsV2, details: { decimals: number; tokenProgram: string; symbol: string; resource: string; description?: string | undefined }): SolanaChargeRequest {
+export function chargeRequestFor(
+  accept: X402RequirementsV2,
+  details: { decimals: number; tokenProgram: string; symbol: string; resource: string; description?: string | undefined },
+): SolanaChargeRequest {
   const fee = accept.extra[FEE_EXTENSION_KEY] as FeeExtension | undefined;
   return {
     amount: accept.amount,
@@ -151,7 +154,13 @@ export function isBoundTo(transaction: Uint8Array, challengeId: string): boolean
 
 /** Payment-Receipt (DECISIONS "MPP rail"; mppx Receipt): base64url of { method, reference, status, timestamp, … }. */
 export function encodeReceipt(receipt: { reference: string; timestamp: string; slot?: number | null; challengeId: string }): string {
-  const body: Record<string, unknown> = { method: MPP_METHOD, reference: receipt.reference, status: 'success', timestamp: receipt.timestamp, challengeId: receipt.challengeId };
+  const body: Record<string, unknown> = {
+    method: MPP_METHOD,
+    reference: receipt.reference,
+    status: 'success',
+    timestamp: receipt.timestamp,
+    challengeId: receipt.challengeId,
+  };
   if (typeof receipt.slot === 'number') body.slot = receipt.slot;
   return Buffer.from(JSON.stringify(body), 'utf8').toString('base64url');
 }

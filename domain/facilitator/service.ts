@@ -123,7 +123,12 @@ export class FacilitatorService implements Facilitator {
     const { prepared, verdict, signature, creations } = checked.value;
     const existing = await this.deps.store.getSettlement(prepared.network, signature);
     if (existing && existing.status !== 'failed') {
-      return { isValid: false, invalidReason: 'duplicate_settlement', invalidMessage: `transaction ${signature} was already submitted for settlement`, payer: verdict.payer };
+      return {
+        isValid: false,
+        invalidReason: 'duplicate_settlement',
+        invalidMessage: `transaction ${signature} was already submitted for settlement`,
+        payer: verdict.payer,
+      };
     }
     for (const c of creations) {
       const decision = await this.deps.store.checkSponsorship(this.sponsorship(prepared, c));
@@ -134,7 +139,14 @@ export class FacilitatorService implements Facilitator {
     const refused = creations.some((c) => !c.inTransaction)
       ? await this.canPay(prepared, verdict)
       : await this.explained(prepared, verdict, await this.simulate(prepared.ledger, checked.value.signed));
-    if (refused) return { isValid: false, invalidReason: refused.reason, invalidMessage: refused.message, ...(refused.details ? { invalidDetails: refused.details } : {}), payer: verdict.payer };
+    if (refused)
+      return {
+        isValid: false,
+        invalidReason: refused.reason,
+        invalidMessage: refused.message,
+        ...(refused.details ? { invalidDetails: refused.details } : {}),
+        payer: verdict.payer,
+      };
     return { isValid: true, payer: verdict.payer };
   }
 
@@ -210,7 +222,14 @@ export class FacilitatorService implements Facilitator {
    * the API's to check (it holds the key); a resumed settle after expiry must still learn a landed payment's outcome.
    */
   async mppSettle(raw: MppSettleRequest): Promise<MppSettleResponse> {
-    const refuse = (errorReason: string, errorMessage: string, network = ''): MppSettleResponse => ({ success: false, signature: '', slot: null, network, errorReason, errorMessage });
+    const refuse = (errorReason: string, errorMessage: string, network = ''): MppSettleResponse => ({
+      success: false,
+      signature: '',
+      slot: null,
+      network,
+      errorReason,
+      errorMessage,
+    });
     const parsed = MppSettleRequest.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -221,7 +240,11 @@ export class FacilitatorService implements Facilitator {
       return refuse('unsupported_scheme', `method ${challenge.method}/${challenge.intent} is not supported; only ${MPP_METHOD}/${MPP_INTENT}`);
     }
     const request = SolanaChargeRequest.safeParse(challenge.request);
-    if (!request.success) return refuse('invalid_payload', `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`);
+    if (!request.success)
+      return refuse(
+        'invalid_payload',
+        `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`,
+      );
     const wireNetwork = request.data.methodDetails.network;
     const bytes = decodeBase64(transaction);
     if (!bytes) return refuse('invalid_payload', 'transaction is not base64', wireNetwork);
@@ -229,7 +252,11 @@ export class FacilitatorService implements Facilitator {
       return refuse('challenge_mismatch', 'the transaction is not bound to this challenge: none of its memos is the challenge id', wireNetwork);
     }
     const accept = acceptOfCharge(request.data);
-    const settled = await this.settle({ x402Version: 2, paymentPayload: { x402Version: 2, accepted: accept, payload: { transaction } }, paymentRequirements: accept });
+    const settled = await this.settle({
+      x402Version: 2,
+      paymentPayload: { x402Version: 2, accepted: accept, payload: { transaction } },
+      paymentRequirements: accept,
+    });
     let slot: number | null = null;
     const network = networkFromX402(wireNetwork);
     if (settled.success && network) {
@@ -264,7 +291,13 @@ export class FacilitatorService implements Facilitator {
     for (const asset of [...new Set(request.assets)]) {
       const mint = await this.mintOf(network, ledger, asset);
       if (!mint) {
-        accounts.push({ asset, account: null, ready: false, reason: 'unsupported_asset', message: `${asset} is not an SPL Token or Token-2022 mint on ${network}` });
+        accounts.push({
+          asset,
+          account: null,
+          ready: false,
+          reason: 'unsupported_asset',
+          message: `${asset} is not an SPL Token or Token-2022 mint on ${network}`,
+        });
         continue;
       }
       const account = ataOf(request.owner, asset, mint.tokenProgram);
@@ -315,11 +348,23 @@ export class FacilitatorService implements Facilitator {
     if (!checked.ok) return refuse(checked);
     const c = checked.value;
     if (c.creations.length > 0) {
-      return refuse(fail('ata_creation_not_sponsored', `a wallet payment creates no token account: ${c.creations.map((x) => x.account).join(', ')} must exist first`, c.verdict.payer));
+      return refuse(
+        fail(
+          'ata_creation_not_sponsored',
+          `a wallet payment creates no token account: ${c.creations.map((x) => x.account).join(', ')} must exist first`,
+          c.verdict.payer,
+        ),
+      );
     }
     const unfunded = await this.canPay(c.prepared, c.verdict);
     if (unfunded) return refuse({ ...unfunded, payer: c.verdict.payer });
-    return { success: true, transaction: Buffer.from(c.signed).toString('base64'), signature: c.signature, network: c.prepared.wireNetwork, payer: c.verdict.payer };
+    return {
+      success: true,
+      transaction: Buffer.from(c.signed).toString('base64'),
+      signature: c.signature,
+      network: c.prepared.wireNetwork,
+      payer: c.verdict.payer,
+    };
   }
 
   /** Parse, resolve the offer, run the pure verify and co-sign: everything verify and settle share. */
@@ -432,13 +477,20 @@ export class FacilitatorService implements Facilitator {
     const ours = { bps: fee.bps, feeAuthority: fee.authorities[network] };
     const matches = ext.data.bps === ours.bps && ext.data.feeAuthority === ours.feeAuthority;
     if (!matches && fee.enforcement === 'enforce') {
-      return fail('fee_terms_mismatch', `the offer's fee terms (${ext.data.bps} bps to ${ext.data.feeAuthority}) differ from this facilitator's (${ours.bps} bps to ${ours.feeAuthority})`);
+      return fail(
+        'fee_terms_mismatch',
+        `the offer's fee terms (${ext.data.bps} bps to ${ext.data.feeAuthority}) differ from this facilitator's (${ours.bps} bps to ${ours.feeAuthority})`,
+      );
     }
     if (!matches) this.deps.onWarning?.('offer fee terms differ from the facilitator’s', { network, offer: ext.data, ours });
     return { ok: true, terms: { bps: ext.data.bps, feeAuthority: ext.data.feeAuthority } };
   }
 
-  private async mintOf(network: Network, ledger: Ledger, mint: string): Promise<{ tokenProgram: typeof TOKEN_PROGRAM_ID | typeof TOKEN_2022_PROGRAM_ID; decimals: number } | null> {
+  private async mintOf(
+    network: Network,
+    ledger: Ledger,
+    mint: string,
+  ): Promise<{ tokenProgram: typeof TOKEN_PROGRAM_ID | typeof TOKEN_2022_PROGRAM_ID; decimals: number } | null> {
     const curated = STABLES[network].find((s) => s.mint === mint);
     if (curated) return { tokenProgram: curated.tokenProgramId as typeof TOKEN_PROGRAM_ID, decimals: curated.decimals };
     const account = await ledger.getAccount(mint);
@@ -463,7 +515,10 @@ export class FacilitatorService implements Facilitator {
     };
   }
 
-  private notSponsored(decision: 'already_sponsored' | 'budget_exhausted', account: string): { reason: 'ata_creation_not_sponsored'; invalidReason: 'ata_creation_not_sponsored'; message: string; invalidMessage: string } {
+  private notSponsored(
+    decision: 'already_sponsored' | 'budget_exhausted',
+    account: string,
+  ): { reason: 'ata_creation_not_sponsored'; invalidReason: 'ata_creation_not_sponsored'; message: string; invalidMessage: string } {
     const message =
       decision === 'already_sponsored'
         ? `the facilitator already paid once for a token account of this owner and mint; ${account} must be created by its owner`
@@ -488,8 +543,14 @@ export class FacilitatorService implements Facilitator {
     const allowance = state.delegate === verdict.payer ? state.delegatedAmount : 0n;
     if (allowance < gross) {
       // fee-facilitator-mpp-tools §2.2.6, §7: the buyer is told to size the delegation in gross; the numbers say by how much
-      const why = state.delegate === verdict.payer ? `the delegation allows ${allowance} atoms` : `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`;
-      return { ...fail('insufficient_allowance', `${why}; the payment needs ${gross} (amount + protocol fee)`, verdict.payer), details: { allowance_atomic: allowance.toString(), required_atomic: gross.toString() } };
+      const why =
+        state.delegate === verdict.payer
+          ? `the delegation allows ${allowance} atoms`
+          : `${verdict.payer} is neither the owner nor the delegate of ${verdict.source}`;
+      return {
+        ...fail('insufficient_allowance', `${why}; the payment needs ${gross} (amount + protocol fee)`, verdict.payer),
+        details: { allowance_atomic: allowance.toString(), required_atomic: gross.toString() },
+      };
     }
     return null;
   }
@@ -526,7 +587,13 @@ export class FacilitatorService implements Facilitator {
       payerKey: key(this.feePayer),
       recentBlockhash: blockhash,
       instructions: [
-        createAssociatedTokenAccountIdempotentInstruction(key(this.feePayer), key(account), key(owner), key(requirements.asset), key(requirements.tokenProgram)),
+        createAssociatedTokenAccountIdempotentInstruction(
+          key(this.feePayer),
+          key(account),
+          key(owner),
+          key(requirements.asset),
+          key(requirements.tokenProgram),
+        ),
       ],
     }).compileToV0Message();
     const tx = new VersionedTransaction(message);
@@ -556,7 +623,14 @@ export class FacilitatorService implements Facilitator {
       sent = await ledger.sendTransaction(c.signed);
     } catch (e) {
       // submit_timeout or an unreachable node after the bytes may have left: the outcome is unknown.
-      return { failure: fail('settlement_pending', `broadcast not acknowledged (${(e as Error).message}); settle again with the same transaction to learn the outcome`, c.verdict.payer), refused: false };
+      return {
+        failure: fail(
+          'settlement_pending',
+          `broadcast not acknowledged (${(e as Error).message}); settle again with the same transaction to learn the outcome`,
+          c.verdict.payer,
+        ),
+        refused: false,
+      };
     }
     if (!sent.ok) {
       const failure = await this.explained(c.prepared, c.verdict, ledgerFailure(sent.err, sent.logs));
@@ -581,7 +655,13 @@ export class FacilitatorService implements Facilitator {
     }
     // Still valid and unknown: broadcast the same bytes again (the ledger deduplicates by signature).
     await this.deps.store.finishSettlement({ network, signature: c.signature, status: 'failed', error: null, at: this.deps.clock.now() });
-    const again = await this.deps.store.claimSettlement({ network, signature: c.signature, payer: c.verdict.payer, blockhash: c.blockhash, at: this.deps.clock.now() });
+    const again = await this.deps.store.claimSettlement({
+      network,
+      signature: c.signature,
+      payer: c.verdict.payer,
+      blockhash: c.blockhash,
+      at: this.deps.clock.now(),
+    });
     if (!again.claimed) return fail('settlement_pending', `transaction ${c.signature} is being settled by another request`, c.verdict.payer);
     return (await this.broadcast(c)).failure;
   }
@@ -589,7 +669,11 @@ export class FacilitatorService implements Facilitator {
   private async settleOutcome(c: Checked, outcome: LedgerTransactionError | null | 'pending'): Promise<Failure | null> {
     const { network } = c.prepared;
     if (outcome === 'pending') {
-      return fail('settlement_pending', `transaction ${c.signature} was sent but not confirmed within ${this.deps.settings.confirmTimeoutMs} ms; settle again to learn the outcome`, c.verdict.payer);
+      return fail(
+        'settlement_pending',
+        `transaction ${c.signature} was sent but not confirmed within ${this.deps.settings.confirmTimeoutMs} ms; settle again to learn the outcome`,
+        c.verdict.payer,
+      );
     }
     if (outcome !== null) {
       // It landed and failed: the fee was paid, nothing moved; sponsored creations in it were rolled back too.
@@ -629,7 +713,15 @@ export class FacilitatorService implements Facilitator {
 }
 
 function failed(f: Failure, transaction: string, network: string): SettleResponse {
-  return { success: false, errorReason: f.reason, errorMessage: f.message, ...(f.details ? { errorDetails: f.details } : {}), transaction, network, payer: f.payer };
+  return {
+    success: false,
+    errorReason: f.reason,
+    errorMessage: f.message,
+    ...(f.details ? { errorDetails: f.details } : {}),
+    transaction,
+    network,
+    payer: f.payer,
+  };
 }
 
 function decodeBase64(text: string): Uint8Array | null {

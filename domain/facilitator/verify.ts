@@ -106,7 +106,11 @@ interface Expected {
   fee: { bps: number; amount: bigint; account: string; authority: string } | null;
 }
 
-function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy: z.output<typeof FacilitatorPolicy> & { buyerSignsLater: boolean }): VerifyResult {
+function check(
+  tx: DecodedTransaction,
+  requirements: PaymentRequirements,
+  policy: z.output<typeof FacilitatorPolicy> & { buyerSignsLater: boolean },
+): VerifyResult {
   const feePayer = policy.feePayer;
   const { asset, tokenProgram } = requirements;
   const terms = requirements.fee && requirements.fee.bps > 0 ? requirements.fee : null;
@@ -190,7 +194,10 @@ function check(tx: DecodedTransaction, requirements: PaymentRequirements, policy
     if (isMemo(ix) || isLighthouse(ix)) continue;
     if (isAtaProgram(ix)) reject('ata_creation_not_allowed', `instruction ${i}: token-account creations must come right after the compute budget`);
     if (readTransferChecked(ix)) {
-      reject(expected.fee ? 'unexpected_instruction' : 'unexpected_fee_leg', `instruction ${i} is another transfer; only Memo or Lighthouse may follow the transfers`);
+      reject(
+        expected.fee ? 'unexpected_instruction' : 'unexpected_fee_leg',
+        `instruction ${i} is another transfer; only Memo or Lighthouse may follow the transfers`,
+      );
     }
     reject('unexpected_instruction', `instruction ${i} (program ${ix.programId}): only Memo or Lighthouse may follow the transfers`);
   }
@@ -248,7 +255,10 @@ function checkAtaCreation(ix: DecodedTransaction['instructions'][number], earlie
   if (expected.fee) allowed.push({ owner: expected.fee.authority, account: expected.fee.account });
   const target = allowed.find((a) => a.owner === create.owner && a.account === create.account);
   if (!target) {
-    reject('ata_creation_not_allowed', `${where}: creates ${create.account} for ${create.owner}; only the seller's or the fee authority's account may be created`);
+    reject(
+      'ata_creation_not_allowed',
+      `${where}: creates ${create.account} for ${create.owner}; only the seller's or the fee authority's account may be created`,
+    );
   }
   if (earlier.includes(target.account)) reject('ata_creation_not_allowed', `${where}: creates ${target.account} twice`);
   return target.account;
@@ -282,7 +292,8 @@ function checkFeeLegShape(leg: TransferChecked, seller: TransferChecked, feeAcco
     reject('fee_leg_wrong_mint', `${where} must move the same mint, decimals and token program as the seller leg`);
   }
   if (leg.source !== seller.source) reject('fee_leg_wrong_source', `${where} debits ${leg.source}, the seller leg ${seller.source}`);
-  if (leg.authority !== seller.authority) reject('fee_leg_wrong_authority', `${where} is authorised by ${leg.authority}, the seller leg by ${seller.authority}`);
+  if (leg.authority !== seller.authority)
+    reject('fee_leg_wrong_authority', `${where} is authorised by ${leg.authority}, the seller leg by ${seller.authority}`);
 }
 
 /**
@@ -293,7 +304,10 @@ function checkExtras(tx: DecodedTransaction, transfer: TransferChecked): void {
   for (const extra of transfer.multisigSigners) {
     const at = tx.accountKeys.indexOf(extra);
     if (at < 0 || at < tx.numRequiredSignatures || tx.writable[at]) {
-      reject('transfer_multisig_unsupported', `instruction ${transfer.index}: multisig transfer authorities are not supported (accounts after the authority may only be read-only non-signer references)`);
+      reject(
+        'transfer_multisig_unsupported',
+        `instruction ${transfer.index}: multisig transfer authorities are not supported (accounts after the authority may only be read-only non-signer references)`,
+      );
     }
   }
 }

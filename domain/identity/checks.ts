@@ -37,7 +37,10 @@ const fail = (detail: string, severity: Severity) => ({ ok: false, detail, sever
 
 export const agentRecorded: Rule = {
   name: 'agent_recorded',
-  run: ({ identity }) => (identity ? pass(`agent ${identity.mint} is recorded on ${identity.network}`, 'deny') : fail('no agent is recorded under this mint, handle or domain', 'deny')),
+  run: ({ identity }) =>
+    identity
+      ? pass(`agent ${identity.mint} is recorded on ${identity.network}`, 'deny')
+      : fail('no agent is recorded under this mint, handle or domain', 'deny'),
 };
 
 export const assetOnLedger: Rule = {

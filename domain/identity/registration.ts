@@ -14,13 +14,15 @@ export const REGISTRATION_TYPE = 'https://eips.ethereum.org/EIPS/eip-8004#regist
 const UriOrIpfs = z.union([z.url(), z.string().regex(/^ipfs:\/\/.+/)]);
 
 /** §2.7: "no properties beyond those listed are allowed at any level" — every object is strict. */
-export const RegistrationService = z.strictObject({
-  name: z.string().describe('service name, e.g. receipts'),
-  endpoint: z.string().describe('the service’s URL'),
-  version: z.string().describe('service version').optional(),
-  skills: z.array(z.unknown()).describe('skills the service offers').optional(),
-  domains: z.array(z.string()).describe('domains the service serves').optional(),
-}).describe('A service the agent advertises.');
+export const RegistrationService = z
+  .strictObject({
+    name: z.string().describe('service name, e.g. receipts'),
+    endpoint: z.string().describe('the service’s URL'),
+    version: z.string().describe('service version').optional(),
+    skills: z.array(z.unknown()).describe('skills the service offers').optional(),
+    domains: z.array(z.string()).describe('domains the service serves').optional(),
+  })
+  .describe('A service the agent advertises.');
 export type RegistrationService = z.infer<typeof RegistrationService>;
 
 export const RegistrationV1 = z.strictObject({
@@ -44,7 +46,10 @@ export const RegistrationV1 = z.strictObject({
         .strictObject({ program: z.string().describe('anchor program address'), merkleAccount: z.string().describe('merkle account address') })
         .describe('where receipts are anchored on chain'),
       killSwitch: z
-        .strictObject({ onchain: z.string().describe('on-chain kill switch address').optional(), endpoint: z.url().describe('kill switch endpoint').optional() })
+        .strictObject({
+          onchain: z.string().describe('on-chain kill switch address').optional(),
+          endpoint: z.url().describe('kill switch endpoint').optional(),
+        })
         .describe('how to stop the agent')
         .optional(),
     })

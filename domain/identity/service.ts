@@ -121,8 +121,22 @@ export class IdentityService {
       await tx.events.append(
         newEvent(
           'identity.profile.updated',
-          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
-          { mint: agent.mint, handle: record.handle, previous_handle: previous?.handle ?? null, display_name: record.displayName, capabilities: record.capabilities },
+          {
+            id: newId(now.getTime()),
+            phase: 'confirmed',
+            network: agent.network,
+            agentAsset: agent.mint,
+            owner: agent.ownerPrincipal,
+            createdAt: now,
+            confirmedAt: now,
+          },
+          {
+            mint: agent.mint,
+            handle: record.handle,
+            previous_handle: previous?.handle ?? null,
+            display_name: record.displayName,
+            capabilities: record.capabilities,
+          },
         ),
       );
     });
@@ -193,11 +207,21 @@ export class IdentityService {
     const parsed = parseInput(DomainInput, input);
     const agent = await this.deps.agents.requireVisible(caller, parsed.mint);
     const claim = await this.deps.store.identity.getDomain(agent.network, agent.mint, parsed.domain);
-    if (!claim) throw new DomainError('not_found', `Agent ${agent.mint} has not claimed ${parsed.domain}; POST /v1/identity/${agent.mint}/domains first.`, { domain: parsed.domain });
+    if (!claim)
+      throw new DomainError('not_found', `Agent ${agent.mint} has not claimed ${parsed.domain}; POST /v1/identity/${agent.mint}/domains first.`, {
+        domain: parsed.domain,
+      });
     if (claim.verifiedAt) return challenge(claim);
     const url = wellKnownUrl(claim.domain);
-    const refused = (reason: string, message: string) => new DomainError('invalid_request', `Domain ${claim.domain} is not verified: ${message}`, { domain: claim.domain, url, reason });
-    const answer = await this.deps.outbound.request({ url, method: 'GET', headers: { accept: 'application/json' }, timeoutMs: WELL_KNOWN_TIMEOUT_MS, maxResponseBytes: WELL_KNOWN_MAX_BYTES });
+    const refused = (reason: string, message: string) =>
+      new DomainError('invalid_request', `Domain ${claim.domain} is not verified: ${message}`, { domain: claim.domain, url, reason });
+    const answer = await this.deps.outbound.request({
+      url,
+      method: 'GET',
+      headers: { accept: 'application/json' },
+      timeoutMs: WELL_KNOWN_TIMEOUT_MS,
+      maxResponseBytes: WELL_KNOWN_MAX_BYTES,
+    });
     if (!answer.ok) throw refused(answer.reason, answer.message);
     if (answer.status !== 200) throw refused('status', `${url} answered HTTP ${answer.status}`);
     let json: unknown;
@@ -216,12 +240,23 @@ export class IdentityService {
       const current = await tx.identity.getDomain(agent.network, agent.mint, claim.domain);
       if (current?.verifiedAt) return;
       if (!(await tx.identity.markDomainVerified(agent.network, agent.mint, claim.domain, now))) {
-        throw new DomainError('conflict', `The domain ${claim.domain} is verified by another agent on ${agent.network}.`, { path: 'domain', domain: claim.domain });
+        throw new DomainError('conflict', `The domain ${claim.domain} is verified by another agent on ${agent.network}.`, {
+          path: 'domain',
+          domain: claim.domain,
+        });
       }
       await tx.events.append(
         newEvent(
           'identity.domain.verified',
-          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          {
+            id: newId(now.getTime()),
+            phase: 'confirmed',
+            network: agent.network,
+            agentAsset: agent.mint,
+            owner: agent.ownerPrincipal,
+            createdAt: now,
+            confirmedAt: now,
+          },
           { mint: agent.mint, domain: claim.domain, url },
         ),
       );
@@ -251,7 +286,15 @@ export class IdentityService {
       await tx.events.append(
         newEvent(
           'identity.claim.created',
-          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          {
+            id: newId(now.getTime()),
+            phase: 'confirmed',
+            network: agent.network,
+            agentAsset: agent.mint,
+            owner: agent.ownerPrincipal,
+            createdAt: now,
+            confirmedAt: now,
+          },
           { mint: agent.mint, claim_id: record.id, type: record.type, public: record.public },
         ),
       );
@@ -272,7 +315,15 @@ export class IdentityService {
       await tx.events.append(
         newEvent(
           'identity.claim.revoked',
-          { id: newId(now.getTime()), phase: 'confirmed', network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now },
+          {
+            id: newId(now.getTime()),
+            phase: 'confirmed',
+            network: agent.network,
+            agentAsset: agent.mint,
+            owner: agent.ownerPrincipal,
+            createdAt: now,
+            confirmedAt: now,
+          },
           { mint: agent.mint, claim_id: current.id, type: current.type },
         ),
       );
@@ -294,7 +345,12 @@ export class IdentityService {
       limit: parsed.limit + 1,
       ...(after ? { after: { createdAt: new Date(after.at), id: after.id } } : {}),
     });
-    const page = toPage(rows, parsed.limit, (c) => c, (c) => encodeCursor({ at: c.createdAt.toISOString(), id: c.id }));
+    const page = toPage(
+      rows,
+      parsed.limit,
+      (c) => c,
+      (c) => encodeCursor({ at: c.createdAt.toISOString(), id: c.id }),
+    );
     // a previous owner's claims are not the agent's now (the cursor still moves past them)
     return { ...page, data: page.data.filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim) };
   }
@@ -343,7 +399,10 @@ export class IdentityService {
       else if (field === 'domains') out.domains = identity.domains;
       else if (field === 'claims') out.claims = identity.claims;
       else if (field === 'reputation') out.reputation = identity.reputation;
-      else out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint)).filter((c) => c.ownerPrincipal === agent.ownerPrincipal).map(toClaim);
+      else
+        out.private_claims = (await this.deps.store.identity.privateClaims(d.network, d.mint))
+          .filter((c) => c.ownerPrincipal === agent.ownerPrincipal)
+          .map(toClaim);
     }
     return out;
   }
@@ -387,7 +446,12 @@ export class IdentityService {
       }
       await tx.identity.insertCard(record);
       await tx.events.append(
-        newEvent('identity.capability_card.created', identityEvent(agent, now), { mint: agent.mint, card_id: record.id, capability: record.capability, public: record.public }),
+        newEvent('identity.capability_card.created', identityEvent(agent, now), {
+          mint: agent.mint,
+          card_id: record.id,
+          capability: record.capability,
+          public: record.public,
+        }),
       );
     });
     return toCard(record);
@@ -427,7 +491,12 @@ export class IdentityService {
       };
       await tx.identity.updateCard(next);
       await tx.events.append(
-        newEvent('identity.capability_card.updated', identityEvent(agent, now), { mint: agent.mint, card_id: next.id, capability: next.capability, public: next.public }),
+        newEvent('identity.capability_card.updated', identityEvent(agent, now), {
+          mint: agent.mint,
+          card_id: next.id,
+          capability: next.capability,
+          public: next.public,
+        }),
       );
       return next;
     });
@@ -443,7 +512,9 @@ export class IdentityService {
       const current = await tx.identity.getCard(agent.network, agent.mint, parsed.id);
       if (!current || current.ownerPrincipal !== agent.ownerPrincipal) throw cardNotFound(agent.mint, parsed.id);
       await tx.identity.deleteCard(agent.network, agent.mint, parsed.id);
-      await tx.events.append(newEvent('identity.capability_card.deleted', identityEvent(agent, now), { mint: agent.mint, card_id: current.id, capability: current.capability }));
+      await tx.events.append(
+        newEvent('identity.capability_card.deleted', identityEvent(agent, now), { mint: agent.mint, card_id: current.id, capability: current.capability }),
+      );
     });
   }
 
@@ -505,7 +576,13 @@ export class IdentityService {
     const failed = (detail: string): RegistrationStatus => ({ uri, hosted: false, ok: false, detail });
     let answer: Awaited<ReturnType<typeof this.deps.outbound.request>>;
     try {
-      answer = await this.deps.outbound.request({ url: uri, method: 'GET', headers: { accept: 'application/json' }, timeoutMs: REGISTRATION_TIMEOUT_MS, maxResponseBytes: REGISTRATION_MAX_BYTES });
+      answer = await this.deps.outbound.request({
+        url: uri,
+        method: 'GET',
+        headers: { accept: 'application/json' },
+        timeoutMs: REGISTRATION_TIMEOUT_MS,
+        maxResponseBytes: REGISTRATION_MAX_BYTES,
+      });
     } catch {
       return failed(`the registration document at ${uri} could not be read`);
     }
@@ -546,7 +623,10 @@ export class IdentityService {
     return this.deps.events.list(caller, { kind: 'identity.*', agent: agent.mint, cursor: parsed.cursor, limit: parsed.limit });
   }
 
-  private async find(network: Network, q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined }): Promise<AgentRecord | null> {
+  private async find(
+    network: Network,
+    q: { mint?: string | undefined; handle?: string | undefined; domain?: string | undefined },
+  ): Promise<AgentRecord | null> {
     let mint = q.mint;
     if (q.handle !== undefined) {
       const handle = Handle.safeParse(q.handle.replace(/^@/, ''));
@@ -642,7 +722,15 @@ const cardNotFound = (mint: string, id: string) => new DomainError('not_found', 
 
 /** The envelope of an identity event: confirmed at once, owned by the agent's principal. */
 function identityEvent(agent: AgentRecord, now: Date) {
-  return { id: newId(now.getTime()), phase: 'confirmed' as const, network: agent.network, agentAsset: agent.mint, owner: agent.ownerPrincipal, createdAt: now, confirmedAt: now };
+  return {
+    id: newId(now.getTime()),
+    phase: 'confirmed' as const,
+    network: agent.network,
+    agentAsset: agent.mint,
+    owner: agent.ownerPrincipal,
+    createdAt: now,
+    confirmedAt: now,
+  };
 }
 
 /** What agents/prepare recorded in its event's echo that the registration document uses (anything else ignored). */

@@ -37,7 +37,8 @@ interface TokenChange {
 /** The token accounts whose balance the transaction shows, with their owners. */
 export function tokenChanges(tx: LedgerTransaction): TokenChange[] {
   const byIndex = new Map<number, TokenChange>();
-  for (const b of tx.preTokenBalances) byIndex.set(b.accountIndex, { account: b.account, mint: b.mint, owner: b.owner, pre: b.amount, post: 0n, created: false });
+  for (const b of tx.preTokenBalances)
+    byIndex.set(b.accountIndex, { account: b.account, mint: b.mint, owner: b.owner, pre: b.amount, post: 0n, created: false });
   for (const b of tx.postTokenBalances) {
     const seen = byIndex.get(b.accountIndex);
     if (seen) seen.post = b.amount;
@@ -56,7 +57,8 @@ export function findingsOf(tx: LedgerTransaction, ctx: { network: Network; feeAu
   const symbolOf = new Map(STABLES[ctx.network].map((s) => [s.mint, s.symbol as string]));
   // treasury PDA → its agent, from any watch entry of the agent
   const treasuries = new Map<string, { agent: string; ownerPrincipal: string | null }>();
-  for (const w of ctx.watched) if (w.agent !== null) treasuries.set(w.role === 'treasury' ? w.address : treasuryOf(w.agent), { agent: w.agent, ownerPrincipal: w.ownerPrincipal });
+  for (const w of ctx.watched)
+    if (w.agent !== null) treasuries.set(w.role === 'treasury' ? w.address : treasuryOf(w.agent), { agent: w.agent, ownerPrincipal: w.ownerPrincipal });
 
   const found: Finding[] = [];
   const changes = tokenChanges(tx);
@@ -80,7 +82,8 @@ export function findingsOf(tx: LedgerTransaction, ctx: { network: Network; feeAu
           ...about,
           key: `fund:${c.account}`,
           kind: 'agent.treasury.fund',
-          event: (f) => newEvent('agent.treasury.fund', f, { source: 'indexer', token_account: c.account, mint: c.mint, currency, amount_atomic: delta.toString(), from }),
+          event: (f) =>
+            newEvent('agent.treasury.fund', f, { source: 'indexer', token_account: c.account, mint: c.mint, currency, amount_atomic: delta.toString(), from }),
         });
       } else if (delta < 0n) {
         const destination = changes.find((o) => o.mint === c.mint && o.post > o.pre && o.account !== c.account)?.account ?? null;
@@ -89,7 +92,14 @@ export function findingsOf(tx: LedgerTransaction, ctx: { network: Network; feeAu
           key: `withdraw:${c.account}`,
           kind: 'agent.treasury.withdraw',
           event: (f) =>
-            newEvent('agent.treasury.withdraw', f, { source: 'indexer', token_account: c.account, mint: c.mint, currency, amount_atomic: (-delta).toString(), destination }),
+            newEvent('agent.treasury.withdraw', f, {
+              source: 'indexer',
+              token_account: c.account,
+              mint: c.mint,
+              currency,
+              amount_atomic: (-delta).toString(),
+              destination,
+            }),
         });
       }
     }

@@ -59,7 +59,11 @@ export class IndexerService {
       const found = new Map<string, SignatureInfo>();
       const newest = new Map<string, { signature: string; slot: number }>();
       for (const w of watched) {
-        const signatures = await this.signaturesSince(ledger, w.address, w.cursorSignature === null ? null : { signature: w.cursorSignature, slot: w.cursorSlot });
+        const signatures = await this.signaturesSince(
+          ledger,
+          w.address,
+          w.cursorSignature === null ? null : { signature: w.cursorSignature, slot: w.cursorSlot },
+        );
         if (signatures[0]) newest.set(w.address, { signature: signatures[0].signature, slot: signatures[0].slot });
         for (const s of signatures) if (!found.has(s.signature)) found.set(s.signature, s);
       }
@@ -132,7 +136,18 @@ export class IndexerService {
         if (!(await trx.indexer.markSeen({ network, signature, key: f.key, eventId: id, at: now }))) continue;
         const owner = f.agent === null ? null : (owners.get(f.agent) ?? null);
         await trx.events.append(
-          f.event({ id, phase: 'confirmed', network, agentAsset: f.agent, owner, createdAt: now, confirmedAt: now, signature, slot: tx.slot, blockTime: tx.blockTime }),
+          f.event({
+            id,
+            phase: 'confirmed',
+            network,
+            agentAsset: f.agent,
+            owner,
+            createdAt: now,
+            confirmedAt: now,
+            signature,
+            slot: tx.slot,
+            blockTime: tx.blockTime,
+          }),
         );
         written++;
       }

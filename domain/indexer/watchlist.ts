@@ -26,7 +26,12 @@ export class Watchlist {
   }
 
   /** The treasury and every token account it was seen to own (GET …/treasury/balances), with the curated ones. */
-  async watchTreasury(network: Network, agent: string, ownerPrincipal: string | null, tokenAccounts: readonly { address: string; mint: string }[]): Promise<number> {
+  async watchTreasury(
+    network: Network,
+    agent: string,
+    ownerPrincipal: string | null,
+    tokenAccounts: readonly { address: string; mint: string }[],
+  ): Promise<number> {
     const base = { network, agent, ownerPrincipal };
     return (
       (await this.watchAgent(network, agent, ownerPrincipal)) +

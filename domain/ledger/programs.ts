@@ -30,9 +30,11 @@ export const ProgramSource = z.enum(['directory', 'clone', 'state']);
 export type ProgramSource = z.infer<typeof ProgramSource>;
 
 /** one program an embedded ledger loaded at start, e.g. { id: 'CoRE…', name: 'mpl-core', source: 'directory' } */
-export const LoadedProgram = z.object({
-  id: z.string().describe('program address'),
-  name: z.string().nullable().describe('program name; null when unknown'),
-  source: ProgramSource.describe('directory (SVC_LEDGER_PROGRAMS), clone (SVC_LEDGER_CLONE_URL) or state (saved ledger state)'),
-}).describe('A program an embedded ledger loaded.');
+export const LoadedProgram = z
+  .object({
+    id: z.string().describe('program address'),
+    name: z.string().nullable().describe('program name; null when unknown'),
+    source: ProgramSource.describe('directory (SVC_LEDGER_PROGRAMS), clone (SVC_LEDGER_CLONE_URL) or state (saved ledger state)'),
+  })
+  .describe('A program an embedded ledger loaded.');
 export type LoadedProgram = z.infer<typeof LoadedProgram>;

@@ -198,7 +198,10 @@ export function parseMessage(input: Uint8Array): Omit<WireTransaction, 'numSigna
   return { bytes, ...message };
 }
 
-export function isStaticWritable(tx: Pick<WireTransaction, 'numRequiredSignatures' | 'numReadonlySigned' | 'numReadonlyUnsigned' | 'numStaticKeys'>, i: number): boolean {
+export function isStaticWritable(
+  tx: Pick<WireTransaction, 'numRequiredSignatures' | 'numReadonlySigned' | 'numReadonlyUnsigned' | 'numStaticKeys'>,
+  i: number,
+): boolean {
   return i < tx.numRequiredSignatures ? i < tx.numRequiredSignatures - tx.numReadonlySigned : i < tx.numStaticKeys - tx.numReadonlyUnsigned;
 }
 

@@ -16,14 +16,16 @@ export const UsageInput = z.object({
 });
 export type UsageInput = z.input<typeof UsageInput>;
 
-export const UsageEntry = z.object({
-  key_id: z.string().describe('the API key id'),
-  bucket: z.string().describe('the rate-limit bucket'),
-  day: z.string().describe('the UTC day, YYYY-MM-DD'),
-  requests: z.number().int().describe('requests counted'),
-  errors: z.number().int().describe('answers with status 4xx/5xx'),
-  throttled: z.number().int().describe('requests refused with 429'),
-}).describe('Usage of one key in one bucket on one day.');
+export const UsageEntry = z
+  .object({
+    key_id: z.string().describe('the API key id'),
+    bucket: z.string().describe('the rate-limit bucket'),
+    day: z.string().describe('the UTC day, YYYY-MM-DD'),
+    requests: z.number().int().describe('requests counted'),
+    errors: z.number().int().describe('answers with status 4xx/5xx'),
+    throttled: z.number().int().describe('requests refused with 429'),
+  })
+  .describe('Usage of one key in one bucket on one day.');
 /** DECISIONS "Wire conventions": the list envelope, with the window it covers */
 export const Usage = z.object({
   network: z.string().describe('chain-devnet or chain-mainnet'),
@@ -36,20 +38,22 @@ export const EventsInput = z.object({
   days: z.coerce.number().int().min(1).max(3650).describe('counters of the last N days; not with since').optional(),
   since: z.string().datetime({ offset: true }).describe('counters from this time on (rounded down to its UTC hour); not with days').optional(),
 });
-export const EventCounters = z.object({
-  network: z.string().describe('chain-devnet or chain-mainnet'),
-  since: z.string().nullable().describe('start of the window, ISO 8601; null: all time'),
-  total: z.number().int().describe('events counted'),
-  kinds: z
-    .array(
-      z.object({
-        kind: z.string().describe('the event kind'),
-        count: z.number().int().describe('events of this kind'),
-        phases: z.record(z.string(), z.number().int()).describe('events per current phase'),
-      }),
-    )
-    .describe('counters per kind'),
-}).describe('Event counters of the network you can read.');
+export const EventCounters = z
+  .object({
+    network: z.string().describe('chain-devnet or chain-mainnet'),
+    since: z.string().nullable().describe('start of the window, ISO 8601; null: all time'),
+    total: z.number().int().describe('events counted'),
+    kinds: z
+      .array(
+        z.object({
+          kind: z.string().describe('the event kind'),
+          count: z.number().int().describe('events of this kind'),
+          phases: z.record(z.string(), z.number().int()).describe('events per current phase'),
+        }),
+      )
+      .describe('counters per kind'),
+  })
+  .describe('Event counters of the network you can read.');
 
 const HOUR_MS = 3_600_000;
 

@@ -52,14 +52,18 @@ export function priceSymbol(text: string): string | undefined {
   return PRICE.exec(text)?.[3]?.toUpperCase();
 }
 
-export const ParsePriceInput = z.strictObject({
-  price: z.string().min(1).max(64).describe('$0.01, 0.01, 0.01 USDC or 1.5 usdt'),
-  currency: z.string().min(1).max(16).describe('the stable when price names none; default USDC').optional(),
-}).describe('A display price to parse (DECISIONS "Payment links").');
+export const ParsePriceInput = z
+  .strictObject({
+    price: z.string().min(1).max(64).describe('$0.01, 0.01, 0.01 USDC or 1.5 usdt'),
+    currency: z.string().min(1).max(16).describe('the stable when price names none; default USDC').optional(),
+  })
+  .describe('A display price to parse (DECISIONS "Payment links").');
 
-export const ParsedPriceOutput = z.object({
-  amount_atomic: z.string().describe('the price in atomic units, decimal string'),
-  currency: z.string().describe('the stable symbol'),
-  decimals: z.number().int().describe('the stable’s decimals'),
-  display: z.string().describe('the price for display, e.g. 0.01 USDC'),
-}).describe('A parsed price.');
+export const ParsedPriceOutput = z
+  .object({
+    amount_atomic: z.string().describe('the price in atomic units, decimal string'),
+    currency: z.string().describe('the stable symbol'),
+    decimals: z.number().int().describe('the stable’s decimals'),
+    display: z.string().describe('the price for display, e.g. 0.01 USDC'),
+  })
+  .describe('A parsed price.');

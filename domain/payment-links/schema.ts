@@ -3,12 +3,16 @@ import { Network, StableSymbol } from '../shared/network.ts';
 import { Address } from '../shared/address.ts';
 import { Cursor, Limit, listEnvelope } from '../shared/pagination.ts';
 
-export const HttpMethod = z.enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE']).describe('the HTTP method buyers must use on the paywall URL; another answers 405 (hosted-api §4.2)');
+export const HttpMethod = z
+  .enum(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'])
+  .describe('the HTTP method buyers must use on the paywall URL; another answers 405 (hosted-api §4.2)');
 export type HttpMethod = z.infer<typeof HttpMethod>;
 export const Protocol = z.enum(['x402', 'mpp']).describe('the paywall rail: x402 (PAYMENT-REQUIRED header) or mpp (problem+json challenge); default x402');
 export const SettlePolicy = z
   .enum(['before_forward', 'on_success'])
-  .describe('before_forward (default): settle, then forward; on_success: settle only when the upstream answered 2xx, else the buyer pays nothing (DECISIONS "Payment links")');
+  .describe(
+    'before_forward (default): settle, then forward; on_success: settle only when the upstream answered 2xx, else the buyer pays nothing (DECISIONS "Payment links")',
+  );
 
 export const Slug = z
   .string()
@@ -25,13 +29,15 @@ const AnyCaseSymbol = z
   .transform((s) => s.toUpperCase())
   .pipe(StableSymbol);
 
-export const LinkResponse = z.strictObject({
-  status: z.number().int().min(200).max(299).default(200).describe('HTTP status of a settled call, 200–299; default 200'),
-  mimeType: z.string().min(1).max(255).default('application/json').describe('Content-Type of a settled call; default application/json'),
-  body: z
-    .union([z.string().max(65_536), z.record(z.string(), z.unknown()), z.array(z.unknown())])
-    .describe('returned verbatim on settlement (a string, an object or an array); without metadata.upstream_url this is the paid content'),
-}).describe('what a settled call answers when the link has no upstream_url (hosted-api §2.1)');
+export const LinkResponse = z
+  .strictObject({
+    status: z.number().int().min(200).max(299).default(200).describe('HTTP status of a settled call, 200–299; default 200'),
+    mimeType: z.string().min(1).max(255).default('application/json').describe('Content-Type of a settled call; default application/json'),
+    body: z
+      .union([z.string().max(65_536), z.record(z.string(), z.unknown()), z.array(z.unknown())])
+      .describe('returned verbatim on settlement (a string, an object or an array); without metadata.upstream_url this is the paid content'),
+  })
+  .describe('what a settled call answers when the link has no upstream_url (hosted-api §2.1)');
 export type LinkResponse = z.infer<typeof LinkResponse>;
 
 /** hosted-api §2.1 known metadata keys are checked; other keys are free-form. */
@@ -67,22 +73,24 @@ export const CreatePaymentLinkInput = z
 export type CreatePaymentLinkInput = z.input<typeof CreatePaymentLinkInput>;
 
 /** hosted-api §2.1 "PATCH accepts any subset of the create-time fields plus disabled". */
-export const UpdatePaymentLinkInput = z.strictObject({
-  id: Slug,
-  label: createFields.label.optional(),
-  owner_agent: createFields.owner_agent.optional(),
-  method: createFields.method.optional(),
-  price: createFields.price.optional(),
-  currency: createFields.currency,
-  accepts_currencies: createFields.accepts_currencies,
-  protocol: createFields.protocol,
-  response: LinkResponse.optional(),
-  webhook_url: createFields.webhook_url,
-  wrap_receipt: createFields.wrap_receipt,
-  settle_policy: createFields.settle_policy,
-  metadata: createFields.metadata,
-  disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled; false re-enables it (hosted-api §3.2)').optional(),
-}).describe('Any subset of the create-time fields plus disabled (hosted-api §2.1).');
+export const UpdatePaymentLinkInput = z
+  .strictObject({
+    id: Slug,
+    label: createFields.label.optional(),
+    owner_agent: createFields.owner_agent.optional(),
+    method: createFields.method.optional(),
+    price: createFields.price.optional(),
+    currency: createFields.currency,
+    accepts_currencies: createFields.accepts_currencies,
+    protocol: createFields.protocol,
+    response: LinkResponse.optional(),
+    webhook_url: createFields.webhook_url,
+    wrap_receipt: createFields.wrap_receipt,
+    settle_policy: createFields.settle_policy,
+    metadata: createFields.metadata,
+    disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled; false re-enables it (hosted-api §3.2)').optional(),
+  })
+  .describe('Any subset of the create-time fields plus disabled (hosted-api §2.1).');
 export type UpdatePaymentLinkInput = z.input<typeof UpdatePaymentLinkInput>;
 
 export const PaymentLinkIdInput = z.object({ id: Slug });
@@ -104,76 +112,84 @@ export const PreviewPaymentLinkInput = z.strictObject({
 export type PreviewPaymentLinkInput = z.input<typeof PreviewPaymentLinkInput>;
 
 /** hosted-api §2.3 */
-export const AcceptEntry = z.object({
-  scheme: z.literal('exact').describe("the x402 scheme: always 'exact'"),
-  network: z.string().describe('the ledger network in CAIP-2 form (solana:<genesis hash>), as the x402 offer carries it'),
-  /** the x402 offer's payTo, in the other spelling: the owner agent's treasury (hosted-api §2.3) */
-  pay_to: z.string().describe('the x402 payTo: the owner agent’s treasury address'),
-  /** the account the seller leg credits: ATA(pay_to, asset, token program) */
-  pay_to_token_account: z.string().describe('the token account the seller leg credits: the associated token account of pay_to for asset'),
-  /**
-   * Whether pay_to_token_account exists, so stock x402 clients that simulate a plain transfer into it can pay: true or
-   * false in the answer of the call that prepared it (create, or an update changing owner_agent or currencies);
-   * null where this answer did not check (reads, preview). False: the facilitator refused to create it (its rent
-   * budget is spent, or it already paid once for this owner and mint) or could not be asked. Always false while the
-   * owner agent is not proven on the ledger (DECISIONS "Agents, submissions and events": the link takes no payments).
-   */
-  pay_to_ready: z
-    .boolean()
-    .nullable()
-    .describe('whether pay_to_token_account exists (stock x402 clients need it): true or false in the answer of the call that prepared it, null on reads and previews'),
-  asset: z.string().describe('token mint address of the stable'),
-  amount: z.string().describe('the price in atomic units of the stable, decimal string (without the protocol fee)'),
-  currency: StableSymbol,
-}).describe('One payment option of the offer (hosted-api §2.3).');
+export const AcceptEntry = z
+  .object({
+    scheme: z.literal('exact').describe("the x402 scheme: always 'exact'"),
+    network: z.string().describe('the ledger network in CAIP-2 form (solana:<genesis hash>), as the x402 offer carries it'),
+    /** the x402 offer's payTo, in the other spelling: the owner agent's treasury (hosted-api §2.3) */
+    pay_to: z.string().describe('the x402 payTo: the owner agent’s treasury address'),
+    /** the account the seller leg credits: ATA(pay_to, asset, token program) */
+    pay_to_token_account: z.string().describe('the token account the seller leg credits: the associated token account of pay_to for asset'),
+    /**
+     * Whether pay_to_token_account exists, so stock x402 clients that simulate a plain transfer into it can pay: true or
+     * false in the answer of the call that prepared it (create, or an update changing owner_agent or currencies);
+     * null where this answer did not check (reads, preview). False: the facilitator refused to create it (its rent
+     * budget is spent, or it already paid once for this owner and mint) or could not be asked. Always false while the
+     * owner agent is not proven on the ledger (DECISIONS "Agents, submissions and events": the link takes no payments).
+     */
+    pay_to_ready: z
+      .boolean()
+      .nullable()
+      .describe(
+        'whether pay_to_token_account exists (stock x402 clients need it): true or false in the answer of the call that prepared it, null on reads and previews',
+      ),
+    asset: z.string().describe('token mint address of the stable'),
+    amount: z.string().describe('the price in atomic units of the stable, decimal string (without the protocol fee)'),
+    currency: StableSymbol,
+  })
+  .describe('One payment option of the offer (hosted-api §2.3).');
 export type AcceptEntry = z.infer<typeof AcceptEntry>;
 
 /** hosted-api §2.4 */
-export const Counters = z.object({
-  call_count: z.number().int().describe('paywall calls received, paid or not'),
-  settled_count: z.number().int().describe('calls that settled a payment'),
-  last_called_at: z.string().nullable().describe('ISO 8601 time of the last call; null before the first'),
-  last_settled_at: z.string().nullable().describe('ISO 8601 time of the last settlement; null before the first'),
-  last_tx_sig: z.string().nullable().describe('transaction signature of the last settlement; null before the first'),
-}).describe('Live usage counters of a link (hosted-api §2.4).');
+export const Counters = z
+  .object({
+    call_count: z.number().int().describe('paywall calls received, paid or not'),
+    settled_count: z.number().int().describe('calls that settled a payment'),
+    last_called_at: z.string().nullable().describe('ISO 8601 time of the last call; null before the first'),
+    last_settled_at: z.string().nullable().describe('ISO 8601 time of the last settlement; null before the first'),
+    last_tx_sig: z.string().nullable().describe('transaction signature of the last settlement; null before the first'),
+  })
+  .describe('Live usage counters of a link (hosted-api §2.4).');
 
 /** hosted-api §2.2 plus the stored fields DECISIONS asks to echo. */
-export const PaymentLink = z.object({
-  id: z.string().describe('the slug or ULID naming the link; the paywall serves it at /x/{id}'),
-  network: Network,
-  label: z.string().describe('short human name'),
-  owner_agent: z.string().describe('mint of the agent that receives the funds'),
-  /** hosted-api §2.2–2.3: one meaning everywhere — the x402 payTo, the owner agent's treasury (asset-signer PDA) */
-  pay_to: z.string().describe('the x402 payTo: the owner agent’s treasury address, as in accepts'),
-  /** the account the primary currency's seller leg credits: ATA(pay_to, asset, token program) */
-  pay_to_token_account: z.string().describe('the token account the primary currency’s seller leg credits: ATA(pay_to, asset)'),
-  method: HttpMethod,
-  path: z.string().describe("the paywall path, '/x/{id}'"),
-  price: z.string().describe('the display price as given'),
-  currency: StableSymbol,
-  accepts_currencies: z.array(StableSymbol).describe('extra stables accepted besides currency'),
-  protocol: Protocol,
-  response: z
-    .object({
-      status: z.number().int().describe('HTTP status of a settled call'),
-      mimeType: z.string().describe('Content-Type of a settled call'),
-      body: z.unknown().describe('the body a settled call answers'),
-    })
-    .describe('what a settled call answers when the link has no upstream_url'),
-  webhook_url: z.string().nullable().describe('per-link webhook URL; null when none'),
-  /** a webhook signing secret exists; the secret itself is shown once (create, rotate), never on reads */
-  webhook_secret_set: z.boolean().describe('a webhook signing secret exists; the secret itself is shown once, when made'),
-  wrap_receipt: z.boolean().describe('a settled body is { data, receipt } when true'),
-  settle_policy: SettlePolicy,
-  disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled'),
-  facilitator: z.string().describe('URL of the settlement service the link uses'),
-  share_url: z.string().describe('the public paywall URL, {base_url}/x/{id}'),
-  accepts: z.array(AcceptEntry).describe('one payment option for currency and one per accepts_currencies entry'),
-  counters: Counters,
-  metadata: z.record(z.string(), z.unknown()).describe('the free-form metadata as stored'),
-  created_at: z.string().describe('ISO 8601 UTC time with milliseconds'),
-  updated_at: z.string().describe('ISO 8601 UTC time of the last change'),
-}).describe('A paid HTTP endpoint answering 402 until paid (hosted-api §2.2).');
+export const PaymentLink = z
+  .object({
+    id: z.string().describe('the slug or ULID naming the link; the paywall serves it at /x/{id}'),
+    network: Network,
+    label: z.string().describe('short human name'),
+    owner_agent: z.string().describe('mint of the agent that receives the funds'),
+    /** hosted-api §2.2–2.3: one meaning everywhere — the x402 payTo, the owner agent's treasury (asset-signer PDA) */
+    pay_to: z.string().describe('the x402 payTo: the owner agent’s treasury address, as in accepts'),
+    /** the account the primary currency's seller leg credits: ATA(pay_to, asset, token program) */
+    pay_to_token_account: z.string().describe('the token account the primary currency’s seller leg credits: ATA(pay_to, asset)'),
+    method: HttpMethod,
+    path: z.string().describe("the paywall path, '/x/{id}'"),
+    price: z.string().describe('the display price as given'),
+    currency: StableSymbol,
+    accepts_currencies: z.array(StableSymbol).describe('extra stables accepted besides currency'),
+    protocol: Protocol,
+    response: z
+      .object({
+        status: z.number().int().describe('HTTP status of a settled call'),
+        mimeType: z.string().describe('Content-Type of a settled call'),
+        body: z.unknown().describe('the body a settled call answers'),
+      })
+      .describe('what a settled call answers when the link has no upstream_url'),
+    webhook_url: z.string().nullable().describe('per-link webhook URL; null when none'),
+    /** a webhook signing secret exists; the secret itself is shown once (create, rotate), never on reads */
+    webhook_secret_set: z.boolean().describe('a webhook signing secret exists; the secret itself is shown once, when made'),
+    wrap_receipt: z.boolean().describe('a settled body is { data, receipt } when true'),
+    settle_policy: SettlePolicy,
+    disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled'),
+    facilitator: z.string().describe('URL of the settlement service the link uses'),
+    share_url: z.string().describe('the public paywall URL, {base_url}/x/{id}'),
+    accepts: z.array(AcceptEntry).describe('one payment option for currency and one per accepts_currencies entry'),
+    counters: Counters,
+    metadata: z.record(z.string(), z.unknown()).describe('the free-form metadata as stored'),
+    created_at: z.string().describe('ISO 8601 UTC time with milliseconds'),
+    updated_at: z.string().describe('ISO 8601 UTC time of the last change'),
+  })
+  .describe('A paid HTTP endpoint answering 402 until paid (hosted-api §2.2).');
 export type PaymentLink = z.infer<typeof PaymentLink>;
 
 export const PaymentLinkList = listEnvelope(PaymentLink);
@@ -191,20 +207,22 @@ export const PaymentLinkWithSecret = PaymentLink.extend({
 });
 export type PaymentLinkWithSecret = z.infer<typeof PaymentLinkWithSecret>;
 
-export const PaymentLinkPreview = z.object({
-  network: Network,
-  owner_agent: z.string().describe('mint of the agent that would receive the funds'),
-  treasury: z.string().describe('the owner agent’s treasury address'),
-  /** the x402 payTo: the treasury, as on a link and its accepts (hosted-api §2.2–2.3) */
-  pay_to: z.string().describe('the x402 payTo: the treasury, as on a link and its accepts'),
-  /** the account the primary currency's seller leg credits: ATA(pay_to, asset, token program) */
-  pay_to_token_account: z.string().describe('the token account the primary currency’s seller leg would credit'),
-  facilitator: z.string().describe('URL of the settlement service'),
-  price: z.string().describe('the display price as given'),
-  currency: StableSymbol,
-  amount_atomic: z.string().describe('the price in atomic units of currency, decimal string'),
-  accepts: z.array(AcceptEntry).describe('the payment options a link with these fields would offer'),
-}).describe('What a link with these fields would offer; nothing is stored.');
+export const PaymentLinkPreview = z
+  .object({
+    network: Network,
+    owner_agent: z.string().describe('mint of the agent that would receive the funds'),
+    treasury: z.string().describe('the owner agent’s treasury address'),
+    /** the x402 payTo: the treasury, as on a link and its accepts (hosted-api §2.2–2.3) */
+    pay_to: z.string().describe('the x402 payTo: the treasury, as on a link and its accepts'),
+    /** the account the primary currency's seller leg credits: ATA(pay_to, asset, token program) */
+    pay_to_token_account: z.string().describe('the token account the primary currency’s seller leg would credit'),
+    facilitator: z.string().describe('URL of the settlement service'),
+    price: z.string().describe('the display price as given'),
+    currency: StableSymbol,
+    amount_atomic: z.string().describe('the price in atomic units of currency, decimal string'),
+    accepts: z.array(AcceptEntry).describe('the payment options a link with these fields would offer'),
+  })
+  .describe('What a link with these fields would offer; nothing is stored.');
 
 /** The stored row (money as bigint). */
 export interface PaymentLinkRecord {

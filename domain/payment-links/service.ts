@@ -118,7 +118,10 @@ export class PaymentLinkService {
       disabled: r.disabled,
       facilitator: facilitatorUrl,
       share_url: shareUrl(baseUrl, r.network, r.id),
-      accepts: acceptsFor({ network: r.network, ownerAgent: r.ownerAgent, amountAtomic: r.amountAtomic, currencies: [r.currency, ...r.acceptsCurrencies] }, { ready, unproven: !r.ownerAgentProven }),
+      accepts: acceptsFor(
+        { network: r.network, ownerAgent: r.ownerAgent, amountAtomic: r.amountAtomic, currencies: [r.currency, ...r.acceptsCurrencies] },
+        { ready, unproven: !r.ownerAgentProven },
+      ),
       counters: {
         call_count: r.callCount,
         settled_count: r.settledCount,
@@ -202,7 +205,12 @@ export class PaymentLinkService {
       beforePk: before,
       limit: q.limit + 1,
     });
-    return toPage(rows, q.limit, (r) => this.toWire(r), (r) => encodeCursor({ pk: r.pk }));
+    return toPage(
+      rows,
+      q.limit,
+      (r) => this.toWire(r),
+      (r) => encodeCursor({ pk: r.pk }),
+    );
   }
 
   /** Answers webhook_secret only when this PATCH made the link's first secret (a first webhook_url). */
@@ -364,10 +372,17 @@ export class PaymentLinkService {
     extra: Omit<EventMetadata<K>, 'payment_link_id'>,
   ) {
     const now = this.deps.clock.now();
-    const fields = { id: newId(now.getTime()), phase: 'confirmed' as const, network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, createdAt: now, confirmedAt: now };
+    const fields = {
+      id: newId(now.getTime()),
+      phase: 'confirmed' as const,
+      network: link.network,
+      agentAsset: link.ownerAgent,
+      owner: link.ownerPrincipal,
+      createdAt: now,
+      confirmedAt: now,
+    };
     await tx.events.append(newEvent(kind, fields, { payment_link_id: link.id, ...extra } as EventMetadata<K>));
   }
-
 }
 
 /** The secret a call made, in its answer only. */

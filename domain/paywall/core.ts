@@ -123,7 +123,15 @@ type Produced = { ok: true; value: StoredResponse } | { ok: false; error: Domain
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
 function refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
-  return { kind: 'payment_required', link: call.link, terms: null, reason, message, ...(details ? { details } : {}), offer: () => ({ accepts: call.accepts, resource: call.resource }) };
+  return {
+    kind: 'payment_required',
+    link: call.link,
+    terms: null,
+    reason,
+    message,
+    ...(details ? { details } : {}),
+    offer: () => ({ accepts: call.accepts, resource: call.resource }),
+  };
 }
 
 export class PaywallCore {
@@ -144,21 +152,43 @@ export class PaywallCore {
     const payment = parsePayment(request.headers);
     const baseUrl = this.deps.settings.baseUrl;
     // The unpaid offer is built only when the HTTP layer has not rendered this link under these terms yet.
-    if (!payment) return { kind: 'payment_required', link, terms, reason: 'payment_required', message: UNPAID, offer: () => ({ accepts: acceptsFor(link, terms), resource: resourceOf(baseUrl, link) }) };
+    if (!payment)
+      return {
+        kind: 'payment_required',
+        link,
+        terms,
+        reason: 'payment_required',
+        message: UNPAID,
+        offer: () => ({ accepts: acceptsFor(link, terms), resource: resourceOf(baseUrl, link) }),
+      };
     const resource = resourceOf(baseUrl, link);
     const accepts = acceptsFor(link, terms);
     const offer = () => ({ accepts, resource });
     if (!payment.ok) return { kind: 'payment_required', link, terms: null, reason: payment.reason, message: payment.message, offer };
     const accept = chooseAccept(accepts, payment);
     if (!accept) {
-      return { kind: 'payment_required', link, terms: null, reason: 'requirements_mismatch', message: 'The payment answers an offer this link does not make (amount, asset, payTo or network differ).', offer };
+      return {
+        kind: 'payment_required',
+        link,
+        terms: null,
+        reason: 'requirements_mismatch',
+        message: 'The payment answers an offer this link does not make (amount, asset, payTo or network differ).',
+        offer,
+      };
     }
 
     let messageBytes: Uint8Array;
     try {
       messageBytes = decodeTransaction(payment.transactionBytes).messageBytes;
     } catch (e) {
-      return { kind: 'payment_required', link, terms: null, reason: 'invalid_transaction', message: `The payment transaction does not parse: ${(e as Error).message}`, offer };
+      return {
+        kind: 'payment_required',
+        link,
+        terms: null,
+        reason: 'invalid_transaction',
+        message: `The payment transaction does not parse: ${(e as Error).message}`,
+        offer,
+      };
     }
     const call: Call = {
       link,
@@ -193,7 +223,11 @@ export class PaywallCore {
     const offered = acceptOfCharge(read.request);
     const ours = accepts.find((a) => a.network === offered.network && a.asset === offered.asset && a.amount === offered.amount && a.payTo === offered.payTo);
     if (read.network !== link.network || read.request.methodDetails.resource !== resource.url || !ours) {
-      return answer({ error: 'mpp_challenge_invalid', message: 'The challenge was issued for another resource or other terms than this link offers.', details: { challenge_id: read.challenge.id } });
+      return answer({
+        error: 'mpp_challenge_invalid',
+        message: 'The challenge was issued for another resource or other terms than this link offers.',
+        details: { challenge_id: read.challenge.id },
+      });
     }
     let messageBytes: Uint8Array;
     try {
@@ -202,11 +236,19 @@ export class PaywallCore {
       return answer({ error: 'invalid_transaction', message: `The payment transaction does not parse: ${(e as Error).message}` });
     }
     if (!isBoundTo(read.transactionBytes, read.challenge.id)) {
-      return answer({ error: 'challenge_mismatch', message: 'The transaction is bound to another challenge (its memo must be the challenge id): it unlocks nothing here.', details: { challenge_id: read.challenge.id } });
+      return answer({
+        error: 'challenge_mismatch',
+        message: 'The transaction is bound to another challenge (its memo must be the challenge id): it unlocks nothing here.',
+        details: { challenge_id: read.challenge.id },
+      });
     }
     const paymentKey = sha256Hex(messageBytes);
     if (read.expired && !(await this.deps.store.paidCalls.get(link.network, paymentKey))) {
-      return answer({ error: 'mpp_challenge_expired', message: 'The challenge expired (they are valid 5 minutes): answer a fresh one.', details: { challenge_id: read.challenge.id, expires: read.challenge.expires ?? null } });
+      return answer({
+        error: 'mpp_challenge_expired',
+        message: 'The challenge expired (they are valid 5 minutes): answer a fresh one.',
+        details: { challenge_id: read.challenge.id, expires: read.challenge.expires ?? null },
+      });
     }
     const call: Call = {
       link,
@@ -226,12 +268,25 @@ export class PaywallCore {
   /** A refusal of a call in its rail's form: x402's 402 offer, or MPP's 402 with fresh challenges. */
   private refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
     if (!call.mpp) return refused(call, reason, message, details);
-    return this.mppRequired({ link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId }, { error: reason, message, ...(details ? { details } : {}) });
+    return this.mppRequired(
+      { link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId },
+      { error: reason, message, ...(details ? { details } : {}) },
+    );
   }
 
   /** MPP's 402: fresh challenges for the link's terms, and the refusal's reason when there is one. */
-  private mppRequired(offer: { link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; requestId: string | undefined }, refusal: MppRefusal | null): PaywallResult {
-    const challenges = issueChallenges({ secret: this.deps.mppSecret, realm: realmOf(this.deps.settings.baseUrl), network: offer.link.network, accepts: offer.accepts, resource: offer.resource, now: this.deps.clock.now() });
+  private mppRequired(
+    offer: { link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; requestId: string | undefined },
+    refusal: MppRefusal | null,
+  ): PaywallResult {
+    const challenges = issueChallenges({
+      secret: this.deps.mppSecret,
+      realm: realmOf(this.deps.settings.baseUrl),
+      network: offer.link.network,
+      accepts: offer.accepts,
+      resource: offer.resource,
+      now: this.deps.clock.now(),
+    });
     return { kind: 'mpp_required', link: offer.link, challenges, refusal, requestId: offer.requestId };
   }
 
@@ -239,7 +294,10 @@ export class PaywallCore {
    * The unpaid offer of a link for a person's browser (the paywall page): rules 1–2 and the proof check as `handle`,
    * whatever the link's method (the page describes how to call it), x402 and MPP links alike.
    */
-  async offerOf(request: { id: string; network: string | undefined }): Promise<{ link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; terms: OfferTerms }> {
+  async offerOf(request: {
+    id: string;
+    network: string | undefined;
+  }): Promise<{ link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; terms: OfferTerms }> {
     const link = await this.resolveLink({ ...request, method: null });
     await this.deps.proof.requireLinkPayable(link);
     const terms = await this.offerTerms(link.network);
@@ -251,11 +309,17 @@ export class PaywallCore {
    * settlement built for the wallet's account with the page's reference, co-signed by the facilitator (which verifies it
    * as it would settle it: layout, fee leg, proven payee, the buyer's funds). The wallet signs and sends it.
    */
-  async walletTransaction(input: { id: string; network: string | undefined; account: unknown; session: { reference: unknown; expires: unknown; sig: unknown } }): Promise<{ transaction: string; message: string }> {
+  async walletTransaction(input: {
+    id: string;
+    network: string | undefined;
+    account: unknown;
+    session: { reference: unknown; expires: unknown; sig: unknown };
+  }): Promise<{ transaction: string; message: string }> {
     const { link, accepts, resource, terms } = await this.offerOf(input);
     if (link.protocol !== 'x402') throw new DomainError('invalid_request', 'This link is paid on the MPP rail; a wallet pays x402 links.');
     const session = checkSession({ key: this.deps.mppSecret, network: link.network, id: link.id, ...input.session, now: this.deps.clock.now() });
-    if (!session.ok) throw new DomainError(session.reason, session.message, { reason: session.reason === 'transaction_expired' ? 'page_expired' : 'session_invalid' });
+    if (!session.ok)
+      throw new DomainError(session.reason, session.message, { reason: session.reason === 'transaction_expired' ? 'page_expired' : 'session_invalid' });
     const account = walletAccount(input.account, terms.feePayer);
     const ledger = this.deps.ledgers[link.network];
     if (!ledger) throw new DomainError('service_unavailable', `No ledger for ${link.network}.`);
@@ -267,7 +331,10 @@ export class PaywallCore {
     const stable = STABLES[link.network].find((x) => x.mint === accept.asset);
     const gross = requirementsOf(link.network, accept);
     const total = gross.amount + (gross.fee ? feeFor(gross.amount, gross.fee.bps) : 0n);
-    return { transaction: answer.transaction, message: `${link.label}: ${atomicToDecimal(total, gross.decimals)} ${stable?.symbol ?? link.currency}`.slice(0, 200) };
+    return {
+      transaction: answer.transaction,
+      message: `${link.label}: ${atomicToDecimal(total, gross.decimals)} ${stable?.symbol ?? link.currency}`.slice(0, 200),
+    };
   }
 
   /**
@@ -294,7 +361,14 @@ export class PaywallCore {
       if (!tx || tx.signers[0] !== terms.feePayer) continue;
       const unsigned = withoutFeePayerSignature(tx.wire);
       const match = requirements
-        .map((r) => ({ ...r, verdict: verifyPayment({ transaction: unsigned, requirements: r.requirements, facilitator: { feePayer: terms.feePayer, enforcement: this.deps.settings.fee.enforcement } }) }))
+        .map((r) => ({
+          ...r,
+          verdict: verifyPayment({
+            transaction: unsigned,
+            requirements: r.requirements,
+            facilitator: { feePayer: terms.feePayer, enforcement: this.deps.settings.fee.enforcement },
+          }),
+        }))
         .find((r) => r.verdict.isValid);
       if (!match?.verdict.isValid) continue;
       const call: Call = {
@@ -329,7 +403,10 @@ export class PaywallCore {
   private async resolveLink(request: { id: string; network: string | undefined; method: string | null }): Promise<PaymentLinkRecord> {
     const parsed = Network.safeParse(request.network ?? 'chain-mainnet');
     if (!parsed.success) {
-      throw DomainError.invalid([{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }], 'Unknown network.');
+      throw DomainError.invalid(
+        [{ path: 'network', message: `network must be one of ${NETWORKS.join(', ')}`, code: 'invalid_enum_value' }],
+        'Unknown network.',
+      );
     }
     const network = parsed.data;
     const link = await this.deps.links.get(network, request.id);
@@ -432,7 +509,8 @@ export class PaywallCore {
         }
         return { kind: 'served', response: record.response, replayed: true };
       }
-      if (now.getTime() >= deadline) throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
+      if (now.getTime() >= deadline)
+        throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
       await this.deps.clock.sleep(100);
     }
   }
@@ -456,10 +534,14 @@ export class PaywallCore {
         const feePayer = call.accept.extra.feePayer;
         const ours = (await this.facilitatorHealth()).fee_payer;
         if (typeof feePayer === 'string' && feePayer !== ours) {
-          throw new DomainError('payment_pending', `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`, {
-            signature: settledAs,
-            reason: 'fee_payer_mismatch',
-          });
+          throw new DomainError(
+            'payment_pending',
+            `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`,
+            {
+              signature: settledAs,
+              reason: 'fee_payer_mismatch',
+            },
+          );
         }
       }
       // An upstream that cannot be called at all (refused address, no DNS) would charge the buyer for nothing: checked
@@ -530,7 +612,10 @@ export class PaywallCore {
     }
   }
 
-  private async settle(call: Call, request: FacilitatorRequest): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; result: PaywallResult }> {
+  private async settle(
+    call: Call,
+    request: FacilitatorRequest,
+  ): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; result: PaywallResult }> {
     const { network } = call.link;
     // The wallet rail: the buyer's wallet sent it and the ledger confirmed it (walletStatus) — nothing to settle.
     if (call.landed) return { ok: true, signature: call.landed.signature, payer: call.landed.payer };
@@ -550,10 +635,14 @@ export class PaywallCore {
     if (result.errorReason === 'duplicate_settlement' && result.transaction) {
       const outcome = await this.outcome(network, result.transaction);
       if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null };
-      if (outcome === 'processing') throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
+      if (outcome === 'processing')
+        throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
     }
     await this.deps.store.paidCalls.release(network, call.paymentKey);
-    return { ok: false, result: this.refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.', result.errorDetails) };
+    return {
+      ok: false,
+      result: this.refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.', result.errorDetails),
+    };
   }
 
   /** POST /mpp/settle, its answer in the settle shape the claim logic reads; the slot kept for the v0.2 receipt. */
@@ -586,7 +675,10 @@ export class PaywallCore {
     if (!upstream) {
       const body = link.response.body;
       const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : json(body);
-      return { ok: true, value: { status: link.response.status, headers: { 'content-type': link.response.mimeType }, body: Buffer.from(bytes).toString('base64') } };
+      return {
+        ok: true,
+        value: { status: link.response.status, headers: { 'content-type': link.response.mimeType }, body: Buffer.from(bytes).toString('base64') },
+      };
     }
     const url = new URL(upstream);
     if (request.forwardQuery) {
@@ -605,7 +697,10 @@ export class PaywallCore {
       return { ok: false, error: new DomainError('upstream_failed', `The upstream call failed: ${answer.message}`, { reason: answer.reason }) };
     }
     if (link.settlePolicy === 'on_success' && (answer.status < 200 || answer.status > 299)) {
-      return { ok: false, error: new DomainError('upstream_failed', `The upstream answered ${answer.status}; the payment was not settled.`, { upstream_status: answer.status }) };
+      return {
+        ok: false,
+        error: new DomainError('upstream_failed', `The upstream answered ${answer.status}; the payment was not settled.`, { upstream_status: answer.status }),
+      };
     }
     const contentType = answer.headers['content-type'] ?? 'application/octet-stream';
     return { ok: true, value: { status: answer.status, headers: { 'content-type': contentType }, body: Buffer.from(answer.body).toString('base64') } };

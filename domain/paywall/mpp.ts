@@ -35,7 +35,15 @@ export interface IssuedChallenge {
   description?: string;
 }
 
-function bindingInput(c: { realm: string; method: string; intent: string; request: Record<string, unknown>; expires?: string | undefined; digest?: string | undefined; opaque?: string | undefined }): string {
+function bindingInput(c: {
+  realm: string;
+  method: string;
+  intent: string;
+  request: Record<string, unknown>;
+  expires?: string | undefined;
+  digest?: string | undefined;
+  opaque?: string | undefined;
+}): string {
   return [c.realm, c.method, c.intent, encodeRequest(c.request), c.expires ?? '', c.digest ?? '', c.opaque ?? ''].join('|');
 }
 
@@ -56,7 +64,14 @@ export function realmOf(baseUrl: string): string {
 }
 
 /** One challenge per accept (currency) of the link, valid CHALLENGE_TTL_MS from now. */
-export function issueChallenges(input: { secret: Uint8Array; realm: string; network: Network; accepts: X402RequirementsV2[]; resource: ResourceInfo; now: Date }): IssuedChallenge[] {
+export function issueChallenges(input: {
+  secret: Uint8Array;
+  realm: string;
+  network: Network;
+  accepts: X402RequirementsV2[];
+  resource: ResourceInfo;
+  now: Date;
+}): IssuedChallenge[] {
   const expires = new Date(input.now.getTime() + CHALLENGE_TTL_MS).toISOString();
   return input.accepts.map((accept) => {
     const stable = STABLES[input.network].find((s) => s.mint === accept.asset)!;
@@ -85,7 +100,14 @@ function authParam(name: string, value: string): string {
 export function wwwAuthenticate(challenges: IssuedChallenge[]): string {
   return challenges
     .map((c) => {
-      const parts = [authParam('id', c.id), authParam('realm', c.realm), authParam('method', c.method), authParam('intent', c.intent), authParam('request', encodeRequest(c.request)), authParam('expires', c.expires)];
+      const parts = [
+        authParam('id', c.id),
+        authParam('realm', c.realm),
+        authParam('method', c.method),
+        authParam('intent', c.intent),
+        authParam('request', encodeRequest(c.request)),
+        authParam('expires', c.expires),
+      ];
       return `Payment ${parts.join(', ')}`;
     })
     .join(', ');
@@ -95,7 +117,11 @@ export function wwwAuthenticate(challenges: IssuedChallenge[]): string {
  * The problem+json body of an MPP 402 (DECISIONS: type, title, status, challengeId, request), with every challenge
  * and, on a refusal, the standard error envelope's fields beside them.
  */
-export function problemBody(challenges: IssuedChallenge[], refusal: { error: string; message: string; details?: Record<string, unknown> } | null, requestId: string | undefined) {
+export function problemBody(
+  challenges: IssuedChallenge[],
+  refusal: { error: string; message: string; details?: Record<string, unknown> } | null,
+  requestId: string | undefined,
+) {
   const first = challenges[0]!;
   return {
     type: MPP_PROBLEM_TYPE,
@@ -137,16 +163,23 @@ export function readCredential(encoded: string, input: { secret: Uint8Array; rea
   if (!json || typeof json !== 'object') return bad('mpp_credential_invalid', 'The Payment credential is not base64url JSON.');
   const raw = json as { challenge?: unknown; payload?: unknown };
   const challenge = MppChallenge.safeParse(raw.challenge);
-  if (!challenge.success) return bad('mpp_credential_invalid', `The credential's challenge is malformed: ${challenge.error.issues[0]?.path.join('.')} ${challenge.error.issues[0]?.message}`);
+  if (!challenge.success)
+    return bad(
+      'mpp_credential_invalid',
+      `The credential's challenge is malformed: ${challenge.error.issues[0]?.path.join('.')} ${challenge.error.issues[0]?.message}`,
+    );
   const payload = SolanaChargePayload.safeParse(raw.payload);
   if (!payload.success) return bad('mpp_credential_invalid', 'The credential payload must be { transaction: <base64 signed transaction> }.');
   const c = challenge.data;
-  if (!isAuthentic(input.secret, c)) return bad('mpp_challenge_invalid', 'The challenge id does not match its fields: it was altered or not issued by this gateway.');
-  if (c.realm !== input.realm || c.method !== MPP_METHOD || c.intent !== MPP_INTENT) return bad('mpp_challenge_invalid', 'The challenge was not issued by this gateway for a Solana charge.');
+  if (!isAuthentic(input.secret, c))
+    return bad('mpp_challenge_invalid', 'The challenge id does not match its fields: it was altered or not issued by this gateway.');
+  if (c.realm !== input.realm || c.method !== MPP_METHOD || c.intent !== MPP_INTENT)
+    return bad('mpp_challenge_invalid', 'The challenge was not issued by this gateway for a Solana charge.');
   const request = SolanaChargeRequest.safeParse(c.request);
   if (!request.success) return bad('mpp_challenge_invalid', 'The challenge request is not a Solana charge request.');
   const network = networkFromX402(request.data.methodDetails.network);
-  if (!network || CAIP2[network] !== request.data.methodDetails.network) return bad('mpp_challenge_invalid', `The challenge names an unknown network ${request.data.methodDetails.network}.`);
+  if (!network || CAIP2[network] !== request.data.methodDetails.network)
+    return bad('mpp_challenge_invalid', `The challenge names an unknown network ${request.data.methodDetails.network}.`);
   const text = payload.data.transaction.trim();
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || text.length % 4 !== 0) return bad('mpp_credential_invalid', 'The credential transaction is not base64.');
   const expiresAt = c.expires ? Date.parse(c.expires) : NaN;

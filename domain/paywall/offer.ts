@@ -3,13 +3,7 @@ import { treasuryOf } from '../treasury/derive.ts';
 import { FEE_EXTENSION_KEY } from '../facilitator/schema.ts';
 import { decodeTransaction } from '../facilitator/decode.ts';
 import { readTransferChecked } from '../facilitator/instructions.ts';
-import {
-  PaymentPayloadV1,
-  PaymentPayloadV2,
-  type ResourceInfo,
-  type X402RequirementsV1,
-  type X402RequirementsV2,
-} from '../facilitator/wire.ts';
+import { PaymentPayloadV1, PaymentPayloadV2, type ResourceInfo, type X402RequirementsV1, type X402RequirementsV2 } from '../facilitator/wire.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 
 // The x402 side of the paywall (DECISIONS "x402 on the paywall"): the 402 offer in v2 (header) and v1 (body) form,

@@ -54,5 +54,15 @@ export function pageModel(link: PaymentLinkRecord, accepts: Accept[], url: strin
     };
   });
   const description = typeof link.metadata.description === 'string' && link.metadata.description.trim() !== '' ? link.metadata.description : null;
-  return { id: link.id, network: link.network, label: link.label, description, method: link.method, mimeType: link.response.mimeType, protocol: link.protocol, url, prices };
+  return {
+    id: link.id,
+    network: link.network,
+    label: link.label,
+    description,
+    method: link.method,
+    mimeType: link.response.mimeType,
+    protocol: link.protocol,
+    url,
+    prices,
+  };
 }

@@ -47,7 +47,11 @@ export class PaidCallReconciler {
       }
       const link = await store.paymentLinks.get(row.network, row.linkId);
       if (!link || link.pk !== row.linkPk) {
-        onWarning?.('a pending paid call cannot be resolved: its link is gone', { network: row.network, payment_key: row.paymentKey, signature: row.signature });
+        onWarning?.('a pending paid call cannot be resolved: its link is gone', {
+          network: row.network,
+          payment_key: row.paymentKey,
+          signature: row.signature,
+        });
         tally.pending++;
         continue;
       }

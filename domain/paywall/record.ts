@@ -83,7 +83,9 @@ export class PaidCallRecorder {
       this.deps.onWarning?.('the buyer agent of a paid call could not be read; no spend receipt is written for it', { network, signature, err: String(err) });
       return null;
     });
-    const final = await new Promise<Final>((done, failed) => this.enqueue(`${network}:${link.ownerAgent}`, { call, signature, payer, served, buyer, now, done, failed }));
+    const final = await new Promise<Final>((done, failed) =>
+      this.enqueue(`${network}:${link.ownerAgent}`, { call, signature, payer, served, buyer, now, done, failed }),
+    );
     if (!final) {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
@@ -157,17 +159,31 @@ export class PaidCallRecorder {
     const finals: (Final | undefined)[] = batch.map(() => undefined);
     // Under the paid calls' row locks: whoever records a payment first records it; a second finisher (a takeover
     // racing a process thought dead) serves what was stored.
-    const current = new Map((await tx.paidCalls.getMany(network, batch.map((b) => b.call.paymentKey))).map((r) => [r.paymentKey, r]));
+    const current = new Map(
+      (
+        await tx.paidCalls.getMany(
+          network,
+          batch.map((b) => b.call.paymentKey),
+        )
+      ).map((r) => [r.paymentKey, r]),
+    );
     const first = new Map<string, number>();
     batch.forEach((b, i) => {
       const row = current.get(b.call.paymentKey);
       if (row?.status === 'done' && row.response) finals[i] = b.served ? { response: row.response } : null;
-      else if (first.has(b.call.paymentKey)) finals[i] = undefined; // the same payment twice: answered as its first below
+      else if (first.has(b.call.paymentKey))
+        finals[i] = undefined; // the same payment twice: answered as its first below
       else first.set(b.call.paymentKey, i);
     });
     const open = [...first.values()].filter((i) => finals[i] === undefined);
     // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
-    const used = open.length > 0 ? await tx.receipts.paywallTxSigs(network, open.map((i) => batch[i]!.signature)) : new Set<string>();
+    const used =
+      open.length > 0
+        ? await tx.receipts.paywallTxSigs(
+            network,
+            open.map((i) => batch[i]!.signature),
+          )
+        : new Set<string>();
     for (const i of open) if (used.has(batch[i]!.signature)) finals[i] = null;
     const live = open.filter((i) => finals[i] === undefined);
 
@@ -190,33 +206,33 @@ export class PaidCallRecorder {
         const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
         const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
         const draft: ReceiptDraft = {
-            v: '0.1',
-            kind: 'earn',
-            agent: link.ownerAgent,
-            ts: now.toISOString(),
-            request: {
-              method: link.method,
-              url: call.resource.url,
-              ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
-            },
-            decision: 'allow',
-            price: {
-              amount: atomicToDecimal(link.amountAtomic, stable.decimals),
-              currency: stable.symbol,
-              asset: stable.mint,
-              network: call.accept.network,
-              amount_atomic: link.amountAtomic.toString(),
-              fee: fee.toString(),
-              gross: (link.amountAtomic + fee).toString(),
-              feeBps: bps,
-              feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
-            },
-            // a buyer/payment is broadcast by the gateway's submit, not settled by a facilitator, and serves nothing
-            ...(served
-              ? { facilitator: this.deps.settings.facilitatorUrl, response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) } }
-              : {}),
-            tx_sig: signature,
-          };
+          v: '0.1',
+          kind: 'earn',
+          agent: link.ownerAgent,
+          ts: now.toISOString(),
+          request: {
+            method: link.method,
+            url: call.resource.url,
+            ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
+          },
+          decision: 'allow',
+          price: {
+            amount: atomicToDecimal(link.amountAtomic, stable.decimals),
+            currency: stable.symbol,
+            asset: stable.mint,
+            network: call.accept.network,
+            amount_atomic: link.amountAtomic.toString(),
+            fee: fee.toString(),
+            gross: (link.amountAtomic + fee).toString(),
+            feeBps: bps,
+            feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
+          },
+          // a buyer/payment is broadcast by the gateway's submit, not settled by a facilitator, and serves nothing
+          ...(served
+            ? { facilitator: this.deps.settings.facilitatorUrl, response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) } }
+            : {}),
+          tx_sig: signature,
+        };
         // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
         // reader of the settlement — counters, verification, spend rollups — treats both rails alike).
         const receipt = chainReceipt(
@@ -243,7 +259,16 @@ export class PaidCallRecorder {
           events.push(
             newEvent(
               'receipt.published',
-              { id: newId(now.getTime()), network: buyer.network, agentAsset: buyer.mint, owner: buyer.ownerPrincipal, phase: 'confirmed', createdAt: now, confirmedAt: now, signature },
+              {
+                id: newId(now.getTime()),
+                network: buyer.network,
+                agentAsset: buyer.mint,
+                owner: buyer.ownerPrincipal,
+                phase: 'confirmed',
+                createdAt: now,
+                confirmedAt: now,
+                signature,
+              },
               { payment_link_id: link.id, source: 'buyer', receipt_hash: spend.receipt_hash, nonce: spend.nonce, receipt: spend },
             ),
           );
@@ -253,9 +278,18 @@ export class PaidCallRecorder {
         if (served) {
           const body = link.wrapReceipt ? wrapped(served, receipt) : served;
           const headers: Record<string, string> = call.mpp
-            ? { ...body.headers, 'payment-receipt': encodeReceipt({ reference: signature, timestamp: now.toISOString(), slot: call.mpp.slot ?? null, challengeId: call.mpp.challenge.id }) }
+            ? {
+                ...body.headers,
+                'payment-receipt': encodeReceipt({
+                  reference: signature,
+                  timestamp: now.toISOString(),
+                  slot: call.mpp.slot ?? null,
+                  challengeId: call.mpp.challenge.id,
+                }),
+              }
             : { ...body.headers, 'payment-response': b64json(paymentResponse) };
-          if (call.version === 1 && !call.mpp) headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+          if (call.version === 1 && !call.mpp)
+            headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
           const response: StoredResponse = { ...body, headers };
           completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
           webhooks.push(() => this.webhook(tx, call, { payment: paymentResponse, response, receipt, now }));
@@ -277,7 +311,7 @@ export class PaidCallRecorder {
       }
     }
     // a payment twice in the batch answers as its first
-    return batch.map((b, i) => finals[i] !== undefined ? finals[i]! : finals[first.get(b.call.paymentKey)!]!);
+    return batch.map((b, i) => (finals[i] !== undefined ? finals[i]! : finals[first.get(b.call.paymentKey)!]!));
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
@@ -289,7 +323,14 @@ export class PaidCallRecorder {
 
   private appender(events: NewEvent[], call: Call, now: Date, signature: string) {
     const { link } = call;
-    const base = { network: link.network, agentAsset: link.ownerAgent, owner: link.ownerPrincipal, phase: 'confirmed' as const, createdAt: now, confirmedAt: now };
+    const base = {
+      network: link.network,
+      agentAsset: link.ownerAgent,
+      owner: link.ownerPrincipal,
+      phase: 'confirmed' as const,
+      createdAt: now,
+      confirmedAt: now,
+    };
     return <K extends EventKindName>(kind: K, metadata: EventMetadata<K>) => {
       events.push(newEvent(kind, { ...base, id: newId(now.getTime()), signature }, metadata));
     };
@@ -318,7 +359,11 @@ export class PaidCallRecorder {
   }
 
   /** The earn receipt's events. */
-  private receiptEvents(append: ReturnType<PaidCallRecorder['appender']>, call: Call, paid: { signature: string; receipt: Receipt; fee: bigint; stable: Stable }) {
+  private receiptEvents(
+    append: ReturnType<PaidCallRecorder['appender']>,
+    call: Call,
+    paid: { signature: string; receipt: Receipt; fee: bigint; stable: Stable },
+  ) {
     const { link } = call;
     const { signature, receipt, fee, stable } = paid;
     append('receipt.published', { payment_link_id: link.id, source: 'paywall', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt });
@@ -351,7 +396,12 @@ export class PaidCallRecorder {
     const { link } = call;
     const { payment, response, receipt, now } = sent;
     if (!link.webhookUrl || !link.webhookSecret) return;
-    const data = { payment_link_id: link.id, payment, receipt, response: response && { status: response.status, headers: response.headers, body: response.body } };
+    const data = {
+      payment_link_id: link.id,
+      payment,
+      receipt,
+      response: response && { status: response.status, headers: response.headers, body: response.body },
+    };
     await enqueueLinkDelivery(tx, { network: link.network, linkPk: link.pk, kind: 'payment_link.settled', data, now });
   }
 }

@@ -32,9 +32,13 @@ export function requirementsOf(network: Network, accept: Accept): PaymentRequire
 /** The wallet's `account` of a transaction request: a base58 Solana address, not the fee payer. */
 export function walletAccount(account: unknown, feePayer: string): string {
   if (typeof account !== 'string' || decodeAddress(account) === null) {
-    throw DomainError.invalid([{ path: 'account', message: 'must be a base58 Solana address', code: 'invalid_string' }], 'account must be the base58 address of the paying wallet.');
+    throw DomainError.invalid(
+      [{ path: 'account', message: 'must be a base58 Solana address', code: 'invalid_string' }],
+      'account must be the base58 address of the paying wallet.',
+    );
   }
-  if (account === feePayer) throw DomainError.invalid([{ path: 'account', message: "is the facilitator's fee payer", code: 'invalid_value' }], 'The fee payer cannot pay.');
+  if (account === feePayer)
+    throw DomainError.invalid([{ path: 'account', message: "is the facilitator's fee payer", code: 'invalid_value' }], 'The fee payer cannot pay.');
   return account;
 }
 
@@ -42,7 +46,14 @@ export function walletAccount(account: unknown, feePayer: string): string {
  * The unsigned settlement for `account`: no token-account creation (the seller's exists; the facilitator co-signs no
  * rent it cannot guard), the reference appended to the seller leg's accounts.
  */
-export function walletTransaction(input: { network: Network; accept: Accept; feePayer: string; account: string; reference: string; blockhash: string }): Uint8Array {
+export function walletTransaction(input: {
+  network: Network;
+  accept: Accept;
+  feePayer: string;
+  account: string;
+  reference: string;
+  blockhash: string;
+}): Uint8Array {
   const requirements = requirementsOf(input.network, input.accept);
   const { instructions } = settlementInstructions({ feePayer: input.feePayer, payer: input.account, requirements, createAtas: false });
   const seller = instructions.find((ix) => ix.programId.toBase58() === requirements.tokenProgram && ix.data[0] === 12);

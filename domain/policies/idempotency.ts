@@ -30,7 +30,9 @@ export function checkIdempotencyKey(key: string | undefined): string | undefined
 }
 
 export function requestHash(input: unknown): string {
-  return createHash('sha256').update(canonicalJson(input ?? null)).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(input ?? null))
+    .digest('hex');
 }
 
 export function outcomeError(outcome: Outcome & { ok: false }): DomainError {
@@ -119,4 +121,3 @@ export class IdempotencyService {
     return outcome;
   }
 }
-

@@ -408,8 +408,7 @@ export class RateLimiter {
     if (!entries.length) return;
     let rows: Awaited<ReturnType<RateLimitStore['sync']>>;
     try {
-      rows = await this.deps.store.sync(
-entries, WINDOW_MS, now);
+      rows = await this.deps.store.sync(entries, WINDOW_MS, now);
     } catch (e) {
       for (const { w, pending } of taken.values()) {
         w.carrying -= pending.length;

@@ -78,9 +78,7 @@ export interface SendOptions {
  * Rejected: { ok: false, signature: "5VER…" | null, err: { InstructionError: [2, { Custom: 1 }] }, logs: ["…"] } —
  * nothing landed and no fee was paid. `signature` is null when the bytes were not a transaction.
  */
-export type SendResult =
-  | { ok: true; signature: string }
-  | { ok: false; signature: string | null; err: LedgerTransactionError; logs: string[] };
+export type SendResult = { ok: true; signature: string } | { ok: false; signature: string | null; err: LedgerTransactionError; logs: string[] };
 
 /** e.g. { slot: 912, confirmationStatus: "finalized", err: null } */
 export interface SignatureStatus {

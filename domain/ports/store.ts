@@ -69,7 +69,11 @@ export interface PaymentLinkRepository {
   /** true when a row was removed */
   delete(network: Network, id: string): Promise<boolean>;
   /** hosted-api §2.4 counters of a paid call, in place (no read-modify-write) */
-  countCall(network: Network, pk: string, call: { at: Date; settledTxSig: string | null; /** calls counted at once (default 1); at and settledTxSig: the last one's */ calls?: number }): Promise<void>;
+  countCall(
+    network: Network,
+    pk: string,
+    call: { at: Date; settledTxSig: string | null /** calls counted at once (default 1); at and settledTxSig: the last one's */; calls?: number },
+  ): Promise<void>;
 }
 
 export interface ReceiptPageQuery {
@@ -187,7 +191,10 @@ export interface PaidCallRepository {
   /** removes a running call that never reached settlement and whose owner is gone (nothing moved); true when removed */
   forgetUnattempted(network: Network, paymentKey: string, now: Date): Promise<boolean>;
   /** stores the responses served for these payments (inside the record transaction; group commit), one round trip */
-  completeMany(network: Network, done: readonly { paymentKey: string; signature: string; payer: string | null; response: StoredResponse; at: Date }[]): Promise<void>;
+  completeMany(
+    network: Network,
+    done: readonly { paymentKey: string; signature: string; payer: string | null; response: StoredResponse; at: Date }[],
+  ): Promise<void>;
   /** the payment was refused and nothing moved: forget it */
   release(network: Network, paymentKey: string): Promise<void>;
   /** removes answered calls past their replay window; returns how many */

@@ -21,27 +21,31 @@ export type DailyTransactionsInput = z.input<typeof DailyTransactionsInput>;
 
 const Usd = z.string().describe('US dollars, decimal string');
 
-export const DailyBucket = z.object({
-  /** YYYY-MM-DD, UTC */
-  date: z.string().describe('the UTC day, YYYY-MM-DD'),
-  sent_usd: Usd.describe('US dollars spent (settled spend receipts), decimal string'),
-  received_usd: Usd.describe('US dollars earned (settled earn receipts), decimal string'),
-  net_usd: Usd.describe('received_usd − sent_usd, decimal string'),
-  sent_count: z.number().int().describe('settled spend receipts'),
-  received_count: z.number().int().describe('settled earn receipts'),
-}).describe('Totals of one UTC day (fee-facilitator-mpp-tools §4.3 svc_daily_transactions).');
+export const DailyBucket = z
+  .object({
+    /** YYYY-MM-DD, UTC */
+    date: z.string().describe('the UTC day, YYYY-MM-DD'),
+    sent_usd: Usd.describe('US dollars spent (settled spend receipts), decimal string'),
+    received_usd: Usd.describe('US dollars earned (settled earn receipts), decimal string'),
+    net_usd: Usd.describe('received_usd − sent_usd, decimal string'),
+    sent_count: z.number().int().describe('settled spend receipts'),
+    received_count: z.number().int().describe('settled earn receipts'),
+  })
+  .describe('Totals of one UTC day (fee-facilitator-mpp-tools §4.3 svc_daily_transactions).');
 export type DailyBucket = z.infer<typeof DailyBucket>;
 
-export const DailyTransactions = z.object({
-  agent: z.string().describe('the agent’s mint'),
-  network: z.string().describe('chain-devnet or chain-mainnet'),
-  days: z.number().int().describe('the window in days'),
-  /** start of the window: midnight UTC of the first day */
-  since: z.string().describe('start of the window: midnight UTC of the first day, ISO 8601'),
-  /** oldest first, one per day of the window (empty days included) */
-  buckets: z.array(DailyBucket).describe('oldest first, one per day of the window (empty days included)'),
-  totals: DailyBucket.omit({ date: true }).describe('the sums over the window'),
-}).describe('Settled earn and spend receipts of an agent in daily buckets.');
+export const DailyTransactions = z
+  .object({
+    agent: z.string().describe('the agent’s mint'),
+    network: z.string().describe('chain-devnet or chain-mainnet'),
+    days: z.number().int().describe('the window in days'),
+    /** start of the window: midnight UTC of the first day */
+    since: z.string().describe('start of the window: midnight UTC of the first day, ISO 8601'),
+    /** oldest first, one per day of the window (empty days included) */
+    buckets: z.array(DailyBucket).describe('oldest first, one per day of the window (empty days included)'),
+    totals: DailyBucket.omit({ date: true }).describe('the sums over the window'),
+  })
+  .describe('Settled earn and spend receipts of an agent in daily buckets.');
 export type DailyTransactions = z.infer<typeof DailyTransactions>;
 
 /** One aggregate row of the store: settled (decision allow) receipts of one day, kind and asset. */

@@ -6,14 +6,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Store } from '../ports/store.ts';
 import { canAccess, type Caller } from '../access/ownership.ts';
-import {
-  CreatePullTargetInput,
-  PULL_MAX_BYTES,
-  PULL_MAX_ITEMS,
-  nextPullDelaySeconds,
-  type PullTarget,
-  type PullTargetRecord,
-} from './pull-targets.ts';
+import { CreatePullTargetInput, PULL_MAX_BYTES, PULL_MAX_ITEMS, nextPullDelaySeconds, type PullTarget, type PullTargetRecord } from './pull-targets.ts';
 import type { ReceiptService } from './service.ts';
 
 // hosted-api §2.9/§4.7, DECISIONS "Receipts": pull targets and the pull worker's run. The worker leases due targets

@@ -16,22 +16,24 @@ export const ReceiptHash = z.string().regex(/^[0-9a-f]{64}$/, 'Expected a lowerc
 const Signature = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/, 'Expected a base58 transaction signature');
 const Text = (max: number) => z.string().max(max);
 
-export const ReceiptPrice = z.strictObject({
-  /** display amount of the seller leg, e.g. "0.01" */
-  amount: Text(64).describe('display amount of the seller leg, e.g. "0.01"'),
-  currency: Text(32).describe('stable symbol, e.g. USDC'),
-  /** mint */
-  asset: Text(64).describe('token mint address'),
-  /** CAIP-2 network id */
-  network: Text(128).describe('CAIP-2 network id, e.g. solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1'),
-  amount_atomic: Atomic.describe('the seller leg in atomic units, decimal string'),
-  /** atomic amount of the fee leg; "0" without one */
-  fee: Atomic.describe('the protocol fee leg in atomic units, decimal string; "0" without one'),
-  /** amount_atomic + fee */
-  gross: Atomic.describe('amount_atomic + fee: what the buyer signed, atomic units'),
-  feeBps: z.number().int().min(0).max(10_000).describe('fee rate in basis points (fee-facilitator-mpp-tools §2.2)'),
-  feeAuthority: Text(64).nullable().describe('owner of the fee token account; null without a fee'),
-}).describe('The price block: the same in the seller’s earn and the buyer’s spend receipt (fee-facilitator-mpp-tools §2.2.5).');
+export const ReceiptPrice = z
+  .strictObject({
+    /** display amount of the seller leg, e.g. "0.01" */
+    amount: Text(64).describe('display amount of the seller leg, e.g. "0.01"'),
+    currency: Text(32).describe('stable symbol, e.g. USDC'),
+    /** mint */
+    asset: Text(64).describe('token mint address'),
+    /** CAIP-2 network id */
+    network: Text(128).describe('CAIP-2 network id, e.g. solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1'),
+    amount_atomic: Atomic.describe('the seller leg in atomic units, decimal string'),
+    /** atomic amount of the fee leg; "0" without one */
+    fee: Atomic.describe('the protocol fee leg in atomic units, decimal string; "0" without one'),
+    /** amount_atomic + fee */
+    gross: Atomic.describe('amount_atomic + fee: what the buyer signed, atomic units'),
+    feeBps: z.number().int().min(0).max(10_000).describe('fee rate in basis points (fee-facilitator-mpp-tools §2.2)'),
+    feeAuthority: Text(64).nullable().describe('owner of the fee token account; null without a fee'),
+  })
+  .describe('The price block: the same in the seller’s earn and the buyer’s spend receipt (fee-facilitator-mpp-tools §2.2.5).');
 export type ReceiptPrice = z.infer<typeof ReceiptPrice>;
 
 const receiptFields = {
@@ -68,14 +70,16 @@ export const ReceiptV1 = z
 export type ReceiptV1 = z.infer<typeof ReceiptV1>;
 
 /** fee-facilitator-mpp-tools §2.6: a receipt of the MPP rail; tx_sig optional, the settlement in mpp_settlement_tx. */
-export const ReceiptV02 = z.strictObject({
-  v: z.literal('0.2').describe("receipt version '0.2' (the MPP rail)"),
-  ...receiptFields,
-  protocol: z.literal('mpp').describe("'mpp'"),
-  mpp_challenge_id: Text(256).describe('the MPP challenge the payment answered'),
-  mpp_settlement_tx: Signature.describe('the settlement transaction signature'),
-  mpp_settlement_slot: z.number().int().min(0).describe('the slot the settlement landed in').optional(),
-}).describe('A receipt of the MPP rail (fee-facilitator-mpp-tools §2.6).');
+export const ReceiptV02 = z
+  .strictObject({
+    v: z.literal('0.2').describe("receipt version '0.2' (the MPP rail)"),
+    ...receiptFields,
+    protocol: z.literal('mpp').describe("'mpp'"),
+    mpp_challenge_id: Text(256).describe('the MPP challenge the payment answered'),
+    mpp_settlement_tx: Signature.describe('the settlement transaction signature'),
+    mpp_settlement_slot: z.number().int().min(0).describe('the slot the settlement landed in').optional(),
+  })
+  .describe('A receipt of the MPP rail (fee-facilitator-mpp-tools §2.6).');
 export type ReceiptV02 = z.infer<typeof ReceiptV02>;
 
 /** Any receipt version; mixed feeds are parsed by version (hosted-api §9). */
@@ -101,7 +105,10 @@ export function receiptHash(receipt: Omit<Receipt, 'receipt_hash'>): string {
 export type AnyReceiptDraft = ReceiptDraft | Omit<ReceiptV02, 'nonce' | 'prev_receipt_hash' | 'receipt_hash'>;
 
 /** The next link of a chain: nonce = head + 1 (0 on an empty chain), prev = head's hash, then its own hash. */
-export function chainReceipt<D extends AnyReceiptDraft>(draft: D, head: ChainHead | null): D & { nonce: number; prev_receipt_hash: string | null; receipt_hash: string } {
+export function chainReceipt<D extends AnyReceiptDraft>(
+  draft: D,
+  head: ChainHead | null,
+): D & { nonce: number; prev_receipt_hash: string | null; receipt_hash: string } {
   const linked = { ...draft, nonce: head ? head.nonce + 1 : 0, prev_receipt_hash: head ? head.receiptHash : null };
   return { ...linked, receipt_hash: receiptHash(linked as Omit<Receipt, 'receipt_hash'>) };
 }
@@ -149,11 +156,13 @@ export interface StoredReceipt extends ReceiptRecord {
 
 // ---- wire ---------------------------------------------------------------------------------------------------------
 
-const Verification = z.object({
-  status: VerificationStatus.describe('verified (the ledger shows the settlement), mismatch, pending (not checked yet) or not_applicable (no transaction)'),
-  reason: z.string().nullable().describe('why it is not verified, or what was checked; null when nothing to say'),
-  checked_at: z.string().nullable().describe('ISO 8601 time of the last check; null before one'),
-}).describe('The check of a receipt’s settlement against the ledger.');
+const Verification = z
+  .object({
+    status: VerificationStatus.describe('verified (the ledger shows the settlement), mismatch, pending (not checked yet) or not_applicable (no transaction)'),
+    reason: z.string().nullable().describe('why it is not verified, or what was checked; null when nothing to say'),
+    checked_at: z.string().nullable().describe('ISO 8601 time of the last check; null before one'),
+  })
+  .describe('The check of a receipt’s settlement against the ledger.');
 
 /** What a read adds beside the receipt's own fields; none of these names is a receipt field. */
 const readFields = {
@@ -187,15 +196,17 @@ export const PushReceiptInput = z
 
 export const AgentPathInput = z.object({ agent: Address.describe('the agent’s mint') });
 
-export const PushReceiptResult = z.object({
-  ok: z.literal(true).describe('always true on success'),
-  duplicate: z.boolean().describe('true when the receipt was already stored (status 200, nothing written)'),
-  /** the receipt.published event; null for a duplicate (no event is written) */
-  event_id: z.string().nullable().describe('the receipt.published event; null for a duplicate'),
-  receipt_hash: ReceiptHash.describe('the stored receipt’s hash'),
-  nonce: z.number().int().describe('the stored receipt’s nonce'),
-  verification: Verification,
-}).describe('The outcome of a receipt push (hosted-api §4.7).');
+export const PushReceiptResult = z
+  .object({
+    ok: z.literal(true).describe('always true on success'),
+    duplicate: z.boolean().describe('true when the receipt was already stored (status 200, nothing written)'),
+    /** the receipt.published event; null for a duplicate (no event is written) */
+    event_id: z.string().nullable().describe('the receipt.published event; null for a duplicate'),
+    receipt_hash: ReceiptHash.describe('the stored receipt’s hash'),
+    nonce: z.number().int().describe('the stored receipt’s nonce'),
+    verification: Verification,
+  })
+  .describe('The outcome of a receipt push (hosted-api §4.7).');
 export type PushReceiptResult = z.infer<typeof PushReceiptResult>;
 
 export const ListReceiptsInput = z.object({
@@ -213,25 +224,27 @@ export type ReceiptList = z.infer<typeof ReceiptList>;
 
 export const ReceiptHashInput = z.object({ hash: ReceiptHash.describe('the receipt_hash (lowercase hex SHA-256)') });
 
-export const ChainReport = z.object({
-  agent: z.string().describe('the agent’s mint'),
-  network: z.string().describe('the network walked'),
-  /** receipts walked */
-  length: z.number().int().describe('receipts walked'),
-  ok: z.boolean().describe('true when every link holds'),
-  head: z
-    .object({ nonce: z.number().int().describe('the latest receipt’s nonce'), receipt_hash: z.string().describe('the latest receipt’s hash') })
-    .nullable()
-    .describe('the latest receipt; null for an empty chain'),
-  /** the first break; null when the chain holds */
-  first_break: z
-    .object({
-      nonce: z.number().int().describe('nonce of the receipt where the chain breaks'),
-      receipt_hash: z.string().describe('its receipt_hash'),
-      problem: z.enum(['hash_invalid', 'prev_mismatch', 'nonce_gap', 'agent_mismatch', 'schema_invalid']).describe('what is wrong there'),
-      message: z.string().describe('the problem in words'),
-    })
-    .nullable()
-    .describe('the first break; null when the chain holds'),
-}).describe('The walk of an agent’s receipt chain over prev_receipt_hash links (hosted-api §4.7).');
+export const ChainReport = z
+  .object({
+    agent: z.string().describe('the agent’s mint'),
+    network: z.string().describe('the network walked'),
+    /** receipts walked */
+    length: z.number().int().describe('receipts walked'),
+    ok: z.boolean().describe('true when every link holds'),
+    head: z
+      .object({ nonce: z.number().int().describe('the latest receipt’s nonce'), receipt_hash: z.string().describe('the latest receipt’s hash') })
+      .nullable()
+      .describe('the latest receipt; null for an empty chain'),
+    /** the first break; null when the chain holds */
+    first_break: z
+      .object({
+        nonce: z.number().int().describe('nonce of the receipt where the chain breaks'),
+        receipt_hash: z.string().describe('its receipt_hash'),
+        problem: z.enum(['hash_invalid', 'prev_mismatch', 'nonce_gap', 'agent_mismatch', 'schema_invalid']).describe('what is wrong there'),
+        message: z.string().describe('the problem in words'),
+      })
+      .nullable()
+      .describe('the first break; null when the chain holds'),
+  })
+  .describe('The walk of an agent’s receipt chain over prev_receipt_hash links (hosted-api §4.7).');
 export type ChainReport = z.infer<typeof ChainReport>;

@@ -118,11 +118,12 @@ export class ReceiptService {
         const wantNonce = head ? head.nonce + 1 : 0;
         const wantPrev = head ? head.receiptHash : null;
         if (receipt.nonce !== wantNonce || receipt.prev_receipt_hash !== wantPrev) {
-          throw new DomainError(
-            'receipt_chain_invalid',
-            `The chain of ${agent} expects nonce ${wantNonce} with prev_receipt_hash ${wantPrev ?? 'null'}.`,
-            { expected_nonce: wantNonce, expected_prev_receipt_hash: wantPrev, nonce: receipt.nonce, prev_receipt_hash: receipt.prev_receipt_hash },
-          );
+          throw new DomainError('receipt_chain_invalid', `The chain of ${agent} expects nonce ${wantNonce} with prev_receipt_hash ${wantPrev ?? 'null'}.`, {
+            expected_nonce: wantNonce,
+            expected_prev_receipt_hash: wantPrev,
+            nonce: receipt.nonce,
+            prev_receipt_hash: receipt.prev_receipt_hash,
+          });
         }
         await tx.receipts.insert({ network, receipt, source: via.source, createdAt: now }, verification);
         const eventId = await this.published(tx, { network, owner, receipt, now, via });
@@ -157,10 +158,16 @@ export class ReceiptService {
     const id = newId(now.getTime());
     if (e.via.source === 'pull') {
       await tx.events.append(
-        newEvent('receipt.pulled', { ...base, id, signature: sig }, { pull_target_id: e.via.pullTargetId, source: 'pull', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt }),
+        newEvent(
+          'receipt.pulled',
+          { ...base, id, signature: sig },
+          { pull_target_id: e.via.pullTargetId, source: 'pull', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt },
+        ),
       );
     } else {
-      await tx.events.append(newEvent('receipt.published', { ...base, id, signature: sig }, { source: 'push', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt }));
+      await tx.events.append(
+        newEvent('receipt.published', { ...base, id, signature: sig }, { source: 'push', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt }),
+      );
     }
     // fee-facilitator-mpp-tools §6 path 1: a settled earn receipt with a fee, once per (network, receipt_hash).
     if (receipt.kind === 'earn' && receipt.decision === 'allow' && sig && BigInt(receipt.price.fee) > 0n) {
@@ -215,14 +222,25 @@ export class ReceiptService {
     const sig = settlementSignature(receipt);
     if (sig === null) return { status: 'not_applicable', reason: 'The receipt names no transaction.', checkedAt: null, attempts: 0, nextCheckAt: null };
     const ledger = this.deps.ledgers[network];
-    if (!ledger) return { status: 'pending', reason: 'No ledger is reachable from this process yet.', checkedAt: null, attempts: attemptsSoFar, nextCheckAt: now };
+    if (!ledger)
+      return { status: 'pending', reason: 'No ledger is reachable from this process yet.', checkedAt: null, attempts: attemptsSoFar, nextCheckAt: now };
     let tx: LedgerTransaction | null;
     try {
       tx = await ledger.getTransaction(sig);
     } catch (err) {
       const attempts = attemptsSoFar + 1;
-      this.deps.onWarning?.('receipt check: the ledger did not answer; will retry', { network, tx_sig: sig, err: err instanceof Error ? err.message : String(err) });
-      return { status: 'pending', reason: 'The ledger did not answer; the check will be retried.', checkedAt: now, attempts, nextCheckAt: nextCheckAt(now, attempts) };
+      this.deps.onWarning?.('receipt check: the ledger did not answer; will retry', {
+        network,
+        tx_sig: sig,
+        err: err instanceof Error ? err.message : String(err),
+      });
+      return {
+        status: 'pending',
+        reason: 'The ledger did not answer; the check will be retried.',
+        checkedAt: now,
+        attempts,
+        nextCheckAt: nextCheckAt(now, attempts),
+      };
     }
     const result = checkReceipt(receipt, tx, attemptsSoFar);
     const attempts = attemptsSoFar + 1;
@@ -318,7 +336,10 @@ export class ReceiptService {
         if (r.receipt.agent !== agent) return report('agent_mismatch', `The receipt names agent ${r.receipt.agent}.`);
         if (r.receipt.nonce !== wantNonce) return report('nonce_gap', `Expected nonce ${wantNonce}, found ${r.receipt.nonce}.`);
         if (r.receipt.prev_receipt_hash !== (prev?.hash ?? null)) {
-          return report('prev_mismatch', `prev_receipt_hash is ${r.receipt.prev_receipt_hash ?? 'null'}, the previous receipt's hash is ${prev?.hash ?? 'null (none)'}.`);
+          return report(
+            'prev_mismatch',
+            `prev_receipt_hash is ${r.receipt.prev_receipt_hash ?? 'null'}, the previous receipt's hash is ${prev?.hash ?? 'null (none)'}.`,
+          );
         }
         const hash = receiptHash(r.receipt);
         if (hash !== r.receipt.receipt_hash) return report('hash_invalid', `receipt_hash is ${r.receipt.receipt_hash}, the canonical hash is ${hash}.`);
@@ -394,9 +415,13 @@ export class ReceiptService {
     }
     if (decided.length === 0) return 0;
     const owners = new Map<string, string | null>();
-    for (const agent of new Set(decided.map((d) => d.receipt.agent))) owners.set(agent, (await this.deps.store.agents.get(network, agent))?.ownerPrincipal ?? null);
+    for (const agent of new Set(decided.map((d) => d.receipt.agent)))
+      owners.set(agent, (await this.deps.store.agents.get(network, agent))?.ownerPrincipal ?? null);
     return this.deps.store.transaction(async (tx) => {
-      const set = await tx.receipts.setVerifications(network, decided.map((d) => ({ receiptHash: d.receipt.receipt_hash, update: d.update })));
+      const set = await tx.receipts.setVerifications(
+        network,
+        decided.map((d) => ({ receiptHash: d.receipt.receipt_hash, update: d.update })),
+      );
       const events = decided
         .filter((d) => set.has(d.receipt.receipt_hash))
         .map((d) => this.decidedEvent({ network, owner: owners.get(d.receipt.agent) ?? null, receipt: d.receipt, source: 'paywall', now }, d.update))

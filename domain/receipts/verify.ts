@@ -41,7 +41,10 @@ export function checkReceipt(receipt: Receipt, tx: LedgerTransaction | null, att
       return { status: 'mismatch', reason: `The transaction moved ${moved} of ${price.asset} to the treasury ${treasury}, the receipt says ${amount}.` };
     }
   } else if (-moved !== amount + fee) {
-    return { status: 'mismatch', reason: `The transaction moved ${-moved} of ${price.asset} out of the treasury ${treasury}, the receipt says ${amount + fee} (gross).` };
+    return {
+      status: 'mismatch',
+      reason: `The transaction moved ${-moved} of ${price.asset} out of the treasury ${treasury}, the receipt says ${amount + fee} (gross).`,
+    };
   }
   if (fee > 0n) {
     if (!price.feeAuthority) return { status: 'mismatch', reason: 'The price has a fee but names no feeAuthority.' };

@@ -178,7 +178,9 @@ export class TransactionService {
     });
     const metadata = { ...plan.metadata, echo: plan.echo, signers: roles } as EventMetadata<PreparedKind>;
     await this.deps.store.transaction(async (tx) => {
-      await tx.events.append(newEvent(plan.kind, { id: eventId, phase: 'prepared', network, agentAsset: plan.agent, owner: caller.owner, createdAt: now }, metadata));
+      await tx.events.append(
+        newEvent(plan.kind, { id: eventId, phase: 'prepared', network, agentAsset: plan.agent, owner: caller.owner, createdAt: now }, metadata),
+      );
       await tx.preparedTransactions.insert({
         eventId,
         network,
@@ -231,7 +233,10 @@ export class TransactionService {
     if (!event || !canAccess(caller, event.owner)) throw eventNotFound(network, parsed.event_id);
     const prepared = await this.deps.store.preparedTransactions.get(network, parsed.event_id);
     if (!prepared) {
-      throw new DomainError('invalid_request', `Event ${parsed.event_id} is a ${event.kind} event, not a prepared transaction.`, { path: 'event_id', kind: event.kind });
+      throw new DomainError('invalid_request', `Event ${parsed.event_id} is a ${event.kind} event, not a prepared transaction.`, {
+        path: 'event_id',
+        kind: event.kind,
+      });
     }
     const wire = Uint8Array.from(Buffer.from(parsed.transaction_base64, 'base64'));
     if (prepared.state === 'done' && prepared.signature === null) throw closedUnsubmitted(prepared, event);
@@ -253,7 +258,13 @@ export class TransactionService {
     if (simulated.err !== null) {
       const code = errorCode(simulated.err);
       // Already processed: the same bytes reached the ledger another way; the event is not failed on that word.
-      const failed = code === 'already_processed' ? false : await this.failPrepared(prepared, code, [`hint: nothing landed and nothing was charged. ${rejectionHint(code, simulated.logs)}`, ...failureLogs(simulated.err, simulated.logs)]);
+      const failed =
+        code === 'already_processed'
+          ? false
+          : await this.failPrepared(prepared, code, [
+              `hint: nothing landed and nothing was charged. ${rejectionHint(code, simulated.logs)}`,
+              ...failureLogs(simulated.err, simulated.logs),
+            ]);
       this.told(prepared, { signature: signed.signature, started, code }, null);
       throw rejected(prepared.eventId, { err: simulated.err, logs: simulated.logs, phase: failed ? 'failed' : event.phase, code });
     }
@@ -282,7 +293,8 @@ export class TransactionService {
     if (!marked) {
       // A concurrent submit of the same event won: answer as its repeat.
       const current = await this.deps.store.preparedTransactions.get(network, prepared.eventId);
-      if (current && current.state === 'done' && current.signature === null) throw closedUnsubmitted(current, (await this.deps.store.events.get(network, prepared.eventId)) ?? event);
+      if (current && current.state === 'done' && current.signature === null)
+        throw closedUnsubmitted(current, (await this.deps.store.events.get(network, prepared.eventId)) ?? event);
       return this.repeat(current ?? prepared, signed.signature);
     }
     const result: SubmitResult = { event_id: prepared.eventId, signature: signed.signature, phase: 'submitted', network, replayed: false };
@@ -291,7 +303,12 @@ export class TransactionService {
       sent = await ledger.sendTransaction(wire);
     } catch (e) {
       // rpc_unavailable or submit_timeout: the event stays submitted; poll it (hosted-api §7).
-      if (e instanceof DomainError) throw new DomainError(e.code, `${e.message} Event ${prepared.eventId} stays submitted; poll GET /v1/events/${prepared.eventId}.`, { ...e.details, event_id: prepared.eventId, signature: signed.signature });
+      if (e instanceof DomainError)
+        throw new DomainError(e.code, `${e.message} Event ${prepared.eventId} stays submitted; poll GET /v1/events/${prepared.eventId}.`, {
+          ...e.details,
+          event_id: prepared.eventId,
+          signature: signed.signature,
+        });
       throw e;
     }
     if (!sent.ok) {
@@ -313,7 +330,11 @@ export class TransactionService {
   }
 
   /** Tells the observer of a first submit (broadcast, or refused by the ledger with `code`); passes the result through. */
-  private told<R extends SubmitResult | null>(row: PreparedTransactionRecord, submit: { signature: string; started: number; code?: string | null }, result: R): R {
+  private told<R extends SubmitResult | null>(
+    row: PreparedTransactionRecord,
+    submit: { signature: string; started: number; code?: string | null },
+    result: R,
+  ): R {
     const { signature, started, code = null } = submit;
     try {
       this.deps.onSubmitted?.({
@@ -372,7 +393,11 @@ export class TransactionService {
     return { checked: due.length, decided: decisions.length, decisions, nextDue: await this.deps.store.preparedTransactions.nextDue() };
   }
 
-  private async decide(ledger: Ledger, row: PreparedTransactionRecord, status: Awaited<ReturnType<Ledger['getSignatureStatuses']>>[number]): Promise<Decision | null> {
+  private async decide(
+    ledger: Ledger,
+    row: PreparedTransactionRecord,
+    status: Awaited<ReturnType<Ledger['getSignatureStatuses']>>[number],
+  ): Promise<Decision | null> {
     const signature = row.signature!;
     const decision = (phase: 'confirmed' | 'failed', code: string | null, slot: number | null): Decision => ({
       event_id: row.eventId,
@@ -426,7 +451,14 @@ export class TransactionService {
     // in the paywall's order, so a confirmation and a paid call of the same agents never wait on each other in a cycle.
     const sale = row.kind === 'buyer.payment' ? await this.saleOf(row) : null;
     await this.deps.store.transaction(async (tx) => {
-      const event = await tx.events.transition(row.network, row.eventId, { from: ['submitted'], phase: 'confirmed', at: now, slot, blockTime: landed?.blockTime ?? null, confirmedAt: now });
+      const event = await tx.events.transition(row.network, row.eventId, {
+        from: ['submitted'],
+        phase: 'confirmed',
+        at: now,
+        slot,
+        blockTime: landed?.blockTime ?? null,
+        confirmedAt: now,
+      });
       await tx.preparedTransactions.finish(row.network, row.eventId);
       if (!event) return;
       if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
@@ -452,13 +484,24 @@ export class TransactionService {
     if (typeof echo.payment_link !== 'string') return null;
     const link = await this.deps.store.paymentLinks.get(row.network, echo.payment_link);
     if (!link || treasuryOf(link.ownerAgent) !== echo.pay_to) return null;
-    const fee = typeof echo.fee_bps === 'number' && echo.fee_bps > 0 && typeof echo.fee_authority === 'string' ? { [FEE_EXTENSION_KEY]: { v: '1', bps: echo.fee_bps, feeAuthority: echo.fee_authority } } : {};
+    const fee =
+      typeof echo.fee_bps === 'number' && echo.fee_bps > 0 && typeof echo.fee_authority === 'string'
+        ? { [FEE_EXTENSION_KEY]: { v: '1', bps: echo.fee_bps, feeAuthority: echo.fee_authority } }
+        : {};
     const paid: PaymentLinkRecord = { ...link, amountAtomic: BigInt(String(echo.amount_atomic)) };
     const call = saleCall(this.deps.settings.baseUrl, paid, {
       transaction: row.transaction,
       message: row.message,
       // maxTimeoutSeconds: the x402 shape asks for one; nothing waits on it for a payment that has landed
-      accept: { scheme: 'exact', network: CAIP2[row.network], asset: String(echo.mint), amount: String(echo.amount_atomic), payTo: String(echo.pay_to), maxTimeoutSeconds: 60, extra: fee },
+      accept: {
+        scheme: 'exact',
+        network: CAIP2[row.network],
+        asset: String(echo.mint),
+        amount: String(echo.amount_atomic),
+        payTo: String(echo.pay_to),
+        maxTimeoutSeconds: 60,
+        extra: fee,
+      },
     });
     return { ...call, payer: String(echo.delegate) };
   }
@@ -466,7 +509,14 @@ export class TransactionService {
   private async fail(row: PreparedTransactionRecord, code: string, logs: string[], slot?: number): Promise<void> {
     const now = this.deps.clock.now();
     await this.deps.store.transaction(async (tx) => {
-      await tx.events.transition(row.network, row.eventId, { from: ['prepared', 'submitted'], phase: 'failed', at: now, errorCode: code, errorLogs: logs, ...(slot !== undefined ? { slot } : {}) });
+      await tx.events.transition(row.network, row.eventId, {
+        from: ['prepared', 'submitted'],
+        phase: 'failed',
+        at: now,
+        errorCode: code,
+        errorLogs: logs,
+        ...(slot !== undefined ? { slot } : {}),
+      });
       await tx.preparedTransactions.finish(row.network, row.eventId);
     });
   }
@@ -490,7 +540,13 @@ export class TransactionService {
       const now = this.deps.clock.now();
       // Only while still prepared: a submit that won the race keeps its event and row.
       const moved = await this.deps.store.transaction(async (tx) => {
-        const event = await tx.events.transition(row.network, row.eventId, { from: ['prepared'], phase: 'failed', at: now, errorCode: 'expired', errorLogs: ['not submitted within 24 h of its preparation'] });
+        const event = await tx.events.transition(row.network, row.eventId, {
+          from: ['prepared'],
+          phase: 'failed',
+          at: now,
+          errorCode: 'expired',
+          errorLogs: ['not submitted within 24 h of its preparation'],
+        });
         if (event) await tx.preparedTransactions.finish(row.network, row.eventId);
         return event !== null;
       });
@@ -536,13 +592,19 @@ function checkSigned(prepared: PreparedTransactionRecord, wire: Uint8Array, even
   try {
     decoded = decodeTransaction(wire);
   } catch (e) {
-    throw new DomainError('transaction_invalid', `transaction_base64 is not a transaction: ${e instanceof DecodeError ? e.message : 'unreadable'}.`, { path: 'transaction_base64' });
+    throw new DomainError('transaction_invalid', `transaction_base64 is not a transaction: ${e instanceof DecodeError ? e.message : 'unreadable'}.`, {
+      path: 'transaction_base64',
+    });
   }
   if (!equalBytes(decoded.messageBytes, prepared.message)) {
-    throw new DomainError('transaction_invalid', `The transaction's message differs from the one prepared for event ${prepared.eventId}; only signatures may be added.`, {
-      path: 'transaction_base64',
-      event_id: prepared.eventId,
-    });
+    throw new DomainError(
+      'transaction_invalid',
+      `The transaction's message differs from the one prepared for event ${prepared.eventId}; only signatures may be added.`,
+      {
+        path: 'transaction_base64',
+        event_id: prepared.eventId,
+      },
+    );
   }
   const problems: SignatureProblem[] = [];
   for (const [i, signer] of recordedSigners(prepared.signers, event.metadata).entries()) {
@@ -581,9 +643,12 @@ function failureLogs(err: LedgerTransactionError, logs: string[]): string[] {
 
 /** A hint for the commonest refusals; what the program said is in the logs. */
 function rejectionHint(code: string, logs: string[]): string {
-  if (code === 'blockhash_not_found') return 'The blockhash expired before the transaction reached the ledger; prepare a new transaction and submit it promptly.';
-  if (code === 'insufficient_funds_for_fee' || code === 'account_not_found') return 'The fee payer has no SOL for the fee; fund it, then prepare a new transaction.';
-  if (logs.some((l) => /insufficient/i.test(l))) return 'An account lacks the funds the transaction moves; fund it (or ask for less), then prepare a new transaction.';
+  if (code === 'blockhash_not_found')
+    return 'The blockhash expired before the transaction reached the ledger; prepare a new transaction and submit it promptly.';
+  if (code === 'insufficient_funds_for_fee' || code === 'account_not_found')
+    return 'The fee payer has no SOL for the fee; fund it, then prepare a new transaction.';
+  if (logs.some((l) => /insufficient/i.test(l)))
+    return 'An account lacks the funds the transaction moves; fund it (or ask for less), then prepare a new transaction.';
   return 'A program refused the transaction (see logs); fix the cause, then prepare a new transaction.';
 }
 
@@ -591,14 +656,18 @@ function rejected(eventId: string, refusal: { err: LedgerTransactionError; logs:
   const { err, logs, phase, code } = refusal;
   const hint = rejectionHint(code, logs);
   const written = phase === 'failed' ? ` Event ${eventId} is now failed (error_code ${code}); it cannot be submitted again.` : '';
-  return new DomainError('transaction_rejected', `The ledger refused the transaction of event ${eventId}: ${JSON.stringify(err)}. Nothing landed and nothing was charged.${written} ${hint}`, {
-    event_id: eventId,
-    phase,
-    error_code: code,
-    err,
-    logs: logs.slice(-MAX_ERROR_LOG_LINES),
-    hint,
-  });
+  return new DomainError(
+    'transaction_rejected',
+    `The ledger refused the transaction of event ${eventId}: ${JSON.stringify(err)}. Nothing landed and nothing was charged.${written} ${hint}`,
+    {
+      event_id: eventId,
+      phase,
+      error_code: code,
+      err,
+      logs: logs.slice(-MAX_ERROR_LOG_LINES),
+      hint,
+    },
+  );
 }
 
 /**
@@ -608,7 +677,10 @@ function rejected(eventId: string, refusal: { err: LedgerTransactionError; logs:
  */
 function closedUnsubmitted(prepared: PreparedTransactionRecord, event: EventRecord): DomainError {
   if (event.errorCode === null || event.errorCode === 'expired') {
-    return new DomainError('transaction_expired', `Event ${prepared.eventId} expired before it was submitted; prepare again.`, { event_id: prepared.eventId, phase: event.phase });
+    return new DomainError('transaction_expired', `Event ${prepared.eventId} expired before it was submitted; prepare again.`, {
+      event_id: prepared.eventId,
+      phase: event.phase,
+    });
   }
   return new DomainError(
     'event_failed',

@@ -69,7 +69,9 @@ export interface SignatureProblem extends PreparedSigner {
 
 /** The message and details of a refusal for missing or invalid signatures: whose key, in what role, and how to fix it. */
 export function describeMissing(problems: readonly SignatureProblem[], eventId: string): { message: string; hint: string } {
-  const named = problems.map((p) => `${p.address} (${p.roles.map((r) => ROLE_TEXT[r]).join(', ')}${p.problem === 'invalid' ? '; the signature there does not verify' : ''})`);
+  const named = problems.map(
+    (p) => `${p.address} (${p.roles.map((r) => ROLE_TEXT[r]).join(', ')}${p.problem === 'invalid' ? '; the signature there does not verify' : ''})`,
+  );
   const dropped = problems.some((p) => p.presigned);
   const hint = dropped
     ? `The gateway's own signature for the new asset was dropped, most likely by Transaction.sign(); the gateway does not keep that key, so sign the transaction of event ${eventId} as prepared again. ${KEEP_SIGNATURES_HINT}`

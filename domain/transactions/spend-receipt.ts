@@ -45,7 +45,8 @@ export async function recordSpendReceipt(
   // the paid request: a link's own method and share URL, as the seller's earn receipt records them (an envelope
   // prepared before they were echoed: the link as it is now); a direct payment was asked for through buyer/payment
   const link = echo.request || !echo.payment_link ? null : await tx.paymentLinks.get(network, echo.payment_link);
-  const request = echo.request ??
+  const request =
+    echo.request ??
     (echo.payment_link
       ? { method: link?.method ?? 'GET', url: shareUrl(e.baseUrl, network, echo.payment_link) }
       : { method: 'POST', url: `${e.baseUrl}/v1/buyer/payment/prepare` });
@@ -78,9 +79,27 @@ export async function recordSpendReceipt(
     { network, receipt, source: 'buyer', createdAt: e.now },
     { status: check.status, reason: check.reason, checkedAt: e.now, attempts: 1, nextCheckAt: decided ? null : e.now },
   );
-  const base = { network, agentAsset: receipt.agent, owner: e.row.owner, phase: 'confirmed' as const, createdAt: e.now, confirmedAt: e.now, signature: e.signature };
+  const base = {
+    network,
+    agentAsset: receipt.agent,
+    owner: e.row.owner,
+    phase: 'confirmed' as const,
+    createdAt: e.now,
+    confirmedAt: e.now,
+    signature: e.signature,
+  };
   await tx.events.append(
-    newEvent('receipt.published', { ...base, id: newId(e.now.getTime()) }, { source: 'buyer', receipt_hash: receipt.receipt_hash, nonce: receipt.nonce, receipt, ...(echo.payment_link ? { payment_link_id: echo.payment_link } : {}) }),
+    newEvent(
+      'receipt.published',
+      { ...base, id: newId(e.now.getTime()) },
+      {
+        source: 'buyer',
+        receipt_hash: receipt.receipt_hash,
+        nonce: receipt.nonce,
+        receipt,
+        ...(echo.payment_link ? { payment_link_id: echo.payment_link } : {}),
+      },
+    ),
   );
   return receipt;
 }

@@ -102,7 +102,13 @@ export class TreasuryAccounts {
         answer.set(s.symbol, { ready: true });
       } else {
         answer.set(s.symbol, { ready: false, reason: account.reason, message: account.message });
-        this.deps.onWarning?.('treasury token account not prepared', { network, owner, asset: s.mint, account: payToFor(agentAsset, s), reason: account.reason });
+        this.deps.onWarning?.('treasury token account not prepared', {
+          network,
+          owner,
+          asset: s.mint,
+          account: payToFor(agentAsset, s),
+          reason: account.reason,
+        });
       }
     }
     return answer;

@@ -72,7 +72,12 @@ export class TreasuryService {
     const [lamports, held, slot] = await readLedger(this.deps.ledgers, agent.network, (ledger) =>
       Promise.all([ledger.getBalance(treasury), ledger.getTokenBalances(treasury), ledger.getSlot()]),
     );
-    await this.deps.watchlist?.watchTreasury(agent.network, agent.mint, agent.ownerPrincipal, held.filter((t) => t.owner === treasury).map((t) => ({ address: t.address, mint: t.mint })));
+    await this.deps.watchlist?.watchTreasury(
+      agent.network,
+      agent.mint,
+      agent.ownerPrincipal,
+      held.filter((t) => t.owner === treasury).map((t) => ({ address: t.address, mint: t.mint })),
+    );
     const curated = new Map(STABLES[agent.network].map((s) => [s.mint, s.symbol]));
     const tokens: TreasuryToken[] = [];
     for (const t of held) {

@@ -7,10 +7,7 @@ export const MPL_CORE_PROGRAM_ID = 'CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d
 
 /** The Metaplex Core asset-signer PDA (seeds ["mpl-core-execute", asset]) that holds an agent's funds. */
 export const treasuryOf: (asset: string) => string = memoize((asset) => {
-  const [pda] = PublicKey.findProgramAddressSync(
-    [Buffer.from('mpl-core-execute'), new PublicKey(asset).toBuffer()],
-    new PublicKey(MPL_CORE_PROGRAM_ID),
-  );
+  const [pda] = PublicKey.findProgramAddressSync([Buffer.from('mpl-core-execute'), new PublicKey(asset).toBuffer()], new PublicKey(MPL_CORE_PROGRAM_ID));
   return pda.toBase58();
 });
 

@@ -137,7 +137,12 @@ export class WebhookService {
     const q = parseInput(ListWebhooksInput, input);
     const before = q.cursor ? decodeCursor(CursorShape, q.cursor).id : undefined;
     const rows = await this.deps.store.webhooks.list(caller.network, { owner: ownerFilter(caller), beforeId: before, limit: q.limit + 1 });
-    return toPage(rows, q.limit, (r) => this.toWire(r), (r) => encodeCursor({ id: r.id }));
+    return toPage(
+      rows,
+      q.limit,
+      (r) => this.toWire(r),
+      (r) => encodeCursor({ id: r.id }),
+    );
   }
 
   /** 204; its deliveries go with it (a pending one is not attempted any more). */
@@ -163,7 +168,12 @@ export class WebhookService {
     await this.require(this.deps.store, caller, q.id);
     const before = q.cursor ? decodeCursor(CursorShape, q.cursor).id : undefined;
     const rows = await this.deps.store.webhookDeliveries.listByWebhook(caller.network, q.id, { beforeId: before, limit: q.limit + 1 });
-    return toPage(rows, q.limit, (r) => this.deliveryToWire(r), (r) => encodeCursor({ id: r.id }));
+    return toPage(
+      rows,
+      q.limit,
+      (r) => this.deliveryToWire(r),
+      (r) => encodeCursor({ id: r.id }),
+    );
   }
 
   /**
@@ -175,7 +185,9 @@ export class WebhookService {
     return this.deps.store.transaction(async (tx) => {
       const hook = await this.require(tx, caller, q.id);
       if (hook.disabledAt) {
-        throw new DomainError('conflict', `Webhook ${q.id} is disabled${hook.disabledReason ? ` (${hook.disabledReason})` : ''}; create a new one.`, { id: q.id });
+        throw new DomainError('conflict', `Webhook ${q.id} is disabled${hook.disabledReason ? ` (${hook.disabledReason})` : ''}; create a new one.`, {
+          id: q.id,
+        });
       }
       const d = await tx.webhookDeliveries.requeue(caller.network, q.id, q.delivery_id, this.deps.clock.now());
       if (!d) throw new DomainError('not_found', `Webhook ${q.id} has no delivery ${q.delivery_id}.`, { id: q.id, delivery_id: q.delivery_id });
@@ -255,7 +267,9 @@ export class WebhookService {
       const delay = final ? null : retryDelayMs(attempts - d.attemptBase);
       const nextAttemptAt = delay === null ? null : new Date(at.getTime() + delay);
       outcome = { status: nextAttemptAt ? 'pending' : 'failed', attempts, nextAttemptAt, lastStatus, lastError: error, deliveredAt: null, at };
-      result = nextAttemptAt ? { outcome: 'retry', nextAttemptAt, error, status: lastStatus, delivery } : { outcome: 'failed', error, status: lastStatus, delivery };
+      result = nextAttemptAt
+        ? { outcome: 'retry', nextAttemptAt, error, status: lastStatus, delivery }
+        : { outcome: 'failed', error, status: lastStatus, delivery };
     }
 
     // Delivered or finally failed is one conditional write; a retry or a 410 adds writes that commit with it.

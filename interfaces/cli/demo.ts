@@ -7,7 +7,19 @@ import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { errorCode, type Client } from '../client/index.ts';
 import { createPayingFetch, decodePaymentResponse } from '../client/paying-fetch.ts';
-import { CliError, client, describeError, faucet, locateGateway, readJsonFile, rpcUrlOf, walletBalances, walletFile, writeJsonFile, type LocalGateway } from './local.ts';
+import {
+  CliError,
+  client,
+  describeError,
+  faucet,
+  locateGateway,
+  readJsonFile,
+  rpcUrlOf,
+  walletBalances,
+  walletFile,
+  writeJsonFile,
+  type LocalGateway,
+} from './local.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 
@@ -16,7 +28,8 @@ import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 // payment link (§2.1), a buyer wallet pays it once with the buyer kit (§4.2), and the command prints what a person
 // needs to do it again by hand. Re-running reuses the agent and its link (<data>/demo/state.json).
 
-const USAGE = 'usage: npm run demo [-- --url http://127.0.0.1:8080]   (SVC_DATA_DIR: the gateway’s data directory; SVC_API_KEY: use this chain-devnet key instead of issuing one)';
+const USAGE =
+  'usage: npm run demo [-- --url http://127.0.0.1:8080]   (SVC_DATA_DIR: the gateway’s data directory; SVC_API_KEY: use this chain-devnet key instead of issuing one)';
 const NETWORK = 'chain-devnet' as const;
 /** what the owner needs for the mint: fees and the asset's rent (a Core asset is a few hundred bytes) */
 const OWNER_MIN_LAMPORTS = 50_000_000n;
@@ -68,7 +81,10 @@ async function main(argv: string[]): Promise<number> {
   // Metaplex Core must run on the ledger before an agent can be minted (GET /v1/health lists what it loaded).
   const health = await svc.health.query();
   const ledger = health.ledger[NETWORK];
-  if (!ledger) throw new CliError(`The gateway’s ${NETWORK} is not an embedded ledger: the demo needs its faucet. Run it against \`npm start\` with the default SVC_DEVNET_LEDGER.`);
+  if (!ledger)
+    throw new CliError(
+      `The gateway’s ${NETWORK} is not an embedded ledger: the demo needs its faucet. Run it against \`npm start\` with the default SVC_DEVNET_LEDGER.`,
+    );
   if (ledger.missing.some((p) => p.id === MPL_CORE_PROGRAM_ID)) {
     throw new CliError(
       `The gateway’s ${NETWORK} ledger does not run Metaplex Core (${MPL_CORE_PROGRAM_ID}), which minting an agent needs.\n` +
@@ -126,8 +142,12 @@ async function main(argv: string[]): Promise<number> {
     say(`  Share URL  ${link.share_url}`);
     say(`  See a 402  curl -i '${link.share_url}'`);
     say(`  Pay it     npm run pay -- '${link.share_url}'`);
-    say(`  The link   curl -H "Authorization: Bearer $SVC_API_KEY" ${gateway.url}/v1/payment-links/${link.id}${issued ? '   (export SVC_API_KEY=<the key above>)' : ''}`);
-    say(`             (${after.counters.settled_count} paid call${after.counters.settled_count === 1 ? '' : 's'} so far, ${after.counters.settled_count - settledBefore} by this run)`);
+    say(
+      `  The link   curl -H "Authorization: Bearer $SVC_API_KEY" ${gateway.url}/v1/payment-links/${link.id}${issued ? '   (export SVC_API_KEY=<the key above>)' : ''}`,
+    );
+    say(
+      `             (${after.counters.settled_count} paid call${after.counters.settled_count === 1 ? '' : 's'} so far, ${after.counters.settled_count - settledBefore} by this run)`,
+    );
     say();
     say('Events seen');
     for (const e of events.seen) say(`  ${e.kind.padEnd(26)} ${e.phase.padEnd(10)} ${e.signature ?? ''}`.trimEnd());
@@ -167,7 +187,8 @@ async function mintAgent(svc: Client, owner: Keypair, rpcUrl: string, say: (line
   const submitted = await svc.transactions.submit.mutate({ event_id: envelope.event_id!, transaction_base64: Buffer.from(tx.serialize()).toString('base64') });
   say(`             signed by the owner, submitted (POST /v1/submit): ${submitted.signature}`);
   const event = await trackEvent(svc, envelope.event_id!);
-  if (event.phase !== 'confirmed') throw new CliError(`Minting failed on the ledger (${event.error_code ?? 'unknown error'}):\n  ${(event.error_logs ?? []).join('\n  ')}`);
+  if (event.phase !== 'confirmed')
+    throw new CliError(`Minting failed on the ledger (${event.error_code ?? 'unknown error'}):\n  ${(event.error_logs ?? []).join('\n  ')}`);
   say(`             confirmed in slot ${event.slot} (GET /v1/events/${envelope.event_id})`);
   say(`             on the ledger: https://explorer.solana.com/tx/${submitted.signature}?cluster=custom&customUrl=${encodeURIComponent(rpcUrl)}`);
   return mint;
@@ -179,7 +200,8 @@ async function trackEvent(svc: Client, id: string) {
   for (;;) {
     const event = await svc.events.get.query({ id });
     if (event.phase === 'confirmed' || event.phase === 'failed') return event;
-    if (Date.now() > deadline) throw new CliError(`The transaction of event ${id} is still ${event.phase} after two minutes; follow it with GET /v1/events/${id}.`);
+    if (Date.now() > deadline)
+      throw new CliError(`The transaction of event ${id} is still ${event.phase} after two minutes; follow it with GET /v1/events/${id}.`);
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -205,7 +227,12 @@ async function reuseOrCreateLink(svc: Client, state: DemoState) {
 
 /** Every event the key may read, live over graphql-ws (hosted-api §6), collected for the closing summary. */
 async function watchEvents(gateway: LocalGateway, apiKey: string) {
-  const ws = createWsClient({ url: `${gateway.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: apiKey }, retryAttempts: 0 });
+  const ws = createWsClient({
+    url: `${gateway.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: apiKey },
+    retryAttempts: 0,
+  });
   const seen: SeenEvent[] = [];
   const waiters: { match: (e: SeenEvent) => boolean; resolve: () => void }[] = [];
   const connected = new Promise<void>((resolve, reject) => {
@@ -220,7 +247,7 @@ async function watchEvents(gateway: LocalGateway, apiKey: string) {
         if (!e) return;
         const event = { ...e, phase: e.phase.toLowerCase() };
         seen.push(event);
-        for (const w of waiters.splice(0)) (w.match(event) ? w.resolve() : waiters.push(w));
+        for (const w of waiters.splice(0)) w.match(event) ? w.resolve() : waiters.push(w);
       },
       error: () => {},
       complete: () => {},

@@ -14,7 +14,6 @@ import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 const USAGE = 'usage: npm run faucet -- --network chain-devnet|chain-mainnet --to ADDRESS [--sol 1] [--token USDC --amount 10] [--json]';
 const ALIASES: Record<string, Network> = { devnet: 'chain-devnet', mainnet: 'chain-mainnet' };
 
-
 function parseCli(args: string[]) {
   return parseArgs({
     args,
@@ -40,14 +39,20 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { dataDir, ledgers } = loadConfig();
-  const result = await runFaucet({ dataDir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl }, { network, to: values.to, sol: values.sol, token: values.token, amount: values.amount });
+  const result = await runFaucet(
+    { dataDir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl },
+    { network, to: values.to, sol: values.sol, token: values.token, amount: values.amount },
+  );
   if (values.json) {
     console.log(JSON.stringify(result, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
     return 0;
   }
-  if (result.airdrop) console.log(`Airdropped ${atomicToDecimal(result.airdrop.lamports, SOL_DECIMALS)} SOL to ${result.to} on ${network}: ${result.airdrop.signature}`);
+  if (result.airdrop)
+    console.log(`Airdropped ${atomicToDecimal(result.airdrop.lamports, SOL_DECIMALS)} SOL to ${result.to} on ${network}: ${result.airdrop.signature}`);
   if (result.mint) {
-    console.log(`Minted ${atomicToDecimal(result.mint.amount, result.mint.decimals)} ${result.mint.symbol ?? result.mint.mint} to ${result.to} (token account ${result.mint.tokenAccount}): ${result.mint.signature}`);
+    console.log(
+      `Minted ${atomicToDecimal(result.mint.amount, result.mint.decimals)} ${result.mint.symbol ?? result.mint.mint} to ${result.to} (token account ${result.mint.tokenAccount}): ${result.mint.signature}`,
+    );
   }
   console.log(`(via ${result.via})`);
   return 0;

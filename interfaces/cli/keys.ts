@@ -39,7 +39,9 @@ export async function issueKeyOutOfBand(
 }
 
 /** Which data directory a command used and whether a gateway serves it: a key issued on one directory is unknown to a gateway on another. */
-export async function whereKeysGo(env: Record<string, string | undefined> = process.env): Promise<{ dataDir: string; source: 'SVC_DATA_DIR' | 'default'; lookup: GatewayLookup; lines: string[] }> {
+export async function whereKeysGo(
+  env: Record<string, string | undefined> = process.env,
+): Promise<{ dataDir: string; source: 'SVC_DATA_DIR' | 'default'; lookup: GatewayLookup; lines: string[] }> {
   const { dir, source } = dataDirOf(env);
   const lookup = await findGateway(dir);
   const lines = [
@@ -108,14 +110,15 @@ async function main(argv: string[]): Promise<number> {
 }
 
 // Run as a command only: npm run demo imports issueKeyOutOfBand from here.
-if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) main(process.argv.slice(2)).then(
-  (code) => process.exit(code),
-  (e) => {
-    if (e instanceof DomainError) {
-      const issues = (e.details?.issues as { path: string; message: string }[] | undefined) ?? [];
-      console.error(`${e.message}${issues.map((i) => `\n  ${i.path}: ${i.message}`).join('')}`);
-    } else if (e instanceof ConfigError) console.error(e.message);
-    else console.error('keys failed:', e instanceof Error ? e.message : e);
-    process.exit(1);
-  },
-);
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href)
+  main(process.argv.slice(2)).then(
+    (code) => process.exit(code),
+    (e) => {
+      if (e instanceof DomainError) {
+        const issues = (e.details?.issues as { path: string; message: string }[] | undefined) ?? [];
+        console.error(`${e.message}${issues.map((i) => `\n  ${i.path}: ${i.message}`).join('')}`);
+      } else if (e instanceof ConfigError) console.error(e.message);
+      else console.error('keys failed:', e instanceof Error ? e.message : e);
+      process.exit(1);
+    },
+  );

@@ -111,7 +111,8 @@ export async function faucet(svc: Client, input: { address: string; sol?: string
   try {
     await svc.dev.faucet.mutate(input);
   } catch (e) {
-    if (errorCode(e) === 'not_found') throw new CliError('This gateway has no faucet for the key’s network (its ledger is not embedded): fund the wallet yourself.');
+    if (errorCode(e) === 'not_found')
+      throw new CliError('This gateway has no faucet for the key’s network (its ledger is not embedded): fund the wallet yourself.');
     throw e;
   }
 }

@@ -16,12 +16,17 @@ import { Network, STABLES } from '../../domain/shared/network.ts';
 // use) and prints the response and its settlement. On chain-devnet a wallet short of the price is funded from the
 // faucet first, as `npm run faucet` does (through the running gateway's ledger).
 
-const USAGE = "usage: npm run pay -- <share_url> [--method GET|POST|PUT|PATCH|DELETE] [--data '<request body>']   (SVC_DATA_DIR: the gateway’s data directory; SVC_RPC_URL: the ledger's JSON-RPC)";
+const USAGE =
+  "usage: npm run pay -- <share_url> [--method GET|POST|PUT|PATCH|DELETE] [--data '<request body>']   (SVC_DATA_DIR: the gateway’s data directory; SVC_RPC_URL: the ledger's JSON-RPC)";
 /** what the faucet adds when the wallet is short: enough for many calls of a typical price */
 const TOP_UP = '1';
 
 function parseCli(args: string[]) {
-  return parseArgs({ args, allowPositionals: true, options: { method: { type: 'string', short: 'X' }, data: { type: 'string', short: 'd' }, help: { type: 'boolean', short: 'h', default: false } } });
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    options: { method: { type: 'string', short: 'X' }, data: { type: 'string', short: 'd' }, help: { type: 'boolean', short: 'h', default: false } },
+  });
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -50,16 +55,23 @@ async function main(argv: string[]): Promise<number> {
   const address = buyer.keypair.publicKey.toBase58();
   console.log(`Buyer     ${address} (${buyer.created ? 'new wallet' : 'wallet'} ${join(dir, 'wallets', 'buyer.json')})`);
 
-  const init: RequestInit = { method: values.method?.toUpperCase() ?? 'GET', ...(values.data !== undefined ? { body: values.data, headers: { 'content-type': 'application/json' } } : {}) };
+  const init: RequestInit = {
+    method: values.method?.toUpperCase() ?? 'GET',
+    ...(values.data !== undefined ? { body: values.data, headers: { 'content-type': 'application/json' } } : {}),
+  };
   const price = await offeredPrice(shareUrl, init, network.data);
   if (price) {
     console.log(`Price     ${atomicToDecimal(price.gross, 6)} ${price.symbol ?? price.asset} (with the protocol fee)`);
     const { usdcAtomic } = await walletBalances(rpcUrl, network.data, buyer.keypair.publicKey);
     if (price.symbol === 'USDC' && usdcAtomic < price.gross) {
-      if (network.data !== 'chain-devnet') throw new CliError(`The buyer holds ${atomicToDecimal(usdcAtomic, 6)} USDC, less than the price; fund ${address} on ${network.data}.`);
+      if (network.data !== 'chain-devnet')
+        throw new CliError(`The buyer holds ${atomicToDecimal(usdcAtomic, 6)} USDC, less than the price; fund ${address} on ${network.data}.`);
       const { ledgers } = loadConfig();
       const { faucetCommand } = await import('../app.ts'); // the ledger's code, only when funding
-      await faucetCommand({ dataDir: dir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl }, { network: network.data, to: address, token: 'USDC', amount: TOP_UP });
+      await faucetCommand(
+        { dataDir: dir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl },
+        { network: network.data, to: address, token: 'USDC', amount: TOP_UP },
+      );
       console.log(`Funded    ${TOP_UP} USDC from the ${network.data} faucet`);
     }
   }
@@ -82,12 +94,18 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** The gross (amount + protocol fee) of the x402 offer on `network`, from an unpaid request's PAYMENT-REQUIRED. */
-async function offeredPrice(url: string, init: RequestInit, network: Network): Promise<{ gross: bigint; asset: string; symbol: string | undefined } | undefined> {
+async function offeredPrice(
+  url: string,
+  init: RequestInit,
+  network: Network,
+): Promise<{ gross: bigint; asset: string; symbol: string | undefined } | undefined> {
   const res = await fetch(url, init);
   await res.body?.cancel();
   const header = res.headers.get('PAYMENT-REQUIRED');
   if (res.status !== 402 || !header) return undefined;
-  const offer = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as { accepts?: { network: string; amount: string; asset: string; extra?: Record<string, unknown> }[] };
+  const offer = JSON.parse(Buffer.from(header, 'base64').toString('utf8')) as {
+    accepts?: { network: string; amount: string; asset: string; extra?: Record<string, unknown> }[];
+  };
   const accept = offer.accepts?.find((a) => networkFromX402(a.network) === network);
   if (!accept) return undefined;
   const bps = (accept.extra?.[FEE_EXTENSION_KEY] as { bps?: number } | undefined)?.bps ?? 0;

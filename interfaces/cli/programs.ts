@@ -68,7 +68,9 @@ async function main(argv: string[]): Promise<number> {
     );
   }
   if (result.missing.length) {
-    console.error(`${result.missing.length} of ${result.copied.length + result.missing.length} programs were not copied: ${result.missing.map((p) => p.name ?? p.id).join(', ')}.`);
+    console.error(
+      `${result.missing.length} of ${result.copied.length + result.missing.length} programs were not copied: ${result.missing.map((p) => p.name ?? p.id).join(', ')}.`,
+    );
     return 1;
   }
   return 0;

@@ -202,7 +202,11 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
   /** §2.4: the offer's fee terms must be the ones the facilitator publishes; otherwise nothing is signed. */
   const confirmFeeTerms = async (offered: FeeTerms, network: Network, resourceUrl: string | undefined): Promise<void> => {
     const located = options.facilitatorUrl ?? envFacilitatorUrl() ?? (resourceUrl ? `${new URL(resourceUrl).origin}/facilitator` : undefined);
-    if (!located) throw new PaymentError('facilitator_unavailable', 'no facilitatorUrl, and the offer names no resource to find the facilitator from: the fee terms cannot be checked');
+    if (!located)
+      throw new PaymentError(
+        'facilitator_unavailable',
+        'no facilitatorUrl, and the offer names no resource to find the facilitator from: the fee terms cannot be checked',
+      );
     const base = located.replace(/\/+$/, '');
     let health: z.infer<typeof HealthFeeBlock>;
     try {
@@ -239,12 +243,16 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     };
     const layout = feeLayoutFor(requirements);
     if (maxAmountAtomic !== undefined && layout.gross > maxAmountAtomic) {
-      throw new PaymentError('amount_too_high', `the offer costs ${layout.gross} atomic units (${layout.amount} + fee ${layout.fee}); the limit is ${maxAmountAtomic}`, {
-        amount: layout.amount.toString(),
-        fee: layout.fee.toString(),
-        gross: layout.gross.toString(),
-        max: maxAmountAtomic.toString(),
-      });
+      throw new PaymentError(
+        'amount_too_high',
+        `the offer costs ${layout.gross} atomic units (${layout.amount} + fee ${layout.fee}); the limit is ${maxAmountAtomic}`,
+        {
+          amount: layout.amount.toString(),
+          fee: layout.fee.toString(),
+          gross: layout.gross.toString(),
+          max: maxAmountAtomic.toString(),
+        },
+      );
     }
     if (fee) await confirmFeeTerms(fee, network, resourceUrl);
 
@@ -266,15 +274,23 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
  * The MPP rail (DECISIONS "MPP rail"): the bound transaction of one Solana charge challenge (base64) — the same §2.3
  * transaction as on x402, its memo the challenge id. Shared by the paying fetch and svc-gateway/mpp's mppx method.
  */
-export function createChallengeSigner(options: OfferSignerOptions & { network?: Network | undefined; maxAmountAtomic?: bigint | undefined }): (challenge: { id: string; request: Record<string, unknown> }) => Promise<string> {
+export function createChallengeSigner(
+  options: OfferSignerOptions & { network?: Network | undefined; maxAmountAtomic?: bigint | undefined },
+): (challenge: { id: string; request: Record<string, unknown> }) => Promise<string> {
   const sign = createOfferSigner(options);
   return async (challenge) => {
     const request = SolanaChargeRequest.safeParse(challenge.request);
-    if (!request.success) throw new PaymentError('unsupported_offer', `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`);
+    if (!request.success)
+      throw new PaymentError(
+        'unsupported_offer',
+        `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`,
+      );
     const accept = acceptOfCharge(request.data);
     const network = networkFromX402(accept.network);
     if (!network || (options.network && network !== options.network)) {
-      throw new PaymentError('no_matching_offer', `the challenge is on ${accept.network}, not ${options.network ?? 'a network the kit knows'}`, { network: accept.network });
+      throw new PaymentError('no_matching_offer', `the challenge is on ${accept.network}, not ${options.network ?? 'a network the kit knows'}`, {
+        network: accept.network,
+      });
     }
     return sign({ accept, network, resourceUrl: request.data.methodDetails.resource, maxAmountAtomic: options.maxAmountAtomic, memo: challenge.id });
   };
@@ -288,7 +304,9 @@ function chooseMppChallenge(response: Response, wanted: Network | undefined): Wi
     const { network } = challengeNetwork(c);
     if (network && (!wanted || network === wanted)) return c;
   }
-  throw new PaymentError('no_matching_offer', `no Solana charge challenge on ${wanted ?? 'a supported network'}`, { offered: challenges.map((c) => challengeNetwork(c).wire) });
+  throw new PaymentError('no_matching_offer', `no Solana charge challenge on ${wanted ?? 'a supported network'}`, {
+    offered: challenges.map((c) => challengeNetwork(c).wire),
+  });
 }
 
 export function createPayingFetch(options: PayingFetchOptions): (input: string | URL | Request, init?: RequestInit) => Promise<Response> {
@@ -309,7 +327,8 @@ export function createPayingFetch(options: PayingFetchOptions): (input: string |
     const first = await send();
     if (first.status !== 402) return first;
     // A request that already carried a payment is not paid twice.
-    if (original.headers.has('PAYMENT-SIGNATURE') || original.headers.has('X-PAYMENT') || /^\s*Payment\s/i.test(original.headers.get('authorization') ?? '')) return first;
+    if (original.headers.has('PAYMENT-SIGNATURE') || original.headers.has('X-PAYMENT') || /^\s*Payment\s/i.test(original.headers.get('authorization') ?? ''))
+      return first;
     const chosen = await chooseOffer(first, options.network);
     if (!chosen) {
       // Not x402: an MPP offer (WWW-Authenticate: Payment, fee-facilitator-mpp-tools §4.2) is paid with a credential.
@@ -321,7 +340,12 @@ export function createPayingFetch(options: PayingFetchOptions): (input: string |
     }
     await first.body?.cancel();
 
-    const transaction = await signOffer({ accept: chosen.accept, network: chosen.network, resourceUrl: original.url, maxAmountAtomic: options.maxAmountAtomic });
+    const transaction = await signOffer({
+      accept: chosen.accept,
+      network: chosen.network,
+      resourceUrl: original.url,
+      maxAmountAtomic: options.maxAmountAtomic,
+    });
     if (chosen.version === 1) {
       const payload: PaymentPayloadV1 = { x402Version: 1, scheme: 'exact', network: chosen.accept.network, payload: { transaction } };
       return send({ 'X-PAYMENT': base64Json(payload) });
@@ -382,7 +406,12 @@ async function chooseOffer(response: Response, wanted: Network | undefined): Pro
     accepts = v2.data.accepts;
     resource = v2.data.resource;
   } else {
-    const v1 = PaymentRequiredV1.safeParse(await response.clone().json().catch(() => null));
+    const v1 = PaymentRequiredV1.safeParse(
+      await response
+        .clone()
+        .json()
+        .catch(() => null),
+    );
     if (!v1.success) return null;
     version = 1;
     accepts = v1.data.accepts;
@@ -398,7 +427,9 @@ async function chooseOffer(response: Response, wanted: Network | undefined): Pro
     if (accept.scheme !== 'exact' || !network || (wanted && network !== wanted)) continue;
     return { version, raw: raw as Record<string, unknown>, accept, network, resource };
   }
-  throw new PaymentError('no_matching_offer', `no "exact" offer on ${wanted ?? 'a supported network'}; offered: ${seen.join(', ') || 'nothing usable'}`, { offered: seen });
+  throw new PaymentError('no_matching_offer', `no "exact" offer on ${wanted ?? 'a supported network'}; offered: ${seen.join(', ') || 'nothing usable'}`, {
+    offered: seen,
+  });
 }
 
 /** Decimals and token program of a mint that is not a curated stable, from its account. */

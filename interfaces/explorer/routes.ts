@@ -42,10 +42,7 @@ export function registerExplorerRoutes(app: FastifyInstance, options: { dir?: st
       }
       cache.set(file, content);
     }
-    return reply
-      .type(type)
-      .headers({ 'cache-control': 'no-cache', 'content-security-policy': CSP, 'x-content-type-options': 'nosniff' })
-      .send(content);
+    return reply.type(type).headers({ 'cache-control': 'no-cache', 'content-security-policy': CSP, 'x-content-type-options': 'nosniff' }).send(content);
   };
 
   app.get('/explorer', (req, reply) => serve(req, reply, 'index.html'));

@@ -23,7 +23,10 @@ export interface FacilitatorApp {
  * same database (duplicate guard, rent sponsorship) and ledgers as the installation: SVC_FACILITATOR_RPC_URL, or the
  * embedded ledgers under SVC_DATA_DIR (through the gateway's JSON-RPC when it runs).
  */
-export async function createFacilitatorApp(config: Config, options: { logger?: Logger; clock?: Clock; pgSettings?: Record<string, string> } = {}): Promise<FacilitatorApp> {
+export async function createFacilitatorApp(
+  config: Config,
+  options: { logger?: Logger; clock?: Clock; pgSettings?: Record<string, string> } = {},
+): Promise<FacilitatorApp> {
   const core = await openFacilitatorCore(config, options);
   const { service, log } = core;
   let fastify: FastifyInstance | undefined;
@@ -42,7 +45,13 @@ export async function createFacilitatorApp(config: Config, options: { logger?: L
     registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '', accountsToken: config.facilitator.accountsSecret });
     await fastify.listen({ port: config.facilitator.port, host: config.facilitator.host }).catch((e: unknown) => {
       const { port, host } = config.facilitator;
-      throw listenFailure(e, { portVariable: 'SVC_FACILITATOR_PORT', portValue: port, hostVariable: 'SVC_FACILITATOR_HOST', host, usual: 'another facilitator' });
+      throw listenFailure(e, {
+        portVariable: 'SVC_FACILITATOR_PORT',
+        portValue: port,
+        hostVariable: 'SVC_FACILITATOR_HOST',
+        host,
+        usual: 'another facilitator',
+      });
     });
     const address = fastify.server.address();
     const port = typeof address === 'object' && address ? address.port : config.facilitator.port;

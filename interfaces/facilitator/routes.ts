@@ -79,7 +79,8 @@ function requireToken(expected: string | undefined, authorization: string | unde
   if (!expected) throw new DomainError('forbidden', `POST ${route} is closed: the facilitator has no SVC_FACILITATOR_ACCOUNTS_SECRET.`);
   const given = /^Bearer (.+)$/.exec(authorization ?? '')?.[1] ?? '';
   const digest = (text: string) => createHash('sha256').update(text).digest();
-  if (!timingSafeEqual(digest(given), digest(expected))) throw new DomainError('forbidden', `POST ${route} needs Authorization: Bearer <SVC_FACILITATOR_ACCOUNTS_SECRET>.`);
+  if (!timingSafeEqual(digest(given), digest(expected)))
+    throw new DomainError('forbidden', `POST ${route} needs Authorization: Bearer <SVC_FACILITATOR_ACCOUNTS_SECRET>.`);
 }
 
 function fail(err: unknown, req: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -1,5 +1,14 @@
 import type { AnyProcedure } from '@trpc/server';
-import { type GraphQLArgument, type GraphQLField, type GraphQLInputField, type GraphQLSchema, getNamedType, isInputObjectType, isInterfaceType, isObjectType } from 'graphql';
+import {
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputField,
+  type GraphQLSchema,
+  getNamedType,
+  isInputObjectType,
+  isInterfaceType,
+  isObjectType,
+} from 'graphql';
 import type { z } from 'zod';
 import type { Meta } from '../trpc/init.ts';
 import { appRouter } from '../trpc/router.ts';

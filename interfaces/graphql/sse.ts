@@ -37,11 +37,7 @@ export function tokenParam(url: string): string | undefined {
  * The credentials of a subscription request: `?token=` spent once, else the Authorization header; checked with the
  * shared auth policy (failures count against the client IP). Throws the auth error.
  */
-export async function streamCredentials(
-  services: Services,
-  req: FastifyRequest,
-  headers: Record<string, string>,
-): Promise<Credentials> {
+export async function streamCredentials(services: Services, req: FastifyRequest, headers: Record<string, string>): Promise<Credentials> {
   const token = tokenParam(req.url);
   const credentials: Credentials = token !== undefined ? await redeemCounted(services, { token, clientIp: req.ip }, headers) : req.headers.authorization;
   await authenticateCounted(services, { authorization: credentials, clientIp: req.ip }, headers);

@@ -154,7 +154,13 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         const operation = new AbortController();
         const opLog = log.child({ request_id: requestId, connection_id: ctx.extra.connectionId, transport: 'graphql-ws' });
         // Each operation re-checks the key through the same policies as HTTP (a key disabled since connect stops working).
-        const context = options.context({ requestId, log: opLog, authorization: ctx.extra.authorization, clientIp: ctx.extra.clientIp ?? 'unknown', signal: operation.signal });
+        const context = options.context({
+          requestId,
+          log: opLog,
+          authorization: ctx.extra.authorization,
+          clientIp: ctx.extra.clientIp ?? 'unknown',
+          signal: operation.signal,
+        });
         // No `request` in the context: Yoga would read the upgrade's GET as the operation's method and refuse mutations.
         const enveloped = yoga.getEnveloped({ ...context, params: payload, socket: ctx.extra.socket });
         const refuse = (errors: readonly unknown[]) => errors.map((e) => withoutHttpHint(options.formatError(e, requestId, opLog)));
@@ -169,8 +175,13 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
           operationName: payload.operationName,
           variableValues: payload.variables,
           contextValue,
-          rootValue: { execute: enveloped.execute, subscribe: enveloped.subscribe, operation, executing: ctx.extra.executing, socket
-: ctx.extra.socket } satisfies SocketEnveloped,
+          rootValue: {
+            execute: enveloped.execute,
+            subscribe: enveloped.subscribe,
+            operation,
+            executing: ctx.extra.executing,
+            socket: ctx.extra.socket,
+          } satisfies SocketEnveloped,
         };
         return args;
       },

@@ -94,20 +94,23 @@ interface ErrorScope {
  * before Yoga's masking, which then finds them already formatted and leaves them be.
  */
 function useDomainErrors(fallbackLog: ErrorLogger): Plugin<ErrorScope> {
-  const format = (scope: ErrorScope | undefined) => (err: unknown) =>
-    toGraphqlError(err, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? fallbackLog);
+  const format = (scope: ErrorScope | undefined) => (err: unknown) => toGraphqlError(err, scope?.requestId ?? UNKNOWN_REQUEST, scope?.log ?? fallbackLog);
   const onResult =
     (scope: ErrorScope | undefined) =>
     ({ result, setResult }: { result: ExecutionResult; setResult: (r: ExecutionResult) => void }) => {
       if (result.errors?.length) setResult({ ...result, errors: result.errors.map(format(scope)) });
     };
   return {
-    onParse: ({ context }) => ({ result, replaceParseResult }) => {
-      if (result instanceof Error) replaceParseResult(format(context)(result));
-    },
-    onValidate: ({ context }) => ({ result, setResult }) => {
-      if (result.length) setResult(result.map(format(context)));
-    },
+    onParse:
+      ({ context }) =>
+      ({ result, replaceParseResult }) => {
+        if (result instanceof Error) replaceParseResult(format(context)(result));
+      },
+    onValidate:
+      ({ context }) =>
+      ({ result, setResult }) => {
+        if (result.length) setResult(result.map(format(context)));
+      },
     onExecute: ({ args }) => ({
       onExecuteDone: (payload) => handleStreamOrSingleExecutionResult(payload, onResult(args.contextValue as ErrorScope)),
     }),
@@ -225,15 +228,16 @@ function useQueryLimits(keys: KeyWatch): Plugin<GraphqlContext> {
       // (queries and mutations take the API key). Subscriptions go through onSubscribe, never here.
       const grant = (args.contextValue as GraphqlContext).authorization;
       if (typeof grant === 'object' && grant !== null) {
-        const err = new DomainError('forbidden', 'A stream token opens subscriptions only; queries and mutations need the API key.', { operation: operationKind(args) });
+        const err = new DomainError('forbidden', 'A stream token opens subscriptions only; queries and mutations need the API key.', {
+          operation: operationKind(args),
+        });
         setResultAndStopExecution(refusal(err, args.contextValue as LimitedContext));
         return;
       }
       const ctx = await admit(args, setResultAndStopExecution);
       if (!ctx) return;
       return {
-        onExecuteDone: (payload) =>
-          handleStreamOrSingleExecutionResult(payload, ({ result, setResult }) => setResult(capped(result, ctx))),
+        onExecuteDone: (payload) => handleStreamOrSingleExecutionResult(payload, ({ result, setResult }) => setResult(capped(result, ctx))),
       };
     },
     onSubscribe: async ({ args, setResultAndStopExecution }) => {
@@ -256,7 +260,10 @@ function operationKind(args: ExecutionArgs): string {
 
 /** Yoga's own log lines go to pino. Its error lines are dropped: resolveError already logged each fault once. */
 function yogaLogger(log: Logger): YogaLogger {
-  const line = (level: 'debug' | 'info' | 'warn') => (...args: unknown[]) => log[level]({ yoga: args.slice(1) }, String(args[0]));
+  const line =
+    (level: 'debug' | 'info' | 'warn') =>
+    (...args: unknown[]) =>
+      log[level]({ yoga: args.slice(1) }, String(args[0]));
   return { debug: () => {}, info: line('info'), warn: line('warn'), error: () => {} };
 }
 
@@ -351,7 +358,8 @@ export function mountGraphql(app: FastifyInstance, deps: { services: Services; l
       // subscribe step, which ran before the response started.
       void reply.headers(context.responseHeaders);
       response.headers.forEach((value, key) => void reply.header(key, value));
-      if (response.headers.get('content-type')?.startsWith('text/html')) void reply.headers({ 'content-security-policy': GRAPHIQL_CSP, 'x-content-type-options': 'nosniff' });
+      if (response.headers.get('content-type')?.startsWith('text/html'))
+        void reply.headers({ 'content-security-policy': GRAPHIQL_CSP, 'x-content-type-options': 'nosniff' });
       // Yoga's bodiless refusals (415 a body it cannot read, 406 an Accept it cannot answer, e.g. a subscription over a
       // plain POST) answer `{ errors }` like every other GraphQL refusal.
       if (response.body === null && response.status >= 400) {

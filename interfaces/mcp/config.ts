@@ -57,7 +57,10 @@ export const AgentConfigFile = z.strictObject({
   version: z.literal(1),
   agent_mint: Address.nullable().default(null),
   /** base58 (or a JSON byte array when imported so) */
-  executive_keypair: z.union([z.string(), z.array(z.number().int().min(0).max(255)).length(64)]).nullable().default(null),
+  executive_keypair: z
+    .union([z.string(), z.array(z.number().int().min(0).max(255)).length(64)])
+    .nullable()
+    .default(null),
   network: Network,
   rpc_url: z.string().nullable().default(null),
   pending_register: PendingRegister.nullable().default(null),
@@ -140,7 +143,10 @@ export async function readConfigFile(path: string): Promise<AgentConfigFile | nu
     throw new ConfigError(`${path} is not JSON.`);
   }
   const parsed = AgentConfigFile.safeParse(json);
-  if (!parsed.success) throw new ConfigError(`${path} is not an agent configuration: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}.`);
+  if (!parsed.success)
+    throw new ConfigError(
+      `${path} is not an agent configuration: ${parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ')}.`,
+    );
   return parsed.data;
 }
 

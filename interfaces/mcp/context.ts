@@ -120,7 +120,8 @@ export class ToolContext {
   agent(): ActiveAgent | null {
     const mint = this.env.agentMint ?? this.file?.agent_mint ?? null;
     const stored = this.file?.executive_keypair;
-    const executive = this.env.executive ?? (stored == null ? undefined : parseSecret(typeof stored === 'string' ? stored : JSON.stringify(stored)) ?? undefined);
+    const executive =
+      this.env.executive ?? (stored == null ? undefined : (parseSecret(typeof stored === 'string' ? stored : JSON.stringify(stored)) ?? undefined));
     if (!mint || !executive) return null;
     return { mint, treasury: treasuryOf(mint), executive };
   }
@@ -148,7 +149,14 @@ export class ToolContext {
 
   /** The agent's configuration after step 2 of the onboarding. */
   registeredConfig(mint: string, executive: Keypair): AgentConfigFile {
-    return { ...(this.file ?? this.emptyConfig()), version: 1, agent_mint: mint, executive_keypair: secretOf(executive), network: this.network, pending_register: null };
+    return {
+      ...(this.file ?? this.emptyConfig()),
+      version: 1,
+      agent_mint: mint,
+      executive_keypair: secretOf(executive),
+      network: this.network,
+      pending_register: null,
+    };
   }
 
   /** Runs an API call, turning its failure into a ToolError with the API's code. */
@@ -173,13 +181,20 @@ export class ToolContext {
    * prepare → sign locally → POST /v1/submit → track: signs the envelope's transaction with `signers`, submits it and
    * waits until its event is confirmed (failed: ToolError `transaction_failed`). Returns null for a no-op envelope.
    */
-  async signSubmitTrack(envelope: PreparedEnvelope, signers: Keypair[], onSubmitted?: (signature: string) => Promise<void>): Promise<{ event_id: string; signature: string } | null> {
+  async signSubmitTrack(
+    envelope: PreparedEnvelope,
+    signers: Keypair[],
+    onSubmitted?: (signature: string) => Promise<void>,
+  ): Promise<{ event_id: string; signature: string } | null> {
     if (!envelope.transaction || !envelope.event_id) return null;
     // An executive that is not the asset's owner may not authorise Core execute (fee-facilitator-mpp-tools §5: withdrawals
     // and delegations need the owner): say so, rather than fail inside the signing library.
     const tx = Transaction.from(Buffer.from(envelope.transaction.base64, 'base64'));
     // signatures the gateway added itself (agents/prepare: the new asset's key) count as held
-    const held = new Set([...signers.map((k) => k.publicKey.toBase58()), ...tx.signatures.filter((s) => s.signature !== null).map((s) => s.publicKey.toBase58())]);
+    const held = new Set([
+      ...signers.map((k) => k.publicKey.toBase58()),
+      ...tx.signatures.filter((s) => s.signature !== null).map((s) => s.publicKey.toBase58()),
+    ]);
     const missing = envelope.transaction.signers.filter((s) => !held.has(s));
     if (missing.length > 0) {
       throw new ToolError(
@@ -211,7 +226,11 @@ export class ToolContext {
         });
       }
       if (Date.now() > deadline) {
-        throw new ToolError('confirmation_timeout', `The transaction ${signature} was not confirmed within ${this.confirmTimeoutMs / 1000} s; see GET /v1/events/${eventId}.`, { event_id: eventId, signature });
+        throw new ToolError(
+          'confirmation_timeout',
+          `The transaction ${signature} was not confirmed within ${this.confirmTimeoutMs / 1000} s; see GET /v1/events/${eventId}.`,
+          { event_id: eventId, signature },
+        );
       }
       await new Promise((r) => setTimeout(r, 400));
     }

@@ -45,7 +45,10 @@ async function serveHttp(ctx: ToolContext, port: number, host: string): Promise<
         await server.connect(transport);
         await transport.handleRequest(req, res, req.method === 'POST' ? await readBody(req) : undefined);
       } catch (e) {
-        if (!res.headersSent) res.writeHead(400, { 'content-type': 'application/json' }).end(JSON.stringify({ error: 'invalid_request', message: e instanceof Error ? e.message : String(e) }));
+        if (!res.headersSent)
+          res
+            .writeHead(400, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ error: 'invalid_request', message: e instanceof Error ? e.message : String(e) }));
       }
     })();
   });

@@ -120,7 +120,11 @@ export function registerAssetRoutes(app: FastifyInstance): void {
       'x-content-type-options': 'nosniff',
     });
     if (req.headers['if-none-match'] === etag) return reply.code(304).send();
-    if (body.length > 1024 && acceptsGzip(req)) return reply.type(entry.type).header('content-encoding', 'gzip').send(await gzipped());
+    if (body.length > 1024 && acceptsGzip(req))
+      return reply
+        .type(entry.type)
+        .header('content-encoding', 'gzip')
+        .send(await gzipped());
     return reply.type(entry.type).send(body);
   };
 

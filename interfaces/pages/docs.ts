@@ -39,7 +39,10 @@ ${jsonScript('docs-settings', SETTINGS)}
 `;
   const csp = docsCsp(deps.services.settings.baseUrl);
   const page = (_req: unknown, reply: FastifyReply) =>
-    reply.type('text/html; charset=utf-8').headers({ 'cache-control': 'no-cache', 'content-security-policy': csp, 'x-content-type-options': 'nosniff' }).send(html);
+    reply
+      .type('text/html; charset=utf-8')
+      .headers({ 'cache-control': 'no-cache', 'content-security-policy': csp, 'x-content-type-options': 'nosniff' })
+      .send(html);
   app.get('/docs', page);
   app.get('/docs/', page);
 }

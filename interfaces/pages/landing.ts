@@ -72,7 +72,8 @@ function index(services: Services): GatewayIndex {
 }
 
 function networkHtml(n: NetworkState): string {
-  if (n.ledger === 'rpc') return `<section class="network" data-network="${n.network}"><h3>${n.network}</h3><p>a Solana JSON-RPC node (configured, not embedded)</p></section>`;
+  if (n.ledger === 'rpc')
+    return `<section class="network" data-network="${n.network}"><h3>${n.network}</h3><p>a Solana JSON-RPC node (configured, not embedded)</p></section>`;
   const rows = (n.programs ?? [])
     .map(
       (p) =>

@@ -25,7 +25,11 @@ export interface PageDeps {
 const pathId = (id: string): string => encodeURIComponent(id);
 
 /** GET /x/{id} from a browser (routes.ts decides by Accept): 402 and the page. */
-export async function servePage(req: FastifyRequest<{ Params: { id: string } }>, reply: FastifyReply, deps: PageDeps & { headers: Record<string, string> }): Promise<FastifyReply> {
+export async function servePage(
+  req: FastifyRequest<{ Params: { id: string } }>,
+  reply: FastifyReply,
+  deps: PageDeps & { headers: Record<string, string> },
+): Promise<FastifyReply> {
   const { services, paywall, headers } = deps;
   try {
     await limitAnonymous(services, req.ip, 'paywall', headers);
@@ -96,7 +100,11 @@ export function registerSolanaPayRoutes(app: FastifyInstance, deps: PageDeps): v
     handle(async (req) => {
       const q = req.query;
       const body = req.body as { account?: unknown } | null | undefined;
-      const answer = await paywall.walletTransaction({ ...linkOf(req), account: body?.account, session: { reference: q.reference, expires: q.expires, sig: q.sig } });
+      const answer = await paywall.walletTransaction({
+        ...linkOf(req),
+        account: body?.account,
+        session: { reference: q.reference, expires: q.expires, sig: q.sig },
+      });
       return { status: 200, body: answer };
     }),
   );
@@ -106,7 +114,7 @@ export function registerSolanaPayRoutes(app: FastifyInstance, deps: PageDeps): v
     '/x/:id/solana-pay/:reference',
     handle(async (req) => {
       const secret = req.headers['x-svc-page-secret'];
-      if (typeof secret !== 'string' || secret === '') throw new DomainError('forbidden', 'X-Svc-Page-Secret (the page\'s secret) is required.');
+      if (typeof secret !== 'string' || secret === '') throw new DomainError('forbidden', "X-Svc-Page-Secret (the page's secret) is required.");
       const status = await paywall.walletStatus({ ...linkOf(req), reference: req.params.reference, secret });
       // the console's paid-call line (interfaces/log.ts), once per recorded payment, as for /x/{id}
       if (status.state === 'paid' && status.paid) req.log.info({ evt: 'paid_call', ...status.paid }, 'paid call');

@@ -9,7 +9,6 @@ import { PAGE_SESSION_MS, type PageSession } from '../../domain/paywall/solana-p
 // (link + QR code, drawn here as inline SVG: the page loads nothing from another host). API clients keep the JSON
 // answer byte for byte: only a request that prefers text/html over JSON is shown the page.
 
-
 /** A value for an inline script: JSON with `<` escaped, so no string can close the script element. */
 const scriptValue = (value: unknown): string => JSON.stringify(value).replace(/</g, '\\u003c');
 
@@ -68,7 +67,9 @@ export async function renderPaywallPage(model: PaywallPageModel, session: PageSe
   const qr = await QRCode.toString(solanaPay, { type: 'svg', errorCorrectionLevel: 'M', margin: 2, width: 240 });
   const prices = model.prices
     .map((p) => {
-      const fee = p.feePct ? ` <span class="fee">+ ${escapeHtml(p.fee)} ${escapeHtml(p.currency)} protocol fee (${escapeHtml(p.feePct)}%): ${escapeHtml(p.gross)} ${escapeHtml(p.currency)} in all</span>` : '';
+      const fee = p.feePct
+        ? ` <span class="fee">+ ${escapeHtml(p.fee)} ${escapeHtml(p.currency)} protocol fee (${escapeHtml(p.feePct)}%): ${escapeHtml(p.gross)} ${escapeHtml(p.currency)} in all</span>`
+        : '';
       return `<li data-asset="${escapeHtml(p.asset)}"><strong class="price">${escapeHtml(p.amount)} ${escapeHtml(p.currency)}</strong>${fee}</li>`;
     })
     .join('');

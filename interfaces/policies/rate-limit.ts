@@ -9,7 +9,12 @@ import { authenticate } from './auth.ts';
 // the database either way. One policy for all doors.
 
 /** `hits`: slots the request takes (a GraphQL operation: one per started unit of its cost, graphql-limits.ts). */
-export async function limitKey(services: Services, principal: Principal, bucket: Bucket, into: { headers: Record<string, string>; hits?: number }): Promise<void> {
+export async function limitKey(
+  services: Services,
+  principal: Principal,
+  bucket: Bucket,
+  into: { headers: Record<string, string>; hits?: number },
+): Promise<void> {
   const { headers, hits = 1 } = into;
   const decision = await services.rateLimiter.hit(`key:${principal.keyId}`, bucket, hits);
   Object.assign(headers, rateLimitHeaders(decision));
@@ -44,11 +49,7 @@ export async function authenticateCounted(
  * Spends a browser's stream token (SSE `?token=`, graphql-ws `connectionParams.token`); a refused token counts
  * against the client IP like a bad key.
  */
-export async function redeemCounted(
-  services: Services,
-  request: { token: string; clientIp: string },
-  headers: Record<string, string>,
-): Promise<StreamGrant> {
+export async function redeemCounted(services: Services, request: { token: string; clientIp: string }, headers: Record<string, string>): Promise<StreamGrant> {
   try {
     return await services.access.redeemStreamToken(request.token);
   } catch (e) {

@@ -42,7 +42,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-
 export function registerRest(app: FastifyInstance, options: RestOptions): void {
   for (const { path, procedure, meta } of routes()) {
     const openapi = meta.openapi!;
@@ -121,7 +120,12 @@ type OpenApiOperation = {
 const MUTATING = new Set(['post', 'put', 'patch', 'delete']);
 
 /** The resource's own 404 code, by the path parameter that names it (an `{id}` by the router's tag). */
-const NOT_FOUND_BY_PARAM: Record<string, ErrorCode> = { mint: 'agent_not_found', agent: 'agent_not_found', agent_mint: 'agent_not_found', hash: 'receipt_not_found' };
+const NOT_FOUND_BY_PARAM: Record<string, ErrorCode> = {
+  mint: 'agent_not_found',
+  agent: 'agent_not_found',
+  agent_mint: 'agent_not_found',
+  hash: 'receipt_not_found',
+};
 const NOT_FOUND_BY_TAG: Record<string, ErrorCode> = { 'payment-links': 'payment_link_not_found', events: 'event_not_found', webhooks: 'webhook_not_found' };
 
 function resourceNotFound(path: string, op: OpenApiOperation): ErrorCode[] {
@@ -206,7 +210,8 @@ export function openApiDocument(baseUrl: string, version: string): Record<string
       const responses: Record<string, unknown> = {};
       if (status === 204) responses['204'] = { description: 'No content' };
       else responses[String(status)] = success;
-      if (meta.replayStatus !== undefined) responses[String(meta.replayStatus)] = { ...(success as object), description: 'An idempotent repeat (replayed: true)' };
+      if (meta.replayStatus !== undefined)
+        responses[String(meta.replayStatus)] = { ...(success as object), description: 'An idempotent repeat (replayed: true)' };
       for (const [errorStatus, codes] of errorCodesOf(method, path, op, meta)) {
         responses[String(errorStatus)] = { description: [...codes].join(', '), content: ENVELOPE_CONTENT };
       }

@@ -111,7 +111,9 @@ const keyedPolicies = t.middleware(async ({ ctx, meta, path, type, getRawInput, 
         refuseUnsafeInput(raw);
         const withPrincipal = () => next({ ctx: { principal } });
         const result =
-          type !== 'mutation' || ctx.idempotencyKey === undefined ? await withPrincipal() : await idempotentNext({ ...ctx, principal }, { path, raw, meta }, withPrincipal);
+          type !== 'mutation' || ctx.idempotencyKey === undefined
+            ? await withPrincipal()
+            : await idempotentNext({ ...ctx, principal }, { path, raw, meta }, withPrincipal);
         // thrown, so the scope sees a statement it cancelled and answers `timeout` instead
         if (!result.ok) throw result.error;
         return result;

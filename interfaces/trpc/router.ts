@@ -21,12 +21,31 @@ import { authRouter } from './routers/auth.ts';
 
 export const appRouter = router({
   health: keyedProcedure
-    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/health', tags: ['meta'], summary: 'Health and the protocol fee block', description: 'The gateway is up: version, time, the ledger it reads and the protocol_fee block (bps, pct, authorities per network) buyers compare before signing (fee-facilitator-mpp-tools §2.4).' } })
+    .meta({
+      bucket: 'meta',
+      openapi: {
+        method: 'GET',
+        path: '/v1/health',
+        tags: ['meta'],
+        summary: 'Health and the protocol fee block',
+        description:
+          'The gateway is up: version, time, the ledger it reads and the protocol_fee block (bps, pct, authorities per network) buyers compare before signing (fee-facilitator-mpp-tools §2.4).',
+      },
+    })
     .input(z.void())
     .output(Health)
     .query(({ ctx }) => ctx.services.meta.health()),
   version: keyedProcedure
-    .meta({ bucket: 'meta', openapi: { method: 'GET', path: '/v1/version', tags: ['meta'], summary: 'Version of the API', description: 'The gateway\'s version and commit, the API version (v1) and the OpenAPI version of /openapi.json (DECISIONS "Wire conventions").' } })
+    .meta({
+      bucket: 'meta',
+      openapi: {
+        method: 'GET',
+        path: '/v1/version',
+        tags: ['meta'],
+        summary: 'Version of the API',
+        description: 'The gateway\'s version and commit, the API version (v1) and the OpenAPI version of /openapi.json (DECISIONS "Wire conventions").',
+      },
+    })
     .input(z.void())
     .output(Version)
     .query(({ ctx }) => ctx.services.meta.version()),

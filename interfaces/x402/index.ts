@@ -111,4 +111,11 @@ export function registerSvcFeeScheme(client: x402Client, config: RegisterSvcFeeS
   return client;
 }
 
-export { PaymentError, PAYING_FETCH_ERRORS, type PayingFetchErrorCode, type PaymentSigner, type KitTransactionSigner, type TransactionSigner } from '../client/paying-fetch.ts';
+export {
+  PaymentError,
+  PAYING_FETCH_ERRORS,
+  type PayingFetchErrorCode,
+  type PaymentSigner,
+  type KitTransactionSigner,
+  type TransactionSigner,
+} from '../client/paying-fetch.ts';

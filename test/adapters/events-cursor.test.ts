@@ -19,7 +19,11 @@ test.after.always(async () => {
 });
 
 const deleted = (linkId: string) =>
-  newEvent('payment_link.deleted', { id: newId(), network: 'chain-devnet', agentAsset: null, owner: 'test:cursor', phase: 'confirmed', createdAt: new Date() }, { payment_link_id: linkId });
+  newEvent(
+    'payment_link.deleted',
+    { id: newId(), network: 'chain-devnet', agentAsset: null, owner: 'test:cursor', phase: 'confirmed', createdAt: new Date() },
+    { payment_link_id: linkId },
+  );
 
 /** A writer whose transaction stays open after its append until `commit()` is called. */
 function openWriter(linkId: string, before?: (tx: Repositories) => Promise<unknown>) {
@@ -117,7 +121,9 @@ test.serial('many writers committing in random order while two cursors read: eve
       }
     }
   };
-  const writers = Array.from({ length: 24 }, (_, i) => openWriter(`many-${String(i).padStart(2, '0')}`, i % 3 === 0 ? (tx) => tx.events.append(deleted(`early-${i}`)) : undefined));
+  const writers = Array.from({ length: 24 }, (_, i) =>
+    openWriter(`many-${String(i).padStart(2, '0')}`, i % 3 === 0 ? (tx) => tx.events.append(deleted(`early-${i}`)) : undefined),
+  );
   await Promise.all(writers.map((w) => w.row));
   // A deterministic shuffle of the commit order.
   const order = writers.map((w, i) => ({ w, k: (i * 7919) % 24 })).sort((a, b) => a.k - b.k);
@@ -148,7 +154,15 @@ test.serial('appends no longer wait for each other: a writer appends and commits
 test.serial('a transition takes a new seq above the horizon rules too: it is delivered after the cursor passed its old seq', async (t) => {
   const store = app.database.store;
   const reader = cursorReader((after) => store.events.after('chain-devnet', after, { owner: undefined }, 1000), 'moved-');
-  const created = await store.transaction((tx) => tx.events.append(newEvent('payment_link.deleted', { id: newId(), network: 'chain-devnet', agentAsset: null, owner: 'test:cursor', phase: 'confirmed', createdAt: new Date() }, { payment_link_id: 'moved-1' })));
+  const created = await store.transaction((tx) =>
+    tx.events.append(
+      newEvent(
+        'payment_link.deleted',
+        { id: newId(), network: 'chain-devnet', agentAsset: null, owner: 'test:cursor', phase: 'confirmed', createdAt: new Date() },
+        { payment_link_id: 'moved-1' },
+      ),
+    ),
+  );
   await reader.poll();
   t.deepEqual(reader.seen, ['moved-1']);
   // Transition needs a phase in `from`: confirmed → confirmed is allowed by the SQL (phase in from).
@@ -201,10 +215,15 @@ test.serial('the newest-first first page is cut at the horizon: a subscription f
   const top = page[0]?.seq ?? 0n;
   t.true(top < olderRow.seq);
   // Pages below a cursor are stable: the second page of the same list holds nothing above the first page's top.
-  if (page.length > 0) t.true((await store.events.list('chain-devnet', { owner: undefined, kinds: undefined, beforeSeq: top, limit: 50 })).every((e) => e.seq < top));
+  if (page.length > 0)
+    t.true((await store.events.list('chain-devnet', { owner: undefined, kinds: undefined, beforeSeq: top, limit: 50 })).every((e) => e.seq < top));
   await older.commit();
   const delivered = linkIds(await store.events.after('chain-devnet', top, { owner: undefined }, 1000));
-  t.deepEqual(delivered.filter((id) => id.startsWith('page-')), ['page-older', 'page-younger'], 'the subscription from the top delivers both, in seq order');
+  t.deepEqual(
+    delivered.filter((id) => id.startsWith('page-')),
+    ['page-older', 'page-younger'],
+    'the subscription from the top delivers both, in seq order',
+  );
   t.deepEqual(linkIds(await firstPage()).slice(0, 2), ['page-younger', 'page-older'], 'once the older writer ended both are listed');
 });
 

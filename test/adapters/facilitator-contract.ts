@@ -83,7 +83,14 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     const blockhash = over.blockhash ?? (await s.h.ledger.getLatestBlockhash()).blockhash;
     const requirements = { ...s.requirements, ...over.requirements };
     if (over.requirements && 'fee' in over.requirements && over.requirements.fee === undefined) delete requirements.fee;
-    const tx = buildPaymentTransaction({ feePayer: s.feePayer, payer: s.buyer.publicKey.toBase58(), requirements, blockhash, createAtas: over.createAtas, ...(over.memo ? { memo: over.memo } : {}) });
+    const tx = buildPaymentTransaction({
+      feePayer: s.feePayer,
+      payer: s.buyer.publicKey.toBase58(),
+      requirements,
+      blockhash,
+      createAtas: over.createAtas,
+      ...(over.memo ? { memo: over.memo } : {}),
+    });
     if (over.sign ?? true) tx.sign([s.buyer]);
     return Buffer.from(tx.serialize()).toString('base64');
   };
@@ -107,7 +114,11 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
       asset: s.offer.asset,
       extra: s.offer.extra,
     };
-    return { x402Version: 1, paymentPayload: { x402Version: 1, scheme: 'exact', network: V1_DEVNET, payload: { transaction } }, paymentRequirements: requirements };
+    return {
+      x402Version: 1,
+      paymentPayload: { x402Version: 1, scheme: 'exact', network: V1_DEVNET, payload: { transaction } },
+      paymentRequirements: requirements,
+    };
   };
 
   const usdc = async (h: FacilitatorHarness, owner: string): Promise<bigint> =>
@@ -158,7 +169,10 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     const s = await scene(t);
     const buyer = s.buyer.publicKey.toBase58();
     // the seller's token account is missing: a wallet payment creates none
-    t.like(await s.h.facilitator.cosign(v2(s, await pay(s, { createAtas: false, sign: false }))), { success: false, errorReason: 'ata_creation_not_sponsored' });
+    t.like(await s.h.facilitator.cosign(v2(s, await pay(s, { createAtas: false, sign: false }))), {
+      success: false,
+      errorReason: 'ata_creation_not_sponsored',
+    });
     t.like((await s.h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner: s.seller, assets: [USDC.mint] })).accounts[0], { ready: true });
     const before = await holdings(s);
     const cosigned = await s.h.facilitator.cosign(v2(s, await pay(s, { createAtas: false, sign: false })));
@@ -274,7 +288,9 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     }).compileToV0Message();
     return v2(s, Buffer.from(new VersionedTransaction(message).serialize()).toString('base64'));
   });
-  refused('a blockhash the ledger never issued (simulation: BlockhashNotFound)', 'transaction_expired', async (s) => v2(s, await pay(s, { blockhash: randomHash() })));
+  refused('a blockhash the ledger never issued (simulation: BlockhashNotFound)', 'transaction_expired', async (s) =>
+    v2(s, await pay(s, { blockhash: randomHash() })),
+  );
   refused('the buyer has not signed', 'missing_signature', async (s) => v2(s, await pay(s, { sign: false })));
 
   test(`${name}: a stock-layout payment (no account creation, no fee terms) to a seller without a token account settles: the facilitator creates it first`, async (t) => {
@@ -330,7 +346,10 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     const owner = Keypair.generate();
     const ownerAddress = owner.publicKey.toBase58();
     const account = ataOf(ownerAddress, USDC.mint, USDC.tokenProgramId);
-    t.like((await h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner: ownerAddress, assets: [USDC.mint] })).accounts[0], { ready: true, created: true });
+    t.like((await h.facilitator.prepareAccounts({ network: CAIP2_DEVNET, owner: ownerAddress, assets: [USDC.mint] })).accounts[0], {
+      ready: true,
+      created: true,
+    });
     // The owner closes it and takes the rent (the create-close-reclaim drain), then asks again.
     await h.fund(ownerAddress, { sol: '0.01' });
     const { blockhash } = await h.ledger.getLatestBlockhash();

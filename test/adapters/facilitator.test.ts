@@ -104,7 +104,13 @@ test('routes: a refused payment is a 200 with the x402 body', async (t) => {
   const settle = await http(app, 'POST', '/facilitator/settle', { body });
   t.is(settle.status, 200);
   t.like(settle.body, { success: false, errorReason: 'invalid_transaction', transaction: '', network: offer.network });
-  const unsupported = await http(app, 'POST', '/facilitator/verify', { body: { ...body, paymentRequirements: { ...offer, network: 'eip155:1' }, paymentPayload: { ...body.paymentPayload, accepted: { ...offer, network: 'eip155:1' } } } });
+  const unsupported = await http(app, 'POST', '/facilitator/verify', {
+    body: {
+      ...body,
+      paymentRequirements: { ...offer, network: 'eip155:1' },
+      paymentPayload: { ...body.paymentPayload, accepted: { ...offer, network: 'eip155:1' } },
+    },
+  });
   t.is(unsupported.status, 200);
   t.like(unsupported.body, { isValid: false, invalidReason: 'unsupported_network' });
 });
@@ -165,7 +171,11 @@ test('routes standalone at the root (prefix ""): same paths without a prefix, sa
   t.teardown(() => fastify.close());
   const base = `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`;
   const call = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${base}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+    const res = await fetch(`${base}${path}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, any> };
   };
 
@@ -182,7 +192,19 @@ test('routes standalone at the root (prefix ""): same paths without a prefix, sa
   t.like(await badJson.json(), { error: 'invalid_request' });
 
   t.like(await call('GET', '/supported'), { status: 502, body: { error: 'facilitator_unavailable', message: 'the ledger is down' } });
-  const request = { x402Version: 1, paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: 'AAAA' } }, paymentRequirements: { scheme: 'exact', network: 'solana-devnet', maxAmountRequired: '1', resource: 'r', payTo: health.body.fee_payer, maxTimeoutSeconds: 5, asset: health.body.fee_payer } };
+  const request = {
+    x402Version: 1,
+    paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: 'AAAA' } },
+    paymentRequirements: {
+      scheme: 'exact',
+      network: 'solana-devnet',
+      maxAmountRequired: '1',
+      resource: 'r',
+      payTo: health.body.fee_payer,
+      maxTimeoutSeconds: 5,
+      asset: health.body.fee_payer,
+    },
+  };
   const masked = await call('POST', '/verify', request);
   t.is(masked.status, 500);
   t.is(masked.body.error, 'internal_error');
@@ -216,7 +238,12 @@ test('http adapter: nobody listening → facilitator_unavailable everywhere, set
   const { url, server } = await serve(() => {});
   await stop(server);
   const facilitator = new HttpFacilitator({ url });
-  for (const call of [() => facilitator.supported(), () => facilitator.health(), () => facilitator.verify(someRequest), () => facilitator.settle(someRequest)]) {
+  for (const call of [
+    () => facilitator.supported(),
+    () => facilitator.health(),
+    () => facilitator.verify(someRequest),
+    () => facilitator.settle(someRequest),
+  ]) {
     const error = await code(t, call());
     t.is(error.code, 'facilitator_unavailable');
     t.regex(error.message, /ECONNREFUSED/);

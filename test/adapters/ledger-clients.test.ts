@@ -1,6 +1,21 @@
 import test from 'ava';
-import { Connection, Keypair, LAMPORTS_PER_SOL, PublicKey, SystemProgram, Transaction, sendAndConfirmTransaction, type ParsedAccountData } from '@solana/web3.js';
-import { createTransferCheckedInstruction, getAccount, getMint, getOrCreateAssociatedTokenAccount, TOKEN_2022_PROGRAM_ID as SPL_TOKEN_2022 } from '@solana/spl-token';
+import {
+  Connection,
+  Keypair,
+  LAMPORTS_PER_SOL,
+  PublicKey,
+  SystemProgram,
+  Transaction,
+  sendAndConfirmTransaction,
+  type ParsedAccountData,
+} from '@solana/web3.js';
+import {
+  createTransferCheckedInstruction,
+  getAccount,
+  getMint,
+  getOrCreateAssociatedTokenAccount,
+  TOKEN_2022_PROGRAM_ID as SPL_TOKEN_2022,
+} from '@solana/spl-token';
 import {
   AccountRole,
   address,
@@ -57,7 +72,11 @@ test('web3.js: airdrop, SOL transfer, ATA creation and TransferChecked, balances
   t.is(await connection.getBalance(alice.publicKey), 2 * LAMPORTS_PER_SOL);
 
   const rent = await connection.getMinimumBalanceForRentExemption(0);
-  await sendAndConfirmTransaction(connection, new Transaction().add(SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: rent + 1_000_000 })), [alice]);
+  await sendAndConfirmTransaction(
+    connection,
+    new Transaction().add(SystemProgram.transfer({ fromPubkey: alice.publicKey, toPubkey: bob.publicKey, lamports: rent + 1_000_000 })),
+    [alice],
+  );
   t.is(await connection.getBalance(bob.publicKey), rent + 1_000_000);
 
   // the faucet mints the stable; the client creates the recipient's ATA and pays with TransferChecked
@@ -68,7 +87,11 @@ test('web3.js: airdrop, SOL transfer, ATA creation and TransferChecked, balances
   const from = await getOrCreateAssociatedTokenAccount(connection, alice, usdc, alice.publicKey);
   const to = await getOrCreateAssociatedTokenAccount(connection, alice, usdc, bob.publicKey);
   t.is(to.amount, 0n);
-  const signature = await sendAndConfirmTransaction(connection, new Transaction().add(createTransferCheckedInstruction(from.address, usdc, to.address, alice.publicKey, 7_500_000n, 6)), [alice]);
+  const signature = await sendAndConfirmTransaction(
+    connection,
+    new Transaction().add(createTransferCheckedInstruction(from.address, usdc, to.address, alice.publicKey, 7_500_000n, 6)),
+    [alice],
+  );
 
   t.is((await getAccount(connection, to.address)).amount, 7_500_000n);
   t.deepEqual((await connection.getTokenAccountBalance(from.address)).value, { amount: '17500000', decimals: 6, uiAmount: 17.5, uiAmountString: '17.5' });
@@ -76,7 +99,16 @@ test('web3.js: airdrop, SOL transfer, ATA creation and TransferChecked, balances
   const data = parsed.value?.data as ParsedAccountData;
   t.is(data.program, 'spl-token');
   t.is(data.space, 165);
-  t.like(data.parsed, { type: 'account', info: { mint: USDC_DEVNET.mint, owner: bob.publicKey.toBase58(), state: 'initialized', isNative: false, tokenAmount: { amount: '7500000', decimals: 6, uiAmount: 7.5, uiAmountString: '7.5' } } });
+  t.like(data.parsed, {
+    type: 'account',
+    info: {
+      mint: USDC_DEVNET.mint,
+      owner: bob.publicKey.toBase58(),
+      state: 'initialized',
+      isNative: false,
+      tokenAmount: { amount: '7500000', decimals: 6, uiAmount: 7.5, uiAmountString: '7.5' },
+    },
+  });
   const byOwner = await connection.getParsedTokenAccountsByOwner(bob.publicKey, { mint: usdc });
   t.is(byOwner.value.length, 1);
   t.is(byOwner.value[0]!.pubkey.toBase58(), to.address.toBase58());
@@ -85,11 +117,11 @@ test('web3.js: airdrop, SOL transfer, ATA creation and TransferChecked, balances
 
   const tx = await connection.getParsedTransaction(signature, { maxSupportedTransactionVersion: 0 });
   t.is(tx?.meta?.err, null);
-  t.like(tx?.transaction.message.instructions[0], { program: 'spl-token', parsed: { type: 'transferChecked', info: { source: from.address.toBase58(), destination: to.address.toBase58() } } });
-  t.deepEqual(
-    tx?.meta?.postTokenBalances?.map((b) => b.uiTokenAmount.amount).sort(),
-    ['17500000', '7500000'],
-  );
+  t.like(tx?.transaction.message.instructions[0], {
+    program: 'spl-token',
+    parsed: { type: 'transferChecked', info: { source: from.address.toBase58(), destination: to.address.toBase58() } },
+  });
+  t.deepEqual(tx?.meta?.postTokenBalances?.map((b) => b.uiTokenAmount.amount).sort(), ['17500000', '7500000']);
   const history = await connection.getSignaturesForAddress(bob.publicKey);
   t.true(history.some((h) => h.signature === signature) || (await connection.getSignaturesForAddress(to.address)).some((h) => h.signature === signature));
 });
@@ -102,14 +134,19 @@ test('web3.js: Token-2022 USDG on the embedded mainnet', async (t) => {
   const usdg = findStable('chain-mainnet', 'USDG')!;
   const mintKey = new PublicKey(usdg.mint);
   t.is((await connection.getAccountInfo(mintKey))?.owner.toBase58(), SPL_TOKEN_2022.toBase58());
-  for (const symbol of ['USDC', 'USDT'] as const) t.is((await connection.getAccountInfo(new PublicKey(findStable('chain-mainnet', symbol)!.mint)))?.owner.toBase58(), TOKEN_PROGRAM_ID);
+  for (const symbol of ['USDC', 'USDT'] as const)
+    t.is((await connection.getAccountInfo(new PublicKey(findStable('chain-mainnet', symbol)!.mint)))?.owner.toBase58(), TOKEN_PROGRAM_ID);
   const payer = Keypair.generate();
   const merchant = Keypair.generate();
   ledger.airdrop(payer.publicKey.toBase58(), BigInt(LAMPORTS_PER_SOL));
   ledger.mintTo(payer.publicKey.toBase58(), usdg.mint, 3_000_000n);
   const from = await getOrCreateAssociatedTokenAccount(connection, payer, mintKey, payer.publicKey, false, 'confirmed', undefined, SPL_TOKEN_2022);
   const to = await getOrCreateAssociatedTokenAccount(connection, payer, mintKey, merchant.publicKey, false, 'confirmed', undefined, SPL_TOKEN_2022);
-  await sendAndConfirmTransaction(connection, new Transaction().add(createTransferCheckedInstruction(from.address, mintKey, to.address, payer.publicKey, 1_000_000n, 6, [], SPL_TOKEN_2022)), [payer]);
+  await sendAndConfirmTransaction(
+    connection,
+    new Transaction().add(createTransferCheckedInstruction(from.address, mintKey, to.address, payer.publicKey, 1_000_000n, 6, [], SPL_TOKEN_2022)),
+    [payer],
+  );
   t.is((await getAccount(connection, to.address, 'confirmed', SPL_TOKEN_2022)).amount, 1_000_000n);
   const parsed = (await connection.getParsedAccountInfo(to.address)).value?.data as ParsedAccountData;
   t.is(parsed.program, 'spl-token-2022');
@@ -154,7 +191,13 @@ test('@solana/kit: airdrop, SOL transfer, ATA creation and TransferChecked, bala
   const transfer = new Uint8Array(12);
   new DataView(transfer.buffer).setUint32(0, 2, true);
   new DataView(transfer.buffer).setBigUint64(4, 5_000_000n, true);
-  await send([{ programAddress: SYSTEM_PROGRAM, accounts: [{ address: alice.address, role: AccountRole.WRITABLE_SIGNER, signer: alice } as never, { address: bob.address, role: AccountRole.WRITABLE }], data: transfer }]);
+  await send([
+    {
+      programAddress: SYSTEM_PROGRAM,
+      accounts: [{ address: alice.address, role: AccountRole.WRITABLE_SIGNER, signer: alice } as never, { address: bob.address, role: AccountRole.WRITABLE }],
+      data: transfer,
+    },
+  ]);
   t.is(BigInt((await rpc.getBalance(bob.address).send()).value), 5_000_000n);
 
   const mint = address(USDC_DEVNET.mint);

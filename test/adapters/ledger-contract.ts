@@ -108,7 +108,9 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     t.true(bad.logs.some((l) => l.includes('insufficient funds')));
     t.is(await h.ledger.getBalance(payer.publicKey.toBase58()), 2n * SOL, 'simulation charged nothing');
     // unsigned: simulation does not verify signatures unless asked
-    const unsigned = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 5_000_000 }));
+    const unsigned = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
+      SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 5_000_000 }),
+    );
     const wire = unsigned.serialize({ requireAllSignatures: false, verifySignatures: false });
     t.is((await h.ledger.simulateTransaction(wire)).err, null);
     t.is((await h.ledger.simulateTransaction(wire, { sigVerify: true })).err, 'SignatureFailure');
@@ -143,7 +145,15 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     await h.mintUsdc(payer.publicKey.toBase58(), 5_000_000n);
     const merchant = Keypair.generate().publicKey;
     const { blockhash } = await h.ledger.getLatestBlockhash();
-    const wire = tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1_250_000n, blockhash, memo: 'order-42', computeBudget: { units: 100_000, microLamports: 10_000 } });
+    const wire = tokenTransfer({
+      owner: payer,
+      to: merchant,
+      mint: USDC_DEVNET.mint,
+      amount: 1_250_000n,
+      blockhash,
+      memo: 'order-42',
+      computeBudget: { units: 100_000, microLamports: 10_000 },
+    });
     const sent = await h.ledger.sendTransaction(wire);
     t.true(sent.ok);
     if (!sent.ok) return;
@@ -186,14 +196,26 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     t.is(typeof tx.preBalances[0], 'bigint');
     const payerAta = ata(payer.publicKey, USDC_DEVNET.mint);
     const token = (list: typeof tx.preTokenBalances, account: string) => list.find((b) => b.account === account);
-    t.like(token(tx.preTokenBalances, payerAta), { amount: 5_000_000n, mint: USDC_DEVNET.mint, owner: payer.publicKey.toBase58(), decimals: 6, tokenProgram: TOKEN_PROGRAM_ID });
+    t.like(token(tx.preTokenBalances, payerAta), {
+      amount: 5_000_000n,
+      mint: USDC_DEVNET.mint,
+      owner: payer.publicKey.toBase58(),
+      decimals: 6,
+      tokenProgram: TOKEN_PROGRAM_ID,
+    });
     t.like(token(tx.postTokenBalances, payerAta), { amount: 3_750_000n });
     t.is(token(tx.preTokenBalances, merchantAta), undefined, 'the ATA did not exist before');
     t.like(token(tx.postTokenBalances, merchantAta), { amount: 1_250_000n, owner: merchant.toBase58() });
     t.is(tx.accountKeys[token(tx.postTokenBalances, merchantAta)!.accountIndex], merchantAta);
     t.deepEqual(
       tx.instructions.map((i) => i.programId),
-      ['ComputeBudget111111111111111111111111111111', 'ComputeBudget111111111111111111111111111111', 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL', TOKEN_PROGRAM_ID, MEMO_PROGRAM.toBase58()],
+      [
+        'ComputeBudget111111111111111111111111111111',
+        'ComputeBudget111111111111111111111111111111',
+        'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL',
+        TOKEN_PROGRAM_ID,
+        MEMO_PROGRAM.toBase58(),
+      ],
     );
     t.is(Buffer.from(tx.instructions[4]!.data).toString(), 'order-42');
     t.deepEqual(tx.instructions[3]!.accounts, [payerAta, USDC_DEVNET.mint, merchantAta, payer.publicKey.toBase58()]);
@@ -210,7 +232,9 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     const { blockhash } = await h.ledger.getLatestBlockhash();
     const before = await h.ledger.getBalance(payer.publicKey.toBase58());
 
-    const tooMuch = await h.ledger.sendTransaction(tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 9_000_000n, blockhash }));
+    const tooMuch = await h.ledger.sendTransaction(
+      tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 9_000_000n, blockhash }),
+    );
     t.false(tooMuch.ok);
     if (tooMuch.ok) return;
     t.deepEqual(tooMuch.err, { InstructionError: [1, { Custom: 1 }] });
@@ -238,7 +262,10 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     await h.mintUsdc(payer.publicKey.toBase58(), 1_000_000n);
     const { blockhash } = await h.ledger.getLatestBlockhash();
     const before = await h.ledger.getBalance(payer.publicKey.toBase58());
-    const sent = await h.ledger.sendTransaction(tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 9_000_000n, blockhash }), { skipPreflight: true });
+    const sent = await h.ledger.sendTransaction(
+      tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 9_000_000n, blockhash }),
+      { skipPreflight: true },
+    );
     t.true(sent.ok);
     if (!sent.ok) return;
     const [status] = await h.ledger.getSignatureStatuses([sent.signature]);
@@ -262,7 +289,8 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
       if (sent.ok) sigs.push(sent.signature);
     }
     const [s1, s2, s3] = sigs as [string, string, string];
-    const list = async (options?: Parameters<Ledger['getSignaturesForAddress']>[1]) => (await h.ledger.getSignaturesForAddress(watched.toBase58(), options)).map((s) => s.signature);
+    const list = async (options?: Parameters<Ledger['getSignaturesForAddress']>[1]) =>
+      (await h.ledger.getSignaturesForAddress(watched.toBase58(), options)).map((s) => s.signature);
     t.deepEqual(await list(), [s3, s2, s1]);
     t.deepEqual(await list({ limit: 2 }), [s3, s2]);
     t.deepEqual(await list({ before: s3 }), [s2, s1]);
@@ -278,11 +306,16 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     await h.mintUsdc(payer.publicKey.toBase58(), 2_000_000n);
     const merchant = Keypair.generate().publicKey;
     const { blockhash } = await h.ledger.getLatestBlockhash();
-    const sent = await h.ledger.sendTransaction(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 2_000_000n, blockhash, version: 0 }));
+    const sent = await h.ledger.sendTransaction(
+      tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 2_000_000n, blockhash, version: 0 }),
+    );
     t.true(sent.ok);
     if (!sent.ok) return;
     const tx = await h.ledger.getTransaction(sent.signature);
     t.is(tx?.version, 0);
-    t.deepEqual((await h.ledger.getTokenBalances(merchant.toBase58())).map((b) => b.amount), [2_000_000n]);
+    t.deepEqual(
+      (await h.ledger.getTokenBalances(merchant.toBase58())).map((b) => b.amount),
+      [2_000_000n],
+    );
   });
 }

@@ -3,7 +3,13 @@ import { appendFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Keypair, NONCE_ACCOUNT_LENGTH, NonceAccount, PublicKey, SystemProgram, Transaction, type TransactionInstruction } from '@solana/web3.js';
-import { AuthorityType, createAssociatedTokenAccountIdempotentInstruction, createCloseAccountInstruction, createSetAuthorityInstruction, createTransferCheckedInstruction } from '@solana/spl-token';
+import {
+  AuthorityType,
+  createAssociatedTokenAccountIdempotentInstruction,
+  createCloseAccountInstruction,
+  createSetAuthorityInstruction,
+  createTransferCheckedInstruction,
+} from '@solana/spl-token';
 import { LedgerLockedError, LedgerThread, openLedgers, runFaucet } from '../../adapters/ledger/index.ts';
 import { createFaucet, parseDecimal } from '../../adapters/ledger/embedded/faucet.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
@@ -42,7 +48,9 @@ test('embedded: balances and history survive close and reopen', async (t) => {
   ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 10_000_000n);
   ledger.advance(5);
   const issued = ledger.latestBlockhash();
-  const sent = ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 4_000_000n, blockhash: issued.blockhash, memo: 'kept' }));
+  const sent = ledger.sendWire(
+    tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 4_000_000n, blockhash: issued.blockhash, memo: 'kept' }),
+  );
   t.true(sent.ok);
   const before = { lamports: ledger.balance(payer.publicKey.toBase58()), tx: await ledger.getTransaction((sent as { signature: string }).signature) };
   const mintAuthority = ledger.mintAuthority.address;
@@ -52,14 +60,23 @@ test('embedded: balances and history survive close and reopen', async (t) => {
   t.teardown(() => ledger.close());
   t.is(ledger.mintAuthority.address, mintAuthority, 'the local keys are kept');
   t.is(ledger.balance(payer.publicKey.toBase58()), before.lamports);
-  t.deepEqual((await ledger.getTokenBalances(merchant)).map((b) => b.amount), [4_000_000n]);
-  t.deepEqual((await ledger.getTokenBalances(payer.publicKey.toBase58())).map((b) => b.amount), [6_000_000n]);
+  t.deepEqual(
+    (await ledger.getTokenBalances(merchant)).map((b) => b.amount),
+    [4_000_000n],
+  );
+  t.deepEqual(
+    (await ledger.getTokenBalances(payer.publicKey.toBase58())).map((b) => b.amount),
+    [6_000_000n],
+  );
   t.deepEqual(await ledger.getTransaction((sent as { signature: string }).signature), before.tx);
   t.is((await ledger.getSignaturesForAddress(merchant))[0]?.memo, '[4] kept');
   t.is(ledger.slot(), 5, 'the clock resumes where it was');
   t.true(ledger.blockhashValid(issued.blockhash), 'blockhashes issued before the restart stay valid');
   t.like(ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: issued.blockhash })), { ok: true });
-  t.like(ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 4_000_000n, blockhash: issued.blockhash, memo: 'kept' })), { ok: false, err: 'AlreadyProcessed' });
+  t.like(
+    ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 4_000_000n, blockhash: issued.blockhash, memo: 'kept' })),
+    { ok: false, err: 'AlreadyProcessed' },
+  );
 });
 
 test('embedded: a killed process loses nothing it acknowledged (the history log is replayed)', async (t) => {
@@ -76,7 +93,10 @@ test('embedded: a killed process loses nothing it acknowledged (the history log 
   const lostTheLast = history.length === 6; // the unconfirmed one may or may not have been written
   t.deepEqual(history.slice(lostTheLast ? 0 : 1), [...report.signatures].reverse());
   t.is(ledger.balance(report.payer), BigInt(report.payerLamports) - (lostTheLast ? 0n : 5_000n));
-  t.deepEqual((await ledger.getTokenBalances(report.merchant)).map((b) => b.amount), [lostTheLast ? 6_000_000n : 6_000_001n]);
+  t.deepEqual(
+    (await ledger.getTokenBalances(report.merchant)).map((b) => b.amount),
+    [lostTheLast ? 6_000_000n : 6_000_001n],
+  );
   t.true(ledger.slot() >= report.slot);
   for (const status of await ledger.getSignatureStatuses(report.signatures)) t.is(status?.err, null);
 });
@@ -138,10 +158,26 @@ test('embedded: mainnet has USDC and USDT on SPL Token and USDG on Token-2022 at
   const merchant = Keypair.generate().publicKey.toBase58();
   ledger.airdrop(payer.publicKey.toBase58(), SOL);
   ledger.mintTo(payer.publicKey.toBase58(), usdg.mint, 5_000_000n);
-  const sent = await ledger.sendTransaction(tokenTransfer({ owner: payer, to: merchant, mint: usdg.mint, tokenProgram: TOKEN_2022_PROGRAM_ID, amount: 2_000_000n, blockhash: ledger.latestBlockhash().blockhash }));
+  const sent = await ledger.sendTransaction(
+    tokenTransfer({
+      owner: payer,
+      to: merchant,
+      mint: usdg.mint,
+      tokenProgram: TOKEN_2022_PROGRAM_ID,
+      amount: 2_000_000n,
+      blockhash: ledger.latestBlockhash().blockhash,
+    }),
+  );
   t.true(sent.ok, JSON.stringify(sent));
   t.deepEqual(await ledger.getTokenBalances(merchant), [
-    { address: ata(merchant, usdg.mint, TOKEN_2022_PROGRAM_ID), mint: usdg.mint, owner: merchant, amount: 2_000_000n, decimals: 6, tokenProgram: TOKEN_2022_PROGRAM_ID },
+    {
+      address: ata(merchant, usdg.mint, TOKEN_2022_PROGRAM_ID),
+      mint: usdg.mint,
+      owner: merchant,
+      amount: 2_000_000n,
+      decimals: 6,
+      tokenProgram: TOKEN_2022_PROGRAM_ID,
+    },
   ]);
   const tx = await ledger.getTransaction((sent as { signature: string }).signature);
   t.true(tx!.postTokenBalances.every((b) => b.tokenProgram === TOKEN_2022_PROGRAM_ID));
@@ -165,7 +201,7 @@ test('embedded: slots advance with time and blockhashes with them', async (t) =>
   const sent = ledger.sendWire(solTransfer(payer, Keypair.generate().publicKey, 1_000_000, first.blockhash));
   t.true(sent.ok);
   const status = ledger.signatureStatus((sent as { signature: string }).signature);
-  t.true(status!.slot >= later.slot, 'a transaction lands in the current slot, not its blockhash\'s');
+  t.true(status!.slot >= later.slot, "a transaction lands in the current slot, not its blockhash's");
 });
 
 test('embedded: durable nonce transactions outlive their blockhash', async (t) => {
@@ -176,7 +212,12 @@ test('embedded: durable nonce transactions outlive their blockhash', async (t) =
   const nonce = Keypair.generate();
   ledger.airdrop(payer.publicKey.toBase58(), 2n * SOL);
   const create = new Transaction({ feePayer: payer.publicKey, recentBlockhash: ledger.latestBlockhash().blockhash }).add(
-    ...SystemProgram.createNonceAccount({ fromPubkey: payer.publicKey, noncePubkey: nonce.publicKey, authorizedPubkey: payer.publicKey, lamports: Number(ledger.minimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH)) }).instructions,
+    ...SystemProgram.createNonceAccount({
+      fromPubkey: payer.publicKey,
+      noncePubkey: nonce.publicKey,
+      authorizedPubkey: payer.publicKey,
+      lamports: Number(ledger.minimumBalanceForRentExemption(NONCE_ACCOUNT_LENGTH)),
+    }).instructions,
   );
   create.sign(payer, nonce);
   t.like(ledger.sendWire(create.serialize()), { ok: true });
@@ -234,7 +275,13 @@ test('embedded: malformed and mutated transactions are answered, never crash the
     if (r.ok || r.err !== 'SanitizeFailure') reachedTheVm++;
   }
   t.true(reachedTheVm > 100);
-  const fresh = tokenTransfer({ owner: payer, to: Keypair.generate().publicKey, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash });
+  const fresh = tokenTransfer({
+    owner: payer,
+    to: Keypair.generate().publicKey,
+    mint: USDC_DEVNET.mint,
+    amount: 1n,
+    blockhash: ledger.latestBlockhash().blockhash,
+  });
   t.true(ledger.sendWire(fresh).ok, 'the ledger still works');
 });
 
@@ -297,7 +344,10 @@ test('embedded: the faucet CLI goes through a running ledger’s JSON-RPC, or op
   const viaRpc = await cli('--network', 'chain-devnet', '--to', to, '--token', 'USDC', '--amount', '3', '--json');
   t.is(viaRpc.status, 0, viaRpc.stderr);
   t.is(JSON.parse(viaRpc.stdout).via, opened.rpcUrls['chain-devnet']);
-  t.deepEqual((await opened.ledgers['chain-devnet'].getTokenBalances(to)).map((b) => b.amount), [3_000_000n]);
+  t.deepEqual(
+    (await opened.ledgers['chain-devnet'].getTokenBalances(to)).map((b) => b.amount),
+    [3_000_000n],
+  );
   t.is(await opened.ledgers['chain-devnet'].getBalance(to), SOL);
 
   // running without a JSON-RPC for that network: refused rather than writing behind its back
@@ -336,14 +386,24 @@ test('embedded: recorded post balances match the state, also where the cheap rea
       const account = ledger.readAccount(key);
       const recorded = tx.postTokenBalances.find((b) => b.account === key);
       if (account && account.owner === TOKEN_PROGRAM_ID && account.data.length === 165) {
-        t.like(recorded, { amount: Buffer.from(account.data).readBigUInt64LE(64), owner: encodeBase58(account.data.subarray(32, 64)) }, `${label}: token ${key}`);
+        t.like(
+          recorded,
+          { amount: Buffer.from(account.data).readBigUInt64LE(64), owner: encodeBase58(account.data.subarray(32, 64)) },
+          `${label}: token ${key}`,
+        );
       } else t.is(recorded, undefined, `${label}: ${key} is no token account`);
     }
   };
   // a plain payment (the cheap reads)
   await check(send(...tokenTransferInstructions({ owner: payer, to: other.publicKey, mint: USDC_DEVNET.mint, amount: 5_000_000n })), 'payment');
   // SOL sent into an existing token account
-  await check(send(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: otherAta, lamports: 1_000_000 }), createTransferCheckedInstruction(payerAta, mint, otherAta, payer.publicKey, 1n, 6)), 'sol into token account');
+  await check(
+    send(
+      SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: otherAta, lamports: 1_000_000 }),
+      createTransferCheckedInstruction(payerAta, mint, otherAta, payer.publicKey, 1n, 6),
+    ),
+    'sol into token account',
+  );
   // the token account's owner changes
   const newOwner = Keypair.generate().publicKey;
   await check(send(createSetAuthorityInstruction(payerAta, payer.publicKey, AuthorityType.AccountOwner, newOwner)), 'owner change');
@@ -357,7 +417,9 @@ test('embedded: recorded post balances match the state, also where the cheap rea
   ledger.airdrop(fourth.publicKey.toBase58(), SOL);
   const fourthAta = new PublicKey(ata(fourth.publicKey, USDC_DEVNET.mint));
   send(createAssociatedTokenAccountIdempotentInstruction(payer.publicKey, fourthAta, fourth.publicKey, mint));
-  const close = new Transaction({ feePayer: payer.publicKey, recentBlockhash: ledger.latestBlockhash().blockhash }).add(createCloseAccountInstruction(fourthAta, thirdAta, fourth.publicKey));
+  const close = new Transaction({ feePayer: payer.publicKey, recentBlockhash: ledger.latestBlockhash().blockhash }).add(
+    createCloseAccountInstruction(fourthAta, thirdAta, fourth.publicKey),
+  );
   close.sign(payer, fourth);
   const closed = ledger.sendWire(close.serialize());
   t.true(closed.ok, JSON.stringify(closed));

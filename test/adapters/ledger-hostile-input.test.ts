@@ -18,7 +18,11 @@ async function served(t: ExecutionContext) {
     await removeDir(dir);
   });
   const post = async (body: string | Uint8Array) => {
-    const res = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: typeof body === 'string' ? body : Buffer.from(body) });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: typeof body === 'string' ? body : Buffer.from(body),
+    });
     return { status: res.status, text: await res.text() };
   };
   return { server, post };
@@ -52,7 +56,15 @@ const deep = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
 
 test('ledger JSON-RPC over HTTP: null, [null], [1,null] and other non-requests answer -32600, garbage -32700, and the server keeps serving', async (t) => {
   const { post } = await served(t);
-  for (const body of ['null', '1', '"text"', 'true', '{}', `{"jsonrpc":"2.0","id":${deep(3000)},"method":"getSlot"}`, '{"jsonrpc":"2.0","id":{"a":1},"method":"getSlot"}']) {
+  for (const body of [
+    'null',
+    '1',
+    '"text"',
+    'true',
+    '{}',
+    `{"jsonrpc":"2.0","id":${deep(3000)},"method":"getSlot"}`,
+    '{"jsonrpc":"2.0","id":{"a":1},"method":"getSlot"}',
+  ]) {
     const answer = await post(body);
     t.is(answer.status, 200, body.slice(0, 40));
     t.true(isAnswer(answer.text), body.slice(0, 40));
@@ -61,7 +73,10 @@ test('ledger JSON-RPC over HTTP: null, [null], [1,null] and other non-requests a
   for (const body of ['[null]', '[1,null]', '[1,"x",[]]', '[[]]', deep(100_000)]) {
     const answer = await post(body);
     t.true(isAnswer(answer.text), body);
-    t.true((JSON.parse(answer.text) as { error: { code: number } }[]).every((r) => r.error.code === -32600), body);
+    t.true(
+      (JSON.parse(answer.text) as { error: { code: number } }[]).every((r) => r.error.code === -32600),
+      body,
+    );
   }
   for (const body of ['', '{', 'nul', '[1,', Uint8Array.from([0xff, 0xfe, 0x00, 0x7b])]) {
     const answer = await post(body);
@@ -97,7 +112,17 @@ test('ledger PubSub over WebSocket: null and other non-requests answer -32600, g
   const { server } = await served(t);
   const { socket, next } = await openSocket(server.wsUrl);
   t.teardown(() => socket.terminate());
-  for (const body of ['null', '[null]', '[1,null]', '1', '"x"', '[]', '{"jsonrpc":"2.0","id":{"a":1},"method":"slotSubscribe"}', `{"jsonrpc":"2.0","id":${deep(3000)},"method":"slotSubscribe"}`, deep(100_000)]) {
+  for (const body of [
+    'null',
+    '[null]',
+    '[1,null]',
+    '1',
+    '"x"',
+    '[]',
+    '{"jsonrpc":"2.0","id":{"a":1},"method":"slotSubscribe"}',
+    `{"jsonrpc":"2.0","id":${deep(3000)},"method":"slotSubscribe"}`,
+    deep(100_000),
+  ]) {
     socket.send(body);
     const answer = await next();
     t.true(isAnswer(answer), body.slice(0, 40));
@@ -124,10 +149,35 @@ test('ledger PubSub over WebSocket: null and other non-requests answer -32600, g
 });
 
 /** Requests shaped enough to reach the method handlers: known and unknown methods with arbitrary params and ids. */
-const METHODS = ['getSlot', 'getBalance', 'getAccountInfo', 'getMultipleAccounts', 'getSignatureStatuses', 'getTransaction', 'sendTransaction', 'simulateTransaction', 'getSignaturesForAddress', 'getLatestBlockhash', 'isBlockhashValid', 'getFeeForMessage', 'getMinimumBalanceForRentExemption', 'getTokenAccountsByOwner', 'requestAirdrop', 'svc_mintStable', 'nope', 'constructor', '__proto__'];
+const METHODS = [
+  'getSlot',
+  'getBalance',
+  'getAccountInfo',
+  'getMultipleAccounts',
+  'getSignatureStatuses',
+  'getTransaction',
+  'sendTransaction',
+  'simulateTransaction',
+  'getSignaturesForAddress',
+  'getLatestBlockhash',
+  'isBlockhashValid',
+  'getFeeForMessage',
+  'getMinimumBalanceForRentExemption',
+  'getTokenAccountsByOwner',
+  'requestAirdrop',
+  'svc_mintStable',
+  'nope',
+  'constructor',
+  '__proto__',
+];
 const jsonValue = fc.jsonValue() as fc.Arbitrary<Json>;
 const requestLike = fc.record(
-  { jsonrpc: fc.oneof(fc.constant('2.0'), jsonValue), id: jsonValue, method: fc.oneof(fc.constantFrom(...METHODS), jsonValue), params: fc.oneof(fc.array(jsonValue, { maxLength: 4 }), jsonValue) },
+  {
+    jsonrpc: fc.oneof(fc.constant('2.0'), jsonValue),
+    id: jsonValue,
+    method: fc.oneof(fc.constantFrom(...METHODS), jsonValue),
+    params: fc.oneof(fc.array(jsonValue, { maxLength: 4 }), jsonValue),
+  },
   { requiredKeys: [] },
 );
 const body = fc.oneof(

@@ -20,7 +20,11 @@ async function served(t: ExecutionContext, options: { network?: 'chain-devnet' |
     await removeDir(dir);
   });
   const post = async (body: unknown, headers: Record<string, string> = {}) => {
-    const res = await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
     return (await res.json()) as any;
   };
   const call = async (method: string, params?: unknown[]) => post({ jsonrpc: '2.0', id: 1, method, params });
@@ -67,14 +71,30 @@ test('rpc server: response shapes of reads', async (t) => {
   t.like((await call('getEpochInfo')).result, { absoluteSlot: 0, blockHeight: 0, epoch: 0, slotsInEpoch: 432_000 });
 
   const base64 = (await call('getAccountInfo', [owner, { encoding: 'base64' }])).result.value;
-  t.deepEqual(base64, { data: ['', 'base64'], executable: false, lamports: 1_000_000_000, owner: '11111111111111111111111111111111', rentEpoch: Number(18_446_744_073_709_551_615n), space: 0 });
+  t.deepEqual(base64, {
+    data: ['', 'base64'],
+    executable: false,
+    lamports: 1_000_000_000,
+    owner: '11111111111111111111111111111111',
+    rentEpoch: Number(18_446_744_073_709_551_615n),
+    space: 0,
+  });
   t.is((await call('getAccountInfo', [owner])).result.value.data, '', 'default encoding: legacy base58 string');
   t.is((await call('getAccountInfo', [Keypair.generate().publicKey.toBase58()])).result.value, null);
   const tokenAccount = ata(owner, USDC_DEVNET.mint);
   const parsed = (await call('getAccountInfo', [tokenAccount, { encoding: 'jsonParsed' }])).result.value;
   t.deepEqual(parsed.data, {
     program: 'spl-token',
-    parsed: { info: { isNative: false, mint: USDC_DEVNET.mint, owner, state: 'initialized', tokenAmount: { amount: '1500000', decimals: 6, uiAmount: 1.5, uiAmountString: '1.5' } }, type: 'account' },
+    parsed: {
+      info: {
+        isNative: false,
+        mint: USDC_DEVNET.mint,
+        owner,
+        state: 'initialized',
+        tokenAmount: { amount: '1500000', decimals: 6, uiAmount: 1.5, uiAmountString: '1.5' },
+      },
+      type: 'account',
+    },
     space: 165,
   });
   t.is(parsed.owner, TOKEN_PROGRAM_ID);
@@ -85,7 +105,10 @@ test('rpc server: response shapes of reads', async (t) => {
   t.deepEqual(many[0].data, ['', 'base64'], 'jsonParsed falls back to base64 for other programs');
   t.is(many[1].data.parsed.type, 'account');
   t.is(many[2], null);
-  t.like((await call('getAccountInfo', [USDC_DEVNET.mint, { encoding: 'jsonParsed' }])).result.value.data, { program: 'spl-token', parsed: { type: 'mint', info: { decimals: 6, supply: '1500000', isInitialized: true, freezeAuthority: null } } });
+  t.like((await call('getAccountInfo', [USDC_DEVNET.mint, { encoding: 'jsonParsed' }])).result.value.data, {
+    program: 'spl-token',
+    parsed: { type: 'mint', info: { decimals: 6, supply: '1500000', isInitialized: true, freezeAuthority: null } },
+  });
   t.like((await call('getTokenAccountBalance', [tokenAccount])).result.value, { amount: '1500000', decimals: 6, uiAmountString: '1.5' });
   t.like(await call('getTokenAccountBalance', [owner]), { error: { code: -32602 } });
   t.like((await call('getTokenSupply', [USDC_DEVNET.mint])).result.value, { amount: '1500000' });
@@ -116,22 +139,36 @@ test('rpc server: sendTransaction and simulateTransaction errors are agave’s',
   t.true(Array.isArray(preflight.error.data.logs));
   const bad = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
   bad[5] = bad[5]! ^ 1;
-  t.like(await call('sendTransaction', [Buffer.from(bad).toString('base64'), { encoding: 'base64' }]), { error: { code: -32003, message: 'Transaction signature verification failure' } });
+  t.like(await call('sendTransaction', [Buffer.from(bad).toString('base64'), { encoding: 'base64' }]), {
+    error: { code: -32003, message: 'Transaction signature verification failure' },
+  });
   t.like(await call('sendTransaction', ['AQID', { encoding: 'base64' }]), { error: { code: -32602 } });
   t.like(await call('sendTransaction', ['abc', { encoding: 'hex' }]), { error: { code: -32602 } });
   ledger.advance(151);
   const stale = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
-  t.like(await call('sendTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64' }]), { error: { code: -32002, message: 'Transaction simulation failed: Blockhash not found', data: { err: 'BlockhashNotFound' } } });
+  t.like(await call('sendTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64' }]), {
+    error: { code: -32002, message: 'Transaction simulation failed: Blockhash not found', data: { err: 'BlockhashNotFound' } },
+  });
   const simulated = await call('simulateTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64', replaceRecentBlockhash: true }]);
   t.like(simulated.result.value, { err: null, replacementBlockhash: { lastValidBlockHeight: 301 } });
-  t.like((await call('simulateTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64' }])).result.value, { err: 'BlockhashNotFound', logs: [], unitsConsumed: 0 });
+  t.like((await call('simulateTransaction', [Buffer.from(stale).toString('base64'), { encoding: 'base64' }])).result.value, {
+    err: 'BlockhashNotFound',
+    logs: [],
+    unitsConsumed: 0,
+  });
   const fresh = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, ledger.latestBlockhash().blockhash);
   const base58 = (await import('@solana/kit')).getBase58Decoder().decode(fresh);
   const signature = (await call('sendTransaction', [base58])).result;
   t.is(typeof signature, 'string', 'base58 is the default encoding');
   const rpcStatuses = { getSignatureStatuses: async (sigs: string[]) => (await call('getSignatureStatuses', [sigs])).result.value };
   await waitForCommitment(rpcStatuses, signature, 'finalized');
-  t.like((await call('getSignatureStatuses', [[signature]])).result.value[0], { slot: 151, confirmations: null, err: null, confirmationStatus: 'finalized', status: { Ok: null } });
+  t.like((await call('getSignatureStatuses', [[signature]])).result.value[0], {
+    slot: 151,
+    confirmations: null,
+    err: null,
+    confirmationStatus: 'finalized',
+    status: { Ok: null },
+  });
 });
 
 test('rpc server: getTransaction encodings and the version-0 guard', async (t) => {
@@ -140,8 +177,12 @@ test('rpc server: getTransaction encodings and the version-0 guard', async (t) =
   const merchant = Keypair.generate().publicKey;
   ledger.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
   ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 2_000_000n);
-  const legacy = ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash, memo: 'hi' }));
-  const v0 = ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 2n, blockhash: ledger.latestBlockhash().blockhash, version: 0 }));
+  const legacy = ledger.sendWire(
+    tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash, memo: 'hi' }),
+  );
+  const v0 = ledger.sendWire(
+    tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 2n, blockhash: ledger.latestBlockhash().blockhash, version: 0 }),
+  );
   if (!legacy.ok || !v0.ok) return t.fail();
   const json = (await call('getTransaction', [legacy.signature])).result;
   t.is(json.version, 'legacy');
@@ -158,10 +199,16 @@ test('rpc server: getTransaction encodings and the version-0 guard', async (t) =
   const b64 = (await call('getTransaction', [legacy.signature, { encoding: 'base64' }])).result;
   t.is(b64.transaction[1], 'base64');
   t.like(await call('getTransaction', [v0.signature]), { error: { code: -32015 } });
-  t.like((await call('getTransaction', [v0.signature, { maxSupportedTransactionVersion: 0 }])).result, { version: 0, transaction: { message: { addressTableLookups: [] } } });
+  t.like((await call('getTransaction', [v0.signature, { maxSupportedTransactionVersion: 0 }])).result, {
+    version: 0,
+    transaction: { message: { addressTableLookups: [] } },
+  });
   t.is((await call('getTransaction', [(await import('../support/ledger.ts')).randomSignature()])).result, null);
   const sigs = (await call('getSignaturesForAddress', [merchant.toBase58(), { limit: 5 }])).result;
-  t.deepEqual(sigs.map((s: { signature: string }) => s.signature), [v0.signature, legacy.signature]);
+  t.deepEqual(
+    sigs.map((s: { signature: string }) => s.signature),
+    [v0.signature, legacy.signature],
+  );
   t.like(sigs[1], { memo: '[2] hi', confirmationStatus: 'finalized', err: null });
 });
 
@@ -199,14 +246,19 @@ test('rpc server: PubSub notifies signatures, accounts and slots', async (t) => 
   socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'ping' })); // a client ping: no answer, no error
   t.is((await call('sendTransaction', [Buffer.from(wire).toString('base64'), { encoding: 'base64' }])).result, signature);
   t.like(await next((m) => m.method === 'signatureNotification'), { params: { subscription: sigSub, result: { context: { slot: 0 }, value: { err: null } } } });
-  t.like(await next((m) => m.method === 'accountNotification'), { params: { subscription: accSub, result: { value: { lamports: 3_000_000, data: ['', 'base64'] } } } });
+  t.like(await next((m) => m.method === 'accountNotification'), {
+    params: { subscription: accSub, result: { value: { lamports: 3_000_000, data: ['', 'base64'] } } },
+  });
   ledger.advance(2);
   t.like(await next((m) => m.method === 'slotNotification'), { params: { subscription: slotSub, result: { slot: 2 } } });
   t.true(await request(4, 'slotUnsubscribe', [slotSub]));
-  t.like(await (async () => {
-    socket.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'accountUnsubscribe', params: [999] }));
-    return next((m) => m.id === 5);
-  })(), { error: { code: -32602 } });
+  t.like(
+    await (async () => {
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'accountUnsubscribe', params: [999] }));
+      return next((m) => m.id === 5);
+    })(),
+    { error: { code: -32602 } },
+  );
   // a signature that already landed is notified right away
   const late = await request(6, 'signatureSubscribe', [signature]);
   t.like(await next((m) => m.method === 'signatureNotification' && m.params.subscription === late), { params: { result: { value: { err: null } } } });

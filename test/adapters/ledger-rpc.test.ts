@@ -28,7 +28,10 @@ ledgerContract(test, 'rpc', async () => {
 
 // ---- faults: an unreachable node, a node that never answers, a node that answers garbage ----
 
-async function fakeNode(t: { teardown(fn: () => unknown): void }, answer: (req: IncomingMessage, body: string) => { status: number; body: string } | 'hang'): Promise<string> {
+async function fakeNode(
+  t: { teardown(fn: () => unknown): void },
+  answer: (req: IncomingMessage, body: string) => { status: number; body: string } | 'hang',
+): Promise<string> {
   const hanging: IncomingMessage[] = [];
   const server: Server = createServer((req, res) => {
     let body = '';
@@ -80,8 +83,19 @@ test('rpc: HTTP errors, JSON-RPC errors and garbage are rpc_unavailable', async 
   t.is((await t.throwsAsync(new RpcLedger({ url: url429 }).getBlockHeight(), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
   const garbage = await fakeNode(t, () => ({ status: 200, body: '{"jsonrpc":"2.0","id":1,"result":{"unexpected":true}}' }));
   t.is((await t.throwsAsync(new RpcLedger({ url: garbage }).getLatestBlockhash(), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
-  const unhealthy = await fakeNode(t, (_req, body) => ({ status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'Node is unhealthy' } }) }));
+  const unhealthy = await fakeNode(t, (_req, body) => ({
+    status: 200,
+    body: JSON.stringify({ jsonrpc: '2.0', id: JSON.parse(body).id, error: { code: -32005, message: 'Node is unhealthy' } }),
+  }));
   const ledger = new RpcLedger({ url: unhealthy });
   t.is((await t.throwsAsync(ledger.sendTransaction(signedTransfer()), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
-  t.is((await t.throwsAsync(ledger.getSignatureStatuses([]).then(() => ledger.getSlot()), { instanceOf: DomainError }))?.code, 'rpc_unavailable');
+  t.is(
+    (
+      await t.throwsAsync(
+        ledger.getSignatureStatuses([]).then(() => ledger.getSlot()),
+        { instanceOf: DomainError },
+      )
+    )?.code,
+    'rpc_unavailable',
+  );
 });

@@ -36,7 +36,10 @@ test('ledger thread: errors cross the thread as they were thrown; a closed threa
   t.teardown(() => removeDir(dir));
   const ledger = await LedgerThread.open({ network: 'chain-devnet', dir: join(dir, 'devnet'), slotMs: 0 });
   const second = LedgerThread.open({ network: 'chain-devnet', dir: join(dir, 'devnet'), slotMs: 0 });
-  second.then((l) => l.close(), () => {});
+  second.then(
+    (l) => l.close(),
+    () => {},
+  );
   await t.throwsAsync(second, { instanceOf: LedgerLockedError }, 'one opener per directory, also across threads');
   await t.throwsAsync(openTestLedger({ dir: join(dir, 'devnet') }), { instanceOf: LedgerLockedError }, 'and between a thread and this one');
   await t.throwsAsync(ledger.airdrop('nope', 1n), { instanceOf: RangeError, message: /not an address/ });
@@ -150,7 +153,9 @@ test('ledger thread: 200 sockets × 100 accountSubscribe, and the notifications 
   const subscribing = await timedWhile(first.done);
   const result = await first.subscribed;
   t.log(`subscription flood: ${JSON.stringify(result)}`);
-  t.log(`/v1/health: baseline median ${median(baseline).toFixed(1)} ms; during the flood (${subscribing.ms.toFixed(0)} ms) ${subscribing.latencies.length} requests, median ${median(subscribing.latencies).toFixed(1)} ms, worst ${subscribing.worst.toFixed(1)} ms`);
+  t.log(
+    `/v1/health: baseline median ${median(baseline).toFixed(1)} ms; during the flood (${subscribing.ms.toFixed(0)} ms) ${subscribing.latencies.length} requests, median ${median(subscribing.latencies).toFixed(1)} ms, worst ${subscribing.worst.toFixed(1)} ms`,
+  );
   t.true(result.subscribed > 0, 'the flood subscribed');
   t.true(result.refusedSockets > 0, 'the sockets-per-client cap refused part of the flood');
 
@@ -164,9 +169,14 @@ test('ledger thread: 200 sockets × 100 accountSubscribe, and the notifications 
       await second.done;
     })(),
   );
-  t.log(`notification storm: ${subscribedHot.subscribed} subscriptions × 3 changes in ${storm.ms.toFixed(0)} ms; /v1/health ${storm.latencies.length} requests, median ${median(storm.latencies).toFixed(1)} ms, worst ${storm.worst.toFixed(1)} ms`);
+  t.log(
+    `notification storm: ${subscribedHot.subscribed} subscriptions × 3 changes in ${storm.ms.toFixed(0)} ms; /v1/health ${storm.latencies.length} requests, median ${median(storm.latencies).toFixed(1)} ms, worst ${storm.worst.toFixed(1)} ms`,
+  );
   // ratios, not wall-clock bounds: on the gateway's event loop each change's fan-out held /v1/health for all of it
   // (measured on the shared 2-core machine: on the main thread the worst wait was 94 % of the storm; in the thread 4–12 %)
-  t.true(subscribing.worst < subscribing.ms / 2, `the worst /v1/health (${subscribing.worst.toFixed(0)} ms) waited less than half the flood (${subscribing.ms.toFixed(0)} ms)`);
+  t.true(
+    subscribing.worst < subscribing.ms / 2,
+    `the worst /v1/health (${subscribing.worst.toFixed(0)} ms) waited less than half the flood (${subscribing.ms.toFixed(0)} ms)`,
+  );
   t.true(storm.worst < storm.ms / 2, `the worst /v1/health (${storm.worst.toFixed(0)} ms) waited less than half the storm (${storm.ms.toFixed(0)} ms)`);
 });

@@ -29,10 +29,13 @@ async function serve(
 ): Promise<{ server: Server; base: string; port: number; client: GuardedOutboundHttp }> {
   const server = createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   const port = (server.address() as AddressInfo).port;
   return { server, base: `http://127.0.0.1:${port}`, port, client: allowing(`127.0.0.1:${port}`) };
 }
@@ -344,7 +347,11 @@ test(`the default refuses ${SPELLINGS.length} × 2 loopback/private/link-local s
 
 test('a host name resolving to loopback is refused by the connection-time lookup', async (t) => {
   const { port, connections } = await tcpCounter(t);
-  const failure = expectFailure(t, await guarded.request({ url: `https://localhost:${port}/hook`, method: 'POST', body: '{}', timeoutMs: 5000 }), 'url_refused');
+  const failure = expectFailure(
+    t,
+    await guarded.request({ url: `https://localhost:${port}/hook`, method: 'POST', body: '{}', timeoutMs: 5000 }),
+    'url_refused',
+  );
   t.regex(failure.message, /not a public address/);
   t.is(connections(), 0);
 });
@@ -420,7 +427,9 @@ test('the allow-list opens exactly the named host and port: every spelling of th
 
 test('own listeners are refused even when allow-listed, on every local address and through names', async (t) => {
   const { port, connections } = await tcpCounter(t);
-  const external = Object.values(networkInterfaces()).flat().find((i) => i && !i.internal && i.family === 'IPv4')?.address;
+  const external = Object.values(networkInterfaces())
+    .flat()
+    .find((i) => i && !i.internal && i.family === 'IPv4')?.address;
   const entries = [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `0.0.0.0:${port}`, `[::ffff:7f00:1]:${port}`, `127.0.0.2:${port}`];
   if (external) entries.push(`${external}:${port}`);
   const client = allowing(...entries);
@@ -454,7 +463,10 @@ test('DNS rebinding: the addresses judged are the ones dialled — a name public
     calls.push(hostname);
     const next = answers[hostname]?.shift();
     if (!next) return callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), []);
-    callback(null, next.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })));
+    callback(
+      null,
+      next.map((address) => ({ address, family: address.includes(':') ? 6 : 4 })),
+    );
   };
   const client = new GuardedOutboundHttp({ resolve, allow: [`listed.example:${port}`] });
 
@@ -468,7 +480,10 @@ test('DNS rebinding: the addresses judged are the ones dialled — a name public
   // listed, then registered as our own between check and connect: the connect-time answer is judged again
   t.is(await client.check(`http://listed.example:${port}/`), null);
   client.refuse(`127.0.0.1:${port}`);
-  t.regex(expectFailure(t, await client.request({ url: `http://listed.example:${port}/`, method: 'GET', timeoutMs: 3000 }), 'url_refused').message, /own listeners/);
+  t.regex(
+    expectFailure(t, await client.request({ url: `http://listed.example:${port}/`, method: 'GET', timeoutMs: 3000 }), 'url_refused').message,
+    /own listeners/,
+  );
 
   t.deepEqual(calls, ['rebind.example', 'rebind.example', 'mixed.example', 'listed.example', 'listed.example']);
   t.is(connections(), 0);
@@ -490,7 +505,16 @@ test('check() resolves names: an allow-listed name that does not resolve ("local
 });
 
 test('check(): the same refusals without connecting, resolving host names; null when allowed', async (t) => {
-  for (const url of ['https://127.0.0.1/x', 'https://[::1]/', 'https://169.254.169.254/latest', 'https://localhost/', 'http://example.com/', 'https://u:p@example.com/', 'ftp://example.com/', 'not a url']) {
+  for (const url of [
+    'https://127.0.0.1/x',
+    'https://[::1]/',
+    'https://169.254.169.254/latest',
+    'https://localhost/',
+    'http://example.com/',
+    'https://u:p@example.com/',
+    'ftp://example.com/',
+    'not a url',
+  ]) {
     const refused = await guarded.check(url);
     t.is(refused?.reason, 'url_refused', url);
   }
@@ -511,14 +535,28 @@ test('SVC_OUTBOUND_ALLOW: host:port entries, normalised like URLs; empty by defa
   t.deepEqual(loadConfig({}).outbound.allow, []);
   t.deepEqual(loadConfig({ SVC_DEVNET_LEDGER: 'https://api.devnet.solana.com' }).outbound.allow, []);
   t.deepEqual(loadConfig({ SVC_OUTBOUND_ALLOW: '' }).outbound.allow, []);
-  t.deepEqual(
-    loadConfig({ SVC_OUTBOUND_ALLOW: ' localhost:3000 , 127.1:8080,[::FFFF:127.0.0.1]:4000,LOCALHOST:3000,ⓐpi.dev:443,' }).outbound.allow,
-    ['localhost:3000', '127.0.0.1:8080', '[::ffff:7f00:1]:4000', 'api.dev:443'],
-  );
+  t.deepEqual(loadConfig({ SVC_OUTBOUND_ALLOW: ' localhost:3000 , 127.1:8080,[::FFFF:127.0.0.1]:4000,LOCALHOST:3000,ⓐpi.dev:443,' }).outbound.allow, [
+    'localhost:3000',
+    '127.0.0.1:8080',
+    '[::ffff:7f00:1]:4000',
+    'api.dev:443',
+  ]);
 });
 
 test('SVC_OUTBOUND_ALLOW: a bad entry stops start-up naming it', (t) => {
-  for (const bad of ['localhost', 'localhost:0', 'localhost:65536', 'http://localhost:3000', '*:80', 'localhost:3000/path', 'user@localhost:3000', '[::1]', '::1:80', 'a b:1', '[zz::1]:80']) {
+  for (const bad of [
+    'localhost',
+    'localhost:0',
+    'localhost:65536',
+    'http://localhost:3000',
+    '*:80',
+    'localhost:3000/path',
+    'user@localhost:3000',
+    '[::1]',
+    '::1:80',
+    'a b:1',
+    '[zz::1]:80',
+  ]) {
     const error = t.throws(() => loadConfig({ SVC_OUTBOUND_ALLOW: `localhost:3000,${bad}` }), { instanceOf: ConfigError });
     t.regex(error?.message ?? '', /SVC_OUTBOUND_ALLOW/, bad);
     t.true(error?.message.includes(JSON.stringify(bad)) || error?.message.includes(bad), `${bad}: ${error?.message}`);
@@ -527,7 +565,10 @@ test('SVC_OUTBOUND_ALLOW: a bad entry stops start-up naming it', (t) => {
 
 test('SVC_OUTBOUND_ALLOW_PRIVATE was removed: "true" stops start-up pointing to SVC_OUTBOUND_ALLOW; "false" is harmless', (t) => {
   for (const value of ['true', '1']) {
-    t.throws(() => loadConfig({ SVC_OUTBOUND_ALLOW_PRIVATE: value }), { instanceOf: ConfigError, message: /SVC_OUTBOUND_ALLOW_PRIVATE.*removed.*SVC_OUTBOUND_ALLOW=host:port/s });
+    t.throws(() => loadConfig({ SVC_OUTBOUND_ALLOW_PRIVATE: value }), {
+      instanceOf: ConfigError,
+      message: /SVC_OUTBOUND_ALLOW_PRIVATE.*removed.*SVC_OUTBOUND_ALLOW=host:port/s,
+    });
   }
   for (const value of ['false', '0', '']) t.deepEqual(loadConfig({ SVC_OUTBOUND_ALLOW_PRIVATE: value }).outbound.allow, []);
 });
@@ -569,12 +610,15 @@ test('POST round trip with a string body and a byte body; content-length set', a
   const { base, client } = await echoServer(t);
   const payload = '{"type":"payment.settled","amount":"1.50","note":"café"}';
   for (const body of [payload, new TextEncoder().encode(payload)]) {
-    const res = expectResponse(t, await client.request({
-      url: `${base}/hook`,
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-svc-signature': 't=1,v1=ab', 'content-length': '1' },
-      body,
-    }));
+    const res = expectResponse(
+      t,
+      await client.request({
+        url: `${base}/hook`,
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-svc-signature': 't=1,v1=ab', 'content-length': '1' },
+        body,
+      }),
+    );
     const echo = JSON.parse(text(res.body)) as { method: string; headers: Record<string, string>; body: string };
     t.is(echo.method, 'POST');
     t.is(echo.body, payload);
@@ -590,13 +634,18 @@ test('user-agent: constructor option, then the request header, win over the defa
   const custom = new GuardedOutboundHttp({ allow: [`127.0.0.1:${port}`], userAgent: 'svc-gateway/1.2 (+webhooks)' });
   const a = JSON.parse(text(expectResponse(t, await custom.request({ url: base, method: 'GET' })).body)) as { headers: Record<string, string> };
   t.is(a.headers['user-agent'], 'svc-gateway/1.2 (+webhooks)');
-  const b = JSON.parse(text(expectResponse(t, await custom.request({ url: base, method: 'GET', headers: { 'user-agent': 'x' } })).body)) as { headers: Record<string, string> };
+  const b = JSON.parse(text(expectResponse(t, await custom.request({ url: base, method: 'GET', headers: { 'user-agent': 'x' } })).body)) as {
+    headers: Record<string, string>;
+  };
   t.is(b.headers['user-agent'], 'x');
 });
 
 test('POST without a body sends content-length 0', async (t) => {
   const { base, client } = await echoServer(t);
-  const echo = JSON.parse(text(expectResponse(t, await client.request({ url: base, method: 'post' })).body)) as { method: string; headers: Record<string, string> };
+  const echo = JSON.parse(text(expectResponse(t, await client.request({ url: base, method: 'post' })).body)) as {
+    method: string;
+    headers: Record<string, string>;
+  };
   t.is(echo.method, 'POST');
   t.is(echo.headers['content-length'], '0');
 });
@@ -682,7 +731,11 @@ test('connection refused → network', async (t) => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as AddressInfo).port;
   await new Promise<void>((resolve) => server.close(() => resolve()));
-  const failure = expectFailure(t, await allowing(`127.0.0.1:${port}`).request({ url: `http://127.0.0.1:${port}/`, method: 'GET', timeoutMs: 5000 }), 'network');
+  const failure = expectFailure(
+    t,
+    await allowing(`127.0.0.1:${port}`).request({ url: `http://127.0.0.1:${port}/`, method: 'GET', timeoutMs: 5000 }),
+    'network',
+  );
   t.regex(failure.message, /ECONNREFUSED/);
 });
 
@@ -711,8 +764,19 @@ test('https: certificates are verified (a self-signed server → network)', asyn
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   try {
     await promisify(execFile)('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'),
+      'req',
+      '-x509',
+      '-newkey',
+      'rsa:2048',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-keyout',
+      join(dir, 'key.pem'),
+      '-out',
+      join(dir, 'cert.pem'),
     ]);
   } catch {
     t.log('openssl not available: https handshake path not exercised');
@@ -725,12 +789,19 @@ test('https: certificates are verified (a self-signed server → network)', asyn
     res.end('secret');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.teardown(() => new Promise<void>((resolve) => {
-    server.closeAllConnections();
-    server.close(() => resolve());
-  }));
+  t.teardown(
+    () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  );
   const port = (server.address() as AddressInfo).port;
-  const failure = expectFailure(t, await allowing(`localhost:${port}`).request({ url: `https://localhost:${port}/`, method: 'GET', timeoutMs: 5000 }), 'network');
+  const failure = expectFailure(
+    t,
+    await allowing(`localhost:${port}`).request({ url: `https://localhost:${port}/`, method: 'GET', timeoutMs: 5000 }),
+    'network',
+  );
   t.regex(failure.message, /self[- ]signed|certificate/i);
   t.is(requests, 0);
   // and not allow-listed, the same server is never dialled at all

@@ -24,7 +24,9 @@ let nextHash = 0;
 /** Inserts receipts of `agent` as the repositories do (one statement per receipt), with varied kinds, verdicts, days. */
 async function insertReceipts(t: { context: { app: TestApp } }, agent: string, n: number, seed: number): Promise<void> {
   const m = em(t);
-  const [head] = (await m.execute(`select coalesce(max(nonce) + 1, 0)::int as n from receipts where network = ? and agent = ?`, [NET, agent])) as { n: number }[];
+  const [head] = (await m.execute(`select coalesce(max(nonce) + 1, 0)::int as n from receipts where network = ? and agent = ?`, [NET, agent])) as {
+    n: number;
+  }[];
   for (let i = 0; i < n; i++) {
     const k = (seed * 7919 + i * 104729) % 1000;
     const kind = k % 3 === 0 ? 'spend' : 'earn';
@@ -57,7 +59,11 @@ async function compare(t: ExecutionContext<{ app: TestApp }>, agent: string, lab
       group by 1, 2 order by 1, 2`,
     [NET, agent],
   )) as Record<string, unknown>[];
-  t.deepEqual(got.map((r) => ({ ...r })), want.map((r) => ({ ...r })), `reputation, ${label}`);
+  t.deepEqual(
+    got.map((r) => ({ ...r })),
+    want.map((r) => ({ ...r })),
+    `reputation, ${label}`,
+  );
   const daily = receiptDailySql(NET, agent, DAY0);
   const days = (await m.execute(daily.sql, daily.params)) as Record<string, unknown>[];
   const wantDays = (await m.execute(
@@ -67,7 +73,11 @@ async function compare(t: ExecutionContext<{ app: TestApp }>, agent: string, lab
        from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ? group by 1, 2, 3 order by 1, 2, 3`,
     [NET, agent, DAY0],
   )) as Record<string, unknown>[];
-  t.deepEqual(days.map((r) => ({ ...r })), wantDays.map((r) => ({ ...r })), `daily, ${label}`);
+  t.deepEqual(
+    days.map((r) => ({ ...r })),
+    wantDays.map((r) => ({ ...r })),
+    `daily, ${label}`,
+  );
   t.true(want.length > 0 && wantDays.length > 0, `${label}: nothing to compare`);
 }
 
@@ -86,10 +96,9 @@ test.serial('the rollups equal the receipts aggregates: unfolded, folded, mixed,
   // 0026); → mismatch takes it out (and the newest settled time with it when it was the newest)
   await em(t).execute(`update receipts set verification = 'verified' where agent = ? and nonce % 3 = 0 and verification = 'pending'`, [agent]);
   await compare(t, agent, 'after verifications');
-  const [newest] = (await em(t).execute(
-    `select nonce from receipts where agent = ? and kind = 'earn' and decision = 'allow' order by ts desc limit 1`,
-    [agent],
-  )) as { nonce: number }[];
+  const [newest] = (await em(t).execute(`select nonce from receipts where agent = ? and kind = 'earn' and decision = 'allow' order by ts desc limit 1`, [
+    agent,
+  ])) as { nonce: number }[];
   await em(t).execute(`update receipts set verification = 'mismatch' where agent = ? and (nonce % 5 = 1 or nonce = ?)`, [agent, newest!.nonce]);
   await compare(t, agent, 'after mismatches');
   await compact(t);

@@ -55,7 +55,11 @@ interface Child {
 async function spawn(role: string, env: Record<string, string> = {}): Promise<Child> {
   const child: ChildProcess = fork(SELF, [], {
     // BENCH_EVENTS_PROFILE=<dir>: the gateway child writes a V8 CPU profile there (what a write and its fan-out cost)
-    execArgv: ['--import', 'tsx', ...(role === 'gateway' && process.env.BENCH_EVENTS_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EVENTS_PROFILE}`] : [])],
+    execArgv: [
+      '--import',
+      'tsx',
+      ...(role === 'gateway' && process.env.BENCH_EVENTS_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_EVENTS_PROFILE}`] : []),
+    ],
     env: { ...process.env, ...env, BENCH_EVENTS_ROLE: role },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -405,7 +409,10 @@ async function main(): Promise<void> {
     url: gw.ready.url as string,
     key: gw.ready.key as string,
     write: async (label) => {
-      const res = await http({ url: gw.ready.url as string } as never, 'POST', '/v1/payment-links', { key: gw.ready.key as string, body: linkBody(gw.ready.agent as string, { label }) });
+      const res = await http({ url: gw.ready.url as string } as never, 'POST', '/v1/payment-links', {
+        key: gw.ready.key as string,
+        body: linkBody(gw.ready.agent as string, { label }),
+      });
       if (res.status !== 201) throw new Error(`gateway write: ${res.status} ${JSON.stringify(res.body)}`);
       return res.body.id as string;
     },
@@ -418,7 +425,11 @@ async function main(): Promise<void> {
     key: plainKey,
     write: async () => {
       const id = newId();
-      const res = await fetch(`${plainChild.ready.url}/events`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ owner: plainKey, metadata: { payment_link_id: id, label: 'plain' } }) });
+      const res = await fetch(`${plainChild.ready.url}/events`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ owner: plainKey, metadata: { payment_link_id: id, label: 'plain' } }),
+      });
       if (res.status !== 201) throw new Error(`plain write: ${res.status}`);
       await res.arrayBuffer();
       return id;
@@ -427,25 +438,43 @@ async function main(): Promise<void> {
   try {
     console.log(`machine: ${machineLine()} — shared with other work: read the ratios`);
     console.log(`${writes} writes per side, one every ${intervalMs} ms; latency from the write's answer to each socket's receipt`);
-    console.log('  subscribers  side       p50 ms   p99 ms   max ms   CPU/write ms   CPU/delivery µs   missed   (CPU/delivery: CPU/write above 0 subscribers, / subscribers)');
+    console.log(
+      '  subscribers  side       p50 ms   p99 ms   max ms   CPU/write ms   CPU/delivery µs   missed   (CPU/delivery: CPU/write above 0 subscribers, / subscribers)',
+    );
     type Figures = Awaited<ReturnType<typeof measure>>;
     const results: { n: number; gateway: Figures; plain: Figures }[] = [];
     // The writes alone (no subscriber): what a delivery costs is the CPU per write above this, divided by the subscribers.
-    const idle = { plain: await measure(plainSide, subs, { n: 0, writes, intervalMs }), gateway: await measure(gatewaySide, subs, { n: 0, writes, intervalMs }) };
+    const idle = {
+      plain: await measure(plainSide, subs, { n: 0, writes, intervalMs }),
+      gateway: await measure(gatewaySide, subs, { n: 0, writes, intervalMs }),
+    };
     const f = (x: number, d = 1) => x.toFixed(d).padStart(8);
-    for (const [name, r] of [['gateway', idle.gateway], ['plain', idle.plain]] as const) {
-      console.log(`  ${'0'.padStart(11)}  ${name.padEnd(8)} ${'-'.padStart(8)} ${'-'.padStart(8)} ${'-'.padStart(8)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${'-'.padStart(15)}   ${String(r.missed).padStart(6)}`);
+    for (const [name, r] of [
+      ['gateway', idle.gateway],
+      ['plain', idle.plain],
+    ] as const) {
+      console.log(
+        `  ${'0'.padStart(11)}  ${name.padEnd(8)} ${'-'.padStart(8)} ${'-'.padStart(8)} ${'-'.padStart(8)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${'-'.padStart(15)}   ${String(r.missed).padStart(6)}`,
+      );
     }
     const perDelivery = (r: Figures, base: Figures) => ((r.cpuPerWrite - base.cpuPerWrite) * 1000) / r.n;
     for (const n of counts) {
       const plain = await measure(plainSide, subs, { n, writes, intervalMs });
       const gateway = await measure(gatewaySide, subs, { n, writes, intervalMs });
       results.push({ n, gateway, plain });
-      for (const [name, r] of [['gateway', gateway], ['plain', plain]] as const) {
-        console.log(`  ${String(n).padStart(11)}  ${name.padEnd(8)} ${f(r.p50)} ${f(r.p99)} ${f(r.max)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${f(perDelivery(r, idle[name])).padStart(15)}   ${String(r.missed).padStart(6)}${r.duplicates ? ` dup ${r.duplicates}` : ''}${r.errors.length ? ` errors: ${r.errors.join(' | ')}` : ''}`);
+      for (const [name, r] of [
+        ['gateway', gateway],
+        ['plain', plain],
+      ] as const) {
+        console.log(
+          `  ${String(n).padStart(11)}  ${name.padEnd(8)} ${f(r.p50)} ${f(r.p99)} ${f(r.max)}   ${f(r.cpuPerWrite, 2).padStart(12)}   ${f(perDelivery(r, idle[name])).padStart(15)}   ${String(r.missed).padStart(6)}${r.duplicates ? ` dup ${r.duplicates}` : ''}${r.errors.length ? ` errors: ${r.errors.join(' | ')}` : ''}`,
+        );
       }
       // what bounds the tail: the server's longest event-loop stall, its GC, and the writes whose last delivery was late
-      for (const [name, r] of [['gateway', gateway], ['plain', plain]] as const) {
+      for (const [name, r] of [
+        ['gateway', gateway],
+        ['plain', plain],
+      ] as const) {
         console.log(
           `               ${name.padEnd(8)} tail: event loop max ${r.loopMaxMs.toFixed(0)} ms, GC ${r.gcPerWrite.toFixed(2)} ms/write; last delivery of the slowest writes ${r.slowestWrites.map((x) => x.toFixed(0)).join(', ')} ms; ${r.writesOver50} of ${writes} writes past 50 ms`,
         );
@@ -453,7 +482,9 @@ async function main(): Promise<void> {
     }
     for (const { n, gateway, plain } of results) {
       const label = n.toLocaleString('en-US');
-      console.log(`RATIO|graphql-ws fan-out, ${label} subscribers, p99|${gateway.p99.toFixed(1)} ms|${plain.p99.toFixed(1)} ms|${(gateway.p99 / plain.p99).toFixed(2)}×|p99 ≤ 50 ms`);
+      console.log(
+        `RATIO|graphql-ws fan-out, ${label} subscribers, p99|${gateway.p99.toFixed(1)} ms|${plain.p99.toFixed(1)} ms|${(gateway.p99 / plain.p99).toFixed(2)}×|p99 ≤ 50 ms`,
+      );
       // The goal is per delivery: CPU per write above the writes alone, per subscriber. Below 1,000 subscribers the fan-out's
       // share of a write is within the noise of the write's own cost (a REST POST: bench:paywall's and the REST benches'
       // business), so the goal row is printed where the goal is set: the largest count; the table shows every count.
@@ -465,7 +496,9 @@ async function main(): Promise<void> {
       );
     }
     const missed = results.reduce((s, r) => s + r.gateway.missed + r.plain.missed, 0);
-    console.log(`missed events: ${missed} (gateway ${results.reduce((s, r) => s + r.gateway.missed, 0)}, plain ${results.reduce((s, r) => s + r.plain.missed, 0)})`);
+    console.log(
+      `missed events: ${missed} (gateway ${results.reduce((s, r) => s + r.gateway.missed, 0)}, plain ${results.reduce((s, r) => s + r.plain.missed, 0)})`,
+    );
     if (missed) process.exitCode = 1;
   } finally {
     await subs.close();

@@ -47,7 +47,12 @@ const DB_RUNS = 15;
 const CONNECTIONS = 4;
 // the cache is keyed by the migrations' source: a cluster generated under other migrations is never reused
 const MIGRATIONS_HASH = createHash('sha256')
-  .update(readdirSync(MIGRATIONS).sort().map((f) => readFileSync(join(MIGRATIONS, f), 'utf8')).join('\0'))
+  .update(
+    readdirSync(MIGRATIONS)
+      .sort()
+      .map((f) => readFileSync(join(MIGRATIONS, f), 'utf8'))
+      .join('\0'),
+  )
   .digest('hex')
   .slice(0, 12);
 const DIR = process.env.BENCH_GROWTH_DIR ?? join(os.tmpdir(), `svc-bench-growth-${MIGRATIONS_HASH}`);
@@ -90,7 +95,8 @@ const events = (q: { kinds?: string[]; agent?: (w: GrowthWorld) => string; curso
   return [eventPageSql('chain-devnet', { owner, agent: q.agent?.(s.w), kinds, before, limit: planLimit + 1 })];
 };
 
-const receipts = (q: { kind?: 'earn' | 'spend'; decision?: 'allow' | 'deny' | 'rejected'; sinceDays?: number }) =>
+const receipts =
+  (q: { kind?: 'earn' | 'spend'; decision?: 'allow' | 'deny' | 'rejected'; sinceDays?: number }) =>
   async (s: Side, _owner: string | undefined, cursor: Record<string, unknown> | undefined) => {
     const agent = s.w.mints[0]!;
     const since = q.sinceDays ? sinceOf(q.sinceDays) : undefined;
@@ -101,7 +107,14 @@ const receipts = (q: { kind?: 'earn' | 'spend'; decision?: 'allow' | 'deny' | 'r
       out.push(probe);
       from = ((await s.em.fork().execute(probe.sql, probe.params)) as { nonce: number }[])[0]?.nonce ?? 0;
     }
-    out.push(receiptPageSql('chain-devnet', agent, { kind: q.kind, decision: q.decision, since, beforeNonce: cursor?.n as number | undefined, limit: planLimit + 1 }, from));
+    out.push(
+      receiptPageSql(
+        'chain-devnet',
+        agent,
+        { kind: q.kind, decision: q.decision, since, beforeNonce: cursor?.n as number | undefined, limit: planLimit + 1 },
+        from,
+      ),
+    );
     return out;
   };
 
@@ -112,9 +125,18 @@ const sinceOf = (days: number) => new Date(RUN_START - days * DAY);
 const two = 'payment_link.settled,identity.profile.updated';
 const allRoutes: Route[] = [
   { name: 'GET /v1/events (latest)', path: () => `/v1/events?limit=${PAGE}`, sql: events({}) },
-  { name: 'GET /v1/events (page 2, cursor)', path: () => `/v1/events?limit=${PAGE}&cursor=CURSOR`, page1: () => `/v1/events?limit=${PAGE}`, sql: events({ cursor: true }) },
+  {
+    name: 'GET /v1/events (page 2, cursor)',
+    path: () => `/v1/events?limit=${PAGE}&cursor=CURSOR`,
+    page1: () => `/v1/events?limit=${PAGE}`,
+    sql: events({ cursor: true }),
+  },
   { name: 'GET /v1/events?kind=payment_link.*', path: () => `/v1/events?limit=${PAGE}&kind=payment_link.*`, sql: events({ kinds: ['payment_link.*'] }) },
-  { name: 'GET /v1/events?kind=<one kind>', path: () => `/v1/events?limit=${PAGE}&kind=payment_link.settled`, sql: events({ kinds: ['payment_link.settled'] }) },
+  {
+    name: 'GET /v1/events?kind=<one kind>',
+    path: () => `/v1/events?limit=${PAGE}&kind=payment_link.settled`,
+    sql: events({ kinds: ['payment_link.settled'] }),
+  },
   { name: 'GET /v1/events?kind=<two kinds>', path: () => `/v1/events?limit=${PAGE}&kind=${two}`, sql: events({ kinds: two.split(',') }) },
   { name: 'GET /v1/events?agent=', path: (w) => `/v1/events?limit=${PAGE}&agent=${w.mints[1]}`, sql: events({ agent: (w) => w.mints[1]! }) },
   {
@@ -123,16 +145,29 @@ const allRoutes: Route[] = [
     sql: events({ agent: (w) => w.mints[1]!, kinds: ['payment_link.settled'] }),
   },
   { name: 'GET /v1/events?kind=<two kinds> (admin)', path: () => `/v1/events?limit=${PAGE}&kind=${two}`, admin: true, sql: events({ kinds: two.split(',') }) },
-  { name: 'GET /v1/identity/{mint}/history', path: (w) => `/v1/identity/${w.mints[1]}/history?limit=${PAGE}`, sql: events({ agent: (w) => w.mints[1]!, kinds: ['identity.*'] }) },
+  {
+    name: 'GET /v1/identity/{mint}/history',
+    path: (w) => `/v1/identity/${w.mints[1]}/history?limit=${PAGE}`,
+    sql: events({ agent: (w) => w.mints[1]!, kinds: ['identity.*'] }),
+  },
   { name: 'GET /v1/metrics/events', path: () => '/v1/metrics/events', sql: async (_s, owner) => [eventCountsSql('chain-devnet', { owner })] },
   {
     name: 'GET /v1/metrics/events?days=1',
     path: () => '/v1/metrics/events?days=1',
     sql: async (_s, owner) => [eventCountsSql('chain-devnet', { owner, since: new Date(Date.now() - DAY) })],
   },
-  { name: 'GET /v1/metrics/events (admin)', path: () => '/v1/metrics/events', admin: true, sql: async () => [eventCountsSql('chain-devnet', { owner: undefined })] },
+  {
+    name: 'GET /v1/metrics/events (admin)',
+    path: () => '/v1/metrics/events',
+    admin: true,
+    sql: async () => [eventCountsSql('chain-devnet', { owner: undefined })],
+  },
 
-  { name: 'GET /v1/payment-links (latest)', path: () => `/v1/payment-links?limit=${PAGE}`, sql: async (_s, owner) => [paymentLinkListSql('chain-devnet', { owner, limit: planLimit + 1 })] },
+  {
+    name: 'GET /v1/payment-links (latest)',
+    path: () => `/v1/payment-links?limit=${PAGE}`,
+    sql: async (_s, owner) => [paymentLinkListSql('chain-devnet', { owner, limit: planLimit + 1 })],
+  },
   {
     name: 'GET /v1/payment-links (page 2, cursor)',
     path: () => `/v1/payment-links?limit=${PAGE}&cursor=CURSOR`,
@@ -150,7 +185,12 @@ const allRoutes: Route[] = [
     page1: (w) => `/v1/payment-links?limit=${PAGE}&owner_agent=${w.mints[2]}`,
     sql: async (s, owner, c) => [paymentLinkListSql('chain-devnet', { owner, ownerAgent: s.w.mints[2], beforePk: c!.pk as string, limit: planLimit + 1 })],
   },
-  { name: 'GET /v1/payment-links (admin)', path: () => `/v1/payment-links?limit=${PAGE}`, admin: true, sql: async () => [paymentLinkListSql('chain-devnet', { owner: undefined, limit: planLimit + 1 })] },
+  {
+    name: 'GET /v1/payment-links (admin)',
+    path: () => `/v1/payment-links?limit=${PAGE}`,
+    admin: true,
+    sql: async () => [paymentLinkListSql('chain-devnet', { owner: undefined, limit: planLimit + 1 })],
+  },
   { name: 'GET /v1/discover?source=svc', path: () => '/v1/discover?source=svc&limit=20', sql: async () => [discoverableLinksSql('chain-devnet', 20)] },
   // a search filters the newest 500 of the catalogue chunk by chunk until its page is full (domain/discovery/service.ts):
   // O(page) when the words are common, O(window) at worst, never O(table)
@@ -168,7 +208,11 @@ const allRoutes: Route[] = [
     sql: receipts({}),
   },
   { name: 'GET /v1/receipts/{agent}?kind=spend', path: (w) => `/v1/receipts/${w.mints[0]}?limit=${PAGE}&kind=spend`, sql: receipts({ kind: 'spend' }) },
-  { name: 'GET /v1/receipts/{agent}?decision=rejected', path: (w) => `/v1/receipts/${w.mints[0]}?limit=${PAGE}&decision=rejected`, sql: receipts({ decision: 'rejected' }) },
+  {
+    name: 'GET /v1/receipts/{agent}?decision=rejected',
+    path: (w) => `/v1/receipts/${w.mints[0]}?limit=${PAGE}&decision=rejected`,
+    sql: receipts({ decision: 'rejected' }),
+  },
   {
     name: 'GET /v1/receipts/{agent}?kind=&decision=',
     path: (w) => `/v1/receipts/${w.mints[0]}?limit=${PAGE}&kind=earn&decision=deny`,
@@ -203,9 +247,22 @@ const allRoutes: Route[] = [
     sql: async (s, _o, c) => [deliveryListSql('chain-devnet', s.w.webhooks[0]!, { beforeId: c!.id as string, limit: planLimit + 1 })],
   },
 
-  { name: 'GET /v1/metrics/usage', path: () => '/v1/metrics/usage', sql: async (s) => [usageSql('chain-devnet', { keyId: s.w.keys.userId, since: usageSince(7) })] },
-  { name: 'GET /v1/metrics/usage?days=30', path: () => '/v1/metrics/usage?days=30', sql: async (s) => [usageSql('chain-devnet', { keyId: s.w.keys.userId, since: usageSince(30) })] },
-  { name: 'GET /v1/metrics/usage (admin)', path: () => '/v1/metrics/usage', admin: true, sql: async () => [usageSql('chain-devnet', { since: usageSince(7) })] },
+  {
+    name: 'GET /v1/metrics/usage',
+    path: () => '/v1/metrics/usage',
+    sql: async (s) => [usageSql('chain-devnet', { keyId: s.w.keys.userId, since: usageSince(7) })],
+  },
+  {
+    name: 'GET /v1/metrics/usage?days=30',
+    path: () => '/v1/metrics/usage?days=30',
+    sql: async (s) => [usageSql('chain-devnet', { keyId: s.w.keys.userId, since: usageSince(30) })],
+  },
+  {
+    name: 'GET /v1/metrics/usage (admin)',
+    path: () => '/v1/metrics/usage',
+    admin: true,
+    sql: async () => [usageSql('chain-devnet', { since: usageSince(7) })],
+  },
 ];
 const routes = allRoutes.filter((r) => !ONLY || r.name.includes(ONLY));
 
@@ -269,13 +326,22 @@ try {
       const { text, body } = await get(s, r, measuredPath(s, r, which));
       return `${Array.isArray(body.data) ? `${body.data.length} items, ` : ''}${(text.length / 1024).toFixed(1)} kB`;
     };
-    sizes.set(r.name, `${pages.has(r.name) ? `page ${pages.get(r.name)} (what 1k fills); ` : ''}1k: ${await size(smallSide, 'small')}; 1M: ${await size(bigSide, 'big')}`);
+    sizes.set(
+      r.name,
+      `${pages.has(r.name) ? `page ${pages.get(r.name)} (what 1k fills); ` : ''}1k: ${await size(smallSide, 'small')}; 1M: ${await size(bigSide, 'big')}`,
+    );
   }
   const urlOf = (s: Side, r: Route, which: 'small' | 'big') => s.app.url + measuredPath(s, r, which);
 
   const measure = async (s: Side, r: Route, which: 'small' | 'big', load: { seconds: number; connections: number }): Promise<LoadResult> => {
     const { seconds, connections } = load;
-    const result = await runLoad({ generator: 'cannon', url: urlOf(s, r, which), headers: { authorization: `Bearer ${keyOf(s, r)}` }, connections, duration: seconds });
+    const result = await runLoad({
+      generator: 'cannon',
+      url: urlOf(s, r, which),
+      headers: { authorization: `Bearer ${keyOf(s, r)}` },
+      connections,
+      duration: seconds,
+    });
     const wrong = Object.entries(result.statuses).filter(([status]) => status !== '200');
     if (wrong.length) throw new Error(`${r.name}: answers other than 200: ${JSON.stringify(result.statuses)}`);
     return result;
@@ -321,7 +387,9 @@ try {
     const ratio = mb.p99 / Math.max(ms.p99, 0.001);
     console.log(row(`${route.name} — 1k`, ms, 48));
     const rounds = b.length > ROUNDS ? ` (${b.length} rounds)` : '';
-    console.log(`${row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48)}   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`);
+    console.log(
+      `${row(`${route.name} — ${(BIG / 1e6).toFixed(BIG >= 1e6 ? 0 : 1)}M`, mb, 48)}   ${ratio.toFixed(2)}×${rounds}${ratio <= 1.5 ? '' : '  (over the goal)'}`,
+    );
     const fig = (m: LoadResult) => `${Math.round(m.rps).toLocaleString('en-US')} req/s p99 ${m.p99.toFixed(1)} ms`;
     const page = pages.get(route.name);
     ratioLines.push(`RATIO|${route.name}${page === undefined ? '' : ` (page ${page})`}|${fig(mb)}|${fig(ms)}|${ratio.toFixed(2)}×|≤ 1.5×`);
@@ -339,7 +407,9 @@ try {
       let ms = 0;
       buffers = 0;
       for (const q of statements) {
-        const [out] = (await s.em.fork().execute(`explain (analyze, buffers, format json) ${q.sql}`, q.params)) as { 'QUERY PLAN': { Plan: Record<string, number>; 'Execution Time': number }[] }[];
+        const [out] = (await s.em.fork().execute(`explain (analyze, buffers, format json) ${q.sql}`, q.params)) as {
+          'QUERY PLAN': { Plan: Record<string, number>; 'Execution Time': number }[];
+        }[];
         const plan = out!['QUERY PLAN'][0]!;
         ms += plan['Execution Time'];
         buffers += (plan.Plan['Shared Hit Blocks'] ?? 0) + (plan.Plan['Shared Read Blocks'] ?? 0);
@@ -354,7 +424,9 @@ try {
   for (const r of routes) {
     const a = await dbFigures(smallSide, r, 'small');
     const b = await dbFigures(bigSide, r, 'big');
-    console.log(`  ${r.name.padEnd(52)} ${a.ms.toFixed(3).padStart(6)}  ${b.ms.toFixed(3).padStart(6)}  ${(b.ms / Math.max(a.ms, 0.001)).toFixed(2).padStart(5)}×   ${a.buffers} / ${b.buffers}`);
+    console.log(
+      `  ${r.name.padEnd(52)} ${a.ms.toFixed(3).padStart(6)}  ${b.ms.toFixed(3).padStart(6)}  ${(b.ms / Math.max(a.ms, 0.001)).toFixed(2).padStart(5)}×   ${a.buffers} / ${b.buffers}`,
+    );
   }
 
   console.log(`\nplans on the ${BIG.toLocaleString('en-US')}-row database (EXPLAIN ANALYZE of the repositories' own SQL), and the answers' sizes:`);
@@ -363,7 +435,11 @@ try {
     const cursor = cursors.get(r.name)?.big;
     console.log(`  ${r.name} (${sizes.get(r.name)}):`);
     planLimit = pages.get(r.name) ?? PAGE;
-    for (const q of await r.sql(bigSide, owner, cursor ? (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<string, unknown>) : undefined)) {
+    for (const q of await r.sql(
+      bigSide,
+      owner,
+      cursor ? (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Record<string, unknown>) : undefined,
+    )) {
       const plan = (await bigSide.em.fork().execute(`explain (analyze, costs off, timing off, summary off) ${q.sql}`, q.params)) as { 'QUERY PLAN': string }[];
       for (const line of plan) console.log(`      ${line['QUERY PLAN']}`);
     }

@@ -25,7 +25,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ComputeBudgetProgram, Keypair, PublicKey, Transaction, TransactionInstruction } from '@solana/web3.js';
-import { createAssociatedTokenAccountIdempotentInstruction, createTransferCheckedInstruction, getAssociatedTokenAddressSync, MintLayout, createMintToCheckedInstruction } from '@solana/spl-token';
+import {
+  createAssociatedTokenAccountIdempotentInstruction,
+  createTransferCheckedInstruction,
+  getAssociatedTokenAddressSync,
+  MintLayout,
+  createMintToCheckedInstruction,
+} from '@solana/spl-token';
 import { getTransactionDecoder, type Blockhash } from '@solana/kit';
 import { LiteSVM } from 'litesvm';
 import { Account, type LiteSvm } from 'litesvm/dist/internal.js';
@@ -50,7 +56,14 @@ interface Party {
   key: KeyObject;
 }
 const party = (kp = Keypair.generate()): Party => {
-  return { kp, key: createPrivateKey({ key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(kp.secretKey.subarray(0, 32))]), format: 'der', type: 'pkcs8' }) };
+  return {
+    kp,
+    key: createPrivateKey({
+      key: Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), Buffer.from(kp.secretKey.subarray(0, 32))]),
+      format: 'der',
+      type: 'pkcs8',
+    }),
+  };
 };
 
 const facilitator = party();
@@ -94,7 +107,8 @@ function fundingTransactions(blockhash: string, mintAuthority: Party): Uint8Arra
   out.push(signWith(first, [facilitator, mintAuthority]));
   for (let i = 0; i < MERCHANTS; i += 10) {
     const tx = new Transaction({ feePayer: facilitator.kp.publicKey, recentBlockhash: blockhash });
-    for (let m = i; m < Math.min(i + 10, MERCHANTS); m++) tx.add(createAssociatedTokenAccountIdempotentInstruction(facilitator.kp.publicKey, merchantAtas[m]!, merchants[m]!, USDC));
+    for (let m = i; m < Math.min(i + 10, MERCHANTS); m++)
+      tx.add(createAssociatedTokenAccountIdempotentInstruction(facilitator.kp.publicKey, merchantAtas[m]!, merchants[m]!, USDC));
     out.push(signWith(tx, [facilitator]));
   }
   return out;
@@ -150,7 +164,18 @@ async function directPath(kind: 'raw' | 'kit'): Promise<Path> {
   const inner = (svm as unknown as { inner: LiteSvm }).inner;
   const mintAuthority = party();
   const data = Buffer.alloc(82);
-  MintLayout.encode({ mintAuthorityOption: 1, mintAuthority: mintAuthority.kp.publicKey, supply: 0n, decimals: 6, isInitialized: true, freezeAuthorityOption: 0, freezeAuthority: PublicKey.default }, data);
+  MintLayout.encode(
+    {
+      mintAuthorityOption: 1,
+      mintAuthority: mintAuthority.kp.publicKey,
+      supply: 0n,
+      decimals: 6,
+      isInitialized: true,
+      freezeAuthorityOption: 0,
+      freezeAuthority: PublicKey.default,
+    },
+    data,
+  );
   inner.setAccount(USDC.toBytes(), new Account(svm.minimumBalanceForRentExemption(82n), data, new PublicKey(TOKEN_PROGRAM_ID).toBytes(), false, 0n));
   inner.airdrop(facilitator.kp.publicKey.toBytes(), 1_000_000_000_000n);
   for (const wire of fundingTransactions(svm.latestBlockhash(), mintAuthority)) {
@@ -187,7 +212,10 @@ async function openLedger(): Promise<{ ledger: EmbeddedLedger; dir: string }> {
 
 /** An embedded ledger and its JSON-RPC server in a child process; the facilitator funded, the mint's authority back. */
 async function servedLedger(): Promise<{ url: string; mintAuthority: Party; close(): Promise<void> }> {
-  const child = fork(fileURLToPath(new URL('./support/ledger-rpc-child.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(fileURLToPath(new URL('./support/ledger-rpc-child.ts', import.meta.url)), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const ready = await new Promise<{ url: string; mintAuthority: number[] }>((resolve, reject) => {
     child.once('message', resolve as (m: unknown) => void);
     child.once('exit', (code) => reject(new Error(`ledger rpc child exited with ${code}`)));

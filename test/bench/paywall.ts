@@ -62,7 +62,11 @@ const SELLERS = Number(process.env.BENCH_SELLERS ?? 8);
 const ROUNDS = BREAKDOWN ? 0 : 2;
 const USDC = findStable('chain-devnet', 'USDC')!;
 
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 const loadBefore = load();
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -112,10 +116,15 @@ function merge(parts: Fired[]): Fired & { count: number } {
 }
 
 /** The line `npm run bench` collects: RATIO|path|gateway|baseline|ratio|goal. */
-function ratioLine(path: string, figures: { gateway: { rps: number; p50: number; p99: number }; baseline: { rps: number; p50: number; p99: number } }, verdict: { ratio: number; goal: string }): string {
+function ratioLine(
+  path: string,
+  figures: { gateway: { rps: number; p50: number; p99: number }; baseline: { rps: number; p50: number; p99: number } },
+  verdict: { ratio: number; goal: string },
+): string {
   const { gateway, baseline } = figures;
   const { ratio, goal } = verdict;
-  const fig = (r: { rps: number; p50: number; p99: number }) => `${Math.round(r.rps).toLocaleString('en-US')} req/s p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms`;
+  const fig = (r: { rps: number; p50: number; p99: number }) =>
+    `${Math.round(r.rps).toLocaleString('en-US')} req/s p50 ${r.p50.toFixed(1)} ms p99 ${r.p99.toFixed(1)} ms`;
   return `RATIO|${path}|${fig(gateway)}|${fig(baseline)}|${ratio.toFixed(2)}×|${goal}`;
 }
 
@@ -202,7 +211,6 @@ async function sampleWaits<T>(url: string, work: () => Promise<T>): Promise<{ va
   }
 }
 
-
 // ---------------------------------------------------------------------------------------------------------------
 // The two servers
 
@@ -234,7 +242,9 @@ try {
   // -------------------------------------------------------------------------------------------------------------
   // 1. Unpaid 402 challenges, autocannon
 
-  console.log(`unpaid 402: ${CONNECTIONS} connections, ${DURATION}s per round, ${ROUNDS} interleaved rounds; body ${challengeBody.length} B, PAYMENT-REQUIRED ${paymentRequired.length} B`);
+  console.log(
+    `unpaid 402: ${CONNECTIONS} connections, ${DURATION}s per round, ${ROUNDS} interleaved rounds; body ${challengeBody.length} B, PAYMENT-REQUIRED ${paymentRequired.length} B`,
+  );
   if (!BREAKDOWN) {
     await cannon(plainUrl); // warm-up both
     await cannon(paywallUrl);
@@ -288,7 +298,10 @@ try {
 
   let order = 0;
   /** PAYMENT-SIGNATURE values for `n` payments, one blockhash, buyers in turn (random memo each); `to` picks the seller */
-  async function payments(n: number, to: (i: number) => { accept: X402RequirementsV2; requirements: PaymentRequirements } = () => ({ accept, requirements })): Promise<string[]> {
+  async function payments(
+    n: number,
+    to: (i: number) => { accept: X402RequirementsV2; requirements: PaymentRequirements } = () => ({ accept, requirements }),
+  ): Promise<string[]> {
     const { blockhash } = await ledger.getLatestBlockhash();
     return Array.from({ length: n }, (_, i) => {
       const buyer = buyers[order++ % BUYERS]!;
@@ -329,11 +342,22 @@ try {
       const sent = svm.sendWire(wire, { skipPreflight: true });
       samples.push(performance.now() - t0);
       if (!sent.ok) throw new Error(`LiteSVM baseline: ${JSON.stringify(sent.err)} ${sent.logs.slice(-2).join(' | ')}`);
-      if (svm.signatureStatus(sent.signature)?.err) throw new Error(`LiteSVM baseline: the settlement failed: ${JSON.stringify(svm.signatureStatus(sent.signature)?.err)}`);
+      if (svm.signatureStatus(sent.signature)?.err)
+        throw new Error(`LiteSVM baseline: the settlement failed: ${JSON.stringify(svm.signatureStatus(sent.signature)?.err)}`);
     }
     const seconds = (performance.now() - started) / 1000;
     samples.sort((a, b) => a - b);
-    return { generator: 'closed-loop', rps: wires.length / seconds, p50: percentile(samples, 0.5), p99: percentile(samples, 0.99), max: samples[samples.length - 1]!, total: wires.length, seconds, statuses: { '200': wires.length }, samples };
+    return {
+      generator: 'closed-loop',
+      rps: wires.length / seconds,
+      p50: percentile(samples, 0.5),
+      p99: percentile(samples, 0.99),
+      max: samples[samples.length - 1]!,
+      total: wires.length,
+      seconds,
+      statuses: { '200': wires.length },
+      samples,
+    };
   }
   svmExecute(svmPayments(CONCURRENCY)); // warm-up
 
@@ -422,7 +446,9 @@ try {
     const last = done + BATCH >= PAID;
     statementsOn = !BREAKDOWN; // (the breakdown's wait sampler would count too)
     const sampled = await profiled(last, 'paid-calls', () =>
-      BREAKDOWN ? sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers))) : fire(paywallUrl, 200, paying(headers)).then((value) => ({ value, samples: 0, waits: new Map<string, number>() })),
+      BREAKDOWN
+        ? sampleWaits(app.database.url, () => fire(paywallUrl, 200, paying(headers)))
+        : fire(paywallUrl, 200, paying(headers)).then((value) => ({ value, samples: 0, waits: new Map<string, number>() })),
     );
     statementsOn = false;
     const cpuUsed = process.cpuUsage(cpuBefore);
@@ -450,8 +476,10 @@ try {
     const payTo = treasuryOf(mint);
     sellers.push({ linkId: (made.body as { id: string }).id, agent: mint, accept: { ...accept, payTo }, requirements: { ...requirements, payTo } });
   }
-  const balances = async () => Promise.all(sellers.map(async (x) => (await ledger.getTokenBalances(x.accept.payTo, { mint: USDC.mint })).reduce((n, b) => n + b.amount, 0n)));
-  const spread = (headers: string[]): LoadRequest[] => headers.map((h, i) => ({ path: `/x/${sellers[i % SELLERS]!.linkId}?network=chain-devnet`, headers: { 'PAYMENT-SIGNATURE': h } }));
+  const balances = async () =>
+    Promise.all(sellers.map(async (x) => (await ledger.getTokenBalances(x.accept.payTo, { mint: USDC.mint })).reduce((n, b) => n + b.amount, 0n)));
+  const spread = (headers: string[]): LoadRequest[] =>
+    headers.map((h, i) => ({ path: `/x/${sellers[i % SELLERS]!.linkId}?network=chain-devnet`, headers: { 'PAYMENT-SIGNATURE': h } }));
   const warmMany = await payments(SELLERS * 2, (i) => sellers[i % SELLERS]!);
   await fire(paywallUrl, 200, spread(warmMany)); // each new seller's first payments
   const manyBefore = await balances();
@@ -472,7 +500,11 @@ try {
   const paid = merge(paidParts);
   const plainFetch = merge(plainParts);
   const unpaidFetch = merge(unpaidParts);
-  for (const [name, f, code] of [['paid', paid, '200'], ['plain 402', plainFetch, '402'], ['paywall 402', unpaidFetch, '402']] as const) {
+  for (const [name, f, code] of [
+    ['paid', paid, '200'],
+    ['plain 402', plainFetch, '402'],
+    ['paywall 402', unpaidFetch, '402'],
+  ] as const) {
     if (f.statuses[code] !== f.count) throw new Error(`${name}: not every answer was ${code}: ${JSON.stringify(f.statuses)}; first: ${f.odd}`);
   }
   const grew = after - before;
@@ -495,15 +527,22 @@ try {
   const row = (name: string, r: { rps: number; p50: number; p99: number; max?: number }) =>
     `  ${name.padEnd(44)} ${f0(r.rps)} ${f1(r.p50)} ${f1(r.p99)} ${r.max === undefined ? '      -' : f1(r.max)}`;
   console.log('\nsummary');
-  console.log(`  machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, node ${process.version}, fastify ${plain.version}`);
+  console.log(
+    `  machine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, node ${process.version}, fastify ${plain.version}`,
+  );
   console.log(`  load average (1/5/15 min) before: ${loadBefore}   after: ${loadAfter}`);
-  console.log(`  command: BENCH_SECONDS=${DURATION} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_PAID=${PAID} BENCH_CONCURRENCY=${CONCURRENCY} npm run bench:paywall`);
+  console.log(
+    `  command: BENCH_SECONDS=${DURATION} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_PAID=${PAID} BENCH_CONCURRENCY=${CONCURRENCY} npm run bench:paywall`,
+  );
   console.log(`\n  unpaid GET /x/{id}, autocannon ${CONNECTIONS} connections, ${DURATION}s × ${ROUNDS} rounds   req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed {"ok":true}', tinyFig));
   console.log(row('plain fastify route, fixed 402', unpaidFig.base));
   console.log(row('paywall 402 challenge', unpaidFig.paywall));
   console.log(`  ratio paywall / plain: ${(unpaidRatio * 100).toFixed(1)}%   (aim ≥ 70%)`);
-  if (rounds.length) console.log(`  CPU per 402 in the server process: paywall ${avg((r) => r.paywall.cpuUs).toFixed(0)} µs, plain ${avg((r) => r.base.cpuUs).toFixed(0)} µs (plain / paywall ${(avg((r) => r.base.cpuUs) / avg((r) => r.paywall.cpuUs)).toFixed(2)}×)`);
+  if (rounds.length)
+    console.log(
+      `  CPU per 402 in the server process: paywall ${avg((r) => r.paywall.cpuUs).toFixed(0)} µs, plain ${avg((r) => r.base.cpuUs).toFixed(0)} µs (plain / paywall ${(avg((r) => r.base.cpuUs) / avg((r) => r.paywall.cpuUs)).toFixed(2)}×)`,
+    );
   console.log(ratioLine('unpaid 402 on /x/{id}', { gateway: unpaidFig.paywall, baseline: unpaidFig.base }, { ratio: unpaidRatio, goal: '≥ 0.7×' }));
   console.log(`\n  closed loop, ${CONCURRENCY} in flight, ${PAID} requests each (batches of ${BATCH}, interleaved)    req/s  p50 ms  p99 ms  max ms`);
   console.log(row('plain fastify route, fixed 402', plainFig));
@@ -511,19 +550,38 @@ try {
   console.log(row(`paid call, 200 (${feeTerms.success ? 'seller + fee legs' : 'seller leg'}, settled)`, paidFig));
   console.log(row('LiteSVM executing the same settlement transaction, 1 at a time', svmFig));
   console.log(`  ratio paid calls / LiteSVM executions: ${(paidFig.rps / svmFig.rps).toFixed(3)}×   (goal ≥ 0.3×)`);
-  console.log(`  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`);
-  console.log(`    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`);
-  if (!BREAKDOWN) console.log(`    PostgreSQL statements sent by this process per paid call: ${(statements / PAID).toFixed(2)} (all of its clients, transaction control included)`);
-  console.log(`    ledger thread: ${(paidThreadCalls / PAID).toFixed(2)} calls and ${(paidThreadMessages / PAID).toFixed(2)} messages to it per paid call (${(paidThreadCalls / Math.max(1, paidThreadMessages)).toFixed(2)} calls per message)`);
+  console.log(
+    `  CPU per paid call in the server process (all its threads: gateway, facilitator, ledger): ${(paidCpuUs / PAID).toFixed(0)} µs (${((paidCpuUs / 1e6 / paidFig.seconds) * 100).toFixed(0)}% of one core while paying)`,
+  );
+  console.log(
+    `    of which busy per paid call: main thread ${((mainActiveMs * 1000) / PAID).toFixed(0)} µs (${((mainActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy), ledger thread ${((ledgerActiveMs * 1000) / PAID).toFixed(0)} µs (${((ledgerActiveMs / 1000 / paidFig.seconds) * 100).toFixed(0)}% busy); PostgreSQL backends of the app's database: ${((pgCpuMsTotal * 1000) / PAID).toFixed(0)} µs CPU per paid call`,
+  );
+  if (!BREAKDOWN)
+    console.log(
+      `    PostgreSQL statements sent by this process per paid call: ${(statements / PAID).toFixed(2)} (all of its clients, transaction control included)`,
+    );
+  console.log(
+    `    ledger thread: ${(paidThreadCalls / PAID).toFixed(2)} calls and ${(paidThreadMessages / PAID).toFixed(2)} messages to it per paid call (${(paidThreadCalls / Math.max(1, paidThreadMessages)).toFixed(2)} calls per message)`,
+  );
   console.log(ratioLine('paid calls end to end', { gateway: paidFig, baseline: svmFig }, { ratio: paidFig.rps / svmFig.rps, goal: '≥ 0.3×' }));
   console.log(row(`paid call, 200, spread over ${SELLERS} sellers`, many));
   console.log(row('LiteSVM, same transactions (batches interleaved with those)', manySvm));
-  console.log(`  ratio paid calls (${SELLERS} sellers) / LiteSVM executions: ${(many.rps / manySvm.rps).toFixed(3)}×; ${SELLERS} sellers / 1 seller: ${(many.rps / paidFig.rps).toFixed(2)}×`);
-  console.log(`  ratio paid / plain 402 (closed loop): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (closed loop): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`);
+  console.log(
+    `  ratio paid calls (${SELLERS} sellers) / LiteSVM executions: ${(many.rps / manySvm.rps).toFixed(3)}×; ${SELLERS} sellers / 1 seller: ${(many.rps / paidFig.rps).toFixed(2)}×`,
+  );
+  console.log(
+    `  ratio paid / plain 402 (closed loop): ${((paidFig.rps / plainFig.rps) * 100).toFixed(1)}%   paid / paywall 402 (closed loop): ${((paidFig.rps / unpaidFetchFig.rps) * 100).toFixed(1)}%`,
+  );
   if (BREAKDOWN) {
     console.log(`\n  breakdown (BENCH_BREAKDOWN=1): mean ms per call of each step, over the ${PAID} timed paid calls (steps overlap across calls)`);
-    for (const [name, t] of timings) console.log(`  ${name.padEnd(52)} ${String(t.calls).padStart(6)} calls ${(t.ms / t.calls).toFixed(2).padStart(8)} ms/call ${(t.ms / PAID).toFixed(2).padStart(8)} ms/paid`);
-    if (groups.length) console.log(`  record transactions: ${groups.length} for ${PAID} paid calls (group sizes: mean ${(groups.reduce((a, b) => a + b, 0) / groups.length).toFixed(1)}, max ${Math.max(...groups)})`);
+    for (const [name, t] of timings)
+      console.log(
+        `  ${name.padEnd(52)} ${String(t.calls).padStart(6)} calls ${(t.ms / t.calls).toFixed(2).padStart(8)} ms/call ${(t.ms / PAID).toFixed(2).padStart(8)} ms/paid`,
+      );
+    if (groups.length)
+      console.log(
+        `  record transactions: ${groups.length} for ${PAID} paid calls (group sizes: mean ${(groups.reduce((a, b) => a + b, 0) / groups.length).toFixed(1)}, max ${Math.max(...groups)})`,
+      );
     console.log(`  PostgreSQL sessions of the app, sampled ${pgSamples}× every 10 ms: mean sessions per sample by state or wait event`);
     for (const [w, n] of [...pgWaits].sort((a, b) => b[1] - a[1])) console.log(`    ${w.padEnd(40)} ${(n / Math.max(pgSamples, 1)).toFixed(2)}`);
     console.log(`  statements seen active (mean sessions per sample running each):`);
@@ -531,7 +589,9 @@ try {
   }
   const warning = baselineWarning(tinyFig);
   if (warning) console.log(`  ${warning}`);
-  console.log(`  checks: every unpaid answer 402, all ${PAID} paid answers 200; seller treasury grew by ${grew} = ${PAID} × ${price} atoms (fee ${fee} per call, ${BUYERS} buyers)`);
+  console.log(
+    `  checks: every unpaid answer 402, all ${PAID} paid answers 200; seller treasury grew by ${grew} = ${PAID} × ${price} atoms (fee ${fee} per call, ${BUYERS} buyers)`,
+  );
 } finally {
   await plain.close();
   await tiny.close();

@@ -27,7 +27,10 @@ const nothingStored: PolicyStore = {
 
 /** GET /v1/health with the key: every answer must be a 200. */
 async function measure(url: string, key: string): Promise<{ rps: number; p50: number; p99: number; total: number }> {
-  const r = await expectAll({ generator: 'cannon', url: `${url}/v1/health`, connections: CONNECTIONS, duration: DURATION, headers: { authorization: `Bearer ${key}` } }, 200);
+  const r = await expectAll(
+    { generator: 'cannon', url: `${url}/v1/health`, connections: CONNECTIONS, duration: DURATION, headers: { authorization: `Bearer ${key}` } },
+    200,
+  );
   return { rps: r.rps, p50: r.p50, p99: r.p99, total: r.total };
 }
 
@@ -36,7 +39,8 @@ async function measureNearLimit(url: string, key: string): Promise<{ rps: number
   const r = await runLoad({ generator: 'cannon', url: `${url}/v1/version`, connections: 200, duration: DURATION, headers: { authorization: `Bearer ${key}` } });
   const answered = r.statuses['200'] ?? 0;
   const refused = r.statuses['429'] ?? 0;
-  if (answered + refused !== r.total || answered > 600) throw new Error(`over the limit: expected at most 600 × 200 and the rest 429: ${JSON.stringify(r.statuses)}`);
+  if (answered + refused !== r.total || answered > 600)
+    throw new Error(`over the limit: expected at most 600 × 200 and the rest 429: ${JSON.stringify(r.statuses)}`);
   return { rps: r.rps, p50: r.p50, p99: r.p99, refused, answered };
 }
 

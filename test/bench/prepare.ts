@@ -221,7 +221,9 @@ try {
   const rate = (name: string, n: number) => `  ${name.padEnd(52)} ${n.toFixed(0).padStart(8)}`;
   console.log('\nbench:prepare');
   console.log(`  machine: ${machineLine()}; load before ${loadBefore}`);
-  console.log(`  command: BENCH_SECONDS=${SECONDS} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_SUBMITS=${SUBMITS} BENCH_SUBMIT_CONNECTIONS=${SUBMIT_CONNECTIONS} npm run bench:prepare`);
+  console.log(
+    `  command: BENCH_SECONDS=${SECONDS} BENCH_CONNECTIONS=${CONNECTIONS} BENCH_SUBMITS=${SUBMITS} BENCH_SUBMIT_CONNECTIONS=${SUBMIT_CONNECTIONS} npm run bench:prepare`,
+  );
   console.log(`\n  (c) plain builds in-process (mpl-core client via umi, compiled + serialized)         builds/s`);
   console.log(rate('createV1 (fresh asset keypair, presigned)', buildCreate));
   console.log(rate('execute(System transfer), plain umi', buildExecute));

@@ -37,7 +37,13 @@ try {
   const created = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
   if (created.status !== 201) throw new Error(`create link: ${created.status} ${JSON.stringify(created.body)}`);
   const id = created.body.id as string;
-  const gatewayJob = { generator: 'cannon' as const, url: `${app.url}/v1/payment-links/${id}`, connections: CONNECTIONS, duration: DURATION, headers: { authorization: `Bearer ${key}` } };
+  const gatewayJob = {
+    generator: 'cannon' as const,
+    url: `${app.url}/v1/payment-links/${id}`,
+    connections: CONNECTIONS,
+    duration: DURATION,
+    headers: { authorization: `Bearer ${key}` },
+  };
   const plainJob = { generator: 'cannon' as const, url: `${plainUrl}/v1/payment-links/${id}`, connections: CONNECTIONS, duration: DURATION };
   const queries = await countQueries(async () => void (await http(app, 'GET', `/v1/payment-links/${id}`, { key })));
 
@@ -70,7 +76,9 @@ try {
   console.log(`  ratio gateway / plain: ${ratio.toFixed(2)}× (goal ≥ ${GOAL}×)`);
   // This process's CPU per answered request (both servers live here; PostgreSQL and autocannon run apart): steadier than
   // req/s on a shared machine.
-  console.log(`  CPU per request in the server process: gateway ${cpu.gateway.toFixed(0)} µs, plain ${cpu.plain.toFixed(0)} µs (plain / gateway ${(cpu.plain / cpu.gateway).toFixed(2)}×)`);
+  console.log(
+    `  CPU per request in the server process: gateway ${cpu.gateway.toFixed(0)} µs, plain ${cpu.plain.toFixed(0)} µs (plain / gateway ${(cpu.plain / cpu.gateway).toFixed(2)}×)`,
+  );
   const fig = (r: typeof g) => `${Math.round(r.rps).toLocaleString('en-US')} req/s p99 ${r.p99.toFixed(0)} ms`;
   console.log(`RATIO|${PATH_NAME}|${fig(g)}|${fig(p)}|${ratio.toFixed(2)}×|≥ ${GOAL}×`);
 } finally {

@@ -20,7 +20,11 @@ import { expectAll, machineLine, plainBaseline, startPlainServer, type LoadReque
 
 const TOTAL = Number(process.env.BENCH_RECEIPTS ?? 2000);
 const AGENTS = 50;
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 const loadBefore = load();
 
 const app = await startTestApp({ env: { SVC_JOBS: 'off', SVC_RATE_LIMITS: JSON.stringify({ 'receipts.write': 10_000_000, default: 10_000_000 }) } });
@@ -56,7 +60,8 @@ try {
     return r.seconds;
   };
   const plainHttp = async (lanes: LoadRequest[][]) =>
-    (await plainBaseline(plain, { generator: 'closed', method: 'POST', headers: { 'content-type': 'application/json' }, connections: lanes.length, lanes })).seconds;
+    (await plainBaseline(plain, { generator: 'closed', method: 'POST', headers: { 'content-type': 'application/json' }, connections: lanes.length, lanes }))
+      .seconds;
   // The same use case without HTTP: ReceiptService.push as every door calls it.
   const caller = await app.services.access.authenticate(`Bearer ${key}`);
   const serviceAll = async (agent: string, chain: ReceiptV1[]) => {
@@ -91,8 +96,19 @@ try {
 
   const rate = (count: number, s: number) => Math.round(count / s);
   const rows = [
-    { case: `1 agent, ${TOTAL} receipts (sequential chain)`, push: rate(TOTAL, pushOne), plain: rate(TOTAL, plainOne), http: rate(TOTAL, httpOne), service: rate(TOTAL, serviceOne) },
-    { case: `${AGENTS} agents × ${perAgent} receipts (50 concurrent clients)`, push: rate(manyTotal, pushMany), plain: rate(manyTotal, plainMany), http: rate(manyTotal, httpMany) },
+    {
+      case: `1 agent, ${TOTAL} receipts (sequential chain)`,
+      push: rate(TOTAL, pushOne),
+      plain: rate(TOTAL, plainOne),
+      http: rate(TOTAL, httpOne),
+      service: rate(TOTAL, serviceOne),
+    },
+    {
+      case: `${AGENTS} agents × ${perAgent} receipts (50 concurrent clients)`,
+      push: rate(manyTotal, pushMany),
+      plain: rate(manyTotal, plainMany),
+      http: rate(manyTotal, httpMany),
+    },
   ];
   console.log(`receipts bench — ${os.cpus().length} cores, load ${loadBefore} → ${load()}, pool ${app.config.dbPoolMax} connections; ${machineLine()}`);
   for (const r of rows) {

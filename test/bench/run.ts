@@ -98,7 +98,12 @@ async function main(): Promise<void> {
     console.log(`===== ${name}: exit ${code}, ${((Date.now() - started) / 1000).toFixed(0)} s, ${got.length} RATIO row(s) =====`);
     if (code !== 0) failed.push(`${name} (exit ${code})`);
   }
-  console.log(`\nmachine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, load ${os.loadavg().map((n) => n.toFixed(2)).join(' ')}`);
+  console.log(
+    `\nmachine: ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), node ${process.version}, load ${os
+      .loadavg()
+      .map((n) => n.toFixed(2))
+      .join(' ')}`,
+  );
   console.log(`benches run: ${scripts.join(', ')}`);
   console.log(rows.length ? table(rows) : '(no RATIO| rows were printed)');
   if (failed.length) {

@@ -21,13 +21,20 @@ const EVENTS_ONE = Number(process.env.BENCH_EVENTS_ONE ?? 400);
 const EVENTS_MANY = Number(process.env.BENCH_EVENTS_MANY ?? 30);
 /** transactions appending at once (appends serialise on the events lock; several keep it busy) */
 const APPENDERS = Number(process.env.BENCH_APPENDERS ?? 8);
-const load = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+const load = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 const loadBefore = load();
 
 const receiver = await startReceiverProcess();
 const allow = `127.0.0.1:${receiver.port}`;
 
-const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: allow, SVC_LOG_LEVEL: 'silent' }, appOptions: { ledgers: false, logger: pino({ level: 'silent' }) } });
+const app = await startTestApp({
+  env: { SVC_OUTBOUND_ALLOW: allow, SVC_LOG_LEVEL: 'silent' },
+  appOptions: { ledgers: false, logger: pino({ level: 'silent' }) },
+});
 const admin = await app.services.access.issueKey({ network: 'chain-devnet', role: 'admin' });
 const caller = { network: 'chain-devnet' as const, role: 'admin' as const, owner: `key:${admin.id}`, ownerWallet: null };
 
@@ -45,7 +52,18 @@ async function round(kind: string, subscriptions: number, events: number) {
       const i = next++;
       const id = newId();
       await app.database.store.transaction((tx) =>
-        tx.events.append(syntheticEvent({ id, kind, phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: caller.owner, metadata: { i }, createdAt: new Date() })),
+        tx.events.append(
+          syntheticEvent({
+            id,
+            kind,
+            phase: 'confirmed',
+            network: 'chain-devnet',
+            agentAsset: null,
+            owner: caller.owner,
+            metadata: { i },
+            createdAt: new Date(),
+          }),
+        ),
       );
       committed.set(id, epochNow());
     }
@@ -94,7 +112,18 @@ async function appendsOnly(events: number) {
     while (next < events) {
       const i = next++;
       await app.database.store.transaction((tx) =>
-        tx.events.append(syntheticEvent({ id: newId(), kind: 'bench.nobody', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: caller.owner, metadata: { i }, createdAt: new Date() })),
+        tx.events.append(
+          syntheticEvent({
+            id: newId(),
+            kind: 'bench.nobody',
+            phase: 'confirmed',
+            network: 'chain-devnet',
+            agentAsset: null,
+            owner: caller.owner,
+            metadata: { i },
+            createdAt: new Date(),
+          }),
+        ),
       );
     }
   };

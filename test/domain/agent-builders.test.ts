@@ -20,7 +20,14 @@ import {
 import { createNoopSigner, publicKey } from '@metaplex-foundation/umi';
 import { createUmi } from '@metaplex-foundation/umi-bundle-defaults';
 import { toWeb3JsInstruction } from '@metaplex-foundation/umi-web3js-adapters';
-import { createCollectionV1, createV1, deserializeAssetV1, getCreateV1InstructionDataSerializer, getExecuteV1InstructionDataSerializer, mplCore } from '@metaplex-foundation/mpl-core';
+import {
+  createCollectionV1,
+  createV1,
+  deserializeAssetV1,
+  getCreateV1InstructionDataSerializer,
+  getExecuteV1InstructionDataSerializer,
+  mplCore,
+} from '@metaplex-foundation/mpl-core';
 import {
   delegateExecutionV1,
   findAgentIdentityV1Pda,
@@ -226,7 +233,11 @@ async function rejects(t: any, promise: Promise<unknown>, code: string, details?
 /** Signs the plan's message with the given keys (and the presigners) and sends it to the ledger. */
 async function run(ledger: EmbeddedLedger, p: TransactionPlan, signers: Keypair[]) {
   const { blockhash } = await ledger.getLatestBlockhash();
-  const message = new TransactionMessage({ payerKey: new PublicKey(p.feePayer), recentBlockhash: blockhash, instructions: p.instructions }).compileToV0Message();
+  const message = new TransactionMessage({
+    payerKey: new PublicKey(p.feePayer),
+    recentBlockhash: blockhash,
+    instructions: p.instructions,
+  }).compileToV0Message();
   const tx = new VersionedTransaction(message);
   const all = [...signers, ...(p.presigners ?? []).map((s) => Keypair.fromSecretKey(s))];
   const needed = message.staticAccountKeys.slice(0, message.header.numRequiredSignatures).map((k) => k.toBase58());
@@ -291,20 +302,30 @@ metaplexTest(test, 'agents/prepare with the identity program on the ledger: crea
   const asset = Keypair.fromSecretKey(p.presigners![0]!).publicKey.toBase58();
   t.is(p.echo.agent_identity, findAgentIdentityV1Pda(officialUmi, { asset: publicKey(asset) })[0]);
   const expected = official(
-    registerIdentityV1(officialUmi, { asset: publicKey(asset), payer: noop(payer), authority: noop(owner), agentRegistrationUri: 'https://example.com/a.json' }),
+    registerIdentityV1(officialUmi, {
+      asset: publicKey(asset),
+      payer: noop(payer),
+      authority: noop(owner),
+      agentRegistrationUri: 'https://example.com/a.json',
+    }),
   );
   assertSameInstructions(t, p.instructions.slice(1), expected);
   t.like(getRegisterIdentityV1InstructionDataSerializer().deserialize(p.instructions[1]!.data)[0], { agentRegistrationUri: 'https://example.com/a.json' });
 });
 
-
 test('identity, executive and token-set routes answer program_unavailable naming the program when the ledger lacks it', async (t) => {
   const a = agentOn();
   const ctx = ctxOf(plain, a.record);
   const executive = address();
-  await rejects(t, buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/x.json' }), ctx), 'program_unavailable', { program: IDENTITY_PROGRAM_ID });
-  await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: address() }), ctx), 'program_unavailable', { program: IDENTITY_PROGRAM_ID });
-  await rejects(t, buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
+  await rejects(t, buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/x.json' }), ctx), 'program_unavailable', {
+    program: IDENTITY_PROGRAM_ID,
+  });
+  await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: address() }), ctx), 'program_unavailable', {
+    program: IDENTITY_PROGRAM_ID,
+  });
+  await rejects(t, buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx), 'program_unavailable', {
+    program: TOOLS_PROGRAM_ID,
+  });
   await rejects(t, buildDelegateExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
   await rejects(t, buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
 });
@@ -320,9 +341,16 @@ test('agents/prepare without uri: the gateway hosts the registration document �
   t.like(getCreateV1InstructionDataSerializer().deserialize(p.instructions[0]!.data)[0], { name: 'Hosted', uri });
   // no base URL to host at, or one too long for the asset's 200-character uri: the caller must give `uri`
   await rejects(t, buildCreateAgent(input, ctxOf(plain, agentOn().record)), 'invalid_request', { path: 'uri' });
-  await rejects(t, buildCreateAgent(input, { ...ctxOf(plain, agentOn().record), baseUrl: `https://${'g'.repeat(120)}.example` }), 'invalid_request', { path: 'uri' });
+  await rejects(t, buildCreateAgent(input, { ...ctxOf(plain, agentOn().record), baseUrl: `https://${'g'.repeat(120)}.example` }), 'invalid_request', {
+    path: 'uri',
+  });
   // a given uri is the caller's
-  const own = plan(await buildCreateAgent(PrepareAgentInput.parse({ owner, name: 'Own', uri: 'https://example.com/own.json' }), { ...ctxOf(plain, agentOn().record), baseUrl: base }));
+  const own = plan(
+    await buildCreateAgent(PrepareAgentInput.parse({ owner, name: 'Own', uri: 'https://example.com/own.json' }), {
+      ...ctxOf(plain, agentOn().record),
+      baseUrl: base,
+    }),
+  );
   t.like(own.echo, { uri: 'https://example.com/own.json', registration_hosted: false });
 });
 
@@ -335,95 +363,126 @@ metaplexTest(test, 'identity/prepare without uri: registerIdentityV1 with the ga
   t.like(getRegisterIdentityV1InstructionDataSerializer().deserialize(p.instructions[0]!.data)[0], { agentRegistrationUri: uri });
 });
 
-metaplexTest(test, 'identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered', async (t) => {
-  const a = agentOn();
-  const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)));
-  t.is(p.feePayer, a.record.owner);
-  const owner = a.record.owner;
-  assertSameInstructions(
-    t,
-    p.instructions,
-    official(registerIdentityV1(officialUmi, { asset: publicKey(a.mint), payer: noop(owner), authority: noop(owner), agentRegistrationUri: 'https://example.com/id.json' })),
-  );
-  assertCatalogued(t, p);
-  registryAccount(p.echo.agent_identity as string, IDENTITY_PROGRAM_ID);
-  await rejects(t, buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)), 'conflict');
-});
+metaplexTest(
+  test,
+  'identity/prepare: registerIdentityV1 authorised by the recorded owner, byte-equal to the official client; conflict once registered',
+  async (t) => {
+    const a = agentOn();
+    const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)));
+    t.is(p.feePayer, a.record.owner);
+    const owner = a.record.owner;
+    assertSameInstructions(
+      t,
+      p.instructions,
+      official(
+        registerIdentityV1(officialUmi, {
+          asset: publicKey(a.mint),
+          payer: noop(owner),
+          authority: noop(owner),
+          agentRegistrationUri: 'https://example.com/id.json',
+        }),
+      ),
+    );
+    assertCatalogued(t, p);
+    registryAccount(p.echo.agent_identity as string, IDENTITY_PROGRAM_ID);
+    await rejects(
+      t,
+      buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint, uri: 'https://example.com/id.json' }), ctxOf(registry, a.record)),
+      'conflict',
+    );
+  },
+);
 
-metaplexTest(test, 'executive register / delegate / revoke: byte-equal to the official tools client; refused (invalid_request, conflict) when the state each needs is missing or already there', async (t) => {
-  const a = agentOn();
-  const ctx = ctxOf(registry, a.record);
-  const executive = address();
-  const payer = address();
-  const owner = a.record.owner;
-  const profile = findExecutiveProfileV1Pda(officialUmi, { authority: publicKey(executive) })[0];
+metaplexTest(
+  test,
+  'executive register / delegate / revoke: byte-equal to the official tools client; refused (invalid_request, conflict) when the state each needs is missing or already there',
+  async (t) => {
+    const a = agentOn();
+    const ctx = ctxOf(registry, a.record);
+    const executive = address();
+    const payer = address();
+    const owner = a.record.owner;
+    const profile = findExecutiveProfileV1Pda(officialUmi, { authority: publicKey(executive) })[0];
 
-  const reg = plan(await buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx));
-  t.is(reg.feePayer, executive, 'the executive pays by default');
-  assertSameInstructions(t, reg.instructions, official(registerExecutiveV1(officialUmi, { payer: noop(executive), authority: noop(executive) })));
-  t.is(reg.echo.executive_profile, profile);
+    const reg = plan(await buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx));
+    t.is(reg.feePayer, executive, 'the executive pays by default');
+    assertSameInstructions(t, reg.instructions, official(registerExecutiveV1(officialUmi, { payer: noop(executive), authority: noop(executive) })));
+    t.is(reg.echo.executive_profile, profile);
 
-  // never a transaction that must fail: each step needs the state the one before leaves
-  const delegateInput = PrepareExecutiveInput.parse({ mint: a.mint, executive, payer });
-  const issue = async (p: Promise<unknown>, code: string) => t.like((await rejects(t, p, 'invalid_request')).details, { issues: [{ code }] });
-  await issue(buildDelegateExecution(delegateInput, ctx), 'executive_not_registered');
-  registryAccount(profile, TOOLS_PROGRAM_ID);
-  await rejects(t, buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx), 'conflict');
-  await issue(buildDelegateExecution(delegateInput, ctx), 'identity_not_registered');
-  registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
-  await issue(buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'not_delegated');
+    // never a transaction that must fail: each step needs the state the one before leaves
+    const delegateInput = PrepareExecutiveInput.parse({ mint: a.mint, executive, payer });
+    const issue = async (p: Promise<unknown>, code: string) => t.like((await rejects(t, p, 'invalid_request')).details, { issues: [{ code }] });
+    await issue(buildDelegateExecution(delegateInput, ctx), 'executive_not_registered');
+    registryAccount(profile, TOOLS_PROGRAM_ID);
+    await rejects(t, buildRegisterExecutive(PrepareExecutiveRegisterInput.parse({ mint: a.mint, authority: executive }), ctx), 'conflict');
+    await issue(buildDelegateExecution(delegateInput, ctx), 'identity_not_registered');
+    registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
+    await issue(buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'not_delegated');
 
-  const del = plan(await buildDelegateExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive, payer }), ctx));
-  t.is(del.feePayer, payer);
-  assertSameInstructions(
-    t,
-    del.instructions,
-    official(
-      delegateExecutionV1(officialUmi, {
-        executiveProfile: publicKey(profile),
-        agentAsset: publicKey(a.mint),
-        agentIdentity: findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) }),
-        payer: noop(payer),
-        authority: noop(owner),
-      }),
-    ),
-  );
-  t.like(del.metadata, { executive });
-  registryAccount(del.echo.execution_delegate_record as string, TOOLS_PROGRAM_ID);
-  await rejects(t, buildDelegateExecution(delegateInput, ctx), 'conflict');
+    const del = plan(await buildDelegateExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive, payer }), ctx));
+    t.is(del.feePayer, payer);
+    assertSameInstructions(
+      t,
+      del.instructions,
+      official(
+        delegateExecutionV1(officialUmi, {
+          executiveProfile: publicKey(profile),
+          agentAsset: publicKey(a.mint),
+          agentIdentity: findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) }),
+          payer: noop(payer),
+          authority: noop(owner),
+        }),
+      ),
+    );
+    t.like(del.metadata, { executive });
+    registryAccount(del.echo.execution_delegate_record as string, TOOLS_PROGRAM_ID);
+    await rejects(t, buildDelegateExecution(delegateInput, ctx), 'conflict');
 
-  const rev = plan(await buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx));
-  const record = findExecutionDelegateRecordV1Pda(officialUmi, { executiveProfile: publicKey(profile), agentAsset: publicKey(a.mint) })[0];
-  assertSameInstructions(
-    t,
-    rev.instructions,
-    official(revokeExecutionV1(officialUmi, { executionDelegateRecord: record, agentAsset: publicKey(a.mint), destination: publicKey(owner), payer: noop(owner), authority: noop(owner) })),
-  );
-  t.is(rev.echo.execution_delegate_record, record);
-  for (const p of [reg, del, rev]) assertCatalogued(t, p);
-});
+    const rev = plan(await buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx));
+    const record = findExecutionDelegateRecordV1Pda(officialUmi, { executiveProfile: publicKey(profile), agentAsset: publicKey(a.mint) })[0];
+    assertSameInstructions(
+      t,
+      rev.instructions,
+      official(
+        revokeExecutionV1(officialUmi, {
+          executionDelegateRecord: record,
+          agentAsset: publicKey(a.mint),
+          destination: publicKey(owner),
+          payer: noop(owner),
+          authority: noop(owner),
+        }),
+      ),
+    );
+    t.is(rev.echo.execution_delegate_record, record);
+    for (const p of [reg, del, rev]) assertCatalogued(t, p);
+  },
+);
 
-metaplexTest(test, 'token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner; refused without an identity', async (t) => {
-  const a = agentOn();
-  const genesis = address();
-  await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)), 'invalid_request');
-  registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
-  const p = plan(await buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)));
-  t.is(p.instructions.length, 1);
-  const e = assertExecute(t, p.instructions[0]!, { asset: a.mint, owner: a.record.owner, payer: a.record.owner });
-  const [expected] = official(
-    setAgentTokenV1(officialUmi, { asset: publicKey(a.mint), genesisAccount: publicKey(genesis), payer: noop(a.record.owner), authority: noop(a.treasury) }),
-  );
-  t.is(e.inner.programId.toBase58(), IDENTITY_PROGRAM_ID);
-  t.deepEqual(Buffer.from(e.inner.data), Buffer.from(expected!.data));
-  t.is(getSetAgentTokenV1InstructionDataSerializer().deserialize(e.inner.data)[0].discriminator, 1);
-  t.deepEqual(
-    e.inner.keys.map((k) => k.pubkey.toBase58()),
-    expected!.keys.map((k) => k.pubkey.toBase58()),
-    'execute carries every account of the inner instruction',
-  );
-  assertCatalogued(t, p);
-});
+metaplexTest(
+  test,
+  'token/set: setAgentTokenV1 (authority = the asset signer) wrapped in Core execute signed by the owner; refused without an identity',
+  async (t) => {
+    const a = agentOn();
+    const genesis = address();
+    await rejects(t, buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)), 'invalid_request');
+    registryAccount(findAgentIdentityV1Pda(officialUmi, { asset: publicKey(a.mint) })[0], IDENTITY_PROGRAM_ID);
+    const p = plan(await buildTokenSet(PrepareTokenSetInput.parse({ mint: a.mint, genesis_account: genesis }), ctxOf(registry, a.record)));
+    t.is(p.instructions.length, 1);
+    const e = assertExecute(t, p.instructions[0]!, { asset: a.mint, owner: a.record.owner, payer: a.record.owner });
+    const [expected] = official(
+      setAgentTokenV1(officialUmi, { asset: publicKey(a.mint), genesisAccount: publicKey(genesis), payer: noop(a.record.owner), authority: noop(a.treasury) }),
+    );
+    t.is(e.inner.programId.toBase58(), IDENTITY_PROGRAM_ID);
+    t.deepEqual(Buffer.from(e.inner.data), Buffer.from(expected!.data));
+    t.is(getSetAgentTokenV1InstructionDataSerializer().deserialize(e.inner.data)[0].discriminator, 1);
+    t.deepEqual(
+      e.inner.keys.map((k) => k.pubkey.toBase58()),
+      expected!.keys.map((k) => k.pubkey.toBase58()),
+      'execute carries every account of the inner instruction',
+    );
+    assertCatalogued(t, p);
+  },
+);
 
 // ---------- delegation ----------
 
@@ -433,7 +492,9 @@ test('delegation: SPL Approve of the treasury token account to the executive thr
   const ctx = ctxOf(plain, a.record);
   const account = associatedTokenAccount(a.treasury, USDC.mint, USDC.tokenProgramId);
 
-  const padded = plan(await buildDelegation(PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: '12.5', pad_for_protocol_fee: true }), ctx));
+  const padded = plan(
+    await buildDelegation(PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: '12.5', pad_for_protocol_fee: true }), ctx),
+  );
   t.is(padded.extras?.fee_padding_atoms, '125000');
   t.like(padded.metadata, { stable_symbol: 'USDC', allowance_atomic: '12625000', delegate: executive });
   // the treasury has no USDC account yet: an idempotent creation comes first, paid by the payer (the owner)
@@ -449,7 +510,12 @@ test('delegation: SPL Approve of the treasury token account to the executive thr
   assertCatalogued(t, padded);
 
   // ceil: one atom at 100 bps pads one atom (floor would give zero and the fee leg would run out)
-  const tiny = plan(await buildDelegation(PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: '0.000001', pad_for_protocol_fee: true }), ctx));
+  const tiny = plan(
+    await buildDelegation(
+      PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: '0.000001', pad_for_protocol_fee: true }),
+      ctx,
+    ),
+  );
   t.is(tiny.extras?.fee_padding_atoms, '1');
   t.is(tiny.metadata.allowance_atomic, '2');
   for (const amount of [1n, 99n, 100n, 101n, 12_345_678n, 2n ** 63n]) t.is(feeFor(amount, 100), (amount * 100n + 9_999n) / 10_000n);
@@ -458,7 +524,11 @@ test('delegation: SPL Approve of the treasury token account to the executive thr
   t.is(unpadded.metadata.allowance_atomic, '3000000');
   t.is(unpadded.extras?.fee_padding_atoms, undefined);
 
-  await rejects(t, buildDelegation(PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: '1.0000001' }), ctx), 'invalid_request');
+  await rejects(
+    t,
+    buildDelegation(PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: '1.0000001' }), ctx),
+    'invalid_request',
+  );
   await rejects(t, buildDelegation(PrepareDelegationInput.parse({ mint: a.mint, executive, stable_symbol: 'USDT', allowance: '1' }), ctx), 'invalid_request');
   t.false(PrepareDelegationInput.safeParse({ mint: a.mint, executive, stable_symbol: 'USDC', allowance: 12.5 }).success, 'money is never a JSON number');
 });
@@ -554,7 +624,9 @@ test('withdraw: forbidden for anyone but the owner; TransferChecked from the tre
   t.is(existing.extras?.will_create_destination_ata, false);
   t.is(existing.instructions.length, 1);
   await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, decimals: 9 }), ctx), 'invalid_request');
-  const over = await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, amount: '5000001' }), ctx), 'invalid_request', { balance_atomic: '5000000' });
+  const over = await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, amount: '5000001' }), ctx), 'invalid_request', {
+    balance_atomic: '5000000',
+  });
   t.true(over.message.includes('5000000'));
   await rejects(t, buildWithdraw(PrepareWithdrawInput.parse({ ...body, spl_mint: address() }), ctx), 'invalid_request');
   t.false(PrepareWithdrawInput.safeParse({ ...body, amount: '0' }).success);
@@ -662,10 +734,13 @@ test('buyer/payment: the §2.3 settlement layout from the buyer treasury, the ex
   t.is(ComputeBudgetInstruction.decodeInstructionType(ix[1]!), 'SetComputeUnitPrice');
   const sellerAccount = associatedTokenAccount(seller.treasury, USDC.mint, USDC.tokenProgramId);
   const feeAccount = associatedTokenAccount(FEE_AUTHORITY, USDC.mint, USDC.tokenProgramId);
-  t.deepEqual([ix[2]!, ix[3]!].map((c) => [c.programId.toBase58(), c.keys[1]!.pubkey.toBase58()]), [
-    [ASSOCIATED_TOKEN_PROGRAM_ID.toBase58(), sellerAccount],
-    [ASSOCIATED_TOKEN_PROGRAM_ID.toBase58(), feeAccount],
-  ]);
+  t.deepEqual(
+    [ix[2]!, ix[3]!].map((c) => [c.programId.toBase58(), c.keys[1]!.pubkey.toBase58()]),
+    [
+      [ASSOCIATED_TOKEN_PROGRAM_ID.toBase58(), sellerAccount],
+      [ASSOCIATED_TOKEN_PROGRAM_ID.toBase58(), feeAccount],
+    ],
+  );
   const source = associatedTokenAccount(buyer.treasury, USDC.mint, USDC.tokenProgramId);
   const sellerLeg = decodeTransferCheckedInstruction(ix[4]!, TOKEN_PROGRAM_ID);
   const feeLeg = decodeTransferCheckedInstruction(ix[5]!, TOKEN_PROGRAM_ID);
@@ -716,7 +791,12 @@ metaplexTest(test, 'on Metaplex Core: the minted asset, a funded treasury, a del
   const owner = Keypair.generate();
   plain.airdrop(owner.publicKey.toBase58(), 10_000_000_000n);
   const base = agentOn();
-  const created = plan(await buildCreateAgent(PrepareAgentInput.parse({ owner: owner.publicKey.toBase58(), name: 'Runner', uri: 'https://example.com/r.json' }), ctxOf(plain, base.record)));
+  const created = plan(
+    await buildCreateAgent(
+      PrepareAgentInput.parse({ owner: owner.publicKey.toBase58(), name: 'Runner', uri: 'https://example.com/r.json' }),
+      ctxOf(plain, base.record),
+    ),
+  );
   const sent = await run(plain, created, [owner]);
   t.true(sent.ok, JSON.stringify(sent));
   const mint = created.agent;
@@ -735,7 +815,12 @@ metaplexTest(test, 'on Metaplex Core: the minted asset, a funded treasury, a del
   plain.airdrop(a.treasury, 1_000_000_000n);
 
   const executive = Keypair.generate();
-  const del = plan(await buildDelegation(PrepareDelegationInput.parse({ mint, executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '1', pad_for_protocol_fee: true }), ctx));
+  const del = plan(
+    await buildDelegation(
+      PrepareDelegationInput.parse({ mint, executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '1', pad_for_protocol_fee: true }),
+      ctx,
+    ),
+  );
   const delSent = await run(plain, del, [owner]);
   t.true(delSent.ok, JSON.stringify(delSent));
   const tokenAccount = await plain.getAccount(associatedTokenAccount(a.treasury, USDC.mint, USDC.tokenProgramId));
@@ -746,14 +831,22 @@ metaplexTest(test, 'on Metaplex Core: the minted asset, a funded treasury, a del
   // the executive pays a seller from the treasury as delegate
   plain.airdrop(executive.publicKey.toBase58(), 1_000_000_000n);
   const seller = agentOn();
-  const buyInput = PrepareBuyerPaymentInput.parse({ pay_to: seller.treasury, amount: '1', currency: 'USDC', buyer_agent: mint, executive: executive.publicKey.toBase58() });
+  const buyInput = PrepareBuyerPaymentInput.parse({
+    pay_to: seller.treasury,
+    amount: '1',
+    currency: 'USDC',
+    buyer_agent: mint,
+    executive: executive.publicKey.toBase58(),
+  });
   const pay = plan(await buildBuyerPayment(buyInput, directOffer(buyInput, ctx), ctx));
   const paySent = await run(plain, pay, [executive]);
   t.true(paySent.ok, JSON.stringify(paySent));
   t.is((await plain.getTokenBalances(seller.treasury))[0]?.amount, 1_000_000n);
 
   const wallet = address();
-  const wd = plan(await buildWithdraw(PrepareWithdrawInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet, amount: '4000000' }), ctx));
+  const wd = plan(
+    await buildWithdraw(PrepareWithdrawInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet, amount: '4000000' }), ctx),
+  );
   const wdSent = await run(plain, wd, [owner]);
   t.true(wdSent.ok, JSON.stringify(wdSent));
   t.is((await plain.getTokenBalances(wallet))[0]?.amount, 4_000_000n);
@@ -772,79 +865,114 @@ metaplexTest(test, 'on Metaplex Core: the minted asset, a funded treasury, a del
 
   const rest = await buildWithdrawAll(PrepareWithdrawAllInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet }), ctx);
   t.true((await run(plain, plan(rest), [owner])).ok);
-  t.true(isNoOp(await buildWithdrawAll(PrepareWithdrawAllInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet }), ctx)), 'drained');
-});
-
-metaplexTest(test, 'on Metaplex Core: agents/prepare with a separate payer mints an asset owned and updated by the owner, signed by the payer alone', async (t) => {
-  const payer = Keypair.generate();
-  plain.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
-  const owner = address();
-  const p = plan(await buildCreateAgent(PrepareAgentInput.parse({ owner, payer: payer.publicKey.toBase58(), name: 'Paid for', uri: 'https://example.com/p.json' }), ctxOf(plain, agentOn().record)));
-  const sent = await run(plain, p, [payer]);
-  t.true(sent.ok, JSON.stringify(sent));
-  const account = (await plain.getAccount(p.agent))!;
-  const asset = deserializeAssetV1({
-    publicKey: publicKey(p.agent),
-    data: account.data,
-    executable: account.executable,
-    owner: publicKey(account.owner),
-    lamports: { basisPoints: account.lamports, identifier: 'SOL', decimals: 9 },
-  });
-  t.is(asset.owner, publicKey(owner));
-  t.deepEqual(asset.updateAuthority, { type: 'Address', address: publicKey(owner) });
-  t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
-});
-
-metaplexTest(test, 'on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs; the ledger’s owner must authorise', async (t) => {
-  const owner = Keypair.generate();
-  const o = owner.publicKey.toBase58();
-  plain.airdrop(o, 1_000_000_000n);
-  const collection = Keypair.generate();
-  const asset = Keypair.generate();
-  // minted with the official client directly, as another tool would
-  const mintIxs = official(
-    createCollectionV1(officialUmi, { collection: noop(collection.publicKey.toBase58()), payer: noop(o), updateAuthority: publicKey(o), name: 'Fleet', uri: 'https://example.com/c.json' }),
-  ).concat(
-    official(
-      createV1(officialUmi, {
-        asset: noop(asset.publicKey.toBase58()),
-        collection: publicKey(collection.publicKey.toBase58()),
-        authority: noop(o),
-        payer: noop(o),
-        owner: publicKey(o),
-        name: 'In fleet',
-        uri: 'https://example.com/f.json',
-      }),
-    ),
+  t.true(
+    isNoOp(await buildWithdrawAll(PrepareWithdrawAllInput.parse({ mint, payer: o, authority: o, spl_mint: USDC.mint, destination: wallet }), ctx)),
+    'drained',
   );
-  const mint = asset.publicKey.toBase58();
-  const minted = await run(plain, { kind: 'agent.create', agent: mint, feePayer: o, instructions: mintIxs, echo: {}, metadata: {} }, [owner, collection, asset]);
-  t.true(minted.ok, JSON.stringify(minted));
-  plain.airdrop(treasuryOf(mint), 500_000_000n);
-
-  const a = agentOn('chain-devnet', mint);
-  a.record.owner = o;
-  const ctx = ctxOf(plain, a.record);
-  const destination = address();
-  const body = PrepareWithdrawSolInput.parse({ mint, payer: o, authority: o, destination, lamports: '100000000' });
-  const p = plan(await buildWithdrawSol(body, ctx));
-  t.is(decodeExecute(p.instructions[0]!).collection, collection.publicKey.toBase58(), 'Execute names the collection');
-
-  // without it Core refuses the Execute: the read is what makes the transaction land
-  const bare = { ...p, instructions: executeInstructions({ asset: mint, authority: o, payer: o, inner: [decodeExecute(p.instructions[0]!).inner] }) };
-  const refused = await run(plain, bare, [owner]);
-  t.false(refused.ok, 'an Execute without the collection fails on Core');
-  if (!refused.ok) t.true(refused.logs.some((l) => /collection/i.test(l)), refused.logs.join('\n'));
-  const sent = await run(plain, p, [owner]);
-  t.true(sent.ok, JSON.stringify(sent));
-  t.is(await plain.getBalance(destination), 100_000_000n);
-
-  // a record that lags the ledger (the asset changed hands): the ledger's owner decides, before anything is built
-  const stale = agentOn('chain-devnet', mint);
-  await rejects(t, buildWithdrawSol(PrepareWithdrawSolInput.parse({ ...body, payer: stale.record.owner, authority: stale.record.owner }), ctxOf(plain, stale.record)), 'forbidden', {
-    owner: o,
-  });
 });
+
+metaplexTest(
+  test,
+  'on Metaplex Core: agents/prepare with a separate payer mints an asset owned and updated by the owner, signed by the payer alone',
+  async (t) => {
+    const payer = Keypair.generate();
+    plain.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+    const owner = address();
+    const p = plan(
+      await buildCreateAgent(
+        PrepareAgentInput.parse({ owner, payer: payer.publicKey.toBase58(), name: 'Paid for', uri: 'https://example.com/p.json' }),
+        ctxOf(plain, agentOn().record),
+      ),
+    );
+    const sent = await run(plain, p, [payer]);
+    t.true(sent.ok, JSON.stringify(sent));
+    const account = (await plain.getAccount(p.agent))!;
+    const asset = deserializeAssetV1({
+      publicKey: publicKey(p.agent),
+      data: account.data,
+      executable: account.executable,
+      owner: publicKey(account.owner),
+      lamports: { basisPoints: account.lamports, identifier: 'SOL', decimals: 9 },
+    });
+    t.is(asset.owner, publicKey(owner));
+    t.deepEqual(asset.updateAuthority, { type: 'Address', address: publicKey(owner) });
+    t.like(asset, { name: 'Paid for', uri: 'https://example.com/p.json' });
+  },
+);
+
+metaplexTest(
+  test,
+  'on Metaplex Core: an agent asset in a collection (minted elsewhere) — Execute names the collection, read from the ledger, and runs; the ledger’s owner must authorise',
+  async (t) => {
+    const owner = Keypair.generate();
+    const o = owner.publicKey.toBase58();
+    plain.airdrop(o, 1_000_000_000n);
+    const collection = Keypair.generate();
+    const asset = Keypair.generate();
+    // minted with the official client directly, as another tool would
+    const mintIxs = official(
+      createCollectionV1(officialUmi, {
+        collection: noop(collection.publicKey.toBase58()),
+        payer: noop(o),
+        updateAuthority: publicKey(o),
+        name: 'Fleet',
+        uri: 'https://example.com/c.json',
+      }),
+    ).concat(
+      official(
+        createV1(officialUmi, {
+          asset: noop(asset.publicKey.toBase58()),
+          collection: publicKey(collection.publicKey.toBase58()),
+          authority: noop(o),
+          payer: noop(o),
+          owner: publicKey(o),
+          name: 'In fleet',
+          uri: 'https://example.com/f.json',
+        }),
+      ),
+    );
+    const mint = asset.publicKey.toBase58();
+    const minted = await run(plain, { kind: 'agent.create', agent: mint, feePayer: o, instructions: mintIxs, echo: {}, metadata: {} }, [
+      owner,
+      collection,
+      asset,
+    ]);
+    t.true(minted.ok, JSON.stringify(minted));
+    plain.airdrop(treasuryOf(mint), 500_000_000n);
+
+    const a = agentOn('chain-devnet', mint);
+    a.record.owner = o;
+    const ctx = ctxOf(plain, a.record);
+    const destination = address();
+    const body = PrepareWithdrawSolInput.parse({ mint, payer: o, authority: o, destination, lamports: '100000000' });
+    const p = plan(await buildWithdrawSol(body, ctx));
+    t.is(decodeExecute(p.instructions[0]!).collection, collection.publicKey.toBase58(), 'Execute names the collection');
+
+    // without it Core refuses the Execute: the read is what makes the transaction land
+    const bare = { ...p, instructions: executeInstructions({ asset: mint, authority: o, payer: o, inner: [decodeExecute(p.instructions[0]!).inner] }) };
+    const refused = await run(plain, bare, [owner]);
+    t.false(refused.ok, 'an Execute without the collection fails on Core');
+    if (!refused.ok)
+      t.true(
+        refused.logs.some((l) => /collection/i.test(l)),
+        refused.logs.join('\n'),
+      );
+    const sent = await run(plain, p, [owner]);
+    t.true(sent.ok, JSON.stringify(sent));
+    t.is(await plain.getBalance(destination), 100_000_000n);
+
+    // a record that lags the ledger (the asset changed hands): the ledger's owner decides, before anything is built
+    const stale = agentOn('chain-devnet', mint);
+    await rejects(
+      t,
+      buildWithdrawSol(PrepareWithdrawSolInput.parse({ ...body, payer: stale.record.owner, authority: stale.record.owner }), ctxOf(plain, stale.record)),
+      'forbidden',
+      {
+        owner: o,
+      },
+    );
+  },
+);
 
 metaplexTest(test, 'executive delegate / revoke: a recorded owner who no longer owns the asset on the ledger is forbidden', async (t) => {
   const holder = Keypair.generate();

@@ -15,7 +15,15 @@ const FEE_AUTH = 'Vote111111111111111111111111111111111111111';
 function option(netAtomic: bigint, overrides: Partial<QuoteOption> = {}): QuoteOption {
   return {
     ...optionOf(
-      { scheme: 'exact', network: CAIP2['chain-devnet'], asset: USDC.mint, amount: netAtomic.toString(), payTo: PAY_TO, maxTimeoutSeconds: 60, extra: { 'svc.fee': { v: '1', bps: 100, feeAuthority: FEE_AUTH } } },
+      {
+        scheme: 'exact',
+        network: CAIP2['chain-devnet'],
+        asset: USDC.mint,
+        amount: netAtomic.toString(),
+        payTo: PAY_TO,
+        maxTimeoutSeconds: 60,
+        extra: { 'svc.fee': { v: '1', bps: 100, feeAuthority: FEE_AUTH } },
+      },
       2,
       'chain-devnet',
     ),
@@ -54,10 +62,30 @@ function policy(overrides: Partial<SpendPolicyRecord> = {}): SpendPolicyRecord {
 
 test('optionOf: net, fee (ceil of bps) and gross as decimals and atomics; payable only on the caller network', (t) => {
   const o = option(1_000_001n);
-  t.like(o, { kind: 'x402', currency: 'USDC', net: '1.000001', net_atomic: '1000001', fee_atomic: '10001', fee: '0.010001', gross_atomic: '1010002', gross: '1.010002', fee_bps: 100, fee_authority: FEE_AUTH, payable: true });
-  const other = optionOf({ scheme: 'exact', network: CAIP2['chain-devnet'], asset: USDC.mint, amount: '5', payTo: PAY_TO, maxTimeoutSeconds: 60, extra: {} }, 2, 'chain-mainnet');
+  t.like(o, {
+    kind: 'x402',
+    currency: 'USDC',
+    net: '1.000001',
+    net_atomic: '1000001',
+    fee_atomic: '10001',
+    fee: '0.010001',
+    gross_atomic: '1010002',
+    gross: '1.010002',
+    fee_bps: 100,
+    fee_authority: FEE_AUTH,
+    payable: true,
+  });
+  const other = optionOf(
+    { scheme: 'exact', network: CAIP2['chain-devnet'], asset: USDC.mint, amount: '5', payTo: PAY_TO, maxTimeoutSeconds: 60, extra: {} },
+    2,
+    'chain-mainnet',
+  );
   t.like(other, { payable: false, fee_atomic: '0', gross_atomic: '5', network: 'chain-devnet' });
-  const unknownMint = optionOf({ scheme: 'exact', network: CAIP2['chain-devnet'], asset: FEE_AUTH, amount: '5', payTo: PAY_TO, maxTimeoutSeconds: 60, extra: {} }, 2, 'chain-devnet');
+  const unknownMint = optionOf(
+    { scheme: 'exact', network: CAIP2['chain-devnet'], asset: FEE_AUTH, amount: '5', payTo: PAY_TO, maxTimeoutSeconds: 60, extra: {} },
+    2,
+    'chain-devnet',
+  );
   t.like(unknownMint, { payable: false, currency: null, net: null, net_atomic: '5' });
 });
 
@@ -89,7 +117,13 @@ test('dailyCap: today’s spend plus this gross within the cap passes, beyond fa
 test('allowedSellers: the seller agent or the pay_to on the list passes; anyone else fails; no list passes', (t) => {
   const o = option(1n);
   t.true(allowedSellers(policy({ allowedSellers: [SELLER_AGENT] }), { quote: quote([o]), option: o, spentToday: {} }).ok);
-  t.true(allowedSellers(policy({ allowedSellers: [PAY_TO] }), { quote: quote([o], { seller: { pay_to: PAY_TO, agent: null, identity: null } }), option: o, spentToday: {} }).ok);
+  t.true(
+    allowedSellers(policy({ allowedSellers: [PAY_TO] }), {
+      quote: quote([o], { seller: { pay_to: PAY_TO, agent: null, identity: null } }),
+      option: o,
+      spentToday: {},
+    }).ok,
+  );
   t.false(allowedSellers(policy({ allowedSellers: [FEE_AUTH] }), { quote: quote([o]), option: o, spentToday: {} }).ok);
   t.true(allowedSellers(policy(), { quote: quote([o]), option: o, spentToday: {} }).ok);
 });
@@ -130,10 +164,16 @@ test('evaluate: the first option every rule passes is chosen; deny lists every f
   t.is(allowed.decision, 'allow');
   t.is(allowed.option, cheap);
   t.deepEqual(allowed.reasons, []);
-  t.deepEqual(allowed.checks.map((c) => c.rule), ['per_call_max', 'daily_cap', 'allowed_sellers', 'allowed_domains', 'min_identity_verdict']);
+  t.deepEqual(
+    allowed.checks.map((c) => c.rule),
+    ['per_call_max', 'daily_cap', 'allowed_sellers', 'allowed_domains', 'min_identity_verdict'],
+  );
   const denied = evaluate({ ...p, allowedDomains: ['other.org'] }, quote([dear]), { spentToday: {} });
   t.is(denied.decision, 'deny');
-  t.deepEqual(denied.checks.filter((c) => !c.ok).map((c) => c.rule), ['per_call_max', 'allowed_domains']);
+  t.deepEqual(
+    denied.checks.filter((c) => !c.ok).map((c) => c.rule),
+    ['per_call_max', 'allowed_domains'],
+  );
   t.is(denied.reasons.length, 2);
   const none = evaluate(p, quote([{ ...cheap, payable: false }]), { spentToday: {} });
   t.like(none, { decision: 'deny', option: null });
@@ -144,14 +184,35 @@ test('evaluate: the first option every rule passes is chosen; deny lists every f
 });
 
 test('readChallenge: v2 header first, v1 body otherwise; garbage is challenge_invalid', (t) => {
-  const accept = { scheme: 'exact', network: CAIP2['chain-devnet'], asset: USDC.mint, amount: '10000', payTo: PAY_TO, maxTimeoutSeconds: 60, extra: { feePayer: FEE_AUTH } };
+  const accept = {
+    scheme: 'exact',
+    network: CAIP2['chain-devnet'],
+    asset: USDC.mint,
+    amount: '10000',
+    payTo: PAY_TO,
+    maxTimeoutSeconds: 60,
+    extra: { feePayer: FEE_AUTH },
+  };
   const v2 = Buffer.from(JSON.stringify({ x402Version: 2, resource: { url: 'https://x/y', description: 'Weather' }, accepts: [accept] })).toString('base64');
   const c2 = readChallenge({ 'payment-required': v2 }, new Uint8Array());
   t.like(c2, { version: 2, resource: { url: 'https://x/y', description: 'Weather', mime_type: null } });
   t.is(c2.accepts[0]!.amount, '10000');
   const v1body = JSON.stringify({
     x402Version: 1,
-    accepts: [{ scheme: 'exact', network: X402_V1_NETWORK['chain-devnet'], maxAmountRequired: '20000', resource: 'https://x/z', description: '', mimeType: '', payTo: PAY_TO, maxTimeoutSeconds: 60, asset: USDC.mint, extra: {} }],
+    accepts: [
+      {
+        scheme: 'exact',
+        network: X402_V1_NETWORK['chain-devnet'],
+        maxAmountRequired: '20000',
+        resource: 'https://x/z',
+        description: '',
+        mimeType: '',
+        payTo: PAY_TO,
+        maxTimeoutSeconds: 60,
+        asset: USDC.mint,
+        extra: {},
+      },
+    ],
   });
   const c1 = readChallenge({}, Buffer.from(v1body));
   t.like(c1, { version: 1, resource: { url: 'https://x/z', description: null } });

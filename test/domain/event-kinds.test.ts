@@ -11,7 +11,10 @@ test('every event of a full flow matches the catalogue: a known kind, an allowed
   t.teardown(() => stopPaywallApp(world));
   const { app, key } = world;
   const { mint } = await recordAgent(app, key);
-  const created = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { id: 'catalogue-link', webhook_url: 'https://example.com/hook' }) });
+  const created = await http(app, 'POST', '/v1/payment-links', {
+    key,
+    body: linkBody(mint, { id: 'catalogue-link', webhook_url: 'https://example.com/hook' }),
+  });
   t.is(created.status, 201, JSON.stringify(created.body));
   t.is((await http(app, 'PATCH', '/v1/payment-links/catalogue-link', { key, body: { label: 'Renamed' } })).status, 200);
   t.is((await http(app, 'POST', '/v1/payment-links/catalogue-link/webhook-secret/rotate', { key })).status, 200);
@@ -23,7 +26,15 @@ test('every event of a full flow matches the catalogue: a known kind, an allowed
   const admin = await issueKey(app, 'chain-devnet', 'admin');
   const events = (await http(app, 'GET', '/v1/events?limit=200', { key: admin })).body.data as { kind: string; phase: 'confirmed'; metadata: unknown }[];
   const kinds = new Set(events.map((e) => e.kind));
-  for (const kind of ['payment_link.created', 'payment_link.updated', 'payment_link.deleted', 'payment_link.settled', 'payment_link.served', 'receipt.published', 'protocol.fee.collected']) {
+  for (const kind of [
+    'payment_link.created',
+    'payment_link.updated',
+    'payment_link.deleted',
+    'payment_link.settled',
+    'payment_link.served',
+    'receipt.published',
+    'protocol.fee.collected',
+  ]) {
     t.true(kinds.has(kind), `the flow wrote ${kind}`);
   }
   for (const e of events) t.is(checkEvent(e), null, `${e.kind}: ${JSON.stringify(e.metadata).slice(0, 300)}`);
@@ -46,7 +57,10 @@ test('checkEvent refuses an unknown kind, a phase the kind does not have and met
 
 test('the catalogue documents every kind with a JSON Schema of its metadata', (t) => {
   const docs = eventCatalogue();
-  t.deepEqual(docs.map((d) => d.kind), EVENT_KIND_NAMES);
+  t.deepEqual(
+    docs.map((d) => d.kind),
+    EVENT_KIND_NAMES,
+  );
   for (const d of docs) {
     t.truthy(d.description);
     t.true(d.phases.length > 0);

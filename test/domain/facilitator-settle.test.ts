@@ -57,7 +57,14 @@ async function facilitator(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>
     store: new MikroOrmFacilitatorStore(app.database.orm),
     signer,
     clock: systemClock,
-    settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 30_000, confirmPollMs: 50, ...settings },
+    settings: {
+      networks: [NETWORK],
+      fee: app.services.settings.fee,
+      rentBudgetLamports: 1_000_000_000n,
+      confirmTimeoutMs: 30_000,
+      confirmPollMs: 50,
+      ...settings,
+    },
   });
   return { service, signer };
 }
@@ -71,7 +78,11 @@ interface Payment {
 }
 
 /** A buyer-signed payment of AMOUNT to `seller`: the fee layout (fee leg, in-transaction creations) or the stock one. */
-async function payment(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>, f: Facilitator, parties: { buyer: Keypair; seller: string; layout: 'fee' | 'stock' }): Promise<Payment> {
+async function payment(
+  t: ExecutionContext<{ app: TestApp; ledger: Ledger }>,
+  f: Facilitator,
+  parties: { buyer: Keypair; seller: string; layout: 'fee' | 'stock' },
+): Promise<Payment> {
   const { buyer, seller, layout } = parties;
   const { app, ledger } = t.context;
   const { fee } = app.services.settings;
@@ -105,7 +116,9 @@ async function buyer(t: ExecutionContext<{ app: TestApp; ledger: Ledger }>): Pro
 async function budgetUsed(app: TestApp): Promise<bigint> {
   const rows = (await app.database.orm.em
     .fork({ useContext: false })
-    .execute(`select lamports_used::text as used from rent_budget where network = ? and day = ?`, [NETWORK, new Date().toISOString().slice(0, 10)])) as { used: string }[];
+    .execute(`select lamports_used::text as used from rent_budget where network = ? and day = ?`, [NETWORK, new Date().toISOString().slice(0, 10)])) as {
+    used: string;
+  }[];
   return BigInt(rows[0]?.used ?? '0');
 }
 
@@ -114,7 +127,10 @@ test.serial('daily rent budget: a creation that fits is sponsored, the next is a
   const { app, ledger } = t.context;
   const main = await facilitator(t);
   // Warm-up: the fee vault exists before the budget is measured (its creation is sponsored once too).
-  t.like(await main.service.settle((await payment(t, main, { buyer: await buyer(t), seller: Keypair.generate().publicKey.toBase58(), layout: 'fee' })).request), { success: true });
+  t.like(
+    await main.service.settle((await payment(t, main, { buyer: await buyer(t), seller: Keypair.generate().publicKey.toBase58(), layout: 'fee' })).request),
+    { success: true },
+  );
 
   const tight = await facilitator(t, { rentBudgetLamports: (await budgetUsed(app)) + ATA_RENT });
   const payer = await buyer(t);
@@ -227,7 +243,10 @@ test('five concurrent settles of one transaction: exactly one success, the rest 
   const results = await Promise.all(Array.from({ length: 5 }, () => f.service.settle(p.request)));
   const outcomes = results.map(outcome);
   t.is(outcomes.filter((o) => o === 'success').length, 1, outcomes.join(', '));
-  t.true(outcomes.every((o) => ['success', 'duplicate_settlement', 'settlement_pending'].includes(o)), outcomes.join(', '));
+  t.true(
+    outcomes.every((o) => ['success', 'duplicate_settlement', 'settlement_pending'].includes(o)),
+    outcomes.join(', '),
+  );
   for (const r of results) if (r.success || r.errorReason === 'settlement_pending') t.is(r.transaction, p.signature);
 
   t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross);
@@ -245,7 +264,10 @@ test('five concurrent stock-layout settles to a seller without an account: the a
   const before = await usdc(ledger, payer.publicKey.toBase58());
   const outcomes = (await Promise.all(Array.from({ length: 5 }, () => f.service.settle(p.request)))).map(outcome);
   t.is(outcomes.filter((o) => o === 'success').length, 1, outcomes.join(', '));
-  t.true(outcomes.every((o) => ['success', 'duplicate_settlement', 'settlement_pending'].includes(o)), outcomes.join(', '));
+  t.true(
+    outcomes.every((o) => ['success', 'duplicate_settlement', 'settlement_pending'].includes(o)),
+    outcomes.join(', '),
+  );
   t.is(await usdc(ledger, payer.publicKey.toBase58()), before - AMOUNT);
   t.is(await usdc(ledger, seller), AMOUNT);
 });
@@ -345,7 +367,8 @@ test('settle learns the confirmation from the ledger notification: a standing cl
   const lagging = new Proxy(ledger, {
     get(target, prop, receiver) {
       if (prop === 'getSignatureStatuses') {
-        return async (signatures: string[]) => (await target.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const });
+        return async (signatures: string[]) =>
+          (await target.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const });
       }
       const value = Reflect.get(target, prop, receiver) as unknown;
       return typeof value === 'function' ? value.bind(target) : value;

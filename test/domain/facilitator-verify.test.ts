@@ -75,7 +75,18 @@ function world(stable: Stable = USDC) {
         o.mint ?? mint,
         o.program ?? program,
       ),
-    transfer: (o: { amount?: bigint; to?: PublicKey; from?: PublicKey; authority?: PublicKey; mint?: PublicKey; decimals?: number; program?: PublicKey; multisig?: PublicKey[] } = {}) =>
+    transfer: (
+      o: {
+        amount?: bigint;
+        to?: PublicKey;
+        from?: PublicKey;
+        authority?: PublicKey;
+        mint?: PublicKey;
+        decimals?: number;
+        program?: PublicKey;
+        multisig?: PublicKey[];
+      } = {},
+    ) =>
       createTransferCheckedInstruction(
         o.from ?? ata(buyer.publicKey),
         o.mint ?? mint,
@@ -91,7 +102,11 @@ function world(stable: Stable = USDC) {
     memo: (text = 'a1b2c3d4e5f60718293a4b5c6d7e8f90', signers: PublicKey[] = []) =>
       new TransactionInstruction({ programId: MEMO, keys: signers.map((pubkey) => ({ pubkey, isSigner: true, isWritable: false })), data: Buffer.from(text) }),
     lighthouse: (accounts: PublicKey[] = []) =>
-      new TransactionInstruction({ programId: LIGHTHOUSE, keys: accounts.map((pubkey) => ({ pubkey, isSigner: false, isWritable: false })), data: Buffer.from([0, 1, 2]) }),
+      new TransactionInstruction({
+        programId: LIGHTHOUSE,
+        keys: accounts.map((pubkey) => ({ pubkey, isSigner: false, isWritable: false })),
+        data: Buffer.from([0, 1, 2]),
+      }),
   };
 
   /** The stock x402 client's layout (@x402/svm 2.27 ExactSvmScheme): limit 20k, price 1, TransferChecked, Memo nonce. */
@@ -124,7 +139,6 @@ const rejected = (t: import('ava').ExecutionContext, result: VerifyResult, reaso
     t.true(result.message.length > 0);
   }
 };
-
 
 // ---------------------------------------------------------------------------------------------------------------
 // Accepted layouts
@@ -218,7 +232,11 @@ test('requirements that do not parse are invalid_requirements', (t) => {
   const tx = w.assemble(w.stock());
   rejected(t, w.verify(tx, w.requirements({ payTo: 'not-an-address' })), 'invalid_requirements');
   rejected(t, w.verify(tx, w.requirements({ amount: 0n })), 'invalid_requirements');
-  rejected(t, w.verify(tx, w.requirements({ tokenProgram: '11111111111111111111111111111111' as PaymentRequirements['tokenProgram'] })), 'invalid_requirements');
+  rejected(
+    t,
+    w.verify(tx, w.requirements({ tokenProgram: '11111111111111111111111111111111' as PaymentRequirements['tokenProgram'] })),
+    'invalid_requirements',
+  );
   rejected(t, w.verify(tx, w.requirements(), w.policy({ feePayer: 'x' })), 'invalid_requirements');
 });
 
@@ -252,7 +270,7 @@ test('the fee payer as transfer authority is fee_payer_is_authority (seller or f
   rejected(t, w.verify(feeLeg, w.withFee()), 'fee_payer_is_authority');
 });
 
-test("the fee payer or its token account as source is fee_payer_is_source", (t) => {
+test('the fee payer or its token account as source is fee_payer_is_source', (t) => {
   const w = world();
   const fp = w.feePayer.publicKey;
   rejected(t, w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer({ from: fp }), w.ix.memo()])), 'fee_payer_is_source');
@@ -272,7 +290,7 @@ test('the fee payer in any other instruction is fee_payer_in_instruction', (t) =
   rejected(t, w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), drain])), 'fee_payer_in_instruction');
 });
 
-test("a fee payer signature already in its slot is fee_payer_signed", (t) => {
+test('a fee payer signature already in its slot is fee_payer_signed', (t) => {
   const w = world();
   rejected(t, w.verify(w.assemble(w.stock(), { signers: [w.buyer, w.feePayer] })), 'fee_payer_signed');
 });
@@ -318,9 +336,17 @@ test('an unknown program where the transfer belongs or after it is unexpected_in
   // Memo v1 is not the allowed memo program; a third compute budget instruction is not allowed either.
   const memoV1 = new TransactionInstruction({ programId: new PublicKey('Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo'), keys: [], data: Buffer.from('x') });
   rejected(t, w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), memoV1])), 'unexpected_instruction');
-  rejected(t, w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), ComputeBudgetProgram.requestHeapFrame({ bytes: 65_536 })])), 'unexpected_instruction');
+  rejected(
+    t,
+    w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), ComputeBudgetProgram.requestHeapFrame({ bytes: 65_536 })])),
+    'unexpected_instruction',
+  );
   // With fee terms, a third transfer after the fee leg.
-  rejected(t, w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), w.ix.feeLeg(), w.ix.memo(), w.ix.feeLeg()]), w.withFee()), 'unexpected_instruction');
+  rejected(
+    t,
+    w.verify(w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), w.ix.feeLeg(), w.ix.memo(), w.ix.feeLeg()]), w.withFee()),
+    'unexpected_instruction',
+  );
 });
 
 test('no TransferChecked where the seller leg belongs is transfer_missing', (t) => {
@@ -356,7 +382,11 @@ test('a wallet co-sign (buyerSignsLater) wants the buyer slot empty: a signed on
   const pol = w.policy();
   t.like(verifyPayment({ transaction: unsigned, requirements: w.requirements(), facilitator: pol, buyerSignsLater: true }), { isValid: true });
   rejected(t, verifyPayment({ transaction: unsigned, requirements: w.requirements(), facilitator: pol }), 'missing_signature');
-  rejected(t, verifyPayment({ transaction: w.assemble(w.stock()), requirements: w.requirements(), facilitator: pol, buyerSignsLater: true }), 'invalid_signature');
+  rejected(
+    t,
+    verifyPayment({ transaction: w.assemble(w.stock()), requirements: w.requirements(), facilitator: pol, buyerSignsLater: true }),
+    'invalid_signature',
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -395,7 +425,11 @@ test('the seller leg must match the offer exactly: amount, mint, decimals, desti
   rejected(t, w.verify(with_(w.ix.transfer({ amount: 999_999n }))), 'wrong_amount');
   rejected(t, w.verify(with_(w.ix.transfer({ amount: 1_000_001n }))), 'wrong_amount');
   const otherMint = new PublicKey(findStable('chain-mainnet', 'USDT')!.mint);
-  rejected(t, w.verify(with_(w.ix.transfer({ mint: otherMint, to: getAssociatedTokenAddressSync(otherMint, new PublicKey(w.payTo), true, w.program) }))), 'wrong_mint');
+  rejected(
+    t,
+    w.verify(with_(w.ix.transfer({ mint: otherMint, to: getAssociatedTokenAddressSync(otherMint, new PublicKey(w.payTo), true, w.program) }))),
+    'wrong_mint',
+  );
   rejected(t, w.verify(with_(w.ix.transfer({ decimals: 9 }))), 'wrong_decimals');
   // Paying a different payTo, or payTo itself rather than its token account.
   rejected(t, w.verify(with_(w.ix.transfer({ to: w.ata(Keypair.generate().publicKey) }))), 'wrong_destination');
@@ -403,7 +437,11 @@ test('the seller leg must match the offer exactly: amount, mint, decimals, desti
   // The same transaction against an offer with another payTo.
   rejected(t, w.verify(with_(w.ix.transfer()), w.requirements({ payTo: Keypair.generate().publicKey.toBase58() })), 'wrong_destination');
   // The offer is under Token-2022, the transfer under SPL Token.
-  rejected(t, w.verify(with_(w.ix.transfer()), w.requirements({ tokenProgram: USDG.tokenProgramId as PaymentRequirements['tokenProgram'] })), 'wrong_token_program');
+  rejected(
+    t,
+    w.verify(with_(w.ix.transfer()), w.requirements({ tokenProgram: USDG.tokenProgramId as PaymentRequirements['tokenProgram'] })),
+    'wrong_token_program',
+  );
 });
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -448,7 +486,8 @@ test('a fee leg to anywhere but the fee account is rejected under every enforcem
 test('a fee leg with another source, authority or mint is rejected under every enforcement', (t) => {
   const w = world();
   const other = Keypair.generate();
-  const body = (leg: TransactionInstruction, signers: Keypair[] = [w.buyer]) => w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), leg, w.ix.memo()], { signers });
+  const body = (leg: TransactionInstruction, signers: Keypair[] = [w.buyer]) =>
+    w.assemble([w.ix.limit(), w.ix.price(), w.ix.transfer(), leg, w.ix.memo()], { signers });
   for (const enforcement of ['enforce', 'warn', 'off'] as const) {
     const pol = w.policy({ enforcement });
     rejected(t, w.verify(body(w.ix.feeLeg({ from: w.ata(other.publicKey) })), w.withFee(), pol), 'fee_leg_wrong_source');
@@ -552,7 +591,12 @@ test('feeLayoutFor: ceiling fee, gross, accounts; no fee leg without terms or at
 test('buildPaymentTransaction produces the §2.3 layout, which verifies once the buyer signs', (t) => {
   for (const stable of [USDC, USDG]) {
     const w = world(stable);
-    const tx = buildPaymentTransaction({ feePayer: w.feePayer.publicKey.toBase58(), payer: w.buyer.publicKey.toBase58(), requirements: w.withFee(), blockhash: w.blockhash });
+    const tx = buildPaymentTransaction({
+      feePayer: w.feePayer.publicKey.toBase58(),
+      payer: w.buyer.publicKey.toBase58(),
+      requirements: w.withFee(),
+      blockhash: w.blockhash,
+    });
     t.is(tx.version, 0);
     const programs = tx.message.compiledInstructions.map((i) => tx.message.staticAccountKeys[i.programIdIndex]!.toBase58());
     t.deepEqual(programs, [
@@ -564,10 +608,17 @@ test('buildPaymentTransaction produces the §2.3 layout, which verifies once the
       stable.tokenProgramId,
       MEMO_PROGRAM_ID,
     ]);
-    t.true(tx.signatures.every((s) => s.every((b) => b === 0)), 'unsigned');
+    t.true(
+      tx.signatures.every((s) => s.every((b) => b === 0)),
+      'unsigned',
+    );
     rejected(t, w.verify(tx.serialize(), w.withFee()), 'missing_signature');
     tx.sign([w.buyer]);
-    t.like(w.verify(tx.serialize(), w.withFee()), { isValid: true, fee: 10_000n, createsAccounts: [w.ata(w.payTo).toBase58(), w.ata(w.feeAuthority).toBase58()] });
+    t.like(w.verify(tx.serialize(), w.withFee()), {
+      isValid: true,
+      fee: 10_000n,
+      createsAccounts: [w.ata(w.payTo).toBase58(), w.ata(w.feeAuthority).toBase58()],
+    });
   }
 });
 
@@ -604,7 +655,9 @@ test('buildPaymentTransaction refuses a fee payer as authority and invalid requi
   const fp = w.feePayer.publicKey.toBase58();
   const e1 = t.throws(() => buildPaymentTransaction({ feePayer: fp, payer: fp, requirements: w.requirements(), blockhash: w.blockhash }));
   t.true(e1 instanceof DomainError && e1.code === 'invalid_request');
-  const e2 = t.throws(() => buildPaymentTransaction({ feePayer: fp, payer: w.buyer.publicKey.toBase58(), requirements: w.requirements({ amount: -1n }), blockhash: w.blockhash }));
+  const e2 = t.throws(() =>
+    buildPaymentTransaction({ feePayer: fp, payer: w.buyer.publicKey.toBase58(), requirements: w.requirements({ amount: -1n }), blockhash: w.blockhash }),
+  );
   t.true(e2 instanceof DomainError && e2.code === 'invalid_request');
 });
 

@@ -88,7 +88,10 @@ test('capability_declared: only when a capability is asked; warn', (t) => {
 });
 
 test('capability_declared: a public capability card declares it; a private card does not', (t) => {
-  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y')] })), { capability: 'x.y' }), { ok: true, detail: 'the agent declares x.y (capability card cap_x.y)' });
+  t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y')] })), { capability: 'x.y' }), {
+    ok: true,
+    detail: 'the agent declares x.y (capability card cap_x.y)',
+  });
   t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.y', false)] })), { capability: 'x.y' }), { ok: false });
   t.like(capabilityDeclared.run(facts(identity({ capability_cards: [card('x.z')] })), { capability: 'x.y' }), { ok: false });
 });
@@ -96,7 +99,12 @@ test('capability_declared: a public capability card declares it; a private card 
 test('registration: only when read back; warn; fails with the read-back detail', (t) => {
   t.is(registrationValid.run(facts(identity()), {}), null);
   t.is(registrationValid.run(facts(null), {}), null);
-  const bad = { uri: 'https://a.example/r.json', hosted: false, ok: false, detail: 'the document at https://a.example/r.json is not registration-v1: type: Invalid input' };
+  const bad = {
+    uri: 'https://a.example/r.json',
+    hosted: false,
+    ok: false,
+    detail: 'the document at https://a.example/r.json is not registration-v1: type: Invalid input',
+  };
   t.deepEqual(registrationValid.run(facts(identity({ registration: bad })), {}), { ok: false, detail: bad.detail, severity: 'warn' });
   t.like(registrationValid.run(facts(identity({ registration: { ...bad, ok: true, detail: 'fine' } })), {}), { ok: true, severity: 'warn' });
 });
@@ -105,7 +113,11 @@ test('intent pay: warn; passes when the agent sells a paid endpoint', (t) => {
   t.is(intentCompatible.run(facts(identity()), {}), null);
   t.is(intentCompatible.run(facts(null), { intent: 'pay' }), null);
   t.like(intentCompatible.run(facts(identity(), 'live', 0), { intent: 'pay' }), { ok: false, severity: 'warn' });
-  t.like(intentCompatible.run(facts(identity(), 'live', 2), { intent: 'pay' }), { ok: true, severity: 'warn', detail: 'pay: the agent sells 2 paid endpoints' });
+  t.like(intentCompatible.run(facts(identity(), 'live', 2), { intent: 'pay' }), {
+    ok: true,
+    severity: 'warn',
+    detail: 'pay: the agent sells 2 paid endpoints',
+  });
 });
 
 test('intent hire: warn; the asked capability must be declared, else any public capability', (t) => {
@@ -151,7 +163,11 @@ test('judge: allow when all pass, warn on a failed warn check, deny on a failed 
   // handle missing: warn, (3+3+1+1)/(3+1+3+1+1) = 8/9
   t.like(judge(facts(identity({ domains: full.domains })), {}), { verdict: 'warn', score: 88 });
   t.like(judge(facts(full, 'not_core'), {}), { verdict: 'deny' });
-  t.deepEqual(judge(facts(null), {}), { verdict: 'deny', score: 0, checks: [{ name: 'agent_recorded', ok: false, detail: 'no agent is recorded under this mint, handle or domain' }] });
+  t.deepEqual(judge(facts(null), {}), {
+    verdict: 'deny',
+    score: 0,
+    checks: [{ name: 'agent_recorded', ok: false, detail: 'no agent is recorded under this mint, handle or domain' }],
+  });
 });
 
 test('summarize: rating is 5 × the 2xx share with one decimal, volume per currency, latest settlement', (t) => {
@@ -195,7 +211,12 @@ test('RegistrationV1: the type constant and name, description, image are require
 test('RegistrationV1 svc block: v 0.1, rulesUri a URI or ipfs://…, receiptsFeed, anchor required; killSwitch optional; strict', (t) => {
   const svc = { v: '0.1', rulesUri: 'ipfs://bafy', receiptsFeed: 'https://gw.example/v1/receipts/a', anchor: { program: 'p', merkleAccount: 'm' } };
   t.true(RegistrationV1.safeParse({ ...minimal, svc }).success);
-  t.true(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, rulesUri: 'https://example.com/rules', killSwitch: { onchain: 'x', endpoint: 'https://k.example' } } }).success);
+  t.true(
+    RegistrationV1.safeParse({
+      ...minimal,
+      svc: { ...svc, rulesUri: 'https://example.com/rules', killSwitch: { onchain: 'x', endpoint: 'https://k.example' } },
+    }).success,
+  );
   t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, v: '0.2' } }).success);
   t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, rulesUri: 'rules.json' } }).success, 'neither a URI nor ipfs://…');
   t.false(RegistrationV1.safeParse({ ...minimal, svc: { ...svc, anchor: { program: 'p' } } }).success);
@@ -226,7 +247,12 @@ test('buildRegistration: paid services (x402 or mpp, by the link’s rail) carry
     { name: 'A2A', endpoint: 'https://agent.example/a2a' },
     { name: 'receipts', endpoint: 'https://gw.example/v1/receipts/Mint1111111111111111111111111111111111111111' },
   ]);
-  t.deepEqual(doc.registrations, [{ agentId: 'Mint1111111111111111111111111111111111111111', agentRegistry: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p' }]);
+  t.deepEqual(doc.registrations, [
+    {
+      agentId: 'Mint1111111111111111111111111111111111111111',
+      agentRegistry: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp:1DREGFgysWYxLnRnKQnwrxnJQeSMk2HmGaC6whw2B2p',
+    },
+  ]);
   t.true(doc.active);
   // the URL names devnet (mainnet is the route's default, as the paywall's share URLs)
   t.is(registrationUrl('https://gw.example', 'chain-mainnet', 'M'), 'https://gw.example/v1/agents/M/registration.json');

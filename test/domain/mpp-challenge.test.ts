@@ -19,14 +19,29 @@ const feePayer = Keypair.generate().publicKey.toBase58();
 const accept = { scheme: 'exact', network: CAIP2['chain-devnet'], asset: USDC.mint, amount: '10000', payTo, maxTimeoutSeconds: 60, extra: { feePayer } };
 const now = new Date('2026-11-24T04:00:00.000Z');
 const issue = () =>
-  issueChallenges({ secret, realm: 'gw.example', network: 'chain-devnet', accepts: [accept], resource: { url: 'https://gw.example/x/w?network=chain-devnet', description: 'Weather "now" — ü' }, now });
+  issueChallenges({
+    secret,
+    realm: 'gw.example',
+    network: 'chain-devnet',
+    accepts: [accept],
+    resource: { url: 'https://gw.example/x/w?network=chain-devnet', description: 'Weather "now" — ü' },
+    now,
+  });
 
 function boundTransaction(id: string): string {
   const buyer = Keypair.generate();
   const tx = buildPaymentTransaction({
     feePayer,
     payer: buyer.publicKey.toBase58(),
-    requirements: { scheme: 'exact', network: 'chain-devnet', payTo, asset: USDC.mint, amount: 10_000n, tokenProgram: USDC.tokenProgramId as never, decimals: 6 },
+    requirements: {
+      scheme: 'exact',
+      network: 'chain-devnet',
+      payTo,
+      asset: USDC.mint,
+      amount: 10_000n,
+      tokenProgram: USDC.tokenProgramId as never,
+      decimals: 6,
+    },
     blockhash: Keypair.generate().publicKey.toBase58(),
     memo: id,
   });
@@ -66,12 +81,20 @@ test('readCredential: mppx’s encoding and DECISIONS’ (request as an object) 
   const later = readCredential(paymentCredentialOf(viaMppx)!, { secret, realm: 'gw.example', now: new Date(now.getTime() + 300_001) });
   t.true(later.ok && later.expired);
 
-  const tampered = Buffer.from(JSON.stringify({ challenge: { ...c, request: { ...c!.request, recipient: feePayer } }, payload: { transaction } })).toString('base64url');
+  const tampered = Buffer.from(JSON.stringify({ challenge: { ...c, request: { ...c!.request, recipient: feePayer } }, payload: { transaction } })).toString(
+    'base64url',
+  );
   t.like(readCredential(tampered, { secret, realm: 'gw.example', now }), { ok: false, reason: 'mpp_challenge_invalid' });
-  t.like(readCredential(paymentCredentialOf(viaMppx)!, { secret: new TextEncoder().encode('other'.repeat(8)), realm: 'gw.example', now }), { ok: false, reason: 'mpp_challenge_invalid' });
+  t.like(readCredential(paymentCredentialOf(viaMppx)!, { secret: new TextEncoder().encode('other'.repeat(8)), realm: 'gw.example', now }), {
+    ok: false,
+    reason: 'mpp_challenge_invalid',
+  });
   const otherRealm = { ...c!, realm: 'evil.example' };
   const forgedRealm = { ...otherRealm, id: challengeId(secret, otherRealm) };
-  t.like(readCredential(paymentCredentialOf(encodeCredential(forgedRealm, transaction))!, { secret, realm: 'gw.example', now }), { ok: false, reason: 'mpp_challenge_invalid' });
+  t.like(readCredential(paymentCredentialOf(encodeCredential(forgedRealm, transaction))!, { secret, realm: 'gw.example', now }), {
+    ok: false,
+    reason: 'mpp_challenge_invalid',
+  });
   t.like(readCredential('%%%', { secret, realm: 'gw.example', now }), { ok: false, reason: 'mpp_credential_invalid' });
   const noTx = Buffer.from(JSON.stringify({ challenge: c, payload: {} })).toString('base64url');
   t.like(readCredential(noTx, { secret, realm: 'gw.example', now }), { ok: false, reason: 'mpp_credential_invalid' });
@@ -90,7 +113,13 @@ test('the memo binds a transaction to one challenge id', (t) => {
 
 test('a paid call’s kept request carries its MPP challenge, so reconciliation settles it on the MPP rail again', (t) => {
   const [c] = issue();
-  const link = { id: 'w', network: 'chain-devnet', method: 'GET', label: 'W', response: { status: 200, mimeType: 'application/json', body: {} } } as unknown as PaymentLinkRecord;
+  const link = {
+    id: 'w',
+    network: 'chain-devnet',
+    method: 'GET',
+    label: 'W',
+    response: { status: 200, mimeType: 'application/json', body: {} },
+  } as unknown as PaymentLinkRecord;
   const call: Call = {
     link,
     request: { id: 'w', network: 'chain-devnet', method: 'GET', forwardQuery: '', headers: {}, body: undefined },

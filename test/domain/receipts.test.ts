@@ -88,7 +88,17 @@ test('checkReceipt: verified only when the seller leg and the fee leg moved exac
   const sig = unknownSignature();
   const r = buildReceipt(agent, null, {
     tx_sig: sig,
-    price: { amount: '0.01', currency: 'USDC', asset: DEVNET_USDC, network: 'solana:x', amount_atomic: '10000', fee: '100', gross: '10100', feeBps: 100, feeAuthority },
+    price: {
+      amount: '0.01',
+      currency: 'USDC',
+      asset: DEVNET_USDC,
+      network: 'solana:x',
+      amount_atomic: '10000',
+      fee: '100',
+      gross: '10100',
+      feeBps: 100,
+      feeAuthority,
+    },
   });
   const good = landed({
     preTokenBalances: [tokenBalance(treasury, 5n), tokenBalance(feeAuthority, 0n)],
@@ -96,7 +106,10 @@ test('checkReceipt: verified only when the seller leg and the fee leg moved exac
   });
   t.is(checkReceipt(r, good, 0).status, 'verified');
 
-  const short = landed({ preTokenBalances: [tokenBalance(treasury, 0n)], postTokenBalances: [tokenBalance(treasury, 9_999n), tokenBalance(feeAuthority, 100n)] });
+  const short = landed({
+    preTokenBalances: [tokenBalance(treasury, 0n)],
+    postTokenBalances: [tokenBalance(treasury, 9_999n), tokenBalance(feeAuthority, 100n)],
+  });
   const s = checkReceipt(r, short, 0);
   t.is(s.status, 'mismatch');
   t.regex(s.reason!, /moved 9999 .* says 10000/);
@@ -104,7 +117,9 @@ test('checkReceipt: verified only when the seller leg and the fee leg moved exac
   const noFee = landed({ postTokenBalances: [tokenBalance(treasury, 10_000n)] });
   t.regex(checkReceipt(r, noFee, 0).reason!, /fee leg moved 0/);
 
-  const otherMint = landed({ postTokenBalances: [tokenBalance(treasury, 10_000n, 'So11111111111111111111111111111111111111112'), tokenBalance(feeAuthority, 100n)] });
+  const otherMint = landed({
+    postTokenBalances: [tokenBalance(treasury, 10_000n, 'So11111111111111111111111111111111111111112'), tokenBalance(feeAuthority, 100n)],
+  });
   t.is(checkReceipt(r, otherMint, 0).status, 'mismatch');
 
   const failed = landed({ err: { InstructionError: [4, { Custom: 1 }] }, postTokenBalances: good.postTokenBalances, preTokenBalances: good.preTokenBalances });
@@ -117,7 +132,10 @@ test('checkReceipt: a spend receipt is checked as the gross leaving the agent’
   const r = buildReceipt(agent, null, { kind: 'spend', tx_sig: unknownSignature() });
   const tx = landed({ preTokenBalances: [tokenBalance(treasury, 50_000n)], postTokenBalances: [tokenBalance(treasury, 40_000n)] });
   t.is(checkReceipt(r, tx, 0).status, 'verified');
-  t.is(checkReceipt(r, landed({ preTokenBalances: [tokenBalance(treasury, 50_000n)], postTokenBalances: [tokenBalance(treasury, 45_000n)] }), 0).status, 'mismatch');
+  t.is(
+    checkReceipt(r, landed({ preTokenBalances: [tokenBalance(treasury, 50_000n)], postTokenBalances: [tokenBalance(treasury, 45_000n)] }), 0).status,
+    'mismatch',
+  );
 });
 
 test('checkReceipt: an unknown transaction stays pending through the retry schedule, then is a mismatch', async (t) => {

@@ -31,20 +31,33 @@ function tokenAccountBytes(o: { delegate: PublicKey | null; closeAuthority: Publ
 }
 
 /** Token-2022: the base, the account-type byte (2: account) and one TLV entry, ImmutableOwner (type 7, length 0). */
-const with2022Extension = (base: Buffer, accountType: number) => Buffer.concat([base, Buffer.alloc(ACCOUNT_SIZE - base.length), Buffer.from([accountType, 7, 0, 0, 0])]);
+const with2022Extension = (base: Buffer, accountType: number) =>
+  Buffer.concat([base, Buffer.alloc(ACCOUNT_SIZE - base.length), Buffer.from([accountType, 7, 0, 0, 0])]);
 
 test('token accounts read as spl-token unpackAccount reads them, on SPL Token and Token-2022 with extensions', (t) => {
   const cases = [
     { program: TOKEN_PROGRAM_ID, data: tokenAccountBytes({ delegate: key(), closeAuthority: null, native: null, state: AccountState.Initialized }) },
     { program: TOKEN_PROGRAM_ID, data: tokenAccountBytes({ delegate: null, closeAuthority: key(), native: 2_039_280n, state: AccountState.Frozen }) },
-    { program: TOKEN_2022_PROGRAM_ID, data: with2022Extension(tokenAccountBytes({ delegate: key(), closeAuthority: null, native: null, state: AccountState.Initialized }), 2) },
+    {
+      program: TOKEN_2022_PROGRAM_ID,
+      data: with2022Extension(tokenAccountBytes({ delegate: key(), closeAuthority: null, native: null, state: AccountState.Initialized }), 2),
+    },
   ];
   for (const { program, data } of cases) {
     const ours = decodeTokenAccount({ owner: program, data });
     const theirs = unpackAccount(key(), { data, owner: new PublicKey(program), lamports: 1, executable: false }, new PublicKey(program));
     t.truthy(ours);
     t.deepEqual(
-      { mint: ours!.mint, owner: ours!.owner, amount: ours!.amount, delegate: ours!.delegate, delegatedAmount: ours!.delegatedAmount, frozen: ours!.state === 'frozen', native: ours!.isNative, close: ours!.closeAuthority },
+      {
+        mint: ours!.mint,
+        owner: ours!.owner,
+        amount: ours!.amount,
+        delegate: ours!.delegate,
+        delegatedAmount: ours!.delegatedAmount,
+        frozen: ours!.state === 'frozen',
+        native: ours!.isNative,
+        close: ours!.closeAuthority,
+      },
       {
         mint: theirs.mint.toBase58(),
         owner: theirs.owner.toBase58(),
@@ -63,13 +76,33 @@ test('token accounts read as spl-token unpackAccount reads them, on SPL Token an
 
 test('mints read as spl-token unpackMint reads them; a mint is not a token account and the reverse', (t) => {
   const base = Buffer.alloc(MINT_SIZE);
-  MintLayout.encode({ mintAuthorityOption: 1, mintAuthority: key(), supply: 9_000_000n, decimals: 6, isInitialized: true, freezeAuthorityOption: 0, freezeAuthority: PublicKey.default }, base);
-  for (const [program, data] of [[TOKEN_PROGRAM_ID, base], [TOKEN_2022_PROGRAM_ID, with2022Extension(base, 1)]] as const) {
+  MintLayout.encode(
+    {
+      mintAuthorityOption: 1,
+      mintAuthority: key(),
+      supply: 9_000_000n,
+      decimals: 6,
+      isInitialized: true,
+      freezeAuthorityOption: 0,
+      freezeAuthority: PublicKey.default,
+    },
+    base,
+  );
+  for (const [program, data] of [
+    [TOKEN_PROGRAM_ID, base],
+    [TOKEN_2022_PROGRAM_ID, with2022Extension(base, 1)],
+  ] as const) {
     const ours = decodeMint({ owner: program, data });
     const theirs = unpackMint(key(), { data, owner: new PublicKey(program), lamports: 1, executable: false }, new PublicKey(program));
     t.deepEqual(
       { authority: ours!.mintAuthority, supply: ours!.supply, decimals: ours!.decimals, init: ours!.isInitialized, freeze: ours!.freezeAuthority },
-      { authority: theirs.mintAuthority?.toBase58() ?? null, supply: theirs.supply, decimals: theirs.decimals, init: theirs.isInitialized, freeze: theirs.freezeAuthority?.toBase58() ?? null },
+      {
+        authority: theirs.mintAuthority?.toBase58() ?? null,
+        supply: theirs.supply,
+        decimals: theirs.decimals,
+        init: theirs.isInitialized,
+        freeze: theirs.freezeAuthority?.toBase58() ?? null,
+      },
     );
     t.is(decodeTokenAccount({ owner: program, data }), null);
   }

@@ -1,5 +1,13 @@
 import test from 'ava';
-import { AddressLookupTableAccount, Keypair, PublicKey, SystemProgram, TransactionInstruction, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
+import {
+  AddressLookupTableAccount,
+  Keypair,
+  PublicKey,
+  SystemProgram,
+  TransactionInstruction,
+  TransactionMessage,
+  VersionedTransaction,
+} from '@solana/web3.js';
 import { DecodeError, decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { parseTransaction } from '../../domain/ledger/wire.ts';
 
@@ -23,17 +31,26 @@ function signed(v0: boolean, lookups: AddressLookupTableAccount[] = []): Version
 }
 
 test('decodeTransaction reads legacy and v0 transactions as web3.js does, over the one parser', (t) => {
-  const table = new AddressLookupTableAccount({ key: Keypair.generate().publicKey, state: { deactivationSlot: 2n ** 64n - 1n, lastExtendedSlot: 0, lastExtendedSlotStartIndex: 0, addresses: [memo] } });
+  const table = new AddressLookupTableAccount({
+    key: Keypair.generate().publicKey,
+    state: { deactivationSlot: 2n ** 64n - 1n, lastExtendedSlot: 0, lastExtendedSlotStartIndex: 0, addresses: [memo] },
+  });
   for (const tx of [signed(false), signed(true), signed(true, [table])]) {
     const wire = tx.serialize();
     const d = decodeTransaction(wire);
     const m = tx.message;
     t.is(d.version as unknown, tx.version);
-    t.deepEqual(d.accountKeys, m.staticAccountKeys.map((k) => k.toBase58()));
+    t.deepEqual(
+      d.accountKeys,
+      m.staticAccountKeys.map((k) => k.toBase58()),
+    );
     t.is(d.numRequiredSignatures, m.header.numRequiredSignatures);
     t.is(d.recentBlockhash, m.recentBlockhash);
     t.deepEqual(d.messageBytes, Uint8Array.from(m.serialize()));
-    t.deepEqual(d.signatures, tx.signatures.map((s) => Uint8Array.from(s)));
+    t.deepEqual(
+      d.signatures,
+      tx.signatures.map((s) => Uint8Array.from(s)),
+    );
     t.is(d.addressTableLookups, m.addressTableLookups.length);
     t.deepEqual(
       d.instructions.map((ix) => ix.data),

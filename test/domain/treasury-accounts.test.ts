@@ -14,7 +14,10 @@ function facilitatorWith(prepareAccounts: Facilitator['prepareAccounts']): Facil
 }
 
 for (const [title, error] of [
-  ['unreachable (facilitator_unavailable)', new DomainError('facilitator_unavailable', 'The facilitator at http://f could not be asked (/accounts): answered 404')],
+  [
+    'unreachable (facilitator_unavailable)',
+    new DomainError('facilitator_unavailable', 'The facilitator at http://f could not be asked (/accounts): answered 404'),
+  ],
   ['a fault that is not a DomainError', new TypeError('boom')],
 ] as const) {
   test(`a facilitator that throws — ${title} — gives ready: false, facilitator_unavailable, and a warning`, async (t) => {

@@ -63,8 +63,7 @@ function findPda(seeds: Uint8Array[], programId: string): string {
 const ATA_PROGRAM_ID = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
 const bytes = (address: string) => new PublicKey(address).toBytes();
 const independentTreasury = (asset: string) => findPda([Buffer.from('mpl-core-execute'), bytes(asset)], MPL_CORE_PROGRAM_ID);
-const independentAta = (owner: string, mint: string, tokenProgram: string) =>
-  findPda([bytes(owner), bytes(tokenProgram), bytes(mint)], ATA_PROGRAM_ID);
+const independentAta = (owner: string, mint: string, tokenProgram: string) => findPda([bytes(owner), bytes(tokenProgram), bytes(mint)], ATA_PROGRAM_ID);
 
 test('the independent curve check agrees with known on-curve and off-curve keys', (t) => {
   for (let i = 0; i < 20; i++) t.true(isOnCurve(Keypair.generate().publicKey.toBytes()), 'a wallet key is on the curve');

@@ -1,19 +1,13 @@
 import test from 'ava';
 import { createHmac } from 'node:crypto';
-import {
-  newWebhookSecret,
-  signWebhook,
-  verifyWebhookSignature,
-  WEBHOOK_SECRET_PATTERN,
-} from '../../domain/webhooks/signature.ts';
+import { newWebhookSecret, signWebhook, verifyWebhookSignature, WEBHOOK_SECRET_PATTERN } from '../../domain/webhooks/signature.ts';
 
 const secret = 'whsec_3fQ9xK2mLp7VbN8cR1tZ4wY6uH0jE5sD';
 const body = '{"id":"01JH3V6Q7W8X9Y0Z1A2B3C4D5E","type":"payment.settled","data":{"amount":"1.50"}}';
 const timestamp = 1_767_225_600;
 const id = '01JH3V6Q7W8X9Y0Z1A2B3C4D5E';
 
-const sign = (overrides: Partial<Parameters<typeof signWebhook>[0]> = {}) =>
-  signWebhook({ secret, body, timestamp, id, ...overrides });
+const sign = (overrides: Partial<Parameters<typeof signWebhook>[0]> = {}) => signWebhook({ secret, body, timestamp, id, ...overrides });
 const header = (overrides: Partial<Parameters<typeof signWebhook>[0]> = {}) => sign(overrides)['x-svc-signature']!;
 
 test('signWebhook returns the four headers, lower-case', (t) => {

@@ -78,7 +78,10 @@ test('the stock client builds limit, price, TransferChecked, memo: fee payer slo
   t.is(tx.addressTableLookups, 0);
   t.is(tx.numRequiredSignatures, 2, 'fee payer and buyer');
   t.deepEqual(tx.accountKeys.slice(0, 2), [feePayer, buyer.publicKey.toBase58()]);
-  t.true(tx.signatures[0]!.every((b) => b === 0), "the fee payer's slot is left for the facilitator");
+  t.true(
+    tx.signatures[0]!.every((b) => b === 0),
+    "the fee payer's slot is left for the facilitator",
+  );
   t.false(tx.signatures[1]!.every((b) => b === 0));
 
   t.deepEqual(
@@ -143,7 +146,11 @@ test('the full v2 payload from x402Client, and the v1 scheme, carry the same acc
   t.is(payload.x402Version, 2);
   t.deepEqual(payload.accepted, x402, '`accepted` is the chosen accept as received');
   t.deepEqual(payload.resource, paymentRequired.resource);
-  const v2 = verifyPayment({ transaction: wire(payload.payload.transaction as string), requirements: domain(), facilitator: { feePayer, enforcement: 'enforce' } });
+  const v2 = verifyPayment({
+    transaction: wire(payload.payload.transaction as string),
+    requirements: domain(),
+    facilitator: { feePayer, enforcement: 'enforce' },
+  });
   t.true(v2.isValid, why(v2));
 
   const v1Requirements = {
@@ -160,7 +167,11 @@ test('the full v2 payload from x402Client, and the v1 scheme, carry the same acc
   };
   const v1 = await new ExactSvmSchemeV1(signer, { rpcUrl }).createPaymentPayload(1, v1Requirements as unknown as X402Requirements);
   t.like(v1, { x402Version: 1, scheme: 'exact', network: 'solana-devnet' } as object);
-  const verdict = verifyPayment({ transaction: wire((v1.payload as { transaction: string }).transaction), requirements: domain(), facilitator: { feePayer, enforcement: 'enforce' } });
+  const verdict = verifyPayment({
+    transaction: wire((v1.payload as { transaction: string }).transaction),
+    requirements: domain(),
+    facilitator: { feePayer, enforcement: 'enforce' },
+  });
   t.true(verdict.isValid, why(verdict));
 });
 
@@ -193,7 +204,13 @@ test('on the ledger the stock transaction needs the seller account to exist: the
   const { blockhash } = await ledger.getLatestBlockhash();
   const { Transaction } = await import('@solana/web3.js');
   const create = new Transaction({ feePayer: facilitator.publicKey, recentBlockhash: blockhash }).add(
-    createAssociatedTokenAccountIdempotentInstruction(facilitator.publicKey, new PublicKey(ataOf(payTo, USDC.mint, USDC.tokenProgramId)), new PublicKey(payTo), mint, program),
+    createAssociatedTokenAccountIdempotentInstruction(
+      facilitator.publicKey,
+      new PublicKey(ataOf(payTo, USDC.mint, USDC.tokenProgramId)),
+      new PublicKey(payTo),
+      mint,
+      program,
+    ),
   );
   create.sign(facilitator);
   const sent = await ledger.sendTransaction(create.serialize());

@@ -49,7 +49,13 @@ async function freePort(pair = false): Promise<number> {
   for (;;) {
     const port = await listen(0);
     if (!pair) return port;
-    if (await listen(port + 1).then(() => true, () => false)) return port; // JSON-RPC on port, its WebSocket on port + 1
+    if (
+      await listen(port + 1).then(
+        () => true,
+        () => false,
+      )
+    )
+      return port; // JSON-RPC on port, its WebSocket on port + 1
   }
 }
 
@@ -170,7 +176,11 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   // (prepare → sign → submit), recorded by the gateway once its mint confirms.
   const sellerOwner = Keypair.generate();
   await api('POST', '/v1/dev/faucet', { address: sellerOwner.publicKey.toBase58(), sol: '1' });
-  const minted = await api('POST', '/v1/agents/prepare', { owner: sellerOwner.publicKey.toBase58(), name: 'crash seller', uri: 'https://example.com/agent.json' });
+  const minted = await api('POST', '/v1/agents/prepare', {
+    owner: sellerOwner.publicKey.toBase58(),
+    name: 'crash seller',
+    uri: 'https://example.com/agent.json',
+  });
   const mintTx = Transaction.from(Buffer.from(minted.transaction.base64, 'base64'));
   mintTx.partialSign(sellerOwner);
   await api('POST', '/v1/submit', { event_id: minted.event_id, transaction_base64: mintTx.serialize({ requireAllSignatures: true }).toString('base64') });
@@ -181,7 +191,13 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     if (event.phase === 'failed') throw new Error(`the seller's mint failed: ${JSON.stringify(event)}`);
     await new Promise((r) => setTimeout(r, 100));
   }
-  const link = await api('POST', '/v1/payment-links', { label: 'crash', owner_agent: agent, method: 'GET', price: '$0.01', response: { body: { paid: true } } });
+  const link = await api('POST', '/v1/payment-links', {
+    label: 'crash',
+    owner_agent: agent,
+    method: 'GET',
+    price: '$0.01',
+    response: { body: { paid: true } },
+  });
   const url = `${base}/x/${link.id}?network=chain-devnet`;
   const treasury = treasuryOf(agent);
   const feeAuthority = ((await (await fetch(`${base}/facilitator/health`)).json()) as any).protocol_fee.authorities['chain-devnet'] as string;
@@ -276,7 +292,11 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     await quickAddJob({ connectionString: access.database.url }, 'resolve_paid_calls', { older_than_ms: 0 });
     const deadline = Date.now() + 30_000;
     const queued = async () =>
-      ((await access!.database.orm.em.fork().execute(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'resolve_paid_calls'`)) as { n: number }[])[0]!.n;
+      (
+        (await access!.database.orm.em.fork().execute(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'resolve_paid_calls'`)) as {
+          n: number;
+        }[]
+      )[0]!.n;
     while ((await queued()) > 0 && Date.now() < deadline) await sleep(200);
     if (round > 0) await sleep(1_000);
   }
@@ -286,9 +306,9 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     signature: string;
     payer: string;
   }[];
-  const receipts = ((await em.execute(`select body from receipts where network = 'chain-devnet' and agent = ? order by nonce`, [agent])) as { body: unknown }[]).map(
-    (r) => (typeof r.body === 'string' ? JSON.parse(r.body) : r.body) as ReceiptV1,
-  );
+  const receipts = (
+    (await em.execute(`select body from receipts where network = 'chain-devnet' and agent = ? order by nonce`, [agent])) as { body: unknown }[]
+  ).map((r) => (typeof r.body === 'string' ? JSON.parse(r.body) : r.body) as ReceiptV1);
   const landed = (await usdc(treasury)) / PRICE;
   const answered = attempts.filter((a) => a.status === 200 || a.replay?.status === 200);
   const lostBeforeReplay = attempts.filter((a) => a.header && a.status === undefined).length;
@@ -317,9 +337,15 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   // Zero answers without payment: every 200 names a recorded payment that landed.
   const recordedSigs = new Set(done.map((d) => d.signature));
   const served = [...new Set(answered.map((a) => (a.status === 200 ? a.signature! : a.replay!.signature!)))];
-  t.true(served.every((s) => recordedSigs.has(s)), 'every 200 is a recorded payment');
+  t.true(
+    served.every((s) => recordedSigs.has(s)),
+    'every 200 is a recorded payment',
+  );
   const statuses = await ledger.getSignatureStatuses(served);
-  t.true(statuses.every((s) => s !== null && s.err === null), 'every 200 is a payment on the ledger');
+  t.true(
+    statuses.every((s) => s !== null && s.err === null),
+    'every 200 is a payment on the ledger',
+  );
 
   // The receipt chain: gapless nonces, each linked to the one before, each hash as computed.
   receipts.forEach((r, n) => {

@@ -56,10 +56,15 @@ test('indexer in `npm run jobs`: deposits before and during a kill -9 are each r
   await runner.exited;
   const during = [await deposit(2_000_000n), await deposit(3_000_000n)];
   runner = startJobsProcess(env);
-  await until('the deposits made while it was down reported after the restart', async () => {
-    const seen = await funds();
-    return during.every((s) => seen.some((e) => e.signature === s)) || undefined;
-  }, 60_000, 250);
+  await until(
+    'the deposits made while it was down reported after the restart',
+    async () => {
+      const seen = await funds();
+      return during.every((s) => seen.some((e) => e.signature === s)) || undefined;
+    },
+    60_000,
+    250,
+  );
 
   const all = await funds();
   for (const signature of [first, ...during]) t.is(all.filter((e) => e.signature === signature).length, 1, `${signature} once`);

@@ -43,13 +43,23 @@ test('receiver down then up, runner kill -9’d mid-delivery and restarted: ever
     await app.close();
     await removeDataDir(app.dataDir);
   });
-  const runnerEnv = { DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_OUTBOUND_ALLOW: allow, SVC_LOG_LEVEL: 'error', SVC_DEVNET_RPC_PORT: '0', SVC_MAINNET_RPC_PORT: '0', PORT: '0' };
-  const count = async (where: string) => Number(((await app.database.orm.em.fork().execute(`select count(*)::int as n from webhook_deliveries where ${where}`)) as { n: number }[])[0]!.n);
+  const runnerEnv = {
+    DATABASE_URL: app.database.url,
+    SVC_DATA_DIR: app.dataDir,
+    SVC_OUTBOUND_ALLOW: allow,
+    SVC_LOG_LEVEL: 'error',
+    SVC_DEVNET_RPC_PORT: '0',
+    SVC_MAINNET_RPC_PORT: '0',
+    PORT: '0',
+  };
+  const count = async (where: string) =>
+    Number(((await app.database.orm.em.fork().execute(`select count(*)::int as n from webhook_deliveries where ${where}`)) as { n: number }[])[0]!.n);
 
   const admin = await app.services.access.issueKey({ network: 'chain-devnet', role: 'admin' });
   const caller = { network: 'chain-devnet' as const, role: 'admin' as const, owner: `key:${admin.id}`, ownerWallet: null };
   const hooks = [];
-  for (let i = 0; i < SUBSCRIPTIONS; i++) hooks.push(await app.services.webhooks.create(caller, admin.id, { url: `http://${allow}/hook${i}`, events: ['test.crash'] }));
+  for (let i = 0; i < SUBSCRIPTIONS; i++)
+    hooks.push(await app.services.webhooks.create(caller, admin.id, { url: `http://${allow}/hook${i}`, events: ['test.crash'] }));
 
   // 1. The receiver is down: the runner's first attempts are refused and scheduled 5 s later.
   runner = startRunner(runnerEnv);
@@ -57,7 +67,18 @@ test('receiver down then up, runner kill -9’d mid-delivery and restarted: ever
   for (let i = 0; i < EVENTS; i++) {
     const now = new Date();
     await app.database.store.transaction((tx) =>
-      tx.events.append(syntheticEvent({ id: newId(), kind: 'test.crash', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: null, metadata: { i }, createdAt: now })),
+      tx.events.append(
+        syntheticEvent({
+          id: newId(),
+          kind: 'test.crash',
+          phase: 'confirmed',
+          network: 'chain-devnet',
+          agentAsset: null,
+          owner: null,
+          metadata: { i },
+          createdAt: now,
+        }),
+      ),
     );
   }
   const total = EVENTS * SUBSCRIPTIONS;

@@ -139,7 +139,10 @@ test('an admin manages its own network only: another network is 403 wrong_networ
   const devList = await http(a, 'GET', `/v1/admin/api-keys?owner_wallet=${wallet}`, { key: admin });
   t.deepEqual(devList.body.data, [], 'a devnet admin does not see mainnet keys');
   const liveList = await http(a, 'GET', `/v1/admin/api-keys?owner_wallet=${wallet}`, { key: liveAdmin });
-  t.deepEqual(liveList.body.data.map((k: { id: string }) => k.id), [live.id]);
+  t.deepEqual(
+    liveList.body.data.map((k: { id: string }) => k.id),
+    [live.id],
+  );
 
   // nor can it disable them
   expectError(t, await http(a, 'POST', `/v1/admin/api-keys/${live.id}/disable`, { key: admin }), 404, 'not_found');
@@ -163,7 +166,10 @@ test('list: owner_wallet filter, old rows with a null owner_wallet, pagination',
   t.is(byW1.body.has_more, false);
   t.is(byW1.body.next_cursor, null);
   const byW2 = await http(a, 'GET', `/v1/admin/api-keys?owner_wallet=${w2}`, { key: admin });
-  t.deepEqual(byW2.body.data.map((k: { id: string }) => k.id), [k3.id]);
+  t.deepEqual(
+    byW2.body.data.map((k: { id: string }) => k.id),
+    [k3.id],
+  );
   expectError(t, await http(a, 'GET', '/v1/admin/api-keys?owner_wallet=nope', { key: admin }), 400, 'invalid_request');
 
   // walk the unfiltered list: every devnet key once, the old row with owner_wallet null, no mainnet key
@@ -271,8 +277,8 @@ test('a key issued with an Idempotency-Key is not kept in plaintext in idempoten
   });
   t.is(res.status, 201);
   const secret = (res.body.key as string).slice(12);
-  const rows = (await a.database.orm.em.fork().execute('select count(*)::int as n from idempotency_records where response like ?', [
-    `%${secret}%`,
-  ])) as { n: number }[];
+  const rows = (await a.database.orm.em.fork().execute('select count(*)::int as n from idempotency_records where response like ?', [`%${secret}%`])) as {
+    n: number;
+  }[];
   t.is(rows[0]!.n, 0, 'the secret part of the key is stored in idempotency_records.response');
 });

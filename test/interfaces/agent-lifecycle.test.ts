@@ -57,11 +57,16 @@ async function run(t: ExecutionContext, as: { app: TestApp; key: string }, reque
   for (const s of envelope.transaction!.signers) t.true(signerKeys.includes(s) || s === envelope.echo.asset, `${path}: signer ${s} is held by the test`);
   const submitted = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, ...signers) } });
   t.is(submitted.status, 202, `${path}: ${JSON.stringify(submitted.body)}`);
-  const event = await until(`${path} confirmed`, async () => {
-    const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
-    if (e.body.phase === 'failed') throw new Error(`${path} failed: ${JSON.stringify(e.body)}`);
-    return e.body.phase === 'confirmed' ? e.body : undefined;
-  }, 60_000, 250); // events.read allows 600 a minute per key
+  const event = await until(
+    `${path} confirmed`,
+    async () => {
+      const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+      if (e.body.phase === 'failed') throw new Error(`${path} failed: ${JSON.stringify(e.body)}`);
+      return e.body.phase === 'confirmed' ? e.body : undefined;
+    },
+    60_000,
+    250,
+  ); // events.read allows 600 a minute per key
   t.is(event.signature, submitted.body.signature);
   return { envelope, event };
 }
@@ -88,7 +93,12 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   await fundSol(funder, executive.publicKey.toBase58());
 
   // 1. Mint the agent: a Core asset owned by `owner`; the gateway signs only the fresh asset's slot.
-  const minted = await run(t, { app: gateway, key }, { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Lifecycle agent', uri: 'https://example.com/agent.json' } }, [owner]);
+  const minted = await run(
+    t,
+    { app: gateway, key },
+    { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Lifecycle agent', uri: 'https://example.com/agent.json' } },
+    [owner],
+  );
   const mint = String(minted.envelope.echo.asset);
   const treasury = treasuryOf(mint);
   t.is(minted.envelope.identity, 'not_registered', 'the embedded devnet has no agent registry program');
@@ -99,7 +109,10 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
 
   // 2. Provision the treasury's USDC account; a second provision is a no-op.
   await run(t, { app: gateway, key }, { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } }, [owner]);
-  const again = await http<PreparedEnvelope>(gateway, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, { key, body: { payer: owner.publicKey.toBase58() } });
+  const again = await http<PreparedEnvelope>(gateway, 'POST', `/v1/agents/${mint}/treasury/provision/prepare`, {
+    key,
+    body: { payer: owner.publicKey.toBase58() },
+  });
   t.like(again.body, { event_id: null, transaction: null, no_op: true });
 
   // 3. Fund by plain transfers (no prepare route exists for deposits): 20 USDC and 1 SOL into the treasury.
@@ -115,7 +128,10 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   deposit.sign(donor);
   const sent = await ledger.sendTransaction(deposit.serialize());
   t.true(sent.ok, JSON.stringify(sent));
-  await until('deposit', async () => ((await ledger.getSignatureStatuses([(sent as { signature: string }).signature]))[0]?.confirmationStatus !== undefined) || undefined);
+  await until(
+    'deposit',
+    async () => (await ledger.getSignatureStatuses([(sent as { signature: string }).signature]))[0]?.confirmationStatus !== undefined || undefined,
+  );
   const funded = await balances(gateway, key, mint);
   t.is(usdcOf(funded), 20_000_000n);
   const lamports0 = BigInt(funded.lamports);
@@ -124,21 +140,31 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   const delegation = await run(
     t,
     { app: gateway, key },
-    { path: `/v1/agents/${mint}/delegation/prepare`, body: { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '5', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() } },
+    {
+      path: `/v1/agents/${mint}/delegation/prepare`,
+      body: { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '5', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() },
+    },
     [owner],
   );
   const bps = gateway.services.settings.fee.bps;
   t.is(delegation.envelope.fee_padding_atoms, feeFor(5_000_000n, bps).toString());
   const delegated = await http(gateway, 'GET', `/v1/agents/${mint}`, { key });
   t.is(delegated.body.executive, executive.publicKey.toBase58(), 'the confirmed delegation names the executive');
-  t.deepEqual(delegated.body.delegations, [{ stable_symbol: 'USDC', delegate: executive.publicKey.toBase58(), allowance_atomic: (5_000_000n + feeFor(5_000_000n, bps)).toString() }]);
+  t.deepEqual(delegated.body.delegations, [
+    { stable_symbol: 'USDC', delegate: executive.publicKey.toBase58(), allowance_atomic: (5_000_000n + feeFor(5_000_000n, bps)).toString() },
+  ]);
 
   // 5. Pay a seller's payment link from the treasury, the executive signing as delegate.
   const seller = await recordAgent(gateway, key);
   const link = await http(gateway, 'POST', '/v1/payment-links', { key, body: linkBody(seller.mint, { price: '$1.50' }) });
   t.is(link.status, 201, JSON.stringify(link.body));
   const sellerBefore = await ledger.getTokenBalances(treasuryOf(seller.mint), { mint: USDC.mint });
-  await run(t, { app: gateway, key }, { path: '/v1/buyer/payment/prepare', body: { payment_link: link.body.id, buyer_agent: mint, executive: executive.publicKey.toBase58() } }, [executive]);
+  await run(
+    t,
+    { app: gateway, key },
+    { path: '/v1/buyer/payment/prepare', body: { payment_link: link.body.id, buyer_agent: mint, executive: executive.publicKey.toBase58() } },
+    [executive],
+  );
   const sellerAfter = await ledger.getTokenBalances(treasuryOf(seller.mint), { mint: USDC.mint });
   const sum = (xs: { amount: bigint }[]) => xs.reduce((s, x) => s + x.amount, 0n);
   t.is(sum(sellerAfter) - sum(sellerBefore), 1_500_000n, 'the seller received the price');
@@ -181,14 +207,20 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   const withdraw = await run(
     t,
     { app: gateway, key },
-    { path: `/v1/agents/${mint}/treasury/withdraw/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '2000000' } },
+    {
+      path: `/v1/agents/${mint}/treasury/withdraw/prepare`,
+      body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '2000000' },
+    },
     [owner],
   );
   t.is(withdraw.envelope.will_create_destination_ata, true);
   await run(
     t,
     { app: gateway, key },
-    { path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' } },
+    {
+      path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`,
+      body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' },
+    },
     [owner],
   );
   const after = await balances(gateway, key, mint);
@@ -198,7 +230,12 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.is(await ledger.getBalance(wallet), 100_000_000n);
 
   // 7. Revoke the delegation.
-  await run(t, { app: gateway, key }, { path: `/v1/agents/${mint}/delegation/revoke/prepare`, body: { stable_symbol: 'USDC', payer: owner.publicKey.toBase58() } }, [owner]);
+  await run(
+    t,
+    { app: gateway, key },
+    { path: `/v1/agents/${mint}/delegation/revoke/prepare`, body: { stable_symbol: 'USDC', payer: owner.publicKey.toBase58() } },
+    [owner],
+  );
   t.deepEqual((await http(gateway, 'GET', `/v1/agents/${mint}`, { key })).body.delegations, []);
 
   // Every prepared event went prepared → submitted → confirmed: its confirmed delivery carries that history, in order,
@@ -214,22 +251,35 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
     10_000,
   );
   for (const e of confirmed) {
-    t.deepEqual(e.phases.map((p) => p.phase), ['PREPARED', 'SUBMITTED', 'CONFIRMED'], `${e.kind} ${e.id}`);
+    t.deepEqual(
+      e.phases.map((p) => p.phase),
+      ['PREPARED', 'SUBMITTED', 'CONFIRMED'],
+      `${e.kind} ${e.id}`,
+    );
     const [prepared, submitted, done] = e.phases as [WatchedEvent['phases'][number], WatchedEvent['phases'][number], WatchedEvent['phases'][number]];
     t.true(Date.parse(prepared.at) <= Date.parse(submitted.at) && Date.parse(submitted.at) <= Date.parse(done.at), JSON.stringify(e.phases));
     t.is(prepared.signature, null, 'nothing was submitted when it was prepared');
     t.is(submitted.signature, e.signature);
     t.is(done.signature, e.signature);
   }
-  t.deepEqual(
-    [...new Set(confirmed.map((e) => e.kind))].sort(),
-    ['agent.create', 'agent.delegation.revoke', 'agent.delegation.set', 'agent.treasury.provision', 'agent.treasury.withdraw', 'agent.treasury.withdraw_sol', 'buyer.payment'],
-  );
+  t.deepEqual([...new Set(confirmed.map((e) => e.kind))].sort(), [
+    'agent.create',
+    'agent.delegation.revoke',
+    'agent.delegation.set',
+    'agent.treasury.provision',
+    'agent.treasury.withdraw',
+    'agent.treasury.withdraw_sol',
+    'buyer.payment',
+  ]);
 }
 
-metaplexTest(test, 'lifecycle on the embedded devnet with Metaplex Core: mint, provision, fund, delegate, pay a link as delegate, withdraw, revoke', async (t) => {
-  await lifecycle(t, t.context.a, t.context.a);
-});
+metaplexTest(
+  test,
+  'lifecycle on the embedded devnet with Metaplex Core: mint, provision, fund, delegate, pay a link as delegate, withdraw, revoke',
+  async (t) => {
+    await lifecycle(t, t.context.a, t.context.a);
+  },
+);
 
 metaplexTest(test, 'the same lifecycle through the rpc ledger adapter (the embedded JSON-RPC as the node)', async (t) => {
   await lifecycle(t, t.context.b, t.context.a);

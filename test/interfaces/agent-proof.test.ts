@@ -52,7 +52,11 @@ async function gql(w: PaywallWorld, query: string, variables: Record<string, unk
 }
 
 /** The same record on REST, tRPC and GraphQL: each refused with `code`, and nothing recorded. */
-async function refusedOnEveryDoor(t: { context: PaywallWorld; is: (a: unknown, b: unknown, m?: string) => void; like: (a: any, b: any, m?: string) => void }, body: { mint: string; owner: string }, expected: { code: string; status: number; details: Record<string, unknown> }) {
+async function refusedOnEveryDoor(
+  t: { context: PaywallWorld; is: (a: unknown, b: unknown, m?: string) => void; like: (a: any, b: any, m?: string) => void },
+  body: { mint: string; owner: string },
+  expected: { code: string; status: number; details: Record<string, unknown> },
+) {
   const { code, status, details } = expected;
   const w = t.context;
   const rest = await http(w.app, 'POST', '/v1/agents/record', { key: w.key, body });
@@ -78,10 +82,18 @@ test.serial('recording an address that holds no Core asset of that owner is refu
   await refusedOnEveryDoor(t, { mint: await randomAddress(), owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'nothing' } });
   // another program's account: the USDC mint (SPL Token)
   const mintAccount = await w.app.services.ledgers['chain-devnet']!.getAccount(USDC.mint);
-  await refusedOnEveryDoor(t, { mint: USDC.mint, owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'account_of_another_program', program: mintAccount!.owner } });
+  await refusedOnEveryDoor(
+    t,
+    { mint: USDC.mint, owner },
+    { code: 'agent_not_on_ledger', status: 422, details: { found: 'account_of_another_program', program: mintAccount!.owner } },
+  );
   // a Core asset owned by someone else
   const theirs = await writeAgentAsset(w.app, 'chain-devnet');
-  await refusedOnEveryDoor(t, { mint: theirs.mint, owner }, { code: 'agent_not_on_ledger', status: 422, details: { found: 'asset_of_another_owner', asset_owner: theirs.owner } });
+  await refusedOnEveryDoor(
+    t,
+    { mint: theirs.mint, owner },
+    { code: 'agent_not_on_ledger', status: 422, details: { found: 'asset_of_another_owner', asset_owner: theirs.owner } },
+  );
   // a Core program account that is no AssetV1
   const junk = await randomAddress();
   await devnet(w).setAccount(junk, { lamports: 10_000_000n, data: new Uint8Array([5, 1, 2, 3]), owner: MPL_CORE_PROGRAM_ID });
@@ -130,7 +142,10 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   t.is(created.status, 409, JSON.stringify(created.body));
   t.like(created.body, { error: 'agent_unproven', details: { mint, found: 'nothing', path: 'owner_agent' } });
   t.regex(created.body.message, /POST \/v1\/agents\/prepare/);
-  t.is((await http(w.app, 'POST', '/v1/payment-links/preview', { key: w.key, body: { owner_agent: mint, method: 'GET', price: '$0.01' } })).body.error, 'agent_unproven');
+  t.is(
+    (await http(w.app, 'POST', '/v1/payment-links/preview', { key: w.key, body: { owner_agent: mint, method: 'GET', price: '$0.01' } })).body.error,
+    'agent_unproven',
+  );
   const viaTrpc = await createClient({ url: w.app.url, apiKey: w.key })
     .paymentLinks.create.mutate(linkBody(mint) as never)
     .then(
@@ -142,7 +157,10 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   // its existing link reads as not ready, and its paywall offers nothing (also on the 402 fast path)
   const read = await http(w.app, 'GET', `/v1/payment-links/${x402.link.id}`, { key: w.key });
   t.is(read.status, 200);
-  t.true(read.body.accepts.every((a: { pay_to_ready: boolean | null }) => a.pay_to_ready === false), JSON.stringify(read.body.accepts));
+  t.true(
+    read.body.accepts.every((a: { pay_to_ready: boolean | null }) => a.pay_to_ready === false),
+    JSON.stringify(read.body.accepts),
+  );
   for (let i = 0; i < 2; i++) {
     const unpaid = await unpaidOffer(x402.url);
     t.is(unpaid.status, 409, `unpaid ${i}`);
@@ -170,7 +188,9 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   const tx = buildPaymentTransaction({ feePayer: accepted.extra.feePayer, payer: buyer.publicKey.toBase58(), requirements, blockhash });
   tx.sign([buyer]);
   const transaction = Buffer.from(tx.serialize()).toString('base64');
-  const paid = await fetch(x402.url, { headers: { 'payment-signature': base64Json({ x402Version: 2, resource: offer.v2.resource, accepted, payload: { transaction } }) } });
+  const paid = await fetch(x402.url, {
+    headers: { 'payment-signature': base64Json({ x402Version: 2, resource: offer.v2.resource, accepted, payload: { transaction } }) },
+  });
   t.is(paid.status, 409);
   t.is(((await paid.json()) as { error: string }).error, 'agent_unproven');
 
@@ -188,7 +208,14 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
     memo: challenge.id,
   });
   mppTx.sign([buyer]);
-  const plain = { id: challenge.id, realm: challenge.realm, method: challenge.method, intent: challenge.intent, request: challenge.request, expires: challenge.expires };
+  const plain = {
+    id: challenge.id,
+    realm: challenge.realm,
+    method: challenge.method,
+    intent: challenge.intent,
+    request: challenge.request,
+    expires: challenge.expires,
+  };
   const credential = `Payment ${Buffer.from(JSON.stringify({ challenge: plain, payload: { transaction: Buffer.from(mppTx.serialize()).toString('base64') } })).toString('base64url')}`;
   const mppPaid = await fetch(mpp.url, { headers: { authorization: credential } });
   t.is(mppPaid.status, 409);
@@ -210,13 +237,19 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   t.is(await tokenBalance(w, buyer.publicKey.toBase58()), before);
   t.is(await tokenBalance(w, treasury), 0n);
   t.is(await tokenBalance(w, treasuryOf(mpp.mint)), 0n);
-  const claimed = (await w.app.database.orm.em.fork().execute(`select count(*)::int as n from paid_calls where link_id in (?, ?)`, [x402.link.id, mpp.link.id])) as { n: number }[];
+  const claimed = (await w.app.database.orm.em
+    .fork()
+    .execute(`select count(*)::int as n from paid_calls where link_id in (?, ?)`, [x402.link.id, mpp.link.id])) as { n: number }[];
   t.is(claimed[0]!.n, 0);
 
   // The asset appears; the proof job finds it (the MPP agent's is left for its first use below).
   await writeCoreAsset(devnet(w), mint, { owner });
   await writeCoreAsset(devnet(w), mpp.mint, { owner: mpp.owner });
-  const job = proveAgents({ proof: { proveUnproven: (o) => w.app.services.agents.proof.proveUnproven({ ...o, checkedBefore: new Date(Date.now() + 60_000) }) }, log: { info: () => {} }, now: () => new Date() });
+  const job = proveAgents({
+    proof: { proveUnproven: (o) => w.app.services.agents.proof.proveUnproven({ ...o, checkedBefore: new Date(Date.now() + 60_000) }) },
+    log: { info: () => {} },
+    now: () => new Date(),
+  });
   const onlyFirst = await w.app.database.store.agents.get('chain-devnet', mpp.mint);
   t.is(onlyFirst!.provenAt, null);
   await job({ limit: 10_000 });
@@ -230,7 +263,10 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   // and may own a new link
   t.is((await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(mint) })).status, 201);
   // buyer/payment gets past the proof (and stops at the buyer's own missing token account)
-  const next = await http(w.app, 'POST', '/v1/buyer/payment/prepare', { key: w.key, body: { pay_to: treasury, amount: '0.01', currency: 'USDC', buyer_agent: buyerAgent.mint, executive } });
+  const next = await http(w.app, 'POST', '/v1/buyer/payment/prepare', {
+    key: w.key,
+    body: { pay_to: treasury, amount: '0.01', currency: 'USDC', buyer_agent: buyerAgent.mint, executive },
+  });
   t.not(next.body.error, 'agent_unproven', JSON.stringify(next.body));
 });
 

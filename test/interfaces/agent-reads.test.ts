@@ -67,7 +67,8 @@ test.after.always(async (t) => {
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 const AGENT_FIELDS = 'mint network owner name uri treasury executive delegations { stableSymbol delegate allowanceAtomic } source registeredAt provenAt';
-const BALANCES_FIELDS = 'agent treasury network lamports reserveLamports spendableLamports tokens { symbol mint tokenProgram tokenAccount amountAtomic decimals } slot';
+const BALANCES_FIELDS =
+  'agent treasury network lamports reserveLamports spendableLamports tokens { symbol mint tokenProgram tokenAccount amountAtomic decimals } slot';
 const PAY_TO_FIELDS = 'agent network treasury payTo { currency asset tokenProgram payTo tokenAccount ready }';
 
 function camel(value: unknown): unknown {
@@ -94,7 +95,11 @@ const GQL: Record<Read, string> = {
 
 function trpcCall(app: TestApp, key: string, read: Read, mint: string): Promise<unknown> {
   const client = createClient({ url: app.url, apiKey: key });
-  return read === 'agent' ? client.agents.get.query({ mint }) : read === 'balances' ? client.agents.balances.query({ mint }) : client.agents.payTo.query({ mint });
+  return read === 'agent'
+    ? client.agents.get.query({ mint })
+    : read === 'balances'
+      ? client.agents.balances.query({ mint })
+      : client.agents.payTo.query({ mint });
 }
 
 /** The answer of one read on the three doors, checked equal (GraphQL in camelCase); the REST body is returned. */
@@ -111,7 +116,11 @@ async function readAll(t: ExecutionContext<Ctx>, read: Read, of: { key: string; 
   const steady = (v: any) => (read === 'balances' ? { ...v, slot: 0 } : v);
   t.deepEqual(steady(trpc), steady(rest.body), `${read}: tRPC = REST`);
   // GraphQL answers the enums' UPPER_CASE values (issue 16)
-  t.deepEqual(steady(graphValue), steady(asGraphqlEnums(camel(rest.body), ['network', 'source', 'tokens.tokenProgram', 'payTo.tokenProgram'])), `${read}: GraphQL = REST`);
+  t.deepEqual(
+    steady(graphValue),
+    steady(asGraphqlEnums(camel(rest.body), ['network', 'source', 'tokens.tokenProgram', 'payTo.tokenProgram'])),
+    `${read}: GraphQL = REST`,
+  );
   if (read === 'balances') {
     t.true(Number.isInteger(rest.body.slot) && rest.body.slot > 0);
     t.true((trpc as { slot: number }).slot >= rest.body.slot && graphValue.slot >= (trpc as { slot: number }).slot, 'slots read later are not earlier');
@@ -120,7 +129,12 @@ async function readAll(t: ExecutionContext<Ctx>, read: Read, of: { key: string; 
 }
 
 /** The error of one read on the three doors: REST status + envelope, tRPC data.code, GraphQL extensions.code. */
-async function refusedAll(t: ExecutionContext<Ctx>, read: Read, of: { key: string; mint: string; app?: TestApp }, expected: { code: string; status: number }): Promise<void> {
+async function refusedAll(
+  t: ExecutionContext<Ctx>,
+  read: Read,
+  of: { key: string; mint: string; app?: TestApp },
+  expected: { code: string; status: number },
+): Promise<void> {
   const { key, mint, app = t.context.app } = of;
   const { code, status } = expected;
   const rest = await http(app, 'GET', REST_PATH[read](mint), { key });
@@ -140,7 +154,10 @@ async function refusedAll(t: ExecutionContext<Ctx>, read: Read, of: { key: strin
 
 /** Records `body` (its Core asset written first unless `mint` names one already on the ledger). */
 async function record(app: TestApp, key: string, body: { mint?: string; owner: string; name?: string; uri?: string }): Promise<any> {
-  const mint = body.mint ?? (await writeAgentAsset(app, networkOfKey(key), { owner: body.owner, ...(body.name ? { name: body.name } : {}), ...(body.uri ? { uri: body.uri } : {}) })).mint;
+  const mint =
+    body.mint ??
+    (await writeAgentAsset(app, networkOfKey(key), { owner: body.owner, ...(body.name ? { name: body.name } : {}), ...(body.uri ? { uri: body.uri } : {}) }))
+      .mint;
   const res = await http(app, 'POST', '/v1/agents/record', { key, body: { ...body, mint } });
   if (res.status !== 200) throw new Error(`record failed: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
@@ -229,7 +246,13 @@ test('a recorded agent answers the record it was recorded with, proven when reco
   const { app, user } = t.context;
   const recorded = await record(app, user.key, { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json' });
   t.is(recorded.proven_at, recorded.registered_at);
-  t.like(await readAll(t, 'agent', { key: user.key, mint: recorded.mint }), { owner: user.wallet, name: 'Weather', uri: 'https://example.com/weather.json', source: 'recorded', proven_at: recorded.registered_at });
+  t.like(await readAll(t, 'agent', { key: user.key, mint: recorded.mint }), {
+    owner: user.wallet,
+    name: 'Weather',
+    uri: 'https://example.com/weather.json',
+    source: 'recorded',
+    proven_at: recorded.registered_at,
+  });
 });
 
 test('the Core asset on the ledger wins over the record for owner, name and uri; another Core account does not', async (t) => {
@@ -238,7 +261,13 @@ test('the Core asset on the ledger wins over the record for owner, name and uri;
   const ledgerOwner = await randomAddress();
   await writeCoreAsset(ledger(app, 'chain-devnet'), recorded.mint, { owner: ledgerOwner, name: 'On-chain name', uri: 'https://example.com/onchain.json' });
   const agent = await readAll(t, 'agent', { key: user.key, mint: recorded.mint });
-  t.like(agent, { owner: ledgerOwner, name: 'On-chain name', uri: 'https://example.com/onchain.json', source: 'recorded', treasury: treasuryOf(recorded.mint) });
+  t.like(agent, {
+    owner: ledgerOwner,
+    name: 'On-chain name',
+    uri: 'https://example.com/onchain.json',
+    source: 'recorded',
+    treasury: treasuryOf(recorded.mint),
+  });
 
   // A Core account that is not an AssetV1 (key 5 = CollectionV1): the record stands.
   const collection = await record(app, user.key, { owner: user.wallet, name: 'Plain', uri: 'https://example.com/plain.json' });
@@ -279,7 +308,10 @@ test('an agent recorded by the prepare flow (source prepared) reads the same way
   t.like(await readAll(t, 'agent', { key: user.key, mint }), { source: 'prepared', name: 'Minted', uri: null, registered_at: registeredAt.toISOString() });
   // Nothing prepared its token accounts: pay-to says so.
   const payTo = await readAll(t, 'payTo', { key: user.key, mint });
-  t.deepEqual(payTo.pay_to.map((p: { ready: boolean }) => p.ready), [false]);
+  t.deepEqual(
+    payTo.pay_to.map((p: { ready: boolean }) => p.ready),
+    [false],
+  );
 });
 
 test('delegations are read from the treasury token accounts after an SPL Approve', async (t) => {
@@ -313,11 +345,20 @@ test('an SPL Token account at the treasury ATA whose owner was reassigned is nei
   const account = (await app.services.ledgers['chain-devnet']!.getAccount(ata))!;
   const data = Buffer.from(account.data);
   const stranger = await randomAddress();
-  AccountLayout.encode({ ...AccountLayout.decode(data.subarray(0, ACCOUNT_SIZE)), owner: new PublicKey(stranger), delegateOption: 1, delegate: new PublicKey(stranger), delegatedAmount: 5n }, data);
+  AccountLayout.encode(
+    {
+      ...AccountLayout.decode(data.subarray(0, ACCOUNT_SIZE)),
+      owner: new PublicKey(stranger),
+      delegateOption: 1,
+      delegate: new PublicKey(stranger),
+      delegatedAmount: 5n,
+    },
+    data,
+  );
   await ledger(app, 'chain-devnet').setAccount(ata, { lamports: account.lamports, data, owner: account.owner });
   t.deepEqual((await readAll(t, 'agent', { key: user.key, mint: recorded.mint })).delegations, []);
   t.false((await readAll(t, 'payTo', { key: user.key, mint: recorded.mint })).pay_to[0].ready);
-  t.deepEqual((await readAll(t, 'balances', { key: user.key, mint: recorded.mint })).tokens, [], 'no longer the treasury\'s');
+  t.deepEqual((await readAll(t, 'balances', { key: user.key, mint: recorded.mint })).tokens, [], "no longer the treasury's");
 });
 
 test('the three reads are limited by the agents.read bucket (hosted-api §8: 300 per 60 s)', async (t) => {
@@ -343,19 +384,29 @@ test('balances after funding the treasury: lamports, reserve, spendable and ever
   await faucet(app, user.key, { address: treasury, sol: '0.5', token: 'USDC', amount: '2.5' });
   const other = await mintOtherToken(app, 'chain-devnet', user.key, { treasury, program: TOKEN_2022_PROGRAM_ID, amount: 42_000n, decimals: 3 });
   const balances = await readAll(t, 'balances', { key: user.key, mint: recorded.mint });
-  t.deepEqual({ ...balances, slot: 0 }, {
-    agent: recorded.mint,
-    treasury,
-    network: 'chain-devnet',
-    lamports: '500000000',
-    reserve_lamports: '1000000',
-    spendable_lamports: '499000000',
-    tokens: [
-      { symbol: 'USDC', mint: DEVNET_USDC.mint, token_program: 'spl', token_account: payToFor(recorded.mint, DEVNET_USDC), amount_atomic: '2500000', decimals: 6 },
-      { symbol: null, mint: other.mint, token_program: 'token-2022', token_account: other.ata, amount_atomic: '42000', decimals: 3 },
-    ],
-    slot: 0,
-  });
+  t.deepEqual(
+    { ...balances, slot: 0 },
+    {
+      agent: recorded.mint,
+      treasury,
+      network: 'chain-devnet',
+      lamports: '500000000',
+      reserve_lamports: '1000000',
+      spendable_lamports: '499000000',
+      tokens: [
+        {
+          symbol: 'USDC',
+          mint: DEVNET_USDC.mint,
+          token_program: 'spl',
+          token_account: payToFor(recorded.mint, DEVNET_USDC),
+          amount_atomic: '2500000',
+          decimals: 6,
+        },
+        { symbol: null, mint: other.mint, token_program: 'token-2022', token_account: other.ata, amount_atomic: '42000', decimals: 3 },
+      ],
+      slot: 0,
+    },
+  );
   t.true(balances.slot >= empty.slot);
 });
 
@@ -370,13 +421,19 @@ test('balances on chain-mainnet list the Token-2022 stable (USDG) beside the SPL
   t.like(balances, { network: 'chain-mainnet', lamports: '2000000000', spendable_lamports: '1999000000' });
   // The funded accounts, curated first in STABLES order (empty accounts the facilitator prepared at record are left out here).
   const held = balances.tokens.map((x: { symbol: string; token_program: string; amount_atomic: string }) => [x.symbol, x.token_program, x.amount_atomic]);
-  t.deepEqual(held.filter((h: string[]) => h[2] !== '0'), [
-    ['USDC', 'spl', '1250000'],
-    ['USDG', 'token-2022', '7000000'],
-  ]);
+  t.deepEqual(
+    held.filter((h: string[]) => h[2] !== '0'),
+    [
+      ['USDC', 'spl', '1250000'],
+      ['USDG', 'token-2022', '7000000'],
+    ],
+  );
   const usdg = balances.tokens.find((x: { symbol: string }) => x.symbol === 'USDG');
   t.like(usdg, { mint: MAINNET_USDG.mint, token_account: associatedTokenAccount(treasury, MAINNET_USDG.mint, TOKEN_2022_PROGRAM_ID), decimals: 6 });
-  t.is(balances.tokens.find((x: { symbol: string }) => x.symbol === 'USDC').token_account, associatedTokenAccount(treasury, MAINNET_USDC.mint, TOKEN_PROGRAM_ID));
+  t.is(
+    balances.tokens.find((x: { symbol: string }) => x.symbol === 'USDC').token_account,
+    associatedTokenAccount(treasury, MAINNET_USDC.mint, TOKEN_PROGRAM_ID),
+  );
 });
 
 test('spendable lamports are max(0, lamports − reserve)', (t) => {
@@ -399,7 +456,9 @@ test('pay-to names the treasury and each stable token account as a payment link 
     agent: recorded.mint,
     network: 'chain-devnet',
     treasury,
-    pay_to: [{ currency: 'USDC', asset: DEVNET_USDC.mint, token_program: 'spl', pay_to: treasury, token_account: payToFor(recorded.mint, DEVNET_USDC), ready: true }],
+    pay_to: [
+      { currency: 'USDC', asset: DEVNET_USDC.mint, token_program: 'spl', pay_to: treasury, token_account: payToFor(recorded.mint, DEVNET_USDC), ready: true },
+    ],
   });
   // The same destination a payment link of this agent offers (one derivation).
   const link = await http(app, 'POST', '/v1/payment-links/preview', {
@@ -469,7 +528,8 @@ test('a ledger that fails answers 502 rpc_unavailable in the envelope on every r
   });
   t.like(await readAll(t, 'agent', { key: user.key, mint: recorded.mint, app: remote }), { mint: recorded.mint, owner: user.wallet });
   node.broken = true;
-  for (const read of ['agent', 'balances', 'payTo'] as const) await refusedAll(t, read, { key: user.key, mint: recorded.mint, app: remote }, { code: 'rpc_unavailable', status: 502 });
+  for (const read of ['agent', 'balances', 'payTo'] as const)
+    await refusedAll(t, read, { key: user.key, mint: recorded.mint, app: remote }, { code: 'rpc_unavailable', status: 502 });
   // ownership is decided before the ledger is read: another principal still gets 404
   await refusedAll(t, 'balances', { key: t.context.other, mint: recorded.mint, app: remote }, { code: 'agent_not_found', status: 404 });
   node.broken = false;

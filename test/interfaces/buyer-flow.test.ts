@@ -48,14 +48,24 @@ async function submit(t: ExecutionContext, as: { app: TestApp; key: string }, en
   const { app, key } = as;
   const submitted = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, ...signers) } });
   t.is(submitted.status, 202, JSON.stringify(submitted.body));
-  return until(`${envelope.event_id} confirmed`, async () => {
-    const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
-    if (e.body.phase === 'failed') throw new Error(`failed: ${JSON.stringify(e.body)}`);
-    return e.body.phase === 'confirmed' ? e.body : undefined;
-  }, 60_000, 250);
+  return until(
+    `${envelope.event_id} confirmed`,
+    async () => {
+      const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+      if (e.body.phase === 'failed') throw new Error(`failed: ${JSON.stringify(e.body)}`);
+      return e.body.phase === 'confirmed' ? e.body : undefined;
+    },
+    60_000,
+    250,
+  );
 }
 
-async function prepareAndSubmit(t: ExecutionContext, as: { app: TestApp; key: string }, request: { path: string; body: Record<string, unknown> }, signers: Keypair[]) {
+async function prepareAndSubmit(
+  t: ExecutionContext,
+  as: { app: TestApp; key: string },
+  request: { path: string; body: Record<string, unknown> },
+  signers: Keypair[],
+) {
   const { app, key } = as;
   const { path, body } = request;
   const prepared = await http<PreparedEnvelope>(app, 'POST', path, { key, body });
@@ -69,23 +79,50 @@ async function prepareAndSubmit(t: ExecutionContext, as: { app: TestApp; key: st
  * DECISIONS buyer/payment: a confirmed buyer/payment of a link is its sale — the link's counters, the seller's earn
  * receipt and the sale events, each exactly once (no payment_link.served: nothing was served).
  */
-async function theSaleOnce(t: ExecutionContext, app: TestApp, key: string, s: { linkId: string; shareUrl: string; seller: string; settlement: string; executive: string; bps: number }) {
+async function theSaleOnce(
+  t: ExecutionContext,
+  app: TestApp,
+  key: string,
+  s: { linkId: string; shareUrl: string; seller: string; settlement: string; executive: string; bps: number },
+) {
   const read = await http(app, 'GET', `/v1/payment-links/${s.linkId}`, { key });
   t.like(read.body.counters, { call_count: 1, settled_count: 1, last_tx_sig: s.settlement });
   const earned = await app.database.store.receipts.listByAgent('chain-devnet', s.seller, { limit: 10 });
   t.is(earned.length, 1, 'one earn receipt');
-  t.like(earned[0], { source: 'paywall', receipt: { kind: 'earn', agent: s.seller, nonce: 0, tx_sig: s.settlement, decision: 'allow', request: { method: 'GET', url: s.shareUrl }, price: { amount_atomic: '1500000', fee: feeFor(1_500_000n, s.bps).toString(), feeBps: s.bps } } });
+  t.like(earned[0], {
+    source: 'paywall',
+    receipt: {
+      kind: 'earn',
+      agent: s.seller,
+      nonce: 0,
+      tx_sig: s.settlement,
+      decision: 'allow',
+      request: { method: 'GET', url: s.shareUrl },
+      price: { amount_atomic: '1500000', fee: feeFor(1_500_000n, s.bps).toString(), feeBps: s.bps },
+    },
+  });
   t.is(earned[0]!.receipt.response, undefined, 'no response was served');
   const events = await http(app, 'GET', `/v1/events?agent=${s.seller}&limit=50`, { key });
-  const kinds = (events.body.data as { kind: string; signature: string | null }[]).filter((e) => e.signature === s.settlement && /^(payment_link\.|receipt\.published|protocol\.fee)/.test(e.kind)).map((e) => e.kind).sort();
-  t.deepEqual(kinds, ['payment_link.settled', 'protocol.fee.collected', 'receipt.published'].filter((k) => k !== 'protocol.fee.collected' || s.bps > 0));
+  const kinds = (events.body.data as { kind: string; signature: string | null }[])
+    .filter((e) => e.signature === s.settlement && /^(payment_link\.|receipt\.published|protocol\.fee)/.test(e.kind))
+    .map((e) => e.kind)
+    .sort();
+  t.deepEqual(
+    kinds,
+    ['payment_link.settled', 'protocol.fee.collected', 'receipt.published'].filter((k) => k !== 'protocol.fee.collected' || s.bps > 0),
+  );
   const settled = (events.body.data as { kind: string; metadata: Record<string, unknown> }[]).find((e) => e.kind === 'payment_link.settled')!;
   t.like(settled.metadata, { payment_link_id: s.linkId, agent: s.seller, tx_sig: s.settlement, payer: s.executive, amount_atomic: '1500000' });
   // checked against the ledger as the paywall's receipts are, once published
-  const verified = await until('the earn receipt verified', async () => {
-    const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.seller, { limit: 1 });
-    return r?.verification.status === 'pending' ? undefined : r;
-  }, 30_000, 100);
+  const verified = await until(
+    'the earn receipt verified',
+    async () => {
+      const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.seller, { limit: 1 });
+      return r?.verification.status === 'pending' ? undefined : r;
+    },
+    30_000,
+    100,
+  );
   t.is(verified.verification.status, 'verified', JSON.stringify(verified.verification));
 }
 
@@ -103,7 +140,12 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const executive = Keypair.generate();
   await app.services.dev.fund('chain-devnet', { address: owner.publicKey.toBase58(), sol: '2' });
   await app.services.dev.fund('chain-devnet', { address: executive.publicKey.toBase58(), sol: '2' });
-  const minted = await prepareAndSubmit(t, { app, key }, { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Buyer agent', uri: 'https://example.com/buyer.json' } }, [owner]);
+  const minted = await prepareAndSubmit(
+    t,
+    { app, key },
+    { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Buyer agent', uri: 'https://example.com/buyer.json' } },
+    [owner],
+  );
   const mint = String(minted.echo.asset);
   const treasury = treasuryOf(mint);
   await prepareAndSubmit(t, { app, key }, { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } }, [owner]);
@@ -111,7 +153,16 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   await prepareAndSubmit(
     t,
     { app, key },
-    { path: `/v1/agents/${mint}/delegation/prepare`, body: { executive: executive.publicKey.toBase58(), stable_symbol: 'USDC', allowance: '10', pad_for_protocol_fee: true, payer: owner.publicKey.toBase58() } },
+    {
+      path: `/v1/agents/${mint}/delegation/prepare`,
+      body: {
+        executive: executive.publicKey.toBase58(),
+        stable_symbol: 'USDC',
+        allowance: '10',
+        pad_for_protocol_fee: true,
+        payer: owner.publicKey.toBase58(),
+      },
+    },
     [owner],
   );
 
@@ -128,7 +179,10 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.is(denied.body.error, 'spend_denied');
   t.is(denied.body.details.reasons.length, 1);
   t.regex(denied.body.details.reasons[0], /above the per-call maximum of 1 USDC/);
-  t.deepEqual(denied.body.details.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule), ['per_call_max']);
+  t.deepEqual(
+    denied.body.details.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule),
+    ['per_call_max'],
+  );
   t.is(errorCode(await trpc.buyer.execute.mutate(body).catch((e: unknown) => e)), 'spend_denied');
   const gDenied = await gql('mutation($i: JSON!) { executeBuyerPayment(input: $i) { decision } }', { i: body });
   t.is(gDenied.body.errors?.[0]?.extensions?.code, 'spend_denied');
@@ -163,20 +217,37 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.like(executed.body.prepared.echo, { buyer_agent: mint, gross_atomic: gross.toString(), payment_link: link.body.id });
   const confirmed = await submit(t, { app, key }, executed.body.prepared, [executive]);
   const settlement = String(confirmed.signature);
-  await theSaleOnce(t, app, key, { linkId: link.body.id, shareUrl: link.body.share_url, seller: seller.mint, settlement, executive: executive.publicKey.toBase58(), bps });
+  await theSaleOnce(t, app, key, {
+    linkId: link.body.id,
+    shareUrl: link.body.share_url,
+    seller: seller.mint,
+    settlement,
+    executive: executive.publicKey.toBase58(),
+    bps,
+  });
   // replays write nothing twice: the same transaction submitted again, the confirmations job run again
-  const replayed = await http(app, 'POST', '/v1/submit', { key, body: { event_id: executed.body.prepared.event_id, transaction_base64: sign(executed.body.prepared, executive) } });
+  const replayed = await http(app, 'POST', '/v1/submit', {
+    key,
+    body: { event_id: executed.body.prepared.event_id, transaction_base64: sign(executed.body.prepared, executive) },
+  });
   t.is(replayed.status, 200, JSON.stringify(replayed.body));
   t.true(replayed.body.replayed);
   await app.services.transactions.checkDue();
   // the paywall's path for the same signature (the recorder's idempotency key): a sale recorded once stays once
   const sales = app.services.transactions as unknown as { saleOf(row: unknown): Promise<any> };
-  const call = await sales.saleOf(
-    await app.database.store.preparedTransactions.get('chain-devnet', executed.body.prepared.event_id),
+  const call = await sales.saleOf(await app.database.store.preparedTransactions.get('chain-devnet', executed.body.prepared.event_id));
+  const recordedAgain = await app.database.store.transaction((tx) =>
+    app.services.paywall!.recorder.recordSale(tx, { call, signature: settlement, payer: call.payer, now: new Date() }),
   );
-  const recordedAgain = await app.database.store.transaction((tx) => app.services.paywall!.recorder.recordSale(tx, { call, signature: settlement, payer: call.payer, now: new Date() }));
-  t.false(recordedAgain, "the recorder writes a recorded sale once");
-  await theSaleOnce(t, app, key, { linkId: link.body.id, shareUrl: link.body.share_url, seller: seller.mint, settlement, executive: executive.publicKey.toBase58(), bps });
+  t.false(recordedAgain, 'the recorder writes a recorded sale once');
+  await theSaleOnce(t, app, key, {
+    linkId: link.body.id,
+    shareUrl: link.body.share_url,
+    seller: seller.mint,
+    settlement,
+    executive: executive.publicKey.toBase58(),
+    bps,
+  });
 
   // tRPC and GraphQL execute answer the same envelope shape (not submitted: the prepared event expires unused)
   const viaTrpc = await trpc.buyer.execute.mutate({ ...body, payment_link: undefined, pay_to: treasuryOf(seller.mint), amount: '0.5', currency: 'USDC' });
@@ -190,10 +261,17 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const directGross = 500_000n + feeFor(500_000n, bps);
   const overCap = await rest('POST', '/v1/buyer/payment/execute', body);
   t.is(overCap.status, 403, JSON.stringify(overCap.body));
-  t.deepEqual(overCap.body.details.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule), ['daily_cap']);
+  t.deepEqual(
+    overCap.body.details.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule),
+    ['daily_cap'],
+  );
   t.regex(overCap.body.details.reasons[0], /not landed yet/);
   const flying = await rest('POST', '/v1/buyer/policy/evaluate', { agent: mint, payment_link: link.body.id });
-  t.like(flying.body, { decision: 'deny', spent_today: [{ currency: 'USDC', gross_atomic: gross.toString() }], in_flight: [{ currency: 'USDC', gross_atomic: (gross + directGross).toString() }] });
+  t.like(flying.body, {
+    decision: 'deny',
+    spent_today: [{ currency: 'USDC', gross_atomic: gross.toString() }],
+    in_flight: [{ currency: 'USDC', gross_atomic: (gross + directGross).toString() }],
+  });
 
   // Two executes at once where one fits the cap and two do not: exactly one is prepared (the agent's payments are
   // prepared one at a time; the other is refused — 409 while the first holds the agent, or 403 once it sees it).
@@ -233,11 +311,23 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   t.true(sent.ok, JSON.stringify(sent));
   const direct = (sent as { signature: string }).signature;
   await until('client-side payment landed', async () => (await ledger.getTransaction(direct)) ?? undefined, 30_000, 100);
-  const paymentResponse = Buffer.from(JSON.stringify({ success: true, transaction: direct, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1' })).toString('base64');
+  const paymentResponse = Buffer.from(JSON.stringify({ success: true, transaction: direct, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1' })).toString(
+    'base64',
+  );
   // two finalize calls at once (tRPC and REST): exactly one records, both answer the same receipt
   const [viaTrpcFin, viaRestFin] = await Promise.all([
-    trpc.buyer.finalize.mutate({ agent: mint, payment_response: paymentResponse, request: { method: 'GET', url: 'https://seller.example/data' }, response: { status: 200 } }),
-    rest('POST', '/v1/buyer/receipt/finalize', { agent: mint, payment_response: paymentResponse, request: { method: 'GET', url: 'https://seller.example/data' }, response: { status: 200 } }),
+    trpc.buyer.finalize.mutate({
+      agent: mint,
+      payment_response: paymentResponse,
+      request: { method: 'GET', url: 'https://seller.example/data' },
+      response: { status: 200 },
+    }),
+    rest('POST', '/v1/buyer/receipt/finalize', {
+      agent: mint,
+      payment_response: paymentResponse,
+      request: { method: 'GET', url: 'https://seller.example/data' },
+      response: { status: 200 },
+    }),
   ]);
   t.is(viaRestFin.status, 200, JSON.stringify(viaRestFin.body));
   t.deepEqual([viaTrpcFin.recorded, viaRestFin.body.recorded].sort(), [false, true]);
@@ -252,9 +342,19 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
     tx_sig: direct,
     request: { method: 'GET', url: 'https://seller.example/data' },
     response: { status: 200 },
-    price: { amount: '0.25', currency: 'USDC', amount_atomic: '250000', fee: fee.toString(), gross: (amount + fee).toString(), feeBps: bps, feeAuthority: feeAuthority.toBase58() },
+    price: {
+      amount: '0.25',
+      currency: 'USDC',
+      amount_atomic: '250000',
+      fee: fee.toString(),
+      gross: (amount + fee).toString(),
+      feeBps: bps,
+      feeAuthority: feeAuthority.toBase58(),
+    },
   });
-  const again = await gql('mutation($i: BuyerFinalizeInput!) { finalizeBuyerReceipt(input: $i) { recorded receipt { receipt } } }', { i: { agent: mint, signature: direct } });
+  const again = await gql('mutation($i: BuyerFinalizeInput!) { finalizeBuyerReceipt(input: $i) { recorded receipt { receipt } } }', {
+    i: { agent: mint, signature: direct },
+  });
   t.falsy(again.body.errors, JSON.stringify(again.body.errors));
   t.false(again.body.data.finalizeBuyerReceipt.recorded);
   t.is(again.body.data.finalizeBuyerReceipt.receipt.receipt.receipt_hash, first.receipt.receipt_hash);
@@ -267,7 +367,10 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const notMine = await rest('POST', '/v1/buyer/receipt/finalize', { agent: seller.mint, signature: direct });
   t.is(notMine.status, 422, JSON.stringify(notMine.body));
   t.is(notMine.body.error, 'transaction_invalid');
-  const failed = await rest('POST', '/v1/buyer/receipt/finalize', { agent: mint, payment_response: Buffer.from(JSON.stringify({ success: false, errorReason: 'insufficient_funds', transaction: '', network: 'x' })).toString('base64') });
+  const failed = await rest('POST', '/v1/buyer/receipt/finalize', {
+    agent: mint,
+    payment_response: Buffer.from(JSON.stringify({ success: false, errorReason: 'insufficient_funds', transaction: '', network: 'x' })).toString('base64'),
+  });
   t.is(failed.status, 400);
   t.is(failed.body.details.issues[0].code, 'invalid_payment_response');
 
@@ -275,7 +378,15 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const v0 = await rest('POST', '/v1/buyer/receipt/verify', { receipt_hash: fin.body.receipt.receipt_hash });
   t.is(v0.status, 200, JSON.stringify(v0.body));
   t.like(v0.body, { ok: true, nonce: 0, agent: mint, settlement: 'verified' });
-  t.deepEqual(v0.body.checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]), [['hash', true], ['stored', true], ['chain_position', true], ['settlement', true]]);
+  t.deepEqual(
+    v0.body.checks.map((c: { name: string; ok: boolean }) => [c.name, c.ok]),
+    [
+      ['hash', true],
+      ['stored', true],
+      ['chain_position', true],
+      ['settlement', true],
+    ],
+  );
   const v1 = await trpc.buyer.verifyReceipt.mutate({ receipt: receiptOf(first.receipt) });
   t.like(v1, { ok: true, nonce: 1, settlement: 'verified' });
   const gv = await gql('mutation($h: String) { verifyBuyerReceipt(receiptHash: $h) { ok settlement checks { name ok } } }', { h: first.receipt.receipt_hash });
@@ -284,7 +395,10 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const tampered = { ...receiptOf(first.receipt), price: { ...first.receipt.price, amount_atomic: '1' } };
   const vt = await rest('POST', '/v1/buyer/receipt/verify', { receipt: tampered });
   t.false(vt.body.ok);
-  t.deepEqual(vt.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name), ['hash', 'stored', 'settlement']);
+  t.deepEqual(
+    vt.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { name: string }) => c.name),
+    ['hash', 'stored', 'settlement'],
+  );
 
   // 6. The day's spend the daily cap reads: both landed grosses (the client-side payment too, through its receipt).
   const evaluated = await rest('POST', '/v1/buyer/policy/evaluate', { agent: mint, payment_link: link.body.id });

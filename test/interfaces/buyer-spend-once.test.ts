@@ -16,9 +16,26 @@ test('the confirmation of a buyer payment already finalized records no second sp
   const agent = await randomAddress();
   const usdc = STABLES['chain-devnet'].find((s) => s.symbol === 'USDC')!;
   const signature = '5'.repeat(87);
-  const row = { eventId: 'ev-spend-once', network: 'chain-devnet', kind: 'buyer.payment', agent, owner: 'key:spend-once', signature } as unknown as PreparedTransactionRecord;
+  const row = {
+    eventId: 'ev-spend-once',
+    network: 'chain-devnet',
+    kind: 'buyer.payment',
+    agent,
+    owner: 'key:spend-once',
+    signature,
+  } as unknown as PreparedTransactionRecord;
   const metadata = {
-    echo: { buyer_agent: agent, pay_to: await randomAddress(), currency: 'USDC', mint: usdc.mint, amount_atomic: '1500000', fee_atomic: '15000', gross_atomic: '1515000', fee_bps: 100, fee_authority: null },
+    echo: {
+      buyer_agent: agent,
+      pay_to: await randomAddress(),
+      currency: 'USDC',
+      mint: usdc.mint,
+      amount_atomic: '1500000',
+      fee_atomic: '15000',
+      gross_atomic: '1515000',
+      fee_bps: 100,
+      fee_authority: null,
+    },
   };
   const record = () =>
     app.database.store.transaction((tx) => recordSpendReceipt(tx, { row, metadata, landed: null, signature, now: new Date(), baseUrl: app.url }));
@@ -26,8 +43,16 @@ test('the confirmation of a buyer payment already finalized records no second sp
   const second = await record(); // the confirmation afterwards
   t.is(second.receipt_hash, first.receipt_hash, 'the second answers the receipt already recorded');
   const em = app.database.orm.em.fork();
-  const receipts = (await em.execute(`select count(*)::int as n from receipts where agent = ? and kind = 'spend' and tx_sig = ?`, [agent, signature])) as { n: number }[];
+  const receipts = (await em.execute(`select count(*)::int as n from receipts where agent = ? and kind = 'spend' and tx_sig = ?`, [agent, signature])) as {
+    n: number;
+  }[];
   t.is(receipts[0]!.n, 1);
-  const daily = (await em.execute('select gross_atomic::text as g, receipts from buyer_spend_daily where agent = ?', [agent])) as { g: string; receipts: number }[];
-  t.deepEqual(daily.map((d) => [d.g, Number(d.receipts)]), [['1515000', 1]]);
+  const daily = (await em.execute('select gross_atomic::text as g, receipts from buyer_spend_daily where agent = ?', [agent])) as {
+    g: string;
+    receipts: number;
+  }[];
+  t.deepEqual(
+    daily.map((d) => [d.g, Number(d.receipts)]),
+    [['1515000', 1]],
+  );
 });

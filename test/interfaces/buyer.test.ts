@@ -43,10 +43,16 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
   t.deepEqual(devnet.stables, [{ symbol: 'USDC', mint: USDC.mint, decimals: 6, token_program: 'spl', token_program_id: USDC.tokenProgramId }]);
   const mainnet = networks.body.data.find((n: { network: string }) => n.network === 'chain-mainnet');
   t.false(mainnet.current);
-  t.deepEqual(mainnet.stables.map((s: { symbol: string }) => s.symbol), STABLES['chain-mainnet'].map((s) => s.symbol));
+  t.deepEqual(
+    mainnet.stables.map((s: { symbol: string }) => s.symbol),
+    STABLES['chain-mainnet'].map((s) => s.symbol),
+  );
   // the seller side answers the same stables
   const seller = await rest(t, 'GET /v1/seller/networks');
-  t.deepEqual(seller.body.data.map((n: { stables: unknown }) => n.stables), networks.body.data.map((n: { stables: unknown }) => n.stables));
+  t.deepEqual(
+    seller.body.data.map((n: { stables: unknown }) => n.stables),
+    networks.body.data.map((n: { stables: unknown }) => n.stables),
+  );
 
   const currency = await rest(t, 'GET /v1/buyer/currency');
   t.is(currency.status, 200);
@@ -56,9 +62,15 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
   t.deepEqual(await client.buyer.networks.query(), networks.body);
   t.deepEqual(await client.buyer.currency.query(), currency.body);
 
-  const g = await gql(t, '{ buyerNetworks { network current rails stables { symbol mint decimals tokenProgram } } buyerCurrencies { network data { symbol mint } } }');
+  const g = await gql(
+    t,
+    '{ buyerNetworks { network current rails stables { symbol mint decimals tokenProgram } } buyerCurrencies { network data { symbol mint } } }',
+  );
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.like(g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'), { current: true, rails: ['x402', 'mpp'] });
+  t.like(
+    g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'),
+    { current: true, rails: ['x402', 'mpp'] },
+  );
   t.deepEqual(g.body.data.buyerCurrencies, { network: 'CHAIN_DEVNET', data: [{ symbol: 'USDC', mint: USDC.mint }] });
 });
 
@@ -68,14 +80,20 @@ test('GET /v1/seller/facilitator on REST, tRPC and GraphQL: its URL, fee payer p
   t.is(res.status, 200, JSON.stringify(res.body));
   const feePayer = app.services.facilitator!.feePayer;
   t.is(res.body.url, app.services.settings.facilitatorUrl);
-  t.like(res.body.networks.find((n: { network: string }) => n.network === 'chain-devnet'), { fee_payer: feePayer, supported: true });
+  t.like(
+    res.body.networks.find((n: { network: string }) => n.network === 'chain-devnet'),
+    { fee_payer: feePayer, supported: true },
+  );
   t.like(res.body.health, { ok: true, fee_payer: feePayer, protocol_fee: { bps: app.services.settings.fee.bps } });
   t.is(res.body.health_error, null);
   t.deepEqual(await trpc(t).seller.facilitator.query(), res.body);
   const g = await gql(t, '{ sellerFacilitator { url networks { network feePayer supported } health healthError } }');
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
   t.is(g.body.data.sellerFacilitator.url, res.body.url);
-  t.like(g.body.data.sellerFacilitator.networks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'), { feePayer, supported: true });
+  t.like(
+    g.body.data.sellerFacilitator.networks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'),
+    { feePayer, supported: true },
+  );
   t.like(g.body.data.sellerFacilitator.health, { ok: true });
 });
 
@@ -112,10 +130,21 @@ test('quote a payment link on REST, tRPC and GraphQL: net, fee and gross per cur
   const viaTrpc = await trpc(t).buyer.quote.mutate({ payment_link: link.id });
   t.deepEqual({ ...viaTrpc, quoted_at: '' }, { ...res.body, quoted_at: '' });
 
-  const g = await gql(t, `mutation($id: String) { buyerQuote(paymentLink: $id) { source paymentLink options { ${OPTION_FIELDS} } seller { agent payTo identity { verdict } } } }`, { id: link.id });
+  const g = await gql(
+    t,
+    `mutation($id: String) { buyerQuote(paymentLink: $id) { source paymentLink options { ${OPTION_FIELDS} } seller { agent payTo identity { verdict } } } }`,
+    { id: link.id },
+  );
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
   t.like(g.body.data.buyerQuote, { source: 'PAYMENT_LINK', paymentLink: link.id, seller: { agent, payTo: treasury } });
-  t.like(g.body.data.buyerQuote.options[0], { net: '0.01', grossAtomic: (10_000n + fee).toString(), currency: 'USDC', kind: 'X402', network: 'CHAIN_DEVNET', payable: true });
+  t.like(g.body.data.buyerQuote.options[0], {
+    net: '0.01',
+    grossAtomic: (10_000n + fee).toString(),
+    currency: 'USDC',
+    kind: 'X402',
+    network: 'CHAIN_DEVNET',
+    payable: true,
+  });
 
   // a URL of this gateway's own paywall is the same link, resolved locally (the gateway never calls itself)
   const own = await rest(t, 'POST /v1/buyer/quote', { url: link.share_url });
@@ -194,7 +223,9 @@ test('quote: not a 402, a malformed challenge, an unreachable or refused URL and
   t.is(missing.body.error, 'payment_link_not_found');
 
   // the same codes on tRPC and GraphQL
-  const err = await trpc(t).buyer.quote.mutate({ url: `${ok.url}/free` }).catch((e: unknown) => e);
+  const err = await trpc(t)
+    .buyer.quote.mutate({ url: `${ok.url}/free` })
+    .catch((e: unknown) => e);
   t.is(errorCode(err), 'payment_not_required');
   const g = await gql(t, 'mutation($u: String) { buyerQuote(url: $u) { source } }', { u: `${garbage.url}/x` });
   t.is(g.body.errors?.[0]?.extensions?.code, 'challenge_invalid');
@@ -210,7 +241,14 @@ test('spend policy: PUT and GET on REST, tRPC and GraphQL; owned by the agent’
   const body = { agent: mint, limits: [{ currency: 'USDC', per_call: '0.50', daily: '2' }], allowed_domains: ['*.example.com'], min_identity_verdict: 'warn' };
   const put = await rest(t, 'PUT /v1/buyer/policy', body);
   t.is(put.status, 200, JSON.stringify(put.body));
-  t.like(put.body, { agent: mint, network: 'chain-devnet', limits: [{ currency: 'USDC', per_call: '0.5', daily: '2' }], allowed_sellers: null, allowed_domains: ['*.example.com'], min_identity_verdict: 'warn' });
+  t.like(put.body, {
+    agent: mint,
+    network: 'chain-devnet',
+    limits: [{ currency: 'USDC', per_call: '0.5', daily: '2' }],
+    allowed_sellers: null,
+    allowed_domains: ['*.example.com'],
+    min_identity_verdict: 'warn',
+  });
   const got = await rest(t, `GET /v1/buyer/policy?agent=${mint}`);
   t.deepEqual(got.body, put.body);
   t.deepEqual(await trpc(t).buyer.policy.query({ agent: mint }), put.body);
@@ -244,7 +282,12 @@ test('spend policy: PUT and GET on REST, tRPC and GraphQL; owned by the agent’
     { input: { agent: mint, limits: [{ currency: 'USDC', perCall: '1.25' }], allowedSellers: [mint] } },
   );
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.deepEqual(g.body.data.setSpendPolicy, { agent: mint, limits: [{ currency: 'USDC', perCall: '1.25', daily: null }], allowedSellers: [mint], minIdentityVerdict: null });
+  t.deepEqual(g.body.data.setSpendPolicy, {
+    agent: mint,
+    limits: [{ currency: 'USDC', perCall: '1.25', daily: null }],
+    allowedSellers: [mint],
+    minIdentityVerdict: null,
+  });
   const read = await gql(t, 'query($a: String!) { spendPolicy(agent: $a) { limits { perCall } allowedDomains } }', { a: mint });
   t.deepEqual(read.body.data.spendPolicy, { limits: [{ perCall: '1.25' }], allowedDomains: null });
 });
@@ -264,9 +307,16 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
   await rest(t, 'PUT /v1/buyer/policy', { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '2', daily: '3' }], allowed_sellers: [seller] });
   const allowed = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
   t.like(allowed.body, { decision: 'allow', reasons: [], option: { currency: 'USDC', gross_atomic: gross.toString() }, spent_today: [], in_flight: [] });
-  t.deepEqual(allowed.body.checks.map((c: { rule: string; ok: boolean }) => [c.rule, c.ok]), [
-    ['per_call_max', true], ['daily_cap', true], ['allowed_sellers', true], ['allowed_domains', true], ['min_identity_verdict', true],
-  ]);
+  t.deepEqual(
+    allowed.body.checks.map((c: { rule: string; ok: boolean }) => [c.rule, c.ok]),
+    [
+      ['per_call_max', true],
+      ['daily_cap', true],
+      ['allowed_sellers', true],
+      ['allowed_domains', true],
+      ['min_identity_verdict', true],
+    ],
+  );
 
   // Two spend receipts of today on the agent's chain (pushed): the rollup holds their gross; a third call breaks the cap.
   const now = new Date().toISOString();
@@ -274,7 +324,17 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
     buildReceipt(buyer.mint, prev ? { nonce: nonce - 1, receiptHash: prev } : null, {
       kind: 'spend',
       ts: now,
-      price: { amount: '1', currency: 'USDC', asset: USDC.mint, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', amount_atomic: '1000000', fee: '10000', gross: '1010000', feeBps: 100, feeAuthority: seller },
+      price: {
+        amount: '1',
+        currency: 'USDC',
+        asset: USDC.mint,
+        network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+        amount_atomic: '1000000',
+        fee: '10000',
+        gross: '1010000',
+        feeBps: 100,
+        feeAuthority: seller,
+      },
     });
   const r0 = spend(0, null);
   const r1 = spend(1, r0.receipt_hash);
@@ -282,7 +342,10 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
   const capped = await rest(t, 'POST /v1/buyer/policy/evaluate', { agent: buyer.mint, payment_link: link.id });
   t.is(capped.status, 200);
   t.like(capped.body, { decision: 'deny', spent_today: [{ currency: 'USDC', gross_atomic: '2020000' }] });
-  t.deepEqual(capped.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule), ['daily_cap']);
+  t.deepEqual(
+    capped.body.checks.filter((c: { ok: boolean }) => !c.ok).map((c: { rule: string }) => c.rule),
+    ['daily_cap'],
+  );
   t.is(capped.body.reasons.length, 1);
   t.regex(capped.body.reasons[0], /Spent 2\.02 USDC today/);
 
@@ -291,12 +354,19 @@ test('evaluate on REST, tRPC and GraphQL: each rule reported by name; the daily 
   const quote = await trpc(t).buyer.quote.mutate({ payment_link: link.id });
   const denied = await trpc(t).buyer.evaluate.mutate({ agent: buyer.mint, quote });
   t.is(denied.decision, 'deny');
-  t.deepEqual(denied.checks.filter((c) => !c.ok).map((c) => c.rule), ['allowed_sellers', 'allowed_domains']);
+  t.deepEqual(
+    denied.checks.filter((c) => !c.ok).map((c) => c.rule),
+    ['allowed_sellers', 'allowed_domains'],
+  );
 
-  const g = await gql(t, 'mutation($a: String!, $id: String) { evaluateSpendPolicy(agent: $a, paymentLink: $id) { decision reasons checks { rule ok } option { grossAtomic } } }', {
-    a: buyer.mint,
-    id: link.id,
-  });
+  const g = await gql(
+    t,
+    'mutation($a: String!, $id: String) { evaluateSpendPolicy(agent: $a, paymentLink: $id) { decision reasons checks { rule ok } option { grossAtomic } } }',
+    {
+      a: buyer.mint,
+      id: link.id,
+    },
+  );
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
   t.is(g.body.data.evaluateSpendPolicy.decision, 'DENY');
   t.is(g.body.data.evaluateSpendPolicy.reasons.length, 2);
@@ -318,11 +388,18 @@ test('the daily rollup is one row per (agent, stable, UTC day) kept by the recei
   const spent = (d: string) =>
     w.app.database.orm.em
       .fork()
-      .execute(`select asset, gross_atomic::text as gross, receipts from buyer_spend_daily where network = 'chain-devnet' and agent = ? and day = ?::date`, [mint, d]);
+      .execute(`select asset, gross_atomic::text as gross, receipts from buyer_spend_daily where network = 'chain-devnet' and agent = ? and day = ?::date`, [
+        mint,
+        d,
+      ]);
   t.deepEqual(await spent('2026-03-01'), [{ asset: USDC.mint, gross: '10000', receipts: 1 }]);
   t.deepEqual(await spent('2026-03-02'), [{ asset: USDC.mint, gross: '10000', receipts: 1 }], 'earn and deny receipts are not spend');
   // and the primary key serves the read (no scan of receipts)
-  const plan = (await w.app.database.orm.em.fork().execute(`explain select gross_atomic from buyer_spend_daily where network = 'chain-devnet' and agent = ? and day = '2026-03-02'::date`, [mint])) as { 'QUERY PLAN': string }[];
+  const plan = (await w.app.database.orm.em
+    .fork()
+    .execute(`explain select gross_atomic from buyer_spend_daily where network = 'chain-devnet' and agent = ? and day = '2026-03-02'::date`, [mint])) as {
+    'QUERY PLAN': string;
+  }[];
   t.notRegex(plan.map((r) => r['QUERY PLAN']).join(' '), /receipts/);
 });
 
@@ -343,7 +420,15 @@ test('receipt verify and finalize: chain position of a pushed chain, a receipt n
   const forged = buildReceipt(mint, { nonce: 0, receiptHash: r2.receipt_hash }, { kind: 'spend', ts: '2026-02-01T00:00:00.000Z' });
   const v = await trpc(t).buyer.verifyReceipt.mutate({ receipt: forged });
   t.false(v.ok);
-  t.deepEqual(v.checks.map((c) => [c.name, c.ok]), [['hash', true], ['stored', false], ['chain_position', false], ['settlement', true]]);
+  t.deepEqual(
+    v.checks.map((c) => [c.name, c.ok]),
+    [
+      ['hash', true],
+      ['stored', false],
+      ['chain_position', false],
+      ['settlement', true],
+    ],
+  );
 
   // another principal: the receipt and the agent do not exist for it
   const foreign = await rest(t, 'POST /v1/buyer/receipt/verify', { receipt_hash: r1.receipt_hash }, other);

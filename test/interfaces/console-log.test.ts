@@ -50,7 +50,10 @@ test('a paid call, a submit with its confirmation and a webhook delivery: one re
   const issued = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const key = issued.key;
   const { mint } = await recordAgent(app, key);
-  const created = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { id: 'console-link', label: 'Console weather', webhook_url: `${t.context.receiver.url}/hook` }) });
+  const created = await http(app, 'POST', '/v1/payment-links', {
+    key,
+    body: linkBody(mint, { id: 'console-link', label: 'Console weather', webhook_url: `${t.context.receiver.url}/hook` }),
+  });
   t.is(created.status, 201, JSON.stringify(created.body));
 
   // A paid call (and its payment link webhook).
@@ -59,19 +62,43 @@ test('a paid call, a submit with its confirmation and a webhook delivery: one re
   const paid = await payingFetch(world, buyer)(created.body.share_url);
   t.is(paid.status, 200, await paid.text());
   const paidLine = await until('the paid-call JSON line', () => json.find((l) => l.evt === 'paid_call'), 15_000);
-  t.like(paidLine, { msg: 'paid call', link_id: 'console-link', label: 'Console weather', amount: '0.01', currency: 'USDC', buyer: buyer.publicKey.toBase58(), status: 200, protocol: 'x402' });
+  t.like(paidLine, {
+    msg: 'paid call',
+    link_id: 'console-link',
+    label: 'Console weather',
+    amount: '0.01',
+    currency: 'USDC',
+    buyer: buyer.publicKey.toBase58(),
+    status: 200,
+    protocol: 'x402',
+  });
   t.regex(paidLine.signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
   t.true(Number.isInteger(paidLine.ms));
   const paidText = pretty.filter((l) => l.includes('paid   Console weather'));
   t.is(paidText.length, 1, pretty.join(''));
-  t.regex(paidText[0]!, new RegExp(`INFO: paid {3}Console weather \\(console-link\\) · 0\\.01 USDC from \\w{6}…\\w{4} · x402 → 200 · tx ${paidLine.signature} · \\d+ ms\n$`));
+  t.regex(
+    paidText[0]!,
+    new RegExp(`INFO: paid {3}Console weather \\(console-link\\) · 0\\.01 USDC from \\w{6}…\\w{4} · x402 → 200 · tx ${paidLine.signature} · \\d+ ms\n$`),
+  );
 
   const hook = await until('the webhook JSON line', () => json.find((l) => l.evt === 'webhook'), 30_000);
-  t.like(hook, { msg: 'webhook delivered', outcome: 'delivered', status: 204, kind: 'payment_link.settled', host: new URL(t.context.receiver.url).host, attempt: 1 });
+  t.like(hook, {
+    msg: 'webhook delivered',
+    outcome: 'delivered',
+    status: 204,
+    kind: 'payment_link.settled',
+    host: new URL(t.context.receiver.url).host,
+    attempt: 1,
+  });
   t.truthy(hook.delivery_id);
   const hookText = pretty.filter((l) => l.includes(`webhook payment_link.settled/`));
   t.is(hookText.length, 1, pretty.join(''));
-  t.regex(hookText[0]!, new RegExp(`INFO: webhook payment_link\\.settled/\\w+ → ${new URL(t.context.receiver.url).host} · 204 · \\d+ ms \\(delivery ${hook.delivery_id}, attempt 1\\)`));
+  t.regex(
+    hookText[0]!,
+    new RegExp(
+      `INFO: webhook payment_link\\.settled/\\w+ → ${new URL(t.context.receiver.url).host} · 204 · \\d+ ms \\(delivery ${hook.delivery_id}, attempt 1\\)`,
+    ),
+  );
 
   // A submit (of a prepared System transfer) and its confirmation.
   const from = Keypair.generate();
@@ -80,15 +107,33 @@ test('a paid call, a submit with its confirmation and a webhook delivery: one re
   const envelope = await prepareTransfer(app, mint, from, caller);
   const tx = Transaction.from(Buffer.from(envelope.transaction!.base64, 'base64'));
   tx.partialSign(from);
-  const submitted = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: tx.serialize().toString('base64') } });
+  const submitted = await http(app, 'POST', '/v1/submit', {
+    key,
+    body: { event_id: envelope.event_id, transaction_base64: tx.serialize().toString('base64') },
+  });
   t.is(submitted.status, 202, JSON.stringify(submitted.body));
   const submitLine = json.find((l) => l.evt === 'submit');
-  t.like(submitLine, { msg: 'transaction submitted', outcome: 'submitted', event_id: envelope.event_id, signature: submitted.body.signature, kind: 'agent.treasury.withdraw_sol', network: 'chain-devnet' });
+  t.like(submitLine, {
+    msg: 'transaction submitted',
+    outcome: 'submitted',
+    event_id: envelope.event_id,
+    signature: submitted.body.signature,
+    kind: 'agent.treasury.withdraw_sol',
+    network: 'chain-devnet',
+  });
   const confirmation = await until('the confirmation JSON line', () => json.find((l) => l.evt === 'confirmation' && l.event_id === envelope.event_id), 30_000);
   t.like(confirmation, { msg: 'transaction confirmed', phase: 'confirmed', signature: submitted.body.signature, error_code: null });
   t.true(Number.isInteger(confirmation.slot));
-  t.is(pretty.filter((l) => l.includes(`INFO: submit agent.treasury.withdraw_sol event ${envelope.event_id} · tx ${submitted.body.signature} · `)).length, 1, pretty.join(''));
-  t.is(pretty.filter((l) => l.includes(`INFO: confirmed agent.treasury.withdraw_sol event ${envelope.event_id} · tx ${submitted.body.signature} · slot `)).length, 1, pretty.join(''));
+  t.is(
+    pretty.filter((l) => l.includes(`INFO: submit agent.treasury.withdraw_sol event ${envelope.event_id} · tx ${submitted.body.signature} · `)).length,
+    1,
+    pretty.join(''),
+  );
+  t.is(
+    pretty.filter((l) => l.includes(`INFO: confirmed agent.treasury.withdraw_sol event ${envelope.event_id} · tx ${submitted.body.signature} · slot `)).length,
+    1,
+    pretty.join(''),
+  );
 
   // Per-request lines are JSON only: folded away in the readable console, but for refused requests (not the 402 offer).
   t.false(pretty.some((l) => l.includes('402 GET /x/console-link')));
@@ -114,13 +159,32 @@ test('the format: auto is pretty on a terminal and JSON otherwise; SVC_LOG_FORMA
   const written: string[] = [];
   const sink = { write: (s: string) => void written.push(s) };
   const pretty = createLogger({ level: 'info', format: 'pretty', sink, isTTY: false, colorize: false });
-  pretty.info({ evt: 'submit', outcome: 'rejected', kind: 'buyer.payment', event_id: 'E1', error_code: 'instruction_error', ms: 3, signature: 'x' }, 'transaction refused by the ledger');
+  pretty.info(
+    { evt: 'submit', outcome: 'rejected', kind: 'buyer.payment', event_id: 'E1', error_code: 'instruction_error', ms: 3, signature: 'x' },
+    'transaction refused by the ledger',
+  );
   pretty.info({ reqId: 'r1', req: { method: 'GET', url: '/v1/health' } }, 'incoming request');
   pretty.info({ reqId: 'r1', res: { statusCode: 200 }, responseTime: 1 }, 'request completed');
-  pretty.warn({ delivery_id: 'D1', webhook_id: 'W1', kind: 'payment_link.settled', phase: 'confirmed', host: 'example.com', attempt: 2, status: 500, error: 'the receiver answered 500', next_attempt_at: '2026-01-01T00:05:00.000Z' }, 'webhook not delivered');
+  pretty.warn(
+    {
+      delivery_id: 'D1',
+      webhook_id: 'W1',
+      kind: 'payment_link.settled',
+      phase: 'confirmed',
+      host: 'example.com',
+      attempt: 2,
+      status: 500,
+      error: 'the receiver answered 500',
+      next_attempt_at: '2026-01-01T00:05:00.000Z',
+    },
+    'webhook not delivered',
+  );
   pretty.error({ err: new Error('boom') }, 'unexpected error');
   t.is(written.length, 3, written.join(''));
-  t.regex(written[1]!, /WARN: webhook payment_link\.settled\/confirmed → example\.com not delivered: the receiver answered 500 · retry at 2026-01-01T00:05:00\.000Z \(delivery D1, attempt 2\)\n$/);
+  t.regex(
+    written[1]!,
+    /WARN: webhook payment_link\.settled\/confirmed → example\.com not delivered: the receiver answered 500 · retry at 2026-01-01T00:05:00\.000Z \(delivery D1, attempt 2\)\n$/,
+  );
   t.regex(written[0]!, /INFO: submit buyer\.payment event E1 refused by the ledger \(instruction_error\): event failed, nothing charged · 3 ms\n$/);
   t.regex(written[2]!, /ERROR: unexpected error/);
   t.regex(written[2]!, /boom/);

@@ -25,7 +25,15 @@ test.after.always(async () => {
 function start(env: Record<string, string>) {
   const child = spawn(process.execPath, [RUN_TS, 'interfaces/cli/facilitator.ts'], {
     cwd: root,
-    env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent', SVC_FACILITATOR_HOST: '127.0.0.1', SVC_FACILITATOR_PORT: '0', ...env },
+    env: {
+      ...process.env,
+      DATABASE_URL: app.database.url,
+      SVC_DATA_DIR: app.dataDir,
+      SVC_LOG_LEVEL: 'silent',
+      SVC_FACILITATOR_HOST: '127.0.0.1',
+      SVC_FACILITATOR_PORT: '0',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -62,8 +70,18 @@ test('npm run facilitator serves /health and /supported with the fee payer of SV
   const child = start({ SVC_FACILITATOR_SECRET_KEY: encodeBase58(kp.secretKey), SVC_FACILITATOR_NETWORKS: 'devnet,mainnet', SVC_FEE_BPS: '250' });
   try {
     const url = await child.ready();
-    const health = (await (await fetch(`${url}/health`)).json()) as { ok: boolean; fee_payer: string; networks: string[]; protocol_fee: { bps: number; enforcement: string } };
-    t.like(health, { ok: true, fee_payer: kp.publicKey.toBase58(), networks: ['chain-devnet', 'chain-mainnet'], protocol_fee: { bps: 250, enforcement: 'enforce' } });
+    const health = (await (await fetch(`${url}/health`)).json()) as {
+      ok: boolean;
+      fee_payer: string;
+      networks: string[];
+      protocol_fee: { bps: number; enforcement: string };
+    };
+    t.like(health, {
+      ok: true,
+      fee_payer: kp.publicKey.toBase58(),
+      networks: ['chain-devnet', 'chain-mainnet'],
+      protocol_fee: { bps: 250, enforcement: 'enforce' },
+    });
     const supported = (await (await fetch(`${url}/supported`)).json()) as { kinds: { network: string; x402Version: number }[] };
     t.is(supported.kinds.length, 4);
     for (const network of ['chain-devnet', 'chain-mainnet'] as const) {

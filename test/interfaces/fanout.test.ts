@@ -42,7 +42,14 @@ interface Sub {
 }
 
 function wsClient(app: TestApp, key: string): Client {
-  return createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0, lazy: false, onNonLazyError: () => {} });
+  return createClient({
+    url: `${app.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: key },
+    retryAttempts: 0,
+    lazy: false,
+    onNonLazyError: () => {},
+  });
 }
 
 function subscribeOn(client: Client, query: string, variables: Record<string, unknown>): Sub {
@@ -78,7 +85,11 @@ function sse(app: TestApp, key: string, query: string, variables: Record<string,
       for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+        const data = block
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trim())
+          .join('\n');
         if (!block.includes('event: next') || !data) continue;
         const r = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
         if (r.errors) sub.errors.push(...r.errors);
@@ -192,7 +203,11 @@ test.serial('many subscriptions with different scopes and filters each get exact
     await until(
       () => subs.every(({ variant, sub }) => sub.events.length >= want[variant]!.length || sub.errors.length > 0),
       20_000,
-      () => subs.filter(({ variant, sub }) => sub.events.length < want[variant]!.length).map((s) => `${s.how} v${s.variant}: ${s.sub.events.length}/${want[s.variant]!.length}`).join('; '),
+      () =>
+        subs
+          .filter(({ variant, sub }) => sub.events.length < want[variant]!.length)
+          .map((s) => `${s.how} v${s.variant}: ${s.sub.events.length}/${want[s.variant]!.length}`)
+          .join('; '),
     );
     await new Promise((r) => setTimeout(r, 300)); // anything extra (a leak, a duplicate) would arrive by now
     let exact = 0;
@@ -240,7 +255,10 @@ test.serial('a distinct subscription is executed once per event, however many so
       await createLink(app, keyB, b1, 'warm-up');
       await new Promise((r) => setTimeout(r, 50));
     }
-    t.true(all.every((s) => s.events.length > 0), 'every subscription is live');
+    t.true(
+      all.every((s) => s.events.length > 0),
+      'every subscription is live',
+    );
     await new Promise((r) => setTimeout(r, 300));
 
     const before = fanOutCounters.sharedExecutions;
@@ -254,7 +272,11 @@ test.serial('a distinct subscription is executed once per event, however many so
     } as typeof stringify;
     const id = await createLink(app, keyA, a1, 'counted');
     const isIt = (e: Received) => e.kind === 'payment_link.created' && (e.metadata === undefined || e.metadata.payment_link_id === id);
-    await until(() => [...groupA1, ...groupA2].every((s, i) => s.events.length > counts[i]!), 5000, () => 'A subscriptions did not all receive the event');
+    await until(
+      () => [...groupA1, ...groupA2].every((s, i) => s.events.length > counts[i]!),
+      5000,
+      () => 'A subscriptions did not all receive the event',
+    );
     await new Promise((r) => setTimeout(r, 300));
     JSON.stringify = stringify;
     const executions = fanOutCounters.sharedExecutions - before;
@@ -298,7 +320,11 @@ test.serial('1,000 subscriptions miss nothing, and shutdown ends them all throug
     for (let i = 0; i < 10; i++) ids.push(await createLink(app, key, agent, `burst ${i}`));
     const want = await expected(app, key, { kinds: ['payment_link.created'] }, after);
     t.is(want.length, 10);
-    await until(() => subs.every((s) => s.events.filter((e) => e.kind === 'payment_link.created').length >= 10), 30_000, () => `${subs.filter((s) => s.events.length < 10).length} subscriptions short`);
+    await until(
+      () => subs.every((s) => s.events.filter((e) => e.kind === 'payment_link.created').length >= 10),
+      30_000,
+      () => `${subs.filter((s) => s.events.length < 10).length} subscriptions short`,
+    );
     let missed = 0;
     for (const s of subs) {
       const got = s.events.filter((e) => e.kind === 'payment_link.created').map((e) => e.id);
@@ -308,10 +334,21 @@ test.serial('1,000 subscriptions miss nothing, and shutdown ends them all throug
   } finally {
     // Shutdown with the 1,000 subscriptions open: each completes (graphql-ws `complete`) before the sockets close.
     await app.close();
-    await until(() => subs.every((s) => s.completed || s.errors.length > 0), 10_000, () => `${subs.filter((s) => !s.completed).length} not completed`).catch((e) => t.fail(String(e)));
+    await until(
+      () => subs.every((s) => s.completed || s.errors.length > 0),
+      10_000,
+      () => `${subs.filter((s) => !s.completed).length} not completed`,
+    ).catch((e) => t.fail(String(e)));
     await Promise.all(clients.map((c) => c.dispose()));
     process.off('warning', onWarning);
   }
-  t.true(subs.every((s) => s.completed), 'every subscription completed at shutdown');
-  t.deepEqual(warnings.filter((w) => /MaxListeners/.test(w)), [], 'no MaxListenersExceededWarning');
+  t.true(
+    subs.every((s) => s.completed),
+    'every subscription completed at shutdown',
+  );
+  t.deepEqual(
+    warnings.filter((w) => /MaxListeners/.test(w)),
+    [],
+    'no MaxListenersExceededWarning',
+  );
 });

@@ -153,8 +153,7 @@ const graphqlEnvelope: EnvelopeCheck = (_status, json, requestId) => {
 
 /** A raw JSON literal spliced into the serialised body (numbers JSON.stringify cannot write, hostile depth). */
 const RAW = (text: string) => `\u0001RAW${text}\u0001`;
-const toJson = (value: unknown): string =>
-  JSON.stringify(value).replace(/"\\u0001RAW(.*?)\\u0001"/g, (_m, raw: string) => JSON.parse(`"${raw}"`) as string);
+const toJson = (value: unknown): string => JSON.stringify(value).replace(/"\\u0001RAW(.*?)\\u0001"/g, (_m, raw: string) => JSON.parse(`"${raw}"`) as string);
 
 const sizes = [65, 201, 513, 2049, 70_000];
 const hostileString: fc.Arbitrary<string> = fc.oneof(
@@ -204,9 +203,9 @@ const hostileNumber: fc.Arbitrary<unknown> = fc.oneof(
   fc.double({ noNaN: true, noDefaultInfinity: true }),
   fc.constantFrom('1e400', '-1e400', '123456789012345678901234567890', '1.00000000000000000000001', '-0').map(RAW),
 );
-const deep = fc.constantFrom(65, 1_000, 100_000).chain((n) =>
-  fc.constantFrom(RAW(`${'['.repeat(n)}${']'.repeat(n)}`), RAW(`${'{"a":'.repeat(n)}1${'}'.repeat(n)}`)),
-);
+const deep = fc
+  .constantFrom(65, 1_000, 100_000)
+  .chain((n) => fc.constantFrom(RAW(`${'['.repeat(n)}${']'.repeat(n)}`), RAW(`${'{"a":'.repeat(n)}1${'}'.repeat(n)}`)));
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   { arbitrary: hostileString, weight: 5 },
   { arbitrary: hostileNumber, weight: 2 },
@@ -299,7 +298,13 @@ const oddHeaders = fc.dictionary(
   { maxKeys: 2 },
 );
 
-function headerSet(parts: { ct: string | undefined; auth: string | undefined; idem: string | null; odd: Record<string, string>; withBody: boolean }): Record<string, string> {
+function headerSet(parts: {
+  ct: string | undefined;
+  auth: string | undefined;
+  idem: string | null;
+  odd: Record<string, string>;
+  withBody: boolean;
+}): Record<string, string> {
   const h: Record<string, string> = { ...parts.odd };
   if (parts.withBody && parts.ct !== undefined) h['content-type'] = parts.ct;
   if (parts.auth !== undefined) h.authorization = parts.auth;
@@ -386,7 +391,9 @@ interface Operation {
   body?: Schema;
 }
 
-function operationsOf(doc: { paths: Record<string, Record<string, { parameters?: Operation['parameters']; requestBody?: { content?: Record<string, { schema?: Schema }> } }>> }): Operation[] {
+function operationsOf(doc: {
+  paths: Record<string, Record<string, { parameters?: Operation['parameters']; requestBody?: { content?: Record<string, { schema?: Schema }> } }>>;
+}): Operation[] {
   const ops: Operation[] = [];
   for (const [path, methods] of Object.entries(doc.paths)) {
     for (const [method, op] of Object.entries(methods)) {
@@ -402,7 +409,13 @@ function baselines(ctx: Ctx): Record<string, { body?: unknown; bodies?: unknown[
     'POST /v1/payment-links': {
       bodies: [
         linkBody(ctx.owner),
-        linkBody(ctx.owner, { method: 'POST', currency: 'USDC', accepts_currencies: ['USDC'], webhook_url: 'https://example.com/hook', metadata: { upstream_url: 'https://example.com/x' } }),
+        linkBody(ctx.owner, {
+          method: 'POST',
+          currency: 'USDC',
+          accepts_currencies: ['USDC'],
+          webhook_url: 'https://example.com/hook',
+          metadata: { upstream_url: 'https://example.com/x' },
+        }),
       ],
     },
     'PATCH /v1/payment-links/{id}': { body: { label: 'renamed' }, params: { id: ctx.linkId } },
@@ -420,7 +433,12 @@ function baselines(ctx: Ctx): Record<string, { body?: unknown; bodies?: unknown[
     'POST /v1/admin/api-keys/{id}/disable': { params: { id: ctx.spareKeyId } },
     'GET /v1/metrics/usage': { query: { days: '7' } },
     'GET /v1/metrics/events': { query: { days: '7' } },
-    'POST /v1/dev/faucet': { bodies: [{ address: ctx.owner, sol: '0.001' }, { address: ctx.owner, token: 'USDC', amount: '1' }] },
+    'POST /v1/dev/faucet': {
+      bodies: [
+        { address: ctx.owner, sol: '0.001' },
+        { address: ctx.owner, token: 'USDC', amount: '1' },
+      ],
+    },
   };
 }
 
@@ -432,7 +450,10 @@ function restRequest(ctx: Ctx, op: Operation): fc.Arbitrary<Req> {
 
   const params = fc.record(
     Object.fromEntries(
-      pathParams.map((p) => [p.name, fc.oneof({ arbitrary: fc.constant(encode(base.params?.[p.name] ?? String(exampleOf(p.schema)))), weight: 1 }, { arbitrary: hostileSegment, weight: 3 })]),
+      pathParams.map((p) => [
+        p.name,
+        fc.oneof({ arbitrary: fc.constant(encode(base.params?.[p.name] ?? String(exampleOf(p.schema)))), weight: 1 }, { arbitrary: hostileSegment, weight: 3 }),
+      ]),
     ) as Record<string, fc.Arbitrary<string>>,
   );
   const queryValue = (name: string, schema: Schema | undefined) =>
@@ -456,7 +477,10 @@ function restRequest(ctx: Ctx, op: Operation): fc.Arbitrary<Req> {
       params,
       query,
       body: takesBody
-        ? fc.constantFrom(...bodyBaselines).chain((b) => bodyFor(b)).map((b) => b as string | undefined)
+        ? fc
+            .constantFrom(...bodyBaselines)
+            .chain((b) => bodyFor(b))
+            .map((b) => b as string | undefined)
         : fc.option(rawBody, { freq: 8 }).map((b) => b ?? undefined),
       ct: contentType,
       auth: authorization(ctx),
@@ -531,7 +555,10 @@ test('every /openapi.json operation answers malformed bodies, params and headers
   t.true(ops.length >= 20, `operations in /openapi.json: ${ops.length}`);
   // One property per operation, run side by side; each has its own seed derived from the run's.
   const results = await Promise.all(
-    ops.map(async (op, i) => ({ op: `${op.method} ${op.path}`, failures: await fuzz(restRequest(ctx, op), RUNS, (req) => probe(ctx, req, restEnvelope), SEED + i) })),
+    ops.map(async (op, i) => ({
+      op: `${op.method} ${op.path}`,
+      failures: await fuzz(restRequest(ctx, op), RUNS, (req) => probe(ctx, req, restEnvelope), SEED + i),
+    })),
   );
   const failed = results.filter((r) => r.failures.length > 0);
   t.deepEqual(
@@ -553,12 +580,14 @@ test('/trpc answers malformed inputs, content types and batches below 500 with d
       headers: headerSet({ ct: undefined, auth, idem: null, odd, withBody: false }),
     })),
     // POST: any body under any content type
-    fc.record({ p: fc.constantFrom(...procedures), input, ct: contentType, auth: authorization(ctx), idem: idempotencyKey }).map(({ p, input: i, ct, auth, idem }) => ({
-      method: 'POST',
-      path: `/trpc/${p}`,
-      headers: headerSet({ ct, auth, idem, odd: {}, withBody: true }),
-      body: i,
-    })),
+    fc
+      .record({ p: fc.constantFrom(...procedures), input, ct: contentType, auth: authorization(ctx), idem: idempotencyKey })
+      .map(({ p, input: i, ct, auth, idem }) => ({
+        method: 'POST',
+        path: `/trpc/${p}`,
+        headers: headerSet({ ct, auth, idem, odd: {}, withBody: true }),
+        body: i,
+      })),
     // batches: several procedures, inputs keyed by index (or not), malformed batch parameters
     fc
       .record({
@@ -577,9 +606,19 @@ test('/trpc answers malformed inputs, content types and batches below 500 with d
           : { method: 'GET', path: `${path}&input=${encode(byIndex)}`, headers: headerSet({ ct: undefined, auth, idem: null, odd: {}, withBody: false }) };
       }),
     fc.constantFrom<Req>(
-      { method: 'POST', path: `/trpc/${'seller.parsePrice,'.repeat(300)}seller.parsePrice?batch=1`, headers: { authorization: `Bearer ${ctx.admin}`, 'content-type': 'application/json' }, body: '{}' },
+      {
+        method: 'POST',
+        path: `/trpc/${'seller.parsePrice,'.repeat(300)}seller.parsePrice?batch=1`,
+        headers: { authorization: `Bearer ${ctx.admin}`, 'content-type': 'application/json' },
+        body: '{}',
+      },
       { method: 'GET', path: '/trpc/seller.networks?batch=1&input=%5B', headers: { authorization: `Bearer ${ctx.admin}` } },
-      { method: 'PUT', path: '/trpc/seller.parsePrice', headers: { authorization: `Bearer ${ctx.admin}`, 'content-type': 'application/json' }, body: '{"price":"$1"}' },
+      {
+        method: 'PUT',
+        path: '/trpc/seller.parsePrice',
+        headers: { authorization: `Bearer ${ctx.admin}`, 'content-type': 'application/json' },
+        body: '{"price":"$1"}',
+      },
     ),
   );
   const failures = await fuzz(arbitrary, RUNS * 5, (req) => probe(ctx, req, trpcEnvelope));
@@ -603,17 +642,30 @@ test('/graphql answers malformed documents, variables and bodies below 500 with 
   ];
   const createInput = { label: 'Weather', ownerAgent: ctx.owner, method: 'GET', price: '$0.01', response: { body: { ok: true } } };
   const variables = fc.oneof(
-    fc.record({ id: hostileValue, owner: hostileValue, after: hostileValue, first: hostileNumber, kinds: fc.array(hostileString, { maxLength: 2 }), agent: hostileValue }),
+    fc.record({
+      id: hostileValue,
+      owner: hostileValue,
+      after: hostileValue,
+      first: hostileNumber,
+      kinds: fc.array(hostileString, { maxLength: 2 }),
+      agent: hostileValue,
+    }),
     fc.tuple(fc.constantFrom(...pathsOf(createInput)), hostileValue).map(([p, v]) => ({ input: setAt(createInput, p, v) })),
     hostileValue,
   );
-  const operation = fc.record({ query: fc.oneof({ arbitrary: fc.constantFrom(...documents), weight: 4 }, { arbitrary: hostileString, weight: 1 }), variables, operationName: fc.option(hostileString, { freq: 4 }) });
+  const operation = fc.record({
+    query: fc.oneof({ arbitrary: fc.constantFrom(...documents), weight: 4 }, { arbitrary: hostileString, weight: 1 }),
+    variables,
+    operationName: fc.option(hostileString, { freq: 4 }),
+  });
   const arbitrary: fc.Arbitrary<Req> = fc.oneof(
-    fc.record({ op: operation, rawVariables: fc.option(fc.constantFrom('{', '[1]', '"x"', 'null', '{"a":'), { freq: 3 }), auth: authorization(ctx) }).map(({ op, rawVariables, auth }) => {
-      const q = [`query=${encode(op.query)}`, `variables=${rawVariables ?? encode(toJson(op.variables))}`];
-      if (op.operationName !== null) q.push(`operationName=${encode(op.operationName)}`);
-      return { method: 'GET', path: `/graphql?${q.join('&')}`, headers: headerSet({ ct: undefined, auth, idem: null, odd: {}, withBody: false }) };
-    }),
+    fc
+      .record({ op: operation, rawVariables: fc.option(fc.constantFrom('{', '[1]', '"x"', 'null', '{"a":'), { freq: 3 }), auth: authorization(ctx) })
+      .map(({ op, rawVariables, auth }) => {
+        const q = [`query=${encode(op.query)}`, `variables=${rawVariables ?? encode(toJson(op.variables))}`];
+        if (op.operationName !== null) q.push(`operationName=${encode(op.operationName)}`);
+        return { method: 'GET', path: `/graphql?${q.join('&')}`, headers: headerSet({ ct: undefined, auth, idem: null, odd: {}, withBody: false }) };
+      }),
     fc
       .record({
         body: fc.oneof(
@@ -640,7 +692,13 @@ test('the paywall answers hostile ids, queries and payment headers below 500 in 
       id: fc.oneof(fc.constant(ctx.linkId), hostileSegment),
       network: fc.option(hostileString, { freq: 2 }),
       method: fc.constantFrom('GET', 'POST', 'DELETE', 'PATCH'),
-      payment: fc.option(fc.tuple(fc.constantFrom('payment-signature', 'x-payment'), fc.constantFrom('', 'x', 'e30=', 'bnVsbA==', 'W10=', 'eyJ4NDAyVmVyc2lvbiI6Mn0=', '%%%', 'A'.repeat(5000))), { freq: 2 }),
+      payment: fc.option(
+        fc.tuple(
+          fc.constantFrom('payment-signature', 'x-payment'),
+          fc.constantFrom('', 'x', 'e30=', 'bnVsbA==', 'W10=', 'eyJ4NDAyVmVyc2lvbiI6Mn0=', '%%%', 'A'.repeat(5000)),
+        ),
+        { freq: 2 },
+      ),
       body: fc.option(rawBody, { freq: 3 }),
       ct: contentType,
     })

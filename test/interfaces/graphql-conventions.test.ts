@@ -72,15 +72,28 @@ function domainEnumKeys(): Map<string, string[]> {
 
 test('every enum value of the GraphQL schema is UPPER_CASE, and the schema has the enums the domain unions need', async (t) => {
   const client = await introspected();
-  const enums = Object.values(client.getTypeMap()).filter((type): type is Extract<GraphQLNamedType, { getValues: unknown }> => isEnumType(type) && !type.name.startsWith('__'));
+  const enums = Object.values(client.getTypeMap()).filter(
+    (type): type is Extract<GraphQLNamedType, { getValues: unknown }> => isEnumType(type) && !type.name.startsWith('__'),
+  );
   t.true(enums.length >= 20, `only ${enums.length} enums`);
-  const bad = enums.flatMap((e) => e.getValues().filter((v) => !/^[A-Z][A-Z0-9_]*$/.test(v.name)).map((v) => `${e.name}.${v.name}`));
+  const bad = enums.flatMap((e) =>
+    e
+      .getValues()
+      .filter((v) => !/^[A-Z][A-Z0-9_]*$/.test(v.name))
+      .map((v) => `${e.name}.${v.name}`),
+  );
   t.deepEqual(bad, []);
   for (const name of ['Network', 'StableSymbol', 'Protocol', 'SettlePolicy', 'EventPhase', 'AgentSource', 'HttpMethod', 'TokenProgram', 'VerificationStatus']) {
-    t.true(enums.some((e) => e.name === name), `no enum ${name}`);
+    t.true(
+      enums.some((e) => e.name === name),
+      `no enum ${name}`,
+    );
   }
   t.deepEqual(
-    enums.find((e) => e.name === 'Network')!.getValues().map((v) => v.name),
+    enums
+      .find((e) => e.name === 'Network')!
+      .getValues()
+      .map((v) => v.name),
     ['CHAIN_DEVNET', 'CHAIN_MAINNET'],
   );
 });
@@ -110,7 +123,13 @@ test('no input field or argument that REST types as a domain enum is a String in
   }
   t.deepEqual(offenders, []);
   // the walk did reach the inputs this issue names
-  for (const where of ['CreatePaymentLinkInput.currency', 'CreatePaymentLinkInput.acceptsCurrencies', 'UpdatePaymentLinkInput.currency', 'Query.agentRegistration(network)', 'SpendLimitInput.currency']) {
+  for (const where of [
+    'CreatePaymentLinkInput.currency',
+    'CreatePaymentLinkInput.acceptsCurrencies',
+    'UpdatePaymentLinkInput.currency',
+    'Query.agentRegistration(network)',
+    'SpendLimitInput.currency',
+  ]) {
     t.true(checked.includes(where), `${where} was not checked`);
   }
 });
@@ -153,8 +172,29 @@ test('one enum per domain union: the input and the output of a union name the sa
     return getNamedType(type.getFields()[rest]!.type).name;
   };
   const unions: Record<string, string[]> = {
-    StableSymbol: ['CreatePaymentLinkInput.currency', 'UpdatePaymentLinkInput.acceptsCurrencies', 'PaymentLink.currency', 'AcceptEntry.currency', 'SpendLimitInput.currency', 'SpendLimit.currency', 'Mutation.evaluateSpendPolicy(currency)', 'QuoteOption.currency', 'BuyerStable.symbol', 'TreasuryToken.symbol'],
-    Network: ['Query.agentRegistration(network)', 'PaymentLink.network', 'Event.network', 'Agent.network', 'Receipt.network', 'SpendPolicy.network', 'IndexerNetworkStatus.network', 'DiscoverItem.network', 'Webhook.network'],
+    StableSymbol: [
+      'CreatePaymentLinkInput.currency',
+      'UpdatePaymentLinkInput.acceptsCurrencies',
+      'PaymentLink.currency',
+      'AcceptEntry.currency',
+      'SpendLimitInput.currency',
+      'SpendLimit.currency',
+      'Mutation.evaluateSpendPolicy(currency)',
+      'QuoteOption.currency',
+      'BuyerStable.symbol',
+      'TreasuryToken.symbol',
+    ],
+    Network: [
+      'Query.agentRegistration(network)',
+      'PaymentLink.network',
+      'Event.network',
+      'Agent.network',
+      'Receipt.network',
+      'SpendPolicy.network',
+      'IndexerNetworkStatus.network',
+      'DiscoverItem.network',
+      'Webhook.network',
+    ],
     Protocol: ['CreatePaymentLinkInput.protocol', 'PaymentLink.protocol', 'DiscoverItem.protocol'],
     SettlePolicy: ['UpdatePaymentLinkInput.settlePolicy', 'PaymentLink.settlePolicy'],
     HttpMethod: ['CreatePaymentLinkInput.method', 'PaymentLink.method', 'Mutation.buyerQuote(method)', 'Quote.method', 'DiscoverItem.method'],

@@ -121,7 +121,11 @@ test('aliases: 20 are fine, 21 are query_too_complex', async (t) => {
   t.is(Object.keys(ok.body.data).length, 20);
   const refused = expectTooComplex(t, await gql(t, aliases(21)), 'aliases');
   t.like(refused.extensions.details, { max: 20, actual: 21 });
-  const strict = await http(t.context.app, 'POST', '/graphql', { key: t.context.key, body: { query: aliases(21) }, headers: { accept: 'application/graphql-response+json' } });
+  const strict = await http(t.context.app, 'POST', '/graphql', {
+    key: t.context.key,
+    body: { query: aliases(21) },
+    headers: { accept: 'application/graphql-response+json' },
+  });
   expectTooComplex(t, strict, 'aliases', 400);
   // through a fragment spread twice: counted per use
   const fragment = `fragment F on PaymentLinkPage { ${Array.from({ length: 11 }, (_, i) => `h${i}: hasMore`).join(' ')} }
@@ -144,7 +148,11 @@ test('cost: page size counts; three full pages are over the limit; variables are
   t.is(two.status, 200);
   t.falsy(two.body.errors);
   const three = expectTooComplex(t, await gql(t, `{ a: ${FULL_PAGE} b: ${FULL_PAGE} c: ${FULL_PAGE} }`), 'cost');
-  const strict = await http(t.context.app, 'POST', '/graphql', { key: t.context.key, body: { query: `{ a: ${FULL_PAGE} b: ${FULL_PAGE} c: ${FULL_PAGE} }` }, headers: { accept: 'application/graphql-response+json' } });
+  const strict = await http(t.context.app, 'POST', '/graphql', {
+    key: t.context.key,
+    body: { query: `{ a: ${FULL_PAGE} b: ${FULL_PAGE} c: ${FULL_PAGE} }` },
+    headers: { accept: 'application/graphql-response+json' },
+  });
   expectTooComplex(t, strict, 'cost', 400);
   t.like(three.extensions.details, { max: GRAPHQL_LIMITS.maxCost, actual: 3 * FULL_PAGE_COST });
 
@@ -168,14 +176,22 @@ test('the limits apply to GET, SSE and graphql-ws alike', async (t) => {
   t.is(sse.errors?.[0]?.extensions?.details?.limit, 'aliases');
 
   // graphql-ws: a query and a subscription over the socket
-  const client = createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
+  const client = createClient({
+    url: `${app.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: key },
+    retryAttempts: 0,
+  });
   try {
     const results: any[] = [];
     for (const query of [`{ a: ${FULL_PAGE} b: ${FULL_PAGE} c: ${FULL_PAGE} }`, manyAliases, ATTACK]) {
       results.push(
         await new Promise((resolve, reject) => {
           let first: unknown;
-          client.subscribe({ query }, { next: (r) => (first ??= r), error: (e) => resolve(e), complete: () => (first ? resolve(first) : reject(new Error('no result'))) });
+          client.subscribe(
+            { query },
+            { next: (r) => (first ??= r), error: (e) => resolve(e), complete: () => (first ? resolve(first) : reject(new Error('no result'))) },
+          );
         }),
       );
     }
@@ -260,7 +276,10 @@ async function sseOnce(app: TestApp, query: string, key: string): Promise<any> {
       for (const block of blocks) {
         const lines = block.split('\n');
         if (lines.some((l) => l.startsWith('event:') && l.slice(6).trim() !== 'next')) continue;
-        const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+        const data = lines
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trim())
+          .join('\n');
         if (data) return JSON.parse(data);
       }
     }

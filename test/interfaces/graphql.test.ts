@@ -1,6 +1,17 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request, type IncomingMessage } from 'node:http';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
+import {
+  http,
+  issueKey,
+  linkBody,
+  randomAddress,
+  recordAgent,
+  removeDataDir,
+  startTestApp,
+  writeAgentAsset,
+  type HttpResult,
+  type TestApp,
+} from '../support/app.ts';
 import { toGraphqlError } from '../../interfaces/graphql/yoga.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 
@@ -19,8 +30,6 @@ const test = anyTest as TestFn<Ctx>;
 const ULID = /^[0-9A-HJKMNP-TV-Z]{26}$/;
 const AGENTS_READ_LIMIT = 5;
 
-
-
 const CREATE = `mutation Create($input: CreatePaymentLinkInput!) { createPaymentLink(input: $input) { ${LINK_FIELDS} } }`;
 const UPDATE = `mutation Update($id: ID!, $input: UpdatePaymentLinkInput!) { updatePaymentLink(id: $id, input: $input) { ${LINK_FIELDS} } }`;
 const GET_LINK = `query Link($id: ID!) { paymentLink(id: $id) { ${LINK_FIELDS} } }`;
@@ -28,7 +37,12 @@ const EVENTS = `query Events($kinds: [String!], $agent: String, $after: String, 
   events(kinds: $kinds, agent: $agent, after: $after, first: $first) { data { ${EVENT_FIELDS} } nextCursor hasMore } }`;
 
 /** POST /graphql; `key: null` sends no Authorization header. */
-function gql<T = any>(t: ExecutionContext<Ctx>, query: string, variables?: Record<string, unknown>, key: string | null = t.context.key): Promise<HttpResult<T>> {
+function gql<T = any>(
+  t: ExecutionContext<Ctx>,
+  query: string,
+  variables?: Record<string, unknown>,
+  key: string | null = t.context.key,
+): Promise<HttpResult<T>> {
   return http<T>(t.context.app, 'POST', '/graphql', { ...(key ? { key } : {}), body: { query, variables } });
 }
 
@@ -74,9 +88,13 @@ test.after.always(async (t) => {
 
 test('recordAgent and agent go through the agent service', async (t) => {
   const { mint, owner } = await writeAgentAsset(t.context.app, 'chain-devnet', { name: 'Scout' });
-  const recorded = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint network owner name uri treasury executive delegations { stableSymbol } source registeredAt provenAt } }`, {
-    input: { mint, owner, name: 'Scout', uri: null },
-  });
+  const recorded = await gql(
+    t,
+    `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint network owner name uri treasury executive delegations { stableSymbol } source registeredAt provenAt } }`,
+    {
+      input: { mint, owner, name: 'Scout', uri: null },
+    },
+  );
   t.falsy(recorded.body.errors);
   const agent = recorded.body.data.recordAgent;
   t.like(agent, { mint, owner, network: 'CHAIN_DEVNET', name: 'Scout', uri: null, executive: null, delegations: [], source: 'RECORDED' });
@@ -94,10 +112,15 @@ test('recordAgent and agent go through the agent service', async (t) => {
 
   const invalid = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint } }`, { input: { mint: 'not-an-address', owner } });
   const error = expectError(t, invalid, 'invalid_request', 400);
-  t.true(error.extensions.details.issues.some((i: any) => i.path === 'mint'), JSON.stringify(error.extensions.details));
+  t.true(
+    error.extensions.details.issues.some((i: any) => i.path === 'mint'),
+    JSON.stringify(error.extensions.details),
+  );
 
   // an address where the ledger holds no Core asset of that owner (DECISIONS "Agents, submissions and events")
-  const nothing = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint } }`, { input: { mint: await randomAddress(), owner } });
+  const nothing = await gql(t, `mutation($input: RecordAgentInput!) { recordAgent(input: $input) { mint } }`, {
+    input: { mint: await randomAddress(), owner },
+  });
   t.like(expectError(t, nothing, 'agent_not_on_ledger', 422).extensions.details, { found: 'nothing' });
 });
 
@@ -134,7 +157,14 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
   });
   t.is(link.accepts.length, 1);
   // hosted-api §2.2–2.3: payTo is one value on the link and its accepts (the treasury); the token account its own field
-  t.like(link.accepts[0], { scheme: 'exact', amount: '250000', currency: 'USDC', payTo: link.payTo, payToTokenAccount: link.payToTokenAccount, payToReady: true });
+  t.like(link.accepts[0], {
+    scheme: 'exact',
+    amount: '250000',
+    currency: 'USDC',
+    payTo: link.payTo,
+    payToTokenAccount: link.payToTokenAccount,
+    payToReady: true,
+  });
   t.true(link.shareUrl.endsWith('/x/gql-weather?network=chain-devnet'));
   t.is(link.createdAt, link.updatedAt);
 
@@ -142,7 +172,11 @@ test('createPaymentLink returns the wire type in camelCase and records payment_l
   t.regex(link.webhookSecret, /^whsec_/);
   t.true(link.webhookSecretSet);
   const read = await gql(t, GET_LINK, { id: link.id });
-  t.deepEqual(read.body.data.paymentLink, { ...link, webhookSecret: null, accepts: link.accepts.map((a: object) => ({ ...a, payToReady: null })) }, 'a read does not check payToReady');
+  t.deepEqual(
+    read.body.data.paymentLink,
+    { ...link, webhookSecret: null, accepts: link.accepts.map((a: object) => ({ ...a, payToReady: null })) },
+    'a read does not check payToReady',
+  );
 
   const events = await gql(t, EVENTS, { kinds: ['payment_link.created'], agent: t.context.agent, first: 200 });
   const created = events.body.data.events.data.find((e: any) => e.metadata.payment_link_id === link.id);
@@ -158,7 +192,13 @@ test('updatePaymentLink patches, clears webhookUrl with an explicit null, and re
   const link = await createLink(t, { webhookUrl: 'https://example.com/hook', metadata: { a: 1 } });
   const renamed = await gql(t, UPDATE, { id: link.id, input: { label: 'Renamed', price: '$0.5', wrapReceipt: null } });
   t.falsy(renamed.body.errors, JSON.stringify(renamed.body.errors));
-  t.like(renamed.body.data.updatePaymentLink, { label: 'Renamed', price: '$0.5', webhookUrl: 'https://example.com/hook', wrapReceipt: false, metadata: { a: 1 } });
+  t.like(renamed.body.data.updatePaymentLink, {
+    label: 'Renamed',
+    price: '$0.5',
+    webhookUrl: 'https://example.com/hook',
+    wrapReceipt: false,
+    metadata: { a: 1 },
+  });
   t.is(renamed.body.data.updatePaymentLink.accepts[0].amount, '500000');
 
   const cleared = await gql(t, UPDATE, { id: link.id, input: { webhookUrl: null, disabled: true } });
@@ -203,7 +243,10 @@ test('paymentLinks pages newest first with first/after and filters by ownerAgent
   const LIST = `query($owner: String, $after: String, $first: Int) { paymentLinks(ownerAgent: $owner, after: $after, first: $first) { data { id ownerAgent } nextCursor hasMore } }`;
   const first = await gql(t, LIST, { owner: mint, first: 2 });
   const page1 = first.body.data.paymentLinks;
-  t.deepEqual(page1.data.map((l: any) => l.id), [ids[2], ids[1]]);
+  t.deepEqual(
+    page1.data.map((l: any) => l.id),
+    [ids[2], ids[1]],
+  );
   t.true(page1.hasMore);
   t.is(typeof page1.nextCursor, 'string');
   const second = await gql(t, LIST, { owner: mint, first: 2, after: page1.nextCursor });
@@ -354,10 +397,18 @@ test('what /graphql refuses before any GraphQL runs answers { errors } with the 
     t.like(error.extensions.details.issues[0], { path: '', code });
     t.regex(error.message, message);
   };
-  await refused({ method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ query: '{ __typename }' }) }, 'unsupported_media_type', /Content-Type: application\/json/);
+  await refused(
+    { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ query: '{ __typename }' }) },
+    'unsupported_media_type',
+    /Content-Type: application\/json/,
+  );
   // a subscription streams: a plain JSON POST cannot carry it
   await refused(
-    { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' }, body: JSON.stringify({ query: 'subscription { events { id } }' }) },
+    {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ query: 'subscription { events { id } }' }),
+    },
     'not_acceptable',
     /text\/event-stream/,
   );
@@ -475,8 +526,15 @@ async function openSse(t: ExecutionContext<Ctx>, query: string, variables: Recor
       buffer = buffer.slice(end + 2);
       const lines = block.split('\n').filter((l) => l && !l.startsWith(':'));
       if (!lines.length) continue; // keep-alive comment
-      const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim() ?? 'message';
-      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      const event =
+        lines
+          .find((l) => l.startsWith('event:'))
+          ?.slice(6)
+          .trim() ?? 'message';
+      const data = lines
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('\n');
       return { event, data: data ? JSON.parse(data) : null };
     }
   };

@@ -220,7 +220,12 @@ test('the faucet refuses the system program address (and amounts past u64) with 
   );
   expectIssueAt(t, sys, 'address');
   const to = await randomAddress();
-  const sol = expectError(t, await http(app, 'POST', '/v1/dev/faucet', { key, body: { address: to, sol: '99999999999999999999.999999999' } }), 400, 'invalid_request');
+  const sol = expectError(
+    t,
+    await http(app, 'POST', '/v1/dev/faucet', { key, body: { address: to, sol: '99999999999999999999.999999999' } }),
+    400,
+    'invalid_request',
+  );
   expectIssueAt(t, sol, 'sol');
   const amount = expectError(
     t,
@@ -296,7 +301,11 @@ test('what fastify refuses under /trpc (a body type it cannot parse, a malformed
     ['/trpc/seller.parsePrice', 'application/octet-stream'],
     ['/trpc/seller.parsePrice%ED%A0%80', 'application/json'],
   ]) {
-    const res = await fetch(`${app.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': contentType! }, body: '{"price":"$1"}' });
+    const res = await fetch(`${app.url}${path}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': contentType! },
+      body: '{"price":"$1"}',
+    });
     const json = (await res.json()) as any;
     t.is(res.status, 400, JSON.stringify(json));
     t.is(json.error?.data?.code, 'invalid_request', JSON.stringify(json));
@@ -308,7 +317,11 @@ test('what fastify refuses under /trpc (a body type it cannot parse, a malformed
 // ── Oversized request lines and headers ────────────────────────────────────────────────────────────────────────────
 
 /** Raw HTTP/1.1 so the request line and headers are exactly what a hostile client sends. */
-function raw(app: TestApp, path: string, headers: Record<string, string> = {}): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
+function raw(
+  app: TestApp,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }> {
   const url = new URL(app.url);
   return new Promise((resolve, reject) => {
     const req = rawRequest({ host: url.hostname, port: url.port, path, method: 'GET', headers }, (res) => {

@@ -29,7 +29,6 @@ test.after.always(async (t) => {
 /** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up, the indexer job): not a request's. */
 const BACKGROUND = [/insert into rate_hits/i, /insert into request_records/i, /from events\b.*seq >/is, /insert into indexer_runs/i, /\bindexer_watch\b/i];
 
-
 /** The statements handed to MikroORM's `execute` (the raw-SQL repositories' way) while `fn` runs. */
 async function ormExecutesOf(app: TestApp, fn: () => Promise<unknown>): Promise<string[]> {
   const connection = app.database.orm.em.getConnection() as unknown as { execute: (...args: unknown[]) => Promise<unknown> };
@@ -55,7 +54,7 @@ async function newLink(app: TestApp, key: string): Promise<string> {
   return res.body.id;
 }
 
-test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL statement: the read by primary key (with its agent\'s proof)', async (t) => {
+test.serial("a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL statement: the read by primary key (with its agent's proof)", async (t) => {
   const { a } = t.context;
   const key = await issueKey(a);
   const id = await newLink(a, key);
@@ -65,7 +64,10 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
     await a.services.rateLimiter.sync();
     let res: Awaited<ReturnType<typeof http<any>>> | undefined;
     let statements: string[] = [];
-    const viaOrm = await ormExecutesOf(a, async () => (statements = await statementsOf(a, BACKGROUND, async () => (res = await http(a, 'GET', `/v1/payment-links/${id}`, { key })))));
+    const viaOrm = await ormExecutesOf(
+      a,
+      async () => (statements = await statementsOf(a, BACKGROUND, async () => (res = await http(a, 'GET', `/v1/payment-links/${id}`, { key })))),
+    );
     t.deepEqual(viaOrm, [], 'the read goes straight to a pooled connection, not through MikroORM');
     t.is(res!.status, 200);
     t.is(res!.body.id, id);
@@ -73,7 +75,9 @@ test.serial('a warm authenticated GET /v1/payment-links/{id} is one PostgreSQL s
     // the owner agent's proof (DECISIONS "Agents, submissions and events") rides in the same statement: a key probe
     t.deepEqual(
       statements,
-      ['select l.*, exists (select 1 from agents a where a.network = l.network and a.mint = l.owner_agent and a.proven_at is not null) as owner_agent_proven from payment_links l where network = $1 and id = $2'],
+      [
+        'select l.*, exists (select 1 from agents a where a.network = l.network and a.mint = l.owner_agent and a.proven_at is not null) as owner_agent_proven from payment_links l where network = $1 and id = $2',
+      ],
       `request ${i}`,
     );
   }
@@ -115,7 +119,7 @@ test.serial('the usage and rate-limit batches travel as bound parameters, never 
   t.false(usage!.text.includes(keyId), 'no value in the text');
   t.is((JSON.parse(usage!.values[0] as string) as { key_id: string }[]).filter((r) => r.key_id === keyId).length, 3);
   const hits = sent.find((s) => /insert into rate_hits/.test(s.text) && s.values.some((v) => typeof v === 'string' && v.includes(keyId)));
-  t.truthy(hits, 'the rate-limit exchange carried the key\'s hits');
+  t.truthy(hits, "the rate-limit exchange carried the key's hits");
   t.regex(hits!.text, /jsonb_to_recordset\(\$1::jsonb\)/);
   t.false(hits!.text.includes(keyId), 'no value in the text');
 });
@@ -245,7 +249,11 @@ test('the client-left signal: aborts when the connection closes before the answe
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   try {
     // answered: the signal never aborts, not even when the connection closes afterwards
-    await new Promise<void>((resolve, reject) => httpRequest(url, { agent: false }, (res) => res.resume().on('end', resolve)).on('error', reject).end());
+    await new Promise<void>((resolve, reject) =>
+      httpRequest(url, { agent: false }, (res) => res.resume().on('end', resolve))
+        .on('error', reject)
+        .end(),
+    );
     // the client leaves before the answer
     await new Promise<void>((resolve) => {
       const req = httpRequest(url, { agent: false });

@@ -1,6 +1,16 @@
 import anyTest, { type TestFn } from 'ava';
 import { randomUUID } from 'node:crypto';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp, stopTwoInstances, writeAgentAsset } from '../support/app.ts';
+import {
+  http,
+  linkBody,
+  recordAgent,
+  removeDataDir,
+  startTestApp,
+  startTwoInstances,
+  type TestApp,
+  stopTwoInstances,
+  writeAgentAsset,
+} from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, WAIT_MS, type Outcome } from '../../domain/policies/idempotency.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -57,9 +67,7 @@ test('50 identical concurrent POSTs split across two instances: one link, one ev
   const body = linkBody(mint, { label });
   const idem = uniq('k50');
 
-  const results = await Promise.all(
-    Array.from({ length: 50 }, (_, i) => raw(i % 2 === 0 ? a : b, 'POST', '/v1/payment-links', { key, body, idem })),
-  );
+  const results = await Promise.all(Array.from({ length: 50 }, (_, i) => raw(i % 2 === 0 ? a : b, 'POST', '/v1/payment-links', { key, body, idem })));
 
   t.deepEqual(
     results.map((r) => r.status),
@@ -67,7 +75,10 @@ test('50 identical concurrent POSTs split across two instances: one link, one ev
     results.map((r) => r.text).find((x) => !x.includes(label)),
   );
   const first = results[0]!.text;
-  t.true(results.every((r) => r.text === first), 'all 50 bodies are byte-for-byte the same');
+  t.true(
+    results.every((r) => r.text === first),
+    'all 50 bodies are byte-for-byte the same',
+  );
   const fresh = results.filter((r) => r.headers.get('idempotent-replayed') === null);
   t.is(fresh.length, 1, 'exactly one response is the original');
   t.is(results.filter((r) => r.headers.get('idempotent-replayed') === 'true').length, 49, 'the other 49 are replays');
@@ -346,11 +357,7 @@ test.serial('a waiting request gets the stored response once its running twin co
   await Promise.race([clock.untilSleeping(sleepingBefore + 1), pending]);
   t.false(answered, 'the request waits while its twin runs');
   const stored: Outcome = { ok: true, data: { id: 'from-the-twin', label: body.label }, requestId: 'twin-request' };
-  await sql(app, `update idempotency_records set state = 'done', response = ? where key_id = ? and idem_key = ?`, [
-    JSON.stringify(stored),
-    created.id,
-    idem,
-  ]);
+  await sql(app, `update idempotency_records set state = 'done', response = ? where key_id = ? and idem_key = ?`, [JSON.stringify(stored), created.id, idem]);
   let advanced = 0;
   while (!answered) {
     await Promise.race([clock.untilSleeping(), pending]);

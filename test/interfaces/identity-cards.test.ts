@@ -38,8 +38,23 @@ test.before(async (t) => {
   const keyPath = join(certDir, 'key.pem');
   const certPath = join(certDir, 'cert.pem');
   await run('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-keyout', keyPath, '-out', certPath, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
   ]);
   const cert = await readFile(certPath, 'utf8');
   const served = { status: 404, body: '' };
@@ -87,10 +102,24 @@ test('capability cards on REST: create (201), list, get, patch, delete (204); pu
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const created = await http(t.context.app, 'POST', cards(mint), {
     key: t.context.key,
-    body: { capability: 'weather.forecast', title: 'Forecast', description: 'Hourly forecasts', endpoint: 'https://example.com/forecast', tags: ['weather', 'weather'] },
+    body: {
+      capability: 'weather.forecast',
+      title: 'Forecast',
+      description: 'Hourly forecasts',
+      endpoint: 'https://example.com/forecast',
+      tags: ['weather', 'weather'],
+    },
   });
   t.is(created.status, 201, JSON.stringify(created.body));
-  t.like(created.body, { mint, capability: 'weather.forecast', title: 'Forecast', description: 'Hourly forecasts', endpoint: 'https://example.com/forecast', tags: ['weather'], public: true });
+  t.like(created.body, {
+    mint,
+    capability: 'weather.forecast',
+    title: 'Forecast',
+    description: 'Hourly forecasts',
+    endpoint: 'https://example.com/forecast',
+    tags: ['weather'],
+    public: true,
+  });
   t.regex(created.body.id, /^cap_/);
   const secret = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'internal.audit', public: false } });
   t.is(secret.status, 201);
@@ -100,7 +129,12 @@ test('capability cards on REST: create (201), list, get, patch, delete (204); pu
   const twice = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
   t.is(twice.status, 409);
   t.like(twice.body, { error: 'conflict', details: { path: 'capability' } });
-  for (const body of [{ capability: 'Bad Name' }, { capability: 'a.b', endpoint: 'http://plain.example/' }, { capability: 'a.b', tags: ['UPPER'] }, { capability: 'a.b', extra: 1 }]) {
+  for (const body of [
+    { capability: 'Bad Name' },
+    { capability: 'a.b', endpoint: 'http://plain.example/' },
+    { capability: 'a.b', tags: ['UPPER'] },
+    { capability: 'a.b', extra: 1 },
+  ]) {
     const bad = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body });
     t.is(bad.status, 400, JSON.stringify(body));
     t.is(bad.body.error, 'invalid_request');
@@ -108,15 +142,28 @@ test('capability cards on REST: create (201), list, get, patch, delete (204); pu
 
   // the owner sees every card, by capability name; anyone on the network sees the public ones in the identity
   const own = await http(t.context.app, 'GET', cards(mint), { key: t.context.key });
-  t.deepEqual(own.body.data.map((c: { capability: string }) => c.capability), ['internal.audit', 'weather.forecast']);
+  t.deepEqual(
+    own.body.data.map((c: { capability: string }) => c.capability),
+    ['internal.audit', 'weather.forecast'],
+  );
   const publicView = await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
   t.deepEqual(publicView.body.capability_cards, [created.body]);
   t.deepEqual((await http(t.context.app, 'GET', `${cards(mint)}/${created.body.id}`, { key: t.context.key })).body, created.body);
 
   // patch: the fields given change, null clears, the capability name stays
-  const patched = await http(t.context.app, 'PATCH', `${cards(mint)}/${created.body.id}`, { key: t.context.key, body: { description: null, tags: ['sky'], public: false } });
+  const patched = await http(t.context.app, 'PATCH', `${cards(mint)}/${created.body.id}`, {
+    key: t.context.key,
+    body: { description: null, tags: ['sky'], public: false },
+  });
   t.is(patched.status, 200, JSON.stringify(patched.body));
-  t.like(patched.body, { capability: 'weather.forecast', title: 'Forecast', description: null, endpoint: 'https://example.com/forecast', tags: ['sky'], public: false });
+  t.like(patched.body, {
+    capability: 'weather.forecast',
+    title: 'Forecast',
+    description: null,
+    endpoint: 'https://example.com/forecast',
+    tags: ['sky'],
+    public: false,
+  });
   t.deepEqual((await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.capability_cards, []);
   t.is((await http(t.context.app, 'PATCH', `${cards(mint)}/${created.body.id}`, { key: t.context.key, body: { capability: 'renamed' } })).status, 400);
 
@@ -139,7 +186,10 @@ test('capability cards on REST: create (201), list, get, patch, delete (204); pu
     t.is(res.body.error, 'agent_not_found');
   }
 
-  t.like(await eventsOf(t, 'identity.capability_card.created', mint), [{ metadata: { mint, capability: 'internal.audit', public: false } }, { metadata: { mint, capability: 'weather.forecast', public: true } }]);
+  t.like(await eventsOf(t, 'identity.capability_card.created', mint), [
+    { metadata: { mint, capability: 'internal.audit', public: false } },
+    { metadata: { mint, capability: 'weather.forecast', public: true } },
+  ]);
   const updated = await eventsOf(t, 'identity.capability_card.updated', mint);
   t.is(updated.length, 1);
   t.like(updated[0], { agent_asset: mint, metadata: { card_id: created.body.id, capability: 'weather.forecast', public: false } });
@@ -150,8 +200,22 @@ test('capability cards on tRPC and GraphQL: the same service; agent { identity {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const viaTrpc = await trpc(t, t.context.key).identity.createCard.mutate({ mint, capability: 'image.resize', tags: ['image'] });
   t.like(viaTrpc, { capability: 'image.resize', public: true });
-  t.is(errorCode(await trpc(t, t.context.key).identity.createCard.mutate({ mint, capability: 'image.resize' }).catch((e: unknown) => e)), 'conflict');
-  t.is(errorCode(await trpc(t, t.context.other).identity.listCards.query({ mint }).catch((e: unknown) => e)), 'agent_not_found');
+  t.is(
+    errorCode(
+      await trpc(t, t.context.key)
+        .identity.createCard.mutate({ mint, capability: 'image.resize' })
+        .catch((e: unknown) => e),
+    ),
+    'conflict',
+  );
+  t.is(
+    errorCode(
+      await trpc(t, t.context.other)
+        .identity.listCards.query({ mint })
+        .catch((e: unknown) => e),
+    ),
+    'agent_not_found',
+  );
 
   const created = await gql(t, t.context.key, `mutation($input: CapabilityCardInput!) { createCapabilityCard(input: $input) { id capability title public } }`, {
     input: { mint, capability: 'image.crop', title: 'Crop', public: false },
@@ -172,10 +236,18 @@ test('capability cards on tRPC and GraphQL: the same service; agent { identity {
   t.falsy(mine.body.errors, JSON.stringify(mine.body.errors));
   t.deepEqual(mine.body.data.agent.identity, {
     capabilityCards: [{ capability: 'image.crop' }, { capability: 'image.resize' }],
-    allCapabilityCards: [{ capability: 'image.crop', public: true }, { capability: 'image.resize', public: true }],
+    allCapabilityCards: [
+      { capability: 'image.crop', public: true },
+      { capability: 'image.resize', public: true },
+    ],
   });
   // another principal reads the public cards through resolveIdentity, not the owner's list
-  const theirs = await gql(t, t.context.other, `query($m: String) { resolveIdentity(mint: $m) { capabilityCards { capability } allCapabilityCards { capability } } }`, { m: mint });
+  const theirs = await gql(
+    t,
+    t.context.other,
+    `query($m: String) { resolveIdentity(mint: $m) { capabilityCards { capability } allCapabilityCards { capability } } }`,
+    { m: mint },
+  );
   t.deepEqual(theirs.body.data.resolveIdentity.capabilityCards, [{ capability: 'image.crop' }, { capability: 'image.resize' }]);
   t.is(theirs.body.data.resolveIdentity.allCapabilityCards, null);
   t.is(theirs.body.errors?.[0]?.extensions?.code, 'agent_not_found');
@@ -184,7 +256,10 @@ test('capability cards on tRPC and GraphQL: the same service; agent { identity {
 
   const gone = await gql(t, t.context.key, `mutation($m: String!, $id: String!) { deleteCapabilityCard(mint: $m, id: $id) }`, { m: mint, id: crop.id });
   t.deepEqual(gone.body.data, { deleteCapabilityCard: true });
-  t.deepEqual((await trpc(t, t.context.key).identity.listCards.query({ mint })).data.map((c) => c.capability), ['image.resize']);
+  t.deepEqual(
+    (await trpc(t, t.context.key).identity.listCards.query({ mint })).data.map((c) => c.capability),
+    ['image.resize'],
+  );
 });
 
 test('an agent holds at most 64 capability cards (the 65th is invalid_request naming the limit, concurrent creates too); deleting one makes room', async (t) => {
@@ -207,14 +282,18 @@ test('an agent holds at most 64 capability cards (the 65th is invalid_request na
 
 test('verify: capability_declared reads the public capability cards (a private card declares nothing)', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
-  const ask = async () => (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'voice.transcribe' } })).body;
+  const ask = async () =>
+    (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'voice.transcribe' } })).body;
   t.false(names((await ask()).checks).capability_declared);
   const card = await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'voice.transcribe', public: false } });
   t.false(names((await ask()).checks).capability_declared);
   await http(t.context.app, 'PATCH', `${cards(mint)}/${card.body.id}`, { key: t.context.key, body: { public: true } });
   const declared = await ask();
   t.true(names(declared.checks).capability_declared);
-  t.is(declared.checks.find((c: { name: string }) => c.name === 'capability_declared').detail, `the agent declares voice.transcribe (capability card ${card.body.id})`);
+  t.is(
+    declared.checks.find((c: { name: string }) => c.name === 'capability_declared').detail,
+    `the agent declares voice.transcribe (capability card ${card.body.id})`,
+  );
 });
 
 // ── registration documents ───────────────────────────────────────────────────────────────────────────────────────────
@@ -229,7 +308,10 @@ test('registration.json: public (no key), registration-v1 with the agent’s pai
   await http(t.context.app, 'PATCH', `/v1/payment-links/${off.body.id}`, { key: t.context.key, body: { disabled: true } });
   await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'weather.forecast' } });
   await http(t.context.app, 'POST', cards(mint), { key: t.context.key, body: { capability: 'weather.secret', public: false } });
-  await http(t.context.app, 'PUT', `/v1/identity/${mint}/profile`, { key: t.context.key, body: { handle: `reg-${process.pid}`, description: 'Forecasts', image: 'https://example.com/w.png' } });
+  await http(t.context.app, 'PUT', `/v1/identity/${mint}/profile`, {
+    key: t.context.key,
+    body: { handle: `reg-${process.pid}`, description: 'Forecasts', image: 'https://example.com/w.png' },
+  });
 
   const doc = await http(t.context.app, 'GET', registrationPath(mint));
   t.is(doc.status, 200, JSON.stringify(doc.body));
@@ -278,7 +360,10 @@ test('agents/prepare without uri: the gateway hosts the registration document, i
   const asset = hosted.body.echo.asset;
   t.like(hosted.body.echo, { uri: `${base}/v1/agents/${asset}/registration.json?network=chain-devnet`, registration_hosted: true });
 
-  const given = await http(t.context.app, 'POST', '/v1/agents/prepare', { key: t.context.key, body: { owner, name: 'Own doc', uri: 'https://agent.example/reg.json' } });
+  const given = await http(t.context.app, 'POST', '/v1/agents/prepare', {
+    key: t.context.key,
+    body: { owner, name: 'Own doc', uri: 'https://agent.example/reg.json' },
+  });
   t.is(given.status, 200);
   t.like(given.body.echo, { uri: 'https://agent.example/reg.json', registration_hosted: false });
 
@@ -289,7 +374,10 @@ test('agents/prepare without uri: the gateway hosts the registration document, i
 test('resolve and verify read the registration document back: the gateway’s own, a valid one over HTTPS, an invalid, missing or refused one', async (t) => {
   const { mint, owner } = await recordAgent(t.context.app, t.context.key);
   const resolve = async () => (await http(t.context.app, 'GET', `/v1/identity/resolve?mint=${mint}`, { key: t.context.other })).body.registration;
-  const verify = async () => (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint } })).body.checks.find((c: { name: string }) => c.name === 'registration');
+  const verify = async () =>
+    (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint } })).body.checks.find(
+      (c: { name: string }) => c.name === 'registration',
+    );
 
   // the gateway's own: built in place, no fetch
   const own = `${t.context.app.services.settings.baseUrl}${registrationPath(mint)}`;
@@ -371,7 +459,8 @@ test('resolve still answers when the ledger does not (the recorded uri is read b
 
 test('verify intent: pay warns without a paid endpoint and passes with one; delegate denies an unproven agent; hire; unknown intent 400; GraphQL enum', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
-  const verify = async (body: Record<string, unknown>) => (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, ...body } })).body;
+  const verify = async (body: Record<string, unknown>) =>
+    (await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, ...body } })).body;
   const intentOf = (r: { checks: { name: string; ok: boolean; detail: string }[] }) => r.checks.find((c) => c.name === 'intent');
 
   t.like(intentOf(await verify({ intent: 'pay' })), { ok: false, detail: 'pay: the agent sells no paid endpoint (no enabled payment link)' });
@@ -415,7 +504,9 @@ test('disclosure links are read with no key (the link is the credential) on REST
   t.is((await http(t.context.app, 'GET', '/v1/identity/disclosures/nope')).status, 400);
 
   t.like(await trpc(t, '').identity.disclosure.query({ token: link.body.token }), { mint });
-  const viaGql = await gql(t, undefined, `query($token: String!) { identityDisclosure(token: $token) { mint profile { handle } } }`, { token: link.body.token });
+  const viaGql = await gql(t, undefined, `query($token: String!) { identityDisclosure(token: $token) { mint profile { handle } } }`, {
+    token: link.body.token,
+  });
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
   t.is(viaGql.body.data.identityDisclosure.mint, mint);
 
@@ -465,5 +556,8 @@ test('a former owner’s card does not hold its capability name against the agen
   const created = await http(app, 'POST', cards(mint), { key, body: { capability: 'weather.forecast', public: true } });
   t.is(created.status, 201, JSON.stringify(created.body));
   const listed = await http(app, 'GET', cards(mint), { key });
-  t.deepEqual(listed.body.data.map((c: { id: string }) => c.id), [created.body.id]);
+  t.deepEqual(
+    listed.body.data.map((c: { id: string }) => c.id),
+    [created.body.id],
+  );
 });

@@ -42,8 +42,23 @@ test.before(async (t) => {
   const keyPath = join(certDir, 'key.pem');
   const certPath = join(certDir, 'cert.pem');
   await run('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-keyout', keyPath, '-out', certPath, '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-days',
+    '1',
+    '-keyout',
+    keyPath,
+    '-out',
+    certPath,
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
   ]);
   const cert = await readFile(certPath, 'utf8');
   const wellKnown = { status: 404, body: '' };
@@ -116,9 +131,24 @@ async function proveDomain(t: { context: Ctx }, mint: string, document?: (doc: R
 test.serial('PUT profile on REST: stored, read back by anyone on the network, event identity.profile.updated', async (t) => {
   const { mint, owner } = await recordAgent(t.context.app, t.context.key, { name: 'Weather bot' });
   const h = handle('Weather');
-  const put = await putProfile(t, mint, { handle: h, display_name: 'Weather', description: 'Forecasts', image: 'https://example.com/w.png', capabilities: ['weather.forecast'] });
+  const put = await putProfile(t, mint, {
+    handle: h,
+    display_name: 'Weather',
+    description: 'Forecasts',
+    image: 'https://example.com/w.png',
+    capabilities: ['weather.forecast'],
+  });
   t.is(put.status, 200, JSON.stringify(put.body));
-  t.like(put.body, { mint, network: 'chain-devnet', owner, name: 'Weather bot', profile: { handle: h, display_name: 'Weather', description: 'Forecasts', image: 'https://example.com/w.png', capabilities: ['weather.forecast'] }, domains: [], claims: [], capability_cards: [] });
+  t.like(put.body, {
+    mint,
+    network: 'chain-devnet',
+    owner,
+    name: 'Weather bot',
+    profile: { handle: h, display_name: 'Weather', description: 'Forecasts', image: 'https://example.com/w.png', capabilities: ['weather.forecast'] },
+    domains: [],
+    claims: [],
+    capability_cards: [],
+  });
   t.deepEqual(put.body.reputation, { settled_calls: 0, rating: null, volume: [], last_settled_at: null });
 
   // another principal reads it (public on the network)
@@ -128,7 +158,11 @@ test.serial('PUT profile on REST: stored, read back by anyone on the network, ev
 
   const events = await eventsOf(t, 'identity.profile.updated', mint);
   t.is(events.length, 1);
-  t.like(events[0], { kind: 'identity.profile.updated', agent_asset: mint, metadata: { mint, handle: h, previous_handle: null, display_name: 'Weather', capabilities: ['weather.forecast'] } });
+  t.like(events[0], {
+    kind: 'identity.profile.updated',
+    agent_asset: mint,
+    metadata: { mint, handle: h, previous_handle: null, display_name: 'Weather', capabilities: ['weather.forecast'] },
+  });
 
   // a second PUT replaces the whole profile and names the previous handle
   const h2 = handle('Forecast');
@@ -180,9 +214,13 @@ test.serial('profile on tRPC and GraphQL: the same service, the same errors', as
   const h = handle('Trpc');
   const viaTrpc = await trpc(t, t.context.key).identity.putProfile.mutate({ mint, handle: h, display_name: 'T' });
   t.like(viaTrpc.profile, { handle: h, display_name: 'T' });
-  const refused = await trpc(t, t.context.key).identity.putProfile.mutate({ mint, handle: 'admin' }).catch((e: unknown) => e);
+  const refused = await trpc(t, t.context.key)
+    .identity.putProfile.mutate({ mint, handle: 'admin' })
+    .catch((e: unknown) => e);
   t.is(errorCode(refused), 'invalid_request');
-  const hidden = await trpc(t, t.context.other).identity.putProfile.mutate({ mint, handle: handle('x') }).catch((e: unknown) => e);
+  const hidden = await trpc(t, t.context.other)
+    .identity.putProfile.mutate({ mint, handle: handle('x') })
+    .catch((e: unknown) => e);
   t.is(errorCode(hidden), 'agent_not_found');
 
   const g = handle('Gql');
@@ -218,7 +256,12 @@ test.serial('resolve by mint and handle (any case, with @) on REST, tRPC and Gra
 
   const viaTrpc = await trpc(t, t.context.other).identity.resolve.query({ handle: h.toLowerCase() });
   t.deepEqual(viaTrpc, byHandle.body);
-  const viaGql = await gql(t, t.context.other, `query($h: String) { resolveIdentity(handle: $h) { mint profile { handle } reputation { settledCalls rating } } }`, { h });
+  const viaGql = await gql(
+    t,
+    t.context.other,
+    `query($h: String) { resolveIdentity(handle: $h) { mint profile { handle } reputation { settledCalls rating } } }`,
+    { h },
+  );
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
   t.deepEqual(viaGql.body.data.resolveIdentity, { mint, profile: { handle: h }, reputation: { settledCalls: 0, rating: null } });
 
@@ -242,16 +285,31 @@ test.serial('reputation: settled calls, volume per currency and rating from the 
   // and one denied call that does not count — these five naming their settlement: pending until the ledger check
   // decides, counted only once it is verified
   const chain = buildChain(mint, 7, (i) =>
-    i < 2 ? { response: { status: 200 } } : { tx_sig: unknownSignature(), ...(i === 6 ? { decision: 'deny' as const } : { response: { status: i === 5 ? 500 : 200 } }) },
+    i < 2
+      ? { response: { status: 200 } }
+      : { tx_sig: unknownSignature(), ...(i === 6 ? { decision: 'deny' as const } : { response: { status: i === 5 ? 500 : 200 } }) },
   );
   for (const r of chain) {
     const res = await http(app, 'POST', `/v1/receipts/${mint}`, { key: t.context.key, body: r });
     t.is(res.status, 200, JSON.stringify(res.body));
   }
-  t.deepEqual((await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.reputation, empty, 'pending and not_applicable receipts do not count');
+  t.deepEqual(
+    (await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.reputation,
+    empty,
+    'pending and not_applicable receipts do not count',
+  );
   // the receipts job's verdict, as it records it
   const now = app.services.clock.now();
-  for (const r of chain.slice(2)) t.true(await app.database.store.receipts.setVerification('chain-devnet', r.receipt_hash, { status: 'verified', reason: 'checked', checkedAt: now, attempts: 1, nextCheckAt: null }));
+  for (const r of chain.slice(2))
+    t.true(
+      await app.database.store.receipts.setVerification('chain-devnet', r.receipt_hash, {
+        status: 'verified',
+        reason: 'checked',
+        checkedAt: now,
+        attempts: 1,
+        nextCheckAt: null,
+      }),
+    );
   const read = await http(app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
   t.deepEqual(read.body.reputation, {
     settled_calls: 4,
@@ -275,18 +333,34 @@ test.serial('verify: deny for an unknown agent, warn for a bare one, deny on a t
   const bare = await http(t.context.app, 'POST', '/v1/identity/verify', { key: t.context.other, body: { mint, capability: 'weather.forecast' } });
   t.is(bare.body.verdict, 'warn');
   // recorded agents hold their Core asset on the ledger (DECISIONS "Agents, submissions and events")
-  t.deepEqual(names(bare.body.checks), { agent_recorded: true, asset_on_ledger: true, not_disabled: true, handle_set: false, domain_verified: false, capability_declared: false, registration: false });
+  t.deepEqual(names(bare.body.checks), {
+    agent_recorded: true,
+    asset_on_ledger: true,
+    not_disabled: true,
+    handle_set: false,
+    domain_verified: false,
+    capability_declared: false,
+    registration: false,
+  });
   t.is(bare.body.checks.find((c: { name: string }) => c.name === 'registration').detail, 'the agent has no registration uri');
   // deny checks weigh 3, warn checks 1: 7 of 11
   t.is(bare.body.score, 63);
   t.is(bare.body.profile.mint, mint);
 
-  const strict = await trpc(t, t.context.other).identity.verify.mutate({ mint, thresholds: { min_rating: 4, require_verified_domain: true, min_settled_calls: 1 } });
+  const strict = await trpc(t, t.context.other).identity.verify.mutate({
+    mint,
+    thresholds: { min_rating: 4, require_verified_domain: true, min_settled_calls: 1 },
+  });
   t.is(strict.verdict, 'deny');
   t.like(names(strict.checks), { domain_verified: false, rating: false, settled_calls: false });
   t.regex(strict.checks.find((c) => c.name === 'rating')!.detail, /no settled call/);
 
-  const viaGql = await gql(t, t.context.other, `query($m: String) { verifyIdentity(mint: $m, thresholds: { minSettledCalls: 0 }) { verdict score checks { name ok detail } profile { mint } } }`, { m: mint });
+  const viaGql = await gql(
+    t,
+    t.context.other,
+    `query($m: String) { verifyIdentity(mint: $m, thresholds: { minSettledCalls: 0 }) { verdict score checks { name ok detail } profile { mint } } }`,
+    { m: mint },
+  );
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
   t.is(viaGql.body.data.verifyIdentity.verdict, 'WARN');
   t.like(names(viaGql.body.data.verifyIdentity.checks), { settled_calls: true });
@@ -349,10 +423,18 @@ test.serial('domain: claimed, then verified against a real HTTPS server (self-si
   const { mint, owner } = await recordAgent(t.context.app, t.context.key);
   const claim = await http(t.context.app, 'POST', `/v1/identity/${mint}/domains`, { key: t.context.key, body: { domain: t.context.host } });
   t.is(claim.status, 200, JSON.stringify(claim.body));
-  t.like(claim.body, { domain: t.context.host, url: `https://${t.context.host}/.well-known/svc-agent.json`, document: { mint, network: 'chain-devnet' }, verified_at: null });
+  t.like(claim.body, {
+    domain: t.context.host,
+    url: `https://${t.context.host}/.well-known/svc-agent.json`,
+    document: { mint, network: 'chain-devnet' },
+    verified_at: null,
+  });
   t.is(claim.body.document.token, claim.body.token);
   // claiming again answers the same token; another principal cannot claim for the agent
-  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/domains`, { key: t.context.key, body: { domain: t.context.host.toUpperCase() } })).body.token, claim.body.token);
+  t.is(
+    (await http(t.context.app, 'POST', `/v1/identity/${mint}/domains`, { key: t.context.key, body: { domain: t.context.host.toUpperCase() } })).body.token,
+    claim.body.token,
+  );
   t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/domains`, { key: t.context.other, body: { domain: t.context.host } })).status, 404);
 
   // not served yet → 400 naming the status
@@ -390,7 +472,10 @@ test.serial('domain: claimed, then verified against a real HTTPS server (self-si
   t.is(allowed.status, 200);
   t.like(allowed.body, { verdict: 'allow', score: 100 });
   t.true(allowed.body.checks.every((c: { ok: boolean }) => c.ok));
-  t.deepEqual(allowed.body.checks.map((c: { name: string }) => c.name), ['agent_recorded', 'asset_on_ledger', 'not_disabled', 'handle_set', 'domain_verified', 'capability_declared', 'registration', 'intent', 'settled_calls']);
+  t.deepEqual(
+    allowed.body.checks.map((c: { name: string }) => c.name),
+    ['agent_recorded', 'asset_on_ledger', 'not_disabled', 'handle_set', 'domain_verified', 'capability_declared', 'registration', 'intent', 'settled_calls'],
+  );
   t.like(allowed.body.profile.registration, { uri, hosted: true, ok: true });
 
   // the domain proves one agent: another agent of the network cannot verify it
@@ -428,10 +513,18 @@ test.serial('domain: a document with the wrong mint, network or token, or not JS
   const claim = await trpc(t, t.context.key).identity.addDomain.mutate({ mint, domain: t.context.host });
   t.context.wellKnown.status = 200;
   t.context.wellKnown.body = JSON.stringify(claim.document);
-  const viaGql = await gql(t, t.context.key, `mutation($m: String!, $d: String!) { verifyIdentityDomain(mint: $m, domain: $d) { domain verifiedAt document { mint network token } } }`, { m: mint, d: t.context.host });
+  const viaGql = await gql(
+    t,
+    t.context.key,
+    `mutation($m: String!, $d: String!) { verifyIdentityDomain(mint: $m, domain: $d) { domain verifiedAt document { mint network token } } }`,
+    { m: mint, d: t.context.host },
+  );
   // the first serial test's agent holds the domain: conflict on this door too
   t.is(viaGql.body.errors?.[0]?.extensions?.code, 'conflict');
-  const gqlClaim = await gql(t, t.context.key, `mutation($m: String!, $d: String!) { addIdentityDomain(mint: $m, domain: $d) { token url verifiedAt } }`, { m: mint, d: t.context.host });
+  const gqlClaim = await gql(t, t.context.key, `mutation($m: String!, $d: String!) { addIdentityDomain(mint: $m, domain: $d) { token url verifiedAt } }`, {
+    m: mint,
+    d: t.context.host,
+  });
   t.is(gqlClaim.body.data.addIdentityDomain.token, claim.token);
 });
 
@@ -453,107 +546,158 @@ test.serial('SVC_OUTBOUND_CA: the self-signed server is refused without it (TLS 
 
 // ── claims ───────────────────────────────────────────────────────────────────────────────────────────────────────────
 
-test.serial('claims: created (public by default) and shown in the identity, private ones to the owner only, revoked ones kept; events; three doors', async (t) => {
-  const { mint } = await recordAgent(t.context.app, t.context.key);
-  const created = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, {
-    key: t.context.key,
-    body: { type: 'organization', statement: 'Operated by Example Ltd', evidence_url: 'https://example.com/about' },
-  });
-  t.is(created.status, 200, JSON.stringify(created.body));
-  t.like(created.body, { mint, type: 'organization', statement: 'Operated by Example Ltd', evidence_url: 'https://example.com/about', public: true, revoked_at: null });
-  t.regex(created.body.id, /^clm_/);
-  const hidden = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'contact', statement: 'ops@example.com', public: false });
-  t.is(hidden.public, false);
+test.serial(
+  'claims: created (public by default) and shown in the identity, private ones to the owner only, revoked ones kept; events; three doors',
+  async (t) => {
+    const { mint } = await recordAgent(t.context.app, t.context.key);
+    const created = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, {
+      key: t.context.key,
+      body: { type: 'organization', statement: 'Operated by Example Ltd', evidence_url: 'https://example.com/about' },
+    });
+    t.is(created.status, 200, JSON.stringify(created.body));
+    t.like(created.body, {
+      mint,
+      type: 'organization',
+      statement: 'Operated by Example Ltd',
+      evidence_url: 'https://example.com/about',
+      public: true,
+      revoked_at: null,
+    });
+    t.regex(created.body.id, /^clm_/);
+    const hidden = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'contact', statement: 'ops@example.com', public: false });
+    t.is(hidden.public, false);
 
-  const read = await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
-  t.deepEqual(read.body.claims, [created.body]);
-  const own = await http(t.context.app, 'GET', `/v1/identity/${mint}/claims`, { key: t.context.key });
-  t.deepEqual(own.body.data.map((c: { id: string }) => c.id), [created.body.id, hidden.id]);
-  t.is((await http(t.context.app, 'GET', `/v1/identity/${mint}/claims`, { key: t.context.other })).status, 404);
-  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, { key: t.context.other, body: { type: 'x', statement: 'y' } })).status, 404);
-  const bad = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, { key: t.context.key, body: { type: 'Bad Type', statement: '' } });
-  t.is(bad.status, 400);
-  t.is(bad.body.error, 'invalid_request');
+    const read = await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other });
+    t.deepEqual(read.body.claims, [created.body]);
+    const own = await http(t.context.app, 'GET', `/v1/identity/${mint}/claims`, { key: t.context.key });
+    t.deepEqual(
+      own.body.data.map((c: { id: string }) => c.id),
+      [created.body.id, hidden.id],
+    );
+    t.is((await http(t.context.app, 'GET', `/v1/identity/${mint}/claims`, { key: t.context.other })).status, 404);
+    t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, { key: t.context.other, body: { type: 'x', statement: 'y' } })).status, 404);
+    const bad = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims`, { key: t.context.key, body: { type: 'Bad Type', statement: '' } });
+    t.is(bad.status, 400);
+    t.is(bad.body.error, 'invalid_request');
 
-  const viaGql = await gql(t, t.context.key, `mutation($m: String!, $id: String!) { revokeIdentityClaim(mint: $m, id: $id) { id revokedAt } }`, { m: mint, id: created.body.id });
-  t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
-  t.is(typeof viaGql.body.data.revokeIdentityClaim.revokedAt, 'string');
-  // revoking again answers the claim unchanged and appends nothing
-  const again = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims/${created.body.id}/revoke`, { key: t.context.key });
-  t.is(again.status, 200);
-  t.is(again.body.revoked_at, viaGql.body.data.revokeIdentityClaim.revokedAt);
-  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/claims/clm_none/revoke`, { key: t.context.key })).status, 404);
+    const viaGql = await gql(t, t.context.key, `mutation($m: String!, $id: String!) { revokeIdentityClaim(mint: $m, id: $id) { id revokedAt } }`, {
+      m: mint,
+      id: created.body.id,
+    });
+    t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
+    t.is(typeof viaGql.body.data.revokeIdentityClaim.revokedAt, 'string');
+    // revoking again answers the claim unchanged and appends nothing
+    const again = await http(t.context.app, 'POST', `/v1/identity/${mint}/claims/${created.body.id}/revoke`, { key: t.context.key });
+    t.is(again.status, 200);
+    t.is(again.body.revoked_at, viaGql.body.data.revokeIdentityClaim.revokedAt);
+    t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/claims/clm_none/revoke`, { key: t.context.key })).status, 404);
 
-  t.deepEqual((await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.claims, []);
-  const gqlCreated = await gql(t, t.context.key, `mutation($input: IdentityClaimInput!) { createIdentityClaim(input: $input) { id public } }`, {
-    input: { mint, type: 'license', statement: 'Licensed forecaster' },
-  });
-  t.is(gqlCreated.body.data.createIdentityClaim.public, true);
-  const viaResolve = await gql(t, t.context.other, `query($m: String) { resolveIdentity(mint: $m) { claims { id type statement } } }`, { m: mint });
-  t.deepEqual(viaResolve.body.data.resolveIdentity.claims, [{ id: gqlCreated.body.data.createIdentityClaim.id, type: 'license', statement: 'Licensed forecaster' }]);
+    t.deepEqual((await http(t.context.app, 'GET', `/v1/identity/${mint}`, { key: t.context.other })).body.claims, []);
+    const gqlCreated = await gql(t, t.context.key, `mutation($input: IdentityClaimInput!) { createIdentityClaim(input: $input) { id public } }`, {
+      input: { mint, type: 'license', statement: 'Licensed forecaster' },
+    });
+    t.is(gqlCreated.body.data.createIdentityClaim.public, true);
+    const viaResolve = await gql(t, t.context.other, `query($m: String) { resolveIdentity(mint: $m) { claims { id type statement } } }`, { m: mint });
+    t.deepEqual(viaResolve.body.data.resolveIdentity.claims, [
+      { id: gqlCreated.body.data.createIdentityClaim.id, type: 'license', statement: 'Licensed forecaster' },
+    ]);
 
-  t.is((await eventsOf(t, 'identity.claim.created', mint)).length, 3);
-  const revoked = await eventsOf(t, 'identity.claim.revoked', mint);
-  t.is(revoked.length, 1);
-  t.like(revoked[0], { metadata: { mint, claim_id: created.body.id, type: 'organization' } });
+    t.is((await eventsOf(t, 'identity.claim.created', mint)).length, 3);
+    const revoked = await eventsOf(t, 'identity.claim.revoked', mint);
+    t.is(revoked.length, 1);
+    t.like(revoked[0], { metadata: { mint, claim_id: created.body.id, type: 'organization' } });
 
-  // DECISIONS "Wire conventions": the owner's list is the list envelope, paged by cursor (REST and tRPC)
-  const ids: string[] = [];
-  let cursor: string | null = null;
-  for (let page = 0; page < 3; page += 1) {
-    const query: string = cursor ? `?limit=1&cursor=${cursor}` : '?limit=1';
-    const got = await http(t.context.app, 'GET', `/v1/identity/${mint}/claims${query}`, { key: t.context.key });
-    t.is(got.status, 200, JSON.stringify(got.body));
-    t.is(got.body.has_more, page < 2);
-    t.is(got.body.next_cursor === null, page === 2);
-    ids.push(...got.body.data.map((c: { id: string }) => c.id));
-    cursor = got.body.next_cursor;
-  }
-  t.deepEqual(ids, [created.body.id, hidden.id, gqlCreated.body.data.createIdentityClaim.id]);
-  const whole = await trpc(t, t.context.key).identity.listClaims.query({ mint });
-  t.like(whole, { has_more: false, next_cursor: null });
-  t.is(whole.data.length, 3);
-});
+    // DECISIONS "Wire conventions": the owner's list is the list envelope, paged by cursor (REST and tRPC)
+    const ids: string[] = [];
+    let cursor: string | null = null;
+    for (let page = 0; page < 3; page += 1) {
+      const query: string = cursor ? `?limit=1&cursor=${cursor}` : '?limit=1';
+      const got = await http(t.context.app, 'GET', `/v1/identity/${mint}/claims${query}`, { key: t.context.key });
+      t.is(got.status, 200, JSON.stringify(got.body));
+      t.is(got.body.has_more, page < 2);
+      t.is(got.body.next_cursor === null, page === 2);
+      ids.push(...got.body.data.map((c: { id: string }) => c.id));
+      cursor = got.body.next_cursor;
+    }
+    t.deepEqual(ids, [created.body.id, hidden.id, gqlCreated.body.data.createIdentityClaim.id]);
+    const whole = await trpc(t, t.context.key).identity.listClaims.query({ mint });
+    t.like(whole, { has_more: false, next_cursor: null });
+    t.is(whole.data.length, 3);
+  },
+);
 
 // ── disclosures ──────────────────────────────────────────────────────────────────────────────────────────────────────
 
-test.serial('disclosures: a link reveals the named fields (private claims included) to any key of the network until it expires (410); token shown once', async (t) => {
-  const { mint } = await recordAgent(t.context.app, t.context.key);
-  const h = handle('Disclose');
-  t.is((await putProfile(t, mint, { handle: h })).status, 200);
-  const secret = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'contact', statement: 'ops@example.com', public: false });
+test.serial(
+  'disclosures: a link reveals the named fields (private claims included) to any key of the network until it expires (410); token shown once',
+  async (t) => {
+    const { mint } = await recordAgent(t.context.app, t.context.key);
+    const h = handle('Disclose');
+    t.is((await putProfile(t, mint, { handle: h })).status, 200);
+    const secret = await trpc(t, t.context.key).identity.createClaim.mutate({ mint, type: 'contact', statement: 'ops@example.com', public: false });
 
-  const link = await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['profile', 'private_claims'], expires_in: 600 } });
-  t.is(link.status, 200, JSON.stringify(link.body));
-  t.regex(link.body.token, /^svc_dl_/);
-  t.is(link.body.url, `${t.context.app.services.settings.baseUrl}/v1/identity/disclosures/${link.body.token}`);
-  t.deepEqual(link.body.fields, ['profile', 'private_claims']);
-  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.other, body: { fields: ['profile'], expires_in: 600 } })).status, 404);
-  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['secrets'], expires_in: 600 } })).status, 400);
-  t.is((await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['profile'], expires_in: 1 } })).status, 400);
+    const link = await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, {
+      key: t.context.key,
+      body: { fields: ['profile', 'private_claims'], expires_in: 600 },
+    });
+    t.is(link.status, 200, JSON.stringify(link.body));
+    t.regex(link.body.token, /^svc_dl_/);
+    t.is(link.body.url, `${t.context.app.services.settings.baseUrl}/v1/identity/disclosures/${link.body.token}`);
+    t.deepEqual(link.body.fields, ['profile', 'private_claims']);
+    t.is(
+      (await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.other, body: { fields: ['profile'], expires_in: 600 } })).status,
+      404,
+    );
+    t.is(
+      (await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['secrets'], expires_in: 600 } })).status,
+      400,
+    );
+    t.is(
+      (await http(t.context.app, 'POST', `/v1/identity/${mint}/disclosures`, { key: t.context.key, body: { fields: ['profile'], expires_in: 1 } })).status,
+      400,
+    );
 
-  const read = await http(t.context.app, 'GET', `/v1/identity/disclosures/${link.body.token}`, { key: t.context.other });
-  t.is(read.status, 200, JSON.stringify(read.body));
-  t.like(read.body, { mint, fields: ['profile', 'private_claims'], profile: { handle: h } });
-  t.deepEqual(read.body.private_claims, [secret]);
-  t.false('reputation' in read.body);
-  t.false('claims' in read.body);
+    const read = await http(t.context.app, 'GET', `/v1/identity/disclosures/${link.body.token}`, { key: t.context.other });
+    t.is(read.status, 200, JSON.stringify(read.body));
+    t.like(read.body, { mint, fields: ['profile', 'private_claims'], profile: { handle: h } });
+    t.deepEqual(read.body.private_claims, [secret]);
+    t.false('reputation' in read.body);
+    t.false('claims' in read.body);
 
-  const viaGql = await gql(t, t.context.other, `query($token: String!) { identityDisclosure(token: $token) { mint fields profile { handle } privateClaims { id } reputation { settledCalls } } }`, { token: link.body.token });
-  t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
-  t.deepEqual(viaGql.body.data.identityDisclosure, { mint, fields: ['PROFILE', 'PRIVATE_CLAIMS'], profile: { handle: h }, privateClaims: [{ id: secret.id }], reputation: null });
-  const gqlLink = await gql(t, t.context.key, `mutation($m: String!) { createIdentityDisclosure(mint: $m, fields: [REPUTATION], expiresIn: 60) { token expiresAt } }`, { m: mint });
-  t.falsy(gqlLink.body.errors, JSON.stringify(gqlLink.body.errors));
+    const viaGql = await gql(
+      t,
+      t.context.other,
+      `query($token: String!) { identityDisclosure(token: $token) { mint fields profile { handle } privateClaims { id } reputation { settledCalls } } }`,
+      { token: link.body.token },
+    );
+    t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
+    t.deepEqual(viaGql.body.data.identityDisclosure, {
+      mint,
+      fields: ['PROFILE', 'PRIVATE_CLAIMS'],
+      profile: { handle: h },
+      privateClaims: [{ id: secret.id }],
+      reputation: null,
+    });
+    const gqlLink = await gql(
+      t,
+      t.context.key,
+      `mutation($m: String!) { createIdentityDisclosure(mint: $m, fields: [REPUTATION], expiresIn: 60) { token expiresAt } }`,
+      { m: mint },
+    );
+    t.falsy(gqlLink.body.errors, JSON.stringify(gqlLink.body.errors));
 
-  t.is((await http(t.context.app, 'GET', `/v1/identity/disclosures/svc_dl_${'x'.repeat(32)}`, { key: t.context.other })).status, 404);
+    t.is((await http(t.context.app, 'GET', `/v1/identity/disclosures/svc_dl_${'x'.repeat(32)}`, { key: t.context.other })).status, 404);
 
-  t.context.app.testClock!.advance(600_000);
-  const expired = await http(t.context.app, 'GET', `/v1/identity/disclosures/${link.body.token}`, { key: t.context.other });
-  t.is(expired.status, 410);
-  t.is(expired.body.error, 'disclosure_expired');
-  const expiredTrpc = await trpc(t, t.context.other).identity.disclosure.query({ token: gqlLink.body.data.createIdentityDisclosure.token }).catch((e: unknown) => e);
-  t.is(errorCode(expiredTrpc), 'disclosure_expired');
-});
+    t.context.app.testClock!.advance(600_000);
+    const expired = await http(t.context.app, 'GET', `/v1/identity/disclosures/${link.body.token}`, { key: t.context.other });
+    t.is(expired.status, 410);
+    t.is(expired.body.error, 'disclosure_expired');
+    const expiredTrpc = await trpc(t, t.context.other)
+      .identity.disclosure.query({ token: gqlLink.body.data.createIdentityDisclosure.token })
+      .catch((e: unknown) => e);
+    t.is(errorCode(expiredTrpc), 'disclosure_expired');
+  },
+);
 
 // ── history ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
@@ -565,13 +709,22 @@ test.serial('history: the agent’s identity events newest first, paged, to its 
 
   const page = await http(t.context.app, 'GET', `/v1/identity/${mint}/history?limit=2`, { key: t.context.key });
   t.is(page.status, 200, JSON.stringify(page.body));
-  t.deepEqual(page.body.data.map((e: { kind: string }) => e.kind), ['identity.claim.revoked', 'identity.claim.created']);
+  t.deepEqual(
+    page.body.data.map((e: { kind: string }) => e.kind),
+    ['identity.claim.revoked', 'identity.claim.created'],
+  );
   t.truthy(page.body.next_cursor);
   const rest = await trpc(t, t.context.key).identity.history.query({ mint, cursor: page.body.next_cursor, limit: 2 });
-  t.deepEqual(rest.data.map((e) => e.kind), ['identity.profile.updated']);
+  t.deepEqual(
+    rest.data.map((e) => e.kind),
+    ['identity.profile.updated'],
+  );
   t.is((await http(t.context.app, 'GET', `/v1/identity/${mint}/history`, { key: t.context.other })).status, 404);
 
   const viaGql = await gql(t, t.context.key, `query($m: String) { resolveIdentity(mint: $m) { history(first: 5) { data { kind agentAsset } } } }`, { m: mint });
   t.falsy(viaGql.body.errors, JSON.stringify(viaGql.body.errors));
-  t.deepEqual(viaGql.body.data.resolveIdentity.history.data.map((e: { kind: string }) => e.kind), ['identity.claim.revoked', 'identity.claim.created', 'identity.profile.updated']);
+  t.deepEqual(
+    viaGql.body.data.resolveIdentity.history.data.map((e: { kind: string }) => e.kind),
+    ['identity.claim.revoked', 'identity.claim.created', 'identity.profile.updated'],
+  );
 });

@@ -36,7 +36,9 @@ async function freePair(): Promise<number> {
 async function failedStart(t: ExecutionContext, env: Record<string, string>): Promise<string> {
   const dataDir = await makeDataDir();
   t.teardown(() => removeDataDir(dataDir));
-  const error = await t.throwsAsync(startTestApp({ dataDir, embeddedPostgres: false, databaseUrl: await sharedDatabaseUrl(dataDir), env }), { instanceOf: ConfigError });
+  const error = await t.throwsAsync(startTestApp({ dataDir, embeddedPostgres: false, databaseUrl: await sharedDatabaseUrl(dataDir), env }), {
+    instanceOf: ConfigError,
+  });
   return error?.message ?? '';
 }
 
@@ -50,9 +52,15 @@ test('the default ports are all distinct: devnet 8899 (+8900 WebSocket), mainnet
 
 test('two configured listeners on one port are a ConfigError naming both variables', (t) => {
   const refused = (env: Record<string, string>) => t.throws(() => loadConfig(env), { instanceOf: ConfigError })?.message ?? '';
-  t.regex(refused({ SVC_MAINNET_RPC_PORT: '8900' }), /SVC_DEVNET_RPC_PORT=8899 \(its WebSocket on 8900\) and SVC_MAINNET_RPC_PORT=8900 both listen on port 8900/);
+  t.regex(
+    refused({ SVC_MAINNET_RPC_PORT: '8900' }),
+    /SVC_DEVNET_RPC_PORT=8899 \(its WebSocket on 8900\) and SVC_MAINNET_RPC_PORT=8900 both listen on port 8900/,
+  );
   t.regex(refused({ PORT: '8902' }), /PORT=8902 and SVC_MAINNET_RPC_PORT=8901 \(its WebSocket on 8902\) both listen on port 8902/);
-  t.regex(refused({ SVC_FACILITATOR_PORT: '8080' }), /PORT=8080 and SVC_FACILITATOR_PORT=8080 both listen on port 8080: give each its own port \(or 0 for any\)/);
+  t.regex(
+    refused({ SVC_FACILITATOR_PORT: '8080' }),
+    /PORT=8080 and SVC_FACILITATOR_PORT=8080 both listen on port 8080: give each its own port \(or 0 for any\)/,
+  );
   // a network on a remote node binds no JSON-RPC here; 0 is any free port and never collides
   t.notThrows(() => loadConfig({ SVC_MAINNET_LEDGER: 'https://rpc.example.com', SVC_MAINNET_RPC_PORT: '8900' }));
   t.notThrows(() => loadConfig({ PORT: '0', SVC_DEVNET_RPC_PORT: '0', SVC_MAINNET_RPC_PORT: '0', SVC_FACILITATOR_PORT: '0' }));
@@ -61,7 +69,10 @@ test('two configured listeners on one port are a ConfigError naming both variabl
 test('PORT in use: start-up names PORT and says what to do', async (t) => {
   const taken = (await occupy())!;
   t.teardown(() => release(taken));
-  t.is(await failedStart(t, { PORT: String(taken.port) }), `PORT=${taken.port}: 127.0.0.1:${taken.port} is already in use (is another gateway running?). Set PORT to a free port, or 0 for any.`);
+  t.is(
+    await failedStart(t, { PORT: String(taken.port) }),
+    `PORT=${taken.port}: 127.0.0.1:${taken.port} is already in use (is another gateway running?). Set PORT to a free port, or 0 for any.`,
+  );
 });
 
 test("an embedded ledger's JSON-RPC port in use: start-up names SVC_DEVNET_RPC_PORT / SVC_MAINNET_RPC_PORT", async (t) => {
@@ -71,10 +82,13 @@ test("an embedded ledger's JSON-RPC port in use: start-up names SVC_DEVNET_RPC_P
     await failedStart(t, { SVC_DEVNET_RPC_PORT: String(taken.port) }),
     `SVC_DEVNET_RPC_PORT=${taken.port}: 127.0.0.1:${taken.port} (the chain-devnet ledger's JSON-RPC) is already in use (is another gateway or a solana-test-validator running?). Set SVC_DEVNET_RPC_PORT to a free port whose next port is free too (its WebSocket), or 0 for any.`,
   );
-  t.regex(await failedStart(t, { SVC_MAINNET_RPC_PORT: String(taken.port) }), new RegExp(`^SVC_MAINNET_RPC_PORT=${taken.port}: 127\\.0\\.0\\.1:${taken.port} \\(the chain-mainnet ledger's JSON-RPC\\) is already in use`));
+  t.regex(
+    await failedStart(t, { SVC_MAINNET_RPC_PORT: String(taken.port) }),
+    new RegExp(`^SVC_MAINNET_RPC_PORT=${taken.port}: 127\\.0\\.0\\.1:${taken.port} \\(the chain-mainnet ledger's JSON-RPC\\) is already in use`),
+  );
 });
 
-test("the WebSocket port (JSON-RPC port + 1) in use: start-up names SVC_DEVNET_RPC_PORT, never serves the WebSocket elsewhere", async (t) => {
+test('the WebSocket port (JSON-RPC port + 1) in use: start-up names SVC_DEVNET_RPC_PORT, never serves the WebSocket elsewhere', async (t) => {
   const port = await freePair();
   const taken = await occupy(port + 1);
   if (!taken) return t.fail(`port ${port + 1} was taken meanwhile by another program`);

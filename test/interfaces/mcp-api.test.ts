@@ -31,14 +31,35 @@ test('daily buckets: settled receipts of the window per UTC day, spend at its gr
   const key = await issueKey(app);
   const { mint } = await recordAgent(app, key);
   const now = Date.now();
-  const midday = (daysAgo: number) => new Date(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate()) - daysAgo * DAY + 12 * 3_600_000);
+  const midday = (daysAgo: number) =>
+    new Date(Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), new Date(now).getUTCDate()) - daysAgo * DAY + 12 * 3_600_000);
   const spend = (gross: string, amount: string, fee: string) => ({
     kind: 'spend' as const,
-    price: { amount: '0', currency: 'USDC', asset: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', amount_atomic: amount, fee, gross, feeBps: 100, feeAuthority: null },
+    price: {
+      amount: '0',
+      currency: 'USDC',
+      asset: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
+      network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+      amount_atomic: amount,
+      fee,
+      gross,
+      feeBps: 100,
+      feeAuthority: null,
+    },
   });
   const earn = (amount: string, asset = '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU') => ({
     kind: 'earn' as const,
-    price: { amount: '0', currency: 'USDC', asset, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', amount_atomic: amount, fee: '0', gross: amount, feeBps: 0, feeAuthority: null },
+    price: {
+      amount: '0',
+      currency: 'USDC',
+      asset,
+      network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+      amount_atomic: amount,
+      fee: '0',
+      gross: amount,
+      feeBps: 0,
+      feeAuthority: null,
+    },
   });
   const plan = [
     { at: midday(10), ...earn('9000000') }, // outside a 7-day window
@@ -78,7 +99,12 @@ test('daily buckets: settled receipts of the window per UTC day, spend at its gr
   t.is(wide.body.buckets.length, 11);
   t.is(wide.body.totals.received_usd, '10.75', 'the receipt of 10 days ago is inside an 11-day window');
 
-  const g = await gql(app, key, 'query($a: String!) { dailyTransactions(agent: $a) { days since totals { sentUsd receivedUsd netUsd sentCount receivedCount } buckets { date sentUsd } } }', { a: mint });
+  const g = await gql(
+    app,
+    key,
+    'query($a: String!) { dailyTransactions(agent: $a) { days since totals { sentUsd receivedUsd netUsd sentCount receivedCount } buckets { date sentUsd } } }',
+    { a: mint },
+  );
   t.falsy(g.errors, JSON.stringify(g.errors));
   t.deepEqual(g.data.dailyTransactions.totals, { sentUsd: '1.515', receivedUsd: '1.75', netUsd: '0.235', sentCount: 2, receivedCount: 2 });
   t.is(g.data.dailyTransactions.buckets.length, 7);
@@ -134,11 +160,22 @@ test('discover: a search reads the catalogue chunk by chunk until its page is fu
 
   const found = await http(app, 'GET', `/v1/discover?source=svc&limit=2&q=comet%20${tag}`, { key });
   t.is(found.status, 200, JSON.stringify(found.body));
-  t.deepEqual(found.body.data.map((i: any) => i.id), [rare]);
+  t.deepEqual(
+    found.body.data.map((i: any) => i.id),
+    [rare],
+  );
   const newest = await http(app, 'GET', `/v1/discover?source=svc&limit=3&q=common%20${tag}`, { key });
-  t.deepEqual(newest.body.data.map((i: any) => i.id), common.slice(-3).reverse(), 'the first chunk fills the page: the three newest');
+  t.deepEqual(
+    newest.body.data.map((i: any) => i.id),
+    common.slice(-3).reverse(),
+    'the first chunk fills the page: the three newest',
+  );
   const all = await http(app, 'GET', `/v1/discover?source=svc&limit=20&q=${tag}`, { key });
-  t.deepEqual(all.body.data.map((i: any) => i.id), [...common].reverse().concat(rare), 'every match once, newest first, across chunks of 20');
+  t.deepEqual(
+    all.body.data.map((i: any) => i.id),
+    [...common].reverse().concat(rare),
+    'every match once, newest first, across chunks of 20',
+  );
 });
 
 test('discover: public links (metadata.discoverable, enabled, this network) and agents with a registration URI; REST and GraphQL', async (t) => {
@@ -150,7 +187,11 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
     t.is(res.status, 201, JSON.stringify(res.body));
     return res.body;
   };
-  const listed = await create({ label: 'Storm alerts', price: '$0.05', metadata: { discoverable: true, description: 'Severe weather', capabilities: ['weather.alerts'] } });
+  const listed = await create({
+    label: 'Storm alerts',
+    price: '$0.05',
+    metadata: { discoverable: true, description: 'Severe weather', capabilities: ['weather.alerts'] },
+  });
   const pricey = await create({ label: 'Storm archive', price: '$2', metadata: { discoverable: true } });
   await create({ label: 'Storm private', metadata: { discoverable: false } });
   await create({ label: 'Storm unlisted' });
@@ -159,8 +200,14 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const mainnetAgent = await recordAgent(app, mainnetKey);
   await create({ label: 'Storm mainnet', metadata: { discoverable: true } }, mainnetKey, mainnetAgent.mint);
-  const { mint: documentedMint, owner: documentedOwner } = await writeAgentAsset(app, 'chain-devnet', { uri: 'https://docs.example/storm.json', name: 'Storm registry agent' });
-  const documented = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: documentedMint, owner: documentedOwner, uri: 'https://docs.example/storm.json', name: 'Storm registry agent' } });
+  const { mint: documentedMint, owner: documentedOwner } = await writeAgentAsset(app, 'chain-devnet', {
+    uri: 'https://docs.example/storm.json',
+    name: 'Storm registry agent',
+  });
+  const documented = await http(app, 'POST', '/v1/agents/record', {
+    key,
+    body: { mint: documentedMint, owner: documentedOwner, uri: 'https://docs.example/storm.json', name: 'Storm registry agent' },
+  });
   t.is(documented.status, 200, JSON.stringify(documented.body));
 
   // Another principal of the network sees the catalogue (it is public); nothing else of the owner's.
@@ -170,7 +217,23 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
   const svc = res.body.data.filter((i: any) => i.source === 'svc');
   t.deepEqual(
     res.body.data.filter((i: any) => i.source === 'registry'),
-    [{ source: 'registry', id: documentedMint, network: 'chain-devnet', name: 'Storm registry agent', description: null, capabilities: [], agent: documentedMint, url: 'https://docs.example/storm.json', method: null, price_usd: null, currencies: [], protocol: null, settled_calls: null }],
+    [
+      {
+        source: 'registry',
+        id: documentedMint,
+        network: 'chain-devnet',
+        name: 'Storm registry agent',
+        description: null,
+        capabilities: [],
+        agent: documentedMint,
+        url: 'https://docs.example/storm.json',
+        method: null,
+        price_usd: null,
+        currencies: [],
+        protocol: null,
+        settled_calls: null,
+      },
+    ],
     'agents without a registration URI (recordAgent’s) are not in the registry catalogue',
   );
   t.deepEqual(svc.map((i: any) => i.id).sort(), [listed.id, pricey.id].sort());
@@ -191,9 +254,15 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
     settled_calls: 0,
   });
   const cheap = await http(app, 'GET', '/v1/discover?q=storm&max_price_usd=1&source=svc', { key: reader });
-  t.deepEqual(cheap.body.data.map((i: any) => i.id), [listed.id]);
+  t.deepEqual(
+    cheap.body.data.map((i: any) => i.id),
+    [listed.id],
+  );
   const byCap = await http(app, 'GET', '/v1/discover?capability=weather.alerts', { key: reader });
-  t.deepEqual(byCap.body.data.map((i: any) => i.id), [listed.id]);
+  t.deepEqual(
+    byCap.body.data.map((i: any) => i.id),
+    [listed.id],
+  );
 
   const registry = await http(app, 'GET', '/v1/discover?source=registry', { key: reader });
   t.true(registry.body.data.every((i: any) => i.source === 'registry' && i.price_usd === null));
@@ -215,7 +284,10 @@ test('discover: public links (metadata.discoverable, enabled, this network) and 
   t.deepEqual(anonymous.body, res.body);
   t.is(anonymous.headers.get('ratelimit-policy'), '600;w=60');
   const mainnet = await http(app, 'GET', '/v1/discover/public?q=storm&source=svc');
-  t.deepEqual(mainnet.body.data.map((i: any) => [i.name, i.network]), [['Storm mainnet', 'chain-mainnet']]);
+  t.deepEqual(
+    mainnet.body.data.map((i: any) => [i.name, i.network]),
+    [['Storm mainnet', 'chain-mainnet']],
+  );
   const viaTrpc = await createClient({ url: app.url }).discovery.discoverPublic.query({ q: 'storm', network: 'chain-devnet', source: 'svc' });
   t.deepEqual(viaTrpc.data.map((i) => i.id).sort(), [listed.id, pricey.id].sort());
   t.is((await http(app, 'GET', '/v1/discover/public?network=chain-moon')).status, 400);

@@ -14,7 +14,10 @@ test('the API key prefix decides the network; SVC_NETWORK must agree and is the 
   t.is(loadToolEnv({}).network, 'chain-mainnet');
   t.is(loadToolEnv({ SVC_NETWORK: 'chain-devnet' }).network, 'chain-devnet');
   t.is(loadToolEnv({ SVC_NETWORK: 'chain-devnet', SVC_API_KEY: 'svc_test_abc' }).network, 'chain-devnet');
-  t.throws(() => loadToolEnv({ SVC_NETWORK: 'chain-mainnet', SVC_API_KEY: 'svc_test_abc' }), { instanceOf: ConfigError, message: /SVC_NETWORK is chain-mainnet but SVC_API_KEY is a key of chain-devnet/ });
+  t.throws(() => loadToolEnv({ SVC_NETWORK: 'chain-mainnet', SVC_API_KEY: 'svc_test_abc' }), {
+    instanceOf: ConfigError,
+    message: /SVC_NETWORK is chain-mainnet but SVC_API_KEY is a key of chain-devnet/,
+  });
   t.throws(() => loadToolEnv({ SVC_API_KEY: 'sk_abc' }), { instanceOf: ConfigError });
   t.throws(() => loadToolEnv({ SVC_NETWORK: 'solana' }), { instanceOf: ConfigError });
   t.is(loadToolEnv({ SVC_API_KEY: 'svc_test_abc' }).rpcUrl, 'https://api.devnet.solana.com');

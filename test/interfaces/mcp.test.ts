@@ -119,7 +119,10 @@ async function faucet(app: TestApp, key: string, body: Record<string, unknown>):
 }
 
 /** A loopback HTTP server answering `handler` (JSON), closed after the run. */
-async function serve(t: ExecutionContext<{ servers: Server[] }>, handler: (url: string) => { status: number; headers?: Record<string, string>; body: unknown }): Promise<string> {
+async function serve(
+  t: ExecutionContext<{ servers: Server[] }>,
+  handler: (url: string) => { status: number; headers?: Record<string, string>; body: unknown },
+): Promise<string> {
   const server = createServer((req, res) => {
     const out = handler(req.url ?? '/');
     res.writeHead(out.status, { 'content-type': 'application/json', ...out.headers }).end(JSON.stringify(out.body));
@@ -144,7 +147,13 @@ async function register(t: ExecutionContext<{ app: TestApp; key: string; dir: st
 
   await faucet(t.context.app, t.context.key, { address: step1.executive_pubkey, sol: '0.05' });
   const done = await ok(tools, 'svc_register_agent');
-  t.like(done, { kind: 'register_agent', status: 'registered', network: 'chain-devnet', executive_pubkey: step1.executive_pubkey, config_path: tools.configPath });
+  t.like(done, {
+    kind: 'register_agent',
+    status: 'registered',
+    network: 'chain-devnet',
+    executive_pubkey: step1.executive_pubkey,
+    config_path: tools.configPath,
+  });
   t.truthy(done.mint);
   t.truthy(done.treasury_address);
   t.truthy(done.create_signature);
@@ -243,7 +252,10 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
   t.like(step1, { status: 'funding_required', executive_pubkey: imported.publicKey.toBase58() });
   const again = await tools.call('svc_register_agent', { mode: 'generate', name: 'Another' });
   t.like(again.body, { error: 'registration_pending' });
-  t.false(tools.outputs.some((o) => o.includes(secret)), 'no answer carries the secret');
+  t.false(
+    tools.outputs.some((o) => o.includes(secret)),
+    'no answer carries the secret',
+  );
   t.false(tools.stderr().includes(secret), 'nothing logged carries the secret');
 
   // An agent given by the environment (the pay tool probes before it signs anything).
@@ -271,13 +283,33 @@ test.serial('failures the spec names: no_agent, import without a secret, a bad s
   // the API with a key says to set it.
   const shown = await http(app, 'POST', '/v1/payment-links', {
     key: t.context.key,
-    body: { label: 'Keyless discovery', owner_agent: owned.mint, method: 'GET', price: '$0.01', metadata: { discoverable: true }, response: { body: { ok: true } } },
+    body: {
+      label: 'Keyless discovery',
+      owner_agent: owned.mint,
+      method: 'GET',
+      price: '$0.01',
+      metadata: { discoverable: true },
+      response: { body: { ok: true } },
+    },
   });
   t.is(shown.status, 201, JSON.stringify(shown.body));
-  const keyless = await startTools(t, 'keyless', { SVC_API_KEY: '', SVC_NETWORK: 'chain-devnet', SVC_AGENT_MINT: owned.mint, SVC_EXECUTIVE_KEY: encodeBase58(executive.secretKey) });
+  const keyless = await startTools(t, 'keyless', {
+    SVC_API_KEY: '',
+    SVC_NETWORK: 'chain-devnet',
+    SVC_AGENT_MINT: owned.mint,
+    SVC_EXECUTIVE_KEY: encodeBase58(executive.secretKey),
+  });
   const found = await ok(keyless, 'svc_discover', { q: 'keyless', source: 'svc' });
-  t.deepEqual(found.data.map((i: any) => [i.id, i.network]), [[shown.body.id, 'chain-devnet']]);
-  t.like(await ok(keyless, 'svc_get_identity'), { agent_mint: owned.mint, network: 'chain-devnet', executive_pubkey: executive.publicKey.toBase58(), owner: null });
+  t.deepEqual(
+    found.data.map((i: any) => [i.id, i.network]),
+    [[shown.body.id, 'chain-devnet']],
+  );
+  t.like(await ok(keyless, 'svc_get_identity'), {
+    agent_mint: owned.mint,
+    network: 'chain-devnet',
+    executive_pubkey: executive.publicKey.toBase58(),
+    owner: null,
+  });
   for (const [name, args] of [
     ['svc_receipts', {}],
     ['svc_create_payment_link', { label: 'x', method: 'GET', price: '$0.01', response: { body: {} } }],
@@ -328,9 +360,21 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
 
   // Later tools work without a restart: the in-memory agent was replaced.
   const me = await ok(buyer, 'svc_get_identity');
-  t.like(me, { agent_mint: b.mint, network: 'chain-devnet', treasury_address: b.treasury_address, executive_pubkey: b.executive_pubkey, owner: b.executive_pubkey });
+  t.like(me, {
+    agent_mint: b.mint,
+    network: 'chain-devnet',
+    treasury_address: b.treasury_address,
+    executive_pubkey: b.executive_pubkey,
+    owner: b.executive_pubkey,
+  });
   const limits0 = await ok(buyer, 'svc_get_spend_limit');
-  t.like(limits0.limits[0], { symbol: 'USDC', delegate: b.executive_pubkey, delegate_matches_executive: true, unlimited: true, remaining_atomic: U64_MAX.toString() });
+  t.like(limits0.limits[0], {
+    symbol: 'USDC',
+    delegate: b.executive_pubkey,
+    delegate_matches_executive: true,
+    unlimited: true,
+    remaining_atomic: U64_MAX.toString(),
+  });
 
   // The buyer's treasury gets 5 USDC from the faucet.
   await faucet(app, key, { address: b.treasury_address, token: 'USDC', amount: '5' });
@@ -358,11 +402,20 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   t.regex(sellerItem.url, new RegExp(`/v1/agents/${s.mint}/registration\\.json\\?network=chain-devnet$`));
   const hosted = await ok(buyer, 'svc_registry_endpoints', { id: s.mint });
   t.like(hosted, { id: s.mint, source: 'registry', registration_url: sellerItem.url });
-  t.true(hosted.endpoints.some((e: any) => e.name === 'receipts' && e.url.endsWith(`/v1/receipts/${s.mint}`)), JSON.stringify(hosted.endpoints));
+  t.true(
+    hosted.endpoints.some((e: any) => e.name === 'receipts' && e.url.endsWith(`/v1/receipts/${s.mint}`)),
+    JSON.stringify(hosted.endpoints),
+  );
   const cheap = await ok(buyer, 'svc_discover', { max_price_usd: '0.1', source: 'svc' });
-  t.false(cheap.data.some((x: any) => x.id === link.id), 'max_price_usd filters');
+  t.false(
+    cheap.data.some((x: any) => x.id === link.id),
+    'max_price_usd filters',
+  );
   const byCapability = await ok(buyer, 'svc_discover', { capability: 'weather.forecast' });
-  t.deepEqual(byCapability.data.map((x: any) => x.id), [link.id]);
+  t.deepEqual(
+    byCapability.data.map((x: any) => x.id),
+    [link.id],
+  );
 
   // The buyer pays the link from its treasury (x402, signed in the tool process).
   const paid = await ok(buyer, 'svc_pay_payment_link', { payment_link: link.id });
@@ -385,7 +438,10 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   const usd = (atomic: bigint) => (Number(atomic) / 1e6).toString();
   const buyerHistory = await ok(buyer, 'svc_transaction_history');
   t.like(buyerHistory, { days: 7, sent_usd: usd(gross), received_usd: '0', net_usd: `-${usd(gross)}`, sent_count: 1, received_count: 0 });
-  t.deepEqual(buyerHistory.receipts.map((r: any) => r.receipt_hash), [paid.receipt_hash]);
+  t.deepEqual(
+    buyerHistory.receipts.map((r: any) => r.receipt_hash),
+    [paid.receipt_hash],
+  );
   const sellerHistory = await ok(seller, 'svc_transaction_history', { days: 1 });
   t.like(sellerHistory, { days: 1, sent_usd: '0', received_usd: '0.25', net_usd: '0.25', received_count: 1 });
   const buyerDaily = await ok(buyer, 'svc_daily_transactions');
@@ -399,10 +455,15 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
 
   // Reputation and identity of the seller, seen by the buyer: the earn receipt counts once the ledger check verified it
   // (checked right after it is published).
-  await until('the earn receipt verified', async () => {
-    const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.mint, { limit: 1 });
-    return r?.verification.status === 'verified' ? r : undefined;
-  }, 30_000, 100);
+  await until(
+    'the earn receipt verified',
+    async () => {
+      const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.mint, { limit: 1 });
+      return r?.verification.status === 'verified' ? r : undefined;
+    },
+    30_000,
+    100,
+  );
   const rep = await ok(buyer, 'svc_reputation', { mint: s.mint });
   t.like(rep, { agent: s.mint, settled_calls: 1, volume_usd: '0.25', rating: 1, dispute_rate: 0 });
   const resolved = await ok(buyer, 'svc_resolve_identity', { mint: s.mint });
@@ -421,7 +482,13 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
 
   // Issue 14/15: the buyer pays a link on the MPP rail the same way (a Solana charge credential, signed in the tool
   // process); both agents get v0.2 receipts naming the challenge.
-  const mppLink = await ok(seller, 'svc_create_payment_link', { label: 'Weather over MPP', method: 'GET', price: '$0.25', protocol: 'mpp', response: { body: { forecast: 'rain' } } });
+  const mppLink = await ok(seller, 'svc_create_payment_link', {
+    label: 'Weather over MPP',
+    method: 'GET',
+    price: '$0.25',
+    protocol: 'mpp',
+    response: { body: { forecast: 'rain' } },
+  });
   const mppPaid = await ok(buyer, 'svc_pay_payment_link', { payment_link: mppLink.id });
   t.like(mppPaid, { status: 'paid', protocol: 'mpp', http_status: 200, network: 'chain-devnet', response: { forecast: 'rain' } });
   t.regex(mppPaid.receipt_hash, /^[0-9a-f]{64}$/);
@@ -448,7 +515,10 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   const sol = await ok(seller, 'svc_withdraw_treasury', { asset: 'SOL', amount: '0.001', destination: wallet });
   t.like(sol, { status: 'confirmed', asset: 'SOL' });
   const tokens = await ledger.getTokenBalances(wallet, { mint: USDC.mint });
-  t.is(tokens.reduce((sum, x) => sum + x.amount, 0n), 100_000n);
+  t.is(
+    tokens.reduce((sum, x) => sum + x.amount, 0n),
+    100_000n,
+  );
   t.is(await ledger.getBalance(wallet), 1_000_000n);
   const sellerBalance = await ok(seller, 'svc_check_treasury_balance');
   t.like(sellerBalance, { USDC: { amount: '0.4' } }, 'two sales of 0.25 (x402 and MPP) less the 0.1 withdrawn');
@@ -456,18 +526,37 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   // svc_registry_endpoints expands a registry item: the registration document of an agent the gateway knows.
   const docs = await serve(t, () => ({
     status: 200,
-    body: { type: 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1', name: 'Docs agent', description: 'd', image: 'https://example.com/a.png', services: [{ name: 'weather', endpoint: link.share_url }] },
+    body: {
+      type: 'https://eips.ethereum.org/EIPS/eip-8004#registration-v1',
+      name: 'Docs agent',
+      description: 'd',
+      image: 'https://example.com/a.png',
+      services: [{ name: 'weather', endpoint: link.share_url }],
+    },
   }));
   const { mint: documented, owner: documentedOwner } = await writeAgentAsset(app, 'chain-devnet', { name: 'Docs agent', uri: `${docs}/registration.json` });
-  const recorded = await http(app, 'POST', '/v1/agents/record', { key, body: { mint: documented, owner: documentedOwner, name: 'Docs agent', uri: `${docs}/registration.json` } });
+  const recorded = await http(app, 'POST', '/v1/agents/record', {
+    key,
+    body: { mint: documented, owner: documentedOwner, name: 'Docs agent', uri: `${docs}/registration.json` },
+  });
   t.is(recorded.status, 200, JSON.stringify(recorded.body));
   const expanded = await ok(buyer, 'svc_registry_endpoints', { id: documented });
   t.like(expanded, { id: documented, source: 'registry', registration_url: `${docs}/registration.json`, name: 'Docs agent' });
-  t.like(expanded.endpoints[0], { name: 'weather', method: 'GET', url: link.share_url, protocol: 'x402', supported_usd: true, probe_status: 'payment_required' });
+  t.like(expanded.endpoints[0], {
+    name: 'weather',
+    method: 'GET',
+    url: link.share_url,
+    protocol: 'x402',
+    supported_usd: true,
+    probe_status: 'payment_required',
+  });
   t.like(expanded.endpoints[0].pricing[0], { network: 'chain-devnet', currency: 'USDC', amount_atomic: '250000', amount_usd: '0.25' });
 
   // The secret key was never printed: not in any answer, not on stderr.
-  for (const [tools, secret] of [[seller, s.secret], [buyer, b.secret]] as const) {
+  for (const [tools, secret] of [
+    [seller, s.secret],
+    [buyer, b.secret],
+  ] as const) {
     t.false(tools.outputs.some((o) => o.includes(secret)));
     t.false(tools.stderr().includes(secret));
   }
@@ -492,7 +581,10 @@ metaplexTest(test, 'step 2 resumes from pending_register after a failure: an ass
   t.is(prepared.status, 200, JSON.stringify(prepared.body));
   const tx = Transaction.from(Buffer.from(prepared.body.transaction.base64, 'base64'));
   tx.partialSign(executive);
-  const submitted = await http(app, 'POST', '/v1/submit', { key, body: { event_id: prepared.body.event_id, transaction_base64: tx.serialize().toString('base64') } });
+  const submitted = await http(app, 'POST', '/v1/submit', {
+    key,
+    body: { event_id: prepared.body.event_id, transaction_base64: tx.serialize().toString('base64') },
+  });
   t.is(submitted.status, 202, JSON.stringify(submitted.body));
   const mint = String(prepared.body.echo.asset);
   const { writeConfigFile } = await import('../../interfaces/mcp/config.ts');
@@ -505,7 +597,11 @@ metaplexTest(test, 'step 2 resumes from pending_register after a failure: an ass
   t.like(limits.limits[0], { delegate: step1.executive_pubkey, unlimited: true, delegate_matches_executive: true });
   const events = await http(app, 'GET', '/v1/events?kind=agent.create&limit=200', { key });
   const mints = events.body.data.filter((e: any) => e.metadata?.echo?.owner === step1.executive_pubkey);
-  t.deepEqual(mints.map((e: any) => e.agent_asset), [mint], 'one mint only');
+  t.deepEqual(
+    mints.map((e: any) => e.agent_asset),
+    [mint],
+    'one mint only',
+  );
 });
 
 test.serial('export and import round-trip the configuration file (0600); a malformed file is refused by path, never echoed', async (t) => {
@@ -513,7 +609,14 @@ test.serial('export and import round-trip the configuration file (0600); a malfo
   const { writeConfigFile } = await import('../../interfaces/mcp/config.ts');
   const configPath = join(dir, 'roundtrip', 'agent.json');
   const secret = encodeBase58(Keypair.generate().secretKey);
-  await writeConfigFile(configPath, { version: 1, agent_mint: await randomAddress(), executive_keypair: secret, network: 'chain-devnet', rpc_url: null, pending_register: null });
+  await writeConfigFile(configPath, {
+    version: 1,
+    agent_mint: await randomAddress(),
+    executive_keypair: secret,
+    network: 'chain-devnet',
+    rpc_url: null,
+    pending_register: null,
+  });
   const run = (args: string[], path = configPath) =>
     new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
       const child = spawn(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', ...args], {
@@ -555,7 +658,10 @@ metaplexTest(test, 'step 2 after a mint that failed on the ledger mints again in
   await tools.client.close();
 
   // What a first step 2 leaves when its mint failed: pending_register names the asset and its event, now failed.
-  const prepared = await http(app, 'POST', '/v1/agents/prepare', { key, body: { owner: step1.executive_pubkey, payer: step1.executive_pubkey, name: 'Second try', uri: 'https://example.com/a.json' } });
+  const prepared = await http(app, 'POST', '/v1/agents/prepare', {
+    key,
+    body: { owner: step1.executive_pubkey, payer: step1.executive_pubkey, name: 'Second try', uri: 'https://example.com/a.json' },
+  });
   t.is(prepared.status, 200, JSON.stringify(prepared.body));
   const failedMint = String(prepared.body.echo.asset);
   const pg = (await import('pg')).default;
@@ -568,7 +674,10 @@ metaplexTest(test, 'step 2 after a mint that failed on the ledger mints again in
   }
   const { writeConfigFile } = await import('../../interfaces/mcp/config.ts');
   const config = JSON.parse(await readFile(tools.configPath, 'utf8'));
-  await writeConfigFile(tools.configPath, { ...config, pending_register: { ...config.pending_register, mint: failedMint, create_event_id: prepared.body.event_id } });
+  await writeConfigFile(tools.configPath, {
+    ...config,
+    pending_register: { ...config.pending_register, mint: failedMint, create_event_id: prepared.body.event_id },
+  });
 
   const again = await startTools(t, 'refail');
   const done = await ok(again, 'svc_register_agent');

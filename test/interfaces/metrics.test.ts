@@ -68,14 +68,17 @@ interface UsageRow {
   throttled: number;
 }
 
-async function usage(app: TestApp, key: string, query = ''): Promise<{ network: string; since: string; data: UsageRow[]; next_cursor: string | null; has_more: boolean }> {
+async function usage(
+  app: TestApp,
+  key: string,
+  query = '',
+): Promise<{ network: string; since: string; data: UsageRow[]; next_cursor: string | null; has_more: boolean }> {
   const res = await http(app, 'GET', `/v1/metrics/usage${query}`, { key });
   if (res.status !== 200) throw new Error(`usage: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body;
 }
 
-const rowOf = (rows: UsageRow[], keyId: string, bucket: string, day = today()) =>
-  rows.find((r) => r.key_id === keyId && r.bucket === bucket && r.day === day);
+const rowOf = (rows: UsageRow[], keyId: string, bucket: string, day = today()) => rows.find((r) => r.key_id === keyId && r.bucket === bucket && r.day === day);
 
 test.serial('usage: per key, bucket and day, across both instances, with errors and throttled requests', async (t) => {
   const { a, b, user1, user2, live } = t.context;
@@ -96,7 +99,10 @@ test.serial('usage: per key, bucket and day, across both instances, with errors 
 
   const mine = await usage(a, user1.key);
   t.is(mine.network, 'chain-devnet');
-  t.true(mine.data.every((r) => r.key_id === user1.id), 'a user key sees only its own key');
+  t.true(
+    mine.data.every((r) => r.key_id === user1.id),
+    'a user key sees only its own key',
+  );
   t.deepEqual(rowOf(mine.data, user1.id, 'meta'), { key_id: user1.id, bucket: 'meta', day: today(), requests: 5, errors: 2, throttled: 2 });
   t.deepEqual(rowOf(mine.data, user1.id, 'default'), { key_id: user1.id, bucket: 'default', day: today(), requests: 3, errors: 1, throttled: 0 });
   t.deepEqual(rowOf(mine.data, user1.id, 'events.read'), { key_id: user1.id, bucket: 'events.read', day: today(), requests: 1, errors: 0, throttled: 0 });
@@ -152,13 +158,11 @@ test.serial('usage: days window (default 7, 1..30) and one row per day from stor
   const now = Date.now();
   const day = (d: number) => new Date(now - d * 86_400_000);
   const insert = (id: string, at: Date, status: number) =>
-    a.database.orm.em
-      .fork()
-      .execute(
-        `insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
+    a.database.orm.em.fork().execute(
+      `insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
          values (?, ?, 'chain-devnet', 'default', 'GET /v1/payment-links', 'paymentLinks.list', ?, 3, ?)`,
-        [id, user2.id, status, at],
-      );
+      [id, user2.id, status, at],
+    );
   await insert(`rr-test-${now}-3a`, day(3), 200);
   await insert(`rr-test-${now}-3b`, day(3), 429);
   await insert(`rr-test-${now}-10`, day(10), 500);
@@ -190,14 +194,17 @@ test.serial('usage: days window (default 7, 1..30) and one row per day from stor
 async function countsBySql(app: TestApp, network: string, owner?: string): Promise<Map<string, number>> {
   const rows = (await app.database.orm.em
     .fork()
-    .execute(`select kind, count(*)::int as n from events where network = ? ${owner ? 'and owner_principal = ?' : ''} group by kind`, owner ? [network, owner] : [network])) as {
+    .execute(
+      `select kind, count(*)::int as n from events where network = ? ${owner ? 'and owner_principal = ?' : ''} group by kind`,
+      owner ? [network, owner] : [network],
+    )) as {
     kind: string;
     n: number;
   }[];
   return new Map(rows.map((r) => [r.kind, r.n]));
 }
 
-test.serial('events: counters by kind of the caller\'s own events on its network (admin: the network), matching the stored events', async (t) => {
+test.serial("events: counters by kind of the caller's own events on its network (admin: the network), matching the stored events", async (t) => {
   const { a, b, user1, user2, admin, live } = t.context;
   const { mint } = await recordAgent(a, user1.key);
   const created = [];
@@ -214,8 +221,16 @@ test.serial('events: counters by kind of the caller\'s own events on its network
   t.true(before.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.created').count >= 3);
   t.is(before.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.updated').count, 1);
   t.is(before.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.deleted').count, 1);
-  t.is(before.body.total, [...expected.values()].reduce((x, y) => x + y, 0));
-  for (const k of before.body.kinds) t.is(Object.values(k.phases as Record<string, number>).reduce((x, y) => x + y, 0), k.count, k.kind);
+  t.is(
+    before.body.total,
+    [...expected.values()].reduce((x, y) => x + y, 0),
+  );
+  for (const k of before.body.kinds)
+    t.is(
+      Object.values(k.phases as Record<string, number>).reduce((x, y) => x + y, 0),
+      k.count,
+      k.kind,
+    );
 
   // activity on mainnet does not move devnet's counters, and shows on mainnet's
   const liveAgent = await recordAgent(a, live.key);
@@ -245,6 +260,9 @@ test.serial('events: counters by kind of the caller\'s own events on its network
   const recent = await http(a, 'GET', '/v1/metrics/events?days=1', { key: user1.key });
   t.is(recent.status, 200);
   t.truthy(recent.body.since);
-  t.is(recent.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.deleted'), undefined);
+  t.is(
+    recent.body.kinds.find((k: { kind: string }) => k.kind === 'payment_link.deleted'),
+    undefined,
+  );
   t.is(recent.body.total, before.body.total - 1);
 });

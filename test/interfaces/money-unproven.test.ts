@@ -9,7 +9,19 @@ import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, recordAgent } from '../support/app.ts';
-import { base64Json, createLink, fundBuyer, fundFeeVault, legacyAgentWithLink, startPaywallApp, stopPaywallApp, tokenBalance, unpaidOffer, USDC, type PaywallWorld } from '../support/paywall.ts';
+import {
+  base64Json,
+  createLink,
+  fundBuyer,
+  fundFeeVault,
+  legacyAgentWithLink,
+  startPaywallApp,
+  stopPaywallApp,
+  tokenBalance,
+  unpaidOffer,
+  USDC,
+  type PaywallWorld,
+} from '../support/paywall.ts';
 
 // DECISIONS "Agents, submissions and events": no payment goes into the treasury of an agent that is not proven on the
 // ledger, by any door. One legacy agent (a row from before records were checked: no Core asset at its address) owns a
@@ -68,16 +80,28 @@ test.serial('no door settles a payment into the treasury of an unproven agent; t
   t.is(((await paid.json()) as { error: string }).error, 'agent_unproven');
 
   // the gateway's facilitator, asked directly: verify and settle refuse the unproven agent's treasury
-  const verify = await fetch(`${w.app.url}/facilitator/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payment.body) });
+  const verify = await fetch(`${w.app.url}/facilitator/verify`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(payment.body),
+  });
   const verdict = (await verify.json()) as { isValid: boolean; invalidReason?: string; invalidMessage?: string };
   t.like(verdict, { isValid: false, invalidReason: 'agent_unproven' });
   t.regex(verdict.invalidMessage ?? '', /not proven/);
-  const settle = await fetch(`${w.app.url}/facilitator/settle`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(payment.body) });
+  const settle = await fetch(`${w.app.url}/facilitator/settle`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(payment.body),
+  });
   t.like(await settle.json(), { success: false, errorReason: 'agent_unproven', transaction: '' });
   // … and settles for any other payTo, as an x402 facilitator does: a wallet nobody recorded here
   const wallet = Keypair.generate().publicKey.toBase58();
   const toWallet = await paymentInto(w, buyer, twin.url, wallet);
-  const walletVerdict = await fetch(`${w.app.url}/facilitator/verify`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(toWallet.body) });
+  const walletVerdict = await fetch(`${w.app.url}/facilitator/verify`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(toWallet.body),
+  });
   t.like(await walletVerdict.json(), { isValid: true });
 
   // buyer/payment, REST and tRPC: the unproven agent's link, its treasury directly, and an address that is no agent's
@@ -126,6 +150,13 @@ test.serial('no door settles a payment into the treasury of an unproven agent; t
   t.is(await tokenBalance(w, treasury), 0n);
   const em = w.app.database.orm.em.fork();
   t.is(((await em.execute(`select count(*)::int as n from paid_calls where link_id = ?`, [legacy.link.id])) as { n: number }[])[0]!.n, 0);
-  t.is(((await em.execute(`select count(*)::int as n from facilitator_settlements where payer = ?`, [buyer.publicKey.toBase58()])) as { n: number }[])[0]!.n, 0);
-  t.is(((await em.execute(`select count(*)::int as n from events where kind = 'buyer.payment' and agent_asset = ?`, [buyerAgent.mint])) as { n: number }[])[0]!.n, 0, 'no buyer payment prepared');
+  t.is(
+    ((await em.execute(`select count(*)::int as n from facilitator_settlements where payer = ?`, [buyer.publicKey.toBase58()])) as { n: number }[])[0]!.n,
+    0,
+  );
+  t.is(
+    ((await em.execute(`select count(*)::int as n from events where kind = 'buyer.payment' and agent_asset = ?`, [buyerAgent.mint])) as { n: number }[])[0]!.n,
+    0,
+    'no buyer payment prepared',
+  );
 });

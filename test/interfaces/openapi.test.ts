@@ -73,7 +73,10 @@ test('GET /openapi.json is OpenAPI 3.1.0 JSON', (t) => {
   t.is(doc.openapi, '3.1.0');
   t.is(typeof doc.info.title, 'string');
   t.is(doc.info.version, t.context.app.services.settings.version);
-  t.true((doc.servers ?? []).some((s) => s.url.startsWith(t.context.app.services.settings.baseUrl)), JSON.stringify(doc.servers));
+  t.true(
+    (doc.servers ?? []).some((s) => s.url.startsWith(t.context.app.services.settings.baseUrl)),
+    JSON.stringify(doc.servers),
+  );
 });
 
 test('with PORT=0 the settings name the bound port from the start and are never patched after listen (frozen)', (t) => {
@@ -116,17 +119,40 @@ test('every foundation /v1 route is present with the right method and success st
 test('create documents 201 with the link schema and delete documents 204 with no body', (t) => {
   const { doc } = t.context;
   const create = doc.paths['/v1/payment-links']!.post!;
-  t.deepEqual(Object.keys(create.responses).filter((s) => /^\d+$/.test(s) && s.startsWith('2')), ['201']);
+  t.deepEqual(
+    Object.keys(create.responses).filter((s) => /^\d+$/.test(s) && s.startsWith('2')),
+    ['201'],
+  );
   const schema = create.responses['201']!.content?.['application/json']?.schema as { properties?: Record<string, unknown>; $ref?: string };
   t.truthy(schema, 'the 201 response has a JSON schema');
   const props = schema.properties ?? doc.components?.schemas?.[schema.$ref?.split('/').pop() ?? '']?.properties;
-  for (const field of ['id', 'network', 'label', 'owner_agent', 'pay_to', 'method', 'path', 'price', 'currency', 'accepts_currencies', 'facilitator', 'share_url', 'accepts', 'counters', 'created_at', 'metadata']) {
+  for (const field of [
+    'id',
+    'network',
+    'label',
+    'owner_agent',
+    'pay_to',
+    'method',
+    'path',
+    'price',
+    'currency',
+    'accepts_currencies',
+    'facilitator',
+    'share_url',
+    'accepts',
+    'counters',
+    'created_at',
+    'metadata',
+  ]) {
     t.truthy(props?.[field], `201 schema has ${field}`);
   }
   t.truthy(create.requestBody?.content?.['application/json'], 'create takes a JSON body');
 
   const del = doc.paths['/v1/payment-links/{id}']!.delete!;
-  t.deepEqual(Object.keys(del.responses).filter((s) => /^\d+$/.test(s) && s.startsWith('2')), ['204']);
+  t.deepEqual(
+    Object.keys(del.responses).filter((s) => /^\d+$/.test(s) && s.startsWith('2')),
+    ['204'],
+  );
   t.falsy(del.responses['204']!.content, '204 has no body');
   t.true((del.parameters ?? []).some((p) => p.name === 'id' && p.in === 'path' && p.required === true));
 });
@@ -146,7 +172,9 @@ test('path and query parameters are declared', (t) => {
 test('every operation declares bearer security', (t) => {
   const { doc } = t.context;
   const schemes = doc.components?.securitySchemes ?? {};
-  const bearer = Object.entries(schemes).filter(([, s]) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer').map(([name]) => name);
+  const bearer = Object.entries(schemes)
+    .filter(([, s]) => s.type === 'http' && s.scheme?.toLowerCase() === 'bearer')
+    .map(([name]) => name);
   t.true(bearer.length > 0, JSON.stringify(schemes));
   // hosted-api §5.1: every route under /v1 needs the bearer key — except the public ones DECISIONS "Identity" names
   // (a disclosure link is its own credential; a registration document is what an agent's on-chain uri points at) and
@@ -184,14 +212,19 @@ test('hosted-api §4.7: POST /v1/agents/{mint}/pull-target is documented, and th
   for (const path of ['/v1/agents/{mint}/pull-target', '/v1/agents/{mint}/pull-targets']) {
     const op = doc.paths[path]?.post;
     t.truthy(op?.responses['201'], `POST ${path} answers 201`);
-    t.true((op?.parameters ?? []).some((p) => p.name === 'mint' && p.in === 'path'), path);
+    t.true(
+      (op?.parameters ?? []).some((p) => p.name === 'mint' && p.in === 'path'),
+      path,
+    );
   }
   t.truthy(doc.paths['/v1/agents/{mint}/pull-targets']?.get, 'GET stays on the plural path (DECISIONS)');
   t.falsy(doc.paths['/v1/agents/{mint}/pull-target']?.get);
 });
 
 test('operation ids are unique', (t) => {
-  const ids = operations(t.context.doc).map(([, , op]) => op.operationId).filter(Boolean);
+  const ids = operations(t.context.doc)
+    .map(([, , op]) => op.operationId)
+    .filter(Boolean);
   t.is(new Set(ids).size, ids.length);
 });
 
@@ -207,7 +240,10 @@ test('every operation declares the 4xx/5xx its policies can answer, each with th
     const name = `${method.toUpperCase()} ${path}`;
     const statuses = Object.keys(op.responses);
     const errors = statuses.filter((s) => /^[45]\d\d$/.test(s));
-    t.true(errors.some((s) => s.startsWith('4')), `${name}: a 4xx (${statuses.join(',')})`);
+    t.true(
+      errors.some((s) => s.startsWith('4')),
+      `${name}: a 4xx (${statuses.join(',')})`,
+    );
     for (const s of [...errors, 'default']) t.is(refOf(op.responses[s]), ENVELOPE_REF, `${name} ${s}`);
     for (const s of ['429', '500']) t.true(statuses.includes(s), `${name}: ${s}`);
     const keyed = (op.security ?? []).length > 0;
@@ -232,7 +268,10 @@ test('every operation declares the 4xx/5xx its policies can answer, each with th
 test('the envelope is registered once, from the zod schema REST answers with; tRPC’s error.* schemas are gone', async (t) => {
   const { doc, app } = t.context;
   const schemas = doc.components?.schemas ?? {};
-  t.deepEqual(Object.keys(schemas).filter((n) => /error/i.test(n)), ['Error']);
+  t.deepEqual(
+    Object.keys(schemas).filter((n) => /error/i.test(n)),
+    ['Error'],
+  );
   const { $schema: _, ...fromZod } = z.toJSONSchema(ErrorEnvelope, { target: 'draft-2020-12', io: 'output' });
   t.deepEqual(schemas.Error, JSON.parse(JSON.stringify(fromZod)));
   // Real answers of the REST door fit it exactly (no field the schema does not name).
@@ -244,7 +283,10 @@ test('the envelope is registered once, from the zod schema REST answers with; tR
     await http(app, 'POST', '/v1/payment-links', { key, body: { label: 1 } }), // 400 with details.issues
     await http(app, 'GET', '/v1/admin/api-keys', { key }), // 403
   ];
-  t.deepEqual(answers.map((a) => a.status), [401, 404, 400, 403]);
+  t.deepEqual(
+    answers.map((a) => a.status),
+    [401, 404, 400, 403],
+  );
   for (const a of answers) {
     const parsed = exact.safeParse(a.body);
     t.true(parsed.success, JSON.stringify(a.body));
@@ -276,7 +318,10 @@ async function lint(doc: unknown) {
 
 test('@redocly/openapi-core lint (recommended ruleset) reports nothing, errors or warnings', async (t) => {
   const problems = await lint(t.context.doc);
-  t.deepEqual(problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} ${p.location[0]?.pointer ?? ''}`), []);
+  t.deepEqual(
+    problems.map((p) => `${p.severity} ${p.ruleId}: ${p.message} ${p.location[0]?.pointer ?? ''}`),
+    [],
+  );
 });
 
 /**
@@ -303,7 +348,10 @@ async function lintDescriptions(doc: unknown) {
 
 test('every operation, parameter and request/response field has a description (Redocly rules, zero problems)', async (t) => {
   const problems = await lintDescriptions(t.context.doc);
-  t.deepEqual(problems.map((p) => `${p.ruleId}: ${p.location[0]?.pointer ?? ''}`), []);
+  t.deepEqual(
+    problems.map((p) => `${p.ruleId}: ${p.location[0]?.pointer ?? ''}`),
+    [],
+  );
 });
 
 test('the description rules are not vacuous: a field, a parameter and an operation without one are reported', async (t) => {
@@ -311,7 +359,9 @@ test('the description rules are not vacuous: a field, a parameter and an operati
   const op = broken.paths['/v1/payment-links']!.get! as Operation & { description?: string };
   delete op.description;
   delete (op.parameters![0] as { description?: string }).description;
-  const item = (op.responses['200']!.content!['application/json']!.schema as { properties: { data: { items: { properties: Record<string, { description?: string }> } } } }).properties.data.items.properties;
+  const item = (
+    op.responses['200']!.content!['application/json']!.schema as { properties: { data: { items: { properties: Record<string, { description?: string }> } } } }
+  ).properties.data.items.properties;
   delete item.label!.description;
   const rules = (await lintDescriptions(broken)).map((p) => p.ruleId);
   for (const rule of ['operation-description', 'parameter-description', 'rule/property-description']) t.true(rules.includes(rule), rule);

@@ -41,7 +41,11 @@ interface Ctx {
 const test = anyTest as TestFn<Ctx>;
 
 async function issue(app: TestApp, options: { network?: 'chain-devnet' | 'chain-mainnet'; role?: 'user' | 'admin'; wallet?: string } = {}) {
-  const created = await app.services.access.issueKey({ network: options.network ?? 'chain-devnet', role: options.role ?? 'user', owner_wallet: options.wallet ?? null });
+  const created = await app.services.access.issueKey({
+    network: options.network ?? 'chain-devnet',
+    role: options.role ?? 'user',
+    owner_wallet: options.wallet ?? null,
+  });
   return created.key;
 }
 
@@ -127,14 +131,14 @@ test('REST: another principal gets 404, like a missing link, on read, update, de
   t.false('webhook_secret' in own.body, 'reads never carry the secret');
 });
 
-test('REST: lists hold only the caller\'s links; keys of one owner_wallet share them (read and write)', async (t) => {
+test("REST: lists hold only the caller's links; keys of one owner_wallet share them (read and write)", async (t) => {
   const { app, a, a2, b, admin } = t.context;
   const listB = await http(app, 'GET', '/v1/payment-links?limit=200', { key: b.key });
   t.is(listB.status, 200);
   t.true(listB.body.data.length > 0 && listB.body.data.every((l: { id: string }) => !l.id.startsWith('a-')), JSON.stringify(ids(listB.body)));
   t.true(ids(listB.body).includes(b.link));
   const filtered = await http(app, 'GET', `/v1/payment-links?owner_agent=${a.agent}`, { key: b.key });
-  t.deepEqual(filtered.body.data, [], 'filtering by another principal\'s agent finds nothing');
+  t.deepEqual(filtered.body.data, [], "filtering by another principal's agent finds nothing");
 
   const listA2 = await http(app, 'GET', '/v1/payment-links?limit=200', { key: a2 });
   t.true(ids(listA2.body).includes(a.link));
@@ -147,12 +151,12 @@ test('REST: lists hold only the caller\'s links; keys of one owner_wallet share 
   t.true(ids(all.body).includes(a.link) && ids(all.body).includes(b.link) && ids(all.body).includes('a-shared'), 'admin lists the network');
 });
 
-test('REST: agents of another principal are 404; owner_agent must be one of the caller\'s agents (403 forbidden)', async (t) => {
+test("REST: agents of another principal are 404; owner_agent must be one of the caller's agents (403 forbidden)", async (t) => {
   const { app, a, a2, b } = t.context;
   const read = await http(app, 'GET', `/v1/agents/${a.agent}`, { key: b.key });
   t.is(read.status, 404);
   t.is(read.body.error, 'agent_not_found');
-  t.is((await http(app, 'GET', `/v1/agents/${a.agent}`, { key: a2 })).status, 200, 'the same wallet\'s other key');
+  t.is((await http(app, 'GET', `/v1/agents/${a.agent}`, { key: a2 })).status, 200, "the same wallet's other key");
 
   const create = await http(app, 'POST', '/v1/payment-links', { key: b.key, body: linkBody(a.agent, { id: 'b-redirect' }) });
   t.is(create.status, 403);
@@ -162,10 +166,10 @@ test('REST: agents of another principal are 404; owner_agent must be one of the 
   t.like(repoint.body, { error: 'forbidden', details: { path: 'owner_agent' } });
   const preview = await http(app, 'POST', '/v1/payment-links/preview', { key: b.key, body: { owner_agent: a.agent, method: 'GET', price: '$0.01' } });
   t.is(preview.status, 403);
-  t.is((await http(app, 'GET', `/v1/payment-links/${b.link}`, { key: b.key })).body.owner_agent, b.agent, 'B\'s link still pays B\'s agent');
+  t.is((await http(app, 'GET', `/v1/payment-links/${b.link}`, { key: b.key })).body.owner_agent, b.agent, "B's link still pays B's agent");
 });
 
-test('REST: events are the caller\'s only (list and get); admin reads its whole network; the other network\'s admin none of it', async (t) => {
+test("REST: events are the caller's only (list and get); admin reads its whole network; the other network's admin none of it", async (t) => {
   const { app, a, b, admin, mainnetAdmin } = t.context;
   const ofA = await eventsOf(app, a.key);
   const ofB = await eventsOf(app, b.key);
@@ -189,7 +193,7 @@ test('REST: events are the caller\'s only (list and get); admin reads its whole 
   t.false(linkIdsOf(await eventsOf(app, mainnetAdmin)).has(a.link));
 });
 
-test('REST: an admin key reads and changes every link of its network; the other network\'s admin gets 404', async (t) => {
+test("REST: an admin key reads and changes every link of its network; the other network's admin gets 404", async (t) => {
   const { app, b, admin, mainnetAdmin } = t.context;
   t.is((await http(app, 'GET', `/v1/payment-links/${b.link}`, { key: admin })).status, 200);
   const patched = await http(app, 'PATCH', `/v1/payment-links/${b.link}`, { key: admin, body: { disabled: false, label: 'reviewed' } });
@@ -211,7 +215,7 @@ async function trpcCode(work: Promise<unknown>): Promise<string | undefined> {
   }
 }
 
-test('tRPC: another principal\'s link, agent and event are not found; lists and events hold only the caller\'s', async (t) => {
+test("tRPC: another principal's link, agent and event are not found; lists and events hold only the caller's", async (t) => {
   const { a, b } = t.context;
   t.is(await trpcCode(b.trpc.paymentLinks.get.query({ id: a.link })), 'payment_link_not_found');
   t.is(await trpcCode(b.trpc.paymentLinks.update.mutate({ id: a.link, label: 'stolen' })), 'payment_link_not_found');
@@ -234,7 +238,7 @@ function gql(t: ExecutionContext<Ctx>, key: string, query: string, variables: Re
   return http(t.context.app, 'POST', '/graphql', { key, body: { query, variables } });
 }
 
-test('GraphQL: another principal\'s link, agent and event are not found; lists and events hold only the caller\'s', async (t) => {
+test("GraphQL: another principal's link, agent and event are not found; lists and events hold only the caller's", async (t) => {
   const { a, b } = t.context;
   const codeOf = async (query: string, variables: Record<string, unknown>) => (await gql(t, b.key, query, variables)).body.errors?.[0]?.extensions?.code;
   t.is(await codeOf('query($id: ID!) { paymentLink(id: $id) { id } }', { id: a.link }), 'payment_link_not_found');
@@ -243,7 +247,10 @@ test('GraphQL: another principal\'s link, agent and event are not found; lists a
   t.is(await codeOf('mutation($id: ID!) { deletePaymentLink(id: $id) }', { id: a.link }), 'payment_link_not_found');
   t.is(await codeOf('query($mint: String!) { agent(mint: $mint) { mint } }', { mint: a.agent }), 'agent_not_found');
   t.is(
-    await codeOf('mutation($agent: String!) { createPaymentLink(input: { label: "x", ownerAgent: $agent, method: GET, price: "$0.01", response: { body: "x" } }) { id } }', { agent: a.agent }),
+    await codeOf(
+      'mutation($agent: String!) { createPaymentLink(input: { label: "x", ownerAgent: $agent, method: GET, price: "$0.01", response: { body: "x" } }) { id } }',
+      { agent: a.agent },
+    ),
     'forbidden',
   );
 
@@ -304,7 +311,11 @@ function collector(): Pick<Stream, 'events' | 'errors' | 'waitForLink'> & { push
         };
         const timer = setTimeout(() => {
           waiters.delete(check);
-          reject(new Error(`no event of ${id} within ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.metadata.payment_link_id))}, errors ${JSON.stringify(errors)}`));
+          reject(
+            new Error(
+              `no event of ${id} within ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.metadata.payment_link_id))}, errors ${JSON.stringify(errors)}`,
+            ),
+          );
         }, timeoutMs);
         waiters.add(check);
         check();
@@ -315,7 +326,12 @@ function collector(): Pick<Stream, 'events' | 'errors' | 'waitForLink'> & { push
 
 function subscribeWs(app: TestApp, key: string, after: string | undefined): Stream & { client: WsClient } {
   const c = collector();
-  const client = createWsClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
+  const client = createWsClient({
+    url: `${app.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: key },
+    retryAttempts: 0,
+  });
   client.subscribe<{ events: Received }>(
     { query: SUB, variables: { after } },
     {
@@ -347,7 +363,11 @@ function subscribeSse(app: TestApp, key: string, after: string | undefined): Str
       for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
         const block = buffer.slice(0, end);
         buffer = buffer.slice(end + 2);
-        const data = block.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+        const data = block
+          .split('\n')
+          .filter((l) => l.startsWith('data:'))
+          .map((l) => l.slice(5).trim())
+          .join('\n');
         if (!data) continue;
         const message = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
         for (const e of message.errors ?? []) c.fail(e);
@@ -365,7 +385,7 @@ async function cursorOf(app: TestApp, key: string): Promise<string | undefined> 
 }
 
 // Serial (AVA runs serial tests first, alone): no other test's events land in these streams.
-test.serial('graphql-ws and SSE: each principal receives only its own events, admin its whole network, the other network\'s admin none of it', async (t) => {
+test.serial("graphql-ws and SSE: each principal receives only its own events, admin its whole network, the other network's admin none of it", async (t) => {
   const { app, a, b, admin, mainnetAdmin, mainnetKey } = t.context;
   const mainnetAgent = await record(app, mainnetKey, await randomAddress());
   await createLink({ app, key: mainnetKey }, mainnetAgent, 'sub-m0');
@@ -373,7 +393,12 @@ test.serial('graphql-ws and SSE: each principal receives only its own events, ad
   t.teardown(() => {
     for (const s of Object.values(streams)) s.close();
   });
-  const cursors = { a: await cursorOf(app, a.key), b: await cursorOf(app, b.key), admin: await cursorOf(app, admin), mainnet: await cursorOf(app, mainnetAdmin) };
+  const cursors = {
+    a: await cursorOf(app, a.key),
+    b: await cursorOf(app, b.key),
+    admin: await cursorOf(app, admin),
+    mainnet: await cursorOf(app, mainnetAdmin),
+  };
   streams.aWs = subscribeWs(app, a.key, cursors.a);
   streams.bWs = subscribeWs(app, b.key, cursors.b);
   streams.adminWs = subscribeWs(app, admin, cursors.admin);
@@ -407,7 +432,7 @@ test.serial('graphql-ws and SSE: each principal receives only its own events, ad
   t.true(Object.values(streams).every((s) => s.events.every((e) => e.network === (s === streams.mainnetWs ? 'CHAIN_MAINNET' : 'CHAIN_DEVNET'))));
 });
 
-test('a subscription resuming after another principal\'s event answers event_not_found on both transports', async (t) => {
+test("a subscription resuming after another principal's event answers event_not_found on both transports", async (t) => {
   const { app, a, b } = t.context;
   const aEvent = await cursorOf(app, a.key);
   t.truthy(aEvent);
@@ -433,7 +458,7 @@ test('a subscription resuming after another principal\'s event answers event_not
 
 // ── Paid calls: the paywall's events belong to the link's owner ─────────────────────────────────────────────────
 
-test('a paid call\'s events (settled, served, receipt.published, protocol.fee.collected) reach the link\'s owner and admin only', async (t) => {
+test("a paid call's events (settled, served, receipt.published, protocol.fee.collected) reach the link's owner and admin only", async (t) => {
   const { app, a, b, admin } = t.context;
   const link = await createLink({ app, key: a.key }, a.agent, 'a-paid');
   const world = { app, key: a.key, rpcUrl: app.ledgers.rpcUrls['chain-devnet']! };
@@ -441,7 +466,10 @@ test('a paid call\'s events (settled, served, receipt.published, protocol.fee.co
   const res = await payingFetch(world, buyer)(link.share_url);
   t.is(res.status, 200, await res.text());
   const kinds = (events: { kind: string; metadata: Record<string, unknown> }[]) =>
-    events.filter((e) => e.metadata.payment_link_id === 'a-paid').map((e) => e.kind).sort();
+    events
+      .filter((e) => e.metadata.payment_link_id === 'a-paid')
+      .map((e) => e.kind)
+      .sort();
   const expected = ['payment_link.created', 'payment_link.served', 'payment_link.settled', 'protocol.fee.collected', 'receipt.published'];
   t.deepEqual(kinds(await eventsOf(app, a.key)), expected);
   t.deepEqual(kinds(await eventsOf(app, admin)), expected);
@@ -450,7 +478,7 @@ test('a paid call\'s events (settled, served, receipt.published, protocol.fee.co
 
 // ── Agents ──────────────────────────────────────────────────────────────────────────────────────────────────────
 
-test('agents: a key with an owner_wallet records that wallet\'s agents only; another principal cannot re-record an agent (409)', async (t) => {
+test("agents: a key with an owner_wallet records that wallet's agents only; another principal cannot re-record an agent (409)", async (t) => {
   const { app, a, a2, b } = t.context;
   const foreign = await http(app, 'POST', '/v1/agents/record', { key: a.key, body: { mint: await randomAddress(), owner: await randomAddress() } });
   t.is(foreign.status, 403);
@@ -467,7 +495,7 @@ test('agents: a key with an owner_wallet records that wallet\'s agents only; ano
   const again = await http(app, 'POST', '/v1/agents/record', { key: a2, body: { mint: a.agent, owner: a.wallet, name: 'renamed' } });
   t.is(again.status, 200, JSON.stringify(again.body));
   t.like(again.body, { owner: a.wallet, name: 'renamed' });
-  t.is((await http(app, 'GET', `/v1/agents/${a.agent}`, { key: b.key })).status, 404, 'still not B\'s');
+  t.is((await http(app, 'GET', `/v1/agents/${a.agent}`, { key: b.key })).status, 404, "still not B's");
 });
 
 /** Writes a Metaplex Core AssetV1 account (owner, update authority None) at `mint` on the embedded devnet. */
@@ -475,7 +503,7 @@ async function writeCoreAsset(app: TestApp, mint: string, owner: string): Promis
   await writeAsset(app.ledgers.embedded['chain-devnet'] as LedgerThread, mint, { owner });
 }
 
-test('agents: the ledger\'s Core asset owner lets the new owner re-record a recorded agent; naming the owner alone does not', async (t) => {
+test("agents: the ledger's Core asset owner lets the new owner re-record a recorded agent; naming the owner alone does not", async (t) => {
   const { app } = t.context;
   const oldWallet = await randomAddress();
   const newWallet = await randomAddress();
@@ -499,7 +527,7 @@ test('agents: the ledger\'s Core asset owner lets the new owner re-record a reco
   const moved = await http(app, 'POST', '/v1/agents/record', { key: newKey, body: { mint, owner: newWallet } });
   t.is(moved.status, 200, JSON.stringify(moved.body));
   t.is(moved.body.owner, newWallet);
-  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: oldKey })).status, 404, 'no longer the old principal\'s');
+  t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: oldKey })).status, 404, "no longer the old principal's");
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: newKey })).status, 200);
   t.is((await http(app, 'POST', '/v1/payment-links', { key: oldKey, body: linkBody(mint) })).status, 403, 'nor its owner_agent');
   // The old owner's link stays the old owner's.
@@ -520,8 +548,12 @@ test('agents: a key of no wallet may move a stale record to the owner the ledger
   const ledgerOwner = await randomAddress();
   const mint = await record(app, first, recordedOwner);
   await writeCoreAsset(app, mint, ledgerOwner);
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: recordedOwner } })).status, 422, 'the ledger no longer shows the recorded owner');
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: await randomAddress() } })).status, 422, 'not the ledger\'s owner');
+  t.is(
+    (await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: recordedOwner } })).status,
+    422,
+    'the ledger no longer shows the recorded owner',
+  );
+  t.is((await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: await randomAddress() } })).status, 422, "not the ledger's owner");
   const moved = await http(app, 'POST', '/v1/agents/record', { key: second, body: { mint, owner: ledgerOwner } });
   t.is(moved.status, 200, JSON.stringify(moved.body));
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: first })).status, 404);
@@ -543,7 +575,11 @@ test('agents: a legacy agent nobody owns is admin-only until a principal records
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key: admin })).status, 200);
   t.is((await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner } })).status, 422, 'no asset on the ledger: not adopted');
   await writeCoreAsset(app, mint, owner);
-  t.is((await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner: await randomAddress() } })).status, 422, 'another owner than the ledger\'s');
+  t.is(
+    (await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner: await randomAddress() } })).status,
+    422,
+    "another owner than the ledger's",
+  );
   const adopted = await http(app, 'POST', '/v1/agents/record', { key: adopter, body: { mint, owner } });
   t.is(adopted.status, 200);
   t.is(typeof adopted.body.proven_at, 'string', 'adopting it proved it');
@@ -573,7 +609,7 @@ test('coreAssetOwner reads the owner of an AssetV1 account and nothing else', (t
   const data = coreAssetData({ owner });
   const account = { address: PublicKey.unique().toBase58(), lamports: 1n, owner: MPL_CORE_PROGRAM_ID, data, executable: false };
   t.is(coreAssetOwner(account), owner);
-  t.is(coreAssetOwner({ ...account, owner: '11111111111111111111111111111111' }), null, 'another program\'s account');
+  t.is(coreAssetOwner({ ...account, owner: '11111111111111111111111111111111' }), null, "another program's account");
   t.is(coreAssetOwner({ ...account, data: Uint8Array.of(5, ...data.subarray(1)) }), null, 'a collection, not an asset');
   t.is(coreAssetOwner({ ...account, data: data.subarray(0, 20) }), null, 'too short');
 });
@@ -631,7 +667,9 @@ test('migration 0005 gives legacy links, agents and events their owners, and lea
 
   await orm.getMigrator().up();
   const owners = async (table: string, key: string) =>
-    Object.fromEntries(((await em.execute(`select ${key} as k, owner_principal as o from ${table}`)) as { k: string; o: string | null }[]).map((r) => [r.k, r.o]));
+    Object.fromEntries(
+      ((await em.execute(`select ${key} as k, owner_principal as o from ${table}`)) as { k: string; o: string | null }[]).map((r) => [r.k, r.o]),
+    );
   t.deepEqual(await owners('payment_links', 'id'), { 'by-wallet': `wallet:${walletKey.wallet}`, 'by-plain': 'key:K-PLAIN', reused: 'key:K-PLAIN' });
   t.deepEqual(await owners('agents', 'mint'), { [walletAgent]: `wallet:${walletKey.wallet}`, [linkedAgent]: 'key:K-PLAIN', [loneAgent]: null });
   t.deepEqual(await owners('events', 'id'), {

@@ -181,7 +181,7 @@ test.serial('/docs: the API reference lists every operation of /openapi.json', a
   }
 });
 
-test.serial('/graphql: GraphiQL renders from the gateway\'s files and runs a query with the key in its headers', async (t) => {
+test.serial("/graphql: GraphiQL renders from the gateway's files and runs a query with the key in its headers", async (t) => {
   const { app, key, linkId } = t.context;
   const { context, page, trouble } = await guardedPage(t);
   try {

@@ -15,8 +15,6 @@ interface Ctx {
 
 const test = anyTest as TestFn<Ctx>;
 
-
-
 const snake = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
 
@@ -124,7 +122,14 @@ const CASES: Case[] = [
   { title: 'bad price "abc"', body: (o) => linkBody(o, { price: 'abc' }), code: 'invalid_request' },
   { title: 'price with 7 decimals', body: (o) => linkBody(o, { price: '0.0000001' }), code: 'invalid_request' },
   { title: 'zero price', body: (o) => linkBody(o, { price: '0' }), code: 'invalid_request' },
-  { title: 'missing label', body: (o) => { const { label: _l, ...rest } = linkBody(o); return rest; }, code: 'invalid_request' },
+  {
+    title: 'missing label',
+    body: (o) => {
+      const { label: _l, ...rest } = linkBody(o);
+      return rest;
+    },
+    code: 'invalid_request',
+  },
   { title: 'blank label', body: (o) => linkBody(o, { label: '   ' }), code: 'invalid_request' },
   { title: 'lower-case method', body: (o) => linkBody(o, { method: 'get' }), code: 'invalid_request' },
   { title: 'owner_agent not an address', body: (o) => linkBody(o, { owner_agent: 'not-an-address' }), code: 'invalid_request' },
@@ -157,7 +162,12 @@ test('same error code on all three: unknown owner agent, unknown link, unknown k
   const GET = `query($id: ID!) { paymentLink(id: $id) { id } }`;
   const codes = async (rest: Promise<{ body: any }>, trpc: Promise<unknown>, graphql: Promise<{ body: any }>) => [
     (await rest).body.error,
-    errorCode(await trpc.then(() => undefined, (e: unknown) => e)),
+    errorCode(
+      await trpc.then(
+        () => undefined,
+        (e: unknown) => e,
+      ),
+    ),
     (await graphql).body.errors?.[0]?.extensions?.code,
   ];
 

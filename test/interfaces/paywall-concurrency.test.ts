@@ -34,7 +34,11 @@ test("two sellers' paid calls proceed concurrently: B's completes while A's chai
   const push = store.transaction(async (tx) => {
     await tx.receipts.lockHead('chain-devnet', a.agent);
     await tx.events.append(
-      newEvent('payment_link.deleted', { id: newId(), network: 'chain-devnet', agentAsset: a.agent, owner: null, phase: 'confirmed', createdAt: new Date() }, { payment_link_id: 'held-by-test' }),
+      newEvent(
+        'payment_link.deleted',
+        { id: newId(), network: 'chain-devnet', agentAsset: a.agent, owner: null, phase: 'confirmed', createdAt: new Date() },
+        { payment_link_id: 'held-by-test' },
+      ),
     );
     holding();
     await gate;
@@ -42,7 +46,10 @@ test("two sellers' paid calls proceed concurrently: B's completes while A's chai
   await held;
 
   let aDone = false;
-  const paidA = payingFetch(w, buyerA)(a.url).then(async (res) => {
+  const paidA = payingFetch(
+    w,
+    buyerA,
+  )(a.url).then(async (res) => {
     aDone = true;
     return { status: res.status, body: await res.text() };
   });

@@ -43,7 +43,10 @@ test.after.always(async (t) => {
 const beforeFastify = (app: TestApp): number => (app.fastify as unknown as { unpaidFastPath: UnpaidFastPath }).unpaidFastPath.answered;
 
 /** The raw head and body of one request over a fresh connection (what fetch would normalise: header names, order). */
-function rawAnswer(url: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; head: string[]; body: string }> {
+function rawAnswer(
+  url: string,
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; head: string[]; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { method: options.method ?? 'GET', headers: options.headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -58,8 +61,16 @@ function rawAnswer(url: string, options: { method?: string; headers?: Record<str
 /** The answer as a client sees it, without the headers that differ per request. */
 async function answerOf(url: string, init: RequestInit = {}) {
   const res = await fetch(url, init);
-  const headers = Object.fromEntries([...res.headers].filter(([name]) => !['date', 'x-svc-request-id', 'ratelimit-remaining', 'ratelimit', 'ratelimit-reset'].includes(name)));
-  return { status: res.status, headers, requestId: res.headers.get('x-svc-request-id'), limit: res.headers.get('ratelimit-limit') ?? res.headers.get('ratelimit-policy'), body: Buffer.from(await res.arrayBuffer()).toString('utf8') };
+  const headers = Object.fromEntries(
+    [...res.headers].filter(([name]) => !['date', 'x-svc-request-id', 'ratelimit-remaining', 'ratelimit', 'ratelimit-reset'].includes(name)),
+  );
+  return {
+    status: res.status,
+    headers,
+    requestId: res.headers.get('x-svc-request-id'),
+    limit: res.headers.get('ratelimit-limit') ?? res.headers.get('ratelimit-policy'),
+    body: Buffer.from(await res.arrayBuffer()).toString('utf8'),
+  };
 }
 
 test.serial('a second unpaid request is answered without the service, byte for byte as the first; payments and other methods still reach it', async (t) => {
@@ -204,7 +215,8 @@ test.serial('a changed or disabled link is never answered from the fast path', a
   const repriced = await answerOf(url);
   t.is(repriced.status, 402);
   t.is(handled(), before + 1, 'the changed link is read and rendered again');
-  const amount = (a: { headers: Record<string, string> }) => JSON.parse(Buffer.from(a.headers['payment-required']!, 'base64').toString('utf8')).accepts[0].amount as string;
+  const amount = (a: { headers: Record<string, string> }) =>
+    JSON.parse(Buffer.from(a.headers['payment-required']!, 'base64').toString('utf8')).accepts[0].amount as string;
   t.is(amount(first), '10000');
   t.is(amount(repriced), '20000', 'the new price is offered');
   // (the change's event, when the feed delivers it, invalidates the link once more: whether the next answer comes from
@@ -332,7 +344,11 @@ test('at info level the fast path answers through fastify the same bytes and hea
       const next = await answerOf(url);
       t.deepEqual(next, { ...first, requestId: next.requestId });
     }
-    t.is((app.fastify as unknown as { unpaidFastPath: UnpaidFastPath }).unpaidFastPath.answered, 0, 'at info level every request goes through fastify (its lines)');
+    t.is(
+      (app.fastify as unknown as { unpaidFastPath: UnpaidFastPath }).unpaidFastPath.answered,
+      0,
+      'at info level every request goes through fastify (its lines)',
+    );
     const last = await answerOf(url);
     const completed = lines.find((l) => l.reqId === last.requestId && l.msg === 'request completed');
     t.truthy(completed, 'the fast-path request is logged as completed with its request id');

@@ -4,7 +4,22 @@ import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { receiptHash, sha256Hex, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { Repositories, Store } from '../../domain/ports/store.ts';
 import { http } from '../support/app.ts';
-import { buildPayment, createLink, decodeBase64Json, eventsOf, fundBuyer, getLink, paidCallsOf, receiptsOf, startLocalServer, fundFeeVault, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import {
+  buildPayment,
+  createLink,
+  decodeBase64Json,
+  eventsOf,
+  fundBuyer,
+  getLink,
+  paidCallsOf,
+  receiptsOf,
+  startLocalServer,
+  fundFeeVault,
+  startPaywallApp,
+  stopPaywallApp,
+  type CreatedLink,
+  type PaywallWorld,
+} from '../support/paywall.ts';
 
 // Issue 19, group commit: one seller's paid calls that land while a record transaction of that seller runs are
 // recorded together in the next one. Proven without timing: the seller's chain is held by an open transaction (as a
@@ -50,7 +65,10 @@ async function payments(w: PaywallWorld, link: CreatedLink, buyers: Keypair[]): 
   return Promise.all(
     buyers.map(async (buyer) => {
       const built = await buildPayment(w, link.url, buyer);
-      return { header: built.paymentSignature, paymentKey: sha256Hex(decodeTransaction(Uint8Array.from(Buffer.from(built.transaction, 'base64'))).messageBytes) };
+      return {
+        header: built.paymentSignature,
+        paymentKey: sha256Hex(decodeTransaction(Uint8Array.from(Buffer.from(built.transaction, 'base64'))).messageBytes),
+      };
     }),
   );
 }
@@ -73,7 +91,11 @@ async function sendWhileChainHeld(w: PaywallWorld, link: CreatedLink, paid: Paym
   });
   await held;
   const answers = paid.map((p) =>
-    fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': p.header } }).then(async (res) => ({ status: res.status, paymentResponse: decodeBase64Json(res.headers.get('payment-response')), body: await res.text() })),
+    fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': p.header } }).then(async (res) => ({
+      status: res.status,
+      paymentResponse: decodeBase64Json(res.headers.get('payment-response')),
+      body: await res.text(),
+    })),
   );
   // polled, never timed: the queue holds the N-1 calls behind the one whose transaction waits on the chain (or a call
   // failed before reaching it: the answers are there to say why)
@@ -112,7 +134,9 @@ test.serial("one seller's queued paid calls are recorded by one transaction: N r
   const receiptCheck = w.app.services.receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
   const verifyPublished = receiptCheck.verifyPublished;
   receiptCheck.verifyPublished = async () => 0;
-  const { value: answers, statements } = await statementsOf(w, () => sendWhileChainHeld(w, link, paid)).finally(() => (receiptCheck.verifyPublished = verifyPublished));
+  const { value: answers, statements } = await statementsOf(w, () => sendWhileChainHeld(w, link, paid)).finally(
+    () => (receiptCheck.verifyPublished = verifyPublished),
+  );
   for (const a of answers) t.is(a.status, 200, a.body);
   const signatures = answers.map((a) => a.paymentResponse?.transaction as string);
   t.is(new Set(signatures).size, N, 'each payer gets its own settlement');
@@ -150,10 +174,31 @@ test.serial("one seller's queued paid calls are recorded by one transaction: N r
   t.true((await paidCallsOf(w, link.link.id)).every((c) => c.status === 'done'));
   const deliveries = (await w.app.database.orm.em
     .fork()
-    .execute(`select d.kind, e.signature from webhook_deliveries d join events e on e.id = d.event_id where d.webhook_id = ?`, [hook.body.id])) as { kind: string; signature: string }[];
-  t.deepEqual(deliveries.filter((d) => d.kind === 'payment_link.settled').map((d) => d.signature).sort(), [...signatures].sort(), 'a delivery per settled event');
-  t.deepEqual(deliveries.filter((d) => d.kind === 'receipt.published').map((d) => d.signature).sort(), [...signatures].sort(), 'a delivery per receipt event');
-  t.deepEqual(deliveries.filter((d) => !/^(payment_link\.settled|receipt\..*)$/.test(d.kind)), [], 'no delivery for the kinds it does not subscribe to');
+    .execute(`select d.kind, e.signature from webhook_deliveries d join events e on e.id = d.event_id where d.webhook_id = ?`, [hook.body.id])) as {
+    kind: string;
+    signature: string;
+  }[];
+  t.deepEqual(
+    deliveries
+      .filter((d) => d.kind === 'payment_link.settled')
+      .map((d) => d.signature)
+      .sort(),
+    [...signatures].sort(),
+    'a delivery per settled event',
+  );
+  t.deepEqual(
+    deliveries
+      .filter((d) => d.kind === 'receipt.published')
+      .map((d) => d.signature)
+      .sort(),
+    [...signatures].sort(),
+    'a delivery per receipt event',
+  );
+  t.deepEqual(
+    deliveries.filter((d) => !/^(payment_link\.settled|receipt\..*)$/.test(d.kind)),
+    [],
+    'no delivery for the kinds it does not subscribe to',
+  );
 
   // each payer answered once: a replay serves the stored response, nothing is recorded again
   const replay = await fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': paid[2]!.header } });
@@ -163,65 +208,68 @@ test.serial("one seller's queued paid calls are recorded by one transaction: N r
   t.is((await getLink(w, link.link.id)).counters.call_count, N);
 });
 
-test.serial("a fault in one call of a group loses nothing: the others are recorded one by one, the faulty one stays pending and its replay records it", async (t) => {
-  const w = t.context;
-  const link = await createLink(w);
-  const buyers = await Promise.all(Array.from({ length: N }, () => fundBuyer(w)));
-  const paid = await payments(w, link, buyers);
+test.serial(
+  'a fault in one call of a group loses nothing: the others are recorded one by one, the faulty one stays pending and its replay records it',
+  async (t) => {
+    const w = t.context;
+    const link = await createLink(w);
+    const buyers = await Promise.all(Array.from({ length: N }, () => fundBuyer(w)));
+    const paid = await payments(w, link, buyers);
 
-  // A fault-injecting adapter around the real store: completing the paid calls of a group fails for the group's second
-  // call, in that transaction and in every later one, until the fault is lifted.
-  const store = w.app.database.store as Store;
-  const original = store.transaction;
-  let armed = false;
-  let poisoned: string | null = null;
-  store.transaction = function <T>(this: Store, work: (tx: Repositories) => Promise<T>): Promise<T> {
-    return original.call(this, (tx) => {
-      const faulty: Repositories = {
-        ...tx,
-        paidCalls: {
-          ...tx.paidCalls,
-          completeMany: async (network, done) => {
-            if (armed && poisoned === null && done.length > 1) poisoned = done[1]!.paymentKey;
-            if (poisoned !== null && done.some((d) => d.paymentKey === poisoned)) throw new Error('injected fault: completing the paid call failed');
-            return tx.paidCalls.completeMany(network, done);
+    // A fault-injecting adapter around the real store: completing the paid calls of a group fails for the group's second
+    // call, in that transaction and in every later one, until the fault is lifted.
+    const store = w.app.database.store as Store;
+    const original = store.transaction;
+    let armed = false;
+    let poisoned: string | null = null;
+    store.transaction = function <T>(this: Store, work: (tx: Repositories) => Promise<T>): Promise<T> {
+      return original.call(this, (tx) => {
+        const faulty: Repositories = {
+          ...tx,
+          paidCalls: {
+            ...tx.paidCalls,
+            completeMany: async (network, done) => {
+              if (armed && poisoned === null && done.length > 1) poisoned = done[1]!.paymentKey;
+              if (poisoned !== null && done.some((d) => d.paymentKey === poisoned)) throw new Error('injected fault: completing the paid call failed');
+              return tx.paidCalls.completeMany(network, done);
+            },
           },
-        },
-      };
-      return work(faulty);
-    }) as Promise<T>;
-  };
-  let answers: Awaited<ReturnType<typeof sendWhileChainHeld>>;
-  try {
-    answers = await sendWhileChainHeld(w, link, paid, () => (armed = true));
-  } finally {
-    store.transaction = original;
-  }
-  t.truthy(poisoned, 'the fault hit a group');
-  const faulty = paid.findIndex((p) => p.paymentKey === poisoned);
-  t.true(faulty >= 0);
-  answers.forEach((a, i) => {
-    if (i === faulty) t.not(a.status, 200, 'the faulty call is not answered as served');
-    else t.is(a.status, 200, a.body);
-  });
+        };
+        return work(faulty);
+      }) as Promise<T>;
+    };
+    let answers: Awaited<ReturnType<typeof sendWhileChainHeld>>;
+    try {
+      answers = await sendWhileChainHeld(w, link, paid, () => (armed = true));
+    } finally {
+      store.transaction = original;
+    }
+    t.truthy(poisoned, 'the fault hit a group');
+    const faulty = paid.findIndex((p) => p.paymentKey === poisoned);
+    t.true(faulty >= 0);
+    answers.forEach((a, i) => {
+      if (i === faulty) t.not(a.status, 200, 'the faulty call is not answered as served');
+      else t.is(a.status, 200, a.body);
+    });
 
-  // the others are recorded, on an intact chain; the faulty one's payment is kept pending with its settlement
-  assertChain(t, await receiptsOf(w, link.agent), N - 1);
-  t.is((await getLink(w, link.link.id)).counters.settled_count, N - 1);
-  const rows = await paidCallsOf(w, link.link.id);
-  t.is(rows.filter((r) => r.status === 'done').length, N - 1);
-  const pending = rows.filter((r) => r.status !== 'done');
-  t.is(pending.length, 1);
-  t.is(pending[0]!.status, 'pending');
-  t.truthy(pending[0]!.signature, 'the faulty call keeps its settlement signature');
+    // the others are recorded, on an intact chain; the faulty one's payment is kept pending with its settlement
+    assertChain(t, await receiptsOf(w, link.agent), N - 1);
+    t.is((await getLink(w, link.link.id)).counters.settled_count, N - 1);
+    const rows = await paidCallsOf(w, link.link.id);
+    t.is(rows.filter((r) => r.status === 'done').length, N - 1);
+    const pending = rows.filter((r) => r.status !== 'done');
+    t.is(pending.length, 1);
+    t.is(pending[0]!.status, 'pending');
+    t.truthy(pending[0]!.signature, 'the faulty call keeps its settlement signature');
 
-  // lifted: the same request finishes it (the payment landed once; it is recorded, not charged again)
-  const replay = await fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': paid[faulty]!.header } });
-  t.is(replay.status, 200, await replay.text());
-  t.is(decodeBase64Json(replay.headers.get('payment-response'))?.transaction, pending[0]!.signature);
-  assertChain(t, await receiptsOf(w, link.agent), N);
-  const { counters } = await getLink(w, link.link.id);
-  t.is(counters.call_count, N);
-  t.is(counters.settled_count, N);
-  t.is((await eventsOf(w, 'receipt.published', link.agent)).length, N);
-});
+    // lifted: the same request finishes it (the payment landed once; it is recorded, not charged again)
+    const replay = await fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': paid[faulty]!.header } });
+    t.is(replay.status, 200, await replay.text());
+    t.is(decodeBase64Json(replay.headers.get('payment-response'))?.transaction, pending[0]!.signature);
+    assertChain(t, await receiptsOf(w, link.agent), N);
+    const { counters } = await getLink(w, link.link.id);
+    t.is(counters.call_count, N);
+    t.is(counters.settled_count, N);
+    t.is((await eventsOf(w, 'receipt.published', link.agent)).length, N);
+  },
+);

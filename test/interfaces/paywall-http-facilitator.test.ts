@@ -30,7 +30,13 @@ test.before(async () => {
   const devnet = a.ledgers.rpcUrls['chain-devnet']!;
   const mainnet = a.ledgers.rpcUrls['chain-mainnet']!;
   facilitator = await createFacilitatorApp(
-    testConfig({ SVC_DATA_DIR: a.dataDir, DATABASE_URL: a.database.url, SVC_FACILITATOR_PORT: '0', SVC_FACILITATOR_HOST: '127.0.0.1', SVC_FACILITATOR_NETWORKS: 'devnet' }),
+    testConfig({
+      SVC_DATA_DIR: a.dataDir,
+      DATABASE_URL: a.database.url,
+      SVC_FACILITATOR_PORT: '0',
+      SVC_FACILITATOR_HOST: '127.0.0.1',
+      SVC_FACILITATOR_NETWORKS: 'devnet',
+    }),
     { logger: pino({ level: 'silent' }) },
   );
   b = await startTestApp({
@@ -126,8 +132,13 @@ test('one link paid through the in-process facilitator (gateway A) and through t
   // Both settlements went through the one duplicate guard and counted on the one link.
   const link = await http(a, 'GET', `/v1/payment-links/${id}`, { key });
   t.is((link.body as { counters: { settled_count: number } }).counters.settled_count, 2);
-  const rows = (await a.database.orm.em.fork().execute(`select status from facilitator_settlements where signature in (?, ?)`, [sigA, sigB])) as { status: string }[];
-  t.deepEqual(rows.map((r) => r.status), ['settled', 'settled']);
+  const rows = (await a.database.orm.em.fork().execute(`select status from facilitator_settlements where signature in (?, ?)`, [sigA, sigB])) as {
+    status: string;
+  }[];
+  t.deepEqual(
+    rows.map((r) => r.status),
+    ['settled', 'settled'],
+  );
 });
 
 /**
@@ -149,7 +160,8 @@ async function pendingScenario(t: ExecutionContext, body: Record<string, unknown
     return fetch(input, init);
   };
   const pay = createPayingFetch({ signer: buyer, rpcUrl: a.ledgers.rpcUrls['chain-devnet']!, facilitatorUrl: `${a.url}/facilitator`, fetch: recording });
-  const settledCount = async () => ((await http(a, 'GET', `/v1/payment-links/${id}`, { key })).body as { counters: { settled_count: number } }).counters.settled_count;
+  const settledCount = async () =>
+    ((await http(a, 'GET', `/v1/payment-links/${id}`, { key })).body as { counters: { settled_count: number } }).counters.settled_count;
   return { agent, id, url: `${c.url}/x/${id}?network=chain-devnet`, treasury: treasuryOf(agent), pay, recorded, settledCount };
 }
 

@@ -55,7 +55,10 @@ async function sellerLink(t: ExecutionContext, w: World, overrides: Record<strin
   const { mint: agent } = await recordAgent(w.app, w.key);
   const res = await http(w.app, 'POST', '/v1/payment-links', { key: w.key, body: linkBody(agent, overrides) });
   t.is(res.status, 201, JSON.stringify(res.body));
-  const link = res.body as { id: string; accepts: { amount: string; asset: string; pay_to: string; pay_to_token_account: string; pay_to_ready: boolean | null }[] };
+  const link = res.body as {
+    id: string;
+    accepts: { amount: string; asset: string; pay_to: string; pay_to_token_account: string; pay_to_ready: boolean | null }[];
+  };
   t.is(link.accepts[0]?.amount, PRICE.toString());
   t.is(link.accepts[0]?.asset, USDC.mint);
   const treasury = treasuryOf(agent);

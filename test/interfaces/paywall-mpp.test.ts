@@ -20,7 +20,9 @@ import {
   payingFetch,
   receiptsOf,
   startLocalServer,
-  fundFeeVault, recordingPayingFetch, startPaywallApp,
+  fundFeeVault,
+  recordingPayingFetch,
+  startPaywallApp,
   stopPaywallApp,
   tokenBalance,
   USDC,
@@ -64,7 +66,12 @@ async function unpaid(url: string, init: RequestInit = {}): Promise<Unpaid> {
 }
 
 /** The §2.3 transaction for a challenge's request, bound by `memo` (default: the challenge id), signed by the buyer. */
-async function transactionFor(t: { context: PaywallWorld }, challenge: { id: string; request: Record<string, any> }, buyer: Keypair, memo = challenge.id): Promise<string> {
+async function transactionFor(
+  t: { context: PaywallWorld },
+  challenge: { id: string; request: Record<string, any> },
+  buyer: Keypair,
+  memo = challenge.id,
+): Promise<string> {
   const r = challenge.request;
   const d = r.methodDetails;
   const requirements: PaymentRequirements = {
@@ -107,10 +114,23 @@ test.serial('unpaid MPP 402: WWW-Authenticate Payment challenge (HMAC id, 5 min,
     amount: PRICE.toString(),
     currency: USDC.mint,
     recipient: treasury,
-    methodDetails: { network: CAIP2['chain-devnet'], feePayer: t.context.feePayer, decimals: 6, tokenProgram: USDC.tokenProgramId, symbol: 'USDC', resource: link.share_url },
+    methodDetails: {
+      network: CAIP2['chain-devnet'],
+      feePayer: t.context.feePayer,
+      decimals: 6,
+      tokenProgram: USDC.tokenProgramId,
+      symbol: 'USDC',
+      resource: link.share_url,
+    },
   });
   t.deepEqual((c.request as any).methodDetails['svc.fee'], { v: '1', bps: 100, feeAuthority: t.context.feeAuthority });
-  t.like(res.body, { type: 'https://paymentauth.org/problems/payment-required', title: 'Payment Required', status: 402, challengeId: c.id, error: 'payment_required' });
+  t.like(res.body, {
+    type: 'https://paymentauth.org/problems/payment-required',
+    title: 'Payment Required',
+    status: 402,
+    challengeId: c.id,
+    error: 'payment_required',
+  });
   t.deepEqual(res.body.request, c.request);
   t.is(res.body.challenges.length, 1);
   t.truthy(res.body.request_id);
@@ -155,10 +175,30 @@ test.serial('a paid call over MPP and one over x402 leave the same counters, rec
   // Same receipts but the MPP fields.
   const [[rm], [rx]] = [await receiptsOf(w, mpp.agent), await receiptsOf(w, x402.agent)];
   const mr = rm as any;
-  t.like(mr, { v: '0.2', protocol: 'mpp', mpp_challenge_id: first.challenge.id, mpp_settlement_tx: mppReceipt.reference, tx_sig: mppReceipt.reference, kind: 'earn', nonce: 0 });
+  t.like(mr, {
+    v: '0.2',
+    protocol: 'mpp',
+    mpp_challenge_id: first.challenge.id,
+    mpp_settlement_tx: mppReceipt.reference,
+    tx_sig: mppReceipt.reference,
+    kind: 'earn',
+    nonce: 0,
+  });
   t.is(typeof mr.mpp_settlement_slot, 'number');
   const strip = (r: any) => {
-    const { v: _v, protocol: _p, mpp_challenge_id: _c, mpp_settlement_tx: _s, mpp_settlement_slot: _sl, agent: _a, ts: _t, tx_sig: _x, receipt_hash: _h, request, ...rest } = r;
+    const {
+      v: _v,
+      protocol: _p,
+      mpp_challenge_id: _c,
+      mpp_settlement_tx: _s,
+      mpp_settlement_slot: _sl,
+      agent: _a,
+      ts: _t,
+      tx_sig: _x,
+      receipt_hash: _h,
+      request,
+      ...rest
+    } = r;
     return { ...rest, request: { ...request, url: undefined } };
   };
   t.deepEqual(strip(rm), strip(rx));
@@ -192,50 +232,59 @@ test.serial('a paid call over MPP and one over x402 leave the same counters, rec
   t.like(await reused.json(), { error: 'challenge_mismatch' });
 });
 
-test.serial('a transaction bound to another challenge unlocks nothing; a tampered, forged or expired challenge is a 402 with the reason in the envelope', async (t) => {
-  const w = t.context;
-  const { url, link } = await createLink(w, { protocol: 'mpp' });
-  const buyer = await fundBuyer(w);
-  const a = (await unpaid(url)).challenge;
-  const b = (await unpaid(url)).challenge;
-  t.not(a.id, b.id);
+test.serial(
+  'a transaction bound to another challenge unlocks nothing; a tampered, forged or expired challenge is a 402 with the reason in the envelope',
+  async (t) => {
+    const w = t.context;
+    const { url, link } = await createLink(w, { protocol: 'mpp' });
+    const buyer = await fundBuyer(w);
+    const a = (await unpaid(url)).challenge;
+    const b = (await unpaid(url)).challenge;
+    t.not(a.id, b.id);
 
-  const refusedWith = async (authorization: string, error: string) => {
-    const res = await fetch(url, { headers: { authorization } });
-    t.is(res.status, 402, error);
-    t.regex(res.headers.get('www-authenticate') ?? '', /^Payment id="/, 'a fresh challenge to answer');
-    const body = (await res.json()) as Record<string, unknown>;
-    t.like(body, { error, status: 402, type: 'https://paymentauth.org/problems/payment-required' }, error);
-    t.is(typeof body.message, 'string');
-    t.truthy(body.request_id);
-    // the envelope's fields: details absent or an object, never null (the paywall's reasons are the facilitator's codes)
-    t.true(!('details' in body) || (typeof body.details === 'object' && body.details !== null), JSON.stringify(body.details));
-    return body;
-  };
+    const refusedWith = async (authorization: string, error: string) => {
+      const res = await fetch(url, { headers: { authorization } });
+      t.is(res.status, 402, error);
+      t.regex(res.headers.get('www-authenticate') ?? '', /^Payment id="/, 'a fresh challenge to answer');
+      const body = (await res.json()) as Record<string, unknown>;
+      t.like(body, { error, status: 402, type: 'https://paymentauth.org/problems/payment-required' }, error);
+      t.is(typeof body.message, 'string');
+      t.truthy(body.request_id);
+      // the envelope's fields: details absent or an object, never null (the paywall's reasons are the facilitator's codes)
+      t.true(!('details' in body) || (typeof body.details === 'object' && body.details !== null), JSON.stringify(body.details));
+      return body;
+    };
 
-  // A's transaction under B's challenge (and a transaction with no binding at all).
-  const boundToA = await transactionFor(t, a, buyer);
-  await refusedWith(credential(plain(b), boundToA), 'challenge_mismatch');
-  await refusedWith(credential(plain(b), await transactionFor(t, b, buyer, 'some-other-memo')), 'challenge_mismatch');
-  // Tampered: a cheaper amount under A's id; forged: an id not made with our key.
-  await refusedWith(credential({ ...plain(a), request: { ...a.request, amount: '1' } }, boundToA), 'mpp_challenge_invalid');
-  await refusedWith(credential({ ...plain(a), id: 'x'.repeat(43) }, boundToA), 'mpp_challenge_invalid');
-  // Expired: a correctly signed challenge whose 5 minutes are over.
-  const expiredFields = { realm: a.realm, method: a.method, intent: a.intent, request: a.request as Record<string, unknown>, expires: new Date(Date.now() - 1000).toISOString() };
-  const expired = { id: challengeId(new TextEncoder().encode(SECRET), expiredFields), ...expiredFields };
-  await refusedWith(credential(expired, await transactionFor(t, expired, buyer)), 'mpp_challenge_expired');
-  // Garbage credential.
-  await refusedWith('Payment !!!notbase64', 'mpp_credential_invalid');
-  await refusedWith(credential(plain(a), 'bm90IGEgdHJhbnNhY3Rpb24='), 'invalid_transaction');
+    // A's transaction under B's challenge (and a transaction with no binding at all).
+    const boundToA = await transactionFor(t, a, buyer);
+    await refusedWith(credential(plain(b), boundToA), 'challenge_mismatch');
+    await refusedWith(credential(plain(b), await transactionFor(t, b, buyer, 'some-other-memo')), 'challenge_mismatch');
+    // Tampered: a cheaper amount under A's id; forged: an id not made with our key.
+    await refusedWith(credential({ ...plain(a), request: { ...a.request, amount: '1' } }, boundToA), 'mpp_challenge_invalid');
+    await refusedWith(credential({ ...plain(a), id: 'x'.repeat(43) }, boundToA), 'mpp_challenge_invalid');
+    // Expired: a correctly signed challenge whose 5 minutes are over.
+    const expiredFields = {
+      realm: a.realm,
+      method: a.method,
+      intent: a.intent,
+      request: a.request as Record<string, unknown>,
+      expires: new Date(Date.now() - 1000).toISOString(),
+    };
+    const expired = { id: challengeId(new TextEncoder().encode(SECRET), expiredFields), ...expiredFields };
+    await refusedWith(credential(expired, await transactionFor(t, expired, buyer)), 'mpp_challenge_expired');
+    // Garbage credential.
+    await refusedWith('Payment !!!notbase64', 'mpp_credential_invalid');
+    await refusedWith(credential(plain(a), 'bm90IGEgdHJhbnNhY3Rpb24='), 'invalid_transaction');
 
-  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n, 'nothing moved');
-  t.like((await getLink(w, link.id)).counters, { settled_count: 0 });
+    t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n, 'nothing moved');
+    t.like((await getLink(w, link.id)).counters, { settled_count: 0 });
 
-  // The request as an mppx client sends it inside the credential (base64url string) is accepted too.
-  const paid = await fetch(url, { headers: { authorization: credential({ ...plain(a), request: encodeRequest(a.request) }, boundToA) } });
-  t.is(paid.status, 200);
-  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
-});
+    // The request as an mppx client sends it inside the credential (base64url string) is accepted too.
+    const paid = await fetch(url, { headers: { authorization: credential({ ...plain(a), request: encodeRequest(a.request) }, boundToA) } });
+    t.is(paid.status, 200);
+    t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+  },
+);
 
 test.serial('a paid MPP call replays its stored answer after its challenge expired; a fresh payment under that expired challenge is refused', async (t) => {
   const w = t.context;
@@ -243,7 +292,13 @@ test.serial('a paid MPP call replays its stored answer after its challenge expir
   const buyer = await fundBuyer(w);
   const issued = (await unpaid(url)).challenge;
   // The same challenge, correctly signed with our key, but valid only 1.5 s from now.
-  const fields = { realm: issued.realm, method: issued.method, intent: issued.intent, request: issued.request as Record<string, unknown>, expires: new Date(Date.now() + 1500).toISOString() };
+  const fields = {
+    realm: issued.realm,
+    method: issued.method,
+    intent: issued.intent,
+    request: issued.request as Record<string, unknown>,
+    expires: new Date(Date.now() + 1500).toISOString(),
+  };
   const shortLived = { id: challengeId(new TextEncoder().encode(SECRET), fields), ...fields };
   const tx = await transactionFor(t, shortLived, buyer);
   const paid = await fetch(url, { headers: { authorization: credential(shortLived, tx) } });
@@ -273,10 +328,14 @@ test.serial('facilitator POST /mpp/settle: a malformed body is 400 in the envelo
   const bad = await http(w.app, 'POST', '/facilitator/mpp/settle', { body: { challenge: { id: 'x' } } });
   t.is(bad.status, 400);
   t.like(bad.body, { error: 'invalid_request' });
-  const unbound = await http(w.app, 'POST', '/facilitator/mpp/settle', { body: { challenge: plain(c), transaction: await transactionFor(t, c, buyer, 'not-the-id') } });
+  const unbound = await http(w.app, 'POST', '/facilitator/mpp/settle', {
+    body: { challenge: plain(c), transaction: await transactionFor(t, c, buyer, 'not-the-id') },
+  });
   t.is(unbound.status, 200);
   t.like(unbound.body, { success: false, errorReason: 'challenge_mismatch', signature: '', slot: null });
-  const settled = await http(w.app, 'POST', '/facilitator/mpp/settle', { body: { challenge: { ...plain(c), request: encodeRequest(c.request) }, transaction: await transactionFor(t, c, buyer) } });
+  const settled = await http(w.app, 'POST', '/facilitator/mpp/settle', {
+    body: { challenge: { ...plain(c), request: encodeRequest(c.request) }, transaction: await transactionFor(t, c, buyer) },
+  });
   t.is(settled.status, 200);
   t.like(settled.body, { success: true, network: CAIP2['chain-devnet'] });
   t.regex((settled.body as any).signature, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
@@ -284,33 +343,39 @@ test.serial('facilitator POST /mpp/settle: a malformed body is 400 in the envelo
 
   // The HTTP adapter (SVC_PAYWALL_FACILITATOR_URL) speaks the same route: a refusal is a result, a malformed body unavailable.
   const remote = new HttpFacilitator({ url: `${w.app.url}/facilitator` });
-  t.like(await remote.mppSettle({ challenge: plain(c) as any, transaction: await transactionFor(t, c, buyer, 'nope') }), { success: false, errorReason: 'challenge_mismatch' });
+  t.like(await remote.mppSettle({ challenge: plain(c) as any, transaction: await transactionFor(t, c, buyer, 'nope') }), {
+    success: false,
+    errorReason: 'challenge_mismatch',
+  });
   await t.throwsAsync(remote.mppSettle({ challenge: { id: 'x' } as any, transaction: 'AAAA' }), { message: /answered 400/ });
 });
 
-test.serial('mppx interop: mppx’s own client core (challenge parsing, credential encoding, receipt parsing) pays an MPP link with the svc-gateway/mpp Solana charge method', async (t) => {
-  const w = t.context;
-  const { url, link, treasury } = await createLink(w, { protocol: 'mpp' });
-  const buyer = await fundBuyer(w);
-  const seen: string[] = [];
-  const mppx = Mppx.create({ methods: [solanaCharge({ signer: buyer, rpcUrl: w.rpcUrl, network: 'chain-devnet' })], polyfill: false });
-  mppx.onChallengeReceived(({ challenge }) => {
-    seen.push(challenge.id);
-    return undefined;
-  });
-  const res = await mppx.fetch(url);
-  t.is(res.status, 200, await res.clone().text());
-  t.deepEqual(await res.json(), { forecast: 'sunny' });
-  const receipt = Receipt.fromResponse(res);
-  t.like(receipt, { method: 'solana', status: 'success' });
-  t.regex(receipt.reference, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
-  t.is(seen.length, 1);
-  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
-  t.is(await tokenBalance(w, treasury), PRICE);
-  t.like((await getLink(w, link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
-  const [earn] = await receiptsOf(w, (await getLink(w, link.id)).owner_agent);
-  t.like(earn as any, { v: '0.2', protocol: 'mpp', mpp_challenge_id: seen[0], mpp_settlement_tx: receipt.reference });
-});
+test.serial(
+  'mppx interop: mppx’s own client core (challenge parsing, credential encoding, receipt parsing) pays an MPP link with the svc-gateway/mpp Solana charge method',
+  async (t) => {
+    const w = t.context;
+    const { url, link, treasury } = await createLink(w, { protocol: 'mpp' });
+    const buyer = await fundBuyer(w);
+    const seen: string[] = [];
+    const mppx = Mppx.create({ methods: [solanaCharge({ signer: buyer, rpcUrl: w.rpcUrl, network: 'chain-devnet' })], polyfill: false });
+    mppx.onChallengeReceived(({ challenge }) => {
+      seen.push(challenge.id);
+      return undefined;
+    });
+    const res = await mppx.fetch(url);
+    t.is(res.status, 200, await res.clone().text());
+    t.deepEqual(await res.json(), { forecast: 'sunny' });
+    const receipt = Receipt.fromResponse(res);
+    t.like(receipt, { method: 'solana', status: 'success' });
+    t.regex(receipt.reference, /^[1-9A-HJ-NP-Za-km-z]{64,88}$/);
+    t.is(seen.length, 1);
+    t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - GROSS);
+    t.is(await tokenBalance(w, treasury), PRICE);
+    t.like((await getLink(w, link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
+    const [earn] = await receiptsOf(w, (await getLink(w, link.id)).owner_agent);
+    t.like(earn as any, { v: '0.2', protocol: 'mpp', mpp_challenge_id: seen[0], mpp_settlement_tx: receipt.reference });
+  },
+);
 
 test.serial('createPayingFetch pays an MPP offer (credential in Authorization, Payment-Receipt back) and x402 as before', async (t) => {
   const w = t.context;
@@ -329,53 +394,71 @@ test.serial('createPayingFetch pays an MPP offer (credential in Authorization, P
   await t.throwsAsync(capped(mpp.url), { message: /costs 10100 atomic units/ });
 });
 
-test.serial('buyer quote reports MPP options (a link resolved locally, a foreign URL probed) on REST, tRPC and GraphQL; policy evaluate and execute read them', async (t) => {
-  const w = t.context;
-  const { link, treasury, url } = await createLink(w, { protocol: 'mpp' });
-  const rest = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { payment_link: link.id } });
-  t.is(rest.status, 200, JSON.stringify(rest.body));
-  t.is(rest.body.options.length, 1);
-  t.like(rest.body.options[0], {
-    kind: 'mpp',
-    x402_version: null,
-    network: 'chain-devnet',
-    currency: 'USDC',
-    pay_to: treasury,
-    net_atomic: PRICE.toString(),
-    gross_atomic: GROSS.toString(),
-    fee_payer: w.feePayer,
-    payable: true,
-    mpp: { method: 'solana', intent: 'charge', challenge_id: null },
-  });
-  const client = createClient({ url: w.app.url, apiKey: w.key });
-  t.deepEqual((await client.buyer.quote.mutate({ payment_link: link.id })).options, rest.body.options);
-  const g = await http(w.app, 'POST', '/graphql', { key: w.key, body: { query: `mutation { buyerQuote(paymentLink: "${link.id}") { options { kind x402Version payTo grossAtomic mppChallengeId } } }` } });
-  t.falsy(g.body.errors, JSON.stringify(g.body.errors));
-  t.deepEqual(g.body.data.buyerQuote.options, [{ kind: 'MPP', x402Version: null, payTo: treasury, grossAtomic: GROSS.toString(), mppChallengeId: null }]);
+test.serial(
+  'buyer quote reports MPP options (a link resolved locally, a foreign URL probed) on REST, tRPC and GraphQL; policy evaluate and execute read them',
+  async (t) => {
+    const w = t.context;
+    const { link, treasury, url } = await createLink(w, { protocol: 'mpp' });
+    const rest = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { payment_link: link.id } });
+    t.is(rest.status, 200, JSON.stringify(rest.body));
+    t.is(rest.body.options.length, 1);
+    t.like(rest.body.options[0], {
+      kind: 'mpp',
+      x402_version: null,
+      network: 'chain-devnet',
+      currency: 'USDC',
+      pay_to: treasury,
+      net_atomic: PRICE.toString(),
+      gross_atomic: GROSS.toString(),
+      fee_payer: w.feePayer,
+      payable: true,
+      mpp: { method: 'solana', intent: 'charge', challenge_id: null },
+    });
+    const client = createClient({ url: w.app.url, apiKey: w.key });
+    t.deepEqual((await client.buyer.quote.mutate({ payment_link: link.id })).options, rest.body.options);
+    const g = await http(w.app, 'POST', '/graphql', {
+      key: w.key,
+      body: { query: `mutation { buyerQuote(paymentLink: "${link.id}") { options { kind x402Version payTo grossAtomic mppChallengeId } } }` },
+    });
+    t.falsy(g.body.errors, JSON.stringify(g.body.errors));
+    t.deepEqual(g.body.data.buyerQuote.options, [{ kind: 'MPP', x402Version: null, payTo: treasury, grossAtomic: GROSS.toString(), mppChallengeId: null }]);
 
-  // A foreign URL answering this link's MPP 402 is probed: the option carries the live challenge.
-  const real = await fetch(url);
-  const header = real.headers.get('www-authenticate')!;
-  const problem = await real.text();
-  const foreign = await startLocalServer(() => ({ status: 402, headers: { 'www-authenticate': header, 'content-type': 'application/problem+json' }, body: problem }));
-  const probed = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { url: `${foreign.url}/paid` } });
-  t.is(probed.status, 200, JSON.stringify(probed.body));
-  const challenge = Challenge.deserialize(header);
-  t.like(probed.body.options[0], { kind: 'mpp', pay_to: treasury, gross_atomic: GROSS.toString(), mpp: { challenge_id: challenge.id, realm: challenge.realm, expires: challenge.expires } });
-  t.is(probed.body.resource.url, link.share_url);
-  await foreign.close();
+    // A foreign URL answering this link's MPP 402 is probed: the option carries the live challenge.
+    const real = await fetch(url);
+    const header = real.headers.get('www-authenticate')!;
+    const problem = await real.text();
+    const foreign = await startLocalServer(() => ({
+      status: 402,
+      headers: { 'www-authenticate': header, 'content-type': 'application/problem+json' },
+      body: problem,
+    }));
+    const probed = await http(w.app, 'POST', '/v1/buyer/quote', { key: w.key, body: { url: `${foreign.url}/paid` } });
+    t.is(probed.status, 200, JSON.stringify(probed.body));
+    const challenge = Challenge.deserialize(header);
+    t.like(probed.body.options[0], {
+      kind: 'mpp',
+      pay_to: treasury,
+      gross_atomic: GROSS.toString(),
+      mpp: { challenge_id: challenge.id, realm: challenge.realm, expires: challenge.expires },
+    });
+    t.is(probed.body.resource.url, link.share_url);
+    await foreign.close();
 
-  // The spend policy reads the MPP option like an x402 one; execute is refused by it before anything is prepared.
-  const buyer = await recordAgent(w.app, w.key);
-  await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '0.001' }] } });
-  const evaluated = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, payment_link: link.id } });
-  t.is(evaluated.status, 200, JSON.stringify(evaluated.body));
-  t.is(evaluated.body.decision, 'deny');
-  t.is(evaluated.body.option.kind, 'mpp');
-  const denied = await http(w.app, 'POST', '/v1/buyer/payment/execute', { key: w.key, body: { payment_link: link.id, buyer_agent: buyer.mint, executive: w.feePayer } });
-  t.is(denied.status, 403, JSON.stringify(denied.body));
-  t.is(denied.body.error, 'spend_denied');
-  await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '1' }] } });
-  const allowed = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, quote: rest.body } });
-  t.is(allowed.body.decision, 'allow', JSON.stringify(allowed.body));
-});
+    // The spend policy reads the MPP option like an x402 one; execute is refused by it before anything is prepared.
+    const buyer = await recordAgent(w.app, w.key);
+    await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '0.001' }] } });
+    const evaluated = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, payment_link: link.id } });
+    t.is(evaluated.status, 200, JSON.stringify(evaluated.body));
+    t.is(evaluated.body.decision, 'deny');
+    t.is(evaluated.body.option.kind, 'mpp');
+    const denied = await http(w.app, 'POST', '/v1/buyer/payment/execute', {
+      key: w.key,
+      body: { payment_link: link.id, buyer_agent: buyer.mint, executive: w.feePayer },
+    });
+    t.is(denied.status, 403, JSON.stringify(denied.body));
+    t.is(denied.body.error, 'spend_denied');
+    await http(w.app, 'PUT', '/v1/buyer/policy', { key: w.key, body: { agent: buyer.mint, limits: [{ currency: 'USDC', per_call: '1' }] } });
+    const allowed = await http(w.app, 'POST', '/v1/buyer/policy/evaluate', { key: w.key, body: { agent: buyer.mint, quote: rest.body } });
+    t.is(allowed.body.decision, 'allow', JSON.stringify(allowed.body));
+  },
+);

@@ -30,7 +30,8 @@ import {
 /** generous: two cores shared by several test processes; nothing here waits on wall-clock speed otherwise */
 const WAIT_MS = 90_000;
 /** What Chromium sends on a navigation. */
-const BROWSER_ACCEPT = 'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
+const BROWSER_ACCEPT =
+  'text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,image/apng,*/*;q=0.8,application/signed-exchange;v=b3;q=0.7';
 /** the paywall's shared key (SVC_MPP_SECRET), known here so a test can sign a page session as the gateway does */
 const SESSION_SECRET = 'paywall-page-test-session-key-0123456789';
 const SESSION_KEY = new TextEncoder().encode(SESSION_SECRET);
@@ -167,7 +168,10 @@ test.serial('a wallet pays the page: Solana Pay POST, sign, send; the open page 
   t.is(message, 'Weather <report>: 0.0101 USDC');
   const tx = VersionedTransaction.deserialize(Buffer.from(transaction, 'base64'));
   t.is(tx.message.staticAccountKeys[0]!.toBase58(), (await w.app.services.facilitator!.health()).fee_payer, 'the facilitator pays the fees');
-  t.false(tx.signatures[0]!.every((b) => b === 0), 'partially signed by the facilitator');
+  t.false(
+    tx.signatures[0]!.every((b) => b === 0),
+    'partially signed by the facilitator',
+  );
   tx.sign([buyer]);
   await new Connection(w.rpcUrl, 'confirmed').sendRawTransaction(tx.serialize());
 
@@ -204,19 +208,32 @@ test.serial('status reads racing for one wallet payment: exactly one gets the re
   const html = await (await fetch(created.url, { headers: { accept: BROWSER_ACCEPT } })).text();
   const secret = /"secret":"([A-Za-z0-9_-]+)"/.exec(html)?.[1] ?? '';
   const href = /id="solana-pay" href="([^"]+)"/.exec(html)?.[1] ?? '';
-  const request = decodeURIComponent(href.replace(/&amp;/g, '&').slice('solana:'.length)).replace(new URL(w.app.services.settings.baseUrl).origin, new URL(w.app.url).origin);
+  const request = decodeURIComponent(href.replace(/&amp;/g, '&').slice('solana:'.length)).replace(
+    new URL(w.app.services.settings.baseUrl).origin,
+    new URL(w.app.url).origin,
+  );
   const reference = new URL(request).searchParams.get('reference')!;
   const buyer = await fundBuyer(w);
-  const answer = await fetch(request, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ account: buyer.publicKey.toBase58() }) });
+  const answer = await fetch(request, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ account: buyer.publicKey.toBase58() }),
+  });
   const tx = VersionedTransaction.deserialize(Buffer.from(((await answer.json()) as { transaction: string }).transaction, 'base64'));
   tx.sign([buyer]);
   const connection = new Connection(w.rpcUrl, 'confirmed');
   const sent = await connection.sendRawTransaction(tx.serialize());
   // waits on the ledger's confirmation, then reads race
   await connection.confirmTransaction(sent, 'confirmed');
-  const status = () => fetch(`${w.app.url}/x/${created.link.id}/solana-pay/${reference}?network=chain-devnet`, { headers: { 'x-svc-page-secret': secret } }).then((r) => r.json() as Promise<{ state: string; response: unknown }>);
+  const status = () =>
+    fetch(`${w.app.url}/x/${created.link.id}/solana-pay/${reference}?network=chain-devnet`, { headers: { 'x-svc-page-secret': secret } }).then(
+      (r) => r.json() as Promise<{ state: string; response: unknown }>,
+    );
   const reads = await Promise.all([status(), status(), status(), status()]);
-  t.deepEqual(reads.map((r) => r.state), ['paid', 'paid', 'paid', 'paid']);
+  t.deepEqual(
+    reads.map((r) => r.state),
+    ['paid', 'paid', 'paid', 'paid'],
+  );
   t.is(reads.filter((r) => r.response !== null).length, 1, 'the response is served once');
   const calls = (await paidCallsOf(w, created.link.id)).filter((c) => c.signature === sent);
   t.is(calls.length, 1);
@@ -285,7 +302,14 @@ async function cosignBodyFor(w: PaywallWorld, options: { created: CreatedLink; r
   const offer = await unpaidOffer(options.created.url);
   const accept = { ...offer.v2.accepts[0], amount: options.amount, ...(options.payTo ? { payTo: options.payTo } : {}) };
   const { blockhash } = await w.app.services.ledgers['chain-devnet']!.getLatestBlockhash();
-  const unsigned = walletTransaction({ network: 'chain-devnet', accept, feePayer: accept.extra.feePayer, account: options.account, reference: options.reference, blockhash });
+  const unsigned = walletTransaction({
+    network: 'chain-devnet',
+    accept,
+    feePayer: accept.extra.feePayer,
+    account: options.account,
+    reference: options.reference,
+    blockhash,
+  });
   return cosignRequest(accept, offer.v2.resource, unsigned);
 }
 
@@ -299,52 +323,69 @@ async function signAndLand(w: PaywallWorld, transaction: string, buyer: Keypair)
   return signature;
 }
 
-test.serial('landed transactions naming the reference that pay the wrong amount or another payee are not recorded; the right payment after them is, once', async (t) => {
-  const { w, created } = t.context;
-  const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: created.link.id, now: new Date() });
-  const buyer = await fundBuyer(w);
-  const account = buyer.publicKey.toBase58();
-  // a wallet holding a USDC account (the co-signed transaction creates none), not the link's payee
-  const elsewhere = (await fundBuyer(w, '0.000001')).publicKey.toBase58();
-  // half the price, then the full price to a wallet that is not the link's payee: each co-signed by the facilitator
-  // for those terms (it settles for any payTo, F§1) and landed by the buyer
-  const land = async (terms: { amount: string; payTo?: string }) => {
-    const cosign = await postJson(`${w.app.url}/facilitator/cosign`, await cosignBodyFor(w, { created, reference: session.reference, account, ...terms }), { authorization: `Bearer ${ACCOUNTS_SECRET}` });
-    const cosigned = (await cosign.json()) as { success: boolean; transaction: string };
-    t.true(cosigned.success, JSON.stringify(cosigned));
-    return signAndLand(w, cosigned.transaction, buyer);
-  };
-  const wrong = [await land({ amount: '5000' }), await land({ amount: '10000', payTo: elsewhere })];
-  t.is(await tokenBalance(w, account), 1_000_000n - 5050n - 10100n, 'both moved on the ledger');
-  t.is(await tokenBalance(w, elsewhere), 10_001n);
+test.serial(
+  'landed transactions naming the reference that pay the wrong amount or another payee are not recorded; the right payment after them is, once',
+  async (t) => {
+    const { w, created } = t.context;
+    const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: created.link.id, now: new Date() });
+    const buyer = await fundBuyer(w);
+    const account = buyer.publicKey.toBase58();
+    // a wallet holding a USDC account (the co-signed transaction creates none), not the link's payee
+    const elsewhere = (await fundBuyer(w, '0.000001')).publicKey.toBase58();
+    // half the price, then the full price to a wallet that is not the link's payee: each co-signed by the facilitator
+    // for those terms (it settles for any payTo, F§1) and landed by the buyer
+    const land = async (terms: { amount: string; payTo?: string }) => {
+      const cosign = await postJson(`${w.app.url}/facilitator/cosign`, await cosignBodyFor(w, { created, reference: session.reference, account, ...terms }), {
+        authorization: `Bearer ${ACCOUNTS_SECRET}`,
+      });
+      const cosigned = (await cosign.json()) as { success: boolean; transaction: string };
+      t.true(cosigned.success, JSON.stringify(cosigned));
+      return signAndLand(w, cosigned.transaction, buyer);
+    };
+    const wrong = [await land({ amount: '5000' }), await land({ amount: '10000', payTo: elsewhere })];
+    t.is(await tokenBalance(w, account), 1_000_000n - 5050n - 10100n, 'both moved on the ledger');
+    t.is(await tokenBalance(w, elsewhere), 10_001n);
 
-  // the page's status ignores them: not this link's settlement, so no paid call, no receipt, no event
-  for (let i = 0; i < 2; i++) {
-    const read = await readStatus(w, created.link.id, session);
-    t.is(read.status, 200);
-    t.deepEqual(await read.json(), { state: 'waiting' });
-  }
-  const unrecorded = async () => {
-    t.deepEqual((await paidCallsOf(w, created.link.id)).filter((c) => wrong.includes(c.signature ?? '')), []);
-    t.deepEqual((await receiptsOf(w, created.agent)).filter((r) => wrong.includes(r.tx_sig ?? '')), []);
-    t.deepEqual((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => wrong.includes(e.signature ?? '')), []);
-    t.deepEqual((await eventsOf(w, 'payment_link.served', created.agent)).filter((e) => wrong.includes(e.signature ?? '')), []);
-  };
-  await unrecorded();
+    // the page's status ignores them: not this link's settlement, so no paid call, no receipt, no event
+    for (let i = 0; i < 2; i++) {
+      const read = await readStatus(w, created.link.id, session);
+      t.is(read.status, 200);
+      t.deepEqual(await read.json(), { state: 'waiting' });
+    }
+    const unrecorded = async () => {
+      t.deepEqual(
+        (await paidCallsOf(w, created.link.id)).filter((c) => wrong.includes(c.signature ?? '')),
+        [],
+      );
+      t.deepEqual(
+        (await receiptsOf(w, created.agent)).filter((r) => wrong.includes(r.tx_sig ?? '')),
+        [],
+      );
+      t.deepEqual(
+        (await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => wrong.includes(e.signature ?? '')),
+        [],
+      );
+      t.deepEqual(
+        (await eventsOf(w, 'payment_link.served', created.agent)).filter((e) => wrong.includes(e.signature ?? '')),
+        [],
+      );
+    };
+    await unrecorded();
 
-  // the right payment on the same page afterwards is recorded once, and its response served once
-  const answer = await postJson(requestUrl(w, created.link.id, session), { account });
-  t.is(answer.status, 200);
-  const paid = await signAndLand(w, ((await answer.json()) as { transaction: string }).transaction, buyer);
-  const first = (await (await readStatus(w, created.link.id, session)).json()) as { state: string; signature: string; response: unknown };
-  t.like(first, { state: 'paid', signature: paid });
-  t.not(first.response, null);
-  t.like(await (await readStatus(w, created.link.id, session)).json(), { state: 'paid', signature: paid, response: null });
-  t.is((await paidCallsOf(w, created.link.id)).filter((c) => c.signature === paid).length, 1);
-  t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === paid).length, 1);
-  t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === paid).length, 1);
-  await unrecorded();
-});
+    // the right payment on the same page afterwards is recorded once, and its response served once
+    const answer = await postJson(requestUrl(w, created.link.id, session), { account });
+    t.is(answer.status, 200);
+    const paid = await signAndLand(w, ((await answer.json()) as { transaction: string }).transaction, buyer);
+    const first = (await (await readStatus(w, created.link.id, session)).json()) as { state: string; signature: string; response: unknown };
+    t.like(first, { state: 'paid', signature: paid });
+    t.not(first.response, null);
+    t.like(await (await readStatus(w, created.link.id, session)).json(), { state: 'paid', signature: paid, response: null });
+    t.is((await paidCallsOf(w, created.link.id)).filter((c) => c.signature === paid).length, 1);
+    t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === paid).length, 1);
+    t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === paid).length, 1);
+    await unrecorded();
+  },
+);
 
 test.serial('POST /facilitator/cosign without the bearer or with a wrong one: 403 forbidden, as /accounts, and nothing signed', async (t) => {
   const { w, created } = t.context;
@@ -371,5 +412,8 @@ test('a page session binds the link and expires', (t) => {
   const fields = { reference: s.reference, expires: String(s.expires), sig: s.sig };
   t.true(checkSession({ key, network: 'chain-devnet', id: 'weather', ...fields, now }).ok);
   t.like(checkSession({ key, network: 'chain-devnet', id: 'other', ...fields, now }), { ok: false, reason: 'invalid_request' });
-  t.like(checkSession({ key, network: 'chain-devnet', id: 'weather', ...fields, now: new Date(s.expires * 1000) }), { ok: false, reason: 'transaction_expired' });
+  t.like(checkSession({ key, network: 'chain-devnet', id: 'weather', ...fields, now: new Date(s.expires * 1000) }), {
+    ok: false,
+    reason: 'transaction_expired',
+  });
 });

@@ -14,7 +14,18 @@ import type { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { sha256Hex } from '../../domain/receipts/schema.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import { buildPayment, createLink, eventsOf, fundBuyer, receiptsOf, fundFeeVault, startPaywallApp, stopPaywallApp, type CreatedLink, type PaywallWorld } from '../support/paywall.ts';
+import {
+  buildPayment,
+  createLink,
+  eventsOf,
+  fundBuyer,
+  receiptsOf,
+  fundFeeVault,
+  startPaywallApp,
+  stopPaywallApp,
+  type CreatedLink,
+  type PaywallWorld,
+} from '../support/paywall.ts';
 
 // Issue 19, the paid path end to end: what one paid call costs in PostgreSQL statements and ledger-thread messages,
 // and what the receipts' check after publish costs per group. Counted, never timed.
@@ -58,51 +69,62 @@ async function ledgerCallsOf(fn: () => Promise<unknown>): Promise<string[]> {
 
 const paymentKeyOf = (transaction: string) => sha256Hex(decodeTransaction(Uint8Array.from(Buffer.from(transaction, 'base64'))).messageBytes);
 
-test.serial('a paid call: one claim statement (already attempted), the guard claim and finish, one record transaction; the ledger asked three times, no separate simulation', async (t) => {
-  const w = t.context;
-  const built = await buildPayment(w, w.link.url, await fundBuyer(w));
-  // Hold the receipt's check after publish (it runs when the feed brings the event): not the call's own work.
-  const receipts = w.app.services.receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
-  const verify = receipts.verifyPublished;
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  receipts.verifyPublished = async function (this: unknown, ...args: unknown[]) {
-    await held;
-    return verify.apply(this, args);
-  };
-  let status = 0;
-  let statements: string[] = [];
-  let ledger: string[] = [];
-  try {
-    ledger = await ledgerCallsOf(async () => {
-      statements = await statementsOf(w.app, BACKGROUND, async () => {
-        const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
-        status = res.status;
-        await res.arrayBuffer();
+test.serial(
+  'a paid call: one claim statement (already attempted), the guard claim and finish, one record transaction; the ledger asked three times, no separate simulation',
+  async (t) => {
+    const w = t.context;
+    const built = await buildPayment(w, w.link.url, await fundBuyer(w));
+    // Hold the receipt's check after publish (it runs when the feed brings the event): not the call's own work.
+    const receipts = w.app.services.receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
+    const verify = receipts.verifyPublished;
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    receipts.verifyPublished = async function (this: unknown, ...args: unknown[]) {
+      await held;
+      return verify.apply(this, args);
+    };
+    let status = 0;
+    let statements: string[] = [];
+    let ledger: string[] = [];
+    try {
+      ledger = await ledgerCallsOf(async () => {
+        statements = await statementsOf(w.app, BACKGROUND, async () => {
+          const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
+          status = res.status;
+          await res.arrayBuffer();
+        });
       });
-    });
-  } finally {
-    release();
-    receipts.verifyPublished = verify;
-  }
-  t.is(status, 200);
-  const begin = statements.indexOf('BEGIN;');
-  t.true(begin > 0, statements.join('\n'));
-  const outside = [...statements.slice(0, begin), ...statements.slice(statements.indexOf('COMMIT;') + 1)];
-  t.is(outside.length, 3, outside.join('\n'));
-  t.regex(outside[0]!, /^insert into paid_calls .* attempted, request,/, 'the claim keeps the request and marks the attempt');
-  t.regex(outside[1]!, /^insert into facilitator_settlements/, "the facilitator's guard claim");
-  t.regex(outside[2]!, /^update facilitator_settlements f set status = x.status.*"status":"settled"/, "the facilitator's guard finish");
-  t.false(statements.some((s) => /^update paid_calls set attempted/.test(s)), 'no separate markAttempted');
-  t.is(statements.filter((s) => s === 'BEGIN;').length, 1, 'one transaction: the record');
-  // (background work — the indexer's slot reads — may ask the ledger meanwhile: the paid path's methods are counted)
-  const count = (m: string) => ledger.filter((x) => x === m).length;
-  t.deepEqual(
-    ['getMultipleAccounts', 'simulateTransaction', 'sendTransaction', 'waitForSignature'].map((m) => [m, count(m)]),
-    [['getMultipleAccounts', 1], ['simulateTransaction', 0], ['sendTransaction', 1], ['waitForSignature', 1]],
-    `the send preflights: no simulateTransaction before it (${ledger.join(', ')})`,
-  );
-});
+    } finally {
+      release();
+      receipts.verifyPublished = verify;
+    }
+    t.is(status, 200);
+    const begin = statements.indexOf('BEGIN;');
+    t.true(begin > 0, statements.join('\n'));
+    const outside = [...statements.slice(0, begin), ...statements.slice(statements.indexOf('COMMIT;') + 1)];
+    t.is(outside.length, 3, outside.join('\n'));
+    t.regex(outside[0]!, /^insert into paid_calls .* attempted, request,/, 'the claim keeps the request and marks the attempt');
+    t.regex(outside[1]!, /^insert into facilitator_settlements/, "the facilitator's guard claim");
+    t.regex(outside[2]!, /^update facilitator_settlements f set status = x.status.*"status":"settled"/, "the facilitator's guard finish");
+    t.false(
+      statements.some((s) => /^update paid_calls set attempted/.test(s)),
+      'no separate markAttempted',
+    );
+    t.is(statements.filter((s) => s === 'BEGIN;').length, 1, 'one transaction: the record');
+    // (background work — the indexer's slot reads — may ask the ledger meanwhile: the paid path's methods are counted)
+    const count = (m: string) => ledger.filter((x) => x === m).length;
+    t.deepEqual(
+      ['getMultipleAccounts', 'simulateTransaction', 'sendTransaction', 'waitForSignature'].map((m) => [m, count(m)]),
+      [
+        ['getMultipleAccounts', 1],
+        ['simulateTransaction', 0],
+        ['sendTransaction', 1],
+        ['waitForSignature', 1],
+      ],
+      `the send preflights: no simulateTransaction before it (${ledger.join(', ')})`,
+    );
+  },
+);
 
 test.serial('the claim is durable before money can move: when the facilitator is asked to settle, the row is attempted and holds the request', async (t) => {
   const w = t.context;
@@ -154,7 +176,7 @@ test.serial("a failing settlement is refused by the send's preflight: nothing la
   t.is(again.status, 200, await again.text());
 });
 
-test.serial("receipts published together are checked together: one transaction, one verification statement and one event append for the group", async (t) => {
+test.serial('receipts published together are checked together: one transaction, one verification statement and one event append for the group', async (t) => {
   const w = t.context;
   const N = 4;
   const before = new Set((await receiptsOf(w, w.link.agent)).map((r) => r.receipt_hash));
@@ -172,9 +194,19 @@ test.serial("receipts published together are checked together: one transaction, 
   t.is(fresh.length, N);
   const pending = (await w.app.database.orm.em
     .fork()
-    .execute(`select receipt_hash from receipts where network = 'chain-devnet' and verification = 'pending' and receipt_hash in (select jsonb_array_elements_text(?::jsonb))`, [JSON.stringify(fresh.map((r) => r.receipt_hash))])) as unknown[];
+    .execute(
+      `select receipt_hash from receipts where network = 'chain-devnet' and verification = 'pending' and receipt_hash in (select jsonb_array_elements_text(?::jsonb))`,
+      [JSON.stringify(fresh.map((r) => r.receipt_hash))],
+    )) as unknown[];
   t.is(pending.length, N, 'held: still pending');
-  const published = fresh.map((receipt) => ({ kind: 'receipt.published', network: 'chain-devnet', metadata: { source: 'paywall', receipt_hash: receipt.receipt_hash, receipt } }) as unknown as EventRecord);
+  const published = fresh.map(
+    (receipt) =>
+      ({
+        kind: 'receipt.published',
+        network: 'chain-devnet',
+        metadata: { source: 'paywall', receipt_hash: receipt.receipt_hash, receipt },
+      }) as unknown as EventRecord,
+  );
 
   let decided = 0;
   const statements = await statementsOf(w.app, BACKGROUND, async () => (decided = await verify.call(receipts, 'chain-devnet', published)));
@@ -182,7 +214,10 @@ test.serial("receipts published together are checked together: one transaction, 
   t.is(statements.filter((s) => s === 'BEGIN;').length, 1, statements.join('\n'));
   t.is(statements.filter((s) => /^update receipts r set verification/.test(s)).length, 1, 'one statement decides the group');
   t.is(statements.filter((s) => /insert into events/.test(s)).length, 1, "one append for the group's events");
-  t.false(statements.some((s) => /^update receipts set verification/.test(s)), 'no receipt decided alone');
+  t.false(
+    statements.some((s) => /^update receipts set verification/.test(s)),
+    'no receipt decided alone',
+  );
   const verified = (await eventsOf(w, 'receipt.verified', w.link.agent)).filter((e) => fresh.some((r) => r.receipt_hash === e.metadata.receipt_hash));
   t.is(verified.length, N, 'one receipt.verified per receipt');
   t.true(verified.every((e) => e.metadata.verification === 'verified'));
@@ -203,104 +238,136 @@ test.serial("the facilitator's guard claims and finishes that arrive together ar
   // N claims at once and the first one again: the first goes alone, the others wait for it and go as one statement
   const claimed = await statementsOf(w.app, BACKGROUND, async () => (claims = await Promise.all([...signatures.map(claim), claim(signatures[0]!)])));
   t.is(claimed.filter((s) => /^insert into facilitator_settlements/.test(s)).length, 2, claimed.join('\n'));
-  t.deepEqual(claims.slice(0, N).map((c) => c.claimed), Array.from({ length: N }, () => true), 'each new signature claimed');
+  t.deepEqual(
+    claims.slice(0, N).map((c) => c.claimed),
+    Array.from({ length: N }, () => true),
+    'each new signature claimed',
+  );
   t.like(claims[N], { claimed: false, existing: { status: 'pending', signature: signatures[0] } }, 'a signature claimed once');
 
-  const finished = await statementsOf(w.app, BACKGROUND, () => Promise.all(signatures.map((s, i) => store.finishSettlement({ network: 'chain-devnet', signature: s, status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null, at }))));
+  const finished = await statementsOf(w.app, BACKGROUND, () =>
+    Promise.all(
+      signatures.map((s, i) =>
+        store.finishSettlement({ network: 'chain-devnet', signature: s, status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null, at }),
+      ),
+    ),
+  );
   t.is(finished.filter((s) => /^update facilitator_settlements/.test(s)).length, 2, finished.join('\n'));
-  for (const [i, signature] of signatures.entries()) t.like(await store.getSettlement('chain-devnet', signature), { status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null });
+  for (const [i, signature] of signatures.entries())
+    t.like(await store.getSettlement('chain-devnet', signature), { status: i % 2 ? 'failed' : 'settled', error: i % 2 ? 'boom' : null });
   // a failed row (nothing landed) may be claimed again; a settled one may not
   const again = await Promise.all(signatures.slice(0, 2).map(claim));
-  t.deepEqual(again.map((c) => c.claimed), [false, true]);
+  t.deepEqual(
+    again.map((c) => c.claimed),
+    [false, true],
+  );
 });
 
-test.serial('while committed events are held back by an older open transaction, the feed keeps one look-again pending however many catch-ups end', async (t) => {
-  const w = t.context;
-  const store = w.app.database.store as MikroOrmStore;
-  // A fault-injecting store around the real one: the horizon stays held until `held` is lifted; the catch-ups are counted.
-  let held = true;
-  let catchUps = 0;
-  const faulty = Object.assign(Object.create(store) as MikroOrmStore, {
-    eventsSince: (after: bigint, limit: number) => {
-      catchUps++;
-      return store.eventsSince(after, limit);
-    },
-    eventsHeldBack: async () => held,
-  });
-  const feed = new PgEventFeed(w.app.database.url, faulty, { warn: () => {} });
-  t.teardown(() => feed.close());
-  (feed as unknown as { lastSeq: bigint }).lastSeq = await store.maxEventSeq();
-  const pump = () => (feed as unknown as { pump: () => Promise<void> }).pump();
-  // ten catch-ups end one after the other (as ten notifications would make them), each seeing the horizon held
-  for (let i = 0; i < 10; i++) await pump();
-  held = false;
-  const before = catchUps;
-  // the one pending look again runs (polled on the count, not timed), and finds the horizon passed: no more looks
-  while (catchUps === before) await new Promise((r) => setTimeout(r, 5));
-  await new Promise((r) => setTimeout(r, 100));
-  t.is(catchUps - before, 1, 'one look again pending, not one per catch-up');
-});
-
-test.serial("the feed's and the event lists' statements compute the horizon once per statement, never per row, whatever plan the table's statistics give", async (t) => {
-  const w = t.context;
-  const em = w.app.database.orm.em.fork();
-  // the statements as the feed sends them (the catch-up after a seq, the look whether events are held back), and the
-  // network-scoped lists (first page, a replay after a cursor, two kinds as a union of per-kind branches)
-  const page = { owner: 'someone', limit: 51 };
-  const statements = [
-    eventsSinceSql(0n, 500),
-    { sql: EVENTS_HELD_BACK_SQL, params: [] },
-    eventPageSql('chain-devnet', { ...page, kinds: undefined }),
-    eventPageSql('chain-devnet', { ...page, kinds: undefined, after: 1n }),
-    eventPageSql('chain-devnet', { ...page, kinds: ['payment_link.settled', 'receipt.published'] }),
-  ];
-  // a plan with a scan (as on a young table before its statistics) and one with the index
-  for (const scans of ['off', 'on']) {
-    await em.transactional(async (tx) => {
-      await tx.execute(`set local enable_indexscan = ${scans}`);
-      await tx.execute(`set local enable_bitmapscan = ${scans}`);
-      for (const { sql, params } of statements) {
-        const plan = ((await tx.execute(`explain ${sql}`, params)) as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
-        const perRow = plan.split('\n').filter((l) => /(Filter|Index Cond):.*svc_events_horizon\(\)/.test(l));
-        t.deepEqual(perRow, [], `${sql} (index scans ${scans}):\n${plan}`);
-        t.regex(plan, /InitPlan/, 'the horizon is an init plan: computed once');
-      }
+test.serial(
+  'while committed events are held back by an older open transaction, the feed keeps one look-again pending however many catch-ups end',
+  async (t) => {
+    const w = t.context;
+    const store = w.app.database.store as MikroOrmStore;
+    // A fault-injecting store around the real one: the horizon stays held until `held` is lifted; the catch-ups are counted.
+    let held = true;
+    let catchUps = 0;
+    const faulty = Object.assign(Object.create(store) as MikroOrmStore, {
+      eventsSince: (after: bigint, limit: number) => {
+        catchUps++;
+        return store.eventsSince(after, limit);
+      },
+      eventsHeldBack: async () => held,
     });
-  }
-});
+    const feed = new PgEventFeed(w.app.database.url, faulty, { warn: () => {} });
+    t.teardown(() => feed.close());
+    (feed as unknown as { lastSeq: bigint }).lastSeq = await store.maxEventSeq();
+    const pump = () => (feed as unknown as { pump: () => Promise<void> }).pump();
+    // ten catch-ups end one after the other (as ten notifications would make them), each seeing the horizon held
+    for (let i = 0; i < 10; i++) await pump();
+    held = false;
+    const before = catchUps;
+    // the one pending look again runs (polled on the count, not timed), and finds the horizon passed: no more looks
+    while (catchUps === before) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 100));
+    t.is(catchUps - before, 1, 'one look again pending, not one per catch-up');
+  },
+);
 
-test.serial('paid-call claims that arrive together are one statement, each decided as alone: fresh ones claimed and marked, a repeated payment claimed once, a lapsed one taken over unmarked', async (t) => {
-  const w = t.context;
-  const { paidCalls } = w.app.database.store;
-  const link = (await w.app.database.orm.em.fork().execute(`select pk from payment_links where network = 'chain-devnet' and id = ?`, [w.link.link.id])) as { pk: string }[];
-  const linkPk = link[0]!.pk;
-  const now = new Date();
-  const claimOf = (paymentKey: string, attempt: boolean, at = now) => ({
-    network: 'chain-devnet' as const,
-    paymentKey,
-    linkPk,
-    linkId: w.link.link.id,
-    lockedUntil: new Date(at.getTime() + 60_000),
-    at,
-    expiresAt: new Date(at.getTime() + 86_400_000),
-    attempt: attempt ? { request: { version: 2, transaction: `tx-${paymentKey}` } as never } : undefined,
-  });
-  // a call whose lease lapsed long ago, never attempted: the next claim takes it over
-  const lapsed = `lapsed-${randomBytes(8).toString('hex')}`;
-  t.true((await paidCalls.claim(claimOf(lapsed, false, new Date(now.getTime() - 3_600_000)))).claimed);
-  const fresh = Array.from({ length: 5 }, () => `fresh-${randomBytes(8).toString('hex')}`);
-  let results: Awaited<ReturnType<typeof paidCalls.claim>>[] = [];
-  const statements = await statementsOf(w.app, BACKGROUND, async () => {
-    results = await Promise.all([paidCalls.claim(claimOf(fresh[0]!, true)), ...fresh.slice(1).map((k) => paidCalls.claim(claimOf(k, true))), paidCalls.claim(claimOf(fresh[1]!, true)), paidCalls.claim(claimOf(lapsed, true))]);
-  });
-  t.is(statements.filter((s) => /^insert into paid_calls/.test(s)).length, 2, 'the first alone, the rest together');
-  for (let i = 0; i < 5; i++) t.like(results[i], { claimed: true, marked: true, record: { attempted: true, status: 'running' } }, `fresh ${i}`);
-  t.like(results[5], { claimed: false, record: { paymentKey: fresh[1], status: 'running' } }, 'the same payment again: taken');
-  t.like(results[6], { claimed: true, marked: false, record: { attempted: false } }, 'taken over, left unmarked: its claimer marks it');
-  const kept = (await w.app.database.orm.em.fork().execute(`select request from paid_calls where network = 'chain-devnet' and payment_key = ?`, [fresh[3]])) as { request: { transaction: string } }[];
-  t.is(kept[0]!.request.transaction, `tx-${fresh[3]}`, 'each row keeps its own request');
-  for (const k of [...fresh, lapsed]) await paidCalls.release('chain-devnet', k);
-});
+test.serial(
+  "the feed's and the event lists' statements compute the horizon once per statement, never per row, whatever plan the table's statistics give",
+  async (t) => {
+    const w = t.context;
+    const em = w.app.database.orm.em.fork();
+    // the statements as the feed sends them (the catch-up after a seq, the look whether events are held back), and the
+    // network-scoped lists (first page, a replay after a cursor, two kinds as a union of per-kind branches)
+    const page = { owner: 'someone', limit: 51 };
+    const statements = [
+      eventsSinceSql(0n, 500),
+      { sql: EVENTS_HELD_BACK_SQL, params: [] },
+      eventPageSql('chain-devnet', { ...page, kinds: undefined }),
+      eventPageSql('chain-devnet', { ...page, kinds: undefined, after: 1n }),
+      eventPageSql('chain-devnet', { ...page, kinds: ['payment_link.settled', 'receipt.published'] }),
+    ];
+    // a plan with a scan (as on a young table before its statistics) and one with the index
+    for (const scans of ['off', 'on']) {
+      await em.transactional(async (tx) => {
+        await tx.execute(`set local enable_indexscan = ${scans}`);
+        await tx.execute(`set local enable_bitmapscan = ${scans}`);
+        for (const { sql, params } of statements) {
+          const plan = ((await tx.execute(`explain ${sql}`, params)) as { 'QUERY PLAN': string }[]).map((r) => r['QUERY PLAN']).join('\n');
+          const perRow = plan.split('\n').filter((l) => /(Filter|Index Cond):.*svc_events_horizon\(\)/.test(l));
+          t.deepEqual(perRow, [], `${sql} (index scans ${scans}):\n${plan}`);
+          t.regex(plan, /InitPlan/, 'the horizon is an init plan: computed once');
+        }
+      });
+    }
+  },
+);
+
+test.serial(
+  'paid-call claims that arrive together are one statement, each decided as alone: fresh ones claimed and marked, a repeated payment claimed once, a lapsed one taken over unmarked',
+  async (t) => {
+    const w = t.context;
+    const { paidCalls } = w.app.database.store;
+    const link = (await w.app.database.orm.em.fork().execute(`select pk from payment_links where network = 'chain-devnet' and id = ?`, [w.link.link.id])) as {
+      pk: string;
+    }[];
+    const linkPk = link[0]!.pk;
+    const now = new Date();
+    const claimOf = (paymentKey: string, attempt: boolean, at = now) => ({
+      network: 'chain-devnet' as const,
+      paymentKey,
+      linkPk,
+      linkId: w.link.link.id,
+      lockedUntil: new Date(at.getTime() + 60_000),
+      at,
+      expiresAt: new Date(at.getTime() + 86_400_000),
+      attempt: attempt ? { request: { version: 2, transaction: `tx-${paymentKey}` } as never } : undefined,
+    });
+    // a call whose lease lapsed long ago, never attempted: the next claim takes it over
+    const lapsed = `lapsed-${randomBytes(8).toString('hex')}`;
+    t.true((await paidCalls.claim(claimOf(lapsed, false, new Date(now.getTime() - 3_600_000)))).claimed);
+    const fresh = Array.from({ length: 5 }, () => `fresh-${randomBytes(8).toString('hex')}`);
+    let results: Awaited<ReturnType<typeof paidCalls.claim>>[] = [];
+    const statements = await statementsOf(w.app, BACKGROUND, async () => {
+      results = await Promise.all([
+        paidCalls.claim(claimOf(fresh[0]!, true)),
+        ...fresh.slice(1).map((k) => paidCalls.claim(claimOf(k, true))),
+        paidCalls.claim(claimOf(fresh[1]!, true)),
+        paidCalls.claim(claimOf(lapsed, true)),
+      ]);
+    });
+    t.is(statements.filter((s) => /^insert into paid_calls/.test(s)).length, 2, 'the first alone, the rest together');
+    for (let i = 0; i < 5; i++) t.like(results[i], { claimed: true, marked: true, record: { attempted: true, status: 'running' } }, `fresh ${i}`);
+    t.like(results[5], { claimed: false, record: { paymentKey: fresh[1], status: 'running' } }, 'the same payment again: taken');
+    t.like(results[6], { claimed: true, marked: false, record: { attempted: false } }, 'taken over, left unmarked: its claimer marks it');
+    const kept = (await w.app.database.orm.em
+      .fork()
+      .execute(`select request from paid_calls where network = 'chain-devnet' and payment_key = ?`, [fresh[3]])) as { request: { transaction: string } }[];
+    t.is(kept[0]!.request.transaction, `tx-${fresh[3]}`, 'each row keeps its own request');
+    for (const k of [...fresh, lapsed]) await paidCalls.release('chain-devnet', k);
+  },
+);
 
 test.serial('one append of several events wakes the feeds once, not once per event', async (t) => {
   const w = t.context;
@@ -310,7 +377,18 @@ test.serial('one append of several events wakes the feeds once, not once per eve
   const payloads: string[] = [];
   listener.on('notification', (n) => payloads.push(n.payload ?? ''));
   await listener.query('LISTEN svc_events');
-  const events = Array.from({ length: 5 }, () => syntheticEvent({ id: newId(), network: 'chain-devnet', agentAsset: null, owner: null, phase: 'confirmed', createdAt: new Date(), kind: 'payment_link.deleted', metadata: { payment_link_id: 'x' } }));
+  const events = Array.from({ length: 5 }, () =>
+    syntheticEvent({
+      id: newId(),
+      network: 'chain-devnet',
+      agentAsset: null,
+      owner: null,
+      phase: 'confirmed',
+      createdAt: new Date(),
+      kind: 'payment_link.deleted',
+      metadata: { payment_link_id: 'x' },
+    }),
+  );
   await w.app.database.store.transaction((tx) => tx.events.appendMany(events));
   await listener.query('select 1'); // the notification, sent at commit, is delivered before this answer
   const newest = (await listener.query<{ m: string }>(`select max(seq)::text as m from events where id = any($1)`, [events.map((e) => e.id)])).rows[0]!.m;

@@ -23,8 +23,14 @@ test('the paywall counts every /x request per client IP on every node; the reque
   const answers = [];
   // one client alternating between two nodes: one window
   for (let i = 0; i < 4; i++) answers.push(await fetch(`${[app, other][i % 2]!.url}/x/no-such-link-${i}?network=chain-devnet`));
-  t.deepEqual(answers.map((r) => r.status), [404, 404, 404, 429]);
-  t.deepEqual(answers.map((r) => r.headers.get('ratelimit-remaining')), ['2', '1', '0', '0']);
+  t.deepEqual(
+    answers.map((r) => r.status),
+    [404, 404, 404, 429],
+  );
+  t.deepEqual(
+    answers.map((r) => r.headers.get('ratelimit-remaining')),
+    ['2', '1', '0', '0'],
+  );
   t.is(answers[0]!.headers.get('ratelimit-policy'), '3;w=60');
   const refused = answers[3]!;
   t.truthy(Number(refused.headers.get('retry-after')) > 0);

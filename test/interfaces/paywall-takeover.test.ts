@@ -114,7 +114,11 @@ async function paymentLostInACrash(t: ExecutionContext<PaywallWorld>) {
   const paymentHeader = sent.map((h) => h.get('PAYMENT-SIGNATURE')).find(Boolean)!;
   t.truthy(paymentHeader);
   const rows = await paidCallsOf(w, created.link.id);
-  t.deepEqual(rows.map((r) => r.status), ['running'], 'B held the claim when it died');
+  t.deepEqual(
+    rows.map((r) => r.status),
+    ['running'],
+    'B held the claim when it died',
+  );
   return { ...created, buyer, paymentHeader, replayUrl: `${w.app.url}/x/${created.link.id}?network=chain-devnet` };
 }
 
@@ -136,7 +140,10 @@ test('a claim whose owner process died is taken over at once: the replay to anot
   t.is(receipts.length, 1);
   t.is(receipts[0]!.tx_sig, settled.transaction);
   t.is((await getLink(w, lost.link.id)).counters.settled_count, 1);
-  t.deepEqual((await paidCallsOf(w, lost.link.id)).map((r) => r.status), ['done']);
+  t.deepEqual(
+    (await paidCallsOf(w, lost.link.id)).map((r) => r.status),
+    ['done'],
+  );
 
   const again = await fetch(lost.replayUrl, { headers: { 'PAYMENT-SIGNATURE': lost.paymentHeader } });
   t.is(again.status, 200);
@@ -151,7 +158,10 @@ test.serial('a claim whose owner process died is finished by the reconciliation 
   // before: the job listed only `pending` calls, so a crashed `running` one was never found
   const tally = await w.app.services.paywall!.resolvePending({ olderThanMs: 0 });
   t.true(tally.resolved >= 1, JSON.stringify(tally));
-  t.deepEqual((await paidCallsOf(w, lost.link.id)).map((r) => r.status), ['done']);
+  t.deepEqual(
+    (await paidCallsOf(w, lost.link.id)).map((r) => r.status),
+    ['done'],
+  );
   t.is((await receiptsOf(w, lost.agent)).length, 1);
   t.is((await getLink(w, lost.link.id)).counters.settled_count, 1);
   t.is(await tokenBalance(w, lost.treasury), PRICE);
@@ -220,7 +230,9 @@ test.serial('a claim that never reached settlement and whose owner died is forgo
   const owner = await startProcessOwner(w.app.database.url);
   const dying = new MikroOrmStore(w.app.database.orm, owner);
   const now = new Date();
-  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const paymentKey = createHash('sha256')
+    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
+    .digest('hex');
   const claim = await dying.paidCalls.claim({
     network: 'chain-devnet',
     paymentKey,
@@ -253,12 +265,34 @@ test.serial('resuming a kept paid call checks its upstream first: an upstream th
   const buyer = await fundBuyer(w);
   const payment = await buildPayment(w, url, buyer);
   // Kept by an earlier attempt whose outcome was never learned (its request is in the claim; nothing was sent).
-  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const paymentKey = createHash('sha256')
+    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
+    .digest('hex');
   const now = new Date();
   const paidCalls = w.app.database.store.paidCalls;
   const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
-  t.true((await paidCalls.claim({ network: 'chain-devnet', paymentKey, linkPk, linkId: link.id, lockedUntil: now, at: now, expiresAt: new Date(now.getTime() + 86_400_000) })).claimed);
-  const request = { version: 2 as const, transaction: payment.transaction, accept: payment.accepted, forwardQuery: '', contentType: null, accept_header: null, body: null };
+  t.true(
+    (
+      await paidCalls.claim({
+        network: 'chain-devnet',
+        paymentKey,
+        linkPk,
+        linkId: link.id,
+        lockedUntil: now,
+        at: now,
+        expiresAt: new Date(now.getTime() + 86_400_000),
+      })
+    ).claimed,
+  );
+  const request = {
+    version: 2 as const,
+    transaction: payment.transaction,
+    accept: payment.accepted,
+    forwardQuery: '',
+    contentType: null,
+    accept_header: null,
+    body: null,
+  };
   t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
   await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
 
@@ -268,7 +302,10 @@ test.serial('resuming a kept paid call checks its upstream first: an upstream th
   t.is(body.error, 'upstream_failed');
   t.regex(body.message, /kept pending/);
   t.is(await tokenBalance(w, treasury), 0n, 'nothing was settled'); // before: resumed without the check, and charged
-  t.deepEqual((await paidCallsOf(w, link.id)).map((r) => r.status), ['pending']);
+  t.deepEqual(
+    (await paidCallsOf(w, link.id)).map((r) => r.status),
+    ['pending'],
+  );
 });
 
 test.serial('a kept paid call is never dropped by a process whose facilitator has another fee payer: it stays pending for one that has it', async (t) => {
@@ -279,12 +316,34 @@ test.serial('a kept paid call is never dropped by a process whose facilitator ha
   // Landed, and its call pending (its outcome never learned).
   const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
   t.true(direct.success, JSON.stringify(direct));
-  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const paymentKey = createHash('sha256')
+    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
+    .digest('hex');
   const now = new Date();
   const paidCalls = w.app.database.store.paidCalls;
   const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
-  t.true((await paidCalls.claim({ network: 'chain-devnet', paymentKey, linkPk, linkId: link.id, lockedUntil: now, at: now, expiresAt: new Date(now.getTime() + 86_400_000) })).claimed);
-  const request = { version: 2 as const, transaction: payment.transaction, accept: payment.accepted, forwardQuery: '', contentType: null, accept_header: null, body: null };
+  t.true(
+    (
+      await paidCalls.claim({
+        network: 'chain-devnet',
+        paymentKey,
+        linkPk,
+        linkId: link.id,
+        lockedUntil: now,
+        at: now,
+        expiresAt: new Date(now.getTime() + 86_400_000),
+      })
+    ).claimed,
+  );
+  const request = {
+    version: 2 as const,
+    transaction: payment.transaction,
+    accept: payment.accepted,
+    forwardQuery: '',
+    contentType: null,
+    accept_header: null,
+    body: null,
+  };
   t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
   await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
 
@@ -302,7 +361,10 @@ test.serial('a kept paid call is never dropped by a process whose facilitator ha
   t.teardown(() => other.close());
   const tally = await other.services.paywall!.resolvePending({ olderThanMs: 0 });
   t.is(tally.refused, 0, JSON.stringify(tally)); // before: its facilitator refused the transaction and the call was dropped
-  t.deepEqual((await paidCallsOf(w, link.id)).map((r) => r.status), ['pending']);
+  t.deepEqual(
+    (await paidCallsOf(w, link.id)).map((r) => r.status),
+    ['pending'],
+  );
 
   const after = await w.app.services.paywall!.resolvePending({ olderThanMs: 0 });
   t.true(after.resolved >= 1, JSON.stringify(after));

@@ -77,14 +77,20 @@ async function paidCallRefused(
   const key = await issueKey(app);
   const { mint: agent } = await recordAgent(app, key);
   const method = expected.body === undefined ? 'GET' : 'POST';
-  const created = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(agent, { method, settle_policy: policy, metadata: { upstream_url: upstream } }) });
+  const created = await http(app, 'POST', '/v1/payment-links', {
+    key,
+    body: linkBody(agent, { method, settle_policy: policy, metadata: { upstream_url: upstream } }),
+  });
   t.is(created.status, 201, JSON.stringify(created.body));
   const link = created.body as { id: string; share_url: string };
   const buyer = Keypair.generate();
   await app.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '1' });
   const pay = createPayingFetch({ signer: buyer, rpcUrl: app.ledgers.rpcUrls['chain-devnet']! });
 
-  const res = await pay(link.share_url, expected.body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: expected.body });
+  const res = await pay(
+    link.share_url,
+    expected.body === undefined ? {} : { method: 'POST', headers: { 'content-type': 'application/json' }, body: expected.body },
+  );
   const body = (await res.json()) as { error: string; message: string; details: { reason: string } };
   t.is(res.status, 502, `${upstream}: ${JSON.stringify(body)}`);
   t.is(body.error, 'upstream_failed');

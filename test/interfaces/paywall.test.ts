@@ -25,7 +25,8 @@ import {
   receiptsOf,
   recordingPayingFetch,
   startLocalServer,
-  fundFeeVault, startPaywallApp,
+  fundFeeVault,
+  startPaywallApp,
   stopPaywallApp,
   tokenBalance,
   unpaidOffer,
@@ -163,7 +164,14 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
   // destination, ATA(treasury); the link's own pay_to is the same payTo, its pay_to_token_account that destination (§2.2).
   const destination = payToFor(agent, USDC);
   t.is(destination, associatedTokenAccount(payTo, USDC.mint, USDC.tokenProgramId));
-  t.like(link.accepts[0], { network: CAIP2['chain-devnet'], asset: USDC.mint, amount: PRICE.toString(), pay_to: payTo, pay_to_token_account: destination, currency: 'USDC' });
+  t.like(link.accepts[0], {
+    network: CAIP2['chain-devnet'],
+    asset: USDC.mint,
+    amount: PRICE.toString(),
+    pay_to: payTo,
+    pay_to_token_account: destination,
+    currency: 'USDC',
+  });
   t.is(link.pay_to, payTo);
   t.is(link.pay_to_token_account, destination);
 
@@ -230,7 +238,15 @@ test('a paid call through the kit: the link response, PAYMENT-RESPONSE, counters
   const settledEvents = await eventsOf(w, 'payment_link.settled', agent);
   t.is(settledEvents.length, 1);
   t.like(settledEvents[0], { signature: sig, agent_asset: agent, phase: 'confirmed' });
-  t.like(settledEvents[0]!.metadata, { tx_sig: sig, agent, payment_link_id: link.id, payer: buyerAddress, amount_atomic: '10000', fee_atomic: '100', gross_atomic: '10100' });
+  t.like(settledEvents[0]!.metadata, {
+    tx_sig: sig,
+    agent,
+    payment_link_id: link.id,
+    payer: buyerAddress,
+    amount_atomic: '10000',
+    fee_atomic: '100',
+    gross_atomic: '10100',
+  });
 
   const served = await eventsOf(w, 'payment_link.served', agent);
   t.is(served.length, 1);
@@ -378,7 +394,11 @@ test('a payment used on one link is refused on another: 402 payment_already_used
 test('receipt chain: 3 sequential then 4 concurrent payments to one agent give gapless nonces 0..6, each linked to the previous', async (t) => {
   const w = t.context;
   const a = await createLink(w, { response: { body: { n: 'a' } } });
-  const links: CreatedLink[] = [a, await createLink(w, { response: { body: { n: 'b' } } }, a.agent), await createLink(w, { response: { body: { n: 'c' } } }, a.agent)];
+  const links: CreatedLink[] = [
+    a,
+    await createLink(w, { response: { body: { n: 'b' } } }, a.agent),
+    await createLink(w, { response: { body: { n: 'c' } } }, a.agent),
+  ];
   const sigs: string[] = [];
 
   const buyer = await fundBuyer(w);
@@ -411,7 +431,10 @@ test('receipt chain: 3 sequential then 4 concurrent payments to one agent give g
     'the sequential payments hold nonces 0..2 in order',
   );
   t.deepEqual(
-    receipts.slice(3).map((r) => r.tx_sig).sort(),
+    receipts
+      .slice(3)
+      .map((r) => r.tx_sig)
+      .sort(),
     concurrent.map((c) => c.sig).sort(),
     'the concurrent ones hold 3..6',
   );
@@ -426,14 +449,21 @@ test('receipt chain: 3 sequential then 4 concurrent payments to one agent give g
   t.is(new Set(receipts.map((r) => r.receipt_hash)).size, 7);
 
   const published = await eventsOf(w, 'receipt.published', a.agent);
-  t.deepEqual(published.map((e) => e.metadata.nonce as number).sort((x, y) => x - y), [0, 1, 2, 3, 4, 5, 6]);
+  t.deepEqual(
+    published.map((e) => e.metadata.nonce as number).sort((x, y) => x - y),
+    [0, 1, 2, 3, 4, 5, 6],
+  );
   t.is(await tokenBalance(w, a.treasury), 7n * PRICE);
 });
 
 // ── Bad payments ─────────────────────────────────────────────────────────────────────────────────────────────────
 
 /** Sends `headers` to a fresh link and expects a 402 naming `reason` in the v1 body and the v2 header; nothing moves. */
-async function refused(t: ExecutionContext<PaywallWorld>, make: (l: CreatedLink, buyer: import('@solana/web3.js').Keypair) => Promise<Record<string, string>>, reason: string) {
+async function refused(
+  t: ExecutionContext<PaywallWorld>,
+  make: (l: CreatedLink, buyer: import('@solana/web3.js').Keypair) => Promise<Record<string, string>>,
+  reason: string,
+) {
   const w = t.context;
   const l = await createLink(w);
   const buyer = await fundBuyer(w);
@@ -459,11 +489,19 @@ async function refused(t: ExecutionContext<PaywallWorld>, make: (l: CreatedLink,
 }
 
 test('bad payment: a transfer of price − 1 is refused with wrong_amount', async (t) => {
-  await refused(t, async (l, buyer) => ({ 'PAYMENT-SIGNATURE': (await buildPayment(t.context, l.url, buyer, { amount: PRICE - 1n })).paymentSignature }), 'wrong_amount');
+  await refused(
+    t,
+    async (l, buyer) => ({ 'PAYMENT-SIGNATURE': (await buildPayment(t.context, l.url, buyer, { amount: PRICE - 1n })).paymentSignature }),
+    'wrong_amount',
+  );
 });
 
 test('bad payment: an unsigned transaction is refused with missing_signature', async (t) => {
-  await refused(t, async (l, buyer) => ({ 'PAYMENT-SIGNATURE': (await buildPayment(t.context, l.url, buyer, { sign: false })).paymentSignature }), 'missing_signature');
+  await refused(
+    t,
+    async (l, buyer) => ({ 'PAYMENT-SIGNATURE': (await buildPayment(t.context, l.url, buyer, { sign: false })).paymentSignature }),
+    'missing_signature',
+  );
 });
 
 test('bad payment: a PAYMENT-SIGNATURE that is base64 JSON but no x402 payload is refused with invalid_payload', async (t) => {
@@ -475,7 +513,11 @@ test('bad payment: a garbage PAYMENT-SIGNATURE (not base64 JSON) is refused with
 });
 
 test('bad payment: a refused payment can still be fixed — the same buyer then pays the link with a good one', async (t) => {
-  const { link, buyer } = await refused(t, async (l, b) => ({ 'PAYMENT-SIGNATURE': (await buildPayment(t.context, l.url, b, { sign: false })).paymentSignature }), 'missing_signature');
+  const { link, buyer } = await refused(
+    t,
+    async (l, b) => ({ 'PAYMENT-SIGNATURE': (await buildPayment(t.context, l.url, b, { sign: false })).paymentSignature }),
+    'missing_signature',
+  );
   const res = await payingFetch(t.context, buyer)(link.url);
   t.is(res.status, 200, await res.text());
   t.is(await tokenBalance(t.context, link.treasury), PRICE);
@@ -526,7 +568,11 @@ test('upstream: a paid POST forwards the buyer body, content type and query; the
   const buyer = await fundBuyer(w);
   const requestBody = JSON.stringify({ city: 'Paris', units: 'metric' });
 
-  const res = await payingFetch(w, buyer)(`${link.share_url}&detail=full`, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: requestBody });
+  const res = await payingFetch(w, buyer)(`${link.share_url}&detail=full`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json; charset=utf-8' },
+    body: requestBody,
+  });
   const text = await res.text();
   t.is(res.status, 201, text);
   t.is(text, 'city,temp\nParis,21\n');
@@ -674,7 +720,10 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
   t.true(verifyWebhookSignature({ secret: secret!, body: raw, header: hook.headers['x-svc-signature'] as string, now }), 'X-Svc-Signature verifies');
   t.false(verifyWebhookSignature({ secret: secret!, body: `${raw} `, header: hook.headers['x-svc-signature'] as string, now }), 'over these exact bytes');
   t.truthy(hook.headers['webhook-signature']);
-  const payload = JSON.parse(raw) as { type: string; data: { payment_link_id: string; payment: { transaction: string; success: boolean }; response: { status: number; body: string }; receipt: ReceiptV1 } };
+  const payload = JSON.parse(raw) as {
+    type: string;
+    data: { payment_link_id: string; payment: { transaction: string; success: boolean }; response: { status: number; body: string }; receipt: ReceiptV1 };
+  };
   t.is(payload.type, 'payment_link.settled');
   t.is(payload.data.payment_link_id, link.id);
   t.is(payload.data.payment.transaction, sig);
@@ -689,7 +738,9 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
   // A link's webhook is sent only from its outbox row, written in the transaction that records the call (before the
   // answer): after the replay's answer, one delivered row means no second webhook can ever arrive.
   const deliveries = async () =>
-    (await w.app.database.orm.em.fork().execute('select d.status from webhook_deliveries d join payment_links l on l.pk = d.link_pk where l.id = ?', [link.id])) as { status: string }[];
+    (await w.app.database.orm.em
+      .fork()
+      .execute('select d.status from webhook_deliveries d join payment_links l on l.pk = d.link_pk where l.id = ?', [link.id])) as { status: string }[];
   // the one delivery is recorded once the receiver's 204 is back (awaited: the job records it after the POST)
   const deadline = Date.now() + 30_000;
   while ((await deliveries()).some((d) => d.status !== 'delivered') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
@@ -711,7 +762,10 @@ test('a mainnet link accepting USDC, USDT and USDG offers three accepts; paying 
   const offer = await unpaidOffer(url);
   t.is(offer.status, 402);
   const accepts = offer.v2!.accepts as X402RequirementsV2[];
-  t.deepEqual(accepts.map((a) => a.asset), ['USDC', 'USDT', 'USDG'].map((s) => findStable('chain-mainnet', s)!.mint));
+  t.deepEqual(
+    accepts.map((a) => a.asset),
+    ['USDC', 'USDT', 'USDG'].map((s) => findStable('chain-mainnet', s)!.mint),
+  );
   for (const a of accepts) t.like(a, { network: CAIP2['chain-mainnet'], amount: PRICE.toString(), payTo: treasuryOf(agent) });
 
   const usdg = findStable('chain-mainnet', 'USDG')!;
@@ -745,8 +799,8 @@ test('a mainnet link accepting USDC, USDT and USDG offers three accepts; paying 
   const landed = await ledger.getTransaction(transaction);
   t.is(landed?.err, null);
   const delta = (owner: string) =>
-    (landed!.postTokenBalances.filter((b) => b.owner === owner && b.mint === usdg.mint).reduce((s, b) => s + b.amount, 0n)) -
-    (landed!.preTokenBalances.filter((b) => b.owner === owner && b.mint === usdg.mint).reduce((s, b) => s + b.amount, 0n));
+    landed!.postTokenBalances.filter((b) => b.owner === owner && b.mint === usdg.mint).reduce((s, b) => s + b.amount, 0n) -
+    landed!.preTokenBalances.filter((b) => b.owner === owner && b.mint === usdg.mint).reduce((s, b) => s + b.amount, 0n);
   t.is(delta(treasuryOf(agent)), PRICE);
   t.is(delta(ext.feeAuthority), feeFor(PRICE, ext.bps));
   t.is(delta(buyer.publicKey.toBase58()), -(PRICE + feeFor(PRICE, ext.bps)));
@@ -756,7 +810,10 @@ test('a mainnet link accepting USDC, USDT and USDG offers three accepts; paying 
 
 test('CORS: a browser preflight (OPTIONS) is answered 204 allowing the payment headers; answers expose PAYMENT-* headers', async (t) => {
   const { link } = await createLink(t.context);
-  const preflight = await fetch(link.share_url, { method: 'OPTIONS', headers: { Origin: 'https://buyer.example', 'Access-Control-Request-Headers': 'payment-signature' } });
+  const preflight = await fetch(link.share_url, {
+    method: 'OPTIONS',
+    headers: { Origin: 'https://buyer.example', 'Access-Control-Request-Headers': 'payment-signature' },
+  });
   t.is(preflight.status, 204);
   t.regex(preflight.headers.get('access-control-allow-headers') ?? '', /PAYMENT-SIGNATURE/);
   const unpaid = await fetch(link.share_url);

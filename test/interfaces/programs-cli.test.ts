@@ -25,7 +25,11 @@ const CORE_SHA256 = '0d3ac8cce3d6158924313a697c2c53fdb06b5882f6c07601c8ad7604cb1
 /** `npm run -s programs -- …` in the repository with only PATH and HOME, as a person runs it. */
 function programsCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '-s', 'programs', '--', ...args], { cwd: REPO, env: { PATH: process.env.PATH, HOME: process.env.HOME }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('npm', ['run', '-s', 'programs', '--', ...args], {
+      cwd: REPO,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c));
@@ -50,60 +54,84 @@ function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {
   return tx.serialize({ requireAllSignatures: true }).toString('base64');
 }
 
-metaplexTest(test, 'npm run programs copies Core from a JSON-RPC into the cache; a gateway started on that data directory mints an agent with it', async (t: ExecutionContext, dir) => {
-  const source = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: dir } });
-  t.teardown(async () => {
-    await source.close();
-    await removeDataDir(source.dataDir);
-  });
-  const dataDir = await makeDataDir();
-  t.teardown(() => removeDataDir(dataDir));
-  const origin = source.ledgers.rpcUrls['chain-devnet']!;
-  // a provider's key rides in the path or query: never printed
-  const from = `${origin}/rpc/SECRETPATH?api-key=SECRETKEY`;
-  const cached = join(dataDir, 'ledger', 'programs', `${MPL_CORE_PROGRAM_ID}.so`);
+metaplexTest(
+  test,
+  'npm run programs copies Core from a JSON-RPC into the cache; a gateway started on that data directory mints an agent with it',
+  async (t: ExecutionContext, dir) => {
+    const source = await startTestApp({ env: { SVC_LEDGER_PROGRAMS: dir } });
+    t.teardown(async () => {
+      await source.close();
+      await removeDataDir(source.dataDir);
+    });
+    const dataDir = await makeDataDir();
+    t.teardown(() => removeDataDir(dataDir));
+    const origin = source.ledgers.rpcUrls['chain-devnet']!;
+    // a provider's key rides in the path or query: never printed
+    const from = `${origin}/rpc/SECRETPATH?api-key=SECRETKEY`;
+    const cached = join(dataDir, 'ledger', 'programs', `${MPL_CORE_PROGRAM_ID}.so`);
 
-  // Everything: Core is copied, the registry programs the source lacks are named, exit 1.
-  const all = await programsCli(['--from', from, '--data-dir', dataDir]);
-  t.is(all.code, 1, all.stdout + all.stderr);
-  t.true(all.stdout.includes(`From ${origin} into ${join(dataDir, 'ledger', 'programs')}:`), all.stdout);
-  t.true(all.stdout.includes(`copied   mpl-core (${MPL_CORE_PROGRAM_ID}), 848,320 bytes → ${cached}`), all.stdout);
-  t.true(all.stdout.includes(`missing  mpl-agent-registry-identity (${AGENT_REGISTRY_IDENTITY_PROGRAM_ID}): not on ${origin}`), all.stdout);
-  t.true(all.stdout.includes(`missing  mpl-agent-registry-tools (${AGENT_REGISTRY_TOOLS_PROGRAM_ID}): not on ${origin}`), all.stdout);
-  t.true(all.stdout.includes(`No gateway is running on ${dataDir}: the next npm start loads them on both embedded networks`), all.stdout);
-  t.true(all.stderr.includes('2 of 3 programs were not copied: mpl-agent-registry-identity, mpl-agent-registry-tools.'), all.stderr);
-  t.false(/SECRET/.test(all.stdout + all.stderr), 'only the origin of the source is printed');
-  t.is(createHash('sha256').update(await readFile(cached)).digest('hex'), CORE_SHA256, 'the cached ELF is the deployed Core, byte for byte');
+    // Everything: Core is copied, the registry programs the source lacks are named, exit 1.
+    const all = await programsCli(['--from', from, '--data-dir', dataDir]);
+    t.is(all.code, 1, all.stdout + all.stderr);
+    t.true(all.stdout.includes(`From ${origin} into ${join(dataDir, 'ledger', 'programs')}:`), all.stdout);
+    t.true(all.stdout.includes(`copied   mpl-core (${MPL_CORE_PROGRAM_ID}), 848,320 bytes → ${cached}`), all.stdout);
+    t.true(all.stdout.includes(`missing  mpl-agent-registry-identity (${AGENT_REGISTRY_IDENTITY_PROGRAM_ID}): not on ${origin}`), all.stdout);
+    t.true(all.stdout.includes(`missing  mpl-agent-registry-tools (${AGENT_REGISTRY_TOOLS_PROGRAM_ID}): not on ${origin}`), all.stdout);
+    t.true(all.stdout.includes(`No gateway is running on ${dataDir}: the next npm start loads them on both embedded networks`), all.stdout);
+    t.true(all.stderr.includes('2 of 3 programs were not copied: mpl-agent-registry-identity, mpl-agent-registry-tools.'), all.stderr);
+    t.false(/SECRET/.test(all.stdout + all.stderr), 'only the origin of the source is printed');
+    t.is(
+      createHash('sha256')
+        .update(await readFile(cached))
+        .digest('hex'),
+      CORE_SHA256,
+      'the cached ELF is the deployed Core, byte for byte',
+    );
 
-  // Core alone: everything asked for was copied, exit 0.
-  const core = await programsCli(['--from', from, '--data-dir', dataDir, '--program', 'mpl-core']);
-  t.is(core.code, 0, core.stdout + core.stderr);
+    // Core alone: everything asked for was copied, exit 0.
+    const core = await programsCli(['--from', from, '--data-dir', dataDir, '--program', 'mpl-core']);
+    t.is(core.code, 0, core.stdout + core.stderr);
 
-  // A gateway on that data directory, no SVC_LEDGER_PROGRAMS: both networks load Core from the cache.
-  const gateway = await startTestApp({ dataDir, embeddedPostgres: false, databaseUrl: await sharedDatabaseUrl(dataDir), env: { SVC_LEDGER_PROGRAMS: '' } });
-  t.teardown(() => gateway.close());
-  const key = await issueKey(gateway);
-  const health = await http(gateway, 'GET', '/v1/health', { key });
-  for (const network of ['chain-devnet', 'chain-mainnet']) {
-    t.deepEqual(health.body.ledger[network].programs, [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', source: 'clone' }], network);
-  }
+    // A gateway on that data directory, no SVC_LEDGER_PROGRAMS: both networks load Core from the cache.
+    const gateway = await startTestApp({ dataDir, embeddedPostgres: false, databaseUrl: await sharedDatabaseUrl(dataDir), env: { SVC_LEDGER_PROGRAMS: '' } });
+    t.teardown(() => gateway.close());
+    const key = await issueKey(gateway);
+    const health = await http(gateway, 'GET', '/v1/health', { key });
+    for (const network of ['chain-devnet', 'chain-mainnet']) {
+      t.deepEqual(health.body.ledger[network].programs, [{ id: MPL_CORE_PROGRAM_ID, name: 'mpl-core', source: 'clone' }], network);
+    }
 
-  // While it runs, the command says so: the new copies load at its next start.
-  const running = await programsCli(['--from', from, '--data-dir', dataDir, '--program', 'mpl-core']);
-  t.is(running.code, 0);
-  t.regex(running.stdout, new RegExp(`A gateway is running on ${dataDir} \\(process ${process.pid} holds the chain-devnet and chain-mainnet ledger\\): restart it`));
+    // While it runs, the command says so: the new copies load at its next start.
+    const running = await programsCli(['--from', from, '--data-dir', dataDir, '--program', 'mpl-core']);
+    t.is(running.code, 0);
+    t.regex(
+      running.stdout,
+      new RegExp(`A gateway is running on ${dataDir} \\(process ${process.pid} holds the chain-devnet and chain-mainnet ledger\\): restart it`),
+    );
 
-  // Core runs: an agent is minted through prepare → sign → submit and lands.
-  const owner = Keypair.generate();
-  await gateway.services.dev.fund('chain-devnet', { address: owner.publicKey.toBase58(), sol: '1' });
-  const prepared = await http<PreparedEnvelope>(gateway, 'POST', '/v1/agents/prepare', { key, body: { owner: owner.publicKey.toBase58(), name: 'Copied Core', uri: 'https://example.com/a.json' } });
-  t.is(prepared.status, 200, JSON.stringify(prepared.body));
-  const submitted = await http(gateway, 'POST', '/v1/submit', { key, body: { event_id: prepared.body.event_id, transaction_base64: sign(prepared.body, owner) } });
-  t.is(submitted.status, 202, JSON.stringify(submitted.body));
-  const mint = String(prepared.body.echo.asset);
-  const asset = await until('the asset on the ledger', async () => (await gateway.services.ledgers['chain-devnet']!.getAccount(mint)) ?? undefined, 60_000, 100);
-  t.is(asset.owner, MPL_CORE_PROGRAM_ID, 'the minted agent is a Core asset');
-});
+    // Core runs: an agent is minted through prepare → sign → submit and lands.
+    const owner = Keypair.generate();
+    await gateway.services.dev.fund('chain-devnet', { address: owner.publicKey.toBase58(), sol: '1' });
+    const prepared = await http<PreparedEnvelope>(gateway, 'POST', '/v1/agents/prepare', {
+      key,
+      body: { owner: owner.publicKey.toBase58(), name: 'Copied Core', uri: 'https://example.com/a.json' },
+    });
+    t.is(prepared.status, 200, JSON.stringify(prepared.body));
+    const submitted = await http(gateway, 'POST', '/v1/submit', {
+      key,
+      body: { event_id: prepared.body.event_id, transaction_base64: sign(prepared.body, owner) },
+    });
+    t.is(submitted.status, 202, JSON.stringify(submitted.body));
+    const mint = String(prepared.body.echo.asset);
+    const asset = await until(
+      'the asset on the ledger',
+      async () => (await gateway.services.ledgers['chain-devnet']!.getAccount(mint)) ?? undefined,
+      60_000,
+      100,
+    );
+    t.is(asset.owner, MPL_CORE_PROGRAM_ID, 'the minted agent is a Core asset');
+  },
+);
 
 test('npm run programs: a source that cannot be reached is a clear error, exit 1, nothing written', async (t) => {
   const dataDir = await makeDataDir();
@@ -111,7 +139,10 @@ test('npm run programs: a source that cannot be reached is a clear error, exit 1
   const port = await closedPort();
   const result = await programsCli(['--from', `http://127.0.0.1:${port}/?api-key=SECRETKEY`, '--data-dir', dataDir]);
   t.is(result.code, 1);
-  t.regex(result.stderr, new RegExp(`^Cannot reach a Solana JSON-RPC at http://127\\.0\\.0\\.1:${port}: fetch failed \\(ECONNREFUSED\\)\\. Nothing was copied\\.`));
+  t.regex(
+    result.stderr,
+    new RegExp(`^Cannot reach a Solana JSON-RPC at http://127\\.0\\.0\\.1:${port}: fetch failed \\(ECONNREFUSED\\)\\. Nothing was copied\\.`),
+  );
   t.false(result.stderr.includes('SECRETKEY'));
   t.is(result.stdout, '');
   const bad = await programsCli(['--program', 'nope']);

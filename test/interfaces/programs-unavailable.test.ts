@@ -67,7 +67,10 @@ test.serial('identity/prepare: a null body is 400, a valid one 503 naming the id
   t.is(bad.status, 400);
   const res = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key, body: { uri: 'https://example.com/a.json' } });
   t.is(res.status, 503, JSON.stringify(res.body));
-  t.like(res.body, { error: 'program_unavailable', details: { program: AGENT_REGISTRY_IDENTITY_PROGRAM_ID, program_name: 'mpl-agent-registry-identity', command: command(app) } });
+  t.like(res.body, {
+    error: 'program_unavailable',
+    details: { program: AGENT_REGISTRY_IDENTITY_PROGRAM_ID, program_name: 'mpl-agent-registry-identity', command: command(app) },
+  });
   // no body at all is an empty object: every field of this route is optional
   const none = await http(app, 'POST', `/v1/agents/${mint}/identity/prepare`, { key });
   t.is(none.status, 503);
@@ -85,7 +88,10 @@ test.serial('withdraw-sol and delegation (Core Execute): 400 for what the input 
   t.like(res.body, { error: 'program_unavailable', details: { program: MPL_CORE_PROGRAM_ID, command: command(app) } });
 
   const executive = Keypair.generate().publicKey.toBase58();
-  const badAllowance = await http(app, 'POST', `/v1/agents/${mint}/delegation/prepare`, { key, body: { executive, stable_symbol: 'USDC', allowance: '1.0000001' } });
+  const badAllowance = await http(app, 'POST', `/v1/agents/${mint}/delegation/prepare`, {
+    key,
+    body: { executive, stable_symbol: 'USDC', allowance: '1.0000001' },
+  });
   t.is(badAllowance.status, 400, JSON.stringify(badAllowance.body));
   const delegation = await http(app, 'POST', `/v1/agents/${mint}/delegation/prepare`, { key, body: { executive, stable_symbol: 'USDC', allowance: '5' } });
   t.is(delegation.status, 503, JSON.stringify(delegation.body));

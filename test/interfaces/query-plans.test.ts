@@ -1,6 +1,14 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { eventCountsSql, eventKindsSql, eventPageSql, eventsSinceSql, expandKinds, type EventPageQuery, type Sql } from '../../adapters/store/repositories/events.ts';
+import {
+  eventCountsSql,
+  eventKindsSql,
+  eventPageSql,
+  eventsSinceSql,
+  expandKinds,
+  type EventPageQuery,
+  type Sql,
+} from '../../adapters/store/repositories/events.ts';
 import { paymentLinkListSql } from '../../adapters/store/repositories/payment-links.ts';
 import { receiptDailySql, receiptPageSql, receiptSinceProbeSql, receiptsAfterSql } from '../../adapters/store/repositories/receipts.ts';
 import { reputationSql } from '../../adapters/store/repositories/identity.ts';
@@ -108,7 +116,14 @@ async function checkPlan(t: ExecutionContext<Ctx>, label: string, q: Sql, bounds
   };
   walk(plan);
   t.true(plan['Actual Rows'] > 0, `${label}: the query found nothing, so its plan proves nothing`);
-  if (removed > 3 * PAGE || read > bounds.read) t.log(JSON.stringify(plan, ['Node Type', 'Relation Name', 'Index Name', 'Actual Rows', 'Actual Loops', 'Rows Removed by Filter', 'Filter', 'Index Cond', 'Plans'], 1));
+  if (removed > 3 * PAGE || read > bounds.read)
+    t.log(
+      JSON.stringify(
+        plan,
+        ['Node Type', 'Relation Name', 'Index Name', 'Actual Rows', 'Actual Loops', 'Rows Removed by Filter', 'Filter', 'Index Cond', 'Plans'],
+        1,
+      ),
+    );
   t.true(removed <= 3 * PAGE, `${label}: ${removed} rows removed by filter`);
   t.true(read <= bounds.read, `${label}: ${read} rows read from big tables (bound ${bounds.read})`);
   t.log(`${label}: read ${read}, removed ${removed}`);
@@ -156,18 +171,28 @@ test('events: every list filter reads a page from an index in seq order', async 
     await checkPlan(t, label, sql, { sorted: PAGE, read: 3 * PAGE * branches });
   }
   // what a list answers is what the events table holds under the same filter, newest first
-  const page = await t.context.app.database.store.events.list(devnet, { owner: 'key:big', kinds: ['payment_link.settled', 'identity.profile.updated'], limit: PAGE });
+  const page = await t.context.app.database.store.events.list(devnet, {
+    owner: 'key:big',
+    kinds: ['payment_link.settled', 'identity.profile.updated'],
+    limit: PAGE,
+  });
   const expected = (await t.context.em.execute(
     `select id from events where network = ? and owner_principal = 'key:big' and kind in ('payment_link.settled', 'identity.profile.updated') order by seq desc limit ?`,
     [devnet, PAGE],
   )) as { id: string }[];
-  t.deepEqual(page.map((e) => e.id), expected.map((r) => r.id));
+  t.deepEqual(
+    page.map((e) => e.id),
+    expected.map((r) => r.id),
+  );
   const wild = await t.context.app.database.store.events.list(devnet, { owner: undefined, kinds: ['identity.*', 'agent.recorded'], limit: PAGE });
   const expectedWild = (await t.context.em.execute(
     `select id from events where network = ? and (kind like 'identity.%' or kind = 'agent.recorded') order by seq desc limit ?`,
     [devnet, PAGE],
   )) as { id: string }[];
-  t.deepEqual(wild.map((e) => e.id), expectedWild.map((r) => r.id));
+  t.deepEqual(
+    wild.map((e) => e.id),
+    expectedWild.map((r) => r.id),
+  );
   // the live feed's catch-up across networks
   await checkPlan(t, 'feed catch-up', eventsSinceSql(mid, 256), { sorted: 0, read: 256 });
   // the kind lookup of a wildcard reads the small event_kinds table
@@ -204,7 +229,9 @@ test('payment links, receipts, webhooks and deliveries: each list reads a page f
   await checkPlan(t, 'receipts by kind and decision', receiptPageSql(devnet, agent, { kind: 'earn', decision: 'deny', limit: PAGE }, 0), list);
   const since = new Date(Date.now() - 20_000 * 1000);
   await checkPlan(t, 'receipts since: probe', receiptSinceProbeSql(devnet, agent, since), list);
-  const [probe] = (await t.context.em.execute(receiptSinceProbeSql(devnet, agent, since).sql, receiptSinceProbeSql(devnet, agent, since).params)) as { nonce: number }[];
+  const [probe] = (await t.context.em.execute(receiptSinceProbeSql(devnet, agent, since).sql, receiptSinceProbeSql(devnet, agent, since).params)) as {
+    nonce: number;
+  }[];
   t.truthy(probe);
   await checkPlan(t, 'receipts since: page', receiptPageSql(devnet, agent, { since, limit: PAGE }, probe!.nonce), list);
   await checkPlan(t, 'receipts after a nonce (pull)', receiptsAfterSql(devnet, agent, { afterNonce: 1000, limit: PAGE }), list);
@@ -219,11 +246,14 @@ test('receipt aggregates: the reputation and the daily buckets read their rollup
   const devnet = 'chain-devnet';
   const agent = 'agentR3';
   // a few deltas not folded yet, as between two compactions
-  await em.execute(`insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
+  await em.execute(
+    `insert into receipts (network, agent, nonce, kind, receipt_hash, source, body, created_at, decision, ts, ts_max, verification)
     select 'chain-devnet', ?, 100000 + g, 'earn', 'hx' || g, 'push',
            jsonb_build_object('price', jsonb_build_object('asset', 'USDC', 'currency', 'USDC', 'amount_atomic', '7', 'gross', '7'), 'response', jsonb_build_object('status', 201)),
            now(), 'allow', now(), now(), 'pending'
-      from generate_series(1, 3) g`, [agent]);
+      from generate_series(1, 3) g`,
+    [agent],
+  );
   const reputation = reputationSql(devnet, agent);
   await checkPlan(t, 'reputation', reputation, { sorted: 10, read: 10 });
   const daily = receiptDailySql(devnet, agent, windowStart(new Date(), 30));
@@ -246,7 +276,10 @@ test('receipt aggregates: the reputation and the daily buckets read their rollup
        from receipts where network = ? and agent = ? and decision = 'allow' and ts >= ? group by 1, 2, 3 order by 1, 2, 3`,
     [devnet, agent, windowStart(new Date(), 30)],
   )) as unknown[];
-  t.deepEqual(days.map((d) => ({ ...d })), wantDays.map((d) => ({ ...(d as object) })));
+  t.deepEqual(
+    days.map((d) => ({ ...d })),
+    wantDays.map((d) => ({ ...(d as object) })),
+  );
 });
 
 test('usage: per key and per network from the request_usage_daily rollup, never the request records', async (t) => {
@@ -271,11 +304,21 @@ test('usage: per key and per network from the request_usage_daily rollup, never 
   // every writer keeps it exact: inserts (the generated rows), an update, a prune-like delete of the oldest days
   await em.execute(`update request_records set status = 429 where id in ('rr00049990', 'rr00049991')`);
   await em.execute(`delete from request_records where at < now() - interval '20 days'`);
-  for (const [days, keyId] of [[7, 'key0'], [30, 'key0'], [1, 'key3'], [7, undefined], [30, undefined]] as const) {
+  for (const [days, keyId] of [
+    [7, 'key0'],
+    [30, 'key0'],
+    [1, 'key3'],
+    [7, undefined],
+    [30, undefined],
+  ] as const) {
     const since = dayStart(days);
     const got = await read(since, keyId);
     t.true(got.length > 0, `${days} days ${keyId ?? 'admin'}: rows`);
-    t.deepEqual(got.map((r) => ({ ...(r as object) })), (await direct(since, keyId)).map((r) => ({ ...(r as object) })), `${days} days ${keyId ?? 'admin'}`);
+    t.deepEqual(
+      got.map((r) => ({ ...(r as object) })),
+      (await direct(since, keyId)).map((r) => ({ ...(r as object) })),
+      `${days} days ${keyId ?? 'admin'}`,
+    );
   }
   // a day pruned entirely leaves no counter behind
   const [left] = (await em.execute(`select count(*)::int as n from request_usage_daily where day < (now() - interval '21 days')::date`)) as { n: number }[];
@@ -295,7 +338,10 @@ test('discover: a page reads its chunks of the catalogue (the first of `limit`, 
     { offset: 140, limit: 160 },
     { offset: 300, limit: 200 },
   ]);
-  t.deepEqual(discoverChunks(100).map((c) => c.limit), [100, 200, 200]);
+  t.deepEqual(
+    discoverChunks(100).map((c) => c.limit),
+    [100, 200, 200],
+  );
   // 2,500 discoverable devnet links: an answer of 20 without a search (or a search its first chunk fills) reads 20 of
   // them; a later chunk reads its offset and its rows through the index. (The deepest chunks, a fifth of this small
   // catalogue, may rightly be read by a scan here; at 1M rows bench:growth prints their plan.)

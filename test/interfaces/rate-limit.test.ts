@@ -37,7 +37,13 @@ test.before(async (t) => {
     started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_RATE_LIMITS: META_10, SVC_JOBS: 'off', ...MANY_LISTS } }));
     const clock = new TestClock('2030-01-01T00:00:00.000Z');
     started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off', ...MANY_LISTS }, appOptions: { clock } }));
-    started.push(await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off', ...MANY_LISTS }, appOptions: { clock: new TestClock('2032-01-01T00:00:00.000Z') } }));
+    started.push(
+      await startTestApp({
+        databaseUrl: a.database.url,
+        env: { SVC_JOBS: 'off', ...MANY_LISTS },
+        appOptions: { clock: new TestClock('2032-01-01T00:00:00.000Z') },
+      }),
+    );
     t.context = { a, b: started[0]!, c: started[1]!, clock, d: started[2]! };
   } catch (e) {
     for (const s of started.reverse()) await s.close();
@@ -182,7 +188,11 @@ test('default bucket: 600 sequential requests are admitted with remaining 599…
     t.is(r.headers.get('retry-after'), null);
     remaining.push(Number(r.headers.get('ratelimit-remaining')));
   }
-  t.deepEqual(remaining, Array.from({ length: 600 }, (_, i) => 599 - i), 'RateLimit-Remaining counts down by one');
+  t.deepEqual(
+    remaining,
+    Array.from({ length: 600 }, (_, i) => 599 - i),
+    'RateLimit-Remaining counts down by one',
+  );
   const refused = await get(d, '/v1/payment-links', key);
   const ms = expect429(t, refused, 'default', 600);
   // the oldest hit is the first request: it frees its slot 60 s after it was made, and d's clock has not moved since
@@ -520,7 +530,7 @@ class GatedStore implements RateLimitStore {
  */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
-test('domain: an exact decision taken while an exchange carries this process\'s hits does not under-count the others', async (t) => {
+test("domain: an exact decision taken while an exchange carries this process's hits does not under-count the others", async (t) => {
   // limit 100, LOCAL_SHARE 25 %: another process already has 21 hits in the window
   const clock = new TestClock('2030-06-01T00:00:00.000Z');
   const store = new GatedStore(21, clock.now().getTime());
@@ -548,7 +558,7 @@ test('domain: an exact decision taken while an exchange carries this process\'s 
   t.is(store.log.length, 27, 'every hit is in the shared log: nothing was admitted from memory past the local share');
 });
 
-test('domain: concurrent exact decisions wait for the one carrying this process\'s pending hits', async (t) => {
+test("domain: concurrent exact decisions wait for the one carrying this process's pending hits", async (t) => {
   const clock = new TestClock('2030-06-01T00:00:00.000Z');
   const store = new GatedStore(21, clock.now().getTime());
   const limiter = new RateLimiter({ store, clock, limits: resolveLimits({ default: 100 }) });
@@ -673,7 +683,7 @@ test('when a full window frees up, one exact decision answers for the waiting re
   for (const d of results.filter((x) => !x.allowed)) t.is(d.retryAfterMs, 60_000);
 });
 
-test('a request taking several slots (a GraphQL operation\'s cost) is admitted only when all of them fit', async (t) => {
+test("a request taking several slots (a GraphQL operation's cost) is admitted only when all of them fit", async (t) => {
   const clock = new TestClock('2031-03-01T00:00:00.000Z');
   const store = countingStore(t.context.a);
   const limiter = new RateLimiter({ store, clock, limits: resolveLimits({ graphql: 40 }) });

@@ -37,7 +37,13 @@ test('a paid call’s earn receipt is listed, read by hash, on a sound chain, an
 
   const list = await http(w.app, 'GET', `/v1/receipts/${agent}`, { key: w.key });
   t.is(list.status, 200);
-  t.deepEqual(list.body.data.map((r: any) => [r.nonce, r.source, r.kind]), [[1, 'paywall', 'earn'], [0, 'paywall', 'earn']]);
+  t.deepEqual(
+    list.body.data.map((r: any) => [r.nonce, r.source, r.kind]),
+    [
+      [1, 'paywall', 'earn'],
+      [0, 'paywall', 'earn'],
+    ],
+  );
   const hash = list.body.data[0].receipt_hash;
 
   const checked = await until(

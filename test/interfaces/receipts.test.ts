@@ -93,7 +93,10 @@ test('v0.2 (MPP) receipts join the same chain', async (t) => {
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const [r0] = buildChain(mint, 1);
   t.is((await push(t, mint, r0)).status, 200);
-  const body = { ...buildReceipt(mint, headOf(r0!)), v: '0.2', protocol: 'mpp', mpp_challenge_id: 'ch_1', mpp_settlement_tx: unknownSignature() } as Record<string, unknown>;
+  const body = { ...buildReceipt(mint, headOf(r0!)), v: '0.2', protocol: 'mpp', mpp_challenge_id: 'ch_1', mpp_settlement_tx: unknownSignature() } as Record<
+    string,
+    unknown
+  >;
   delete body.receipt_hash;
   const v2 = { ...body, receipt_hash: receiptHash(body as any) };
   const res = await push(t, mint, v2);
@@ -114,7 +117,10 @@ test('50 concurrent pushes for one agent never fork the chain', async (t) => {
   const winner = rivals[results.findIndex((r) => r.status === 200)]!;
   const next = buildReceipt(mint, headOf(winner));
   const copies = await Promise.all(Array.from({ length: 50 }, () => push(t, mint, next)));
-  t.true(copies.every((r) => r.status === 200), JSON.stringify(copies.map((r) => r.body)));
+  t.true(
+    copies.every((r) => r.status === 200),
+    JSON.stringify(copies.map((r) => r.body)),
+  );
   t.is(copies.filter((r) => r.body.duplicate === false).length, 1);
   t.is((await eventsOf(t, 'receipt.published', mint)).length, 3);
   const report = await http(t.context.app, 'GET', `/v1/receipts/${mint}/verify-chain`, { key: t.context.key });
@@ -128,23 +134,47 @@ test('list: nonce descending, limit and cursor, filters kind, decision and since
   const list = (q: string) => http(t.context.app, 'GET', `/v1/receipts/${mint}${q}`, { key: t.context.key });
 
   const all = await list('');
-  t.deepEqual(all.body.data.map((r: any) => r.nonce), [6, 5, 4, 3, 2, 1, 0]);
+  t.deepEqual(
+    all.body.data.map((r: any) => r.nonce),
+    [6, 5, 4, 3, 2, 1, 0],
+  );
   t.like(all.body.data[0], { network: 'chain-devnet', source: 'push', verification: { status: 'not_applicable' } });
   t.false(all.body.has_more);
 
   const p1 = await list('?limit=3');
-  t.deepEqual(p1.body.data.map((r: any) => r.nonce), [6, 5, 4]);
+  t.deepEqual(
+    p1.body.data.map((r: any) => r.nonce),
+    [6, 5, 4],
+  );
   t.true(p1.body.has_more);
   const p2 = await list(`?limit=3&cursor=${p1.body.next_cursor}`);
-  t.deepEqual(p2.body.data.map((r: any) => r.nonce), [3, 2, 1]);
+  t.deepEqual(
+    p2.body.data.map((r: any) => r.nonce),
+    [3, 2, 1],
+  );
   const p3 = await list(`?limit=3&cursor=${p2.body.next_cursor}`);
-  t.deepEqual(p3.body.data.map((r: any) => r.nonce), [0]);
+  t.deepEqual(
+    p3.body.data.map((r: any) => r.nonce),
+    [0],
+  );
   t.is(p3.body.next_cursor, null);
 
-  t.deepEqual((await list('?kind=spend')).body.data.map((r: any) => r.nonce), [5, 3, 1]);
-  t.deepEqual((await list('?decision=deny')).body.data.map((r: any) => r.nonce), [3]);
-  t.deepEqual((await list('?kind=earn&decision=allow')).body.data.map((r: any) => r.nonce), [6, 4, 2, 0]);
-  t.deepEqual((await list(`?since=${encodeURIComponent(chain[4]!.ts)}`)).body.data.map((r: any) => r.nonce), [6, 5, 4]);
+  t.deepEqual(
+    (await list('?kind=spend')).body.data.map((r: any) => r.nonce),
+    [5, 3, 1],
+  );
+  t.deepEqual(
+    (await list('?decision=deny')).body.data.map((r: any) => r.nonce),
+    [3],
+  );
+  t.deepEqual(
+    (await list('?kind=earn&decision=allow')).body.data.map((r: any) => r.nonce),
+    [6, 4, 2, 0],
+  );
+  t.deepEqual(
+    (await list(`?since=${encodeURIComponent(chain[4]!.ts)}`)).body.data.map((r: any) => r.nonce),
+    [6, 5, 4],
+  );
   t.deepEqual((await list(`?since=${encodeURIComponent('2030-01-01T00:00:00Z')}`)).body.data, []);
 
   t.is((await list('?limit=201')).status, 400);
@@ -158,7 +188,7 @@ test('list queries are served by an index in their order (no sort)', async (t) =
   const { mint } = await recordAgent(t.context.app, t.context.key);
   const em = t.context.app.database.orm.em.fork();
   await em.execute('set enable_seqscan = off');
-  for (const extra of ['', 'and kind = \'earn\'', 'and decision = \'allow\'', 'and kind = \'earn\' and decision = \'allow\'']) {
+  for (const extra of ['', "and kind = 'earn'", "and decision = 'allow'", "and kind = 'earn' and decision = 'allow'"]) {
     const plan = (await em.execute(
       `explain select * from receipts where network = 'chain-devnet' and agent = ? and nonce >= 0 and nonce < 100 ${extra} order by nonce desc limit 51`,
       [mint],
@@ -253,7 +283,9 @@ test('★ ledger check: a real transaction verifies, wrong amounts are a mismatc
   await app.database.orm.em.fork().execute(`update receipts set verify_after = now() - interval '1 second' where receipt_hash = ?`, [r2.receipt_hash]);
   const due = await app.services.receipts.verifyDue();
   t.true(due.checked >= 1);
-  const rows = (await app.database.orm.em.fork().execute(`select verification, verification_attempts from receipts where receipt_hash = ?`, [r2.receipt_hash])) as any[];
+  const rows = (await app.database.orm.em
+    .fork()
+    .execute(`select verification, verification_attempts from receipts where receipt_hash = ?`, [r2.receipt_hash])) as any[];
   t.like(rows[0], { verification: 'pending', verification_attempts: 2 });
 });
 
@@ -299,7 +331,10 @@ test('tRPC and GraphQL: the same push, list, by-hash and verify-chain, with the 
   t.like(q.body.data.receiptChain, { ok: true, length: 2, headNonce: 1, firstBreak: null });
   const rest = await http(app, 'GET', `/v1/receipts/${mint}?limit=1`, { key });
   t.deepEqual(receiptOf(rest.body.data[0]), q.body.data.receipts.data[0].receipt);
-  const hidden = await http(app, 'POST', '/graphql', { key: t.context.other, body: { query: `query($h: String!) { receipt(hash: $h) { nonce } }`, variables: { h: r0!.receipt_hash } } });
+  const hidden = await http(app, 'POST', '/graphql', {
+    key: t.context.other,
+    body: { query: `query($h: String!) { receipt(hash: $h) { nonce } }`, variables: { h: r0!.receipt_hash } },
+  });
   t.is(hidden.body.errors[0].extensions.code, 'receipt_not_found');
 });
 
@@ -308,7 +343,17 @@ test('an earn receipt with a fee collects protocol.fee.collected once', async (t
   const feeAuthority = treasuryOf(mint); // any address
   const r0 = buildReceipt(mint, null, {
     tx_sig: unknownSignature(),
-    price: { amount: '0.01', currency: 'USDC', asset: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', network: 'x', amount_atomic: '10000', fee: '100', gross: '10100', feeBps: 100, feeAuthority },
+    price: {
+      amount: '0.01',
+      currency: 'USDC',
+      asset: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
+      network: 'x',
+      amount_atomic: '10000',
+      fee: '100',
+      gross: '10100',
+      feeBps: 100,
+      feeAuthority,
+    },
   }) as ReceiptV1;
   t.is((await push(t, mint, r0)).status, 200);
   t.is((await push(t, mint, r0)).body.duplicate, true);
@@ -338,7 +383,11 @@ test('hostile receipt bodies are 400 invalid_request, never a 500', async (t) =>
     t.is(res.status, 400, JSON.stringify(res.body));
     t.is(res.body.error, 'invalid_request');
   }
-  const notJson = await http(t.context.app, 'POST', `/v1/receipts/${mint}`, { key: t.context.key, body: '{"v":', headers: { 'content-type': 'application/json' } });
+  const notJson = await http(t.context.app, 'POST', `/v1/receipts/${mint}`, {
+    key: t.context.key,
+    body: '{"v":',
+    headers: { 'content-type': 'application/json' },
+  });
   t.is(notJson.status, 400);
   t.is((await http(t.context.app, 'POST', `/v1/receipts/not-an-address`, { key: t.context.key, body: r0 })).status, 400);
 });

@@ -5,7 +5,18 @@ import { getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-tok
 import { TestClock } from '../support/clock.ts';
 import { AccessService, KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
+import {
+  http,
+  issueKey,
+  linkBody,
+  randomAddress,
+  recordAgent,
+  removeDataDir,
+  startTestApp,
+  writeAgentAsset,
+  type HttpResult,
+  type TestApp,
+} from '../support/app.ts';
 
 // REST /v1 end to end over real HTTP: hosted-api §2.1–2.4, §3.2, §4.1, §5, §7 and DECISIONS.
 
@@ -54,7 +65,11 @@ function expectIssues(t: ExecutionContext, body: Record<string, any>, paths: str
     t.is(typeof issue.message, 'string');
     t.is(typeof issue.code, 'string');
   }
-  for (const path of paths) t.true(issues.some((i) => i.path === path), `issue at ${path}: ${JSON.stringify(issues)}`);
+  for (const path of paths)
+    t.true(
+      issues.some((i) => i.path === path),
+      `issue at ${path}: ${JSON.stringify(issues)}`,
+    );
 }
 
 async function createLink(t: ExecutionContext<{ app: TestApp; key: string }>, owner: string, overrides: Record<string, unknown> = {}) {
@@ -114,7 +129,16 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
   // made ready by the create call (issue 9).
   const treasury = treasuryPda(mint).toBase58();
   t.deepEqual(link.accepts, [
-    { scheme: 'exact', network: DEVNET_CAIP2, pay_to: treasury, pay_to_token_account: payTo, pay_to_ready: true, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' },
+    {
+      scheme: 'exact',
+      network: DEVNET_CAIP2,
+      pay_to: treasury,
+      pay_to_token_account: payTo,
+      pay_to_ready: true,
+      asset: DEVNET_USDC,
+      amount: '10000',
+      currency: 'USDC',
+    },
   ]);
   const reread = await http(app, 'GET', `/v1/payment-links/${link.id}`, { key });
   t.deepEqual(reread.body.accepts[0], { ...link.accepts[0], pay_to_ready: null }, 'a read does not check the ledger: null');
@@ -254,7 +278,11 @@ test('concurrent creates of one slug: exactly one 201, the rest 409, one created
   t.deepEqual(results.map((r) => r.status).sort(), [201, 409, 409, 409, 409, 409]);
   for (const r of results.filter((r) => r.status === 409)) expectError(t, r, 409, 'conflict');
   const events = await eventsOf(t, `agent=${mint}`);
-  t.deepEqual(events.data.map((e) => e.kind), ['payment_link.created'], 'a refused insert writes no event (same transaction)');
+  t.deepEqual(
+    events.data.map((e) => e.kind),
+    ['payment_link.created'],
+    'a refused insert writes no event (same transaction)',
+  );
   const winner = results.find((r) => r.status === 201)!;
   t.is(events.data[0]!.metadata.payment_link.label, winner.body.label);
 });
@@ -287,10 +315,17 @@ test('list: newest first, owner_agent filter, cursor pagination without duplicat
   t.is(all.status, 200);
   requestIdOf(t, all);
   t.deepEqual(Object.keys(all.body).sort(), ['data', 'has_more', 'next_cursor']);
-  t.deepEqual(all.body.data.map((l: { id: string }) => l.id), [...created].reverse(), 'newest first');
+  t.deepEqual(
+    all.body.data.map((l: { id: string }) => l.id),
+    [...created].reverse(),
+    'newest first',
+  );
   t.is(all.body.has_more, false);
   t.is(all.body.next_cursor, null);
-  t.false(all.body.data.some((l: { id: string }) => l.id === foreign.id), 'the filter excludes other owners');
+  t.false(
+    all.body.data.some((l: { id: string }) => l.id === foreign.id),
+    'the filter excludes other owners',
+  );
 
   const seen: string[] = [];
   const pages: boolean[] = [];
@@ -362,7 +397,9 @@ test('PATCH label, price and disabled; each emits payment_link.updated; a disabl
   t.is(readDisabled.body.disabled, true);
   t.deepEqual(readDisabled.body.counters, link.counters, 'counters kept');
   t.true(
-    (await http(app, 'GET', `/v1/payment-links?owner_agent=${mint}`, { key })).body.data.some((l: { id: string; disabled: boolean }) => l.id === link.id && l.disabled),
+    (await http(app, 'GET', `/v1/payment-links?owner_agent=${mint}`, { key })).body.data.some(
+      (l: { id: string; disabled: boolean }) => l.id === link.id && l.disabled,
+    ),
   );
 
   const enabled = await http(app, 'PATCH', `/v1/payment-links/${link.id}`, { key, body: { disabled: false } });
@@ -385,14 +422,20 @@ test('PATCH label, price and disabled; each emits payment_link.updated; a disabl
   );
 });
 
-test('PATCH of the price alone keeps the link\'s currency; a price naming a symbol switches it (chain-mainnet)', async (t) => {
+test("PATCH of the price alone keeps the link's currency; a price naming a symbol switches it (chain-mainnet)", async (t) => {
   const { app } = t.context;
   const live = await issueKey(app, 'chain-mainnet');
   const { mint } = await recordAgent(app, live);
-  const created = await http(app, 'POST', '/v1/payment-links', { key: live, body: linkBody(mint, { price: '1', currency: 'usdt', accepts_currencies: ['USDC'] }) });
+  const created = await http(app, 'POST', '/v1/payment-links', {
+    key: live,
+    body: linkBody(mint, { price: '1', currency: 'usdt', accepts_currencies: ['USDC'] }),
+  });
   t.is(created.status, 201, JSON.stringify(created.body));
   t.is(created.body.currency, 'USDT');
-  t.deepEqual(created.body.accepts.map((a: { currency: string }) => a.currency), ['USDT', 'USDC']);
+  t.deepEqual(
+    created.body.accepts.map((a: { currency: string }) => a.currency),
+    ['USDT', 'USDC'],
+  );
 
   const repriced = await http(app, 'PATCH', `/v1/payment-links/${created.body.id}`, { key: live, body: { price: '2' } });
   t.is(repriced.status, 200, JSON.stringify(repriced.body));
@@ -408,11 +451,21 @@ test('PATCH of the price alone keeps the link\'s currency; a price naming a symb
   const named = await http(app, 'PATCH', `/v1/payment-links/${created.body.id}`, { key: live, body: { price: '4 USDG' } });
   t.is(named.status, 200, JSON.stringify(named.body));
   t.is(named.body.currency, 'USDG');
-  t.deepEqual(named.body.accepts.map((a: { currency: string; amount: string }) => [a.currency, a.amount]), [['USDG', '4000000'], ['USDC', '4000000']]);
+  t.deepEqual(
+    named.body.accepts.map((a: { currency: string; amount: string }) => [a.currency, a.amount]),
+    [
+      ['USDG', '4000000'],
+      ['USDC', '4000000'],
+    ],
+  );
 
   const switched = await http(app, 'PATCH', `/v1/payment-links/${created.body.id}`, { key: live, body: { price: '5', currency: 'USDC' } });
   t.is(switched.body.currency, 'USDC');
-  t.deepEqual(switched.body.accepts.map((a: { currency: string }) => a.currency), ['USDC'], 'the primary is not repeated in accepts');
+  t.deepEqual(
+    switched.body.accepts.map((a: { currency: string }) => a.currency),
+    ['USDC'],
+    'the primary is not repeated in accepts',
+  );
 });
 
 // ── Events ─────────────────────────────────────────────────────────────────────────────────────────────────────
@@ -442,15 +495,24 @@ test('payment_link.created/updated/deleted events: wildcard kind, agent and id f
   t.is(events.next_cursor, null);
 
   const exact = await eventsOf(t, `kind=payment_link.created&agent=${mint}`);
-  t.deepEqual(exact.data.map((e) => e.kind), ['payment_link.created']);
+  t.deepEqual(
+    exact.data.map((e) => e.kind),
+    ['payment_link.created'],
+  );
   const several = await eventsOf(t, `kind=${encodeURIComponent('payment_link.created,payment_link.deleted')}&agent=${mint}`);
-  t.deepEqual(several.data.map((e) => e.kind), ['payment_link.deleted', 'payment_link.created']);
+  t.deepEqual(
+    several.data.map((e) => e.kind),
+    ['payment_link.deleted', 'payment_link.created'],
+  );
   const none = await eventsOf(t, `kind=${encodeURIComponent('receipt.*')}&agent=${mint}`);
   t.deepEqual(none.data, []);
 
   const updated = events.data[1]!;
   const byId = await eventsOf(t, `id=${updated.id}`);
-  t.deepEqual(byId.data.map((e) => e.id), [updated.id]);
+  t.deepEqual(
+    byId.data.map((e) => e.id),
+    [updated.id],
+  );
 
   const one = await http(app, 'GET', `/v1/events/${updated.id}`, { key });
   t.is(one.status, 200);
@@ -461,7 +523,10 @@ test('payment_link.created/updated/deleted events: wildcard kind, agent and id f
   t.is(paged.data.length, 2);
   t.true(paged.has_more);
   const rest = await eventsOf(t, `agent=${mint}&limit=2&cursor=${encodeURIComponent(paged.next_cursor!)}`);
-  t.deepEqual(rest.data.map((e) => e.id), [events.data[2]!.id]);
+  t.deepEqual(
+    rest.data.map((e) => e.id),
+    [events.data[2]!.id],
+  );
   t.false(rest.has_more);
 
   expectError(t, await http(app, 'GET', '/v1/events/01ARZ3NDEKTSV4RRFFQ69G5FAV', { key }), 404, 'event_not_found');
@@ -480,7 +545,16 @@ test('preview returns accepts[], pay_to and facilitator and stores nothing', asy
   t.is(res.body.pay_to_token_account, payTo);
   t.is(res.body.facilitator, `${app.services.settings.baseUrl}/facilitator`);
   t.deepEqual(res.body.accepts, [
-    { scheme: 'exact', network: DEVNET_CAIP2, pay_to: res.body.treasury, pay_to_token_account: payTo, pay_to_ready: null, asset: DEVNET_USDC, amount: '10000', currency: 'USDC' },
+    {
+      scheme: 'exact',
+      network: DEVNET_CAIP2,
+      pay_to: res.body.treasury,
+      pay_to_token_account: payTo,
+      pay_to_ready: null,
+      asset: DEVNET_USDC,
+      amount: '10000',
+      currency: 'USDC',
+    },
   ]);
 
   const bad = await http(app, 'POST', '/v1/payment-links/preview', { key, body: { owner_agent: mint, method: 'GET', price: '1.5 usdt' } });
@@ -520,7 +594,7 @@ test('POST /v1/seller/parse-price: refusals are 400 invalid_request', async (t) 
   expectError(t, await http(app, 'POST', '/v1/seller/parse-price', { key, body: { price: 1 } }), 400, 'invalid_request');
 });
 
-test('GET /v1/seller/networks lists both networks with the caller\'s marked current', async (t) => {
+test("GET /v1/seller/networks lists both networks with the caller's marked current", async (t) => {
   const { app, key } = t.context;
   const res = await http(app, 'GET', '/v1/seller/networks', { key });
   t.is(res.status, 200);
@@ -530,7 +604,10 @@ test('GET /v1/seller/networks lists both networks with the caller\'s marked curr
   t.is(byName['chain-mainnet'].current, false);
   t.is(byName['chain-devnet'].caip2, DEVNET_CAIP2);
   t.is(byName['chain-mainnet'].caip2, 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp');
-  t.deepEqual(byName['chain-devnet'].stables.map((s: { symbol: string }) => s.symbol), ['USDC']);
+  t.deepEqual(
+    byName['chain-devnet'].stables.map((s: { symbol: string }) => s.symbol),
+    ['USDC'],
+  );
   t.is(byName['chain-devnet'].stables[0].mint, DEVNET_USDC);
   t.deepEqual(byName['chain-mainnet'].stables.map((s: { symbol: string }) => s.symbol).sort(), ['USDC', 'USDG', 'USDT']);
   t.is(byName['chain-devnet'].protocol_fee.bps, 100);
@@ -556,13 +633,27 @@ test('every list route answers the list envelope: the OpenAPI document says so, 
       t.is(schema.properties.has_more?.type, 'boolean', `${method} ${path} has_more`);
     }
   }
-  for (const route of ['get /v1/identity/{mint}/claims', 'get /v1/identity/{mint}/capability-cards', 'get /v1/discover', 'get /v1/metrics/usage', 'get /v1/indexer/status']) {
+  for (const route of [
+    'get /v1/identity/{mint}/claims',
+    'get /v1/identity/{mint}/capability-cards',
+    'get /v1/discover',
+    'get /v1/metrics/usage',
+    'get /v1/indexer/status',
+  ]) {
     t.true(lists.includes(route), route);
   }
 
   // the answers: bounded lists say has_more false and next_cursor null
   const { mint } = await recordAgent(app, key);
-  for (const path of ['/v1/seller/networks', '/v1/buyer/networks', '/v1/buyer/currency', '/v1/event-kinds', '/v1/indexer/status', `/v1/identity/${mint}/capability-cards`, `/v1/identity/${mint}/claims`]) {
+  for (const path of [
+    '/v1/seller/networks',
+    '/v1/buyer/networks',
+    '/v1/buyer/currency',
+    '/v1/event-kinds',
+    '/v1/indexer/status',
+    `/v1/identity/${mint}/capability-cards`,
+    `/v1/identity/${mint}/claims`,
+  ]) {
     const res = await http(app, 'GET', path, { key });
     t.is(res.status, 200, `${path}: ${JSON.stringify(res.body)}`);
     t.true(Array.isArray(res.body.data), path);
@@ -618,7 +709,19 @@ test('POST /v1/agents/record then GET /v1/agents/{mint} returns the agent record
   t.is(res.status, 200);
   requestIdOf(t, res);
   const agent = res.body;
-  t.deepEqual(Object.keys(agent).sort(), ['delegations', 'executive', 'mint', 'name', 'network', 'owner', 'proven_at', 'registered_at', 'source', 'treasury', 'uri']);
+  t.deepEqual(Object.keys(agent).sort(), [
+    'delegations',
+    'executive',
+    'mint',
+    'name',
+    'network',
+    'owner',
+    'proven_at',
+    'registered_at',
+    'source',
+    'treasury',
+    'uri',
+  ]);
   t.is(agent.mint, mint);
   t.is(agent.network, 'chain-devnet');
   t.is(agent.owner, owner);
@@ -710,7 +813,9 @@ test('the database stores only the SHA-256 of a key', async (t) => {
     t.false(text?.includes(created.key) ?? false, `${column} holds the key`);
     t.false(text?.includes(secret) ?? false, `${column} holds the secret`);
   }
-  const anywhere = (await app.database.orm.em.fork().execute('select count(*)::int as n from api_keys where row_to_json(api_keys)::text like ?', [`%${secret}%`])) as { n: number }[];
+  const anywhere = (await app.database.orm.em
+    .fork()
+    .execute('select count(*)::int as n from api_keys where row_to_json(api_keys)::text like ?', [`%${secret}%`])) as { n: number }[];
   t.is(anywhere[0]!.n, 0);
 });
 

@@ -48,9 +48,15 @@ test('links, events, agents, API keys and generated fee authorities survive a re
     const again = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { label: 'after restart' }) });
     t.is(again.status, 201);
     const list = await http(app, 'GET', `/v1/payment-links?owner_agent=${mint}`, { key });
-    t.deepEqual(list.body.data.map((l: { id: string }) => l.id), [again.body.id, 'survivor']);
+    t.deepEqual(
+      list.body.data.map((l: { id: string }) => l.id),
+      [again.body.id, 'survivor'],
+    );
     const events = (await http(app, 'GET', `/v1/events?agent=${mint}`, { key })).body.data;
-    t.deepEqual(events.map((e: { kind: string }) => e.kind), ['payment_link.created', 'payment_link.updated', 'payment_link.created']);
+    t.deepEqual(
+      events.map((e: { kind: string }) => e.kind),
+      ['payment_link.created', 'payment_link.updated', 'payment_link.created'],
+    );
     t.is((await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { id: 'survivor' }) })).status, 409, 'the slug is still taken');
   } finally {
     await app?.close();

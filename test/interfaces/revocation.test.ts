@@ -53,7 +53,19 @@ async function appendOwned(app: TestApp, owner: string): Promise<string> {
   const id = newId();
   const now = new Date();
   await app.database.store.transaction((tx) =>
-    tx.events.append(syntheticEvent({ id, kind: 'test.revocation.marker', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner, metadata: {}, createdAt: now, confirmedAt: now })),
+    tx.events.append(
+      syntheticEvent({
+        id,
+        kind: 'test.revocation.marker',
+        phase: 'confirmed',
+        network: 'chain-devnet',
+        agentAsset: null,
+        owner,
+        metadata: {},
+        createdAt: now,
+        confirmedAt: now,
+      }),
+    ),
   );
   return id;
 }
@@ -103,7 +115,11 @@ function wsSubscribe(app: TestApp, key: string, variables: Record<string, unknow
   };
   sub.client.subscribe<{ events: { metadata: { payment_link_id?: string } } }>(
     { query: SUB, variables },
-    { next: (r) => void (r.data?.events.metadata.payment_link_id && sub.linkIds.push(r.data.events.metadata.payment_link_id)), error: () => {}, complete: () => {} },
+    {
+      next: (r) => void (r.data?.events.metadata.payment_link_id && sub.linkIds.push(r.data.events.metadata.payment_link_id)),
+      error: () => {},
+      complete: () => {},
+    },
   );
   return sub;
 }
@@ -191,9 +207,15 @@ async function openSse(app: TestApp, key: string, variables: Record<string, unkn
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const lines = buffer.slice(0, end).split('\n');
       buffer = buffer.slice(end + 2);
-      const event = lines.find((l) => l.startsWith('event:'))?.slice(6).trim();
+      const event = lines
+        .find((l) => l.startsWith('event:'))
+        ?.slice(6)
+        .trim();
       if (event === 'complete') state.completed = true;
-      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      const data = lines
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('\n');
       if (event !== 'complete' && data) state.payloads.push(JSON.parse(data));
     }
   });

@@ -9,7 +9,7 @@ import { fundBuyer, payingFetch, startLocalServer } from '../support/paywall.ts'
 // PATCH that makes a first one) — reads say webhook_secret_set, and no event, log line, error or other stored record
 // of a full flow carries it. The app logs at trace level into memory; everything is grepped for every secret made.
 
-test('a link\'s webhook secret is answered once and appears in no event, log line, error, webhook body or idempotency record', async (t) => {
+test("a link's webhook secret is answered once and appears in no event, log line, error, webhook body or idempotency record", async (t) => {
   const lines: string[] = [];
   const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
   let failing = true;
@@ -121,7 +121,14 @@ test('a link\'s webhook secret is answered once and appears in no event, log lin
     cursor = page.body.next_cursor;
   }
   const kinds = new Set(events.map((e) => e.kind));
-  for (const kind of ['payment_link.created', 'payment_link.updated', 'payment_link.deleted', 'payment_link.settled', 'payment_link.served', 'receipt.published']) {
+  for (const kind of [
+    'payment_link.created',
+    'payment_link.updated',
+    'payment_link.deleted',
+    'payment_link.settled',
+    'payment_link.served',
+    'receipt.published',
+  ]) {
     t.true(kinds.has(kind), `the flow produced ${kind}`);
   }
   const haystacks: [string, string][] = [
@@ -150,7 +157,7 @@ async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
   }
 }
 
-test('a disclosure link\'s token (a bearer secret in a URL path) is answered once and appears in no log line', async (t) => {
+test("a disclosure link's token (a bearer secret in a URL path) is answered once and appears in no log line", async (t) => {
   const lines: string[] = [];
   const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
   const app = await startTestApp({ appOptions: { logger, ledgers: false } });
@@ -168,6 +175,9 @@ test('a disclosure link\'s token (a bearer secret in a URL path) is answered onc
   t.regex(token, /^svc_dl_/);
   const read = await http(app, 'GET', `/v1/identity/disclosures/${token}`, { key });
   t.is(read.status, 200, JSON.stringify(read.body));
-  t.true(lines.some((l) => l.includes('/v1/identity/disclosures/[redacted]')), 'the read was logged, its token redacted');
+  t.true(
+    lines.some((l) => l.includes('/v1/identity/disclosures/[redacted]')),
+    'the read was logged, its token redacted',
+  );
   t.false(lines.join('\n').includes(token.slice('svc_dl_'.length)), 'no log line carries the token');
 });

@@ -22,7 +22,14 @@ test.before(async () => {
   app = await startTestApp({ env: { ...BOUNDS, SVC_JOBS: 'off', SVC_LEDGER_PROGRAMS: '' } });
   key = await issueKey(app);
   facilitator = await createFacilitatorApp(
-    testConfig({ ...BOUNDS, SVC_DATA_DIR: app.dataDir, DATABASE_URL: app.database.url, SVC_FACILITATOR_PORT: '0', SVC_FACILITATOR_HOST: '127.0.0.1', SVC_FACILITATOR_NETWORKS: 'devnet' }),
+    testConfig({
+      ...BOUNDS,
+      SVC_DATA_DIR: app.dataDir,
+      DATABASE_URL: app.database.url,
+      SVC_FACILITATOR_PORT: '0',
+      SVC_FACILITATOR_HOST: '127.0.0.1',
+      SVC_FACILITATOR_NETWORKS: 'devnet',
+    }),
     { logger: pino({ level: 'silent' }) },
   );
 });
@@ -78,7 +85,10 @@ test('gateway: an unfinished body answers 408 request_timeout in the envelope an
   const head = holdOpen(app.url, `GET /v1/version HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n`);
   const silent = holdOpen(app.url, '');
   // the paywall's public route, no key: the answer (here a 404) may go out before the body, which then never ends
-  const paywall = holdOpen(app.url, `POST /x/no-such-link HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`);
+  const paywall = holdOpen(
+    app.url,
+    `POST /x/no-such-link HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
+  );
   await Promise.all([body.opened, head.opened, silent.opened, paywall.opened]);
 
   const served = await http(app, 'POST', '/v1/seller/parse-price', { key, body: { price: '$0.01' } });
@@ -109,7 +119,11 @@ test('embedded ledger: its JSON-RPC port and its WebSocket port close unfinished
   const upgrade = holdOpen(ws, `GET / HTTP/1.1\r\nHost: ${new URL(ws).host}\r\nUpgrade: websocket\r\n`);
   await Promise.all([body.opened, wsBody.opened, upgrade.opened]);
 
-  const served = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getHealth' }) });
+  const served = await fetch(rpc, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'getHealth' }),
+  });
   t.deepEqual(await served.json(), { jsonrpc: '2.0', id: 1, result: 'ok' });
 
   for (const closed of [body.closed, wsBody.closed]) {
@@ -123,7 +137,10 @@ test('embedded ledger: its JSON-RPC port and its WebSocket port close unfinished
 
 test('facilitator: an unfinished body answers 408 request_timeout in the envelope and is closed; others are served meanwhile', async (t) => {
   const { host } = new URL(facilitator.url);
-  const body = holdOpen(facilitator.url, `POST /verify HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"x402Version":`);
+  const body = holdOpen(
+    facilitator.url,
+    `POST /verify HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"x402Version":`,
+  );
   const head = holdOpen(facilitator.url, `GET /health HTTP/1.1\r\nHost: ${host}\r\n`);
   await Promise.all([body.opened, head.opened]);
 

@@ -69,7 +69,9 @@ async function lockReceipts(url: string, table = 'receipts'): Promise<() => Prom
 async function runningOnReceipts(app: TestApp, table = 'receipts'): Promise<number> {
   const rows = (await app.database.orm.em
     .fork()
-    .execute(`select count(*)::int as n from pg_stat_activity where state = 'active' and query like '/* svc:%' and query like ?`, [`%from ${table} %`])) as { n: number }[];
+    .execute(`select count(*)::int as n from pg_stat_activity where state = 'active' and query like '/* svc:%' and query like ?`, [`%from ${table} %`])) as {
+    n: number;
+  }[];
   return rows[0]!.n;
 }
 
@@ -101,14 +103,16 @@ test.serial("A's flood of heavy reads gets 429s and never a connection B needs; 
     const times: number[] = [];
     for (let i = 0; i < 40; i++) {
       const started = performance.now();
-      const res = await http(app, "GET", `/v1/payment-links/${linkB}`, { key: b })
+      const res = await http(app, 'GET', `/v1/payment-links/${linkB}`, { key: b });
       times.push(performance.now() - started);
       t.is(res.status, 200, JSON.stringify(res.body));
     }
     // and so do B's own heavy reads: the cap is per principal
     t.is((await http(app, 'GET', '/v1/payment-links', { key: b })).status, 200);
     times.sort((x, y) => x - y);
-    t.log(`B: ${times.length} reads during A's flood, p50 ${times[Math.floor(times.length * 0.5)]!.toFixed(1)} ms, p99 ${times[Math.ceil(times.length * 0.99) - 1]!.toFixed(1)} ms`);
+    t.log(
+      `B: ${times.length} reads during A's flood, p50 ${times[Math.floor(times.length * 0.5)]!.toFixed(1)} ms, p99 ${times[Math.ceil(times.length * 0.99) - 1]!.toFixed(1)} ms`,
+    );
 
     // every A request beyond the cap was refused at once, in the envelope, with a retry hint
     const refused = flood.filter((f) => f.done);
@@ -208,9 +212,11 @@ test.serial('the cap counts requests: one GraphQL operation reading several list
     d: paymentLinks(first: 1) { data { id } } e: events(first: 1, kinds: ["payment_link.*"]) { data { id } } }`;
   const answers = await Promise.all(
     [1, 2].map(() =>
-      fetch(`${app.url}/graphql`, { method: 'POST', headers: { authorization: `Bearer ${b}`, 'content-type': 'application/json' }, body: JSON.stringify({ query }) }).then(
-        async (res) => ({ status: res.status, body: (await res.json()) as { errors?: unknown[]; data?: Record<string, { data: unknown[] }> } }),
-      ),
+      fetch(`${app.url}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${b}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query }),
+      }).then(async (res) => ({ status: res.status, body: (await res.json()) as { errors?: unknown[]; data?: Record<string, { data: unknown[] }> } })),
     ),
   );
   for (const { status, body } of answers) {
@@ -221,7 +227,13 @@ test.serial('the cap counts requests: one GraphQL operation reading several list
 });
 
 const wsClient = (app: TestApp, key: string) =>
-  createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0, lazy: false });
+  createClient({
+    url: `${app.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: key },
+    retryAttempts: 0,
+    lazy: false,
+  });
 
 test.serial('a graphql-ws query whose socket closes has its running statement cancelled', async (t) => {
   const { app, a, agentA } = t.context;
@@ -229,7 +241,10 @@ test.serial('a graphql-ws query whose socket closes has its running statement ca
   const release = await lockReceipts(app.database.url);
   try {
     const outcome = new Promise((resolve) =>
-      client.subscribe({ query: `{ receipts(agent: "${agentA}") { data { receiptHash } } }` }, { next: resolve, error: resolve, complete: () => resolve('complete') }),
+      client.subscribe(
+        { query: `{ receipts(agent: "${agentA}") { data { receiptHash } } }` },
+        { next: resolve, error: resolve, complete: () => resolve('complete') },
+      ),
     );
     await until('the graphql-ws query', async () => (await runningOnReceipts(app)) === 1);
     await client.dispose(); // the socket closes while the statement waits on the lock

@@ -97,7 +97,10 @@ async function sseGet(app: TestApp, query: string, headers: Record<string, strin
     for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
       const lines = buffer.slice(0, end).split('\n');
       buffer = buffer.slice(end + 2);
-      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trim()).join('\n');
+      const data = lines
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trim())
+        .join('\n');
       if (data) state.payloads.push(JSON.parse(data));
       for (const w of waiters) w();
     }
@@ -180,7 +183,10 @@ test.serial('SSE without credentials, with a bad key, a bad, expired or re-prefi
 });
 
 test.serial('the token is the principal of its key: mutation createStreamToken over GraphQL, refused without a key', async (t) => {
-  const res = await http(t.context.a, 'POST', '/graphql', { key: t.context.key, body: { query: 'mutation { createStreamToken { token network expiresIn expiresAt } }' } });
+  const res = await http(t.context.a, 'POST', '/graphql', {
+    key: t.context.key,
+    body: { query: 'mutation { createStreamToken { token network expiresIn expiresAt } }' },
+  });
   t.is(res.status, 200, JSON.stringify(res.body));
   t.regex(res.body.data.createStreamToken.token, /^svc_stream_test_/);
   t.is(res.body.data.createStreamToken.expiresIn, 60);
@@ -194,54 +200,60 @@ test.serial('the token is the principal of its key: mutation createStreamToken o
   t.is(mainnet.body.network, 'chain-mainnet');
 });
 
-test.serial('graphql-ws with connectionParams.token receives events (and may not run queries or mutations); the spent token is refused with 4401', async (t) => {
-  const token = await streamToken(t);
-  const after = await anchor(t);
-  const url = `${t.context.a.url.replace(/^http/, 'ws')}/graphql`;
-  const client = createWsClient({ url, webSocketImpl: WebSocket, connectionParams: { token }, retryAttempts: 0, lazy: true });
-  const payloads: any[] = [];
-  let wake = () => {};
-  const unsubscribe = client.subscribe({ query: SUB, variables: { after } }, {
-    next: (p) => {
-      payloads.push(p);
-      wake();
-    },
-    error: () => wake(),
-    complete: () => {},
-  });
-  try {
-    const id = await createLink(t, 'via ws token');
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(JSON.stringify(payloads))), 10_000);
-      wake = () => {
-        if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      };
-      wake();
-    });
-    // The token opened a subscription connection, not the key's powers: a mutation or a query on it is refused.
-    for (const query of ['mutation { createStreamToken { token } }', '{ paymentLinks { data { id } } }']) {
-      const refused = await new Promise<any>((resolve) => {
-        const results: any[] = [];
-        client.subscribe({ query }, { next: (r) => results.push(r), error: (e) => resolve({ errors: e }), complete: () => resolve(results[0]) });
+test.serial(
+  'graphql-ws with connectionParams.token receives events (and may not run queries or mutations); the spent token is refused with 4401',
+  async (t) => {
+    const token = await streamToken(t);
+    const after = await anchor(t);
+    const url = `${t.context.a.url.replace(/^http/, 'ws')}/graphql`;
+    const client = createWsClient({ url, webSocketImpl: WebSocket, connectionParams: { token }, retryAttempts: 0, lazy: true });
+    const payloads: any[] = [];
+    let wake = () => {};
+    const unsubscribe = client.subscribe(
+      { query: SUB, variables: { after } },
+      {
+        next: (p) => {
+          payloads.push(p);
+          wake();
+        },
+        error: () => wake(),
+        complete: () => {},
+      },
+    );
+    try {
+      const id = await createLink(t, 'via ws token');
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(JSON.stringify(payloads))), 10_000);
+        wake = () => {
+          if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) {
+            clearTimeout(timer);
+            resolve();
+          }
+        };
+        wake();
       });
-      t.is(refused?.errors?.[0]?.extensions?.code, 'forbidden', `${query}: ${JSON.stringify(refused)}`);
-      t.falsy(refused?.data?.createStreamToken);
+      // The token opened a subscription connection, not the key's powers: a mutation or a query on it is refused.
+      for (const query of ['mutation { createStreamToken { token } }', '{ paymentLinks { data { id } } }']) {
+        const refused = await new Promise<any>((resolve) => {
+          const results: any[] = [];
+          client.subscribe({ query }, { next: (r) => results.push(r), error: (e) => resolve({ errors: e }), complete: () => resolve(results[0]) });
+        });
+        t.is(refused?.errors?.[0]?.extensions?.code, 'forbidden', `${query}: ${JSON.stringify(refused)}`);
+        t.falsy(refused?.data?.createStreamToken);
+      }
+    } finally {
+      unsubscribe();
+      await client.dispose();
     }
-  } finally {
-    unsubscribe();
-    await client.dispose();
-  }
 
-  const closed = await new Promise<{ code: number; reason: string }>((resolve) => {
-    const socket = new WebSocket(url, 'graphql-transport-ws');
-    socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { token } })));
-    socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
-  });
-  t.deepEqual(closed, { code: 4401, reason: 'invalid_api_key' });
-});
+    const closed = await new Promise<{ code: number; reason: string }>((resolve) => {
+      const socket = new WebSocket(url, 'graphql-transport-ws');
+      socket.on('open', () => socket.send(JSON.stringify({ type: 'connection_init', payload: { token } })));
+      socket.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+    t.deepEqual(closed, { code: 4401, reason: 'invalid_api_key' });
+  },
+);
 
 async function singleConnectionEvent(t: ExecutionContext<Ctx>, options: { url: string; headers?: Record<string, string> }): Promise<void> {
   const client = createSseClient({ ...options, singleConnection: true, retryAttempts: 0 });
@@ -291,7 +303,10 @@ test.serial('graphql-sse single connection mode: PUT reserves (key or ?token=), 
   await singleConnectionEvent(t, { url: `${t.context.a.url}/graphql?token=${token}` });
 
   // PUT without credentials or with the spent token: 401 in the envelope; an unknown reservation: 404.
-  for (const [path, code] of [['/graphql', 'missing_api_key'], [`/graphql?token=${token}`, 'invalid_api_key']] as const) {
+  for (const [path, code] of [
+    ['/graphql', 'missing_api_key'],
+    [`/graphql?token=${token}`, 'invalid_api_key'],
+  ] as const) {
     const res = await http(t.context.a, 'PUT', path);
     t.is(res.status, 401);
     t.is(res.body.error, code);
@@ -360,7 +375,10 @@ test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST o
     t.like(JSON.parse(byQuery.body), { error: 'conflict' });
 
     const after = await anchor(t);
-    const op = await http(a, 'POST', '/graphql', { headers: { ...header, accept: 'application/json' }, body: { query: SUB, variables: { after }, extensions: { operationId: 'op1' } } });
+    const op = await http(a, 'POST', '/graphql', {
+      headers: { ...header, accept: 'application/json' },
+      body: { query: SUB, variables: { after }, extensions: { operationId: 'op1' } },
+    });
     t.is(op.status, 202);
     const id = await createLink(t, 'single connection by hand');
     const message = await stream.waitFor((p) => p.payload?.data?.events?.metadata?.payment_link_id === id);

@@ -186,7 +186,10 @@ test('an event committed on node B reaches a subscriber on node A within 1 s; a 
     // Nothing more arrives: a later marker event comes next, with nothing (a late duplicate) before it.
     const marker = await createLink(b, key, mint, 'marker');
     await second.waitFor((e) => e.metadata.payment_link_id === marker);
-    t.deepEqual(second.events.map((e) => e.metadata.payment_link_id), [...missed, live, marker]);
+    t.deepEqual(
+      second.events.map((e) => e.metadata.payment_link_id),
+      [...missed, live, marker],
+    );
     t.is(new Set(second.events.map((e) => e.id)).size, 5, 'no duplicate');
     t.true(second.events.every((e) => e.kind === 'payment_link.created'));
     const ids = second.events.map((e) => e.id);
@@ -225,9 +228,15 @@ test('a chain-mainnet subscriber does not receive chain-devnet events', async (t
     await devnet.waitFor((e) => e.metadata.payment_link_id === devnetMarker, 3000, devnetBefore);
     await mainnet.waitFor((e) => e.metadata.payment_link_id === mainnetMarker, 3000, mainnetBefore);
 
-    t.deepEqual(mainnet.events.slice(mainnetBefore).map((e) => e.metadata.payment_link_id), [mainnetLink, mainnetMarker]);
+    t.deepEqual(
+      mainnet.events.slice(mainnetBefore).map((e) => e.metadata.payment_link_id),
+      [mainnetLink, mainnetMarker],
+    );
     t.true(mainnet.events.every((e) => e.network === 'CHAIN_MAINNET'));
-    t.deepEqual(devnet.events.slice(devnetBefore).map((e) => e.metadata.payment_link_id), [devnetLink, devnetMarker]);
+    t.deepEqual(
+      devnet.events.slice(devnetBefore).map((e) => e.metadata.payment_link_id),
+      [devnetLink, devnetMarker],
+    );
     t.true(devnet.events.every((e) => e.network === 'CHAIN_DEVNET'));
   } finally {
     await mainnet.close();

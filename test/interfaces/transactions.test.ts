@@ -81,10 +81,15 @@ test('prepare → sign → submit → confirmed by the job: 202, then the event 
   t.is(res.status, 202, JSON.stringify(res.body));
   t.like(res.body, { event_id: envelope.event_id, phase: 'submitted', network: 'chain-devnet', replayed: false });
 
-  const confirmed = await until('confirmed', async () => {
-    const e = await http(app, "GET", `/v1/events/${envelope.event_id!}`, { key });
-    return e.body.phase === 'confirmed' ? e.body : undefined;
-  }, 30_000, 250);
+  const confirmed = await until(
+    'confirmed',
+    async () => {
+      const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
+      return e.body.phase === 'confirmed' ? e.body : undefined;
+    },
+    30_000,
+    250,
+  );
   t.like(confirmed, { signature: res.body.signature, client_reference: 'order-7', error_code: null });
   t.true(Number.isInteger(confirmed.slot) && confirmed.slot > 0);
   t.true(Number.isInteger(confirmed.block_time));
@@ -97,7 +102,7 @@ test('prepare → sign → submit → confirmed by the job: 202, then the event 
   t.like(again.body, { signature: res.body.signature, replayed: true });
 });
 
-test('the agent record\'s executive is the delegation the gateway prepared and saw confirmed; a confirmed revoke of it clears it', async (t) => {
+test("the agent record's executive is the delegation the gateway prepared and saw confirmed; a confirmed revoke of it clears it", async (t) => {
   const { app, caller, key } = t.context;
   const { mint } = await recordAgent(app, key);
   t.is((await http(app, 'GET', `/v1/agents/${mint}`, { key })).body.executive, null);
@@ -115,7 +120,12 @@ test('the agent record\'s executive is the delegation the gateway prepared and s
     }));
     const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: sign(envelope, from) } });
     t.is(res.status, 202, JSON.stringify(res.body));
-    await until(`${kind} confirmed`, async () => ((await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase === 'confirmed') || undefined, 30_000, 250);
+    await until(
+      `${kind} confirmed`,
+      async () => (await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase === 'confirmed' || undefined,
+      30_000,
+      250,
+    );
   };
   // prepared but not confirmed: nothing changes
   await app.services.transactions.prepareForAgent(caller, mint, async () => ({
@@ -224,7 +234,15 @@ test('a prepared event not submitted within 24 h is failed "expired" by the job;
   const created = await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const { mint } = await recordAgent(app, created.key);
   const from = await funded(app);
-  const local = { context: { app, receiver: t.context.receiver, key: created.key, caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null }, mint } as Ctx };
+  const local = {
+    context: {
+      app,
+      receiver: t.context.receiver,
+      key: created.key,
+      caller: { network: 'chain-devnet', role: 'user', owner: `key:${created.id}`, ownerWallet: null },
+      mint,
+    } as Ctx,
+  };
   const { envelope } = await prepareTransfer(local, from);
   const { envelope: fresh } = await prepareTransfer(local, from, 3_000_000n);
 
@@ -259,7 +277,12 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
       if (fault === 'submit_timeout') await real.sendTransaction(wire);
       throw new DomainError(fault, `injected ${fault}`, {});
     });
-    const service = new TransactionService({ store: app.database.store, clock: systemClock, ledgers: { 'chain-devnet': flaky }, settings: app.services.settings });
+    const service = new TransactionService({
+      store: app.database.store,
+      clock: systemClock,
+      ledgers: { 'chain-devnet': flaky },
+      settings: app.services.settings,
+    });
     const from = await funded(app);
     const to = Keypair.generate().publicKey;
     const envelope = await service.prepareForAgent(caller, mint, async () => ({
@@ -270,16 +293,23 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
       echo: {},
       metadata: { lamports: '1234567', destination: to.toBase58() },
     }));
-    const error = await t.throwsAsync(service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) }), { instanceOf: DomainError });
+    const error = await t.throwsAsync(service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) }), {
+      instanceOf: DomainError,
+    });
     t.is(error!.code, fault);
     t.like(error!.details, { event_id: envelope.event_id });
     t.is(error!.status, fault === 'rpc_unavailable' ? 502 : 504);
     t.is((await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase, 'submitted');
     // The app's confirmations job (the real ledger) reads no status, re-broadcasts the stored bytes, then confirms.
-    const confirmed = await until('confirmed', async () => {
-      const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
-      return e.body.phase === 'confirmed' ? e.body : undefined;
-    }, 30_000, 250);
+    const confirmed = await until(
+      'confirmed',
+      async () => {
+        const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
+        return e.body.phase === 'confirmed' ? e.body : undefined;
+      },
+      30_000,
+      250,
+    );
     t.truthy(confirmed.slot);
     t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');
   });
@@ -343,7 +373,9 @@ test('each phase of a prepared event is its own webhook delivery: prepared, subm
   const phases = await until('three deliveries', () => {
     const mine = receiver.received
       .filter((h) => h.url === '/phases')
-      .map((h) => JSON.parse(h.body) as { type: string; phase: string; data: { id: string; phases: { phase: string; at: string; signature: string | null }[] } });
+      .map(
+        (h) => JSON.parse(h.body) as { type: string; phase: string; data: { id: string; phases: { phase: string; at: string; signature: string | null }[] } },
+      );
     const ofEvent = mine.filter((p) => p.data.id === envelope.event_id);
     return ofEvent.length >= 3 ? ofEvent : undefined;
   });
@@ -353,11 +385,20 @@ test('each phase of a prepared event is its own webhook delivery: prepared, subm
   // history begins prepared and holds that phase; the confirmed one holds all three, the signature from submission on.
   for (const p of phases) {
     t.is(p.data.phases[0]?.phase, 'prepared', JSON.stringify(p.data.phases));
-    t.true(p.data.phases.some((h) => h.phase === p.phase), JSON.stringify(p.data.phases));
+    t.true(
+      p.data.phases.some((h) => h.phase === p.phase),
+      JSON.stringify(p.data.phases),
+    );
   }
   const done = phases.find((p) => p.phase === 'confirmed')!.data.phases;
-  t.deepEqual(done.map((h) => h.phase), ['prepared', 'submitted', 'confirmed']);
-  t.deepEqual(done.map((h) => h.signature), [null, res.body.signature, res.body.signature]);
+  t.deepEqual(
+    done.map((h) => h.phase),
+    ['prepared', 'submitted', 'confirmed'],
+  );
+  t.deepEqual(
+    done.map((h) => h.signature),
+    [null, res.body.signature, res.body.signature],
+  );
   const read = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
   t.deepEqual(read.body.phases, done, 'GET /v1/events/{id} carries the same history');
   await http(app, 'DELETE', `/v1/webhooks/${hook.body.id}`, { key });

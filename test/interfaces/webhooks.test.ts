@@ -67,7 +67,19 @@ async function append(app: TestApp, fields: { owner: string | null; kind: string
   const now = new Date();
   const id = newId();
   await app.database.store.transaction((tx) =>
-    tx.events.append(syntheticEvent({ id, kind: fields.kind, phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: fields.owner, metadata: {}, createdAt: now, confirmedAt: now })),
+    tx.events.append(
+      syntheticEvent({
+        id,
+        kind: fields.kind,
+        phase: 'confirmed',
+        network: 'chain-devnet',
+        agentAsset: null,
+        owner: fields.owner,
+        metadata: {},
+        createdAt: now,
+        confirmedAt: now,
+      }),
+    ),
   );
   return id;
 }
@@ -89,7 +101,11 @@ test('create answers 201 with a whsec_ secret once; reads, lists, rotation and d
   t.like(created.body, { url: `${receiver.url}/crud`, events: ['*'], description: 'Orders', disabled: false, disabled_reason: null, network: 'chain-devnet' });
   const id = created.body.id as string;
 
-  const replay = await http(app, 'POST', '/v1/webhooks', { key: a.key, body: { url: `${receiver.url}/crud`, description: 'Orders' }, headers: { 'idempotency-key': 'crud-create' } });
+  const replay = await http(app, 'POST', '/v1/webhooks', {
+    key: a.key,
+    body: { url: `${receiver.url}/crud`, description: 'Orders' },
+    headers: { 'idempotency-key': 'crud-create' },
+  });
   t.is(replay.headers.get('idempotent-replayed'), 'true');
   t.false('secret' in replay.body, 'an Idempotency-Key replay does not carry the secret');
   t.is(replay.body.id, id);
@@ -117,10 +133,16 @@ test('create answers 201 with a whsec_ secret once; reads, lists, rotation and d
   const more = [];
   for (let i = 0; i < 3; i++) more.push((await createHook(app, a.key, { url: `${receiver.url}/crud${i}`, events: ['receipt.published'] })).id);
   const first = await http(app, 'GET', '/v1/webhooks?limit=2', { key: a.key });
-  t.deepEqual(first.body.data.map((w: { id: string }) => w.id), [more[2], more[1]]);
+  t.deepEqual(
+    first.body.data.map((w: { id: string }) => w.id),
+    [more[2], more[1]],
+  );
   t.true(first.body.has_more);
   const second = await http(app, 'GET', `/v1/webhooks?limit=2&cursor=${first.body.next_cursor}`, { key: a.key });
-  t.deepEqual(second.body.data.map((w: { id: string }) => w.id), [more[0], id]);
+  t.deepEqual(
+    second.body.data.map((w: { id: string }) => w.id),
+    [more[0], id],
+  );
   t.true((await http(app, 'GET', '/v1/webhooks?limit=200', { key: admin.key })).body.data.some((w: { id: string }) => w.id === id));
 
   const rotated = await http(app, 'POST', `/v1/webhooks/${id}/secret/rotate`, { key: a.key });
@@ -149,7 +171,11 @@ test('bad input is a 400 naming the field: not http(s), a bad kind pattern, a ta
     const res = await http(app, 'POST', '/v1/webhooks', { key: a.key, body });
     t.is(res.status, 400, JSON.stringify(body));
     t.is(res.body.error, 'invalid_request');
-    if (path) t.true(res.body.details.issues.some((i: { path: string }) => i.path === path), `${JSON.stringify(res.body.details)} names ${path}`);
+    if (path)
+      t.true(
+        res.body.details.issues.some((i: { path: string }) => i.path === path),
+        `${JSON.stringify(res.body.details)} names ${path}`,
+      );
   }
   const refused = await http(app, 'POST', '/v1/webhooks', { key: a.key, body: { url: 'http://127.0.0.1:9/hook' } });
   t.is(refused.body.details.issues[0].code, 'url_refused');
@@ -167,7 +193,8 @@ test('tRPC and GraphQL reach the same subscriptions: create with a secret, reads
   const other = createClient({ url: app.url, apiKey: b.key });
   t.is(await other.webhooks.get.query({ id: made.id }).then(() => 'found', errorCode), 'webhook_not_found');
 
-  const gql = async (key: string, query: string, variables: Record<string, unknown> = {}) => (await http(app, 'POST', '/graphql', { key, body: { query, variables } })).body;
+  const gql = async (key: string, query: string, variables: Record<string, unknown> = {}) =>
+    (await http(app, 'POST', '/graphql', { key, body: { query, variables } })).body;
   const created = await gql(a.key, 'mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { id url events secret disabled } }', {
     input: { url: `${receiver.url}/graphql`, events: ['receipt.published'], description: 'via graphql' },
   });
@@ -176,7 +203,10 @@ test('tRPC and GraphQL reach the same subscriptions: create with a secret, reads
   t.deepEqual(hook.events, ['receipt.published']);
   const read = await gql(a.key, 'query($id: ID!) { webhook(id: $id) { id secret description } webhooks(first: 200) { data { id } } }', { id: hook.id });
   t.deepEqual(read.data.webhook, { id: hook.id, secret: null, description: 'via graphql' });
-  t.true(read.data.webhooks.data.some((w: { id: string }) => w.id === made.id), 'the tRPC-made one is in the GraphQL list');
+  t.true(
+    read.data.webhooks.data.some((w: { id: string }) => w.id === made.id),
+    'the tRPC-made one is in the GraphQL list',
+  );
   const hidden = await gql(b.key, 'query($id: ID!) { webhook(id: $id) { id } }', { id: hook.id });
   t.is(hidden.errors[0].extensions.code, 'webhook_not_found');
   const rotated = await gql(a.key, 'mutation($id: ID!) { rotateWebhookSecret(id: $id) { secret } }', { id: hook.id });
@@ -222,7 +252,11 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
   t.throws(() => verifyWebhook(network.secret, atMine.headers, atMine.body), { instanceOf: WebhookVerificationError }, 'another subscription’s secret');
   t.throws(() => verifyWebhook(mine.secret, atMine.headers, `${atMine.body} `), { instanceOf: WebhookVerificationError }, 'other bytes');
   t.throws(() => new StandardWebhook(network.secret).verify(atMine.body, atMine.headers as Record<string, string>));
-  t.throws(() => verifyWebhook(mine.secret, atMine.headers, atMine.body, { now: new Date(Date.now() + 301_000) }), { instanceOf: WebhookVerificationError }, 'stale');
+  t.throws(
+    () => verifyWebhook(mine.secret, atMine.headers, atMine.body, { now: new Date(Date.now() + 301_000) }),
+    { instanceOf: WebhookVerificationError },
+    'stale',
+  );
   t.is((new StandardWebhook(network.secret).verify(atAdmin.body, atAdmin.headers as Record<string, string>) as any).data.id, event.id);
 
   // The delivery as recorded: delivered once, on the first attempt.
@@ -231,7 +265,17 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
     return list.length && list.every((d) => d.status === 'delivered') ? list : undefined;
   });
   t.is(rest.length, 0);
-  t.like(delivery, { id: payload.id, webhook_id: mine.id, event_id: event.id, type: 'payment_link.created', phase: 'confirmed', attempts: 1, last_status: 204, last_error: null, next_attempt_at: null });
+  t.like(delivery, {
+    id: payload.id,
+    webhook_id: mine.id,
+    event_id: event.id,
+    type: 'payment_link.created',
+    phase: 'confirmed',
+    attempts: 1,
+    last_status: 204,
+    last_error: null,
+    next_attempt_at: null,
+  });
   t.truthy(delivery.delivered_at);
 
   // B's subscription sees B's events only; a pattern that does not match gets nothing.
@@ -240,7 +284,11 @@ test('an event reaches each subscription that sees it once, signed: Standard Web
   // A webhook is sent only from its delivery row; once every row of these subscriptions is delivered (terminal, and
   // recorded after the receiver had the request) nothing more can arrive: the counts below are final, not sampled.
   await until('every delivery of the three subscriptions recorded', async () => {
-    const rows = await sql<{ status: string }>(app, 'select status from webhook_deliveries where webhook_id in (?, ?, ?)', [mine.id, notThisKind.id, others.id]);
+    const rows = await sql<{ status: string }>(app, 'select status from webhook_deliveries where webhook_id in (?, ?, ?)', [
+      mine.id,
+      notThisKind.id,
+      others.id,
+    ]);
     return rows.every((r) => r.status === 'delivered');
   });
   t.is(receiver.received.filter((h) => h.url === '/deliver-a').length, 1, 'one delivery per (webhook, event, phase)');
@@ -259,7 +307,18 @@ test('the outbox: a rolled-back event leaves no delivery and no job; a committed
   const rolledBack = newId();
   await t.throwsAsync(
     app.database.store.transaction(async (tx) => {
-      await tx.events.append(syntheticEvent({ id: rolledBack, kind: 'test.outbox.rollback', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: a.principal, metadata: {}, createdAt: new Date() }));
+      await tx.events.append(
+        syntheticEvent({
+          id: rolledBack,
+          kind: 'test.outbox.rollback',
+          phase: 'confirmed',
+          network: 'chain-devnet',
+          agentAsset: null,
+          owner: a.principal,
+          metadata: {},
+          createdAt: new Date(),
+        }),
+      );
       throw new Error('the change fails after its event was appended');
     }),
     { message: /the change fails/ },
@@ -268,10 +327,18 @@ test('the outbox: a rolled-back event leaves no delivery and no job; a committed
 
   const committed = await append(app, { owner: a.principal, kind: 'test.outbox.committed' });
   const adminOnly = await append(app, { owner: null, kind: 'test.outbox.admin_only' });
-  const rows = await sql<{ webhook_id: string; event_id: string; id: string }>(app, 'select webhook_id, event_id, id from webhook_deliveries where event_id in (?, ?) order by webhook_id, event_id', [committed, adminOnly]);
+  const rows = await sql<{ webhook_id: string; event_id: string; id: string }>(
+    app,
+    'select webhook_id, event_id, id from webhook_deliveries where event_id in (?, ?) order by webhook_id, event_id',
+    [committed, adminOnly],
+  );
   t.deepEqual(
     rows.map((r) => [r.webhook_id, r.event_id]).sort(),
-    [[mine.id, committed], [network.id, committed], [network.id, adminOnly]].sort(),
+    [
+      [mine.id, committed],
+      [network.id, committed],
+      [network.id, adminOnly],
+    ].sort(),
   );
   // Each has its job, keyed by the delivery (committed with the event).
   const jobs = await sql<{ key: string }>(app, `select key from graphile_worker.jobs where key = any(array(select jsonb_array_elements_text(?::jsonb)))`, [
@@ -283,7 +350,14 @@ test('the outbox: a rolled-back event leaves no delivery and no job; a committed
 
   // Fanning the same event out again (a retried append, a phase reported twice) makes nothing new.
   const again = await app.database.store.transaction(async (tx) =>
-    tx.webhookDeliveries.fanOut({ id: committed, kind: 'test.outbox.committed', phase: 'confirmed', network: 'chain-devnet', owner: a.principal, createdAt: new Date() }),
+    tx.webhookDeliveries.fanOut({
+      id: committed,
+      kind: 'test.outbox.committed',
+      phase: 'confirmed',
+      network: 'chain-devnet',
+      owner: a.principal,
+      createdAt: new Date(),
+    }),
   );
   t.is(again, 0);
   // the three rows delivered (terminal): no further request can come from them
@@ -329,7 +403,18 @@ test.serial('the retry schedule (5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then 
   const hook = await createHook(app, a.key, { url: `${receiver.url}/schedule`, events: ['test.schedule'] });
   const created = clock.now();
   await app.database.store.transaction((tx) =>
-    tx.events.append(syntheticEvent({ id: newId(), kind: 'test.schedule', phase: 'confirmed', network: 'chain-devnet', agentAsset: null, owner: a.principal, metadata: {}, createdAt: created })),
+    tx.events.append(
+      syntheticEvent({
+        id: newId(),
+        kind: 'test.schedule',
+        phase: 'confirmed',
+        network: 'chain-devnet',
+        agentAsset: null,
+        owner: a.principal,
+        metadata: {},
+        createdAt: created,
+      }),
+    ),
   );
   const attempted = (n: number) =>
     until(`attempt ${n}`, async () => {
@@ -372,7 +457,10 @@ test('a payment link’s webhook_url is a delivery like any other: a row, the re
   // no ledgers in this app: the agent's row is written as recording would leave it
   const { mint: agent } = await insertProvenAgent(app, a.principal);
   // /fail answers 500 until the link is pointed elsewhere.
-  const link = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { id: 'link-hook', webhook_url: `${receiver.url}/fail/link` }) });
+  const link = await http(app, 'POST', '/v1/payment-links', {
+    key: a.key,
+    body: linkBody(agent, { id: 'link-hook', webhook_url: `${receiver.url}/fail/link` }),
+  });
   t.is(link.status, 201, JSON.stringify(link.body));
   const [row] = await sql<{ pk: string }>(app, `select pk from payment_links where network = 'chain-devnet' and id = 'link-hook'`);
   const data = { payment_link_id: 'link-hook', payment: { success: true, transaction: 'sig' }, receipt: {}, response: { status: 200, headers: {}, body: '' } };
@@ -424,8 +512,12 @@ test('no subscription secret appears in a delivery body, the warning logged for 
   await until('the failed attempt', async () => ((await deliveriesOf(app, a.key, hook.id))[0]?.attempts === 1 ? true : undefined));
   await until('its warning', () => warned.some((w) => w.webhook_id === hook.id) || undefined);
   const hooks = receiver.received.filter((h) => h.url === '/fail/secretless');
-  const haystack = JSON.stringify([warned, hooks.map((h) => [h.headers, h.body]), (await http(app, 'GET', `/v1/webhooks/${hook.id}`, { key: a.key })).body,
-    await deliveriesOf(app, a.key, hook.id)]);
+  const haystack = JSON.stringify([
+    warned,
+    hooks.map((h) => [h.headers, h.body]),
+    (await http(app, 'GET', `/v1/webhooks/${hook.id}`, { key: a.key })).body,
+    await deliveriesOf(app, a.key, hook.id),
+  ]);
   t.true(hooks.length >= 1);
   t.false(haystack.includes(hook.secret));
   t.false(haystack.includes(hook.secret.slice('whsec_'.length)));
@@ -443,7 +535,10 @@ test('one outbound rule at every entry: a link’s webhook_url the guard refuses
     const hook = await http(app, 'POST', '/v1/webhooks', { key: a.key, body: { url } });
     t.like(hook.body, { error: 'invalid_request', details: { issues: [{ path: 'url', code: 'url_refused' }] } }, url);
   }
-  const link = await http(app, 'POST', '/v1/payment-links', { key: a.key, body: linkBody(agent, { id: 'link-guarded', webhook_url: `${receiver.url}/guarded` }) });
+  const link = await http(app, 'POST', '/v1/payment-links', {
+    key: a.key,
+    body: linkBody(agent, { id: 'link-guarded', webhook_url: `${receiver.url}/guarded` }),
+  });
   t.is(link.status, 201, JSON.stringify(link.body));
   const patched = await http(app, 'PATCH', '/v1/payment-links/link-guarded', { key: a.key, body: { webhook_url: 'http://127.0.0.1:9/hook' } });
   t.is(patched.status, 400);
@@ -455,7 +550,12 @@ test('one outbound rule at every entry: a link’s webhook_url the guard refuses
   const [row] = await sql<{ pk: string }>(app, `select pk from payment_links where network = 'chain-devnet' and id = 'link-guarded'`);
   await sql(app, `update payment_links set webhook_url = 'http://127.0.0.1:9/hook' where pk = ?`, [row!.pk]);
   const { enqueueLinkDelivery } = await import('../../domain/webhooks/service.ts');
-  const data = { payment_link_id: 'link-guarded', payment: { success: true, transaction: 'sig' }, receipt: {}, response: { status: 200, headers: {}, body: '' } };
+  const data = {
+    payment_link_id: 'link-guarded',
+    payment: { success: true, transaction: 'sig' },
+    receipt: {},
+    response: { status: 200, headers: {}, body: '' },
+  };
   const id = await app.database.store.transaction((tx) =>
     enqueueLinkDelivery(tx, { network: 'chain-devnet', linkPk: row!.pk, kind: 'payment_link.settled', data, now: new Date() }),
   );

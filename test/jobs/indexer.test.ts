@@ -79,13 +79,21 @@ async function donor(t: ExecutionContext<{ a: TestApp }>, usdc = '10'): Promise<
 
 /** The indexer of `app` has scanned every watched address past `slot` (a complete run that started after it). */
 async function indexedPast(app: TestApp, slot: number): Promise<void> {
-  await until(`indexer past slot ${slot}`, async () => {
-    const [s] = (await app.services.indexer.status({ network: NET, role: 'admin', owner: null, ownerWallet: null } as never)).data;
-    return (s!.cursor_slot ?? -1) >= slot || undefined;
-  }, 20_000);
+  await until(
+    `indexer past slot ${slot}`,
+    async () => {
+      const [s] = (await app.services.indexer.status({ network: NET, role: 'admin', owner: null, ownerWallet: null } as never)).data;
+      return (s!.cursor_slot ?? -1) >= slot || undefined;
+    },
+    20_000,
+  );
 }
 
-async function eventsOf(app: TestApp, key: string, agent: string): Promise<{ id: string; kind: string; phase: string; signature: string | null; metadata: Record<string, unknown> }[]> {
+async function eventsOf(
+  app: TestApp,
+  key: string,
+  agent: string,
+): Promise<{ id: string; kind: string; phase: string; signature: string | null; metadata: Record<string, unknown> }[]> {
   const res = await http(app, 'GET', `/v1/events?agent=${agent}&limit=200`, { key });
   if (res.status !== 200) throw new Error(`events: ${res.status} ${JSON.stringify(res.body)}`);
   return res.body.data;
@@ -122,23 +130,41 @@ async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway:
   const small = await send(connection, noise.serialize());
   t.is(small.err, null);
 
-  const fund = await until('agent.treasury.fund on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === funded.signature));
+  const fund = await until('agent.treasury.fund on the subscription', () =>
+    seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === funded.signature),
+  );
   t.log(`deposit sent → agent.treasury.fund on the subscription: ${Date.now() - sentAt} ms`);
   t.like(fund, { phase: 'CONFIRMED', agentAsset: mint, slot: funded.slot });
-  t.like(fund.metadata, { source: 'indexer', token_account: treasuryUsdc.toBase58(), mint: USDC.mint, currency: 'USDC', amount_atomic: '2500000', from: from.publicKey.toBase58() });
-  const sol = await until('agent.treasury.fund_sol on the subscription', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
+  t.like(fund.metadata, {
+    source: 'indexer',
+    token_account: treasuryUsdc.toBase58(),
+    mint: USDC.mint,
+    currency: 'USDC',
+    amount_atomic: '2500000',
+    from: from.publicKey.toBase58(),
+  });
+  const sol = await until('agent.treasury.fund_sol on the subscription', () =>
+    seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature),
+  );
   t.like(sol, { phase: 'CONFIRMED', agentAsset: mint });
   t.like(sol.metadata, { source: 'indexer', treasury, lamports: '10000000', from: from.publicKey.toBase58() });
 
   // 1000 lamports are noise: nothing for that signature once the indexer is past it
   await indexedPast(gateway, small.slot);
-  t.deepEqual(seen.filter((e) => e.signature === small.signature), []);
-  t.deepEqual((await eventsOf(gateway, key, mint)).filter((e) => e.signature === small.signature), []);
-  // the facilitator's sponsored token account is the gateway's own doing (not reported); the donor's is
   t.deepEqual(
-    (await eventsOf(gateway, key, mint)).map((e) => e.kind).sort(),
-    ['agent.treasury.fund', 'agent.treasury.fund_sol', ...(existed ? [] : ['agent.treasury.provision'])],
+    seen.filter((e) => e.signature === small.signature),
+    [],
   );
+  t.deepEqual(
+    (await eventsOf(gateway, key, mint)).filter((e) => e.signature === small.signature),
+    [],
+  );
+  // the facilitator's sponsored token account is the gateway's own doing (not reported); the donor's is
+  t.deepEqual((await eventsOf(gateway, key, mint)).map((e) => e.kind).sort(), [
+    'agent.treasury.fund',
+    'agent.treasury.fund_sol',
+    ...(existed ? [] : ['agent.treasury.provision']),
+  ]);
 }
 
 test('a plain web3.js deposit arrives as agent.treasury.fund and fund_sol on the GraphQL subscription; under 5000 lamports is ignored (embedded ledger)', async (t) => {
@@ -177,7 +203,10 @@ test('a rescan and two runners at once write each event once', async (t) => {
   // forget every cursor, then two runs at once (besides the job runner's own) rescan the same history
   t.true((await a.database.store.indexer.resetCursors(NET)) > 0);
   const runs = await Promise.all([a.services.indexer.run(NET), a.services.indexer.run(NET)]);
-  t.true(runs.every((r) => r.signatures > 0), 'both runs read the history again');
+  t.true(
+    runs.every((r) => r.signatures > 0),
+    'both runs read the history again',
+  );
   await a.services.indexer.run(NET);
   const events = (await eventsOf(a, key, mint)).filter((e) => e.signature === sent.signature);
   t.deepEqual(events.map((e) => e.kind).sort(), ['agent.treasury.fund', 'agent.treasury.fund_sol']);
@@ -211,7 +240,10 @@ test('a failed transaction writes nothing', async (t) => {
   t.not(failed.err, null, 'the transaction landed failed');
   await indexedPast(a, failed.slot);
   t.is(await a.database.store.indexer.countSeen(NET, failed.signature), 0);
-  t.deepEqual((await eventsOf(a, key, mint)).filter((e) => e.signature === failed.signature), []);
+  t.deepEqual(
+    (await eventsOf(a, key, mint)).filter((e) => e.signature === failed.signature),
+    [],
+  );
 });
 
 test('a transfer into a fee authority token account is protocol.fee.collected with source on_chain', async (t) => {
@@ -225,7 +257,14 @@ test('a transfer into a fee authority token account is protocol.fee.collected wi
   const { blockhash } = await connection.getLatestBlockhash();
   const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
     createAssociatedTokenAccountIdempotentInstruction(from.publicKey, feeAccount, new PublicKey(authority), new PublicKey(USDC.mint)),
-    createTransferCheckedInstruction(getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey), new PublicKey(USDC.mint), feeAccount, from.publicKey, 300_000n, USDC.decimals),
+    createTransferCheckedInstruction(
+      getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey),
+      new PublicKey(USDC.mint),
+      feeAccount,
+      from.publicKey,
+      300_000n,
+      USDC.decimals,
+    ),
   );
   tx.sign(from);
   const sent = await send(connection, tx.serialize());
@@ -265,7 +304,10 @@ test.serial('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads 
   t.is(viaTrpc.data[0]!.network, NET);
   t.true(viaTrpc.data[0]!.watched_addresses >= s.watched_addresses);
 
-  const gql = await http(a, 'POST', '/graphql', { key: user, body: { query: '{ indexerStatus { network watchedAddresses cursorSlot lagSlots lastRunAt lastError } }' } });
+  const gql = await http(a, 'POST', '/graphql', {
+    key: user,
+    body: { query: '{ indexerStatus { network watchedAddresses cursorSlot lagSlots lastRunAt lastError } }' },
+  });
   t.is(gql.status, 200, JSON.stringify(gql.body));
   t.like(gql.body.data.indexerStatus[0], { network: 'CHAIN_DEVNET', lastError: null });
   t.true(gql.body.data.indexerStatus[0].watchedAddresses >= s.watched_addresses);
@@ -277,7 +319,12 @@ test.serial('GET /v1/indexer/status on REST, tRPC and GraphQL; a user key reads 
 });
 
 /** prepare (REST) → sign; the signed bytes as base64 */
-async function prepareSigned(t: ExecutionContext, door: { app: TestApp; key: string }, request: { path: string; body: Record<string, unknown> }, signer: Keypair): Promise<{ envelope: PreparedEnvelope; signed: Buffer }> {
+async function prepareSigned(
+  t: ExecutionContext,
+  door: { app: TestApp; key: string },
+  request: { path: string; body: Record<string, unknown> },
+  signer: Keypair,
+): Promise<{ envelope: PreparedEnvelope; signed: Buffer }> {
   const { app, key } = door;
   const { path, body } = request;
   const prepared = await http<PreparedEnvelope>(app, 'POST', path, { key, body });
@@ -292,83 +339,136 @@ async function submitted(t: ExecutionContext, door: { app: TestApp; key: string 
   const { envelope, signed } = prepared;
   const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed.toString('base64') } });
   t.is(res.status, 202, JSON.stringify(res.body));
-  await until(`${envelope.event_id} confirmed`, async () => {
-    const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
-    if (e.body.phase === 'failed') throw new Error(JSON.stringify(e.body));
-    return e.body.phase === 'confirmed' || undefined;
-  }, 30_000);
+  await until(
+    `${envelope.event_id} confirmed`,
+    async () => {
+      const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+      if (e.body.phase === 'failed') throw new Error(JSON.stringify(e.body));
+      return e.body.phase === 'confirmed' || undefined;
+    },
+    30_000,
+  );
   return res.body.signature;
 }
 
-metaplexTest(test, 'a withdraw through /v1/submit is not reported again; the same actions signed and sent outside the gateway are (withdraw_sol and withdraw through Execute, provision)', async (t) => {
-  const { a } = t.context;
-  const key = await issueKey(a);
-  const seen = await watch(t, a, key);
-  const owner = Keypair.generate();
-  await a.services.dev.fund(NET, { address: owner.publicKey.toBase58(), sol: '2' });
-  const connection = rpc(t);
+metaplexTest(
+  test,
+  'a withdraw through /v1/submit is not reported again; the same actions signed and sent outside the gateway are (withdraw_sol and withdraw through Execute, provision)',
+  async (t) => {
+    const { a } = t.context;
+    const key = await issueKey(a);
+    const seen = await watch(t, a, key);
+    const owner = Keypair.generate();
+    await a.services.dev.fund(NET, { address: owner.publicKey.toBase58(), sol: '2' });
+    const connection = rpc(t);
 
-  const minted = await prepareSigned(t, { app: a, key }, { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Indexed agent', uri: 'https://example.com/agent.json' } }, owner);
-  await submitted(t, { app: a, key }, minted);
-  const mint = String(minted.envelope.echo.asset);
-  const treasury = treasuryOf(mint);
-  const wallet = Keypair.generate().publicKey.toBase58();
+    const minted = await prepareSigned(
+      t,
+      { app: a, key },
+      { path: '/v1/agents/prepare', body: { owner: owner.publicKey.toBase58(), name: 'Indexed agent', uri: 'https://example.com/agent.json' } },
+      owner,
+    );
+    await submitted(t, { app: a, key }, minted);
+    const mint = String(minted.envelope.echo.asset);
+    const treasury = treasuryOf(mint);
+    const wallet = Keypair.generate().publicKey.toBase58();
 
-  // 0.5 SOL into the treasury with plain web3.js
-  const from = await donor(t);
-  const { blockhash } = await connection.getLatestBlockhash();
-  const fund = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
-    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 500_000_000 }),
-  );
-  fund.sign(from);
-  const funded = await send(connection, fund.serialize());
-  await until('fund_sol', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
+    // 0.5 SOL into the treasury with plain web3.js
+    const from = await donor(t);
+    const { blockhash } = await connection.getLatestBlockhash();
+    const fund = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+      SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(treasury), lamports: 500_000_000 }),
+    );
+    fund.sign(from);
+    const funded = await send(connection, fund.serialize());
+    await until('fund_sol', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === funded.signature));
 
-  // 0.1 SOL out through /v1/submit: its prepared event records it
-  const viaGateway = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' } }, owner);
-  const submittedSig = await submitted(t, { app: a, key }, viaGateway);
+    // 0.1 SOL out through /v1/submit: its prepared event records it
+    const viaGateway = await prepareSigned(
+      t,
+      { app: a, key },
+      {
+        path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`,
+        body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '100000000' },
+      },
+      owner,
+    );
+    const submittedSig = await submitted(t, { app: a, key }, viaGateway);
 
-  // 0.05 SOL out, and the USDC account provisioned, each signed and sent straight to the ledger
-  const direct = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '50000000' } }, owner);
-  const out = await send(connection, direct.signed);
-  t.is(out.err, null);
-  const provision = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } }, owner);
-  const provisioned = await send(connection, provision.signed);
-  t.is(provisioned.err, null);
+    // 0.05 SOL out, and the USDC account provisioned, each signed and sent straight to the ledger
+    const direct = await prepareSigned(
+      t,
+      { app: a, key },
+      {
+        path: `/v1/agents/${mint}/treasury/withdraw-sol/prepare`,
+        body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), destination: wallet, lamports: '50000000' },
+      },
+      owner,
+    );
+    const out = await send(connection, direct.signed);
+    t.is(out.err, null);
+    const provision = await prepareSigned(
+      t,
+      { app: a, key },
+      { path: `/v1/agents/${mint}/treasury/provision/prepare`, body: { payer: owner.publicKey.toBase58() } },
+      owner,
+    );
+    const provisioned = await send(connection, provision.signed);
+    t.is(provisioned.err, null);
 
-  const withdrawn = await until('indexer withdraw_sol', () => seen.find((e) => e.kind === 'agent.treasury.withdraw_sol' && e.signature === out.signature));
-  t.like(withdrawn, { phase: 'CONFIRMED', agentAsset: mint });
-  t.deepEqual(withdrawn.metadata, { source: 'indexer', treasury, lamports: '50000000', destination: wallet });
-  const created = await until('indexer provision', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === provisioned.signature));
-  const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true);
-  t.like(created.metadata, { source: 'indexer', mint: USDC.mint, currency: 'USDC', token_account: treasuryUsdc.toBase58() });
+    const withdrawn = await until('indexer withdraw_sol', () => seen.find((e) => e.kind === 'agent.treasury.withdraw_sol' && e.signature === out.signature));
+    t.like(withdrawn, { phase: 'CONFIRMED', agentAsset: mint });
+    t.deepEqual(withdrawn.metadata, { source: 'indexer', treasury, lamports: '50000000', destination: wallet });
+    const created = await until('indexer provision', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === provisioned.signature));
+    const treasuryUsdc = getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(treasury), true);
+    t.like(created.metadata, { source: 'indexer', mint: USDC.mint, currency: 'USDC', token_account: treasuryUsdc.toBase58() });
 
-  // 3 USDC in by plain transfer, then 1 USDC out through Execute, signed and sent outside the gateway
-  const usdcIn = new Transaction({ feePayer: from.publicKey, recentBlockhash: (await connection.getLatestBlockhash()).blockhash }).add(
-    createTransferCheckedInstruction(getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey), new PublicKey(USDC.mint), treasuryUsdc, from.publicKey, 3_000_000n, USDC.decimals),
-  );
-  usdcIn.sign(from);
-  const usdcFunded = await send(connection, usdcIn.serialize());
-  t.is(usdcFunded.err, null);
-  const tokenOut = await prepareSigned(t, { app: a, key }, { path: `/v1/agents/${mint}/treasury/withdraw/prepare`, body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '1000000' } }, owner);
-  const tokenSent = await send(connection, tokenOut.signed);
-  t.is(tokenSent.err, null);
-  const withdrawnUsdc = await until('indexer withdraw', () => seen.find((e) => e.kind === 'agent.treasury.withdraw' && e.signature === tokenSent.signature));
-  t.deepEqual(withdrawnUsdc.metadata, {
-    source: 'indexer',
-    token_account: treasuryUsdc.toBase58(),
-    mint: USDC.mint,
-    currency: 'USDC',
-    amount_atomic: '1000000',
-    destination: getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(wallet)).toBase58(),
-  });
-  t.truthy(seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === usdcFunded.signature));
+    // 3 USDC in by plain transfer, then 1 USDC out through Execute, signed and sent outside the gateway
+    const usdcIn = new Transaction({ feePayer: from.publicKey, recentBlockhash: (await connection.getLatestBlockhash()).blockhash }).add(
+      createTransferCheckedInstruction(
+        getAssociatedTokenAddressSync(new PublicKey(USDC.mint), from.publicKey),
+        new PublicKey(USDC.mint),
+        treasuryUsdc,
+        from.publicKey,
+        3_000_000n,
+        USDC.decimals,
+      ),
+    );
+    usdcIn.sign(from);
+    const usdcFunded = await send(connection, usdcIn.serialize());
+    t.is(usdcFunded.err, null);
+    const tokenOut = await prepareSigned(
+      t,
+      { app: a, key },
+      {
+        path: `/v1/agents/${mint}/treasury/withdraw/prepare`,
+        body: { payer: owner.publicKey.toBase58(), authority: owner.publicKey.toBase58(), spl_mint: USDC.mint, destination: wallet, amount: '1000000' },
+      },
+      owner,
+    );
+    const tokenSent = await send(connection, tokenOut.signed);
+    t.is(tokenSent.err, null);
+    const withdrawnUsdc = await until('indexer withdraw', () => seen.find((e) => e.kind === 'agent.treasury.withdraw' && e.signature === tokenSent.signature));
+    t.deepEqual(withdrawnUsdc.metadata, {
+      source: 'indexer',
+      token_account: treasuryUsdc.toBase58(),
+      mint: USDC.mint,
+      currency: 'USDC',
+      amount_atomic: '1000000',
+      destination: getAssociatedTokenAddressSync(new PublicKey(USDC.mint), new PublicKey(wallet)).toBase58(),
+    });
+    t.truthy(seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === usdcFunded.signature));
 
-  await indexedPast(a, tokenSent.slot);
-  const ofSubmitted = (await eventsOf(a, key, mint)).filter((e) => e.signature === submittedSig);
-  t.deepEqual(ofSubmitted.map((e) => [e.id, e.kind, e.phase]), [[viaGateway.envelope.event_id, 'agent.treasury.withdraw_sol', 'confirmed']], 'only the prepared event');
-  t.is(await a.database.store.indexer.countSeen(NET, submittedSig), 0);
-});
+    await indexedPast(a, tokenSent.slot);
+    const ofSubmitted = (await eventsOf(a, key, mint)).filter((e) => e.signature === submittedSig);
+    t.deepEqual(
+      ofSubmitted.map((e) => [e.id, e.kind, e.phase]),
+      [[viaGateway.envelope.event_id, 'agent.treasury.withdraw_sol', 'confirmed']],
+      'only the prepared event',
+    );
+    t.is(await a.database.store.indexer.countSeen(NET, submittedSig), 0);
+  },
+);
 
 // The rules alone (domain/indexer/rules.ts): boundaries that a ledger flow cannot pin down cheaply.
 
@@ -412,9 +512,16 @@ const watchedTreasury: WatchedAddress = {
 
 test('rules: 5000 lamports into a treasury is fund_sol, 4999 is noise; a failed transaction is nothing', (t) => {
   const into = (lamports: bigint) =>
-    landed({ accountKeys: [PAYER, treasuryOf(AGENT)], preBalances: [10_000_000n, 1_000_000n], postBalances: [10_000_000n - lamports - 5_000n, 1_000_000n + lamports] });
+    landed({
+      accountKeys: [PAYER, treasuryOf(AGENT)],
+      preBalances: [10_000_000n, 1_000_000n],
+      postBalances: [10_000_000n - lamports - 5_000n, 1_000_000n + lamports],
+    });
   const ctx = { network: NET, feeAuthority: null, watched: [watchedTreasury] };
-  t.deepEqual(findingsOf(into(5_000n), ctx).map((f) => [f.kind, f.key, f.agent]), [['agent.treasury.fund_sol', `fund_sol:${treasuryOf(AGENT)}`, AGENT]]);
+  t.deepEqual(
+    findingsOf(into(5_000n), ctx).map((f) => [f.kind, f.key, f.agent]),
+    [['agent.treasury.fund_sol', `fund_sol:${treasuryOf(AGENT)}`, AGENT]],
+  );
   t.deepEqual(findingsOf(into(4_999n), ctx), []);
   t.deepEqual(findingsOf({ ...into(5_000n), err: { InstructionError: [0, { Custom: 1 }] } }, ctx), []);
 });
@@ -427,14 +534,23 @@ test('rules: lamports leaving a treasury are withdraw_sol only through a Core in
   t.deepEqual(findingsOf(out({}), ctx), [], 'no Core instruction');
   const core = { programId: MPL_CORE_PROGRAM_ID, accounts: [AGENT, treasury, PAYER], data: new Uint8Array([31]) };
   const top = findingsOf(out({ instructions: [core] }), ctx);
-  t.deepEqual(top.map((f) => f.kind), ['agent.treasury.withdraw_sol']);
+  t.deepEqual(
+    top.map((f) => f.kind),
+    ['agent.treasury.withdraw_sol'],
+  );
   t.like(top[0]!.event({ id: 'e', phase: 'confirmed', network: NET, agentAsset: AGENT, owner: null, createdAt: new Date(0) }).metadata, {
     source: 'indexer',
     lamports: '20000000',
     destination: AGENT,
   });
-  const inner = findingsOf(out({ instructions: [{ programId: PAYER, accounts: [], data: new Uint8Array() }], innerInstructions: [{ index: 0, instructions: [core] }] }), ctx);
-  t.deepEqual(inner.map((f) => f.kind), ['agent.treasury.withdraw_sol']);
+  const inner = findingsOf(
+    out({ instructions: [{ programId: PAYER, accounts: [], data: new Uint8Array() }], innerInstructions: [{ index: 0, instructions: [core] }] }),
+    ctx,
+  );
+  t.deepEqual(
+    inner.map((f) => f.kind),
+    ['agent.treasury.withdraw_sol'],
+  );
 });
 
 // serial: the injected failure shows on the network's status, which the status test reads
@@ -493,24 +609,44 @@ test('GET …/treasury/balances puts every token account the treasury holds on t
   await until('provision of the other mint’s account', () => seen.find((e) => e.kind === 'agent.treasury.provision' && e.signature === made.signature));
 
   // minted straight into that account: the treasury is not among the keys, and the account is not watched yet
-  const mintTo = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(createMintToInstruction(other.publicKey, otherAccount, from.publicKey, 7));
+  const mintTo = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    createMintToInstruction(other.publicKey, otherAccount, from.publicKey, 7),
+  );
   mintTo.sign(from);
   const minted = await send(connection, mintTo.serialize());
   t.is(minted.err, null);
   await indexedPast(a, minted.slot);
-  t.falsy(seen.find((e) => e.signature === minted.signature), 'not followed before the balances read');
+  t.falsy(
+    seen.find((e) => e.signature === minted.signature),
+    'not followed before the balances read',
+  );
 
   const balances = await http(a, 'GET', `/v1/agents/${agent}/treasury/balances`, { key });
   t.is(balances.status, 200);
   t.true(balances.body.tokens.some((x: { token_account: string }) => x.token_account === otherAccount.toBase58()));
-  const fund = await until('the mint seen after the balances read', () => seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === minted.signature));
-  t.like(fund.metadata, { source: 'indexer', token_account: otherAccount.toBase58(), mint: other.publicKey.toBase58(), currency: null, amount_atomic: '7', from: null });
+  const fund = await until('the mint seen after the balances read', () =>
+    seen.find((e) => e.kind === 'agent.treasury.fund' && e.signature === minted.signature),
+  );
+  t.like(fund.metadata, {
+    source: 'indexer',
+    token_account: otherAccount.toBase58(),
+    mint: other.publicKey.toBase58(),
+    currency: null,
+    amount_atomic: '7',
+    from: null,
+  });
 });
 
 test('signatures since a cursor are read page by page (before/until), newest first, down to the cursor', async (t) => {
   const { a } = t.context;
   const ledger = a.services.ledgers[NET]!;
-  const paged = new IndexerService({ store: a.database.store, clock: a.services.clock, ledgers: { [NET]: ledger }, settings: a.services.settings, pageSize: 2 });
+  const paged = new IndexerService({
+    store: a.database.store,
+    clock: a.services.clock,
+    ledgers: { [NET]: ledger },
+    settings: a.services.settings,
+    pageSize: 2,
+  });
   const target = Keypair.generate().publicKey;
   const from = await donor(t);
   const connection = rpc(t);
@@ -526,6 +662,9 @@ test('signatures since a cursor are read page by page (before/until), newest fir
   const cursor = await ledger.getSignaturesForAddress(target.toBase58(), { limit: 1000 });
   const first = cursor.find((s) => s.signature === sigs[0])!;
   const since = await paged.signaturesSince(ledger, target.toBase58(), { signature: first.signature, slot: first.slot });
-  t.deepEqual(since.map((s) => s.signature), sigs.slice(1).reverse());
+  t.deepEqual(
+    since.map((s) => s.signature),
+    sigs.slice(1).reverse(),
+  );
   t.is((await paged.signaturesSince(ledger, target.toBase58(), null)).length, 2, 'without a cursor: the newest page only');
 });

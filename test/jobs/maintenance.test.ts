@@ -5,7 +5,17 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { makeWorkerUtils, quickAddJob } from 'graphile-worker';
 import { issueKey, startTestApp, type TestApp } from '../support/app.ts';
-import { buildPayment, createLink, decodeBase64Json, fundBuyer, getLink, paidCallsOf, receiptsOf, tokenBalance, type PaywallWorld } from '../support/paywall.ts';
+import {
+  buildPayment,
+  createLink,
+  decodeBase64Json,
+  fundBuyer,
+  getLink,
+  paidCallsOf,
+  receiptsOf,
+  tokenBalance,
+  type PaywallWorld,
+} from '../support/paywall.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { REQUEST_RECORD_RETENTION_MS } from '../../domain/policies/maintenance.ts';
 import { RUN_TS } from '../support/commands.ts';
@@ -113,8 +123,12 @@ test.serial('paid calls: answered ones past their 24 h replay window are removed
   const now = Date.now();
   const row = async (status: string, expiresAt: Date) => {
     const key = `${status}-${expiresAt.getTime()}-${Math.random().toString(36).slice(2)}`;
-    await sql(a, `insert into paid_calls (network, payment_key, link_pk, link_id, status, locked_until, created_at, updated_at, expires_at)
-      values ('chain-devnet', ?, 'pk', 'link', ?, now(), now(), now(), ?)`, [key, status, expiresAt]);
+    await sql(
+      a,
+      `insert into paid_calls (network, payment_key, link_pk, link_id, status, locked_until, created_at, updated_at, expires_at)
+      values ('chain-devnet', ?, 'pk', 'link', ?, now(), now(), now(), ?)`,
+      [key, status, expiresAt],
+    );
     return key;
   };
   const exists = async (key: string) => (await sql<{ n: number }>(a, 'select count(*)::int as n from paid_calls where payment_key = ?', [key]))[0]!.n === 1;
@@ -140,7 +154,9 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
   // No runner on this database yet (SVC_JOBS=off), proven by state rather than by waiting: a runner registers its
   // recurring tasks when it starts, and would have locked or attempted the queued job.
   t.deepEqual(await sql(a, 'select identifier from graphile_worker._private_known_crontabs'), [], 'no runner ever started here');
-  const waiting = await sql<{ attempts: number; locked_at: Date | null }>(a, 'select attempts, locked_at from graphile_worker.jobs where task_identifier = ?', ['prune_idempotency']);
+  const waiting = await sql<{ attempts: number; locked_at: Date | null }>(a, 'select attempts, locked_at from graphile_worker.jobs where task_identifier = ?', [
+    'prune_idempotency',
+  ]);
   t.true(waiting.length >= 1 && waiting.every((j) => j.attempts === 0 && j.locked_at === null), JSON.stringify(waiting));
   t.true(await idemExists(a, expired), 'the job waits');
 
@@ -153,7 +169,20 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
     const crons = await sql<{ identifier: string }>(a, 'select identifier from graphile_worker._private_known_crontabs order by identifier');
     t.deepEqual(
       crons.map((c) => c.identifier),
-      ['compact_event_counts', 'confirm_transactions', 'expire_prepared', 'index_ledger', 'prove_agents', 'prune_idempotency', 'prune_paid_calls', 'prune_request_records', 'pull_receipts', 'resolve_paid_calls', 'sweep_webhooks', 'verify_receipts'],
+      [
+        'compact_event_counts',
+        'confirm_transactions',
+        'expire_prepared',
+        'index_ledger',
+        'prove_agents',
+        'prune_idempotency',
+        'prune_paid_calls',
+        'prune_request_records',
+        'pull_receipts',
+        'resolve_paid_calls',
+        'sweep_webhooks',
+        'verify_receipts',
+      ],
       'every task is registered as recurring',
     );
   } finally {
@@ -171,9 +200,7 @@ function startRunner(app: TestApp, env: Record<string, string> = {}): { output()
   let out = '';
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
-  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
+  const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   return {
     output: () => out,
     async stop() {
@@ -274,12 +301,34 @@ test.serial('`npm run jobs` on its own reconciles a pending paid call: receipt, 
   const payload = decodeBase64Json(payment.paymentSignature);
   const settled = await a.services.facilitator!.settle({ x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted });
   t.true(settled.success, JSON.stringify(settled));
-  const paymentKey = createHash('sha256').update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes).digest('hex');
+  const paymentKey = createHash('sha256')
+    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
+    .digest('hex');
   const record = (await a.database.store.paymentLinks.get('chain-devnet', link.id))!;
   const now = new Date();
   const paidCalls = a.database.store.paidCalls;
-  t.true((await paidCalls.claim({ network: 'chain-devnet', paymentKey, linkPk: record.pk, linkId: link.id, lockedUntil: now, at: now, expiresAt: new Date(now.getTime() + DAY) })).claimed);
-  const request = { version: 2 as const, transaction: payment.transaction, accept: payment.accepted, forwardQuery: '', contentType: null, accept_header: null, body: null };
+  t.true(
+    (
+      await paidCalls.claim({
+        network: 'chain-devnet',
+        paymentKey,
+        linkPk: record.pk,
+        linkId: link.id,
+        lockedUntil: now,
+        at: now,
+        expiresAt: new Date(now.getTime() + DAY),
+      })
+    ).claimed,
+  );
+  const request = {
+    version: 2 as const,
+    transaction: payment.transaction,
+    accept: payment.accepted,
+    forwardQuery: '',
+    contentType: null,
+    accept_header: null,
+    body: null,
+  };
   t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
   await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
   t.is(await tokenBalance(w, treasury), 10_000n);

@@ -104,20 +104,27 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
   const created = await http(app, 'POST', `/v1/agents/${mint}/pull-targets`, { key, body: { url: `${t.context.base}/feed.jsonl`, interval_seconds: 10 } });
   t.is(created.status, 201, JSON.stringify(created.body));
   t.like(created.body, { agent: mint, format: 'jsonl', interval_seconds: 10, last_run_at: null });
-  const jsonTarget = await http(app, 'POST', `/v1/agents/${json.mint}/pull-targets`, { key, body: { url: `${t.context.base}/feed.json`, format: 'json', interval_seconds: 10 } });
+  const jsonTarget = await http(app, 'POST', `/v1/agents/${json.mint}/pull-targets`, {
+    key,
+    body: { url: `${t.context.base}/feed.json`, format: 'json', interval_seconds: 10 },
+  });
   t.is(jsonTarget.status, 201);
   const down = await http(app, 'POST', `/v1/agents/${json.mint}/pull-targets`, { key, body: { url: `${t.context.base}/down.jsonl`, interval_seconds: 10 } });
   t.is(down.status, 201);
 
   const runner = startRunner(t.context);
   try {
-    const target = async (agent: string, id: string) => (await http(app, 'GET', `/v1/agents/${agent}/pull-targets`, { key })).body.data.find((x: any) => x.id === id);
+    const target = async (agent: string, id: string) =>
+      (await http(app, 'GET', `/v1/agents/${agent}/pull-targets`, { key })).body.data.find((x: any) => x.id === id);
     const first = await until(t, 'the jsonl target ran', { read: () => target(mint, created.body.id), done: (x) => x?.last_run_at !== null });
     t.like(first, { last_status: 'ok', accepted_total: 3, rejected_total: 2, consecutive_failures: 0 });
     t.regex(first.last_error, /2 item\(s\) refused; first at index 2/);
 
     const list = await http(app, 'GET', `/v1/receipts/${mint}`, { key });
-    t.deepEqual(list.body.data.map((r: any) => [r.nonce, r.receipt_hash, r.source]), [2, 1, 0].map((n) => [n, chain[n]!.receipt_hash, 'pull']));
+    t.deepEqual(
+      list.body.data.map((r: any) => [r.nonce, r.receipt_hash, r.source]),
+      [2, 1, 0].map((n) => [n, chain[n]!.receipt_hash, 'pull']),
+    );
     const pulled = await http(app, 'GET', `/v1/events?kind=receipt.pulled&agent=${mint}`, { key });
     t.is(pulled.body.data.length, 3);
     t.true(pulled.body.data.every((e: any) => e.metadata.pull_target_id === created.body.id && e.metadata.source === 'pull'));
@@ -134,7 +141,11 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
 
     // Per-target cadence: the jsonl feed is fetched again after its interval; nothing new is ingested twice.
     const hitsBefore = t.context.hits.get('/feed.jsonl') ?? 0;
-    const again = await until(t, 'the second run', { read: () => target(mint, created.body.id), done: (x) => x.last_run_at !== first.last_run_at, timeoutMs: 45_000 });
+    const again = await until(t, 'the second run', {
+      read: () => target(mint, created.body.id),
+      done: (x) => x.last_run_at !== first.last_run_at,
+      timeoutMs: 45_000,
+    });
     t.true((t.context.hits.get('/feed.jsonl') ?? 0) > hitsBefore);
     t.true(Date.parse(again.last_run_at) - Date.parse(first.last_run_at) >= 10_000, 'not before its interval');
     t.like(again, { accepted_total: 3, rejected_total: 4 });
@@ -143,9 +154,14 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     // The retry job, in the same runner process: a pending check whose last retry is due is decided (not found → mismatch).
     const pending = buildReceipt(mint, headOf(chain[2]!), { tx_sig: unknownSignature() });
     t.is((await http(app, 'POST', `/v1/receipts/${mint}`, { key, body: pending })).body.verification.status, 'pending');
-    await app.database.orm.em.fork().execute(`update receipts set verification_attempts = 7, verify_after = now() - interval '1 second' where receipt_hash = ?`, [pending.receipt_hash]);
+    await app.database.orm.em
+      .fork()
+      .execute(`update receipts set verification_attempts = 7, verify_after = now() - interval '1 second' where receipt_hash = ?`, [pending.receipt_hash]);
     await quickAddJob({ connectionString: app.database.url }, 'verify_receipts', {});
-    const decided = await until(t, 'the retry job decided the check', { read: () => http(app, 'GET', `/v1/receipts/by-hash/${pending.receipt_hash}`, { key }), done: (r) => r.body.verification.status !== 'pending' });
+    const decided = await until(t, 'the retry job decided the check', {
+      read: () => http(app, 'GET', `/v1/receipts/by-hash/${pending.receipt_hash}`, { key }),
+      done: (r) => r.body.verification.status !== 'pending',
+    });
     t.is(decided.body.verification.status, 'mismatch', JSON.stringify(decided.body.verification));
     t.regex(decided.body.verification.reason, /not found on the ledger after 8 checks/);
     t.is((await http(app, 'GET', `/v1/events?kind=receipt.mismatch&agent=${mint}`, { key })).body.data.length, 1);
@@ -198,9 +214,18 @@ test.serial('pull targets: floor, format, SSRF guard, one per URL, owner-only, d
   t.is(gql.body.errors[0].extensions.code, 'invalid_request');
   const ok = await http(app, 'POST', '/graphql', {
     key,
-    body: { query: `mutation($m: String!, $u: String!) { createPullTarget(mint: $m, url: $u, format: JSON, intervalSeconds: 30) { id format intervalSeconds } }`, variables: { m: mint, u: url } },
+    body: {
+      query: `mutation($m: String!, $u: String!) { createPullTarget(mint: $m, url: $u, format: JSON, intervalSeconds: 30) { id format intervalSeconds } }`,
+      variables: { m: mint, u: url },
+    },
   });
   t.like(ok.body.data.createPullTarget, { format: 'JSON', intervalSeconds: 30 });
-  const listed = await http(app, 'POST', '/graphql', { key, body: { query: `query($m: String!) { pullTargets(mint: $m) { id url } }`, variables: { m: mint } } });
-  t.deepEqual(listed.body.data.pullTargets.map((p: any) => p.url), [url]);
+  const listed = await http(app, 'POST', '/graphql', {
+    key,
+    body: { query: `query($m: String!) { pullTargets(mint: $m) { id url } }`, variables: { m: mint } },
+  });
+  t.deepEqual(
+    listed.body.data.pullTargets.map((p: any) => p.url),
+    [url],
+  );
 });

@@ -139,7 +139,9 @@ export async function writeAgentAsset(
 ): Promise<{ mint: string; owner: string }> {
   // an app whose ledger is another app's embedded JSON-RPC (the rpc adapter): the asset is written on that one
   const url = app.ledgers.rpcUrls[network];
-  const ledger = app.ledgers.embedded[network] ?? [...started].find((other) => other.ledgers.embedded[network] && other.ledgers.rpcUrls[network] === url)?.ledgers.embedded[network];
+  const ledger =
+    app.ledgers.embedded[network] ??
+    [...started].find((other) => other.ledgers.embedded[network] && other.ledgers.rpcUrls[network] === url)?.ledgers.embedded[network];
   if (!ledger) throw new Error(`no embedded ${network} ledger in this app, nor one it reads through JSON-RPC, to write an agent's asset on`);
   const mint = fields.mint ?? (await randomAddress());
   const owner = fields.owner ?? (await randomAddress());
@@ -149,7 +151,11 @@ export async function writeAgentAsset(
 }
 
 /** A recorded agent on the key's network (its Core asset written on the ledger first), ready to own payment links. */
-export async function recordAgent(app: App, key: string, fields: { name?: string; uri?: string; owner?: string } = {}): Promise<{ mint: string; owner: string }> {
+export async function recordAgent(
+  app: App,
+  key: string,
+  fields: { name?: string; uri?: string; owner?: string } = {},
+): Promise<{ mint: string; owner: string }> {
   const { mint, owner } = await writeAgentAsset(app, networkOfKey(key), fields);
   const { owner: _owner, ...named } = fields;
   // Recording prepares the treasury's token accounts, which polls the ledger on the app's clock.
@@ -168,7 +174,19 @@ export async function insertProvenAgent(app: App, ownerPrincipal: string, networ
   const owner = await randomAddress();
   const now = new Date();
   const { treasuryOf } = await import('../../domain/treasury/derive.ts');
-  await app.database.store.agents.insert({ mint, network, owner, name: null, uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal, registeredAt: now, provenAt: now });
+  await app.database.store.agents.insert({
+    mint,
+    network,
+    owner,
+    name: null,
+    uri: null,
+    treasury: treasuryOf(mint),
+    executive: null,
+    source: 'recorded',
+    ownerPrincipal,
+    registeredAt: now,
+    provenAt: now,
+  });
   return { mint, owner };
 }
 

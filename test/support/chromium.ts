@@ -6,8 +6,7 @@ import { delimiter, join, resolve } from 'node:path';
 // `npm test`'s pretest step (scripts/ensure-chromium.ts), so both agree on which binary "is installed".
 
 /** what a person does when Chromium is missing and the pretest step cannot install it */
-export const CHROMIUM_HELP =
-  'install Debian\'s package (`sudo apt-get update && sudo apt-get install chromium`), or set SVC_CHROMIUM=/path/to/chrome';
+export const CHROMIUM_HELP = "install Debian's package (`sudo apt-get update && sudo apt-get install chromium`), or set SVC_CHROMIUM=/path/to/chrome";
 
 export type ChromiumLookup =
   | { found: true; path: string }
@@ -39,9 +38,7 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env): ChromiumLook
   const override = env.SVC_CHROMIUM?.trim();
   if (override) {
     const path = resolve(override);
-    return isExecutable(path)
-      ? { found: true, path }
-      : { found: false, overridden: true, problem: `SVC_CHROMIUM=${override} is not an executable file` };
+    return isExecutable(path) ? { found: true, path } : { found: false, overridden: true, problem: `SVC_CHROMIUM=${override} is not an executable file` };
   }
   const path = onPath('chromium', env);
   return path ? { found: true, path } : { found: false, overridden: false, problem: 'chromium is not on PATH' };
@@ -51,5 +48,7 @@ export function findChromium(env: NodeJS.ProcessEnv = process.env): ChromiumLook
 export function chromiumOrThrow(env: NodeJS.ProcessEnv = process.env): string {
   const lookup = findChromium(env);
   if (lookup.found) return lookup.path;
-  throw new Error(`The explorer's browser test needs Chromium: ${lookup.problem}. ${CHROMIUM_HELP} (\`npm test\` installs it itself when run as root on Debian).`);
+  throw new Error(
+    `The explorer's browser test needs Chromium: ${lookup.problem}. ${CHROMIUM_HELP} (\`npm test\` installs it itself when run as root on Debian).`,
+  );
 }

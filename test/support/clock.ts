@@ -54,7 +54,10 @@ export class TestClock implements Clock {
     );
     while (!settled) {
       let watcher: { count: number; wake: () => void } | undefined;
-      const sleeping = this.sleepers.length > 0 ? Promise.resolve() : new Promise<void>((wake) => {
+      const sleeping =
+        this.sleepers.length > 0
+          ? Promise.resolve()
+          : new Promise<void>((wake) => {
               watcher = { count: 1, wake };
               this.watchers.push(watcher);
             });

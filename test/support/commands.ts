@@ -33,7 +33,7 @@ export function start(command: string, args: string[], env: Record<string, strin
   const watchers: { pattern: RegExp; resolve: () => void }[] = [];
   child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
     stdout += chunk;
-    for (const w of watchers.splice(0)) (w.pattern.test(stdout) ? w.resolve() : watchers.push(w));
+    for (const w of watchers.splice(0)) w.pattern.test(stdout) ? w.resolve() : watchers.push(w);
   });
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => {
     stderr += chunk;

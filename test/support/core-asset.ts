@@ -60,7 +60,9 @@ export function createRealCoreAsset(fields: { owner: string; name: string; uri: 
   const payer = Keypair.generate();
   const asset = Keypair.generate();
   svm.airdrop(address(payer.publicKey.toBase58()), kitLamports(1_000_000_000n));
-  const umi = createUmi('http://127.0.0.1:9').use(mplCore()).use(signerIdentity(createNoopSigner(publicKey(payer.publicKey.toBase58()))));
+  const umi = createUmi('http://127.0.0.1:9')
+    .use(mplCore())
+    .use(signerIdentity(createNoopSigner(publicKey(payer.publicKey.toBase58()))));
   const instructions = createV1(umi, {
     asset: createNoopSigner(publicKey(asset.publicKey.toBase58())),
     owner: publicKey(fields.owner),

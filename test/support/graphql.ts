@@ -32,7 +32,12 @@ export interface WatchedEvent {
  * `close` unsubscribes and disposes the client.
  */
 export async function watchEvents(app: { url: string }, key: string): Promise<{ seen: WatchedEvent[]; close: () => Promise<void> }> {
-  const client = createClient({ url: `${app.url.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams: { authorization: key }, retryAttempts: 0 });
+  const client = createClient({
+    url: `${app.url.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    connectionParams: { authorization: key },
+    retryAttempts: 0,
+  });
   const seen: WatchedEvent[] = [];
   const connected = new Promise<void>((resolve) => client.on('connected', () => resolve()));
   const stop = client.subscribe<{ events: WatchedEvent }>(

@@ -15,13 +15,23 @@ ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 100_000_000n);
 ledger.advance(7);
 const signatures: string[] = [];
 for (let i = 0; i < count; i++) {
-  const sent = ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1_000_000n, blockhash: ledger.latestBlockhash().blockhash, memo: `n${i}` }));
+  const sent = ledger.sendWire(
+    tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1_000_000n, blockhash: ledger.latestBlockhash().blockhash, memo: `n${i}` }),
+  );
   if (!sent.ok) throw new Error(JSON.stringify(sent));
   signatures.push(sent.signature);
 }
 // Reported once confirmed (written to the file): that is what must survive the kill.
 await waitForCommitment(ledger, signatures.at(-1)!, 'confirmed');
-const report = { payer: payer.publicKey.toBase58(), merchant, signatures, payerLamports: String(ledger.balance(payer.publicKey.toBase58())), slot: ledger.slot() };
+const report = {
+  payer: payer.publicKey.toBase58(),
+  merchant,
+  signatures,
+  payerLamports: String(ledger.balance(payer.publicKey.toBase58())),
+  slot: ledger.slot(),
+};
 // One more that is only processed when the process dies: it may be lost, as on a cluster.
-ledger.sendWire(tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash, memo: 'unconfirmed' }));
+ledger.sendWire(
+  tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1n, blockhash: ledger.latestBlockhash().blockhash, memo: 'unconfirmed' }),
+);
 process.stdout.write(`${JSON.stringify(report)}\n`, () => process.kill(process.pid, 'SIGKILL'));

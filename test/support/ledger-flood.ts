@@ -28,7 +28,9 @@ await Promise.all(
         socket.on('open', () => {
           result.sockets++;
           for (let i = 0; i < subs; i++) {
-            socket.send(JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'accountSubscribe', params: [hot ?? encodeBase58(randomBytes(32)), { encoding: 'base64' }] }));
+            socket.send(
+              JSON.stringify({ jsonrpc: '2.0', id: i + 1, method: 'accountSubscribe', params: [hot ?? encodeBase58(randomBytes(32)), { encoding: 'base64' }] }),
+            );
           }
         });
         socket.on('message', (raw) => {

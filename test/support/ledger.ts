@@ -67,7 +67,10 @@ export function tokenTransferInstructions(input: Omit<TokenTransferInput, 'block
   const destination = getAssociatedTokenAddressSync(mint, to, true, program);
   const ixs: TransactionInstruction[] = [];
   if (input.computeBudget) {
-    ixs.push(ComputeBudgetProgram.setComputeUnitLimit({ units: input.computeBudget.units }), ComputeBudgetProgram.setComputeUnitPrice({ microLamports: input.computeBudget.microLamports }));
+    ixs.push(
+      ComputeBudgetProgram.setComputeUnitLimit({ units: input.computeBudget.units }),
+      ComputeBudgetProgram.setComputeUnitPrice({ microLamports: input.computeBudget.microLamports }),
+    );
   }
   ixs.push(
     createAssociatedTokenAccountIdempotentInstruction(input.owner.publicKey, destination, to, mint, program),
@@ -80,7 +83,9 @@ export function tokenTransferInstructions(input: Omit<TokenTransferInput, 'block
 export function tokenTransfer(input: TokenTransferInput): Uint8Array {
   const ixs = tokenTransferInstructions(input);
   if (input.version === 0) {
-    const tx = new VersionedTransaction(new TransactionMessage({ payerKey: input.owner.publicKey, recentBlockhash: input.blockhash, instructions: ixs }).compileToV0Message());
+    const tx = new VersionedTransaction(
+      new TransactionMessage({ payerKey: input.owner.publicKey, recentBlockhash: input.blockhash, instructions: ixs }).compileToV0Message(),
+    );
     tx.sign([input.owner]);
     return tx.serialize();
   }

@@ -134,8 +134,29 @@ export async function legacyAgentWithLink(
   const probe = await createLink(w, options.overrides);
   const made = (await store.paymentLinks.get('chain-devnet', probe.link.id))!;
   const now = new Date();
-  await store.agents.insert({ mint, network: 'chain-devnet', owner, name: 'legacy', uri: null, treasury: treasuryOf(mint), executive: null, source: 'recorded', ownerPrincipal: made.ownerPrincipal, registeredAt: now, provenAt: null });
-  const link: PaymentLinkRecord = { ...made, pk: `legacy-${mint.slice(0, 12)}-${protocol}`, id: `legacy-${mint.slice(0, 8)}-${protocol}`, ownerAgent: mint, protocol, createdAt: now, updatedAt: now, ownerAgentProven: false };
+  await store.agents.insert({
+    mint,
+    network: 'chain-devnet',
+    owner,
+    name: 'legacy',
+    uri: null,
+    treasury: treasuryOf(mint),
+    executive: null,
+    source: 'recorded',
+    ownerPrincipal: made.ownerPrincipal,
+    registeredAt: now,
+    provenAt: null,
+  });
+  const link: PaymentLinkRecord = {
+    ...made,
+    pk: `legacy-${mint.slice(0, 12)}-${protocol}`,
+    id: `legacy-${mint.slice(0, 8)}-${protocol}`,
+    ownerAgent: mint,
+    protocol,
+    createdAt: now,
+    updatedAt: now,
+    ownerAgentProven: false,
+  };
   await store.paymentLinks.insert(link);
   return { mint, owner, link, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
 }
@@ -276,9 +297,10 @@ export async function receiptsOf(w: PaywallWorld, agent: string): Promise<Receip
 
 /** Paid-call rows naming `linkId` (exactly-once bookkeeping). */
 export async function paidCallsOf(w: PaywallWorld, linkId: string): Promise<{ status: string; signature: string | null }[]> {
-  return (await w.app.database.orm.em
-    .fork()
-    .execute(`select status, signature from paid_calls where network = 'chain-devnet' and link_id = ?`, [linkId])) as { status: string; signature: string | null }[];
+  return (await w.app.database.orm.em.fork().execute(`select status, signature from paid_calls where network = 'chain-devnet' and link_id = ?`, [linkId])) as {
+    status: string;
+    signature: string | null;
+  }[];
 }
 
 export interface Received {

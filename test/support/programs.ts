@@ -47,7 +47,9 @@ export function metaplexTest<C = unknown>(test: TestFn<C>, title: string, fn: (t
   }
   if (process.env.SVC_REQUIRE_PROGRAMS === '1') {
     test(title, (t) => {
-      t.fail(`SVC_REQUIRE_PROGRAMS=1 but the Metaplex Core binary is missing: ${ENABLE_HINT} (SVC_LEDGER_PROGRAMS=${process.env.SVC_LEDGER_PROGRAMS ?? '(unset)'})`);
+      t.fail(
+        `SVC_REQUIRE_PROGRAMS=1 but the Metaplex Core binary is missing: ${ENABLE_HINT} (SVC_LEDGER_PROGRAMS=${process.env.SVC_LEDGER_PROGRAMS ?? '(unset)'})`,
+      );
     });
     return;
   }

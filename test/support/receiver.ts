@@ -76,7 +76,12 @@ export async function startReceiver(answer: (hook: ReceivedHook) => Answer = () 
 
 /** Polls `check` until it returns a value other than undefined/false. */
 /** Polls `check` every `intervalMs` until it answers a value; HTTP polls of a rate-limited bucket want a longer interval. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000, intervalMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | false> | T | undefined | false,
+  timeoutMs = 15_000,
+  intervalMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();

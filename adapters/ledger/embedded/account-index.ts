@@ -93,7 +93,12 @@ export class AccountIndex {
       const data = a.data();
       if (data.length >= 72 && sameFirst64(before.token.raw, data)) {
         const lamports = stable === TOKEN_LAMPORTS_STABLE ? before.lamports : a.lamports();
-        return { lamports, owner: before.owner, executable: false, token: { raw: before.token.raw, mint: before.token.mint, owner: before.token.owner, amount: readTokenAmount(data), program: before.token.program } };
+        return {
+          lamports,
+          owner: before.owner,
+          executable: false,
+          token: { raw: before.token.raw, mint: before.token.mint, owner: before.token.owner, amount: readTokenAmount(data), program: before.token.program },
+        };
       }
     } else if (stable !== UNSTABLE && signer && before.owner === SYSTEM_PROGRAM_ID) {
       const lamports = this.svm.getBalance(key);

@@ -144,7 +144,12 @@ export function describeTransactionError(err: LedgerTransactionError): string {
   const ie = (err as { InstructionError?: [number, unknown] }).InstructionError;
   if (ie) {
     const [index, inner] = ie;
-    const what = typeof inner === 'string' ? inner : (inner as { Custom?: number }).Custom !== undefined ? `custom program error: 0x${(inner as { Custom: number }).Custom.toString(16)}` : JSON.stringify(inner);
+    const what =
+      typeof inner === 'string'
+        ? inner
+        : (inner as { Custom?: number }).Custom !== undefined
+          ? `custom program error: 0x${(inner as { Custom: number }).Custom.toString(16)}`
+          : JSON.stringify(inner);
     return `Error processing Instruction ${index}: ${what}`;
   }
   return JSON.stringify(err);

@@ -69,9 +69,17 @@ export function createFaucet(ledgers: Partial<Record<Network, FaucetLedger>>): F
       const decimals = await ledger.decimalsOf(p.token.mint!);
       if (decimals === undefined) throw invalid('token', `no mint ${p.token.mint} on ${request.network}`);
       const amount = parseDecimal(p.token.amountText, decimals);
-      if (amount === null || amount <= 0n || amount >= 1n << 64n) throw invalid('amount', `amount must be a positive decimal with at most ${decimals} decimals`);
+      if (amount === null || amount <= 0n || amount >= 1n << 64n)
+        throw invalid('amount', `amount must be a positive decimal with at most ${decimals} decimals`);
       const minted = await ledger.mintTo(request.to, p.token.mint!, amount);
-      result.mint = { signature: minted.signature, symbol: p.token.symbol, mint: minted.mint, tokenAccount: minted.tokenAccount, amount: minted.amount, decimals: minted.decimals };
+      result.mint = {
+        signature: minted.signature,
+        symbol: p.token.symbol,
+        mint: minted.mint,
+        tokenAccount: minted.tokenAccount,
+        amount: minted.amount,
+        decimals: minted.decimals,
+      };
     }
     return result;
   };
@@ -114,7 +122,14 @@ export function createRemoteFaucet(urls: Partial<Record<Network, string>>, admin
         amount: string;
         decimals: number;
       };
-      result.mint = { signature: minted.signature, symbol: p.token.symbol, mint: minted.mint, tokenAccount: minted.tokenAccount, amount: BigInt(minted.amount), decimals: minted.decimals };
+      result.mint = {
+        signature: minted.signature,
+        symbol: p.token.symbol,
+        mint: minted.mint,
+        tokenAccount: minted.tokenAccount,
+        amount: BigInt(minted.amount),
+        decimals: minted.decimals,
+      };
     }
     return result;
   };

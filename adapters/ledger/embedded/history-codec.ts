@@ -250,7 +250,14 @@ function decodeTokenBalances(r: Reader): StoredTokenBalance[] {
   for (let n = r.u8(); n > 0; n--) {
     const index = r.u8();
     const raw = r.bytes(64);
-    out.push({ index, mint: encodeBase58(raw.subarray(0, 32)), owner: encodeBase58(raw.subarray(32)), amount: r.u64(), decimals: r.u8(), program: r.u8() === 1 ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID });
+    out.push({
+      index,
+      mint: encodeBase58(raw.subarray(0, 32)),
+      owner: encodeBase58(raw.subarray(32)),
+      amount: r.u64(),
+      decimals: r.u8(),
+      program: r.u8() === 1 ? TOKEN_2022_PROGRAM_ID : TOKEN_PROGRAM_ID,
+    });
   }
   return out;
 }

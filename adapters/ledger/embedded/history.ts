@@ -105,7 +105,19 @@ export class History {
   append(record: RecordInput, signature: string, keys: string[], memo: string | null): HistoryEntry {
     const start = this.pending.at;
     encodeRecord(this.pending, record);
-    const entry = this.index({ seq: record.seq, sig: signature, slot: record.slot, time: record.time, err: record.err, memo, offset: this.size + start, length: this.pending.at - start }, keys);
+    const entry = this.index(
+      {
+        seq: record.seq,
+        sig: signature,
+        slot: record.slot,
+        time: record.time,
+        err: record.err,
+        memo,
+        offset: this.size + start,
+        length: this.pending.at - start,
+      },
+      keys,
+    );
     if (this.pending.at >= FLUSH_AT) this.flush();
     return entry;
   }

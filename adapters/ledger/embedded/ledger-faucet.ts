@@ -37,7 +37,20 @@ export function airdrop(ledger: FaucetLedger, to: string, lamports: bigint): str
   data.writeUInt32LE(2, 0);
   data.writeBigUInt64LE(lamports, 4);
   const { faucet } = ledger;
-  return sendLocal(ledger, [faucet], [{ programId: SYSTEM_PROGRAM_ID, accounts: [{ address: faucet.address, signer: true, writable: true }, { address: to, signer: false, writable: true }], data }]);
+  return sendLocal(
+    ledger,
+    [faucet],
+    [
+      {
+        programId: SYSTEM_PROGRAM_ID,
+        accounts: [
+          { address: faucet.address, signer: true, writable: true },
+          { address: to, signer: false, writable: true },
+        ],
+        data,
+      },
+    ],
+  );
 }
 
 /** Mints `amount` (atomic units) of a curated stable or any mint of the local authority to `owner`'s ATA. */

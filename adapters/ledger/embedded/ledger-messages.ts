@@ -2,7 +2,16 @@ import type { TransactionMetadata } from 'litesvm/dist/internal.js';
 import type { LedgerTransaction, TransactionTokenBalance } from '../../../domain/ports/ledger.ts';
 import { decodeAddress, decodeBase58, encodeBase58 } from '../../../domain/shared/base58.ts';
 import type { RawInner, StoredTokenBalance } from './history.ts';
-import { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, LOOKUP_TABLE_PROGRAM_ID, MEMO_PROGRAM_ID, MEMO_V1_PROGRAM_ID, SYSTEM_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './token.ts';
+import {
+  ASSOCIATED_TOKEN_PROGRAM_ID,
+  COMPUTE_BUDGET_PROGRAM_ID,
+  LOOKUP_TABLE_PROGRAM_ID,
+  MEMO_PROGRAM_ID,
+  MEMO_V1_PROGRAM_ID,
+  SYSTEM_PROGRAM_ID,
+  TOKEN_2022_PROGRAM_ID,
+  TOKEN_PROGRAM_ID,
+} from './token.ts';
 import { shortU16, type WireTransaction } from '../../../domain/ledger/wire.ts';
 import type { TransactionRecord } from './ledger.ts';
 
@@ -71,7 +80,14 @@ export function innerInstructionsOf(meta: TransactionMetadata): RawInner | undef
 }
 
 /** Programs whose instructions never reassign an account that is a signer or already a token account. */
-export const OWNER_STABLE_PROGRAMS = new Set([COMPUTE_BUDGET_PROGRAM_ID, TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, ASSOCIATED_TOKEN_PROGRAM_ID, MEMO_PROGRAM_ID, MEMO_V1_PROGRAM_ID]);
+export const OWNER_STABLE_PROGRAMS = new Set([
+  COMPUTE_BUDGET_PROGRAM_ID,
+  TOKEN_PROGRAM_ID,
+  TOKEN_2022_PROGRAM_ID,
+  ASSOCIATED_TOKEN_PROGRAM_ID,
+  MEMO_PROGRAM_ID,
+  MEMO_V1_PROGRAM_ID,
+]);
 
 export const UNSTABLE = 0;
 /** no instruction changes an account's owner program except by creating a new account */

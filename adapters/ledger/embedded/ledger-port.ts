@@ -7,7 +7,8 @@ import { toLedgerTransaction } from './ledger-messages.ts';
 const RANK: Record<Port.Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
 
 /** Whether a status has reached a commitment level. */
-export const reached = (status: Port.SignatureStatus | null, level: Port.Commitment): boolean => status !== null && RANK[status.confirmationStatus] >= RANK[level];
+export const reached = (status: Port.SignatureStatus | null, level: Port.Commitment): boolean =>
+  status !== null && RANK[status.confirmationStatus] >= RANK[level];
 
 // The Ledger port over the embedded ledger's synchronous methods (which the JSON-RPC server and the ledger thread
 // call directly): each port method is one of them, answered as a promise in the port's shapes.

@@ -37,7 +37,9 @@ export interface LedgerThreadOptions {
   dir: string;
   slotMs?: number | undefined;
   /** serve its JSON-RPC from the thread on this port (PubSub on port + 1), bound to host; omit = no server */
-  rpc?: { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined; bounds?: RequestBounds | undefined } | undefined;
+  rpc?:
+    | { port: number; host?: string | undefined; adminSecret: string | null; limits?: PubSubLimits | undefined; bounds?: RequestBounds | undefined }
+    | undefined;
   onWarning?: ((message: string) => void) | undefined;
   /** programs loaded into LiteSVM at open, in the worker (EmbeddedLedgerOptions.programs) */
   programs?: readonly { id: string; elf: Uint8Array }[] | undefined;
@@ -90,7 +92,14 @@ export class LedgerThread implements Ledger, FaucetLedger {
     const releaseLock = acquireLock(options.dir);
     let worker: Worker;
     try {
-      worker = await startWorker({ network: options.network, dir: options.dir, slotMs: options.slotMs, lockHeld: true, rpc: options.rpc ?? null, programs: options.programs ?? [] });
+      worker = await startWorker({
+        network: options.network,
+        dir: options.dir,
+        slotMs: options.slotMs,
+        lockHeld: true,
+        rpc: options.rpc ?? null,
+        programs: options.programs ?? [],
+      });
     } catch (e) {
       releaseLock();
       throw e;
@@ -109,8 +118,7 @@ export class LedgerThread implements Ledger, FaucetLedger {
       if (message.type === 'ready') {
         thread = new LedgerThread(worker, options, message, exited);
         settle.resolve(thread);
-      } else if
- (message.type === 'failed') settle.reject(deserializeError(message.error));
+      } else if (message.type === 'failed') settle.reject(deserializeError(message.error));
       else if (message.type === 'warning') warn(message.message);
       else for (const reply of message.replies) thread?.settle(reply);
     });

@@ -3,7 +3,17 @@ import type { Commitment } from '../../../domain/ports/ledger.ts';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Account, Clock, FailedTransactionMetadata, LiteSvm, type SimulatedTransactionInfo, type TransactionMetadata } from 'litesvm/dist/internal.js';
-import type { LatestBlockhash, LedgerAccount, LedgerTransactionError, SendOptions, SendResult, SignaturesForAddressOptions, SignatureStatus, SimulateOptions, SimulationResult } from '../../../domain/ports/ledger.ts';
+import type {
+  LatestBlockhash,
+  LedgerAccount,
+  LedgerTransactionError,
+  SendOptions,
+  SendResult,
+  SignaturesForAddressOptions,
+  SignatureStatus,
+  SimulateOptions,
+  SimulationResult,
+} from '../../../domain/ports/ledger.ts';
 import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
 import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
 import { parseMessage, parseTransaction, WireError, type WireTransaction } from '../../../domain/ledger/wire.ts';
@@ -137,7 +147,10 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
   private closed = false;
   private readonly warn: (message: string) => void;
 
-  private constructor(options: EmbeddedLedgerOptions, parts: { svm: LiteSvm; header: SnapshotHeader; releaseLock: () => void; mintAuthority: LocalSigner; faucet: LocalSigner }) {
+  private constructor(
+    options: EmbeddedLedgerOptions,
+    parts: { svm: LiteSvm; header: SnapshotHeader; releaseLock: () => void; mintAuthority: LocalSigner; faucet: LocalSigner },
+  ) {
     super();
     this.network = options.network;
     this.dir = options.dir;
@@ -594,7 +607,6 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
     return mintTo(this, owner, mint, amount);
   }
 
-
   // ---- genesis, replay and persistence ----
 
   /** The curated stables at their real addresses and the funded faucet; true when something was created. */
@@ -603,7 +615,16 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
     for (const stable of STABLES[this.network] as readonly Stable[]) {
       const key = decodeAddress(stable.mint)!;
       if (this.svm.getAccount(key)) continue;
-      this.svm.setAccount(key, new Account(this.minimumBalanceForRentExemption(82), encodeMint(this.mintAuthority.publicKey, stable.decimals), decodeAddress(stable.tokenProgramId)!, false, RENT_EXEMPT_EPOCH));
+      this.svm.setAccount(
+        key,
+        new Account(
+          this.minimumBalanceForRentExemption(82),
+          encodeMint(this.mintAuthority.publicKey, stable.decimals),
+          decodeAddress(stable.tokenProgramId)!,
+          false,
+          RENT_EXEMPT_EPOCH,
+        ),
+      );
       this.accounts.forget(stable.mint);
       changed = true;
     }
@@ -626,7 +647,8 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
       if (!('err' in resolved) && isNonceTransaction(tx, resolved.names)) this.svm.expireBlockhash();
       const result = tx.version === 'legacy' ? this.svm.sendLegacyTransaction(tx.bytes) : this.svm.sendVersionedTransaction(tx.bytes);
       const err = result instanceof FailedTransactionMetadata ? transactionErrorJson(result) : null;
-      if (JSON.stringify(err) !== JSON.stringify(record.err)) this.warn(`replay of ${record.sig} gave ${JSON.stringify(err)}, logged ${JSON.stringify(record.err)}`);
+      if (JSON.stringify(err) !== JSON.stringify(record.err))
+        this.warn(`replay of ${record.sig} gave ${JSON.stringify(err)}, logged ${JSON.stringify(record.err)}`);
       this.lastSlot = Math.max(this.lastSlot, record.slot);
       replayed++;
     }

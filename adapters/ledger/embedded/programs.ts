@@ -115,7 +115,8 @@ export function listProgramsDir(dir: string, label = 'SVC_LEDGER_PROGRAMS'): { i
   for (const file of files) {
     const name = programFileName(file);
     if (!name) continue;
-    if (!isAddress(name.stem)) throw new ProgramsError(`${label}=${dir}: ${file} is not named <program-id>.so(.gz): ${JSON.stringify(name.stem)} is not a base58 address`);
+    if (!isAddress(name.stem))
+      throw new ProgramsError(`${label}=${dir}: ${file} is not named <program-id>.so(.gz): ${JSON.stringify(name.stem)} is not a base58 address`);
     if (found.has(name.stem)) throw new ProgramsError(`${label}=${dir}: ${name.stem} is there twice (${found.get(name.stem)} and ${file}); keep one`);
     found.set(name.stem, file);
   }
@@ -156,7 +157,8 @@ async function accountInfo(url: string, address: string, timeoutMs: number): Pro
   } | null;
   const value = result?.value;
   if (!value) return null;
-  if (typeof value.owner !== 'string' || !Array.isArray(value.data) || value.data[1] !== 'base64') throw new Error(`getAccountInfo ${address}: not a base64 account`);
+  if (typeof value.owner !== 'string' || !Array.isArray(value.data) || value.data[1] !== 'base64')
+    throw new Error(`getAccountInfo ${address}: not a base64 account`);
   return { owner: value.owner, data: Buffer.from(value.data[0], 'base64') };
 }
 
@@ -261,7 +263,14 @@ export async function resolvePrograms(options: ResolveProgramsOptions): Promise<
         if (e instanceof ProgramsError) warn(`${e.message}; ignored`);
       }
       if (!options.cloneUrl) {
-        return { id, name, reason: options.dir !== undefined ? 'not in SVC_LEDGER_PROGRAMS and SVC_LEDGER_CLONE_URL is not set' : 'neither SVC_LEDGER_PROGRAMS nor SVC_LEDGER_CLONE_URL is set' };
+        return {
+          id,
+          name,
+          reason:
+            options.dir !== undefined
+              ? 'not in SVC_LEDGER_PROGRAMS and SVC_LEDGER_CLONE_URL is not set'
+              : 'neither SVC_LEDGER_PROGRAMS nor SVC_LEDGER_CLONE_URL is set',
+        };
       }
       const cloned = await cloneIntoCache(options.cloneUrl, { id, name }, options.cacheDir, options.timeoutMs);
       if ('elf' in cloned) return { id, elf: cloned.elf };

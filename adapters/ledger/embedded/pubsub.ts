@@ -24,7 +24,14 @@ export const DEFAULT_LIMITS: Required<PubSubLimits> = { subscriptionsPerSocket: 
 
 type Level = Commitment;
 const RANK: Record<Level, number> = { processed: 0, confirmed: 1, finalized: 2 };
-const level = (value: unknown): Level => (value === 'processed' || value === 'confirmed' ? value : value === 'recent' ? 'processed' : value === 'single' || value === 'singleGossip' ? 'confirmed' : 'finalized');
+const level = (value: unknown): Level =>
+  value === 'processed' || value === 'confirmed'
+    ? value
+    : value === 'recent'
+      ? 'processed'
+      : value === 'single' || value === 'singleGossip'
+        ? 'confirmed'
+        : 'finalized';
 
 type Subscription =
   | { kind: 'signature'; socket: WebSocket; signature: string; level: Level }
@@ -72,7 +79,9 @@ export class PubSub {
           for (const id of ids) {
             const sub = this.subs.get(id);
             if (sub?.kind !== 'account') continue;
-            const value = account ? encodeAccount(ledger, account, sub.encoding) : { data: ['', 'base64'], executable: false, lamports: 0, owner: '11111111111111111111111111111111', rentEpoch: 0, space: 0 };
+            const value = account
+              ? encodeAccount(ledger, account, sub.encoding)
+              : { data: ['', 'base64'], executable: false, lamports: 0, owner: '11111111111111111111111111111111', rentEpoch: 0, space: 0 };
             this.notify(sub.socket, 'accountNotification', id, { context: { slot: landed.slot }, value });
           }
         }
@@ -105,7 +114,10 @@ export class PubSub {
     const open = this.sockets.get(client) ?? 0;
     if (open >= this.limits.socketsPerClient) {
       socket.on('error', () => socket.terminate());
-      this.send(socket, errorObject(null, new RpcError(LIMIT_REACHED, `Too many WebSocket connections from this client (max ${this.limits.socketsPerClient})`)));
+      this.send(
+        socket,
+        errorObject(null, new RpcError(LIMIT_REACHED, `Too many WebSocket connections from this client (max ${this.limits.socketsPerClient})`)),
+      );
       return void socket.close(1008, 'too many connections');
     }
     this.sockets.set(client, open + 1);
@@ -165,7 +177,10 @@ export class PubSub {
     const params = Array.isArray(request.params) ? request.params : [];
     const add = (sub: Subscription) => {
       if (mine.size >= this.limits.subscriptionsPerSocket) {
-        throw new RpcError(LIMIT_REACHED, `Too many subscriptions on this socket (max ${this.limits.subscriptionsPerSocket}); unsubscribe or open another socket`);
+        throw new RpcError(
+          LIMIT_REACHED,
+          `Too many subscriptions on this socket (max ${this.limits.subscriptionsPerSocket}); unsubscribe or open another socket`,
+        );
       }
       const id = this.nextId++;
       this.subs.set(id, sub);
@@ -253,17 +268,20 @@ export class PubSub {
   private startSlots(): void {
     if (this.slotTimer) return;
     this.lastSlot = this.ledger.slot();
-    this.slotTimer = setInterval(() => {
-      const slot = this.ledger.slot();
-      if (slot === this.lastSlot) return;
-      this.lastSlot = slot;
-      for (const id of this.slotSubs) {
-        const sub = this.subs.get(id);
-        if (!sub) continue;
-        if (sub.kind === 'slot') this.notify(sub.socket, 'slotNotification', id, { parent: Math.max(slot - 1, 0), root: slot, slot });
-        else this.notify(sub.socket, 'rootNotification', id, slot);
-      }
-    }, Math.min(this.ledger.slotMs || 100, 400));
+    this.slotTimer = setInterval(
+      () => {
+        const slot = this.ledger.slot();
+        if (slot === this.lastSlot) return;
+        this.lastSlot = slot;
+        for (const id of this.slotSubs) {
+          const sub = this.subs.get(id);
+          if (!sub) continue;
+          if (sub.kind === 'slot') this.notify(sub.socket, 'slotNotification', id, { parent: Math.max(slot - 1, 0), root: slot, slot });
+          else this.notify(sub.socket, 'rootNotification', id, slot);
+        }
+      },
+      Math.min(this.ledger.slotMs || 100, 400),
+    );
     this.slotTimer.unref();
   }
 

@@ -52,7 +52,10 @@ export function encodeAccount(ledger: EmbeddedLedger, account: LedgerAccount, en
       encoded = [bytes.toString('base64'), 'base64'];
       break;
     case 'jsonParsed':
-      encoded = (!slice && (parsedTokenData(account.owner, full, (mint) => ledger.decimalsOf(mint)) ?? parsedUpgradeableLoaderData(account.owner, full))) || [bytes.toString('base64'), 'base64'];
+      encoded = (!slice && (parsedTokenData(account.owner, full, (mint) => ledger.decimalsOf(mint)) ?? parsedUpgradeableLoaderData(account.owner, full))) || [
+        bytes.toString('base64'),
+        'base64',
+      ];
       break;
     default:
       throw invalidParams(`Invalid params: unsupported encoding ${String(encoding)}`);
@@ -75,10 +78,14 @@ export function parsedUpgradeableLoaderData(owner: string, data: Uint8Array) {
   const tag = view.readUInt32LE(0);
   let parsed: Record<string, unknown>;
   if (tag === 0) parsed = { type: 'uninitialized' };
-  else if (tag === 1 && view.length >= 37) parsed = { type: 'buffer', info: { authority: authority(4), data: [view.subarray(37).toString('base64'), 'base64'] } };
+  else if (tag === 1 && view.length >= 37)
+    parsed = { type: 'buffer', info: { authority: authority(4), data: [view.subarray(37).toString('base64'), 'base64'] } };
   else if (tag === 2 && view.length >= 36) parsed = { type: 'program', info: { programData: encodeBase58(view.subarray(4, 36)) } };
   else if (tag === 3 && view.length >= 45) {
-    parsed = { type: 'programData', info: { slot: Number(view.readBigUInt64LE(4)), authority: authority(12), data: [view.subarray(45).toString('base64'), 'base64'] } };
+    parsed = {
+      type: 'programData',
+      info: { slot: Number(view.readBigUInt64LE(4)), authority: authority(12), data: [view.subarray(45).toString('base64'), 'base64'] },
+    };
   } else return null;
   return { program: 'bpf-upgradeable-loader', parsed, space: data.length };
 }
@@ -95,10 +102,18 @@ export function encodeTransaction(record: TransactionRecord, encoding: Transacti
   const staticKeys = accountKeys.slice(0, wire.numStaticKeys);
   const loaded = { writable: stored.lw, readonly: stored.lr };
   const signatures: string[] = [];
-  for (let i = 0; i < wire.numSignatures; i++) signatures.push(encodeBase58(wire.bytes.subarray(wire.signaturesOffset + i * 64, wire.signaturesOffset + (i + 1) * 64)));
+  for (let i = 0; i < wire.numSignatures; i++)
+    signatures.push(encodeBase58(wire.bytes.subarray(wire.signaturesOffset + i * 64, wire.signaturesOffset + (i + 1) * 64)));
   const parsed = encoding === 'jsonParsed';
   const instructionJson = (programIndex: number, accounts: ArrayLike<number>, data: Uint8Array, stackHeight: number | null) =>
-    parsed ? parseInstruction(accountKeys[programIndex]!, Array.from(accounts, (i) => accountKeys[i]!), data, stackHeight) : { programIdIndex: programIndex, accounts: Array.from(accounts), data: encodeBase58(data), stackHeight };
+    parsed
+      ? parseInstruction(
+          accountKeys[programIndex]!,
+          Array.from(accounts, (i) => accountKeys[i]!),
+          data,
+          stackHeight,
+        )
+      : { programIdIndex: programIndex, accounts: Array.from(accounts), data: encodeBase58(data), stackHeight };
   const inner = stored.inner.map(([index, list]) => ({
     index,
     instructions: list.map(([programIndex, accounts, data, stackHeight]) => instructionJson(programIndex, accounts, data, stackHeight)),
@@ -132,7 +147,11 @@ export function encodeTransaction(record: TransactionRecord, encoding: Transacti
         : staticKeys,
       header: parsed
         ? undefined
-        : { numReadonlySignedAccounts: wire.numReadonlySigned, numReadonlyUnsignedAccounts: wire.numReadonlyUnsigned, numRequiredSignatures: wire.numRequiredSignatures },
+        : {
+            numReadonlySignedAccounts: wire.numReadonlySigned,
+            numReadonlyUnsignedAccounts: wire.numReadonlyUnsigned,
+            numRequiredSignatures: wire.numRequiredSignatures,
+          },
       instructions: wire.instructions.map((ix) => instructionJson(ix.programIndex, ix.accounts, ix.data, null)),
       recentBlockhash: encodeBase58(wire.bytes.subarray(wire.blockhashOffset, wire.blockhashOffset + 32)),
     };
@@ -155,16 +174,28 @@ function parseInstruction(programId: string, accounts: string[], data: Uint8Arra
   try {
     if (programId === SYSTEM_PROGRAM_ID && d.length >= 4) {
       const kind = d.readUInt32LE(0);
-      if (kind === 2 && d.length === 12) return parsedAs('system', 'transfer', { destination: accounts[1], lamports: d.readBigUInt64LE(4), source: accounts[0] });
+      if (kind === 2 && d.length === 12)
+        return parsedAs('system', 'transfer', { destination: accounts[1], lamports: d.readBigUInt64LE(4), source: accounts[0] });
       if (kind === 0 && d.length === 52) {
-        return parsedAs('system', 'createAccount', { lamports: d.readBigUInt64LE(4), newAccount: accounts[1], owner: encodeBase58(d.subarray(20, 52)), source: accounts[0], space: d.readBigUInt64LE(12) });
+        return parsedAs('system', 'createAccount', {
+          lamports: d.readBigUInt64LE(4),
+          newAccount: accounts[1],
+          owner: encodeBase58(d.subarray(20, 52)),
+          source: accounts[0],
+          space: d.readBigUInt64LE(12),
+        });
       }
     }
     if ((programId === TOKEN_PROGRAM_ID || programId === TOKEN_2022_PROGRAM_ID) && d.length >= 1) {
       const program = programId === TOKEN_2022_PROGRAM_ID ? 'spl-token-2022' : 'spl-token';
       switch (d[0]) {
         case 3:
-          return parsedAs(program, 'transfer', { amount: d.readBigUInt64LE(1).toString(), authority: accounts[2], destination: accounts[1], source: accounts[0] });
+          return parsedAs(program, 'transfer', {
+            amount: d.readBigUInt64LE(1).toString(),
+            authority: accounts[2],
+            destination: accounts[1],
+            source: accounts[0],
+          });
         case 12:
           return parsedAs(program, 'transferChecked', {
             authority: accounts[3],
@@ -176,7 +207,12 @@ function parseInstruction(programId: string, accounts: string[], data: Uint8Arra
         case 7:
           return parsedAs(program, 'mintTo', { account: accounts[1], amount: d.readBigUInt64LE(1).toString(), mint: accounts[0], mintAuthority: accounts[2] });
         case 14:
-          return parsedAs(program, 'mintToChecked', { account: accounts[1], mint: accounts[0], mintAuthority: accounts[2], tokenAmount: uiTokenAmount(d.readBigUInt64LE(1), d[9]!) });
+          return parsedAs(program, 'mintToChecked', {
+            account: accounts[1],
+            mint: accounts[0],
+            mintAuthority: accounts[2],
+            tokenAmount: uiTokenAmount(d.readBigUInt64LE(1), d[9]!),
+          });
         case 18:
           return parsedAs(program, 'initializeAccount3', { account: accounts[0], mint: accounts[1], owner: encodeBase58(d.subarray(1, 33)) });
         case 22:

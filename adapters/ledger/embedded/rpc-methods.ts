@@ -34,7 +34,11 @@ export type Handler = (params: Params, context: CallContext) => unknown;
 
 // ---- JSON-RPC dispatch ----
 
-export const errorObject = (id: unknown, e: RpcError) => ({ jsonrpc: '2.0', error: e.data === undefined ? { code: e.code, message: e.message } : { code: e.code, message: e.message, data: e.data }, id });
+export const errorObject = (id: unknown, e: RpcError) => ({
+  jsonrpc: '2.0',
+  error: e.data === undefined ? { code: e.code, message: e.message } : { code: e.code, message: e.message, data: e.data },
+  id,
+});
 
 /** JSON-RPC 2.0 §4: an id is a string, a number or null; anything else makes the request invalid. */
 export function validId(id: unknown): id is string | number | null {
@@ -121,11 +125,13 @@ function dataSlice(c: Record<string, unknown>): DataSlice | undefined {
 function wireBytes(value: unknown, encoding: unknown): Uint8Array {
   if (typeof value !== 'string') throw invalidParams('Invalid params: expected an encoded transaction');
   if (encoding === 'base64') {
-    if (value.length > 1644) throw invalidParams(`base64 encoded solana_transaction::versioned::VersionedTransaction too large: ${value.length} bytes (max: encoded/raw 1644/1232)`);
+    if (value.length > 1644)
+      throw invalidParams(`base64 encoded solana_transaction::versioned::VersionedTransaction too large: ${value.length} bytes (max: encoded/raw 1644/1232)`);
     return Buffer.from(value, 'base64');
   }
   if (encoding === undefined || encoding === null || encoding === 'base58') {
-    if (value.length > 1683) throw invalidParams(`base58 encoded solana_transaction::versioned::VersionedTransaction too large: ${value.length} bytes (max: encoded/raw 1683/1232)`);
+    if (value.length > 1683)
+      throw invalidParams(`base58 encoded solana_transaction::versioned::VersionedTransaction too large: ${value.length} bytes (max: encoded/raw 1683/1232)`);
     const bytes = decodeBase58(value);
     if (!bytes) throw invalidParams('invalid base58 encoding');
     return bytes;
@@ -193,7 +199,10 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
     if (p[0].length > MAX_MULTIPLE_ACCOUNTS) throw invalidParams(`Too many inputs provided; max ${MAX_MULTIPLE_ACCOUNTS}`);
     const addresses = p[0].map(address);
     const c = config(p, 1);
-    return withContext(c, addresses.map((a) => account(a, c)));
+    return withContext(
+      c,
+      addresses.map((a) => account(a, c)),
+    );
   });
   m.set('getBalance', (p) => {
     const a = address(p[0]);
@@ -243,7 +252,13 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
         const status = ledger.signatureStatus(s);
         if (!status) return null;
         const confirmations = status.confirmationStatus === 'finalized' ? null : Math.max(0, ledger.slot() - status.slot);
-        return { confirmationStatus: status.confirmationStatus, confirmations, err: status.err, slot: status.slot, status: status.err === null ? { Ok: null } : { Err: status.err } };
+        return {
+          confirmationStatus: status.confirmationStatus,
+          confirmations,
+          err: status.err,
+          slot: status.slot,
+          status: status.err === null ? { Ok: null } : { Err: status.err },
+        };
       }),
     );
   });
@@ -251,7 +266,8 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
     const a = address(p[0]);
     const c = config(p, 1);
     context(c);
-    if (c.limit !== undefined && (!Number.isInteger(c.limit) || (c.limit as number) < 1 || (c.limit as number) > 1000)) throw invalidParams('Invalid params: limit must be 1..1000');
+    if (c.limit !== undefined && (!Number.isInteger(c.limit) || (c.limit as number) < 1 || (c.limit as number) > 1000))
+      throw invalidParams('Invalid params: limit must be 1..1000');
     const before = c.before === undefined || c.before === null ? undefined : signature(c.before);
     const until = c.until === undefined || c.until === null ? undefined : signature(c.until);
     return ledger
@@ -281,7 +297,8 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
     const result = ledger.sendWire(bytes, { skipPreflight });
     if (result.ok) return result.signature;
     if (result.err === 'SignatureFailure') throw new RpcError(-32003, 'Transaction signature verification failure');
-    if (result.signature === null || result.err === 'SanitizeFailure') throw invalidParams(`invalid transaction: ${result.logs[0] ?? describeTransactionError(result.err)}`);
+    if (result.signature === null || result.err === 'SanitizeFailure')
+      throw invalidParams(`invalid transaction: ${result.logs[0] ?? describeTransactionError(result.err)}`);
     throw new RpcError(-32002, `Transaction simulation failed: ${describeTransactionError(result.err)}`, {
       accounts: null,
       err: result.err,
@@ -301,8 +318,13 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
     const addresses = accountsConfig ? (Array.isArray(accountsConfig.addresses) ? accountsConfig.addresses.map(address) : []) : undefined;
     const accountsEncoding = accountsConfig ? accountEncoding({ encoding: accountsConfig.encoding ?? 'base64' }) : 'base64';
     const ctx = context(c);
-    const result = ledger.simulateWire(bytes, { sigVerify: c.sigVerify === true, replaceRecentBlockhash: c.replaceRecentBlockhash === true, accounts: addresses });
-    if (result.err === 'SanitizeFailure' && result.unitsConsumed === 0 && result.logs.length === 1) throw invalidParams(`invalid transaction: ${result.logs[0]}`);
+    const result = ledger.simulateWire(bytes, {
+      sigVerify: c.sigVerify === true,
+      replaceRecentBlockhash: c.replaceRecentBlockhash === true,
+      accounts: addresses,
+    });
+    if (result.err === 'SanitizeFailure' && result.unitsConsumed === 0 && result.logs.length === 1)
+      throw invalidParams(`invalid transaction: ${result.logs[0]}`);
     if (result.err === 'SignatureFailure') throw new RpcError(-32003, 'Transaction signature verification failure');
     return {
       context: ctx,
@@ -312,7 +334,9 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
         innerInstructions: null,
         loadedAccountsDataSize: 0,
         logs: result.logs,
-        replacementBlockhash: result.replacementBlockhash ? { blockhash: result.replacementBlockhash.blockhash, lastValidBlockHeight: result.replacementBlockhash.lastValidBlockHeight } : null,
+        replacementBlockhash: result.replacementBlockhash
+          ? { blockhash: result.replacementBlockhash.blockhash, lastValidBlockHeight: result.replacementBlockhash.lastValidBlockHeight }
+          : null,
         returnData: null,
         unitsConsumed: result.unitsConsumed,
       },
@@ -321,7 +345,8 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
   const airdrop: Handler = (p) => {
     const to = address(p[0]);
     const lamports = p[1];
-    if (typeof lamports !== 'number' || !Number.isSafeInteger(lamports) || lamports <= 0) throw invalidParams('Invalid params: lamports must be a positive integer');
+    if (typeof lamports !== 'number' || !Number.isSafeInteger(lamports) || lamports <= 0)
+      throw invalidParams('Invalid params: lamports must be a positive integer');
     try {
       return ledger.airdrop(to, BigInt(lamports));
     } catch (e) {

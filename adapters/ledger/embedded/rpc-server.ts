@@ -69,7 +69,10 @@ export class RpcListenError extends Error {
   static from(e: unknown, listener: Omit<RpcListenError['listener'], 'code'>): RpcListenError {
     const code = (e as NodeJS.ErrnoException).code ?? 'EUNKNOWN';
     const what = listener.role === 'websocket' ? 'WebSocket' : 'JSON-RPC';
-    return new RpcListenError({ ...listener, code }, `the ${listener.network} ledger's ${what} server cannot listen on ${listener.host}:${listener.port}: ${(e as Error).message}`);
+    return new RpcListenError(
+      { ...listener, code },
+      `the ${listener.network} ledger's ${what} server cannot listen on ${listener.host}:${listener.port}: ${(e as Error).message}`,
+    );
   }
 }
 
@@ -131,7 +134,9 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
             ? [431, 'Request Header Fields Too Large', 'the request line and headers are too large']
             : [400, 'Bad Request', 'malformed HTTP request'];
       const body = toJson(errorObject(null, new RpcError(-32600, message)));
-      socket.write(`HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+      socket.write(
+        `HTTP/1.1 ${status} ${text}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+      );
     }
     socket.destroy();
   };

@@ -12,9 +12,25 @@ const post = (message: FromThread) => port.postMessage(message);
 const allowed = new Set<string>(THREAD_METHODS);
 
 async function open(): Promise<{ ledger: EmbeddedLedger; server: LedgerRpcServer | undefined }> {
-  const ledger = await EmbeddedLedger.open({ network: data.network, dir: data.dir, slotMs: data.slotMs, lockHeld: data.lockHeld, programs: data.programs, onWarning: (message) => post({ type: 'warning', message }) });
+  const ledger = await EmbeddedLedger.open({
+    network: data.network,
+    dir: data.dir,
+    slotMs: data.slotMs,
+    lockHeld: data.lockHeld,
+    programs: data.programs,
+    onWarning: (message) => post({ type: 'warning', message }),
+  });
   try {
-    const server = data.rpc ? await startLedgerRpcServer({ ledger, port: data.rpc.port, host: data.rpc.host, adminSecret: data.rpc.adminSecret, limits: data.rpc.limits, bounds: data.rpc.bounds }) : undefined;
+    const server = data.rpc
+      ? await startLedgerRpcServer({
+          ledger,
+          port: data.rpc.port,
+          host: data.rpc.host,
+          adminSecret: data.rpc.adminSecret,
+          limits: data.rpc.limits,
+          bounds: data.rpc.bounds,
+        })
+      : undefined;
     return { ledger, server };
   } catch (e) {
     await ledger.close();

@@ -123,7 +123,13 @@ export class RpcLedger implements Ledger {
               const status = res.statusCode ?? 0;
               if ((status < 200 || status > 299) && ctx) ctx.failure = { kind: 'http', message: `HTTP ${status}` };
               // what web3.js reads of a Response
-              resolve({ ok: status >= 200 && status <= 299, status, statusText: res.statusMessage ?? '', text: async () => text, json: async () => JSON.parse(text) } as Response);
+              resolve({
+                ok: status >= 200 && status <= 299,
+                status,
+                statusText: res.statusMessage ?? '',
+                text: async () => text,
+                json: async () => JSON.parse(text),
+              } as Response);
             });
           },
         );
@@ -203,10 +209,18 @@ export class RpcLedger implements Ledger {
     const found = new Map<string, LedgerAccount | null>();
     await this.call('getMultipleAccounts', async () => {
       for (const batch of chunks(valid, 100)) {
-        const infos = await this.connection.getMultipleAccountsInfo(batch.map((a) => new PublicKey(a)), { commitment: this.commitment });
+        const infos = await this.connection.getMultipleAccountsInfo(
+          batch.map((a) => new PublicKey(a)),
+          { commitment: this.commitment },
+        );
         batch.forEach((address, i) => {
           const info = infos[i];
-          found.set(address, info ? { address, lamports: BigInt(info.lamports), owner: info.owner.toBase58(), data: new Uint8Array(info.data), executable: info.executable } : null);
+          found.set(
+            address,
+            info
+              ? { address, lamports: BigInt(info.lamports), owner: info.owner.toBase58(), data: new Uint8Array(info.data), executable: info.executable }
+              : null,
+          );
         });
       }
     });
@@ -221,7 +235,9 @@ export class RpcLedger implements Ledger {
   async getTokenBalances(owner: string, filter: { mint?: string } = {}): Promise<TokenAccountBalance[]> {
     if (!isAddress(owner) || (filter.mint !== undefined && !isAddress(filter.mint))) return [];
     const ownerKey = new PublicKey(owner);
-    const filters = filter.mint ? [{ mint: new PublicKey(filter.mint) }] : [{ programId: new PublicKey(TOKEN_PROGRAM_ID) }, { programId: new PublicKey(TOKEN_2022_PROGRAM_ID) }];
+    const filters = filter.mint
+      ? [{ mint: new PublicKey(filter.mint) }]
+      : [{ programId: new PublicKey(TOKEN_PROGRAM_ID) }, { programId: new PublicKey(TOKEN_2022_PROGRAM_ID) }];
     const lists = await this.call('getTokenAccountsByOwner', () =>
       Promise.all(filters.map((f) => this.connection.getParsedTokenAccountsByOwner(ownerKey, f, this.commitment))),
     );
@@ -231,7 +247,14 @@ export class RpcLedger implements Ledger {
         const data = account.data as ParsedAccountData;
         const info = (data.parsed as { info?: { mint: string; owner: string; tokenAmount: { amount: string; decimals: number } } })?.info;
         if (!info?.tokenAmount) continue;
-        out.push({ address: pubkey.toBase58(), mint: info.mint, owner: info.owner, amount: BigInt(info.tokenAmount.amount), decimals: info.tokenAmount.decimals, tokenProgram: account.owner.toBase58() });
+        out.push({
+          address: pubkey.toBase58(),
+          mint: info.mint,
+          owner: info.owner,
+          amount: BigInt(info.tokenAmount.amount),
+          decimals: info.tokenAmount.decimals,
+          tokenProgram: account.owner.toBase58(),
+        });
       }
     }
     return out.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
@@ -239,12 +262,18 @@ export class RpcLedger implements Ledger {
 
   async simulateTransaction(wire: Uint8Array, options: SimulateOptions = {}): Promise<SimulationResult> {
     const response = await this.call('simulateTransaction', () =>
-      this.rawRequest('simulateTransaction', [Buffer.from(wire).toString('base64'), { encoding: 'base64', sigVerify: options.sigVerify ?? false, commitment: this.commitment }]),
+      this.rawRequest('simulateTransaction', [
+        Buffer.from(wire).toString('base64'),
+        { encoding: 'base64', sigVerify: options.sigVerify ?? false, commitment: this.commitment },
+      ]),
     );
     if (response.error) {
       if (response.error.code === -32602) return { err: 'SanitizeFailure', logs: [response.error.message], unitsConsumed: 0 };
       if (response.error.code === -32003) return { err: 'SignatureFailure', logs: [], unitsConsumed: 0 };
-      throw new DomainError('rpc_unavailable', `The Solana RPC failed on simulateTransaction: ${response.error.message}`, { method: 'simulateTransaction', code: response.error.code });
+      throw new DomainError('rpc_unavailable', `The Solana RPC failed on simulateTransaction: ${response.error.message}`, {
+        method: 'simulateTransaction',
+        code: response.error.code,
+      });
     }
     const value = (response.result as { value?: { err: LedgerTransactionError | null; logs: string[] | null; unitsConsumed?: number } } | undefined)?.value;
     if (!value) throw new DomainError('rpc_unavailable', 'The Solana RPC answered simulateTransaction without a value', { method: 'simulateTransaction' });
@@ -277,7 +306,8 @@ export class RpcLedger implements Ledger {
           throw new DomainError('rpc_unavailable', `The Solana RPC failed on sendTransaction: ${message}`, { method: 'sendTransaction', code, signature });
       }
     }
-    if (typeof response.result !== 'string') throw new DomainError('rpc_unavailable', 'The Solana RPC answered sendTransaction without a signature', { method: 'sendTransaction', signature });
+    if (typeof response.result !== 'string')
+      throw new DomainError('rpc_unavailable', 'The Solana RPC answered sendTransaction without a signature', { method: 'sendTransaction', signature });
     return { ok: true, signature: response.result };
   }
 
@@ -289,7 +319,16 @@ export class RpcLedger implements Ledger {
         const { value } = await this.connection.getSignatureStatuses(batch, { searchTransactionHistory: true });
         batch.forEach((s, i) => {
           const v = value[i];
-          found.set(s, v ? { slot: v.slot, confirmationStatus: v.confirmationStatus ?? (v.confirmations === null ? 'finalized' : 'confirmed'), err: (v.err as LedgerTransactionError | null) ?? null } : null);
+          found.set(
+            s,
+            v
+              ? {
+                  slot: v.slot,
+                  confirmationStatus: v.confirmationStatus ?? (v.confirmations === null ? 'finalized' : 'confirmed'),
+                  err: (v.err as LedgerTransactionError | null) ?? null,
+                }
+              : null,
+          );
         });
       }
     });
@@ -318,16 +357,26 @@ export class RpcLedger implements Ledger {
     const list = await this.call('getSignaturesForAddress', () =>
       this.connection.getSignaturesForAddress(new PublicKey(address), { before: options.before, until: options.until, limit }, this.commitment),
     );
-    return list.map((s) => ({ signature: s.signature, slot: s.slot, blockTime: s.blockTime ?? null, err: (s.err as LedgerTransactionError | null) ?? null, memo: s.memo ?? null }));
+    return list.map((s) => ({
+      signature: s.signature,
+      slot: s.slot,
+      blockTime: s.blockTime ?? null,
+      err: (s.err as LedgerTransactionError | null) ?? null,
+      memo: s.memo ?? null,
+    }));
   }
 
   async getTransaction(signature: string): Promise<LedgerTransaction | null> {
     if (!isSignature(signature)) return null;
-    const tx = await this.call('getTransaction', () => this.connection.getTransaction(signature, { commitment: this.commitment, maxSupportedTransactionVersion: 0 }));
+    const tx = await this.call('getTransaction', () =>
+      this.connection.getTransaction(signature, { commitment: this.commitment, maxSupportedTransactionVersion: 0 }),
+    );
     if (!tx?.meta) return null;
     const { message } = tx.transaction;
     const keys = message.getAccountKeys({ accountKeysFromLookups: tx.meta.loadedAddresses ?? { writable: [], readonly: [] } });
-    const accountKeys = [...keys.staticAccountKeys, ...(keys.accountKeysFromLookups?.writable ?? []), ...(keys.accountKeysFromLookups?.readonly ?? [])].map((k) => k.toBase58());
+    const accountKeys = [...keys.staticAccountKeys, ...(keys.accountKeysFromLookups?.writable ?? []), ...(keys.accountKeysFromLookups?.readonly ?? [])].map(
+      (k) => k.toBase58(),
+    );
     const tokenBalances = (list: TokenBalance[] | null | undefined): TransactionTokenBalance[] =>
       (list ?? []).map((b) => ({
         accountIndex: b.accountIndex,
@@ -349,7 +398,10 @@ export class RpcLedger implements Ledger {
       accountKeys,
       signers: accountKeys.slice(0, message.header.numRequiredSignatures),
       recentBlockhash: message.recentBlockhash,
-      wire: new VersionedTransaction(message, tx.transaction.signatures.map((sig) => new Uint8Array(base58Bytes.encode(sig)))).serialize(),
+      wire: new VersionedTransaction(
+        message,
+        tx.transaction.signatures.map((sig) => new Uint8Array(base58Bytes.encode(sig))),
+      ).serialize(),
       preBalances: meta.preBalances.map((n) => BigInt(n)),
       postBalances: meta.postBalances.map((n) => BigInt(n)),
       preTokenBalances: tokenBalances(meta.preTokenBalances),

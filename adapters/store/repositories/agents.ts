@@ -40,7 +40,21 @@ export function agentRepository(ctx: RepoContext): AgentRepository {
         ctx.em(),
         `insert into agents (network, mint, owner, name, uri, treasury, executive, source, owner_principal, registered_at, updated_at, proven_at, ledger_checked_at)
          values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) on conflict (network, mint) do nothing`,
-        [r.network, r.mint, r.owner, r.name, r.uri, r.treasury, r.executive, r.source, r.ownerPrincipal, r.registeredAt, r.registeredAt, r.provenAt, r.provenAt],
+        [
+          r.network,
+          r.mint,
+          r.owner,
+          r.name,
+          r.uri,
+          r.treasury,
+          r.executive,
+          r.source,
+          r.ownerPrincipal,
+          r.registeredAt,
+          r.registeredAt,
+          r.provenAt,
+          r.provenAt,
+        ],
       );
       return inserted === 1;
     },
@@ -70,7 +84,12 @@ export function agentRepository(ctx: RepoContext): AgentRepository {
       return one(ctx.em(), 'select * from agents where network = ? and treasury = ? limit 1', [network, treasury], fromRow);
     },
     markProven: async (network, mint, at) => {
-      await query(ctx.em(), 'update agents set proven_at = coalesce(proven_at, ?), ledger_checked_at = ? where network = ? and mint = ?', [at, at, network, mint]);
+      await query(ctx.em(), 'update agents set proven_at = coalesce(proven_at, ?), ledger_checked_at = ? where network = ? and mint = ?', [
+        at,
+        at,
+        network,
+        mint,
+      ]);
     },
     markChecked: async (network, mint, at) => {
       await query(ctx.em(), 'update agents set ledger_checked_at = ? where network = ? and mint = ? and proven_at is null', [at, network, mint]);

@@ -27,7 +27,11 @@ interface PolicyRow {
 const policyFromRow = (r: PolicyRow): SpendPolicyRecord => ({
   network: r.network,
   agent: r.agent,
-  limits: r.policy.limits.map((l) => ({ currency: l.currency, perCall: l.per_call === null ? null : BigInt(l.per_call), daily: l.daily === null ? null : BigInt(l.daily) })),
+  limits: r.policy.limits.map((l) => ({
+    currency: l.currency,
+    perCall: l.per_call === null ? null : BigInt(l.per_call),
+    daily: l.daily === null ? null : BigInt(l.daily),
+  })),
   allowedSellers: r.policy.allowed_sellers,
   allowedDomains: r.policy.allowed_domains,
   minIdentityVerdict: r.policy.min_identity_verdict,
@@ -55,7 +59,12 @@ export function buyerRepository(ctx: RepoContext): BuyerRepository {
   const em = () => ctx.em();
   return {
     getPolicy: (network, agent) =>
-      one<PolicyRow, SpendPolicyRecord>(em(), `select network, agent, policy, owner_principal, updated_at from buyer_policies where network = ? and agent = ?`, [network, agent], policyFromRow),
+      one<PolicyRow, SpendPolicyRecord>(
+        em(),
+        `select network, agent, policy, owner_principal, updated_at from buyer_policies where network = ? and agent = ?`,
+        [network, agent],
+        policyFromRow,
+      ),
     putPolicy: async (p) => {
       await query(
         em(),
@@ -82,7 +91,14 @@ export function buyerRepository(ctx: RepoContext): BuyerRepository {
       );
       return rows
         .filter((r) => r.asset !== null && r.gross_atomic !== null && /^\d{1,40}$/.test(r.gross_atomic))
-        .map((r): InFlightPayment => ({ asset: r.asset!, grossAtomic: BigInt(r.gross_atomic!), state: r.state, lastValidBlockHeight: Number(r.last_valid_block_height) }));
+        .map(
+          (r): InFlightPayment => ({
+            asset: r.asset!,
+            grossAtomic: BigInt(r.gross_atomic!),
+            state: r.state,
+            lastValidBlockHeight: Number(r.last_valid_block_height),
+          }),
+        );
     },
     tryLockPayments: async (network, agent) => {
       if (!ctx.inTransaction) throw new Error('buyer.tryLockPayments must run inside store.transaction');

@@ -60,7 +60,10 @@ export function query<T>(em: EntityManager, sql: string, params: readonly unknow
  * that way). Tagged, and refused after its request stopped, as every statement is; in the em's transaction when it has one.
  */
 export async function bound<T>(em: EntityManager, sql: string, params: readonly unknown[] = []): Promise<T[]> {
-  const statement = em.getConnection().getKnex().raw(tagQuery(sql), params as readonly Knex.RawBinding[]);
+  const statement = em
+    .getConnection()
+    .getKnex()
+    .raw(tagQuery(sql), params as readonly Knex.RawBinding[]);
   const trx = em.getTransactionContext();
   if (trx) statement.transacting(trx);
   return ((await statement) as { rows: T[] }).rows;

@@ -52,13 +52,17 @@ interface EventRow {
  * An event's transitions as stored (migration 0025), oldest first. A row written before that column existed has
  * none: it reads as its one known phase, the current one, at its last update.
  */
-export function phasesOf(stored: EventRow['phases'] | null | undefined, current: { phase: EventRecord['phase']; updatedAt: Date; signature: string | null }): EventPhaseEntry[] {
+export function phasesOf(
+  stored: EventRow['phases'] | null | undefined,
+  current: { phase: EventRecord['phase']; updatedAt: Date; signature: string | null },
+): EventPhaseEntry[] {
   if (!stored?.length) return [{ phase: current.phase, at: current.updatedAt, signature: current.signature }];
   return stored.map((p) => ({ phase: p.phase, at: new Date(p.at), signature: p.signature ?? null }));
 }
 
 /** The first entry of `phases` for a new row: the phase it is written in, at its creation, with its signature. */
-const FIRST_PHASE_SQL = (phase: string, at: string, signature: string) => `jsonb_build_array(jsonb_build_object('phase', ${phase}, 'at', ${at}, 'signature', ${signature}))`;
+const FIRST_PHASE_SQL = (phase: string, at: string, signature: string) =>
+  `jsonb_build_array(jsonb_build_object('phase', ${phase}, 'at', ${at}, 'signature', ${signature}))`;
 
 const fromRow = (r: EventRow): EventRecord => ({
   id: r.id,
@@ -108,7 +112,10 @@ export interface EventPageQuery {
 /** The SQL that finds the exact kinds a network has matching `patterns` (exact kinds and prefixes ending in ".*"). */
 export function eventKindsSql(network: string, patterns: readonly string[]): Sql {
   const prefixes = patterns.filter((k) => k.endsWith('.*')).map(likePrefix);
-  return { sql: `select kind from event_kinds where network = ? and kind like any(array(select jsonb_array_elements_text(?::jsonb))) order by kind`, params: [network, JSON.stringify(prefixes)] };
+  return {
+    sql: `select kind from event_kinds where network = ? and kind like any(array(select jsonb_array_elements_text(?::jsonb))) order by kind`,
+    params: [network, JSON.stringify(prefixes)],
+  };
 }
 
 /**

@@ -1,12 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Network } from '../../../domain/shared/network.ts';
-import type {
-  ClaimResult,
-  FacilitatorStore,
-  SettlementRecord,
-  SponsorshipDecision,
-  SponsorshipRequest,
-} from '../../../domain/ports/facilitator-store.ts';
+import type { ClaimResult, FacilitatorStore, SettlementRecord, SponsorshipDecision, SponsorshipRequest } from '../../../domain/ports/facilitator-store.ts';
 import { ownerAlive, type ProcessOwner } from '../process-owner.ts';
 import { Coalescer } from './coalesce.ts';
 import { date, query } from './context.ts';

@@ -62,11 +62,7 @@ export function idempotencyRepository(em: () => EntityManager): IdempotencyStore
       ]);
     },
     release: async (keyId, route, idemKey) => {
-      await query(em(), `delete from idempotency_records where key_id = ? and route = ? and idem_key = ? and state = 'running'`, [
-        keyId,
-        route,
-        idemKey,
-      ]);
+      await query(em(), `delete from idempotency_records where key_id = ? and route = ? and idem_key = ? and state = 'running'`, [keyId, route, idemKey]);
     },
     deleteExpired: async (now) => {
       return affected(em(), 'delete from idempotency_records where expires_at <= ?', [now]);

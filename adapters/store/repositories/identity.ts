@@ -178,7 +178,11 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
            returning *`,
           [p.network, p.mint, p.handle, p.displayName, p.description, p.image, JSON.stringify(p.capabilities), p.ownerPrincipal, p.updatedAt],
         ),
-        () => new DomainError('conflict', `The handle "${p.handle}" is taken on ${p.network} (handles are compared case-insensitively).`, { path: 'handle', handle: p.handle }),
+        () =>
+          new DomainError('conflict', `The handle "${p.handle}" is taken on ${p.network} (handles are compared case-insensitively).`, {
+            path: 'handle',
+            handle: p.handle,
+          }),
       );
       return profileFromRow(rows[0]!);
     },
@@ -189,7 +193,12 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
          values (?, ?, ?, ?, ?, ?, null) on conflict (network, mint, domain) do nothing`,
         [d.network, d.mint, d.domain, d.token, d.ownerPrincipal, d.createdAt],
       );
-      const stored = await one(em(), `select * from identity_domains where network = ? and mint = ? and domain = ?`, [d.network, d.mint, d.domain], domainFromRow);
+      const stored = await one(
+        em(),
+        `select * from identity_domains where network = ? and mint = ? and domain = ?`,
+        [d.network, d.mint, d.domain],
+        domainFromRow,
+      );
       return stored!;
     },
     getDomain: (network, mint, domain) =>
@@ -209,14 +218,21 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
     },
     verifiedDomains: async (network, mint) =>
       (
-        await query<DomainRow>(em(), `select * from identity_domains where network = ? and mint = ? and verified_at is not null order by domain`, [network, mint])
+        await query<DomainRow>(em(), `select * from identity_domains where network = ? and mint = ? and verified_at is not null order by domain`, [
+          network,
+          mint,
+        ])
       ).map(domainFromRow),
     findVerifiedDomain: (network, domain) =>
       one(em(), `select * from identity_domains where network = ? and domain = ? and verified_at is not null`, [network, domain], domainFromRow),
     resetForNewOwner: async (network, mint, next) => {
       const before = await one(em(), `select * from identity_profiles where network = ? and mint = ? for update`, [network, mint], profileFromRow);
       // owner_principal is not null on these tables: a legacy agent nobody owns keeps the former principal's name on them
-      await query(em(), `update identity_profiles set handle = null, owner_principal = coalesce(?, owner_principal) where network = ? and mint = ?`, [next.ownerPrincipal, network, mint]);
+      await query(em(), `update identity_profiles set handle = null, owner_principal = coalesce(?, owner_principal) where network = ? and mint = ?`, [
+        next.ownerPrincipal,
+        network,
+        mint,
+      ]);
       await query(
         em(),
         `update identity_domains set verified_at = null, owner_principal = coalesce(?, owner_principal),
@@ -249,7 +265,12 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
     getClaim: (network, mint, id) =>
       one(em(), `select * from identity_claims where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`, [network, mint, id], claimFromRow),
     revokeClaim: async (network, mint, id, at) =>
-      (await affected(em(), `update identity_claims set revoked_at = ? where network = ? and mint = ? and id = ? and revoked_at is null`, [at, network, mint, id])) > 0,
+      (await affected(em(), `update identity_claims set revoked_at = ? where network = ? and mint = ? and id = ? and revoked_at is null`, [
+        at,
+        network,
+        mint,
+        id,
+      ])) > 0,
     listClaims: async (network, mint, { publicOnly, limit = 200, after }) =>
       (
         await query<ClaimRow>(
@@ -280,13 +301,32 @@ export function identityRepository(ctx: RepoContext): IdentityRepository {
           em(),
           `insert into identity_capability_cards (network, id, mint, capability, title, description, endpoint, tags, public, owner_principal, created_at, updated_at)
            values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?)`,
-          [c.network, c.id, c.mint, c.capability, c.title, c.description, c.endpoint, JSON.stringify(c.tags), c.public, c.ownerPrincipal, c.createdAt, c.updatedAt],
+          [
+            c.network,
+            c.id,
+            c.mint,
+            c.capability,
+            c.title,
+            c.description,
+            c.endpoint,
+            JSON.stringify(c.tags),
+            c.public,
+            c.ownerPrincipal,
+            c.createdAt,
+            c.updatedAt,
+          ],
         ),
-        () => new DomainError('conflict', `Agent ${c.mint} already has a capability card for ${c.capability}.`, { path: 'capability', capability: c.capability }),
+        () =>
+          new DomainError('conflict', `Agent ${c.mint} already has a capability card for ${c.capability}.`, { path: 'capability', capability: c.capability }),
       );
     },
     getCard: (network, mint, id) =>
-      one(em(), `select * from identity_capability_cards where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`, [network, mint, id], cardFromRow),
+      one(
+        em(),
+        `select * from identity_capability_cards where network = ? and mint = ? and id = ?${lockedInTransaction(ctx)}`,
+        [network, mint, id],
+        cardFromRow,
+      ),
     updateCard: async (c) => {
       await query(
         em(),

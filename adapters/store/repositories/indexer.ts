@@ -42,7 +42,12 @@ export function indexerRepository(ctx: RepoContext): IndexerRepository {
          select e.network, e.address, e.role, e.agent, e.owner_principal, e.mint, ?
            from jsonb_to_recordset(?::jsonb) as e(network text, address text, role text, agent text, owner_principal text, mint text)
          on conflict (network, address) do nothing`,
-        [at, JSON.stringify(entries.map((e) => ({ network: e.network, address: e.address, role: e.role, agent: e.agent, owner_principal: e.ownerPrincipal, mint: e.mint })))],
+        [
+          at,
+          JSON.stringify(
+            entries.map((e) => ({ network: e.network, address: e.address, role: e.role, agent: e.agent, owner_principal: e.ownerPrincipal, mint: e.mint })),
+          ),
+        ],
       );
     },
     listWatched: async (network, q) =>
@@ -55,7 +60,12 @@ export function indexerRepository(ctx: RepoContext): IndexerRepository {
       ).map(fromRow),
     lookup: async (network, addresses) => {
       if (!addresses.length) return [];
-      return (await query<WatchRow>(em(), `select ${COLUMNS} from indexer_watch where network = ? and address in (select jsonb_array_elements_text(?::jsonb))`, [network, JSON.stringify(addresses)])).map(fromRow);
+      return (
+        await query<WatchRow>(em(), `select ${COLUMNS} from indexer_watch where network = ? and address in (select jsonb_array_elements_text(?::jsonb))`, [
+          network,
+          JSON.stringify(addresses),
+        ])
+      ).map(fromRow);
     },
     advanceCursor: async (network, address, c) => {
       await query(
@@ -70,17 +80,22 @@ export function indexerRepository(ctx: RepoContext): IndexerRepository {
         ? affected(em(), `update indexer_watch set cursor_signature = null, cursor_slot = null where network = ?`, [network])
         : affected(em(), `update indexer_watch set cursor_signature = null, cursor_slot = null where network = ? and address = ?`, [network, address]),
     markSeen: async ({ network, signature, key, eventId, at }) =>
-      (await affected(
-        em(),
-        `insert into indexer_seen (network, signature, key, event_id, created_at) values (?, ?, ?, ?, ?) on conflict do nothing`,
-        [network, signature, key, eventId, at],
-      )) > 0,
+      (await affected(em(), `insert into indexer_seen (network, signature, key, event_id, created_at) values (?, ?, ?, ?, ?) on conflict do nothing`, [
+        network,
+        signature,
+        key,
+        eventId,
+        at,
+      ])) > 0,
     countSeen: async (network, signature) => {
       const rows = await query<{ n: number }>(em(), `select count(*)::int as n from indexer_seen where network = ? and signature = ?`, [network, signature]);
       return rows[0]!.n;
     },
     preparedAgentOf: async (network, signature) => {
-      const rows = await query<{ agent: string }>(em(), `select agent from prepared_transactions where network = ? and signature = ? limit 1`, [network, signature]);
+      const rows = await query<{ agent: string }>(em(), `select agent from prepared_transactions where network = ? and signature = ? limit 1`, [
+        network,
+        signature,
+      ]);
       return rows[0]?.agent ?? null;
     },
     recordRun: async (network, run) => {

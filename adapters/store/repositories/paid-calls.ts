@@ -94,12 +94,7 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
     },
     get: async (network, paymentKey) => {
       // Inside a transaction the row is locked: the side effects of one payment are recorded once.
-      return one(
-        ctx.em(),
-        `select * from paid_calls where network = ? and payment_key = ?${lockedInTransaction(ctx)}`,
-        [network, paymentKey],
-        fromRow,
-      );
+      return one(ctx.em(), `select * from paid_calls where network = ? and payment_key = ?${lockedInTransaction(ctx)}`, [network, paymentKey], fromRow);
     },
     getMany: async (network, paymentKeys) => {
       if (paymentKeys.length === 0) return [];

@@ -81,9 +81,31 @@ const COLUMNS = `id, network, label, owner_agent, method, price, currency, amoun
   last_settled_at, last_tx_sig, created_by, owner_principal, created_at, updated_at`;
 const PLACEHOLDERS = '?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
 const values = (r: PaymentLinkRecord): unknown[] => [
-  r.id, r.network, r.label, r.ownerAgent, r.method, r.price, r.currency, r.amountAtomic.toString(), JSON.stringify(r.acceptsCurrencies),
-  r.protocol, JSON.stringify(r.response), r.webhookUrl, r.webhookSecret, r.wrapReceipt, r.settlePolicy, JSON.stringify(r.metadata),
-  r.disabled, r.callCount, r.settledCount, r.lastCalledAt, r.lastSettledAt, r.lastTxSig, r.createdBy, r.ownerPrincipal, r.createdAt,
+  r.id,
+  r.network,
+  r.label,
+  r.ownerAgent,
+  r.method,
+  r.price,
+  r.currency,
+  r.amountAtomic.toString(),
+  JSON.stringify(r.acceptsCurrencies),
+  r.protocol,
+  JSON.stringify(r.response),
+  r.webhookUrl,
+  r.webhookSecret,
+  r.wrapReceipt,
+  r.settlePolicy,
+  JSON.stringify(r.metadata),
+  r.disabled,
+  r.callCount,
+  r.settledCount,
+  r.lastCalledAt,
+  r.lastSettledAt,
+  r.lastTxSig,
+  r.createdBy,
+  r.ownerPrincipal,
+  r.createdAt,
   r.updatedAt,
 ];
 
@@ -113,12 +135,7 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
         return row ? fromRow(row) : null;
       }
       // Inside a transaction the row is locked so concurrent updates serialise instead of losing writes.
-      return one(
-        ctx.em(),
-        `${LINK_SELECT} where network = ? and id = ?${lockedInTransaction(ctx) && ' for update of l'}`,
-        [network, id],
-        fromRow,
-      );
+      return one(ctx.em(), `${LINK_SELECT} where network = ? and id = ?${lockedInTransaction(ctx) && ' for update of l'}`, [network, id], fromRow);
     },
     list: async (network, q) => {
       const { sql, params } = paymentLinkListSql(network, q);
@@ -127,8 +144,7 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
     update: async (r) => {
       await query(ctx.em(), `update payment_links set (${COLUMNS}) = row(${PLACEHOLDERS}) where pk = ?`, [...values(r), r.pk]);
     },
-    delete: async (network, id) =>
-      (await affected(ctx.em(), 'delete from payment_links where network = ? and id = ?', [network, id])) > 0,
+    delete: async (network, id) => (await affected(ctx.em(), 'delete from payment_links where network = ? and id = ?', [network, id])) > 0,
     countCall: async (network, pk, call) => {
       await query(
         ctx.em(),

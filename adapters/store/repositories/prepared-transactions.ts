@@ -54,7 +54,18 @@ export function preparedTransactionRepository(ctx: RepoContext): PreparedTransac
         `insert into prepared_transactions (event_id, network, kind, agent, owner_principal, message, signers, recent_blockhash,
            last_valid_block_height, state, created_at)
          values (?, ?, ?, ?, ?, ?, array(select jsonb_array_elements_text(?::jsonb)), ?, ?, 'prepared', ?)`,
-        [r.eventId, r.network, r.kind, r.agent, r.owner, Buffer.from(r.message), JSON.stringify(r.signers), r.recentBlockhash, r.lastValidBlockHeight, r.createdAt],
+        [
+          r.eventId,
+          r.network,
+          r.kind,
+          r.agent,
+          r.owner,
+          Buffer.from(r.message),
+          JSON.stringify(r.signers),
+          r.recentBlockhash,
+          r.lastValidBlockHeight,
+          r.createdAt,
+        ],
       );
     },
     get: async (network, eventId) =>
@@ -79,11 +90,11 @@ export function preparedTransactionRepository(ctx: RepoContext): PreparedTransac
       return rows.map(fromRow);
     },
     scheduleCheck: async (network, eventId, nextCheckAt) => {
-      await query(ctx.em(), `update prepared_transactions set next_check_at = ?, checks = checks + 1 where network = ? and event_id = ? and state = 'submitted'`, [
-        nextCheckAt,
-        network,
-        eventId,
-      ]);
+      await query(
+        ctx.em(),
+        `update prepared_transactions set next_check_at = ?, checks = checks + 1 where network = ? and event_id = ? and state = 'submitted'`,
+        [nextCheckAt, network, eventId],
+      );
     },
     finish: async (network, eventId) => {
       await query(ctx.em(), `update prepared_transactions set state = 'done', next_check_at = null where network = ? and event_id = ?`, [network, eventId]);

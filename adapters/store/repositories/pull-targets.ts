@@ -60,10 +60,12 @@ export function pullTargetRepository(ctx: RepoContext): PullTargetRepository {
       return rows[0] ? pullTargetFromRow(rows[0]) : null;
     },
     listByAgent: async (network, agent, q) => {
-      const rows = (await em().execute(
-        `select * from pull_targets where network = ? and agent = ? and id > ? order by id limit ?`,
-        [network, agent, q.afterId ?? '', q.limit],
-      )) as PullTargetRow[];
+      const rows = (await em().execute(`select * from pull_targets where network = ? and agent = ? and id > ? order by id limit ?`, [
+        network,
+        agent,
+        q.afterId ?? '',
+        q.limit,
+      ])) as PullTargetRow[];
       return rows.map(pullTargetFromRow);
     },
     delete: async (network, id) => {

@@ -41,10 +41,27 @@ export function receiptInsertParams(r: ReceiptRecord, v?: VerificationUpdate): u
   const status = v?.status ?? (hasTx ? 'pending' : 'not_applicable');
   const nextCheck = v ? v.nextCheckAt : hasTx ? r.createdAt : null;
   return [
-    r.network, r.receipt.agent, r.receipt.nonce, r.receipt.kind, r.receipt.decision, r.receipt.ts, r.receipt.ts,
-    r.network, r.receipt.agent, r.receipt.nonce,
-    r.receipt.receipt_hash, r.receipt.prev_receipt_hash, settlementSignature(r.receipt), r.source, JSON.stringify(r.receipt), r.createdAt,
-    status, v?.reason ?? null, v?.checkedAt ?? null, v?.attempts ?? 0, status === 'pending' ? nextCheck : null,
+    r.network,
+    r.receipt.agent,
+    r.receipt.nonce,
+    r.receipt.kind,
+    r.receipt.decision,
+    r.receipt.ts,
+    r.receipt.ts,
+    r.network,
+    r.receipt.agent,
+    r.receipt.nonce,
+    r.receipt.receipt_hash,
+    r.receipt.prev_receipt_hash,
+    settlementSignature(r.receipt),
+    r.source,
+    JSON.stringify(r.receipt),
+    r.createdAt,
+    status,
+    v?.reason ?? null,
+    v?.checkedAt ?? null,
+    v?.attempts ?? 0,
+    status === 'pending' ? nextCheck : null,
   ];
 }
 
@@ -64,9 +81,20 @@ export function insertManySql(records: readonly ReceiptRecord[]): { sql: string;
   const rows = records.map((r) => {
     const txSig = settlementSignature(r.receipt);
     return {
-      network: r.network, agent: r.receipt.agent, nonce: r.receipt.nonce, kind: r.receipt.kind, decision: r.receipt.decision, ts: r.receipt.ts,
-      receipt_hash: r.receipt.receipt_hash, prev_receipt_hash: r.receipt.prev_receipt_hash, tx_sig: txSig, source: r.source, body: r.receipt,
-      created_at: r.createdAt, verification: txSig !== null ? 'pending' : 'not_applicable', verify_after: txSig !== null ? r.createdAt : null,
+      network: r.network,
+      agent: r.receipt.agent,
+      nonce: r.receipt.nonce,
+      kind: r.receipt.kind,
+      decision: r.receipt.decision,
+      ts: r.receipt.ts,
+      receipt_hash: r.receipt.receipt_hash,
+      prev_receipt_hash: r.receipt.prev_receipt_hash,
+      tx_sig: txSig,
+      source: r.source,
+      body: r.receipt,
+      created_at: r.createdAt,
+      verification: txSig !== null ? 'pending' : 'not_applicable',
+      verify_after: txSig !== null ? r.createdAt : null,
     };
   });
   return {
@@ -88,12 +116,18 @@ export function insertManySql(records: readonly ReceiptRecord[]): { sql: string;
 
 /** a chain oldest first after a nonce (pull replication) */
 export function receiptsAfterSql(network: string, agent: string, q: { afterNonce?: number | undefined; limit: number }): { sql: string; params: unknown[] } {
-  return { sql: `select ${COLUMNS} from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`, params: [network, agent, q.afterNonce ?? -1, q.limit] };
+  return {
+    sql: `select ${COLUMNS} from receipts where network = ? and agent = ? and nonce > ? order by nonce asc limit ?`,
+    params: [network, agent, q.afterNonce ?? -1, q.limit],
+  };
 }
 
 /** ts_max is monotonic in nonce: the first link whose ts_max reaches `since` starts the range (one index probe). */
 export function receiptSinceProbeSql(network: string, agent: string, since: Date): { sql: string; params: unknown[] } {
-  return { sql: `select nonce::int as nonce from receipts where network = ? and agent = ? and ts_max >= ? order by ts_max, nonce limit 1`, params: [network, agent, since] };
+  return {
+    sql: `select nonce::int as nonce from receipts where network = ? and agent = ? and ts_max >= ? order by ts_max, nonce limit 1`,
+    params: [network, agent, since],
+  };
 }
 
 /** GET /v1/receipts/{agent}: newest first, each filter combination on its receipts_agent_*_nonce index */
@@ -140,10 +174,10 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       if (!ctx.inTransaction) throw new Error('receipts.lockHead must run inside store.transaction');
       const m = em();
       await m.execute('select pg_advisory_xact_lock(?, hashtext(?))', [RECEIPTS_LOCK, `${network}:${agent}`]);
-      const rows = (await m.execute(
-        `select nonce::int as nonce, receipt_hash from receipts where network = ? and agent = ? order by nonce desc limit 1`,
-        [network, agent],
-      )) as { nonce: number; receipt_hash: string }[];
+      const rows = (await m.execute(`select nonce::int as nonce, receipt_hash from receipts where network = ? and agent = ? order by nonce desc limit 1`, [
+        network,
+        agent,
+      ])) as { nonce: number; receipt_hash: string }[];
       return rows[0] ? { nonce: rows[0].nonce, receiptHash: rows[0].receipt_hash } : null;
     },
     insert: async (r, v) => {
@@ -157,12 +191,19 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       const { sql, params } = insertManySql(records);
       await uniqueOr(
         query(em(), sql, params),
-        () => new DomainError('receipt_chain_invalid', `A receipt nonce or hash of ${[...new Set(records.map((r) => r.receipt.agent))].join(', ')} is already on its chain.`),
+        () =>
+          new DomainError(
+            'receipt_chain_invalid',
+            `A receipt nonce or hash of ${[...new Set(records.map((r) => r.receipt.agent))].join(', ')} is already on its chain.`,
+          ),
       );
     },
     paywallTxSigs: async (network, txSigs) => {
       if (txSigs.length === 0) return new Set();
-      const rows = (await em().execute(`select distinct tx_sig from receipts where network = ? and tx_sig in (select jsonb_array_elements_text(?::jsonb)) and source = 'paywall'`, [network, JSON.stringify(txSigs)])) as {
+      const rows = (await em().execute(
+        `select distinct tx_sig from receipts where network = ? and tx_sig in (select jsonb_array_elements_text(?::jsonb)) and source = 'paywall'`,
+        [network, JSON.stringify(txSigs)],
+      )) as {
         tx_sig: string;
       }[];
       return new Set(rows.map((r) => r.tx_sig));
@@ -220,10 +261,10 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       return new Set(set.map((r) => r.receipt_hash));
     },
     duePending: async (now, limit) => {
-      const rows = (await em().execute(
-        `select ${COLUMNS} from receipts where verification = 'pending' and verify_after <= ? order by verify_after limit ?`,
-        [now, limit],
-      )) as ReceiptRow[];
+      const rows = (await em().execute(`select ${COLUMNS} from receipts where verification = 'pending' and verify_after <= ? order by verify_after limit ?`, [
+        now,
+        limit,
+      ])) as ReceiptRow[];
       return rows.map(receiptFromRow);
     },
   };

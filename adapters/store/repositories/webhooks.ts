@@ -145,8 +145,21 @@ export function webhookRepository(em: Em, inTransaction: () => boolean): Webhook
       await em().execute(
         `insert into webhooks (id, network, owner_principal, scope, url, events, description, secret, disabled_at, disabled_reason, created_by, created_at, updated_at)
          values (?, ?, ?, ?, ?, array(select jsonb_array_elements_text(?::jsonb)), ?, ?, ?, ?, ?, ?, ?)`,
-        [w.id, w.network, w.ownerPrincipal, w.scope, w.url, JSON.stringify(w.events), w.description, w.secret, w.disabledAt, w.disabledReason,
-          w.createdBy, w.createdAt, w.updatedAt],
+        [
+          w.id,
+          w.network,
+          w.ownerPrincipal,
+          w.scope,
+          w.url,
+          JSON.stringify(w.events),
+          w.description,
+          w.secret,
+          w.disabledAt,
+          w.disabledReason,
+          w.createdBy,
+          w.createdAt,
+          w.updatedAt,
+        ],
       );
     },
     get: async (network, id) => {
@@ -158,17 +171,20 @@ export function webhookRepository(em: Em, inTransaction: () => boolean): Webhook
       return (await rows<WebhookRow>(em, sql, params)).map(webhookFromRow);
     },
     rotateSecret: async (network, id, secret, at) => {
-      const found = await rows<WebhookRow>(em, `update webhooks set secret = ?, updated_at = ? where network = ? and id = ? returning *`, [secret, at, network, id]);
-      return found[0] ? webhookFromRow(found[0]) : null;
-    },
-    disable: async (network, id, reason, at) => {
-      const changed = await rows(em, `update webhooks set disabled_at = ?, disabled_reason = ?, updated_at = ? where network = ? and id = ? and disabled_at is null returning 1`, [
-        at,
-        reason,
+      const found = await rows<WebhookRow>(em, `update webhooks set secret = ?, updated_at = ? where network = ? and id = ? returning *`, [
+        secret,
         at,
         network,
         id,
       ]);
+      return found[0] ? webhookFromRow(found[0]) : null;
+    },
+    disable: async (network, id, reason, at) => {
+      const changed = await rows(
+        em,
+        `update webhooks set disabled_at = ?, disabled_reason = ?, updated_at = ? where network = ? and id = ? and disabled_at is null returning 1`,
+        [at, reason, at, network, id],
+      );
       return changed.length > 0;
     },
     delete: async (network, id) => (await rows(em, `delete from webhooks where network = ? and id = ? returning 1`, [network, id])).length > 0,
@@ -178,7 +194,10 @@ export function webhookRepository(em: Em, inTransaction: () => boolean): Webhook
 // The list statements, exported so the query-plan test EXPLAINs what runs.
 
 /** webhooks newest first: webhooks_network_[principal_]id_idx */
-export function webhookListSql(network: string, q: { owner?: string | undefined; beforeId?: string | undefined; limit: number }): { sql: string; params: unknown[] } {
+export function webhookListSql(
+  network: string,
+  q: { owner?: string | undefined; beforeId?: string | undefined; limit: number },
+): { sql: string; params: unknown[] } {
   const params: unknown[] = [network];
   let where = 'network = ?';
   if (q.owner !== undefined) {
@@ -217,7 +236,15 @@ export async function fanOutMatched(
   if (matches.length === 0) return 0;
   const made = matches.map((m) => {
     const e = events[m.event]!;
-    return { id: newId(e.createdAt.getTime()), network: e.network, webhook_id: m.webhookId, event_id: e.id, kind: e.kind, phase: e.phase, created_at: e.createdAt };
+    return {
+      id: newId(e.createdAt.getTime()),
+      network: e.network,
+      webhook_id: m.webhookId,
+      event_id: e.id,
+      kind: e.kind,
+      phase: e.phase,
+      created_at: e.createdAt,
+    };
   });
   const task = deliverJob(events[0]!.network, '').task;
   const counted = await rows<{ n: number }>(
@@ -251,15 +278,36 @@ export function webhookDeliveryRepository(em: Em, epoch: () => number | null): W
         [e.network, e.owner, JSON.stringify(patternsMatching(e.kind))],
       );
       // the deliveries and their jobs: the one statement appendMany's fan-out uses
-      return fanOutMatched(em, [e], subscribers.map((sub) => ({ event: 0, webhookId: sub.id })));
+      return fanOutMatched(
+        em,
+        [e],
+        subscribers.map((sub) => ({ event: 0, webhookId: sub.id })),
+      );
     },
     insert: async (d) => {
       await em().execute(
         `insert into webhook_deliveries (id, network, webhook_id, link_pk, event_id, kind, phase, payload, status, attempts, attempt_base, next_attempt_at,
                                          last_status, last_error, delivered_at, created_at, updated_at)
          values (?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-        [d.id, d.network, d.webhookId, d.linkPk, d.eventId, d.kind, d.phase, d.payload === null ? null : JSON.stringify(d.payload), d.status, d.attempts,
-          d.attemptBase, d.nextAttemptAt, d.lastStatus, d.lastError, d.deliveredAt, d.createdAt, d.updatedAt],
+        [
+          d.id,
+          d.network,
+          d.webhookId,
+          d.linkPk,
+          d.eventId,
+          d.kind,
+          d.phase,
+          d.payload === null ? null : JSON.stringify(d.payload),
+          d.status,
+          d.attempts,
+          d.attemptBase,
+          d.nextAttemptAt,
+          d.lastStatus,
+          d.lastError,
+          d.deliveredAt,
+          d.createdAt,
+          d.updatedAt,
+        ],
       );
     },
     get: async (network, id) => {

@@ -85,10 +85,14 @@ function registrationUri(
   described: { name: string; description?: string | undefined; services?: { name: string; endpoint: string }[] | undefined },
 ): { uri: string; hosted: boolean } {
   if (given !== undefined) return { uri: given, hosted: false };
-  if (!ctx.baseUrl) throw new DomainError('invalid_request', 'Give `uri`: this gateway has no public base URL to host the registration document at.', { path: 'uri' });
+  if (!ctx.baseUrl)
+    throw new DomainError('invalid_request', 'Give `uri`: this gateway has no public base URL to host the registration document at.', { path: 'uri' });
   const uri = registrationUrl(ctx.baseUrl, ctx.network, asset);
   if (uri.length > 200) {
-    throw new DomainError('invalid_request', `Give \`uri\`: the hosted registration URL (${uri.length} characters) exceeds the asset's 200.`, { path: 'uri', uri });
+    throw new DomainError('invalid_request', `Give \`uri\`: the hosted registration URL (${uri.length} characters) exceeds the asset's 200.`, {
+      path: 'uri',
+      uri,
+    });
   }
   const document = RegistrationV1.safeParse(
     registrationDocument({

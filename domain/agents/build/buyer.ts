@@ -38,7 +38,8 @@ export function directOffer(input: PrepareBuyerPaymentInput, ctx: BuildContext):
   }
   const stable = stableOf(ctx, input.currency, 'currency');
   const amount = wholeUnitsToAtomic(input.amount, stable.decimals, 'amount', stable.symbol);
-  if (amount === 0n) throw DomainError.invalid([{ path: 'amount', message: 'amount must be greater than zero', code: 'invalid_amount' }], 'amount must be greater than zero');
+  if (amount === 0n)
+    throw DomainError.invalid([{ path: 'amount', message: 'amount must be greater than zero', code: 'invalid_amount' }], 'amount must be greater than zero');
   return { pay_to: input.pay_to, amount, stable, fee: feeTermsOf(ctx) };
 }
 
@@ -118,16 +119,27 @@ async function requireSpendable(ctx: BuyerBuildContext, a: { source: string; exe
   }
   const delegate = data.delegate;
   if (delegate !== a.executive) {
-    throw refuse('executive', 'not_delegate', `${a.executive} is not the delegate of the buyer treasury's ${a.symbol} account (delegate: ${delegate ?? 'none'}); approve it with delegation/prepare`, {
-      delegate,
-    });
+    throw refuse(
+      'executive',
+      'not_delegate',
+      `${a.executive} is not the delegate of the buyer treasury's ${a.symbol} account (delegate: ${delegate ?? 'none'}); approve it with delegation/prepare`,
+      {
+        delegate,
+      },
+    );
   }
   if (data.delegatedAmount < a.gross) {
     // fee-facilitator-mpp-tools §2.2.6, §7: the code a buyer told to size its delegation in gross branches on
     throw new DomainError(
       'insufficient_allowance',
       `The remaining allowance ${data.delegatedAmount} of ${a.executive} on the buyer treasury's ${a.symbol} account is below the gross ${a.gross} (amount + protocol fee); approve at least that with delegation/prepare (pad_for_protocol_fee).`,
-      { allowance_atomic: data.delegatedAmount.toString(), required_atomic: a.gross.toString(), gross_atomic: a.gross.toString(), delegate: a.executive, token_account: a.source },
+      {
+        allowance_atomic: data.delegatedAmount.toString(),
+        required_atomic: a.gross.toString(),
+        gross_atomic: a.gross.toString(),
+        delegate: a.executive,
+        token_account: a.source,
+      },
     );
   }
   if (data.amount < a.gross) {

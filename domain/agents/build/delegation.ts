@@ -39,7 +39,13 @@ export async function buildDelegation(input: PrepareDelegationInput, ctx: AgentB
   const { allowance, padding } = paddedAllowance(amount, ctx.fee.bps, pad);
   if (allowance > U64_MAX) {
     // An SPL amount is a u64: a larger allowance would be encoded wrapped (a tiny approval), never refused by the ledger.
-    throw DomainError.invalid([{ path: 'allowance', message: `The allowance${pad ? ' with its fee padding' : ''} is ${allowance} atomic units, above the largest token amount (u64)`, code: 'too_large' }]);
+    throw DomainError.invalid([
+      {
+        path: 'allowance',
+        message: `The allowance${pad ? ' with its fee padding' : ''} is ${allowance} atomic units, above the largest token amount (u64)`,
+        code: 'too_large',
+      },
+    ]);
   }
   const owner = ctx.agent.owner;
   const payer = input.payer ?? owner;
@@ -52,7 +58,13 @@ export async function buildDelegation(input: PrepareDelegationInput, ctx: AgentB
   const missing = (await ctx.reads.getAccount(account)) === null;
   if (missing) {
     instructions.push(
-      createAssociatedTokenAccountIdempotentInstruction(new PublicKey(payer), new PublicKey(account), new PublicKey(treasury), new PublicKey(stable.mint), program),
+      createAssociatedTokenAccountIdempotentInstruction(
+        new PublicKey(payer),
+        new PublicKey(account),
+        new PublicKey(treasury),
+        new PublicKey(stable.mint),
+        program,
+      ),
     );
   }
   const approve = createApproveInstruction(new PublicKey(account), new PublicKey(input.executive), new PublicKey(treasury), allowance, [], program);

@@ -35,7 +35,10 @@ export function umi(): Umi {
   const findPda = made.eddsa.findPda.bind(made.eddsa);
   const cached = memoize((key) => {
     const [program, ...seeds] = key.split(':');
-    return findPda(publicKey(program!), seeds.map((s) => Buffer.from(s, 'hex')));
+    return findPda(
+      publicKey(program!),
+      seeds.map((s) => Buffer.from(s, 'hex')),
+    );
   });
   made.eddsa = { ...made.eddsa, findPda: (program, seeds) => cached([program, ...seeds.map((s) => Buffer.from(s).toString('hex'))].join(':')) };
   instance = made;
@@ -135,10 +138,14 @@ export async function requireLedgerOwner(reads: LedgerReads, asset: string, auth
 /** Only the asset owner may authorise Execute (hosted-api §4.3 withdraw): anything else is refused before building. */
 export function requireOwner(agent: AgentRecord, authority: string): void {
   if (authority !== agent.owner) {
-    throw new DomainError('forbidden', `authority ${authority} is not the owner of agent ${agent.mint}; only the owner (${agent.owner}) may authorise Execute`, {
-      authority,
-      owner: agent.owner,
-    });
+    throw new DomainError(
+      'forbidden',
+      `authority ${authority} is not the owner of agent ${agent.mint}; only the owner (${agent.owner}) may authorise Execute`,
+      {
+        authority,
+        owner: agent.owner,
+      },
+    );
   }
 }
 

@@ -47,7 +47,8 @@ export async function buildDelegateExecution(input: PrepareExecutiveInput, ctx: 
     agentIdentityOf(input.mint),
     executionDelegateRecordOf(input.executive, input.mint),
   ]);
-  if (!profile) throw refuse('executive', 'executive_not_registered', `${input.executive} has no executive profile: it registers first (executive/register/prepare)`);
+  if (!profile)
+    throw refuse('executive', 'executive_not_registered', `${input.executive} has no executive profile: it registers first (executive/register/prepare)`);
   if (!identity) throw refuse('mint', 'identity_not_registered', `Agent ${input.mint} has no registered identity: register it first (identity/prepare)`);
   if (record) {
     throw new DomainError('conflict', `Execution of ${input.mint} is already delegated to ${input.executive}`, {

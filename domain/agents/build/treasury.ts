@@ -40,7 +40,11 @@ async function resolveMint(
 ): Promise<{ program: string; decimals: number }> {
   const stable = ctx.stables.find((s) => s.mint === mint);
   if (stable && given && given !== stable.tokenProgram) {
-    throw invalid(paths.program, 'wrong_token_program', `${stable.symbol} (${mint}) is a ${stable.tokenProgram} mint: token_program must be '${stable.tokenProgram}'`);
+    throw invalid(
+      paths.program,
+      'wrong_token_program',
+      `${stable.symbol} (${mint}) is a ${stable.tokenProgram} mint: token_program must be '${stable.tokenProgram}'`,
+    );
   }
   const account = await ctx.reads.getAccount(mint);
   const state = decodeMint(account);
@@ -48,7 +52,11 @@ async function resolveMint(
     throw invalid(paths.mint, 'unknown_mint', `${mint} is not a token mint on ${ctx.network}`);
   }
   if (given && programIdOf(given) !== account.owner) {
-    throw invalid(paths.program, 'wrong_token_program', `${mint} is a ${programName(account.owner)} mint: token_program must be '${programName(account.owner)}'`);
+    throw invalid(
+      paths.program,
+      'wrong_token_program',
+      `${mint} is a ${programName(account.owner)} mint: token_program must be '${programName(account.owner)}'`,
+    );
   }
   return { program: account.owner, decimals: state.decimals };
 }
@@ -57,7 +65,12 @@ export async function buildProvision(input: PrepareProvisionInput, ctx: AgentBui
   const payer = input.payer ?? ctx.agent.owner;
   const treasury = treasuryOf(input.mint);
   const wanted = input.mints
-    ? await Promise.all(input.mints.map(async (m, i) => ({ mint: m.mint, program: (await resolveMint(ctx, m.mint, m.token_program, { mint: `mints.${i}.mint`, program: `mints.${i}.token_program` })).program })))
+    ? await Promise.all(
+        input.mints.map(async (m, i) => ({
+          mint: m.mint,
+          program: (await resolveMint(ctx, m.mint, m.token_program, { mint: `mints.${i}.mint`, program: `mints.${i}.token_program` })).program,
+        })),
+      )
     : ctx.stables.map((s) => ({ mint: s.mint, program: s.tokenProgramId }));
   const unique = [...new Map(wanted.map((w) => [`${w.mint}:${w.program}`, w])).values()];
   const accounts = unique.map((w) => ({ ...w, account: associatedTokenAccount(treasury, w.mint, w.program) }));
@@ -70,7 +83,13 @@ export async function buildProvision(input: PrepareProvisionInput, ctx: AgentBui
   };
   if (missing.length === 0) return { kind: 'agent.treasury.provision', agent: input.mint, noOp: true, echo } satisfies NoOpPlan;
   const instructions = missing.map((a) =>
-    createAssociatedTokenAccountIdempotentInstruction(new PublicKey(payer), new PublicKey(a.account), new PublicKey(treasury), new PublicKey(a.mint), new PublicKey(a.program)),
+    createAssociatedTokenAccountIdempotentInstruction(
+      new PublicKey(payer),
+      new PublicKey(a.account),
+      new PublicKey(treasury),
+      new PublicKey(a.mint),
+      new PublicKey(a.program),
+    ),
   );
   return { kind: 'agent.treasury.provision', agent: input.mint, feePayer: payer, instructions, echo, metadata: { echo } };
 }
@@ -96,7 +115,8 @@ async function buildTokenWithdrawal({ input, ctx, amount: wanted }: TokenWithdra
 
   let amount = wanted;
   if (amount === null) {
-    if (balance === 0n) return { kind: 'agent.treasury.withdraw', agent: input.mint, noOp: true, echo: withdrawEcho(input, { treasury, source, destination, amount: 0n }) };
+    if (balance === 0n)
+      return { kind: 'agent.treasury.withdraw', agent: input.mint, noOp: true, echo: withdrawEcho(input, { treasury, source, destination, amount: 0n }) };
     amount = balance;
   } else if (amount > balance) {
     throw invalid('amount', 'insufficient_funds', `The treasury holds ${balance} atomic units of ${input.spl_mint} (${source}); asked ${amount}`, {
@@ -198,10 +218,15 @@ export async function buildWithdrawSol(input: PrepareWithdrawSolInput, ctx: Agen
   const balance = await ctx.reads.getBalance(treasury);
   const spendable = balance > RENT_EXEMPT_EMPTY_ACCOUNT_LAMPORTS ? balance - RENT_EXEMPT_EMPTY_ACCOUNT_LAMPORTS : 0n;
   if (lamports > spendable) {
-    throw invalid('lamports', 'insufficient_funds', `The treasury can spend ${spendable} lamports (balance ${balance}, rent-exempt reserve ${RENT_EXEMPT_EMPTY_ACCOUNT_LAMPORTS}); asked ${lamports}`, {
-      spendable_lamports: spendable.toString(),
-      balance_lamports: balance.toString(),
-    });
+    throw invalid(
+      'lamports',
+      'insufficient_funds',
+      `The treasury can spend ${spendable} lamports (balance ${balance}, rent-exempt reserve ${RENT_EXEMPT_EMPTY_ACCOUNT_LAMPORTS}); asked ${lamports}`,
+      {
+        spendable_lamports: spendable.toString(),
+        balance_lamports: balance.toString(),
+      },
+    );
   }
   const echo = { asset: input.mint, treasury, destination: input.destination, lamports: lamports.toString(), balance_lamports: balance.toString() };
   return solWithdrawal(input, ctx, { lamports, treasury, echo });
@@ -221,7 +246,14 @@ export async function buildWithdrawSolAll(input: PrepareWithdrawSolAllInput, ctx
   const treasury = treasuryOf(input.mint);
   const balance = await ctx.reads.getBalance(treasury);
   const lamports = balance > reserve ? balance - reserve : 0n;
-  const echo = { asset: input.mint, treasury, destination: input.destination, lamports: lamports.toString(), reserve_lamports: reserve.toString(), balance_lamports: balance.toString() };
+  const echo = {
+    asset: input.mint,
+    treasury,
+    destination: input.destination,
+    lamports: lamports.toString(),
+    reserve_lamports: reserve.toString(),
+    balance_lamports: balance.toString(),
+  };
   if (lamports === 0n) return { kind: 'agent.treasury.withdraw_sol', agent: input.mint, noOp: true, echo };
   return solWithdrawal({ ...input, lamports: lamports.toString() }, ctx, { lamports, treasury, echo });
 }

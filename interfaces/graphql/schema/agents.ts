@@ -83,7 +83,10 @@ export const AgentRef = builder.objectRef<Agent>('Agent').implement({
     delegations: t.expose('delegations', { type: [DelegationRef] }),
     source: t.expose('source', { type: AgentSourceEnum }),
     registeredAt: t.exposeString('registered_at'),
-    provenAt: t.exposeString('proven_at', { nullable: true, description: 'When the ledger showed its Core asset with its owner; null: unproven, takes no payments' }),
+    provenAt: t.exposeString('proven_at', {
+      nullable: true,
+      description: 'When the ledger showed its Core asset with its owner; null: unproven, takes no payments',
+    }),
     // Each calls the same procedure as its REST route (GET /v1/agents/{mint}/treasury/balances, …/pay-to).
     treasuryBalances: t.field({
       type: TreasuryBalancesRef,

@@ -22,7 +22,16 @@ import { builder } from '../builder.ts';
 import { fromZod, procedure } from '../describe.ts';
 import { HttpMethod } from '../../../domain/payment-links/schema.ts';
 import { TokenProgram } from '../../../domain/treasury/schema.ts';
-import { graphqlEnum, HttpMethodEnum, IdentityVerdictEnum, NetworkEnum, StableSymbolEnum, TokenProgramEnum, VerificationStatusEnum, wireValue } from '../enums.ts';
+import {
+  graphqlEnum,
+  HttpMethodEnum,
+  IdentityVerdictEnum,
+  NetworkEnum,
+  StableSymbolEnum,
+  TokenProgramEnum,
+  VerificationStatusEnum,
+  wireValue,
+} from '../enums.ts';
 import { given, JsonScalar, toDomainInput, type Assert, type SameKeys } from './common.ts';
 import { ReceiptRef } from './receipts.ts';
 import { PreparedEnvelopeRef } from './transactions.ts';
@@ -32,7 +41,9 @@ import { PreparedEnvelopeRef } from './transactions.ts';
 // same zod schemas.
 
 const QuoteOptionKindEnum = graphqlEnum('QuoteOptionKind', QuoteOption.shape.kind);
-const QuoteSourceEnum = graphqlEnum('QuoteSource', Quote.shape.source, { description: 'URL (probed), PAYMENT_LINK (resolved locally), DIRECT (execute’s payTo, amount, currency)' });
+const QuoteSourceEnum = graphqlEnum('QuoteSource', Quote.shape.source, {
+  description: 'URL (probed), PAYMENT_LINK (resolved locally), DIRECT (execute’s payTo, amount, currency)',
+});
 const SpendDecisionEnum = graphqlEnum('SpendDecision', Evaluation.shape.decision);
 const MinIdentityVerdictEnum = graphqlEnum('MinIdentityVerdict', SpendPolicy.shape.min_identity_verdict.unwrap(), {
   description: 'The seller identity verdict a spend needs at least (WARN admits WARN and ALLOW).',
@@ -119,7 +130,11 @@ const QuoteOptionRef = builder.objectRef<QuoteOption>('QuoteOption').implement({
     feePayer: t.exposeString('fee_payer', { nullable: true }),
     maxTimeoutSeconds: t.exposeInt('max_timeout_seconds', { nullable: true }),
     payable: t.exposeBoolean('payable'),
-    mppChallengeId: t.string({ nullable: true, description: 'kind mpp: the challenge id (null when resolved without a probe)', resolve: (o) => o.mpp?.challenge_id ?? null }),
+    mppChallengeId: t.string({
+      nullable: true,
+      description: 'kind mpp: the challenge id (null when resolved without a probe)',
+      resolve: (o) => o.mpp?.challenge_id ?? null,
+    }),
     mppExpires: t.string({ nullable: true, description: 'kind mpp: when the challenge expires', resolve: (o) => o.mpp?.expires ?? null }),
   }),
 });
@@ -173,7 +188,11 @@ const RuleResultRef = builder.objectRef<RuleResult>('SpendRuleResult').implement
 type Limit = SpendPolicy['limits'][number];
 const LimitRef = builder.objectRef<Limit>('SpendLimit').implement({
   extensions: fromZod(SpendPolicy.shape.limits.element),
-  fields: (t) => ({ currency: t.expose('currency', { type: StableSymbolEnum }), perCall: t.exposeString('per_call', { nullable: true }), daily: t.exposeString('daily', { nullable: true }) }),
+  fields: (t) => ({
+    currency: t.expose('currency', { type: StableSymbolEnum }),
+    perCall: t.exposeString('per_call', { nullable: true }),
+    daily: t.exposeString('daily', { nullable: true }),
+  }),
 });
 
 const SpendPolicyRef = builder.objectRef<SpendPolicy>('SpendPolicy').implement({
@@ -310,8 +329,7 @@ builder.mutationFields((t) => ({
     nullable: true,
     description: 'POST /v1/buyer/quote: exactly one of url, paymentLink',
     args: { url: t.arg.string(), paymentLink: t.arg.string(), method: t.arg({ type: HttpMethodEnum }) },
-    resolve: (_root, args, ctx) =>
-      ctx.api.buyer.quote({ url: given(args.url), payment_link: given(args.paymentLink), method: given(args.method) }),
+    resolve: (_root, args, ctx) => ctx.api.buyer.quote({ url: given(args.url), payment_link: given(args.paymentLink), method: given(args.method) }),
   }),
   setSpendPolicy: t.field({
     extensions: procedure('buyer.putPolicy'),
@@ -330,7 +348,13 @@ builder.mutationFields((t) => ({
     type: EvaluationRef,
     nullable: true,
     description: 'POST /v1/buyer/policy/evaluate: exactly one of quote (as REST answers it: Quote.raw), url, paymentLink',
-    args: { agent: t.arg.string({ required: true }), quote: t.arg({ type: JsonScalar }), url: t.arg.string(), paymentLink: t.arg.string(), currency: t.arg({ type: StableSymbolEnum }) },
+    args: {
+      agent: t.arg.string({ required: true }),
+      quote: t.arg({ type: JsonScalar }),
+      url: t.arg.string(),
+      paymentLink: t.arg.string(),
+      currency: t.arg({ type: StableSymbolEnum }),
+    },
     resolve: (_root, args, ctx) =>
       ctx.api.buyer.evaluate({
         agent: args.agent,

@@ -88,10 +88,7 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * `stripNested` (e.g. `response`) lose their nulls too; JSON values (metadata, bodies) pass unchanged. The service then
  * parses the result with the shared zod schema: no validation happens here.
  */
-export function toDomainInput(
-  input: object,
-  options: { keepNull?: readonly string[]; stripNested?: readonly string[] } = {},
-): Record<string, unknown> {
+export function toDomainInput(input: object, options: { keepNull?: readonly string[]; stripNested?: readonly string[] } = {}): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(input)) {
     if (value === undefined || (value === null && !options.keepNull?.includes(key))) continue;

@@ -4,7 +4,9 @@ import { fromZod, procedure } from '../describe.ts';
 import { HttpMethod } from '../../../domain/payment-links/schema.ts';
 import { graphqlEnum, HttpMethodEnum, NetworkEnum, networkOf, ProtocolEnum, wireValue } from '../enums.ts';
 
-const DiscoverySourceEnum = graphqlEnum('DiscoverySource', DiscoverySource, { description: 'SVC: a public payment link of this gateway; REGISTRY: an agent’s registration document.' });
+const DiscoverySourceEnum = graphqlEnum('DiscoverySource', DiscoverySource, {
+  description: 'SVC: a public payment link of this gateway; REGISTRY: an agent’s registration document.',
+});
 import { given } from './common.ts';
 
 // GET /v1/discover through the same procedure as REST (ctx.api).

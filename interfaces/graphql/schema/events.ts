@@ -76,8 +76,7 @@ builder.queryFields((t) => ({
 builder.subscriptionFields((t) => ({
   events: t.field({
     type: EventRef,
-    description:
-      'Live events of what you own (an admin key: its whole network). With `after` (an event id), first replays every matching event after it.',
+    description: 'Live events of what you own (an admin key: its whole network). With `after` (an event id), first replays every matching event after it.',
     args: { kinds: t.arg.stringList(), agent: t.arg.string(), after: t.arg.id() },
     // No procedure streams: the same auth and rate-limit policies are applied here, then EventService.watch/replay
     // (through the fan-out registry), which apply the ownership filter. The principal is resolved once, here, and held for the subscription's life.

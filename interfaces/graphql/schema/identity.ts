@@ -1,5 +1,22 @@
 import { DisclosureField, Intent, VerifyInput } from '../../../domain/identity/schema.ts';
-import { CapabilityCard, Check, Claim, CreateCardInput, CreateClaimInput, type CreateDisclosureInput, Disclosure, DisclosureLink, DomainChallenge, Identity, RegistrationStatus, Reputation, UpdateCardInput, UpdateProfileInput, VerifiedDomain, VerifyResult } from '../../../domain/identity/schema.ts';
+import {
+  CapabilityCard,
+  Check,
+  Claim,
+  CreateCardInput,
+  CreateClaimInput,
+  type CreateDisclosureInput,
+  Disclosure,
+  DisclosureLink,
+  DomainChallenge,
+  Identity,
+  RegistrationStatus,
+  Reputation,
+  UpdateCardInput,
+  UpdateProfileInput,
+  VerifiedDomain,
+  VerifyResult,
+} from '../../../domain/identity/schema.ts';
 import { builder } from '../builder.ts';
 import { fromZod, procedure } from '../describe.ts';
 import { graphqlEnum, IdentityVerdictEnum, NetworkEnum } from '../enums.ts';
@@ -104,7 +121,11 @@ export const IdentityRef = builder.objectRef<Identity>('Identity').implement({
     claims: t.expose('claims', { type: [ClaimRef], description: 'public claims not revoked' }),
     capabilityCards: t.expose('capability_cards', { type: [CapabilityCardRef], description: 'public capability cards' }),
     reputation: t.expose('reputation', { type: ReputationRef }),
-    registration: t.expose('registration', { type: RegistrationStatusRef, nullable: true, description: 'read back by resolveIdentity and verifyIdentity; null elsewhere' }),
+    registration: t.expose('registration', {
+      type: RegistrationStatusRef,
+      nullable: true,
+      description: 'read back by resolveIdentity and verifyIdentity; null elsewhere',
+    }),
   }),
 });
 
@@ -349,7 +370,8 @@ builder.mutationFields((t) => ({
     nullable: true,
     description: 'PATCH /v1/identity/{mint}/capability-cards/{id}',
     args: { input: t.arg({ type: CardUpdateRef, required: true }) },
-    resolve: (_root, { input }, ctx) => ctx.api.identity.updateCard(toDomainInput(input, { keepNull: ['title', 'description', 'endpoint'] }) as UpdateCardInput),
+    resolve: (_root, { input }, ctx) =>
+      ctx.api.identity.updateCard(toDomainInput(input, { keepNull: ['title', 'description', 'endpoint'] }) as UpdateCardInput),
   }),
   deleteCapabilityCard: t.boolean({
     extensions: procedure('identity.deleteCard'),

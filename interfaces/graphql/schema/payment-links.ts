@@ -177,8 +177,7 @@ builder.queryFields((t) => ({
     description: 'Newest first; `after` is the nextCursor of the previous page, `first` the page size (default 50, max 200).',
     extensions: procedure('paymentLinks.list'),
     args: { ownerAgent: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
-    resolve: (_root, args, ctx) =>
-      ctx.api.paymentLinks.list({ owner_agent: given(args.ownerAgent), cursor: given(args.after), limit: given(args.first) }),
+    resolve: (_root, args, ctx) => ctx.api.paymentLinks.list({ owner_agent: given(args.ownerAgent), cursor: given(args.after), limit: given(args.first) }),
   }),
 }));
 

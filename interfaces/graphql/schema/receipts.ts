@@ -75,7 +75,11 @@ const ChainReportRef = builder.objectRef<ChainReport>('ReceiptChainReport').impl
     length: t.exposeInt('length'),
     ok: t.exposeBoolean('ok'),
     headNonce: t.int({ nullable: true, description: 'the latest receipt’s nonce; null for an empty chain', resolve: (r) => r.head?.nonce ?? null }),
-    headReceiptHash: t.string({ nullable: true, description: 'the latest receipt’s hash; null for an empty chain', resolve: (r) => r.head?.receipt_hash ?? null }),
+    headReceiptHash: t.string({
+      nullable: true,
+      description: 'the latest receipt’s hash; null for an empty chain',
+      resolve: (r) => r.head?.receipt_hash ?? null,
+    }),
     firstBreak: t.expose('first_break', { type: ChainBreakRef, nullable: true }),
   }),
 });
@@ -107,7 +111,14 @@ builder.queryFields((t) => ({
     type: ReceiptPageRef,
     nullable: true,
     description: 'An agent’s receipts, nonce descending; `after` is the nextCursor of the previous page.',
-    args: { agent: t.arg.string({ required: true }), kind: t.arg({ type: ReceiptKindEnum }), decision: t.arg({ type: ReceiptDecisionEnum }), since: t.arg.string(), after: t.arg.string(), first: t.arg.int() },
+    args: {
+      agent: t.arg.string({ required: true }),
+      kind: t.arg({ type: ReceiptKindEnum }),
+      decision: t.arg({ type: ReceiptDecisionEnum }),
+      since: t.arg.string(),
+      after: t.arg.string(),
+      first: t.arg.int(),
+    },
     // The procedure parses the arguments with ListReceiptsInput (zod).
     resolve: (_root, a, ctx) =>
       ctx.api.receipts.list({
@@ -157,7 +168,12 @@ builder.mutationFields((t) => ({
     extensions: procedure('receipts.createPullTarget'),
     type: PullTargetRef,
     nullable: true,
-    args: { mint: t.arg.string({ required: true }), url: t.arg.string({ required: true }), format: t.arg({ type: PullFormatEnum }), intervalSeconds: t.arg.int() },
+    args: {
+      mint: t.arg.string({ required: true }),
+      url: t.arg.string({ required: true }),
+      format: t.arg({ type: PullFormatEnum }),
+      intervalSeconds: t.arg.int(),
+    },
     resolve: (_root, a, ctx) =>
       ctx.api.receipts.createPullTarget({
         mint: a.mint,

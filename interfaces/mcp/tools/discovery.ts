@@ -53,21 +53,39 @@ async function probeEndpoint(ctx: ToolContext, name: string, url: string) {
   try {
     ({ res, text } = await fetchLimited(ctx, url));
   } catch (e) {
-    return { ...base, pricing: null, protocol: null, supported_usd: false, probe_status: 'unreachable', probe_error: e instanceof Error ? e.message : String(e) };
+    return {
+      ...base,
+      pricing: null,
+      protocol: null,
+      supported_usd: false,
+      probe_status: 'unreachable',
+      probe_error: e instanceof Error ? e.message : String(e),
+    };
   }
   if (res.status !== 402) {
-    return { ...base, pricing: null, protocol: null, supported_usd: false, probe_status: res.status >= 200 && res.status < 300 ? 'free' : `http_${res.status}` };
+    return {
+      ...base,
+      pricing: null,
+      protocol: null,
+      supported_usd: false,
+      probe_status: res.status >= 200 && res.status < 300 ? 'free' : `http_${res.status}`,
+    };
   }
   const header = res.headers.get('PAYMENT-REQUIRED');
   const offer = (header ? json(Buffer.from(header, 'base64').toString('utf8')) : null) ?? json(text);
-  const accepts = offer && typeof offer === 'object' && Array.isArray((offer as { accepts?: unknown }).accepts) ? ((offer as { accepts: unknown[] }).accepts as Record<string, unknown>[]) : null;
+  const accepts =
+    offer && typeof offer === 'object' && Array.isArray((offer as { accepts?: unknown }).accepts)
+      ? ((offer as { accepts: unknown[] }).accepts as Record<string, unknown>[])
+      : null;
   if (!accepts) {
     const mpp = (res.headers.get('content-type') ?? '').includes('problem+json');
     return { ...base, pricing: null, protocol: mpp ? 'mpp' : null, supported_usd: false, probe_status: 'payment_required' };
   }
   const pricing = accepts.map((a) => {
     const network = networkFromX402(String(a.network ?? '')) ?? String(a.network ?? '');
-    const stable = Object.values(STABLES).flat().find((s) => s.mint === a.asset);
+    const stable = Object.values(STABLES)
+      .flat()
+      .find((s) => s.mint === a.asset);
     const atomic = String(a.amount ?? a.maxAmountRequired ?? '');
     return {
       network,
@@ -93,7 +111,11 @@ export const registryEndpoints = defineTool({
     "Expand a svc_discover item whose source is 'registry' into its paid endpoints: fetches the agent's registration document and probes each service unpaid — method, url, pricing, protocol, supported_usd, probe_status.",
   input: z.object({
     id: Address.describe("the registry item's id (the agent mint)"),
-    url: z.url({ protocol: /^https?$/ }).max(2048).optional().describe("the item's url (its registration document); default: looked up by id"),
+    url: z
+      .url({ protocol: /^https?$/ })
+      .max(2048)
+      .optional()
+      .describe("the item's url (its registration document); default: looked up by id"),
   }),
   async run(ctx, input) {
     let url = input.url;
@@ -110,7 +132,10 @@ export const registryEndpoints = defineTool({
       if (!parsed.success) throw new Error('not a registration document');
       document = parsed.data;
     } catch (e) {
-      throw new ToolError('registration_unavailable', `The registration document ${url} could not be read: ${e instanceof Error ? e.message : String(e)}.`, { id: input.id, url });
+      throw new ToolError('registration_unavailable', `The registration document ${url} could not be read: ${e instanceof Error ? e.message : String(e)}.`, {
+        id: input.id,
+        url,
+      });
     }
     const services = (document.services ?? [])
       .map((s) => Service.safeParse(s))

@@ -32,7 +32,15 @@ export const getIdentity = defineTool({
     };
     // which agent, network and treasury are this process's own facts; the API's record adds owner, name and uri
     if (!ctx.hasApiKey) {
-      return { ...local, owner: null, name: null, registration_uri: null, hint: 'Set SVC_API_KEY to add the API’s record of the agent.', api_url: ctx.env.apiUrl, config_path: ctx.env.configPath };
+      return {
+        ...local,
+        owner: null,
+        name: null,
+        registration_uri: null,
+        hint: 'Set SVC_API_KEY to add the API’s record of the agent.',
+        api_url: ctx.env.apiUrl,
+        config_path: ctx.env.configPath,
+      };
     }
     const recorded = await ctx.call((api) => api.agents.get.query({ mint: agent.mint }));
     return { ...local, owner: recorded.owner, name: recorded.name, registration_uri: recorded.uri, api_url: ctx.env.apiUrl, config_path: ctx.env.configPath };
@@ -42,7 +50,8 @@ export const getIdentity = defineTool({
 export const resolveIdentity = defineTool({
   name: 'svc_resolve_identity',
   title: 'Resolve another agent',
-  description: 'Resolve an agent by exactly one of mint, handle or verified domain: public profile, verified domains, public capability cards, public claims and a reputation summary.',
+  description:
+    'Resolve an agent by exactly one of mint, handle or verified domain: public profile, verified domains, public capability cards, public claims and a reputation summary.',
   input: ResolveInput,
   run: (ctx, input) => ctx.call((api) => api.identity.resolve.query(input)),
 });
@@ -50,7 +59,8 @@ export const resolveIdentity = defineTool({
 export const verifyIdentity = defineTool({
   name: 'svc_verify_identity',
   title: 'Verify an agent before dealing with it',
-  description: 'Check that a mint, handle or domain resolves to a live identity; with intent, capability or thresholds (min_rating 0–5, require_verified_domain, min_settled_calls) it answers an allow, warn or deny verdict with the checks behind it.',
+  description:
+    'Check that a mint, handle or domain resolves to a live identity; with intent, capability or thresholds (min_rating 0–5, require_verified_domain, min_settled_calls) it answers an allow, warn or deny verdict with the checks behind it.',
   input: VerifyInput,
   run: (ctx, input) => ctx.call((api) => api.identity.verify.mutate(input)),
 });
@@ -58,7 +68,8 @@ export const verifyIdentity = defineTool({
 export const reputation = defineTool({
   name: 'svc_reputation',
   title: 'Reputation of an agent',
-  description: 'Reputation snapshot of an on-chain agent from its settled paid calls: settled-call volume, dispute rate (share of settled calls not answered 2xx) and rating in [0, 1].',
+  description:
+    'Reputation snapshot of an on-chain agent from its settled paid calls: settled-call volume, dispute rate (share of settled calls not answered 2xx) and rating in [0, 1].',
   input: IdentityMintInput,
   async run(ctx, { mint }) {
     const identity = await ctx.call((api) => api.identity.get.query({ mint }));

@@ -15,7 +15,11 @@ import { defineTool, ToolError, type ToolContext } from '../context.ts';
 const MAX_BODY_CHARS = 16_384;
 
 const PayInput = z.object({
-  url: z.url({ protocol: /^https?$/ }).max(2048).optional().describe('the paid URL, e.g. a payment link share_url'),
+  url: z
+    .url({ protocol: /^https?$/ })
+    .max(2048)
+    .optional()
+    .describe('the paid URL, e.g. a payment link share_url'),
   payment_link: Slug.optional().describe('a payment link id on this gateway (instead of url)'),
   method: HttpMethod.optional().describe('default GET'),
   body: z.string().max(65_536).optional().describe('request body (sent with content-type application/json when it parses as JSON)'),
@@ -75,27 +79,41 @@ async function probe(ctx: ToolContext, url: string, init: RequestInit) {
   }
   const contentType = res.headers.get('content-type') ?? '';
   const body = await bodyOf(res);
-  if (!accepts && body && typeof body === 'object' && Array.isArray((body as { accepts?: unknown }).accepts)) accepts = (body as { accepts: unknown[] }).accepts;
+  if (!accepts && body && typeof body === 'object' && Array.isArray((body as { accepts?: unknown }).accepts))
+    accepts = (body as { accepts: unknown[] }).accepts;
   if (!accepts) {
     const charges = solanaCharges(res.headers.get('www-authenticate'));
     if (charges.length > 0) {
       const offered = [...new Set(charges.map((c) => challengeNetwork(c)).map((n) => n.network ?? n.wire))];
       if (!offered.includes(ctx.network)) {
-        throw new ToolError('wrong_network', `The offer is on ${offered.join(', ') || 'no known network'}, not on this agent's network ${ctx.network}.`, { network: ctx.network, offered });
+        throw new ToolError('wrong_network', `The offer is on ${offered.join(', ') || 'no known network'}, not on this agent's network ${ctx.network}.`, {
+          network: ctx.network,
+          offered,
+        });
       }
       return { kind: 'mpp' as const };
     }
     if (contentType.includes('application/problem+json') || (body && typeof body === 'object' && 'challengeId' in body)) {
-      throw new ToolError('unsupported_offer', 'The offer is MPP but carries no Solana charge challenge (WWW-Authenticate: Payment method="solana" intent="charge") this tool server can pay.', { url });
+      throw new ToolError(
+        'unsupported_offer',
+        'The offer is MPP but carries no Solana charge challenge (WWW-Authenticate: Payment method="solana" intent="charge") this tool server can pay.',
+        { url },
+      );
     }
     throw new ToolError('unsupported_offer', 'The 402 carries no x402 offer (no PAYMENT-REQUIRED header or accepts) and no MPP challenge.', { url });
   }
-  const networks = accepts.map((a) => (a && typeof a === 'object' ? String((a as { network?: unknown }).network ?? '') : '')).map((n) => networkFromX402(n) ?? n);
+  const networks = accepts
+    .map((a) => (a && typeof a === 'object' ? String((a as { network?: unknown }).network ?? '') : ''))
+    .map((n) => networkFromX402(n) ?? n);
   if (!networks.includes(ctx.network)) {
-    throw new ToolError('wrong_network', `The offer is on ${[...new Set(networks)].join(', ') || 'no known network'}, not on this agent's network ${ctx.network}.`, {
-      network: ctx.network,
-      offered: [...new Set(networks)],
-    });
+    throw new ToolError(
+      'wrong_network',
+      `The offer is on ${[...new Set(networks)].join(', ') || 'no known network'}, not on this agent's network ${ctx.network}.`,
+      {
+        network: ctx.network,
+        offered: [...new Set(networks)],
+      },
+    );
   }
   return { kind: 'x402' as const };
 }
@@ -112,14 +130,16 @@ export const payPaymentLink = defineTool({
       throw new ToolError('invalid_request', 'Give exactly one of url or payment_link.', { path: 'url' });
     }
     const url = input.url ?? linkUrl(ctx, input.payment_link!);
-    const isJson = input.body !== undefined && (() => {
-      try {
-        JSON.parse(input.body!);
-        return true;
-      } catch {
-        return false;
-      }
-    })();
+    const isJson =
+      input.body !== undefined &&
+      (() => {
+        try {
+          JSON.parse(input.body!);
+          return true;
+        } catch {
+          return false;
+        }
+      })();
     const init: RequestInit = {
       method: input.method ?? 'GET',
       ...(input.body !== undefined ? { body: input.body, headers: isJson ? { 'content-type': 'application/json' } : {} } : {}),
@@ -131,7 +151,14 @@ export const payPaymentLink = defineTool({
     }
     let maxAmountAtomic: bigint | undefined;
     if (input.max_amount_usd !== undefined) maxAmountAtomic = decimalToAtomic(input.max_amount_usd, 6) ?? undefined;
-    const pay = createPayingFetch({ signer: agent.executive, rpcUrl: ctx.rpcUrl, agent: agent.mint, network: ctx.network, fetch: ctx.fetch, ...(maxAmountAtomic !== undefined ? { maxAmountAtomic } : {}) });
+    const pay = createPayingFetch({
+      signer: agent.executive,
+      rpcUrl: ctx.rpcUrl,
+      agent: agent.mint,
+      network: ctx.network,
+      fetch: ctx.fetch,
+      ...(maxAmountAtomic !== undefined ? { maxAmountAtomic } : {}),
+    });
     let res: Response;
     try {
       res = await pay(url, init);

@@ -14,7 +14,8 @@ const HISTORY_MAX = 200;
 export const receipts = defineTool({
   name: 'svc_receipts',
   title: 'Receipts of this agent',
-  description: 'Paginated receipts (earn and spend) of the active agent, newest first; filters kind, decision, since; pass next_cursor as cursor for the next page.',
+  description:
+    'Paginated receipts (earn and spend) of the active agent, newest first; filters kind, decision, since; pass next_cursor as cursor for the next page.',
   input: ListReceiptsInput.omit({ agent: true }),
   async run(ctx, input) {
     const agent = ctx.requireAgent();

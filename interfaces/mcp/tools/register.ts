@@ -43,7 +43,9 @@ function fundingRequired(ctx: ToolContext, executive: string, balance: bigint) {
     balance_sol: atomicToDecimal(balance, SOL_DECIMALS),
     instructions: [
       `Send at least ${sol} SOL on ${ctx.network} to ${executive} (the agent's executive key, kept in ${ctx.env.configPath}).`,
-      ctx.network === 'chain-devnet' ? `On a devnet gateway: POST ${ctx.env.apiUrl}/v1/dev/faucet { "address": "${executive}", "sol": "0.05" }.` : 'Use any wallet or exchange withdrawal.',
+      ctx.network === 'chain-devnet'
+        ? `On a devnet gateway: POST ${ctx.env.apiUrl}/v1/dev/faucet { "address": "${executive}", "sol": "0.05" }.`
+        : 'Use any wallet or exchange withdrawal.',
       'Then call svc_register_agent again with no arguments.',
     ],
     config_path: ctx.env.configPath,
@@ -62,10 +64,16 @@ export const registerAgent = defineTool({
     const pending = ctx.config?.pending_register ?? null;
     if (!hasStep1Arguments(args) && pending) return step2(ctx, pending);
     if (ctx.agent()) {
-      throw new ToolError('agent_exists', `An agent is already configured (${ctx.agent()!.mint}); remove agent_mint from ${ctx.env.configPath} to register another.`);
+      throw new ToolError(
+        'agent_exists',
+        `An agent is already configured (${ctx.agent()!.mint}); remove agent_mint from ${ctx.env.configPath} to register another.`,
+      );
     }
     if (pending && hasStep1Arguments(args)) {
-      throw new ToolError('registration_pending', `A registration is pending for executive ${parseSecret(pending.executive_keypair)?.publicKey.toBase58() ?? '(unreadable key)'}: call svc_register_agent with no arguments to finish it (or delete pending_register from ${ctx.env.configPath} to start over).`);
+      throw new ToolError(
+        'registration_pending',
+        `A registration is pending for executive ${parseSecret(pending.executive_keypair)?.publicKey.toBase58() ?? '(unreadable key)'}: call svc_register_agent with no arguments to finish it (or delete pending_register from ${ctx.env.configPath} to start over).`,
+      );
     }
     return step1(ctx, args);
   },
@@ -76,13 +84,16 @@ async function step1(ctx: ToolContext, args: z.output<typeof Input>) {
   let executive: Keypair;
   if (mode === 'import') {
     if (!args.executive_secret_base58) {
-      throw new ToolError('invalid_request', "mode 'import' needs executive_secret_base58: the executive's 64-byte secret key in base58.", { path: 'executive_secret_base58' });
+      throw new ToolError('invalid_request', "mode 'import' needs executive_secret_base58: the executive's 64-byte secret key in base58.", {
+        path: 'executive_secret_base58',
+      });
     }
     const parsed = parseSecret(args.executive_secret_base58);
     if (!parsed) throw new ToolError('invalid_request', 'executive_secret_base58 is not a 64-byte secret key in base58.', { path: 'executive_secret_base58' });
     executive = parsed;
   } else {
-    if (args.executive_secret_base58) throw new ToolError('invalid_request', "executive_secret_base58 is only taken with mode 'import'.", { path: 'executive_secret_base58' });
+    if (args.executive_secret_base58)
+      throw new ToolError('invalid_request', "executive_secret_base58 is only taken with mode 'import'.", { path: 'executive_secret_base58' });
     executive = Keypair.generate();
   }
   const record: PendingRegister = {
@@ -130,22 +141,31 @@ async function step2(ctx: ToolContext, pending: PendingRegister) {
     const mint = String(envelope.echo.asset);
     const uri = String(envelope.echo.uri);
     // saved once submitted: from then on a retry resumes with this asset rather than minting a second one
-    await ctx.signSubmitTrack(envelope, [executive], (signature) => persist({ mint, uri, create_event_id: envelope.event_id ?? undefined, create_signature: signature }));
+    await ctx.signSubmitTrack(envelope, [executive], (signature) =>
+      persist({ mint, uri, create_event_id: envelope.event_id ?? undefined, create_signature: signature }),
+    );
   }
   const mint = state.mint!;
 
   // §4.4: the minted asset must be visible on the node within 20 s; otherwise a retry resumes from here.
   const deadline = Date.now() + ctx.assetTimeoutMs;
-  while ((await ctx.connection().getAccountInfo(new PublicKey(mint), 'confirmed').catch(() => null)) === null) {
+  while (
+    (await ctx
+      .connection()
+      .getAccountInfo(new PublicKey(mint), 'confirmed')
+      .catch(() => null)) === null
+  ) {
     if (Date.now() > deadline) {
-      throw new ToolError('asset_not_visible', `The agent asset ${mint} is not visible on the node yet; call svc_register_agent again with no arguments to resume.`, { mint, create_signature: state.create_signature ?? null });
+      throw new ToolError(
+        'asset_not_visible',
+        `The agent asset ${mint} is not visible on the node yet; call svc_register_agent again with no arguments to resume.`,
+        { mint, create_signature: state.create_signature ?? null },
+      );
     }
     await new Promise((r) => setTimeout(r, 500));
   }
 
-  await ctx.call((api) =>
-    api.agents.record.mutate({ mint, owner: address, name: state.name, ...(state.uri ? { uri: state.uri } : {}) }),
-  );
+  await ctx.call((api) => api.agents.record.mutate({ mint, owner: address, name: state.name, ...(state.uri ? { uri: state.uri } : {}) }));
 
   if (!state.delegation_signature) {
     const usdc = findStable(ctx.network, 'USDC')!;

@@ -49,7 +49,8 @@ const WithdrawInput = z.object({
 export const withdrawTreasury = defineTool({
   name: 'svc_withdraw_treasury',
   title: 'Withdraw from the treasury',
-  description: 'Owner withdrawal of native coin (SOL) or a stable from the agent treasury to any wallet. Signed locally by the owner key; answers the transaction signature once confirmed.',
+  description:
+    'Owner withdrawal of native coin (SOL) or a stable from the agent treasury to any wallet. Signed locally by the owner key; answers the transaction signature once confirmed.',
   input: WithdrawInput,
   async run(ctx, input) {
     const agent = ctx.requireAgent();
@@ -60,7 +61,8 @@ export const withdrawTreasury = defineTool({
       if (input.amount === 'all') envelope = await ctx.call((api) => api.prepare.withdrawSolAll.mutate(base));
       else {
         const lamports = decimalToAtomic(input.amount, SOL_DECIMALS);
-        if (lamports === null || lamports <= 0n) throw new ToolError('invalid_request', 'amount must be a positive SOL amount with at most 9 decimals.', { path: 'amount' });
+        if (lamports === null || lamports <= 0n)
+          throw new ToolError('invalid_request', 'amount must be a positive SOL amount with at most 9 decimals.', { path: 'amount' });
         envelope = await ctx.call((api) => api.prepare.withdrawSol.mutate({ ...base, lamports: lamports.toString() }));
       }
     } else {
@@ -70,7 +72,10 @@ export const withdrawTreasury = defineTool({
       if (input.amount === 'all') envelope = await ctx.call((api) => api.prepare.withdrawAll.mutate(token));
       else {
         const atomic = decimalToAtomic(input.amount, stable.decimals);
-        if (atomic === null || atomic <= 0n) throw new ToolError('invalid_request', `amount must be a positive ${stable.symbol} amount with at most ${stable.decimals} decimals.`, { path: 'amount' });
+        if (atomic === null || atomic <= 0n)
+          throw new ToolError('invalid_request', `amount must be a positive ${stable.symbol} amount with at most ${stable.decimals} decimals.`, {
+            path: 'amount',
+          });
         envelope = await ctx.call((api) => api.prepare.withdraw.mutate({ ...token, amount: atomic.toString() }));
       }
     }
@@ -97,7 +102,8 @@ const SetSpendLimitInput = z.object({
 export const setSpendLimit = defineTool({
   name: 'svc_set_spend_limit',
   title: 'Set the executive’s spend limit',
-  description: 'Approve (or revoke) the executive as token delegate of the treasury for one stable: mode unlimited, amount (with a positive amount) or revoke. The cap is per mint.',
+  description:
+    'Approve (or revoke) the executive as token delegate of the treasury for one stable: mode unlimited, amount (with a positive amount) or revoke. The cap is per mint.',
   input: SetSpendLimitInput,
   async run(ctx, input) {
     const agent = ctx.requireAgent();
@@ -138,7 +144,8 @@ export const setSpendLimit = defineTool({
 export const getSpendLimit = defineTool({
   name: 'svc_get_spend_limit',
   title: 'The executive’s spend limit',
-  description: 'The active delegation per stable: delegate, remaining cap, treasury balance, and whether the delegate is this executive (delegate_matches_executive).',
+  description:
+    'The active delegation per stable: delegate, remaining cap, treasury balance, and whether the delegate is this executive (delegate_matches_executive).',
   input: z.object({ symbol: StableSymbol.optional().describe('one stable; default every stable of the network') }),
   async run(ctx, input) {
     const agent = ctx.requireAgent();

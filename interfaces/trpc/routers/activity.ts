@@ -6,7 +6,14 @@ export const activityRouter = router({
   daily: keyedProcedure
     .meta({
       bucket: 'receipts.read',
-      openapi: { method: 'GET', path: '/v1/receipts/{agent}/daily', tags: ['receipts'], summary: 'Settled receipts of the last N days (default 7) in UTC daily buckets, totals in USD', description: 'Settled earn and spend receipts of the agent per UTC day, empty days included, with totals in US dollars (fee-facilitator-mpp-tools §4.3 svc_daily_transactions).' },
+      openapi: {
+        method: 'GET',
+        path: '/v1/receipts/{agent}/daily',
+        tags: ['receipts'],
+        summary: 'Settled receipts of the last N days (default 7) in UTC daily buckets, totals in USD',
+        description:
+          'Settled earn and spend receipts of the agent per UTC day, empty days included, with totals in US dollars (fee-facilitator-mpp-tools §4.3 svc_daily_transactions).',
+      },
     })
     .input(DailyTransactionsInput)
     .output(DailyTransactions)

@@ -29,7 +29,8 @@ export const agentsRouter = router({
         path: '/v1/agents/{mint}',
         tags,
         summary: 'Get an agent record',
-        description: 'The record with what the ledger shows: the Core asset’s owner, name and uri when the asset exists, and the SPL delegations on the treasury’s stable token accounts. `executive`: the wallet of the last executive or token delegation the gateway prepared and saw confirmed (agent.executive.delegate, agent.delegation.set), null until one confirms and after a confirmed agent.executive.revoke of it.',
+        description:
+          'The record with what the ledger shows: the Core asset’s owner, name and uri when the asset exists, and the SPL delegations on the treasury’s stable token accounts. `executive`: the wallet of the last executive or token delegation the gateway prepared and saw confirmed (agent.executive.delegate, agent.delegation.set), null until one confirms and after a confirmed agent.executive.revoke of it.',
       },
     })
     .input(AgentMintInput)
@@ -44,7 +45,8 @@ export const agentsRouter = router({
         path: '/v1/agents/{mint}/treasury/balances',
         tags,
         summary: 'Read the treasury’s balances',
-        description: 'Lamports, the reserve kept by withdraw-sol-all, spendable lamports and every SPL Token and Token-2022 account of the treasury, read from the ledger.',
+        description:
+          'Lamports, the reserve kept by withdraw-sol-all, spendable lamports and every SPL Token and Token-2022 account of the treasury, read from the ledger.',
       },
     })
     .input(AgentMintInput)

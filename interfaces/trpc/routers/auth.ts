@@ -14,7 +14,9 @@ export const authRouter = router({
         method: 'POST',
         path: '/v1/auth/stream-token',
         tags,
-        summary: 'A subscription token for browsers: valid 60 s, used once, for this key’s principal and network', description: 'Browsers cannot send an Authorization header on a WebSocket or EventSource: this short-lived, single-use token stands in for the key on a GraphQL subscription.',
+        summary: 'A subscription token for browsers: valid 60 s, used once, for this key’s principal and network',
+        description:
+          'Browsers cannot send an Authorization header on a WebSocket or EventSource: this short-lived, single-use token stands in for the key on a GraphQL subscription.',
       },
     })
     .input(StreamTokenInput)

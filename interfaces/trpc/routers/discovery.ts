@@ -9,7 +9,9 @@ export const discoveryRouter = router({
         method: 'GET',
         path: '/v1/discover',
         tags: ['discovery'],
-        summary: 'Search paid services: public payment links (source svc) and agents’ registration documents (source registry)', description: 'Paid services matching a capability, text or price: public payment links (source svc) and endpoints of agents\' registration documents (source registry) (fee-facilitator-mpp-tools §4.3 svc_discover).',
+        summary: 'Search paid services: public payment links (source svc) and agents’ registration documents (source registry)',
+        description:
+          "Paid services matching a capability, text or price: public payment links (source svc) and endpoints of agents' registration documents (source registry) (fee-facilitator-mpp-tools §4.3 svc_discover).",
       },
     })
     .input(DiscoverInput)
@@ -25,7 +27,8 @@ export const discoveryRouter = router({
         path: '/v1/discover/public',
         tags: ['discovery'],
         protect: false,
-        summary: 'The same search with no key (public), on ?network= (default chain-mainnet)', description: 'GET /v1/discover without a key, on the network named by ?network= (fee-facilitator-mpp-tools §4.3: discovery is public).',
+        summary: 'The same search with no key (public), on ?network= (default chain-mainnet)',
+        description: 'GET /v1/discover without a key, on the network named by ?network= (fee-facilitator-mpp-tools §4.3: discovery is public).',
       },
     })
     .input(PublicDiscoverInput)

@@ -13,7 +13,9 @@ export const indexerRouter = router({
         method: 'GET',
         path: '/v1/indexer/status',
         tags: ['indexer'],
-        summary: 'The indexer on your network: cursor slot, lag in slots, watched addresses, last run, last error', description: 'What the background indexer has read on the key\'s network: the slot it reached, how far behind the ledger it is, how many addresses it watches, its last run and error.',
+        summary: 'The indexer on your network: cursor slot, lag in slots, watched addresses, last run, last error',
+        description:
+          "What the background indexer has read on the key's network: the slot it reached, how far behind the ledger it is, how many addresses it watches, its last run and error.",
       },
     })
     .input(z.void())

@@ -16,7 +16,10 @@ function prepareProcedure<N extends PrepareRouteName>(name: N) {
   const route = PREPARE_ROUTES[name];
   const errors = ROUTE_ERRORS[name];
   return keyedProcedure
-    .meta({ bucket: 'prepare', ...(errors ? { errors } : {}), openapi: {
+    .meta({
+      bucket: 'prepare',
+      ...(errors ? { errors } : {}),
+      openapi: {
         method: 'POST',
         path: route.path as `/${string}`,
         tags: ['prepare'],

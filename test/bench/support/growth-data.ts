@@ -35,11 +35,14 @@ const seconds = (since: number) => ((performance.now() - since) / 1000).toFixed(
 /** The keys and agents of the database, issued and recorded on first use. */
 async function world(app: TestApp, client: pg.Client): Promise<GrowthWorld> {
   await client.query(`create table if not exists bench_growth (name text primary key, value text not null)`);
-  const get = async (name: string) => ((await client.query(`select value from bench_growth where name = $1`, [name])).rows[0]?.value as string | undefined) ?? null;
-  const put = (name: string, value: string) => client.query(`insert into bench_growth (name, value) values ($1, $2) on conflict (name) do update set value = excluded.value`, [name, value]);
+  const get = async (name: string) =>
+    ((await client.query(`select value from bench_growth where name = $1`, [name])).rows[0]?.value as string | undefined) ?? null;
+  const put = (name: string, value: string) =>
+    client.query(`insert into bench_growth (name, value) values ($1, $2) on conflict (name) do update set value = excluded.value`, [name, value]);
   let keys = await get('keys');
   if (!keys) {
-    const issue = (role: 'user' | 'admin', owner_wallet?: string) => app.services.access.issueKey({ network: 'chain-devnet', role, ...(owner_wallet ? { owner_wallet } : {}) });
+    const issue = (role: 'user' | 'admin', owner_wallet?: string) =>
+      app.services.access.issueKey({ network: 'chain-devnet', role, ...(owner_wallet ? { owner_wallet } : {}) });
     const user = await issue('user', WALLET);
     const other = await issue('user', OTHER_WALLET);
     const admin = await issue('admin');
@@ -73,7 +76,10 @@ async function stale(client: pg.Client, table: keyof typeof SHAPE, rows: number,
   const stamp = `${rows} rows, shape ${SHAPE[table]}`;
   const kept = (await client.query(`select value from bench_growth where name = $1`, [`table:${table}`])).rows[0]?.value as string | undefined;
   if (kept === stamp && (await client.query(countSql)).rows[0].n === rows) return null;
-  return { done: () => client.query(`insert into bench_growth (name, value) values ($1, $2) on conflict (name) do update set value = excluded.value`, [`table:${table}`, stamp]) };
+  return {
+    done: () =>
+      client.query(`insert into bench_growth (name, value) values ($1, $2) on conflict (name) do update set value = excluded.value`, [`table:${table}`, stamp]),
+  };
 }
 
 /** Fills the database behind `app` with `rows` rows of every growing table (those it does not hold yet). */

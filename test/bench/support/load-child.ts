@@ -70,9 +70,11 @@ async function closed(job: LoadJob): Promise<LoadResult> {
 
   const started = performance.now();
   if (job.lanes) {
-    await Promise.all(job.lanes.map(async (lane) => {
-      for (const r of lane) await send(r);
-    }));
+    await Promise.all(
+      job.lanes.map(async (lane) => {
+        for (const r of lane) await send(r);
+      }),
+    );
   } else if (job.requests) {
     const requests = job.requests;
     let next = 0;

@@ -26,7 +26,10 @@ test('closed loop: each request is sent exactly once, with its own path, headers
   t.is(result.generator, 'closed-loop');
   t.is(result.total, 200);
   t.deepEqual(result.statuses, { '202': 200 });
-  t.deepEqual(r.seen.map((s) => s.body.i).sort((a, b) => a - b), requests.map((_, i) => i));
+  t.deepEqual(
+    r.seen.map((s) => s.body.i).sort((a, b) => a - b),
+    requests.map((_, i) => i),
+  );
   for (const s of r.seen) {
     t.is(s.path, `/p/${s.body.i}`);
     t.is(s.header, String(s.body.i));
@@ -58,7 +61,15 @@ test('expectAll refuses a run with another status and names the first odd answer
 test('autocannon: a fixed request for a duration; every answer counted by status', async (t) => {
   const r = await recorder();
   t.teardown(r.close);
-  const result = await runLoad({ generator: 'cannon', url: `${r.url}/c`, method: 'POST', headers: json, body: JSON.stringify({ i: 7 }), connections: 2, duration: 1 });
+  const result = await runLoad({
+    generator: 'cannon',
+    url: `${r.url}/c`,
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ i: 7 }),
+    connections: 2,
+    duration: 1,
+  });
   t.is(result.generator, 'autocannon');
   t.true(result.total > 0);
   t.deepEqual(result.statuses, { '202': result.total });

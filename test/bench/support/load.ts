@@ -80,7 +80,9 @@ export async function expectAll(job: Parameters<typeof runLoad>[0], expect: numb
   const result = await runLoad({ ...job, expect });
   const good = result.statuses[String(expect)] ?? 0;
   if (result.total === 0 || good !== result.total) {
-    throw new Error(`${job.method ?? 'GET'} ${job.url}: not every answer was ${expect}: ${JSON.stringify(result.statuses)}${result.odd ? `; first: ${result.odd}` : ''}`);
+    throw new Error(
+      `${job.method ?? 'GET'} ${job.url}: not every answer was ${expect}: ${JSON.stringify(result.statuses)}${result.odd ? `; first: ${result.odd}` : ''}`,
+    );
   }
   return result;
 }
@@ -116,7 +118,15 @@ export function baselineWarning(plain: LoadResult, what = 'plain fastify route')
 
 /** Measures the plain route with the given generator settings, checks every answer is 200, prints the warning if any. */
 export async function plainBaseline(server: PlainServer, job: Omit<Parameters<typeof runLoad>[0], 'url'>): Promise<LoadResult> {
-  const result = await expectAll({ ...job, url: server.url, requests: job.requests?.map((r) => ({ ...r, path: undefined })), lanes: job.lanes?.map((l) => l.map((r) => ({ ...r, path: undefined }))) }, 200);
+  const result = await expectAll(
+    {
+      ...job,
+      url: server.url,
+      requests: job.requests?.map((r) => ({ ...r, path: undefined })),
+      lanes: job.lanes?.map((l) => l.map((r) => ({ ...r, path: undefined }))),
+    },
+    200,
+  );
   // One request at a time measures round trips, not throughput: ~10k req/s is not expected there.
   const inFlight = job.lanes ? job.lanes.length : (job.connections ?? 50);
   const warning = inFlight >= 8 ? baselineWarning(result) : null;
@@ -124,7 +134,11 @@ export async function plainBaseline(server: PlainServer, job: Omit<Parameters<ty
   return result;
 }
 
-export const loadavg = () => os.loadavg().map((n) => n.toFixed(2)).join(' ');
+export const loadavg = () =>
+  os
+    .loadavg()
+    .map((n) => n.toFixed(2))
+    .join(' ');
 
 export function machineLine(): string {
   return `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? '?'}), ${os.platform()} ${os.release()}, node ${process.version}, load ${loadavg()}`;

@@ -44,10 +44,16 @@ for (const [id, count] of hits) {
 const ms = profile.timeDeltas.reduce((a, b) => a + b, 0) / 1000;
 const pct = (n: number) => `${((n / total) * 100).toFixed(1).padStart(5)}%`;
 const idle = self.get('(idle)') ?? 0;
-console.log(`${file}: ${total} samples over ${ms.toFixed(0)} ms; idle ${pct(idle)}, GC ${pct(self.get('(garbage collector)') ?? 0)}, program ${pct(self.get('(program)') ?? 0)}`);
+console.log(
+  `${file}: ${total} samples over ${ms.toFixed(0)} ms; idle ${pct(idle)}, GC ${pct(self.get('(garbage collector)') ?? 0)}, program ${pct(self.get('(program)') ?? 0)}`,
+);
 const top = (m: Map<string, number>, title: string) => {
   console.log(`\n${title}`);
-  for (const [l, n] of [...m].filter(([l]) => !filter || l.includes(filter)).sort((a, b) => b[1] - a[1]).slice(0, rows)) console.log(`  ${pct(n)}  ${l}`);
+  for (const [l, n] of [...m]
+    .filter(([l]) => !filter || l.includes(filter))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, rows))
+    console.log(`  ${pct(n)}  ${l}`);
 };
 top(self, 'self time');
 top(inclusive, 'inclusive (the function and what it calls)');
