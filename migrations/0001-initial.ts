@@ -1,8 +1,8 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
-export class Migration0001Initial extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table api_keys (
+export const migration0001Initial: MigrationSteps = {
+  up(addSql) {
+    addSql(`create table api_keys (
       id text primary key,
       network text not null,
       prefix text not null,
@@ -14,9 +14,9 @@ export class Migration0001Initial extends Migration {
       created_at timestamptz not null,
       last_used_at timestamptz null
     );`);
-    this.addSql(`create index api_keys_network_owner_idx on api_keys (network, owner_wallet);`);
+    addSql(`create index api_keys_network_owner_idx on api_keys (network, owner_wallet);`);
 
-    this.addSql(`create table agents (
+    addSql(`create table agents (
       network text not null,
       mint text not null,
       owner text not null,
@@ -30,7 +30,7 @@ export class Migration0001Initial extends Migration {
       primary key (network, mint)
     );`);
 
-    this.addSql(`create table payment_links (
+    addSql(`create table payment_links (
       pk text primary key,
       id text not null,
       network text not null,
@@ -58,12 +58,12 @@ export class Migration0001Initial extends Migration {
       updated_at timestamptz not null,
       constraint payment_links_network_id_key unique (network, id)
     );`);
-    this.addSql(`create index payment_links_network_pk_idx on payment_links (network, pk desc);`);
-    this.addSql(`create index payment_links_network_owner_pk_idx on payment_links (network, owner_agent, pk desc);`);
+    addSql(`create index payment_links_network_pk_idx on payment_links (network, pk desc);`);
+    addSql(`create index payment_links_network_owner_pk_idx on payment_links (network, owner_agent, pk desc);`);
 
     // seq orders events by commit (appends serialise on an advisory lock), the subscribers' cursor.
-    this.addSql(`create sequence events_seq;`);
-    this.addSql(`create table events (
+    addSql(`create sequence events_seq;`);
+    addSql(`create table events (
       id text primary key,
       seq bigint not null unique default nextval('events_seq'),
       network text not null,
@@ -81,9 +81,9 @@ export class Migration0001Initial extends Migration {
       created_at timestamptz not null,
       updated_at timestamptz not null
     );`);
-    this.addSql(`alter sequence events_seq owned by events.seq;`);
-    this.addSql(`create index events_network_seq_idx on events (network, seq desc);`);
-    this.addSql(`create index events_network_kind_seq_idx on events (network, kind text_pattern_ops, seq desc);`);
-    this.addSql(`create index events_network_agent_seq_idx on events (network, agent_asset, seq desc);`);
-  }
-}
+    addSql(`alter sequence events_seq owned by events.seq;`);
+    addSql(`create index events_network_seq_idx on events (network, seq desc);`);
+    addSql(`create index events_network_kind_seq_idx on events (network, kind text_pattern_ops, seq desc);`);
+    addSql(`create index events_network_agent_seq_idx on events (network, agent_asset, seq desc);`);
+  },
+};

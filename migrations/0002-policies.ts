@@ -1,9 +1,9 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
-export class Migration0002Policies extends Migration {
-  override async up(): Promise<void> {
+export const migration0002Policies: MigrationSteps = {
+  up(addSql) {
     // hosted-api §5.7 / DECISIONS: first response per (api key, route, key) for 24 h.
-    this.addSql(`create table idempotency_records (
+    addSql(`create table idempotency_records (
       key_id text not null,
       route text not null,
       idem_key text not null,
@@ -15,20 +15,20 @@ export class Migration0002Policies extends Migration {
       expires_at timestamptz not null,
       primary key (key_id, route, idem_key)
     );`);
-    this.addSql(`create index idempotency_records_expires_idx on idempotency_records (expires_at);`);
+    addSql(`create index idempotency_records_expires_idx on idempotency_records (expires_at);`);
 
     // Sliding-window log: one row per admitted hit, shared by every process on the database. Unlogged: it is
     // throttling state, not a record, and losing it in a crash only forgives a minute of hits.
-    this.addSql(`create unlogged table rate_hits (
+    addSql(`create unlogged table rate_hits (
       subject text not null,
       bucket text not null,
       at timestamptz not null
     );`);
-    this.addSql(`create index rate_hits_subject_bucket_at_idx on rate_hits (subject, bucket, at);`);
+    addSql(`create index rate_hits_subject_bucket_at_idx on rate_hits (subject, bucket, at);`);
 
     // The exact decision: lock the (subject, bucket) log, add the caller's not-yet-shared hits, age out, count,
     // admit or refuse — one round trip.
-    this.addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer,
+    addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer,
                                                        p_now timestamptz, p_pending jsonb)
       returns table (allowed boolean, used integer, oldest timestamptz)
       language plpgsql as $fn$
@@ -51,7 +51,7 @@ export class Migration0002Policies extends Migration {
       $fn$;`);
 
     // Request records for usage metrics, kept 30 days.
-    this.addSql(`create table request_records (
+    addSql(`create table request_records (
       id text primary key,
       key_id text not null,
       network text not null,
@@ -62,7 +62,7 @@ export class Migration0002Policies extends Migration {
       duration_ms integer not null,
       at timestamptz not null
     );`);
-    this.addSql(`create index request_records_network_at_idx on request_records (network, at);`);
-    this.addSql(`create index request_records_key_at_idx on request_records (key_id, at);`);
-  }
-}
+    addSql(`create index request_records_network_at_idx on request_records (network, at);`);
+    addSql(`create index request_records_key_at_idx on request_records (key_id, at);`);
+  },
+};

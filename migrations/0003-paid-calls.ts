@@ -1,9 +1,9 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
-export class Migration0003PaidCalls extends Migration {
-  override async up(): Promise<void> {
+export const migration0003PaidCalls: MigrationSteps = {
+  up(addSql) {
     // DECISIONS "Facilitator": the duplicate-settlement guard, shared by every facilitator instance.
-    this.addSql(`create table facilitator_settlements (
+    addSql(`create table facilitator_settlements (
       network text not null,
       signature text not null,
       status text not null,
@@ -16,7 +16,7 @@ export class Migration0003PaidCalls extends Migration {
     );`);
 
     // DECISIONS "Facilitator": one sponsored token-account creation per (owner, mint), a daily budget per network.
-    this.addSql(`create table rent_sponsorships (
+    addSql(`create table rent_sponsorships (
       network text not null,
       owner text not null,
       mint text not null,
@@ -27,8 +27,8 @@ export class Migration0003PaidCalls extends Migration {
       created_at timestamptz not null,
       primary key (network, owner, mint)
     );`);
-    this.addSql(`create index rent_sponsorships_signature_idx on rent_sponsorships (network, signature);`);
-    this.addSql(`create table rent_budget (
+    addSql(`create index rent_sponsorships_signature_idx on rent_sponsorships (network, signature);`);
+    addSql(`create table rent_budget (
       network text not null,
       day date not null,
       lamports_used bigint not null,
@@ -37,7 +37,7 @@ export class Migration0003PaidCalls extends Migration {
 
     // DECISIONS "x402 on the paywall": a payment is used once; its replay within 24 h gets the stored response.
     // Keyed by the SHA-256 of the signed message: the same transaction whatever signature bytes carry it.
-    this.addSql(`create table paid_calls (
+    addSql(`create table paid_calls (
       network text not null,
       payment_key text not null,
       link_pk text not null,
@@ -54,11 +54,11 @@ export class Migration0003PaidCalls extends Migration {
       expires_at timestamptz not null,
       primary key (network, payment_key)
     );`);
-    this.addSql(`create index paid_calls_expires_idx on paid_calls (expires_at);`);
-    this.addSql(`create index paid_calls_pending_idx on paid_calls (locked_until) where status = 'pending';`);
+    addSql(`create index paid_calls_expires_idx on paid_calls (expires_at);`);
+    addSql(`create index paid_calls_pending_idx on paid_calls (locked_until) where status = 'pending';`);
 
     // DECISIONS "Receipts": hash-chained per agent, gapless nonces from 0.
-    this.addSql(`create table receipts (
+    addSql(`create table receipts (
       network text not null,
       agent text not null,
       nonce bigint not null,
@@ -74,6 +74,6 @@ export class Migration0003PaidCalls extends Migration {
     );`);
 
     // Per-link webhook: a signing secret of its own (DECISIONS "Webhooks" signature scheme).
-    this.addSql(`alter table payment_links add column webhook_secret text null;`);
-  }
-}
+    addSql(`alter table payment_links add column webhook_secret text null;`);
+  },
+};

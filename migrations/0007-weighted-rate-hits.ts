@@ -1,11 +1,11 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
-export class Migration0007WeightedRateHits extends Migration {
-  override async up(): Promise<void> {
+export const migration0007WeightedRateHits: MigrationSteps = {
+  up(addSql) {
     // The exact decision of 0002 for a request that takes `p_hits` slots at once (a GraphQL operation's cost, README
     // "Rate limits"): admitted only when all of them fit, then one row per slot. The 6-argument version stays for
     // processes of the previous release sharing the database during a rolling upgrade.
-    this.addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer,
+    addSql(`create or replace function svc_rate_hit(p_subject text, p_bucket text, p_limit integer, p_window_ms integer,
                                                        p_now timestamptz, p_pending jsonb, p_hits integer)
       returns table (allowed boolean, used integer, oldest timestamptz)
       language plpgsql as $fn$
@@ -26,5 +26,5 @@ export class Migration0007WeightedRateHits extends Migration {
         end if;
       end
       $fn$;`);
-  }
-}
+  },
+};

@@ -1,13 +1,13 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // DECISIONS "Webhooks": subscriptions owned per principal, and one delivery row per (webhook, event, phase)
 // written in the transaction that appends the event (the transactional outbox), delivered by graphile-worker jobs.
-export class Migration0009Webhooks extends Migration {
-  override async up(): Promise<void> {
+export const migration0009Webhooks: MigrationSteps = {
+  up(addSql) {
     // scope 'principal': the events of owner_principal; 'network' (made with an admin key): every event of the network.
     // events: kind patterns as given ("*", "payment_link.*", "receipt.published"); matched by array overlap with the
     // patterns an event's kind satisfies, so the fan-out is one indexed query.
-    this.addSql(`create table webhooks (
+    addSql(`create table webhooks (
       id text primary key,
       network text not null,
       owner_principal text not null,
@@ -22,15 +22,15 @@ export class Migration0009Webhooks extends Migration {
       created_at timestamptz not null,
       updated_at timestamptz not null
     );`);
-    this.addSql(`create index webhooks_network_principal_id_idx on webhooks (network, owner_principal, id desc);`);
-    this.addSql(`create index webhooks_network_id_idx on webhooks (network, id desc);`);
-    this.addSql(`create index webhooks_network_scope_idx on webhooks (network) where disabled_at is null and scope = 'network';`);
+    addSql(`create index webhooks_network_principal_id_idx on webhooks (network, owner_principal, id desc);`);
+    addSql(`create index webhooks_network_id_idx on webhooks (network, id desc);`);
+    addSql(`create index webhooks_network_scope_idx on webhooks (network) where disabled_at is null and scope = 'network';`);
 
     // A delivery targets a subscription (webhook_id) or a payment link's own webhook_url (link_pk, hosted-api §2.1):
     // same schedule, same rows. payload: the `data` of a link delivery (its own shape); null sends the event itself.
     // claim/claimed_by/locked_until: the attempt in flight (claimed_by is the process number of process_epochs, so a
     // kill -9'd runner's claim is taken over at once); attempt_base: attempts before the last manual retry.
-    this.addSql(`create table webhook_deliveries (
+    addSql(`create table webhook_deliveries (
       id text primary key,
       network text not null,
       webhook_id text null references webhooks (id) on delete cascade,
@@ -53,9 +53,9 @@ export class Migration0009Webhooks extends Migration {
       updated_at timestamptz not null,
       check ((webhook_id is null) <> (link_pk is null))
     );`);
-    this.addSql(`create unique index webhook_deliveries_once_idx on webhook_deliveries (webhook_id, event_id, phase) where webhook_id is not null;`);
-    this.addSql(`create index webhook_deliveries_webhook_id_idx on webhook_deliveries (webhook_id, id desc) where webhook_id is not null;`);
-    this.addSql(`create index webhook_deliveries_link_idx on webhook_deliveries (link_pk) where link_pk is not null;`);
-    this.addSql(`create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where status = 'pending';`);
-  }
-}
+    addSql(`create unique index webhook_deliveries_once_idx on webhook_deliveries (webhook_id, event_id, phase) where webhook_id is not null;`);
+    addSql(`create index webhook_deliveries_webhook_id_idx on webhook_deliveries (webhook_id, id desc) where webhook_id is not null;`);
+    addSql(`create index webhook_deliveries_link_idx on webhook_deliveries (link_pk) where link_pk is not null;`);
+    addSql(`create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where status = 'pending';`);
+  },
+};

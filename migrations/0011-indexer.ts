@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Indexer half: what the indexer follows on each network's ledger and how far it got (hosted-api §4.4, §6;
 // fee-facilitator-mpp-tools §6).
@@ -8,9 +8,9 @@ import { Migration } from '@mikro-orm/migrations';
 //   naming the event's subject (e.g. "fund:<token account>"); inserted in the transaction that appends the event, so
 //   a rescan or two runners at once write each event once.
 // - indexer_runs: per network, the last run, the slot everything was scanned up to, and the last error.
-export class Migration0011Indexer extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table indexer_watch (
+export const migration0011Indexer: MigrationSteps = {
+  up(addSql) {
+    addSql(`create table indexer_watch (
       network text not null,
       address text not null,
       role text not null check (role in ('agent_asset', 'treasury', 'treasury_token', 'fee_token')),
@@ -22,7 +22,7 @@ export class Migration0011Indexer extends Migration {
       added_at timestamptz not null,
       primary key (network, address)
     );`);
-    this.addSql(`create table indexer_seen (
+    addSql(`create table indexer_seen (
       network text not null,
       signature text not null,
       key text not null,
@@ -30,7 +30,7 @@ export class Migration0011Indexer extends Migration {
       created_at timestamptz not null,
       primary key (network, signature, key)
     );`);
-    this.addSql(`create table indexer_runs (
+    addSql(`create table indexer_runs (
       network text primary key,
       last_run_at timestamptz null,
       synced_slot bigint null,
@@ -38,6 +38,6 @@ export class Migration0011Indexer extends Migration {
       last_error_at timestamptz null
     );`);
     // "was this signature submitted through /v1/submit?" is asked for every transaction the indexer reads
-    this.addSql(`create index prepared_transactions_signature on prepared_transactions (network, signature) where signature is not null;`);
-  }
-}
+    addSql(`create index prepared_transactions_signature on prepared_transactions (network, signature) where signature is not null;`);
+  },
+};

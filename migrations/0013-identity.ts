@@ -1,10 +1,10 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // DECISIONS "Identity": an agent's public profile (handle unique per network, case-insensitive) and the
 // domains it claims, each with the token of its check and the time it was verified, and the claims it states.
-export class Migration0013Identity extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table identity_profiles (
+export const migration0013Identity: MigrationSteps = {
+  up(addSql) {
+    addSql(`create table identity_profiles (
       network text not null,
       mint text not null,
       handle text null,
@@ -17,8 +17,8 @@ export class Migration0013Identity extends Migration {
       primary key (network, mint)
     );`);
     // resolve?handle= and the uniqueness rule read the same index: one handle per network whatever its case.
-    this.addSql(`create unique index identity_profiles_handle_key on identity_profiles (network, lower(handle)) where handle is not null;`);
-    this.addSql(`create table identity_domains (
+    addSql(`create unique index identity_profiles_handle_key on identity_profiles (network, lower(handle)) where handle is not null;`);
+    addSql(`create table identity_domains (
       network text not null,
       mint text not null,
       domain text not null,
@@ -29,9 +29,9 @@ export class Migration0013Identity extends Migration {
       primary key (network, mint, domain)
     );`);
     // A domain proves one agent per network: resolve?domain= answers the agent that verified it.
-    this.addSql(`create unique index identity_domains_verified_key on identity_domains (network, domain) where verified_at is not null;`);
+    addSql(`create unique index identity_domains_verified_key on identity_domains (network, domain) where verified_at is not null;`);
     // Claims an owner states about its agent; revoked ones are kept (revoked_at) so history stays whole.
-    this.addSql(`create table identity_claims (
+    addSql(`create table identity_claims (
       network text not null,
       id text not null,
       mint text not null,
@@ -44,9 +44,9 @@ export class Migration0013Identity extends Migration {
       revoked_at timestamptz null,
       primary key (network, id)
     );`);
-    this.addSql(`create index identity_claims_mint on identity_claims (network, mint, created_at);`);
+    addSql(`create index identity_claims_mint on identity_claims (network, mint, created_at);`);
     // Disclosure links: the token is shown once; only its SHA-256 is stored.
-    this.addSql(`create table identity_disclosures (
+    addSql(`create table identity_disclosures (
       network text not null,
       token_hash text not null,
       mint text not null,
@@ -56,5 +56,5 @@ export class Migration0013Identity extends Migration {
       expires_at timestamptz not null,
       primary key (network, token_hash)
     );`);
-  }
-}
+  },
+};

@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Reads that stay flat as the tables grow.
 //
@@ -15,9 +15,9 @@ import { Migration } from '@mikro-orm/migrations';
 // A read sums event_counts and the deltas not yet folded, so it is exact at any moment.
 // event_kinds: the kinds a network has ever had (a handful; filled by the compaction), so a kind wildcard lists as
 // per-kind index branches (the catalogue's kinds are added by the reader, so a kind appended a moment ago is listed).
-export class Migration0014Scale extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table event_counts (
+export const migration0014Scale: MigrationSteps = {
+  up(addSql) {
+    addSql(`create table event_counts (
       network text not null,
       owner_key text not null,
       grain "char" not null,
@@ -27,7 +27,7 @@ export class Migration0014Scale extends Migration {
       count bigint not null,
       primary key (network, owner_key, grain, bucket, kind, phase)
     );`);
-    this.addSql(`create table event_count_deltas (
+    addSql(`create table event_count_deltas (
       network text not null,
       owner_key text not null,
       grain "char" not null,
@@ -36,15 +36,15 @@ export class Migration0014Scale extends Migration {
       phase text not null,
       d bigint not null
     );`);
-    this.addSql(`create index event_count_deltas_scope_idx on event_count_deltas (network, owner_key, grain, bucket);`);
-    this.addSql(`create table event_kinds (
+    addSql(`create index event_count_deltas_scope_idx on event_count_deltas (network, owner_key, grain, bucket);`);
+    addSql(`create table event_kinds (
       network text not null,
       kind text not null,
       primary key (network, kind)
     );`);
 
     // The rows a set of events adds (+1) or removes (-1) from the counters: one per owner scope and grain.
-    this.addSql(`create function event_count_rows(e_network text, e_owner text, e_created_at timestamptz, e_kind text, e_phase text, e_d bigint)
+    addSql(`create function event_count_rows(e_network text, e_owner text, e_created_at timestamptz, e_kind text, e_phase text, e_d bigint)
       returns table (network text, owner_key text, grain "char", bucket timestamptz, kind text, phase text, d bigint)
       language sql stable as $$
         select e_network, o.owner_key, g.grain,
@@ -58,7 +58,7 @@ export class Migration0014Scale extends Migration {
       $$;`);
     // One insert of deltas per statement, only for the counters that change (an update that keeps network, owner, time,
     // kind and phase writes nothing).
-    this.addSql(`create function events_count_trigger() returns trigger language plpgsql as $$
+    addSql(`create function events_count_trigger() returns trigger language plpgsql as $$
       begin
         if tg_op = 'INSERT' then
           insert into event_count_deltas (network, owner_key, grain, bucket, kind, phase, d)
@@ -83,7 +83,7 @@ export class Migration0014Scale extends Migration {
       end $$;`);
     // Folds the deltas committed so far into event_counts (rows in key order; one compaction at a time, another caller
     // returns at once) and records their kinds. Returns the number of counters changed.
-    this.addSql(`create function svc_compact_event_counts() returns bigint language plpgsql as $$
+    addSql(`create function svc_compact_event_counts() returns bigint language plpgsql as $$
       declare folded bigint;
       begin
         if not pg_try_advisory_xact_lock(7212014) then return 0; end if;
@@ -96,37 +96,37 @@ export class Migration0014Scale extends Migration {
         get diagnostics folded = row_count;
         return folded;
       end $$;`);
-    this.addSql(`create function events_truncate_trigger() returns trigger language plpgsql as $$
+    addSql(`create function events_truncate_trigger() returns trigger language plpgsql as $$
       begin
         truncate event_counts, event_count_deltas;
         return null;
       end $$;`);
 
     // No write may slip between the backfill and the triggers (another node appending while this runs).
-    this.addSql(`lock table events in share row exclusive mode;`);
-    this.addSql(`create trigger events_count_insert after insert on events referencing new table as new_rows
+    addSql(`lock table events in share row exclusive mode;`);
+    addSql(`create trigger events_count_insert after insert on events referencing new table as new_rows
       for each statement execute function events_count_trigger();`);
-    this.addSql(`create trigger events_count_update after update on events referencing old table as old_rows new table as new_rows
+    addSql(`create trigger events_count_update after update on events referencing old table as old_rows new table as new_rows
       for each statement execute function events_count_trigger();`);
-    this.addSql(`create trigger events_count_delete after delete on events referencing old table as old_rows
+    addSql(`create trigger events_count_delete after delete on events referencing old table as old_rows
       for each statement execute function events_count_trigger();`);
-    this.addSql(`create trigger events_count_truncate after truncate on events for each statement execute function events_truncate_trigger();`);
-    this.addSql(`insert into event_counts (network, owner_key, grain, bucket, kind, phase, count)
+    addSql(`create trigger events_count_truncate after truncate on events for each statement execute function events_truncate_trigger();`);
+    addSql(`insert into event_counts (network, owner_key, grain, bucket, kind, phase, count)
       select r.network, r.owner_key, r.grain, r.bucket, r.kind, r.phase, sum(r.d)
         from events e cross join lateral event_count_rows(e.network, e.owner_principal, e.created_at, e.kind, e.phase, 1) r
        group by 1, 2, 3, 4, 5, 6;`);
-    this.addSql(`insert into event_kinds (network, kind) select distinct network, kind from events;`);
+    addSql(`insert into event_kinds (network, kind) select distinct network, kind from events;`);
 
     // The feed's catch-up (all networks, seq order) reads its own expression index, so no network-scoped list can take
     // the bare seq index and walk it discarding other networks, owners and kinds: PostgreSQL costs that walk by the seq
     // column's perfect correlation and picks it over the (network, …, seq) index whenever a filter looks common, and it
     // grows with the table when the filtered rows are old. The same for a webhook's deliveries and the id primary key.
-    this.addSql(`create unique index events_seq_feed_key on events ((seq + 0));`);
-    this.addSql(`alter table events drop constraint events_seq_key;`);
-    this.addSql(`create index webhook_deliveries_webhook_list_idx on webhook_deliveries (webhook_id, (id collate "C") desc) where webhook_id is not null;`);
+    addSql(`create unique index events_seq_feed_key on events ((seq + 0));`);
+    addSql(`alter table events drop constraint events_seq_key;`);
+    addSql(`create index webhook_deliveries_webhook_list_idx on webhook_deliveries (webhook_id, (id collate "C") desc) where webhook_id is not null;`);
 
     // Lists by agent and kind (one branch per kind), for the whole network and for one owner.
-    this.addSql(`create index events_network_agent_kind_seq_idx on events (network, agent_asset, kind, seq desc);`);
-    this.addSql(`create index events_network_principal_agent_kind_seq_idx on events (network, owner_principal, agent_asset, kind, seq desc);`);
-  }
-}
+    addSql(`create index events_network_agent_kind_seq_idx on events (network, agent_asset, kind, seq desc);`);
+    addSql(`create index events_network_principal_agent_kind_seq_idx on events (network, owner_principal, agent_asset, kind, seq desc);`);
+  },
+};

@@ -1,11 +1,11 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // DECISIONS "Identity", second part: capability cards, and the index the anonymous disclosure read needs.
-export class Migration0015IdentityCards extends Migration {
-  override async up(): Promise<void> {
+export const migration0015IdentityCards: MigrationSteps = {
+  up(addSql) {
     // What an agent says it can do, one card per capability name; public ones are in GET /v1/identity/{mint}, in its
     // registration document and in the verify `capability_declared` check, private ones are the owner's notes.
-    this.addSql(`create table identity_capability_cards (
+    addSql(`create table identity_capability_cards (
       network text not null,
       id text not null,
       mint text not null,
@@ -20,8 +20,8 @@ export class Migration0015IdentityCards extends Migration {
       updated_at timestamptz not null,
       primary key (network, id)
     );`);
-    this.addSql(`create unique index identity_capability_cards_capability_key on identity_capability_cards (network, mint, capability);`);
+    addSql(`create unique index identity_capability_cards_capability_key on identity_capability_cards (network, mint, capability);`);
     // GET /v1/identity/disclosures/{token} is anonymous (the link is the credential): found by its token's hash alone.
-    this.addSql(`create unique index identity_disclosures_token_key on identity_disclosures (token_hash);`);
-  }
-}
+    addSql(`create unique index identity_disclosures_token_key on identity_disclosures (token_hash);`);
+  },
+};

@@ -1,11 +1,11 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Buyer routes: a buyer agent's spend policy, and what the agent spent per stable per UTC day — the
 // rollup the daily cap reads (one row per (network, agent, asset, day), never a scan of receipts).
-export class Migration0016Buyer extends Migration {
-  override async up(): Promise<void> {
+export const migration0016Buyer: MigrationSteps = {
+  up(addSql) {
     // PUT /v1/buyer/policy: one policy per buyer agent, owned by the agent's owner principal.
-    this.addSql(`create table buyer_policies (
+    addSql(`create table buyer_policies (
       network text not null,
       agent text not null,
       policy jsonb not null,
@@ -16,7 +16,7 @@ export class Migration0016Buyer extends Migration {
     // The daily rollup of spend receipts (kind spend, decision allow), kept by a trigger in the transaction that
     // inserts the receipt: every writer of spend receipts (buyer/payment confirmations, the paywall's buyer side,
     // buyer/receipt/finalize, pushes) keeps it without knowing of it. gross_atomic: seller leg + fee leg.
-    this.addSql(`create table buyer_spend_daily (
+    addSql(`create table buyer_spend_daily (
       network text not null,
       agent text not null,
       asset text not null,
@@ -25,7 +25,7 @@ export class Migration0016Buyer extends Migration {
       receipts integer not null,
       primary key (network, agent, asset, day)
     );`);
-    this.addSql(`create function buyer_spend_daily_add() returns trigger language plpgsql as $$
+    addSql(`create function buyer_spend_daily_add() returns trigger language plpgsql as $$
       begin
         if new.kind = 'spend' and new.decision = 'allow' then
           insert into buyer_spend_daily (network, agent, asset, day, gross_atomic, receipts)
@@ -36,14 +36,14 @@ export class Migration0016Buyer extends Migration {
         end if;
         return new;
       end $$;`);
-    this.addSql(`create trigger receipts_buyer_spend_daily after insert on receipts for each row execute function buyer_spend_daily_add();`);
-    this.addSql(`insert into buyer_spend_daily (network, agent, asset, day, gross_atomic, receipts)
+    addSql(`create trigger receipts_buyer_spend_daily after insert on receipts for each row execute function buyer_spend_daily_add();`);
+    addSql(`insert into buyer_spend_daily (network, agent, asset, day, gross_atomic, receipts)
       select network, agent, body->'price'->>'asset', (ts at time zone 'UTC')::date, sum((body->'price'->>'gross')::numeric), count(*)
       from receipts where kind = 'spend' and decision = 'allow'
       group by 1, 2, 3, 4;`);
     // The daily cap also counts the agent's buyer payments not landed yet (open rows only: a partial index).
-    this.addSql(`create index prepared_transactions_open_by_agent on prepared_transactions (network, agent, kind) where state <> 'done';`);
+    addSql(`create index prepared_transactions_open_by_agent on prepared_transactions (network, agent, kind) where state <> 'done';`);
     // buyer/receipt/finalize is idempotent per settlement: the agent's spend receipt of a signature, by index.
-    this.addSql(`create index receipts_spend_tx_sig on receipts (network, agent, tx_sig) where kind = 'spend' and tx_sig is not null;`);
-  }
-}
+    addSql(`create index receipts_spend_tx_sig on receipts (network, agent, tx_sig) where kind = 'spend' and tx_sig is not null;`);
+  },
+};

@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Appends no longer serialise on one advisory lock held until commit. An event's seq is taken from its
 // writer's transaction id instead: seq = base + xid × 2^20 + n (n = 1, 2, … the transaction's n-th event seq), so every
@@ -9,9 +9,9 @@ import { Migration } from '@mikro-orm/migrations';
 // out (it writes no events here), so a long transaction elsewhere does not hold this database's events back. One that
 // ended between the snapshot and that read stays in (a lower horizon only delays, never skips). Rows written before
 // this migration keep their seqs, all below `base`.
-export class Migration0018EventsSeqByTransaction extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`do $$
+export const migration0018EventsSeqByTransaction: MigrationSteps = {
+  up(addSql) {
+    addSql(`do $$
 declare base bigint := (select coalesce(max(seq), 0) + 1 from events);
 begin
   execute format($f$
@@ -32,6 +32,6 @@ begin
         (select pg_snapshot_xmax(s.snap)::text::bigint from s)) << 20)
     $b$ $f$, base);
 end $$;`);
-    this.addSql(`alter table events alter column seq set default svc_event_seq();`);
-  }
-}
+    addSql(`alter table events alter column seq set default svc_event_seq();`);
+  },
+};

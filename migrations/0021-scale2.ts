@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Two aggregates of an agent's receipts read rollups instead of the receipts themselves, kept in the
 // transaction that writes the receipt, the way event_counts is (migration 0014): a trigger only INSERTs delta rows
@@ -39,16 +39,16 @@ function rollupDeltas(changes: string): string {
         or sum(d * svc_atomic(body->'price'->>'amount_atomic')) <> 0`;
 }
 
-export class Migration0021Scale2 extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create index payment_links_list_idx on payment_links (network, (pk || '') desc);`);
-    this.addSql(`create index payment_links_list_principal_idx on payment_links (network, owner_principal, (pk || '') desc);`);
-    this.addSql(`create index payment_links_list_agent_idx on payment_links (network, owner_agent, (pk || '') desc);`);
-    this.addSql(`create index payment_links_list_principal_agent_idx on payment_links (network, owner_principal, owner_agent, (pk || '') desc);`);
-    this.addSql(`drop index payment_links_network_pk_idx, payment_links_network_owner_pk_idx, payment_links_network_principal_pk_idx,
+export const migration0021Scale2: MigrationSteps = {
+  up(addSql) {
+    addSql(`create index payment_links_list_idx on payment_links (network, (pk || '') desc);`);
+    addSql(`create index payment_links_list_principal_idx on payment_links (network, owner_principal, (pk || '') desc);`);
+    addSql(`create index payment_links_list_agent_idx on payment_links (network, owner_agent, (pk || '') desc);`);
+    addSql(`create index payment_links_list_principal_agent_idx on payment_links (network, owner_principal, owner_agent, (pk || '') desc);`);
+    addSql(`drop index payment_links_network_pk_idx, payment_links_network_owner_pk_idx, payment_links_network_principal_pk_idx,
       payment_links_network_principal_agent_pk_idx;`);
 
-    this.addSql(`create table receipt_reputation (
+    addSql(`create table receipt_reputation (
       network text not null,
       agent text not null,
       currency text not null,
@@ -58,7 +58,7 @@ export class Migration0021Scale2 extends Migration {
       amount_atomic numeric(60, 0) not null,
       primary key (network, agent, currency, asset)
     );`);
-    this.addSql(`create table receipt_reputation_deltas (
+    addSql(`create table receipt_reputation_deltas (
       network text not null,
       agent text not null,
       currency text not null,
@@ -67,8 +67,8 @@ export class Migration0021Scale2 extends Migration {
       ok_calls bigint not null,
       amount_atomic numeric(60, 0) not null
     );`);
-    this.addSql(`create index receipt_reputation_deltas_agent_idx on receipt_reputation_deltas (network, agent);`);
-    this.addSql(`create table receipt_daily (
+    addSql(`create index receipt_reputation_deltas_agent_idx on receipt_reputation_deltas (network, agent);`);
+    addSql(`create table receipt_daily (
       network text not null,
       agent text not null,
       day date not null,
@@ -78,7 +78,7 @@ export class Migration0021Scale2 extends Migration {
       amount_atomic numeric(60, 0) not null,
       primary key (network, agent, day, kind, asset)
     );`);
-    this.addSql(`create table receipt_daily_deltas (
+    addSql(`create table receipt_daily_deltas (
       network text not null,
       agent text not null,
       day date not null,
@@ -87,19 +87,19 @@ export class Migration0021Scale2 extends Migration {
       count bigint not null,
       amount_atomic numeric(60, 0) not null
     );`);
-    this.addSql(`create index receipt_daily_deltas_agent_idx on receipt_daily_deltas (network, agent, day);`);
+    addSql(`create index receipt_daily_deltas_agent_idx on receipt_daily_deltas (network, agent, day);`);
     // The newest counted earn receipt of an (agent, currency, asset): the receipts the reputation counts, by ts.
-    this.addSql(`create index receipts_reputation_ts on receipts (network, agent, (body->'price'->>'currency'), (body->'price'->>'asset'), ts)
+    addSql(`create index receipts_reputation_ts on receipts (network, agent, (body->'price'->>'currency'), (body->'price'->>'asset'), ts)
       where kind = 'earn' and decision = 'allow' and verification <> 'mismatch';`);
 
     // A malformed amount or status never fails the receipt's insert: it counts 0 (the receipt schema admits neither).
-    this.addSql(`create function svc_atomic(v text) returns numeric language sql immutable as $$
+    addSql(`create function svc_atomic(v text) returns numeric language sql immutable as $$
       select case when v ~ '^[0-9]{1,60}$' then v::numeric else 0 end
     $$;`);
     // Statement triggers with transition tables, as on events (migration 0014): one statement of grouped deltas per
     // write, only for the counters that change — a bulk insert of 50,000 receipts writes a handful of delta rows, and
     // an update that keeps what the rollups count (pending → verified) writes none.
-    this.addSql(`create function receipts_rollup_trigger() returns trigger language plpgsql as $$
+    addSql(`create function receipts_rollup_trigger() returns trigger language plpgsql as $$
       begin
         if tg_op = 'INSERT' then
           ${rollupDeltas('select network, agent, kind, decision, verification, ts, body, 1 as d from new_rows')};
@@ -110,14 +110,14 @@ export class Migration0021Scale2 extends Migration {
         end if;
         return null;
       end $$;`);
-    this.addSql(`create function receipts_rollup_truncate() returns trigger language plpgsql as $$
+    addSql(`create function receipts_rollup_truncate() returns trigger language plpgsql as $$
       begin
         truncate receipt_reputation, receipt_reputation_deltas, receipt_daily, receipt_daily_deltas;
         return null;
       end $$;`);
     // Folds the deltas committed so far (one compaction at a time; another caller returns at once). Returns the number
     // of counters changed. A counter may reach zero (its receipts turned mismatch, or were deleted): readers skip it.
-    this.addSql(`create function svc_compact_receipt_rollups() returns bigint language plpgsql as $$
+    addSql(`create function svc_compact_receipt_rollups() returns bigint language plpgsql as $$
       declare a bigint; b bigint;
       begin
         if not pg_try_advisory_xact_lock(7212021) then return 0; end if;
@@ -139,24 +139,24 @@ export class Migration0021Scale2 extends Migration {
       end $$;`);
 
     // No receipt may slip between the backfill and the triggers (another node writing while this runs).
-    this.addSql(`lock table receipts in share row exclusive mode;`);
-    this.addSql(`create trigger receipts_rollup_insert after insert on receipts referencing new table as new_rows
+    addSql(`lock table receipts in share row exclusive mode;`);
+    addSql(`create trigger receipts_rollup_insert after insert on receipts referencing new table as new_rows
       for each statement execute function receipts_rollup_trigger();`);
     // Receipts are immutable but for their verification; any change of what the rollups count moves it.
-    this.addSql(`create trigger receipts_rollup_update after update on receipts referencing old table as old_rows new table as new_rows
+    addSql(`create trigger receipts_rollup_update after update on receipts referencing old table as old_rows new table as new_rows
       for each statement execute function receipts_rollup_trigger();`);
-    this.addSql(`create trigger receipts_rollup_delete after delete on receipts referencing old table as old_rows
+    addSql(`create trigger receipts_rollup_delete after delete on receipts referencing old table as old_rows
       for each statement execute function receipts_rollup_trigger();`);
-    this.addSql(`create trigger receipts_rollup_truncate after truncate on receipts for each statement execute function receipts_rollup_truncate();`);
-    this.addSql(`insert into receipt_reputation (network, agent, currency, asset, calls, ok_calls, amount_atomic)
+    addSql(`create trigger receipts_rollup_truncate after truncate on receipts for each statement execute function receipts_rollup_truncate();`);
+    addSql(`insert into receipt_reputation (network, agent, currency, asset, calls, ok_calls, amount_atomic)
       select network, agent, coalesce(body->'price'->>'currency', ''), coalesce(body->'price'->>'asset', ''), count(*),
              count(*) filter (where coalesce(body->'response'->>'status', '') ~ '^2[0-9][0-9]$'), sum(svc_atomic(body->'price'->>'amount_atomic'))
         from receipts where kind = 'earn' and decision = 'allow' and verification <> 'mismatch'
        group by 1, 2, 3, 4;`);
-    this.addSql(`insert into receipt_daily (network, agent, day, kind, asset, count, amount_atomic)
+    addSql(`insert into receipt_daily (network, agent, day, kind, asset, count, amount_atomic)
       select network, agent, (ts at time zone 'UTC')::date, kind, coalesce(body->'price'->>'asset', ''), count(*),
              sum(svc_atomic(body->'price'->>(case when kind = 'spend' then 'gross' else 'amount_atomic' end)))
         from receipts where decision = 'allow'
        group by 1, 2, 3, 4, 5;`);
-  }
-}
+  },
+};

@@ -1,11 +1,11 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Short-lived subscription tokens for browsers (POST /v1/auth/stream-token). Stored only as SHA-256; a token
 // is used once: the redeeming UPDATE sets used_at where it is still null, so two gateway nodes on this database cannot
 // both accept it. Rows are deleted once expired (at the next issue).
-export class Migration0022Browser extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table stream_tokens (
+export const migration0022Browser: MigrationSteps = {
+  up(addSql) {
+    addSql(`create table stream_tokens (
       token_hash text primary key,
       network text not null,
       key_id text not null references api_keys (id) on delete cascade,
@@ -14,6 +14,6 @@ export class Migration0022Browser extends Migration {
       expires_at timestamptz not null,
       used_at timestamptz
     );`);
-    this.addSql(`create index stream_tokens_expires_idx on stream_tokens (expires_at);`);
-  }
-}
+    addSql(`create index stream_tokens_expires_idx on stream_tokens (expires_at);`);
+  },
+};

@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Found by bench:growth: GET /v1/metrics/usage counted request_records row by row — a key's last 7
 // days at 1M records read ~120,000 rows per call (an admin's, every key's). request_usage_daily keeps the counts per
@@ -17,9 +17,9 @@ function upsert(changes: string): string {
       set requests = u.requests + excluded.requests, errors = u.errors + excluded.errors, throttled = u.throttled + excluded.throttled`;
 }
 
-export class Migration0023UsageRollup extends Migration {
-  override async up(): Promise<void> {
-    this.addSql(`create table request_usage_daily (
+export const migration0023UsageRollup: MigrationSteps = {
+  up(addSql) {
+    addSql(`create table request_usage_daily (
       network text not null,
       key_id text not null,
       day date not null,
@@ -30,8 +30,8 @@ export class Migration0023UsageRollup extends Migration {
       primary key (network, key_id, day, bucket)
     );`);
     // an admin's read: every key of the network from a day on
-    this.addSql(`create index request_usage_daily_network_day_idx on request_usage_daily (network, day);`);
-    this.addSql(`create function request_usage_trigger() returns trigger language plpgsql as $$
+    addSql(`create index request_usage_daily_network_day_idx on request_usage_daily (network, day);`);
+    addSql(`create function request_usage_trigger() returns trigger language plpgsql as $$
       begin
         if tg_op = 'INSERT' then
           ${upsert('select network, key_id, at, bucket, status, 1 as d from new_rows')};
@@ -46,23 +46,23 @@ export class Migration0023UsageRollup extends Migration {
          where u.network = o.network and u.key_id = o.key_id and u.day = o.day and u.bucket = o.bucket and u.requests = 0;
         return null;
       end $$;`);
-    this.addSql(`create function request_usage_truncate() returns trigger language plpgsql as $$
+    addSql(`create function request_usage_truncate() returns trigger language plpgsql as $$
       begin
         truncate request_usage_daily;
         return null;
       end $$;`);
     // No record may slip between the backfill and the triggers (another node flushing while this runs).
-    this.addSql(`lock table request_records in share row exclusive mode;`);
-    this.addSql(`create trigger request_usage_insert after insert on request_records referencing new table as new_rows
+    addSql(`lock table request_records in share row exclusive mode;`);
+    addSql(`create trigger request_usage_insert after insert on request_records referencing new table as new_rows
       for each statement execute function request_usage_trigger();`);
-    this.addSql(`create trigger request_usage_update after update on request_records referencing old table as old_rows new table as new_rows
+    addSql(`create trigger request_usage_update after update on request_records referencing old table as old_rows new table as new_rows
       for each statement execute function request_usage_trigger();`);
-    this.addSql(`create trigger request_usage_delete after delete on request_records referencing old table as old_rows
+    addSql(`create trigger request_usage_delete after delete on request_records referencing old table as old_rows
       for each statement execute function request_usage_trigger();`);
-    this.addSql(`create trigger request_usage_truncate after truncate on request_records for each statement execute function request_usage_truncate();`);
-    this.addSql(`insert into request_usage_daily (network, key_id, day, bucket, requests, errors, throttled)
+    addSql(`create trigger request_usage_truncate after truncate on request_records for each statement execute function request_usage_truncate();`);
+    addSql(`insert into request_usage_daily (network, key_id, day, bucket, requests, errors, throttled)
       select network, key_id, (at at time zone 'UTC')::date, bucket, count(*),
              count(*) filter (where status >= 400), count(*) filter (where status = 429)
         from request_records group by 1, 2, 3, 4;`);
-  }
-}
+  },
+};

@@ -1,4 +1,4 @@
-import { Migration } from '@mikro-orm/migrations';
+import type { MigrationSteps } from './steps.ts';
 
 // Reputation counts only what the ledger proved: the identity reputation (receipt_reputation, migration 0021) counts an
 // agent's earn receipts whose settlement was verified on the ledger (verification = 'verified'). A pushed receipt that
@@ -30,11 +30,11 @@ function rollupDeltas(changes: string): string {
         or sum(d * svc_atomic(body->'price'->>'amount_atomic')) <> 0`;
 }
 
-export class Migration0026ReputationVerified extends Migration {
-  override async up(): Promise<void> {
+export const migration0026ReputationVerified: MigrationSteps = {
+  up(addSql) {
     // no receipt may be written between the recount and the new trigger body (another node writing while this runs)
-    this.addSql(`lock table receipts in share row exclusive mode;`);
-    this.addSql(`create or replace function receipts_rollup_trigger() returns trigger language plpgsql as $$
+    addSql(`lock table receipts in share row exclusive mode;`);
+    addSql(`create or replace function receipts_rollup_trigger() returns trigger language plpgsql as $$
       begin
         if tg_op = 'INSERT' then
           ${rollupDeltas('select network, agent, kind, decision, verification, ts, body, 1 as d from new_rows')};
@@ -45,16 +45,16 @@ export class Migration0026ReputationVerified extends Migration {
         end if;
         return null;
       end $$;`);
-    this.addSql(`drop index receipts_reputation_ts;`);
-    this.addSql(`create index receipts_reputation_ts on receipts (network, agent, (body->'price'->>'currency'), (body->'price'->>'asset'), ts)
+    addSql(`drop index receipts_reputation_ts;`);
+    addSql(`create index receipts_reputation_ts on receipts (network, agent, (body->'price'->>'currency'), (body->'price'->>'asset'), ts)
       where kind = 'earn' and decision = 'allow' and verification = 'verified';`);
-    this.addSql(`delete from receipt_reputation_deltas;`);
-    this.addSql(`delete from receipt_reputation;`);
-    this.addSql(`insert into receipt_reputation (network, agent, currency, asset, calls, ok_calls, amount_atomic)
+    addSql(`delete from receipt_reputation_deltas;`);
+    addSql(`delete from receipt_reputation;`);
+    addSql(`insert into receipt_reputation (network, agent, currency, asset, calls, ok_calls, amount_atomic)
       select network, agent, coalesce(body->'price'->>'currency', ''), coalesce(body->'price'->>'asset', ''), count(*),
              count(*) filter (where coalesce(body->'response'->>'status', '') ~ '^2[0-9][0-9]$' or body->'response' is null),
              sum(svc_atomic(body->'price'->>'amount_atomic'))
         from receipts where kind = 'earn' and decision = 'allow' and verification = 'verified'
        group by 1, 2, 3, 4;`);
-  }
-}
+  },
+};

@@ -1,9 +1,8 @@
 import { MikroORM, PostgreSqlDriver, type EntityManager } from '@mikro-orm/postgresql';
-import { Migrator } from '@mikro-orm/migrations';
 import pg from 'pg';
 import type { Repositories, Store } from '../../domain/ports/store.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
-import { migrationsList } from '../../migrations/index.ts';
+import { MIGRATIONS, migrationsList } from '../../migrations/index.ts';
 import type { ProcessOwner } from './process-owner.ts';
 import { currentScope, runScoped, tagQuery } from './request-scope.ts';
 import { localHeavySlots, type HeavySlots } from './heavy-slots.ts';
@@ -34,9 +33,9 @@ export async function initOrm(url: string, poolMax = 10, options: { statementTim
   return MikroORM.init({
     driver: PostgreSqlDriver,
     clientUrl: url,
-    extensions: [Migrator],
-    // Migrations are hand-written SQL listed in migrations/index.ts; no snapshot is written at run time.
-    migrations: { migrationsList, silent: true, transactional: true, allOrNothing: true, snapshot: false },
+    // Migrations are hand-written SQL listed in migrations/index.ts (its list is set when one is pending: migratorOf);
+    // no snapshot is written at run time.
+    migrations: { silent: true, transactional: true, allOrNothing: true, snapshot: false },
     pool: {
       min: 0,
       max: poolMax,
@@ -58,17 +57,38 @@ export async function initOrm(url: string, poolMax = 10, options: { statementTim
   });
 }
 
-/** Runs pending migrations; an advisory lock keeps two processes starting together from racing. */
+/**
+ * Runs pending migrations; an advisory lock keeps two processes starting together from racing. A database that has
+ * every migration is seen from the migrations table alone, without loading the migrator (a start's largest import).
+ */
 export async function migrate(orm: MikroORM, url: string): Promise<void> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
+  let locked = false;
   try {
+    if (!(await hasPendingMigrations(client))) return;
     await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
-    await orm.getMigrator().up();
+    locked = true;
+    await (await migratorOf(orm)).up();
   } finally {
-    await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    if (locked) await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
     await client.end();
   }
+}
+
+/** MikroORM's migrator over migrations/index.ts, for `orm`'s database. */
+export async function migratorOf(orm: MikroORM): Promise<import('@mikro-orm/migrations').Migrator> {
+  const [{ Migrator }, list] = await Promise.all([import('@mikro-orm/migrations'), migrationsList()]);
+  orm.config.set('migrations', { ...orm.config.get('migrations'), migrationsList: list });
+  return new Migrator(orm.em);
+}
+
+async function hasPendingMigrations(client: pg.Client): Promise<boolean> {
+  const table = await client.query<{ found: string | null }>("select to_regclass('mikro_orm_migrations') as found");
+  if (!table.rows[0]?.found) return true;
+  const done = await client.query<{ name: string }>('select name from mikro_orm_migrations');
+  const executed = new Set(done.rows.map((row) => row.name));
+  return MIGRATIONS.some(({ name }) => !executed.has(name));
 }
 
 class Repos implements Repositories, RepoContext {

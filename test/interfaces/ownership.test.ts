@@ -7,7 +7,7 @@ import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.
 import { createClient, errorCode, type Client } from '../../interfaces/client/index.ts';
 import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
-import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
+import { initOrm, migratorOf } from '../../adapters/store/mikro-orm-store.ts';
 import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
 import { http, linkBody, networkOfKey, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
@@ -623,7 +623,7 @@ test('migration 0005 gives legacy links, agents and events their owners, and lea
   const url = app.database.url.replace(/\/[^/]+$/, '/legacy_0005');
   const orm = await initOrm(url, 2);
   t.teardown(() => orm.close());
-  await orm.getMigrator().up({ to: '0003-paid-calls' });
+  await (await migratorOf(orm)).up({ to: '0003-paid-calls' });
   const em = orm.em.fork();
   const walletKey = { id: 'K-WALLET', wallet: await randomAddress() };
   const [walletAgent, linkedAgent, loneAgent] = [await randomAddress(), await randomAddress(), await randomAddress()];
@@ -665,7 +665,7 @@ test('migration 0005 gives legacy links, agents and events their owners, and lea
   await event('E5', loneAgent, null, '2026-04-01T00:00:00Z');
   await event('E6', walletAgent, null, '2026-04-01T00:00:00Z');
 
-  await orm.getMigrator().up();
+  await (await migratorOf(orm)).up();
   const owners = async (table: string, key: string) =>
     Object.fromEntries(
       ((await em.execute(`select ${key} as k, owner_principal as o from ${table}`)) as { k: string; o: string | null }[]).map((r) => [r.k, r.o]),
