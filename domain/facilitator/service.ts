@@ -148,16 +148,17 @@ export class FacilitatorService implements Facilitator {
     const extra = offer.extra ?? {};
     const fee = this.feeTerms(network, extra);
     if (fee && !fee.ok) return fee;
-    if (!blockhashes.has(network))
-      blockhashes.set(
-        network,
-        ledger.getLatestBlockhash().then((b) => b.blockhash),
-      );
+    // one blockhash per network and answer
+    let blockhash = blockhashes.get(network);
+    if (!blockhash) {
+      blockhash = ledger.getLatestBlockhash().then((b) => b.blockhash);
+      blockhashes.set(network, blockhash);
+    }
     return {
       ...offer,
       network: CAIP2[network],
       maxTimeoutSeconds: offer.maxTimeoutSeconds || DEFAULT_MAX_TIMEOUT_SECONDS,
-      extra: { ...extra, feePayer: this.feePayer, decimals: mint.decimals, tokenProgram: mint.tokenProgram, recentBlockhash: await blockhashes.get(network)! },
+      extra: { ...extra, feePayer: this.feePayer, decimals: mint.decimals, tokenProgram: mint.tokenProgram, recentBlockhash: await blockhash },
     };
   }
 
