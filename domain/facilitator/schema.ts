@@ -22,6 +22,9 @@ export const MAX_ATA_CREATIONS = 2;
 /** Solana's packet limit for a serialized transaction. */
 export const MAX_TRANSACTION_BYTES = 1232;
 
+/** x402 maxTimeoutSeconds of an offer completed by POST /accepts when its seller named none (the paywall's offers use 60 too). */
+export const DEFAULT_MAX_TIMEOUT_SECONDS = 60;
+
 /** The key of the fee extension inside an accepts entry's `extra` (fee-facilitator-mpp-tools §2.1). */
 export const FEE_EXTENSION_KEY = 'svc.fee';
 

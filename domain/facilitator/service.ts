@@ -11,10 +11,13 @@ import type { GatewaySettings } from '../shared/settings.ts';
 import { ataOf } from './ata.ts';
 import { decodeTransaction } from './decode.ts';
 import type { FeePayerSigner } from './ed25519.ts';
-import { FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
+import { DEFAULT_MAX_TIMEOUT_SECONDS, FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
 import { verifyPayment } from './verify.ts';
 import { acceptOfCharge, isBoundTo, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
 import {
+  type AcceptsOffer,
+  type AcceptsRequest,
+  type AcceptsResponse,
   FacilitatorRequest,
   type CosignResponse,
   networkFromX402,
@@ -97,12 +100,66 @@ export class FacilitatorService implements Facilitator {
     return this.deps.signer.address;
   }
 
+  /**
+   * GET /supported (fee-facilitator-mpp-tools §4.1): one kind per (version, network). With the fee on, `svc.fee` is a
+   * listed extension and each kind's extra carries the terms this facilitator holds an offer's extra["svc.fee"] to
+   * (§2.1) — a seller copies them into its offers to charge the protocol fee; an offer without them settles as plain
+   * x402 with no fee leg.
+   */
   async supported(): Promise<SupportedResponse> {
+    const { fee } = this.deps.settings;
+    const extra = (n: Network) => ({
+      feePayer: this.feePayer,
+      ...(fee.bps > 0 ? { [FEE_EXTENSION_KEY]: { v: '1', bps: fee.bps, feeAuthority: fee.authorities[n] } satisfies FeeExtension } : {}),
+    });
     const kinds = this.deps.settings.networks.flatMap((n) => [
-      { x402Version: 2, scheme: 'exact', network: CAIP2[n], extra: { feePayer: this.feePayer } },
-      { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK[n], extra: { feePayer: this.feePayer } },
+      { x402Version: 2, scheme: 'exact', network: CAIP2[n], extra: extra(n) },
+      { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK[n], extra: extra(n) },
     ]);
-    return { kinds, extensions: [], signers: { 'solana:*': [this.feePayer] } };
+    return { kinds, extensions: fee.bps > 0 ? [FEE_EXTENSION_KEY] : [], signers: { 'solana:*': [this.feePayer] } };
+  }
+
+  /**
+   * POST /accepts, faremeter's facilitator endpoint (@faremeter/middleware with `facilitatorURL` posts its seller's
+   * offers here and serves the answer as its 402): each exact offer on a network and mint this facilitator settles,
+   * completed with what a buyer builds the transaction from — extra.feePayer, decimals, tokenProgram and a recent
+   * blockhash, as faremeter's own Solana facilitator answers — and a timeout when the seller gave none. Offers it
+   * cannot settle are left out, as faremeter's facilitator does, and `error` names why.
+   */
+  async accepts(request: AcceptsRequest): Promise<AcceptsResponse> {
+    const accepts: X402RequirementsV2[] = [];
+    const refused: string[] = [];
+    const blockhashes = new Map<Network, Promise<string>>();
+    for (const [i, offer] of request.accepts.entries()) {
+      const completed = await this.completeOffer(offer, blockhashes);
+      if ('ok' in completed) refused.push(`accepts[${i}]: ${completed.message}`);
+      else accepts.push(completed);
+    }
+    return { x402Version: 2, ...(refused.length ? { error: refused.join('; ') } : {}), resource: request.resource ?? { url: '' }, accepts };
+  }
+
+  private async completeOffer(offer: AcceptsOffer, blockhashes: Map<Network, Promise<string>>): Promise<X402RequirementsV2 | Failure> {
+    if (offer.scheme !== 'exact') return fail('unsupported_scheme', `scheme ${offer.scheme} is not supported; only exact`);
+    const network = networkFromX402(offer.network);
+    const ledger = network && this.deps.settings.networks.includes(network) ? this.deps.ledgers[network] : undefined;
+    if (!network || !ledger) return fail('unsupported_network', `network ${offer.network} is not served by this facilitator`);
+    const mint = await this.mintOf(network, ledger, offer.asset);
+    if (!mint) return fail('unsupported_asset', `${offer.asset} is not an SPL Token or Token-2022 mint on ${network}`);
+    const extra = offer.extra ?? {};
+    const fee = this.feeTerms(network, extra);
+    if (fee && !fee.ok) return fee;
+    // one blockhash per network and answer
+    let blockhash = blockhashes.get(network);
+    if (!blockhash) {
+      blockhash = ledger.getLatestBlockhash().then((b) => b.blockhash);
+      blockhashes.set(network, blockhash);
+    }
+    return {
+      ...offer,
+      network: CAIP2[network],
+      maxTimeoutSeconds: offer.maxTimeoutSeconds || DEFAULT_MAX_TIMEOUT_SECONDS,
+      extra: { ...extra, feePayer: this.feePayer, decimals: mint.decimals, tokenProgram: mint.tokenProgram, recentBlockhash: await blockhash },
+    };
   }
 
   async health(): Promise<FacilitatorHealth> {
@@ -439,7 +496,7 @@ export class FacilitatorService implements Facilitator {
 
     const mint = await this.mintOf(network, ledger, offer.asset);
     if (!mint) return fail('unsupported_asset', `${offer.asset} is not an SPL Token or Token-2022 mint on ${network}`);
-    const fee = this.feeTerms(network, offer);
+    const fee = this.feeTerms(network, offer.extra);
     if (fee && !fee.ok) return fee;
 
     const transaction = decodeBase64(request.paymentPayload.payload.transaction);
@@ -468,8 +525,8 @@ export class FacilitatorService implements Facilitator {
    * authority is refused (the fee is ours to name); under warn it is reported and the offer's terms are verified;
    * under off the offer's terms only shape the second transfer.
    */
-  private feeTerms(network: Network, offer: X402RequirementsV2): { ok: true; terms: FeeTerms } | Failure | undefined {
-    const raw = offer.extra[FEE_EXTENSION_KEY];
+  private feeTerms(network: Network, extra: X402RequirementsV2['extra']): { ok: true; terms: FeeTerms } | Failure | undefined {
+    const raw = extra[FEE_EXTENSION_KEY];
     if (raw === undefined) return undefined;
     const ext = FeeExtension.safeParse(raw);
     if (!ext.success) return fail('fee_terms_mismatch', `extra["${FEE_EXTENSION_KEY}"] is malformed`);

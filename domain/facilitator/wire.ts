@@ -65,12 +65,70 @@ export const PaymentPayloadV1 = z.looseObject({
 });
 export type PaymentPayloadV1 = z.infer<typeof PaymentPayloadV1>;
 
-/** POST /verify and POST /settle body. */
-export const FacilitatorRequest = z.union([
-  z.looseObject({ x402Version: z.literal(2), paymentPayload: PaymentPayloadV2, paymentRequirements: X402RequirementsV2 }),
-  z.looseObject({ x402Version: z.literal(1), paymentPayload: PaymentPayloadV1, paymentRequirements: X402RequirementsV1 }),
-]);
+export const FacilitatorRequestV2 = z.looseObject({ x402Version: z.literal(2), paymentPayload: PaymentPayloadV2, paymentRequirements: X402RequirementsV2 });
+export const FacilitatorRequestV1 = z.looseObject({ x402Version: z.literal(1), paymentPayload: PaymentPayloadV1, paymentRequirements: X402RequirementsV1 });
+
+/**
+ * The protocol version a verify/settle body is in: its top-level `x402Version`, else its payment payload's. x402 v2
+ * carries the version in the payment payload; @x402/core's HTTPFacilitatorClient repeats it at the top, the v2 body and
+ * faremeter's facilitator handler send only `{ paymentPayload, paymentRequirements }`.
+ */
+export function facilitatorRequestVersion(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const { x402Version, paymentPayload } = body as { x402Version?: unknown; paymentPayload?: unknown };
+  if (x402Version !== undefined) return x402Version;
+  return typeof paymentPayload === 'object' && paymentPayload !== null ? (paymentPayload as { x402Version?: unknown }).x402Version : undefined;
+}
+
+/**
+ * POST /verify and POST /settle body, v2 or v1. Parsed, it always names its version at the top (taken from the
+ * payment payload when the body has none); a top-level version that differs from the payload's is refused.
+ */
+export const FacilitatorRequest = z.preprocess(
+  (body) => {
+    const version = facilitatorRequestVersion(body);
+    return version !== undefined && (body as { x402Version?: unknown }).x402Version === undefined ? { ...(body as object), x402Version: version } : body;
+  },
+  z.union([FacilitatorRequestV2, FacilitatorRequestV1]),
+);
 export type FacilitatorRequest = z.infer<typeof FacilitatorRequest>;
+
+/**
+ * One offer as a faremeter seller states it to POST /accepts: an x402 v2 accept whose facilitator-side fields may be
+ * missing (faremeter's in-process glue sends maxTimeoutSeconds 0 and no extra), e.g. { scheme: "exact", network:
+ * "solana:EtWT…", amount: "10000", asset: "4zMM…", payTo: "<seller>" }.
+ */
+export const AcceptsOffer = z.looseObject({
+  scheme: z.string(),
+  network: z.string(),
+  amount: AtomicAmount,
+  asset: Address,
+  payTo: Address,
+  maxTimeoutSeconds: z.number().int().nonnegative().optional(),
+  extra: Extra.optional(),
+});
+export type AcceptsOffer = z.infer<typeof AcceptsOffer>;
+
+/** POST /accepts body, as @faremeter/middleware's facilitator handler sends it: { x402Version: 2, resource, accepts }. */
+export const AcceptsRequest = z.looseObject({
+  x402Version: z.literal(2),
+  resource: ResourceInfo.optional(),
+  accepts: z.array(AcceptsOffer).max(64),
+});
+export type AcceptsRequest = z.infer<typeof AcceptsRequest>;
+
+/**
+ * POST /accepts answer, an x402 v2 PaymentRequired: the offers this facilitator settles, completed with what a buyer
+ * builds its transaction from, e.g. { x402Version: 2, resource: { url }, accepts: [{ …, maxTimeoutSeconds: 60, extra:
+ * { feePayer, decimals: 6, tokenProgram, recentBlockhash } }] }; `error` says why an offer was left out.
+ */
+export const AcceptsResponse = z.looseObject({
+  x402Version: z.literal(2),
+  error: z.string().optional(),
+  resource: ResourceInfo,
+  accepts: z.array(X402RequirementsV2),
+});
+export type AcceptsResponse = z.infer<typeof AcceptsResponse>;
 
 /**
  * Reasons beyond the pure verify's: request shape, network and asset support, the offer's fee terms against the

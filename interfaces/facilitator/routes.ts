@@ -1,6 +1,13 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
-import { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
+import {
+  AcceptsRequest,
+  type AcceptsResponse,
+  FacilitatorRequest,
+  FacilitatorRequestV1,
+  FacilitatorRequestV2,
+  facilitatorRequestVersion,
+} from '../../domain/facilitator/wire.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { invalidFromZod } from '../../domain/shared/validation.ts';
 import { restAnswer } from '../errors.ts';
@@ -14,7 +21,8 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 // is an HTTP error, in the REST envelope.
 
 export interface FacilitatorRoutesOptions {
-  facilitator: Facilitator;
+  /** the port, and POST /accepts (faremeter's endpoint: no paywall calls it, so it is not on the port) */
+  facilitator: Facilitator & { accepts(request: AcceptsRequest): Promise<AcceptsResponse> };
   /** '' (standalone, at the root) or a path such as '/facilitator' */
   prefix: string;
   /**
@@ -40,6 +48,12 @@ export function registerFacilitatorRoutes(app: FastifyInstance, options: Facilit
         if (!parsed.success) throw invalidFromZod(parsed.error);
         return reply.send(await facilitator.mppSettle(parsed.data));
       });
+      // faremeter's facilitator endpoint: @faremeter/middleware (facilitatorURL) completes its seller's offers here.
+      scope.post('/accepts', async (req, reply) => {
+        const parsed = AcceptsRequest.safeParse(req.body);
+        if (!parsed.success) throw invalidFromZod(parsed.error);
+        return reply.send(await facilitator.accepts(parsed.data));
+      });
       scope.get('/supported', async (_req, reply) => reply.send(await facilitator.supported()));
       scope.get('/health', async (_req, reply) => reply.send(await facilitator.health()));
       // Not x402 (Solana Pay wallets): a co-signed transaction its buyer may still send failing, at the fee payer's
@@ -60,18 +74,20 @@ export function registerFacilitatorRoutes(app: FastifyInstance, options: Facilit
 }
 
 /**
- * The body as a v2 or v1 request. A union failure alone says only "invalid input": the issues reported are those of the
+ * The body as a v2 or v1 request; the version is the top-level x402Version or, absent (the x402 v2 body, faremeter),
+ * the payment payload's. A union failure alone says only "invalid input": the issues reported are those of the
  * version the body names, so a client learns which field is wrong.
  */
 function parseRequest(body: unknown): FacilitatorRequest {
   const parsed = FacilitatorRequest.safeParse(body);
   if (parsed.success) return parsed.data;
-  const version = (body as { x402Version?: unknown } | null)?.x402Version;
-  const variant = FacilitatorRequest.options.find((o) => o.shape.x402Version.value === version);
+  const version = facilitatorRequestVersion(body);
+  const variant = version === 2 ? FacilitatorRequestV2 : version === 1 ? FacilitatorRequestV1 : undefined;
   if (!variant) {
-    throw DomainError.invalid([{ path: 'x402Version', message: 'expected 1 or 2', code: 'invalid_value' }], 'Invalid request at x402Version: expected 1 or 2');
+    const message = 'expected 1 or 2 (x402Version, or else paymentPayload.x402Version)';
+    throw DomainError.invalid([{ path: 'x402Version', message, code: 'invalid_value' }], `Invalid request at x402Version: ${message}`);
   }
-  const issues = variant.safeParse(body);
+  const issues = variant.safeParse({ ...(body as object), x402Version: version });
   throw issues.success ? invalidFromZod(parsed.error) : invalidFromZod(issues.error);
 }
 

@@ -403,7 +403,10 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
     t.true(kinds.includes(`1 exact ${X402_V1_NETWORK[NETWORK]}`), kinds.join(', '));
     t.is(CAIP2[NETWORK], CAIP2_DEVNET);
     t.is(new Set(kinds).size, kinds.length, 'one entry per tuple');
-    t.deepEqual(supported.extensions, []);
+    // the fee extension and its terms, for a seller to copy into its offers (fee-facilitator-mpp-tools §2.1)
+    t.deepEqual(supported.extensions, h.fee.bps > 0 ? ['svc.fee'] : []);
+    const devnetKind = supported.kinds.find((k) => k.network === CAIP2[NETWORK]);
+    t.deepEqual(devnetKind?.extra?.['svc.fee'], h.fee.bps > 0 ? { v: '1', bps: h.fee.bps, feeAuthority: h.fee.authority } : undefined);
     t.deepEqual(supported.signers, { 'solana:*': [health.fee_payer] });
   });
 }

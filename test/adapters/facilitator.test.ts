@@ -8,7 +8,7 @@ import type { FacilitatorService } from '../../domain/facilitator/service.ts';
 import type { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import { registerFacilitatorRoutes } from '../../interfaces/facilitator/routes.ts';
+import { type FacilitatorRoutesOptions, registerFacilitatorRoutes } from '../../interfaces/facilitator/routes.ts';
 import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { facilitatorContract, type FacilitatorHarness } from './facilitator-contract.ts';
 
@@ -151,9 +151,9 @@ test('routes: POST /accounts spends rent, so it answers only the SVC_FACILITATOR
 });
 
 /** A fake facilitator: fault injection for what the real one does not do on demand. */
-function fakeFacilitator(over: Partial<Facilitator>): Facilitator {
+function fakeFacilitator(over: Partial<Facilitator>): FacilitatorRoutesOptions['facilitator'] {
   const never = () => Promise.reject(new Error('not used'));
-  return { supported: never, health: never, verify: never, settle: never, prepareAccounts: never, mppSettle: never, cosign: never, ...over };
+  return { supported: never, health: never, verify: never, settle: never, prepareAccounts: never, mppSettle: never, cosign: never, accepts: never, ...over };
 }
 
 test('routes standalone at the root (prefix ""): same paths without a prefix, same envelope, thrown errors mapped and masked', async (t) => {
