@@ -188,6 +188,26 @@ export class History {
     return { entries, more: i < this.entries.length && this.entries[i]!.slot <= last };
   }
 
+  /** The seqs of the transactions that name `address`, oldest first (the per-address index itself: do not change it). */
+  seqsOf(address: string): readonly number[] {
+    return this.byAddress.get(address) ?? [];
+  }
+
+  entryAt(seq: number): HistoryEntry | undefined {
+    return this.entries[seq - 1];
+  }
+
+  /** An entry's position in its slot's block (getTransactionsForAddress' transactionIndex). */
+  indexInSlot(entry: HistoryEntry): number {
+    return entry.seq - 1 - this.firstAtOrAfter(entry.slot);
+  }
+
+  /** The seq of the transaction at `index` in the block of `slot`, if there is one. */
+  seqAt(slot: number, index: number): number | undefined {
+    const i = this.firstAtOrAfter(slot) + index;
+    return this.entries[i]?.slot === slot ? i + 1 : undefined;
+  }
+
   /** The newest entry landed in a slot at or before `slot`, if any. */
   lastAtOrBefore(slot: number): HistoryEntry | undefined {
     const i = this.firstAtOrAfter(slot + 1);

@@ -630,6 +630,19 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
     return this.queries.signaturesFor(address, options);
   }
 
+  /** getTransactionsForAddress' walk of the per-address index (ledger-queries.ts). */
+  transactionsFor(...args: Parameters<LedgerQueries['transactionsFor']>): ReturnType<LedgerQueries['transactionsFor']> {
+    return this.queries.transactionsFor(...args);
+  }
+
+  seqAt(slot: number, index: number): number | undefined {
+    return this.queries.seqAt(slot, index);
+  }
+
+  seqOf(signature: string): number | undefined {
+    return this.queries.seqOf(signature);
+  }
+
   /** The stored record of a landed transaction with its parsed wire form. */
   transactionRecord(signature: string): TransactionRecord | null {
     return this.queries.transactionRecord(signature);

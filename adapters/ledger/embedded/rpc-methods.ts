@@ -7,6 +7,7 @@ import type { EmbeddedLedger } from './ledger.ts';
 import { accountMethods } from './rpc-accounts.ts';
 import { blockMethods } from './rpc-blocks.ts';
 import { clusterMethods, type Endpoints } from './rpc-cluster.ts';
+import { historyMethods } from './rpc-history.ts';
 import { encodeAccount, encodeTransaction, invalidParams, RpcError, type TransactionEncoding } from './rpc-encode.ts';
 import {
   accountEncoding,
@@ -141,6 +142,7 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean; en
   for (const [name, handler] of [
     ...accountMethods(ledger),
     ...blockMethods(ledger),
+    ...historyMethods(ledger),
     ...clusterMethods(ledger, options.endpoints ?? { rpc: null, pubsub: null }),
   ])
     m.set(name, handler);
