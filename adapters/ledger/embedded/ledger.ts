@@ -369,7 +369,7 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
       parentSlot: Math.max(slot - 1, 0),
       blockhash: this.blockhashes.blockhashOf(slot),
       previousBlockhash: slot === 0 ? this.genesisHash : this.blockhashes.blockhashOf(slot - 1),
-      blockTime: entries[0]?.time ?? this.estimatedTime(slot),
+      blockTime: (limit > 0 ? entries[0] : this.history.inSlots(slot, slot, 1).entries[0])?.time ?? this.estimatedTime(slot),
       entries,
       more,
     };
