@@ -511,4 +511,12 @@ test('rpc server: getProgramAccounts filters and encodings, blocks, and history 
   const full = (await call('getTransactionsForAddress', [merchant, { transactionDetails: 'full', maxSupportedTransactionVersion: 0, limit: 1 }])).result;
   t.like(full.data[0], { slot: 0, version: 'legacy', transaction: { signatures: [sent[2]] }, meta: { err: null } });
   t.like(await call('getTransactionsForAddress', [merchant, { filters: { tokenAccounts: 'balanceChanged' } }]), { error: { code: -32602 } });
+
+  // a block past the full-answer limit names the request that fits; its signatures still come
+  const crowd = Keypair.generate().publicKey.toBase58();
+  for (let i = 0; i < 1001; i++) ledger.airdrop(crowd, 1_000_000_000n + BigInt(i));
+  const tooLarge = await call('getBlock', [3]);
+  t.is(tooLarge.error.code, -32012);
+  t.regex(tooLarge.error.message, /ask transactionDetails "signatures"/);
+  t.is((await call('getBlock', [3, { transactionDetails: 'signatures' }])).result.signatures.length, 1001);
 });
