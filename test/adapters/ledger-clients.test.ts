@@ -275,10 +275,8 @@ test('conformance: every RPC method of web3.js Connection and @solana/kit answer
 
   const failures: string[] = [];
   const check = async (name: string, call: () => Promise<unknown>, expect?: (value: any) => boolean) => {
-    const t0 = performance.now();
     try {
       const value = await call();
-      if (process.env.TIME_RPC) console.log(name, Math.round(performance.now() - t0));
       if (expect && !expect(value))
         failures.push(`${name}: unexpected ${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).slice(0, 300)}`);
     } catch (e) {
