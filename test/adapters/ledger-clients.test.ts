@@ -246,3 +246,197 @@ test('@solana/kit: airdrop, SOL transfer, ATA creation and TransferChecked, bala
   t.is(tx?.version, 0);
   t.deepEqual(tx?.meta?.postTokenBalances?.map((b) => b.uiTokenAmount.amount).sort(), ['4000000', '5000000']);
 });
+
+// Conformance: every RPC method web3.js 1.99's Connection and @solana/kit's createSolanaRpc have, called against one
+// embedded ledger with some history; each answer must parse (web3.js checks every result against its superstruct
+// schemas) and none may be -32601. The only methods answered with an error are those that need something this
+// ledger cannot hold in the call made here (a nonce or stake account is named, not a wallet: a clear -32602).
+test('conformance: every RPC method of web3.js Connection and @solana/kit answers in the shape the client parses', async (t) => {
+  const { ledger, server } = await served(t);
+  const connection = new Connection(server.url, 'confirmed');
+  t.teardown(() => closeConnection(connection));
+  const payer = Keypair.generate();
+  const merchant = Keypair.generate().publicKey;
+  ledger.airdrop(payer.publicKey.toBase58(), 2_000_000_000n);
+  ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 5_000_000n);
+  const { tokenTransfer, ata } = await import('../support/ledger.ts');
+  const legacy = ledger.sendWire(
+    tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 1_000n, blockhash: ledger.latestBlockhash().blockhash, memo: 'hi' }),
+  );
+  const v0 = ledger.sendWire(
+    tokenTransfer({ owner: payer, to: merchant, mint: USDC_DEVNET.mint, amount: 2_000n, blockhash: ledger.latestBlockhash().blockhash, version: 0 }),
+  );
+  if (!legacy.ok || !v0.ok) return t.fail('setup transactions');
+  const slot = ledger.signatureStatus(v0.signature)!.slot;
+  const usdc = new PublicKey(USDC_DEVNET.mint);
+  const payerAta = new PublicKey(ata(payer.publicKey, USDC_DEVNET.mint));
+  const tokenProgram = new PublicKey(TOKEN_PROGRAM_ID);
+  const { blockhash } = await connection.getLatestBlockhash();
+
+  const failures: string[] = [];
+  const check = async (name: string, call: () => Promise<unknown>, expect?: (value: any) => boolean) => {
+    try {
+      const value = await call();
+      if (expect && !expect(value))
+        failures.push(`${name}: unexpected ${JSON.stringify(value, (_k, v) => (typeof v === 'bigint' ? String(v) : v)).slice(0, 300)}`);
+    } catch (e) {
+      failures.push(`${name}: ${(e as Error).message}`);
+    }
+  };
+
+  // ---- web3.js Connection ----
+  const c = connection;
+  const web3: Record<string, () => Promise<unknown>> = {
+    getAccountInfo: () => c.getAccountInfo(payer.publicKey),
+    getAccountInfoAndContext: () => c.getAccountInfoAndContext(payerAta),
+    getParsedAccountInfo: () => c.getParsedAccountInfo(payerAta),
+    getBalance: () => c.getBalance(payer.publicKey),
+    getBalanceAndContext: () => c.getBalanceAndContext(payer.publicKey),
+    getBlock: () => c.getBlock(slot, { maxSupportedTransactionVersion: 0 }),
+    getBlockAccounts: () => c.getBlock(slot, { maxSupportedTransactionVersion: 0, transactionDetails: 'accounts' }),
+    getBlockNone: () => c.getBlock(slot, { maxSupportedTransactionVersion: 0, transactionDetails: 'none', rewards: false }),
+    getParsedBlock: () => c.getParsedBlock(slot, { maxSupportedTransactionVersion: 0 }),
+    getParsedBlockAccounts: () => c.getParsedBlock(slot, { maxSupportedTransactionVersion: 0, transactionDetails: 'accounts' }),
+    getBlockSignatures: () => c.getBlockSignatures(slot),
+    getBlockHeight: () => c.getBlockHeight(),
+    getBlockProduction: () => c.getBlockProduction(),
+    getBlockTime: () => c.getBlockTime(slot),
+    getBlocks: () => c.getBlocks(0),
+    getClusterNodes: () => c.getClusterNodes(),
+    getConfirmedBlockSignatures: () => c.getConfirmedBlockSignatures(slot),
+    getConfirmedSignaturesForAddress2: () => c.getConfirmedSignaturesForAddress2(merchant),
+    getConfirmedTransaction: () => c.getConfirmedTransaction(legacy.signature),
+    getParsedConfirmedTransaction: () => c.getParsedConfirmedTransaction(legacy.signature),
+    getEpochInfo: () => c.getEpochInfo(),
+    getEpochSchedule: () => c.getEpochSchedule(),
+    getFeeCalculatorForBlockhash: () => c.getFeeCalculatorForBlockhash(blockhash),
+    getFeeForMessage: async () =>
+      c.getFeeForMessage(
+        new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash })
+          .add(SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: merchant, lamports: 1 }))
+          .compileMessage(),
+      ),
+    getFirstAvailableBlock: () => c.getFirstAvailableBlock(),
+    getGenesisHash: () => c.getGenesisHash(),
+    getInflationGovernor: () => c.getInflationGovernor(),
+    getInflationRate: () => c.getInflationRate(),
+    getInflationReward: () => c.getInflationReward([payer.publicKey]),
+    getLargestAccounts: () => c.getLargestAccounts(),
+    getLatestBlockhashAndContext: () => c.getLatestBlockhashAndContext(),
+    getMinimumBalanceForRentExemption: () => c.getMinimumBalanceForRentExemption(165),
+    getMinimumLedgerSlot: () => c.getMinimumLedgerSlot(),
+    getMultipleAccountsInfo: () => c.getMultipleAccountsInfo([payer.publicKey, payerAta]),
+    getMultipleParsedAccounts: () => c.getMultipleParsedAccounts([payer.publicKey, payerAta]),
+    getProgramAccounts: () =>
+      c.getProgramAccounts(tokenProgram, { filters: [{ dataSize: 165 }, { memcmp: { offset: 32, bytes: payer.publicKey.toBase58() } }] }),
+    getProgramAccountsWithContext: () =>
+      c.getProgramAccounts(tokenProgram, { withContext: true, filters: [{ memcmp: { offset: 0, bytes: usdc.toBase58() } }] }),
+    getParsedProgramAccounts: () => c.getParsedProgramAccounts(tokenProgram, { filters: [{ dataSize: 165 }] }),
+    getTokenAccountsByOwner: () => c.getTokenAccountsByOwner(payer.publicKey, { mint: usdc }),
+    getParsedTokenAccountsByOwner: () => c.getParsedTokenAccountsByOwner(payer.publicKey, { programId: tokenProgram }),
+    getTransaction: () => c.getTransaction(v0.signature, { maxSupportedTransactionVersion: 0 }),
+    getTransactions: () => c.getTransactions([legacy.signature, v0.signature], { maxSupportedTransactionVersion: 0 }),
+    getParsedTransactions: () => c.getParsedTransactions([legacy.signature], { maxSupportedTransactionVersion: 0 }),
+    getRecentBlockhash: () => c.getRecentBlockhash(),
+    getRecentPerformanceSamples: () => c.getRecentPerformanceSamples(5),
+    getRecentPrioritizationFees: () => c.getRecentPrioritizationFees(),
+    getSignatureStatus: () => c.getSignatureStatus(legacy.signature, { searchTransactionHistory: true }),
+    getSignaturesForAddress: () => c.getSignaturesForAddress(merchant, { limit: 1 }),
+    getSlot: () => c.getSlot(),
+    getSlotLeader: () => c.getSlotLeader(),
+    getSlotLeaders: () => c.getSlotLeaders(0, 10),
+    getStakeMinimumDelegation: () => c.getStakeMinimumDelegation(),
+    getSupply: () => c.getSupply(),
+    getTotalSupply: () => c.getTotalSupply(),
+    getTokenAccountBalance: () => c.getTokenAccountBalance(payerAta),
+    getTokenLargestAccounts: () => c.getTokenLargestAccounts(usdc),
+    getTokenSupply: () => c.getTokenSupply(usdc),
+    getTransactionCount: () => c.getTransactionCount(),
+    getVersion: () => c.getVersion(),
+    getVoteAccounts: () => c.getVoteAccounts(),
+    isBlockhashValid: () => c.isBlockhashValid(blockhash),
+    getAddressLookupTable: () => c.getAddressLookupTable(Keypair.generate().publicKey),
+  };
+  for (const [name, call] of Object.entries(web3)) await check(`web3.js ${name}`, call);
+  // getLeaderSchedule: this node leads all 432,000 slots of the epoch; the clients' parsers take seconds over that
+  // many numbers, so its shape is read here as plain JSON
+  const schedule = (await (
+    await fetch(server.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"getLeaderSchedule"}' })
+  ).json()) as { result: Record<string, number[]> };
+  t.deepEqual(Object.keys(schedule.result), [ledger.faucet.address]);
+  t.is(schedule.result[ledger.faucet.address]!.length, 432_000);
+  await check(
+    'web3.js getStakeActivation (a wallet is no stake account)',
+    async () => {
+      try {
+        await c.getStakeActivation(payer.publicKey);
+        return 'answered';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    },
+    (m: string) => /not a stake account/.test(m),
+  );
+
+  // ---- @solana/kit createSolanaRpc ----
+  const rpc = createSolanaRpc(server.url);
+  const a = (k: PublicKey) => address(k.toBase58());
+  const sig = (s: string) => s as Parameters<typeof rpc.getTransaction>[0];
+  const big = BigInt(slot);
+  const kit: Record<string, () => { send(): Promise<unknown> }> = {
+    getAccountInfo: () => rpc.getAccountInfo(a(payerAta), { encoding: 'jsonParsed' }),
+    getAgGenesisCert: () => rpc.getAgGenesisCert(),
+    getBalance: () => rpc.getBalance(a(payer.publicKey)),
+    getBlock: () => rpc.getBlock(big, { maxSupportedTransactionVersion: 0 }),
+    getBlockSignatures: () => rpc.getBlock(big, { transactionDetails: 'signatures' }),
+    getBlockCommitment: () => rpc.getBlockCommitment(big),
+    getBlockHeight: () => rpc.getBlockHeight(),
+    getBlockProduction: () => rpc.getBlockProduction(),
+    getBlocks: () => rpc.getBlocks(0n, big),
+    getBlocksWithLimit: () => rpc.getBlocksWithLimit(0n, 5),
+    getBlockTime: () => rpc.getBlockTime(big),
+    getClusterNodes: () => rpc.getClusterNodes(),
+    getEpochInfo: () => rpc.getEpochInfo(),
+    getEpochSchedule: () => rpc.getEpochSchedule(),
+    getFirstAvailableBlock: () => rpc.getFirstAvailableBlock(),
+    getGenesisHash: () => rpc.getGenesisHash(),
+    getHealth: () => rpc.getHealth(),
+    getHighestSnapshotSlot: () => rpc.getHighestSnapshotSlot(),
+    getIdentity: () => rpc.getIdentity(),
+    getInflationGovernor: () => rpc.getInflationGovernor(),
+    getInflationRate: () => rpc.getInflationRate(),
+    getInflationReward: () => rpc.getInflationReward([a(payer.publicKey)]),
+    getLargestAccounts: () => rpc.getLargestAccounts({ filter: 'circulating' }),
+    getLatestBlockhash: () => rpc.getLatestBlockhash(),
+    getLeaderSchedule: () => rpc.getLeaderSchedule(10n ** 12n),
+    getMaxRetransmitSlot: () => rpc.getMaxRetransmitSlot(),
+    getMaxShredInsertSlot: () => rpc.getMaxShredInsertSlot(),
+    getMinimumBalanceForRentExemption: () => rpc.getMinimumBalanceForRentExemption(0n),
+    getMultipleAccounts: () => rpc.getMultipleAccounts([a(payer.publicKey)], { encoding: 'base64' }),
+    getProgramAccounts: () => rpc.getProgramAccounts(address(TOKEN_PROGRAM_ID), { encoding: 'base64', filters: [{ dataSize: 165n }] }),
+    getRecentPerformanceSamples: () => rpc.getRecentPerformanceSamples(),
+    getRecentPrioritizationFees: () => rpc.getRecentPrioritizationFees(),
+    getSignaturesForAddress: () => rpc.getSignaturesForAddress(a(merchant), { before: sig(v0.signature) }),
+    getSignatureStatuses: () => rpc.getSignatureStatuses([sig(legacy.signature)]),
+    getSlot: () => rpc.getSlot(),
+    getSlotLeader: () => rpc.getSlotLeader(),
+    getSlotLeaders: () => rpc.getSlotLeaders(0n, 3),
+    getStakeMinimumDelegation: () => rpc.getStakeMinimumDelegation(),
+    getSupply: () => rpc.getSupply(),
+    getTokenAccountBalance: () => rpc.getTokenAccountBalance(a(payerAta)),
+    getTokenAccountsByDelegate: () => rpc.getTokenAccountsByDelegate(a(payer.publicKey), { programId: address(TOKEN_PROGRAM_ID) }, { encoding: 'base64' }),
+    getTokenAccountsByOwner: () => rpc.getTokenAccountsByOwner(a(payer.publicKey), { mint: a(usdc) }, { encoding: 'base64' }),
+    getTokenLargestAccounts: () => rpc.getTokenLargestAccounts(a(usdc)),
+    getTokenSupply: () => rpc.getTokenSupply(a(usdc)),
+    getTransaction: () => rpc.getTransaction(sig(v0.signature), { maxSupportedTransactionVersion: 0, encoding: 'jsonParsed' }),
+    getTransactionCount: () => rpc.getTransactionCount(),
+    getTransactionsForAddress: () => rpc.getTransactionsForAddress(a(merchant), { limit: 1 }),
+    getVersion: () => rpc.getVersion(),
+    getVoteAccounts: () => rpc.getVoteAccounts(),
+    isBlockhashValid: () => rpc.isBlockhashValid(blockhash as Parameters<typeof rpc.isBlockhashValid>[0]),
+    minimumLedgerSlot: () => rpc.minimumLedgerSlot(),
+    requestAirdrop: () => rpc.requestAirdrop(a(merchant), lamports(1_000_000n)),
+  };
+  for (const [name, call] of Object.entries(kit)) await check(`kit ${name}`, () => call().send());
+  t.deepEqual(failures, []);
+});

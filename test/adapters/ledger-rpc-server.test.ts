@@ -1,5 +1,5 @@
 import test, { type ExecutionContext } from 'ava';
-import { Keypair, Message } from '@solana/web3.js';
+import { Keypair, Message, PublicKey } from '@solana/web3.js';
 import WebSocket from 'ws';
 import { ADMIN_REFUSED, LIMIT_REACHED, startLedgerRpcServer, type PubSubLimits } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { ADMIN_HEADER } from '../../adapters/ledger/embedded/keys.ts';
@@ -243,12 +243,40 @@ test('rpc server: PubSub notifies signatures, accounts and slots', async (t) => 
   const sigSub = await request(1, 'signatureSubscribe', [signature, { commitment: 'confirmed' }]);
   const accSub = await request(2, 'accountSubscribe', [watched, { encoding: 'base64', commitment: 'confirmed' }]);
   const slotSub = await request(3, 'slotSubscribe', []);
+  const logsSub = await request(7, 'logsSubscribe', [{ mentions: [watched] }, { commitment: 'processed' }]);
+  const allLogsSub = await request(8, 'logsSubscribe', ['all']);
+  const programSub = await request(9, 'programSubscribe', [
+    '11111111111111111111111111111111',
+    { encoding: 'base64', filters: [{ dataSize: 0 }, { memcmp: { offset: 0, bytes: '' } }] },
+  ]);
+  t.like(
+    await (async () => {
+      socket.send(JSON.stringify({ jsonrpc: '2.0', id: 10, method: 'logsSubscribe', params: [{ mentions: [watched, watched] }] }));
+      return next((m) => m.id === 10);
+    })(),
+    { error: { code: -32602, message: 'Invalid Request: Only 1 address supported' } },
+  );
   socket.send(JSON.stringify({ jsonrpc: '2.0', method: 'ping' })); // a client ping: no answer, no error
   t.is((await call('sendTransaction', [Buffer.from(wire).toString('base64'), { encoding: 'base64' }])).result, signature);
   t.like(await next((m) => m.method === 'signatureNotification'), { params: { subscription: sigSub, result: { context: { slot: 0 }, value: { err: null } } } });
   t.like(await next((m) => m.method === 'accountNotification'), {
     params: { subscription: accSub, result: { value: { lamports: 3_000_000, data: ['', 'base64'] } } },
   });
+  for (const subscription of [logsSub, allLogsSub]) {
+    const logs = await next((m) => m.method === 'logsNotification' && m.params.subscription === subscription);
+    t.like(logs.params.result, { context: { slot: 0 }, value: { signature, err: null } });
+    t.true(logs.params.result.value.logs.includes('Program 11111111111111111111111111111111 invoke [1]'));
+  }
+  const programNotes = [
+    await next((m) => m.method === 'programNotification' && m.params.result.value.pubkey === watched),
+    await next((m) => m.method === 'programNotification' && m.params.result.value.pubkey === payer.publicKey.toBase58()),
+  ];
+  t.like(programNotes[0].params, {
+    subscription: programSub,
+    result: { context: { slot: 0 }, value: { account: { lamports: 3_000_000, data: ['', 'base64'] } } },
+  });
+  t.true(await request(11, 'logsUnsubscribe', [logsSub]));
+  t.true(await request(12, 'programUnsubscribe', [programSub]));
   ledger.advance(2);
   t.like(await next((m) => m.method === 'slotNotification'), { params: { subscription: slotSub, result: { slot: 2 } } });
   t.true(await request(4, 'slotUnsubscribe', [slotSub]));
@@ -374,4 +402,121 @@ test('rpc server: PubSub caps subscriptions per socket and sockets per client wi
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
   t.is(typeof answer.result, 'number', 'a socket closed makes room for another');
+});
+
+test('rpc server: getProgramAccounts filters and encodings, blocks, and history pages', async (t) => {
+  const { ledger, call } = await served(t);
+  const payer = Keypair.generate();
+  const merchant = Keypair.generate().publicKey.toBase58();
+  ledger.airdrop(payer.publicKey.toBase58(), 1_000_000_000n);
+  ledger.mintTo(payer.publicKey.toBase58(), USDC_DEVNET.mint, 5_000_000n);
+  const blockhash0 = (await call('getLatestBlockhash')).result.value.blockhash;
+  const sent = [1n, 2n, 3n].map((amount) => {
+    const r = ledger.sendWire(
+      tokenTransfer({
+        owner: payer,
+        to: merchant,
+        mint: USDC_DEVNET.mint,
+        amount,
+        blockhash: blockhash0,
+        memo: `m${amount}`,
+        version: amount === 2n ? 0 : 'legacy',
+      }),
+    );
+    if (!r.ok) throw new Error('setup');
+    return r.signature;
+  });
+
+  // getProgramAccounts
+  const merchantAta = ata(merchant, USDC_DEVNET.mint);
+  const owned = [{ dataSize: 165 }, { memcmp: { offset: 32, bytes: merchant } }];
+  const gpa = (await call('getProgramAccounts', [TOKEN_PROGRAM_ID, { encoding: 'base64', filters: owned }])).result;
+  t.is(gpa.length, 1);
+  t.is(gpa[0].pubkey, merchantAta);
+  t.like(gpa[0].account, { owner: TOKEN_PROGRAM_ID, executable: false, lamports: 2_039_280, space: 165 });
+  t.is(gpa[0].account.data[1], 'base64');
+  const asBase64 = Buffer.from(new PublicKey(merchant).toBytes()).toString('base64');
+  const withContext = (
+    await call('getProgramAccounts', [
+      TOKEN_PROGRAM_ID,
+      { encoding: 'jsonParsed', withContext: true, filters: [{ memcmp: { offset: 32, bytes: asBase64, encoding: 'base64' } }] },
+    ])
+  ).result;
+  t.like(withContext, { context: { slot: 0 }, value: [{ pubkey: merchantAta, account: { data: { program: 'spl-token', parsed: { type: 'account' } } } }] });
+  const sliced = (await call('getProgramAccounts', [TOKEN_PROGRAM_ID, { encoding: 'base64', dataSlice: { offset: 64, length: 8 }, filters: owned }])).result;
+  t.deepEqual(Buffer.from(sliced[0].account.data[0], 'base64'), Buffer.from([6, 0, 0, 0, 0, 0, 0, 0]));
+  t.deepEqual((await call('getProgramAccounts', [TOKEN_PROGRAM_ID, { encoding: 'base64', filters: [{ dataSize: 7 }] }])).result, []);
+  t.is((await call('getProgramAccounts', [TOKEN_PROGRAM_ID, { encoding: 'base64' }])).result.length, 3, 'the two token accounts and the mint, no filter');
+  for (const bad of [
+    [{ dataSize: 1 }, { dataSize: 1 }, { dataSize: 1 }, { dataSize: 1 }, { dataSize: 1 }],
+    [{ memcmp: { offset: 0, bytes: '1'.repeat(200) } }],
+    [{ memcmp: { offset: -1, bytes: '1' } }],
+    [{ memcmp: { offset: 0, bytes: 'AA==', encoding: 'hex' } }],
+    [{ nope: 1 }],
+    'x',
+  ])
+    t.like(await call('getProgramAccounts', [TOKEN_PROGRAM_ID, { encoding: 'base64', filters: bad }]), { error: { code: -32602 } }, JSON.stringify(bad));
+
+  // blocks: every slot is one, block height = slot, its blockhash the one issued at that height
+  const block = (await call('getBlock', [0, { maxSupportedTransactionVersion: 0 }])).result;
+  t.like(block, { blockHeight: 0, parentSlot: 0, blockhash: blockhash0, rewards: [] });
+  t.is(typeof block.blockTime, 'number');
+  t.is(typeof block.previousBlockhash, 'string');
+  t.deepEqual(block.transactions.map((tx: { transaction: { signatures: string[] } }) => tx.transaction.signatures[0]).slice(-3), sent);
+  t.deepEqual(
+    block.transactions.slice(-3).map((tx: { version: unknown }) => tx.version),
+    ['legacy', 0, 'legacy'],
+  );
+  t.like(await call('getBlock', [0]), { error: { code: -32015 } }, 'a version-0 transaction needs maxSupportedTransactionVersion');
+  const accounts = (await call('getBlock', [0, { maxSupportedTransactionVersion: 0, transactionDetails: 'accounts', rewards: false }])).result;
+  t.is(accounts.rewards, undefined);
+  t.like(accounts.transactions.at(-1), {
+    transaction: { signatures: [sent[2]], accountKeys: [{ pubkey: payer.publicKey.toBase58(), signer: true, writable: true }] },
+  });
+  t.is(accounts.transactions.at(-1).meta.logMessages, undefined);
+  t.deepEqual((await call('getBlock', [0, { transactionDetails: 'signatures' }])).result.signatures.slice(-3), sent);
+  t.false('transactions' in (await call('getBlock', [0, { transactionDetails: 'none' }])).result);
+  t.like(await call('getBlock', [0, { commitment: 'processed' }]), { error: { code: -32602 } });
+  t.like(await call('getBlock', [5]), { error: { code: -32004, message: 'Block not available for slot 5' } });
+  ledger.advance(3);
+  const empty = (await call('getBlock', [2])).result;
+  t.like(empty, { blockHeight: 2, parentSlot: 1, transactions: [] });
+  t.is(empty.previousBlockhash, (await call('getBlock', [1, { transactionDetails: 'none' }])).result.blockhash);
+  t.deepEqual((await call('getBlocks', [0])).result, [0, 1, 2, 3]);
+  t.deepEqual((await call('getBlocks', [1, 2, { commitment: 'finalized' }])).result, [1, 2]);
+  t.deepEqual((await call('getBlocksWithLimit', [2, 5])).result, [2, 3]);
+  t.like(await call('getBlocks', [0, 600_000]), { error: { code: -32602 } });
+  t.is((await call('getBlockTime', [0])).result, block.blockTime);
+  t.like(await call('getBlockTime', [99]), { error: { code: -32004 } });
+
+  // getSignaturesForAddress pages with before/until/limit, newest first
+  const page = async (config: Record<string, unknown>) =>
+    (await call('getSignaturesForAddress', [merchant, config])).result.map((s: { signature: string }) => s.signature);
+  t.deepEqual(await page({ limit: 2 }), [sent[2], sent[1]]);
+  t.deepEqual(await page({ limit: 2, before: sent[1] }), [sent[0]]);
+  t.deepEqual(await page({ until: sent[0] }), [sent[2], sent[1]]);
+  t.deepEqual(await page({ before: sent[2], until: sent[0] }), [sent[1]]);
+  t.like(await call('getSignaturesForAddress', [merchant, { limit: 1001 }]), { error: { code: -32602 } });
+
+  // getTransactionsForAddress: oldest first in pages of 2, named by slot:index tokens
+  const first = (await call('getTransactionsForAddress', [merchant, { sortOrder: 'asc', limit: 2 }])).result;
+  t.deepEqual(
+    first.data.map((d: { signature: string }) => d.signature),
+    [sent[0], sent[1]],
+  );
+  t.like(first.data[0], { slot: 0, err: null, memo: '[2] m1' });
+  t.regex(first.paginationToken, /^0:\d+$/);
+  const second = (await call('getTransactionsForAddress', [merchant, { sortOrder: 'asc', limit: 2, paginationToken: first.paginationToken }])).result;
+  t.deepEqual(second, { data: [{ ...second.data[0], signature: sent[2] }], paginationToken: null });
+  const full = (await call('getTransactionsForAddress', [merchant, { transactionDetails: 'full', maxSupportedTransactionVersion: 0, limit: 1 }])).result;
+  t.like(full.data[0], { slot: 0, version: 'legacy', transaction: { signatures: [sent[2]] }, meta: { err: null } });
+  t.like(await call('getTransactionsForAddress', [merchant, { filters: { tokenAccounts: 'balanceChanged' } }]), { error: { code: -32602 } });
+
+  // a block past the full-answer limit names the request that fits; its signatures still come
+  const crowd = Keypair.generate().publicKey.toBase58();
+  for (let i = 0; i < 1001; i++) ledger.airdrop(crowd, 1_000_000_000n + BigInt(i));
+  const tooLarge = await call('getBlock', [3]);
+  t.is(tooLarge.error.code, -32012);
+  t.regex(tooLarge.error.message, /ask transactionDetails "signatures"/);
+  t.is((await call('getBlock', [3, { transactionDetails: 'signatures' }])).result.signatures.length, 1001);
 });

@@ -24,6 +24,11 @@ export class BlockhashWindow {
     return h.digest();
   }
 
+  /** The blockhash of block `height` (= its slot), in or out of the window: getBlock names every block's hash. */
+  blockhashOf(height: number): string {
+    return encodeBase58(this.blockhashAt(height));
+  }
+
   /** Moves the window up to block height `top`; returns it. */
   refresh(top: number): number {
     if (top === this.top) return top;

@@ -176,6 +176,56 @@ export class History {
     for (let i = afterSeq; i < this.entries.length; i++) yield this.read(this.entries[i]!);
   }
 
+  /**
+   * The entries landed in slots [first, last], oldest first (entries are in slot order: the slot clock never goes
+   * back), at most `limit` of them; `more` tells whether the span holds others past the limit.
+   */
+  inSlots(first: number, last: number, limit: number): { entries: HistoryEntry[]; more: boolean } {
+    const from = this.firstAtOrAfter(first);
+    const entries: HistoryEntry[] = [];
+    let i = from;
+    for (; i < this.entries.length && this.entries[i]!.slot <= last && entries.length < limit; i++) entries.push(this.entries[i]!);
+    return { entries, more: i < this.entries.length && this.entries[i]!.slot <= last };
+  }
+
+  /** The seqs of the transactions that name `address`, oldest first (the per-address index itself: do not change it). */
+  seqsOf(address: string): readonly number[] {
+    return this.byAddress.get(address) ?? [];
+  }
+
+  entryAt(seq: number): HistoryEntry | undefined {
+    return this.entries[seq - 1];
+  }
+
+  /** An entry's position in its slot's block (getTransactionsForAddress' transactionIndex). */
+  indexInSlot(entry: HistoryEntry): number {
+    return entry.seq - 1 - this.firstAtOrAfter(entry.slot);
+  }
+
+  /** The seq of the transaction at `index` in the block of `slot`, if there is one. */
+  seqAt(slot: number, index: number): number | undefined {
+    const i = this.firstAtOrAfter(slot) + index;
+    return this.entries[i]?.slot === slot ? i + 1 : undefined;
+  }
+
+  /** The newest entry landed in a slot at or before `slot`, if any. */
+  lastAtOrBefore(slot: number): HistoryEntry | undefined {
+    const i = this.firstAtOrAfter(slot + 1);
+    return i > 0 ? this.entries[i - 1] : undefined;
+  }
+
+  /** index of the first entry whose slot is >= `slot` (binary search) */
+  private firstAtOrAfter(slot: number): number {
+    let lo = 0;
+    let hi = this.entries.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (this.entries[mid]!.slot < slot) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   /** Newest first, like getSignaturesForAddress. */
   signaturesFor(address: string, query: SignatureQuery): HistoryEntry[] {
     const list = this.byAddress.get(address);

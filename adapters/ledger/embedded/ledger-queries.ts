@@ -24,6 +24,40 @@ export class LedgerQueries {
     return this.history.signaturesFor(address, { before: options.before, until: options.until, limit });
   }
 
+  /**
+   * The landed transactions naming any of `addresses`, in `order`, strictly after the seq `after` in that order,
+   * that `accept` keeps, at most `limit` (getTransactionsForAddress); `more` tells whether others follow.
+   */
+  transactionsFor(
+    addresses: string[],
+    options: { order: 'asc' | 'desc'; after?: number | undefined; limit: number; accept: (entry: HistoryEntry) => boolean },
+  ): { entries: { entry: HistoryEntry; index: number }[]; more: boolean } {
+    const seqs =
+      addresses.length === 1 ? this.history.seqsOf(addresses[0]!) : [...new Set(addresses.flatMap((a) => this.history.seqsOf(a)))].sort((a, b) => a - b);
+    const entries: { entry: HistoryEntry; index: number }[] = [];
+    const asc = options.order === 'asc';
+    const step = asc ? 1 : -1;
+    for (let i = asc ? 0 : seqs.length - 1; i >= 0 && i < seqs.length; i += step) {
+      const seq = seqs[i]!;
+      if (options.after !== undefined && (asc ? seq <= options.after : seq >= options.after)) continue;
+      const entry = this.history.entryAt(seq)!;
+      if (!options.accept(entry)) continue;
+      if (entries.length === options.limit) return { entries, more: true };
+      entries.push({ entry, index: this.history.indexInSlot(entry) });
+    }
+    return { entries, more: false };
+  }
+
+  /** The seq of the transaction at `index` in the block of `slot` (a getTransactionsForAddress page token). */
+  seqAt(slot: number, index: number): number | undefined {
+    return this.history.seqAt(slot, index);
+  }
+
+  /** The seq of a landed signature. */
+  seqOf(signature: string): number | undefined {
+    return this.history.entry(signature)?.seq;
+  }
+
   /** The stored record of a landed transaction with its parsed wire form. */
   transactionRecord(signature: string): TransactionRecord | null {
     const entry = this.history.entry(signature);

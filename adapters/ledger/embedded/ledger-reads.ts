@@ -43,6 +43,23 @@ export class LedgerReads {
     return d;
   }
 
+  /**
+   * Every account `programId` owns, read from the state (LiteSVM scans its accounts), the addresses named once;
+   * `keep` sees the raw data first, so a filtered scan copies only what it keeps.
+   */
+  programAccounts(programId: string, keep: (data: Uint8Array) => boolean = () => true): LedgerAccount[] {
+    const key = decodeAddress(programId);
+    if (!key) return [];
+    const out: LedgerAccount[] = [];
+    for (const item of this.svm.getProgramAccounts(key)) {
+      const a = item.account();
+      const data = a.data();
+      if (!keep(data)) continue;
+      out.push({ address: this.accounts.nameOf(item.address), lamports: a.lamports(), owner: programId, data, executable: a.executable() });
+    }
+    return out;
+  }
+
   /** Token accounts of `owner`, optionally of one mint or one token program, read from the state. */
   tokenAccountsOf(owner: string, filter: { mint?: string | undefined; programId?: string | undefined } = {}): LedgerAccount[] {
     const out: LedgerAccount[] = [];

@@ -93,6 +93,28 @@ export interface LandedTransaction {
   err: LedgerTransactionError | null;
   /** writable account keys, whose state may have changed */
   writable: string[];
+  /** every account key of the transaction (logsSubscribe's `mentions`) */
+  keys: string[];
+  /** the program logs (logsSubscribe) */
+  logs: string[];
+}
+
+/**
+ * One block of the embedded ledger. Every slot up to the current one is a block (the ledger skips no slots, so block
+ * height = slot): its transactions are those that landed while the slot clock stood at it, oldest first, and the
+ * current slot's block stays open until the clock moves on. Its blockhash is the one getLatestBlockhash issued at
+ * that height, e.g. { slot: 7, parentSlot: 6, blockhash: '9xQe…', previousBlockhash: '4uQe…', blockTime: 1796… }.
+ */
+export interface LedgerBlock {
+  slot: number;
+  parentSlot: number;
+  blockhash: string;
+  previousBlockhash: string;
+  /** Unix seconds: the first transaction's time, else estimated from the slot clock (never ahead of now) */
+  blockTime: number;
+  entries: HistoryEntry[];
+  /** the block holds more transactions than `limit` asked for */
+  more: boolean;
 }
 
 export interface SimulateWireOptions extends SimulateOptions {
@@ -331,6 +353,40 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
     return this.reads.tokenAccountsOf(owner, filter);
   }
 
+  /** Every account `programId` owns whose raw data `keep` accepts (getProgramAccounts). */
+  programAccounts(programId: string, keep?: (data: Uint8Array) => boolean): LedgerAccount[] {
+    return this.reads.programAccounts(programId, keep);
+  }
+
+  // ---- blocks (LedgerBlock): every slot up to the current one ----
+
+  /** The block at `slot` with at most `limit` of its transactions, or null for a slot the clock has not reached. */
+  block(slot: number, limit: number): LedgerBlock | null {
+    if (!Number.isSafeInteger(slot) || slot < 0 || slot > this.slot()) return null;
+    const { entries, more } = this.history.inSlots(slot, slot, limit);
+    return {
+      slot,
+      parentSlot: Math.max(slot - 1, 0),
+      blockhash: this.blockhashes.blockhashOf(slot),
+      previousBlockhash: slot === 0 ? this.genesisHash : this.blockhashes.blockhashOf(slot - 1),
+      blockTime: (limit > 0 ? entries[0] : this.history.inSlots(slot, slot, 1).entries[0])?.time ?? this.estimatedTime(slot),
+      entries,
+      more,
+    };
+  }
+
+  /** Unix seconds of a block without transactions: the slot clock's estimate, between the last transaction before it and now. */
+  private estimatedTime(slot: number): number {
+    const floor = this.history.lastAtOrBefore(slot)?.time ?? Math.floor(this.header.genesisMs / 1000);
+    const clock = this.slotMs > 0 ? Math.floor((this.header.genesisMs + (slot - this.header.slotOffset) * this.slotMs) / 1000) : floor;
+    return Math.max(floor, Math.min(clock, Math.floor(Date.now() / 1000)));
+  }
+
+  /** The slot of the last snapshot written (getHighestSnapshotSlot). */
+  get snapshotSlot(): number {
+    return this.header.slot;
+  }
+
   // ---- transactions ----
 
   private reject(signature: string | null, err: LedgerTransactionError, logs: string[] = []): SendResult {
@@ -468,7 +524,7 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
       setImmediate(this.commit);
     }
     if (this.listeners.size) {
-      const landed: LandedTransaction = { signature, seq, slot, err, writable };
+      const landed: LandedTransaction = { signature, seq, slot, err, writable, keys: names, logs: meta.logs() };
       for (const listener of this.listeners) listener(landed);
     }
     return signature;
@@ -572,6 +628,19 @@ export class EmbeddedLedger extends EmbeddedLedgerPort {
 
   signaturesFor(address: string, options: SignaturesForAddressOptions = {}): HistoryEntry[] {
     return this.queries.signaturesFor(address, options);
+  }
+
+  /** getTransactionsForAddress' walk of the per-address index (ledger-queries.ts). */
+  transactionsFor(...args: Parameters<LedgerQueries['transactionsFor']>): ReturnType<LedgerQueries['transactionsFor']> {
+    return this.queries.transactionsFor(...args);
+  }
+
+  seqAt(slot: number, index: number): number | undefined {
+    return this.queries.seqAt(slot, index);
+  }
+
+  seqOf(signature: string): number | undefined {
+    return this.queries.seqOf(signature);
   }
 
   /** The stored record of a landed transaction with its parsed wire form. */

@@ -1,12 +1,15 @@
 import type { WebSocket } from 'ws';
 import type { Commitment } from '../../../domain/ports/ledger.ts';
 import { toJson } from './json.ts';
-import type { EmbeddedLedger } from './ledger.ts';
+import type { EmbeddedLedger, LandedTransaction } from './ledger.ts';
 import { accountEncoding, address, config, errorObject, signature, validId, type JsonRpcRequest } from './rpc-methods.ts';
 import { encodeAccount, invalidParams, RpcError, type AccountEncoding } from './rpc-encode.ts';
+import { parseFilters, type AccountFilter } from './rpc-filters.ts';
 
-// Solana PubSub over WebSocket for the embedded ledger: signature, account, slot and root subscriptions, with caps
-// per socket and per client (rpc-server.ts attaches each accepted socket).
+// Solana PubSub over WebSocket for the embedded ledger: signature, account, program, logs, slot and root
+// subscriptions, with caps per socket and per client (rpc-server.ts attaches each accepted socket). Account, program
+// and logs notifications go out as the transaction executes (processed), whatever commitment was asked; signature
+// notifications wait for the level asked.
 
 /** JSON-RPC server-error range: a PubSub cap was reached (subscriptions per socket, sockets per client) */
 export const LIMIT_REACHED = -32098;
@@ -36,6 +39,9 @@ const level = (value: unknown): Level =>
 type Subscription =
   | { kind: 'signature'; socket: WebSocket; signature: string; level: Level }
   | { kind: 'account'; socket: WebSocket; address: string; encoding: AccountEncoding }
+  | { kind: 'program'; socket: WebSocket; program: string; encoding: AccountEncoding; filter: AccountFilter }
+  /** mentions: null = every transaction ('all', 'allWithVotes': this ledger has no votes) */
+  | { kind: 'logs'; socket: WebSocket; mentions: string | null }
   | { kind: 'slot' | 'root'; socket: WebSocket };
 
 export class PubSub {
@@ -44,6 +50,8 @@ export class PubSub {
   private readonly bySignature = new Map<string, Set<number>>();
   private readonly byAccount = new Map<string, Set<number>>();
   private readonly slotSubs = new Set<number>();
+  private readonly byProgram = new Map<string, Set<number>>();
+  private readonly logSubs = new Set<number>();
   /** landed signatures whose subscribers wait for a higher commitment */
   private waiting: { id: number; seq: number; slot: number; err: unknown }[] = [];
   private slotTimer: NodeJS.Timeout | undefined;
@@ -86,8 +94,47 @@ export class PubSub {
           }
         }
       }
+      if (this.byProgram.size) this.notifyPrograms(landed.slot, landed.writable);
+      if (this.logSubs.size) this.notifyLogs(landed);
     });
     this.unlistenCommit = ledger.onCommit((reached, seq) => this.onCommit(reached, seq));
+  }
+
+  /** programNotification for each written account a subscribed program owns (and that passes the filters) */
+  private notifyPrograms(slot: number, writable: string[]): void {
+    for (const address of writable) {
+      const account = this.ledger.readAccount(address);
+      if (!account) continue;
+      const ids = this.byProgram.get(account.owner);
+      if (!ids) continue;
+      for (const id of ids) {
+        const sub = this.subs.get(id);
+        if (sub?.kind !== 'program' || !sub.filter(account.data)) continue;
+        let value: unknown;
+        try {
+          value = { account: encodeAccount(this.ledger, account, sub.encoding), pubkey: address };
+        } catch {
+          continue; // data too long for the base58 the subscription asked for: agave skips it as well
+        }
+        this.notify(sub.socket, 'programNotification', id, { context: { slot }, value });
+      }
+    }
+  }
+
+  private notifyLogs(landed: LandedTransaction): void {
+    let keys: Set<string> | undefined;
+    for (const id of this.logSubs) {
+      const sub = this.subs.get(id);
+      if (sub?.kind !== 'logs') continue;
+      if (sub.mentions !== null) {
+        keys ??= new Set(landed.keys);
+        if (!keys.has(sub.mentions)) continue;
+      }
+      this.notify(sub.socket, 'logsNotification', id, {
+        context: { slot: landed.slot },
+        value: { err: landed.err, logs: landed.logs, signature: landed.signature },
+      });
+    }
   }
 
   private onCommit(reached: Level, seq: number): void {
@@ -210,6 +257,32 @@ export class PubSub {
         set.add(id);
         return id;
       }
+      case 'programSubscribe': {
+        const program = address(params[0]);
+        const c = config(params, 1);
+        const id = add({ kind: 'program', socket, program, encoding: accountEncoding({ encoding: c.encoding ?? 'base64' }), filter: parseFilters(c.filters) });
+        let set = this.byProgram.get(program);
+        if (!set) {
+          set = new Set();
+          this.byProgram.set(program, set);
+        }
+        set.add(id);
+        return id;
+      }
+      case 'logsSubscribe': {
+        const filter = params[0];
+        let mentions: string | null = null;
+        if (filter === 'all' || filter === 'allWithVotes') mentions = null;
+        else if (filter !== null && typeof filter === 'object' && Array.isArray((filter as { mentions?: unknown }).mentions)) {
+          const list = (filter as { mentions: unknown[] }).mentions;
+          if (list.length !== 1) throw invalidParams('Invalid Request: Only 1 address supported');
+          mentions = address(list[0]);
+        } else throw invalidParams('Invalid params: expected "all", "allWithVotes" or { mentions: [address] }');
+        config(params, 1);
+        const id = add({ kind: 'logs', socket, mentions });
+        this.logSubs.add(id);
+        return id;
+      }
       case 'slotSubscribe':
       case 'rootSubscribe': {
         const id = add({ kind: request.method === 'slotSubscribe' ? 'slot' : 'root', socket });
@@ -219,6 +292,8 @@ export class PubSub {
       }
       case 'signatureUnsubscribe':
       case 'accountUnsubscribe':
+      case 'programUnsubscribe':
+      case 'logsUnsubscribe':
       case 'slotUnsubscribe':
       case 'rootUnsubscribe': {
         const id = params[0];
@@ -256,6 +331,12 @@ export class PubSub {
       const set = this.byAccount.get(sub.address);
       set?.delete(id);
       if (set?.size === 0) this.byAccount.delete(sub.address);
+    } else if (sub.kind === 'program') {
+      const set = this.byProgram.get(sub.program);
+      set?.delete(id);
+      if (set?.size === 0) this.byProgram.delete(sub.program);
+    } else if (sub.kind === 'logs') {
+      this.logSubs.delete(id);
     } else {
       this.slotSubs.delete(id);
       if (this.slotSubs.size === 0 && this.slotTimer) {

@@ -96,14 +96,46 @@ function tokenBalanceJson(b: StoredTokenBalance) {
 
 export type TransactionEncoding = 'json' | 'jsonParsed' | 'base64' | 'base58';
 
+/** The account keys of a landed transaction as jsonParsed (and getBlock's `accounts` details) list them. */
+export function parsedAccountKeys({ stored, wire, accountKeys }: TransactionRecord) {
+  return accountKeys.map((pubkey, i) => ({
+    pubkey,
+    signer: i < wire.numRequiredSignatures,
+    source: i < wire.numStaticKeys ? 'transaction' : 'lookupTable',
+    writable: i < wire.numStaticKeys ? isStaticWritable(wire, i) : i < wire.numStaticKeys + stored.lw.length,
+  }));
+}
+
+/** The signatures of a landed transaction, base58, in order. */
+export function signaturesOf({ wire }: TransactionRecord): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < wire.numSignatures; i++)
+    out.push(encodeBase58(wire.bytes.subarray(wire.signaturesOffset + i * 64, wire.signaturesOffset + (i + 1) * 64)));
+  return out;
+}
+
+/**
+ * One transaction of getBlock's `transactions`: `full` is getTransaction's { meta, transaction } without slot and
+ * blockTime; `accounts` is agave's account-keys-only form (signatures, parsed account keys, and a meta without
+ * instructions, logs or loaded addresses). `version` is named only when the client said which versions it reads.
+ */
+export function encodeBlockTransaction(
+  record: TransactionRecord,
+  options: { details: 'full' | 'accounts'; encoding: TransactionEncoding; withVersion: boolean },
+) {
+  const version = options.withVersion ? record.wire.version : undefined;
+  const { meta, transaction } = encodeTransaction(record, options.encoding);
+  if (options.details === 'full') return { meta, transaction, version };
+  const { innerInstructions: _i, logMessages: _l, loadedAddresses: _a, computeUnitsConsumed: _c, ...slim } = meta;
+  return { meta: slim, transaction: { accountKeys: parsedAccountKeys(record), signatures: signaturesOf(record) }, version };
+}
+
 /** getTransaction's result for one landed transaction. */
 export function encodeTransaction(record: TransactionRecord, encoding: TransactionEncoding) {
   const { stored, wire, accountKeys } = record;
   const staticKeys = accountKeys.slice(0, wire.numStaticKeys);
   const loaded = { writable: stored.lw, readonly: stored.lr };
-  const signatures: string[] = [];
-  for (let i = 0; i < wire.numSignatures; i++)
-    signatures.push(encodeBase58(wire.bytes.subarray(wire.signaturesOffset + i * 64, wire.signaturesOffset + (i + 1) * 64)));
+  const signatures = signaturesOf(record);
   const parsed = encoding === 'jsonParsed';
   const instructionJson = (programIndex: number, accounts: ArrayLike<number>, data: Uint8Array, stackHeight: number | null) =>
     parsed
@@ -137,14 +169,7 @@ export function encodeTransaction(record: TransactionRecord, encoding: Transacti
   else if (encoding === 'base58') transaction = [encodeBase58(wire.bytes), 'base58'];
   else {
     const message: Record<string, unknown> = {
-      accountKeys: parsed
-        ? accountKeys.map((pubkey, i) => ({
-            pubkey,
-            signer: i < wire.numRequiredSignatures,
-            source: i < wire.numStaticKeys ? 'transaction' : 'lookupTable',
-            writable: i < wire.numStaticKeys ? isStaticWritable(wire, i) : i < wire.numStaticKeys + loaded.writable.length,
-          }))
-        : staticKeys,
+      accountKeys: parsed ? parsedAccountKeys(record) : staticKeys,
       header: parsed
         ? undefined
         : {

@@ -1,17 +1,35 @@
 import { findStable } from '../../../domain/shared/network.ts';
-import { decodeAddress, decodeBase58 } from '../../../domain/shared/base58.ts';
+import { decodeBase58 } from '../../../domain/shared/base58.ts';
 import { describeTransactionError } from './errors.ts';
 import { parseDecimal } from './faucet.ts';
 import { toJson } from './json.ts';
 import type { EmbeddedLedger } from './ledger.ts';
-import { encodeAccount, encodeTransaction, invalidParams, RpcError, type AccountEncoding, type DataSlice, type TransactionEncoding } from './rpc-encode.ts';
+import { accountMethods } from './rpc-accounts.ts';
+import { blockMethods } from './rpc-blocks.ts';
+import { clusterMethods, type Endpoints } from './rpc-cluster.ts';
+import { historyMethods } from './rpc-history.ts';
+import { encodeAccount, encodeTransaction, invalidParams, RpcError, type TransactionEncoding } from './rpc-encode.ts';
+import {
+  accountEncoding,
+  address,
+  API_VERSION,
+  config,
+  contextOf,
+  dataSlice,
+  FEATURE_SET,
+  signature,
+  VERSION_0_REFUSED,
+  withContext as withContextOf,
+  type Params,
+} from './rpc-params.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, uiTokenAmount } from './token.ts';
 import { isMintData, isTokenAccountData, parseMint, parseTokenAccount } from '../../../domain/shared/token-account.ts';
 
 // The JSON-RPC methods of the embedded ledger and the dispatch of one HTTP body to them (rpc-server.ts serves them).
 
-export const API_VERSION = '2.2.7';
-const FEATURE_SET = 3_640_012_085;
+export { accountEncoding, address, API_VERSION, config, signature } from './rpc-params.ts';
+export type { Params } from './rpc-params.ts';
+export type { Endpoints } from './rpc-cluster.ts';
 const MAX_SIGNATURE_STATUSES = 256;
 const MAX_MULTIPLE_ACCOUNTS = 100;
 
@@ -25,7 +43,6 @@ export interface JsonRpcRequest {
   params?: unknown;
 }
 
-export type Params = unknown[];
 /** `admin`: the request may call the ledger-admin methods (loopback listener and the admin secret). */
 export interface CallContext {
   admin: boolean;
@@ -88,40 +105,6 @@ export function dispatch(methods: Map<string, Handler>, body: string, context: C
 
 // ---- parameter helpers ----
 
-export function config(params: Params, index: number): Record<string, unknown> {
-  const c = params[index];
-  if (c === undefined || c === null) return {};
-  if (typeof c !== 'object' || Array.isArray(c)) throw invalidParams('Invalid params: config must be an object');
-  return c as Record<string, unknown>;
-}
-
-export function address(value: unknown): string {
-  if (typeof value !== 'string') throw invalidParams('Invalid params: expected a base-58 address');
-  if (!decodeAddress(value)) throw invalidParams('Invalid param: Invalid');
-  return value;
-}
-
-export function signature(value: unknown): string {
-  if (typeof value !== 'string') throw invalidParams('Invalid params: expected a base-58 signature');
-  const bytes = decodeBase58(value);
-  if (bytes?.length !== 64) throw invalidParams('Invalid param: Invalid');
-  return value;
-}
-
-export function accountEncoding(c: Record<string, unknown>): AccountEncoding {
-  const e = c.encoding ?? 'binary';
-  if (e === 'binary' || e === 'base58' || e === 'base64' || e === 'jsonParsed') return e;
-  if (e === 'base64+zstd') throw invalidParams('Invalid params: base64+zstd is not supported by this ledger; use base64');
-  throw invalidParams(`Invalid params: unknown variant \`${String(e)}\``);
-}
-
-function dataSlice(c: Record<string, unknown>): DataSlice | undefined {
-  const s = c.dataSlice as { offset?: unknown; length?: unknown } | undefined;
-  if (s === undefined || s === null) return undefined;
-  if (!Number.isInteger(s.offset) || !Number.isInteger(s.length)) throw invalidParams('Invalid params: dataSlice needs offset and length');
-  return { offset: s.offset as number, length: s.length as number };
-}
-
 function wireBytes(value: unknown, encoding: unknown): Uint8Array {
   if (typeof value !== 'string') throw invalidParams('Invalid params: expected an encoded transaction');
   if (encoding === 'base64') {
@@ -141,15 +124,13 @@ function wireBytes(value: unknown, encoding: unknown): Uint8Array {
 
 // ---- methods ----
 
-export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }): Map<string, Handler> {
-  const context = (c: Record<string, unknown> = {}) => {
-    const slot = ledger.slot();
-    if (c.minContextSlot !== undefined && typeof c.minContextSlot === 'number' && c.minContextSlot > slot) {
-      throw new RpcError(-32016, 'Minimum context slot has not been reached', { contextSlot: slot });
-    }
-    return { apiVersion: API_VERSION, slot };
-  };
-  const withContext = (c: Record<string, unknown>, value: unknown) => ({ context: context(c), value });
+/**
+ * Every method the embedded ledger answers: those here, the scans (rpc-accounts.ts), the blocks (rpc-blocks.ts) and
+ * the cluster's facts (rpc-cluster.ts). `endpoints`: this server's host:port pairs for getClusterNodes.
+ */
+export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean; endpoints?: Endpoints | undefined }): Map<string, Handler> {
+  const context = (c: Record<string, unknown> = {}) => contextOf(ledger, c);
+  const withContext = (c: Record<string, unknown>, value: unknown) => withContextOf(ledger, c, value);
   const account = (a: string, c: Record<string, unknown>) => {
     const found = ledger.readAccount(a);
     return found ? encodeAccount(ledger, found, accountEncoding(c), dataSlice(c)) : null;
@@ -158,6 +139,13 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
   const m = new Map<string, Handler>();
   m.set('getHealth', () => 'ok');
   m.set('getVersion', () => ({ 'feature-set': FEATURE_SET, 'solana-core': API_VERSION }));
+  for (const [name, handler] of [
+    ...accountMethods(ledger),
+    ...blockMethods(ledger),
+    ...historyMethods(ledger),
+    ...clusterMethods(ledger, options.endpoints ?? { rpc: null, pubsub: null }),
+  ])
+    m.set(name, handler);
   m.set('getGenesisHash', () => ledger.genesisHash);
   m.set('getIdentity', () => ({ identity: ledger.faucet.address }));
   m.set('getSlot', (p) => context(config(p, 0)).slot);
@@ -281,12 +269,7 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
     if (!['json', 'jsonParsed', 'base64', 'base58'].includes(encoding)) throw invalidParams(`Invalid params: unknown variant \`${String(encoding)}\``);
     const record = ledger.transactionRecord(s);
     if (!record) return null;
-    if (record.wire.version === 0 && (c.maxSupportedTransactionVersion === undefined || c.maxSupportedTransactionVersion === null)) {
-      throw new RpcError(
-        -32015,
-        'Transaction version (0) is not supported by the requesting client. Please try the request again with the following configuration parameter: "maxSupportedTransactionVersion": 0',
-      );
-    }
+    if (record.wire.version === 0 && (c.maxSupportedTransactionVersion === undefined || c.maxSupportedTransactionVersion === null)) throw VERSION_0_REFUSED();
     return encodeTransaction(record, encoding);
   });
   m.set('sendTransaction', (p) => {
@@ -342,6 +325,9 @@ export function rpcMethods(ledger: EmbeddedLedger, options: { admin: boolean }):
       },
     };
   });
+  // agave 1.x names, still sent by older clients
+  m.set('getConfirmedSignaturesForAddress2', m.get('getSignaturesForAddress')!);
+  m.set('getConfirmedTransaction', m.get('getTransaction')!);
   const airdrop: Handler = (p) => {
     const to = address(p[0]);
     const lamports = p[1];

@@ -10,7 +10,7 @@ import { toJson } from './json.ts';
 import type { EmbeddedLedger } from './ledger.ts';
 import { DEFAULT_LIMITS, PubSub, type PubSubLimits } from './pubsub.ts';
 import { RpcError } from './rpc-encode.ts';
-import { dispatch, errorObject, rpcMethods } from './rpc-methods.ts';
+import { dispatch, errorObject, rpcMethods, type Endpoints } from './rpc-methods.ts';
 
 export { ADMIN_REFUSED, API_VERSION } from './rpc-methods.ts';
 export { LIMIT_REACHED, type PubSubLimits } from './pubsub.ts';
@@ -92,7 +92,8 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
     const given = req.headers[ADMIN_HEADER];
     return typeof given === 'string' && given.length === adminSecret.length && timingSafeEqual(Buffer.from(given), adminSecret);
   };
-  const methods = rpcMethods(ledger, { admin: adminSecret !== null });
+  const endpoints: Endpoints = { rpc: null, pubsub: null };
+  const methods = rpcMethods(ledger, { admin: adminSecret !== null, endpoints });
 
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     // last resort: nothing a client sends may throw out of this listener (the process serves others)
@@ -197,6 +198,9 @@ export async function startLedgerRpcServer(options: LedgerRpcServerOptions): Pro
   const shownHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
   const url = `http://${shownHost}:${port}`;
   const wsUrl = `ws://${shownHost}:${ws ? wsPort : port}`;
+  // getClusterNodes names them as agave does: host:port, no scheme
+  endpoints.rpc = `${shownHost}:${port}`;
+  endpoints.pubsub = `${shownHost}:${ws ? wsPort : port}`;
   if (options.announce !== false) announceRpc(ledger.dir, url);
 
   return {
