@@ -134,6 +134,16 @@ function refused(call: Call, reason: string, message: string, details?: Record<s
   };
 }
 
+/**
+ * Rules 1 and 3 on a found link: why it answers no request with this method (method null: any), or null when it does.
+ * `handle` throws the refusal (410, 405 + Allow); the unpaid 402 without I/O (`unpaidAtHand`) leaves the request to it.
+ */
+function linkRefusal(link: PaymentLinkRecord, method: string | null): 'payment_link_disabled' | 'method_not_allowed' | null {
+  if (link.disabled) return 'payment_link_disabled';
+  if (method !== null && method.toUpperCase() !== link.method) return 'method_not_allowed';
+  return null;
+}
+
 export class PaywallCore {
   private health: { at: number; value: Promise<FacilitatorHealth> } | undefined;
 
@@ -422,10 +432,9 @@ export class PaywallCore {
       }
       throw new DomainError('payment_link_not_found', `No payment link ${request.id} on ${network}.`, { id: request.id });
     }
-    if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${request.id} is disabled.`, { id: request.id });
-    if (request.method !== null && request.method.toUpperCase() !== link.method) {
-      throw new DomainError('method_not_allowed', `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
-    }
+    const refusal = linkRefusal(link, request.method);
+    if (refusal === 'payment_link_disabled') throw new DomainError(refusal, `Payment link ${request.id} is disabled.`, { id: request.id });
+    if (refusal === 'method_not_allowed') throw new DomainError(refusal, `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
     return link;
   }
 
@@ -445,14 +454,14 @@ export class PaywallCore {
   private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
 
   /**
-   * The 402 fast path: the link and terms `handle` would use for an unpaid request, when both are at hand
-   * without I/O (the link cached and fresh, the facilitator's health fresh and its terms derived); undefined otherwise,
-   * and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies (enabled, x402, the method,
-   * its owner agent proven).
+   * The unpaid 402 without I/O (service.ts unpaidChallenge): the link and terms `handle` would use for an unpaid
+   * request, when both are at hand (the link cached and fresh, the facilitator's health fresh and its terms derived);
+   * undefined otherwise, and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies: one
+   * `linkRefusal` passes (enabled, the method), on x402 (MPP issues fresh challenges), its owner agent proven.
    */
   unpaidAtHand(network: Network, id: string, method: string): { link: PaymentLinkRecord; terms: OfferTerms } | undefined {
     const link = this.deps.links.peek(network, id);
-    if (!link || link.disabled || link.protocol !== 'x402' || method !== link.method || !this.deps.proof.linkPayableAtHand(link)) return undefined;
+    if (!link || linkRefusal(link, method) !== null || link.protocol !== 'x402' || !this.deps.proof.linkPayableAtHand(link)) return undefined;
     const health = this.health;
     if (!health || this.deps.clock.now().getTime() - health.at > HEALTH_TTL_MS) return undefined;
     const known = this.terms.get(network);

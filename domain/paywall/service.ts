@@ -1,6 +1,6 @@
 import type { PaywallRequest } from './call.ts';
 import { PaywallCore, type PaidCallSummary, type PaywallCoreDeps } from './core.ts';
-import { PaywallHttp, type PaywallResponse } from './http.ts';
+import { carriesPayment, PaywallHttp, splitQuery, type PaywallResponse, type RequestHeaders } from './http.ts';
 import { PaidCallReconciler, type ReconcileTally } from './reconcile.ts';
 import { PaidCallRecorder } from './record.ts';
 import { NETWORKS, type Network } from '../shared/network.ts';
@@ -37,13 +37,16 @@ export class PaywallService {
   }
 
   /**
-   * The unpaid 402 of a request carrying no payment, when it is at hand without I/O or a promise — the link
-   * cached, the terms known, the challenge rendered (the answer `handle` gives it); undefined: ask `handle`.
+   * The unpaid 402, decided here once for both doors that answer it (interfaces/paywall/fast-402.ts before fastify,
+   * routes.ts in it): the challenge `handle` answers a request carrying no payment, when it is at hand without I/O or
+   * a promise — the link cached, the terms known, the challenge rendered. Undefined: ask `handle`, which decides the
+   * same way with I/O (and renders the challenge for the next request).
    */
-  cachedChallenge(request: { id: string; network: string | undefined; method: string }): PaywallResponse | undefined {
-    const network = request.network ?? 'chain-mainnet';
+  unpaidChallenge(request: { id: string; url: string; method: string; headers: RequestHeaders }): PaywallResponse | undefined {
+    if (carriesPayment(request.headers)) return undefined;
+    const network = splitQuery(request.url).network ?? 'chain-mainnet';
     if (!(NETWORKS as readonly string[]).includes(network)) return undefined;
-    const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method.toUpperCase());
+    const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method);
     return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms);
   }
 
