@@ -7,9 +7,10 @@ import { NETWORKS, type Network } from '../shared/network.ts';
 import { pageModel, type PaywallPageModel } from './page.ts';
 import { newPageSession, type PageSession } from './solana-pay.ts';
 
-// hosted-api §4.2: the public /x/{id}, in the layers of x402's resource server — core.ts (claim → settle → record,
-// returning a result), http.ts (status, headers, body from it), record.ts and reconcile.ts — put together here for
-// the composition root; interfaces/paywall/routes.ts is the thin fastify adapter.
+// hosted-api §4.2: the public /x/{id}, in the layers of x402's resource server — core.ts (a request's link and payment,
+// returning a result), call.ts (one paid call: claim → settle → produce → record), http.ts (status, headers, body from
+// the result), record.ts and reconcile.ts — put together here for the composition root; interfaces/paywall/routes.ts
+// is the thin fastify adapter.
 
 export type { PaywallRequest } from './call.ts';
 export type { PaywallResponse } from './http.ts';
@@ -33,7 +34,7 @@ export class PaywallService {
     const recorder = deps.recorder ?? new PaidCallRecorder(deps);
     this.recorder = recorder;
     this.core = new PaywallCore(deps, recorder);
-    this.reconciler = new PaidCallReconciler(deps, this.core);
+    this.reconciler = new PaidCallReconciler(deps, this.core.calls);
   }
 
   /**
