@@ -12,7 +12,8 @@ import { registerSolanaPayRoutes, servePage } from './page-routes.ts';
 import { challengeHead, EXPOSED, QUIET, writeChallenge } from './challenge.ts';
 
 // hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window
-// (DECISIONS: 600 per 60 s per client IP, in memory), call PaywallService, write its answer or the error envelope.
+// (DECISIONS "Wire conventions": 600 per 60 s per client IP, shared by every node), call PaywallService, write its
+// answer or the error envelope.
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
 
