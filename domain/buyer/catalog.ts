@@ -4,7 +4,7 @@ import { bpsToPct } from '../shared/money.ts';
 import { CAIP2, NETWORKS, STABLES, X402_V1_NETWORK, type Network, type Stable } from '../shared/network.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
 import { bounded } from '../shared/pagination.ts';
-import type { BuyerCurrencies, BuyerNetworks, FacilitatorInfo, StableInfo } from './schema.ts';
+import type { BuyerCurrencies, FacilitatorInfo, NetworkCatalogue, StableInfo } from './schema.ts';
 
 // What a buyer (and a seller) needs to know before paying: the networks and their curated stables — from
 // the one STABLES definition the seller side answers from too — and the facilitator that settles (GET
@@ -27,8 +27,9 @@ export interface BuyerCatalogDeps {
 export class BuyerCatalog {
   constructor(private readonly deps: BuyerCatalogDeps) {}
 
-  networks(current: Network): BuyerNetworks {
-    const { fee } = this.deps.settings;
+  /** GET /v1/buyer/networks and GET /v1/seller/networks: both networks, the caller's marked current. */
+  networks(current: Network): NetworkCatalogue {
+    const { fee, facilitatorUrl } = this.deps.settings;
     return bounded(
       NETWORKS.map((network) => ({
         network,
@@ -36,6 +37,7 @@ export class BuyerCatalog {
         x402_network: X402_V1_NETWORK[network],
         current: network === current,
         rails: ['x402', 'mpp'],
+        facilitator: facilitatorUrl,
         protocol_fee: { bps: fee.bps, pct: bpsToPct(fee.bps), authority: fee.authorities[network] },
         stables: STABLES[network].map(stableInfo),
       })),

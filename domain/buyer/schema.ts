@@ -25,25 +25,31 @@ export const StableInfo = z
   .describe('A curated stable of a network.');
 export type StableInfo = z.infer<typeof StableInfo>;
 
-/** GET /v1/buyer/networks */
-export const BuyerNetworks = listEnvelope(
-  z.object({
-    network: Network,
-    caip2: z.string().describe('CAIP-2 network id (x402 v2)'),
-    x402_network: z.string().describe('x402 v1 network name, e.g. solana-devnet'),
-    current: z.boolean().describe("the caller's key's network: the only one it can pay on"),
-    rails: z.array(z.string()).describe('the payment rails the gateway\'s buyer routes speak, e.g. ["x402"]'),
-    protocol_fee: z
-      .object({
-        bps: z.number().int().describe('fee rate in basis points'),
-        pct: z.string().describe('the same rate in percent, decimal string'),
-        authority: z.string().describe('the fee authority (owner of the fee token accounts)'),
-      })
-      .describe('the protocol fee a buyer pays on top of the price (fee-facilitator-mpp-tools §2.2)'),
-    stables: z.array(StableInfo).describe('the curated stables of the network'),
-  }),
+/**
+ * GET /v1/buyer/networks and GET /v1/seller/networks: the network catalogue, one list for both sides (catalog.ts
+ * `networks` builds it), the same on REST, tRPC, GraphQL and MCP.
+ */
+export const NetworkCatalogue = listEnvelope(
+  z
+    .object({
+      network: Network,
+      caip2: z.string().describe('CAIP-2 network id (x402 v2)'),
+      x402_network: z.string().describe('x402 v1 network name, e.g. solana-devnet'),
+      current: z.boolean().describe("the caller's key's network: the only one it can pay on and its links can sell on"),
+      rails: z.array(z.string()).describe('the payment rails the gateway speaks, e.g. ["x402", "mpp"]'),
+      facilitator: z.string().describe('URL of the facilitator that settles payments (GET /v1/seller/facilitator)'),
+      protocol_fee: z
+        .object({
+          bps: z.number().int().describe('fee rate in basis points'),
+          pct: z.string().describe('the same rate in percent, decimal string'),
+          authority: z.string().describe('the fee authority (owner of the fee token accounts)'),
+        })
+        .describe('the protocol fee a buyer pays on top of the price (fee-facilitator-mpp-tools §2.2)'),
+      stables: z.array(StableInfo).describe('the curated stables of the network: what a link can price in and a buyer pay with'),
+    })
+    .describe('A network the gateway pays and sells on.'),
 );
-export type BuyerNetworks = z.infer<typeof BuyerNetworks>;
+export type NetworkCatalogue = z.infer<typeof NetworkCatalogue>;
 
 /** GET /v1/buyer/currency: the curated stables of the caller's network. */
 export const BuyerCurrencies = z.object({ network: Network, ...listEnvelope(StableInfo).shape });

@@ -1,10 +1,9 @@
 import { DomainError } from '../shared/errors.ts';
-import { CAIP2, findStable, type Network, type Stable, type StableSymbol, STABLES, X402_V1_NETWORK } from '../shared/network.ts';
+import { CAIP2, findStable, type Network, type Stable, type StableSymbol } from '../shared/network.ts';
 import { newId } from '../shared/ids.ts';
-import { bounded, decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
+import { decodeCursor, encodeCursor, toPage, type Page } from '../shared/pagination.ts';
 import { iso, isoOrNull, type GatewaySettings } from '../shared/settings.ts';
 import { parseInput } from '../shared/validation.ts';
-import { bpsToPct } from '../shared/money.ts';
 import type { Store, Repositories } from '../ports/store.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { AgentService } from '../agents/service.ts';
@@ -323,28 +322,6 @@ export class PaymentLinkService {
       decimals: price.stable.decimals,
       display: price.display,
     };
-  }
-
-  /** GET /v1/seller/networks: both networks, the caller's marked current. */
-  networks(current: Network) {
-    const { fee, facilitatorUrl } = this.deps.settings;
-    return bounded(
-      (Object.keys(STABLES) as Network[]).map((network) => ({
-        network,
-        caip2: CAIP2[network],
-        x402_network: X402_V1_NETWORK[network],
-        current: network === current,
-        facilitator: facilitatorUrl,
-        protocol_fee: { bps: fee.bps, pct: bpsToPct(fee.bps), authority: fee.authorities[network] },
-        stables: STABLES[network].map((s) => ({
-          symbol: s.symbol,
-          mint: s.mint,
-          decimals: s.decimals,
-          token_program: s.tokenProgram,
-          token_program_id: s.tokenProgramId,
-        })),
-      })),
-    );
   }
 
   /**

@@ -8,38 +8,33 @@ import type { Ledger } from '../ports/ledger.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Store } from '../ports/store.ts';
 import { decodeTransaction } from '../facilitator/decode.ts';
-import type { FacilitatorHealth, FacilitatorRequest, ResourceInfo, SettleResponse } from '../facilitator/wire.ts';
+import type { FacilitatorHealth, ResourceInfo } from '../facilitator/wire.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import type { AgentProof } from '../agents/proof.ts';
 import { sha256Hex } from '../receipts/schema.ts';
 import { acceptsFor, chooseAccept, parsePayment, type OfferTerms } from './offer.ts';
-import type { PaidCallRecord, StoredResponse } from './schema.ts';
+import type { StoredResponse } from './schema.ts';
 import type { LinkCache } from './link-cache.ts';
-import type { PaidCallRecorder } from './record.ts';
-import { acceptOfCharge, isBoundTo, type MppSettleResponse } from '../facilitator/mpp.ts';
+import { acceptOfCharge, isBoundTo } from '../facilitator/mpp.ts';
 import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type IssuedChallenge } from './mpp.ts';
 import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
 import { verifyPayment } from '../facilitator/verify.ts';
-import { errorResponse, facilitatorRequest, pending, pendingRequest, resourceOf, upstreamOf, type Accept, type Call, type PaywallRequest } from './call.ts';
+import { PaidCalls, resourceOf, type Accept, type Call, type CallOutcome, type CallRecorder, type PaidCallSummary, type PaywallRequest } from './call.ts';
+
+export type { PaidCallSummary } from './call.ts';
 
 // hosted-api §4.2 (rules 1–9) with DECISIONS "Payment links" and "x402 on the paywall": the paywall's core, like
 // x402's resource server — no HTTP here; http.ts renders its results, interfaces/paywall/routes.ts serves them.
 //
-// A paid call: parse the payment → claim it in paid_calls (exactly once across instances) → keep its request in the
-// claim (durable before any money can move) → settle (or, under settle_policy on_success, verify → forward → settle)
-// → record (record.ts: counters, earn receipt, events, the stored response, webhook). A replay of a done payment gets
-// the stored response; a settle whose outcome is unknown — or a process that died holding the claim — leaves it for
-// the replay or the reconciliation job (reconcile.ts) to finish.
+// A request: resolve the link (rules 1–3) → no payment: the unpaid 402 → a payment: parse it (x402 header, MPP
+// credential) into a Call → call.ts pays it (claim → settle → produce → record) → its outcome, a refusal answered in
+// the rail's 402. The paywall page's wallet payment (walletStatus) is paid through the same call.ts walk.
 
-/** How long one request may hold a payment before another may take it over (settle + forward fit well inside). */
-const LEASE_MS = 120_000;
-const REPLAY_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** A concurrent replay waits this long for the first request to finish. */
 const WAIT_FOR_OWNER_MS = 10_000;
 const HEALTH_TTL_MS = 60_000;
 const UNPAID = 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).';
-const USED_BEFORE = 'This payment was used more than 24 hours ago; its response is no longer kept.';
 
 /**
  * What the core decided: a 402 (its offer built on demand: the unpaid one is rendered once per link and terms), or
@@ -65,24 +60,7 @@ export type PaywallResult =
       refusal: MppRefusal | null;
       requestId: string | undefined;
     }
-  | { kind: 'served'; response: StoredResponse; replayed: boolean; paid?: PaidCallSummary };
-
-/**
- * A paid call just settled and served, for the operator's log line: public facts only (the link, what was paid in
- * human units, the buyer's wallet, the settlement's transaction signature), never a payment header.
- */
-export interface PaidCallSummary {
-  link_id: string;
-  label: string;
-  network: Network;
-  protocol: string;
-  /** decimal string in the paid currency's units, e.g. "0.01" */
-  amount: string;
-  currency: string;
-  buyer: string | null;
-  signature: string;
-  status: number;
-}
+  | Extract<CallOutcome, { kind: 'served' }>;
 
 /** Where the wallet payment of a paywall page stands (docs/paywall.md "In a browser"). */
 export type WalletStatus =
@@ -118,10 +96,7 @@ export interface PaywallCoreDeps {
   proof: Pick<AgentProof, 'requireLinkPayable' | 'linkPayableAtHand'>;
 }
 
-type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
-
-const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
-
+/** x402's 402 for a refused payment: the call's offer and why. */
 function refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
   return {
     kind: 'payment_required',
@@ -134,13 +109,28 @@ function refused(call: Call, reason: string, message: string, details?: Record<s
   };
 }
 
+/**
+ * Rules 1 and 3 on a found link: why it answers no request with this method (method null: any), or null when it does.
+ * `handle` throws the refusal (410, 405 + Allow); the unpaid 402 without I/O (`unpaidAtHand`) leaves the request to it.
+ */
+function linkRefusal(link: PaymentLinkRecord, method: string | null): 'payment_link_disabled' | 'method_not_allowed' | null {
+  if (link.disabled) return 'payment_link_disabled';
+  if (method !== null && method.toUpperCase() !== link.method) return 'method_not_allowed';
+  return null;
+}
+
 export class PaywallCore {
   private health: { at: number; value: Promise<FacilitatorHealth> } | undefined;
 
+  /** one paid call's walk (call.ts), shared with the reconciliation job */
+  readonly calls: PaidCalls;
+
   constructor(
     private readonly deps: PaywallCoreDeps,
-    private readonly recorder: PaidCallRecorder,
-  ) {}
+    recorder: CallRecorder,
+  ) {
+    this.calls = new PaidCalls({ ...deps, recorder, feePayer: async () => (await this.facilitatorHealth()).fee_payer });
+  }
 
   /** One request to /x/{id}: a 402 to render, or the response it paid for (errors are thrown as DomainErrors). */
   async handle(request: PaywallRequest): Promise<PaywallResult> {
@@ -200,7 +190,7 @@ export class PaywallCore {
       transaction: payment.transaction,
       paymentKey: sha256Hex(messageBytes),
     };
-    return this.pay(call, WAIT_FOR_OWNER_MS);
+    return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
   }
 
   /**
@@ -262,12 +252,15 @@ export class PaywallCore {
       paymentKey,
       mpp: { challenge: read.challenge },
     };
-    return this.pay(call, WAIT_FOR_OWNER_MS);
+    return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
   }
 
-  /** A refusal of a call in its rail's form: x402's 402 offer, or MPP's 402 with fresh challenges. */
-  private refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
+  /** A paid call's outcome as the core's result: what it bought, or its refusal in the rail's form. */
+  private answer(call: Call, outcome: CallOutcome): PaywallResult {
+    if (outcome.kind === 'served') return outcome;
+    const { reason, message, details } = outcome;
     if (!call.mpp) return refused(call, reason, message, details);
+    // MPP's 402 with fresh challenges, the refusal's reason beside them
     return this.mppRequired(
       { link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId },
       { error: reason, message, ...(details ? { details } : {}) },
@@ -382,9 +375,9 @@ export class PaywallCore {
         paymentKey: sha256Hex(decodeTransaction(tx.wire).messageBytes),
         landed: { signature: candidate.signature, payer: match.verdict.payer },
       };
-      let result: PaywallResult;
+      let result: CallOutcome;
       try {
-        result = await this.pay(call, WAIT_FOR_OWNER_MS);
+        result = await this.calls.pay(call, WAIT_FOR_OWNER_MS);
       } catch (e) {
         if (e instanceof DomainError && e.code === 'payment_pending') return { state: 'pending', signature: candidate.signature };
         throw e;
@@ -394,7 +387,7 @@ export class PaywallCore {
           ? { state: 'paid', signature: candidate.signature, response: null }
           : { state: 'paid', signature: candidate.signature, response: result.response, ...(result.paid ? { paid: result.paid } : {}) };
       }
-      if (result.kind === 'payment_required') return { state: 'refused', signature: candidate.signature, reason: result.reason, message: result.message };
+      return { state: 'refused', signature: candidate.signature, reason: result.reason, message: result.message };
     }
     return { state: 'waiting' };
   }
@@ -422,10 +415,9 @@ export class PaywallCore {
       }
       throw new DomainError('payment_link_not_found', `No payment link ${request.id} on ${network}.`, { id: request.id });
     }
-    if (link.disabled) throw new DomainError('payment_link_disabled', `Payment link ${request.id} is disabled.`, { id: request.id });
-    if (request.method !== null && request.method.toUpperCase() !== link.method) {
-      throw new DomainError('method_not_allowed', `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
-    }
+    const refusal = linkRefusal(link, request.method);
+    if (refusal === 'payment_link_disabled') throw new DomainError(refusal, `Payment link ${request.id} is disabled.`, { id: request.id });
+    if (refusal === 'method_not_allowed') throw new DomainError(refusal, `Payment link ${request.id} answers ${link.method} only.`, { allow: link.method });
     return link;
   }
 
@@ -445,14 +437,14 @@ export class PaywallCore {
   private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
 
   /**
-   * The 402 fast path: the link and terms `handle` would use for an unpaid request, when both are at hand
-   * without I/O (the link cached and fresh, the facilitator's health fresh and its terms derived); undefined otherwise,
-   * and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies (enabled, x402, the method,
-   * its owner agent proven).
+   * The unpaid 402 without I/O (service.ts unpaidChallenge): the link and terms `handle` would use for an unpaid
+   * request, when both are at hand (the link cached and fresh, the facilitator's health fresh and its terms derived);
+   * undefined otherwise, and `handle` decides. Only a link `handle` would answer with its unpaid offer qualifies: one
+   * `linkRefusal` passes (enabled, the method), on x402 (MPP issues fresh challenges), its owner agent proven.
    */
   unpaidAtHand(network: Network, id: string, method: string): { link: PaymentLinkRecord; terms: OfferTerms } | undefined {
     const link = this.deps.links.peek(network, id);
-    if (!link || link.disabled || link.protocol !== 'x402' || method !== link.method || !this.deps.proof.linkPayableAtHand(link)) return undefined;
+    if (!link || linkRefusal(link, method) !== null || link.protocol !== 'x402' || !this.deps.proof.linkPayableAtHand(link)) return undefined;
     const health = this.health;
     if (!health || this.deps.clock.now().getTime() - health.at > HEALTH_TTL_MS) return undefined;
     const known = this.terms.get(network);
@@ -475,251 +467,4 @@ export class PaywallCore {
     }
     return this.health.value;
   }
-
-  /**
-   * Exactly once: claim the payment, or answer from its record. `waitMs`: how long to wait for a request working on
-   * it (0 for reconciliation, which retries on its next run).
-   */
-  async pay(call: Call, waitMs: number): Promise<PaywallResult> {
-    const { network } = call.link;
-    const deadline = this.deps.clock.now().getTime() + waitMs;
-    // A call that goes straight from its claim to settlement (no upstream to check, no verify before it) is
-    // claimed already attempted, its request kept: one statement instead of claim + markAttempted.
-    const attempt = call.link.settlePolicy !== 'on_success' && !upstreamOf(call.link) ? { request: pendingRequest(call) } : undefined;
-    for (;;) {
-      const now = this.deps.clock.now();
-      const claim = await this.deps.store.paidCalls.claim({
-        network,
-        paymentKey: call.paymentKey,
-        linkPk: call.link.pk,
-        linkId: call.link.id,
-        lockedUntil: new Date(now.getTime() + LEASE_MS),
-        at: now,
-        expiresAt: new Date(now.getTime() + REPLAY_WINDOW_MS),
-        attempt,
-      });
-      const record = claim.record;
-      if (claim.claimed) return this.run(call, record, claim.marked);
-      if (record.linkPk !== call.link.pk) {
-        return this.refused(call, 'payment_already_used', 'This payment transaction was already used for another payment link.');
-      }
-      if (record.status === 'done' && record.response) {
-        if (record.expiresAt.getTime() <= now.getTime()) {
-          return this.refused(call, 'payment_already_used', USED_BEFORE);
-        }
-        return { kind: 'served', response: record.response, replayed: true };
-      }
-      if (now.getTime() >= deadline)
-        throw pending(record.signature, 'The first request with this payment is still settling; retry the same request to get its outcome.');
-      await this.deps.clock.sleep(100);
-    }
-  }
-
-  /**
-   * We hold the claim: settle (resuming an earlier attempt), respond, record. The request is kept in the claim before
-   * the facilitator is asked to settle, so whatever happens after — an unknown outcome, a crash — a replay
-   * or the reconciliation job can finish the payment.
-   */
-  private async run(call: Call, record: PaidCallRecord, marked: boolean): Promise<PaywallResult> {
-    const { network } = call.link;
-    const request = facilitatorRequest(call);
-    // `marked`: this claim inserted the row already attempted (nothing to resume, nothing more to mark)
-    const resuming = record.attempted && !marked;
-    let attempted = record.attempted;
-    let settledAs: string | null = record.signature;
-    try {
-      if (resuming) {
-        // Money may have moved: only a facilitator with the fee payer the transaction names can learn its outcome. Any
-        // other (a job runner configured with another key) would refuse it, and the refusal would drop a landed payment.
-        const feePayer = call.accept.extra.feePayer;
-        const ours = (await this.facilitatorHealth()).fee_payer;
-        if (typeof feePayer === 'string' && feePayer !== ours) {
-          throw new DomainError(
-            'payment_pending',
-            `This payment names fee payer ${feePayer}, not this facilitator's (${ours}); it is kept for a gateway that settles with it.`,
-            {
-              signature: settledAs,
-              reason: 'fee_payer_mismatch',
-            },
-          );
-        }
-      }
-      // An upstream that cannot be called at all (refused address, no DNS) would charge the buyer for nothing: checked
-      // before any money can move, in every mode and when resuming.
-      const upstream = upstreamOf(call.link);
-      if (upstream) {
-        const refused = await this.deps.outbound.check(upstream);
-        if (refused) {
-          throw new DomainError(
-            'upstream_failed',
-            resuming
-              ? `The upstream cannot be called (${refused.message}); the payment is kept pending until it can be.`
-              : `The upstream cannot be called (${refused.message}); the payment was not settled.`,
-            { reason: refused.reason },
-          );
-        }
-      }
-      let served: Produced | undefined;
-      // settle_policy on_success cannot hold back a wallet's payment: it landed before the paywall saw it.
-      if (call.link.settlePolicy === 'on_success' && !resuming && !call.landed) {
-        const verdict = await this.deps.facilitator.verify(request);
-        if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
-          await this.deps.store.paidCalls.release(network, call.paymentKey);
-          return this.refused(call, verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.', verdict.invalidDetails);
-        }
-        // Already settled (by a process that died before recording it): the settle below learns from the ledger
-        // whether it landed; the money moved, so the call is served and recorded like a resumed one.
-        if (verdict.isValid) {
-          served = await this.produce(call);
-          if (!served.ok) {
-            // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as
-            // upstream_failed (the catch below forgets the payment).
-            await this.deps.store.paymentLinks.countCall(network, call.link.pk, { at: this.deps.clock.now(), settledTxSig: null });
-            throw served.error;
-          }
-        }
-      }
-      if (!attempted) {
-        // Durable before the transaction can land: committed before the facilitator sees it.
-        if (!(await this.deps.store.paidCalls.markAttempted(network, call.paymentKey, { request: pendingRequest(call), at: this.deps.clock.now() }))) {
-          throw pending(null, 'Another request took this payment over; retry the same request to get its outcome.');
-        }
-        attempted = true;
-      }
-      const settled = await this.settle(call, request);
-      if (!settled.ok) return settled.result;
-      settledAs = settled.signature;
-      // before_forward (or an on_success call resumed after its answer was lost): the payment landed; an upstream
-      // failure is what this paid call served (and what replays get).
-      served ??= await this.produce(call);
-      const value = served.ok ? served.value : errorResponse(served.error);
-      const recorded = await this.recorder.record(call, settled.signature, settled.payer, value);
-      return recorded.kind === 'recorded'
-        ? { kind: 'served', response: recorded.response, replayed: false, paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status) }
-        : this.refused(call, 'payment_already_used', USED_BEFORE);
-    } catch (e) {
-      // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;
-      // before that, nothing happened and the payment is forgotten.
-      const signature = e instanceof DomainError && e.code === 'payment_pending' ? ((e.details?.signature as string | null) ?? settledAs) : settledAs;
-      if (attempted) {
-        await this.deps.store.paidCalls
-          .markPending(network, call.paymentKey, { signature, request: pendingRequest(call), at: this.deps.clock.now() })
-          .catch(() => {});
-      } else {
-        await this.deps.store.paidCalls.release(network, call.paymentKey).catch(() => {});
-      }
-      throw e;
-    }
-  }
-
-  private async settle(
-    call: Call,
-    request: FacilitatorRequest,
-  ): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; result: PaywallResult }> {
-    const { network } = call.link;
-    // The wallet rail: the buyer's wallet sent it and the ledger confirmed it (walletStatus) — nothing to settle.
-    if (call.landed) return { ok: true, signature: call.landed.signature, payer: call.landed.payer };
-    let result: SettleResponse;
-    try {
-      result = call.mpp ? await this.mppSettle(call) : await this.deps.facilitator.settle(request);
-    } catch (e) {
-      if (e instanceof DomainError && e.code === 'payment_pending') throw pending(null, e.message);
-      throw e;
-    }
-    if (result.success) return { ok: true, signature: result.transaction, payer: result.payer ?? null };
-    if (result.errorReason === 'settlement_pending') {
-      throw pending(result.transaction || null, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
-    }
-    // The facilitator's guard already settled this transaction (an earlier attempt of ours, by whichever process):
-    // the ledger says whether it landed. Landed is a success to resume, never a 402.
-    if (result.errorReason === 'duplicate_settlement' && result.transaction) {
-      const outcome = await this.outcome(network, result.transaction);
-      if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null };
-      if (outcome === 'processing')
-        throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
-    }
-    await this.deps.store.paidCalls.release(network, call.paymentKey);
-    return {
-      ok: false,
-      result: this.refused(call, result.errorReason ?? 'settlement_failed', result.errorMessage ?? 'The payment did not settle.', result.errorDetails),
-    };
-  }
-
-  /** POST /mpp/settle, its answer in the settle shape the claim logic reads; the slot kept for the v0.2 receipt. */
-  private async mppSettle(call: Call): Promise<SettleResponse> {
-    const r: MppSettleResponse = await this.deps.facilitator.mppSettle({ challenge: call.mpp!.challenge, transaction: call.transaction });
-    call.mpp!.slot = r.slot;
-    return {
-      success: r.success,
-      transaction: r.signature,
-      network: r.network,
-      ...(r.payer ? { payer: r.payer } : {}),
-      ...(r.errorReason ? { errorReason: r.errorReason } : {}),
-      ...(r.errorMessage ? { errorMessage: r.errorMessage } : {}),
-    };
-  }
-
-  /** A signature on the ledger: landed (confirmed, no error), processing (not confirmed yet), or absent/failed. */
-  private async outcome(network: Network, signature: string): Promise<'landed' | 'processing' | 'absent'> {
-    const ledger = this.deps.ledgers[network];
-    if (!ledger) throw pending(signature, `No ledger for ${network} to learn the payment's outcome; retry the same request later.`);
-    const [status] = await ledger.getSignatureStatuses([signature]);
-    if (!status || status.err !== null) return 'absent';
-    return status.confirmationStatus === 'processed' ? 'processing' : 'landed';
-  }
-
-  /** Rule 7: the upstream response when metadata.upstream_url is set, else the link's response template. */
-  private async produce(call: Call): Promise<Produced> {
-    const { link, request } = call;
-    const upstream = upstreamOf(link);
-    if (!upstream) {
-      const body = link.response.body;
-      const bytes = typeof body === 'string' ? new TextEncoder().encode(body) : json(body);
-      return {
-        ok: true,
-        value: { status: link.response.status, headers: { 'content-type': link.response.mimeType }, body: Buffer.from(bytes).toString('base64') },
-      };
-    }
-    const url = new URL(upstream);
-    if (request.forwardQuery) {
-      for (const [k, v] of new URLSearchParams(request.forwardQuery)) url.searchParams.append(k, v);
-    }
-    const headers: Record<string, string> = {};
-    if (request.headers.contentType) headers['content-type'] = request.headers.contentType;
-    if (request.headers.accept) headers.accept = request.headers.accept;
-    const answer = await this.deps.outbound.request({
-      url: url.toString(),
-      method: link.method,
-      headers,
-      body: link.method === 'GET' || link.method === 'DELETE' ? undefined : request.body,
-    });
-    if (!answer.ok) {
-      return { ok: false, error: new DomainError('upstream_failed', `The upstream call failed: ${answer.message}`, { reason: answer.reason }) };
-    }
-    if (link.settlePolicy === 'on_success' && (answer.status < 200 || answer.status > 299)) {
-      return {
-        ok: false,
-        error: new DomainError('upstream_failed', `The upstream answered ${answer.status}; the payment was not settled.`, { upstream_status: answer.status }),
-      };
-    }
-    const contentType = answer.headers['content-type'] ?? 'application/octet-stream';
-    return { ok: true, value: { status: answer.status, headers: { 'content-type': contentType }, body: Buffer.from(answer.body).toString('base64') } };
-  }
-}
-
-/** The summary of a settled call: the amount of the accept the buyer paid, in its stable's units. */
-function paidSummary(call: Call, signature: string, buyer: string | null, status: number): PaidCallSummary {
-  const { link, accept } = call;
-  const stable = STABLES[link.network].find((x) => x.mint === accept.asset);
-  return {
-    link_id: link.id,
-    label: link.label,
-    network: link.network,
-    protocol: call.mpp ? 'mpp' : 'x402',
-    amount: stable ? atomicToDecimal(BigInt(accept.amount), stable.decimals) : link.price,
-    currency: stable?.symbol ?? link.currency,
-    buyer,
-    signature,
-    status,
-  };
 }

@@ -13,7 +13,31 @@ export interface PaywallResponse {
   body: Uint8Array;
 }
 
+/** A request's headers as Node and fastify hold them: lower-case names. */
+export type RequestHeaders = Readonly<Record<string, string | string[] | undefined>>;
+
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+/**
+ * Whether a request carries a payment on either rail: PAYMENT-SIGNATURE or X-PAYMENT (x402, hosted-api §4.2 rule 5) or
+ * an Authorization (MPP's credential, DECISIONS "MPP rail"). One that carries none is unpaid: a person's browser gets
+ * the paywall page, any other client the link's 402.
+ */
+export function carriesPayment(headers: RequestHeaders): boolean {
+  return headers['payment-signature'] !== undefined || headers['x-payment'] !== undefined || headers.authorization !== undefined;
+}
+
+/** ?network= for the paywall (rule 2), the rest for the upstream; the common `?network=…` alone costs no parsing. */
+export function splitQuery(url: string): { network: string | undefined; forwardQuery: string } {
+  const at = url.indexOf('?');
+  if (at < 0) return { network: undefined, forwardQuery: '' };
+  const raw = url.slice(at + 1);
+  if (/^network=[A-Za-z0-9-]*$/.test(raw)) return { network: raw.slice('network='.length), forwardQuery: '' };
+  const params = new URLSearchParams(raw);
+  const network = params.get('network') ?? undefined;
+  params.delete('network');
+  return { network, forwardQuery: params.toString() };
+}
 
 export class PaywallHttp {
   /** the unpaid 402 of a cached link record under given terms: rendered once (a record is replaced on any write) */

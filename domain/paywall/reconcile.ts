@@ -2,8 +2,7 @@ import { DomainError } from '../shared/errors.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Store } from '../ports/store.ts';
-import { callFromKept } from './call.ts';
-import type { PaywallCore } from './core.ts';
+import { callFromKept, type PaidCalls } from './call.ts';
 
 // DECISIONS "x402 on the paywall": a payment that landed is always recorded. Run by the job
 // resolve_paid_calls (every minute, in any process that runs jobs).
@@ -22,7 +21,7 @@ export interface ReconcileTally {
 export class PaidCallReconciler {
   constructor(
     private readonly deps: { store: Store; clock: Clock; settings: GatewaySettings; onWarning?: (message: string, context: Record<string, unknown>) => void },
-    private readonly core: PaywallCore,
+    private readonly calls: PaidCalls,
   ) {}
 
   /**
@@ -56,8 +55,8 @@ export class PaidCallReconciler {
         continue;
       }
       try {
-        const result = await this.core.pay(callFromKept(this.deps.settings.baseUrl, link, row.paymentKey, row.request), 0);
-        if (result.kind === 'payment_required' || result.kind === 'mpp_required') tally.refused++;
+        const result = await this.calls.pay(callFromKept(this.deps.settings.baseUrl, link, row.paymentKey, row.request), 0);
+        if (result.kind === 'refused') tally.refused++;
         else tally.resolved++;
       } catch (e) {
         // Still settling is the normal case; anything else (a failure, or a call this process cannot settle) is shown.

@@ -1,15 +1,16 @@
 import type { PaywallRequest } from './call.ts';
 import { PaywallCore, type PaidCallSummary, type PaywallCoreDeps } from './core.ts';
-import { PaywallHttp, type PaywallResponse } from './http.ts';
+import { carriesPayment, PaywallHttp, splitQuery, type PaywallResponse, type RequestHeaders } from './http.ts';
 import { PaidCallReconciler, type ReconcileTally } from './reconcile.ts';
 import { PaidCallRecorder } from './record.ts';
 import { NETWORKS, type Network } from '../shared/network.ts';
 import { pageModel, type PaywallPageModel } from './page.ts';
 import { newPageSession, type PageSession } from './solana-pay.ts';
 
-// hosted-api §4.2: the public /x/{id}, in the layers of x402's resource server — core.ts (claim → settle → record,
-// returning a result), http.ts (status, headers, body from it), record.ts and reconcile.ts — put together here for
-// the composition root; interfaces/paywall/routes.ts is the thin fastify adapter.
+// hosted-api §4.2: the public /x/{id}, in the layers of x402's resource server — core.ts (a request's link and payment,
+// returning a result), call.ts (one paid call: claim → settle → produce → record), http.ts (status, headers, body from
+// the result), record.ts and reconcile.ts — put together here for the composition root; interfaces/paywall/routes.ts
+// is the thin fastify adapter.
 
 export type { PaywallRequest } from './call.ts';
 export type { PaywallResponse } from './http.ts';
@@ -33,17 +34,20 @@ export class PaywallService {
     const recorder = deps.recorder ?? new PaidCallRecorder(deps);
     this.recorder = recorder;
     this.core = new PaywallCore(deps, recorder);
-    this.reconciler = new PaidCallReconciler(deps, this.core);
+    this.reconciler = new PaidCallReconciler(deps, this.core.calls);
   }
 
   /**
-   * The unpaid 402 of a request carrying no payment, when it is at hand without I/O or a promise — the link
-   * cached, the terms known, the challenge rendered (the answer `handle` gives it); undefined: ask `handle`.
+   * The unpaid 402, decided here once for both doors that answer it (interfaces/paywall/fast-402.ts before fastify,
+   * routes.ts in it): the challenge `handle` answers a request carrying no payment, when it is at hand without I/O or
+   * a promise — the link cached, the terms known, the challenge rendered. Undefined: ask `handle`, which decides the
+   * same way with I/O (and renders the challenge for the next request).
    */
-  cachedChallenge(request: { id: string; network: string | undefined; method: string }): PaywallResponse | undefined {
-    const network = request.network ?? 'chain-mainnet';
+  unpaidChallenge(request: { id: string; url: string; method: string; headers: RequestHeaders }): PaywallResponse | undefined {
+    if (carriesPayment(request.headers)) return undefined;
+    const network = splitQuery(request.url).network ?? 'chain-mainnet';
     if (!(NETWORKS as readonly string[]).includes(network)) return undefined;
-    const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method.toUpperCase());
+    const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method);
     return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms);
   }
 

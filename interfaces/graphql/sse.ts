@@ -6,7 +6,7 @@ import { isAsyncIterable, type YogaServerInstance } from 'graphql-yoga';
 import type { Credentials } from '../../domain/access/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { restAnswer, type ErrorLogger } from '../errors.ts';
-import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
+import { subscriptionCredentials } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
@@ -33,15 +33,9 @@ export function tokenParam(url: string): string | undefined {
   return value === null ? undefined : value;
 }
 
-/**
- * The credentials of a subscription request: `?token=` spent once, else the Authorization header; checked with the
- * shared auth policy (failures count against the client IP). Throws the auth error.
- */
-export async function streamCredentials(services: Services, req: FastifyRequest, headers: Record<string, string>): Promise<Credentials> {
-  const token = tokenParam(req.url);
-  const credentials: Credentials = token !== undefined ? await redeemCounted(services, { token, clientIp: req.ip }, headers) : req.headers.authorization;
-  await authenticateCounted(services, { authorization: credentials, clientIp: req.ip }, headers);
-  return credentials;
+/** The credentials of an SSE subscription request: `?token=` or the Authorization header (subscriptionCredentials). */
+export function streamCredentials(services: Services, req: FastifyRequest, headers: Record<string, string>): Promise<Credentials> {
+  return subscriptionCredentials(services, { token: tokenParam(req.url), authorization: req.headers.authorization, clientIp: req.ip }, headers);
 }
 
 /**

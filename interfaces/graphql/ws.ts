@@ -8,7 +8,7 @@ import { ERROR_CODES } from '../../domain/shared/errors.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { resolveError, type ErrorLogger } from '../errors.ts';
 import type { Credentials } from '../../domain/access/schema.ts';
-import { authenticateCounted, redeemCounted } from '../policies/rate-limit.ts';
+import { subscriptionCredentials } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
@@ -130,9 +130,11 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         const clientIp = ctx.extra.request.socket.remoteAddress ?? 'unknown';
         try {
           const token = ctx.connectionParams?.token;
-          const authorization: Credentials =
-            typeof token === 'string' ? await redeemCounted(services, { token, clientIp }, {}) : wsAuthorization(ctx.connectionParams, ctx.extra.request);
-          await authenticateCounted(services, { authorization, clientIp }, {});
+          const authorization = await subscriptionCredentials(
+            services,
+            { token: typeof token === 'string' ? token : undefined, authorization: wsAuthorization(ctx.connectionParams, ctx.extra.request), clientIp },
+            {},
+          );
           // The client may have gone while the token and the key were checked: onClose has run already, so nothing
           // would ever remove a watch made now.
           if (ctx.extra.socket.readyState !== WebSocket.OPEN) return false;

@@ -3,19 +3,20 @@ import type { Logger } from 'pino';
 import { newRequestId } from '../../domain/shared/ids.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import type { Services } from '../services.ts';
-import { fixedOf, QUIET, splitQuery, writeWindow } from './routes.ts';
+import { QUIET, writeChallenge } from './challenge.ts';
 import { prefersHtml } from '../pages/html.ts';
 
 // The unpaid 402 before the framework: an unpaid GET /x/{id} whose challenge is at hand is answered from the
 // server's request event, before fastify builds its request and reply, routes, runs hooks or makes a request logger —
 // when none of those would change the answer:
-// - the level logs nothing for a request (fastify's incoming/completed lines are at info; QUIET in routes.ts),
+// - the level logs nothing for a request (fastify's incoming/completed lines are at info; QUIET in challenge.ts),
 // - the app is not closing (fastify answers 503 then),
-// - a GET (fastify reads no body for one) without a payment or Authorization header, not preferring text/html (a
-//   browser's navigation gets the paywall page from the route),
+// - a GET (fastify reads no body for one) not preferring text/html (a browser's navigation gets the paywall page from
+//   the route),
 // - an id in the slug alphabet only (no percent-decoding can differ from the router's), nothing after it but a query,
+// - PaywallService.unpaidChallenge, the one decision of the unpaid 402 the route asks too, has its challenge at hand,
 // - the client IP within its paywall window (over it, fastify's route answers the 429 envelope).
-// The answer is the one the route's own fast path writes: the challenge's status, body and fixed headers, the window's
+// The answer is the one the route writes (challenge.ts): the challenge's status, body and fixed headers, the window's
 // RateLimit-* headers and X-Svc-Request-Id. Everything else goes to fastify, unchanged.
 
 /** `/x/` then a slug (routes take ids of at most 64 characters), then the end or a query */
@@ -35,24 +36,20 @@ export function unpaidFastPath(deps: { services: Services; paywall: PaywallServi
     if (req.method !== 'GET') return false;
     const url = req.url;
     if (url === undefined || url.charCodeAt(1) !== 120 /* x */ || url.charCodeAt(2) !== 47 /* / */ || url.charCodeAt(0) !== 47) return false;
-    const h = req.headers;
-    if (h['payment-signature'] !== undefined || h['x-payment'] !== undefined || h.authorization !== undefined) return false;
+    const headers = req.headers;
     // a browser's navigation gets the paywall page (routes.ts); the check reads no further than "text/" for API clients
-    if (prefersHtml(h.accept)) return false;
+    if (prefersHtml(headers.accept)) return false;
     if (!QUIET.has(log.level) || closing()) return false;
     const match = FAST_URL.exec(url);
     if (!match) return false;
-    const challenge = paywall.cachedChallenge({ id: match[1]!, network: splitQuery(url).network, method: 'GET' });
+    const challenge = paywall.unpaidChallenge({ id: match[1]!, url, method: 'GET', headers });
     if (!challenge) return false;
     // fastify's request.ip (no trustProxy): the socket's peer address
     // the shared per-IP window, when memory alone can decide (no store round trip here); a refusal is not counted:
     // the route decides again and answers the 429 envelope, as it asks the store when memory cannot decide
     const decision = services.rateLimiter.admitFromMemory(`ip:${req.socket.remoteAddress}`, 'paywall');
     if (!decision?.allowed) return false;
-    const fixed = fixedOf(challenge);
-    writeWindow(fixed.headers, newRequestId(), decision);
-    // no header was set on the response before: Node takes the object as it is (copied synchronously into the head)
-    res.writeHead(challenge.status, fixed.headers).end(fixed.body);
+    writeChallenge(res, challenge, newRequestId(), decision);
     answered++;
     return true;
   };

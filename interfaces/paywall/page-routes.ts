@@ -7,7 +7,7 @@ import { limitAnonymous } from '../policies/rate-limit.ts';
 import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
 import { renderPaywallPage } from './page.ts';
-import { splitQuery } from './routes.ts';
+import { splitQuery } from '../../domain/paywall/http.ts';
 
 // The paywall page and its wallet payment (docs/paywall.md "In a browser"): the page for a browser's GET /x/{id},
 // and the Solana Pay transaction request at /x/{id}/solana-pay. Thin like routes.ts: the same per-IP window as the

@@ -3,72 +3,24 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { Slug } from '../../domain/payment-links/schema.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import { limitAnonymous } from '../policies/rate-limit.ts';
-import { rateLimitedError, rateLimitHeaders, WINDOW_MS, type RateDecision } from '../../domain/policies/rate-limit.ts';
-import type { PaywallResponse } from '../../domain/paywall/http.ts';
+import { rateLimitedError, rateLimitHeaders, type RateDecision } from '../../domain/policies/rate-limit.ts';
+import { carriesPayment, splitQuery } from '../../domain/paywall/http.ts';
 import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
 import { prefersHtml } from '../pages/html.ts';
 import { registerSolanaPayRoutes, servePage } from './page-routes.ts';
+import { challengeHead, EXPOSED, QUIET, writeChallenge } from './challenge.ts';
 
 // hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window
-// (DECISIONS: 600 per 60 s per client IP, in memory), call PaywallService, write its answer or the error envelope.
+// (DECISIONS "Wire conventions": 600 per 60 s per client IP, shared by every node), call PaywallService, write its
+// answer or the error envelope.
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'HEAD', 'OPTIONS'] as const;
-/** Response headers a buyer's browser-based client must be able to read. */
-const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed';
-
-/** Levels at which fastify writes no line for a completed request (its request-completed line is at info). */
-export const QUIET = new Set(['warn', 'error', 'fatal', 'silent']);
-
-/**
- * Per rendered challenge (one per link and terms, replaced when either changes), the headers that do not
- * change between requests, lower-cased as fastify writes them, and its body as a Buffer view. The request id comes
- * first, where the onRequest hook's header goes on the wire (fast-402.ts writes the object alone).
- */
-const fixedByChallenge = new WeakMap<PaywallResponse, { headers: Record<string, string | number>; body: Buffer }>();
-export function fixedOf(challenge: PaywallResponse): { headers: Record<string, string | number>; body: Buffer } {
-  let fixed = fixedByChallenge.get(challenge);
-  if (!fixed) {
-    const body = Buffer.from(challenge.body.buffer, challenge.body.byteOffset, challenge.body.byteLength);
-    const headers: Record<string, string | number> = { 'X-Svc-Request-Id': '', 'access-control-allow-origin': '*', 'access-control-expose-headers': EXPOSED };
-    for (const [name, value] of Object.entries(challenge.headers)) headers[name.toLowerCase()] = value;
-    headers['content-type'] ??= 'application/octet-stream';
-    headers['content-length'] = body.byteLength;
-    fixed = { headers, body };
-    fixedByChallenge.set(challenge, fixed);
-  }
-  return fixed;
-}
-const WINDOW_S = WINDOW_MS / 1000;
-
-/**
- * The request's id and its window (as rateLimitHeaders writes them: an allowed hit has no Retry-After) written into a
- * challenge's fixed header object: every write of it copies it synchronously, so no request sees another's values.
- */
-export function writeWindow(out: Record<string, string | number>, requestId: string, decision: RateDecision): void {
-  out['X-Svc-Request-Id'] = requestId;
-  out['ratelimit-limit'] = decision.limit;
-  out['ratelimit-remaining'] = decision.remaining;
-  out['ratelimit-reset'] = decision.resetSeconds;
-  out['ratelimit-policy'] = `${decision.limit};w=${WINDOW_S}`;
-}
 
 const header = (req: FastifyRequest, name: string): string | undefined => {
   const v = req.headers[name];
   return Array.isArray(v) ? v[0] : v;
 };
-
-/** ?network= for the paywall, the rest for the upstream; the common `?network=…` alone costs no parsing. */
-export function splitQuery(url: string): { network: string | undefined; forwardQuery: string } {
-  const at = url.indexOf('?');
-  if (at < 0) return { network: undefined, forwardQuery: '' };
-  const raw = url.slice(at + 1);
-  if (/^network=[A-Za-z0-9-]*$/.test(raw)) return { network: raw.slice('network='.length), forwardQuery: '' };
-  const params = new URLSearchParams(raw);
-  const network = params.get('network') ?? undefined;
-  params.delete('network');
-  return { network, forwardQuery: params.toString() };
-}
 
 export function registerPaywallRoutes(app: FastifyInstance, options: { services: Services; paywall: PaywallService }): void {
   const { services, paywall } = options;
@@ -82,42 +34,38 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
       url: '/x/:id',
       handler: (req: FastifyRequest<{ Params: { id: string }; Querystring: Record<string, string | string[]> }>, reply: FastifyReply) => {
         const headers: Record<string, string> = { 'Access-Control-Allow-Origin': '*', 'Access-Control-Expose-Headers': EXPOSED };
-        const unpaid = req.headers['payment-signature'] === undefined && req.headers['x-payment'] === undefined && req.headers.authorization === undefined;
         // A person's browser (text/html preferred over JSON) gets the paywall page; every other client the 402 below.
-        if (unpaid && req.method === 'GET' && prefersHtml(header(req, 'accept'))) return servePage(req, reply, { services, paywall, headers });
-        // The 402 fast path: a request without a payment whose challenge is at hand (link cached, terms known,
-        // rendered) is answered here — the same bytes and headers `answer` would write, the same limit: the shared
-        // per-IP window (DECISIONS "Wire conventions"), synchronously when memory can decide, else by the store.
-        if (unpaid && req.method !== 'OPTIONS') {
-          const { network } = splitQuery(req.url);
-          const challenge = paywall.cachedChallenge({ id: req.params.id, network, method: req.method });
-          if (challenge) {
-            const respond = (decision: RateDecision): void => {
-              if (!decision.allowed) {
-                Object.assign(headers, rateLimitHeaders(decision));
-                const { status, body } = restAnswer(rateLimitedError(decision), req);
-                reply.code(status).headers(headers).send(body);
-                return;
-              }
-              const fixed = fixedOf(challenge);
-              const out = fixed.headers;
-              writeWindow(out, String(req.id), decision);
-              if (QUIET.has(req.log.level)) {
-                // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
-                reply.hijack();
-                reply.raw.writeHead(challenge.status, out).end(fixed.body);
-                return;
-              }
-              reply.code(challenge.status).headers(out).send(fixed.body);
-            };
-            const subject = `ip:${req.ip}`;
-            const decided = services.rateLimiter.admitFromMemory(subject, 'paywall');
-            if (decided) return respond(decided);
-            return services.rateLimiter.hit(subject, 'paywall').then(respond, (err: unknown) => {
-              const { status, body } = restAnswer(err, req);
+        if (req.method === 'GET' && !carriesPayment(req.headers) && prefersHtml(header(req, 'accept'))) {
+          return servePage(req, reply, { services, paywall, headers });
+        }
+        // The unpaid 402 at hand (link cached, terms known, rendered; PaywallService.unpaidChallenge decides): the same
+        // bytes and headers `answer` would write, the same limit: the shared per-IP window (DECISIONS "Wire
+        // conventions"), synchronously when memory can decide, else by the store.
+        const challenge = paywall.unpaidChallenge({ id: req.params.id, url: req.url, method: req.method, headers: req.headers });
+        if (challenge) {
+          const respond = (decision: RateDecision): void => {
+            if (!decision.allowed) {
+              Object.assign(headers, rateLimitHeaders(decision));
+              const { status, body } = restAnswer(rateLimitedError(decision), req);
               reply.code(status).headers(headers).send(body);
-            });
-          }
+              return;
+            }
+            if (QUIET.has(req.log.level)) {
+              // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
+              reply.hijack();
+              writeChallenge(reply.raw, challenge, String(req.id), decision);
+              return;
+            }
+            const head = challengeHead(challenge, String(req.id), decision);
+            reply.code(challenge.status).headers(head.headers).send(head.body);
+          };
+          const subject = `ip:${req.ip}`;
+          const decided = services.rateLimiter.admitFromMemory(subject, 'paywall');
+          if (decided) return respond(decided);
+          return services.rateLimiter.hit(subject, 'paywall').then(respond, (err: unknown) => {
+            const { status, body } = restAnswer(err, req);
+            reply.code(status).headers(headers).send(body);
+          });
         }
         return answer(req, reply, headers);
       },

@@ -59,6 +59,23 @@ export async function redeemCounted(services: Services, request: { token: string
 }
 
 /**
+ * The credentials of a subscription, the one reader for both of its doors (SSE: `?token=` and the Authorization header;
+ * graphql-ws: `connectionParams.token` and `connectionParams.authorization` or the upgrade's header): a browser's stream
+ * token when given, spent here (a browser cannot set headers on an EventSource or a WebSocket), else the API key;
+ * checked with the shared auth policy, failures counting against the client IP (hosted-api §8). Throws the auth error.
+ */
+export async function subscriptionCredentials(
+  services: Services,
+  request: { token: string | undefined; authorization: Credentials; clientIp: string },
+  headers: Record<string, string>,
+): Promise<Credentials> {
+  const { token, clientIp } = request;
+  const credentials: Credentials = token !== undefined ? await redeemCounted(services, { token, clientIp }, headers) : request.authorization;
+  await authenticateCounted(services, { authorization: credentials, clientIp }, headers);
+  return credentials;
+}
+
+/**
  * For a known route answered outside its procedure (a body the HTTP framework refused: malformed JSON, over 1 MiB,
  * wrong content type): the window the procedure would have used — the key's bucket, or the client IP's when the key
  * is missing or not valid — so these responses carry the RateLimit-* headers too. A failed authentication does not

@@ -39,7 +39,7 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import pg from 'pg';
-import { PaywallCore } from '../../domain/paywall/core.ts';
+import { PaidCalls } from '../../domain/paywall/call.ts';
 import { PaidCallRecorder } from '../../domain/paywall/record.ts';
 import { FacilitatorService } from '../../domain/facilitator/service.ts';
 import { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
@@ -155,7 +155,7 @@ function timed(proto: object, method: string, label: string): void {
   };
 }
 if (BREAKDOWN) {
-  timed(PaywallCore.prototype, 'pay', 'paywall core: claim → settle → record');
+  timed(PaidCalls.prototype, 'pay', 'paywall core: claim → settle → record');
   timed(FacilitatorService.prototype, 'settle', '  facilitator settle (all)');
   timed(FacilitatorService.prototype, 'check', '    check: parse, verify, co-sign, accounts read');
   timed(MikroOrmFacilitatorStore.prototype, 'claimSettlement', '    settlement guard claim (pg)');

@@ -47,12 +47,10 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
     mainnet.stables.map((s: { symbol: string }) => s.symbol),
     STABLES['chain-mainnet'].map((s) => s.symbol),
   );
-  // the seller side answers the same stables
+  t.is(devnet.facilitator, t.context.w.app.services.settings.facilitatorUrl);
+  // one catalogue: the seller side answers the same list
   const seller = await rest(t, 'GET /v1/seller/networks');
-  t.deepEqual(
-    seller.body.data.map((n: { stables: unknown }) => n.stables),
-    networks.body.data.map((n: { stables: unknown }) => n.stables),
-  );
+  t.deepEqual(seller.body, networks.body);
 
   const currency = await rest(t, 'GET /v1/buyer/currency');
   t.is(currency.status, 200);
@@ -64,12 +62,12 @@ test('GET /v1/buyer/networks and /v1/buyer/currency on REST, tRPC and GraphQL: t
 
   const g = await gql(
     t,
-    '{ buyerNetworks { network current rails stables { symbol mint decimals tokenProgram } } buyerCurrencies { network data { symbol mint } } }',
+    '{ buyerNetworks { network current rails facilitator stables { symbol mint decimals tokenProgram } } buyerCurrencies { network data { symbol mint } } }',
   );
   t.falsy(g.body.errors, JSON.stringify(g.body.errors));
   t.like(
     g.body.data.buyerNetworks.find((n: { network: string }) => n.network === 'CHAIN_DEVNET'),
-    { current: true, rails: ['x402', 'mpp'] },
+    { current: true, rails: ['x402', 'mpp'], facilitator: devnet.facilitator },
   );
   t.deepEqual(g.body.data.buyerCurrencies, { network: 'CHAIN_DEVNET', data: [{ symbol: 'USDC', mint: USDC.mint }] });
 });

@@ -182,9 +182,9 @@ test.serial('a fault in the fast path before fastify never crashes the process: 
   t.is(first.status, 402);
   // fault injection: the first challenge lookup (the one before fastify) throws, as a bug would
   const paywall = app.services.paywall as PaywallService;
-  const original = paywall.cachedChallenge;
+  const original = paywall.unpaidChallenge;
   let faults = 1;
-  paywall.cachedChallenge = function (this: PaywallService, request) {
+  paywall.unpaidChallenge = function (this: PaywallService, request) {
     if (faults-- > 0) throw new Error('injected fast-path fault');
     return original.call(this, request);
   };
@@ -195,7 +195,7 @@ test.serial('a fault in the fast path before fastify never crashes the process: 
     t.is(answered.status, 402);
     t.is(answered.body, first.body);
   } finally {
-    paywall.cachedChallenge = original;
+    paywall.unpaidChallenge = original;
   }
   t.is((await answerOf(url)).status, 402, 'the process still serves');
 });

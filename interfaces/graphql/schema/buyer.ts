@@ -6,7 +6,7 @@ import {
   Quote,
   SpendPolicy,
   BuyerCurrencies,
-  BuyerNetworks,
+  NetworkCatalogue,
   type EvaluateInput,
   type ExecuteInput,
   ExecuteResult,
@@ -60,20 +60,21 @@ const StableRef = builder.objectRef<StableInfo>('BuyerStable').implement({
   }),
 });
 
-type BuyerNetwork = BuyerNetworks['data'][number];
-const ProtocolFeeRef = builder.objectRef<BuyerNetwork['protocol_fee']>('BuyerProtocolFee').implement({
-  extensions: fromZod(BuyerNetworks.shape.data.element.shape.protocol_fee),
+type CatalogueNetwork = NetworkCatalogue['data'][number];
+const ProtocolFeeRef = builder.objectRef<CatalogueNetwork['protocol_fee']>('BuyerProtocolFee').implement({
+  extensions: fromZod(NetworkCatalogue.shape.data.element.shape.protocol_fee),
   fields: (t) => ({ bps: t.exposeInt('bps'), pct: t.exposeString('pct'), authority: t.exposeString('authority') }),
 });
 
-const BuyerNetworkRef = builder.objectRef<BuyerNetwork>('BuyerNetwork').implement({
-  extensions: fromZod(BuyerNetworks.shape.data.element),
+const BuyerNetworkRef = builder.objectRef<CatalogueNetwork>('BuyerNetwork').implement({
+  extensions: fromZod(NetworkCatalogue.shape.data.element),
   fields: (t) => ({
     network: t.expose('network', { type: NetworkEnum }),
     caip2: t.exposeString('caip2'),
     x402Network: t.exposeString('x402_network'),
     current: t.exposeBoolean('current'),
     rails: t.exposeStringList('rails'),
+    facilitator: t.exposeString('facilitator'),
     protocolFee: t.expose('protocol_fee', { type: ProtocolFeeRef }),
     stables: t.expose('stables', { type: [StableRef] }),
   }),

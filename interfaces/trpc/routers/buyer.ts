@@ -2,7 +2,7 @@ import { z } from 'zod';
 import {
   AgentInput,
   BuyerCurrencies,
-  BuyerNetworks,
+  NetworkCatalogue,
   Evaluation,
   EvaluateInput,
   ExecuteInput,
@@ -35,7 +35,7 @@ export const buyerRouter = router({
       },
     })
     .input(z.void())
-    .output(BuyerNetworks)
+    .output(NetworkCatalogue)
     .query(({ ctx }) => ctx.services.buyer.catalog.networks(ctx.principal.network)),
 
   currency: keyedProcedure

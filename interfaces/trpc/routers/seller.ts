@@ -1,41 +1,9 @@
 import { z } from 'zod';
-import { Network } from '../../../domain/shared/network.ts';
-import { listEnvelope } from '../../../domain/shared/pagination.ts';
 import { ParsedPriceOutput, ParsePriceInput } from '../../../domain/payment-links/price.ts';
-import { FacilitatorInfo } from '../../../domain/buyer/schema.ts';
+import { FacilitatorInfo, NetworkCatalogue } from '../../../domain/buyer/schema.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['seller'];
-
-const SellerNetworks = listEnvelope(
-  z
-    .object({
-      network: Network,
-      caip2: z.string().describe('CAIP-2 network id (x402 v2)'),
-      x402_network: z.string().describe('x402 v1 network name'),
-      current: z.boolean().describe('the key’s own network: the only one its links can sell on'),
-      facilitator: z.string().describe('URL of the facilitator links use'),
-      protocol_fee: z
-        .object({
-          bps: z.number().int().describe('fee rate in basis points'),
-          pct: z.string().describe('the same rate in percent, decimal string'),
-          authority: z.string().describe('the fee authority'),
-        })
-        .describe('the protocol fee buyers pay on top of the price (fee-facilitator-mpp-tools §2.2)'),
-      stables: z
-        .array(
-          z.object({
-            symbol: z.string().describe('stable symbol'),
-            mint: z.string().describe('the stable’s mint'),
-            decimals: z.number().int().describe('the mint’s decimals'),
-            token_program: z.string().describe("'spl' or 'token-2022'"),
-            token_program_id: z.string().describe('the token program’s address'),
-          }),
-        )
-        .describe('the curated stables a link can price in'),
-    })
-    .describe('A network a seller can sell on.'),
-);
 
 export const sellerRouter = router({
   parsePrice: keyedProcedure
@@ -64,8 +32,9 @@ export const sellerRouter = router({
       },
     })
     .input(z.void())
-    .output(SellerNetworks)
-    .query(({ ctx }) => ctx.services.paymentLinks.networks(ctx.principal.network)),
+    .output(NetworkCatalogue)
+    // the buyer's catalogue: one list of networks, stables and fee for both sides
+    .query(({ ctx }) => ctx.services.buyer.catalog.networks(ctx.principal.network)),
 
   // The facilitator that settles this gateway's links: its URL, fee payer per network and its /health.
   facilitator: keyedProcedure
