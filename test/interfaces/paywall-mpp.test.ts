@@ -74,18 +74,20 @@ async function transactionFor(
 ): Promise<string> {
   const r = challenge.request;
   const d = r.methodDetails;
+  // `amount` is the gross; the fee is the one split (draft-solana-charge-00), so the seller leg is the rest.
+  const fee = BigInt(d.splits?.[0]?.amount ?? 0);
   const requirements: PaymentRequirements = {
     scheme: 'exact',
     network: 'chain-devnet',
     payTo: r.recipient,
     asset: r.currency,
-    amount: BigInt(r.amount),
+    amount: BigInt(r.amount) - fee,
     tokenProgram: d.tokenProgram,
     decimals: d.decimals,
     ...(d['svc.fee'] ? { fee: { bps: d['svc.fee'].bps, feeAuthority: d['svc.fee'].feeAuthority } } : {}),
   };
   const { blockhash } = await t.context.app.services.ledgers['chain-devnet']!.getLatestBlockhash();
-  const tx = buildPaymentTransaction({ feePayer: d.feePayer, payer: buyer.publicKey.toBase58(), requirements, blockhash, memo });
+  const tx = buildPaymentTransaction({ feePayer: d.feePayerKey, payer: buyer.publicKey.toBase58(), requirements, blockhash, memo });
   tx.sign([buyer]);
   return Buffer.from(tx.serialize()).toString('base64');
 }
@@ -110,19 +112,24 @@ test.serial('unpaid MPP 402: WWW-Authenticate Payment challenge (HMAC id, 5 min,
   t.false(Challenge.verify({ ...c, request: { ...c.request, amount: '1' } }, { secretKey: SECRET }));
   const expires = Date.parse(c.expires!);
   t.true(expires >= before + 299_000 && expires <= Date.now() + 301_000, 'valid 5 minutes');
+  // draft-solana-charge-00 as @solana/mpp and faremeter read it: the gross as amount, the fee as the one split,
+  // feePayer a boolean beside feePayerKey, the cluster name, an externalId for the memo.
   t.like(c.request, {
-    amount: PRICE.toString(),
+    amount: GROSS.toString(),
     currency: USDC.mint,
     recipient: treasury,
     methodDetails: {
-      network: CAIP2['chain-devnet'],
-      feePayer: t.context.feePayer,
+      network: 'devnet',
+      feePayer: true,
+      feePayerKey: t.context.feePayer,
       decimals: 6,
       tokenProgram: USDC.tokenProgramId,
       symbol: 'USDC',
       resource: link.share_url,
     },
   });
+  t.regex((c.request as any).externalId, /^[A-Za-z0-9_-]{22}$/);
+  t.deepEqual((c.request as any).methodDetails.splits, [{ recipient: t.context.feeAuthority, amount: (GROSS - PRICE).toString() }]);
   t.deepEqual((c.request as any).methodDetails['svc.fee'], { v: '1', bps: 100, feeAuthority: t.context.feeAuthority });
   t.like(res.body, {
     type: 'https://paymentauth.org/problems/payment-required',
