@@ -251,7 +251,8 @@ export class FacilitatorService implements Facilitator {
         'invalid_payload',
         `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`,
       );
-    const wireNetwork = request.data.methodDetails.network;
+    // answered in the x402 settle's network form (CAIP-2), whichever form the challenge names
+    const wireNetwork = acceptOfCharge(request.data).network;
     const bytes = decodeBase64(transaction);
     if (!bytes) return refuse('invalid_payload', 'transaction is not base64', wireNetwork);
     if (bindingOf(bytes, { id: challenge.id, request: request.data }) === 'foreign') {

@@ -314,16 +314,18 @@ test.serial('a paid MPP call replays its stored answer after its challenge expir
   const { url, link } = await createLink(w, { protocol: 'mpp' });
   const buyer = await fundBuyer(w);
   const issued = (await unpaid(url)).challenge;
-  // The same challenge, correctly signed with our key, but valid only 1.5 s from now.
+  // Signed first, bound by the request's externalId (the same in the short-lived twin below), so the short window
+  // covers one request only.
+  const tx = await transactionFor(t, issued, buyer, (issued.request as { externalId: string }).externalId);
+  // The same challenge, correctly signed with our key, but valid only 3 s from now.
   const fields = {
     realm: issued.realm,
     method: issued.method,
     intent: issued.intent,
     request: issued.request as Record<string, unknown>,
-    expires: new Date(Date.now() + 1500).toISOString(),
+    expires: new Date(Date.now() + 3000).toISOString(),
   };
   const shortLived = { id: challengeId(new TextEncoder().encode(SECRET), fields), ...fields };
-  const tx = await transactionFor(t, shortLived, buyer);
   const paid = await fetch(url, { headers: { authorization: credential(shortLived, tx) } });
   t.is(paid.status, 200, await paid.clone().text());
   const receipt = paid.headers.get('payment-receipt');
