@@ -5,18 +5,24 @@ import { decodeTransaction } from './decode.ts';
 import { isMemo } from './instructions.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from './schema.ts';
 import { networkFromX402, type X402RequirementsV2 } from './wire.ts';
-import type { Network } from '../shared/network.ts';
+import { CAIP2, type Network } from '../shared/network.ts';
+import { feeFor } from '../shared/money.ts';
 
 // The MPP rail's Solana "charge" method (fee-facilitator-mpp-tools §2.6, §4.2; DECISIONS "MPP rail"), shared by the
 // paywall (challenges), the facilitator (POST /mpp/settle) and the buyer kit (svc-gateway/mpp). Pure, and free of
 // node:* imports so the client entry can carry it.
 //
-// A challenge's `request` is the §2.3 offer in MPP's charge vocabulary (amount, currency, recipient as mppx's charge
-// methods name them; the Solana specifics under methodDetails):
-//   { amount: "10000", currency: "<mint>", recipient: "<treasury>", description?,
-//     methodDetails: { network: "solana:EtWT…", feePayer, decimals, tokenProgram, symbol, resource, "svc.fee"? } }
-// The buyer's transaction is the same §2.3 settlement transaction as on x402, its memo being the challenge id: that
-// memo binds the transaction to its challenge (a transaction bound to another challenge unlocks nothing).
+// A challenge's `request` is the mpp-specs Solana charge request (draft-solana-charge-00), as @solana/mpp and
+// faremeter build from it, with this gateway's disclosures beside the standard fields:
+//   { amount: "<gross>", currency: "<mint>", recipient: "<treasury>", description?, externalId: "<reference>",
+//     methodDetails: { network: "devnet", decimals, tokenProgram, feePayer: true, feePayerKey: "<facilitator>",
+//                      splits?: [{ recipient: "<fee authority>", amount: "<fee>" }],
+//                      symbol, resource, "svc.fee"?: { v, bps, feeAuthority } } }
+// `amount` is what the buyer pays in total; the protocol fee (§2.2) is the one split, so the seller leg is amount − fee.
+// The buyer's transaction is the §2.3 settlement transaction (or the stock clients' order of the same instructions);
+// a memo holding the challenge id or its externalId binds it to that challenge, and a memo naming anything else
+// (another challenge) refuses it. Older wires are still read: feePayer as the address, a CAIP-2 network, and
+// "svc.fee" without splits (then `amount` is the seller leg).
 
 export const MPP_METHOD = 'solana';
 export const MPP_INTENT = 'charge';
@@ -25,29 +31,77 @@ export const MPP_PROBLEM_TYPE = 'https://paymentauth.org/problems/payment-requir
 
 const Atomic = z.string().regex(/^[1-9]\d{0,19}$/, 'an atomic amount: a positive integer as a decimal string');
 
+/** draft-solana-charge-00 names clusters, not CAIP-2 ids; a charge names either (older challenges carry CAIP-2). */
+export const MPP_CLUSTER: Record<Network, string> = { 'chain-mainnet': 'mainnet-beta', 'chain-devnet': 'devnet' };
+
+/** The gateway network a charge's methodDetails.network names (cluster, CAIP-2 or x402 v1 name); undefined if none. */
+export function networkOfCharge(wire: string): Network | undefined {
+  for (const [n, cluster] of Object.entries(MPP_CLUSTER)) if (cluster === wire) return n as Network;
+  return networkFromX402(wire);
+}
+
+/** One payment split (draft-solana-charge-00 `splits`): this gateway issues one, the protocol fee leg. */
+export const ChargeSplit = z.looseObject({
+  recipient: Address,
+  amount: Atomic,
+  memo: z.string().max(566).optional(),
+  ataCreationRequired: z.boolean().optional(),
+});
+
 export const SolanaChargeDetails = z.looseObject({
-  /** CAIP-2 id of the paying network */
+  /** the cluster ("devnet", "mainnet-beta") or, on older challenges, the CAIP-2 id of the paying network */
   network: z.string().min(1).max(128),
-  /** the facilitator's fee payer: the transaction's fee payer */
-  feePayer: Address,
+  /** true: the facilitator pays the fees (feePayerKey); older challenges carried the fee payer's address here */
+  feePayer: z.union([z.boolean(), Address]),
+  feePayerKey: Address.optional(),
   decimals: z.number().int().min(0).max(255),
   tokenProgram: Address,
+  splits: z.array(ChargeSplit).max(8).optional(),
+  recentBlockhash: z.string().max(64).optional(),
   symbol: z.string().max(32).optional(),
   /** the paid resource (binds a challenge to one link; covered by the challenge id) */
   resource: z.string().max(4096).optional(),
   [FEE_EXTENSION_KEY]: FeeExtension.optional(),
 });
 
-export const SolanaChargeRequest = z.looseObject({
-  amount: Atomic,
-  /** the mint */
-  currency: Address,
-  /** the owner credited: ATA(recipient, currency, tokenProgram) — the seller agent's treasury */
-  recipient: Address,
-  description: z.string().max(1024).optional(),
-  externalId: z.string().max(256).optional(),
-  methodDetails: SolanaChargeDetails,
-});
+/** The fee payer a charge names: feePayerKey when feePayer is true, or the address older challenges put in feePayer. */
+export function feePayerOf(details: z.infer<typeof SolanaChargeDetails>): string | undefined {
+  if (typeof details.feePayer === 'string') return details.feePayer;
+  return details.feePayer ? details.feePayerKey : undefined;
+}
+
+export const SolanaChargeRequest = z
+  .looseObject({
+    /** the total the buyer pays (seller leg + splits), atomic */
+    amount: Atomic,
+    /** the mint */
+    currency: Address,
+    /** the owner credited: ATA(recipient, currency, tokenProgram) — the seller agent's treasury */
+    recipient: Address,
+    description: z.string().max(1024).optional(),
+    /** the challenge's reference; a memo holding it binds a transaction to the challenge (draft-solana-charge-00) */
+    externalId: z.string().max(256).optional(),
+    methodDetails: SolanaChargeDetails,
+  })
+  .superRefine((r, ctx) => {
+    const d = r.methodDetails;
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path: ['methodDetails', ...path], message });
+    // §1: the facilitator pays every native fee; a charge whose buyer pays its own fees is not this rail's.
+    if (!feePayerOf(d)) issue(['feePayerKey'], 'the facilitator pays the fees: feePayer true with feePayerKey');
+    if (d.feePayer === true && !d.feePayerKey) issue(['feePayerKey'], 'feePayer true requires feePayerKey');
+    const splits = d.splits ?? [];
+    if (splits.length === 0) return;
+    // §2.3: the one split there can be is the protocol fee leg, to the fee authority named by the terms.
+    const terms = d[FEE_EXTENSION_KEY];
+    if (!terms || terms.bps === 0 || splits.length !== 1 || splits[0]!.recipient !== terms.feeAuthority) {
+      issue(['splits'], `the only split is the protocol fee, to the fee authority of methodDetails["${FEE_EXTENSION_KEY}"]`);
+      return;
+    }
+    const fee = BigInt(splits[0]!.amount);
+    const net = BigInt(r.amount) - fee;
+    if (net <= 0n) issue(['splits'], 'the splits consume the whole amount');
+    else if (fee !== feeFor(net, terms.bps)) issue(['splits', 0, 'amount'], `the fee split must be ceil(${net} × ${terms.bps} / 10000)`);
+  });
 export type SolanaChargeRequest = z.infer<typeof SolanaChargeRequest>;
 
 /** base64url of the RFC 8785 canonical JSON, as MPP serialises `request` (mppx PaymentRequest.serialize), no padding. */
@@ -105,22 +159,39 @@ export const MppSettleResponse = z.looseObject({
 });
 export type MppSettleResponse = z.infer<typeof MppSettleResponse>;
 
-/** The MPP request of one x402 accept (the paywall offers the same terms on both rails). */
+/**
+ * The MPP request of one x402 accept (the paywall offers the same terms on both rails): the gross as `amount`, the
+ * fee leg as the one split (so a stock client pays it), the facilitator as the fee payer.
+ */
 export function chargeRequestFor(
   accept: X402RequirementsV2,
-  details: { decimals: number; tokenProgram: string; symbol: string; resource: string; description?: string | undefined },
+  details: {
+    decimals: number;
+    tokenProgram: string;
+    symbol: string;
+    resource: string;
+    description?: string | undefined;
+    /** the challenge's reference (externalId), which the buyer's memo repeats */
+    reference?: string | undefined;
+  },
 ): SolanaChargeRequest {
   const fee = accept.extra[FEE_EXTENSION_KEY] as FeeExtension | undefined;
+  const net = BigInt(accept.amount);
+  const feeAtomic = fee && fee.bps > 0 ? feeFor(net, fee.bps) : 0n;
+  const network = networkFromX402(accept.network);
   return {
-    amount: accept.amount,
+    amount: (net + feeAtomic).toString(),
     currency: accept.asset,
     recipient: accept.payTo,
     ...(details.description ? { description: details.description } : {}),
+    ...(details.reference ? { externalId: details.reference } : {}),
     methodDetails: {
-      network: accept.network,
-      feePayer: accept.extra.feePayer as string,
+      network: network ? MPP_CLUSTER[network] : accept.network,
+      feePayer: true,
+      feePayerKey: accept.extra.feePayer as string,
       decimals: details.decimals,
       tokenProgram: details.tokenProgram,
+      ...(fee && feeAtomic > 0n ? { splits: [{ recipient: fee.feeAuthority, amount: feeAtomic.toString() }] } : {}),
       symbol: details.symbol,
       resource: details.resource,
       ...(fee ? { [FEE_EXTENSION_KEY]: fee } : {}),
@@ -128,12 +199,25 @@ export function chargeRequestFor(
   };
 }
 
-/** The x402 v2 accept a charge request stands for: what the facilitator verifies the transaction against. */
+/**
+ * The x402 v2 accept a charge request stands for: what the facilitator verifies the transaction against — the seller
+ * leg (amount minus the fee split), the CAIP-2 network, the fee terms.
+ */
 export function acceptOfCharge(request: SolanaChargeRequest, maxTimeoutSeconds = 60): X402RequirementsV2 {
   const d = request.methodDetails;
-  const extra: Record<string, unknown> = { feePayer: d.feePayer };
+  const extra: Record<string, unknown> = { feePayer: feePayerOf(d) };
   if (d[FEE_EXTENSION_KEY]) extra[FEE_EXTENSION_KEY] = d[FEE_EXTENSION_KEY];
-  return { scheme: 'exact', network: d.network, asset: request.currency, amount: request.amount, payTo: request.recipient, maxTimeoutSeconds, extra };
+  const splits = (d.splits ?? []).reduce((sum, s) => sum + BigInt(s.amount), 0n);
+  const network = networkOfCharge(d.network);
+  return {
+    scheme: 'exact',
+    network: network ? CAIP2[network] : d.network,
+    asset: request.currency,
+    amount: (BigInt(request.amount) - splits).toString(),
+    payTo: request.recipient,
+    maxTimeoutSeconds,
+    extra,
+  };
 }
 
 /** The memo texts of a transaction (undecodable → []). */
@@ -147,7 +231,24 @@ export function memosOf(transaction: Uint8Array): string[] {
   }
 }
 
-/** Whether the transaction is bound to this challenge: one of its memos is the challenge id. */
+/**
+ * How a transaction stands to a challenge (DECISIONS "MPP rail"): `bound` when a memo holds the challenge id or its
+ * externalId; `foreign` when a memo names anything else (another challenge's binding: it unlocks nothing here); `unbound`
+ * when it carries no memo — faremeter's client writes none, and draft-solana-charge-00 makes the memo optional: such a
+ * transaction is held to the challenge's terms and settles once like any other.
+ */
+export function bindingOf(
+  transaction: Uint8Array,
+  challenge: { id: string; request: { externalId?: string | undefined; methodDetails?: { splits?: { memo?: string | undefined }[] | undefined } } },
+): 'bound' | 'unbound' | 'foreign' {
+  const memos = memosOf(transaction);
+  const binding = [challenge.id, challenge.request.externalId].filter((m): m is string => typeof m === 'string' && m.length > 0);
+  const labels = (challenge.request.methodDetails?.splits ?? []).flatMap((s) => (s.memo ? [s.memo] : []));
+  if (memos.some((m) => !binding.includes(m) && !labels.includes(m))) return 'foreign';
+  return memos.some((m) => binding.includes(m)) ? 'bound' : 'unbound';
+}
+
+/** Whether the transaction is bound to this challenge id: one of its memos is the id. */
 export function isBoundTo(transaction: Uint8Array, challengeId: string): boolean {
   return memosOf(transaction).includes(challengeId);
 }
@@ -270,5 +371,5 @@ export function solanaCharges(header: string | null | undefined): WireChallenge[
 /** The paying network a challenge names (methodDetails.network, CAIP-2 or a gateway name): ours, or undefined; `wire` as given. */
 export function challengeNetwork(c: WireChallenge): { network: Network | undefined; wire: string } {
   const wire = String((c.request.methodDetails as { network?: unknown } | undefined)?.network ?? '');
-  return { network: networkFromX402(wire), wire };
+  return { network: networkOfCharge(wire), wire };
 }

@@ -79,6 +79,12 @@ export interface VerifyPaymentInput {
   facilitator: FacilitatorPolicy;
   /** a Solana Pay wallet signs after the facilitator: the buyer's slots must be empty instead of signed */
   buyerSignsLater?: boolean;
+  /**
+   * 'mpp': the instruction order the MPP rail's stock clients build (draft-solana-charge-00, @solana/mpp, faremeter) is
+   * accepted besides §2.3's — compute-budget instructions optional and in either order, memos between the two legs.
+   * Default 'x402': the layout of DECISIONS "Facilitator".
+   */
+  layout?: 'x402' | 'mpp';
 }
 
 /** Every reason a verify can fail with; clients branch on these, never on the message. */

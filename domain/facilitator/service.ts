@@ -13,7 +13,7 @@ import { decodeTransaction } from './decode.ts';
 import type { FeePayerSigner } from './ed25519.ts';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
 import { verifyPayment } from './verify.ts';
-import { acceptOfCharge, isBoundTo, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
+import { acceptOfCharge, bindingOf, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
 import {
   type AcceptsOffer,
   type AcceptsRequest,
@@ -208,8 +208,13 @@ export class FacilitatorService implements Facilitator {
   }
 
   async settle(request: FacilitatorRequest): Promise<SettleResponse> {
+    return this.settleAs(request, 'x402');
+  }
+
+  /** settle under one rail's instruction layout (verify.ts: 'mpp' also takes the stock MPP clients' order). */
+  private async settleAs(request: FacilitatorRequest, layout: 'x402' | 'mpp'): Promise<SettleResponse> {
     const wireNetwork = String((request as { paymentRequirements?: { network?: unknown } } | null)?.paymentRequirements?.network ?? '');
-    const checked = await this.check(request);
+    const checked = await this.check(request, { layout });
     if (!checked.ok) return failed(checked, '', wireNetwork);
     const c = checked.value;
     const { network, ledger } = c.prepared;
@@ -273,8 +278,9 @@ export class FacilitatorService implements Facilitator {
 
   /**
    * POST /mpp/settle (fee-facilitator-mpp-tools §4.2, DECISIONS "MPP rail"): the MPP credential's transaction is the
-   * §2.3 settlement transaction; it must be bound to its challenge (a memo holding the challenge id), then it is
-   * verified against the challenge's request and settled exactly as an x402 payment — the same duplicate guard, so a
+   * §2.3 settlement transaction (or the stock MPP clients' order of it); a memo binding it to another challenge refuses
+   * it (mpp.ts bindingOf), then it is verified against the challenge's request — the seller leg, the fee split against
+   * this facilitator's terms — and settled exactly as an x402 payment — the same duplicate guard, so a
    * repeated settle of one transaction learns its outcome instead of paying twice. The challenge's HMAC and expiry are
    * the API's to check (it holds the key); a resumed settle after expiry must still learn a landed payment's outcome.
    */
@@ -302,20 +308,24 @@ export class FacilitatorService implements Facilitator {
         'invalid_payload',
         `the challenge request is not a Solana charge: ${request.error.issues[0]?.path.join('.')} ${request.error.issues[0]?.message}`,
       );
-    const wireNetwork = request.data.methodDetails.network;
+    // answered in the x402 settle's network form (CAIP-2), whichever form the challenge names
+    const wireNetwork = acceptOfCharge(request.data).network;
     const bytes = decodeBase64(transaction);
     if (!bytes) return refuse('invalid_payload', 'transaction is not base64', wireNetwork);
-    if (!isBoundTo(bytes, challenge.id)) {
-      return refuse('challenge_mismatch', 'the transaction is not bound to this challenge: none of its memos is the challenge id', wireNetwork);
+    if (bindingOf(bytes, { id: challenge.id, request: request.data }) === 'foreign') {
+      return refuse(
+        'challenge_mismatch',
+        'the transaction is bound to another challenge: a memo names neither this challenge id nor its externalId',
+        wireNetwork,
+      );
     }
     const accept = acceptOfCharge(request.data);
-    const settled = await this.settle({
-      x402Version: 2,
-      paymentPayload: { x402Version: 2, accepted: accept, payload: { transaction } },
-      paymentRequirements: accept,
-    });
+    const settled = await this.settleAs(
+      { x402Version: 2, paymentPayload: { x402Version: 2, accepted: accept, payload: { transaction } }, paymentRequirements: accept },
+      'mpp',
+    );
     let slot: number | null = null;
-    const network = networkFromX402(wireNetwork);
+    const network = networkFromX402(accept.network);
     if (settled.success && network) {
       const [status] = await this.deps.ledgers[network]!.getSignatureStatuses([settled.transaction]).catch(() => [null]);
       slot = status?.slot ?? null;
@@ -425,7 +435,7 @@ export class FacilitatorService implements Facilitator {
   }
 
   /** Parse, resolve the offer, run the pure verify and co-sign: everything verify and settle share. */
-  private async check(raw: unknown, options: { buyerSignsLater?: boolean } = {}): Promise<{ ok: true; value: Checked } | Failure> {
+  private async check(raw: unknown, options: { buyerSignsLater?: boolean; layout?: 'x402' | 'mpp' } = {}): Promise<{ ok: true; value: Checked } | Failure> {
     const prepared = await this.prepare(raw);
     if (!prepared.ok) return prepared;
     const { requirements } = prepared;
@@ -436,6 +446,7 @@ export class FacilitatorService implements Facilitator {
       requirements,
       facilitator: { feePayer: this.feePayer, enforcement: this.deps.settings.fee.enforcement },
       buyerSignsLater: options.buyerSignsLater === true,
+      layout: options.layout ?? 'x402',
     });
     if (!verdict.isValid) return fail(verdict.invalidReason, verdict.message, verdict.payer ?? undefined);
     if (verdict.warnings.length) {

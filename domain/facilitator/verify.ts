@@ -16,6 +16,7 @@ import {
   type TransferChecked,
 } from './instructions.ts';
 import {
+  COMPUTE_BUDGET_PROGRAM_ID,
   FacilitatorPolicy,
   MAX_ATA_CREATIONS,
   MAX_INSTRUCTIONS,
@@ -39,6 +40,10 @@ import {
 //   k  TransferChecked: seller leg                           exact amount to ATA(payTo, asset, tokenProgram)
 //   k+1 TransferChecked: fee leg                             only with fee terms (bps > 0); ceil(amount × bps / 10000)
 //   …  Memo / Lighthouse                                     any number; at most 7 instructions before trailing Lighthouse
+//
+// The MPP rail's layout (input.layout 'mpp', draft-solana-charge-00 as @solana/mpp and faremeter build it) differs only
+// in order: SetComputeUnitLimit and SetComputeUnitPrice are optional, each at most once, in either order (a price needs
+// a limit, so the fee payer's cost keeps the same cap), and memos may sit between the seller leg and the fee leg.
 //
 // Enforcement of the fee terms (SVC_FEE_ENFORCE): 'enforce' rejects a missing fee leg or a wrong fee amount; 'warn'
 // accepts them with a warning; 'off' checks neither. Under every mode a second transfer must be a well-formed fee leg —
@@ -77,7 +82,7 @@ export function verifyPayment(input: VerifyPaymentInput): VerifyResult {
 
   const payer = firstTransferAuthority(tx);
   try {
-    return check(tx, requirements.data, { ...policy.data, buyerSignsLater: input.buyerSignsLater === true });
+    return check(tx, requirements.data, { ...policy.data, buyerSignsLater: input.buyerSignsLater === true, layout: input.layout ?? 'x402' });
   } catch (e) {
     if (e instanceof Rejection) return invalid(e.reason, e.message, payer);
     throw e;
@@ -109,7 +114,7 @@ interface Expected {
 function check(
   tx: DecodedTransaction,
   requirements: PaymentRequirements,
-  policy: z.output<typeof FacilitatorPolicy> & { buyerSignsLater: boolean },
+  policy: z.output<typeof FacilitatorPolicy> & { buyerSignsLater: boolean; layout: 'x402' | 'mpp' },
 ): VerifyResult {
   const feePayer = policy.feePayer;
   const { asset, tokenProgram } = requirements;
@@ -143,25 +148,14 @@ function check(
   checkFeePayerIsolation(tx, feePayer);
 
   const instructions = tx.instructions;
-  const units = readComputeUnitLimit(instructions[0]);
-  if (units === null) reject('compute_budget_missing', 'instruction 0 must be SetComputeUnitLimit');
-  if (units > policy.computeUnitLimitMax) {
-    reject('compute_limit_too_high', `compute unit limit ${units} exceeds ${policy.computeUnitLimitMax}`);
-  }
-  const price = readComputeUnitPrice(instructions[1]);
-  if (price === null) reject('compute_budget_missing', 'instruction 1 must be SetComputeUnitPrice');
-  if (price > BigInt(policy.computeUnitPriceMax)) {
-    reject('compute_price_too_high', `compute unit price ${price} micro-lamports exceeds ${policy.computeUnitPriceMax}`);
-  }
-
-  let i = 2;
+  let i = policy.layout === 'mpp' ? checkOptionalComputeBudget(instructions, policy) : checkComputeBudget(instructions, policy);
   const createsAccounts: string[] = [];
   while (instructions[i] && isAtaProgram(instructions[i]!)) {
     createsAccounts.push(checkAtaCreation(instructions[i]!, createsAccounts, expected));
     i++;
   }
 
-  const seller = sellerLeg(instructions[i], i, expected);
+  const seller = sellerLeg(instructions[i], i, expected, policy.layout);
   checkExtras(tx, seller);
   checkSigner(tx, seller.authority);
   i++;
@@ -169,6 +163,7 @@ function check(
   const warnings: VerifyWarning[] = [];
   let fee = 0n;
   let feeDestination: string | null = null;
+  if (policy.layout === 'mpp') while (instructions[i] && isMemo(instructions[i]!)) i++;
   const next = readTransferChecked(instructions[i]);
   const owed = expected.fee;
   if (next && !owed) reject('unexpected_fee_leg', `instruction ${i} is a second transfer but the offer carries no fee`);
@@ -214,6 +209,51 @@ function check(
     createsAccounts,
     warnings,
   };
+}
+
+type Policy = Pick<z.output<typeof FacilitatorPolicy>, 'computeUnitLimitMax' | 'computeUnitPriceMax'>;
+
+function capLimit(units: number, policy: Policy): void {
+  if (units > policy.computeUnitLimitMax) reject('compute_limit_too_high', `compute unit limit ${units} exceeds ${policy.computeUnitLimitMax}`);
+}
+
+function capPrice(price: bigint, policy: Policy): void {
+  if (price > BigInt(policy.computeUnitPriceMax)) {
+    reject('compute_price_too_high', `compute unit price ${price} micro-lamports exceeds ${policy.computeUnitPriceMax}`);
+  }
+}
+
+/** DECISIONS "Facilitator": SetComputeUnitLimit then SetComputeUnitPrice, both required; the index after them. */
+function checkComputeBudget(instructions: DecodedTransaction['instructions'], policy: Policy): number {
+  const units = readComputeUnitLimit(instructions[0]);
+  if (units === null) reject('compute_budget_missing', 'instruction 0 must be SetComputeUnitLimit');
+  capLimit(units, policy);
+  const price = readComputeUnitPrice(instructions[1]);
+  if (price === null) reject('compute_budget_missing', 'instruction 1 must be SetComputeUnitPrice');
+  capPrice(price, policy);
+  return 2;
+}
+
+/**
+ * The MPP layout: leading compute-budget instructions, each at most once, in either order, none required — but a price
+ * only with a limit, so the fee payer's priority fee stays under limit cap × price cap. The index after them.
+ */
+function checkOptionalComputeBudget(instructions: DecodedTransaction['instructions'], policy: Policy): number {
+  let units: number | null = null;
+  let price: bigint | null = null;
+  let i = 0;
+  for (; i < instructions.length && instructions[i]!.programId === COMPUTE_BUDGET_PROGRAM_ID; i++) {
+    const ix = instructions[i]!;
+    const limit = readComputeUnitLimit(ix);
+    const micro = readComputeUnitPrice(ix);
+    if (limit !== null && units === null) units = limit;
+    else if (micro !== null && price === null) price = micro;
+    else reject('unexpected_instruction', `instruction ${i}: only one SetComputeUnitLimit and one SetComputeUnitPrice may lead the transaction`);
+  }
+  if (units !== null) capLimit(units, policy);
+  if (price !== null) capPrice(price, policy);
+  if (price !== null && price > 0n && units === null) reject('compute_budget_missing', 'a SetComputeUnitPrice needs a SetComputeUnitLimit');
+  return i;
 }
 
 /**
@@ -265,7 +305,7 @@ function checkAtaCreation(ix: DecodedTransaction['instructions'][number], earlie
 }
 
 /** §4.1.2: the seller TransferChecked. */
-function sellerLeg(ix: DecodedTransaction['instructions'][number] | undefined, position: number, expected: Expected): TransferChecked {
+function sellerLeg(ix: DecodedTransaction['instructions'][number] | undefined, position: number, expected: Expected, layout: 'x402' | 'mpp'): TransferChecked {
   const { asset, tokenProgram, decimals, amount } = expected.requirements;
   if (!ix || isMemo(ix) || isLighthouse(ix)) reject('transfer_missing', `instruction ${position} must be the seller's TransferChecked`);
   if (isOtherTokenInstruction(ix)) reject('transfer_missing', `instruction ${position} is a token instruction other than TransferChecked`);
@@ -277,6 +317,13 @@ function sellerLeg(ix: DecodedTransaction['instructions'][number] | undefined, p
   if (t.decimals !== decimals) reject('wrong_decimals', `the transfer states ${t.decimals} decimals, the mint has ${decimals}`);
   if (t.destination !== expected.sellerAccount) {
     reject('wrong_destination', `the transfer credits ${t.destination}, expected ATA(payTo) ${expected.sellerAccount}`);
+  }
+  // An MPP client that ignores methodDetails.splits sends the whole charge to the recipient: name the fix, not the symptom.
+  if (layout === 'mpp' && expected.fee && t.amount === amount + expected.fee.amount) {
+    reject(
+      'fee_leg_missing',
+      `the transfer moves the whole ${t.amount} atoms to the recipient; the protocol fee is the charge's split: ${amount} to the recipient and ${expected.fee.amount} to ${expected.fee.authority} (methodDetails.splits, draft-solana-charge-00)`,
+    );
   }
   if (t.amount !== amount) reject('wrong_amount', `the transfer moves ${t.amount} atoms, the offer asks for exactly ${amount}`);
   return t;

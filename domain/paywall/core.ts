@@ -15,7 +15,7 @@ import { sha256Hex } from '../receipts/schema.ts';
 import { acceptsFor, chooseAccept, parsePayment, type OfferTerms } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { LinkCache } from './link-cache.ts';
-import { acceptOfCharge, isBoundTo } from '../facilitator/mpp.ts';
+import { acceptOfCharge, bindingOf } from '../facilitator/mpp.ts';
 import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type IssuedChallenge } from './mpp.ts';
 import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
@@ -195,7 +195,7 @@ export class PaywallCore {
 
   /**
    * The MPP rail (DECISIONS "MPP rail"): no credential → 402 with fresh challenges; a credential is authenticated (its
-   * challenge's HMAC, this link, these terms, its transaction bound to that challenge by memo), then paid through the
+   * challenge's HMAC, this link, these terms, its transaction not bound to another challenge by memo), then paid through the
    * same claim → settle → record path as x402 (exactly once per transaction; a replay gets the stored response, also
    * after the challenge expired). Every refusal is a 402 with fresh challenges and the reason.
    */
@@ -225,10 +225,10 @@ export class PaywallCore {
     } catch (e) {
       return answer({ error: 'invalid_transaction', message: `The payment transaction does not parse: ${(e as Error).message}` });
     }
-    if (!isBoundTo(read.transactionBytes, read.challenge.id)) {
+    if (bindingOf(read.transactionBytes, { id: read.challenge.id, request: read.request }) === 'foreign') {
       return answer({
         error: 'challenge_mismatch',
-        message: 'The transaction is bound to another challenge (its memo must be the challenge id): it unlocks nothing here.',
+        message: 'The transaction is bound to another challenge (a memo names neither this challenge id nor its externalId): it unlocks nothing here.',
         details: { challenge_id: read.challenge.id },
       });
     }

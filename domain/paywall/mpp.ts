@@ -7,11 +7,12 @@ import {
   MPP_METHOD,
   MPP_PROBLEM_TYPE,
   MppChallenge,
+  networkOfCharge,
   SolanaChargePayload,
   SolanaChargeRequest,
 } from '../facilitator/mpp.ts';
-import { networkFromX402, type ResourceInfo, type X402RequirementsV2 } from '../facilitator/wire.ts';
-import { CAIP2, STABLES, type Network } from '../shared/network.ts';
+import type { ResourceInfo, X402RequirementsV2 } from '../facilitator/wire.ts';
+import { STABLES, type Network } from '../shared/network.ts';
 
 // The paywall's MPP side (DECISIONS "MPP rail"): stateless challenges — the id is an HMAC-SHA256 of the challenge's
 // fields under the server's key, so a tampered field or a forged id is caught without storing anything — their
@@ -63,6 +64,18 @@ export function realmOf(baseUrl: string): string {
   return new URL(baseUrl).host;
 }
 
+/**
+ * A challenge's externalId (draft-solana-charge-00): the reference a stock client writes as its memo, binding the
+ * transaction to that challenge. It sits inside the request the id is computed over, so it cannot be the id; it is
+ * derived from the challenge's own fields under the key instead (stateless, 128 bits, distinct per currency and issue).
+ */
+function referenceOf(secret: Uint8Array, fields: { realm: string; resource: string; asset: string; expires: string }): string {
+  return createHmac('sha256', secret)
+    .update(['externalId', fields.realm, fields.resource, fields.asset, fields.expires].join('|'))
+    .digest('base64url')
+    .slice(0, 22);
+}
+
 /** One challenge per accept (currency) of the link, valid CHALLENGE_TTL_MS from now. */
 export function issueChallenges(input: {
   secret: Uint8Array;
@@ -81,6 +94,7 @@ export function issueChallenges(input: {
       symbol: stable.symbol,
       resource: input.resource.url,
       description: input.resource.description,
+      reference: referenceOf(input.secret, { realm: input.realm, resource: input.resource.url, asset: accept.asset, expires }),
     });
     const fields = { realm: input.realm, method: MPP_METHOD, intent: MPP_INTENT, request, expires };
     return { id: challengeId(input.secret, fields), ...fields };
@@ -177,9 +191,8 @@ export function readCredential(encoded: string, input: { secret: Uint8Array; rea
     return bad('mpp_challenge_invalid', 'The challenge was not issued by this gateway for a Solana charge.');
   const request = SolanaChargeRequest.safeParse(c.request);
   if (!request.success) return bad('mpp_challenge_invalid', 'The challenge request is not a Solana charge request.');
-  const network = networkFromX402(request.data.methodDetails.network);
-  if (!network || CAIP2[network] !== request.data.methodDetails.network)
-    return bad('mpp_challenge_invalid', `The challenge names an unknown network ${request.data.methodDetails.network}.`);
+  const network = networkOfCharge(request.data.methodDetails.network);
+  if (!network) return bad('mpp_challenge_invalid', `The challenge names an unknown network ${request.data.methodDetails.network}.`);
   const text = payload.data.transaction.trim();
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(text) || text.length % 4 !== 0) return bad('mpp_credential_invalid', 'The credential transaction is not base64.');
   const expiresAt = c.expires ? Date.parse(c.expires) : NaN;

@@ -1,8 +1,21 @@
 import test from 'ava';
-import { Keypair } from '@solana/web3.js';
+import { ComputeBudgetProgram, Keypair, PublicKey, TransactionInstruction, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
+import { createTransferCheckedInstruction } from '@solana/spl-token';
 import { Challenge, Credential } from 'mppx';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
-import { encodeCredential, isBoundTo, memosOf, parseChallenges } from '../../domain/facilitator/mpp.ts';
+import {
+  acceptOfCharge,
+  bindingOf,
+  chargeRequestFor,
+  encodeCredential,
+  isBoundTo,
+  memosOf,
+  parseChallenges,
+  SolanaChargeRequest,
+} from '../../domain/facilitator/mpp.ts';
+import { ataOf } from '../../domain/facilitator/ata.ts';
+import { MEMO_PROGRAM_ID } from '../../domain/facilitator/schema.ts';
+import { verifyPayment } from '../../domain/facilitator/verify.ts';
 import { challengeId, issueChallenges, paymentCredentialOf, readCredential, wwwAuthenticate } from '../../domain/paywall/mpp.ts';
 import { callFromKept, pendingRequest, type Call } from '../../domain/paywall/call.ts';
 import { CAIP2, STABLES } from '../../domain/shared/network.ts';
@@ -135,4 +148,90 @@ test('a paid call’s kept request carries its MPP challenge, so reconciliation 
   t.is(kept.mpp.challenge.id, c!.id);
   t.deepEqual(callFromKept('https://gw.example', link, 'k', kept).mpp, { challenge: kept.mpp.challenge });
   t.is(callFromKept('https://gw.example', link, 'k', { ...kept, mpp: undefined }).mpp, undefined, 'an x402 call stays x402');
+});
+
+const feeAuthority = Keypair.generate().publicKey.toBase58();
+const feeTerms = { v: '1', bps: 100, feeAuthority };
+const feeAccept = { ...accept, extra: { feePayer, 'svc.fee': feeTerms } };
+const details = { decimals: 6, tokenProgram: USDC.tokenProgramId, symbol: 'USDC', resource: 'https://gw.example/x/w', reference: 'ref-1' };
+
+test('a fee-on charge is draft-solana-charge-00’s: the gross as amount, the fee as the one split; acceptOfCharge gives back the x402 terms', (t) => {
+  const request = chargeRequestFor(feeAccept, details);
+  t.like(request, { amount: '10100', externalId: 'ref-1', methodDetails: { network: 'devnet', feePayer: true, feePayerKey: feePayer } });
+  t.deepEqual(request.methodDetails.splits, [{ recipient: feeAuthority, amount: '100' }]);
+  t.true(SolanaChargeRequest.safeParse(request).success);
+  t.deepEqual(acceptOfCharge(request), feeAccept, 'the seller leg, the CAIP-2 network, the fee terms');
+  const off = chargeRequestFor(accept, details);
+  t.is(off.amount, '10000');
+  t.is(off.methodDetails.splits, undefined);
+  t.deepEqual(acceptOfCharge(off), accept);
+  // Older wires still read: feePayer as the address, CAIP-2, "svc.fee" without splits (amount = seller leg).
+  const legacy = { ...off, methodDetails: { ...off.methodDetails, feePayer, feePayerKey: undefined, network: CAIP2['chain-devnet'], 'svc.fee': feeTerms } };
+  t.deepEqual(acceptOfCharge(SolanaChargeRequest.parse(legacy)), feeAccept);
+  // Splits this gateway cannot settle are malformed: to anyone but the fee authority, a fee off the terms, a second one.
+  const md = request.methodDetails;
+  const bad = (splits: unknown, extra: Record<string, unknown> = {}) =>
+    SolanaChargeRequest.safeParse({ ...request, ...extra, methodDetails: { ...md, splits } }).success;
+  t.false(bad([{ recipient: feePayer, amount: '100' }]));
+  t.false(bad([{ recipient: feeAuthority, amount: '99' }]));
+  t.false(bad([md.splits![0], { recipient: feeAuthority, amount: '1' }]));
+  t.false(bad([{ recipient: feeAuthority, amount: '100' }], { amount: '100' }), 'the splits consume the whole amount');
+  t.false(SolanaChargeRequest.safeParse({ ...request, methodDetails: { ...md, feePayerKey: undefined } }).success, 'feePayer true needs feePayerKey');
+});
+
+/** A v0 transaction of the given instructions, fee payer the facilitator, signed by the buyer. */
+function assembled(buyer: Keypair, instructions: TransactionInstruction[]): Uint8Array {
+  const message = new TransactionMessage({ payerKey: new PublicKey(feePayer), recentBlockhash: Keypair.generate().publicKey.toBase58(), instructions });
+  const tx = new VersionedTransaction(message.compileToV0Message());
+  tx.sign([buyer]);
+  return tx.serialize();
+}
+
+test('the MPP layout (@solana/mpp’s order: price, limit, seller leg, externalId memo, fee leg) verifies; x402’s stays strict; the binding reads the memos', (t) => {
+  const buyer = Keypair.generate();
+  const mint = new PublicKey(USDC.mint);
+  const program = new PublicKey(USDC.tokenProgramId);
+  const source = new PublicKey(ataOf(buyer.publicKey.toBase58(), USDC.mint, USDC.tokenProgramId));
+  const leg = (owner: string, amount: bigint) =>
+    createTransferCheckedInstruction(source, mint, new PublicKey(ataOf(owner, USDC.mint, USDC.tokenProgramId)), buyer.publicKey, amount, 6, [], program);
+  const memo = (text: string) => new TransactionInstruction({ programId: new PublicKey(MEMO_PROGRAM_ID), keys: [], data: Buffer.from(text) });
+  const price = ComputeBudgetProgram.setComputeUnitPrice({ microLamports: 1 });
+  const limit = ComputeBudgetProgram.setComputeUnitLimit({ units: 200_000 });
+  const requirements = {
+    scheme: 'exact' as const,
+    network: 'chain-devnet' as const,
+    payTo,
+    asset: USDC.mint,
+    amount: 10_000n,
+    tokenProgram: USDC.tokenProgramId as never,
+    decimals: 6,
+    fee: { bps: 100, feeAuthority },
+  };
+  const verify = (tx: Uint8Array, layout: 'x402' | 'mpp') =>
+    verifyPayment({ transaction: tx, requirements, facilitator: { feePayer, enforcement: 'enforce' }, layout });
+  const stock = assembled(buyer, [price, limit, leg(payTo, 10_000n), memo('ref-1'), leg(feeAuthority, 100n)]);
+  t.like(verify(stock, 'mpp'), { isValid: true, fee: 100n });
+  t.like(verify(stock, 'x402'), { isValid: false, invalidReason: 'compute_budget_missing' });
+  t.like(verify(assembled(buyer, [leg(payTo, 10_000n), leg(feeAuthority, 100n)]), 'mpp'), { isValid: true }, 'no compute budget: base fee only');
+  t.like(verify(assembled(buyer, [price, leg(payTo, 10_000n), leg(feeAuthority, 100n)]), 'mpp'), { isValid: false, invalidReason: 'compute_budget_missing' });
+  t.like(verify(assembled(buyer, [limit, limit, leg(payTo, 10_000n), leg(feeAuthority, 100n)]), 'mpp'), {
+    isValid: false,
+    invalidReason: 'unexpected_instruction',
+  });
+  // A forged split: the fee leg to someone else, or short.
+  t.like(verify(assembled(buyer, [price, limit, leg(payTo, 10_000n), leg(payTo, 100n)]), 'mpp'), {
+    isValid: false,
+    invalidReason: 'fee_leg_wrong_destination',
+  });
+  t.like(verify(assembled(buyer, [price, limit, leg(payTo, 10_000n), leg(feeAuthority, 99n)]), 'mpp'), {
+    isValid: false,
+    invalidReason: 'fee_leg_wrong_amount',
+  });
+  t.like(verify(assembled(buyer, [price, limit, leg(payTo, 10_000n)]), 'mpp'), { isValid: false, invalidReason: 'fee_leg_missing' });
+
+  const challenge = { id: 'challenge-a', request: chargeRequestFor(feeAccept, details) };
+  t.is(bindingOf(stock, challenge), 'bound', 'the externalId memo');
+  t.is(bindingOf(assembled(buyer, [leg(payTo, 10_000n), memo('challenge-a')]), challenge), 'bound', 'the challenge id memo');
+  t.is(bindingOf(assembled(buyer, [leg(payTo, 10_000n)]), challenge), 'unbound', 'no memo (faremeter): held to the terms');
+  t.is(bindingOf(assembled(buyer, [leg(payTo, 10_000n), memo('ref-2')]), challenge), 'foreign', 'another challenge’s reference');
 });

@@ -201,9 +201,9 @@ test.serial('an unproven legacy agent gets no new link, and its links take no x4
   const challenge = Challenge.deserializeList((await fetch(mppTwin.url)).headers.get('www-authenticate') ?? '')[0]!;
   const r = challenge.request as Record<string, any>;
   const mppTx = buildPaymentTransaction({
-    feePayer: r.methodDetails.feePayer,
+    feePayer: r.methodDetails.feePayerKey,
     payer: buyer.publicKey.toBase58(),
-    requirements: { ...requirements, payTo: treasuryOf(mpp.mint), amount: BigInt(r.amount) },
+    requirements: { ...requirements, payTo: treasuryOf(mpp.mint) },
     blockhash,
     memo: challenge.id,
   });

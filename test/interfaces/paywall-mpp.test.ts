@@ -1,6 +1,12 @@
 import anyTest, { type TestFn } from 'ava';
 import type { Keypair } from '@solana/web3.js';
-import { Challenge, Receipt } from 'mppx';
+import { Keypair as Web3Keypair } from '@solana/web3.js';
+import { address, createKeyPairSignerFromBytes } from '@solana/kit';
+import { buildChargeTransaction, charge as solanaMppCharge } from '@solana/mpp/client';
+import { wrap as faremeterFetch } from '@faremeter/fetch';
+import { createMPPSolanaChargeClient } from '@faremeter/payment-solana/charge';
+import { createLocalWallet } from '@faremeter/wallet-solana';
+import { Challenge, Credential, Receipt } from 'mppx';
 import { Mppx } from 'mppx/client';
 import { solanaCharge } from '../../interfaces/mpp/index.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
@@ -11,7 +17,7 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2 } from '../../domain/shared/network.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 import { HttpFacilitator } from '../../adapters/facilitator/http.ts';
-import { http, recordAgent } from '../support/app.ts';
+import { http, issueKey, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
 import {
   createLink,
   eventsOf,
@@ -36,19 +42,29 @@ import {
 // client's own wire is tested in mpp-interop.test.ts. One app, serial tests.
 
 const SECRET = 'mpp-test-secret-0123456789abcdef0123456789';
-const test = anyTest as TestFn<PaywallWorld & { feePayer: string; feeAuthority: string }>;
+// `free`: a second app with the fee off (SVC_FEE_BPS=0, a process setting), only for the stock MPP clients' fee-off case.
+const test = anyTest as TestFn<PaywallWorld & { feePayer: string; feeAuthority: string; free: PaywallWorld }>;
 const PRICE = 10_000n;
 const GROSS = PRICE + feeFor(PRICE, 100);
 
+async function freeWorld(): Promise<PaywallWorld> {
+  const app = await startTestApp({ env: { SVC_FEE_BPS: '0' } });
+  return { app, key: await issueKey(app), rpcUrl: app.ledgers.rpcUrls['chain-devnet']! };
+}
+
 test.before(async (t) => {
-  const w = await startPaywallApp({ SVC_MPP_SECRET: SECRET });
+  const [w, free] = await Promise.all([startPaywallApp({ SVC_MPP_SECRET: SECRET }), freeWorld()]);
   const feeAuthority = await fundFeeVault(w);
   const feePayer = ((await (await fetch(`${w.app.url}/facilitator/health`)).json()) as { fee_payer: string }).fee_payer;
-  t.context = { ...w, feePayer, feeAuthority };
+  t.context = { ...w, feePayer, feeAuthority, free };
 });
 
 test.after.always(async (t) => {
   await stopPaywallApp(t.context.app ? t.context : undefined);
+  if (t.context.free) {
+    await t.context.free.app.close();
+    await removeDataDir(t.context.free.app.dataDir);
+  }
 });
 
 interface Unpaid {
@@ -74,18 +90,20 @@ async function transactionFor(
 ): Promise<string> {
   const r = challenge.request;
   const d = r.methodDetails;
+  // `amount` is the gross; the fee is the one split (draft-solana-charge-00), so the seller leg is the rest.
+  const fee = BigInt(d.splits?.[0]?.amount ?? 0);
   const requirements: PaymentRequirements = {
     scheme: 'exact',
     network: 'chain-devnet',
     payTo: r.recipient,
     asset: r.currency,
-    amount: BigInt(r.amount),
+    amount: BigInt(r.amount) - fee,
     tokenProgram: d.tokenProgram,
     decimals: d.decimals,
     ...(d['svc.fee'] ? { fee: { bps: d['svc.fee'].bps, feeAuthority: d['svc.fee'].feeAuthority } } : {}),
   };
   const { blockhash } = await t.context.app.services.ledgers['chain-devnet']!.getLatestBlockhash();
-  const tx = buildPaymentTransaction({ feePayer: d.feePayer, payer: buyer.publicKey.toBase58(), requirements, blockhash, memo });
+  const tx = buildPaymentTransaction({ feePayer: d.feePayerKey, payer: buyer.publicKey.toBase58(), requirements, blockhash, memo });
   tx.sign([buyer]);
   return Buffer.from(tx.serialize()).toString('base64');
 }
@@ -110,19 +128,24 @@ test.serial('unpaid MPP 402: WWW-Authenticate Payment challenge (HMAC id, 5 min,
   t.false(Challenge.verify({ ...c, request: { ...c.request, amount: '1' } }, { secretKey: SECRET }));
   const expires = Date.parse(c.expires!);
   t.true(expires >= before + 299_000 && expires <= Date.now() + 301_000, 'valid 5 minutes');
+  // draft-solana-charge-00 as @solana/mpp and faremeter read it: the gross as amount, the fee as the one split,
+  // feePayer a boolean beside feePayerKey, the cluster name, an externalId for the memo.
   t.like(c.request, {
-    amount: PRICE.toString(),
+    amount: GROSS.toString(),
     currency: USDC.mint,
     recipient: treasury,
     methodDetails: {
-      network: CAIP2['chain-devnet'],
-      feePayer: t.context.feePayer,
+      network: 'devnet',
+      feePayer: true,
+      feePayerKey: t.context.feePayer,
       decimals: 6,
       tokenProgram: USDC.tokenProgramId,
       symbol: 'USDC',
       resource: link.share_url,
     },
   });
+  t.regex((c.request as any).externalId, /^[A-Za-z0-9_-]{22}$/);
+  t.deepEqual((c.request as any).methodDetails.splits, [{ recipient: t.context.feeAuthority, amount: (GROSS - PRICE).toString() }]);
   t.deepEqual((c.request as any).methodDetails['svc.fee'], { v: '1', bps: 100, feeAuthority: t.context.feeAuthority });
   t.like(res.body, {
     type: 'https://paymentauth.org/problems/payment-required',
@@ -291,16 +314,18 @@ test.serial('a paid MPP call replays its stored answer after its challenge expir
   const { url, link } = await createLink(w, { protocol: 'mpp' });
   const buyer = await fundBuyer(w);
   const issued = (await unpaid(url)).challenge;
-  // The same challenge, correctly signed with our key, but valid only 1.5 s from now.
+  // Signed first, bound by the request's externalId (the same in the short-lived twin below), so the short window
+  // covers one request only.
+  const tx = await transactionFor(t, issued, buyer, (issued.request as { externalId: string }).externalId);
+  // The same challenge, correctly signed with our key, but valid only 3 s from now.
   const fields = {
     realm: issued.realm,
     method: issued.method,
     intent: issued.intent,
     request: issued.request as Record<string, unknown>,
-    expires: new Date(Date.now() + 1500).toISOString(),
+    expires: new Date(Date.now() + 3000).toISOString(),
   };
   const shortLived = { id: challengeId(new TextEncoder().encode(SECRET), fields), ...fields };
-  const tx = await transactionFor(t, shortLived, buyer);
   const paid = await fetch(url, { headers: { authorization: credential(shortLived, tx) } });
   t.is(paid.status, 200, await paid.clone().text());
   const receipt = paid.headers.get('payment-receipt');
@@ -462,3 +487,117 @@ test.serial(
     t.is(allowed.body.decision, 'allow', JSON.stringify(allowed.body));
   },
 );
+
+// Stock MPP clients from the npm registry, unmodified, on the embedded devnet (draft-solana-charge-00): @solana/mpp 0.6's
+// `solana.charge` on mppx 0.11, and faremeter's MPP client 0.22 (@faremeter/payment-solana/charge) in @faremeter/fetch.
+
+/** @solana/mpp's `solana.charge` in mppx's client; `sent` collects the credentials it made (to replay one). */
+async function solanaMppFetch(w: PaywallWorld, buyer: Web3Keypair) {
+  const signer = await createKeyPairSignerFromBytes(buyer.secretKey);
+  const mppx = Mppx.create({ methods: [solanaMppCharge({ signer, rpcUrl: w.rpcUrl })], polyfill: false });
+  const sent: string[] = [];
+  mppx.onCredentialCreated(({ credential }) => {
+    sent.push(credential);
+  });
+  return { pay: (url: string) => mppx.fetch(url), sent };
+}
+
+/** faremeter's MPP client in @faremeter/fetch: no retries, the 402 returned when refused; `sent` the Authorization headers. */
+async function faremeterMppFetch(w: PaywallWorld, buyer: Web3Keypair) {
+  const wallet = await createLocalWallet('devnet', buyer.secretKey);
+  const handler = createMPPSolanaChargeClient({ wallet, mint: address(USDC.mint), rpc: w.rpcUrl });
+  const sent: string[] = [];
+  const recording: typeof fetch = (input, init) => {
+    const authorization = new Headers(init?.headers).get('authorization');
+    if (authorization) sent.push(authorization);
+    return fetch(input, init);
+  };
+  return { pay: faremeterFetch(recording, { phase1Fetch: fetch, handlers: [], mppHandlers: [handler], retryCount: 0, returnPaymentFailure: true }), sent };
+}
+
+const FEE = GROSS - PRICE;
+
+test.serial('@solana/mpp 0.6 solana.charge on mppx 0.11 pays a fee-on link (the fee as its split) and a fee-off link; a retry is charged once', async (t) => {
+  const feesBefore = await tokenBalance(t.context, t.context.feeAuthority);
+  for (const [w, gross] of [
+    [t.context, GROSS],
+    [t.context.free, PRICE],
+  ] as const) {
+    const { url, link, treasury } = await createLink(w, { protocol: 'mpp' });
+    const buyer = await fundBuyer(w);
+    const { pay, sent } = await solanaMppFetch(w, buyer);
+    const res = await pay(url);
+    t.is(res.status, 200, await res.clone().text());
+    t.deepEqual(await res.json(), { forecast: 'sunny' });
+    const receipt = Receipt.fromResponse(res);
+    t.like(receipt, { method: 'solana', status: 'success' });
+    t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - gross);
+    t.is(await tokenBalance(w, treasury), PRICE);
+    t.like((await getLink(w, link.id)).counters, { settled_count: 1, last_tx_sig: receipt.reference });
+    // The buyer retries the same credential (a lost answer): the stored response, nothing moves twice.
+    t.is(sent.length, 1);
+    const again = await fetch(url, { headers: { authorization: sent[0]! } });
+    t.is(again.status, 200);
+    t.is(again.headers.get('x-svc-replayed'), 'true');
+    t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n - gross, 'charged once');
+    t.like((await getLink(w, link.id)).counters, { settled_count: 1 });
+  }
+  t.is(await tokenBalance(t.context, t.context.feeAuthority), feesBefore + FEE, 'the fee split reached the fee authority');
+});
+
+test.serial(
+  'faremeter’s MPP client 0.22 pays a fee-off link (no memo: held to the terms, charged once); on a fee-on link, which it pays without the split, it is refused naming the fix',
+  async (t) => {
+    const free = t.context.free;
+    const { url, link, treasury } = await createLink(free, { protocol: 'mpp' });
+    const buyer = await fundBuyer(free);
+    const { pay, sent } = await faremeterMppFetch(free, buyer);
+    const res = await pay(url);
+    t.is(res.status, 200, await res.clone().text());
+    t.deepEqual(await res.json(), { forecast: 'sunny' });
+    t.is(await tokenBalance(free, buyer.publicKey.toBase58()), 1_000_000n - PRICE);
+    t.is(await tokenBalance(free, treasury), PRICE);
+    t.like((await getLink(free, link.id)).counters, { settled_count: 1 });
+    t.like(Receipt.fromResponse(res), { method: 'solana', status: 'success' });
+    t.is(sent.length, 1);
+    const again = await fetch(url, { headers: { authorization: sent[0]! } });
+    t.is(again.status, 200, 'the retry gets the stored answer');
+    t.is(again.headers.get('x-svc-replayed'), 'true');
+    t.is(await tokenBalance(free, buyer.publicKey.toBase58()), 1_000_000n - PRICE, 'charged once');
+
+    // Fee on: faremeter 0.22 ignores methodDetails.splits and sends the whole amount to the recipient — refused before
+    // anything settles, the reason naming the split.
+    const fee = await createLink(t.context, { protocol: 'mpp' });
+    const feeBuyer = await fundBuyer(t.context);
+    const refused = await (await faremeterMppFetch(t.context, feeBuyer)).pay(fee.url);
+    t.is(refused.status, 402);
+    const body = (await refused.json()) as { error: string; message: string };
+    t.is(body.error, 'fee_leg_missing');
+    t.regex(body.message, /split/);
+    t.is(await tokenBalance(t.context, feeBuyer.publicKey.toBase58()), 1_000_000n, 'nothing moved');
+  },
+);
+
+test.serial('a forged split (fee leg to another account, or short) in a stock-built transaction is refused before anything settles', async (t) => {
+  const w = t.context;
+  const { url, link } = await createLink(w, { protocol: 'mpp' });
+  const buyer = await fundBuyer(w);
+  const signer = await createKeyPairSignerFromBytes(buyer.secretKey);
+  const challenge = Challenge.deserializeList((await fetch(url)).headers.get('www-authenticate') ?? '')[0]!;
+  const request = challenge.request as any;
+  const split = request.methodDetails.splits[0];
+  const attempt = async (forged: any, error: string) => {
+    const transaction = await buildChargeTransaction({ signer, rpcUrl: w.rpcUrl, request: forged });
+    const res = await fetch(url, { headers: { authorization: Credential.serialize({ challenge, payload: { type: 'transaction', transaction } }) } });
+    t.is(res.status, 402, error);
+    t.like(await res.json(), { error }, error);
+  };
+  const stranger = Web3Keypair.generate().publicKey.toBase58();
+  await attempt({ ...request, methodDetails: { ...request.methodDetails, splits: [{ ...split, recipient: stranger }] } }, 'fee_leg_wrong_destination');
+  await attempt(
+    { ...request, amount: (GROSS - 1n).toString(), methodDetails: { ...request.methodDetails, splits: [{ ...split, amount: (FEE - 1n).toString() }] } },
+    'fee_leg_wrong_amount',
+  );
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n, 'nothing moved');
+  t.like((await getLink(w, link.id)).counters, { settled_count: 0 });
+});
