@@ -12,6 +12,8 @@ import { ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // t
 import axios, { isAxiosError } from 'axios';
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
 import { x402Client as PayaiX402Client, x402HTTPClient as PayaiHttpClient } from '@payai/x402/client';
+import { createX402Client as createX402SolanaClient } from 'x402-solana/client';
+import type { VersionedTransaction } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
@@ -423,3 +425,25 @@ for (const [name, payer] of [
     },
   );
 }
+
+test('(k) x402-solana 2.0.4 refuses before paying: it derives the payTo token account without allowing an off-curve owner, and every treasury is a PDA (its defect; docs list it)', async (t) => {
+  const w = t.context.free;
+  const { treasury, url } = await sellerLink(t, w);
+  const kp = await buyer(w);
+  const before = await usdcOf(w, kp.publicKey.toBase58());
+  const client = createX402SolanaClient({
+    wallet: {
+      address: kp.publicKey.toBase58(),
+      signTransaction: async (tx: VersionedTransaction) => {
+        tx.sign([kp]);
+        return tx;
+      },
+    },
+    network: 'solana-devnet',
+    rpcUrl: w.rpcUrl,
+  });
+  const err = await t.throwsAsync(client.fetch(url));
+  t.is(err?.name, 'TokenOwnerOffCurveError', err?.message);
+  t.is(await usdcOf(w, kp.publicKey.toBase58()), before, 'nothing signed, nothing moved');
+  t.is(await usdcOf(w, treasury), 0n);
+});
