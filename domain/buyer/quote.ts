@@ -106,6 +106,7 @@ export class QuoteService {
     const terms: OfferTerms = {
       feePayer: feePayer ?? '',
       fee: settings.fee.bps > 0 ? { bps: settings.fee.bps, feeAuthority: settings.fee.authorities[link.network] } : null,
+      facilitator: settings.facilitatorUrl,
     };
     const resource = resourceOf(settings.baseUrl, link);
     // The rail the paywall answers this link on: an MPP link's options are kind "mpp" (no challenge issued here).

@@ -28,6 +28,13 @@ export const DEFAULT_MAX_TIMEOUT_SECONDS = 60;
 /** The key of the fee extension inside an accepts entry's `extra` (fee-facilitator-mpp-tools §2.1). */
 export const FEE_EXTENSION_KEY = 'svc.fee';
 
+/**
+ * Beside extra["svc.fee"]: the facilitator whose GET /health publishes the fee terms (§2.4), e.g.
+ * "https://gw.example/facilitator", so a buyer's scheme client checks them with no option of its own.
+ */
+export const FACILITATOR_EXTRA_KEY = 'svc.facilitator';
+export const FacilitatorLocation = z.url({ protocol: /^https?$/ });
+
 /** extra["svc.fee"] as it travels on the wire. */
 export const FeeExtension = z.object({
   v: z.literal('1'),

@@ -12,6 +12,7 @@ import { ataOf } from './ata.ts';
 import { decodeTransaction } from './decode.ts';
 import type { FeePayerSigner } from './ed25519.ts';
 import { DEFAULT_MAX_TIMEOUT_SECONDS, FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
+import { splitsMismatch } from './splits.ts';
 import { verifyPayment } from './verify.ts';
 import { acceptOfCharge, bindingOf, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
 import {
@@ -509,6 +510,8 @@ export class FacilitatorService implements Facilitator {
     if (!mint) return fail('unsupported_asset', `${offer.asset} is not an SPL Token or Token-2022 mint on ${network}`);
     const fee = this.feeTerms(network, offer.extra);
     if (fee && !fee.ok) return fee;
+    const splits = splitsMismatch(offer.extra, BigInt(offer.amount), fee?.terms);
+    if (splits) return fail('requirements_mismatch', splits);
 
     const transaction = decodeBase64(request.paymentPayload.payload.transaction);
     if (!transaction) return fail('invalid_payload', 'payload.transaction is not base64');

@@ -38,6 +38,7 @@ import {
 //   1  SetComputeUnitPrice                                   required, ≤ computeUnitPriceMax
 //   …  CreateAssociatedTokenAccountIdempotent × 0..2          payer = facilitator fee payer; payTo's or the fee account
 //   k  TransferChecked: seller leg                           exact amount to ATA(payTo, asset, tokenProgram)
+//   …  Memo × 0..n, CreateAssociatedTokenAccountIdempotent   the splits shape: between the legs, the fee account only
 //   k+1 TransferChecked: fee leg                             only with fee terms (bps > 0); ceil(amount × bps / 10000)
 //   …  Memo / Lighthouse                                     any number; at most 7 instructions before trailing Lighthouse
 //
@@ -163,11 +164,22 @@ function check(
   const warnings: VerifyWarning[] = [];
   let fee = 0n;
   let feeDestination: string | null = null;
-  if (policy.layout === 'mpp') while (instructions[i] && isMemo(instructions[i]!)) i++;
-  const next = readTransferChecked(instructions[i]);
   const owed = expected.fee;
-  if (next && !owed) reject('unexpected_fee_leg', `instruction ${i} is a second transfer but the offer carries no fee`);
+  // The splits shape (x402 exact/svm extra.splits) orders a payment leg by leg: the seller leg and its memo, then the
+  // split's own account creation and transfer. Between the legs only memos and the fee account's creation may sit.
+  let k = i;
+  while (instructions[k] && isMemo(instructions[k]!)) k++;
+  const creation = owed && instructions[k] && isAtaProgram(instructions[k]!) ? instructions[k++]! : undefined;
+  const next = readTransferChecked(instructions[k]);
+  if (next && !owed) reject('unexpected_fee_leg', `instruction ${k} is a second transfer but the offer carries no fee`);
+  if (creation && !next) reject('ata_creation_not_allowed', `instruction ${creation.index}: a creation after the seller leg must precede the fee leg`);
   if (next && owed) {
+    if (creation) {
+      const target = checkAtaCreation(creation, createsAccounts, expected);
+      if (target !== owed.account) reject('ata_creation_not_allowed', `instruction ${creation.index}: only the fee account may be created before the fee leg`);
+      createsAccounts.push(target);
+    }
+    i = k;
     checkExtras(tx, next);
     checkFeeLegShape(next, seller, owed.account);
     if (next.amount !== owed.amount) {

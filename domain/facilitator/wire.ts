@@ -38,6 +38,21 @@ export const X402RequirementsV1 = z.looseObject({
 });
 export type X402RequirementsV1 = z.infer<typeof X402RequirementsV1>;
 
+/** The key of x402's multi-payee splits inside an accept's `extra` (exact/svm splits proposal). */
+export const SPLITS_KEY = 'splits';
+
+/** One leg of extra.splits, e.g. { payTo: "<fee authority>", amount: "100", ataCreationRequired: true } */
+export const X402Split = z.looseObject({
+  payTo: Address,
+  amount: AtomicAmount,
+  memo: z.string().max(566).optional(),
+  ataCreationRequired: z.boolean().optional(),
+});
+export type X402Split = z.infer<typeof X402Split>;
+
+/** The key of x402's facilitator fee disclosure extension (PaymentRequired and SettleResponse `extensions`). */
+export const FACILITATOR_FEES_KEY = 'facilitatorFees';
+
 export const ResourceInfo = z.looseObject({
   url: z.string(),
   description: z.string().optional(),

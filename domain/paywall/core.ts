@@ -428,7 +428,11 @@ export class PaywallCore {
     if (known && known.health === health) return known.terms;
     const fee = health.protocol_fee;
     const authority = fee.authorities[network] ?? fee.authority;
-    const terms: OfferTerms = { feePayer: health.fee_payer, fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null };
+    const terms: OfferTerms = {
+      feePayer: health.fee_payer,
+      fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null,
+      facilitator: this.deps.settings.facilitatorUrl,
+    };
     // One object per health answer, so a rendered challenge can tell whether its terms still hold by identity.
     this.terms.set(network, { health, terms });
     return terms;

@@ -1,9 +1,19 @@
 import { CAIP2, findStable, X402_V1_NETWORK, type Network } from '../shared/network.ts';
 import { treasuryOf } from '../treasury/derive.ts';
-import { FEE_EXTENSION_KEY } from '../facilitator/schema.ts';
+import { FACILITATOR_EXTRA_KEY, FacilitatorLocation, FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
+import { feeSplits } from '../facilitator/splits.ts';
+import { feeFor } from '../shared/money.ts';
 import { decodeTransaction } from '../facilitator/decode.ts';
 import { readTransferChecked } from '../facilitator/instructions.ts';
-import { PaymentPayloadV1, PaymentPayloadV2, type ResourceInfo, type X402RequirementsV1, type X402RequirementsV2 } from '../facilitator/wire.ts';
+import {
+  FACILITATOR_FEES_KEY,
+  PaymentPayloadV1,
+  PaymentPayloadV2,
+  SPLITS_KEY,
+  type ResourceInfo,
+  type X402RequirementsV1,
+  type X402RequirementsV2,
+} from '../facilitator/wire.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 
 // The x402 side of the paywall (DECISIONS "x402 on the paywall"): the 402 offer in v2 (header) and v1 (body) form,
@@ -17,6 +27,8 @@ export interface OfferTerms {
   feePayer: string;
   /** the protocol fee when on (bps > 0) */
   fee: { bps: number; feeAuthority: string } | null;
+  /** the facilitator that settles and publishes the fee terms (GET /health, §2.4): extra["svc.facilitator"] when the fee is on */
+  facilitator?: string;
 }
 
 /** One x402 v2 accept per currency of the link (hosted-api §2.3): payTo is the owner agent's treasury. */
@@ -25,7 +37,16 @@ export function acceptsFor(link: PaymentLinkRecord, terms: OfferTerms): X402Requ
   return [link.currency, ...link.acceptsCurrencies].map((symbol) => {
     const stable = findStable(link.network, symbol)!;
     const extra: Record<string, unknown> = { feePayer: terms.feePayer };
-    if (terms.fee && terms.fee.bps > 0) extra[FEE_EXTENSION_KEY] = { v: '1', bps: terms.fee.bps, feeAuthority: terms.fee.feeAuthority };
+    if (terms.fee && terms.fee.bps > 0) {
+      const { bps, feeAuthority } = terms.fee;
+      // The facilitator travels with the terms, so a scheme client checks them against its /health (§2.4) with no
+      // option of its own — also in x402 clients whose core never shows a scheme the 402's resource.
+      extra[FEE_EXTENSION_KEY] = { v: '1', bps, feeAuthority };
+      if (terms.facilitator) extra[FACILITATOR_EXTRA_KEY] = terms.facilitator;
+      // The same fee leg in the shape of x402's multi-payee splits proposal (exact/svm extra.splits), for clients that
+      // build every leg from the offer: a leg on top of `amount`, as §2.2 grosses up; its account may not exist yet.
+      extra[SPLITS_KEY] = feeSplits(link.amountAtomic, terms.fee);
+    }
     return {
       scheme: 'exact',
       network: CAIP2[link.network],
@@ -60,16 +81,57 @@ export function toV1(accept: X402RequirementsV2, network: Network, resource: Res
 export function refusalMessage(reason: string, message: string): string {
   if (reason !== 'fee_leg_missing') return message;
   return (
-    `${message} This link charges a protocol fee (extra["${FEE_EXTENSION_KEY}"] in the offer), which a stock x402 client does not pay. ` +
-    `With the official client (@x402/fetch, @x402/core) register the fee scheme, one line: ` +
+    `${message} This link charges a protocol fee (extra["${FEE_EXTENSION_KEY}"] in the offer, also stated as extra.splits), ` +
+    `which a stock x402 client that pays only payTo leaves out. ` +
+    `With any @x402/core 2.x client (@x402/fetch, @x402/axios, @payai/x402) register the fee scheme, one line: ` +
     `client.register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl })) with ExactSvmFeeScheme from 'svc-gateway/x402'; ` +
-    `or pay with createPayingFetch from 'svc-gateway/client/pay'.`
+    `or pay every leg of extra.splits in the same transaction; or pay with createPayingFetch from 'svc-gateway/client/pay'.`
   );
+}
+
+/**
+ * The fee disclosed in the shape of x402's facilitatorFees extension (PaymentRequired.extensions): one option naming the
+ * facilitator (its URL, where GET /health publishes the terms) and the most its fee comes to over these accepts.
+ * undefined when no accept carries a fee.
+ */
+export function facilitatorFeesDisclosure(accepts: X402RequirementsV2[]) {
+  let facilitator: string | undefined;
+  let max = -1n;
+  for (const accept of accepts) {
+    const terms = FeeExtension.safeParse(accept.extra[FEE_EXTENSION_KEY]);
+    if (!terms.success || terms.data.bps === 0) continue;
+    facilitator ??= locationOf(accept);
+    const fee = feeFor(BigInt(accept.amount), terms.data.bps);
+    if (fee > max) max = fee;
+  }
+  if (max < 0n || !facilitator) return undefined;
+  return {
+    info: {
+      version: '1',
+      options: [{ facilitatorId: facilitator, facilitatorFeeQuoteRef: `${facilitator}/health`, maxFacilitatorFee: max.toString() }],
+    },
+  };
+}
+
+/** extra["svc.facilitator"] when it is an http(s) URL. */
+function locationOf(accept: X402RequirementsV2): string | undefined {
+  const parsed = FacilitatorLocation.safeParse(accept.extra[FACILITATOR_EXTRA_KEY]);
+  return parsed.success ? parsed.data : undefined;
+}
+
+/** The settlement's facilitatorFees receipt (SettleResponse.extensions): the fee leg the transaction paid. */
+export function facilitatorFeePaid(accept: X402RequirementsV2, fee: bigint) {
+  const terms = FeeExtension.safeParse(accept.extra[FEE_EXTENSION_KEY]);
+  if (!terms.success || fee === 0n) return undefined;
+  const facilitator = locationOf(accept);
+  const paid = { facilitatorFeePaid: fee.toString(), asset: accept.asset, model: 'bps', ...(facilitator ? { facilitatorId: facilitator } : {}) };
+  return { [FACILITATOR_FEES_KEY]: { info: { version: '1', facilitatorFeePaid: paid } } };
 }
 
 /** The unpaid answer: the v2 envelope for PAYMENT-REQUIRED and the v1 form for the body. */
 export function paymentRequired(network: Network, accepts: X402RequirementsV2[], resource: ResourceInfo, error: string) {
-  const v2 = { x402Version: 2, error, resource, accepts };
+  const fees = facilitatorFeesDisclosure(accepts);
+  const v2 = { x402Version: 2, error, resource, accepts, ...(fees ? { extensions: { [FACILITATOR_FEES_KEY]: fees } } : {}) };
   const v1 = { x402Version: 1, error, accepts: accepts.map((a) => toV1(a, network, resource)) };
   return { header: Buffer.from(JSON.stringify(v2)).toString('base64'), body: v1 };
 }

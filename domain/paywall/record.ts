@@ -15,7 +15,7 @@ import type { Ledger } from '../ports/ledger.ts';
 import type { Network } from '../shared/network.ts';
 import { buyerAgentOf } from './buyer.ts';
 import { enqueueLinkDelivery } from '../webhooks/service.ts';
-import { toV1 } from './offer.ts';
+import { facilitatorFeePaid, toV1 } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { Call } from './call.ts';
 
@@ -287,9 +287,11 @@ export class PaidCallRecorder {
                   challengeId: call.mpp.challenge.id,
                 }),
               }
-            : { ...body.headers, 'payment-response': b64json(paymentResponse) };
-          if (call.version === 1 && !call.mpp)
-            headers['x-payment-response'] = b64json({ ...paymentResponse, network: toV1(call.accept, network, call.resource).network });
+            : { ...body.headers, 'payment-response': b64json(withFeeReceipt(paymentResponse, facilitatorFeePaid(call.accept, fee))) };
+          if (call.version === 1 && !call.mpp) {
+            const v1 = { ...paymentResponse, network: toV1(call.accept, network, call.resource).network };
+            headers['x-payment-response'] = b64json(withFeeReceipt(v1, facilitatorFeePaid(call.accept, fee)));
+          }
           const response: StoredResponse = { ...body, headers };
           completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
           webhooks.push(() => this.webhook(tx, call, { payment: paymentResponse, response, receipt, now }));
@@ -418,4 +420,9 @@ function wrapped(served: StoredResponse, receipt: Receipt): StoredResponse {
     }
   }
   return { status: served.status, headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify({ data, receipt })).toString('base64') };
+}
+
+/** PAYMENT-RESPONSE with x402's facilitatorFees receipt (SettleResponse.extensions) when a fee leg was paid. */
+function withFeeReceipt<T extends object>(response: T, extensions: object | undefined): T {
+  return extensions ? { ...response, extensions } : response;
 }

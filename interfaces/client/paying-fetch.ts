@@ -2,7 +2,14 @@ import { Connection, type Keypair, PublicKey, type VersionedTransaction } from '
 import type { TransactionPartialSigner } from '@solana/kit';
 import { z } from 'zod';
 import { buildPaymentTransaction, feeLayoutFor } from '../../domain/facilitator/build.ts';
-import { FEE_EXTENSION_KEY, FeeExtension, type FeeTerms, type PaymentRequirements } from '../../domain/facilitator/schema.ts';
+import {
+  FACILITATOR_EXTRA_KEY,
+  FacilitatorLocation,
+  FEE_EXTENSION_KEY,
+  FeeExtension,
+  type FeeTerms,
+  type PaymentRequirements,
+} from '../../domain/facilitator/schema.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { associatedTokenAccount, treasuryOf } from '../../domain/treasury/derive.ts';
 import { decodeMint, isTokenProgram } from '../../domain/shared/token-account.ts';
@@ -68,7 +75,10 @@ export interface PayingFetchOptions {
   signer: PaymentSigner;
   /** Solana JSON-RPC of the paying network: blockhashes and, for mints that are not curated stables, mint metadata */
   rpcUrl: string;
-  /** where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else `${origin of the request}/facilitator` */
+  /**
+   * where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else the offer's
+   * extra["svc.facilitator"], else `${origin of the request}/facilitator`
+   */
   facilitatorUrl?: string;
   /** token account debited; default the signer's associated token account for the offer's mint */
   source?: string;
@@ -125,7 +135,10 @@ export interface OfferSignerOptions {
   signer: PaymentSigner;
   /** Solana JSON-RPC of the paying network, or one per network */
   rpcUrl: string | Partial<Record<Network, string>>;
-  /** where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else `${origin of the resource}/facilitator` */
+  /**
+   * where GET /health publishes the fee terms; default env SVC_FACILITATOR_URL, else the offer's
+   * extra["svc.facilitator"], else `${origin of the resource}/facilitator`
+   */
   facilitatorUrl?: string;
   /** token account debited; default the signer's associated token account for the offer's mint */
   source?: string;
@@ -200,8 +213,11 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
   };
 
   /** §2.4: the offer's fee terms must be the ones the facilitator publishes; otherwise nothing is signed. */
-  const confirmFeeTerms = async (offered: FeeTerms, network: Network, resourceUrl: string | undefined): Promise<void> => {
-    const located = options.facilitatorUrl ?? envFacilitatorUrl() ?? (resourceUrl ? `${new URL(resourceUrl).origin}/facilitator` : undefined);
+  const confirmFeeTerms = async (offered: OfferedFee, network: Network, resourceUrl: string | undefined): Promise<void> => {
+    // The offer's own facilitator (extra["svc.facilitator"]) comes before the resource's origin: x402 clients whose
+    // core never shows a scheme the 402's resource still pay with no option.
+    const located =
+      options.facilitatorUrl ?? envFacilitatorUrl() ?? offered.facilitator ?? (resourceUrl ? `${new URL(resourceUrl).origin}/facilitator` : undefined);
     if (!located)
       throw new PaymentError(
         'facilitator_unavailable',
@@ -221,7 +237,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
       throw new PaymentError(
         'fee_authority_mismatch',
         `the offer names fee authority ${offered.feeAuthority} at ${offered.bps} bps; ${base} publishes ${published.feeAuthority} at ${published.bps} bps`,
-        { offered, published, facilitatorUrl: base },
+        { offered: { bps: offered.bps, feeAuthority: offered.feeAuthority }, published, facilitatorUrl: base },
       );
     }
   };
@@ -239,7 +255,7 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
       amount: BigInt(accept.amount),
       tokenProgram: mint.tokenProgram,
       decimals: mint.decimals,
-      ...(fee ? { fee } : {}),
+      ...(fee ? { fee: { bps: fee.bps, feeAuthority: fee.feeAuthority } } : {}),
     };
     const layout = feeLayoutFor(requirements);
     if (maxAmountAtomic !== undefined && layout.gross > maxAmountAtomic) {
@@ -385,13 +401,17 @@ function signerAddressOf(signer: PaymentSigner): string {
   return signer.publicKey.toBase58();
 }
 
+/** The fee terms an offer states, and the facilitator it names as publishing them. */
+type OfferedFee = FeeTerms & { facilitator?: string | undefined };
+
 /** extra["svc.fee"] as offered (§2.1); undefined when the offer carries no fee extension. */
-function offeredFeeTerms(accept: X402RequirementsV2): FeeTerms | undefined {
+function offeredFeeTerms(accept: X402RequirementsV2): OfferedFee | undefined {
   const raw = accept.extra[FEE_EXTENSION_KEY];
   if (raw === undefined) return undefined;
   const offered = FeeExtension.safeParse(raw);
   if (!offered.success) throw new PaymentError('unsupported_offer', `extra["${FEE_EXTENSION_KEY}"] is malformed`, { extension: raw });
-  return { bps: offered.data.bps, feeAuthority: offered.data.feeAuthority };
+  const located = FacilitatorLocation.safeParse(accept.extra[FACILITATOR_EXTRA_KEY]);
+  return { bps: offered.data.bps, feeAuthority: offered.data.feeAuthority, facilitator: located.success ? located.data : undefined };
 }
 
 /** PAYMENT-REQUIRED (v2) first, else the v1 body; the first "exact" accept on the wanted network (any known one by default). */

@@ -14,6 +14,8 @@ import { CAIP2, NETWORKS, STABLES, X402_V1_NETWORK, type Network } from '../../d
 //
 // It replaces the official "exact" SVM client for the networks it is registered on (one client per scheme and
 // network). The transaction is the buyer kit's (svc-gateway/client) — one builder — so both pay the same bytes.
+// The facilitator that publishes the fee terms is read from the offer itself, so the scheme needs no option in any
+// @x402/core 2.x client (older cores never call the hook that shows a scheme the 402's resource).
 
 /** Public endpoints used when no rpcUrl is given, as the official client does. */
 const DEFAULT_RPC: Record<Network, string> = {
@@ -26,7 +28,8 @@ export interface ExactSvmFeeSchemeOptions {
   rpcUrl?: string | Partial<Record<Network, string>>;
   /**
    * The facilitator whose GET /health the fee terms are checked against before signing (§2.4); default env
-   * SVC_FACILITATOR_URL, else `${origin of the paid resource}/facilitator`
+   * SVC_FACILITATOR_URL, else the one the offer names (extra["svc.facilitator"]), else
+   * `${origin of the paid resource}/facilitator`
    */
   facilitatorUrl?: string;
   /** token account debited; default the signer's associated token account for the offer's mint */

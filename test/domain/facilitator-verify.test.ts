@@ -197,6 +197,44 @@ test('the fee layout verifies under Token-2022 (USDG), with and without creation
   t.true(w.verify(w.assemble([...w.full(), w.ix.lighthouse()]), w.withFee()).isValid);
 });
 
+test('the splits shape (x402 exact/svm extra.splits: seller leg, memo, fee account creation, fee leg, memo) verifies', (t) => {
+  const w = world();
+  const { ix } = w;
+  const split = w.verify(
+    w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.memo('order-1'), ix.create(w.feeAuthority), ix.feeLeg(), ix.memo('fee')]),
+    w.withFee(),
+  );
+  t.like(split, { isValid: true, amount: 1_000_000n, fee: 10_000n, createsAccounts: [w.ata(w.feeAuthority).toBase58()] });
+  // Without the split's creation or memos, and with the seller's account created up front.
+  t.like(w.verify(w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.memo(), ix.feeLeg()]), w.withFee()), { isValid: true, createsAccounts: [] });
+  const both = w.verify(
+    w.assemble([ix.limit(), ix.price(), ix.create(w.payTo), ix.transfer(), ix.create(w.feeAuthority), ix.feeLeg(), ix.memo()]),
+    w.withFee(),
+  );
+  t.like(both, { isValid: true, createsAccounts: [w.ata(w.payTo).toBase58(), w.ata(w.feeAuthority).toBase58()] });
+});
+
+test('the splits shape keeps every rule: only the fee account is created between the legs, once, and only before a fee leg', (t) => {
+  const w = world();
+  const { ix } = w;
+  const between = (create: TransactionInstruction) => w.assemble([ix.limit(), ix.price(), ix.transfer(), create, ix.feeLeg(), ix.memo()]);
+  rejected(t, w.verify(between(ix.create(w.payTo)), w.withFee()), 'ata_creation_not_allowed');
+  rejected(t, w.verify(between(ix.create(Keypair.generate().publicKey)), w.withFee()), 'ata_creation_not_allowed');
+  rejected(t, w.verify(between(ix.create(w.feeAuthority, { payer: w.buyer.publicKey })), w.withFee()), 'ata_creation_not_allowed');
+  const twice = w.assemble([ix.limit(), ix.price(), ix.create(w.feeAuthority), ix.transfer(), ix.create(w.feeAuthority), ix.feeLeg()]);
+  rejected(t, w.verify(twice, w.withFee()), 'ata_creation_not_allowed');
+  rejected(t, w.verify(w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.create(w.feeAuthority), ix.memo()]), w.withFee()), 'ata_creation_not_allowed');
+  // The fee leg after memos is still held to its amount and account; without fee terms a leg after a memo is refused.
+  rejected(t, w.verify(w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.memo(), ix.feeLeg({ amount: 9_999n })]), w.withFee()), 'fee_leg_wrong_amount');
+  rejected(
+    t,
+    w.verify(w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.memo(), ix.feeLeg({ to: w.ata(w.payTo) })]), w.withFee()),
+    'fee_leg_wrong_destination',
+  );
+  rejected(t, w.verify(w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.memo(), ix.feeLeg()])), 'unexpected_fee_leg');
+  rejected(t, w.verify(w.assemble([ix.limit(), ix.price(), ix.transfer(), ix.memo(), ix.feeLeg(), ix.feeLeg()]), w.withFee()), 'unexpected_instruction');
+});
+
 test('a delegate spending from a treasury token account (source is not the authority ATA) verifies', (t) => {
   const w = world();
   const treasuryAccount = w.ata(treasuryOf(Keypair.generate().publicKey.toBase58()));

@@ -9,6 +9,11 @@ import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
 import { createSigner as createLegacySigner, decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchWithPaymentV1 } from 'x402-fetch';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/paying-fetch.ts';
 import { ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
+import axios, { isAxiosError } from 'axios';
+import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
+import { x402Client as PayaiX402Client, x402HTTPClient as PayaiHttpClient } from '@payai/x402/client';
+import { createX402Client as createX402SolanaClient } from 'x402-solana/client';
+import type { VersionedTransaction } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
@@ -336,4 +341,109 @@ test.serial('(h) svc-gateway/x402 answers an x402 v1 offer too (registerV1): the
   t.truthy(res.headers.get('X-PAYMENT-RESPONSE'));
   t.is(await usdcOf(w, treasury), PRICE);
   t.is(buyerBefore - (await usdcOf(w, payer.publicKey.toBase58())), PRICE + feeFor(PRICE, 100));
+});
+
+/** Pays a link with a stock client; its answer as status + parsed JSON (a refused retry is a 402, not a throw). */
+type Payer = (url: string) => Promise<{ status: number; body: any; paymentResponse: string | null }>;
+
+/** @x402/axios 2.11 (its own @x402/core 2.11) with the given schemes registered for solana:*. */
+function axiosPayer(...schemes: unknown[]): Payer {
+  const client = new AxiosX402Client();
+  for (const scheme of schemes) client.register('solana:*', scheme as never);
+  const api = wrapAxiosWithPayment(axios.create(), client);
+  return async (url) => {
+    try {
+      const res = await api.get(url);
+      return { status: res.status, body: res.data, paymentResponse: (res.headers['payment-response'] as string | undefined) ?? null };
+    } catch (e) {
+      if (isAxiosError(e) && e.response) return { status: e.response.status, body: e.response.data, paymentResponse: null };
+      throw e;
+    }
+  };
+}
+
+/** @payai/x402 2.4's client core (no fetch wrapper): read the 402, create the payload, send it once. */
+function payaiPayer(...schemes: unknown[]): Payer {
+  const client = new PayaiX402Client();
+  for (const scheme of schemes) client.register('solana:*', scheme as never);
+  const http = new PayaiHttpClient(client);
+  return async (url) => {
+    const unpaid = await fetch(url);
+    const required = http.getPaymentRequiredResponse((name) => unpaid.headers.get(name), await unpaid.json());
+    const payload = await http.createPaymentPayload(required);
+    const res = await fetch(url, { headers: http.encodePaymentSignatureHeader(payload) });
+    return { status: res.status, body: await res.json(), paymentResponse: res.headers.get('PAYMENT-RESPONSE') };
+  };
+}
+
+for (const [name, payer] of [
+  ['@x402/axios 2.11', axiosPayer],
+  ['@payai/x402 2.4 client core', payaiPayer],
+] as const) {
+  test(`(i) ${name} + @x402/svm pays a fee-off link`, async (t) => {
+    const w = t.context.free;
+    const { treasury, url } = await sellerLink(t, w, { response: { body: { via: name } } });
+    const kp = await buyer(w);
+    const signer = await createKeyPairSignerFromBytes(kp.secretKey);
+    const res = await payer(new ExactSvmScheme(signer, { rpcUrl: w.rpcUrl }))(url);
+    t.is(res.status, 200, JSON.stringify(res.body));
+    t.deepEqual(res.body, { via: name });
+    t.like(decodeBase64Json(res.paymentResponse), { success: true, payer: kp.publicKey.toBase58() });
+    t.is(await usdcOf(w, treasury), PRICE);
+  });
+
+  test.serial(
+    `(j) ${name}: the stock scheme is refused on a fee-on link with fee_leg_missing naming the fix; svc-gateway/x402 registered with no facilitatorUrl pays both legs`,
+    async (t) => {
+      const w = t.context.fee;
+      const { treasury, url } = await sellerLink(t, w, { response: { body: { via: name } } });
+      const kp = await buyer(w);
+      const buyerAddress = kp.publicKey.toBase58();
+      const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet'];
+      const fee = feeFor(PRICE, 100);
+      const signer = await createKeyPairSignerFromBytes(kp.secretKey);
+      const buyerBefore = await usdcOf(w, buyerAddress);
+      const feeBefore = await usdcOf(w, feeAuthority);
+
+      const stock = await payer(new ExactSvmScheme(signer, { rpcUrl: w.rpcUrl }))(url);
+      t.is(stock.status, 402);
+      t.is(stock.body.error, 'fee_leg_missing');
+      t.regex(stock.body.message, /ExactSvmFeeScheme/);
+      t.regex(stock.body.message, /extra\.splits/);
+      t.is(await usdcOf(w, buyerAddress), buyerBefore, 'the refused payment moved nothing');
+
+      // No facilitatorUrl, no SVC_FACILITATOR_URL: the scheme reads the facilitator from the offer (extra["svc.facilitator"]).
+      const paid = await payer(new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl }))(url);
+      t.is(paid.status, 200, JSON.stringify(paid.body));
+      t.deepEqual(paid.body, { via: name });
+      const settled = decodeBase64Json(paid.paymentResponse);
+      t.like(settled, { success: true, payer: buyerAddress });
+      t.is(settled.extensions?.facilitatorFees?.info?.facilitatorFeePaid?.facilitatorFeePaid, fee.toString());
+      t.is(await usdcOf(w, treasury), PRICE, 'seller leg');
+      t.is((await usdcOf(w, feeAuthority)) - feeBefore, fee, 'fee leg');
+      t.is(buyerBefore - (await usdcOf(w, buyerAddress)), PRICE + fee, 'the buyer paid the gross');
+    },
+  );
+}
+
+test('(k) x402-solana 2.0.4 refuses before paying: it derives the payTo token account without allowing an off-curve owner, and every treasury is a PDA (its defect; docs list it)', async (t) => {
+  const w = t.context.free;
+  const { treasury, url } = await sellerLink(t, w);
+  const kp = await buyer(w);
+  const before = await usdcOf(w, kp.publicKey.toBase58());
+  const client = createX402SolanaClient({
+    wallet: {
+      address: kp.publicKey.toBase58(),
+      signTransaction: async (tx: VersionedTransaction) => {
+        tx.sign([kp]);
+        return tx;
+      },
+    },
+    network: 'solana-devnet',
+    rpcUrl: w.rpcUrl,
+  });
+  const err = await t.throwsAsync(client.fetch(url));
+  t.is(err?.name, 'TokenOwnerOffCurveError', err?.message);
+  t.is(await usdcOf(w, kp.publicKey.toBase58()), before, 'nothing signed, nothing moved');
+  t.is(await usdcOf(w, treasury), 0n);
 });

@@ -49,7 +49,7 @@ const sha256 = (bytes: string | Uint8Array) => createHash('sha256').update(bytes
 test.before(async (t) => {
   const w = await startPaywallApp();
   const feeAuthority = await fundFeeVault(w);
-  const health = await fetch(`${w.app.url}/facilitator/health`);
+  const health = await fetch(`${w.app.services.settings.facilitatorUrl}/health`);
   const feePayer = ((await health.json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feeAuthority, feePayer };
 });
@@ -132,7 +132,7 @@ test('rules 1–3: 404 unknown slug, 405 + Allow, 403 wrong_network naming the U
 test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, feePayer, svc.fee), the body its v1 form', async (t) => {
   const w = t.context;
   const { link, agent, url } = await createLink(w, { label: 'Forecast API', response: { mimeType: 'text/plain', body: 'sunny' } });
-  const health = (await (await fetch(`${w.app.url}/facilitator/health`)).json()) as { fee_payer: string; protocol_fee: { bps: number } };
+  const health = (await (await fetch(`${w.app.services.settings.facilitatorUrl}/health`)).json()) as { fee_payer: string; protocol_fee: { bps: number } };
   t.is(health.protocol_fee.bps, 100, 'the fee is on by default');
 
   const offer = await unpaidOffer(url);
@@ -157,7 +157,28 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
     amount: PRICE.toString(),
     payTo,
     maxTimeoutSeconds: 60,
-    extra: { feePayer: health.fee_payer, 'svc.fee': { v: '1', bps: 100, feeAuthority: w.feeAuthority } },
+    extra: {
+      feePayer: health.fee_payer,
+      'svc.fee': { v: '1', bps: 100, feeAuthority: w.feeAuthority },
+      // the facilitator publishing those terms, and the same fee leg as x402's splits proposal states it
+      'svc.facilitator': w.app.services.settings.facilitatorUrl,
+      splits: [{ payTo: w.feeAuthority, amount: FEE.toString(), ataCreationRequired: true }],
+    },
+  });
+  // x402's facilitatorFees disclosure: the facilitator and the most its fee comes to.
+  t.deepEqual(v2.extensions, {
+    facilitatorFees: {
+      info: {
+        version: '1',
+        options: [
+          {
+            facilitatorId: w.app.services.settings.facilitatorUrl,
+            facilitatorFeeQuoteRef: `${w.app.services.settings.facilitatorUrl}/health`,
+            maxFacilitatorFee: FEE.toString(),
+          },
+        ],
+      },
+    },
   });
   t.is(typeof accept.amount, 'string');
   // §2.3 an accept's pay_to is the offer's payTo in the other spelling (the treasury); pay_to_token_account is the
@@ -216,7 +237,21 @@ test('a paid call through the kit: the link response, PAYMENT-RESPONSE, counters
   t.is(res.headers.get('x-svc-replayed'), null, 'the first paid call is not a replay');
   t.is(res.headers.get('x-payment-response'), null, 'v2 payment: no v1 response header');
   const settled = decodePaymentResponse(res.headers.get('payment-response')!);
-  t.deepEqual(settled, { success: true, transaction: settled.transaction, network: CAIP2['chain-devnet'], payer: buyerAddress });
+  t.deepEqual(settled, {
+    success: true,
+    transaction: settled.transaction,
+    network: CAIP2['chain-devnet'],
+    payer: buyerAddress,
+    // x402's facilitatorFees receipt: the fee leg this settlement paid
+    extensions: {
+      facilitatorFees: {
+        info: {
+          version: '1',
+          facilitatorFeePaid: { facilitatorFeePaid: FEE.toString(), asset: USDC.mint, model: 'bps', facilitatorId: w.app.services.settings.facilitatorUrl },
+        },
+      },
+    },
+  });
   t.regex(settled.transaction, SIGNATURE);
   const sig = settled.transaction;
 
@@ -537,7 +572,8 @@ test('X-PAYMENT with a bare base64 signed transaction (v1 path) is accepted and 
   t.deepEqual(JSON.parse(text), { v1: true });
   const v2 = decodePaymentResponse(res.headers.get('payment-response')!);
   const v1 = decodePaymentResponse(res.headers.get('x-payment-response')!);
-  t.deepEqual(v2, { success: true, transaction: v2.transaction, network: CAIP2['chain-devnet'], payer: buyerAddress });
+  t.like(v2, { success: true, transaction: v2.transaction, network: CAIP2['chain-devnet'], payer: buyerAddress });
+  t.is((v2 as { extensions?: any }).extensions?.facilitatorFees?.info?.facilitatorFeePaid?.facilitatorFeePaid, FEE.toString());
   t.deepEqual(v1, { ...v2, network: 'solana-devnet' });
   t.regex(v2.transaction, SIGNATURE);
 
