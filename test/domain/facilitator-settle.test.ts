@@ -11,7 +11,7 @@ import type { FacilitatorRequest, SettleResponse } from '../../domain/facilitato
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { findStable } from '../../domain/shared/network.ts';
-import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import { TestClock } from '../support/clock.ts';
 import { devnetUsdcOffer } from '../support/facilitator.ts';
@@ -30,11 +30,6 @@ const ATA_RENT = 2_039_280n;
 test.before(async (t) => {
   const app = await startTestApp();
   t.context = { app, ledger: app.services.ledgers[NETWORK]! };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 async function fund(app: TestApp, address: string, funds: { usdc?: string; sol?: string }): Promise<void> {

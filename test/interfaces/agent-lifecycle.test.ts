@@ -1,7 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
 import { createTransferCheckedInstruction, getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-token';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { watchEvents, type WatchedEvent } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
@@ -25,14 +25,6 @@ test.before(async (t) => {
   // b: every ledger read and send goes over JSON-RPC to a's embedded devnet (SVC_DEVNET_LEDGER = a URL → rpc adapter).
   const b = await startTestApp({ env: { SVC_DEVNET_LEDGER: a.ledgers.rpcUrls['chain-devnet']!, SVC_MAINNET_LEDGER: 'embedded' } });
   t.context = { a, b };
-});
-
-test.after.always(async (t) => {
-  for (const app of [t.context.b, t.context.a]) {
-    if (!app) continue;
-    await app.close();
-    await removeDataDir(app.dataDir);
-  }
 });
 
 async function fundSol(funder: TestApp, address: string, sol = '2'): Promise<void> {

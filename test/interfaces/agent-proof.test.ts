@@ -18,7 +18,6 @@ import {
   legacyAgentWithLink,
   payingFetch,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   unpaidOffer,
   USDC,
@@ -38,10 +37,6 @@ test.before(async (t) => {
   const w = await startPaywallApp({ SVC_MPP_SECRET: SECRET });
   await fundFeeVault(w);
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 const devnet = (w: PaywallWorld) => w.app.ledgers.embedded['chain-devnet'] as LedgerThread;

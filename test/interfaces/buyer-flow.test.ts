@@ -12,7 +12,7 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 import { receiptOf } from '../../domain/receipts/schema.ts';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
@@ -29,12 +29,6 @@ const USDC = STABLES['chain-devnet'][0]!;
 
 test.before(async (t) => {
   t.context = { app: await startTestApp() };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {

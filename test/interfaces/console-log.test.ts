@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch, startLocalServer, type LocalServer } from '../support/paywall.ts';
 import { until } from '../support/receiver.ts';
 import { createLogger, readableFormatter, resolveLogFormat } from '../../interfaces/log.ts';
@@ -41,8 +41,6 @@ test.before(async (t) => {
 
 test.after.always(async (t) => {
   await t.context.receiver?.close();
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 test('a paid call, a submit with its confirmation and a webhook delivery: one readable line each; JSON lines carry the same fields', async (t) => {

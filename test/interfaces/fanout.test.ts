@@ -3,7 +3,7 @@ import anyTest, { type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { fanOutCounters } from '../../interfaces/graphql/fanout.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 
 // Issue 21 item 4: live fan-out. Many subscriptions with different scopes and filters, multiplexed over graphql-ws
 // sockets and SSE, each get exactly the events REST lists for the same key and filter (no leak, no miss, in order);
@@ -15,12 +15,6 @@ const test = anyTest as TestFn<{ apps: TestApp[] }>;
 const LIMITS = { SVC_RATE_LIMITS: JSON.stringify({ 'events.read': 100_000, graphql: 100_000, default: 100_000 }) };
 test.serial.before((t) => {
   t.context = { apps: [] };
-});
-test.after.always(async (t) => {
-  for (const app of t.context.apps) {
-    await app.close().catch(() => {});
-    await removeDataDir(app.dataDir).catch(() => {});
-  }
 });
 
 const DOC_FULL = `subscription($kinds: [String!], $agent: String, $after: ID) {

@@ -2,7 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient } from 'graphql-ws';
 import { request, type IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 import { GRAPHQL_LIMITS } from '../../interfaces/policies/graphql-limits.ts';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
@@ -76,12 +76,6 @@ test.before(async (t) => {
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   }
   t.context = { app, key, agent: mint };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('the attack document (1,000 aliases of paymentLinks(first: 200)) is refused before anything runs', async (t) => {

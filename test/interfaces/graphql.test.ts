@@ -1,17 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request, type IncomingMessage } from 'node:http';
-import {
-  http,
-  issueKey,
-  linkBody,
-  randomAddress,
-  recordAgent,
-  removeDataDir,
-  startTestApp,
-  writeAgentAsset,
-  type HttpResult,
-  type TestApp,
-} from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 import { toGraphqlError } from '../../interfaces/graphql/yoga.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 
@@ -78,12 +67,6 @@ test.before(async (t) => {
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const { mint } = await recordAgent(app, key, { name: 'Forecaster' });
   t.context = { app, key, mainnetKey, agent: mint };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('recordAgent and agent go through the agent service', async (t) => {

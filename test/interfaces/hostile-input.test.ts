@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request as rawRequest } from 'node:http';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 
 // Issue 17 "Hostile input answers 4xx with the envelope, never 500": each request the issue reports, over real HTTP.
 
@@ -33,12 +33,6 @@ test.before(async (t) => {
   const admin = await issueKey(app, 'chain-devnet', 'admin');
   const { mint } = await recordAgent(app, key);
   t.context = { app, key, admin, owner: mint };
-});
-
-test.after.always(async (t) => {
-  if (!t.context?.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 // ── NUL bytes and lone surrogates ──────────────────────────────────────────────────────────────────────────────────

@@ -10,7 +10,7 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn } from 'node:child_process';
 import { Ajv } from 'ajv';
-import { http, issueKey, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
+import { http, issueKey, randomAddress, recordAgent, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { until } from '../support/receiver.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
@@ -51,10 +51,6 @@ test.before(async (t) => {
 
 test.after.always(async (t) => {
   for (const s of t.context.servers ?? []) s.close();
-  if (t.context.app) {
-    await t.context.app.close();
-    await removeDataDir(t.context.app.dataDir);
-  }
   if (t.context.dir) await rm(t.context.dir, { recursive: true, force: true });
 });
 

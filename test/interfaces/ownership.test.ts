@@ -9,7 +9,7 @@ import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
 import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
-import { http, linkBody, networkOfKey, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, networkOfKey, randomAddress, startTestApp, type TestApp } from '../support/app.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
 // README "Ownership" (issue 9): a key's principal is its owner_wallet when set, otherwise the key itself. Principal B
@@ -84,12 +84,6 @@ test.before(async (t) => {
     mainnetAdmin: await issue(app, { network: 'chain-mainnet', role: 'admin' }),
     mainnetKey: await issue(app, { network: 'chain-mainnet' }),
   };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 /** An error envelope without its request id, the link id replaced: another's link must read like a missing one. */

@@ -23,7 +23,6 @@ import {
   fundFeeVault,
   recordingPayingFetch,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   USDC,
   type PaywallWorld,
@@ -45,10 +44,6 @@ test.before(async (t) => {
   const feeAuthority = await fundFeeVault(w);
   const feePayer = ((await (await fetch(`${w.app.url}/facilitator/health`)).json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feePayer, feeAuthority };
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 interface Unpaid {

@@ -20,7 +20,6 @@ import {
   recordingPayingFetch,
   startLocalServer,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   type PaywallWorld,
 } from '../support/paywall.ts';
@@ -41,10 +40,6 @@ test.before(async (t) => {
   // Sponsor the fee authority's token account up front (one sponsorship per owner and mint; tests run concurrently).
   await w.app.services.dev.fund('chain-devnet', { address: w.app.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** A JSON-RPC pass-through to `target` that goes silent (never answers again) right after forwarding a sendTransaction. */

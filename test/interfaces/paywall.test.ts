@@ -27,7 +27,6 @@ import {
   startLocalServer,
   fundFeeVault,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   unpaidOffer,
   USDC,
@@ -52,10 +51,6 @@ test.before(async (t) => {
   const health = await fetch(`${w.app.url}/facilitator/health`);
   const feePayer = ((await health.json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feeAuthority, feePayer };
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** Token deltas of one confirmed transaction, by owner of the token account. */

@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { http } from '../support/app.ts';
 import { receiptOf } from '../../domain/receipts/schema.ts';
-import { createLink, fundBuyer, payingFetch, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, fundBuyer, payingFetch, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 11: the paywall's earn receipts (source "paywall") are receipts like any other — listed, read by hash, part of
 // the verifiable chain — and each is checked against the ledger, fee leg included.
@@ -13,10 +13,6 @@ test.before(async (t) => {
   // The fee authority's token account exists before the payment (the facilitator sponsors one account per owner).
   await w.app.services.dev.fund('chain-devnet', { address: w.app.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 90_000): Promise<T> {

@@ -5,18 +5,7 @@ import { getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-tok
 import { TestClock } from '../support/clock.ts';
 import { AccessService, KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import {
-  http,
-  issueKey,
-  linkBody,
-  randomAddress,
-  recordAgent,
-  removeDataDir,
-  startTestApp,
-  writeAgentAsset,
-  type HttpResult,
-  type TestApp,
-} from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 
 // REST /v1 end to end over real HTTP: hosted-api §2.1–2.4, §3.2, §4.1, §5, §7 and DECISIONS.
 
@@ -87,12 +76,6 @@ async function eventsOf(t: ExecutionContext<{ app: TestApp; key: string }>, quer
 test.before(async (t) => {
   const app = await startTestApp();
   t.context = { app, key: await issueKey(app) };
-});
-
-test.after.always(async (t) => {
-  if (!t.context?.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 // ── Payment links: create ──────────────────────────────────────────────────────────────────────────────────────

@@ -2,7 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import { request, type IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEvent, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEvent, type TestApp } from '../support/app.ts';
 import { newId } from '../../domain/shared/ids.ts';
 
 // Issue 17: a key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
@@ -25,10 +25,6 @@ const SUB = `subscription($after: ID) { events(after: $after) { id kind metadata
 test.before(async (t) => {
   const { a, b } = await startTwoInstances();
   t.context = { a, b, admin: await issueKey(a, 'chain-devnet', 'admin') };
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 /** A user key (its id, to disable it), an agent and an anchor event to subscribe after, so no event is missed. */

@@ -48,11 +48,6 @@ test.before(async (t) => {
   t.context = { app, short, a, b, agentA, linkB: link.body.id };
 });
 
-test.after.always(async (t) => {
-  await t.context.short?.close();
-  await t.context.app?.close();
-});
-
 /** Holds an exclusive lock on receipts until released: every query reading receipts waits meanwhile. */
 async function lockReceipts(url: string, table = 'receipts'): Promise<() => Promise<void>> {
   const client = new pg.Client({ connectionString: url });

@@ -4,7 +4,7 @@ import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { AccessService } from '../../domain/access/service.ts';
-import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp } from '../support/app.ts';
 
 // Issue 16: browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
 // for the key's principal and network; accepted as `?token=` on SSE and as graphql-ws connectionParams.token. SSE
@@ -28,10 +28,6 @@ test.before(async (t) => {
   // the first event to subscribe after
   await http(a, 'POST', '/v1/payment-links', { key, body: linkBody(mint, { label: 'first' }) });
   t.context = { a, b, key, agent: mint };
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 async function streamToken(t: ExecutionContext<Ctx>, app = t.context.a, key = t.context.key): Promise<string> {

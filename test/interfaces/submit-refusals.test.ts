@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
-import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { watchEvents } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
@@ -22,11 +22,6 @@ test.before(async (t) => {
   const app = await startTestApp();
   const key = (await app.services.access.issueKey({ network: 'chain-devnet', role: 'user' })).key;
   t.context = { app, key };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 const bytesOf = (envelope: PreparedEnvelope) => Buffer.from(envelope.transaction!.base64, 'base64');

@@ -32,9 +32,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.app?.close();
   await t.context.receiver?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 async function funded(app: TestApp, sol = '1'): Promise<Keypair> {

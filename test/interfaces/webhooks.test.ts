@@ -45,9 +45,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.app?.close();
   await t.context.receiver?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 async function createHook(app: TestApp, key: string, body: Record<string, unknown>): Promise<{ id: string; secret: string; [k: string]: unknown }> {

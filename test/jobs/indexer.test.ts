@@ -10,7 +10,7 @@ import {
   MINT_SIZE,
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/receiver.ts';
 import { watchEvents, type WatchedEvent } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
@@ -40,14 +40,6 @@ test.before(async (t) => {
   // b follows a's embedded devnet through the rpc ledger adapter (SVC_DEVNET_LEDGER = a's JSON-RPC URL)
   const b = await startTestApp({ env: { SVC_DEVNET_LEDGER: a.ledgers.rpcUrls[NET]!, SVC_MAINNET_LEDGER: 'embedded' } });
   t.context = { a, b };
-});
-
-test.after.always(async (t) => {
-  for (const app of [t.context.b, t.context.a]) {
-    if (!app) continue;
-    await app.close();
-    await removeDataDir(app.dataDir);
-  }
 });
 
 type SeenEvent = WatchedEvent;

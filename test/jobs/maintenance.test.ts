@@ -36,10 +36,6 @@ test.before(async (t) => {
   t.context = { a: await startTestApp({ env: { SVC_JOBS: 'off' } }) };
 });
 
-test.after.always(async (t) => {
-  await t.context.a?.close();
-});
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function sql<T = Record<string, unknown>>(app: TestApp, query: string, params: unknown[] = []): Promise<T[]> {

@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { quickAddJob } from 'graphile-worker';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 import { RUN_TS } from '../support/commands.ts';
@@ -42,8 +42,6 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
   t.context.server?.close();
 });
 
