@@ -1,9 +1,9 @@
-import { request } from 'node:http';
 import anyTest, { type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { fanOutCounters } from '../../interfaces/graphql/fanout.ts';
 import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { graphqlSse } from '../support/sse.ts';
 
 // Issue 21 item 4: live fan-out. Many subscriptions with different scopes and filters, multiplexed over graphql-ws
 // sockets and SSE, each get exactly the events REST lists for the same key and filter (no leak, no miss, in order);
@@ -62,37 +62,21 @@ function subscribeOn(client: Client, query: string, variables: Record<string, un
   return sub;
 }
 
-/** An SSE subscription (node:http, no keep-alive); `events` fills as `next` messages arrive. */
+/** An SSE subscription; `events` fills as `next` messages arrive. */
 function sse(app: TestApp, key: string, query: string, variables: Record<string, unknown>): Sub & { close(): void } {
-  const sub: Sub & { close(): void } = { events: [], errors: [], completed: false, close: () => req.destroy() };
-  const req = request(`${app.url}/graphql`, {
-    method: 'POST',
-    agent: false,
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
+  const sub: Sub & { close(): void } = { events: [], errors: [], completed: false, close: () => stream.close() };
+  const stream = graphqlSse(app, {
+    key,
+    query,
+    variables,
+    onMessage: (m) => {
+      if (m.event !== 'next' || !m.data) return;
+      const r = m.data as { data?: { events?: Received }; errors?: unknown[] };
+      if (r.errors) sub.errors.push(...r.errors);
+      if (r.data?.events) sub.events.push(r.data.events);
+    },
   });
-  req.on('error', () => {});
-  req.on('response', (res) => {
-    res.setEncoding('utf8');
-    let buffer = '';
-    res.on('data', (chunk: string) => {
-      buffer += chunk;
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (!block.includes('event: next') || !data) continue;
-        const r = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
-        if (r.errors) sub.errors.push(...r.errors);
-        if (r.data?.events) sub.events.push(r.data.events);
-      }
-    });
-    res.on('close', () => (sub.completed = true));
-  });
-  req.end(JSON.stringify({ query, variables }));
+  void stream.closed.then(() => (sub.completed = true));
   return sub;
 }
 

@@ -1,5 +1,4 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { request, type IncomingMessage } from 'node:http';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { PublicKey } from '@solana/web3.js';
@@ -10,6 +9,7 @@ import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
 import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
 import { http, linkBody, networkOfKey, randomAddress, startTestApp, type TestApp } from '../support/app.ts';
+import { graphqlSse } from '../support/sse.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
 // README "Ownership" (issue 9): a key's principal is its owner_wallet when set, otherwise the key itself. Principal B
@@ -340,37 +340,21 @@ function subscribeWs(app: TestApp, key: string, after: string | undefined): Stre
   return { ...c, client, close: () => void client.dispose() };
 }
 
-/** GraphQL over SSE (Yoga's distinct-connections mode) through node:http without keep-alive. */
+/** GraphQL over SSE (Yoga's distinct-connections mode). */
 function subscribeSse(app: TestApp, key: string, after: string | undefined): Stream {
   const c = collector();
-  const req = request(`${app.url}/graphql`, {
-    method: 'POST',
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    agent: false,
+  const stream = graphqlSse(app, {
+    key,
+    query: SUB,
+    variables: { after },
+    onMessage: (m) => {
+      if (!m.data || typeof m.data !== 'object') return;
+      const message = m.data as { data?: { events?: Received }; errors?: unknown[] };
+      for (const e of message.errors ?? []) c.fail(e);
+      if (message.data?.events) c.push(message.data.events);
+    },
   });
-  req.on('error', () => {});
-  req.once('response', (res: IncomingMessage) => {
-    res.setEncoding('utf8');
-    let buffer = '';
-    res.on('data', (chunk: string) => {
-      buffer += chunk;
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (!data) continue;
-        const message = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
-        for (const e of message.errors ?? []) c.fail(e);
-        if (message.data?.events) c.push(message.data.events);
-      }
-    });
-  });
-  req.end(JSON.stringify({ query: SUB, variables: { after } }));
-  return { ...c, close: () => void req.destroy() };
+  return { ...c, close: () => stream.close() };
 }
 
 /** The newest event the key can read: a subscription from it gets everything after, whenever it attaches. */
