@@ -12,6 +12,7 @@ import type { Ledger } from '../../domain/ports/ledger.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { faultyLedger } from '../support/faulty-ledger.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import { TestClock } from '../support/clock.ts';
 import { devnetUsdcOffer } from '../support/facilitator.ts';
@@ -285,13 +286,9 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   const { app, ledger } = t.context;
   // Fault injection: the node does not report the transaction until `hidden` is cleared.
   let hidden = true;
-  const slow = new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'getSignatureStatuses' && hidden) return async (signatures: string[]) => signatures.map(() => null);
-      if (prop === 'waitForSignature' && hidden) return async () => null;
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const slow = faultyLedger(ledger, {
+    getSignatureStatuses: async (signatures) => (hidden ? signatures.map(() => null) : ledger.getSignatureStatuses(signatures)),
+    waitForSignature: async (...args) => (hidden ? null : ledger.waitForSignature(...args)),
   });
   const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
   await fund(app, signer.address, { sol: '1' });
@@ -320,14 +317,7 @@ test('a settle that answered settlement_pending is resolved by settling again: s
 // waits however long real time runs, and it gives up exactly when the clock passes confirmTimeoutMs.
 test('settle waits for confirmation on the Clock: a standing test clock holds it; moved past confirmTimeoutMs it answers settlement_pending', async (t) => {
   const { app, ledger } = t.context;
-  const unconfirmed = new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'getSignatureStatuses') return async (signatures: string[]) => signatures.map(() => null);
-      if (prop === 'waitForSignature') return async () => null;
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  const unconfirmed = faultyLedger(ledger, { getSignatureStatuses: async (signatures) => signatures.map(() => null), waitForSignature: async () => null });
   const clock = new TestClock();
   const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
   await fund(app, signer.address, { sol: '1' });
@@ -359,15 +349,9 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
 // can end the wait.
 test('settle learns the confirmation from the ledger notification: a standing clock and lagging status reads do not hold it', async (t) => {
   const { app, ledger } = t.context;
-  const lagging = new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'getSignatureStatuses') {
-        return async (signatures: string[]) =>
-          (await target.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const });
-      }
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const lagging = faultyLedger(ledger, {
+    getSignatureStatuses: async (signatures) =>
+      (await ledger.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const }),
   });
   const clock = new TestClock();
   const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
