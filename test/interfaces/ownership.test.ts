@@ -9,6 +9,7 @@ import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 import { initOrm } from '../../adapters/store/mikro-orm-store.ts';
 import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
 import { http, linkBody, networkOfKey, randomAddress, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { graphqlSse } from '../support/sse.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
@@ -274,8 +275,8 @@ interface Received {
 interface Stream {
   events: Received[];
   errors: unknown[];
-  /** resolves once an event for link `id` arrived; rejects after `timeoutMs` */
-  waitForLink(id: string, timeoutMs?: number): Promise<void>;
+  /** resolves once an event for link `id` arrived */
+  waitForLink(id: string): Promise<void>;
   close(): void;
 }
 
@@ -294,23 +295,14 @@ function collector(): Pick<Stream, 'events' | 'errors' | 'waitForLink'> & { push
       errors.push(e);
       for (const w of waiters) w();
     },
-    waitForLink(id, timeoutMs = 10_000) {
-      return new Promise((resolve, reject) => {
+    // no deadline of its own: an event that never comes is AVA's timeout to report (test/support/until.ts)
+    waitForLink(id) {
+      return new Promise((resolve) => {
         const check = () => {
-          if (events.some((e) => e.metadata.payment_link_id === id)) {
-            clearTimeout(timer);
-            waiters.delete(check);
-            resolve();
-          }
-        };
-        const timer = setTimeout(() => {
+          if (!events.some((e) => e.metadata.payment_link_id === id)) return;
           waiters.delete(check);
-          reject(
-            new Error(
-              `no event of ${id} within ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.metadata.payment_link_id))}, errors ${JSON.stringify(errors)}`,
-            ),
-          );
-        }, timeoutMs);
+          resolve();
+        };
         waiters.add(check);
         check();
       });
@@ -416,16 +408,7 @@ test("a subscription resuming after another principal's event answers event_not_
   t.truthy(aEvent);
   for (const stream of [subscribeWs(app, b.key, aEvent), subscribeSse(app, b.key, aEvent)]) {
     try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('no error within 10 s')), 10_000);
-        const poll = setInterval(() => {
-          if (stream.errors.length) {
-            clearTimeout(timer);
-            clearInterval(poll);
-            resolve();
-          }
-        }, 20);
-      });
+      await until('the stream answers an error', () => stream.errors.length > 0);
       t.is((stream.errors[0] as { extensions?: { code?: string } }).extensions?.code, 'event_not_found');
       t.deepEqual(stream.events, []);
     } finally {

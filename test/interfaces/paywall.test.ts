@@ -705,7 +705,7 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
   t.is(res.status, 200, await res.clone().text());
   const sig = decodePaymentResponse(res.headers.get('payment-response')!).transaction;
 
-  const hook = await receiver.waitFor(1, 5_000);
+  const hook = await receiver.waitFor(1);
   t.is(hook.method, 'POST');
   t.is(hook.url, '/hook');
   t.is(hook.headers['content-type'], 'application/json');

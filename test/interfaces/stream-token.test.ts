@@ -4,6 +4,7 @@ import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { AccessService } from '../../domain/access/service.ts';
 import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { openSse } from '../support/sse.ts';
 
 // Issue 16: browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
@@ -269,10 +270,10 @@ test.serial('a key disabled after issuing: its unused token is refused, and its 
   );
   try {
     const id = (await http(a, 'POST', '/v1/payment-links', { key: created.key, body: linkBody(mint, { label: 'seen' }) })).body.id;
-    await until(() => received.some((p) => p.data?.events?.metadata?.payment_link_id === id));
+    await until('the event on the stream', () => received.some((p) => p.data?.events?.metadata?.payment_link_id === id));
     const disabled = await http(a, 'POST', `/v1/admin/api-keys/${created.id}/disable`, { key: admin, body: {} });
     t.is(disabled.status, 200, JSON.stringify(disabled.body));
-    await until(() => ended !== undefined);
+    await until('the stream ended', () => ended !== undefined);
     t.truthy(ended);
   } finally {
     client.dispose();
@@ -283,14 +284,6 @@ test.serial('a key disabled after issuing: its unused token is refused, and its 
 });
 
 /** Polls `done` (events arrive on their own; this only waits for them), failing after 15 s. */
-async function until(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST operation (202), a second GET 409, DELETE completes', async (t) => {
   const { a, key } = t.context;
   const put = await fetch(`${a.url}/graphql`, { method: 'PUT', headers: { authorization: `Bearer ${key}` } });
