@@ -12,6 +12,7 @@ import type { Ledger } from '../../domain/ports/ledger.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { faultyLedger } from '../support/faulty-ledger.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import { TestClock } from '../support/clock.ts';
@@ -332,8 +333,7 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
   let answered = false;
   const settling = service.settle(p.request).finally(() => (answered = true));
   const sleeping = async () => {
-    const deadline = Date.now() + 10_000;
-    while (clock.waiting === 0 && !answered && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await until('the settle sleeps on the clock or answers', () => clock.waiting > 0 || answered, { everyMs: 5 });
     return clock.waiting > 0;
   };
   t.true(await sleeping(), 'the confirmation poll sleeps on the clock');

@@ -11,6 +11,7 @@ import { FEE_EXTENSION_KEY, FeeExtension } from '../../domain/facilitator/schema
 import type { X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
 import { associatedTokenAccount, payToFor, treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import {
   base64Json,
@@ -737,8 +738,7 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
       .fork()
       .execute('select d.status from webhook_deliveries d join payment_links l on l.pk = d.link_pk where l.id = ?', [link.id])) as { status: string }[];
   // the one delivery is recorded once the receiver's 204 is back (awaited: the job records it after the POST)
-  const deadline = Date.now() + 30_000;
-  while ((await deliveries()).some((d) => d.status !== 'delivered') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until('the delivery recorded', async () => (await deliveries()).every((d) => d.status === 'delivered'));
   t.deepEqual(await deliveries(), [{ status: 'delivered' }]);
   t.is(receiver.received.length, 1);
 });
