@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from 'ava';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from './support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from './support/app.ts';
 import { freePort, start, type Finished } from './support/commands.ts';
 import { metaplexTest } from './support/programs.ts';
 
@@ -20,12 +20,6 @@ test.before(async (t) => {
   const hookPort = await freePort();
   const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: `127.0.0.1:${hookPort}` } });
   t.context = { app, key: await issueKey(app), hookPort };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 function env(t: { context: Context }, extra: Record<string, string> = {}): Record<string, string> {

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { appRouter } from '../interfaces/trpc/router.ts';
-import { removeDataDir, startTestApp, type TestApp } from './support/app.ts';
+import { startTestApp, type TestApp } from './support/app.ts';
 import { coreProgramsDir, ENABLE_HINT } from './support/programs.ts';
 import { anchorsOf, exampleText, readBlocks, relativeLinks, type Block } from './support/readme.ts';
 
@@ -170,10 +170,6 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  if (app) {
-    await app.close();
-    await removeDataDir(app.dataDir);
-  }
   if (session) await rm(session, { recursive: true, force: true });
 });
 

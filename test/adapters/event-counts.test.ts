@@ -13,7 +13,6 @@ const test = anyTest as TestFn<{ app: TestApp }>;
 test.before(async (t) => {
   t.context = { app: await startTestApp({ env: { SVC_JOBS: 'off' } }) };
 });
-test.after.always(async (t) => t.context.app?.close());
 
 /** deterministic pseudo-random numbers (mulberry32) */
 function prng(seed: number): () => number {

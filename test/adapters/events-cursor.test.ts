@@ -7,15 +7,11 @@ import { newEvent } from '../../domain/events/kinds.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import type { Repositories } from '../../domain/ports/store.ts';
-import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 
 let app: TestApp;
 test.before(async () => {
   app = await startTestApp({ env: { SVC_DB_POOL_MAX: '40' } }); // 24 writers hold a connection each
-});
-test.after.always(async () => {
-  await app?.close();
-  if (app) await removeDataDir(app.dataDir);
 });
 
 const deleted = (linkId: string) =>

@@ -9,7 +9,7 @@ import type { FacilitatorRequest } from '../../domain/facilitator/wire.ts';
 import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { type FacilitatorRoutesOptions, registerFacilitatorRoutes } from '../../interfaces/facilitator/routes.ts';
-import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, startTestApp, type TestApp } from '../support/app.ts';
 import { facilitatorContract, type FacilitatorHarness } from './facilitator-contract.ts';
 
 // The Facilitator port's two adapters against one gateway: InProcessFacilitator over app.services.facilitator, and
@@ -47,11 +47,6 @@ test.before(async (t) => {
       http: { ...common, facilitator: new HttpFacilitator({ url: `${app.url}/facilitator`, token: ACCOUNTS_SECRET }), malformed: 'throws' },
     },
   };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 facilitatorContract(test, { name: 'in-process', harness: (t) => (t.context as Context).harnesses.inProcess });

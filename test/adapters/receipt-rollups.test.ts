@@ -16,7 +16,6 @@ const DAY0 = new Date('2026-03-01T00:00:00Z');
 test.before(async (t) => {
   t.context = { app: await startTestApp({ env: { SVC_JOBS: 'off' } }) };
 });
-test.after.always(async (t) => t.context.app?.close());
 
 const em = (t: { context: { app: TestApp } }) => t.context.app.database.orm.em.fork();
 

@@ -1,14 +1,13 @@
 import test from 'ava';
 import { checkEvent, eventCatalogue, EVENT_KIND_NAMES } from '../../domain/events/kinds.ts';
 import { http, issueKey, linkBody, recordAgent } from '../support/app.ts';
-import { fundBuyer, payingFetch, startPaywallApp, stopPaywallApp } from '../support/paywall.ts';
+import { fundBuyer, payingFetch, startPaywallApp } from '../support/paywall.ts';
 
 // Issue 18 item 1: the event catalogue. Appends are typed by kind at compile time; here every event a real flow
 // stores (link created, updated, rotated, paid with the fee on, deleted) is checked against the catalogue at run time.
 
 test('every event of a full flow matches the catalogue: a known kind, an allowed phase, metadata of its schema', async (t) => {
   const world = await startPaywallApp();
-  t.teardown(() => stopPaywallApp(world));
   const { app, key } = world;
   const { mint } = await recordAgent(app, key);
   const created = await http(app, 'POST', '/v1/payment-links', {

@@ -11,7 +11,9 @@ import type { FacilitatorRequest, SettleResponse } from '../../domain/facilitato
 import type { Ledger } from '../../domain/ports/ledger.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { findStable } from '../../domain/shared/network.ts';
-import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
+import { faultyLedger } from '../support/faulty-ledger.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import { TestClock } from '../support/clock.ts';
 import { devnetUsdcOffer } from '../support/facilitator.ts';
@@ -30,11 +32,6 @@ const ATA_RENT = 2_039_280n;
 test.before(async (t) => {
   const app = await startTestApp();
   t.context = { app, ledger: app.services.ledgers[NETWORK]! };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 async function fund(app: TestApp, address: string, funds: { usdc?: string; sol?: string }): Promise<void> {
@@ -290,13 +287,9 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   const { app, ledger } = t.context;
   // Fault injection: the node does not report the transaction until `hidden` is cleared.
   let hidden = true;
-  const slow = new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'getSignatureStatuses' && hidden) return async (signatures: string[]) => signatures.map(() => null);
-      if (prop === 'waitForSignature' && hidden) return async () => null;
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const slow = faultyLedger(ledger, {
+    getSignatureStatuses: async (signatures) => (hidden ? signatures.map(() => null) : ledger.getSignatureStatuses(signatures)),
+    waitForSignature: async (...args) => (hidden ? null : ledger.waitForSignature(...args)),
   });
   const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
   await fund(app, signer.address, { sol: '1' });
@@ -325,14 +318,7 @@ test('a settle that answered settlement_pending is resolved by settling again: s
 // waits however long real time runs, and it gives up exactly when the clock passes confirmTimeoutMs.
 test('settle waits for confirmation on the Clock: a standing test clock holds it; moved past confirmTimeoutMs it answers settlement_pending', async (t) => {
   const { app, ledger } = t.context;
-  const unconfirmed = new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'getSignatureStatuses') return async (signatures: string[]) => signatures.map(() => null);
-      if (prop === 'waitForSignature') return async () => null;
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
+  const unconfirmed = faultyLedger(ledger, { getSignatureStatuses: async (signatures) => signatures.map(() => null), waitForSignature: async () => null });
   const clock = new TestClock();
   const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
   await fund(app, signer.address, { sol: '1' });
@@ -347,8 +333,7 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
   let answered = false;
   const settling = service.settle(p.request).finally(() => (answered = true));
   const sleeping = async () => {
-    const deadline = Date.now() + 10_000;
-    while (clock.waiting === 0 && !answered && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await until('the settle sleeps on the clock or answers', () => clock.waiting > 0 || answered, { everyMs: 5 });
     return clock.waiting > 0;
   };
   t.true(await sleeping(), 'the confirmation poll sleeps on the clock');
@@ -364,15 +349,9 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
 // can end the wait.
 test('settle learns the confirmation from the ledger notification: a standing clock and lagging status reads do not hold it', async (t) => {
   const { app, ledger } = t.context;
-  const lagging = new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'getSignatureStatuses') {
-        return async (signatures: string[]) =>
-          (await target.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const });
-      }
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
+  const lagging = faultyLedger(ledger, {
+    getSignatureStatuses: async (signatures) =>
+      (await ledger.getSignatureStatuses(signatures)).map((s) => s && { ...s, confirmationStatus: 'processed' as const }),
   });
   const clock = new TestClock();
   const signer = feePayerFromSecretKey(Keypair.generate().secretKey);

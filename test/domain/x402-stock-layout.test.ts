@@ -13,7 +13,7 @@ import { COMPUTE_BUDGET_PROGRAM_ID, MEMO_PROGRAM_ID, type PaymentRequirements, t
 import { verifyPayment } from '../../domain/facilitator/verify.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { randomAddress, startTestApp, type TestApp } from '../support/app.ts';
 
 // DECISIONS "Facilitator": verify accepts the stock x402 layout. Here the official client (@x402/svm, unmodified)
 // builds a real payment against the embedded devnet JSON-RPC, and our pure verify judges the bytes it produced.
@@ -29,11 +29,6 @@ test.before(async (t) => {
   const buyer = Keypair.generate();
   await app.services.dev.fund('chain-devnet', { address: buyer.publicKey.toBase58(), token: 'USDC', amount: '5' });
   t.context = { app, rpcUrl, buyer, signer: await createKeyPairSignerFromBytes(buyer.secretKey) };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 /** A seller like an agent: payTo is a treasury PDA (off-curve), whose token account does not exist yet. */

@@ -2,7 +2,7 @@ import test from 'ava';
 import { Connection, Keypair, PublicKey, Transaction } from '@solana/web3.js';
 import { createTransferCheckedInstruction, getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { http, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
-import { until } from '../support/receiver.ts';
+import { until } from '../support/until.ts';
 import { startJobsProcess } from '../support/jobs.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
@@ -50,7 +50,9 @@ test('indexer in `npm run jobs`: deposits before and during a kill -9 are each r
   };
 
   const first = await deposit(1_000_000n);
-  await until('the first deposit reported by the runner process', async () => (await funds()).some((e) => e.signature === first) || undefined, 60_000, 250);
+  await until('the first deposit reported by the runner process', async () => (await funds()).some((e) => e.signature === first) || undefined, {
+    everyMs: 250,
+  });
 
   runner.child.kill('SIGKILL');
   await runner.exited;
@@ -62,8 +64,7 @@ test('indexer in `npm run jobs`: deposits before and during a kill -9 are each r
       const seen = await funds();
       return during.every((s) => seen.some((e) => e.signature === s)) || undefined;
     },
-    60_000,
-    250,
+    { everyMs: 250 },
   );
 
   const all = await funds();

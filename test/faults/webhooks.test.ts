@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { newId } from '../../domain/shared/ids.ts';
 import { removeDataDir, startTestApp, syntheticEvent } from '../support/app.ts';
-import { until } from '../support/receiver.ts';
+import { until } from '../support/until.ts';
 import { startJobsProcess as startRunner, type JobsProcess as Runner } from '../support/jobs.ts';
 
 // Issue 12 "crash test": webhook deliveries are made at least once and recorded once, whatever happens to the receiver
@@ -63,7 +63,7 @@ test('receiver down then up, runner kill -9’d mid-delivery and restarted: ever
 
   // 1. The receiver is down: the runner's first attempts are refused and scheduled 5 s later.
   runner = startRunner(runnerEnv);
-  await until('the runner to start', () => runner!.output().includes('svc job runner started') || undefined, 90_000);
+  await until('the runner to start', () => runner!.output().includes('svc job runner started') || undefined);
   for (let i = 0; i < EVENTS; i++) {
     const now = new Date();
     await app.database.store.transaction((tx) =>
@@ -83,7 +83,7 @@ test('receiver down then up, runner kill -9’d mid-delivery and restarted: ever
   }
   const total = EVENTS * SUBSCRIPTIONS;
   t.is(await count('true'), total, 'one delivery per (subscription, event), made with the event');
-  await until('every first attempt refused', async () => (await count(`attempts >= 1 and status = 'pending'`)) === total || undefined, 60_000);
+  await until('every first attempt refused', async () => (await count(`attempts >= 1 and status = 'pending'`)) === total || undefined);
   t.is(await count(`last_error like 'network:%'`), total);
 
   // 2. The receiver comes up but holds the first attempts open; the runner is killed while they are in flight.
@@ -103,7 +103,7 @@ test('receiver down then up, runner kill -9’d mid-delivery and restarted: ever
     });
   });
   await new Promise<void>((resolve) => receiver!.listen(port, '127.0.0.1', resolve));
-  await until('attempts held open while others are delivered', () => (hanging >= HANGING && answered.size >= 5) || undefined, 60_000);
+  await until('attempts held open while others are delivered', () => (hanging >= HANGING && answered.size >= 5) || undefined);
   const inFlight = await count(`claim is not null and status = 'pending'`);
   t.true(inFlight >= 1, `attempts were in flight at the kill (${inFlight})`);
   runner.child.kill('SIGKILL');
@@ -114,7 +114,7 @@ test('receiver down then up, runner kill -9’d mid-delivery and restarted: ever
 
   // 3. Started again: the dead runner's claims are taken over at once (its process is gone), the rest run as due.
   runner = startRunner(runnerEnv);
-  await until('every delivery delivered', async () => (await count(`status = 'delivered'`)) === total || undefined, 120_000);
+  await until('every delivery delivered', async () => (await count(`status = 'delivered'`)) === total || undefined);
 
   t.is(await count('true'), total, 'none lost, none made twice');
   t.is(await count(`status <> 'delivered'`), 0);

@@ -1,7 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash, randomUUID } from 'node:crypto';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
-import { http, issueKey, randomAddress, startTwoInstances, type HttpResult, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, randomAddress, startTwoInstances, type HttpResult, type TestApp } from '../support/app.ts';
 
 // hosted-api §4.8/§5.5 and DECISIONS "API keys": admin routes to issue, list and disable keys; admin role only;
 // a disabled key is refused within one second on every instance.
@@ -25,10 +25,6 @@ test.before(async (t) => {
     user: await issueKey(a, 'chain-devnet', 'user'),
     liveAdmin: await issueKey(a, 'chain-mainnet', 'admin'),
   };
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 function expectError(t: ExecutionContext, res: HttpResult, status: number, code: string): any {

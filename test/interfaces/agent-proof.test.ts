@@ -4,11 +4,11 @@ import { Challenge } from 'mppx';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
-import type { Ledger } from '../../domain/ports/ledger.ts';
 import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts';
 import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { proveAgents } from '../../jobs/agent-proof.ts';
 import { http, linkBody, randomAddress, recordAgent, writeAgentAsset } from '../support/app.ts';
+import { faultyLedger, refuses } from '../support/faulty-ledger.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
 import {
   base64Json,
@@ -18,7 +18,6 @@ import {
   legacyAgentWithLink,
   payingFetch,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   unpaidOffer,
   USDC,
@@ -38,10 +37,6 @@ test.before(async (t) => {
   const w = await startPaywallApp({ SVC_MPP_SECRET: SECRET });
   await fundFeeVault(w);
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 const devnet = (w: PaywallWorld) => w.app.ledgers.embedded['chain-devnet'] as LedgerThread;
@@ -114,12 +109,10 @@ test.serial('a ledger that cannot be read: 502 rpc_unavailable and nothing recor
   const { mint, owner } = await writeAgentAsset(w.app, 'chain-devnet');
   const ledgers = w.app.services.ledgers;
   const real = ledgers['chain-devnet']!;
-  ledgers['chain-devnet'] = new Proxy(real, {
-    get(target, prop, receiver) {
-      if (prop === 'getAccount' || prop === 'getMultipleAccounts') return async () => Promise.reject(new Error('connection refused'));
-      return Reflect.get(target, prop, receiver);
-    },
-  }) as Ledger;
+  ledgers['chain-devnet'] = faultyLedger(real, {
+    getAccount: refuses(new Error('connection refused')),
+    getMultipleAccounts: refuses(new Error('connection refused')),
+  });
   try {
     const res = await http(w.app, 'POST', '/v1/agents/record', { key: w.key, body: { mint, owner } });
     t.is(res.status, 502, JSON.stringify(res.body));

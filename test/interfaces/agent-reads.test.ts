@@ -58,12 +58,6 @@ test.before(async (t) => {
   };
 });
 
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
-});
-
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────────────────────────
 
 const AGENT_FIELDS = 'mint network owner name uri treasury executive delegations { stableSymbol delegate allowanceAtomic } source registeredAt provenAt';

@@ -12,8 +12,8 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 import { receiptOf } from '../../domain/receipts/schema.ts';
-import { http, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
-import { until } from '../support/receiver.ts';
+import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 
@@ -29,12 +29,6 @@ const USDC = STABLES['chain-devnet'][0]!;
 
 test.before(async (t) => {
   t.context = { app: await startTestApp() };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 function sign(envelope: PreparedEnvelope, ...signers: Keypair[]): string {
@@ -55,8 +49,7 @@ async function submit(t: ExecutionContext, as: { app: TestApp; key: string }, en
       if (e.body.phase === 'failed') throw new Error(`failed: ${JSON.stringify(e.body)}`);
       return e.body.phase === 'confirmed' ? e.body : undefined;
     },
-    60_000,
-    250,
+    { everyMs: 250 },
   );
 }
 
@@ -120,8 +113,7 @@ async function theSaleOnce(
       const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.seller, { limit: 1 });
       return r?.verification.status === 'pending' ? undefined : r;
     },
-    30_000,
-    100,
+    { everyMs: 100 },
   );
   t.is(verified.verification.status, 'verified', JSON.stringify(verified.verification));
 }
@@ -310,7 +302,7 @@ metaplexTest(test, 'execute (policy first) → submit → finalize (once) → ve
   const sent = await ledger.sendTransaction(pay.serialize());
   t.true(sent.ok, JSON.stringify(sent));
   const direct = (sent as { signature: string }).signature;
-  await until('client-side payment landed', async () => (await ledger.getTransaction(direct)) ?? undefined, 30_000, 100);
+  await until('client-side payment landed', async () => (await ledger.getTransaction(direct)) ?? undefined, { everyMs: 100 });
   const paymentResponse = Buffer.from(JSON.stringify({ success: true, transaction: direct, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1' })).toString(
     'base64',
   );

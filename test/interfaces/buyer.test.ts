@@ -4,7 +4,7 @@ import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { http, issueKey, recordAgent, removeDataDir, startTestApp, type HttpResult } from '../support/app.ts';
 import { buildReceipt } from '../support/receipts.ts';
-import { createLink, startLocalServer, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, startLocalServer, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 14 (hosted-api §4.8 "Buyer"): the buyer routes on REST, tRPC and GraphQL against the real app — quotes of a
 // payment link (resolved locally) and of URLs probed over HTTP on port 0 (x402 v2 and v1 challenges, and every way a
@@ -18,10 +18,6 @@ const USDC = STABLES['chain-devnet'][0]!;
 test.before(async (t) => {
   const w = await startPaywallApp();
   t.context = { w, other: await issueKey(w.app) };
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.w);
 });
 
 /** `route` is "METHOD /path" */

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
-import { issueKey, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { issueKey, startTestApp, type TestApp } from '../support/app.ts';
 import { startCacheRegistry, type CacheRegistry } from '../support/cache-registry.ts';
 import { CLIENT_ENTRIES, exportFor, OUT_DIR, presentEntries, ROOT, SOURCE_CONDITION } from '../../scripts/build-client.ts';
 import { CLIENT_IMPORTS, packClient, type PackedClient } from '../../scripts/pack-client.ts';
@@ -128,11 +128,6 @@ test.before(() => {
 
 test.after.always(async () => {
   await (await registry?.catch(() => undefined))?.close();
-  const app = await gateway?.catch(() => undefined);
-  if (app) {
-    await app.close();
-    await removeDataDir(app.dataDir);
-  }
   // every step that writes under `work` has ended before it is removed
   await Promise.allSettled([packed, installed, tscOutput]);
   await rm(work, { recursive: true, force: true });

@@ -14,11 +14,6 @@ test.before(async (t) => {
   t.context = { app, key: await issueKey(app) };
 });
 
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
-});
-
 test('faucet airdrops SOL and mints USDC, visible through the embedded JSON-RPC', async (t) => {
   const { app, key } = t.context;
   const to = await randomAddress();

@@ -6,8 +6,9 @@ import { buildExplorer } from '../../interfaces/explorer/build.ts';
 import { amountOf, localTime } from '../../interfaces/explorer/web/format.ts';
 import { liveEvent, mergeEvents, resumeAfter, timeline, type ShownEvent } from '../../interfaces/explorer/web/timeline.ts';
 import { http, recordAgent } from '../support/app.ts';
+import { afterAll } from '../support/teardown.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
-import { createLink, fundBuyer, getLink, payingFetch, startPaywallApp, stopPaywallApp, type EventRow, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, fundFeeVault, fundBuyer, getLink, payingFetch, startPaywallApp, type EventRow, type PaywallWorld } from '../support/paywall.ts';
 
 // The explorer page in a real browser (Chromium from the Debian package, driven by playwright-core; one launch for the
 // file). A paid call made before the page opens is in the history it shows on connect; one made between its history
@@ -43,16 +44,12 @@ test.before(async (t) => {
   await mkdir(ARTIFACTS, { recursive: true });
   const w = await startPaywallApp();
   // The fee authority's token account exists before the payment (as in receipts-paywall.test.ts).
-  await w.app.services.dev.fund('chain-devnet', { address: w.app.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  afterAll(() => browser.close()); // before the app, which would otherwise wait for the pages' open streams
   const desktop = await browser.newContext({ viewport: { width: 1280, height: 900 }, locale: LOCALE, timezoneId: TIME_ZONE });
   const page = await desktop.newPage();
   t.context = { w, browser, desktop, page, scriptBytes: bytes, shared: {} };
-});
-
-test.after.always(async (t) => {
-  await t.context.browser?.close();
-  await stopPaywallApp(t.context.w);
 });
 
 /**

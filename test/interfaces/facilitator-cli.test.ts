@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { Keypair } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { loadConfig, ConfigError } from '../../interfaces/config.ts';
-import { removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 import { RUN_TS } from '../support/commands.ts';
 
 // fee-facilitator-mpp-tools §2.5: `npm run facilitator` with its environment. The gateway (test app) holds the
@@ -15,11 +15,6 @@ let app: TestApp;
 
 test.before(async () => {
   app = await startTestApp();
-});
-
-test.after.always(async () => {
-  await app?.close();
-  if (app) await removeDataDir(app.dataDir);
 });
 
 function start(env: Record<string, string>) {

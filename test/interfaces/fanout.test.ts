@@ -1,9 +1,10 @@
-import { request } from 'node:http';
 import anyTest, { type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { fanOutCounters } from '../../interfaces/graphql/fanout.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
+import { graphqlSse } from '../support/sse.ts';
 
 // Issue 21 item 4: live fan-out. Many subscriptions with different scopes and filters, multiplexed over graphql-ws
 // sockets and SSE, each get exactly the events REST lists for the same key and filter (no leak, no miss, in order);
@@ -15,12 +16,6 @@ const test = anyTest as TestFn<{ apps: TestApp[] }>;
 const LIMITS = { SVC_RATE_LIMITS: JSON.stringify({ 'events.read': 100_000, graphql: 100_000, default: 100_000 }) };
 test.serial.before((t) => {
   t.context = { apps: [] };
-});
-test.after.always(async (t) => {
-  for (const app of t.context.apps) {
-    await app.close().catch(() => {});
-    await removeDataDir(app.dataDir).catch(() => {});
-  }
 });
 
 const DOC_FULL = `subscription($kinds: [String!], $agent: String, $after: ID) {
@@ -68,46 +63,22 @@ function subscribeOn(client: Client, query: string, variables: Record<string, un
   return sub;
 }
 
-/** An SSE subscription (node:http, no keep-alive); `events` fills as `next` messages arrive. */
+/** An SSE subscription; `events` fills as `next` messages arrive. */
 function sse(app: TestApp, key: string, query: string, variables: Record<string, unknown>): Sub & { close(): void } {
-  const sub: Sub & { close(): void } = { events: [], errors: [], completed: false, close: () => req.destroy() };
-  const req = request(`${app.url}/graphql`, {
-    method: 'POST',
-    agent: false,
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
+  const sub: Sub & { close(): void } = { events: [], errors: [], completed: false, close: () => stream.close() };
+  const stream = graphqlSse(app, {
+    key,
+    query,
+    variables,
+    onMessage: (m) => {
+      if (m.event !== 'next' || !m.data) return;
+      const r = m.data as { data?: { events?: Received }; errors?: unknown[] };
+      if (r.errors) sub.errors.push(...r.errors);
+      if (r.data?.events) sub.events.push(r.data.events);
+    },
   });
-  req.on('error', () => {});
-  req.on('response', (res) => {
-    res.setEncoding('utf8');
-    let buffer = '';
-    res.on('data', (chunk: string) => {
-      buffer += chunk;
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (!block.includes('event: next') || !data) continue;
-        const r = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
-        if (r.errors) sub.errors.push(...r.errors);
-        if (r.data?.events) sub.events.push(r.data.events);
-      }
-    });
-    res.on('close', () => (sub.completed = true));
-  });
-  req.end(JSON.stringify({ query, variables }));
+  void stream.closed.then(() => (sub.completed = true));
   return sub;
-}
-
-async function until(check: () => boolean, timeoutMs: number, what: () => string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what()}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 async function createLink(app: TestApp, key: string, agent: string, label: string): Promise<string> {
@@ -200,14 +171,8 @@ test.serial('many subscriptions with different scopes and filters each get exact
     for (const v of variants) want.push(await expected(app, keys[v.who], v.filter, after[v.who]));
     t.log(want.map((w) => w.length).join(' '));
     t.true(want[6]!.length === 0 && want[0]!.length === 8 && want[10]!.length >= 14, 'the writes produced events for the variants');
-    await until(
-      () => subs.every(({ variant, sub }) => sub.events.length >= want[variant]!.length || sub.errors.length > 0),
-      20_000,
-      () =>
-        subs
-          .filter(({ variant, sub }) => sub.events.length < want[variant]!.length)
-          .map((s) => `${s.how} v${s.variant}: ${s.sub.events.length}/${want[s.variant]!.length}`)
-          .join('; '),
+    await until('every subscription got its events', () =>
+      subs.every(({ variant, sub }) => sub.events.length >= want[variant]!.length || sub.errors.length > 0),
     );
     await new Promise((r) => setTimeout(r, 300)); // anything extra (a leak, a duplicate) would arrive by now
     let exact = 0;
@@ -250,7 +215,7 @@ test.serial('a distinct subscription is executed once per event, however many so
   const stringify = JSON.stringify;
   try {
     // Live only once attached (the protocol does not acknowledge): warm up until every subscription got an event.
-    for (let i = 0; i < 40 && !all.every((s) => s.events.length > 0); i++) {
+    while (!all.every((s) => s.events.length > 0)) {
       await createLink(app, keyA, a1, 'warm-up');
       await createLink(app, keyB, b1, 'warm-up');
       await new Promise((r) => setTimeout(r, 50));
@@ -272,11 +237,7 @@ test.serial('a distinct subscription is executed once per event, however many so
     } as typeof stringify;
     const id = await createLink(app, keyA, a1, 'counted');
     const isIt = (e: Received) => e.kind === 'payment_link.created' && (e.metadata === undefined || e.metadata.payment_link_id === id);
-    await until(
-      () => [...groupA1, ...groupA2].every((s, i) => s.events.length > counts[i]!),
-      5000,
-      () => 'A subscriptions did not all receive the event',
-    );
+    await until('every subscription got its events', () => [...groupA1, ...groupA2].every((s, i) => s.events.length > counts[i]!));
     await new Promise((r) => setTimeout(r, 300));
     JSON.stringify = stringify;
     const executions = fanOutCounters.sharedExecutions - before;
@@ -320,11 +281,7 @@ test.serial('1,000 subscriptions miss nothing, and shutdown ends them all throug
     for (let i = 0; i < 10; i++) ids.push(await createLink(app, key, agent, `burst ${i}`));
     const want = await expected(app, key, { kinds: ['payment_link.created'] }, after);
     t.is(want.length, 10);
-    await until(
-      () => subs.every((s) => s.events.filter((e) => e.kind === 'payment_link.created').length >= 10),
-      30_000,
-      () => `${subs.filter((s) => s.events.length < 10).length} subscriptions short`,
-    );
+    await until('every subscription got the ten events', () => subs.every((s) => s.events.filter((e) => e.kind === 'payment_link.created').length >= 10));
     let missed = 0;
     for (const s of subs) {
       const got = s.events.filter((e) => e.kind === 'payment_link.created').map((e) => e.id);
@@ -334,11 +291,7 @@ test.serial('1,000 subscriptions miss nothing, and shutdown ends them all throug
   } finally {
     // Shutdown with the 1,000 subscriptions open: each completes (graphql-ws `complete`) before the sockets close.
     await app.close();
-    await until(
-      () => subs.every((s) => s.completed || s.errors.length > 0),
-      10_000,
-      () => `${subs.filter((s) => !s.completed).length} not completed`,
-    ).catch((e) => t.fail(String(e)));
+    await until('every subscription completed', () => subs.every((s) => s.completed || s.errors.length > 0)).catch((e) => t.fail(String(e)));
     await Promise.all(clients.map((c) => c.dispose()));
     process.off('warning', onWarning);
   }

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { Agent, request as httpRequest } from 'node:http';
 import { BUCKETS } from '../../domain/policies/rate-limit.ts';
 import { appRouter } from '../../interfaces/trpc/router.ts';
-import { issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, http, type TestApp } from '../support/app.ts';
+import { issueKey, linkBody, randomAddress, recordAgent, startTestApp, http, type TestApp } from '../support/app.ts';
 
 // Issue 17: property-based fuzz of every front door. Every operation of /openapi.json gets malformed bodies, path
 // and query parameters and odd headers; /trpc and /graphql get their own malformed forms; the paywall, hostile ids.
@@ -528,10 +528,7 @@ test.before(async (t) => {
 
 test.after.always(async (t) => {
   console.log(`fuzz answers by status: ${JSON.stringify(Object.fromEntries([...seen].sort()))}`);
-  if (!t.context?.app) return;
   t.context.agent.destroy();
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 async function fuzz(arbitrary: fc.Arbitrary<Req>, numRuns: number, check: (req: Req) => Promise<string | undefined>, seed = SEED): Promise<string[]> {

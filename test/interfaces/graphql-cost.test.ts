@@ -1,9 +1,9 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient } from 'graphql-ws';
-import { request, type IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
+import { graphqlSse } from '../support/sse.ts';
 import { GRAPHQL_LIMITS } from '../../interfaces/policies/graphql-limits.ts';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import { restError, toDomainError } from '../../interfaces/errors.ts';
@@ -76,12 +76,6 @@ test.before(async (t) => {
     if (res.status !== 201) throw new Error(JSON.stringify(res.body));
   }
   t.context = { app, key, agent: mint };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('the attack document (1,000 aliases of paymentLinks(first: 200)) is refused before anything runs', async (t) => {
@@ -256,35 +250,12 @@ test('query_too_complex is one code of the error table: REST envelope and tRPC c
   t.is(toDomainError(error).error.code, 'query_too_complex');
 });
 
-/** Opens an SSE subscription and returns its first payload (node:http without keep-alive). */
+/** Opens an SSE subscription and returns its first payload. */
 async function sseOnce(app: TestApp, query: string, key: string): Promise<any> {
-  const req = request(`${app.url}/graphql`, {
-    method: 'POST',
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    agent: false,
-  });
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    req.once('response', resolve).once('error', reject);
-    req.end(JSON.stringify({ query }));
-  });
-  res.setEncoding('utf8');
-  let buffer = '';
+  const stream = graphqlSse(app, { key, query });
   try {
-    for await (const chunk of res) {
-      buffer += chunk as string;
-      const blocks = buffer.split('\n\n').slice(0, -1);
-      for (const block of blocks) {
-        const lines = block.split('\n');
-        if (lines.some((l) => l.startsWith('event:') && l.slice(6).trim() !== 'next')) continue;
-        const data = lines
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (data) return JSON.parse(data);
-      }
-    }
-    throw new Error(`SSE ended without a payload: ${buffer}`);
+    return (await stream.waitFor((m) => (m.event === 'next' || m.event === 'message') && m.data !== null)).data;
   } finally {
-    res.destroy();
+    stream.close();
   }
 }

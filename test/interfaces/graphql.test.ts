@@ -1,19 +1,8 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { request, type IncomingMessage } from 'node:http';
-import {
-  http,
-  issueKey,
-  linkBody,
-  randomAddress,
-  recordAgent,
-  removeDataDir,
-  startTestApp,
-  writeAgentAsset,
-  type HttpResult,
-  type TestApp,
-} from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 import { toGraphqlError } from '../../interfaces/graphql/yoga.ts';
 import { EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
+import { graphqlSse } from '../support/sse.ts';
 
 // GraphQL over HTTP end to end (real PostgreSQL, real HTTP): queries, mutations, error extensions, auth,
 // network isolation and subscriptions over SSE. graphql-ws is covered in subscriptions.test.ts.
@@ -78,12 +67,6 @@ test.before(async (t) => {
   const mainnetKey = await issueKey(app, 'chain-mainnet');
   const { mint } = await recordAgent(app, key, { name: 'Forecaster' });
   t.context = { app, key, mainnetKey, agent: mint };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('recordAgent and agent go through the agent service', async (t) => {
@@ -489,78 +472,11 @@ test('unexpected errors are masked to internal_error and logged once with the re
 // ---------------------------------------------------------------------------------------------------------------
 // SSE (GraphQL over Server-Sent Events, Yoga's distinct-connections mode)
 
-interface SseMessage {
-  event: string;
-  data: any;
-}
-
-/**
- * An SSE request over node:http without keep-alive. (An aborted fetch() leaves undici holding a fresh, unused
- * connection to the server, which then delays the server's close until its headers timeout.)
- */
+/** A subscription over SSE, answered once its head arrived. */
 async function openSse(t: ExecutionContext<Ctx>, query: string, variables: Record<string, unknown>, key: string | null) {
-  const headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
-  if (key) headers.authorization = `Bearer ${key}`;
-  const req = request(`${t.context.app.url}/graphql`, { method: 'POST', headers, agent: false });
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    req.once('response', resolve).once('error', reject);
-    req.end(JSON.stringify({ query, variables }));
-  });
-  res.setEncoding('utf8');
-  let buffer = '';
-  let ended = false;
-  const waiters = new Set<() => void>();
-  res.on('data', (chunk: string) => {
-    buffer += chunk;
-    for (const w of waiters) w();
-  });
-  res.on('close', () => {
-    ended = true;
-    for (const w of waiters) w();
-  });
-  const parse = (): SseMessage | undefined => {
-    for (;;) {
-      const end = buffer.indexOf('\n\n');
-      if (end < 0) return undefined;
-      const block = buffer.slice(0, end);
-      buffer = buffer.slice(end + 2);
-      const lines = block.split('\n').filter((l) => l && !l.startsWith(':'));
-      if (!lines.length) continue; // keep-alive comment
-      const event =
-        lines
-          .find((l) => l.startsWith('event:'))
-          ?.slice(6)
-          .trim() ?? 'message';
-      const data = lines
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trim())
-        .join('\n');
-      return { event, data: data ? JSON.parse(data) : null };
-    }
-  };
-  return {
-    res,
-    /** the next message, skipping keep-alive comments; undefined when the stream ended or nothing came in time */
-    next(timeoutMs = 5000): Promise<SseMessage | undefined> {
-      return new Promise((resolve) => {
-        const check = () => {
-          const message = parse();
-          if (message || ended) finish(message);
-        };
-        const finish = (message: SseMessage | undefined) => {
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve(message);
-        };
-        const timer = setTimeout(() => finish(undefined), timeoutMs);
-        waiters.add(check);
-        check();
-      });
-    },
-    close() {
-      req.destroy();
-    },
-  };
+  const stream = graphqlSse(t.context.app, { key, query, variables });
+  await stream.opened;
+  return stream;
 }
 
 test('an SSE subscription receives events of its network, with the same auth', async (t) => {
@@ -573,10 +489,10 @@ test('an SSE subscription receives events of its network, with the same auth', a
   // `after` makes the test independent of when the stream attaches: anything after the anchor is replayed or live.
   const stream = await openSse(t, SUB, { kinds: ['payment_link.*'], agent: mint, after: anchorEvent.id }, t.context.key);
   try {
-    t.is(stream.res.statusCode, 200);
-    t.regex(stream.res.headers['content-type'] ?? '', /text\/event-stream/);
-    t.regex(String(stream.res.headers['x-svc-request-id']), ULID);
-    t.is(stream.res.headers['ratelimit-limit'], '600', 'the subscription counted in the events.read bucket');
+    t.is(stream.status, 200);
+    t.regex(stream.headers['content-type'] ?? '', /text\/event-stream/);
+    t.regex(String(stream.headers['x-svc-request-id']), ULID);
+    t.is(stream.headers['ratelimit-limit'], '600', 'the subscription counted in the events.read bucket');
     const created = await http(t.context.app, 'POST', '/v1/payment-links', { key: t.context.key, body: linkBody(mint, { label: 'over SSE' }) });
     t.is(created.status, 201);
     const message = await stream.next();

@@ -1,6 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { request as rawRequest } from 'node:http';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { graphqlSse } from '../support/sse.ts';
 
 // Issue 17 "Hostile input answers 4xx with the envelope, never 500": each request the issue reports, over real HTTP.
 
@@ -33,12 +34,6 @@ test.before(async (t) => {
   const admin = await issueKey(app, 'chain-devnet', 'admin');
   const { mint } = await recordAgent(app, key);
   t.context = { app, key, admin, owner: mint };
-});
-
-test.after.always(async (t) => {
-  if (!t.context?.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 // ── NUL bytes and lone surrogates ──────────────────────────────────────────────────────────────────────────────────
@@ -132,24 +127,14 @@ test('tRPC and GraphQL refuse a NUL byte the same way', async (t) => {
 
 test('a GraphQL subscription refuses a NUL byte in after before the store sees it', async (t) => {
   const { app, key } = t.context;
-  const res = await fetch(`${app.url}/graphql`, {
-    method: 'POST',
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify({ query: 'subscription($after: ID) { events(after: $after) { id } }', variables: { after: '\u0000' } }),
-  });
-  const reader = res.body!.getReader();
-  let text = '';
-  while (!/\n\n/.test(text.replace(/^:.*\n\n/gm, ''))) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += new TextDecoder().decode(value);
+  const stream = graphqlSse(app, { key, query: 'subscription($after: ID) { events(after: $after) { id } }', variables: { after: '\u0000' } });
+  try {
+    const { data: payload } = await stream.waitFor((m) => m.data !== null);
+    t.is(payload.errors?.[0]?.extensions?.code, 'invalid_request', JSON.stringify(payload));
+    t.is(payload.errors?.[0]?.extensions?.request_id, stream.headers['x-svc-request-id']);
+  } finally {
+    stream.close();
   }
-  await reader.cancel();
-  const data = /data: (.*)/.exec(text)?.[1];
-  t.truthy(data, text);
-  const payload = JSON.parse(data!);
-  t.is(payload.errors?.[0]?.extensions?.code, 'invalid_request', data);
-  t.is(payload.errors?.[0]?.extensions?.request_id, res.headers.get('x-svc-request-id'));
 });
 
 test('nesting deeper than 64 levels is invalid_request (too_deep), not a stack overflow', async (t) => {

@@ -3,7 +3,7 @@ import anyTest, { type TestFn } from 'ava';
 import pg from 'pg';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { PublicKey } from '@solana/web3.js';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, startTwoInstances, type TestApp } from '../support/app.ts';
 import { newRequestId, ULID_PATTERN } from '../../domain/shared/ids.ts';
 import { associatedTokenAccount } from '../../domain/treasury/derive.ts';
 import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
@@ -20,10 +20,6 @@ const test = anyTest as TestFn<{ a: TestApp; b: TestApp }>;
 
 test.before(async (t) => {
   t.context = await startTwoInstances();
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 /** The background statements of the process's timers (rate-limit exchange, usage flush, event catch-up, the indexer job): not a request's. */

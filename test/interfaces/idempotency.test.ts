@@ -1,16 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { randomUUID } from 'node:crypto';
-import {
-  http,
-  linkBody,
-  recordAgent,
-  removeDataDir,
-  startTestApp,
-  startTwoInstances,
-  type TestApp,
-  stopTwoInstances,
-  writeAgentAsset,
-} from '../support/app.ts';
+import { http, linkBody, recordAgent, startTestApp, startTwoInstances, type TestApp, writeAgentAsset } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
 import { IDEMPOTENCY_TTL_MS, IdempotencyService, requestHash, WAIT_MS, type Outcome } from '../../domain/policies/idempotency.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -35,10 +25,6 @@ test.before(async (t) => {
   const created = await a.services.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const { mint } = await recordAgent(a, created.key);
   t.context = { a, b, key: created.key, keyId: created.id, mint };
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 interface Raw {
@@ -296,14 +282,6 @@ const onTestClock = () =>
     const clock = new TestClock();
     return { app: await startTestApp({ appOptions: { clock } }), clock };
   })());
-
-test.after.always(async () => {
-  const started = await clockApp?.catch(() => undefined);
-  if (started) {
-    await started.app.close();
-    await removeDataDir(started.app.dataDir);
-  }
-});
 
 test.serial('a request whose twin is still running waits, then gets 409 idempotency_in_progress after 10 s', async (t) => {
   const { app, clock } = await onTestClock();

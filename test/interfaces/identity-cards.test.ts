@@ -79,9 +79,6 @@ test.before(async (t) => {
 test.after.always(async (t) => {
   t.context.server?.close();
   if (t.context.certDir) await rm(t.context.certDir, { recursive: true, force: true });
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 const gql = (t: { context: Ctx }, key: string | undefined, query: string, variables?: Record<string, unknown>): Promise<HttpResult> =>

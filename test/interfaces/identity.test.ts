@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import type { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { GuardedOutboundHttp } from '../../adapters/http/outbound.ts';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
-import { http, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, linkBody, randomAddress, recordAgent, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
 import { buildChain, unknownSignature } from '../support/receipts.ts';
 import { TestClock } from '../support/clock.ts';
@@ -85,9 +85,6 @@ test.before(async (t) => {
 test.after.always(async (t) => {
   t.context.server?.close();
   if (t.context.certDir) await rm(t.context.certDir, { recursive: true, force: true });
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 // ── helpers ──────────────────────────────────────────────────────────────────────────────────────────────────────────

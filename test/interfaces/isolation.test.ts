@@ -1,5 +1,5 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
 
 // hosted-api §5.2–5.4: the key prefix fixes the network and a key never sees the other network's rows.
 
@@ -38,12 +38,6 @@ test.before(async (t) => {
     devnet: await seed(app, testKey, 'devnet-only'),
     mainnet: await seed(app, liveKey, 'mainnet-only'),
   };
-});
-
-test.after.always(async (t) => {
-  if (!t.context?.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('the key prefix fixes the network of what a key creates', (t) => {

@@ -1,5 +1,5 @@
 import anyTest, { type TestFn } from 'ava';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { buildChain } from '../support/receipts.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 
@@ -10,12 +10,6 @@ const test = anyTest as TestFn<{ app: TestApp }>;
 
 test.before(async (t) => {
   t.context = { app: await startTestApp() };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 async function gql(app: TestApp, key: string, query: string, variables: Record<string, unknown> = {}) {

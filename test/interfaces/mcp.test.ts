@@ -10,9 +10,9 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { spawn } from 'node:child_process';
 import { Ajv } from 'ajv';
-import { http, issueKey, randomAddress, recordAgent, removeDataDir, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
+import { http, issueKey, randomAddress, recordAgent, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
-import { until } from '../support/receiver.ts';
+import { until } from '../support/until.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor, U64_MAX } from '../../domain/shared/money.ts';
@@ -51,10 +51,6 @@ test.before(async (t) => {
 
 test.after.always(async (t) => {
   for (const s of t.context.servers ?? []) s.close();
-  if (t.context.app) {
-    await t.context.app.close();
-    await removeDataDir(t.context.app.dataDir);
-  }
   if (t.context.dir) await rm(t.context.dir, { recursive: true, force: true });
 });
 
@@ -461,8 +457,7 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
       const [r] = await app.database.store.receipts.listByAgent('chain-devnet', s.mint, { limit: 1 });
       return r?.verification.status === 'verified' ? r : undefined;
     },
-    30_000,
-    100,
+    { everyMs: 100 },
   );
   const rep = await ok(buyer, 'svc_reputation', { mint: s.mint });
   t.like(rep, { agent: s.mint, settled_calls: 1, volume_usd: '0.25', rating: 1, dispute_rate: 0 });

@@ -47,11 +47,6 @@ test.before(async (t) => {
   };
 });
 
-test.after.always(async (t) => {
-  await t.context.b?.close();
-  await t.context.a?.close();
-});
-
 const today = () => new Date().toISOString().slice(0, 10);
 
 async function flush(t: ExecutionContext<Ctx>): Promise<void> {

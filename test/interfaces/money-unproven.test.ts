@@ -16,7 +16,6 @@ import {
   fundFeeVault,
   legacyAgentWithLink,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   unpaidOffer,
   USDC,
@@ -36,10 +35,6 @@ test.before(async (t) => {
   const w = await startPaywallApp();
   await fundFeeVault(w);
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** A buyer-signed x402 v2 payment of a proven link's offer, paying `payTo` instead: what the paywall and facilitator would settle. */

@@ -3,7 +3,7 @@ import { createClient } from '../../interfaces/client/index.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 
 // Issue 9 "Offers that real clients can pay", when the facilitator refuses to prepare the treasury's token account:
 // with no rent budget it sponsors nothing, so the link's answer says pay_to_ready: false on every door (REST, tRPC,
@@ -15,12 +15,6 @@ const USDC = findStable('chain-devnet', 'USDC')!;
 test.before(async (t) => {
   const app = await startTestApp({ env: { SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: '0' } });
   t.context = { app, key: await issueKey(app) };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('a refused treasury token account is pay_to_ready: false in the create answer of REST, tRPC and GraphQL; reads say null', async (t) => {

@@ -2,7 +2,7 @@ import anyTest, { type TestFn } from 'ava';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { createConfig, lintFromString } from '@redocly/openapi-core';
 import { z } from 'zod';
-import { http, issueKey, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, startTestApp, type TestApp } from '../support/app.ts';
 import { ErrorEnvelope } from '../../interfaces/errors.ts';
 
 // hosted-api §1 and §9: an OpenAPI 3.1 document at /openapi.json describing every /v1 route.
@@ -59,12 +59,6 @@ test.before(async (t) => {
   const res = await http<Doc>(app, 'GET', '/openapi.json');
   if (res.status !== 200) throw new Error(`GET /openapi.json: ${res.status}`);
   t.context = { app, doc: res.body, contentType: res.headers.get('content-type') };
-});
-
-test.after.always(async (t) => {
-  if (!t.context?.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('GET /openapi.json is OpenAPI 3.1.0 JSON', (t) => {

@@ -1,5 +1,4 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { request, type IncomingMessage } from 'node:http';
 import { createClient as createWsClient, type Client as WsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { PublicKey } from '@solana/web3.js';
@@ -9,7 +8,9 @@ import { coreAssetOwner } from '../../domain/agents/asset.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 import { initOrm, migratorOf } from '../../adapters/store/mikro-orm-store.ts';
 import { coreAssetData, writeCoreAsset as writeAsset } from '../support/core-asset.ts';
-import { http, linkBody, networkOfKey, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, linkBody, networkOfKey, randomAddress, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
+import { graphqlSse } from '../support/sse.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
 // README "Ownership" (issue 9): a key's principal is its owner_wallet when set, otherwise the key itself. Principal B
@@ -84,12 +85,6 @@ test.before(async (t) => {
     mainnetAdmin: await issue(app, { network: 'chain-mainnet', role: 'admin' }),
     mainnetKey: await issue(app, { network: 'chain-mainnet' }),
   };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 /** An error envelope without its request id, the link id replaced: another's link must read like a missing one. */
@@ -280,8 +275,8 @@ interface Received {
 interface Stream {
   events: Received[];
   errors: unknown[];
-  /** resolves once an event for link `id` arrived; rejects after `timeoutMs` */
-  waitForLink(id: string, timeoutMs?: number): Promise<void>;
+  /** resolves once an event for link `id` arrived */
+  waitForLink(id: string): Promise<void>;
   close(): void;
 }
 
@@ -300,23 +295,14 @@ function collector(): Pick<Stream, 'events' | 'errors' | 'waitForLink'> & { push
       errors.push(e);
       for (const w of waiters) w();
     },
-    waitForLink(id, timeoutMs = 10_000) {
-      return new Promise((resolve, reject) => {
+    // no deadline of its own: an event that never comes is AVA's timeout to report (test/support/until.ts)
+    waitForLink(id) {
+      return new Promise((resolve) => {
         const check = () => {
-          if (events.some((e) => e.metadata.payment_link_id === id)) {
-            clearTimeout(timer);
-            waiters.delete(check);
-            resolve();
-          }
-        };
-        const timer = setTimeout(() => {
+          if (!events.some((e) => e.metadata.payment_link_id === id)) return;
           waiters.delete(check);
-          reject(
-            new Error(
-              `no event of ${id} within ${timeoutMs} ms; got ${JSON.stringify(events.map((e) => e.metadata.payment_link_id))}, errors ${JSON.stringify(errors)}`,
-            ),
-          );
-        }, timeoutMs);
+          resolve();
+        };
         waiters.add(check);
         check();
       });
@@ -346,37 +332,21 @@ function subscribeWs(app: TestApp, key: string, after: string | undefined): Stre
   return { ...c, client, close: () => void client.dispose() };
 }
 
-/** GraphQL over SSE (Yoga's distinct-connections mode) through node:http without keep-alive. */
+/** GraphQL over SSE (Yoga's distinct-connections mode). */
 function subscribeSse(app: TestApp, key: string, after: string | undefined): Stream {
   const c = collector();
-  const req = request(`${app.url}/graphql`, {
-    method: 'POST',
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    agent: false,
+  const stream = graphqlSse(app, {
+    key,
+    query: SUB,
+    variables: { after },
+    onMessage: (m) => {
+      if (!m.data || typeof m.data !== 'object') return;
+      const message = m.data as { data?: { events?: Received }; errors?: unknown[] };
+      for (const e of message.errors ?? []) c.fail(e);
+      if (message.data?.events) c.push(message.data.events);
+    },
   });
-  req.on('error', () => {});
-  req.once('response', (res: IncomingMessage) => {
-    res.setEncoding('utf8');
-    let buffer = '';
-    res.on('data', (chunk: string) => {
-      buffer += chunk;
-      for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-        const block = buffer.slice(0, end);
-        buffer = buffer.slice(end + 2);
-        const data = block
-          .split('\n')
-          .filter((l) => l.startsWith('data:'))
-          .map((l) => l.slice(5).trim())
-          .join('\n');
-        if (!data) continue;
-        const message = JSON.parse(data) as { data?: { events?: Received }; errors?: unknown[] };
-        for (const e of message.errors ?? []) c.fail(e);
-        if (message.data?.events) c.push(message.data.events);
-      }
-    });
-  });
-  req.end(JSON.stringify({ query: SUB, variables: { after } }));
-  return { ...c, close: () => void req.destroy() };
+  return { ...c, close: () => stream.close() };
 }
 
 /** The newest event the key can read: a subscription from it gets everything after, whenever it attaches. */
@@ -438,16 +408,7 @@ test("a subscription resuming after another principal's event answers event_not_
   t.truthy(aEvent);
   for (const stream of [subscribeWs(app, b.key, aEvent), subscribeSse(app, b.key, aEvent)]) {
     try {
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('no error within 10 s')), 10_000);
-        const poll = setInterval(() => {
-          if (stream.errors.length) {
-            clearTimeout(timer);
-            clearInterval(poll);
-            resolve();
-          }
-        }, 20);
-      });
+      await until('the stream answers an error', () => stream.errors.length > 0);
       t.is((stream.errors[0] as { extensions?: { code?: string } }).extensions?.code, 'event_not_found');
       t.deepEqual(stream.events, []);
     } finally {

@@ -2,7 +2,8 @@ import anyTest, { type TestFn } from 'ava';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { buildExplorer } from '../../interfaces/explorer/build.ts';
 import { GatewayIndex } from '../../interfaces/pages/landing.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { afterAll } from '../support/teardown.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
 
 // The gateway's pages in a real browser that may reach the gateway only (as behind a firewall or offline): the
@@ -31,15 +32,8 @@ test.before(async (t) => {
   const link = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
   if (link.status !== 201) throw new Error(`link: ${link.status} ${JSON.stringify(link.body)}`);
   const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  afterAll(() => browser.close()); // before the app, which would otherwise wait for the pages' open streams
   t.context = { app, key, linkId: link.body.id, browser };
-});
-
-test.after.always(async (t) => {
-  await t.context.browser?.close();
-  if (t.context.app) {
-    await t.context.app.close();
-    await removeDataDir(t.context.app.dataDir);
-  }
 });
 
 /** What went wrong while a page loaded and ran; each list must stay empty. */

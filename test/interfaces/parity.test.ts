@@ -1,6 +1,6 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, errorCode, type Client } from '../../interfaces/client/index.ts';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { asGraphqlEnums, EVENT_FIELDS, LINK_FIELDS } from '../support/graphql.ts';
 
 // One domain, three front doors: the same payment link reads identically over REST, tRPC and GraphQL, and the same
@@ -44,12 +44,6 @@ test.before(async (t) => {
   const key = await issueKey(app);
   const { mint } = await recordAgent(app, key, { name: 'Parity' });
   t.context = { app, key, agent: mint, trpc: createClient({ url: app.url, apiKey: key }) };
-});
-
-test.after.always(async (t) => {
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 test('a payment link created over REST reads the same over REST, tRPC and GraphQL, every field', async (t) => {

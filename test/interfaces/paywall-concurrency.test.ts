@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { newEvent } from '../../domain/events/kinds.ts';
 import { newId } from '../../domain/shared/ids.ts';
-import { createLink, fundBuyer, payingFetch, receiptsOf, fundFeeVault, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, fundBuyer, payingFetch, receiptsOf, fundFeeVault, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 19: one seller's paid calls share only that seller's locks (its receipt chain, its link's counters row); no
 // lock is shared between sellers. Proven without timing: seller A's chain is held by an open transaction that also
@@ -13,10 +13,6 @@ test.before(async (t) => {
   const w = await startPaywallApp();
   await fundFeeVault(w);
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 test("two sellers' paid calls proceed concurrently: B's completes while A's chain is held by an open transaction, A's completes after", async (t) => {

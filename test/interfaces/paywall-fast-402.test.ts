@@ -32,13 +32,6 @@ test.before(async (t) => {
   t.context = { app, key: await issueKey(app), handled: () => calls };
 });
 
-test.after.always(async (t) => {
-  if (t.context.app) {
-    await t.context.app.close();
-    await removeDataDir(t.context.app.dataDir);
-  }
-});
-
 /** Unpaid 402s answered before fastify (interfaces/paywall/fast-402.ts). */
 const beforeFastify = (app: TestApp): number => (app.fastify as unknown as { unpaidFastPath: UnpaidFastPath }).unpaidFastPath.answered;
 

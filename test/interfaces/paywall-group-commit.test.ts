@@ -16,7 +16,6 @@ import {
   startLocalServer,
   fundFeeVault,
   startPaywallApp,
-  stopPaywallApp,
   type CreatedLink,
   type PaywallWorld,
 } from '../support/paywall.ts';
@@ -33,10 +32,6 @@ test.before(async (t) => {
   const w = await startPaywallApp();
   await fundFeeVault(w);
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** Every statement the app's MikroORM connection runs while `fn` runs. */

@@ -8,7 +8,8 @@ import { createFacilitatorApp, type FacilitatorApp } from '../../interfaces/app.
 import { feeFor } from '../../domain/shared/money.ts';
 import { findStable } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, testConfig, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, testConfig, type TestApp } from '../support/app.ts';
+import { afterAll } from '../support/teardown.ts';
 
 // Issue "paid calls": the same link paid through the facilitator run as its own HTTP service (`npm run facilitator`,
 // createFacilitatorApp) as through the gateway's in-process one. Gateway A holds the embedded ledgers and settles
@@ -39,6 +40,7 @@ test.before(async () => {
     }),
     { logger: pino({ level: 'silent' }) },
   );
+  afterAll(() => facilitator.close()); // before A, whose database and ledgers it uses
   b = await startTestApp({
     dataDir: a.dataDir,
     databaseUrl: a.database.url,
@@ -61,20 +63,12 @@ test.before(async () => {
   });
   await new Promise<void>((resolve) => proxy.server!.listen(0, '127.0.0.1', resolve));
   proxy.url = `http://127.0.0.1:${(proxy.server.address() as AddressInfo).port}`;
+  afterAll(() => proxy.server?.close());
   c = await startTestApp({
     dataDir: a.dataDir,
     databaseUrl: a.database.url,
     env: { SVC_DEVNET_LEDGER: devnet, SVC_MAINNET_LEDGER: mainnet, SVC_PAYWALL_FACILITATOR_URL: proxy.url, SVC_JOBS: 'off' },
   });
-});
-
-test.after.always(async () => {
-  await c?.close();
-  proxy.server?.close();
-  await b?.close();
-  await facilitator?.close();
-  await a?.close();
-  if (a) await removeDataDir(a.dataDir);
 });
 
 async function usdcOf(owner: string): Promise<bigint> {

@@ -19,7 +19,7 @@ import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 
 // DECISIONS "x402 on the paywall" and fee-facilitator-mpp-tools §2.1–2.4: the paywall /x/{id} is paid by the official
@@ -45,14 +45,6 @@ async function world(env: Record<string, string> = {}): Promise<World> {
 test.before(async (t) => {
   const [free, fee] = await Promise.all([world({ SVC_FEE_BPS: '0' }), world()]);
   t.context = { free, fee };
-});
-
-test.after.always(async (t) => {
-  for (const w of [t.context.free, t.context.fee]) {
-    if (!w) continue;
-    await w.app.close();
-    await removeDataDir(w.app.dataDir);
-  }
 });
 
 /** A seller agent with one link; its treasury's token account does not exist yet (the facilitator creates it). */

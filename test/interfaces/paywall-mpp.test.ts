@@ -17,7 +17,7 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2 } from '../../domain/shared/network.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 import { HttpFacilitator } from '../../adapters/facilitator/http.ts';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
+import { http, issueKey, recordAgent, startTestApp } from '../support/app.ts';
 import {
   createLink,
   eventsOf,
@@ -29,7 +29,6 @@ import {
   fundFeeVault,
   recordingPayingFetch,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   USDC,
   type PaywallWorld,
@@ -57,14 +56,6 @@ test.before(async (t) => {
   const feeAuthority = await fundFeeVault(w);
   const feePayer = ((await (await fetch(`${w.app.url}/facilitator/health`)).json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feePayer, feeAuthority, free };
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
-  if (t.context.free) {
-    await t.context.free.app.close();
-    await removeDataDir(t.context.free.app.dataDir);
-  }
 });
 
 interface Unpaid {

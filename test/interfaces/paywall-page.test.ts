@@ -16,12 +16,12 @@ import {
   paidCallsOf,
   receiptsOf,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   unpaidOffer,
   type CreatedLink,
   type PaywallWorld,
 } from '../support/paywall.ts';
+import { afterAll } from '../support/teardown.ts';
 
 // The paywall page (docs/paywall.md "In a browser"): a browser opening a share_url gets a 402 page a person can read
 // and pay from a wallet (Solana Pay transaction request); API clients keep the JSON 402 byte for byte. One app and one
@@ -52,12 +52,8 @@ test.before(async (t) => {
   await fundFeeVault(w);
   const created = await createLink(w, { label: 'Weather <report>', metadata: { description: 'Tomorrow’s forecast for Paris' } });
   const browser = await chromium.launch({ executablePath, args: ['--no-sandbox'] });
+  afterAll(() => browser.close()); // before the app, which would otherwise wait for the pages' open streams
   t.context = { w, browser, created };
-});
-
-test.after.always(async (t) => {
-  await t.context.browser?.close();
-  await stopPaywallApp(t.context.w);
 });
 
 /** Unpaid 402s answered before fastify (interfaces/paywall/fast-402.ts). */

@@ -22,7 +22,6 @@ import {
   receiptsOf,
   fundFeeVault,
   startPaywallApp,
-  stopPaywallApp,
   type CreatedLink,
   type PaywallWorld,
 } from '../support/paywall.ts';
@@ -41,10 +40,6 @@ test.before(async (t) => {
   const res = await fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': warm.paymentSignature } });
   if (res.status !== 200) throw new Error(`warm-up payment: ${res.status} ${await res.text()}`);
   t.context = { ...w, link };
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** The background statements of the process's timers and feed (rate-limit exchange, usage flush, event catch-up, the indexer job). */

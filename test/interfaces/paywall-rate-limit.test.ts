@@ -1,5 +1,5 @@
 import test from 'ava';
-import { startTestApp, stopTwoInstances, type TestApp } from '../support/app.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
 
 // DECISIONS "Wire conventions": the public paywall has a per-client-IP bucket (600 per 60 s; here overridden to 3),
 // a sliding log shared by every node on the database, with the standard RateLimit-* headers and a 429 in the
@@ -13,10 +13,6 @@ test.before(async () => {
   const env = { SVC_RATE_LIMITS: '{"paywall":3}' };
   app = await startTestApp({ env });
   other = await startTestApp({ databaseUrl: app.database.url, env: { ...env, SVC_JOBS: 'off' } });
-});
-
-test.after.always(async () => {
-  await stopTwoInstances({ a: app, b: other });
 });
 
 test('the paywall counts every /x request per client IP on every node; the request over the limit is 429 rate_limited with Retry-After', async (t) => {

@@ -9,6 +9,7 @@ import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { MikroOrmStore } from '../../adapters/store/mikro-orm-store.ts';
 import { startProcessOwner } from '../../adapters/store/process-owner.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import {
   buildPayment,
   createLink,
@@ -20,9 +21,9 @@ import {
   recordingPayingFetch,
   startLocalServer,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   type PaywallWorld,
+  fundFeeVault,
 } from '../support/paywall.ts';
 
 // Issue 17 "money lost on a crash", the focused cases: a paid call whose process died after the transaction was
@@ -39,12 +40,8 @@ const PRICE = 10_000n; // linkBody's $0.01
 test.before(async (t) => {
   const w = await startPaywallApp();
   // Sponsor the fee authority's token account up front (one sponsorship per owner and mint; tests run concurrently).
-  await w.app.services.dev.fund('chain-devnet', { address: w.app.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   t.context = w;
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** A JSON-RPC pass-through to `target` that goes silent (never answers again) right after forwarding a sendTransaction. */
@@ -77,14 +74,6 @@ async function silencingProxy(target: string): Promise<{ url: string; sent: Prom
       server.close();
     },
   };
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
 }
 
 /**

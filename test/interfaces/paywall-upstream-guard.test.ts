@@ -57,9 +57,7 @@ test.before(async () => {
 });
 
 test.after.always(async () => {
-  await app?.close();
   await counter?.close();
-  if (app) await removeDataDir(app.dataDir);
 });
 
 async function usdcOf(owner: string): Promise<bigint> {

@@ -11,6 +11,7 @@ import { FEE_EXTENSION_KEY, FeeExtension } from '../../domain/facilitator/schema
 import type { X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
 import { associatedTokenAccount, payToFor, treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import {
   base64Json,
@@ -27,7 +28,6 @@ import {
   startLocalServer,
   fundFeeVault,
   startPaywallApp,
-  stopPaywallApp,
   tokenBalance,
   unpaidOffer,
   USDC,
@@ -52,10 +52,6 @@ test.before(async (t) => {
   const health = await fetch(`${w.app.services.settings.facilitatorUrl}/health`);
   const feePayer = ((await health.json()) as { fee_payer: string }).fee_payer;
   t.context = { ...w, feeAuthority, feePayer };
-});
-
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
 });
 
 /** Token deltas of one confirmed transaction, by owner of the token account. */
@@ -746,7 +742,7 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
   t.is(res.status, 200, await res.clone().text());
   const sig = decodePaymentResponse(res.headers.get('payment-response')!).transaction;
 
-  const hook = await receiver.waitFor(1, 5_000);
+  const hook = await receiver.waitFor(1);
   t.is(hook.method, 'POST');
   t.is(hook.url, '/hook');
   t.is(hook.headers['content-type'], 'application/json');
@@ -778,8 +774,7 @@ test('per-link webhook: a signed POST reaches webhook_url after a paid call; X-S
       .fork()
       .execute('select d.status from webhook_deliveries d join payment_links l on l.pk = d.link_pk where l.id = ?', [link.id])) as { status: string }[];
   // the one delivery is recorded once the receiver's 204 is back (awaited: the job records it after the POST)
-  const deadline = Date.now() + 30_000;
-  while ((await deliveries()).some((d) => d.status !== 'delivered') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  await until('the delivery recorded', async () => (await deliveries()).every((d) => d.status === 'delivered'));
   t.deepEqual(await deliveries(), [{ status: 'delivered' }]);
   t.is(receiver.received.length, 1);
 });

@@ -12,7 +12,7 @@ import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 import { http, issueKey, makeDataDir, removeDataDir, startTestApp } from '../support/app.ts';
 import { sharedDatabaseUrl } from '../support/cluster.ts';
 import { metaplexTest } from '../support/programs.ts';
-import { until } from '../support/receiver.ts';
+import { until } from '../support/until.ts';
 
 // `npm run programs` copies the well-known programs from a Solana JSON-RPC into the data directory's program cache;
 // a gateway started on that directory afterwards — without SVC_LEDGER_PROGRAMS — runs Metaplex Core on both embedded
@@ -123,12 +123,9 @@ metaplexTest(
     });
     t.is(submitted.status, 202, JSON.stringify(submitted.body));
     const mint = String(prepared.body.echo.asset);
-    const asset = await until(
-      'the asset on the ledger',
-      async () => (await gateway.services.ledgers['chain-devnet']!.getAccount(mint)) ?? undefined,
-      60_000,
-      100,
-    );
+    const asset = await until('the asset on the ledger', async () => (await gateway.services.ledgers['chain-devnet']!.getAccount(mint)) ?? undefined, {
+      everyMs: 100,
+    });
     t.is(asset.owner, MPL_CORE_PROGRAM_ID, 'the minted agent is a Core asset');
   },
 );

@@ -1,6 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair } from '@solana/web3.js';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { AGENT_REGISTRY_IDENTITY_PROGRAM_ID } from '../../domain/ledger/programs.ts';
 import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts';
 import { PREPARE_ROUTES } from '../../domain/agents/build/index.ts';
@@ -23,11 +23,6 @@ test.before(async (t) => {
   const key = await issueKey(app);
   const { mint, owner } = await recordAgent(app, key);
   t.context = { app, key, mint, owner };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 const command = (app: TestApp) => `npm run programs -- --data-dir ${app.dataDir}`;

@@ -81,8 +81,6 @@ test.before(async (t) => {
   await em.execute('analyze');
 });
 
-test.after.always(async (t) => t.context.app?.close());
-
 interface PlanNode {
   'Node Type': string;
   'Relation Name'?: string;

@@ -52,13 +52,6 @@ test.before(async (t) => {
   }
 });
 
-test.after.always(async (t) => {
-  await t.context.d?.close();
-  await t.context.c?.close();
-  await t.context.b?.close();
-  await t.context.a?.close();
-});
-
 interface Res {
   status: number;
   headers: Headers;

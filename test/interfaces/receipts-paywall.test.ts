@@ -1,7 +1,8 @@
 import anyTest, { type TestFn } from 'ava';
 import { http } from '../support/app.ts';
+import { until as waitUntil } from '../support/until.ts';
 import { receiptOf } from '../../domain/receipts/schema.ts';
-import { createLink, fundBuyer, payingFetch, startPaywallApp, stopPaywallApp, type PaywallWorld } from '../support/paywall.ts';
+import { createLink, fundFeeVault, fundBuyer, payingFetch, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
 // Issue 11: the paywall's earn receipts (source "paywall") are receipts like any other — listed, read by hash, part of
 // the verifiable chain — and each is checked against the ledger, fee leg included.
@@ -11,21 +12,20 @@ const test = anyTest as TestFn<PaywallWorld>;
 test.before(async (t) => {
   const w = await startPaywallApp();
   // The fee authority's token account exists before the payment (the facilitator sponsors one account per owner).
-  await w.app.services.dev.fund('chain-devnet', { address: w.app.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   t.context = w;
 });
 
-test.after.always(async (t) => {
-  await stopPaywallApp(t.context.app ? t.context : undefined);
-});
-
-async function until<T>(read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 90_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v) || Date.now() > deadline) return v;
-    await new Promise((r) => setTimeout(r, 200));
-  }
+async function until<T>(read: () => Promise<T>, done: (v: T) => boolean): Promise<T> {
+  const found = await waitUntil(
+    'the read-back',
+    async () => {
+      const v = await read();
+      return done(v) ? { v } : undefined;
+    },
+    { everyMs: 200 },
+  );
+  return found.v;
 }
 
 test('a paid call’s earn receipt is listed, read by hash, on a sound chain, and verified against the ledger', async (t) => {

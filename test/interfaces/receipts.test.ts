@@ -2,7 +2,7 @@ import anyTest, { type TestFn } from 'ava';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { receiptHash, receiptOf, type ReceiptV1 } from '../../domain/receipts/schema.ts';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 
 // Issue 11 / hosted-api §4.7: receipts pushed, listed, read by hash and walked, on REST, tRPC and GraphQL; each receipt
@@ -19,11 +19,6 @@ const test = anyTest as TestFn<Ctx>;
 test.before(async (t) => {
   const app = await startTestApp();
   t.context = { app, key: await issueKey(app), other: await issueKey(app), mainnet: await issueKey(app, 'chain-mainnet') };
-});
-
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 const push = (t: { context: Ctx }, agent: string, body: unknown, key = t.context.key) => http(t.context.app, 'POST', `/v1/receipts/${agent}`, { key, body });

@@ -5,18 +5,8 @@ import { getAssociatedTokenAddressSync, TOKEN_PROGRAM_ID } from '@solana/spl-tok
 import { TestClock } from '../support/clock.ts';
 import { AccessService, KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import {
-  http,
-  issueKey,
-  linkBody,
-  randomAddress,
-  recordAgent,
-  removeDataDir,
-  startTestApp,
-  writeAgentAsset,
-  type HttpResult,
-  type TestApp,
-} from '../support/app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, writeAgentAsset, type HttpResult, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 
 // REST /v1 end to end over real HTTP: hosted-api §2.1–2.4, §3.2, §4.1, §5, §7 and DECISIONS.
 
@@ -87,12 +77,6 @@ async function eventsOf(t: ExecutionContext<{ app: TestApp; key: string }>, quer
 test.before(async (t) => {
   const app = await startTestApp();
   t.context = { app, key: await issueKey(app) };
-});
-
-test.after.always(async (t) => {
-  if (!t.context?.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
 });
 
 // ── Payment links: create ──────────────────────────────────────────────────────────────────────────────────────
@@ -777,8 +761,7 @@ test('garbage, unknown and disabled keys → 401 invalid_api_key', async (t) => 
   // Key rows are cached per process until the key's api_key.disabled event, KEY_CACHE_TTL_MS at most (on the app's
   // clock: the bound is proven on a moved TestClock below): a key disabled behind the API's back (here by SQL, no
   // event) is refused once the cached row expires.
-  const deadline = Date.now() + 30_000;
-  while ((await http(app, 'GET', '/v1/health', { key: created.key })).status === 200 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
+  await until('the cached key row expired', async () => (await http(app, 'GET', '/v1/health', { key: created.key })).status !== 200, { everyMs: 250 });
   expectError(t, await http(app, 'GET', '/v1/health', { key: created.key }), 401, 'invalid_api_key');
   expectError(t, await http(app, 'GET', '/v1/payment-links', { key: created.key }), 401, 'invalid_api_key');
 });

@@ -1,8 +1,8 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
-import { request, type IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEvent, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEvent, type TestApp } from '../support/app.ts';
+import { graphqlSse, type SseStream } from '../support/sse.ts';
 import { newId } from '../../domain/shared/ids.ts';
 
 // Issue 17: a key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
@@ -25,10 +25,6 @@ const SUB = `subscription($after: ID) { events(after: $after) { id kind metadata
 test.before(async (t) => {
   const { a, b } = await startTwoInstances();
   t.context = { a, b, admin: await issueKey(a, 'chain-devnet', 'admin') };
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 /** A user key (its id, to disable it), an agent and an anchor event to subscribe after, so no event is missed. */
@@ -159,27 +155,32 @@ test('SSE: a key disabled on node A ends its subscription on node B with invalid
   const user = await setUp(t);
   const stream = await openSse(b, user.key, { after: user.anchor });
   try {
-    t.is(stream.res.statusCode, 200);
+    t.is(stream.status, 200);
     const first = await createLink(a, user.key, user.mint, 'before');
-    await until('the event before the revocation', () => (stream.payloads.some((p) => p.data?.events?.metadata?.payment_link_id === first) ? true : undefined));
+    await until('the event before the revocation', () =>
+      payloadsOf(stream).some((p) => p.data?.events?.metadata?.payment_link_id === first) ? true : undefined,
+    );
 
     const started = Date.now();
     await disable(t, user.id);
     await until('stream ended', () => (stream.ended ? true : undefined));
     t.log(`ended ${Date.now() - started} ms after the disable`);
-    const last = stream.payloads.at(-1);
-    t.is(last?.errors?.[0]?.extensions?.code, 'invalid_api_key', JSON.stringify(stream.payloads));
+    const last = payloadsOf(stream).at(-1);
+    t.is(last?.errors?.[0]?.extensions?.code, 'invalid_api_key', JSON.stringify(stream.messages));
     t.is(last?.errors?.[0]?.extensions?.status, 401);
-    t.true(stream.completed, 'the stream says complete before it ends');
+    t.true(
+      stream.messages.some((m) => m.event === 'complete'),
+      'the stream says complete before it ends',
+    );
 
     // the stream is closed: an event of the disabled key's own principal, which it would see if it were open, does
     // not reach it. The marker: an admin stream on the same node gets that event from the same fan-out.
-    const count = stream.payloads.length;
+    const count = payloadsOf(stream).length;
     const marker = await openSse(b, t.context.admin, { after: user.anchor });
     try {
       const id = await appendOwned(a, `key:${user.id}`);
-      await until('the admin stream receives the event', () => (marker.payloads.some((p) => p.data?.events?.id === id) ? true : undefined));
-      t.is(stream.payloads.length, count);
+      await until('the admin stream receives the event', () => (payloadsOf(marker).some((p) => p.data?.events?.id === id) ? true : undefined));
+      t.is(payloadsOf(stream).length, count);
     } finally {
       marker.close();
     }
@@ -188,37 +189,12 @@ test('SSE: a key disabled on node A ends its subscription on node B with invalid
   }
 });
 
-/** An SSE subscription over node:http without keep-alive, collecting its payloads. */
+/** An SSE subscription, answered once its head arrived. */
 async function openSse(app: TestApp, key: string, variables: Record<string, unknown>) {
-  const req = request(`${app.url}/graphql`, {
-    method: 'POST',
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${key}` },
-    agent: false,
-  });
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    req.once('response', resolve).once('error', reject);
-    req.end(JSON.stringify({ query: SUB, variables }));
-  });
-  res.setEncoding('utf8');
-  const state = { res, payloads: [] as any[], ended: false, completed: false, close: () => req.destroy() };
-  let buffer = '';
-  res.on('data', (chunk: string) => {
-    buffer += chunk;
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const lines = buffer.slice(0, end).split('\n');
-      buffer = buffer.slice(end + 2);
-      const event = lines
-        .find((l) => l.startsWith('event:'))
-        ?.slice(6)
-        .trim();
-      if (event === 'complete') state.completed = true;
-      const data = lines
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trim())
-        .join('\n');
-      if (event !== 'complete' && data) state.payloads.push(JSON.parse(data));
-    }
-  });
-  res.on('close', () => (state.ended = true));
-  return state;
+  const stream = graphqlSse(app, { key, query: SUB, variables });
+  await stream.opened;
+  return stream;
 }
+
+/** The payloads of a stream's messages, its `complete` aside. */
+const payloadsOf = (stream: SseStream): any[] => stream.messages.filter((m) => m.event !== 'complete' && m.data !== null).map((m) => m.data);

@@ -3,6 +3,7 @@ import pino from 'pino';
 import { createClient, type Client } from '../../interfaces/client/index.ts';
 import { verifyWebhookSignature } from '../../domain/webhooks/signature.ts';
 import { http, insertProvenAgent, issueKey, linkBody, recordAgent, removeDataDir, startTestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { fundBuyer, payingFetch, startLocalServer } from '../support/paywall.ts';
 
 // Issue 9 "Secrets": a link's webhook_secret is answered once — by the create call, by the rotate route (and by the
@@ -73,7 +74,7 @@ test("a link's webhook secret is answered once and appears in no event, log line
   const paid = await pay(created.body.share_url);
   t.is(paid.status, 200, await paid.text());
   await receiver.waitFor(1);
-  await until(() => lines.some((l) => l.includes('webhook not delivered')));
+  await until('the failed delivery logged', () => lines.some((l) => l.includes('webhook not delivered')));
 
   // Rotate over REST, then over GraphQL: a new secret each time, answered once; the latest signs the next webhook.
   const rotated = await http(app, 'POST', '/v1/payment-links/secret-link/webhook-secret/rotate', { key });
@@ -148,14 +149,6 @@ test("a link's webhook secret is answered once and appears in no event, log line
     for (const secret of secrets) t.false(text.includes(secret.slice('whsec_'.length)), `${name} carry no secret body`);
   }
 });
-
-async function until(check: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 test("a disclosure link's token (a bearer secret in a URL path) is answered once and appears in no log line", async (t) => {
   const lines: string[] = [];

@@ -4,6 +4,7 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from '../../interfaces/config.ts';
 import { createFacilitatorApp, type FacilitatorApp } from '../../interfaces/app.ts';
 import { http, issueKey, startTestApp, testConfig, type TestApp } from '../support/app.ts';
+import { afterAll } from '../support/teardown.ts';
 
 // A client that never finishes its request holds no socket: every listener (the gateway, with the paywall's
 // before-fastify path; each embedded ledger's JSON-RPC and WebSocket ports; `npm run facilitator`) closes an unfinished
@@ -32,11 +33,7 @@ test.before(async () => {
     }),
     { logger: pino({ level: 'silent' }) },
   );
-});
-
-test.after.always(async () => {
-  await facilitator?.close();
-  await app?.close();
+  afterAll(() => facilitator.close()); // before the app, whose database it uses
 });
 
 /**

@@ -3,6 +3,7 @@ import { createClient } from 'graphql-ws';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 
 // Issue 21 item 3, no key can starve the others. Principal A floods a heavy read (its receipts list) that cannot
 // finish (the test holds an exclusive lock on receipts, so every such query waits in PostgreSQL for as long as the
@@ -48,11 +49,6 @@ test.before(async (t) => {
   t.context = { app, short, a, b, agentA, linkB: link.body.id };
 });
 
-test.after.always(async (t) => {
-  await t.context.short?.close();
-  await t.context.app?.close();
-});
-
 /** Holds an exclusive lock on receipts until released: every query reading receipts waits meanwhile. */
 async function lockReceipts(url: string, table = 'receipts'): Promise<() => Promise<void>> {
   const client = new pg.Client({ connectionString: url });
@@ -73,14 +69,6 @@ async function runningOnReceipts(app: TestApp, table = 'receipts'): Promise<numb
     n: number;
   }[];
   return rows[0]!.n;
-}
-
-async function until(what: string, check: () => Promise<boolean>): Promise<void> {
-  for (let i = 0; i < 400; i++) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 25));
-  }
-  throw new Error(`gave up waiting for ${what}`);
 }
 
 test.serial("A's flood of heavy reads gets 429s and never a connection B needs; A's clients leaving cancels its queries", async (t) => {

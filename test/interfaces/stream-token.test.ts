@@ -1,10 +1,11 @@
-import { request, type IncomingMessage } from 'node:http';
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient as createSseClient } from 'graphql-sse';
 import { createClient as createWsClient } from 'graphql-ws';
 import WebSocket from 'ws';
 import { AccessService } from '../../domain/access/service.ts';
-import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp, stopTwoInstances } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
+import { openSse } from '../support/sse.ts';
 
 // Issue 16: browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
 // for the key's principal and network; accepted as `?token=` on SSE and as graphql-ws connectionParams.token. SSE
@@ -30,10 +31,6 @@ test.before(async (t) => {
   t.context = { a, b, key, agent: mint };
 });
 
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
-});
-
 async function streamToken(t: ExecutionContext<Ctx>, app = t.context.a, key = t.context.key): Promise<string> {
   const res = await http(app, 'POST', '/v1/auth/stream-token', { key });
   t.is(res.status, 201, JSON.stringify(res.body));
@@ -52,62 +49,8 @@ async function anchor(t: ExecutionContext<Ctx>): Promise<string> {
   return res.body.data[0].id as string;
 }
 
-interface Received {
-  payloads: any[];
-  status: number;
-  contentType: string;
-  body: string;
-  close(): void;
-  waitFor(match: (payload: any) => boolean): Promise<any>;
-}
-
-/** An EventSource-like GET over node:http (no Authorization unless given), collecting SSE payloads or the body. */
-async function sseGet(app: TestApp, query: string, headers: Record<string, string> = {}): Promise<Received> {
-  const req = request(`${app.url}/graphql?${query}`, { method: 'GET', headers: { accept: 'text/event-stream', ...headers }, agent: false });
-  const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    req.once('response', resolve).once('error', reject);
-    req.end();
-  });
-  res.setEncoding('utf8');
-  const waiters = new Set<() => void>();
-  const state: Received = {
-    payloads: [],
-    status: res.statusCode ?? 0,
-    contentType: String(res.headers['content-type']),
-    body: '',
-    close: () => req.destroy(),
-    waitFor: (match) =>
-      new Promise((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`no matching payload; got ${JSON.stringify(state.payloads)}`)), 10_000);
-        const check = () => {
-          const found = state.payloads.find(match);
-          if (!found) return;
-          clearTimeout(timer);
-          waiters.delete(check);
-          resolve(found);
-        };
-        waiters.add(check);
-        check();
-      }),
-  };
-  let buffer = '';
-  res.on('data', (chunk: string) => {
-    state.body += chunk;
-    buffer += chunk;
-    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
-      const lines = buffer.slice(0, end).split('\n');
-      buffer = buffer.slice(end + 2);
-      const data = lines
-        .filter((l) => l.startsWith('data:'))
-        .map((l) => l.slice(5).trim())
-        .join('\n');
-      if (data) state.payloads.push(JSON.parse(data));
-      for (const w of waiters) w();
-    }
-  });
-  if (state.status !== 200) await new Promise((resolve) => res.once('end', resolve));
-  return state;
-}
+/** An EventSource-like GET (no Authorization unless given). */
+const sseGet = (app: TestApp, query: string, headers: Record<string, string> = {}) => openSse(`${app.url}/graphql?${query}`, { headers });
 
 function sseQuery(token: string | undefined, after: string): string {
   const params = new URLSearchParams({ query: SUB, variables: JSON.stringify({ after }) });
@@ -128,10 +71,10 @@ test.serial('a stream token is issued for 60 s and opens an SSE subscription wit
   const stream = await sseGet(t.context.a, sseQuery(issued.body.token, after));
   try {
     t.is(stream.status, 200);
-    t.regex(stream.contentType, /^text\/event-stream/);
+    t.regex(String(stream.headers['content-type']), /^text\/event-stream/);
     const id = await createLink(t, 'via token');
-    const payload = await stream.waitFor((p) => p.data?.events?.metadata?.payment_link_id === id);
-    t.is(payload.data.events.network, 'CHAIN_DEVNET');
+    const payload = await stream.waitFor((m) => m.data?.data?.events?.metadata?.payment_link_id === id);
+    t.is(payload.data.data.events.network, 'CHAIN_DEVNET');
   } finally {
     stream.close();
   }
@@ -171,7 +114,7 @@ test.serial('SSE without credentials, with a bad key, a bad, expired or re-prefi
   for (const [name, token, headers, code] of cases) {
     const res = await sseGet(t.context.a, sseQuery(token, after), headers);
     t.is(res.status, 401, name);
-    t.regex(res.contentType, /^application\/json/, name);
+    t.regex(String(res.headers['content-type']), /^application\/json/, name);
     const body = JSON.parse(res.body);
     t.like(body, { error: code }, name);
     t.is(typeof body.request_id, 'string', name);
@@ -222,13 +165,10 @@ test.serial(
     );
     try {
       const id = await createLink(t, 'via ws token');
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(JSON.stringify(payloads))), 10_000);
+      // no deadline of its own: an event that never comes is AVA's timeout to report
+      await new Promise<void>((resolve) => {
         wake = () => {
-          if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) {
-            clearTimeout(timer);
-            resolve();
-          }
+          if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) resolve();
         };
         wake();
       });
@@ -277,16 +217,11 @@ async function singleConnectionEvent(t: ExecutionContext<Ctx>, options: { url: s
   );
   try {
     const id = await createLink(t, 'via graphql-sse');
+    // no deadline of its own: an event that never comes is AVA's timeout to report
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`nothing within 10 s: ${JSON.stringify(payloads)}`)), 10_000);
       wake = () => {
-        if (failed !== undefined) {
-          clearTimeout(timer);
-          reject(failed instanceof Error ? failed : new Error(String((failed as Response)?.status ?? JSON.stringify(failed))));
-        } else if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) {
-          clearTimeout(timer);
-          resolve();
-        }
+        if (failed !== undefined) reject(failed instanceof Error ? failed : new Error(String((failed as Response)?.status ?? JSON.stringify(failed))));
+        else if (payloads.some((p) => p.data?.events?.metadata?.payment_link_id === id)) resolve();
       };
       wake();
     });
@@ -335,10 +270,10 @@ test.serial('a key disabled after issuing: its unused token is refused, and its 
   );
   try {
     const id = (await http(a, 'POST', '/v1/payment-links', { key: created.key, body: linkBody(mint, { label: 'seen' }) })).body.id;
-    await until(() => received.some((p) => p.data?.events?.metadata?.payment_link_id === id));
+    await until('the event on the stream', () => received.some((p) => p.data?.events?.metadata?.payment_link_id === id));
     const disabled = await http(a, 'POST', `/v1/admin/api-keys/${created.id}/disable`, { key: admin, body: {} });
     t.is(disabled.status, 200, JSON.stringify(disabled.body));
-    await until(() => ended !== undefined);
+    await until('the stream ended', () => ended !== undefined);
     t.truthy(ended);
   } finally {
     client.dispose();
@@ -349,14 +284,6 @@ test.serial('a key disabled after issuing: its unused token is refused, and its 
 });
 
 /** Polls `done` (events arrive on their own; this only waits for them), failing after 15 s. */
-async function until(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 15_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error('timed out');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST operation (202), a second GET 409, DELETE completes', async (t) => {
   const { a, key } = t.context;
   const put = await fetch(`${a.url}/graphql`, { method: 'PUT', headers: { authorization: `Bearer ${key}` } });
@@ -381,11 +308,11 @@ test.serial('graphql-sse single connection mode by hand: PUT, GET stream, POST o
     });
     t.is(op.status, 202);
     const id = await createLink(t, 'single connection by hand');
-    const message = await stream.waitFor((p) => p.payload?.data?.events?.metadata?.payment_link_id === id);
-    t.is(message.id, 'op1');
+    const message = await stream.waitFor((m) => m.data?.payload?.data?.events?.metadata?.payment_link_id === id);
+    t.is(message.data.id, 'op1');
     const done = await fetch(`${a.url}/graphql?operationId=op1`, { method: 'DELETE', headers: header });
     t.is(done.status, 200);
-    await stream.waitFor((p) => p.id === 'op1' && p.payload === undefined);
+    await stream.waitFor((m) => m.data?.id === 'op1' && m.data?.payload === undefined);
   } finally {
     stream.close();
   }

@@ -1,7 +1,7 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair, PublicKey, SystemProgram, Transaction } from '@solana/web3.js';
-import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
-import { until } from '../support/receiver.ts';
+import { http, startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 import { watchEvents } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
@@ -24,11 +24,6 @@ test.before(async (t) => {
   t.context = { app, key };
 });
 
-test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
-});
-
 const bytesOf = (envelope: PreparedEnvelope) => Buffer.from(envelope.transaction!.base64, 'base64');
 
 /** The right way: add the signature, keep the gateway's. */
@@ -45,8 +40,7 @@ async function confirmed(app: TestApp, key: string, id: string): Promise<Record<
       const e = await http(app, 'GET', `/v1/events/${id}`, { key });
       return e.body.phase === 'confirmed' || e.body.phase === 'failed' ? e.body : undefined;
     },
-    60_000,
-    250,
+    { everyMs: 250 },
   );
 }
 
@@ -165,12 +159,9 @@ metaplexTest(
       JSON.stringify(logs),
     );
     t.true(logs.length <= 22);
-    const pushed = await until(
-      'the failure on the subscription',
-      async () => live.seen.find((e) => e.id === second.body.event_id && e.phase === 'FAILED'),
-      30_000,
-      50,
-    );
+    const pushed = await until('the failure on the subscription', async () => live.seen.find((e) => e.id === second.body.event_id && e.phase === 'FAILED'), {
+      everyMs: 50,
+    });
     t.is(pushed.errorCode, 'instruction_error');
     t.deepEqual(pushed.errorLogs, logs);
 

@@ -1,7 +1,7 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
-import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp, stopTwoInstances, writeAgentAsset } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp, writeAgentAsset } from '../support/app.ts';
 
 // graphql-ws across two API nodes on one database: an event committed through node B reaches a subscriber on node A
 // (LISTEN/NOTIFY), a reconnect with `after` replays exactly what was missed, then continues live; networks are
@@ -138,10 +138,6 @@ test.before(async (t) => {
     throw e;
   }
   t.context = { a, b, key: await issueKey(a), mainnetKey: await issueKey(a, 'chain-mainnet') };
-});
-
-test.after.always(async (t) => {
-  await stopTwoInstances(t.context);
 });
 
 test('an event committed on node B reaches a subscriber on node A within 1 s; a reconnect with after misses nothing', async (t) => {

@@ -1,7 +1,9 @@
 import anyTest, { type TestFn } from 'ava';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
-import { startReceiver, until, type Receiver } from '../support/receiver.ts';
+import { faultyLedger } from '../support/faulty-ledger.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { until } from '../support/until.ts';
 import { TestClock } from '../support/clock.ts';
 import { PREPARED_TTL_MS, TransactionService } from '../../domain/transactions/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
@@ -32,9 +34,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.app?.close();
   await t.context.receiver?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 async function funded(app: TestApp, sol = '1'): Promise<Keypair> {
@@ -87,8 +87,7 @@ test('prepare → sign → submit → confirmed by the job: 202, then the event 
       const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
       return e.body.phase === 'confirmed' ? e.body : undefined;
     },
-    30_000,
-    250,
+    { everyMs: 250 },
   );
   t.like(confirmed, { signature: res.body.signature, client_reference: 'order-7', error_code: null });
   t.true(Number.isInteger(confirmed.slot) && confirmed.slot > 0);
@@ -123,8 +122,7 @@ test("the agent record's executive is the delegation the gateway prepared and sa
     await until(
       `${kind} confirmed`,
       async () => (await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key })).body.phase === 'confirmed' || undefined,
-      30_000,
-      250,
+      { everyMs: 250 },
     );
   };
   // prepared but not confirmed: nothing changes
@@ -258,15 +256,7 @@ test('a prepared event not submitted within 24 h is failed "expired" by the job;
 });
 
 /** The app's devnet ledger with sendTransaction replaced (a fault-injecting adapter). */
-function withSend(ledger: Ledger, send: (wire: Uint8Array) => Promise<SendResult>): Ledger {
-  return new Proxy(ledger, {
-    get(target, prop, receiver) {
-      if (prop === 'sendTransaction') return send;
-      const value = Reflect.get(target, prop, receiver) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
-    },
-  });
-}
+const withSend = (ledger: Ledger, send: (wire: Uint8Array) => Promise<SendResult>): Ledger => faultyLedger(ledger, { sendTransaction: send });
 
 for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
   test(`a broadcast that fails with ${fault} answers ${fault === 'rpc_unavailable' ? 502 : 504} with the event id; the event stays submitted and the job lands it`, async (t) => {
@@ -307,8 +297,7 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
         const e = await http(app, 'GET', `/v1/events/${envelope.event_id!}`, { key });
         return e.body.phase === 'confirmed' ? e.body : undefined;
       },
-      30_000,
-      250,
+      { everyMs: 250 },
     );
     t.truthy(confirmed.slot);
     t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');

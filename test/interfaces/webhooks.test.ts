@@ -6,7 +6,8 @@ import { newId } from '../../domain/shared/ids.ts';
 import { RETRY_SCHEDULE_MS } from '../../domain/webhooks/delivery.ts';
 import { http, insertProvenAgent, linkBody, removeDataDir, startTestApp, type TestApp, syntheticEvent } from '../support/app.ts';
 import { TestClock } from '../support/clock.ts';
-import { startReceiver, until, type Receiver } from '../support/receiver.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { until } from '../support/until.ts';
 
 // DECISIONS "Webhooks" (hosted-api §5.8, §6; issue 12): subscriptions owned per principal on REST, tRPC and GraphQL;
 // one delivery per (webhook, event, phase) made in the event's own transaction; signed so that the Standard Webhooks
@@ -45,9 +46,7 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.app?.close();
   await t.context.receiver?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
 });
 
 async function createHook(app: TestApp, key: string, body: Record<string, unknown>): Promise<{ id: string; secret: string; [k: string]: unknown }> {
@@ -483,7 +482,7 @@ test('a payment link’s webhook_url is a delivery like any other: a row, the re
   // The retry goes to the link's URL and secret as they are then.
   t.is((await http(app, 'PATCH', '/v1/payment-links/link-hook', { key: a.key, body: { webhook_url: `${receiver.url}/link-fixed` } })).status, 200);
   const rotated = await http(app, 'POST', '/v1/payment-links/link-hook/webhook-secret/rotate', { key: a.key });
-  const retried = await until('the retry', () => receiver.received.find((h) => h.url === '/link-fixed' && h.headers['x-svc-delivery'] === id), 20_000);
+  const retried = await until('the retry', () => receiver.received.find((h) => h.url === '/link-fixed' && h.headers['x-svc-delivery'] === id));
   t.is(verifyWebhook(rotated.body.webhook_secret, retried.headers, retried.body).id, id);
   t.throws(() => verifyWebhook(link.body.webhook_secret, retried.headers, retried.body), { instanceOf: WebhookVerificationError });
   const done = await until('delivered', async () => {

@@ -10,8 +10,9 @@ import {
   MINT_SIZE,
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
-import { until } from '../support/receiver.ts';
+import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { faultyLedger, refuses } from '../support/faulty-ledger.ts';
+import { until } from '../support/until.ts';
 import { watchEvents, type WatchedEvent } from '../support/graphql.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { createClient } from '../../interfaces/client/index.ts';
@@ -22,7 +23,6 @@ import type { LedgerTransaction } from '../../domain/ports/ledger.ts';
 import type { WatchedAddress } from '../../domain/ports/indexer-store.ts';
 import { findingsOf } from '../../domain/indexer/rules.ts';
 import { IndexerService } from '../../domain/indexer/service.ts';
-import type { Ledger } from '../../domain/ports/ledger.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 
 // Issue 12, the indexer: deposits made with plain web3.js (no gateway involvement) reach the owner's GraphQL
@@ -40,14 +40,6 @@ test.before(async (t) => {
   // b follows a's embedded devnet through the rpc ledger adapter (SVC_DEVNET_LEDGER = a's JSON-RPC URL)
   const b = await startTestApp({ env: { SVC_DEVNET_LEDGER: a.ledgers.rpcUrls[NET]!, SVC_MAINNET_LEDGER: 'embedded' } });
   t.context = { a, b };
-});
-
-test.after.always(async (t) => {
-  for (const app of [t.context.b, t.context.a]) {
-    if (!app) continue;
-    await app.close();
-    await removeDataDir(app.dataDir);
-  }
 });
 
 type SeenEvent = WatchedEvent;
@@ -79,14 +71,10 @@ async function donor(t: ExecutionContext<{ a: TestApp }>, usdc = '10'): Promise<
 
 /** The indexer of `app` has scanned every watched address past `slot` (a complete run that started after it). */
 async function indexedPast(app: TestApp, slot: number): Promise<void> {
-  await until(
-    `indexer past slot ${slot}`,
-    async () => {
-      const [s] = (await app.services.indexer.status({ network: NET, role: 'admin', owner: null, ownerWallet: null } as never)).data;
-      return (s!.cursor_slot ?? -1) >= slot || undefined;
-    },
-    20_000,
-  );
+  await until(`indexer past slot ${slot}`, async () => {
+    const [s] = (await app.services.indexer.status({ network: NET, role: 'admin', owner: null, ownerWallet: null } as never)).data;
+    return (s!.cursor_slot ?? -1) >= slot || undefined;
+  });
 }
 
 async function eventsOf(
@@ -269,7 +257,7 @@ test('a transfer into a fee authority token account is protocol.fee.collected wi
   tx.sign(from);
   const sent = await send(connection, tx.serialize());
   t.is(sent.err, null);
-  const fee = await until('protocol.fee.collected', () => seen.find((e) => e.kind === 'protocol.fee.collected' && e.signature === sent.signature), 20_000);
+  const fee = await until('protocol.fee.collected', () => seen.find((e) => e.kind === 'protocol.fee.collected' && e.signature === sent.signature));
   t.like(fee, { phase: 'CONFIRMED', agentAsset: null });
   t.deepEqual(fee.metadata, {
     source: 'on_chain',
@@ -339,15 +327,11 @@ async function submitted(t: ExecutionContext, door: { app: TestApp; key: string 
   const { envelope, signed } = prepared;
   const res = await http(app, 'POST', '/v1/submit', { key, body: { event_id: envelope.event_id, transaction_base64: signed.toString('base64') } });
   t.is(res.status, 202, JSON.stringify(res.body));
-  await until(
-    `${envelope.event_id} confirmed`,
-    async () => {
-      const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
-      if (e.body.phase === 'failed') throw new Error(JSON.stringify(e.body));
-      return e.body.phase === 'confirmed' || undefined;
-    },
-    30_000,
-  );
+  await until(`${envelope.event_id} confirmed`, async () => {
+    const e = await http(app, 'GET', `/v1/events/${envelope.event_id}`, { key });
+    if (e.body.phase === 'failed') throw new Error(JSON.stringify(e.body));
+    return e.body.phase === 'confirmed' || undefined;
+  });
   return res.body.signature;
 }
 
@@ -558,14 +542,7 @@ test.serial('a failed run is recorded as the status last_error; the next good ru
   const { a } = t.context;
   const real = a.services.ledgers[NET]!;
   // fault injection: the node answers everything but the signature listing
-  const broken = new Proxy(real, {
-    get: (target, prop) =>
-      prop === 'getSignaturesForAddress'
-        ? async () => {
-            throw new Error('node down (injected)');
-          }
-        : (Reflect.get(target, prop) as (...args: unknown[]) => unknown).bind(target),
-  }) as Ledger;
+  const broken = faultyLedger(real, { getSignaturesForAddress: refuses(new Error('node down (injected)')) });
   const faulty = new IndexerService({ store: a.database.store, clock: a.services.clock, ledgers: { [NET]: broken }, settings: a.services.settings });
   await recordAgent(a, await issueKey(a)); // something to follow
   const before = new Date();

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { makeWorkerUtils, quickAddJob } from 'graphile-worker';
 import { issueKey, startTestApp, type TestApp } from '../support/app.ts';
+import { until as waitUntil } from '../support/until.ts';
 import {
   buildPayment,
   createLink,
@@ -15,6 +16,7 @@ import {
   receiptsOf,
   tokenBalance,
   type PaywallWorld,
+  fundFeeVault,
 } from '../support/paywall.ts';
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { REQUEST_RECORD_RETENTION_MS } from '../../domain/policies/maintenance.ts';
@@ -34,10 +36,6 @@ const root = fileURLToPath(new URL('../..', import.meta.url));
 
 test.before(async (t) => {
   t.context = { a: await startTestApp({ env: { SVC_JOBS: 'off' } }) };
-});
-
-test.after.always(async (t) => {
-  await t.context.a?.close();
 });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -75,15 +73,8 @@ async function insertRecord(app: TestApp, at: Date): Promise<string> {
 const recordExists = async (app: TestApp, id: string) =>
   (await sql<{ n: number }>(app, 'select count(*)::int as n from request_records where id = ?', [id]))[0]!.n === 1;
 
-async function until(t: ExecutionContext, what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) {
-      t.fail(`timed out waiting for: ${what}`);
-      return;
-    }
-    await sleep(100);
-  }
+async function until(t: ExecutionContext, what: string, check: () => Promise<boolean>): Promise<void> {
+  await waitUntil(what, check, { everyMs: 100 });
   t.pass(what);
 }
 
@@ -91,8 +82,6 @@ const queued = async (app: TestApp, task: string) =>
   (await sql<{ n: number }>(app, 'select count(*)::int as n from graphile_worker.jobs where task_identifier = ?', [task]))[0]!.n;
 
 const DAY = 86_400_000;
-/** a child process compiling TypeScript on a loaded 2-core machine: generous, it is not what these tests measure */
-const RUNNER_START_MS = 60_000;
 
 test.serial('the maintenance service removes expired idempotency records and request records past 30 days', async (t) => {
   const { a } = t.context;
@@ -162,7 +151,7 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
 
   const runner = startRunner(a);
   try {
-    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'), RUNNER_START_MS);
+    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'));
     await until(t, 'the expired idempotency record is gone', async () => !(await idemExists(a, expired)));
     await until(t, 'the 31-day-old request record is gone', async () => !(await recordExists(a, old)));
     await until(t, 'both jobs left the queue', async () => (await queued(a, 'prune_idempotency')) + (await queued(a, 'prune_request_records')) === 0);
@@ -222,7 +211,7 @@ function startRunner(app: TestApp, env: Record<string, string> = {}): { output()
 test.serial('`npm run jobs` stops gracefully on SIGTERM (exit code 0)', async (t) => {
   const runner = startRunner(t.context.a);
   try {
-    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'), RUNNER_START_MS);
+    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'));
   } finally {
     const exit = await runner.stop();
     t.deepEqual(exit, { code: 0, signal: null }, runner.output());
@@ -292,7 +281,7 @@ test.serial('inline runners (npm start): quickAddJob tasks run, and each job run
 test.serial('`npm run jobs` on its own reconciles a pending paid call: receipt, counters, the stored response for the replay', async (t) => {
   const { a } = t.context;
   const w: PaywallWorld = { app: a, key: await issueKey(a), rpcUrl: a.ledgers.rpcUrls['chain-devnet']! };
-  await a.services.dev.fund('chain-devnet', { address: a.services.settings.fee.authorities['chain-devnet'], token: 'USDC', amount: '1' });
+  await fundFeeVault(w);
   const { link, agent, treasury, url } = await createLink(w, { response: { status: 200, body: { reconciled: true } } });
   const buyer = await fundBuyer(w);
   const payment = await buildPayment(w, url, buyer);
@@ -336,9 +325,9 @@ test.serial('`npm run jobs` on its own reconciles a pending paid call: receipt, 
 
   const runner = startRunner(a, { SVC_BASE_URL: a.services.settings.baseUrl });
   try {
-    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'), RUNNER_START_MS);
+    await until(t, 'the runner says it started', async () => runner.output().includes('svc job runner started'));
     await quickAddJob({ connectionString: a.database.url }, 'resolve_paid_calls', { older_than_ms: 0 });
-    await until(t, 'the job recorded the paid call', async () => (await paidCallsOf(w, link.id))[0]?.status === 'done', 30_000);
+    await until(t, 'the job recorded the paid call', async () => (await paidCallsOf(w, link.id))[0]?.status === 'done');
   } finally {
     await runner.stop();
   }

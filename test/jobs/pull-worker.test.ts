@@ -2,8 +2,9 @@ import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { http, issueKey, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import anyTest, { type TestFn } from 'ava';
+import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import { until as waitUntil } from '../support/until.ts';
 import { quickAddJob } from 'graphile-worker';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 import { RUN_TS } from '../support/commands.ts';
@@ -42,8 +43,6 @@ test.before(async (t) => {
 });
 
 test.after.always(async (t) => {
-  await t.context.app?.close();
-  if (t.context.app) await removeDataDir(t.context.app.dataDir);
   t.context.server?.close();
 });
 
@@ -74,18 +73,16 @@ function startRunner(ctx: Ctx): { output(): string; stop(): Promise<void> } {
   };
 }
 
-async function until<T>(t: ExecutionContext, what: string, poll: { read: () => Promise<T>; done: (v: T) => boolean; timeoutMs?: number }): Promise<T> {
-  const { read, done, timeoutMs = 60_000 } = poll;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await read();
-    if (done(v)) return v;
-    if (Date.now() > deadline) {
-      t.fail(`timed out waiting for ${what}: ${JSON.stringify(v)}`);
-      return v;
-    }
-    await new Promise((r) => setTimeout(r, 250));
-  }
+async function until<T>(what: string, poll: { read: () => Promise<T>; done: (v: T) => boolean }): Promise<T> {
+  const found = await waitUntil(
+    what,
+    async () => {
+      const v = await poll.read();
+      return poll.done(v) ? { v } : undefined;
+    },
+    { everyMs: 250 },
+  );
+  return found.v;
 }
 
 test.serial('the job runner process pulls a jsonl chain: good items once, the malformed and the forked one refused, failures backed off', async (t) => {
@@ -116,7 +113,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
   try {
     const target = async (agent: string, id: string) =>
       (await http(app, 'GET', `/v1/agents/${agent}/pull-targets`, { key })).body.data.find((x: any) => x.id === id);
-    const first = await until(t, 'the jsonl target ran', { read: () => target(mint, created.body.id), done: (x) => x?.last_run_at !== null });
+    const first = await until('the jsonl target ran', { read: () => target(mint, created.body.id), done: (x) => x?.last_run_at !== null });
     t.like(first, { last_status: 'ok', accepted_total: 3, rejected_total: 2, consecutive_failures: 0 });
     t.regex(first.last_error, /2 item\(s\) refused; first at index 2/);
 
@@ -130,10 +127,10 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
     t.true(pulled.body.data.every((e: any) => e.metadata.pull_target_id === created.body.id && e.metadata.source === 'pull'));
     t.like((await http(app, 'GET', `/v1/receipts/${mint}/verify-chain`, { key })).body, { ok: true, length: 3 });
 
-    const j = await until(t, 'the json target ran', { read: () => target(json.mint, jsonTarget.body.id), done: (x) => x?.last_run_at !== null });
+    const j = await until('the json target ran', { read: () => target(json.mint, jsonTarget.body.id), done: (x) => x?.last_run_at !== null });
     t.like(j, { last_status: 'ok', accepted_total: 2, rejected_total: 1 });
 
-    const failed = await until(t, 'the failing target ran', { read: () => target(json.mint, down.body.id), done: (x) => x?.last_run_at !== null });
+    const failed = await until('the failing target ran', { read: () => target(json.mint, down.body.id), done: (x) => x?.last_run_at !== null });
     t.like(failed, { last_status: 'failed', consecutive_failures: 1, accepted_total: 0 });
     t.regex(failed.last_error, /HTTP 503/);
     // Backoff: the next run waits twice the interval.
@@ -141,10 +138,9 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
 
     // Per-target cadence: the jsonl feed is fetched again after its interval; nothing new is ingested twice.
     const hitsBefore = t.context.hits.get('/feed.jsonl') ?? 0;
-    const again = await until(t, 'the second run', {
+    const again = await until('the second run', {
       read: () => target(mint, created.body.id),
       done: (x) => x.last_run_at !== first.last_run_at,
-      timeoutMs: 45_000,
     });
     t.true((t.context.hits.get('/feed.jsonl') ?? 0) > hitsBefore);
     t.true(Date.parse(again.last_run_at) - Date.parse(first.last_run_at) >= 10_000, 'not before its interval');
@@ -158,7 +154,7 @@ test.serial('the job runner process pulls a jsonl chain: good items once, the ma
       .fork()
       .execute(`update receipts set verification_attempts = 7, verify_after = now() - interval '1 second' where receipt_hash = ?`, [pending.receipt_hash]);
     await quickAddJob({ connectionString: app.database.url }, 'verify_receipts', {});
-    const decided = await until(t, 'the retry job decided the check', {
+    const decided = await until('the retry job decided the check', {
       read: () => http(app, 'GET', `/v1/receipts/by-hash/${pending.receipt_hash}`, { key }),
       done: (r) => r.body.verification.status !== 'pending',
     });

@@ -10,6 +10,7 @@ import { sharedDatabaseUrl } from './cluster.ts';
 import { TestClock } from './clock.ts';
 import { programsDir } from './programs.ts';
 import { writeCoreAsset } from './core-asset.ts';
+import { afterAll, UNDER_AVA } from './teardown.ts';
 
 export interface TestApp extends App {
   dataDir: string;
@@ -38,22 +39,22 @@ export function testConfig(overrides: Record<string, string> = {}): Config {
   });
 }
 
-/** Under AVA, files share one cluster per run (test/support/cluster.ts); a script run alone starts its own. */
-const UNDER_AVA = /[\\/]ava[\\/]/.test(process.argv[1] ?? '');
-
 /**
  * Starts the real app on port 0 in a fresh data directory, on `databaseUrl` (a second instance on the same database),
  * or else on a fresh database of the run's shared cluster. `embeddedPostgres: true` (implied by a given `dataDir`)
  * starts the app's own embedded PostgreSQL under the data directory instead, as `npm start` does; then close second
- * instances before the first, which owns the cluster.
+ * instances before the first, which owns the cluster. The file's teardown (./teardown.ts) closes it, if the test has
+ * not, and removes the data directory it made; second instances, started later, close first.
  */
 export async function startTestApp(
   options: { dataDir?: string; databaseUrl?: string; embeddedPostgres?: boolean; env?: Record<string, string>; appOptions?: AppOptions } = {},
 ): Promise<TestApp> {
   const dataDir = options.dataDir ?? (await makeDataDir());
+  if (options.dataDir === undefined) afterAll(() => removeDataDir(dataDir));
   // Every test app runs Metaplex Core when the binary is at hand (test/support/programs.ts); env overrides it.
   const programs = programsDir();
   const env: Record<string, string> = { SVC_DATA_DIR: dataDir, ...(programs ? { SVC_LEDGER_PROGRAMS: programs } : {}), ...options.env };
+  // Under AVA, files share one cluster per run (test/support/cluster.ts); a script run alone starts its own.
   const embedded = options.embeddedPostgres ?? (options.dataDir !== undefined || !UNDER_AVA);
   const databaseUrl = options.databaseUrl ?? (embedded ? undefined : await sharedDatabaseUrl(dataDir));
   if (databaseUrl) env.DATABASE_URL = databaseUrl;
@@ -69,6 +70,7 @@ export async function startTestApp(
     started.delete(app);
     await close();
   };
+  afterAll(() => (started.has(app) ? app.close() : undefined));
   return Object.assign(app, { dataDir, testClock: clock instanceof TestClock ? clock : undefined });
 }
 
@@ -201,24 +203,13 @@ export function linkBody(ownerAgent: string, overrides: Record<string, unknown> 
   };
 }
 
-/** Two instances on one database (the second without its own job runner), as a scaled-out deployment. */
+/**
+ * Two instances on one database (the second without its own job runner), as a scaled-out deployment; the file's
+ * teardown closes B, then A.
+ */
 export async function startTwoInstances(): Promise<{ a: TestApp; b: TestApp }> {
   const a = await startTestApp();
-  try {
-    return { a, b: await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' } }) };
-  } catch (e) {
-    await a.close();
-    throw e;
-  }
-}
-
-/** Stops what startTwoInstances started, either of them possibly missing: B first (A owns the embedded cluster). */
-export async function stopTwoInstances(apps: { a?: TestApp | undefined; b?: TestApp | undefined }): Promise<void> {
-  for (const app of [apps.b, apps.a]) {
-    if (!app) continue;
-    await app.close();
-    await removeDataDir(app.dataDir);
-  }
+  return { a, b: await startTestApp({ databaseUrl: a.database.url, env: { SVC_JOBS: 'off' } }) };
 }
 
 /**

@@ -9,7 +9,8 @@ import { findStable, STABLES } from '../../domain/shared/network.ts';
 import type { ReceiptV1 } from '../../domain/receipts/schema.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
-import { http, issueKey, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type TestApp } from './app.ts';
+import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type TestApp } from './app.ts';
+import { afterAll } from './teardown.ts';
 
 // Helpers for tests of the public paywall /x/{id} (hosted-api §4.2, DECISIONS "x402 on the paywall"): one real app
 // on the embedded devnet, funded buyers, links, payments built by the buyer kit or by hand, and the read-backs
@@ -48,28 +49,22 @@ export async function fundFeeVault(w: PaywallWorld): Promise<string> {
   return feeAuthority;
 }
 
-/** The real app with its embedded devnet, and a devnet key; with pooled local servers its outbound calls may reach. */
+/**
+ * The real app with its embedded devnet, and a devnet key; with pooled local servers its outbound calls may reach. The
+ * file's teardown (./teardown.ts) stops the app and the pool.
+ */
 export async function startPaywallApp(env: Record<string, string> = {}): Promise<PaywallWorld> {
   const allow = env.SVC_OUTBOUND_ALLOW ? [env.SVC_OUTBOUND_ALLOW] : [];
   for (let i = 0; i < LOCAL_SERVER_POOL; i++) {
     const server = createServer();
     pooledServers.push(server);
+    afterAll(() => server.close());
     allow.push(await listenLocal(server));
   }
   const app = await startTestApp({ env: { ...env, SVC_OUTBOUND_ALLOW: allow.join(',') } });
   const rpcUrl = app.ledgers.rpcUrls['chain-devnet'];
-  if (!rpcUrl) {
-    await app.close();
-    throw new Error('the test app runs no devnet JSON-RPC server');
-  }
+  if (!rpcUrl) throw new Error('the test app runs no devnet JSON-RPC server');
   return { app, key: await issueKey(app), rpcUrl };
-}
-
-export async function stopPaywallApp(w: PaywallWorld | undefined): Promise<void> {
-  for (const server of pooledServers.splice(0)) server.close();
-  if (!w) return;
-  await w.app.close();
-  await removeDataDir(w.app.dataDir);
 }
 
 /** A buyer wallet holding `usdc` USDC on the embedded devnet and no SOL (the facilitator pays fees and rent). */
@@ -315,8 +310,8 @@ export interface LocalServer {
   /** http://127.0.0.1:<port> */
   url: string;
   received: Received[];
-  /** resolves with the n-th (1-based) request once it arrived; rejects after `timeoutMs` */
-  waitFor(n: number, timeoutMs?: number): Promise<Received>;
+  /** resolves with the n-th (1-based) request once it arrived */
+  waitFor(n: number): Promise<Received>;
   close(): Promise<void>;
 }
 
@@ -347,15 +342,13 @@ export async function startLocalServer(
   return {
     url,
     received,
-    waitFor: (n, timeoutMs = 5_000) =>
-      new Promise<Received>((resolve, reject) => {
-        const deadline = setTimeout(() => reject(new Error(`no request #${n} at ${url} within ${timeoutMs} ms (got ${received.length})`)), timeoutMs);
+    // no deadline of its own: a request that never comes is AVA's timeout to report (./until.ts says why)
+    waitFor: (n) =>
+      new Promise<Received>((resolve) => {
         const check = () => {
           const r = received[n - 1];
-          if (r) {
-            clearTimeout(deadline);
-            resolve(r);
-          } else waiters.push(check);
+          if (r) resolve(r);
+          else waiters.push(check);
         };
         check();
       }),
