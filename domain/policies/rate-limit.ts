@@ -438,7 +438,7 @@ export class RateLimiter {
   /**
    * One request taking `hits` slots of the window (default 1; a GraphQL operation takes one per unit of its cost). A
    * request needing more slots than the limit takes the whole window. Memory decides when it can; otherwise, once its
-   * turn comes (`awaitTurn`), the store does (`askStore`).
+   * turn comes (`blocker`), the store does (`askStore`).
    */
   async hit(subject: string, bucket: Bucket, hits = 1): Promise<RateDecision> {
     const fromMemory = this.admitFromMemory(subject, bucket, hits);
@@ -446,32 +446,31 @@ export class RateLimiter {
     const now = this.deps.clock.now();
     const req = this.requestOf(bucket, hits);
     const w = this.windowOf(subject, bucket);
-    const refused = await this.awaitTurn(w, req, now.getTime());
-    if (refused) {
-      this.localDenials++;
-      return refused;
+    // The last check and the store call's bookkeeping (askStore, up to its first await) run in one tick: a decision
+    // that starts in between would not see this one in flight.
+    for (let wait = this.blocker(w, req); wait; wait = this.blocker(w, req)) {
+      await wait.until;
+      if (wait.on !== 'decisions') continue;
+      prune(w.local, now.getTime());
+      const refused = refuseFromMemory(w, req, now.getTime());
+      if (refused) {
+        this.localDenials++;
+        return refused;
+      }
     }
     return this.askStore({ subject, w, req, now });
   }
 
   /**
-   * Waits until an exact decision of the window may ask the store: its hits carried by an exchange in flight are there,
-   * and no decision in flight is asking for the last free slots (`awaitsDecisionsInFlight`). Answers a refusal when
-   * what those decisions proved leaves no room (`refuseFromMemory`), else undefined.
+   * What an exact decision of the window must wait for before it asks the store, or undefined: its hits carried by an
+   * exchange in flight must be there first, and no decision in flight may be asking for the last free slots
+   * (`awaitsDecisionsInFlight`; once one is answered, what it proved may refuse this one from memory).
    */
-  private async awaitTurn(w: WindowState, req: RateRequest, nowMs: number): Promise<RateDecision | undefined> {
-    for (;;) {
-      if (w.carrying > 0 && (w.flushing || this.syncing)) {
-        if (w.flushing) await w.flushing;
-        else await this.syncing!.catch(() => {});
-        continue;
-      }
-      if (!awaitsDecisionsInFlight(w, req)) return undefined;
-      await w.settled;
-      prune(w.local, nowMs);
-      const refused = refuseFromMemory(w, req, nowMs);
-      if (refused) return refused;
-    }
+  private blocker(w: WindowState, req: RateRequest): { on: 'carried' | 'decisions'; until: Promise<unknown> } | undefined {
+    if (w.carrying > 0 && w.flushing) return { on: 'carried', until: w.flushing };
+    if (w.carrying > 0 && this.syncing) return { on: 'carried', until: this.syncing.catch(() => {}) };
+    if (awaitsDecisionsInFlight(w, req)) return { on: 'decisions', until: w.settled };
+    return undefined;
   }
 
   /** The store's exact, serialised decision, carrying this process's hits not shared yet (`decideFromStore`). */
