@@ -5,7 +5,8 @@ import type { Config } from './config.ts';
 import type { Services } from './services.ts';
 import type { Network } from '../domain/shared/network.ts';
 import { openCore, startJobRunner, type AppOptions, type Core, type CoreLedgers, type Database } from './core.ts';
-import { bindListener, buildHttp } from './http.ts';
+import { buildHttp } from './http.ts';
+import { bindListener } from './http/listener.ts';
 import { listenFailure } from './listeners.ts';
 
 // The gateway: bind the port → core wiring (core.ts) → HTTP server (http.ts) → serve, and the job runner inline. Tests build the app

@@ -155,6 +155,7 @@ interface Violation {
 const COMPOSITION_ROOT = 'interfaces/core.ts';
 /** The HTTP servers over built services: the gateway's, and the standalone facilitator's routes. */
 const HTTP_LAYER = new Set(['interfaces/http.ts', 'interfaces/facilitator/routes.ts', 'interfaces/paywall/routes.ts']);
+const isHttpLayer = (path: string) => HTTP_LAYER.has(path) || path.startsWith('interfaces/http/');
 const isHttpPackage = (pkg: string | undefined) =>
   pkg !== undefined && (pkg === 'fastify' || pkg.startsWith('@fastify/') || pkg === 'graphql-yoga' || pkg === 'graphql-ws' || pkg === 'ws');
 
@@ -204,10 +205,10 @@ function checkFile(path: string, text: string): Violation[] {
       if (targetLayer === 'test') flag(ref, 'interfaces/ must not import test/');
       // Issue 18 item 5, a thin composition root: the core wiring (adapters → services) serves no HTTP, and the HTTP
       // server takes built services and never reaches back for the wiring.
-      if (path === COMPOSITION_ROOT && (isHttpPackage(pkg) || (target !== undefined && HTTP_LAYER.has(target)))) {
+      if (path === COMPOSITION_ROOT && (isHttpPackage(pkg) || (target !== undefined && isHttpLayer(target)))) {
         flag(ref, `${COMPOSITION_ROOT} (the core wiring) serves no HTTP: ${ref.specifier} belongs to the HTTP layer`);
       }
-      if (HTTP_LAYER.has(path) && target !== undefined && (target === COMPOSITION_ROOT || target === 'interfaces/app.ts')) {
+      if (isHttpLayer(path) && target !== undefined && (target === COMPOSITION_ROOT || target === 'interfaces/app.ts')) {
         flag(ref, `${path} (HTTP) takes built services; it must not import the wiring ${target}`);
       }
       if (pkg === '@trpc/server' && ref.specifier.includes('unstable-core-do-not-import') && path !== 'interfaces/trpc/init.ts') {

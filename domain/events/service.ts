@@ -58,12 +58,10 @@ export function parseKinds(kinds: string | string[] | undefined, path = 'kind'):
 
 export { matchesKind };
 
+/** What a subscriber follows: the live transports (interfaces/graphql/fanout.ts) serve it from `watch` and `replay`. */
 export interface StreamOptions {
   kinds?: string[] | undefined;
   agent?: string | undefined;
-  /** event id: replay every matching event committed after it, then continue live */
-  after?: string | undefined;
-  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -108,7 +106,7 @@ export class EventService {
    * committed (no replay). Watchers are filed in one index (domain/events/live.ts) behind a single feed listener, so
    * an event costs a lookup by owner and kind, not a test of every watcher. Returns the function that stops it.
    */
-  watch(caller: Caller, options: Pick<StreamOptions, 'kinds' | 'agent'>, listener: (e: EventRecord) => void): () => void {
+  watch(caller: Caller, options: StreamOptions, listener: (e: EventRecord) => void): () => void {
     const remove = this.live.add({ network: caller.network, owner: ownerFilter(caller), kinds: options.kinds, agent: options.agent }, listener);
     this.unfeed ??= this.deps.feed.subscribe((e) => this.live.dispatch(e));
     return () => {
@@ -124,7 +122,7 @@ export class EventService {
    * The caller's events matching `options` committed after the event `after` (event_not_found when the caller may
    * not read it), oldest first, a page at a time.
    */
-  async *replay(caller: Caller, after: string, options: Pick<StreamOptions, 'kinds' | 'agent'>): AsyncGenerator<EventRecord[]> {
+  async *replay(caller: Caller, after: string, options: StreamOptions): AsyncGenerator<EventRecord[]> {
     const filter: EventFilter = { owner: ownerFilter(caller), kinds: options.kinds, agent: options.agent };
     let lastSeq = (await this.require(caller, after)).seq;
     for (;;) {
@@ -132,52 +130,6 @@ export class EventService {
       if (page.length) yield page;
       if (page.length < REPLAY_PAGE) return;
       lastSeq = page[page.length - 1]!.seq;
-    }
-  }
-
-  /**
-   * Live stream, in commit order (one consumer; the GraphQL transports share executions through `watch` and
-   * `replay` instead). With `after`, first replays what the table holds after that event, then continues live. The
-   * live watch is attached before the replay query and events are deduplicated by seq, so nothing committed in
-   * between is lost or sent twice.
-   */
-  async *stream(caller: Caller, options: StreamOptions): AsyncGenerator<Event> {
-    // The caller is resolved once per subscription by the front door and fixed here for the stream's life.
-    const queue: EventRecord[] = [];
-    let wake: (() => void) | undefined;
-    let overflow = false;
-    const unwatch = this.watch(caller, options, (e) => {
-      if (queue.length >= MAX_BUFFERED) overflow = true;
-      else queue.push(e);
-      wake?.();
-    });
-    const onAbort = () => wake?.();
-    options.signal?.addEventListener('abort', onAbort);
-    try {
-      let lastSeq = -1n;
-      if (options.after !== undefined) {
-        for await (const page of this.replay(caller, options.after, options)) {
-          for (const e of page) {
-            lastSeq = e.seq;
-            yield toEvent(e);
-          }
-        }
-      }
-      while (!options.signal?.aborted) {
-        if (overflow) throw new DomainError('service_unavailable', 'The subscriber fell too far behind; reconnect with after.');
-        const next = queue.shift();
-        if (next === undefined) {
-          await new Promise<void>((resolve) => (wake = resolve));
-          wake = undefined;
-          continue;
-        }
-        if (next.seq <= lastSeq) continue;
-        lastSeq = next.seq;
-        yield toEvent(next);
-      }
-    } finally {
-      unwatch();
-      options.signal?.removeEventListener('abort', onAbort);
     }
   }
 }

@@ -7,7 +7,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { OutboundHttp } from '../ports/outbound-http.ts';
 import type { Repositories, Store } from '../ports/store.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../facilitator/schema.ts';
-import { chainReceipt, sha256Hex, type ChainHead, type Receipt, type ReceiptDraft, type ReceiptRecord } from '../receipts/schema.ts';
+import { chainReceipt, sha256Hex, type AnyReceiptDraft, type ChainHead, type Receipt, type ReceiptDraft, type ReceiptRecord } from '../receipts/schema.ts';
 import { encodeReceipt } from '../facilitator/mpp.ts';
 import type { NewEvent } from '../events/schema.ts';
 import type { AgentRecord } from '../agents/schema.ts';
@@ -150,177 +150,58 @@ export class PaidCallRecorder {
   }
 
   /**
-   * The batch's rows, in a fixed number of statements: its paid calls locked (a call recorded already answers what
-   * was stored; a payment whose row was pruned is already used), the chain heads locked and the receipts chained in
-   * the batch's order, the paid calls completed, the events appended, the counters of each link added once.
+   * The batch's rows, in a fixed number of statements: its paid calls locked and triaged (`triage`), then the calls to
+   * record now written together (`recordLive`), and every call answered (`answers`).
    */
   private async write(tx: Repositories, batch: readonly Landed[]): Promise<Final[]> {
     const network = batch[0]!.call.link.network;
-    const finals: (Final | undefined)[] = batch.map(() => undefined);
-    // Under the paid calls' row locks: whoever records a payment first records it; a second finisher (a takeover
-    // racing a process thought dead) serves what was stored.
-    const current = new Map(
-      (
-        await tx.paidCalls.getMany(
-          network,
-          batch.map((b) => b.call.paymentKey),
-        )
-      ).map((r) => [r.paymentKey, r]),
+    const verdicts = await triage(tx, network, batch);
+    const live = verdicts.flatMap((v, i) => (v.kind === 'live' ? [{ index: i, landed: batch[i]! }] : []));
+    const recorded = live.length > 0 ? await this.recordLive(tx, network, live) : new Map<number, Final>();
+    return answers(verdicts, recorded);
+  }
+
+  /**
+   * The live calls' rows: every chain they extend locked, each call's rows built in batch order (`rowsOf`), then written
+   * in one statement per table. Answers each call's final by its index in the batch.
+   */
+  private async recordLive(tx: Repositories, network: Network, live: readonly { index: number; landed: Landed }[]): Promise<Map<number, Final>> {
+    const chains = await lockChains(
+      tx,
+      network,
+      live.map((l) => l.landed),
     );
-    const first = new Map<string, number>();
-    batch.forEach((b, i) => {
-      const row = current.get(b.call.paymentKey);
-      if (row?.status === 'done' && row.response) finals[i] = b.served ? { response: row.response } : null;
-      else if (first.has(b.call.paymentKey))
-        finals[i] = undefined; // the same payment twice: answered as its first below
-      else first.set(b.call.paymentKey, i);
-    });
-    const open = [...first.values()].filter((i) => finals[i] === undefined);
-    // Its row was pruned after the 24 h replay window and the payment came back: it was recorded then.
-    const used =
-      open.length > 0
-        ? await tx.receipts.paywallTxSigs(
-            network,
-            open.map((i) => batch[i]!.signature),
-          )
-        : new Set<string>();
-    for (const i of open) if (used.has(batch[i]!.signature)) finals[i] = null;
-    const live = open.filter((i) => finals[i] === undefined);
+    const rows = live.map((l) => this.rowsOf(l.landed, chains));
+    await persist(tx, { network, rows, webhook: (w) => this.webhook(tx, w.call, w) });
+    return new Map(live.map((l, i) => [l.index, { response: rows[i]!.response }]));
+  }
 
-    if (live.length > 0) {
-      // Every chain the batch extends is locked in one order (by mint), so payments crossing between agents cannot deadlock.
-      const agents = [...new Set(live.flatMap((i) => [batch[i]!.call.link.ownerAgent, ...(batch[i]!.buyer ? [batch[i]!.buyer!.mint] : [])]))].sort();
-      const heads = new Map<string, ChainHead | null>();
-      for (const agent of agents) heads.set(agent, await tx.receipts.lockHead(network, agent));
-      const receipts: ReceiptRecord[] = [];
-      const events: NewEvent[] = [];
-      const completed: { paymentKey: string; signature: string; payer: string | null; response: StoredResponse; at: Date }[] = [];
-      const webhooks: (() => Promise<void>)[] = [];
-      const counted = new Map<string, { calls: number; at: Date; signature: string }>();
-      for (const i of live) {
-        const { call, signature, payer, served, buyer, now } = batch[i]!;
-        const { link } = call;
-        const stable = STABLES[network].find((s) => s.mint === call.accept.asset)!;
-        const feeTerms = FeeExtension.safeParse(call.accept.extra[FEE_EXTENSION_KEY]);
-        const bps = feeTerms.success ? feeTerms.data.bps : 0;
-        const fee = feeTerms.success ? feeFor(link.amountAtomic, bps) : 0n;
-        const paymentResponse = { success: true, transaction: signature, network: call.accept.network, payer };
-        const draft: ReceiptDraft = {
-          v: '0.1',
-          kind: 'earn',
-          agent: link.ownerAgent,
-          ts: now.toISOString(),
-          request: {
-            method: link.method,
-            url: call.resource.url,
-            ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
-          },
-          decision: 'allow',
-          price: {
-            amount: atomicToDecimal(link.amountAtomic, stable.decimals),
-            currency: stable.symbol,
-            asset: stable.mint,
-            network: call.accept.network,
-            amount_atomic: link.amountAtomic.toString(),
-            fee: fee.toString(),
-            gross: (link.amountAtomic + fee).toString(),
-            feeBps: bps,
-            feeAuthority: feeTerms.success ? feeTerms.data.feeAuthority : null,
-          },
-          // a buyer/payment is broadcast by the gateway's submit, not settled by a facilitator, and serves nothing
-          ...(served
-            ? { facilitator: this.deps.settings.facilitatorUrl, response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) } }
-            : {}),
-          tx_sig: signature,
-        };
-        // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
-        // reader of the settlement — counters, verification, spend rollups — treats both rails alike).
-        const receipt = chainReceipt(
-          call.mpp
-            ? {
-                ...draft,
-                v: '0.2' as const,
-                protocol: 'mpp' as const,
-                mpp_challenge_id: call.mpp.challenge.id,
-                mpp_settlement_tx: signature,
-                ...(typeof call.mpp.slot === 'number' ? { mpp_settlement_slot: call.mpp.slot } : {}),
-              }
-            : draft,
-          heads.get(link.ownerAgent) ?? null,
-        );
-        heads.set(link.ownerAgent, { nonce: receipt.nonce, receiptHash: receipt.receipt_hash });
-        receipts.push({ network, receipt, source: 'paywall', createdAt: now });
-        const append = this.appender(events, call, now, signature);
-        this.settledEvents(append, call, { payer, fee, stable, status: served?.status ?? null, signature });
-        if (buyer) {
-          const spend = this.spend({ buyer, earn: receipt, head: heads.get(buyer.mint) ?? null, now });
-          heads.set(buyer.mint, { nonce: spend.nonce, receiptHash: spend.receipt_hash });
-          receipts.push({ network: buyer.network, receipt: spend, source: 'buyer', createdAt: now });
-          events.push(
-            newEvent(
-              'receipt.published',
-              {
-                id: newId(now.getTime()),
-                network: buyer.network,
-                agentAsset: buyer.mint,
-                owner: buyer.ownerPrincipal,
-                phase: 'confirmed',
-                createdAt: now,
-                confirmedAt: now,
-                signature,
-              },
-              { payment_link_id: link.id, source: 'buyer', receipt_hash: spend.receipt_hash, nonce: spend.nonce, receipt: spend },
-            ),
-          );
-        }
-        this.receiptEvents(append, call, { signature, receipt, fee, stable });
-
-        if (served) {
-          const body = link.wrapReceipt ? wrapped(served, receipt) : served;
-          const headers: Record<string, string> = call.mpp
-            ? {
-                ...body.headers,
-                'payment-receipt': encodeReceipt({
-                  reference: signature,
-                  timestamp: now.toISOString(),
-                  slot: call.mpp.slot ?? null,
-                  challengeId: call.mpp.challenge.id,
-                }),
-              }
-            : { ...body.headers, 'payment-response': b64json(withFeeReceipt(paymentResponse, facilitatorFeePaid(call.accept, fee))) };
-          if (call.version === 1 && !call.mpp) {
-            const v1 = { ...paymentResponse, network: toV1(call.accept, network, call.resource).network };
-            headers['x-payment-response'] = b64json(withFeeReceipt(v1, facilitatorFeePaid(call.accept, fee)));
-          }
-          const response: StoredResponse = { ...body, headers };
-          completed.push({ paymentKey: call.paymentKey, signature, payer, response, at: now });
-          webhooks.push(() => this.webhook(tx, call, { payment: paymentResponse, response, receipt, now }));
-          finals[i] = { response };
-        } else {
-          webhooks.push(() => this.webhook(tx, call, { payment: paymentResponse, response: null, receipt, now }));
-          finals[i] = { response: null };
-        }
-        const count = counted.get(link.pk);
-        counted.set(link.pk, { calls: (count?.calls ?? 0) + 1, at: now, signature });
-      }
-      await tx.receipts.insertMany(receipts);
-      await tx.paidCalls.completeMany(network, completed);
-      await tx.events.appendMany(events);
-      for (const webhook of webhooks) await webhook();
-      // the links' counters rows (locked by their update until commit) are the last writes
-      for (const [pk, c] of [...counted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        await tx.paymentLinks.countCall(network, pk, { at: c.at, settledTxSig: c.signature, calls: c.calls });
-      }
+  /** One landed call's rows: its earn receipt (and its buyer's spend receipt), events, stored response and webhook. */
+  private rowsOf(landed: Landed, chains: Chains): CallRows {
+    const { call, signature, payer, served, buyer, now } = landed;
+    const network = call.link.network;
+    const price = priceOf(call);
+    const payment = { success: true, transaction: signature, network: call.accept.network, payer };
+    const receipt = chains.append(earnDraft(landed, { price, facilitatorUrl: this.deps.settings.facilitatorUrl }));
+    const receipts: ReceiptRecord[] = [{ network, receipt, source: 'paywall', createdAt: now }];
+    const events: NewEvent[] = [];
+    const append = this.appender(events, call, now, signature);
+    this.settledEvents(append, call, { payer, fee: price.fee, stable: price.stable, status: served?.status ?? null, signature });
+    if (buyer) {
+      const spend = this.spend({ buyer, earn: receipt, chains });
+      receipts.push({ network: buyer.network, receipt: spend, source: 'buyer', createdAt: now });
+      events.push(spendEvent({ buyer, spend, linkId: call.link.id, signature, now }));
     }
-    // a payment twice in the batch answers as its first
-    return batch.map((b, i) => (finals[i] !== undefined ? finals[i]! : finals[first.get(b.call.paymentKey)!]!));
+    this.receiptEvents(append, call, { signature, receipt, fee: price.fee, stable: price.stable });
+    const response = served ? servedResponse({ landed, served, receipt, payment, fee: price.fee }) : null;
+    return { call, now, signature, payer, receipts, events, response, payment, receipt };
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */
-  private spend(e: { buyer: AgentRecord; earn: Receipt; head: ChainHead | null; now: Date }): Receipt {
+  private spend(e: { buyer: AgentRecord; earn: Receipt; chains: Chains }): Receipt {
     const { nonce: _n, prev_receipt_hash: _p, receipt_hash: _h, response: _r, ...draft } = e.earn;
     // Stored pending: the verification job checks the debit of the buyer's treasury against the ledger.
-    return chainReceipt({ ...draft, kind: 'spend', agent: e.buyer.mint }, e.head);
+    return e.chains.append({ ...draft, kind: 'spend', agent: e.buyer.mint });
   }
 
   private appender(events: NewEvent[], call: Call, now: Date, signature: string) {
@@ -390,11 +271,7 @@ export class PaidCallRecorder {
    * record transaction so a recorded payment's webhook is never lost. `response` is null for a sale that served nothing
    * (a buyer/payment of the link).
    */
-  private async webhook(
-    tx: Repositories,
-    call: Call,
-    sent: { payment: Record<string, unknown>; response: StoredResponse | null; receipt: Receipt; now: Date },
-  ): Promise<void> {
+  private async webhook(tx: Repositories, call: Call, sent: WebhookSent): Promise<void> {
     const { link } = call;
     const { payment, response, receipt, now } = sent;
     if (!link.webhookUrl || !link.webhookSecret) return;
@@ -406,6 +283,213 @@ export class PaidCallRecorder {
     };
     await enqueueLinkDelivery(tx, { network: link.network, linkPk: link.pk, kind: 'payment_link.settled', data, now });
   }
+}
+
+/** What the webhook of a recorded call sends. */
+interface WebhookSent {
+  payment: Record<string, unknown>;
+  response: StoredResponse | null;
+  receipt: Receipt;
+  now: Date;
+}
+
+/** The rows one live call leaves: written with the batch's others (`persist`). */
+interface CallRows extends WebhookSent {
+  call: Call;
+  signature: string;
+  payer: string | null;
+  receipts: ReceiptRecord[];
+  events: NewEvent[];
+}
+
+/** Where a call of the batch stands once its paid call row and the receipts are read (`triage`). */
+type Verdict =
+  /** decided without writing: recorded already (`final` is what it answers) */
+  | { kind: 'answered'; final: Final }
+  /** the same payment earlier in the batch: answered as that one */
+  | { kind: 'repeat'; of: number }
+  /** recorded now */
+  | { kind: 'live' };
+
+/**
+ * Each call's verdict. Under the paid calls' row locks: whoever records a payment first records it; a second finisher
+ * (a takeover racing a process thought dead) serves what was stored, and a payment whose row was pruned after the 24 h
+ * replay window came back recorded already (its earn receipt holds its signature).
+ */
+async function triage(tx: Repositories, network: Network, batch: readonly Landed[]): Promise<Verdict[]> {
+  const rows = await tx.paidCalls.getMany(
+    network,
+    batch.map((b) => b.call.paymentKey),
+  );
+  const current = new Map(rows.map((r) => [r.paymentKey, r]));
+  const first = new Map<string, number>();
+  const verdicts = batch.map((b, i): Verdict => {
+    const row = current.get(b.call.paymentKey);
+    if (row?.status === 'done' && row.response) return { kind: 'answered', final: b.served ? { response: row.response } : null };
+    const of = first.get(b.call.paymentKey);
+    if (of !== undefined) return { kind: 'repeat', of };
+    first.set(b.call.paymentKey, i);
+    return { kind: 'live' };
+  });
+  const open = [...first.values()];
+  if (open.length === 0) return verdicts;
+  const used = await tx.receipts.paywallTxSigs(
+    network,
+    open.map((i) => batch[i]!.signature),
+  );
+  for (const i of open) if (used.has(batch[i]!.signature)) verdicts[i] = { kind: 'answered', final: null };
+  return verdicts;
+}
+
+/** Each call's final: its own, what was stored, or (the same payment twice in the batch) its first's. */
+function answers(verdicts: readonly Verdict[], recorded: ReadonlyMap<number, Final>): Final[] {
+  const finalOf = (i: number): Final => {
+    const v = verdicts[i]!;
+    if (v.kind === 'answered') return v.final;
+    if (v.kind === 'repeat') return finalOf(v.of);
+    return recorded.get(i)!;
+  };
+  return verdicts.map((_, i) => finalOf(i));
+}
+
+/** The heads of the chains a batch extends, locked; each receipt appended moves its agent's head. */
+interface Chains {
+  append<D extends AnyReceiptDraft>(draft: D): ReturnType<typeof chainReceipt<D>>;
+}
+
+/** Every chain the batch extends is locked in one order (by mint), so payments crossing between agents cannot deadlock. */
+async function lockChains(tx: Repositories, network: Network, live: readonly Landed[]): Promise<Chains> {
+  const agents = [...new Set(live.flatMap((l) => [l.call.link.ownerAgent, ...(l.buyer ? [l.buyer.mint] : [])]))].sort();
+  const heads = new Map<string, ChainHead | null>();
+  for (const agent of agents) heads.set(agent, await tx.receipts.lockHead(network, agent));
+  return {
+    append(draft) {
+      const receipt = chainReceipt(draft, heads.get(draft.agent) ?? null);
+      heads.set(draft.agent, { nonce: receipt.nonce, receiptHash: receipt.receipt_hash });
+      return receipt;
+    },
+  };
+}
+
+/** The rows of the live calls in one statement per table; the links' counters rows (locked until commit) last. */
+async function persist(tx: Repositories, batch: { network: Network; rows: readonly CallRows[]; webhook: (rows: CallRows) => Promise<void> }): Promise<void> {
+  const { network, rows } = batch;
+  await tx.receipts.insertMany(rows.flatMap((r) => r.receipts));
+  const completed = rows.flatMap((r) =>
+    r.response ? [{ paymentKey: r.call.paymentKey, signature: r.signature, payer: r.payer, response: r.response, at: r.now }] : [],
+  );
+  await tx.paidCalls.completeMany(network, completed);
+  await tx.events.appendMany(rows.flatMap((r) => r.events));
+  for (const r of rows) await batch.webhook(r);
+  const counted = new Map<string, { calls: number; at: Date; signature: string }>();
+  for (const r of rows) counted.set(r.call.link.pk, { calls: (counted.get(r.call.link.pk)?.calls ?? 0) + 1, at: r.now, signature: r.signature });
+  for (const [pk, c] of [...counted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    await tx.paymentLinks.countCall(network, pk, { at: c.at, settledTxSig: c.signature, calls: c.calls });
+  }
+}
+
+/** A call's price block: the link's amount in its stable, and the protocol fee its accept carried (F§2). */
+interface Price {
+  stable: Stable;
+  bps: number;
+  fee: bigint;
+  feeAuthority: string | null;
+}
+
+function priceOf(call: Call): Price {
+  const stable = STABLES[call.link.network].find((s) => s.mint === call.accept.asset)!;
+  const terms = FeeExtension.safeParse(call.accept.extra[FEE_EXTENSION_KEY]);
+  if (!terms.success) return { stable, bps: 0, fee: 0n, feeAuthority: null };
+  return { stable, bps: terms.data.bps, fee: feeFor(call.link.amountAtomic, terms.data.bps), feeAuthority: terms.data.feeAuthority };
+}
+
+/** The owner's earn receipt before it is chained: v0.1, or v0.2 on the MPP rail. */
+function earnDraft(landed: Landed, terms: { price: Price; facilitatorUrl: string }): AnyReceiptDraft {
+  const { call, signature, served, now } = landed;
+  const { link } = call;
+  const { stable, bps, fee, feeAuthority } = terms.price;
+  const draft: ReceiptDraft = {
+    v: '0.1',
+    kind: 'earn',
+    agent: link.ownerAgent,
+    ts: now.toISOString(),
+    request: {
+      method: link.method,
+      url: call.resource.url,
+      ...(call.request.body?.length ? { body_hash: sha256Hex(call.request.body) } : {}),
+    },
+    decision: 'allow',
+    price: {
+      amount: atomicToDecimal(link.amountAtomic, stable.decimals),
+      currency: stable.symbol,
+      asset: stable.mint,
+      network: call.accept.network,
+      amount_atomic: link.amountAtomic.toString(),
+      fee: fee.toString(),
+      gross: (link.amountAtomic + fee).toString(),
+      feeBps: bps,
+      feeAuthority,
+    },
+    // a buyer/payment is broadcast by the gateway's submit, not settled by a facilitator, and serves nothing
+    ...(served ? { facilitator: terms.facilitatorUrl, response: { status: served.status, body_hash: sha256Hex(Buffer.from(served.body, 'base64')) } } : {}),
+    tx_sig: signature,
+  };
+  if (!call.mpp) return draft;
+  // fee-facilitator-mpp-tools §2.6: a settlement on the MPP rail is a v0.2 receipt (tx_sig kept too, so every
+  // reader of the settlement — counters, verification, spend rollups — treats both rails alike).
+  return {
+    ...draft,
+    v: '0.2' as const,
+    protocol: 'mpp' as const,
+    mpp_challenge_id: call.mpp.challenge.id,
+    mpp_settlement_tx: signature,
+    ...(typeof call.mpp.slot === 'number' ? { mpp_settlement_slot: call.mpp.slot } : {}),
+  };
+}
+
+/** The buyer agent's `receipt.published`, on the buyer's own scope. */
+function spendEvent(e: { buyer: AgentRecord; spend: Receipt; linkId: string; signature: string; now: Date }): NewEvent {
+  const { buyer, spend, now } = e;
+  return newEvent(
+    'receipt.published',
+    {
+      id: newId(now.getTime()),
+      network: buyer.network,
+      agentAsset: buyer.mint,
+      owner: buyer.ownerPrincipal,
+      phase: 'confirmed',
+      createdAt: now,
+      confirmedAt: now,
+      signature: e.signature,
+    },
+    { payment_link_id: e.linkId, source: 'buyer', receipt_hash: spend.receipt_hash, nonce: spend.nonce, receipt: spend },
+  );
+}
+
+/**
+ * The response stored and replayed for a served call: the upstream's (wrapped with its receipt when the link asks),
+ * with the settlement header of its rail (x402 PAYMENT-RESPONSE, and X-PAYMENT-RESPONSE for v1; MPP Payment-Receipt).
+ */
+function servedResponse(e: { landed: Landed; served: StoredResponse; receipt: Receipt; payment: Record<string, unknown>; fee: bigint }): StoredResponse {
+  const { call, signature, now } = e.landed;
+  const feePaid = facilitatorFeePaid(call.accept, e.fee);
+  const body = call.link.wrapReceipt ? wrapped(e.served, e.receipt) : e.served;
+  const headers: Record<string, string> = call.mpp
+    ? {
+        ...body.headers,
+        'payment-receipt': encodeReceipt({
+          reference: signature,
+          timestamp: now.toISOString(),
+          slot: call.mpp.slot ?? null,
+          challengeId: call.mpp.challenge.id,
+        }),
+      }
+    : { ...body.headers, 'payment-response': b64json(withFeeReceipt(e.payment, feePaid)) };
+  if (call.version === 1 && !call.mpp) {
+    const v1 = { ...e.payment, network: toV1(call.accept, call.link.network, call.resource).network };
+    headers['x-payment-response'] = b64json(withFeeReceipt(v1, feePaid));
+  }
+  return { ...body, headers };
 }
 
 /** DECISIONS wrap_receipt: { data: <template body or upstream JSON>, receipt }. */

@@ -66,63 +66,78 @@ export function rateLimitedError(d: RateDecision): DomainError {
   });
 }
 
-function decide(bucket: Bucket, limit: number, window: { allowed: boolean; used: number; oldestMs: number }, nowMs: number): RateDecision {
-  const { allowed, used, oldestMs } = window;
-  const freesAt = oldestMs + WINDOW_MS;
-  const waitMs = Math.max(0, freesAt - nowMs);
-  return {
-    bucket,
-    allowed,
-    limit,
-    remaining: Math.max(0, limit - used),
-    resetSeconds: Math.ceil(waitMs / 1000),
-    retryAfterMs: allowed ? null : Math.max(1, waitMs),
-  };
-}
-
 /** A process admits on its own only while its view of the window is under this share of the limit. */
 export const LOCAL_SHARE = 0.25;
 /** ...and only while its view of the other processes' hits is this fresh. */
 const FRESH_MS = 1000;
 
-interface WindowState {
-  /** this process's hits in the window (ms), oldest first */
-  local: HitLog;
-  /** this process's hits not yet written to the shared log */
-  pending: Date[];
-  /** other processes' hits in the window at the last exchange (an upper bound: never fewer than there were) */
-  others: number;
-  exchangedAt: number;
-  /** own hits taken from `pending` by exchanges still in flight: the store may or may not have them yet */
-  carrying: number;
-  /** exact decisions in flight */
-  deciding: number;
-  /** slots those decisions ask for: each may be an own hit that is in neither `local` nor `others` yet */
-  decidingSlots: number;
-  /** resolved (and replaced) each time an exact decision of this window is answered */
-  settled: Promise<void>;
-  settle: () => void;
-  /** exact decisions started so far: an exchange that overlapped one leaves `others` to that decision's answer */
-  decisions: number;
-  /** an exact decision carrying pending hits to the store: the next exact decision waits until they are there */
-  flushing: Promise<void> | undefined;
-  /** admissions from memory so far: those made while an exact decision was in flight may precede it in truth */
-  admitted: number;
-  /**
-   * What the store last proved (an exact decision or an exchange): `used` hits in the window, none older than
-   * `until` − WINDOW_MS. Hits only age out or are added, so until `until` the window holds at least `used`.
-   */
-  floor: { used: number; until: number };
+// The decision, pure: what memory and the store's answers prove about one window, and what is decided from it. The
+// limiter (below) does the I/O around these functions: it reads the store, waits, and applies the next state.
+
+/** One request: its bucket and limit, and the slots it takes (at least 1, at most the limit). */
+export interface RateRequest {
+  bucket: Bucket;
+  limit: number;
+  need: number;
 }
 
-/**
- * Own hits the store has surely counted once an exchange that started with this view is answered: every local hit
- * neither pending nor carried by another exchange in flight. Subtracting them from the store's count gives the
- * others' hits exactly when no other exchange of the window overlapped, and an upper bound when one did (its hits
- * may have been counted too) — so concurrent exchanges can make a process cautious, never generous.
- */
-function confirmedOwn(w: WindowState): number {
-  return Math.max(0, w.local.length - w.pending.length - w.carrying);
+/** What the store last proved: `used` hits in the window, none older than `until` − WINDOW_MS (see `WindowFacts.floor`). */
+export interface Floor {
+  used: number;
+  until: number;
+}
+
+/** What this process knows of one window: the state every decision reads. */
+export interface WindowFacts {
+  /** this process's hits in the window (ms), oldest first */
+  readonly local: { readonly length: number; at(i: number): number };
+  /** other processes' hits in the window at the last exchange (an upper bound: never fewer than there were) */
+  readonly others: number;
+  /** when `others` was last refreshed (ms) */
+  readonly exchangedAt: number;
+  /** slots asked for by the exact decisions in flight: each may be an own hit in neither `local` nor `others` yet */
+  readonly decidingSlots: number;
+  /** admissions from memory so far: those made while an exact decision was in flight may precede it in truth */
+  readonly admitted: number;
+  /** Hits only age out or are added, so until `floor.until` the window holds at least `floor.used`. */
+  readonly floor: Floor;
+}
+
+/** The next state of a window after a decision: the own hits it took at now, and the fields that change. */
+export interface WindowChange {
+  /** own hits taken at now: appended to `local` */
+  take: number;
+  /** true when the store recorded them (an exact decision); false: they are still to be shared (memory admitted them) */
+  shared?: boolean;
+  others?: number;
+  exchangedAt?: number;
+  admitted?: number;
+  floor?: Floor;
+}
+
+/** A decision and the window's next state. */
+export interface Decided {
+  decision: RateDecision;
+  next: WindowChange;
+}
+
+function decide(req: RateRequest, window: { allowed: boolean; used: number; oldestMs: number }, nowMs: number): RateDecision {
+  const { allowed, used, oldestMs } = window;
+  const freesAt = oldestMs + WINDOW_MS;
+  const waitMs = Math.max(0, freesAt - nowMs);
+  return {
+    bucket: req.bucket,
+    allowed,
+    limit: req.limit,
+    remaining: Math.max(0, req.limit - used),
+    resetSeconds: Math.ceil(waitMs / 1000),
+    retryAfterMs: allowed ? null : Math.max(1, waitMs),
+  };
+}
+
+/** The slots a request of `hits` takes: at least one; a request needing more than the limit takes the whole window. */
+export function slotsOf(hits: number, limit: number): number {
+  return Math.min(Math.max(1, Math.ceil(hits)), limit);
 }
 
 /**
@@ -133,9 +148,9 @@ function confirmedOwn(w: WindowState): number {
  * - the store's last answer: `used` hits none older than `until` − 60 s are all still in the window before `until`.
  * The wait is until the proof lapses: then the store decides again (the first moment a slot may be free).
  */
-function provenFull(w: WindowState, limit: number, need: number, nowMs: number): { used: number; until: number } | undefined {
-  let proof: { used: number; until: number } | undefined;
-  const room = limit - need;
+function provenFull(w: WindowFacts, req: RateRequest, nowMs: number): Floor | undefined {
+  let proof: Floor | undefined;
+  const room = req.limit - req.need;
   if (w.local.length > room) proof = { used: w.local.length, until: w.local.at(w.local.length - room - 1) + WINDOW_MS };
   if (w.floor.until > nowMs && w.floor.used > room && (!proof || w.floor.until > proof.until)) {
     proof = { used: Math.max(w.floor.used, proof?.used ?? 0), until: w.floor.until };
@@ -143,21 +158,89 @@ function provenFull(w: WindowState, limit: number, need: number, nowMs: number):
   return proof;
 }
 
-/**
- * Keeps the store's proof of a busy window (see `WindowState.floor`): a new answer replaces a proof still valid only
- * when it proves as many hits (answers may arrive out of order; both are lower bounds, the larger one is kept).
- */
-function raiseFloor(w: WindowState, used: number, oldestMs: number, nowMs: number): void {
-  if (w.floor.until > nowMs && w.floor.used > used) return;
-  w.floor = { used, until: oldestMs + WINDOW_MS };
+/** The refusal memory proves (`provenFull`), or undefined. `local` holds only hits still in the window. */
+export function refuseFromMemory(w: WindowFacts, req: RateRequest, nowMs: number): RateDecision | undefined {
+  const proof = provenFull(w, req, nowMs);
+  return proof && decide(req, { allowed: false, used: proof.used, oldestMs: proof.until - WINDOW_MS }, nowMs);
 }
 
-function renewSettled(w: WindowState): void {
-  let settle!: () => void;
-  w.settled = new Promise<void>((resolve) => (settle = resolve));
-  w.settle = () => {
-    renewSettled(w);
-    settle();
+/**
+ * The decision memory alone can make, or undefined when only the store can decide: a refusal the window proves, or an
+ * admission while this process's fresh view is far from the limit (under LOCAL_SHARE of it).
+ */
+export function decideFromMemory(w: WindowFacts, req: RateRequest, nowMs: number): Decided | undefined {
+  const refused = refuseFromMemory(w, req, nowMs);
+  if (refused) return { decision: refused, next: { take: 0 } };
+  const view = w.others + w.local.length + w.decidingSlots;
+  if (nowMs - w.exchangedAt > FRESH_MS || view + req.need > Math.floor(req.limit * LOCAL_SHARE)) return undefined;
+  const oldestMs = w.local.length > 0 ? w.local.at(0) : nowMs;
+  return {
+    decision: decide(req, { allowed: true, used: view + req.need, oldestMs }, nowMs),
+    next: { take: req.need, shared: false, admitted: w.admitted + req.need },
+  };
+}
+
+/**
+ * Whether an exact decision should wait for one in flight to be answered rather than ask too: the window was full at
+ * the store's last answer and the decisions in flight may take whatever has freed up since. (Otherwise, near the
+ * limit, every request that comes in while a slot frees up would go to PostgreSQL at once.)
+ */
+export function awaitsDecisionsInFlight(w: WindowFacts, req: RateRequest): boolean {
+  return w.decidingSlots > 0 && w.floor.used + w.decidingSlots + req.need > req.limit;
+}
+
+/**
+ * Keeps the store's proof of a busy window (see `WindowFacts.floor`): a new answer replaces a proof still valid only
+ * when it proves as many hits (answers may arrive out of order; both are lower bounds, the larger one is kept).
+ */
+function raisedFloor(floor: Floor, seen: { used: number; oldestMs: number }, nowMs: number): Floor {
+  if (floor.until > nowMs && floor.used > seen.used) return floor;
+  return { used: seen.used, until: seen.oldestMs + WINDOW_MS };
+}
+
+/** The store's exact answer to one request, and what this process had sent with it. */
+export interface StoreAnswer {
+  allowed: boolean;
+  /** hits in the window after the decision (its own included when allowed) */
+  used: number;
+  oldestMs: number;
+  /** own hits the store had surely counted before the call (`confirmedOwn`) */
+  confirmed: number;
+  /** own hits not shared yet that the call carried */
+  carried: number;
+  /** `admitted` when the call was made */
+  admittedBefore: number;
+}
+
+/**
+ * The exact decision from the store's answer. The others' count is the store's minus the own hits it surely counted:
+ * those confirmed before, the ones the call carried, and its own. Admissions from memory made while the call was in
+ * flight were not in the store it counted: reported as taken (cautious; there are none once the window nears the
+ * limit, where every decision is exact).
+ */
+export function decideFromStore(w: WindowFacts, req: RateRequest, answer: StoreAnswer, nowMs: number): Decided {
+  const { allowed } = answer;
+  const take = allowed ? req.need : 0;
+  const used = allowed ? Math.min(req.limit, answer.used + (w.admitted - answer.admittedBefore)) : answer.used;
+  return {
+    decision: decide(req, { allowed, used, oldestMs: answer.oldestMs }, nowMs),
+    next: {
+      take,
+      shared: true,
+      others: Math.max(0, answer.used - answer.confirmed - answer.carried - take),
+      exchangedAt: nowMs,
+      floor: raisedFloor(w.floor, answer, nowMs),
+    },
+  };
+}
+
+/** The state after an exchange's row for a window no exact decision overlapped (`sync`). */
+export function afterExchange(w: WindowFacts, row: { used: number; oldestMs: number | null; confirmed: number; carried: number }, nowMs: number): WindowChange {
+  return {
+    take: 0,
+    others: Math.max(0, row.used - row.confirmed - row.carried),
+    exchangedAt: nowMs,
+    ...(row.oldestMs !== null ? { floor: raisedFloor(w.floor, { used: row.used, oldestMs: row.oldestMs }, nowMs) } : {}),
   };
 }
 
@@ -204,6 +287,91 @@ export class HitLog {
   }
 }
 
+/** One window in this process: the facts the decisions read, and the bookkeeping of the store calls in flight. */
+interface WindowState extends WindowFacts {
+  local: HitLog;
+  others: number;
+  exchangedAt: number;
+  decidingSlots: number;
+  admitted: number;
+  floor: Floor;
+  /** this process's hits not yet written to the shared log */
+  pending: Date[];
+  /** own hits taken from `pending` by exchanges still in flight: the store may or may not have them yet */
+  carrying: number;
+  /** exact decisions in flight */
+  deciding: number;
+  /** resolved (and replaced) each time an exact decision of this window is answered */
+  settled: Promise<void>;
+  settle: () => void;
+  /** exact decisions started so far: an exchange that overlapped one leaves `others` to that decision's answer */
+  decisions: number;
+  /** an exact decision carrying pending hits to the store: the next exact decision waits until they are there */
+  flushing: Promise<void> | undefined;
+}
+
+/**
+ * Own hits the store has surely counted once an exchange that started with this view is answered: every local hit
+ * neither pending nor carried by another exchange in flight. Subtracting them from the store's count gives the
+ * others' hits exactly when no other exchange of the window overlapped, and an upper bound when one did (its hits
+ * may have been counted too) — so concurrent exchanges can make a process cautious, never generous.
+ */
+function confirmedOwn(w: WindowState): number {
+  return Math.max(0, w.local.length - w.pending.length - w.carrying);
+}
+
+function newWindow(): WindowState {
+  const w: WindowState = {
+    local: new HitLog(),
+    pending: [],
+    others: 0,
+    exchangedAt: -Infinity,
+    carrying: 0,
+    deciding: 0,
+    decisions: 0,
+    flushing: undefined,
+    admitted: 0,
+    floor: { used: 0, until: -Infinity },
+    decidingSlots: 0,
+    settled: Promise.resolve(),
+    settle: () => {},
+  };
+  renewSettled(w);
+  return w;
+}
+
+function renewSettled(w: WindowState): void {
+  let settle!: () => void;
+  w.settled = new Promise<void>((resolve) => (settle = resolve));
+  w.settle = () => {
+    renewSettled(w);
+    settle();
+  };
+}
+
+/** Applies a decision's next state; own hits taken from memory are also queued to be shared. */
+function apply(w: WindowState, change: WindowChange, now: Date): void {
+  const nowMs = now.getTime();
+  for (let i = 0; i < change.take; i++) w.local.push(nowMs);
+  if (change.shared === false) for (let i = 0; i < change.take; i++) w.pending.push(now);
+  if (change.admitted !== undefined) w.admitted = change.admitted;
+  if (change.others !== undefined) w.others = change.others;
+  if (change.exchangedAt !== undefined) w.exchangedAt = change.exchangedAt;
+  if (change.floor !== undefined) w.floor = change.floor;
+}
+
+/** While an exact decision carries pending hits to the store, the window's next exact decision waits for them. */
+function trackFlush(w: WindowState, call: Promise<unknown>): void {
+  const flushing = call.then(
+    () => undefined,
+    () => undefined,
+  );
+  w.flushing = flushing;
+  void flushing.then(() => {
+    if (w.flushing === flushing) w.flushing = undefined;
+  });
+}
+
 function prune(log: HitLog, nowMs: number): void {
   log.dropUntil(nowMs - WINDOW_MS);
 }
@@ -236,54 +404,32 @@ export class RateLimiter {
   }
 
   /**
-   * The decision memory alone can make, with no store round trip, or undefined when only the store can decide: a
-   * refusal the window proves (`provenFull`), or an admission while this process's fresh view is far from the limit.
-   * Synchronous, so the paywall's unpaid 402 can be answered before the HTTP framework (interfaces/paywall/fast-402.ts).
+   * The decision memory alone can make, with no store round trip, or undefined when only the store can decide
+   * (`decideFromMemory`). Synchronous, so the paywall's unpaid 402 can be answered before the HTTP framework
+   * (interfaces/paywall/fast-402.ts).
    */
   admitFromMemory(subject: string, bucket: Bucket, hits = 1): RateDecision | undefined {
     const now = this.deps.clock.now();
-    const nowMs = now.getTime();
-    const limit = this.deps.limits[bucket];
-    const need = Math.min(Math.max(1, Math.ceil(hits)), limit);
+    const req = this.requestOf(bucket, hits);
     const w = this.windowOf(subject, bucket);
-    prune(w.local, nowMs);
-    const refused = provenFull(w, limit, need, nowMs);
-    if (refused) {
-      this.localDenials++;
-      return decide(bucket, limit, { allowed: false, used: refused.used, oldestMs: refused.until - WINDOW_MS }, nowMs);
-    }
-    const view = w.others + w.local.length + w.decidingSlots;
-    if (nowMs - w.exchangedAt <= FRESH_MS && view + need <= Math.floor(limit * LOCAL_SHARE)) {
-      for (let i = 0; i < need; i++) {
-        w.local.push(nowMs);
-        w.pending.push(now);
-      }
-      w.admitted += need;
-      return decide(bucket, limit, { allowed: true, used: view + need, oldestMs: w.local.at(0) }, nowMs);
-    }
-    return undefined;
+    prune(w.local, now.getTime());
+    const decided = decideFromMemory(w, req, now.getTime());
+    if (!decided) return undefined;
+    if (!decided.decision.allowed) this.localDenials++;
+    apply(w, decided.next, now);
+    return decided.decision;
+  }
+
+  private requestOf(bucket: Bucket, hits: number): RateRequest {
+    const limit = this.deps.limits[bucket];
+    return { bucket, limit, need: slotsOf(hits, limit) };
   }
 
   private windowOf(subject: string, bucket: Bucket): WindowState {
     const id = `${subject}\u0000${bucket}`;
     let w = this.windows.get(id);
     if (!w) {
-      w = {
-        local: new HitLog(),
-        pending: [],
-        others: 0,
-        exchangedAt: -Infinity,
-        carrying: 0,
-        deciding: 0,
-        decisions: 0,
-        flushing: undefined,
-        admitted: 0,
-        floor: { used: 0, until: -Infinity },
-        decidingSlots: 0,
-        settled: Promise.resolve(),
-        settle: () => {},
-      };
-      renewSettled(w);
+      w = newWindow();
       this.windows.set(id, w);
     }
     return w;
@@ -291,81 +437,80 @@ export class RateLimiter {
 
   /**
    * One request taking `hits` slots of the window (default 1; a GraphQL operation takes one per unit of its cost). A
-   * request needing more slots than the limit takes the whole window.
+   * request needing more slots than the limit takes the whole window. Memory decides when it can; otherwise, once its
+   * turn comes (`blocker`), the store does (`askStore`).
    */
   async hit(subject: string, bucket: Bucket, hits = 1): Promise<RateDecision> {
     const fromMemory = this.admitFromMemory(subject, bucket, hits);
     if (fromMemory) return fromMemory;
     const now = this.deps.clock.now();
-    const nowMs = now.getTime();
-    const limit = this.deps.limits[bucket];
-    const need = Math.min(Math.max(1, Math.ceil(hits)), limit);
+    const req = this.requestOf(bucket, hits);
     const w = this.windowOf(subject, bucket);
-    for (;;) {
-      // This window's hits that an exchange in flight carries must be in the store before an exact decision counts it.
-      if (w.carrying > 0 && (w.flushing || this.syncing)) {
-        if (w.flushing) await w.flushing;
-        else await this.syncing!.catch(() => {});
-        continue;
+    // The last check and the store call's bookkeeping (askStore, up to its first await) run in one tick: a decision
+    // that starts in between would not see this one in flight.
+    for (let wait = this.blocker(w, req); wait; wait = this.blocker(w, req)) {
+      await wait.until;
+      if (wait.on !== 'decisions') continue;
+      prune(w.local, now.getTime());
+      const refused = refuseFromMemory(w, req, now.getTime());
+      if (refused) {
+        this.localDenials++;
+        return refused;
       }
-      // The window was full at the store's last answer and the exact decisions in flight may take whatever has freed
-      // up since: wait for one of them to be answered rather than ask too. (Otherwise, near the limit, every request
-      // that comes in while a slot frees up would go to PostgreSQL at once.)
-      if (w.decidingSlots > 0 && w.floor.used + w.decidingSlots + need > limit) {
-        await w.settled;
-        prune(w.local, nowMs);
-        const proof = provenFull(w, limit, need, nowMs);
-        if (proof) {
-          this.localDenials++;
-          return decide(bucket, limit, { allowed: false, used: proof.used, oldestMs: proof.until - WINDOW_MS }, nowMs);
-        }
-        continue;
-      }
-      break;
     }
+    return this.askStore({ subject, w, req, now });
+  }
+
+  /**
+   * What an exact decision of the window must wait for before it asks the store, or undefined: its hits carried by an
+   * exchange in flight must be there first, and no decision in flight may be asking for the last free slots
+   * (`awaitsDecisionsInFlight`; once one is answered, what it proved may refuse this one from memory).
+   */
+  private blocker(w: WindowState, req: RateRequest): { on: 'carried' | 'decisions'; until: Promise<unknown> } | undefined {
+    if (w.carrying > 0 && w.flushing) return { on: 'carried', until: w.flushing };
+    if (w.carrying > 0 && this.syncing) return { on: 'carried', until: this.syncing.catch(() => {}) };
+    if (awaitsDecisionsInFlight(w, req)) return { on: 'decisions', until: w.settled };
+    return undefined;
+  }
+
+  /** The store's exact, serialised decision, carrying this process's hits not shared yet (`decideFromStore`). */
+  private async askStore(asked: { subject: string; w: WindowState; req: RateRequest; now: Date }): Promise<RateDecision> {
+    const { subject, w, req, now } = asked;
     const confirmed = confirmedOwn(w);
     const pending = w.pending;
+    const admittedBefore = w.admitted;
     w.pending = [];
     w.carrying += pending.length;
     w.deciding++;
-    w.decidingSlots += need;
+    w.decidingSlots += req.need;
     w.decisions++;
-    const admittedBefore = w.admitted;
-    const call = this.deps.store.hit({ subject, bucket, limit, windowMs: WINDOW_MS }, { now, pending, hits: need });
-    if (pending.length) {
-      const flushing = call.then(
-        () => undefined,
-        () => undefined,
-      );
-      w.flushing = flushing;
-      void flushing.then(() => {
-        if (w.flushing === flushing) w.flushing = undefined;
-      });
-    }
-    let r: Awaited<typeof call>;
-    try {
-      r = await call;
-    } catch (e) {
+    const call = this.deps.store.hit({ subject, bucket: req.bucket, limit: req.limit, windowMs: WINDOW_MS }, { now, pending, hits: req.need });
+    if (pending.length) trackFlush(w, call);
+    const answered = () => {
       w.carrying -= pending.length;
       w.deciding--;
-      w.decidingSlots -= need;
+      w.decidingSlots -= req.need;
+    };
+    let answer: Awaited<typeof call>;
+    try {
+      answer = await call;
+    } catch (e) {
+      // the hits it carried may not be in the store: they go back to be shared
+      answered();
       w.pending = pending.concat(w.pending);
       w.settle();
       throw e;
     }
-    w.carrying -= pending.length;
-    w.deciding--;
-    w.decidingSlots -= need;
-    if (r.allowed) for (let i = 0; i < need; i++) w.local.push(nowMs);
-    // own hits the store surely counted: those confirmed before, the ones this call carried, and its own
-    w.others = Math.max(0, r.used - confirmed - pending.length - (r.allowed ? need : 0));
-    w.exchangedAt = nowMs;
-    raiseFloor(w, r.used, r.oldest.getTime(), nowMs);
+    answered();
+    const decided = decideFromStore(
+      w,
+      req,
+      { allowed: answer.allowed, used: answer.used, oldestMs: answer.oldest.getTime(), confirmed, carried: pending.length, admittedBefore },
+      now.getTime(),
+    );
+    apply(w, decided.next, now);
     w.settle();
-    // Admissions from memory made while this decision was in flight were not in the store it counted: report them
-    // as taken (cautious; there are none once the window nears the limit, where every decision is exact).
-    const used = r.allowed ? Math.min(limit, r.used + (w.admitted - admittedBefore)) : r.used;
-    return decide(bucket, limit, { allowed: r.allowed, used, oldestMs: r.oldest.getTime() }, nowMs);
+    return decided.decision;
   }
 
   /** Shares pending hits and refreshes the others' counts of the windows in use; forgets idle ones. */
@@ -421,9 +566,8 @@ export class RateLimiter {
       const mine = taken.get(`${row.subject}\u0000${row.bucket}`);
       // An exact decision ran meanwhile: the store may have counted its hit, and it refreshes `others` itself.
       if (!mine || mine.overlapped || mine.w.decisions !== mine.decisions) continue;
-      mine.w.others = Math.max(0, row.used - mine.confirmed - mine.pending.length);
-      mine.w.exchangedAt = nowMs;
-      if (row.oldest) raiseFloor(mine.w, row.used, row.oldest.getTime(), nowMs);
+      const seen = { used: row.used, oldestMs: row.oldest?.getTime() ?? null, confirmed: mine.confirmed, carried: mine.pending.length };
+      apply(mine.w, afterExchange(mine.w, seen, nowMs), now);
     }
   }
 }

@@ -7,7 +7,8 @@ import type { Network } from '../../domain/shared/network.ts';
 import type { Config } from '../config.ts';
 import { openFacilitatorCore } from '../core.ts';
 import { boundedServerOptions } from '../../domain/shared/request-bounds.ts';
-import { BODY_LIMIT, clientErrorHandler, stampRequestId } from '../http.ts';
+import { BODY_LIMIT } from '../http.ts';
+import { clientErrorHandler, stampRequestId } from '../http/answers.ts';
 import { registerFacilitatorRoutes } from './routes.ts';
 import { listenFailure } from '../listeners.ts';
 

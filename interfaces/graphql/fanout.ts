@@ -15,13 +15,18 @@ import type { Services } from '../services.ts';
 // files it in a group: one group per distinct subscription (document, operation, variables, principal scope). A group
 // is one watch in the event index (EventService.watch); per event it executes the document once and serialises the
 // result once. Each member (one graphql-ws operation or one SSE request) then gets the same JSON:
-// - graphql-ws: sent straight on the socket with its own `{"id":…,"type":"next","payload":…}` envelope;
+// - graphql-ws: sent straight on the socket (ws.ts hands it in the operation's `LiveArgs`) with its own
+//   `{"id":…,"type":"next","payload":…}` envelope;
 // - SSE: the result carries `stringify` (Yoga writes that text), so the per-request pipeline does not serialise again.
 // A member replaying `after`, holding a backlog, or receiving an error or an oversized result goes through the usual
 // per-subscription pipeline (envelop hooks: error formatting with its request id, the size cap), in order.
 // Every member is held in one registry, ended at once on shutdown: no abort listener per subscription.
 
-/** What the `events` subscription resolver returns once its policies passed. */
+/**
+ * What the `events` subscription resolver returns once its policies passed: a request to join the fan-out. graphql-js
+ * accepts only an async iterable from a subscribe resolver, and only the fan-out's subscribe (which holds the
+ * operation's document and variables, its group key) can serve it; iterated anywhere else it is a wiring error.
+ */
 export class LiveEvents implements AsyncIterable<never> {
   constructor(
     readonly services: Services,
@@ -44,8 +49,10 @@ export interface DirectSink {
   send(json: string): boolean;
 }
 
-/** graphql-ws (ws.ts) registers each operation's sink under its execution context. */
-export const directSinks = new WeakMap<object, DirectSink>();
+/** A subscription's execution arguments; graphql-ws (ws.ts) adds the operation's socket as `directSink`. */
+export interface LiveArgs extends ExecutionArgs {
+  directSink?: DirectSink | undefined;
+}
 
 const preSerialised = new WeakSet<object>();
 
@@ -185,37 +192,76 @@ function share(seq: bigint, result: ExecutionResult): Delivery {
   return { seq, json, result };
 }
 
+/**
+ * A member's life, one state at a time (`MEMBER_TRANSITIONS`):
+ *
+ *   replaying ──► live ──► ending ──► done
+ *       └─────────────────────┘
+ *
+ * - replaying: `after` is being replayed; the group's live deliveries are held, in order, until it is done.
+ * - live: each delivery goes straight to the socket when nothing is queued, else to the queue.
+ * - ending: it left its group (its client left, completed it, shutdown, a failure or an overflow); what is queued,
+ *   then `last` (a failure's payload), still go out.
+ * - done: the transport was told the subscription is complete.
+ */
+type MemberState =
+  | { name: 'replaying'; held: Delivery[] }
+  | { name: 'live' }
+  | { name: 'ending'; last: ExecutionResult | PromiseLike<ExecutionResult> | undefined }
+  | { name: 'done' };
+
+const MEMBER_TRANSITIONS: Record<MemberState['name'], readonly MemberState['name'][]> = {
+  replaying: ['live', 'ending'],
+  live: ['ending'],
+  ending: ['done'],
+  done: [],
+};
+
+const DONE: IteratorResult<ExecutionResult> = { done: true, value: undefined };
+
 /** One subscription (a graphql-ws operation or an SSE request): an async iterator of its results. */
 class Member implements AsyncIterableIterator<ExecutionResult> {
+  private state: MemberState;
+  /** results waiting for the transport to ask for them */
   private readonly queue: ExecutionResult[] = [];
+  /** a result handed to the transport that has not asked for the next one yet (it may not be written yet) */
+  private inflight = false;
+  private lastSeq = -1n;
+  /** wakes `next` waiting for a result */
   private wake: (() => void) | undefined;
   /** wakes a replay waiting for the transport to take what is queued */
   private room: (() => void) | undefined;
-  private left = false;
-  /** a result handed to the transport that has not asked for the next one yet (it may not be written yet) */
-  private inflight = false;
-  private ended = false;
-  private finished = false;
-  private lastSeq = -1n;
-  /** the failure payload, sent after what is queued */
-  private last: ExecutionResult | PromiseLike<ExecutionResult> | undefined;
-  /** live deliveries held while `after` is replayed */
-  private pending: Delivery[] | undefined;
   /** aborted when the subscription ends (its client left, completed it, or shutdown): cancels the replay's statement */
   private readonly stop = new AbortController();
 
+  private readonly args: ExecutionArgs;
+  private readonly sink: DirectSink | undefined;
+
+  /** `replays`: it starts by replaying `after` (`replay`), else live. */
   constructor(
     private readonly group: Group,
-    private readonly args: ExecutionArgs,
-    private readonly sink: DirectSink | undefined,
-  ) {}
+    opening: { args: LiveArgs; replays: boolean },
+  ) {
+    this.args = opening.args;
+    this.sink = opening.args.directSink;
+    this.state = opening.replays ? { name: 'replaying', held: [] } : { name: 'live' };
+  }
 
   [Symbol.asyncIterator](): this {
     return this;
   }
 
+  private to(next: MemberState): void {
+    if (!MEMBER_TRANSITIONS[this.state.name].includes(next.name)) throw new Error(`a fan-out member cannot go from ${this.state.name} to ${next.name}`);
+    this.state = next;
+  }
+
+  private get ending(): boolean {
+    return this.state.name === 'ending' || this.state.name === 'done';
+  }
+
+  /** Replays the events after `after`, then the live deliveries held meanwhile, then goes live. */
   async replay(live: LiveEvents, after: string): Promise<void> {
-    this.pending = [];
     // Each page is read in a request scope of this subscription: its statement carries the operation's
     // request id and is cancelled when the subscription ends, as a query's is when its client leaves.
     const scope = {
@@ -227,19 +273,19 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
     const pages = live.services.events.replay(live.principal, after, live.options);
     try {
       for (;;) {
-        if (this.ended) return;
+        if (this.ending) return;
         const step = await live.services.requestScope(scope, () => pages.next());
         if (step.done) break;
         for (const e of step.value) {
-          if (this.ended) return;
-          while (this.queue.length >= REPLAY_WINDOW && !this.ended) await new Promise<void>((resolve) => (this.room = resolve));
-          if (this.ended) return;
+          while (this.queue.length >= REPLAY_WINDOW && !this.ending) await new Promise<void>((resolve) => (this.room = resolve));
+          if (this.ending) return;
           this.lastSeq = e.seq;
           this.push(await this.group.run(e));
         }
       }
-      const held = this.pending;
-      this.pending = undefined;
+      if (this.state.name !== 'replaying') return;
+      const { held } = this.state;
+      this.to({ name: 'live' });
       for (const d of held) this.live(d);
     } catch (error) {
       this.fail(error);
@@ -250,13 +296,12 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
 
   /** A live event of the group. */
   live(d: Delivery): void {
-    if (this.ended) return;
-    if (this.pending) {
-      if (this.pending.length >= MAX_BUFFERED) this.overflow();
-      else this.pending.push(d);
+    if (this.state.name === 'replaying') {
+      if (this.state.held.length >= MAX_BUFFERED) this.overflow();
+      else this.state.held.push(d);
       return;
     }
-    if (d.seq <= this.lastSeq) return;
+    if (this.state.name !== 'live' || d.seq <= this.lastSeq) return;
     this.lastSeq = d.seq;
     if (d.json !== undefined && this.sink && this.queue.length === 0 && !this.inflight) {
       if (!this.sink.send(d.json)) this.overflow();
@@ -272,27 +317,19 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
 
   /** Ends the subscription with the error as the field error of one last payload. */
   fail(error: unknown): void {
-    if (this.ended) return;
-    this.last = this.group.run(new StreamFailure(error), this.args.contextValue);
-    this.end();
+    if (this.ending) return;
+    this.end(this.group.run(new StreamFailure(error), this.args.contextValue));
   }
 
-  /** Ends the subscription (shutdown): what is queued is still delivered, then the transport completes it. */
-  end(): void {
-    if (this.ended) return;
-    this.ended = true;
+  /** Ends the subscription (shutdown): what is queued (then `last`) is still delivered, then the transport completes it. */
+  end(last?: ExecutionResult | PromiseLike<ExecutionResult>): void {
+    if (this.ending) return;
+    this.to({ name: 'ending', last });
     this.stop.abort();
-    this.pending = undefined;
-    this.leave();
-    this.wake?.();
-    this.room?.();
-  }
-
-  private leave(): void {
-    if (this.left) return;
-    this.left = true;
     this.group.leave(this);
     this.group.hub.members.delete(this);
+    this.wake?.();
+    this.room?.();
   }
 
   private push(result: ExecutionResult): void {
@@ -303,34 +340,38 @@ class Member implements AsyncIterableIterator<ExecutionResult> {
   async next(): Promise<IteratorResult<ExecutionResult>> {
     this.inflight = false;
     for (;;) {
-      if (this.finished) return { done: true, value: undefined };
+      if (this.state.name === 'done') return DONE;
       const item = this.queue.shift();
       if (item !== undefined) {
         this.inflight = true;
         if (this.queue.length < REPLAY_WINDOW) this.room?.();
         return { done: false, value: item };
       }
-      if (this.ended && this.last !== undefined) {
-        const last = await this.last;
-        this.last = undefined;
-        if (this.finished) return { done: true, value: undefined };
-        this.inflight = true;
-        return { done: false, value: last };
-      }
-      if (this.ended) {
-        this.finished = true;
-        return { done: true, value: undefined };
-      }
+      if (this.state.name === 'ending') return this.finish(this.state);
       await new Promise<void>((resolve) => (this.wake = resolve));
       this.wake = undefined;
     }
   }
 
+  /** The queue is empty: `last` if there is one, then done. */
+  private async finish(ending: Extract<MemberState, { name: 'ending' }>): Promise<IteratorResult<ExecutionResult>> {
+    if (ending.last === undefined) {
+      this.to({ name: 'done' });
+      return DONE;
+    }
+    const pending = ending.last;
+    ending.last = undefined;
+    const last = await pending;
+    if (this.state.name === 'done') return DONE;
+    this.inflight = true;
+    return { done: false, value: last };
+  }
+
   async return(): Promise<IteratorResult<ExecutionResult>> {
     this.end();
-    this.finished = true;
+    if (this.state.name !== 'done') this.to({ name: 'done' });
     this.queue.length = 0;
-    return { done: true, value: undefined };
+    return DONE;
   }
 }
 
@@ -342,14 +383,14 @@ export class FanOut {
   private closed = false;
 
   /** Envelop's subscribe: `events` subscriptions join their group; anything else runs as graphql-js would. */
-  readonly subscribe = async (args: ExecutionArgs): Promise<ExecutionResult | AsyncIterableIterator<ExecutionResult>> => {
+  readonly subscribe = async (args: LiveArgs): Promise<ExecutionResult | AsyncIterableIterator<ExecutionResult>> => {
     const source = await createSourceEventStream(args);
     if (source instanceof LiveEvents) return this.join(args, source);
     if (!isAsyncIterable(source)) return source as ExecutionResult;
     return mapSource(source as AsyncIterable<unknown>, args);
   };
 
-  private join(args: ExecutionArgs, live: LiveEvents): AsyncIterableIterator<ExecutionResult> {
+  private join(args: LiveArgs, live: LiveEvents): AsyncIterableIterator<ExecutionResult> {
     const owner = ownerFilter(live.principal);
     const key = [
       documentId(args.document),
@@ -364,7 +405,7 @@ export class FanOut {
       this.groups.set(key, group);
       this.stats.groups++;
     }
-    const member = new Member(group, args, directSinks.get(args.contextValue as object));
+    const member = new Member(group, { args, replays: !this.closed && live.options.after !== undefined });
     group.members.add(member);
     this.members.add(member);
     this.stats.members++;

@@ -12,7 +12,7 @@ import { subscriptionCredentials } from '../policies/rate-limit.ts';
 import type { KeyWatch } from '../policies/revocation.ts';
 import type { Services } from '../services.ts';
 import type { GraphqlContext } from './builder.ts';
-import { directSinks, type DirectSink } from './fanout.ts';
+import type { DirectSink, LiveArgs } from './fanout.ts';
 import { prepareOperation, type Enveloped } from './operation.ts';
 
 // graphql-ws (graphql-transport-ws protocol) on the HTTP server's upgrade event, executing through Yoga's envelop
@@ -169,9 +169,9 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
         const prepared = await prepareOperation(enveloped, payload.query);
         if (prepared.errors) return refuse(prepared.errors);
         const { document, contextValue } = prepared;
-        directSinks.set(contextValue, directSink(ctx.extra.socket, id));
         ctx.extra.executing ??= new Set();
-        const args: ExecutionArgs = {
+        // the fan-out writes a live event's shared JSON straight to this operation's socket (fanout.ts)
+        const args: LiveArgs = {
           schema: enveloped.schema,
           document,
           operationName: payload.operationName,
@@ -184,6 +184,7 @@ export function mountGraphqlWs(app: FastifyInstance, options: WsOptions): { clos
             executing: ctx.extra.executing,
             socket: ctx.extra.socket,
           } satisfies SocketEnveloped,
+          directSink: directSink(ctx.extra.socket, id),
         };
         return args;
       },

@@ -15,7 +15,8 @@ import { exact as faremeterExact } from '@faremeter/payment-solana';
 import { createLocalWallet } from '@faremeter/wallet-solana';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
-import { http, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, startTestApp, type TestApp } from '../support/app.ts';
+import { afterAll } from '../support/teardown.ts';
 
 // A facilitator any x402 seller can use (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): sellers built
 // from stock npm middleware — @x402/express 2.27 and @faremeter/middleware 0.22 — point at the gateway's
@@ -50,18 +51,13 @@ test.before(async (t) => {
   t.context = { app, facilitatorUrl: `${app.url}/facilitator`, rpcUrl, servers: [] };
 });
 
-test.after.always(async (t) => {
-  for (const server of t.context.servers ?? []) await new Promise((resolve) => server.close(resolve));
-  if (!t.context.app) return;
-  await t.context.app.close();
-  await removeDataDir(t.context.app.dataDir);
-});
 
 async function listen(t: { context: Context }, app: ExpressApp): Promise<string> {
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });
   t.context.servers.push(server);
+  afterAll(() => new Promise((resolve) => server.close(resolve))); // the sellers stop before the app they settle through
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 

@@ -7,6 +7,7 @@ import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, sta
 import { newRequestId, ULID_PATTERN } from '../../domain/shared/ids.ts';
 import { associatedTokenAccount } from '../../domain/treasury/derive.ts';
 import { KEY_CACHE_TTL_MS } from '../../domain/access/service.ts';
+import type { EventRecord } from '../../domain/events/schema.ts';
 import { HitLog } from '../../domain/policies/rate-limit.ts';
 import { keyedProcedure } from '../../interfaces/trpc/init.ts';
 import { clientSignal } from '../../interfaces/policies/heavy.ts';
@@ -161,16 +162,16 @@ test('a key disabled on node A is refused by node B, which had it cached, as soo
 
   // The real path: B caches the key, A's admin route disables it, B's feed delivers api_key.disabled.
   t.is((await http(b, 'GET', '/v1/health', { key: created.key })).status, 200);
-  const abort = new AbortController();
-  const stream = b.services.events.stream(adminOnB, { kinds: ['api_key.disabled'], signal: abort.signal });
-  const arrived = (async () => {
-    for await (const e of stream) if ((e.metadata as { api_key_id?: string }).api_key_id === created.id) return e;
-    return undefined;
-  })();
+  let unwatch = () => {};
+  const arrived = new Promise<EventRecord>((resolve) => {
+    unwatch = b.services.events.watch(adminOnB, { kinds: ['api_key.disabled'] }, (e) => {
+      if ((e.metadata as { api_key_id?: string }).api_key_id === created.id) resolve(e);
+    });
+  });
   const res = await http(a, 'POST', `/v1/admin/api-keys/${created.id}/disable`, { key: admin, body: {} });
   t.is(res.status, 200, JSON.stringify(res.body));
   const event = await arrived;
-  abort.abort();
+  unwatch();
   t.is(event?.kind, 'api_key.disabled');
   // B's key cache listens to the same feed and was told before this stream (listeners run in the order they joined).
   const refused = await http(b, 'GET', '/v1/health', { key: created.key });

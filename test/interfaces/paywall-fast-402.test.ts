@@ -3,7 +3,7 @@ import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, typ
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import type { PaywallService } from '../../domain/paywall/service.ts';
-import { lazyChildLogger } from '../../interfaces/http.ts';
+import { lazyChildLogger } from '../../interfaces/http/logging.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { request as httpRequest } from 'node:http';
 
