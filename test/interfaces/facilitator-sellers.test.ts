@@ -51,7 +51,6 @@ test.before(async (t) => {
   t.context = { app, facilitatorUrl: `${app.url}/facilitator`, rpcUrl, servers: [] };
 });
 
-
 async function listen(t: { context: Context }, app: ExpressApp): Promise<string> {
   const server = await new Promise<Server>((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
