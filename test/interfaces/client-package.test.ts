@@ -1,6 +1,7 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { cp, lstat, mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdtempSync } from 'node:fs';
+import { cp, lstat, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -36,7 +37,8 @@ interface RootManifest {
 }
 
 const root = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as RootManifest;
-const work = await mkdtemp(path.join(tmpdir(), 'svc-client-package-'));
+// synchronous: the file's hooks (and the shared teardown's, registered as the helpers load) are declared in one tick
+const work = mkdtempSync(path.join(tmpdir(), 'svc-client-package-'));
 const consumer = path.join(work, 'consumer');
 /** wall time of each step, logged (the file's cost is mostly these) */
 const phases: Record<string, number> = {};

@@ -3,6 +3,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { Connection, type Keypair, VersionedTransaction } from '@solana/web3.js';
 import { checkSession, newPageSession, PAGE_SESSION_MS, sessionQuery, type PageSession } from '../../domain/paywall/solana-pay.ts';
 import { cosignRequest, walletTransaction } from '../../domain/paywall/wallet.ts';
+import { feeSplits } from '../../domain/facilitator/splits.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { prefersHtml } from '../../interfaces/pages/html.ts';
@@ -296,7 +297,10 @@ test.serial('an expired page session: the wallet POST is 409 transaction_expired
  */
 async function cosignBodyFor(w: PaywallWorld, options: { created: CreatedLink; reference: string; account: string; amount: string; payTo?: string }) {
   const offer = await unpaidOffer(options.created.url);
-  const accept = { ...offer.v2.accepts[0], amount: options.amount, ...(options.payTo ? { payTo: options.payTo } : {}) };
+  const offered = offer.v2.accepts[0];
+  // other terms than the link's: the fee split those terms owe, as a facilitator client would state it
+  const extra = { ...offered.extra, splits: feeSplits(BigInt(options.amount), offered.extra['svc.fee']) };
+  const accept = { ...offered, amount: options.amount, extra, ...(options.payTo ? { payTo: options.payTo } : {}) };
   const { blockhash } = await w.app.services.ledgers['chain-devnet']!.getLatestBlockhash();
   const unsigned = walletTransaction({
     network: 'chain-devnet',
