@@ -151,7 +151,7 @@ interface Violation {
 }
 
 /** Checks one file, `path` relative to the repository root in posix form, e.g. "domain/x.ts". */
-/** Issue 18 item 5: the one file that builds adapters (and the job runner); the HTTP server and app.ts only compose it. */
+/** The one file that builds adapters (and the job runner); the HTTP server and app.ts only compose it. */
 const COMPOSITION_ROOT = 'interfaces/core.ts';
 /** The HTTP servers over built services: the gateway's, and the standalone facilitator's routes. */
 const HTTP_LAYER = new Set(['interfaces/http.ts', 'interfaces/facilitator/routes.ts', 'interfaces/paywall/routes.ts']);
@@ -176,7 +176,7 @@ function checkFile(path: string, text: string): Violation[] {
     const pkg = relative ? undefined : packageOf(ref.specifier);
 
     if (path.startsWith('domain/paywall/') && target !== undefined) {
-      // Issue 18 item 2, the paywall in layers (x402's resource server): the core (claim → settle → record) returns
+      // The paywall in layers (x402's resource server): the core (claim → settle → record) returns
       // results and renders no HTTP; the HTTP layer is pure rendering, with no port to reach I/O through.
       const file = posix.basename(path);
       if (target === 'domain/paywall/http.ts' && file !== 'service.ts')
@@ -203,7 +203,7 @@ function checkFile(path: string, text: string): Violation[] {
         flag(ref, `only ${COMPOSITION_ROOT} (the core wiring) may import ${targetLayer}/`);
       }
       if (targetLayer === 'test') flag(ref, 'interfaces/ must not import test/');
-      // Issue 18 item 5, a thin composition root: the core wiring (adapters → services) serves no HTTP, and the HTTP
+      // A thin composition root: the core wiring (adapters → services) serves no HTTP, and the HTTP
       // server takes built services and never reaches back for the wiring.
       if (path === COMPOSITION_ROOT && (isHttpPackage(pkg) || (target !== undefined && isHttpLayer(target)))) {
         flag(ref, `${COMPOSITION_ROOT} (the core wiring) serves no HTTP: ${ref.specifier} belongs to the HTTP layer`);

@@ -2,7 +2,7 @@ import test from 'ava';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { Coalescer } from '../../adapters/store/repositories/coalesce.ts';
 
-// Issue 19: the grouping of hot single-row statements (paid-call claims, the facilitator guard's claims and
+// The grouping of hot single-row statements (paid-call claims, the facilitator guard's claims and
 // finishes). Pure: the write is a function here; the repositories' grouped statements are counted in
 // test/interfaces/paywall-paid-path.test.ts.
 

@@ -4,7 +4,7 @@ import type { NewEvent, EventPhase } from '../../domain/events/schema.ts';
 import type { Network } from '../../domain/shared/network.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
-// Issue 21 item 1: GET /v1/metrics/events reads the event_counts rollup (migration 0014), kept by triggers in the
+// GET /v1/metrics/events reads the event_counts rollup (migration 0014), kept by triggers in the
 // transaction that writes the event. After a mixed workload (appends, phase transitions, an owner reassigned, a
 // delete) the rollup answers exactly what a COUNT over the events table answers, for every scope and window.
 

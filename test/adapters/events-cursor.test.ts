@@ -1,4 +1,4 @@
-// Issue 19: event appends do not serialise on one lock, and a cursor reader still never skips a row. Writers commit out
+// Event appends do not serialise on one lock, and a cursor reader still never skips a row. Writers commit out
 // of order here on purpose (one holds its transaction open while later ones commit); every reader — the cursor query
 // (`events.after`) and the feed's catch-up (`eventsSince`) — must deliver every row exactly once, in seq order.
 import test from 'ava';
@@ -138,7 +138,7 @@ test.serial('many writers committing in random order while two cursors read: eve
 test.serial('appends no longer wait for each other: a writer appends and commits while another writer holds its append open', async (t) => {
   const held = openWriter('concurrent-held');
   await held.row;
-  // Before issue 19 this append waited for the held transaction's commit (one advisory lock until commit).
+  // Under one advisory lock held until commit, this append would wait for the held transaction's commit.
   const other = openWriter('concurrent-other');
   await other.row;
   await other.commit();

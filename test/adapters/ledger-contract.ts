@@ -125,7 +125,7 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     const { blockhash } = await h.ledger.getLatestBlockhash();
     const wire = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
     const signature = getBase58Decoder().decode(wire.subarray(1, 65));
-    // Waiting before the transaction exists: the answer comes when it lands and is confirmed (issue 19: no poll needed).
+    // Waiting before the transaction exists: the answer comes when it lands and is confirmed (no poll needed).
     const waiting = h.ledger.waitForSignature(signature, { timeoutMs: 20_000 });
     const sent = await h.ledger.sendTransaction(wire);
     t.true(sent.ok);

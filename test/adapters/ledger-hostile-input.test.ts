@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { ledgerDir, openTestLedger, removeDir } from '../support/ledger.ts';
 
-// Issue 17 "One request kills the process": no body sent to the embedded ledger's JSON-RPC (HTTP) or PubSub
+// No request may kill the process: no body sent to the embedded ledger's JSON-RPC (HTTP) or PubSub
 // (WebSocket) may throw out of its listener; each answers the protocol's error and the server keeps serving. The
 // server runs in this test's process, so a crash fails the file.
 

@@ -20,7 +20,7 @@ import { MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts
 import { http, issueKey, makeDataDir, removeDataDir, startTestApp, testConfig } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
 
-// Issue 10, "The ledger runs Metaplex Core": the embedded ledgers load real programs from SVC_LEDGER_PROGRAMS (a
+// The ledger runs Metaplex Core: the embedded ledgers load real programs from SVC_LEDGER_PROGRAMS (a
 // directory of <id>.so / <id>.so.gz, as ../shared/programs keeps Core) or clone the well-known ones from
 // SVC_LEDGER_CLONE_URL; the official mpl-core client's createV1 and execute run on them.
 

@@ -11,7 +11,7 @@ import { ledgerDir, openTestLedger, removeDir, USDC_DEVNET } from '../support/le
 import { ledgerContract } from './ledger-contract.ts';
 import { RUN_TS } from '../support/commands.ts';
 
-// Issue 17: the embedded ledger and its JSON-RPC/PubSub server run in a worker thread, so a flood of subscriptions
+// The embedded ledger and its JSON-RPC/PubSub server run in a worker thread, so a flood of subscriptions
 // keeps that thread busy, not the gateway's event loop. The flood runs in a child process (its client work must not
 // share this process's event loop either); /v1/health is timed meanwhile, one request after the other.
 
@@ -52,7 +52,7 @@ test('ledger thread: errors cross the thread as they were thrown; a closed threa
   t.is(reopened.balance(to), 5_000_000n, 'the thread saved its state on close');
 });
 
-test('ledger thread (issue 19): the calls made in one turn cross as one message, and their replies come back as one', async (t) => {
+test('ledger thread: the calls made in one turn cross as one message, and their replies come back as one', async (t) => {
   const dir = await ledgerDir();
   t.teardown(() => removeDir(dir));
   const ledger = await LedgerThread.open({ network: 'chain-devnet', dir: join(dir, 'devnet'), slotMs: 0 });

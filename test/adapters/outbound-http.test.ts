@@ -15,7 +15,7 @@ import { GuardedOutboundHttp, addressClass, isPublicAddress, type Resolver } fro
 import type { OutboundFailure, OutboundResponse } from '../../domain/ports/outbound-http.ts';
 import { ConfigError, loadConfig } from '../../interfaces/config.ts';
 
-// DECISIONS "Webhooks", issue 17: https to public addresses only; SVC_OUTBOUND_ALLOW=host:port is the one opening
+// DECISIONS "Webhooks": https to public addresses only; SVC_OUTBOUND_ALLOW=host:port is the one opening
 // (plain http, private addresses) for exactly the targets it names; the gateway's own listeners never, listed or not.
 
 /** The default: nothing allow-listed. */
@@ -196,7 +196,7 @@ const HOSTNAME = hostname();
 /**
  * Authority spellings (the port is appended) and what refuses them over https; over plain http every one is refused
  * too (an IP literal for its address, a name for the scheme). "name": resolution depends on the machine (refused for
- * its address or for not resolving). Issue 17 found 48 of 64 such spellings reaching a local service.
+ * its address or for not resolving). Without these refusals, 48 of 64 such spellings reached a local service.
  */
 const SPELLINGS: ReadonlyArray<readonly [host: string, expect: Expect]> = [
   // IPv4 loopback, every way WHATWG URL accepts it

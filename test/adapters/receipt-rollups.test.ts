@@ -4,7 +4,7 @@ import { reputationSql } from '../../adapters/store/repositories/identity.ts';
 import { receiptDailySql } from '../../adapters/store/repositories/receipts.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
-// Issue 21: the identity reputation and the daily buckets read rollups of the receipts (migration 0021), kept by
+// The identity reputation and the daily buckets read rollups of the receipts (migration 0021), kept by
 // triggers that only insert deltas. Each read must equal the aggregate of the receipts themselves at any moment —
 // deltas unfolded, folded, a verification turning verified or mismatch — and two writers of one agent never wait for
 // each other. The reputation counts only earn receipts whose settlement the ledger verified (migration 0026).

@@ -1,4 +1,4 @@
-// Live fan-out (issue 21 items 4-5, issue 19 bench:events): 10 / 100 / 1,000 graphql-ws subscribers of the gateway
+// Live fan-out (bench:events): 10 / 100 / 1,000 graphql-ws subscribers of the gateway
 // against a plain server doing the same path, in the same run, on the same PostgreSQL.
 // Run on demand: npm run bench:events   (BENCH_EVENTS_WRITES=100 BENCH_EVENTS_SUBSCRIBERS=10,100,1000
 //                                         BENCH_EVENTS_INTERVAL_MS=100 BENCH_EVENTS_PROFILE=<dir>)

@@ -1,4 +1,4 @@
-// npm run bench:growth — issue 21 item 5: every list and aggregate route on 1,000 and on 1,000,000 rows.
+// npm run bench:growth — every list and aggregate route on 1,000 and on 1,000,000 rows.
 //
 //   BENCH_SECONDS=3 BENCH_GROWTH_ROWS=1000000 npm run bench:growth     (BENCH_GROWTH_ONLY=<substring> for some routes)
 //

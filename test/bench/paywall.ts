@@ -8,11 +8,11 @@
 // 2. Paid calls end to end on the embedded ledger: BENCH_PAID payments against one fee-bearing link (SVC_FEE_BPS
 //    default 100: seller and fee legs; one seller), from BUYERS funded wallets, built and signed between the timed
 //    sections (a fresh blockhash per batch), sent by the closed loop at BENCH_CONCURRENCY in flight; every answer must
-//    be 200 and the seller's treasury must grow by exactly BENCH_PAID × price. The goal's baseline (issue 19) is LiteSVM
+//    be 200 and the seller's treasury must grow by exactly BENCH_PAID × price. The goal's baseline is LiteSVM
 //    executing the same settlement transactions (an in-process embedded ledger, no preflight, one at a time), in
 //    batches interleaved with the paid ones; the plain route's 402 fetched by the same closed loop is shown beside.
 //    Batches are merged from all their latency samples (p50/p99 of the whole run, not averages of batches).
-// Per paid call, the steadier figures on a shared machine (issue 19): CPU of this process (all threads), busy time of
+// Per paid call, the steadier figures on a shared machine: CPU of this process (all threads), busy time of
 // its main and ledger threads, CPU of the PostgreSQL backends serving the app's database (from /proc), statements
 // sent to PostgreSQL, and calls and messages to the ledger thread.
 // Prints `RATIO|path|gateway|baseline|ratio|goal` per goal row for `npm run bench`.
@@ -399,7 +399,7 @@ try {
   let paidThreadCalls = 0;
   const ledgerWorker = (ledger as unknown as { worker?: { performance?: { eventLoopUtilization: () => { active: number } } } }).worker;
   const ledgerElu = () => ledgerWorker?.performance?.eventLoopUtilization();
-  // messages to the ledger thread and the calls they carry (issue 19: one message per turn of the event loop)
+  // messages to the ledger thread and the calls they carry (one message per turn of the event loop)
   let threadMessages = 0;
   let threadCalls = 0;
   const threadPort = ledgerWorker as unknown as { postMessage?: (calls: unknown) => void } | undefined;
@@ -466,7 +466,7 @@ try {
   }
   const after = await sellerBalance();
 
-  // Several sellers: the same payments spread over SELLERS links of SELLERS agents (issue 19: different sellers share
+  // Several sellers: the same payments spread over SELLERS links of SELLERS agents (different sellers share
   // no lock), interleaved with LiteSVM batches of the same size.
   const sellers = [{ linkId, agent, accept, requirements }];
   for (let i = 1; i < SELLERS; i++) {

@@ -34,7 +34,7 @@ async function measure(url: string, key: string): Promise<{ rps: number; p50: nu
   return { rps: r.rps, p50: r.p50, p99: r.p99, total: r.total };
 }
 
-/** Near the limit (issue 17): a key over its limit, 200 connections; almost every answer is a 429, none anything else. */
+/** Near the limit: a key over its limit, 200 connections; almost every answer is a 429, none anything else. */
 async function measureNearLimit(url: string, key: string): Promise<{ rps: number; p50: number; p99: number; refused: number; answered: number }> {
   const r = await runLoad({ generator: 'cannon', url: `${url}/v1/version`, connections: 200, duration: DURATION, headers: { authorization: `Bearer ${key}` } });
   const answered = r.statuses['200'] ?? 0;

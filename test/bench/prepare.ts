@@ -1,4 +1,4 @@
-// Issue 10: prepare and submit throughput on a gateway whose embedded devnet runs the real Metaplex Core program, against
+// Prepare and submit throughput on a gateway whose embedded devnet runs the real Metaplex Core program, against
 // a plain createV1 / execute build (the official mpl-core client through umi, compiled and serialized, no gateway) and a
 // plain fastify route, all in the same run on the same machine.
 //

@@ -1,4 +1,4 @@
-// Issue 19: the /v1 authenticated read hot path. The gateway's GET /v1/payment-links/{id} (rate limits raised by
+// The /v1 authenticated read hot path. The gateway's GET /v1/payment-links/{id} (rate limits raised by
 // config) against a plain fastify + `pg` server running the same `select` on the same database, measured alternately
 // in one run (after a warm-up of both), autocannon in its own process (test/bench/support/load.ts).
 // Run on demand: npm run bench:reads   (BENCH_SECONDS, BENCH_CONNECTIONS, BENCH_ROUNDS; BENCH_CPU_PROF=dir writes a

@@ -1,6 +1,6 @@
 // `npm run bench`: every `bench:*` script of package.json in turn (BENCH_ONLY=reads,paywall runs those only), their
 // output streamed as it comes; each bench prints, per goal row, one line `RATIO|<path>|<gateway>|<baseline>|<ratio>|<goal>`
-// (COMMON.md, session 5). The lines are collected and printed as one table at the end. A new `bench:<name>` script is
+// (COMMON.md). The lines are collected and printed as one table at the end. A new `bench:<name>` script is
 // picked up from package.json with no edit here. Exits non-zero when a bench failed (its rows are then missing).
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';

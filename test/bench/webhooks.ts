@@ -1,4 +1,4 @@
-// Webhook deliveries (DECISIONS "Webhooks", issue 12): how many deliveries per second the job runner makes to a local
+// Webhook deliveries (DECISIONS "Webhooks"): how many deliveries per second the job runner makes to a local
 // receiver, and the time from an event's commit to its receipt, with 1 and with 100 subscriptions.
 // Run on demand: npm run bench:webhooks   (BENCH_EVENTS_ONE=400 BENCH_EVENTS_MANY=30 BENCH_APPENDERS=8)
 //

@@ -94,7 +94,7 @@ import { openTestLedger } from '../support/ledger.ts';
 import { coreProgramsDir, metaplexTest } from '../support/programs.ts';
 import { coreProgramBytes } from '../support/core-asset.ts';
 
-// Issue 10: the prepare builders against real embedded ledgers (LiteSVM; no mock of the Ledger port). Every built
+// The prepare builders against real embedded ledgers (LiteSVM; no mock of the Ledger port). Every built
 // instruction is read back with the official decoders (mpl-core's and the Agent Registry's serializers, spl-token's
 // decoders, web3.js' SystemInstruction/ComputeBudgetInstruction); Agent Registry instructions are compared byte for
 // byte with what the official client builds for the same inputs; and where the ledger runs Metaplex Core (the
@@ -330,7 +330,7 @@ test('identity, executive and token-set routes answer program_unavailable naming
   await rejects(t, buildRevokeExecution(PrepareExecutiveInput.parse({ mint: a.mint, executive }), ctx), 'program_unavailable', { program: TOOLS_PROGRAM_ID });
 });
 
-test('agents/prepare without uri: the gateway hosts the registration document — the asset’s uri is its registration.json URL (issue 13)', async (t) => {
+test('agents/prepare without uri: the gateway hosts the registration document — the asset’s uri is its registration.json URL', async (t) => {
   const owner = address();
   const input = PrepareAgentInput.parse({ owner, name: 'Hosted', description: 'here', services: [{ name: 'A2A', endpoint: 'https://agent.example/a2a' }] });
   const base = 'https://gw.example';
@@ -354,7 +354,7 @@ test('agents/prepare without uri: the gateway hosts the registration document �
   t.like(own.echo, { uri: 'https://example.com/own.json', registration_hosted: false });
 });
 
-metaplexTest(test, 'identity/prepare without uri: registerIdentityV1 with the gateway-hosted registration.json URL (issue 13)', async (t) => {
+metaplexTest(test, 'identity/prepare without uri: registerIdentityV1 with the gateway-hosted registration.json URL', async (t) => {
   const a = agentOn();
   const base = 'https://gw.example';
   const p = plan(await buildRegisterIdentity(PrepareIdentityInput.parse({ mint: a.mint }), { ...ctxOf(registry, a.record), baseUrl: base }));

@@ -5,7 +5,7 @@ import type { Quote, QuoteOption, SpendPolicyRecord } from '../../domain/buyer/s
 import { DomainError } from '../../domain/shared/errors.ts';
 import { CAIP2, STABLES, X402_V1_NETWORK } from '../../domain/shared/network.ts';
 
-// Issue 14: each spend-policy rule is a named pure function, tested here one by one, and the 402 reader.
+// Each spend-policy rule is a named pure function, tested here one by one, and the 402 reader.
 
 const USDC = STABLES['chain-devnet'][0]!;
 const SELLER_AGENT = 'So11111111111111111111111111111111111111112';

@@ -3,7 +3,7 @@ import { checkEvent, eventCatalogue, EVENT_KIND_NAMES } from '../../domain/event
 import { http, issueKey, linkBody, recordAgent } from '../support/app.ts';
 import { fundBuyer, payingFetch, startPaywallApp } from '../support/paywall.ts';
 
-// Issue 18 item 1: the event catalogue. Appends are typed by kind at compile time; here every event a real flow
+// The event catalogue. Appends are typed by kind at compile time; here every event a real flow
 // stores (link created, updated, rotated, paid with the fee on, deleted) is checked against the catalogue at run time.
 
 test('every event of a full flow matches the catalogue: a known kind, an allowed phase, metadata of its schema', async (t) => {
@@ -63,7 +63,7 @@ test('the catalogue documents every kind with a JSON Schema of its metadata', (t
   for (const d of docs) {
     t.truthy(d.description);
     t.true(d.phases.length > 0);
-    // one object, or (issue 12: prepared or indexer-made; receipt or on_chain) a union of objects
+    // one object, or (prepared or indexer-made; receipt or on_chain) a union of objects
     const shapes = (d.metadata_schema.anyOf ?? d.metadata_schema.oneOf ?? [d.metadata_schema]) as { type?: string }[];
     for (const shape of shapes) t.is(shape.type, 'object', d.kind);
   }

@@ -314,7 +314,7 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'moved once');
 });
 
-// Issue 18 item 4: the confirmation wait goes through the Clock port — with a test clock that stands still the settle
+// The confirmation wait goes through the Clock port — with a test clock that stands still the settle
 // waits however long real time runs, and it gives up exactly when the clock passes confirmTimeoutMs.
 test('settle waits for confirmation on the Clock: a standing test clock holds it; moved past confirmTimeoutMs it answers settlement_pending', async (t) => {
   const { app, ledger } = t.context;
@@ -344,7 +344,7 @@ test('settle waits for confirmation on the Clock: a standing test clock holds it
   t.like(await settling, { success: false, errorReason: 'settlement_pending', transaction: p.signature });
 });
 
-// Issue 19: confirmation comes from the ledger's notification (waitForSignature), not from a poll that sleeps on the
+// Confirmation comes from the ledger's notification (waitForSignature), not from a poll that sleeps on the
 // clock. The node's status reads lag here (always "processed"), and the test clock stands still: only the notification
 // can end the wait.
 test('settle learns the confirmation from the ledger notification: a standing clock and lagging status reads do not hold it', async (t) => {

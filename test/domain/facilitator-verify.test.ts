@@ -707,7 +707,7 @@ test('FeeExtension parses extra["svc.fee"]', (t) => {
   t.false(FeeExtension.safeParse({ v: '1', bps: 100, feeAuthority: 'nope' }).success);
 });
 
-test('issue 19: a signer key is parsed once; its signatures verify again without parsing it, a forged one still fails, an off-curve key never verifies', async (t) => {
+test('a signer key is parsed once; its signatures verify again without parsing it, a forged one still fails, an off-curve key never verifies', async (t) => {
   const { verifyEd25519, ed25519KeysParsed } = await import('../../domain/facilitator/ed25519.ts');
   const { sign: signDetached, createPrivateKey } = await import('node:crypto');
   const kp = Keypair.generate();

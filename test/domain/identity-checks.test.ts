@@ -17,7 +17,7 @@ import { summarize } from '../../domain/identity/service.ts';
 import { buildRegistration, isOwnRegistrationUrl, REGISTRATION_TYPE, RegistrationV1, registrationUrl } from '../../domain/identity/registration.ts';
 import type { Identity } from '../../domain/identity/schema.ts';
 
-// Issue 13: each verify rule on its own, then the verdict and score rules of domain/identity/checks.ts.
+// Each verify rule on its own, then the verdict and score rules of domain/identity/checks.ts.
 
 function identity(overrides: Partial<Identity> = {}): Identity {
   return {

@@ -2,7 +2,7 @@ import test from 'ava';
 import { LiveIndex, type LiveFilter } from '../../domain/events/live.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
 
-// The live index (issue 21 item 4): an event reaches exactly the watchers whose scope and filters match it, each once,
+// The live index: an event reaches exactly the watchers whose scope and filters match it, each once,
 // found by (network, owner) and exact kind; only wildcard watchers of the event's scope are tested.
 
 function event(fields: Partial<EventRecord>): EventRecord {

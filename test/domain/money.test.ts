@@ -29,7 +29,7 @@ test('decimalToAtomic refuses anything but a plain non-negative decimal', (t) =>
   }
 });
 
-test('every atomic amount fits u64: one more than u64 max is out of range, at any scale (issue 17)', (t) => {
+test('every atomic amount fits u64: one more than u64 max is out of range, at any scale', (t) => {
   t.is(U64_MAX, 18_446_744_073_709_551_615n);
   t.deepEqual(parseAtomic('18446744073709551615', 0), { amount: U64_MAX });
   t.deepEqual(parseAtomic('18446744073709551616', 0), { problem: 'range' });

@@ -5,7 +5,7 @@ import type { OfferTerms } from '../../domain/paywall/offer.ts';
 import type { PaymentLinkRecord } from '../../domain/payment-links/schema.ts';
 import { CAIP2, findStable } from '../../domain/shared/network.ts';
 
-// Issue 18 item 2: the paywall's HTTP layer is pure — status, headers and body from the core's result union — so it
+// The paywall's HTTP layer is pure — status, headers and body from the core's result union — so it
 // is tested without a server, a database or a ledger.
 
 const USDC = findStable('chain-devnet', 'USDC')!;

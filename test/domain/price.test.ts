@@ -81,7 +81,7 @@ test('priceSymbol names the symbol a price text carries, if any', (t) => {
   t.is(priceSymbol('not a price'), undefined);
 });
 
-test('a price beyond the u64 atomic maximum is invalid_request at price (issue 17)', (t) => {
+test('a price beyond the u64 atomic maximum is invalid_request at price', (t) => {
   t.is(parsePrice('18446744073709.551615', 'chain-devnet').amountAtomic, 18_446_744_073_709_551_615n);
   for (const text of ['18446744073709.551616', '11111111111111111111111111111111', '$99999999999999999999']) {
     invalid(t, () => parsePrice(text, 'chain-devnet'), 'price');

@@ -4,7 +4,7 @@ import { ACCOUNT_SIZE, AccountLayout, AccountState, MINT_SIZE, MintLayout, unpac
 import { decodeMint, decodeTokenAccount, readTokenAmount } from '../../domain/shared/token-account.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
 
-// Issue 18: domain/shared/token-account.ts is the one reader of the token account and mint layouts (facilitator,
+// domain/shared/token-account.ts is the one reader of the token account and mint layouts (facilitator,
 // builders, treasury reads, paying client, embedded ledger); it must read what spl-token's own decoders read.
 
 const key = () => Keypair.generate().publicKey;

@@ -11,7 +11,7 @@ import {
 import { DecodeError, decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { parseTransaction } from '../../domain/ledger/wire.ts';
 
-// Issue 18: one transaction parser. domain/ledger/wire.ts parses (the embedded ledger's hot path uses its offsets);
+// One transaction parser. domain/ledger/wire.ts parses (the embedded ledger's hot path uses its offsets);
 // decodeTransaction names what it parsed. Both must read what web3.js reads, and refuse what the runtime refuses.
 
 const payer = Keypair.generate();

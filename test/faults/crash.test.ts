@@ -17,7 +17,7 @@ import { makeDataDir, removeDataDir, testConfig } from '../support/app.ts';
 import { programsDir } from '../support/programs.ts';
 import { RUN_TS } from '../support/commands.ts';
 
-// Issue 17 "money lost on a crash", end to end: the gateway runs as a child process (`npm start`'s entry point) on one
+// No money lost on a crash, end to end: the gateway runs as a child process (`npm start`'s entry point) on one
 // data directory; N buyers pay one link concurrently through the buyer kit; the gateway is kill -9'd at random moments
 // K times and restarted on the same directory (the embedded PostgreSQL, a child that outlives it, is reused through
 // postmaster.pid; the embedded ledger comes back from its files). After each restart every payment that got no answer
@@ -275,7 +275,7 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     const restarting = Date.now();
     gateway = await startGateway(env);
     restartMs.push(Date.now() - restarting);
-    // What the kill left: payments on the ledger with no record yet (the issue saw 5–7 per kill, never recovered).
+    // What the kill left: payments on the ledger with no record yet (once 5–7 per kill, never recovered).
     const landedUnrecorded = Number((await usdc(treasury)) / PRICE) - (await recordedCount());
     const open = await replayUnanswered(kill);
     const replayed: Record<number, number> = {};

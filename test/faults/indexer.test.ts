@@ -7,7 +7,7 @@ import { startJobsProcess } from '../support/jobs.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 
-// Issue 12: the indexer run by `npm run jobs` as its own process (the gateway runs no jobs, SVC_JOBS=off). Deposits
+// The indexer run by `npm run jobs` as its own process (the gateway runs no jobs, SVC_JOBS=off). Deposits
 // made with plain web3.js while the runner is up, and while it is kill -9'd, each become exactly one
 // agent.treasury.fund once it runs again: nothing lost, nothing twice.
 

@@ -6,7 +6,7 @@ import { removeDataDir, startTestApp, syntheticEvent } from '../support/app.ts';
 import { until } from '../support/until.ts';
 import { startJobsProcess as startRunner, type JobsProcess as Runner } from '../support/jobs.ts';
 
-// Issue 12 "crash test": webhook deliveries are made at least once and recorded once, whatever happens to the receiver
+// Crash test: webhook deliveries are made at least once and recorded once, whatever happens to the receiver
 // and to the job runner. The gateway (in this process, SVC_JOBS=off) appends events; `npm run jobs` runs apart as a
 // child process. The receiver is down at first (every first attempt fails and is scheduled 5 s later), then up but
 // hanging on the first requests; the runner is kill -9'd while those attempts are in flight, and started again. Then

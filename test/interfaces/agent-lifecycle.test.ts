@@ -11,7 +11,7 @@ import { feeFor } from '../../domain/shared/money.ts';
 import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
-// Issue 10 "Done when": on the embedded devnet running the deployed Metaplex Core program, the whole lifecycle of an
+// On the embedded devnet running the deployed Metaplex Core program, the whole lifecycle of an
 // agent through REST with real signers held by the test — mint, provision, fund by a plain transfer, delegate, pay a
 // payment link from the treasury as delegate, withdraw a stable and SOL, revoke — each submit confirmed by the
 // confirmations job, balances read back exactly, and every event's phases seen on a GraphQL subscription. Then the
@@ -161,7 +161,7 @@ async function lifecycle(t: ExecutionContext, gateway: TestApp, funder: TestApp)
   t.is(sum(sellerAfter) - sum(sellerBefore), 1_500_000n, 'the seller received the price');
   const gross = 1_500_000n + feeFor(1_500_000n, bps);
   t.is(usdcOf(await balances(gateway, key, mint)), 20_000_000n - gross, 'the treasury paid the gross');
-  // Issue 11: the buyer agent's spend receipt, on its chain, checked against the landed transaction.
+  // The buyer agent's spend receipt, on its chain, checked against the landed transaction.
   const receipts = await http(gateway, 'GET', `/v1/receipts/${mint}`, { key });
   t.is(receipts.status, 200, JSON.stringify(receipts.body));
   t.is(receipts.body.data.length, 1);

@@ -109,7 +109,7 @@ async function readAll(t: ExecutionContext<Ctx>, read: Read, of: { key: string; 
   // The slot is read per call and moves on between them: compared apart.
   const steady = (v: any) => (read === 'balances' ? { ...v, slot: 0 } : v);
   t.deepEqual(steady(trpc), steady(rest.body), `${read}: tRPC = REST`);
-  // GraphQL answers the enums' UPPER_CASE values (issue 16)
+  // GraphQL answers the enums' UPPER_CASE values (the GraphQL enum convention)
   t.deepEqual(
     steady(graphValue),
     steady(asGraphqlEnums(camel(rest.body), ['network', 'source', 'tokens.tokenProgram', 'payTo.tokenProgram'])),

@@ -17,7 +17,7 @@ import { until } from '../support/until.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { createPayingFetch } from '../../interfaces/client/paying-fetch.ts';
 
-// Issue 14: a real paid flow of a buyer agent on the embedded devnet running the Metaplex Core program — the agent
+// A real paid flow of a buyer agent on the embedded devnet running the Metaplex Core program — the agent
 // minted, its treasury funded and an executive delegated, then the buyer routes: execute refused by the spend policy
 // (REST, tRPC, GraphQL), execute allowed → signed client-side → /v1/submit → confirmed, which is the link's sale too
 // (counters, earn receipt, events: once, whatever replays); finalize of that settlement (already recorded at

@@ -6,7 +6,7 @@ import { http, issueKey, recordAgent, removeDataDir, startTestApp, type HttpResu
 import { buildReceipt } from '../support/receipts.ts';
 import { createLink, startLocalServer, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
-// Issue 14 (hosted-api §4.8 "Buyer"): the buyer routes on REST, tRPC and GraphQL against the real app — quotes of a
+// hosted-api §4.8 "Buyer": the buyer routes on REST, tRPC and GraphQL against the real app — quotes of a
 // payment link (resolved locally) and of URLs probed over HTTP on port 0 (x402 v2 and v1 challenges, and every way a
 // URL can fail to be payable), spend policies owned per principal, their evaluation with the daily cap read from the
 // spend rollup, networks/currency and GET /v1/seller/facilitator. The paid flow (execute → submit → finalize → verify)

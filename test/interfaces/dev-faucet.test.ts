@@ -3,7 +3,7 @@ import { Connection, PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { http, issueKey, randomAddress, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 
-// Issue "ledger": POST /v1/dev/faucet funds an address on the embedded ledger; the ledger's JSON-RPC server started
+// POST /v1/dev/faucet funds an address on the embedded ledger; the ledger's JSON-RPC server started
 // with the app serves what it funded to an unmodified web3.js Connection.
 
 const test = anyTest as TestFn<{ app: TestApp; key: string }>;

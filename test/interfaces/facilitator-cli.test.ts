@@ -108,5 +108,5 @@ test('config: the secret key as a JSON byte array or base58, networks as a list,
   t.throws(() => loadConfig({ SVC_FACILITATOR_NETWORKS: 'testnet' }), { instanceOf: ConfigError, message: /SVC_FACILITATOR_NETWORKS/ });
   t.throws(() => loadConfig({ SVC_FACILITATOR_SECRET_KEY: 'not-base58-0OIl' }), { instanceOf: ConfigError });
   t.throws(() => loadConfig({ SVC_FACILITATOR_RENT_BUDGET_LAMPORTS: '-1' }), { instanceOf: ConfigError });
-  t.deepEqual(loadConfig({}).outbound.allow, [], 'issue 17: no outbound opening by default, embedded ledgers or not');
+  t.deepEqual(loadConfig({}).outbound.allow, [], 'no outbound opening by default, embedded ledgers or not');
 });

@@ -6,7 +6,7 @@ import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } fro
 import { until } from '../support/until.ts';
 import { graphqlSse } from '../support/sse.ts';
 
-// Issue 21 item 4: live fan-out. Many subscriptions with different scopes and filters, multiplexed over graphql-ws
+// Live fan-out. Many subscriptions with different scopes and filters, multiplexed over graphql-ws
 // sockets and SSE, each get exactly the events REST lists for the same key and filter (no leak, no miss, in order);
 // one distinct subscription (document, variables, principal scope) is executed once per event however many sockets
 // hold it; 1,000 subscriptions miss nothing and end on shutdown through one registry (no abort listener each).
@@ -166,7 +166,8 @@ test.serial('many subscriptions with different scopes and filters each get exact
     const lastB = await createLink(app, keyB, b1, 'b-last');
     t.is((await http(app, 'DELETE', `/v1/payment-links/${lastB}`, { key: keyB })).status, 204);
 
-    // one list at a time: a principal runs at most SVC_DB_HEAVY_PER_PRINCIPAL heavy reads at once (issue 21)
+    // one list at a time: a principal runs at most SVC_DB_HEAVY_PER_PRINCIPAL heavy reads at once (so no key starves the
+    // others)
     const want: Awaited<ReturnType<typeof expected>>[] = [];
     for (const v of variants) want.push(await expected(app, keys[v.who], v.filter, after[v.who]));
     t.log(want.map((w) => w.length).join(' '));

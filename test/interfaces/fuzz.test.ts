@@ -5,7 +5,7 @@ import { BUCKETS } from '../../domain/policies/rate-limit.ts';
 import { appRouter } from '../../interfaces/trpc/router.ts';
 import { issueKey, linkBody, randomAddress, recordAgent, startTestApp, http, type TestApp } from '../support/app.ts';
 
-// Issue 17: property-based fuzz of every front door. Every operation of /openapi.json gets malformed bodies, path
+// Property-based fuzz of every front door. Every operation of /openapi.json gets malformed bodies, path
 // and query parameters and odd headers; /trpc and /graphql get their own malformed forms; the paywall, hostile ids.
 // Whatever is sent, the answer is below 500, carries X-Svc-Request-Id, and an error is the envelope naming that id.
 // FUZZ_SEED replays a run; FUZZ_RUNS sets the runs per operation.

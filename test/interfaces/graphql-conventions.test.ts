@@ -5,7 +5,7 @@ import { graphqlEnum, graphqlEnumName } from '../../interfaces/graphql/enums.ts'
 import { schema } from '../../interfaces/graphql/schema/index.ts';
 import { appRouter } from '../../interfaces/trpc/router.ts';
 
-// Issue 16, GraphQL conventions, checked on the schema a client sees (introspection): every enum value UPPER_CASE,
+// GraphQL conventions, checked on the schema a client sees (introspection): every enum value UPPER_CASE,
 // and no input field or argument that REST types as a domain enum is a String here. The domain enums are read from
 // the procedures' own zod input schemas, so a new procedure field typed with a z.enum is covered without editing
 // this test. No database or server: the schema is introspected in process.

@@ -8,7 +8,7 @@ import { GRAPHQL_LIMITS } from '../../interfaces/policies/graphql-limits.ts';
 import { DomainError, ERROR_CODES } from '../../domain/shared/errors.ts';
 import { restError, toDomainError } from '../../interfaces/errors.ts';
 
-// Issue 17 "One query stalls everyone": a GraphQL operation is measured before it runs (tokens, aliases, depth,
+// One query must not stall everyone: a GraphQL operation is measured before it runs (tokens, aliases, depth,
 // estimated cost) and refused with query_too_complex in the standard extensions; its cost is counted against the key's
 // `graphql` bucket; an answer over the byte cap is replaced by the error. Over HTTP POST/GET, SSE and graphql-ws.
 

@@ -502,7 +502,7 @@ test('an SSE subscription receives events of its network, with the same auth', a
     stream.close();
   }
 
-  // Issue 16: no stream without credentials: HTTP 401 in the envelope (EventSource does not reconnect to that).
+  // No stream without credentials: HTTP 401 in the envelope (EventSource does not reconnect to that).
   const anonymous = await http(t.context.app, 'POST', '/graphql', { headers: { accept: 'text/event-stream' }, body: { query: SUB, variables: {} } });
   t.is(anonymous.status, 401);
   t.like(anonymous.body, { error: 'missing_api_key' });

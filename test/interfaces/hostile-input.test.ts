@@ -3,7 +3,7 @@ import { request as rawRequest } from 'node:http';
 import { http, issueKey, linkBody, randomAddress, recordAgent, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { graphqlSse } from '../support/sse.ts';
 
-// Issue 17 "Hostile input answers 4xx with the envelope, never 500": each request the issue reports, over real HTTP.
+// Hostile input answers 4xx with the envelope, never 500: each known hostile request, over real HTTP.
 
 const test = anyTest as TestFn<{ app: TestApp; key: string; admin: string; owner: string }>;
 

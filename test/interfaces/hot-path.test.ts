@@ -14,7 +14,7 @@ import { clientSignal } from '../../interfaces/policies/heavy.ts';
 import { createServer, request as httpRequest, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-// Issue 19: the /v1 read hot path. "One round trip" is proven by counting the statements the gateway's PostgreSQL
+// The /v1 read hot path. "One round trip" is proven by counting the statements the gateway's PostgreSQL
 // connection runs for a request, never by timing.
 
 const test = anyTest as TestFn<{ a: TestApp; b: TestApp }>;

@@ -14,7 +14,7 @@ import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { http, linkBody, randomAddress, recordAgent, removeDataDir, startTestApp, type HttpResult, type TestApp } from '../support/app.ts';
 import { writeCoreAsset } from '../support/core-asset.ts';
 
-// Issue 13, second part: capability cards (owner CRUD, public ones in the identity and the verify check), registration
+// Identity, second part: capability cards (owner CRUD, public ones in the identity and the verify check), registration
 // documents (served publicly, hosted by agents/prepare, read back by resolve and verify through the guarded outbound
 // port from a real local HTTPS server), the intent check, and the anonymous disclosure read (per-IP limited).
 

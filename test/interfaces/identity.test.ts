@@ -14,7 +14,7 @@ import { writeCoreAsset } from '../support/core-asset.ts';
 import { buildChain, unknownSignature } from '../support/receipts.ts';
 import { TestClock } from '../support/clock.ts';
 
-// Issue 13, DECISIONS "Identity": profiles and handles, public reads (resolve, get), verify verdicts and domain
+// DECISIONS "Identity": profiles and handles, public reads (resolve, get), verify verdicts and domain
 // verification against a real local HTTPS server whose self-signed certificate the app trusts through SVC_OUTBOUND_CA.
 // One app for the file on a test clock; the tests run serially (they share the HTTPS server and the clock).
 

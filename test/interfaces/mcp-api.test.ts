@@ -3,7 +3,7 @@ import { http, issueKey, linkBody, recordAgent, startTestApp, writeAgentAsset, t
 import { buildChain } from '../support/receipts.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 
-// Issue 15: the two API routes the tool server needs, on REST and GraphQL — an agent's settled receipts in UTC daily
+// The two API routes the tool server needs, on REST and GraphQL — an agent's settled receipts in UTC daily
 // buckets (GET /v1/receipts/{agent}/daily) and the discovery catalogue (GET /v1/discover).
 
 const test = anyTest as TestFn<{ app: TestApp }>;

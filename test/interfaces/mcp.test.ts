@@ -475,7 +475,7 @@ metaplexTest(test, 'an agent’s day over MCP: register two agents, sell, pay, r
   t.like(set, { symbol: 'USDC', mode: 'amount', delegate: b.executive_pubkey, allowance_atomic: '1500000' });
   t.like((await ok(buyer, 'svc_get_spend_limit', { symbol: 'USDC' })).limits[0], { remaining: '1.5', unlimited: false, delegate_matches_executive: true });
 
-  // Issue 14/15: the buyer pays a link on the MPP rail the same way (a Solana charge credential, signed in the tool
+  // The buyer pays a link on the MPP rail the same way (a Solana charge credential, signed in the tool
   // process); both agents get v0.2 receipts naming the challenge.
   const mppLink = await ok(seller, 'svc_create_payment_link', {
     label: 'Weather over MPP',

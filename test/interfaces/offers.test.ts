@@ -5,7 +5,7 @@ import { findStable } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 
-// Issue 9 "Offers that real clients can pay", when the facilitator refuses to prepare the treasury's token account:
+// Offers that real clients can pay, when the facilitator refuses to prepare the treasury's token account:
 // with no rent budget it sponsors nothing, so the link's answer says pay_to_ready: false on every door (REST, tRPC,
 // GraphQL), and the accept still names the offer's payTo and its token account.
 

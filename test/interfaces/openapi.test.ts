@@ -222,7 +222,7 @@ test('operation ids are unique', (t) => {
   t.is(new Set(ids).size, ids.length);
 });
 
-// Issue 16: the errors each operation can answer, with the real envelope, and a linter's recommended rules clean.
+// The errors each operation can answer, with the real envelope, and a linter's recommended rules clean.
 
 const ENVELOPE_REF = '#/components/schemas/Error';
 const refOf = (response: { content?: Record<string, { schema?: unknown }> } | undefined) =>

@@ -13,7 +13,7 @@ import { until } from '../support/until.ts';
 import { graphqlSse } from '../support/sse.ts';
 import { fundBuyer, payingFetch } from '../support/paywall.ts';
 
-// README "Ownership" (issue 9): a key's principal is its owner_wallet when set, otherwise the key itself. Principal B
+// README "Ownership": a key's principal is its owner_wallet when set, otherwise the key itself. Principal B
 // sees, changes and receives nothing of principal A's — over REST, tRPC, GraphQL and both subscription transports —
 // keys of one owner_wallet share everything, and an admin key sees all of its network and nothing of the other.
 

@@ -79,7 +79,7 @@ test('a payment link created over REST reads the same over REST, tRPC and GraphQ
   t.deepEqual(trpc, rest.body);
   const { webhook_secret: graphqlSecret, ...graphqlRead } = linkToWire(graphql.body.data.paymentLink);
   t.is(graphqlSecret, null);
-  // GraphQL answers the enums' UPPER_CASE values (issue 16); the CAIP-2 network of each accept is a string on both
+  // GraphQL answers the enums' UPPER_CASE values (its enum convention); the CAIP-2 network of each accept is a string on both
   t.deepEqual(graphqlRead, asGraphqlEnums(rest.body, ['network', 'protocol', 'settle_policy']));
   t.like(graphqlRead, { network: 'CHAIN_DEVNET', protocol: 'MPP', settle_policy: 'ON_SUCCESS' });
 

@@ -3,7 +3,7 @@ import { newEvent } from '../../domain/events/kinds.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { createLink, fundBuyer, payingFetch, receiptsOf, fundFeeVault, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
-// Issue 19: one seller's paid calls share only that seller's locks (its receipt chain, its link's counters row); no
+// One seller's paid calls share only that seller's locks (its receipt chain, its link's counters row); no
 // lock is shared between sellers. Proven without timing: seller A's chain is held by an open transaction that also
 // appended an event (a receipt push in progress), and seller B's paid call completes while A's cannot.
 

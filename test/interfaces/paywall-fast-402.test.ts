@@ -7,7 +7,7 @@ import { lazyChildLogger } from '../../interfaces/http/logging.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { request as httpRequest } from 'node:http';
 
-// Issue 19, the 402 fast path: an unpaid request whose challenge is at hand (the link cached, the terms known, the
+// The 402 fast path: an unpaid request whose challenge is at hand (the link cached, the terms known, the
 // challenge rendered) is answered by the route without calling the paywall service — the same status, bytes and
 // headers, the same per-IP limit. Proven by counting the service's calls, never by timing; everything else (a payment,
 // another method, a changed or disabled link) still goes through the service.

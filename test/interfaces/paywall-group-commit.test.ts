@@ -20,7 +20,7 @@ import {
   type PaywallWorld,
 } from '../support/paywall.ts';
 
-// Issue 19, group commit: one seller's paid calls that land while a record transaction of that seller runs are
+// Group commit: one seller's paid calls that land while a record transaction of that seller runs are
 // recorded together in the next one. Proven without timing: the seller's chain is held by an open transaction (as a
 // receipt push in progress would), N paid calls are sent, the first one's record transaction waits on the chain and
 // the other N-1 wait in the recorder's queue (observed, not slept for); released, they are written by one transaction.

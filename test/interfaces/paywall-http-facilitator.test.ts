@@ -11,7 +11,7 @@ import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, startTestApp, testConfig, type TestApp } from '../support/app.ts';
 import { afterAll } from '../support/teardown.ts';
 
-// Issue "paid calls": the same link paid through the facilitator run as its own HTTP service (`npm run facilitator`,
+// Paid calls: the same link paid through the facilitator run as its own HTTP service (`npm run facilitator`,
 // createFacilitatorApp) as through the gateway's in-process one. Gateway A holds the embedded ledgers and settles
 // in-process; the standalone facilitator joins A's database and ledgers (A's JSON-RPC); gateway B serves the same
 // links on the same database with SVC_PAYWALL_FACILITATOR_URL pointing at the standalone facilitator.

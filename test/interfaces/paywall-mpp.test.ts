@@ -34,7 +34,7 @@ import {
   type PaywallWorld,
 } from '../support/paywall.ts';
 
-// Issue 14, the MPP rail (fee-facilitator-mpp-tools §2.6, §4.2; DECISIONS "MPP rail"): an MPP link's 402 carries the
+// The MPP rail (fee-facilitator-mpp-tools §2.6, §4.2; DECISIONS "MPP rail"): an MPP link's 402 carries the
 // standard `WWW-Authenticate: Payment …` challenge (HMAC id, 5 min) and the problem+json body; `Authorization: Payment
 // <credential>` settles through the facilitator's POST /mpp/settle into the same durable paid-call path as x402. The
 // credentials here are built by hand on DECISIONS' wire (request as an object inside the credential); the mppx

@@ -26,7 +26,7 @@ import {
   type PaywallWorld,
 } from '../support/paywall.ts';
 
-// Issue 19, the paid path end to end: what one paid call costs in PostgreSQL statements and ledger-thread messages,
+// The paid path end to end: what one paid call costs in PostgreSQL statements and ledger-thread messages,
 // and what the receipts' check after publish costs per group. Counted, never timed.
 
 const test = anyTest as TestFn<PaywallWorld & { link: CreatedLink }>;

@@ -26,7 +26,7 @@ import {
   fundFeeVault,
 } from '../support/paywall.ts';
 
-// Issue 17 "money lost on a crash", the focused cases: a paid call whose process died after the transaction was
+// No money lost on a crash, the focused cases: a paid call whose process died after the transaction was
 // broadcast is found and finished at once — by the buyer's replay or by the reconciliation job — and a
 // duplicate_settlement from the facilitator for a transaction the ledger confirms is a success to resume, whoever
 // holds the claim. "Process B dies" is emulated in-process: B's ledger calls go through a JSON-RPC proxy that stops

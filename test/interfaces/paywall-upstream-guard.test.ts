@@ -8,7 +8,7 @@ import { findStable } from '../../domain/shared/network.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 
-// DECISIONS "Webhooks" and issue 17 on the paywall: with the default settings (embedded ledgers, nothing opened), an
+// DECISIONS "Webhooks" applied to the paywall: with the default settings (embedded ledgers, nothing opened), an
 // upstream_url on a loopback/private/link-local address is never called; the gateway's own listeners (its HTTP port,
 // the embedded ledger's JSON-RPC, where `svc_mintStable` lives) are refused even when SVC_OUTBOUND_ALLOW names them;
 // an upstream whose name does not resolve is found before any money moves. Every time: 502 upstream_failed and the

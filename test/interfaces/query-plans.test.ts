@@ -19,7 +19,7 @@ import { discoverableLinksSql } from '../../adapters/store/repositories/discover
 import { discoverChunks } from '../../domain/discovery/service.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
-// Issue 21 item 2: every list and aggregate is served by an index in its own order, whatever the table holds. The
+// Every list and aggregate is served by an index in its own order, whatever the table holds. The
 // database gets 400,000 generated rows (events 200,000, 80 % on one network, skewed kinds and owners; links,
 // receipts, deliveries and request records 50,000 each), then EXPLAIN (ANALYZE, FORMAT JSON) of the SQL the repositories run (their
 // exported builders) must show: no Seq Scan on a big table, no Sort over more than a page, and scans that read and

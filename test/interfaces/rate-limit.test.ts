@@ -27,7 +27,8 @@ const test = anyTest as TestFn<Ctx>;
 /** meta 10 for the two-instance tests; agents.read 100 for one where in-memory admission (25% of the limit) matters */
 const META_10 = '{"meta":10,"agents.read":100}';
 // these tests count rate-limit windows with 20 requests of one key at once: the per-principal cap on concurrent list
-// requests (issue 21, default SVC_DB_HEAVY_PER_PRINCIPAL) is another policy, raised out of the way here
+// requests (so no key starves the others; default SVC_DB_HEAVY_PER_PRINCIPAL) is another policy, raised out of the way
+// here
 const MANY_LISTS = { SVC_DB_HEAVY_PER_PRINCIPAL: '100', SVC_DB_HEAVY_POOL: '8' };
 
 test.before(async (t) => {

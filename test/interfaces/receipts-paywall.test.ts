@@ -4,7 +4,7 @@ import { until as waitUntil } from '../support/until.ts';
 import { receiptOf } from '../../domain/receipts/schema.ts';
 import { createLink, fundFeeVault, fundBuyer, payingFetch, startPaywallApp, type PaywallWorld } from '../support/paywall.ts';
 
-// Issue 11: the paywall's earn receipts (source "paywall") are receipts like any other — listed, read by hash, part of
+// The paywall's earn receipts (source "paywall") are receipts like any other — listed, read by hash, part of
 // the verifiable chain — and each is checked against the ledger, fee leg included.
 
 const test = anyTest as TestFn<PaywallWorld>;

@@ -5,7 +5,7 @@ import { receiptHash, receiptOf, type ReceiptV1 } from '../../domain/receipts/sc
 import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 
-// Issue 11 / hosted-api §4.7: receipts pushed, listed, read by hash and walked, on REST, tRPC and GraphQL; each receipt
+// hosted-api §4.7: receipts pushed, listed, read by hash and walked, on REST, tRPC and GraphQL; each receipt
 // with a transaction checked against the embedded ledger.
 
 interface Ctx {

@@ -110,7 +110,7 @@ test('create returns 201 with every output field of §2.2 and the echoed stored 
   t.regex(link.facilitator, /^https?:\/\//);
   t.is(link.share_url, `${app.services.settings.baseUrl}/x/${link.id}?network=chain-devnet`);
   // hosted-api §2.3: an accept's pay_to is the x402 payTo (the treasury); the token account it credits is beside it,
-  // made ready by the create call (issue 9).
+  // made ready by the create call, so real clients can pay at once.
   const treasury = treasuryPda(mint).toBase58();
   t.deepEqual(link.accepts, [
     {

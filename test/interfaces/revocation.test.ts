@@ -5,7 +5,7 @@ import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEven
 import { graphqlSse, type SseStream } from '../support/sse.ts';
 import { newId } from '../../domain/shared/ids.ts';
 
-// Issue 17: a key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
+// A key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
 // seconds, on every node. Subscriptions run on node B; the key is disabled through node A's admin route.
 
 interface Ctx {

@@ -6,7 +6,7 @@ import { http, insertProvenAgent, issueKey, linkBody, recordAgent, removeDataDir
 import { until } from '../support/until.ts';
 import { fundBuyer, payingFetch, startLocalServer } from '../support/paywall.ts';
 
-// Issue 9 "Secrets": a link's webhook_secret is answered once — by the create call, by the rotate route (and by the
+// Secrets: a link's webhook_secret is answered once — by the create call, by the rotate route (and by the
 // PATCH that makes a first one) — reads say webhook_secret_set, and no event, log line, error or other stored record
 // of a full flow carries it. The app logs at trace level into memory; everything is grepped for every secret made.
 
@@ -15,7 +15,8 @@ test("a link's webhook secret is answered once and appears in no event, log line
   const logger = pino({ level: 'trace' }, { write: (line: string) => void lines.push(line) });
   let failing = true;
   const receiver = await startLocalServer(() => ({ status: failing ? 500 : 204 }));
-  // The loopback receiver is reached as in development: named by the allow-list (issue 17).
+  // The loopback receiver is reached as in development: named by the allow-list (outbound calls reach only
+  // SVC_OUTBOUND_ALLOW's targets).
   const app = await startTestApp({ env: { SVC_OUTBOUND_ALLOW: new URL(receiver.url).host }, appOptions: { logger } });
   t.teardown(async () => {
     await receiver.close();

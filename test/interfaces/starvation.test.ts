@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { http, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { until } from '../support/until.ts';
 
-// Issue 21 item 3, no key can starve the others. Principal A floods a heavy read (its receipts list) that cannot
+// No key can starve the others. Principal A floods a heavy read (its receipts list) that cannot
 // finish (the test holds an exclusive lock on receipts, so every such query waits in PostgreSQL for as long as the
 // test wants, whatever the machine's speed); principal B's point reads keep answering. Without the per-principal cap
 // and the heavy pool share, A's requests take every connection of the pool and B waits with them.

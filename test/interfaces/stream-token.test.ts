@@ -7,7 +7,7 @@ import { http, issueKey, linkBody, recordAgent, startTwoInstances, type TestApp 
 import { until } from '../support/until.ts';
 import { openSse } from '../support/sse.ts';
 
-// Issue 16: browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
+// Browser auth for subscriptions. POST /v1/auth/stream-token → a token valid 60 s, used once (across nodes),
 // for the key's principal and network; accepted as `?token=` on SSE and as graphql-ws connectionParams.token. SSE
 // without valid credentials is an HTTP 401 in the envelope. graphql-sse's single connection mode works.
 

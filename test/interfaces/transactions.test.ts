@@ -12,7 +12,7 @@ import { systemClock } from '../../adapters/clock/system.ts';
 import type { Caller } from '../../domain/access/ownership.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
 
-// Issue 10: prepare → sign → submit → track through the real TransactionService, on a plan whose instructions are a
+// Prepare → sign → submit → track through the real TransactionService, on a plan whose instructions are a
 // plain System transfer (the builders of the 14 routes have their own tests); submit over HTTP, the confirmations
 // job of the app's runner, the event's phases.
 

@@ -9,7 +9,7 @@ import { TestClock } from '../support/clock.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { until } from '../support/until.ts';
 
-// DECISIONS "Webhooks" (hosted-api §5.8, §6; issue 12): subscriptions owned per principal on REST, tRPC and GraphQL;
+// DECISIONS "Webhooks" (hosted-api §5.8, §6): subscriptions owned per principal on REST, tRPC and GraphQL;
 // one delivery per (webhook, event, phase) made in the event's own transaction; signed so that the Standard Webhooks
 // library and the client kit's verifyWebhook accept it; the retry schedule driven by a test clock; 410 disables.
 // Tests share one app and run concurrently: each makes its own principals (admin subscriptions see the whole network,

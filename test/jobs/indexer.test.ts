@@ -25,7 +25,7 @@ import { findingsOf } from '../../domain/indexer/rules.ts';
 import { IndexerService } from '../../domain/indexer/service.ts';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 
-// Issue 12, the indexer: deposits made with plain web3.js (no gateway involvement) reach the owner's GraphQL
+// The indexer: deposits made with plain web3.js (no gateway involvement) reach the owner's GraphQL
 // subscription as agent.treasury.fund / fund_sol, on the embedded ledger and through the rpc adapter; each event is
 // written once however often the ledger is scanned; a transaction submitted through /v1/submit is not reported again;
 // a transfer into a fee authority's token account is protocol.fee.collected (on_chain); failed transactions write

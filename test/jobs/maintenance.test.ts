@@ -275,7 +275,7 @@ test.serial('inline runners (npm start): quickAddJob tasks run, and each job run
   }
 });
 
-// Issue 9 "also mend" / issue 17: `npm run jobs` registered resolve_paid_calls without ledgers and the job then did
+// No paid call left unrecorded: `npm run jobs` registered resolve_paid_calls without ledgers and the job then did
 // nothing, so with SVC_JOBS=off a payment that landed was never recorded. The runner now reaches the embedded ledger
 // through the JSON-RPC of the process holding it (here, this test's gateway) and finishes the call itself.
 test.serial('`npm run jobs` on its own reconciles a pending paid call: receipt, counters, the stored response for the replay', async (t) => {

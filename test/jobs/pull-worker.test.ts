@@ -9,7 +9,7 @@ import { quickAddJob } from 'graphile-worker';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 import { RUN_TS } from '../support/commands.ts';
 
-// Issue 11 / hosted-api §2.9, §4.7: the pull worker, run by the real job runner process (`npm run jobs`), fetches a
+// hosted-api §2.9, §4.7: the pull worker, run by the real job runner process (`npm run jobs`), fetches a
 // real local HTTP server serving an agent's chain — with a malformed line and a forked item in it — ingests the good
 // items once, writes receipt.pulled per accepted item, and records failures with backoff on the target.
 

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { RUN_TS } from './commands.ts';
 
-// ARCHITECTURE "Tests" with issue 18: one PostgreSQL cluster per test run instead of an initdb per test file. The
+// ARCHITECTURE "Tests": one PostgreSQL cluster per test run instead of an initdb per test file. The
 // first file of a run starts cluster-daemon.ts detached (it outlives no run: it stops when the run's process exits);
 // every file gets its own database, copied from a migrated template with CREATE DATABASE … TEMPLATE.
 

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 
-// Child process of the PubSub flood test (issue 17: 200 sockets × 100 accountSubscribe): opens SOCKETS WebSockets
+// Child process of the PubSub flood test (200 sockets × 100 accountSubscribe): opens SOCKETS WebSockets
 // to WS_URL at once, sends SUBS accountSubscribe on each as fast as it can (to random accounts, or all to HOT),
 // waits for every answer (or the socket's refusal) and reports one JSON line. With HOT it then counts the
 // notifications of ROUNDS changes of that account and reports a second line when all arrived.

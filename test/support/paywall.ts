@@ -27,7 +27,7 @@ export interface PaywallWorld {
 }
 
 /**
- * Issue 17: outbound calls reach only the targets SVC_OUTBOUND_ALLOW names, fixed when the app starts. So the local
+ * Outbound calls reach only the targets SVC_OUTBOUND_ALLOW names, fixed when the app starts. So the local
  * servers tests use as upstreams and webhook receivers are opened first, allow-listed, and handed out by
  * startLocalServer (each test file runs in its own process, so this pool is the file's own).
  */

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import type { ExecutionContext, TestFn } from 'ava';
 import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 
-// Issue 10: the real Metaplex Core binary is third-party compiled code kept outside the repository (../shared/programs,
+// The real Metaplex Core binary is third-party compiled code kept outside the repository (../shared/programs,
 // see its README). Tests that execute it ask for it here: on a machine without it they are registered as skipped with
 // a title saying how to enable them — unless SVC_REQUIRE_PROGRAMS=1 (.ci/run), where a missing binary FAILS them.
 

@@ -2,7 +2,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 // A webhook receiver on loopback for tests (DECISIONS "Webhooks"): records every request with its raw body and
-// answers what the test says. Open it before the app starts and pass `allow` in SVC_OUTBOUND_ALLOW (issue 17).
+// answers what the test says. Open it before the app starts and pass `allow` in SVC_OUTBOUND_ALLOW (outbound calls
+// reach only its targets).
 
 export interface ReceivedHook {
   url: string;
