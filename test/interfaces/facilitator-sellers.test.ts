@@ -9,10 +9,6 @@ import { paymentMiddleware, x402ResourceServer } from '@x402/express';
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as ExactSvmServerScheme } from '@x402/svm/exact/server';
-import { createMiddleware as faremeterMiddleware } from '@faremeter/middleware/express';
-import { wrap as faremeterFetch } from '@faremeter/fetch';
-import { exact as faremeterExact } from '@faremeter/payment-solana';
-import { createLocalWallet } from '@faremeter/wallet-solana';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
 import { http, startTestApp, type TestApp } from '../support/app.ts';
@@ -115,6 +111,9 @@ async function faremeterSeller(t: { context: Context }, payTo: string, options: 
     },
   ];
   const versions = options.v1Only ? {} : { supportedVersions: { x402v1: true, x402v2: true } };
+  // faremeter's packages are loaded where they are used: their loggers are module-level `await`s, and a test file that
+  // imported them statically would declare its tests a tick after the shared teardown's hook (test/support/teardown.ts)
+  const { createMiddleware: faremeterMiddleware } = await import('@faremeter/middleware/express');
   const middleware = await faremeterMiddleware({ facilitatorURL: t.context.facilitatorUrl, accepts, ...versions });
   app.use(middleware as Handler);
   app.get('/forecast', (_req, res) => res.json({ forecast: 'rain', via: '@faremeter/middleware' }));
@@ -123,6 +122,11 @@ async function faremeterSeller(t: { context: Context }, payTo: string, options: 
 
 /** An @faremeter/fetch buyer: payment-solana's exact handler with a local wallet on devnet. */
 async function faremeterBuyer(t: { context: Context }, kp: Keypair): Promise<typeof fetch> {
+  const [{ wrap: faremeterFetch }, { exact: faremeterExact }, { createLocalWallet }] = await Promise.all([
+    import('@faremeter/fetch'),
+    import('@faremeter/payment-solana'),
+    import('@faremeter/wallet-solana'),
+  ]); // loaded here for the reason given in faremeterSeller
   const wallet = await createLocalWallet('devnet', kp.secretKey);
   return faremeterFetch(fetch, { handlers: [faremeterExact.createPaymentHandler(wallet, address(USDC.mint), t.context.rpcUrl)] }) as typeof fetch;
 }

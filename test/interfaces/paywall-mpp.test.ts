@@ -3,9 +3,6 @@ import type { Keypair } from '@solana/web3.js';
 import { Keypair as Web3Keypair } from '@solana/web3.js';
 import { address, createKeyPairSignerFromBytes } from '@solana/kit';
 import { buildChargeTransaction, charge as solanaMppCharge } from '@solana/mpp/client';
-import { wrap as faremeterFetch } from '@faremeter/fetch';
-import { createMPPSolanaChargeClient } from '@faremeter/payment-solana/charge';
-import { createLocalWallet } from '@faremeter/wallet-solana';
 import { Challenge, Credential, Receipt } from 'mppx';
 import { Mppx } from 'mppx/client';
 import { solanaCharge } from '../../interfaces/mpp/index.ts';
@@ -495,6 +492,13 @@ async function solanaMppFetch(w: PaywallWorld, buyer: Web3Keypair) {
 
 /** faremeter's MPP client in @faremeter/fetch: no retries, the 402 returned when refused; `sent` the Authorization headers. */
 async function faremeterMppFetch(w: PaywallWorld, buyer: Web3Keypair) {
+  // faremeter's packages are loaded where they are used: their loggers are module-level `await`s, and a test file that
+  // imported them statically would declare its tests a tick after the shared teardown's hook (test/support/teardown.ts)
+  const [{ wrap: faremeterFetch }, { createMPPSolanaChargeClient }, { createLocalWallet }] = await Promise.all([
+    import('@faremeter/fetch'),
+    import('@faremeter/payment-solana/charge'),
+    import('@faremeter/wallet-solana'),
+  ]);
   const wallet = await createLocalWallet('devnet', buyer.secretKey);
   const handler = createMPPSolanaChargeClient({ wallet, mint: address(USDC.mint), rpc: w.rpcUrl });
   const sent: string[] = [];

@@ -36,6 +36,9 @@ export async function runAfterAll(): Promise<void> {
 if (UNDER_AVA) {
   // Loaded while the test file loads (it imports the helpers), which is when AVA accepts hooks; a require, not an
   // import, so scripts outside AVA never load AVA (it refuses to load outside its workers).
+  // AVA accepts declarations only in the tick of the first one: a test file must not import a module with a
+  // module-level `await` (faremeter's packages) statically, or its own tests would come a tick later; load such a
+  // module where it is used.
   const test = createRequire(import.meta.url)('ava') as typeof import('ava').default;
   test.after.always('stop what the file started', runAfterAll);
 }
