@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { bundleTests } from './test/support/bundle-tests.mjs';
 
 /**
- * The slowest files first (longest first, measured on the idle 2-core machine; rough order is enough): AVA runs three
- * files at a time, so a slow file started last leaves the cores idle while it finishes. The rest run in name order.
+ * The slowest files first (longest first, measured on the idle 2-core machine; rough order is enough): AVA runs two
+ * files at a time, so a slow file started last leaves one core idle while it finishes. The rest run in name order.
  */
 const SLOWEST_FIRST = [
   'test/readme.test.ts',
@@ -58,10 +58,6 @@ const namesFiles = process.argv.slice(2).some((arg) => !arg.startsWith('-') && /
 
 const common = {
   workerThreads: false,
-  // Three files at a time on two cores: a test file spends about a third of its time waiting (on PostgreSQL, the
-  // ledger thread, child processes, timers), so two at a time left the cores idle that long; the suite holds under
-  // this load (it passes with other processes busy on the same cores).
-  concurrency: 3,
   timeout: '2m',
   sortTestFiles: (a, b) => rank(a) - rank(b) || a.localeCompare(b, [], { numeric: true }),
 };
