@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { cp, lstat, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -36,8 +36,8 @@ interface RootManifest {
   overrides: Record<string, unknown>;
 }
 
-const root = JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as RootManifest;
-// synchronous: the file's hooks (and the shared teardown's, registered as the helpers load) are declared in one tick
+// read synchronously: the file's hooks (and the shared teardown's, registered as the helpers load) are declared in one tick
+const root = JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')) as RootManifest;
 const work = mkdtempSync(path.join(tmpdir(), 'svc-client-package-'));
 const consumer = path.join(work, 'consumer');
 /** wall time of each step, logged (the file's cost is mostly these) */
