@@ -22,6 +22,7 @@ import {
   startLocalServer,
   startPaywallApp,
   tokenBalance,
+  type BuiltPayment,
   type PaywallWorld,
   fundFeeVault,
 } from '../support/paywall.ts';
@@ -254,36 +255,7 @@ test.serial('resuming a kept paid call checks its upstream first: an upstream th
   const buyer = await fundBuyer(w);
   const payment = await buildPayment(w, url, buyer);
   // Kept by an earlier attempt whose outcome was never learned (its request is in the claim; nothing was sent).
-  const paymentKey = createHash('sha256')
-    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
-    .digest('hex');
-  const now = new Date();
-  const paidCalls = w.app.database.store.paidCalls;
-  const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
-  t.true(
-    (
-      await paidCalls.claim({
-        network: 'chain-devnet',
-        paymentKey,
-        linkPk,
-        linkId: link.id,
-        lockedUntil: now,
-        at: now,
-        expiresAt: new Date(now.getTime() + 86_400_000),
-      })
-    ).claimed,
-  );
-  const request = {
-    version: 2 as const,
-    transaction: payment.transaction,
-    accept: payment.accepted,
-    forwardQuery: '',
-    contentType: null,
-    accept_header: null,
-    body: null,
-  };
-  t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
-  await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
+  await keepPending(t, w, { linkId: link.id, payment });
 
   const replay = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': payment.paymentSignature } });
   const body = (await replay.json()) as { error: string; message: string };
@@ -305,36 +277,7 @@ test.serial('a kept paid call is never dropped by a process whose facilitator ha
   // Landed, and its call pending (its outcome never learned).
   const direct = await w.app.services.facilitator!.settle(facilitatorRequest(payment.paymentSignature));
   t.true(direct.success, JSON.stringify(direct));
-  const paymentKey = createHash('sha256')
-    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
-    .digest('hex');
-  const now = new Date();
-  const paidCalls = w.app.database.store.paidCalls;
-  const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
-  t.true(
-    (
-      await paidCalls.claim({
-        network: 'chain-devnet',
-        paymentKey,
-        linkPk,
-        linkId: link.id,
-        lockedUntil: now,
-        at: now,
-        expiresAt: new Date(now.getTime() + 86_400_000),
-      })
-    ).claimed,
-  );
-  const request = {
-    version: 2 as const,
-    transaction: payment.transaction,
-    accept: payment.accepted,
-    forwardQuery: '',
-    contentType: null,
-    accept_header: null,
-    body: null,
-  };
-  t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
-  await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
+  await keepPending(t, w, { linkId: link.id, payment });
 
   // A job runner set up with another fee-payer key (say, another SVC_FACILITATOR_SECRET_KEY) on the same database.
   const other = await startTestApp({
@@ -360,3 +303,38 @@ test.serial('a kept paid call is never dropped by a process whose facilitator ha
   t.is((await receiptsOf(w, agent)).length, 1);
   t.is(await tokenBalance(w, treasury), PRICE);
 });
+
+/**
+ * The paid call of `payment` kept by an earlier attempt whose outcome was never learned: claimed, attempted and
+ * pending, with its request in the claim and nothing sent.
+ */
+async function keepPending(t: ExecutionContext<PaywallWorld>, w: PaywallWorld, options: { linkId: string; payment: BuiltPayment }): Promise<void> {
+  const { linkId, payment } = options;
+  const paymentKey = createHash('sha256')
+    .update(decodeTransaction(Buffer.from(payment.transaction, 'base64')).messageBytes)
+    .digest('hex');
+  const now = new Date();
+  const paidCalls = w.app.database.store.paidCalls;
+  const linkPk = (await w.app.database.store.paymentLinks.get('chain-devnet', linkId))!.pk;
+  const claim = await paidCalls.claim({
+    network: 'chain-devnet',
+    paymentKey,
+    linkPk,
+    linkId,
+    lockedUntil: now,
+    at: now,
+    expiresAt: new Date(now.getTime() + 86_400_000),
+  });
+  t.true(claim.claimed);
+  const request = {
+    version: 2 as const,
+    transaction: payment.transaction,
+    accept: payment.accepted,
+    forwardQuery: '',
+    contentType: null,
+    accept_header: null,
+    body: null,
+  };
+  t.true(await paidCalls.markAttempted('chain-devnet', paymentKey, { request, at: now }));
+  await paidCalls.markPending('chain-devnet', paymentKey, { signature: null, request, at: now });
+}
