@@ -6,10 +6,7 @@ import { U64_MAX } from '../shared/money.ts';
 
 // The facilitator's verify contract (fee-facilitator-mpp-tools §2.1–2.3, §4.1; DECISIONS "Facilitator").
 
-export const COMPUTE_BUDGET_PROGRAM_ID = 'ComputeBudget111111111111111111111111111111';
-export const ASSOCIATED_TOKEN_PROGRAM_ID = 'ATokenGPvbdGVxr1b2hvZbsiqW5xWH25efTNsLJA8knL';
-export const SYSTEM_PROGRAM_ID = '11111111111111111111111111111111';
-export const MEMO_PROGRAM_ID = 'MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr';
+export { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID } from '../shared/program-ids.ts';
 /** Wallet-protection assertions (Phantom appends them); allowed only at the end of the transaction. */
 export const LIGHTHOUSE_PROGRAM_ID = 'L2TExMFKdjpN9kozasaurPirfHy9P8sbXoAN1qA3S95';
 

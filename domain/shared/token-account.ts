@@ -1,5 +1,5 @@
 import { encodeBase58 } from './base58.ts';
-import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './network.ts';
+import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from './program-ids.ts';
 
 // SPL Token / Token-2022 account and mint layouts: the one reader of both, for the domain (facilitator, builders,
 // treasury reads), the paying client and the embedded ledger (whose hot path reads an amount per transfer). Offsets,

@@ -1,14 +1,13 @@
-import { PublicKey } from '@solana/web3.js';
-import { getAssociatedTokenAddressSync } from '@solana/spl-token';
-import type { Stable } from '../shared/network.ts';
+import type { Stable } from '../shared/chains.ts';
 import { memoize } from '../shared/memo.ts';
+import { addressBytes, findProgramAddress } from '../shared/program-address.ts';
+import { ASSOCIATED_TOKEN_PROGRAM_ID } from '../shared/program-ids.ts';
 
 export const MPL_CORE_PROGRAM_ID = 'CoREENxT6tW1HoK8ypY1SxRMZTcVPm7R94rH4PZNhX7d';
 
 /** The Metaplex Core asset-signer PDA (seeds ["mpl-core-execute", asset]) that holds an agent's funds. */
 export const treasuryOf: (asset: string) => string = memoize((asset) => {
-  const [pda] = PublicKey.findProgramAddressSync([Buffer.from('mpl-core-execute'), new PublicKey(asset).toBuffer()], new PublicKey(MPL_CORE_PROGRAM_ID));
-  return pda.toBase58();
+  return findProgramAddress([Buffer.from('mpl-core-execute'), addressBytes(asset)], MPL_CORE_PROGRAM_ID).address;
 });
 
 /**
@@ -18,7 +17,8 @@ export const treasuryOf: (asset: string) => string = memoize((asset) => {
  */
 const ataMemo = memoize((key) => {
   const [owner, mint, tokenProgramId] = key.split(':') as [string, string, string];
-  return getAssociatedTokenAddressSync(new PublicKey(mint), new PublicKey(owner), true, new PublicKey(tokenProgramId)).toBase58();
+  // the associated token program's seeds: [owner, token program, mint]
+  return findProgramAddress([addressBytes(owner), addressBytes(tokenProgramId), addressBytes(mint)], ASSOCIATED_TOKEN_PROGRAM_ID).address;
 }, 16_384);
 
 /** Associated token account of `owner` for a mint under its token program (off-curve owners allowed: PDAs). */

@@ -1,7 +1,7 @@
 import { decimalToAtomic } from '../../../domain/shared/money.ts';
 import type { Faucet, FaucetRequest, FaucetResult } from '../../../domain/ports/faucet.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
-import { findStable, NETWORKS, type Network } from '../../../domain/shared/network.ts';
+import { findStable, NETWORKS, type Network } from '../../../domain/shared/chains.ts';
 import { decodeAddress } from '../../../domain/shared/base58.ts';
 import type { MintResult } from './ledger.ts';
 import { ADMIN_HEADER } from './keys.ts';

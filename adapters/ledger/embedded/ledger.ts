@@ -14,7 +14,7 @@ import type {
   SimulateOptions,
   SimulationResult,
 } from '../../../domain/ports/ledger.ts';
-import { STABLES, type Network, type Stable } from '../../../domain/shared/network.ts';
+import { STABLES, type Network, type Stable } from '../../../domain/shared/chains.ts';
 import { decodeAddress, encodeBase58 } from '../../../domain/shared/base58.ts';
 import { parseMessage, parseTransaction, WireError, type WireTransaction } from '../../../domain/ledger/wire.ts';
 import { AccountIndex, type Known, type LatinBuffer, type TokenInfo } from './account-index.ts';

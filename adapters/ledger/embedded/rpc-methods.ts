@@ -1,4 +1,4 @@
-import { findStable } from '../../../domain/shared/network.ts';
+import { findStable } from '../../../domain/shared/chains.ts';
 import { decodeBase58 } from '../../../domain/shared/base58.ts';
 import { describeTransactionError } from './errors.ts';
 import { parseDecimal } from './faucet.ts';

@@ -1,7 +1,13 @@
-import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
 import { atomicToDecimal } from '../../../domain/shared/money.ts';
 import { isMintData, isTokenAccountData, MINT_SIZE, parseMint, parseTokenAccount } from '../../../domain/shared/token-account.ts';
-import { ASSOCIATED_TOKEN_PROGRAM_ID, COMPUTE_BUDGET_PROGRAM_ID, MEMO_PROGRAM_ID, SYSTEM_PROGRAM_ID } from '../../../domain/facilitator/schema.ts';
+import {
+  ASSOCIATED_TOKEN_PROGRAM_ID,
+  COMPUTE_BUDGET_PROGRAM_ID,
+  MEMO_PROGRAM_ID,
+  SYSTEM_PROGRAM_ID,
+  TOKEN_2022_PROGRAM_ID,
+  TOKEN_PROGRAM_ID,
+} from '../../../domain/shared/program-ids.ts';
 
 // SPL Token / Token-2022 as the RPC renders them (jsonParsed) and the ledger writes them (curated mints); reading the
 // layouts is domain/shared/token-account.ts, the one reader.
