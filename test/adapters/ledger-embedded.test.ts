@@ -332,7 +332,7 @@ test('embedded: the faucet CLI goes through a running ledger’s JSON-RPC, or op
   const to = Keypair.generate().publicKey.toBase58();
   // a child compiling TypeScript and opening two ledgers: ~4 s alone, past 30 s on a loaded 2-core machine (it is not
   // what this test measures)
-  const cli = (...args: string[]) => runTs(fileURLToPath(new URL('../../interfaces/cli/faucet.ts', import.meta.url)), args, { SVC_DATA_DIR: dataDir }, 90_000);
+  const cli = (...args: string[]) => runTs(fileURLToPath(new URL('../../interfaces/cli/faucet.ts', import.meta.url)), args, { SVC_DATA_DIR: dataDir });
 
   // stopped: the CLI opens the ledger under its lock
   const direct = await cli('--network', 'devnet', '--to', to, '--sol', '1', '--json');
