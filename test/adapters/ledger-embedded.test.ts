@@ -18,6 +18,7 @@ import { DomainError } from '../../domain/shared/errors.ts';
 import { STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
 import { ledgerContract } from './ledger-contract.ts';
 import { ata, ledgerDir, openTestLedger, removeDir, runTs, solTransfer, tokenTransfer, tokenTransferInstructions, USDC_DEVNET } from '../support/ledger.ts';
+import { until } from '../support/until.ts';
 
 ledgerContract(test, 'embedded', async () => {
   const dir = await ledgerDir();
@@ -186,12 +187,15 @@ test('embedded: mainnet has USDC and USDT on SPL Token and USDG on Token-2022 at
 test('embedded: slots advance with time and blockhashes with them', async (t) => {
   const dir = await ledgerDir();
   t.teardown(() => removeDir(dir));
-  // 100 ms slots: the 150-block window (15 s) outlasts other tests blocking this process's event loop
-  const ledger = await openTestLedger({ dir, slotMs: 100 });
+  // 500 ms slots: the 150-block window (75 s) outlasts a loaded machine starving this process's event loop; three
+  // slots are waited for as slots, not as a time
+  const ledger = await openTestLedger({ dir, slotMs: 500 });
   t.teardown(() => ledger.close());
   const first = ledger.latestBlockhash();
-  await new Promise((r) => setTimeout(r, 350));
-  const later = ledger.latestBlockhash();
+  const later = await until('three slots later', () => {
+    const now = ledger.latestBlockhash();
+    return now.slot >= first.slot + 3 && now;
+  });
   t.true(later.slot >= first.slot + 3);
   t.not(later.blockhash, first.blockhash);
   t.is(later.lastValidBlockHeight, later.slot + 150);
@@ -332,7 +336,7 @@ test('embedded: the faucet CLI goes through a running ledger’s JSON-RPC, or op
   const to = Keypair.generate().publicKey.toBase58();
   // a child compiling TypeScript and opening two ledgers: ~4 s alone, past 30 s on a loaded 2-core machine (it is not
   // what this test measures)
-  const cli = (...args: string[]) => runTs(fileURLToPath(new URL('../../interfaces/cli/faucet.ts', import.meta.url)), args, { SVC_DATA_DIR: dataDir }, 90_000);
+  const cli = (...args: string[]) => runTs(fileURLToPath(new URL('../../interfaces/cli/faucet.ts', import.meta.url)), args, { SVC_DATA_DIR: dataDir });
 
   // stopped: the CLI opens the ledger under its lock
   const direct = await cli('--network', 'devnet', '--to', to, '--sol', '1', '--json');

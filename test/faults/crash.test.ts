@@ -16,6 +16,7 @@ import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { makeDataDir, removeDataDir, testConfig } from '../support/app.ts';
 import { programsDir } from '../support/programs.ts';
 import { RUN_TS } from '../support/commands.ts';
+import { until } from '../support/until.ts';
 
 // No money lost on a crash, end to end: the gateway runs as a child process (`npm start`'s entry point) on one
 // data directory; N buyers pay one link concurrently through the buyer kit; the gateway is kill -9'd at random moments
@@ -33,6 +34,8 @@ const USDC = findStable('chain-devnet', 'USDC')!;
 const PRICE = 10_000n; // $0.01
 const GROSS = PRICE + feeFor(PRICE, 100);
 const FUNDING = 5_000_000n; // 5 USDC per buyer
+/** how long a request holds a payment before another may take it over (LEASE_MS, domain/paywall/call.ts) */
+const CLAIM_LEASE_MS = 120_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -75,15 +78,11 @@ async function startGateway(env: Record<string, string>): Promise<Gateway> {
   child.stdout!.on('data', keep);
   child.stderr!.on('data', keep);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const deadline = Date.now() + 90_000;
-  while (!out.includes(' ready in ')) {
+  // No deadline (test/support/until.ts says why): a start that never comes is the test's timeout to report.
+  await until('the gateway is ready', () => {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`the gateway exited while starting:\n${out}`);
-    if (Date.now() > deadline) {
-      child.kill('SIGKILL');
-      throw new Error(`the gateway did not start in time:\n${out}`);
-    }
-    await sleep(50);
-  }
+    return out.includes(' ready in ');
+  });
   return { child, output: () => out, exited };
 }
 
@@ -111,9 +110,7 @@ async function stopPostgres(dataDir: string): Promise<void> {
   };
   if (!alive()) return;
   process.kill(pid, 'SIGINT'); // fast shutdown
-  const deadline = Date.now() + 20_000;
-  while (alive() && Date.now() < deadline) await sleep(50);
-  if (alive()) process.kill(pid, 'SIGKILL');
+  await until('the embedded PostgreSQL stopped', () => !alive());
 }
 
 interface Attempt {
@@ -237,19 +234,20 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   };
 
   /**
-   * Replays every payment that was sent and never answered, until each gets a final answer; a 504 (still pending)
-   * is retried for 30 s at most (before the fix: 504 for the 2-minute lease, then 402).
+   * Replays every payment that was sent and never answered, until each gets a final answer: a 504 (still pending) is
+   * asked again, with no deadline — how long it took is logged (a few seconds on an idle machine), and an answer that
+   * never comes is the test's timeout to report.
    */
   const replayUnanswered = async (kill: number) => {
     const open = attempts.filter((a) => a.header && a.status === undefined && !a.replay);
     await Promise.all(
       open.map(async (a) => {
-        const started = Date.now();
+        const started = performance.now();
         for (;;) {
           const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': a.header! } });
           await res.arrayBuffer();
-          if (res.status !== 504 || Date.now() - started > 30_000) {
-            a.replay = { status: res.status, after: kill, ms: Date.now() - started };
+          if (res.status !== 504) {
+            a.replay = { status: res.status, after: kill, ms: Math.round(performance.now() - started) };
             if (res.status === 200) a.replay.signature = decodePaymentResponse(res.headers.get('PAYMENT-RESPONSE')!).transaction;
             return;
           }
@@ -266,8 +264,11 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   const perKill: { landedUnrecorded: number; unanswered: number; replayed: Record<number, number>; slowestReplayMs: number }[] = [];
   for (let kill = 1; kill <= KILLS; kill++) {
     const state = { stop: false };
+    const sentBefore = attempts.filter((a) => a.header).length;
     const loops = buyers.map((_, i) => payUntilGone(i, state));
-    await sleep(1_000 + Math.floor(Math.random() * 2_500));
+    // a random moment once payments are flowing (however slowly a loaded machine gets them going)
+    await until('a payment of this round was sent', () => attempts.filter((a) => a.header).length > sentBefore, { everyMs: 10 });
+    await sleep(Math.floor(Math.random() * 2_500));
     await kill9(gateway);
     state.stop = true;
     await Promise.all(loops);
@@ -288,17 +289,21 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   // The reconciliation job, through the gateway's inline runner, with no grace period.
   const unresolved = async () =>
     ((await access!.database.orm.em.fork().execute(`select count(*)::int as n from paid_calls where status <> 'done'`)) as { n: number }[])[0]!.n;
-  for (let round = 0; round < 10 && (round === 0 || (await unresolved()) > 0); round++) {
+  // A job not yet run (or running): one that failed waits for its retry with last_error set, and does not hold the round.
+  const pending = async () =>
+    (
+      (await access!.database.orm.em
+        .fork()
+        .execute(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'resolve_paid_calls' and last_error is null`)) as {
+        n: number;
+      }[]
+    )[0]!.n;
+  // Rounds until nothing is unresolved (a paid call whose transaction is still on its way is resolved by a later
+  // round), with no deadline: a call that is never resolved is the test's timeout to report.
+  for (let round = 0; round === 0 || (await unresolved()) > 0; round++) {
+    if (round > 0) await sleep(1_000); // a pace between rounds, not a deadline
     await quickAddJob({ connectionString: access.database.url }, 'resolve_paid_calls', { older_than_ms: 0 });
-    const deadline = Date.now() + 30_000;
-    const queued = async () =>
-      (
-        (await access!.database.orm.em.fork().execute(`select count(*)::int as n from graphile_worker.jobs where task_identifier = 'resolve_paid_calls'`)) as {
-          n: number;
-        }[]
-      )[0]!.n;
-    while ((await queued()) > 0 && Date.now() < deadline) await sleep(200);
-    if (round > 0) await sleep(1_000);
+    await until('the round ran', async () => (await pending()) === 0, { everyMs: 200 });
   }
 
   const em = access.database.orm.em.fork();
@@ -319,8 +324,12 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   t.deepEqual(
     attempts.filter((a) => a.replay && a.replay.status !== 200 && a.replay.status !== 402).map((a) => a.replay!.status),
     [],
-    'every replay after a restart got its final answer (200 or 402) within seconds',
+    'every replay after a restart got its final answer (200 or 402)',
   );
+  // What that guards: a restart takes over what the dead process held instead of waiting out its claim's lease. How long
+  // the replays took is logged per kill; asserted only against the lease, which load does not come near.
+  const slowestReplayMs = Math.max(0, ...perKill.map((k) => k.slowestReplayMs));
+  t.true(slowestReplayMs < CLAIM_LEASE_MS, `the slowest replay took ${slowestReplayMs} ms: taken over, not waited out`);
   t.is(await unresolved(), 0, 'no paid call is left unresolved');
   t.is(Number(landed), done.length, 'landed payments == recorded paid calls');
   t.is(receipts.length, done.length, 'recorded paid calls == earn receipts');

@@ -5,6 +5,7 @@ import { Keypair } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { loadConfig, ConfigError } from '../../interfaces/config.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { afterAll } from '../support/teardown.ts';
 import { RUN_TS } from '../support/commands.ts';
 
 // fee-facilitator-mpp-tools §2.5: `npm run facilitator` with its environment. The gateway (test app) holds the
@@ -35,27 +36,29 @@ function start(env: Record<string, string>) {
   child.stdout.on('data', (d) => (out += d));
   child.stderr.on('data', (d) => (out += d));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // A child still running when the file's tests end (a test that failed before stopping it) is killed then.
+  afterAll(() => (child.exitCode === null && child.signalCode === null ? void child.kill('SIGKILL') : undefined));
+  // No deadlines here (test/support/until.ts says why): a start or a stop that never comes is AVA's timeout to report.
   return {
     output: () => out,
     exited,
-    async ready(): Promise<string> {
-      const deadline = Date.now() + 60_000;
-      while (Date.now() < deadline) {
-        const m = /ready at (http:\/\/\S+)/.exec(out);
-        if (m) return m[1]!;
-        if (child.exitCode !== null) throw new Error(`exited ${child.exitCode}: ${out}`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      throw new Error(`not ready: ${out}`);
-    },
-    async stop(): Promise<number | null> {
+    /** the URL the process announces once it listens; rejects if it exits first */
+    ready: () =>
+      new Promise<string>((resolve, reject) => {
+        const check = () => {
+          const m = /ready at (http:\/\/\S+)/.exec(out);
+          if (m) resolve(m[1]!);
+        };
+        // registered after the listeners that append to `out`, so each check sees the chunk that woke it
+        child.stdout.on('data', check);
+        child.stderr.on('data', check);
+        check();
+        void exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
+      }),
+    /** SIGTERM, then its exit code once it has shut down */
+    stop(): Promise<number | null> {
       if (child.exitCode === null) child.kill('SIGTERM');
-      const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(force);
-      }
+      return exited;
     },
   };
 }

@@ -157,25 +157,31 @@ test.serial('many subscriptions with different scopes and filters each get exact
   try {
     // Writes: created, updated and deleted links of both principals on three agents.
     const linksA: string[] = [];
+    const linksB: string[] = [];
     for (let i = 0; i < 4; i++) {
       linksA.push(await createLink(app, keyA, i % 2 ? a2 : a1, `a${i}`));
-      await createLink(app, keyB, b1, `b${i}`);
+      linksB.push(await createLink(app, keyB, b1, `b${i}`));
     }
     for (const id of linksA.slice(0, 3)) t.is((await http(app, 'PATCH', `/v1/payment-links/${id}`, { key: keyA, body: { label: 'renamed' } })).status, 200);
     t.is((await http(app, 'DELETE', `/v1/payment-links/${linksA[3]}`, { key: keyA })).status, 204);
     const lastB = await createLink(app, keyB, b1, 'b-last');
     t.is((await http(app, 'DELETE', `/v1/payment-links/${lastB}`, { key: keyB })).status, 204);
+    // Barriers: the last writes, one each variant's filter matches (but the one that sees nothing), so a subscription
+    // that has its last event has everything before it — a group delivers in commit order — and anything extra (a leak,
+    // a duplicate) is already in its list, not still on its way. No time is waited.
+    await createLink(app, keyA, a1, 'barrier'); // A: all, created, payment_link.*, created|deleted, agent a1; admin
+    t.is((await http(app, 'PATCH', `/v1/payment-links/${linksA[1]}`, { key: keyA, body: { label: 'barrier' } })).status, 200); // A: a2 updated
+    t.is((await http(app, 'DELETE', `/v1/payment-links/${linksB[0]}`, { key: keyB })).status, 204); // B: all; admin: updated|deleted
 
     // one list at a time: a principal runs at most SVC_DB_HEAVY_PER_PRINCIPAL heavy reads at once (so no key starves the
     // others)
     const want: Awaited<ReturnType<typeof expected>>[] = [];
     for (const v of variants) want.push(await expected(app, keys[v.who], v.filter, after[v.who]));
     t.log(want.map((w) => w.length).join(' '));
-    t.true(want[6]!.length === 0 && want[0]!.length === 8 && want[10]!.length >= 14, 'the writes produced events for the variants');
+    t.true(want[6]!.length === 0 && want[0]!.length === 10 && want[10]!.length >= 17, 'the writes produced events for the variants');
     await until('every subscription got its events', () =>
       subs.every(({ variant, sub }) => sub.events.length >= want[variant]!.length || sub.errors.length > 0),
     );
-    await new Promise((r) => setTimeout(r, 300)); // anything extra (a leak, a duplicate) would arrive by now
     let exact = 0;
     for (const { variant, sub, how } of subs) {
       t.deepEqual(sub.errors, [], `${how} v${variant}: no error`);
@@ -214,6 +220,15 @@ test.serial('a distinct subscription is executed once per event, however many so
   groupA1.push(...sseA1);
   const all = [...groupA1, ...groupA2, ...groupB];
   const stringify = JSON.stringify;
+  /** A new event of each principal (a link), once every subscription of that principal has received it. */
+  const barrier = async () => {
+    const ends = { A: await newestEvent(app, keyA, a1), B: await newestEvent(app, keyB, b1) };
+    await until(
+      'every subscription got its principal’s newest event',
+      () => [...groupA1, ...groupA2].every((s) => s.events.some((e) => e.id === ends.A)) && groupB.every((s) => s.events.some((e) => e.id === ends.B)),
+    );
+    return ends;
+  };
   try {
     // Live only once attached (the protocol does not acknowledge): warm up until every subscription got an event.
     while (!all.every((s) => s.events.length > 0)) {
@@ -225,33 +240,44 @@ test.serial('a distinct subscription is executed once per event, however many so
       all.every((s) => s.events.length > 0),
       'every subscription is live',
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // Settled: each principal's newest event reached every subscription of it, so nothing of the warm-up is still on its
+    // way (a group delivers in commit order) and the counts below are final — waited on events, not time.
+    await barrier();
 
     const before = fanOutCounters.sharedExecutions;
     const counts = all.map((s) => s.events.length);
     // Serialisations of a result (or of a message carrying one) while the event is fanned out: one per group.
-    let serialised = 0;
+    const serialisedIds: (string | undefined)[] = [];
     JSON.stringify = function (this: unknown, ...args: Parameters<typeof stringify>) {
-      const v = args[0] as { data?: { events?: unknown }; payload?: { data?: { events?: unknown } } } | undefined;
-      if (v?.data?.events !== undefined || v?.payload?.data?.events !== undefined) serialised++;
+      const v = args[0] as { data?: { events?: Received }; payload?: { data?: { events?: Received } } } | undefined;
+      const event = v?.data?.events ?? v?.payload?.data?.events;
+      if (event !== undefined) serialisedIds.push(event.id);
       return stringify.apply(this, args);
     } as typeof stringify;
     const id = await createLink(app, keyA, a1, 'counted');
-    const isIt = (e: Received) => e.kind === 'payment_link.created' && (e.metadata === undefined || e.metadata.payment_link_id === id);
+    const counted = (await http(app, 'GET', '/v1/events?limit=1', { key: keyA })).body.data[0].id as string;
+    const isIt = (e: Received) => e.id === counted && e.kind === 'payment_link.created' && (e.metadata === undefined || e.metadata.payment_link_id === id);
     await until('every subscription got its events', () => [...groupA1, ...groupA2].every((s, i) => s.events.length > counts[i]!));
-    await new Promise((r) => setTimeout(r, 300));
-    JSON.stringify = stringify;
+    // Executions are counted as the feed hands the event to each group, before any delivery: final by now.
     const executions = fanOutCounters.sharedExecutions - before;
+    // A later event of each principal reached every subscription: anything extra for the counted one is in by now.
+    const ends = await barrier();
+    JSON.stringify = stringify;
+    const serialised = serialisedIds.filter((e) => e === counted).length;
     t.log(`serialisations of the event's results: ${serialised}`);
     t.is(serialised, 2, 'each group serialised its result once, for its graphql-ws and SSE members alike');
     t.log(`${groupA1.length + groupA2.length} subscriptions of A in 2 groups; executions for the event: ${executions}`);
     t.is(executions, 2, 'one execution per matching group (A: two documents); none for B');
     [...groupA1, ...groupA2].forEach((s, i) => {
-      t.is(s.events.length, counts[i]! + 1, 'exactly one event');
-      t.true(isIt(s.events.at(-1)!));
+      t.is(s.events.length, counts[i]! + 2, 'exactly one event before the barrier');
+      t.true(isIt(s.events.at(-2)!));
+      t.is(s.events.at(-1)!.id, ends.A);
     });
-    for (const [i, s] of groupB.entries()) t.is(s.events.length, counts[groupA1.length + groupA2.length + i]!, 'B sees nothing of A');
-    t.deepEqual(sseA1[0]!.events.at(-1), groupA1[0]!.events.at(-1), 'SSE and graphql-ws members of a group get the same payload');
+    for (const [i, s] of groupB.entries()) {
+      t.is(s.events.length, counts[groupA1.length + groupA2.length + i]! + 1, 'B sees nothing of A');
+      t.is(s.events.at(-1)!.id, ends.B);
+    }
+    t.deepEqual(sseA1[0]!.events.at(-2), groupA1[0]!.events.at(-2), 'SSE and graphql-ws members of a group get the same payload');
   } finally {
     JSON.stringify = stringify;
     for (const s of sseA1) s.close();

@@ -2,7 +2,7 @@ import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Keypair } from '@solana/web3.js';
-import { createKeyPairSignerFromBytes } from '@solana/kit';
+import { address, createKeyPairSignerFromBytes } from '@solana/kit';
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
@@ -21,6 +21,7 @@ import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.
 import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
+import { paidCallsOf, receiptsOf } from '../support/paywall.ts';
 
 // DECISIONS "x402 on the paywall" and fee-facilitator-mpp-tools §2.1–2.4: the paywall /x/{id} is paid by the official
 // x402 client (@x402/fetch + @x402/svm, unmodified, pointed at the embedded devnet JSON-RPC) and by our buyer kit
@@ -59,7 +60,7 @@ async function sellerLink(t: ExecutionContext, w: World, overrides: Record<strin
   t.is(link.accepts[0]?.amount, PRICE.toString());
   t.is(link.accepts[0]?.asset, USDC.mint);
   const treasury = treasuryOf(agent);
-  return { link, treasury, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
+  return { agent, link, treasury, url: `${w.app.url}/x/${link.id}?network=chain-devnet` };
 }
 
 /** A buyer holding USDC on the embedded devnet, and no SOL: the facilitator pays every native fee and rent. */
@@ -439,3 +440,93 @@ test('(k) x402-solana 2.0.4 refuses before paying: it derives the payTo token ac
   t.is(await usdcOf(w, kp.publicKey.toBase58()), before, 'nothing signed, nothing moved');
   t.is(await usdcOf(w, treasury), 0n);
 });
+
+/**
+ * @faremeter/fetch 0.22's `wrap` with @faremeter/payment-solana's exact handler and a @faremeter/wallet-solana wallet,
+ * on its default retries; `sent` the payment headers it sent. It speaks x402 v2 when the 402 carries PAYMENT-REQUIRED
+ * and reads the v1 offer in the body otherwise: `version: 1` drops that header from the unpaid 402 (as a proxy that
+ * forwards only standard headers would), so the body's v1 offer is what it pays.
+ */
+async function faremeterPayer(w: World, kp: Keypair, version: 1 | 2) {
+  // faremeter's packages are loaded where they are used: their loggers are module-level `await`s, and a test file that
+  // imported them statically would declare its tests a tick after the shared teardown's hook (test/support/teardown.ts)
+  const [{ wrap }, { exact }, { createLocalWallet }] = await Promise.all([
+    import('@faremeter/fetch'),
+    import('@faremeter/payment-solana'),
+    import('@faremeter/wallet-solana'),
+  ]);
+  const wallet = await createLocalWallet('devnet', kp.secretKey);
+  const sent: string[] = [];
+  const unpaid: typeof fetch = async (input, init) => {
+    const res = await fetch(input, init);
+    if (version === 2) return res;
+    const headers = new Headers(res.headers);
+    headers.delete('PAYMENT-REQUIRED');
+    return new Response(res.body, { status: res.status, headers });
+  };
+  const paying: typeof fetch = (input, init) => {
+    const headers = new Headers(init?.headers);
+    const payment = headers.get('PAYMENT-SIGNATURE') ?? headers.get('X-PAYMENT');
+    if (payment) sent.push(payment);
+    return fetch(input, init);
+  };
+  const handler = exact.createPaymentHandler(wallet, address(USDC.mint), w.rpcUrl);
+  return { pay: wrap(paying, { phase1Fetch: unpaid, handlers: [handler] }), sent };
+}
+
+for (const version of [2, 1] as const) {
+  const responseHeader = version === 2 ? 'PAYMENT-RESPONSE' : 'X-PAYMENT-RESPONSE';
+
+  test(`(l) @faremeter/fetch 0.22 + payment-solana exact + wallet-solana pays a fee-off link over x402 v${version}: charged once, one paid call, the receipt written`, async (t) => {
+    const w = t.context.free;
+    const via = `@faremeter/fetch x402 v${version}`;
+    const { agent, link, treasury, url } = await sellerLink(t, w, { response: { body: { via } } });
+    const kp = await buyer(w);
+    const payer = kp.publicKey.toBase58();
+    const before = await usdcOf(w, payer);
+
+    const { pay, sent } = await faremeterPayer(w, kp, version);
+    const res = await pay(url);
+    const text = await res.text();
+    t.is(res.status, 200, text);
+    t.deepEqual(JSON.parse(text), { via });
+    t.is(sent.length, 1, 'one payment sent: its retries were never needed');
+    const payment = decodeBase64Json(sent[0]!);
+    if (version === 2) t.like(payment, { x402Version: 2, accepted: { scheme: 'exact', network: CAIP2['chain-devnet'], amount: PRICE.toString() } });
+    else t.like(payment, { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK['chain-devnet'] });
+    const settled = decodeBase64Json(res.headers.get(responseHeader));
+    t.like(settled, { success: true, payer });
+
+    t.is(await usdcOf(w, treasury), PRICE, 'the seller leg');
+    t.is(await usdcOf(w, payer), before - PRICE, 'the buyer charged once, the price');
+    t.deepEqual(await paidCallsOf(w, link.id), [{ status: 'done', signature: settled.transaction }], 'one paid call');
+    const receipts = await receiptsOf(w, agent);
+    t.is(receipts.length, 1, 'one receipt');
+    t.like(receipts[0], { kind: 'earn', decision: 'allow', tx_sig: settled.transaction, response: { status: 200 } });
+  });
+
+  test(`(m) @faremeter/fetch 0.22 on a fee-on link over x402 v${version}: its exact handler ignores extra.splits, so every attempt is refused with fee_leg_missing naming the fix, and it throws "failed to complete payment after retries"; nothing moves`, async (t) => {
+    const w = t.context.fee;
+    const { agent, link, treasury, url } = await sellerLink(t, w);
+    const kp = await buyer(w);
+    const payer = kp.publicKey.toBase58();
+    const before = await usdcOf(w, payer);
+
+    const { pay, sent } = await faremeterPayer(w, kp, version);
+    const err = await t.throwsAsync(pay(url), { message: 'failed to complete payment after retries' });
+    // Its WrappedFetchError keeps the last answer: our 402, the reason and the fix in the envelope.
+    const last = (err as (Error & { response?: Response }) | undefined)?.response;
+    t.is(last?.status, 402);
+    const refusal = (await last!.json()) as { x402Version: number; error: string; message: string };
+    t.is(refusal.error, 'fee_leg_missing');
+    t.regex(refusal.message, /extra\.splits/);
+    t.regex(refusal.message, /svc-gateway\/client\/pay/);
+    if (version === 2) t.is(decodeBase64Json(last!.headers.get('PAYMENT-REQUIRED'))?.error, 'fee_leg_missing');
+    t.is(sent.length, 3, 'its default: three attempts, each a fresh transaction, each refused');
+
+    t.is(await usdcOf(w, payer), before, 'nothing moved');
+    t.is(await usdcOf(w, treasury), 0n);
+    t.deepEqual(await paidCallsOf(w, link.id), [], 'no paid call kept');
+    t.deepEqual(await receiptsOf(w, agent), []);
+  });
+}

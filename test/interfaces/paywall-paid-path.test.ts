@@ -1,4 +1,5 @@
 import { statementsOf } from '../support/statements.ts';
+import { until } from '../support/until.ts';
 import anyTest, { type TestFn } from 'ava';
 import { LedgerThread } from '../../adapters/ledger/embedded/ledger-thread.ts';
 import { FacilitatorService } from '../../domain/facilitator/service.ts';
@@ -281,9 +282,10 @@ test.serial(
     for (let i = 0; i < 10; i++) await pump();
     held = false;
     const before = catchUps;
-    // the one pending look again runs (polled on the count, not timed), and finds the horizon passed: no more looks
-    while (catchUps === before) await new Promise((r) => setTimeout(r, 5));
-    await new Promise((r) => setTimeout(r, 100));
+    // the one pending look again runs, and finds the horizon passed: the feed goes idle (not pumping, no look pending;
+    // it is not listening, so nothing else starts one) and the count is final — waited on the feed's state, not timed
+    const state = feed as unknown as { pumping: boolean; heldRetry: unknown };
+    await until('the look again ran and the feed is idle', () => catchUps > before && !state.pumping && state.heldRetry === undefined, { everyMs: 5 });
     t.is(catchUps - before, 1, 'one look again pending, not one per catch-up');
   },
 );

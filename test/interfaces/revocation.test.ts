@@ -4,9 +4,13 @@ import WebSocket from 'ws';
 import { http, issueKey, linkBody, recordAgent, startTwoInstances, syntheticEvent, type TestApp } from '../support/app.ts';
 import { graphqlSse, type SseStream } from '../support/sse.ts';
 import { newId } from '../../domain/shared/ids.ts';
+import { until } from '../support/until.ts';
 
-// A key disabled while its graphql-ws socket or SSE subscription is open stops receiving events within
-// seconds, on every node. Subscriptions run on node B; the key is disabled through node A's admin route.
+// A key disabled while its graphql-ws socket or SSE subscription is open stops receiving events on every node: the
+// subscription closes, and nothing reaches it after. Subscriptions run on node B; the key is disabled through node A's
+// admin route. The product says "within seconds" (docs/policies.md: the watch re-checks every second, and the key row
+// leaves every process's cache with its api_key.disabled event); the time it took is logged, not asserted, so a loaded
+// machine cannot fail the test — a close that never comes is AVA's timeout to report (test/support/until.ts).
 
 interface Ctx {
   a: TestApp;
@@ -15,9 +19,6 @@ interface Ctx {
 }
 
 const test = anyTest as TestFn<Ctx>;
-
-/** "within seconds": the watch re-checks every second and a key row is dropped from every process's cache by its api_key.disabled event */
-const WITHIN_MS = 5000;
 
 /** every event of the network after `after`: an event created by anyone would reach a subscription still open */
 const SUB = `subscription($after: ID) { events(after: $after) { id kind metadata } }`;
@@ -71,19 +72,6 @@ async function disable(t: ExecutionContext<Ctx>, id: string): Promise<void> {
   t.is(res.status, 200, JSON.stringify(res.body));
 }
 
-function until<T>(what: string, check: () => T | undefined, timeoutMs = WITHIN_MS): Promise<T> {
-  return new Promise((resolve, reject) => {
-    const started = Date.now();
-    const poll = () => {
-      const value = check();
-      if (value !== undefined) resolve(value);
-      else if (Date.now() - started > timeoutMs) reject(new Error(`${what}: not within ${timeoutMs} ms`));
-      else setTimeout(poll, 20);
-    };
-    poll();
-  });
-}
-
 interface WsSubscriber {
   client: Client;
   linkIds: string[];
@@ -120,7 +108,7 @@ function wsSubscribe(app: TestApp, key: string, variables: Record<string, unknow
   return sub;
 }
 
-test('graphql-ws: a key disabled on node A closes its socket on node B with 4403 within seconds; no event after', async (t) => {
+test('graphql-ws: a key disabled on node A closes its socket on node B with 4403; no event after', async (t) => {
   const { a, b } = t.context;
   const user = await setUp(t);
   const bystander = await setUp(t);
@@ -130,11 +118,10 @@ test('graphql-ws: a key disabled on node A closes its socket on node B with 4403
     const first = await createLink(a, user.key, user.mint, 'before');
     await until('the event before the revocation', () => (sub.linkIds.includes(first) ? true : undefined));
 
-    const started = Date.now();
+    const started = performance.now();
     await disable(t, user.id);
-    const closed = await until('socket closed', () => sub.closedWith);
-    const elapsed = Date.now() - started;
-    t.log(`closed ${elapsed} ms after the disable`);
+    const closed = await until('socket closed', () => sub.closedWith, { everyMs: 20 });
+    t.log(`closed ${Math.round(performance.now() - started)} ms after the disable`);
     t.deepEqual(closed, { code: 4403, reason: 'invalid_api_key' });
 
     // Nothing more arrives for the disabled key; the other key's subscription on the same node is untouched.
@@ -150,7 +137,7 @@ test('graphql-ws: a key disabled on node A closes its socket on node B with 4403
   }
 });
 
-test('SSE: a key disabled on node A ends its subscription on node B with invalid_api_key within seconds', async (t) => {
+test('SSE: a key disabled on node A ends its subscription on node B with invalid_api_key; no event after', async (t) => {
   const { a, b } = t.context;
   const user = await setUp(t);
   const stream = await openSse(b, user.key, { after: user.anchor });
@@ -161,10 +148,10 @@ test('SSE: a key disabled on node A ends its subscription on node B with invalid
       payloadsOf(stream).some((p) => p.data?.events?.metadata?.payment_link_id === first) ? true : undefined,
     );
 
-    const started = Date.now();
+    const started = performance.now();
     await disable(t, user.id);
-    await until('stream ended', () => (stream.ended ? true : undefined));
-    t.log(`ended ${Date.now() - started} ms after the disable`);
+    await until('stream ended', () => stream.ended, { everyMs: 20 });
+    t.log(`ended ${Math.round(performance.now() - started)} ms after the disable`);
     const last = payloadsOf(stream).at(-1);
     t.is(last?.errors?.[0]?.extensions?.code, 'invalid_api_key', JSON.stringify(stream.messages));
     t.is(last?.errors?.[0]?.extensions?.status, 401);

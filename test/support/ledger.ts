@@ -19,6 +19,8 @@ import { getBase58Decoder } from '@solana/kit';
 import { EmbeddedLedger, type EmbeddedLedgerOptions } from '../../adapters/ledger/embedded/ledger.ts';
 import { findStable, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/network.ts';
 import { RUN_TS } from './commands.ts';
+import { afterAll } from './teardown.ts';
+import { until } from './until.ts';
 
 export const MEMO_PROGRAM = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
 export const USDC_DEVNET = findStable('chain-devnet', 'USDC')!;
@@ -124,36 +126,40 @@ export interface ChildResult {
   stderr: string;
 }
 
-/** Runs a TypeScript entry point in a child node (async: the test process keeps serving its own servers). */
-export function runTs(script: string, args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<ChildResult> {
+/**
+ * Runs a TypeScript entry point in a child node (async: the test process keeps serving its own servers). No deadline
+ * (./until.ts says why): a child that never ends is AVA's timeout to report, and the file's teardown kills it.
+ */
+export function runTs(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [RUN_TS, script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
     child.stderr.on('data', (c) => (stderr += c));
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    afterAll(() => (child.exitCode === null && child.signalCode === null ? void child.kill('SIGKILL') : undefined));
     child.on('error', reject);
-    child.on('close', (status, signal) => {
-      clearTimeout(timer);
-      resolve({ status, signal, stdout, stderr });
-    });
+    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
   });
 }
 
-/** Polls until the signature reaches `level` (or fails after `timeoutMs`), as clients confirm transactions. */
+/**
+ * Polls until the signature reaches `level`, as clients confirm transactions. No deadline (./until.ts says why):
+ * finalized waits for an fdatasync, slow on a disk busy with other suites, and a signature that never gets there is
+ * AVA's timeout to report.
+ */
 export async function waitForCommitment<S extends { confirmationStatus: string }>(
   ledger: { getSignatureStatuses(signatures: string[]): Promise<(S | null)[]> },
   signature: string,
   level: 'confirmed' | 'finalized' = 'confirmed',
-  timeoutMs = 30_000, // finalized waits for an fdatasync, slow on a disk busy with other suites
 ): Promise<S> {
   const rank = { processed: 0, confirmed: 1, finalized: 2 } as Record<string, number>;
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const [status] = await ledger.getSignatureStatuses([signature]);
-    if (status && rank[status.confirmationStatus]! >= rank[level]!) return status;
-    if (Date.now() > deadline) throw new Error(`${signature} did not reach ${level}: ${JSON.stringify(status)}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
+  return until(
+    `${signature} reaches ${level}`,
+    async () => {
+      const [status] = await ledger.getSignatureStatuses([signature]);
+      return status && rank[status.confirmationStatus]! >= rank[level]! ? status : undefined;
+    },
+    { everyMs: 5 },
+  );
 }
