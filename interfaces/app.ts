@@ -8,6 +8,7 @@ import { openCore, startJobRunner, type AppOptions, type Core, type CoreLedgers,
 import { buildHttp } from './http.ts';
 import { bindListener } from './http/listener.ts';
 import { listenFailure } from './listeners.ts';
+import { flushLogger } from './log.ts';
 
 // The gateway: bind the port → core wiring (core.ts) → HTTP server (http.ts) → serve, and the job runner inline. Tests build the app
 // through here too. The names other modules imported from here stay importable from here.
@@ -67,6 +68,7 @@ export async function createApp(config: Config, options: AppOptions = {}): Promi
         clearTimeout(cut);
         await runner?.stop();
         await opened.close();
+        await flushLogger(log); // the last lines, shutdown's included, written before the process goes
       },
     };
   } catch (e) {

@@ -20,7 +20,7 @@ import { registerPages } from './pages/routes.ts';
 import type { Network } from '../domain/shared/network.ts';
 import { clientErrorHandler, errorAnswer, stampRequestId } from './http/answers.ts';
 import type { Listener } from './http/listener.ts';
-import { lazyChildLogger, RedactingLogController } from './http/logging.ts';
+import { AccessLogController, lazyChildLogger } from './http/logging.ts';
 
 // The gateway's HTTP server over built services: /v1, /openapi.json, /trpc, /graphql, /facilitator, /x, and the pages
 // (/, /docs, /explorer). No adapters. Its parts, one job each: the port bound before the app (http/listener.ts), what
@@ -91,8 +91,9 @@ function createFastify(deps: HttpDeps, serverFactory: Listener['factory']): Fast
     // A request's child logger is made when something logs through it at an enabled level, not for every request.
     childLoggerFactory: lazyChildLogger,
     requestIdHeader: false,
-    // Incoming requests are logged with secrets taken out of the URL (a disclosure link's token is a bearer secret).
-    logController: new RedactingLogController(),
+    // One access line per request, at its completion, with secrets taken out of the URL (a disclosure link's token is a
+    // bearer secret).
+    logController: new AccessLogController(deps.log),
     routerOptions: { maxParamLength: 5000 },
     // the listener's bound (fastify would otherwise set 0, no bound, on the server it is given)
     requestTimeout: deps.bounds.requestMs,

@@ -5,7 +5,7 @@ import type { LogFormat } from './config.ts';
 // The gateway's logger. Production (standard output not a terminal, or SVC_LOG_FORMAT=json) writes pino's JSON lines,
 // unchanged. A person running `npm start` in a terminal (or SVC_LOG_FORMAT=pretty) reads one line per thing that
 // happened — a paid call, a submit, a confirmation, a webhook delivery, an error — and not one per HTTP request: the
-// request lines are folded away, except those answered with a 4xx or 5xx. The readable lines are made from the same
+// access lines are folded away, except those answered with a 4xx or 5xx. The readable lines are made from the same
 // structured fields the JSON carries (`evt` names the kind of line), so both formats say the same.
 
 export { LOG_FORMATS, type LogFormat } from './config.ts';
@@ -21,8 +21,10 @@ export interface LogSink {
 export interface LoggerOptions {
   level: string;
   format: LogFormat;
-  /** default process.stdout (JSON: pino's own fast destination) */
+  /** default process.stdout (JSON: the buffered destination, `destination`) */
   sink?: LogSink | undefined;
+  /** JSON without a sink: the file descriptor or path written (default 1, standard output) */
+  destination?: number | string | undefined;
   /** whether the sink is a terminal (auto picks pretty then); default process.stdout.isTTY */
   isTTY?: boolean | undefined;
   /** colours in the pretty format; default: the terminal supports them */
@@ -36,7 +38,8 @@ export function resolveLogFormat(format: LogFormat, isTTY: boolean): 'pretty' | 
 export function createLogger(options: LoggerOptions): Logger {
   const isTTY = options.isTTY ?? process.stdout.isTTY === true;
   const base = { level: options.level, redact: REDACT };
-  if (resolveLogFormat(options.format, isTTY) === 'json') return options.sink ? pino(base, options.sink) : pino(base);
+  if (resolveLogFormat(options.format, isTTY) === 'json')
+    return options.sink ? pino(base, options.sink) : pino(base, jsonDestination(options.destination ?? 1));
   const sink = options.sink ?? process.stdout;
   const format = readableFormatter({ colorize: options.colorize ?? (isTTY && isColorSupported) });
   return pino(base, {
@@ -44,6 +47,44 @@ export function createLogger(options: LoggerOptions): Logger {
       const text = format(line);
       if (text) sink.write(text);
     },
+  });
+}
+
+/** Bytes held before a write: at thousands of requests a second, one write per few dozen lines instead of one per line. */
+const BUFFERED = 4096;
+/** The longest a line waits in the buffer when traffic is light (an operator tailing the log sees it by then). */
+const FLUSH_MS = 100;
+
+/**
+ * The JSON lines' destination (pino's SonicBoom): a line is appended to a buffer, never written on its own; the buffer
+ * goes out in one write when it holds BUFFERED bytes or FLUSH_MS passed. The writes themselves are synchronous: with
+ * `sync: false` a write still in flight when the process ends is raced by pino's exit flush — a crash then lost or
+ * reordered lines (test/interfaces/console-log.test.ts) — while a synchronous buffer is written out whole, in order, on
+ * the process's exit (an uncaught exception's and a shutdown signal's alike, below) and by `App.close`.
+ */
+function jsonDestination(dest: number | string) {
+  const stream = pino.destination({ dest, sync: true, minLength: BUFFERED, periodicFlush: FLUSH_MS });
+  // pino flushes only its asynchronous destinations on exit; this one's buffer is written here (held weakly: a closed
+  // logger is not kept alive by the process)
+  const held = new WeakRef(stream);
+  process.once('exit', () => {
+    try {
+      held.deref()?.flushSync();
+    } catch {
+      // already closed: nothing held
+    }
+  });
+  return stream;
+}
+
+/** Writes out what the logger holds (the JSON destination's buffer); resolves once written. */
+export function flushLogger(log: Logger): Promise<void> {
+  return new Promise((resolve) => {
+    try {
+      log.flush(() => resolve());
+    } catch {
+      resolve(); // a destination already closed (its process exiting) has nothing left to write
+    }
   });
 }
 
@@ -83,13 +124,9 @@ function readable(o: Line): string | undefined {
   }
 }
 
-/**
- * JSON line → the text a person reads (with its newline), or '' for a folded line. Holds the method and URL of
- * requests in flight (from fastify's incoming-request line) to name a refused one when its completed line comes.
- */
+/** JSON line → the text a person reads (with its newline), or '' for a folded line. */
 export function readableFormatter(options: { colorize: boolean }): (line: string) => string {
   const pretty = prettyFactory({ colorize: options.colorize, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
-  const inFlight = new Map<string, string>();
   return (line) => {
     let o: Line;
     try {
@@ -97,21 +134,15 @@ export function readableFormatter(options: { colorize: boolean }): (line: string
     } catch {
       return line.endsWith('\n') ? line : `${line}\n`;
     }
-    const reqId = typeof o.reqId === 'string' ? o.reqId : undefined;
-    if (o.msg === 'incoming request' && reqId) {
-      const req = (o.req ?? {}) as { method?: string; url?: string };
-      if (inFlight.size >= 10_000) inFlight.clear(); // a bound: only the names of refused requests are lost
-      inFlight.set(reqId, `${str(req.method)} ${str(req.url)}`);
-      return '';
-    }
-    if (o.msg === 'request completed') {
-      const what = reqId ? inFlight.get(reqId) : undefined;
-      if (reqId) inFlight.delete(reqId);
+    // the access line (interfaces/http/logging.ts): shown only for a refused or failed request
+    if (o.msg === 'request completed' || o.msg === 'request errored') {
       const status = (o.res as { statusCode?: number } | undefined)?.statusCode ?? 0;
       // 402 is the paywall's offer, the first half of every paid call: not a refusal worth a line.
-      if (status < 400 || status === 402) return '';
+      if (o.msg === 'request completed' && (status < 400 || status === 402)) return '';
+      const req = (o.req ?? {}) as { method?: string; url?: string };
       const took = typeof o.responseTime === 'number' ? ` · ${Math.round(o.responseTime)} ms` : '';
-      return pretty({ level: status >= 500 ? 50 : 40, time: o.time, msg: `${status} ${what ?? 'request'}${took} (request ${str(reqId)})` });
+      const what = `${status} ${str(req.method)} ${str(req.url)}${took} (request ${str(o.reqId)})`;
+      return pretty({ level: status >= 500 || o.msg === 'request errored' ? 50 : 40, time: o.time, msg: what, ...(o.err ? { err: o.err } : {}) });
     }
     const text = readable(o);
     return text === undefined ? pretty(o) : pretty({ level: o.level, time: o.time, msg: text });

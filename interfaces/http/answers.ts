@@ -4,6 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { newRequestId } from '../../domain/shared/ids.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { resolveError, restAnswer, restError, trpcError } from '../errors.ts';
+import { clientRequestId } from './logging.ts';
 
 // What every answer of a fastify listener carries, whoever gives it: the error envelope in the shape of the door asked
 // (DECISIONS "Wire conventions") and X-Svc-Request-Id — for the answers fastify and Node's parser give themselves too.
@@ -61,7 +62,7 @@ export function errorAnswer(err: unknown, req: FastifyRequest): { status: number
  */
 export function stampRequestId(req: FastifyRequest, reply: FastifyReply, done: () => void): void {
   reply.raw.setHeader('X-Svc-Request-Id', req.id);
-  const clientId = req.headers['x-request-id'];
-  if (typeof clientId === 'string' && clientId) req.log = req.log.child({ client_request_id: clientId.slice(0, 128) });
+  const clientId = clientRequestId(req.headers);
+  if (clientId !== undefined) req.log = req.log.child({ client_request_id: clientId });
   done();
 }

@@ -1,8 +1,9 @@
-import { LogController, type FastifyBaseLogger, type FastifyRequest } from 'fastify';
+import { LogController, type FastifyBaseLogger, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Bindings, ChildLoggerOptions, Logger } from 'pino';
 
-// The gateway's request logging: a request's logger costs nothing until something logs through it (the unpaid 402 fast
-// path answers thousands a second), and the incoming-request line keeps bearer secrets out of the logs.
+// The gateway's request logging: one access line per request, written through the app's logger (no per-request
+// child), with bearer secrets kept out of its URL; a request's own logger costs nothing until something logs through it.
 
 const REAL = Symbol('real child');
 const BINDINGS = Symbol('bindings');
@@ -62,14 +63,70 @@ export function lazyChildLogger(this: unknown, parent: FastifyBaseLogger, bindin
   return lazy;
 }
 
-/** the levels at which the incoming-request line is written: below, its fields are not even built */
-const LOGS_INFO = new Set(['trace', 'debug', 'info']);
+/** A client's X-Request-Id, as it joins the request's log lines (bounded: it is the client's text). */
+export function clientRequestId(headers: IncomingHttpHeaders): string | undefined {
+  const id = headers['x-request-id'];
+  return typeof id === 'string' && id ? id.slice(0, 128) : undefined;
+}
 
-/** fastify's request logging, with the URL of the incoming-request line made loggable. */
-export class RedactingLogController extends LogController {
-  override incomingRequest(request: FastifyRequest): void {
-    if (this.isLogDisabled(request) || !LOGS_INFO.has(request.log.level)) return;
-    request.log.info({ req: { method: request.method, url: loggableUrl(request.url), remoteAddress: request.ip } }, 'incoming request');
+/** What the access line says of one answered request. */
+export interface AccessLine {
+  reqId: string;
+  method: string;
+  /** the request URL as received (made loggable here) */
+  url: string;
+  remoteAddress: string | undefined;
+  statusCode: number;
+  /** milliseconds from the request to its answer */
+  responseTime: number;
+  clientRequestId?: string | undefined;
+  /** the error the response ended with (the line is then at error) */
+  err?: unknown;
+}
+
+/**
+ * The one line per request (at info; at error when the response failed), written by every door that answers one —
+ * fastify's (AccessLogController) and the unpaid 402 before it (paywall/fast-402.ts) — in one shape. Written through
+ * the app's logger with the request id as a field, so no request needs a child logger of its own.
+ */
+export function writeAccessLine(log: Logger, line: AccessLine): void {
+  const level = line.err ? 'error' : 'info';
+  if (!log.isLevelEnabled(level)) return;
+  const fields: Record<string, unknown> = { reqId: line.reqId };
+  if (line.clientRequestId !== undefined) fields.client_request_id = line.clientRequestId;
+  fields.req = { method: line.method, url: loggableUrl(line.url), remoteAddress: line.remoteAddress };
+  fields.res = { statusCode: line.statusCode };
+  fields.responseTime = line.responseTime;
+  if (line.err) fields.err = line.err;
+  log[level](fields, line.err ? 'request errored' : 'request completed');
+}
+
+/**
+ * fastify's request logging: one access line per request at completion (writeAccessLine), none at its start — an
+ * operator gets method, URL (secrets taken out), status and time on one line, at half the cost of two.
+ */
+export class AccessLogController extends LogController {
+  readonly #log: Logger;
+
+  constructor(log: Logger) {
+    super();
+    this.#log = log;
+  }
+
+  override incomingRequest(): void {}
+
+  override requestCompleted(err: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (this.isLogDisabled(request)) return;
+    writeAccessLine(this.#log, {
+      reqId: request.id,
+      method: request.method,
+      url: request.url,
+      remoteAddress: request.ip,
+      statusCode: reply.statusCode,
+      responseTime: reply.elapsedTime,
+      clientRequestId: clientRequestId(request.headers),
+      err,
+    });
   }
 }
 
@@ -78,6 +135,7 @@ const SECRET_IN_PATH = /^(\/v1\/identity\/disclosures\/)[^/?#]+/;
 
 /** The request URL as it may be logged: secrets in the path replaced, the query string dropped (it may carry one too). */
 export function loggableUrl(url: string): string {
-  const path = url.split('?')[0] ?? url;
-  return path.replace(SECRET_IN_PATH, '$1[redacted]');
+  const query = url.indexOf('?');
+  const path = query === -1 ? url : url.slice(0, query);
+  return path.startsWith('/v1/identity/disclosures/') ? path.replace(SECRET_IN_PATH, '$1[redacted]') : path;
 }

@@ -8,9 +8,6 @@ import { type RateDecision, WINDOW_MS } from '../../domain/policies/rate-limit.t
 /** Response headers a buyer's browser-based client must be able to read. */
 export const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed';
 
-/** Levels at which fastify writes no line for a completed request (its request-completed line is at info). */
-export const QUIET = new Set(['warn', 'error', 'fatal', 'silent']);
-
 type Head = { headers: Record<string, string | number>; body: Buffer };
 
 /**
@@ -39,7 +36,7 @@ const WINDOW_S = WINDOW_MS / 1000;
  * (as rateLimitHeaders writes them: an allowed hit has no Retry-After). Every write of the object copies it
  * synchronously, so no request sees another's values; no allocation per request.
  */
-export function challengeHead(challenge: PaywallResponse, requestId: string, decision: RateDecision): Head {
+function challengeHead(challenge: PaywallResponse, requestId: string, decision: RateDecision): Head {
   const fixed = fixedOf(challenge);
   const out = fixed.headers;
   out['X-Svc-Request-Id'] = requestId;

@@ -9,7 +9,7 @@ import type { Services } from '../services.ts';
 import { restAnswer } from '../errors.ts';
 import { prefersHtml } from '../pages/html.ts';
 import { registerSolanaPayRoutes, servePage } from './page-routes.ts';
-import { challengeHead, EXPOSED, QUIET, writeChallenge } from './challenge.ts';
+import { EXPOSED, writeChallenge } from './challenge.ts';
 
 // hosted-api §4.2: the public paywall {base_url}/x/{id}. Thin: parse the request, apply the per-IP window
 // (DECISIONS "Wire conventions": 600 per 60 s per client IP, shared by every node), call PaywallService, write its
@@ -50,14 +50,9 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
               reply.code(status).headers(headers).send(body);
               return;
             }
-            if (QUIET.has(req.log.level)) {
-              // Nothing logs this request's completion (fastify's line is at info): written to the response directly.
-              reply.hijack();
-              writeChallenge(reply.raw, challenge, String(req.id), decision);
-              return;
-            }
-            const head = challengeHead(challenge, String(req.id), decision);
-            reply.code(challenge.status).headers(head.headers).send(head.body);
+            // written to the response directly (fastify still writes the access line when the response finishes)
+            reply.hijack();
+            writeChallenge(reply.raw, challenge, String(req.id), decision);
           };
           const subject = `ip:${req.ip}`;
           const decided = services.rateLimiter.admitFromMemory(subject, 'paywall');

@@ -5,6 +5,7 @@ import { fundBuyer, payingFetch, startLocalServer, type LocalServer } from '../s
 import { until } from '../support/until.ts';
 import { createLogger, readableFormatter, resolveLogFormat } from '../../interfaces/log.ts';
 import { loadConfig } from '../../interfaces/config.ts';
+import { run, RUN_TS } from '../support/commands.ts';
 
 // The console a person reads (interfaces/log.ts): with the pretty format a paid call, a submit, its confirmation and
 // a webhook delivery each make one readable line and the per-request lines are folded away; with JSON the lines parse
@@ -133,9 +134,18 @@ test('a paid call, a submit with its confirmation and a webhook delivery: one re
     pretty.join(''),
   );
 
-  // Per-request lines are JSON only: folded away in the readable console, but for refused requests (not the 402 offer).
+  // One access line per request, at its completion (none at its start): JSON only, folded away in the readable console
+  // but for refused requests (not the 402 offer).
   t.false(pretty.some((l) => l.includes('402 GET /x/console-link')));
-  t.true(json.some((l) => l.msg === 'incoming request') && json.some((l) => l.msg === 'request completed'));
+  t.false(json.some((l) => l.msg === 'incoming request'));
+  const access = json.filter((l) => l.msg === 'request completed');
+  t.true(access.length > 0);
+  const ids = access.map((l) => l.reqId);
+  t.is(new Set(ids).size, ids.length, 'one line per request');
+  t.like(
+    access.find((l) => l.req?.url === '/v1/payment-links'),
+    { level: 30, req: { method: 'POST', remoteAddress: '127.0.0.1' }, res: { statusCode: 201 } },
+  );
   t.false(pretty.some((l) => /incoming request|request completed/.test(l)));
   const refused = await http(app, 'GET', '/v1/events/01JZZZZZZZZZZZZZZZZZZZZZZZ', { key });
   t.is(refused.status, 404);
@@ -161,8 +171,9 @@ test('the format: auto is pretty on a terminal and JSON otherwise; SVC_LOG_FORMA
     { evt: 'submit', outcome: 'rejected', kind: 'buyer.payment', event_id: 'E1', error_code: 'instruction_error', ms: 3, signature: 'x' },
     'transaction refused by the ledger',
   );
-  pretty.info({ reqId: 'r1', req: { method: 'GET', url: '/v1/health' } }, 'incoming request');
-  pretty.info({ reqId: 'r1', res: { statusCode: 200 }, responseTime: 1 }, 'request completed');
+  pretty.info({ reqId: 'r1', req: { method: 'GET', url: '/v1/health' }, res: { statusCode: 200 }, responseTime: 1 }, 'request completed');
+  pretty.info({ reqId: 'r2', req: { method: 'GET', url: '/x/l' }, res: { statusCode: 402 }, responseTime: 1 }, 'request completed');
+  pretty.info({ reqId: 'r3', req: { method: 'GET', url: '/v1/events/E9' }, res: { statusCode: 404 }, responseTime: 2.4 }, 'request completed');
   pretty.warn(
     {
       delivery_id: 'D1',
@@ -178,7 +189,8 @@ test('the format: auto is pretty on a terminal and JSON otherwise; SVC_LOG_FORMA
     'webhook not delivered',
   );
   pretty.error({ err: new Error('boom') }, 'unexpected error');
-  t.is(written.length, 3, written.join(''));
+  t.is(written.length, 4, written.join(''));
+  t.regex(written.splice(1, 1)[0]!, /WARN: 404 GET \/v1\/events\/E9 · 2 ms \(request r3\)\n$/);
   t.regex(
     written[1]!,
     /WARN: webhook payment_link\.settled\/confirmed → example\.com not delivered: the receiver answered 500 · retry at 2026-01-01T00:05:00\.000Z \(delivery D1, attempt 2\)\n$/,
@@ -207,3 +219,18 @@ async function prepareTransfer(app: TestApp, mint: string, from: Keypair, caller
     metadata: { lamports: '1000000', destination: to.toBase58() },
   }));
 }
+
+test('the JSON destination loses no line: written out when the process crashes and when a shutdown signal ends it', async (t) => {
+  const COUNT = 5000; // over the destination's buffer many times: some writes are in flight when the process ends
+  for (const how of ['crash', 'signal'] as const) {
+    const ended = await run(process.execPath, [RUN_TS, 'test/support/log-child.ts', how, String(COUNT)]);
+    t.is(ended.code, how === 'crash' ? 1 : 0, ended.stderr);
+    if (how === 'crash') t.regex(ended.stderr, /a crash right after logging/);
+    const lines = ended.stdout.split('\n').filter(Boolean);
+    t.is(lines.length, COUNT, `${how}: every line written`);
+    t.true(
+      lines.every((l, n) => (JSON.parse(l) as { n: number }).n === n),
+      `${how}: whole lines, in order`,
+    );
+  }
+});

@@ -1,7 +1,11 @@
 import anyTest, { type TestFn } from 'ava';
-import { http, issueKey, linkBody, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { Writable } from 'node:stream';
 import pino from 'pino';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger } from '../../interfaces/log.ts';
 import type { PaywallService } from '../../domain/paywall/service.ts';
 import { lazyChildLogger } from '../../interfaces/http/logging.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
@@ -322,32 +326,56 @@ test('the lazy request logger: nothing made below its level; at an enabled level
   t.is(parent.level, 'warn');
 });
 
-test('at info level the fast path answers through fastify the same bytes and headers, and its request lines carry the request id', async (t) => {
-  const lines: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+test('at the default level the fast path answers too, with the access line fastify writes: one line per request, all written by close', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'svc-access-'));
+  const file = join(dir, 'gateway.log');
+  // the logger npm start makes (JSON at info, its asynchronous destination), writing a file instead of standard output
+  const logger = createLogger({ level: 'info', format: 'json', isTTY: false, destination: file });
   const app = await startTestApp({ appOptions: { logger } });
+  let open = true;
   try {
     const key = await issueKey(app);
     const { mint } = await recordAgent(app, key);
     const made = await http(app, 'POST', '/v1/payment-links', { key, body: linkBody(mint) });
-    const url = `${app.url}/x/${made.body.id}?network=chain-devnet`;
-    const first = await answerOf(url);
+    const id = made.body.id as string;
+    const url = `${app.url}/x/${id}?network=chain-devnet`;
+    const first = await answerOf(url); // rendered by the service, through fastify
     t.is(first.status, 402);
-    for (let i = 0; i < 3; i++) {
-      const next = await answerOf(url);
-      t.deepEqual(next, { ...first, requestId: next.requestId });
-    }
-    t.is(
-      (app.fastify as unknown as { unpaidFastPath: UnpaidFastPath }).unpaidFastPath.answered,
-      0,
-      'at info level every request goes through fastify (its lines)',
-    );
-    const last = await answerOf(url);
-    const completed = lines.find((l) => l.reqId === last.requestId && l.msg === 'request completed');
-    t.truthy(completed, 'the fast-path request is logged as completed with its request id');
-    t.like(completed, { res: { statusCode: 402 } });
-  } finally {
+    const early = beforeFastify(app);
+    const next = [];
+    for (let i = 0; i < 3; i++) next.push(await answerOf(url, { headers: { 'X-Request-Id': `client-${i}` } }));
+    for (const answer of next) t.deepEqual(answer, { ...first, requestId: answer.requestId });
+    t.true(beforeFastify(app) > early, 'answered before fastify at the default level');
+    open = false;
     await app.close();
-    await removeDataDir(app.dataDir);
+
+    const lines = (await readFile(file, 'utf8'))
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, any>);
+    t.false(
+      lines.some((l) => l.msg === 'incoming request'),
+      'no line at the start of a request',
+    );
+    const ofX = lines.filter((l) => l.req?.url === `/x/${id}`);
+    t.is(ofX.length, 4, 'one access line per request, the query left out');
+    const answers = [first, ...next];
+    for (const [i, answer] of answers.entries()) {
+      const mine = ofX.filter((l) => l.reqId === answer.requestId);
+      t.is(mine.length, 1);
+      t.like(mine[0], { level: 30, msg: 'request completed', req: { method: 'GET', remoteAddress: '127.0.0.1' }, res: { statusCode: 402 } });
+      t.is(typeof mine[0]!.responseTime, 'number');
+      if (i > 0) t.is(mine[0]!.client_request_id, `client-${i - 1}`);
+    }
+    // both doors (fastify's controller, the fast path) write the line in one shape
+    const shape = (l: Record<string, any>) => [Object.keys(l).filter((k) => k !== 'client_request_id'), Object.keys(l.req), Object.keys(l.res)];
+    for (const l of ofX) t.deepEqual(shape(l), shape(ofX[0]!));
+    t.false(
+      lines.some((l) => JSON.stringify(l).includes(key)),
+      'the API key is in no line',
+    );
+  } finally {
+    if (open) await app.close();
+    await rm(dir, { recursive: true, force: true });
   }
 });
