@@ -263,6 +263,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       facilitator,
       agentProof,
       paywallFacilitator,
+      ownPaywallFacilitator: !config.facilitatorUrl && facilitator !== undefined,
       outbound,
       queue: graphileQueue(database.url, log),
       onRecorderError: (err) => log.warn({ err }, 'request records not written yet; will retry'),

@@ -101,6 +101,8 @@ export interface ServiceDeps {
   agentProof?: AgentProof | undefined;
   /** the facilitator the paywall settles through: in-process by default, HTTP with SVC_PAYWALL_FACILITATOR_URL */
   paywallFacilitator?: Facilitator | undefined;
+  /** the paywall's facilitator is this process's own (in process): its confirmed settlements' receipts are recorded verified */
+  ownPaywallFacilitator?: boolean | undefined;
   /** the MPP challenges' HMAC key (SVC_MPP_SECRET or one kept under the data directory); default a random one */
   mppSecret?: Uint8Array | undefined;
   outbound: OutboundHttp;
@@ -122,7 +124,15 @@ export function buildServices(deps: ServiceDeps): Services {
   const queue = deps.queue;
   const events = new EventService({ store, feed });
   // one recorder of sales: the paywall's paid calls and the links' buyer payments (DECISIONS buyer/payment)
-  const sales = new PaidCallRecorder({ store, outbound: deps.outbound, clock, settings, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const sales = new PaidCallRecorder({
+    store,
+    outbound: deps.outbound,
+    clock,
+    settings,
+    ledgers: deps.ledgers,
+    ownFacilitator: deps.ownPaywallFacilitator,
+    onWarning: deps.onWarning,
+  });
   const transactions = new TransactionService({
     store,
     clock,

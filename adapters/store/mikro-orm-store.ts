@@ -4,7 +4,7 @@ import type { Repositories, Store } from '../../domain/ports/store.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
 import { MIGRATIONS, migrationsList } from '../../migrations/index.ts';
 import type { ProcessOwner } from './process-owner.ts';
-import { currentScope, runScoped, tagQuery } from './request-scope.ts';
+import { currentScope, outsideScope, runScoped, tagQuery } from './request-scope.ts';
 import { localHeavySlots, type HeavySlots } from './heavy-slots.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { RequestScope } from '../../domain/ports/store.ts';
@@ -219,6 +219,10 @@ export class MikroOrmStore extends Repos implements Store {
         void entry.slot.then((slot) => slot !== undefined && this.slots.give(principal, slot));
       }
     }
+  }
+
+  unscoped<T>(work: () => Promise<T>): Promise<T> {
+    return outsideScope(work);
   }
 
   /** Cancels the statements running with this tag (from a connection of the main pool). */

@@ -21,6 +21,9 @@ export const currentScope = (): Active | undefined => scopes.getStore();
 const TAG = /^[0-9A-Za-z_-]{1,64}$/;
 const prefix = (tag: string) => `/* svc:${tag} */ `;
 
+/** Runs `work` outside any request scope (its statements untagged, under no request's timeout). */
+export const outsideScope = <T>(work: () => Promise<T>): Promise<T> => scopes.exit(work);
+
 /** MikroORM `onQuery`: tags each statement of a scoped request, and refuses to start one after the request stopped. */
 export function tagQuery(sql: string): string {
   const scope = scopes.getStore();

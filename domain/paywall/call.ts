@@ -89,12 +89,17 @@ export type CallOutcome =
 
 /** The recorder's step (record.ts PaidCallRecorder): a settled call written once; already_used when another path did. */
 export interface CallRecorder {
-  record(
-    call: Call,
-    signature: string,
-    payer: string | null,
-    served: StoredResponse,
-  ): Promise<{ kind: 'recorded'; response: StoredResponse } | { kind: 'already_used' }>;
+  record(call: Call, settled: Settled, served: StoredResponse): Promise<{ kind: 'recorded'; response: StoredResponse } | { kind: 'already_used' }>;
+}
+
+/**
+ * A payment that landed: its settlement's signature and payer, and whether the facilitator that settled it answered a
+ * success — it saw the transaction confirmed on the ledger (a resumed or wallet payment was only read there).
+ */
+export interface Settled {
+  signature: string;
+  payer: string | null;
+  confirmed: boolean;
 }
 
 export interface PaidCallDeps {
@@ -236,7 +241,7 @@ export class PaidCalls {
       // failure is what this paid call served (and what replays get).
       served ??= await this.produce(call);
       const value = served.ok ? served.value : errorResponse(served.error);
-      const recorded = await this.deps.recorder.record(call, settled.signature, settled.payer, value);
+      const recorded = await this.deps.recorder.record(call, settled, value);
       return recorded.kind === 'recorded'
         ? { kind: 'served', response: recorded.response, replayed: false, paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status) }
         : refusedAs('payment_already_used', USED_BEFORE);
@@ -255,13 +260,10 @@ export class PaidCalls {
     }
   }
 
-  private async settle(
-    call: Call,
-    request: FacilitatorRequest,
-  ): Promise<{ ok: true; signature: string; payer: string | null } | { ok: false; result: CallOutcome }> {
+  private async settle(call: Call, request: FacilitatorRequest): Promise<({ ok: true } & Settled) | { ok: false; result: CallOutcome }> {
     const { network } = call.link;
     // The wallet rail: the buyer's wallet sent it and the ledger confirmed it (walletStatus) — nothing to settle.
-    if (call.landed) return { ok: true, signature: call.landed.signature, payer: call.landed.payer };
+    if (call.landed) return { ok: true, signature: call.landed.signature, payer: call.landed.payer, confirmed: false };
     let result: SettleResponse;
     try {
       result = call.mpp ? await this.mppSettle(call) : await this.deps.facilitator.settle(request);
@@ -269,7 +271,7 @@ export class PaidCalls {
       if (e instanceof DomainError && e.code === 'payment_pending') throw pending(null, e.message);
       throw e;
     }
-    if (result.success) return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+    if (result.success) return { ok: true, signature: result.transaction, payer: result.payer ?? null, confirmed: true };
     if (result.errorReason === 'settlement_pending') {
       throw pending(result.transaction || null, 'The payment was broadcast but its outcome is not known yet; retry the same request to get the response.');
     }
@@ -277,7 +279,7 @@ export class PaidCalls {
     // the ledger says whether it landed. Landed is a success to resume, never a 402.
     if (result.errorReason === 'duplicate_settlement' && result.transaction) {
       const outcome = await this.outcome(network, result.transaction);
-      if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null };
+      if (outcome === 'landed') return { ok: true, signature: result.transaction, payer: result.payer ?? null, confirmed: false };
       if (outcome === 'processing')
         throw pending(result.transaction, 'The payment landed and awaits confirmation; retry the same request to get the response.');
     }

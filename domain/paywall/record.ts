@@ -17,7 +17,9 @@ import { buyerAgentOf } from './buyer.ts';
 import { enqueueLinkDelivery } from '../webhooks/service.ts';
 import { facilitatorFeePaid, toV1 } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
-import type { Call } from './call.ts';
+import type { Call, Settled } from './call.ts';
+import { confirmedBySettlement } from '../receipts/verify.ts';
+import type { VerificationUpdate } from '../ports/store.ts';
 
 // hosted-api §4.2 rule 9, DECISIONS "Receipts" and "Webhooks": what a landed payment leaves behind — the link's
 // counters, the owner's earn receipt, the events and the response replays get — written once, in one transaction.
@@ -30,10 +32,16 @@ export interface RecorderDeps {
   clock: Clock;
   settings: GatewaySettings;
   ledgers: Partial<Record<Network, Ledger>>;
+  /**
+   * The paywall settles through this gateway's own facilitator (in process): a settlement it answered as a success was
+   * seen confirmed on the ledger, and its receipts are recorded `verified` (DECISIONS "Receipts"). Unset: an outside
+   * facilitator's success is checked against the ledger by the receipts job, as a pushed receipt is.
+   */
+  ownFacilitator?: boolean | undefined;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
 }
 
-/** Group commit: at most this many of one seller's queued calls are recorded in one transaction. */
+/** Group commit: at most this many queued calls (of any sellers of one network) are recorded in one transaction. */
 const MAX_BATCH = 64;
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
@@ -52,9 +60,11 @@ interface Landed {
   served: StoredResponse | null;
   buyer: AgentRecord | null;
   now: Date;
+  /** our own facilitator saw the settlement confirmed: its receipts are recorded verified */
+  confirmed: boolean;
 }
 
-/** A landed payment waiting for its seller's next record transaction. */
+/** A landed payment waiting for its network's next record transaction. */
 interface Queued extends Landed {
   served: StoredResponse;
   done: (final: Final) => void;
@@ -68,13 +78,17 @@ export class PaidCallRecorder {
    * Rule 9 in one transaction: counters, earn receipt, events, the stored response; then the webhook. Idempotent per
    * payment: a call recorded already answers what was stored; a transaction recorded under a pruned row is `already_used`.
    *
-   * Group commit: a seller's receipts form one chain, so its calls are recorded one transaction after the
-   * other. The calls that land while a transaction of their seller runs wait in memory (not on a pooled connection)
-   * and are recorded together in the next one: each call's rows as alone, its receipt chained in arrival order,
-   * the link counters added once, in a fixed number of round trips whatever the batch's size. Should that transaction
-   * fail, each of its calls is recorded again in a transaction of its own, so one call's failure fails that call only.
+   * Group commit across sellers: a network's calls are recorded one transaction after the other. The calls that land
+   * while one runs wait in memory (not on a pooled connection) and are recorded together in the next one, whichever
+   * sellers they pay: each call's rows as alone, each seller's receipts chained in arrival order (every chain the
+   * group extends locked in one order), each link's counters added once, in a fixed number of round trips whatever
+   * the group's size or number of sellers — so many sellers cost no more transactions than one. Should that
+   * transaction fail, each of its calls is recorded again in a transaction of its own, so one call's failure fails
+   * that call only.
    */
-  async record(call: Call, signature: string, payer: string | null, served: StoredResponse): Promise<Recorded> {
+  async record(call: Call, settled: Settled, served: StoredResponse): Promise<Recorded> {
+    const { signature, payer } = settled;
+    const confirmed = settled.confirmed && this.deps.ownFacilitator === true;
     const { link } = call;
     const network = link.network;
     const now = this.deps.clock.now();
@@ -83,9 +97,7 @@ export class PaidCallRecorder {
       this.deps.onWarning?.('the buyer agent of a paid call could not be read; no spend receipt is written for it', { network, signature, err: String(err) });
       return null;
     });
-    const final = await new Promise<Final>((done, failed) =>
-      this.enqueue(`${network}:${link.ownerAgent}`, { call, signature, payer, served, buyer, now, done, failed }),
-    );
+    const final = await new Promise<Final>((done, failed) => this.enqueue(network, { call, signature, payer, served, buyer, now, confirmed, done, failed }));
     if (!final) {
       await this.deps.store.paidCalls.release(network, call.paymentKey);
       return { kind: 'already_used' };
@@ -104,37 +116,43 @@ export class PaidCallRecorder {
    * Returns whether it was written now.
    */
   async recordSale(tx: Repositories, sale: { call: Call; signature: string; payer: string | null; now: Date }): Promise<boolean> {
-    const [final] = await this.write(tx, [{ ...sale, served: null, buyer: null }]);
+    const [final] = await this.write(tx, [{ ...sale, served: null, buyer: null, confirmed: false }]);
     return final?.response === null;
   }
 
-  /** seller → its calls waiting, and whether a record transaction of it runs (in this process) */
-  private readonly sellers = new Map<string, { running: boolean; waiting: Queued[] }>();
+  /** network → its calls waiting, and whether a record transaction of it runs (in this process) */
+  private readonly queues = new Map<Network, { running: boolean; waiting: Queued[] }>();
 
-  /** How many landed calls of `seller` wait for its next record transaction in this process (not the one running). */
+  /** How many landed calls of `seller` wait for their network's next record transaction in this process (not the one running). */
   waiting(network: Network, seller: string): number {
-    return this.sellers.get(`${network}:${seller}`)?.waiting.length ?? 0;
+    return this.queues.get(network)?.waiting.filter((q) => q.call.link.ownerAgent === seller).length ?? 0;
   }
 
-  private enqueue(seller: string, item: Queued): void {
-    let queue = this.sellers.get(seller);
+  private enqueue(network: Network, item: Queued): void {
+    let queue = this.queues.get(network);
     if (!queue) {
       queue = { running: false, waiting: [] };
-      this.sellers.set(seller, queue);
+      this.queues.set(network, queue);
     }
     queue.waiting.push(item);
-    if (!queue.running) void this.drain(seller, queue);
+    if (!queue.running) {
+      const started = queue;
+      // A group's transaction records several requests' calls: never under the scope (statement tag, timeout,
+      // cancellation) of the request that happened to start it.
+      const drain = () => this.drain(network, started);
+      void (this.deps.store.unscoped ? this.deps.store.unscoped(drain) : drain());
+    }
   }
 
-  /** One transaction of the seller's waiting calls after the other, until none waits. */
-  private async drain(seller: string, queue: { running: boolean; waiting: Queued[] }): Promise<void> {
+  /** One transaction of the network's waiting calls after the other, until none waits. */
+  private async drain(network: Network, queue: { running: boolean; waiting: Queued[] }): Promise<void> {
     queue.running = true;
     try {
       while (queue.waiting.length > 0) await this.commit(queue.waiting.splice(0, MAX_BATCH));
     } finally {
       queue.running = false;
-      if (queue.waiting.length === 0) this.sellers.delete(seller);
-      else void this.drain(seller, queue);
+      if (queue.waiting.length === 0) this.queues.delete(network);
+      else void this.drain(network, queue);
     }
   }
 
@@ -183,16 +201,22 @@ export class PaidCallRecorder {
     const price = priceOf(call);
     const payment = { success: true, transaction: signature, network: call.accept.network, payer };
     const receipt = chains.append(earnDraft(landed, { price, facilitatorUrl: this.deps.settings.facilitatorUrl }));
-    const receipts: ReceiptRecord[] = [{ network, receipt, source: 'paywall', createdAt: now }];
+    const receipts: (ReceiptRecord & { verification?: VerificationUpdate })[] = [
+      { network, receipt, source: 'paywall', createdAt: now, ...verifiedAt(landed, receipt) },
+    ];
     const events: NewEvent[] = [];
     const append = this.appender(events, call, now, signature);
     this.settledEvents(append, call, { payer, fee: price.fee, stable: price.stable, status: served?.status ?? null, signature });
     if (buyer) {
       const spend = this.spend({ buyer, earn: receipt, chains });
-      receipts.push({ network: buyer.network, receipt: spend, source: 'buyer', createdAt: now });
+      receipts.push({ network: buyer.network, receipt: spend, source: 'buyer', createdAt: now, ...verifiedAt(landed, spend) });
       events.push(spendEvent({ buyer, spend, linkId: call.link.id, signature, now }));
     }
     this.receiptEvents(append, call, { signature, receipt, fee: price.fee, stable: price.stable });
+    for (const r of receipts) {
+      const owner = r.source === 'buyer' ? buyer!.ownerPrincipal : call.link.ownerPrincipal;
+      if (r.verification?.status === 'verified') events.push(verifiedEvent({ record: r, verification: r.verification, owner, signature }));
+    }
     const response = served ? servedResponse({ landed, served, receipt, payment, fee: price.fee }) : null;
     return { call, now, signature, payer, receipts, events, response, payment, receipt };
   }
@@ -298,7 +322,7 @@ interface CallRows extends WebhookSent {
   call: Call;
   signature: string;
   payer: string | null;
-  receipts: ReceiptRecord[];
+  receipts: (ReceiptRecord & { verification?: VerificationUpdate })[];
   events: NewEvent[];
 }
 
@@ -360,8 +384,7 @@ interface Chains {
 /** Every chain the batch extends is locked in one order (by mint), so payments crossing between agents cannot deadlock. */
 async function lockChains(tx: Repositories, network: Network, live: readonly Landed[]): Promise<Chains> {
   const agents = [...new Set(live.flatMap((l) => [l.call.link.ownerAgent, ...(l.buyer ? [l.buyer.mint] : [])]))].sort();
-  const heads = new Map<string, ChainHead | null>();
-  for (const agent of agents) heads.set(agent, await tx.receipts.lockHead(network, agent));
+  const heads: Map<string, ChainHead | null> = await tx.receipts.lockHeads(network, agents);
   return {
     append(draft) {
       const receipt = chainReceipt(draft, heads.get(draft.agent) ?? null);
@@ -445,6 +468,40 @@ function earnDraft(landed: Landed, terms: { price: Price; facilitatorUrl: string
     mpp_settlement_tx: signature,
     ...(typeof call.mpp.slot === 'number' ? { mpp_settlement_slot: call.mpp.slot } : {}),
   };
+}
+
+/** A receipt's verification when recorded: decided by our facilitator's confirmation, else none (the job checks it). */
+function verifiedAt(landed: Landed, receipt: Receipt): { verification?: VerificationUpdate } {
+  if (!landed.confirmed) return {};
+  const check = confirmedBySettlement(receipt);
+  return { verification: { ...check, checkedAt: landed.now, attempts: 0, nextCheckAt: null } };
+}
+
+/** The `receipt.verified` of a receipt recorded verified, as the receipts job would have written its decision. */
+function verifiedEvent(e: { record: ReceiptRecord; verification: VerificationUpdate; owner: string | null; signature: string }): NewEvent {
+  const { record, verification } = e;
+  const { receipt, createdAt: now } = record;
+  return newEvent(
+    'receipt.verified',
+    {
+      id: newId(now.getTime()),
+      network: record.network,
+      agentAsset: receipt.agent,
+      owner: e.owner,
+      phase: 'confirmed',
+      createdAt: now,
+      confirmedAt: now,
+      signature: e.signature,
+    },
+    {
+      receipt_hash: receipt.receipt_hash,
+      nonce: receipt.nonce,
+      tx_sig: e.signature,
+      source: record.source,
+      verification: verification.status,
+      reason: verification.reason,
+    },
+  );
 }
 
 /** The buyer agent's `receipt.published`, on the buyer's own scope. */

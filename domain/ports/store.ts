@@ -97,6 +97,8 @@ export interface ReceiptRepository {
    * concurrent appends to one agent queue up and never fork the chain.
    */
   lockHead(network: Network, agent: string): Promise<ChainHead | null>;
+  /** `lockHead` of several agents in two round trips whatever their number, locked in sorted order (no deadlock) */
+  lockHeads(network: Network, agents: readonly string[]): Promise<Map<string, ChainHead | null>>;
   /**
    * throws DomainError `receipt_chain_invalid` when the nonce or hash is taken. Without `verification` a receipt with a
    * transaction is stored `pending` and due for its ledger check at once; one without is `not_applicable`.
@@ -106,10 +108,12 @@ export interface ReceiptRepository {
   /** the ones of `txSigs` the paywall already recorded an earn receipt for (one round trip) */
   paywallTxSigs(network: Network, txSigs: readonly string[]): Promise<Set<string>>;
   /**
-   * Group commit: receipts appended in one statement, as `insert` without a verification appends each
-   * (callers hold the chains' locks; each chain's links in nonce order). throws DomainError `receipt_chain_invalid`.
+   * Group commit: receipts appended in one statement, as `insert` appends each (callers hold the chains' locks; each
+   * chain's links in nonce order). throws DomainError `receipt_chain_invalid`.
    */
-  insertMany(records: readonly ReceiptRecord[]): Promise<void>;
+  insertMany(records: readonly (ReceiptRecord & { verification?: VerificationUpdate | undefined })[]): Promise<void>;
+  /** the ones of `receiptHashes` still `pending` (one round trip) */
+  pendingAmong(network: Network, receiptHashes: readonly string[]): Promise<Set<string>>;
   /** oldest first */
   listByAgent(network: Network, agent: string, query: { afterNonce?: number | undefined; limit: number }): Promise<StoredReceipt[]>;
   /** nonce descending, each filter combination served by an index in that order */
@@ -393,6 +397,11 @@ export interface Store extends Repositories {
    * and for heavy requests a per-principal cap (`rate_limited` with `retry_after_ms`) and a share of the pool.
    */
   scoped?<T>(scope: RequestScope, work: () => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` outside any request's scope: work shared by several requests (a group commit) is not tagged with,
+   * timed by or cancelled with the one that happened to start it.
+   */
+  unscoped?<T>(work: () => Promise<T>): Promise<T>;
 }
 
 /**

@@ -362,8 +362,9 @@ export class ReceiptService {
   }
 
   /**
-   * Paywall receipts are written by the paywall's own transaction, pending; this checks each as soon as its
-   * receipt.published is committed (the retry job catches any this process misses). Returns the unsubscribe.
+   * Paywall receipts our own facilitator did not see confirmed (a wallet's payment, an outside facilitator's
+   * settlement) are written pending by the paywall's transaction; this checks each as soon as its receipt.published is
+   * committed (the retry job catches any this process misses). Returns the unsubscribe.
    */
   watchPublished(feed: EventFeed): () => void {
     // One paid call's receipt used to cost a check of seven round trips of its own. The receipts published
@@ -407,7 +408,15 @@ export class ReceiptService {
    */
   async verifyPublished(network: Network, published: readonly EventRecord[]): Promise<number> {
     const now = this.deps.clock.now();
-    const receipts = published.map((e) => e.metadata.receipt as Receipt).filter((r) => r && typeof r.receipt_hash === 'string');
+    const carried = published.map((e) => e.metadata.receipt as Receipt).filter((r) => r && typeof r.receipt_hash === 'string');
+    // Most were recorded verified already (DECISIONS "Receipts": our facilitator saw them confirmed): the ledger is
+    // asked about the ones still pending only.
+    const pending = await this.deps.store.receipts.pendingAmong(
+      network,
+      carried.map((r) => r.receipt_hash),
+    );
+    const receipts = carried.filter((r) => pending.has(r.receipt_hash));
+    if (receipts.length === 0) return 0;
     const checks = await Promise.all(receipts.map((receipt) => this.check(network, receipt, 0, now)));
     const decided = receipts.map((receipt, i) => ({ receipt, update: checks[i]! })).filter((d) => d.update.status !== 'pending');
     for (const d of receipts.map((receipt, i) => ({ receipt, update: checks[i]! })).filter((d) => d.update.status === 'pending')) {

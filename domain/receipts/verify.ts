@@ -64,3 +64,19 @@ export function nextCheckAt(now: Date, attempts: number): Date {
   const i = Math.min(Math.max(attempts - 1, 0), VERIFY_RETRY_SECONDS.length - 1);
   return new Date(now.getTime() + VERIFY_RETRY_SECONDS[i]! * 1000);
 }
+
+/**
+ * DECISIONS "Receipts": a settlement this gateway's own facilitator saw confirmed on the ledger — after verifying the
+ * very legs the price block states (amount to the payee, fee to the fee authority) — is the ledger check of its
+ * receipts: they are recorded `verified`, with no second read of the transaction.
+ */
+export function confirmedBySettlement(receipt: Receipt): Check {
+  const sig = settlementSignature(receipt);
+  if (sig === null) return { status: 'not_applicable', reason: 'The receipt names no transaction.' };
+  const { price } = receipt;
+  const fee = BigInt(price.fee);
+  return {
+    status: 'verified',
+    reason: `Transaction ${sig} was settled by this gateway's facilitator, which saw it confirmed on the ledger moving ${price.amount_atomic} of ${price.asset} ${receipt.kind === 'earn' ? 'to' : 'from'} the treasury${fee > 0n ? ` and ${fee} to the fee authority` : ''}.`,
+  };
+}

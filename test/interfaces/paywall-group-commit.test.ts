@@ -4,6 +4,7 @@ import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { receiptHash, sha256Hex, type ReceiptV1 } from '../../domain/receipts/schema.ts';
 import type { Repositories, Store } from '../../domain/ports/store.ts';
 import { http } from '../support/app.ts';
+import { statementsOf as pooledStatementsOf } from '../support/statements.ts';
 import {
   buildPayment,
   createLink,
@@ -34,20 +35,13 @@ test.before(async (t) => {
   t.context = w;
 });
 
-/** Every statement the app's MikroORM connection runs while `fn` runs. */
+/** Every statement the app's main pool runs while `fn` runs (test/support/statements.ts). */
 async function statementsOf<T>(w: PaywallWorld, fn: () => Promise<T>): Promise<{ value: T; statements: string[] }> {
-  const connection = w.app.database.orm.em.getConnection() as unknown as { execute: (...args: unknown[]) => Promise<unknown> };
-  const original = connection.execute;
-  const statements: string[] = [];
-  connection.execute = function (this: unknown, ...args: unknown[]) {
-    statements.push((typeof args[0] === 'string' ? args[0] : String(args[0])).replace(/\s+/g, ' ').trim());
-    return original.apply(this, args);
-  };
-  try {
-    return { value: await fn(), statements };
-  } finally {
-    connection.execute = original;
-  }
+  let value!: T;
+  const statements = await pooledStatementsOf(w.app, [], async () => {
+    value = await fn();
+  });
+  return { value, statements };
 }
 
 interface Payment {
@@ -268,3 +262,55 @@ test.serial(
     t.is((await eventsOf(w, 'receipt.published', link.agent)).length, N);
   },
 );
+
+test.serial("several sellers' queued paid calls are recorded by one transaction: each seller's chain in order, each link counted", async (t) => {
+  const w = t.context;
+  const [a, b] = [await createLink(w), await createLink(w)];
+  t.not(a.agent, b.agent);
+  const [first, ...rest] = await payments(w, a, await Promise.all(Array.from({ length: 3 }, () => fundBuyer(w))));
+  const others = [...rest, ...(await payments(w, b, await Promise.all(Array.from({ length: 3 }, () => fundBuyer(w)))))];
+  const store = w.app.database.store;
+  const recorder = w.app.services.paywall!.recorder;
+  const send = (link: CreatedLink, p: Payment) =>
+    fetch(link.url, { headers: { 'PAYMENT-SIGNATURE': p.header } }).then(async (res) => ({
+      status: res.status,
+      paymentResponse: decodeBase64Json(res.headers.get('payment-response')),
+      body: await res.text(),
+    }));
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let holding!: () => void;
+  const held = new Promise<void>((r) => (holding = r));
+  // seller a's chain held (a receipt push in progress): the first call's record transaction waits on it
+  const push = store.transaction(async (tx) => {
+    await tx.receipts.lockHead('chain-devnet', a.agent);
+    holding();
+    await gate;
+  });
+  await held;
+  const { value: answers, statements } = await statementsOf(w, async () => {
+    const firstAnswer = send(a, first!);
+    const waitingOnChain = async () =>
+      (
+        (await w.app.database.orm.em.fork().execute(`select count(*)::int as n from pg_locks where locktype = 'advisory' and not granted`)) as { n: number }[]
+      )[0]!.n > 0;
+    // polled, never timed: the first call's transaction waits on the chain, then the others wait in the recorder's queue
+    while (!(await waitingOnChain())) await new Promise((r) => setTimeout(r, 5));
+    const later = others.map((p, i) => send(i < rest.length ? a : b, p));
+    while (recorder.waiting('chain-devnet', a.agent) + recorder.waiting('chain-devnet', b.agent) < others.length) await new Promise((r) => setTimeout(r, 5));
+    release();
+    await push;
+    return Promise.all([firstAnswer, ...later]);
+  });
+  for (const x of answers) t.is(x.status, 200, x.body);
+  const count = (re: RegExp) => statements.filter((s) => re.test(s)).length;
+  t.is(count(/^with x as \( select x\.\*, max\(x\.ts\)/), 2, "receipts: the first call's insert, then one for both sellers' queued calls");
+  t.is(count(/^with x as \( select \* from jsonb_to_recordset.*insert into events/), 2, 'events: one append per record transaction');
+  assertChain(t, await receiptsOf(w, a.agent), 3);
+  assertChain(t, await receiptsOf(w, b.agent), 3);
+  for (const link of [a, b]) {
+    const { counters } = await getLink(w, link.link.id);
+    t.is(counters.call_count, 3);
+    t.is(counters.settled_count, 3);
+  }
+});

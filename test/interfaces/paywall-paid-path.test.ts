@@ -18,6 +18,7 @@ import type { EventRecord } from '../../domain/events/schema.ts';
 import {
   buildPayment,
   createLink,
+  decodeBase64Json,
   eventsOf,
   fundBuyer,
   receiptsOf,
@@ -101,7 +102,7 @@ test.serial(
     t.is(outside.length, 3, outside.join('\n'));
     t.regex(outside[0]!, /^insert into paid_calls .* attempted, request,/, 'the claim keeps the request and marks the attempt');
     t.regex(outside[1]!, /^insert into facilitator_settlements/, "the facilitator's guard claim");
-    t.regex(outside[2]!, /^update facilitator_settlements f set status = x.status.*"status":"settled"/, "the facilitator's guard finish");
+    t.regex(outside[2]!, /^update facilitator_settlements f set status = x.status/, "the facilitator's guard finish");
     t.false(
       statements.some((s) => /^update paid_calls set attempted/.test(s)),
       'no separate markAttempted',
@@ -181,8 +182,12 @@ test.serial('receipts published together are checked together: one transaction, 
   const service = receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
   const verify = service.verifyPublished;
   service.verifyPublished = async () => 0;
+  // settled as by an outside facilitator: its receipts are recorded pending, for the ledger check (DECISIONS "Receipts")
+  const recorder = w.app.services.paywall!.recorder as unknown as { deps: { ownFacilitator?: boolean } };
+  recorder.deps.ownFacilitator = false;
   t.teardown(() => {
     delete (service as { verifyPublished?: unknown }).verifyPublished; // the prototype's again
+    recorder.deps.ownFacilitator = true;
   });
   const built = await Promise.all(Array.from({ length: N }, async () => buildPayment(w, w.link.url, await fundBuyer(w))));
   for (const b of built) t.is((await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': b.paymentSignature } })).status, 200);
@@ -222,6 +227,52 @@ test.serial('receipts published together are checked together: one transaction, 
   t.is(await verify.call(receipts, 'chain-devnet', published), 0);
   t.is((await eventsOf(w, 'receipt.verified', w.link.agent)).filter((e) => fresh.some((r) => r.receipt_hash === e.metadata.receipt_hash)).length, N);
 });
+
+test.serial(
+  'a receipt our facilitator saw confirmed is recorded verified with its receipt.verified, in the record transaction; the check after publish asks the ledger nothing',
+  async (t) => {
+    const w = t.context;
+    const built = await buildPayment(w, w.link.url, await fundBuyer(w));
+    const receipts = w.app.services.receipts as unknown as { verifyPublished: (...a: unknown[]) => Promise<number> };
+    const verify = receipts.verifyPublished;
+    let checked!: (n: number) => void;
+    const checkedNow = new Promise<number>((r) => (checked = r));
+    receipts.verifyPublished = async function (this: unknown, ...args: unknown[]) {
+      const n = (await verify.apply(this, args)) as number;
+      checked(n);
+      return n;
+    };
+    let statements: string[] = [];
+    let signature = '';
+    try {
+      statements = await statementsOf(w.app, BACKGROUND, async () => {
+        const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': built.paymentSignature } });
+        t.is(res.status, 200, await res.text());
+        signature = decodeBase64Json(res.headers.get('payment-response'))?.transaction as string;
+      });
+      // decided already: the check after publish finds nothing pending (no second read of the settlement)
+      t.is(await checkedNow, 0, 'nothing left to decide after publish');
+    } finally {
+      delete (receipts as { verifyPublished?: unknown }).verifyPublished; // the prototype's again
+    }
+    const record = statements.slice(statements.indexOf('BEGIN;'), statements.indexOf('COMMIT;'));
+    t.true(
+      record.some((s) => /insert into receipts/.test(s)),
+      record.join('\n'),
+    );
+    const [receipt] = (await w.app.database.orm.em
+      .fork()
+      .execute(`select receipt_hash, verification, verification_reason, verify_after from receipts where network = 'chain-devnet' and tx_sig = ?`, [
+        signature,
+      ])) as { receipt_hash: string; verification: string; verification_reason: string; verify_after: Date | null }[];
+    t.like(receipt, { verification: 'verified', verify_after: null });
+    t.regex(receipt!.verification_reason, /confirmed on the ledger .* and 100 to the fee authority/);
+    const events = (await eventsOf(w, 'receipt.verified', w.link.agent)).filter((e) => e.metadata.receipt_hash === receipt!.receipt_hash);
+    t.is(events.length, 1);
+    t.like(events[0]!.metadata, { source: 'paywall', verification: 'verified', tx_sig: signature });
+    t.is(record.filter((s) => /insert into events/.test(s)).length, 1, "one append: the call's events and its receipt.verified");
+  },
+);
 
 test.serial("the facilitator's guard claims and finishes that arrive together are written together, each decided as alone", async (t) => {
   const w = t.context;

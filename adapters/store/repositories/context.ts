@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { UniqueConstraintViolationException, type EntityManager, type Knex, type MikroORM } from '@mikro-orm/postgresql';
 import { tagQuery } from '../request-scope.ts';
 import type { ProcessOwner } from '../process-owner.ts';
@@ -22,7 +23,7 @@ export interface RepoContext {
 }
 
 interface PooledClient {
-  query(text: string, values: unknown[]): Promise<{ rows: unknown[] }>;
+  query(text: string | { name?: string; text: string; values: readonly unknown[] }, values?: unknown[]): Promise<{ rows: unknown[] }>;
   __knex__disposed?: unknown;
 }
 interface KnexClient {
@@ -46,6 +47,51 @@ export function rawOn(orm: () => MikroORM): <T>(text: string, values: unknown[])
       await client.releaseConnection(connection);
     }
   };
+}
+
+/** `?` placeholders as `$n`, and a name per text: each connection parses and plans a hot statement once. */
+const namedStatements = new Map<string, { name: string; text: string }>();
+function namedOf(sql: string): { name: string; text: string } {
+  let named = namedStatements.get(sql);
+  if (!named) {
+    let n = 0;
+    const text = sql.replace(/\?/g, () => `$${++n}`);
+    named = { name: `svc_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`, text };
+    namedStatements.set(sql, named);
+  }
+  return named;
+}
+
+/**
+ * A hot statement as a named prepared statement (PostgreSQL's extended protocol: parsed and planned once per
+ * connection, its values bound, never in the text), on `em`'s transaction connection when it has one, else on a pooled
+ * one — without MikroORM's formatting or knex's runner. `sql` uses `?` for its parameters and holds no other `?`.
+ * Inside a request's scope the statement carries the request's tag (so it can be cancelled by it) and goes unnamed.
+ */
+export function prepared<T>(em: EntityManager, sql: string, values: readonly unknown[]): Promise<T[]> {
+  const trx = em.getTransactionContext<Knex.Transaction>();
+  return runNamed<T>((trx ?? em.getConnection().getKnex()).client as unknown as KnexClient, { inTransaction: trx !== undefined, sql, values });
+}
+
+/** `prepared` on a pooled connection of `orm`, never in a transaction (a statement that is its own unit of work). */
+export function preparedOnPool<T>(orm: MikroORM, sql: string, values: readonly unknown[]): Promise<T[]> {
+  return runNamed<T>(orm.em.getConnection().getKnex().client as unknown as KnexClient, { inTransaction: false, sql, values });
+}
+
+async function runNamed<T>(client: KnexClient, statement: { inTransaction: boolean; sql: string; values: readonly unknown[] }): Promise<T[]> {
+  const { inTransaction, values } = statement;
+  const { name, text } = namedOf(statement.sql);
+  const tagged = tagQuery(text);
+  const config = tagged === text ? { name, text, values } : { text: tagged, values };
+  const connection = await client.acquireConnection();
+  try {
+    return (await connection.query(config)).rows as T[];
+  } catch (e) {
+    if (!inTransaction && !(e as { code?: unknown }).code) connection.__knex__disposed = e;
+    throw e;
+  } finally {
+    await client.releaseConnection(connection);
+  }
 }
 
 /** Runs one statement with bound parameters and answers its rows. */
@@ -74,7 +120,8 @@ export async function uniqueOr<T>(write: Promise<T>, conflict: () => Error): Pro
   try {
     return await write;
   } catch (e) {
-    if (e instanceof UniqueConstraintViolationException) throw conflict();
+    // MikroORM's exception, or the driver's unique_violation from a `prepared` statement
+    if (e instanceof UniqueConstraintViolationException || (e as { code?: unknown }).code === '23505') throw conflict();
     throw e;
   }
 }

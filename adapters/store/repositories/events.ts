@@ -3,7 +3,7 @@ import { EVENT_KIND_NAMES } from '../../../domain/events/kinds.ts';
 import type { EventPhaseEntry, EventRecord, NewEvent } from '../../../domain/events/schema.ts';
 import { patternsMatching } from '../../../domain/webhooks/delivery.ts';
 import type { EventFilter, EventRepository } from '../../../domain/ports/store.ts';
-import { date, dateOrNull, one, query, Where, type RepoContext } from './context.ts';
+import { date, dateOrNull, one, prepared, query, Where, type RepoContext } from './context.ts';
 
 // Migration 0018: no lock between writers. A row's seq carries its transaction's id
 // (svc_event_seq(), the column's default), and cursor readers stop at svc_events_horizon(): below it every writer has
@@ -250,7 +250,7 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
       if (!ctx.inTransaction) throw new Error('events.appendMany must run inside store.transaction');
       if (events.length === 0) return [];
       const { sql, params } = appendManySql(events);
-      const rows = await query<{ i: number | null; webhook_id: string | null; n: number }>(ctx.em(), sql, params);
+      const rows = await prepared<{ i: number | null; webhook_id: string | null; n: number }>(ctx.em(), sql, params);
       if (rows[0]?.n !== events.length) throw new Error(`events.appendMany: ${rows[0]?.n ?? 0} of ${events.length} events written`);
       return rows.filter((r) => r.i !== null && r.webhook_id !== null).map((r) => ({ event: r.i!, webhookId: r.webhook_id! }));
     },

@@ -3,7 +3,7 @@ import type { Network } from '../../../domain/shared/network.ts';
 import type { ClaimResult, FacilitatorStore, SettlementRecord, SponsorshipDecision, SponsorshipRequest } from '../../../domain/ports/facilitator-store.ts';
 import { ownerAlive, type ProcessOwner } from '../process-owner.ts';
 import { Coalescer } from './coalesce.ts';
-import { date, query } from './context.ts';
+import { date, preparedOnPool, query } from './context.ts';
 
 /** A row of `facilitator_settlements` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
 interface SettlementRow {
@@ -48,6 +48,11 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     return query<T>(this.orm.em.fork({ useContext: false }), sql, params);
   }
 
+  /** the guard's hot statements: named, prepared once per connection (context.ts `prepared`) */
+  private run<T>(sql: string, params: unknown[]): Promise<T[]> {
+    return preparedOnPool<T>(this.orm, sql, params);
+  }
+
   /**
    * The guard's claims and finishes are grouped (coalesce.ts): the ones that arrive while one statement of
    * their kind runs are written by the next one, each row decided exactly as alone.
@@ -72,7 +77,7 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     const first = new Map<string, ClaimRequest>();
     for (const r of group) if (!first.has(`${r.network}:${r.signature}`)) first.set(`${r.network}:${r.signature}`, r);
     const rows = [...first.values()].map((r) => ({ network: r.network, signature: r.signature, payer: r.payer, blockhash: r.blockhash, at: r.at }));
-    const claimed = await this.exec<{ network: string; signature: string }>(
+    const claimed = await this.run<{ network: string; signature: string }>(
       `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, owner, created_at, updated_at)
        select x.network, x.signature, 'pending', x.payer, x.blockhash, null, ?::int, x.at, x.at
          from jsonb_to_recordset(?::jsonb) as x(network text, signature text, payer text, blockhash text, at timestamptz)
@@ -93,7 +98,7 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
   /** The finishes of a group in one statement (a signature finished twice in one group: its last finish). */
   private async finishGroup(group: FinishRequest[]): Promise<undefined[]> {
     const last = new Map(group.map((f) => [`${f.network}:${f.signature}`, f]));
-    await this.exec(
+    await this.run(
       `update facilitator_settlements f set status = x.status, error = x.error, updated_at = x.at
          from jsonb_to_recordset(?::jsonb) as x(network text, signature text, status text, error text, at timestamptz)
         where f.network = x.network and f.signature = x.signature`,

@@ -3,7 +3,7 @@ import type { PaidCallRecord } from '../../../domain/paywall/schema.ts';
 import type { PaidCallRepository } from '../../../domain/ports/store.ts';
 import { ownerAlive } from '../process-owner.ts';
 import { Coalescer } from './coalesce.ts';
-import { affected, date, lockedInTransaction, one, query, type RepoContext } from './context.ts';
+import { affected, date, lockedInTransaction, one, prepared, query, type RepoContext } from './context.ts';
 
 /** A row of `paid_calls` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
 interface PaidCallRow {
@@ -65,7 +65,7 @@ async function claimGroup(ctx: RepoContext, group: Claim[]): Promise<(ClaimedRow
     at: c.at,
     expires_at: c.expiresAt,
   }));
-  const claimed = await query<ClaimedRow>(
+  const claimed = await prepared<ClaimedRow>(
     ctx.em(),
     `insert into paid_calls (network, payment_key, link_pk, link_id, status, signature, payer, response, attempted, request, owner, locked_until, created_at, updated_at, expires_at)
      select x.network, x.payment_key, x.link_pk, x.link_id, 'running', null, null, null, x.attempted, x.request, ?::int, x.locked_until, x.at, x.at, x.expires_at
@@ -99,7 +99,7 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
     getMany: async (network, paymentKeys) => {
       if (paymentKeys.length === 0) return [];
       // locked in one order (by key) so two batches sharing calls cannot deadlock
-      const found = await query<PaidCallRow>(
+      const found = await prepared<PaidCallRow>(
         ctx.em(),
         `select * from paid_calls where network = ? and payment_key in (select jsonb_array_elements_text(?::jsonb)) order by payment_key${lockedInTransaction(ctx)}`,
         [network, JSON.stringify(paymentKeys)],
@@ -146,7 +146,7 @@ export function paidCallRepository(ctx: RepoContext): PaidCallRepository {
     completeMany: async (network, done) => {
       if (done.length === 0) return;
       const rows = done.map((d) => ({ payment_key: d.paymentKey, signature: d.signature, payer: d.payer, response: d.response, at: d.at }));
-      await query(
+      await prepared(
         ctx.em(),
         `update paid_calls p set status = 'done', signature = x.signature, payer = x.payer, response = x.response, owner = null, updated_at = x.at
            from jsonb_to_recordset(?::jsonb) as x(payment_key text, signature text, payer text, response jsonb, at timestamptz)

@@ -1,7 +1,7 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { PaymentLinkRecord } from '../../../domain/payment-links/schema.ts';
 import type { PaymentLinkListQuery, PaymentLinkRepository } from '../../../domain/ports/store.ts';
-import { affected, date, dateOrNull, lockedInTransaction, one, query, uniqueOr, Where, type RepoContext } from './context.ts';
+import { affected, date, dateOrNull, lockedInTransaction, one, prepared, query, uniqueOr, Where, type RepoContext } from './context.ts';
 
 /** A row of `payment_links` (migrations/0001-initial.ts; webhook_secret from 0003, owner_principal from 0005). */
 export interface PaymentLinkRow {
@@ -146,7 +146,7 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
     },
     delete: async (network, id) => (await affected(ctx.em(), 'delete from payment_links where network = ? and id = ?', [network, id])) > 0,
     countCall: async (network, pk, call) => {
-      await query(
+      await prepared(
         ctx.em(),
         `update payment_links set call_count = call_count + ?::int, last_called_at = ?,
            settled_count = settled_count + (case when ?::text is null then 0 else ?::int end),

@@ -1,7 +1,7 @@
 import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { ReceiptPageQuery, ReceiptRepository, VerificationUpdate } from '../../../domain/ports/store.ts';
-import { date, dateOrNull, query, uniqueOr, Where, type RepoContext } from './context.ts';
+import { date, dateOrNull, prepared, query, uniqueOr, Where, type RepoContext } from './context.ts';
 import { settlementSignature, type Receipt, type ReceiptRecord, type StoredReceipt, type VerificationStatus } from '../../../domain/receipts/schema.ts';
 
 // The receipts table (migrations 0003 and 0008 are its definition), raw SQL through the MikroORM connection.
@@ -75,11 +75,14 @@ export const INSERT_SQL = `insert into receipts (network, agent, nonce, kind, de
 /**
  * Group commit: receipts appended together, in one statement. ts_max as INSERT_SQL makes it, computed
  * across the batch: the running maximum of ts along each chain's new links, and the link before the batch's first.
- * Each stored like `insert` without a verification: pending and due at once with a transaction, else not_applicable.
+ * Each stored like `insert`: with its verification when it has one, else pending and due at once with a transaction,
+ * else not_applicable.
  */
-export function insertManySql(records: readonly ReceiptRecord[]): { sql: string; params: unknown[] } {
+export function insertManySql(records: readonly (ReceiptRecord & { verification?: VerificationUpdate | undefined })[]): { sql: string; params: unknown[] } {
   const rows = records.map((r) => {
     const txSig = settlementSignature(r.receipt);
+    const v = r.verification;
+    const status = v?.status ?? (txSig !== null ? 'pending' : 'not_applicable');
     return {
       network: r.network,
       agent: r.receipt.agent,
@@ -93,20 +96,25 @@ export function insertManySql(records: readonly ReceiptRecord[]): { sql: string;
       source: r.source,
       body: r.receipt,
       created_at: r.createdAt,
-      verification: txSig !== null ? 'pending' : 'not_applicable',
-      verify_after: txSig !== null ? r.createdAt : null,
+      verification: status,
+      verification_reason: v?.reason ?? null,
+      verification_checked_at: v?.checkedAt ?? null,
+      verification_attempts: v?.attempts ?? 0,
+      verify_after: status === 'pending' ? (v ? v.nextCheckAt : r.createdAt) : null,
     };
   });
   return {
     sql: `with x as (
             select x.*, max(x.ts) over (partition by x.network, x.agent order by x.nonce) as run, min(x.nonce) over (partition by x.network, x.agent) as first
               from jsonb_to_recordset(?::jsonb) as x(network text, agent text, nonce bigint, kind text, decision text, ts timestamptz, receipt_hash text,
-                prev_receipt_hash text, tx_sig text, source text, body jsonb, created_at timestamptz, verification text, verify_after timestamptz))
+                prev_receipt_hash text, tx_sig text, source text, body jsonb, created_at timestamptz, verification text, verification_reason text,
+                verification_checked_at timestamptz, verification_attempts int, verify_after timestamptz))
           insert into receipts (network, agent, nonce, kind, decision, ts, ts_max, receipt_hash, prev_receipt_hash, tx_sig, source, body,
               created_at, verification, verification_reason, verification_checked_at, verification_attempts, verify_after)
           select network, agent, nonce, kind, decision, ts,
                  greatest(run, (select p.ts_max from receipts p where p.network = x.network and p.agent = x.agent and p.nonce = x.first - 1)),
-                 receipt_hash, prev_receipt_hash, tx_sig, source, body, created_at, verification, null, null, 0, verify_after
+                 receipt_hash, prev_receipt_hash, tx_sig, source, body, created_at, verification, verification_reason, verification_checked_at,
+                 verification_attempts, verify_after
             from x order by network, agent, nonce`,
     params: [JSON.stringify(rows)],
   };
@@ -180,6 +188,26 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       ])) as { nonce: number; receipt_hash: string }[];
       return rows[0] ? { nonce: rows[0].nonce, receiptHash: rows[0].receipt_hash } : null;
     },
+    lockHeads: async (network, agents) => {
+      if (!ctx.inTransaction) throw new Error('receipts.lockHeads must run inside store.transaction');
+      const heads = new Map<string, { nonce: number; receiptHash: string } | null>();
+      if (agents.length === 0) return heads;
+      const sorted = JSON.stringify([...new Set(agents)].sort());
+      // the locks first, in sorted order; the heads in a statement of their own (its snapshot taken once they are held)
+      await prepared(
+        em(),
+        `select count(pg_advisory_xact_lock(?::int, hashtext(?::text || ':' || s.agent))) from (select a as agent from jsonb_array_elements_text(?::jsonb) a order by a) s`,
+        [RECEIPTS_LOCK, network, sorted],
+      );
+      const rows = await prepared<{ agent: string; nonce: number | null; receipt_hash: string | null }>(
+        em(),
+        `select a.agent, h.nonce::int as nonce, h.receipt_hash from jsonb_array_elements_text(?::jsonb) as a(agent)
+           left join lateral (select nonce, receipt_hash from receipts where network = ? and agent = a.agent order by nonce desc limit 1) h on true`,
+        [sorted, network],
+      );
+      for (const r of rows) heads.set(r.agent, r.nonce === null || r.receipt_hash === null ? null : { nonce: r.nonce, receiptHash: r.receipt_hash });
+      return heads;
+    },
     insert: async (r, v) => {
       await uniqueOr(
         query(em(), INSERT_SQL, receiptInsertParams(r, v)),
@@ -190,7 +218,7 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
       if (records.length === 0) return;
       const { sql, params } = insertManySql(records);
       await uniqueOr(
-        query(em(), sql, params),
+        prepared(em(), sql, params),
         () =>
           new DomainError(
             'receipt_chain_invalid',
@@ -198,14 +226,22 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
           ),
       );
     },
+    pendingAmong: async (network, receiptHashes) => {
+      if (receiptHashes.length === 0) return new Set();
+      const rows = await query<{ receipt_hash: string }>(
+        em(),
+        `select receipt_hash from receipts where network = ? and receipt_hash in (select jsonb_array_elements_text(?::jsonb)) and verification = 'pending'`,
+        [network, JSON.stringify(receiptHashes)],
+      );
+      return new Set(rows.map((r) => r.receipt_hash));
+    },
     paywallTxSigs: async (network, txSigs) => {
       if (txSigs.length === 0) return new Set();
-      const rows = (await em().execute(
+      const rows = await prepared<{ tx_sig: string }>(
+        em(),
         `select distinct tx_sig from receipts where network = ? and tx_sig in (select jsonb_array_elements_text(?::jsonb)) and source = 'paywall'`,
         [network, JSON.stringify(txSigs)],
-      )) as {
-        tx_sig: string;
-      }[];
+      );
       return new Set(rows.map((r) => r.tx_sig));
     },
     get: async (network, receiptHash) => {
