@@ -15,6 +15,7 @@ import { sha256Hex } from '../receipts/schema.ts';
 import { acceptsFor, chooseAccept, parsePayment, type OfferTerms } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { LinkCache } from './link-cache.ts';
+import { OfferBlockhashes, type OfferBlockhash } from './blockhash.ts';
 import { acceptOfCharge, bindingOf } from '../facilitator/mpp.ts';
 import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type IssuedChallenge } from './mpp.ts';
 import { checkSession, referenceOf } from './solana-pay.ts';
@@ -130,6 +131,7 @@ export class PaywallCore {
     recorder: CallRecorder,
   ) {
     this.calls = new PaidCalls({ ...deps, recorder, feePayer: async () => (await this.facilitatorHealth()).fee_payer });
+    this.blockhashes = new OfferBlockhashes({ ledgers: deps.ledgers });
   }
 
   /** One request to /x/{id}: a 402 to render, or the response it paid for (errors are thrown as DomainErrors). */
@@ -421,24 +423,31 @@ export class PaywallCore {
     return link;
   }
 
-  /** extra.feePayer and extra["svc.fee"] come from the facilitator that will settle: its /health, cached. */
+  /**
+   * extra.feePayer and extra["svc.fee"] come from the facilitator that will settle: its /health, cached; the network's
+   * current blockhash (blockhash.ts) rides along.
+   */
   private async offerTerms(network: Network): Promise<OfferTerms> {
-    const health = await this.facilitatorHealth();
+    const [health, blockhash] = await Promise.all([this.facilitatorHealth(), this.blockhashes.current(network)]);
     const known = this.terms.get(network);
-    if (known && known.health === health) return known.terms;
+    if (known && known.health === health && known.blockhash === blockhash) return known.terms;
     const fee = health.protocol_fee;
     const authority = fee.authorities[network] ?? fee.authority;
     const terms: OfferTerms = {
       feePayer: health.fee_payer,
       fee: fee.bps > 0 ? { bps: fee.bps, feeAuthority: authority } : null,
       facilitator: this.deps.settings.facilitatorUrl,
+      ...(blockhash ? { blockhash } : {}),
     };
-    // One object per health answer, so a rendered challenge can tell whether its terms still hold by identity.
-    this.terms.set(network, { health, terms });
+    // One object per health answer and blockhash, so a rendered challenge can tell whether its terms still hold by identity.
+    this.terms.set(network, { health, blockhash, terms });
     return terms;
   }
 
-  private readonly terms = new Map<Network, { health: FacilitatorHealth; terms: OfferTerms }>();
+  private readonly terms = new Map<Network, { health: FacilitatorHealth; blockhash: OfferBlockhash | undefined; terms: OfferTerms }>();
+
+  /** the blockhash each network's offers carry (x402 PR #2693), one value per network at a time */
+  private readonly blockhashes: OfferBlockhashes;
 
   /**
    * The unpaid 402 without I/O (service.ts unpaidChallenge): the link and terms `handle` would use for an unpaid
@@ -453,6 +462,8 @@ export class PaywallCore {
     if (!health || this.deps.clock.now().getTime() - health.at > HEALTH_TTL_MS) return undefined;
     const known = this.terms.get(network);
     if (!known || !this.settledHealth.has(health.value) || this.settledHealth.get(health.value) !== known.health) return undefined;
+    // a blockhash replaced (or aged out) since these terms were made: `handle` makes new ones and renders them
+    if (this.blockhashes.peek(network) !== known.blockhash) return undefined;
     return { link, terms: known.terms };
   }
 

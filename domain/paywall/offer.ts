@@ -15,6 +15,7 @@ import {
   type X402RequirementsV2,
 } from '../facilitator/wire.ts';
 import type { PaymentLinkRecord } from '../payment-links/schema.ts';
+import type { OfferBlockhash } from './blockhash.ts';
 
 // The x402 side of the paywall (DECISIONS "x402 on the paywall"): the 402 offer in v2 (header) and v1 (body) form,
 // and the payment headers buyers answer with. Pure.
@@ -29,6 +30,8 @@ export interface OfferTerms {
   fee: { bps: number; feeAuthority: string } | null;
   /** the facilitator that settles and publishes the fee terms (GET /health, §2.4): extra["svc.facilitator"] when the fee is on */
   facilitator?: string;
+  /** the network's current blockhash (blockhash.ts), stated in each accept; absent when the ledger gave none */
+  blockhash?: OfferBlockhash | undefined;
 }
 
 /** One x402 v2 accept per currency of the link (hosted-api §2.3): payTo is the owner agent's treasury. */
@@ -47,6 +50,7 @@ export function acceptsFor(link: PaymentLinkRecord, terms: OfferTerms): X402Requ
       // build every leg from the offer: a leg on top of `amount`, as §2.2 grosses up; its account may not exist yet.
       extra[SPLITS_KEY] = feeSplits(link.amountAtomic, terms.fee);
     }
+    withServerBlockhash(extra, terms.blockhash);
     return {
       scheme: 'exact',
       network: CAIP2[link.network],
@@ -57,6 +61,17 @@ export function acceptsFor(link: PaymentLinkRecord, terms: OfferTerms): X402Requ
       extra,
     };
   });
+}
+
+/**
+ * x402 PR #2693's server-provided blockhash (exact scheme on Solana): extra.recentBlockhash and
+ * extra.lastValidBlockHeight (a decimal string), so a buyer signs with no getLatestBlockhash of its own. Clients that
+ * ignore the fields fetch their own as before; the paywall matches a payment to its accept without them.
+ */
+export function withServerBlockhash(extra: Record<string, unknown>, blockhash: OfferBlockhash | undefined): void {
+  if (!blockhash) return;
+  extra.recentBlockhash = blockhash.blockhash;
+  extra.lastValidBlockHeight = blockhash.lastValidBlockHeight;
 }
 
 export function toV1(accept: X402RequirementsV2, network: Network, resource: ResourceInfo): X402RequirementsV1 {

@@ -13,6 +13,7 @@ import {
 import { DomainError } from '../../domain/shared/errors.ts';
 import { associatedTokenAccount, treasuryOf } from '../../domain/treasury/derive.ts';
 import { decodeMint, isTokenProgram } from '../../domain/shared/token-account.ts';
+import { decodeBase58 } from '../../domain/shared/base58.ts';
 import {
   FacilitatorHealth,
   networkFromX402,
@@ -272,8 +273,12 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
     }
     if (fee) await confirmFeeTerms(fee, network, resourceUrl);
 
-    const url = rpcUrlOf(network);
-    const blockhash = await rpc(url, 'getLatestBlockhash', async () => (await connectionOf(url).getLatestBlockhash('confirmed')).blockhash);
+    // x402 PR #2693: the blockhash the offer carries saves the RPC round trip; an offer without one, our own read.
+    let blockhash = serverBlockhash(accept);
+    if (!blockhash) {
+      const url = rpcUrlOf(network);
+      blockhash = await rpc(url, 'getLatestBlockhash', async () => (await connectionOf(url).getLatestBlockhash('confirmed')).blockhash);
+    }
     let unsigned: VersionedTransaction;
     try {
       const source = options.agent ? associatedTokenAccount(treasuryOf(options.agent), requirements.asset, requirements.tokenProgram) : options.source;
@@ -399,6 +404,12 @@ async function signWith(signer: PaymentSigner, tx: VersionedTransaction): Promis
 function signerAddressOf(signer: PaymentSigner): string {
   if (isTransactionSigner(signer) || isKitSigner(signer)) return signer.address;
   return signer.publicKey.toBase58();
+}
+
+/** extra.recentBlockhash when it is a blockhash (base58 of 32 bytes), as x402's exact client reads it; else undefined. */
+function serverBlockhash(accept: X402RequirementsV2): string | undefined {
+  const provided = accept.extra.recentBlockhash;
+  return typeof provided === 'string' && decodeBase58(provided)?.length === 32 ? provided : undefined;
 }
 
 /** The fee terms an offer states, and the facilitator it names as publishing them. */

@@ -1,5 +1,10 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
+import { registerSvcFeeScheme } from '../../interfaces/x402/index.ts';
+import { decodeBase58 } from '../../domain/shared/base58.ts';
 import { decodePaymentResponse } from '../../interfaces/client/paying-fetch.ts';
 import { ReceiptV1, receiptHash } from '../../domain/receipts/schema.ts';
 import { verifyWebhookSignature } from '../../domain/webhooks/signature.ts';
@@ -146,6 +151,10 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
   t.is(v2.accepts.length, link.accepts.length);
   const accept = v2.accepts[0];
   const payTo = treasuryOf(agent);
+  // x402 PR #2693: the devnet's current blockhash, so a buyer needs no RPC round trip (its own test below)
+  const { recentBlockhash, lastValidBlockHeight } = accept.extra;
+  t.regex(recentBlockhash, /^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+  t.regex(lastValidBlockHeight, /^\d+$/);
   t.deepEqual(accept, {
     scheme: 'exact',
     network: CAIP2['chain-devnet'],
@@ -159,6 +168,8 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
       // the facilitator publishing those terms, and the same fee leg as x402's splits proposal states it
       'svc.facilitator': w.app.services.settings.facilitatorUrl,
       splits: [{ payTo: w.feeAuthority, amount: FEE.toString(), ataCreationRequired: true }],
+      recentBlockhash,
+      lastValidBlockHeight,
     },
   });
   // x402's facilitatorFees disclosure: the facilitator and the most its fee comes to.
@@ -213,6 +224,56 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
 
   // Nothing happened: no call counted.
   t.is((await getLink(w, link.id)).counters.call_count, 0);
+});
+
+/**
+ * A JSON-RPC node in front of the embedded devnet's that counts the methods it is asked (batches too): what a buyer's
+ * rpcUrl saw.
+ */
+async function countingRpc(upstream: string): Promise<{ url: string; calls: Map<string, number>; close: () => Promise<void> }> {
+  const calls = new Map<string, number>();
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', async () => {
+      const body = Buffer.concat(chunks);
+      try {
+        const parsed = JSON.parse(body.toString('utf8')) as { method?: string } | { method?: string }[];
+        for (const call of Array.isArray(parsed) ? parsed : [parsed]) calls.set(String(call.method), (calls.get(String(call.method)) ?? 0) + 1);
+      } catch {
+        calls.set('(unparsed)', (calls.get('(unparsed)') ?? 0) + 1);
+      }
+      const answer = await fetch(upstream, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+      res.writeHead(answer.status, { 'content-type': 'application/json' }).end(Buffer.from(await answer.arrayBuffer()));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, calls, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}
+
+test('server-provided blockhash: offers carry one devnet blockhash at a time; the kit and the x402 scheme pay with no getLatestBlockhash', async (t) => {
+  const w = t.context;
+  const { link, url } = await createLink(w);
+  const first = await unpaidOffer(url);
+  const second = await unpaidOffer(url);
+  const extra = first.v2.accepts[0].extra;
+  t.is(decodeBase58(extra.recentBlockhash)?.length, 32, 'extra.recentBlockhash is a blockhash');
+  t.regex(extra.lastValidBlockHeight, /^\d+$/, 'extra.lastValidBlockHeight is a decimal string, as x402 sends it');
+  t.true(await w.app.services.ledgers['chain-devnet']!.isBlockhashValid(extra.recentBlockhash), 'one the ledger accepts');
+  t.is(second.v2.accepts[0].extra.recentBlockhash, extra.recentBlockhash, 'one value per network, not one read per 402');
+  t.deepEqual(first.v1.accepts[0].extra, extra, 'the v1 body states the same');
+
+  const rpc = await countingRpc(w.rpcUrl);
+  t.teardown(rpc.close);
+  const buyer = await fundBuyer(w);
+  const paid = await payingFetch(w, buyer, { rpcUrl: rpc.url })(url);
+  t.is(paid.status, 200, await paid.clone().text());
+  const scheme = wrapFetchWithPayment(fetch, registerSvcFeeScheme(new x402Client(), { signer: buyer, rpcUrl: rpc.url, networks: ['chain-devnet'] }));
+  const again = await scheme(url);
+  t.is(again.status, 200, await again.clone().text());
+  t.is(rpc.calls.get('getLatestBlockhash') ?? 0, 0, `the buyer's node was asked ${JSON.stringify([...rpc.calls])}`);
+  t.is((await getLink(w, link.id)).counters.settled_count, 2);
 });
 
 // ── Rules 6, 7, 9: a paid call ───────────────────────────────────────────────────────────────────────────────────
