@@ -45,9 +45,10 @@ export class PaywallService {
    */
   unpaidChallenge(request: { id: string; url: string; method: string; headers: RequestHeaders }): PaywallResponse | undefined {
     if (carriesPayment(request.headers)) return undefined;
-    // the rendered 402 states the request digest of a plain request (core.ts): one with a query for the seller or a body gets its own
+    // the rendered 402 states the request digest of a plain request (core.ts): one with a query for the seller or a body
+    // gets its own (a GET's body is read by no one, so it binds nothing)
     const length = request.headers['content-length'];
-    if ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined) return undefined;
+    if (request.method !== 'GET' && ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined)) return undefined;
     const { network: named, forwardQuery } = splitQuery(request.url);
     if (forwardQuery !== '') return undefined;
     const network = named ?? 'chain-mainnet';

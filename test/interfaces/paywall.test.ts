@@ -180,6 +180,15 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
         ],
       },
     },
+    // request-bound payments: the digest of the request this 402 answered (docs/paywall.md)
+    [REQUEST_BINDING_EXTENSION]: {
+      info: {
+        version: '1',
+        digest: await requestDigest({ method: 'GET', path: `/x/${link.id}`, query: '', body: undefined }),
+        memoPrefix: REQUEST_BINDING_PREFIX,
+        required: false,
+      },
+    },
   });
   t.is(typeof accept.amount, 'string');
   // §2.3 an accept's pay_to is the offer's payTo in the other spelling (the treasury); pay_to_token_account is the
