@@ -24,6 +24,7 @@ import type { EventRepository } from '../../domain/ports/store.ts';
 import { indexerRepository } from './repositories/indexer.ts';
 import { discoveryRepository } from './repositories/discovery.ts';
 import { streamTokenRepository } from './repositories/stream-tokens.ts';
+import { linkAccessRepository } from './repositories/link-access.ts';
 
 /** Advisory lock keys (arbitrary constants, one per purpose; the others sit with their repositories). */
 const MIGRATION_LOCK = 7_201_001;
@@ -121,6 +122,7 @@ class Repos implements Repositories, RepoContext {
   readonly indexer = indexerRepository(this);
   readonly discovery = discoveryRepository(this);
   readonly streamTokens = streamTokenRepository(this);
+  readonly linkAccess = linkAccessRepository(this);
 
   private readonly eventRows = eventRepository(this);
   readonly events: EventRepository = {

@@ -1,6 +1,7 @@
 import { PublicKey } from '@solana/web3.js';
 import type { z } from 'zod';
 import { feeFor } from '../shared/money.ts';
+import { boundDigestOf } from '../shared/request-binding.ts';
 import { ataOf } from './ata.ts';
 import { DecodeError, decodeTransaction, type DecodedTransaction } from './decode.ts';
 import { isAllZero, verifyEd25519 } from './ed25519.ts';
@@ -394,4 +395,23 @@ function checkSignatures(tx: DecodedTransaction, buyerSignsLater: boolean): void
       reject('invalid_signature', `the signature of ${signer} does not verify over the message`);
     }
   }
+}
+
+/**
+ * Request-bound payments (domain/shared/request-binding.ts): what the transaction's memos say about the request it
+ * pays for, against the digest of the request it arrived with. 'bound': a memo binds it to this request; 'foreign': a
+ * binding memo names another request (it was made for another resource, query or body: refused everywhere);
+ * 'unbound': no binding memo (a stock client; the link's request_binding decides). The digests are public hashes of
+ * the request, compared as they are.
+ */
+export function requestBindingOf(tx: Pick<DecodedTransaction, 'instructions'>, digest: string): 'bound' | 'foreign' | 'unbound' {
+  let seen: 'foreign' | 'unbound' = 'unbound';
+  for (const ix of tx.instructions) {
+    if (!isMemo(ix)) continue;
+    const bound = boundDigestOf(new TextDecoder().decode(ix.data));
+    if (bound === undefined) continue;
+    if (bound === digest) return 'bound';
+    seen = 'foreign';
+  }
+  return seen;
 }

@@ -14,6 +14,45 @@ export const SettlePolicy = z
     'before_forward (default): settle, then forward; on_success: settle only when the upstream answered 2xx, else the buyer pays nothing (DECISIONS "Payment links")',
   );
 
+/** "30s", "15m", "1h", "7d": how long a payment grants its wallet access (item "returning payers", sign-in-with-x). */
+export const ACCESS_WINDOW_MIN_SECONDS = 60;
+export const ACCESS_WINDOW_MAX_SECONDS = 30 * 86_400;
+const WINDOW_UNITS = { s: 1, m: 60, h: 3600, d: 86_400 } as const;
+
+/** seconds of an access window written "<n><s|m|h|d>"; undefined when it is not that form */
+export function accessWindowSeconds(text: string): number | undefined {
+  const m = /^([1-9]\d{0,6})([smhd])$/.exec(text);
+  return m ? Number(m[1]) * WINDOW_UNITS[m[2] as keyof typeof WINDOW_UNITS] : undefined;
+}
+
+/** the shortest "<n><unit>" spelling of a window in seconds (the form reads echo) */
+export function formatAccessWindow(seconds: number): string {
+  for (const [unit, size] of [
+    ['d', 86_400],
+    ['h', 3600],
+    ['m', 60],
+  ] as const)
+    if (seconds % size === 0) return `${seconds / size}${unit}`;
+  return `${seconds}s`;
+}
+
+export const AccessWindow = z
+  .string()
+  .max(16)
+  .refine((t) => {
+    const seconds = accessWindowSeconds(t);
+    return seconds !== undefined && seconds >= ACCESS_WINDOW_MIN_SECONDS && seconds <= ACCESS_WINDOW_MAX_SECONDS;
+  }, 'an access window is <n><s|m|h|d> between 1m and 30d, e.g. "1h"')
+  .describe(
+    'after a paid call, the paying wallet may sign in with x (sign-in-with-x header) instead of paying again for this long: "<n><s|m|h|d>", 1m–30d (e.g. "1h"); null or absent: every call pays',
+  );
+
+export const RequestBinding = z
+  .enum(['optional', 'required'])
+  .describe(
+    'optional (default): payments bound to another request are refused, unbound ones (stock x402 clients) accepted; required: only a payment whose memo binds it to this very request (method, path, query, body digest) is accepted',
+  );
+
 export const Slug = z
   .string()
   .min(1)
@@ -63,6 +102,8 @@ const createFields = {
   webhook_url: HttpUrl.nullable().describe('per-link webhook POSTed on payment_link.settled, signed with webhook_secret; null clears it').optional(),
   wrap_receipt: z.boolean().describe('true: a settled body is { data: <body>, receipt: <earn receipt> }; default false').optional(),
   settle_policy: SettlePolicy.optional(),
+  access_window: AccessWindow.nullable().optional(),
+  request_binding: RequestBinding.optional(),
   metadata: LinkMetadata.optional(),
 };
 
@@ -87,6 +128,8 @@ export const UpdatePaymentLinkInput = z
     webhook_url: createFields.webhook_url,
     wrap_receipt: createFields.wrap_receipt,
     settle_policy: createFields.settle_policy,
+    access_window: createFields.access_window,
+    request_binding: createFields.request_binding,
     metadata: createFields.metadata,
     disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled; false re-enables it (hosted-api §3.2)').optional(),
   })
@@ -180,6 +223,8 @@ export const PaymentLink = z
     webhook_secret_set: z.boolean().describe('a webhook signing secret exists; the secret itself is shown once, when made'),
     wrap_receipt: z.boolean().describe('a settled body is { data, receipt } when true'),
     settle_policy: SettlePolicy,
+    access_window: z.string().nullable().describe('how long a paid call grants its wallet access through sign-in-with-x, e.g. "1h"; null: every call pays'),
+    request_binding: RequestBinding,
     disabled: z.boolean().describe('true: the paywall answers 410 payment_link_disabled'),
     facilitator: z.string().describe('URL of the settlement service the link uses'),
     share_url: z.string().describe('the public paywall URL, {base_url}/x/{id}'),
@@ -243,6 +288,9 @@ export interface PaymentLinkRecord {
   webhookSecret: string | null;
   wrapReceipt: boolean;
   settlePolicy: z.infer<typeof SettlePolicy>;
+  /** seconds a paid call grants its wallet access (sign-in-with-x); null: none */
+  accessWindowSeconds: number | null;
+  requestBinding: z.infer<typeof RequestBinding>;
   metadata: Record<string, unknown>;
   disabled: boolean;
   callCount: number;

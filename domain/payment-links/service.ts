@@ -17,7 +17,9 @@ import type { OutboundHttp } from '../ports/outbound-http.ts';
 import { z } from 'zod';
 import { newEvent, type EventMetadata } from '../events/kinds.ts';
 import {
+  accessWindowSeconds,
   CreatePaymentLinkInput,
+  formatAccessWindow,
   ListPaymentLinksInput,
   PreviewPaymentLinkInput,
   UpdatePaymentLinkInput,
@@ -114,6 +116,8 @@ export class PaymentLinkService {
       webhook_secret_set: r.webhookSecret !== null,
       wrap_receipt: r.wrapReceipt,
       settle_policy: r.settlePolicy,
+      access_window: r.accessWindowSeconds === null ? null : formatAccessWindow(r.accessWindowSeconds),
+      request_binding: r.requestBinding,
       disabled: r.disabled,
       facilitator: facilitatorUrl,
       share_url: shareUrl(baseUrl, r.network, r.id),
@@ -161,6 +165,8 @@ export class PaymentLinkService {
       webhookSecret: parsed.webhook_url ? newWebhookSecret() : null,
       wrapReceipt: parsed.wrap_receipt ?? false,
       settlePolicy: parsed.settle_policy ?? 'before_forward',
+      accessWindowSeconds: parsed.access_window ? accessWindowSeconds(parsed.access_window)! : null,
+      requestBinding: parsed.request_binding ?? 'optional',
       metadata: parsed.metadata ?? {},
       disabled: false,
       callCount: 0,
@@ -251,6 +257,8 @@ export class PaymentLinkService {
       }
       if (patch.wrap_receipt !== undefined) next.wrapReceipt = patch.wrap_receipt;
       if (patch.settle_policy !== undefined) next.settlePolicy = patch.settle_policy;
+      if (patch.access_window !== undefined) next.accessWindowSeconds = patch.access_window ? accessWindowSeconds(patch.access_window)! : null;
+      if (patch.request_binding !== undefined) next.requestBinding = patch.request_binding;
       if (patch.metadata !== undefined) next.metadata = patch.metadata;
       if (patch.disabled !== undefined) next.disabled = patch.disabled;
       await tx.paymentLinks.update(next);

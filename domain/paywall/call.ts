@@ -37,7 +37,13 @@ export interface PaywallRequest {
   method: string;
   /** the query string without `network`, e.g. "city=Paris" ('' when none); forwarded upstream */
   forwardQuery: string;
-  headers: PaymentHeaders & { contentType?: string | undefined; accept?: string | undefined; authorization?: string | undefined };
+  headers: PaymentHeaders & {
+    contentType?: string | undefined;
+    accept?: string | undefined;
+    authorization?: string | undefined;
+    /** SIGN-IN-WITH-X: a returning payer's signed sign-in (access.ts) */
+    signInWithX?: string | undefined;
+  };
   /** the request id, for the envelope fields of an MPP 402 */
   requestId?: string | undefined;
   body: Uint8Array | undefined;
@@ -113,7 +119,7 @@ export interface PaidCallDeps {
   feePayer: () => Promise<string>;
 }
 
-type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
+export type Produced = { ok: true; value: StoredResponse } | { ok: false; error: DomainError };
 
 const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
@@ -242,6 +248,11 @@ export class PaidCalls {
       served ??= await this.produce(call);
       const value = served.ok ? served.value : errorResponse(served.error);
       const recorded = await this.deps.recorder.record(call, settled, value);
+      // Returning payers: the paying wallet may sign in instead of paying again (core.ts signedIn). After the record,
+      // outside its transaction: a crash in between costs the buyer the window, never money.
+      if (recorded.kind === 'recorded' && call.link.accessWindowSeconds !== null && settled.payer) {
+        await this.deps.store.linkAccess.recordPayment(network, call.link.pk, settled.payer, this.deps.clock.now());
+      }
       return recorded.kind === 'recorded'
         ? { kind: 'served', response: recorded.response, replayed: false, paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status) }
         : refusedAs('payment_already_used', USED_BEFORE);
@@ -314,7 +325,7 @@ export class PaidCalls {
   }
 
   /** Rule 7: the upstream response when metadata.upstream_url is set, else the link's response template. */
-  private async produce(call: Call): Promise<Produced> {
+  async produce(call: Pick<Call, 'link' | 'request'>): Promise<Produced> {
     const { link, request } = call;
     const upstream = upstreamOf(link);
     if (!upstream) {

@@ -20,7 +20,10 @@ import { acceptOfCharge, bindingOf } from '../facilitator/mpp.ts';
 import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type IssuedChallenge } from './mpp.ts';
 import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
-import { verifyPayment } from '../facilitator/verify.ts';
+import { requestBindingOf, verifyPayment } from '../facilitator/verify.ts';
+import { REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../shared/request-binding.ts';
+import { checkSignIn, SIGN_IN_WITH_X, signInChallenge } from './access.ts';
+import { formatAccessWindow } from '../payment-links/schema.ts';
 import { PaidCalls, resourceOf, type Accept, type Call, type CallOutcome, type CallRecorder, type PaidCallSummary, type PaywallRequest } from './call.ts';
 
 export type { PaidCallSummary } from './call.ts';
@@ -51,7 +54,7 @@ export type PaywallResult =
       message: string;
       /** what the refusal's reason needs to be acted on, e.g. insufficient_allowance's { allowance_atomic, required_atomic } */
       details?: Record<string, unknown> | undefined;
-      offer: () => { accepts: Accept[]; resource: ResourceInfo };
+      offer: () => { accepts: Accept[]; resource: ResourceInfo; extensions?: Record<string, unknown> };
     }
   | {
       /** the MPP rail's 402: fresh challenges, and on a refused credential why (an error envelope's fields) */
@@ -95,6 +98,11 @@ export interface PaywallCoreDeps {
    * The link row says whether its owner agent was proven when read; only an unproven one costs a look.
    */
   proof: Pick<AgentProof, 'requireLinkPayable' | 'linkPayableAtHand'>;
+}
+
+/** extensions["svc.request-binding"]: the digest of the request a 402 answered, and whether the link requires binding. */
+function bindingExtension(digest: string, link: PaymentLinkRecord) {
+  return { info: { version: '1', digest, memoPrefix: REQUEST_BINDING_PREFIX, required: link.requestBinding === 'required' } };
 }
 
 /** x402's 402 for a refused payment: the call's offer and why. */
@@ -143,19 +151,29 @@ export class PaywallCore {
     const terms = await this.offerTerms(link.network);
     const payment = parsePayment(request.headers);
     const baseUrl = this.deps.settings.baseUrl;
+    const resource = resourceOf(baseUrl, link);
+    // Request-bound payments: the digest of this request, stated in the 402 for scheme clients and held against the
+    // payment's binding memo. A plain request (no query for the seller, no body) has one digest per link, so its 402
+    // stays rendered once; any other is rendered for itself.
+    const plain = request.forwardQuery === '' && !request.body?.length;
+    const digest = await requestDigest({ method: request.method, path: new URL(resource.url).pathname, query: request.forwardQuery, body: request.body });
+    const extensions = { ...this.accessExtension(link, resource), [REQUEST_BINDING_EXTENSION]: bindingExtension(digest, link) };
     // The unpaid offer is built only when the HTTP layer has not rendered this link under these terms yet.
-    if (!payment)
+    if (!payment) {
+      const access = link.accessWindowSeconds !== null ? await this.signedIn(link, resource, request) : null;
+      if (access?.kind === 'served') return access;
       return {
         kind: 'payment_required',
         link,
-        terms,
-        reason: 'payment_required',
-        message: UNPAID,
-        offer: () => ({ accepts: acceptsFor(link, terms), resource: resourceOf(baseUrl, link) }),
+        // a sign-in challenge carries a fresh nonce: rendered for each request
+        terms: plain && link.accessWindowSeconds === null ? terms : null,
+        reason: access?.reason ?? 'payment_required',
+        message: access?.message ?? UNPAID,
+        offer: () => ({ accepts: acceptsFor(link, terms), resource, extensions }),
       };
-    const resource = resourceOf(baseUrl, link);
+    }
     const accepts = acceptsFor(link, terms);
-    const offer = () => ({ accepts, resource });
+    const offer = () => ({ accepts, resource, extensions });
     if (!payment.ok) return { kind: 'payment_required', link, terms: null, reason: payment.reason, message: payment.message, offer };
     const accept = chooseAccept(accepts, payment);
     if (!accept) {
@@ -169,9 +187,9 @@ export class PaywallCore {
       };
     }
 
-    let messageBytes: Uint8Array;
+    let decoded: ReturnType<typeof decodeTransaction>;
     try {
-      messageBytes = decodeTransaction(payment.transactionBytes).messageBytes;
+      decoded = decodeTransaction(payment.transactionBytes);
     } catch (e) {
       return {
         kind: 'payment_required',
@@ -182,6 +200,23 @@ export class PaywallCore {
         offer,
       };
     }
+    // Checked before anything is claimed or settled: a payment made for another request moves no money here.
+    const binding = requestBindingOf(decoded, digest);
+    if (binding === 'foreign' || (binding === 'unbound' && link.requestBinding === 'required')) {
+      return {
+        kind: 'payment_required',
+        link,
+        terms: null,
+        reason: binding === 'foreign' ? 'payment_bound_elsewhere' : 'payment_unbound',
+        message:
+          binding === 'foreign'
+            ? 'The payment is bound (by its memo) to another request — another resource, query or body: it pays for that request only.'
+            : `This link accepts only request-bound payments: a memo "${REQUEST_BINDING_PREFIX}<digest>" naming this request (the digest is in the 402's extensions["${REQUEST_BINDING_EXTENSION}"]).`,
+        details: { request_digest: digest },
+        offer,
+      };
+    }
+    const messageBytes = decoded.messageBytes;
     const call: Call = {
       link,
       request,
@@ -392,6 +427,55 @@ export class PaywallCore {
       return { state: 'refused', signature: candidate.signature, reason: result.reason, message: result.message };
     }
     return { state: 'waiting' };
+  }
+
+  /** extensions["sign-in-with-x"] of a link with an access window: a fresh challenge (none for other links). */
+  private accessExtension(link: PaymentLinkRecord, resource: ResourceInfo): Record<string, unknown> {
+    if (link.accessWindowSeconds === null) return {};
+    const { baseUrl } = this.deps.settings;
+    return {
+      [SIGN_IN_WITH_X]: signInChallenge({ secret: this.deps.mppSecret, baseUrl, resourceUrl: resource.url, network: link.network, now: this.deps.clock.now() }),
+    };
+  }
+
+  /**
+   * A returning payer (link with an access_window): the SIGN-IN-WITH-X header checked (access.ts), the wallet's last
+   * paid call on this link within the window, the nonce spent once — then the link's response, with no payment, no
+   * receipt and no counters (an access is not a sale: docs/paywall.md "Returning payers"). Null without the header; a
+   * refusal's reason otherwise (the caller answers the 402 with a fresh challenge).
+   */
+  private async signedIn(
+    link: PaymentLinkRecord,
+    resource: ResourceInfo,
+    request: PaywallRequest,
+  ): Promise<Extract<PaywallResult, { kind: 'served' }> | { kind: 'refused'; reason: string; message: string } | null> {
+    const header = request.headers.signInWithX;
+    if (!header || link.accessWindowSeconds === null) return null;
+    const now = this.deps.clock.now();
+    const check = checkSignIn(header, {
+      secret: this.deps.mppSecret,
+      baseUrl: this.deps.settings.baseUrl,
+      resourceUrl: resource.url,
+      network: link.network,
+      now,
+    });
+    if (!check.ok) return { kind: 'refused', reason: check.reason, message: check.message };
+    const paidAt = await this.deps.store.linkAccess.lastPaid(link.network, link.pk, check.address);
+    if (!paidAt) return { kind: 'refused', reason: 'siwx_not_paid', message: `${check.address} has not paid for this link: pay once, then sign in.` };
+    if (now.getTime() - paidAt.getTime() > link.accessWindowSeconds * 1000) {
+      return {
+        kind: 'refused',
+        reason: 'siwx_access_expired',
+        message: `The access ${check.address} bought on ${paidAt.toISOString()} lasted ${formatAccessWindow(link.accessWindowSeconds)}: pay again.`,
+      };
+    }
+    if (!(await this.deps.store.linkAccess.useNonce(check.nonce, check.expiresAt, now))) {
+      return { kind: 'refused', reason: 'siwx_nonce_used', message: 'This sign-in was already used: sign the fresh challenge in this 402.' };
+    }
+    const produced = await this.calls.produce({ link, request });
+    if (!produced.ok) throw produced.error;
+    const response = { ...produced.value, headers: { ...produced.value.headers, 'x-svc-access': SIGN_IN_WITH_X } };
+    return { kind: 'served', response, replayed: false };
   }
 
   /** Rules 1–3 and the DECISIONS error bodies: 404, 403 wrong_network naming the right one, 410, 405 + Allow (method null: any). */

@@ -24,7 +24,13 @@ const json = (value: unknown) => new TextEncoder().encode(JSON.stringify(value))
  * the paywall page, any other client the link's 402.
  */
 export function carriesPayment(headers: RequestHeaders): boolean {
-  return headers['payment-signature'] !== undefined || headers['x-payment'] !== undefined || headers.authorization !== undefined;
+  return (
+    headers['payment-signature'] !== undefined ||
+    headers['x-payment'] !== undefined ||
+    headers.authorization !== undefined ||
+    // a returning payer signing in (sign-in-with-x) is answered like a payment, never with the page
+    headers['sign-in-with-x'] !== undefined
+  );
 }
 
 /** ?network= for the paywall (rule 2), the rest for the upstream; the common `?network=…` alone costs no parsing. */
@@ -64,8 +70,7 @@ export class PaywallHttp {
       const cached = this.challenges.get(link);
       if (cached && cached.terms === terms) return cached.response;
     }
-    const { accepts, resource } = result.offer();
-    const offer = paymentRequired(link.network, accepts, resource, result.reason);
+    const offer = paymentRequired(link.network, result.offer(), result.reason);
     const response: PaywallResponse = {
       status: 402,
       headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },

@@ -144,9 +144,15 @@ export function facilitatorFeePaid(accept: X402RequirementsV2, fee: bigint) {
 }
 
 /** The unpaid answer: the v2 envelope for PAYMENT-REQUIRED and the v1 form for the body. */
-export function paymentRequired(network: Network, accepts: X402RequirementsV2[], resource: ResourceInfo, error: string) {
+export function paymentRequired(
+  network: Network,
+  offer: { accepts: X402RequirementsV2[]; resource: ResourceInfo; extensions?: Record<string, unknown> | undefined },
+  error: string,
+) {
+  const { accepts, resource } = offer;
   const fees = facilitatorFeesDisclosure(accepts);
-  const v2 = { x402Version: 2, error, resource, accepts, ...(fees ? { extensions: { [FACILITATOR_FEES_KEY]: fees } } : {}) };
+  const extensions = { ...(fees ? { [FACILITATOR_FEES_KEY]: fees } : {}), ...offer.extensions };
+  const v2 = { x402Version: 2, error, resource, accepts, ...(Object.keys(extensions).length > 0 ? { extensions } : {}) };
   const v1 = { x402Version: 1, error, accepts: accepts.map((a) => toV1(a, network, resource)) };
   return { header: Buffer.from(JSON.stringify(v2)).toString('base64'), body: v1 };
 }

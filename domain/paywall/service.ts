@@ -45,7 +45,13 @@ export class PaywallService {
    */
   unpaidChallenge(request: { id: string; url: string; method: string; headers: RequestHeaders }): PaywallResponse | undefined {
     if (carriesPayment(request.headers)) return undefined;
-    const network = splitQuery(request.url).network ?? 'chain-mainnet';
+    // the rendered 402 states the request digest of a plain request (core.ts): one with a query for the seller or a body
+    // gets its own (a GET's body is read by no one, so it binds nothing)
+    const length = request.headers['content-length'];
+    if (request.method !== 'GET' && ((length !== undefined && length !== '0') || request.headers['transfer-encoding'] !== undefined)) return undefined;
+    const { network: named, forwardQuery } = splitQuery(request.url);
+    if (forwardQuery !== '') return undefined;
+    const network = named ?? 'chain-mainnet';
     if (!(NETWORKS as readonly string[]).includes(network)) return undefined;
     const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method);
     return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms);

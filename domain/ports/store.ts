@@ -14,6 +14,7 @@ import type { IndexerRepository } from './indexer-store.ts';
 import type { BuyerRepository } from './buyer-store.ts';
 import type { DiscoveryRepository } from './discovery-store.ts';
 import type { StreamTokenRepository } from './stream-token-store.ts';
+import type { LinkAccessRepository } from './link-access-store.ts';
 import type { DailyTotalRow } from '../receipts/daily.ts';
 
 // Every read and write names its network: isolation is part of the port (hosted-api §5.3).
@@ -358,6 +359,8 @@ export interface Repositories {
   discovery: DiscoveryRepository;
   /** Single-use subscription tokens for browsers */
   streamTokens: StreamTokenRepository;
+  /** Returning payers: who paid which link when, and the spent sign-in nonces */
+  linkAccess: LinkAccessRepository;
   /** the job queue on the same database: inside a transaction a job is enqueued only if the transaction commits */
   jobs: JobQueue;
 }

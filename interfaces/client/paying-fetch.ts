@@ -26,6 +26,7 @@ import {
   type PaymentPayloadV2,
 } from '../../domain/facilitator/wire.ts';
 import { STABLES, type Network } from '../../domain/shared/network.ts';
+import { bindingMemo, requestDigest } from '../../domain/shared/request-binding.ts';
 import { acceptOfCharge, challengeNetwork, encodeCredential, solanaCharges, SolanaChargeRequest, type WireChallenge } from '../../domain/facilitator/mpp.ts';
 
 // The buyer kit (DECISIONS "x402 on the paywall" and "MPP rail", fee-facilitator-mpp-tools §2.1–2.4, §4.2): a fetch
@@ -361,11 +362,21 @@ export function createPayingFetch(options: PayingFetchOptions): (input: string |
     }
     await first.body?.cancel();
 
+    // Request-bound: the memo names this very request (method, path, query, body digest), so the payment cannot be
+    // spent on another resource (domain/shared/request-binding.ts).
+    const url = new URL(original.url);
+    const digest = await requestDigest({
+      method: original.method,
+      path: url.pathname,
+      query: url.search.slice(1),
+      body: body ? new Uint8Array(body) : undefined,
+    });
     const transaction = await signOffer({
       accept: chosen.accept,
       network: chosen.network,
       resourceUrl: original.url,
       maxAmountAtomic: options.maxAmountAtomic,
+      memo: bindingMemo(digest),
     });
     if (chosen.version === 1) {
       const payload: PaymentPayloadV1 = { x402Version: 1, scheme: 'exact', network: chosen.accept.network, payload: { transaction } };

@@ -78,7 +78,7 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
         .headers({
           ...headers,
           'Access-Control-Allow-Methods': 'GET, POST, PUT, PATCH, DELETE',
-          'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, Authorization, Accept',
+          'Access-Control-Allow-Headers': 'Content-Type, PAYMENT-SIGNATURE, X-PAYMENT, SIGN-IN-WITH-X, Authorization, Accept',
           'Access-Control-Max-Age': '600',
         })
         .send();
@@ -99,6 +99,7 @@ export function registerPaywallRoutes(app: FastifyInstance, options: { services:
           contentType: header(req, 'content-type'),
           accept: header(req, 'accept'),
           authorization: header(req, 'authorization'),
+          signInWithX: header(req, 'sign-in-with-x'),
         },
         requestId: String(req.id),
         body: Buffer.isBuffer(req.body) ? new Uint8Array(req.body) : undefined,

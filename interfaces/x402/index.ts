@@ -3,6 +3,11 @@ import type { x402Client } from '@x402/core/client';
 import { createOfferSigner, PaymentError, type PaymentSigner } from '../client/paying-fetch.ts';
 import { networkFromX402, requirementsV2, X402RequirementsV1, X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
 import { CAIP2, NETWORKS, STABLES, X402_V1_NETWORK, type Network } from '../../domain/shared/network.ts';
+import { bindingMemo, REQUEST_BINDING_EXTENSION } from '../../domain/shared/request-binding.ts';
+import { z } from 'zod';
+
+/** extensions["svc.request-binding"] of a gateway's 402 (domain/paywall/core.ts) */
+const BindingExtension = z.looseObject({ info: z.looseObject({ digest: z.string().regex(/^[0-9a-f]{64}$/) }) });
 
 // svc-gateway/x402: the gateway's fee layout (fee-facilitator-mpp-tools §2.1–2.4) as an x402 scheme client for the
 // official client (@x402/core's x402Client, @x402/fetch's wrapFetchWithPayment). A buyer who already pays with the
@@ -47,11 +52,15 @@ export class ExactSvmFeeScheme implements SchemeNetworkClient {
   readonly #sign: ReturnType<typeof createOfferSigner>;
   /** the paid resource of each offer being paid (from the 402), for the default facilitator URL */
   readonly #resources = new WeakMap<object, string>();
+  /** the request digest the 402 states (extensions["svc.request-binding"]), bound into the payment's memo */
+  readonly #digests = new WeakMap<object, string>();
 
   readonly schemeHooks: SchemeClientHooks = {
     onBeforePaymentCreation: async (context) => {
       const url = context.paymentRequired.resource?.url;
       if (url) this.#resources.set(context.selectedRequirements, url);
+      const digest = BindingExtension.safeParse(context.paymentRequired.extensions?.[REQUEST_BINDING_EXTENSION]);
+      if (digest.success) this.#digests.set(context.selectedRequirements, digest.data.info.digest);
     },
   };
 
@@ -83,10 +92,13 @@ export class ExactSvmFeeScheme implements SchemeNetworkClient {
     const v1Resource = 'maxAmountRequired' in parsed.data ? (parsed.data as X402RequirementsV1).resource : undefined;
     const resourceUrl = this.#resources.get(paymentRequirements) ?? v1Resource;
     const cap = context?.maxAmountPerPayment;
+    // Request-bound (svc-gateway/x402 sees no request: the 402 states the digest of the one it answered)
+    const digest = this.#digests.get(paymentRequirements);
     const transaction = await this.#sign({
       accept,
       network,
       resourceUrl,
+      ...(digest ? { memo: bindingMemo(digest) } : {}),
       // The official client caps the offer's amount; the fee leg comes on top, so the cap holds for the gross here.
       maxAmountAtomic: cap !== undefined && /^\d+$/.test(cap) ? BigInt(cap) : undefined,
     });

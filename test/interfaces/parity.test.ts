@@ -58,6 +58,8 @@ test('a payment link created over REST reads the same over REST, tRPC and GraphQ
       webhook_url: 'https://example.com/hooks/parity',
       wrap_receipt: true,
       settle_policy: 'on_success',
+      access_window: '90m',
+      request_binding: 'required',
       protocol: 'mpp',
       metadata: { upstream_url: 'https://api.example.com/run', pricing_type: 'fixed', nested: { a: [1, 2] } },
     }),
@@ -80,8 +82,9 @@ test('a payment link created over REST reads the same over REST, tRPC and GraphQ
   const { webhook_secret: graphqlSecret, ...graphqlRead } = linkToWire(graphql.body.data.paymentLink);
   t.is(graphqlSecret, null);
   // GraphQL answers the enums' UPPER_CASE values (its enum convention); the CAIP-2 network of each accept is a string on both
-  t.deepEqual(graphqlRead, asGraphqlEnums(rest.body, ['network', 'protocol', 'settle_policy']));
-  t.like(graphqlRead, { network: 'CHAIN_DEVNET', protocol: 'MPP', settle_policy: 'ON_SUCCESS' });
+  t.deepEqual(graphqlRead, asGraphqlEnums(rest.body, ['network', 'protocol', 'settle_policy', 'request_binding']));
+  t.like(graphqlRead, { network: 'CHAIN_DEVNET', protocol: 'MPP', settle_policy: 'ON_SUCCESS', request_binding: 'REQUIRED' });
+  t.like(rest.body, { access_window: '90m', request_binding: 'required' });
 
   // The GraphQL type exposes every wire field of the create answer (and nothing else), nested types included.
   const restKeys = (o: object) => Object.keys(o).sort();

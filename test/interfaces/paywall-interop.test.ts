@@ -15,6 +15,9 @@ import { x402Client as PayaiX402Client, x402HTTPClient as PayaiHttpClient } from
 import { createX402Client as createX402SolanaClient } from 'x402-solana/client';
 import type { VersionedTransaction } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
+import { decodeTransaction } from '../../domain/facilitator/decode.ts';
+import { MEMO_PROGRAM_ID } from '../../domain/facilitator/schema.ts';
+import { REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX } from '../../domain/shared/request-binding.ts';
 import { ataOf } from '../../domain/facilitator/ata.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
@@ -271,6 +274,15 @@ test.serial('(e) the official @x402/fetch client plus one registration of svc-ga
     (tx!.postTokenBalances.find((b) => b.account === account)?.amount ?? 0n) - (tx!.preTokenBalances.find((b) => b.account === account)?.amount ?? 0n);
   t.is(delta(ataOf(treasury, USDC.mint, USDC.tokenProgramId)), PRICE, 'both legs in the transaction PAYMENT-RESPONSE names');
   t.is(delta(ataOf(feeAuthority, USDC.mint, USDC.tokenProgramId)), fee);
+  // request-bound: the scheme sees no request, so it binds to the digest the 402 stated (docs/paywall.md)
+  const stated = decodeBase64Json((await fetch(url)).headers.get('PAYMENT-REQUIRED'))?.extensions?.[REQUEST_BINDING_EXTENSION]?.info?.digest;
+  const memos = decodeTransaction(tx!.wire)
+    .instructions.filter((ix) => ix.programId === MEMO_PROGRAM_ID)
+    .map((ix) => new TextDecoder().decode(ix.data));
+  t.true(
+    memos.some((m) => m.startsWith(`${REQUEST_BINDING_PREFIX}${stated}:`)),
+    `the memo binds the request (${memos.join(', ')})`,
+  );
 });
 
 test('(f) the scheme refuses fee terms the facilitator does not publish, and holds the official spend cap to amount + fee', async (t) => {

@@ -1,5 +1,5 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { createHash } from 'node:crypto';
+import { createHash, createPrivateKey, sign } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
@@ -11,6 +11,11 @@ import { verifyWebhookSignature } from '../../domain/webhooks/signature.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2, findStable, TOKEN_2022_PROGRAM_ID, X402_V1_NETWORK } from '../../domain/shared/network.ts';
 import { Keypair } from '@solana/web3.js';
+import { wrapFetchWithSIWx } from '@x402/extensions/sign-in-with-x';
+import { decodeTransaction } from '../../domain/facilitator/decode.ts';
+import { MEMO_PROGRAM_ID } from '../../domain/facilitator/schema.ts';
+import { REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../../domain/shared/request-binding.ts';
+import { SIGN_IN_WITH_X } from '../../domain/paywall/access.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import { FEE_EXTENSION_KEY, FeeExtension } from '../../domain/facilitator/schema.ts';
 import type { X402RequirementsV2 } from '../../domain/facilitator/wire.ts';
@@ -184,6 +189,15 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
             maxFacilitatorFee: FEE.toString(),
           },
         ],
+      },
+    },
+    // request-bound payments: the digest of the request this 402 answered (docs/paywall.md)
+    [REQUEST_BINDING_EXTENSION]: {
+      info: {
+        version: '1',
+        digest: await requestDigest({ method: 'GET', path: `/x/${link.id}`, query: '', body: undefined }),
+        memoPrefix: REQUEST_BINDING_PREFIX,
+        required: false,
       },
     },
   });
@@ -911,4 +925,136 @@ test('CORS: a browser preflight (OPTIONS) is answered 204 allowing the payment h
   const unpaid = await fetch(link.share_url);
   t.is(unpaid.status, 402);
   t.regex(unpaid.headers.get('access-control-expose-headers') ?? '', /PAYMENT-REQUIRED/);
+});
+
+// ── Request-bound payments and returning payers ──────────────────────────────────────────────────────────────────
+
+/** The memos of a settled transaction's message, as text. */
+async function memosOf(t: ExecutionContext<PaywallWorld>, signature: string): Promise<string[]> {
+  const ledger = t.context.app.services.ledgers['chain-devnet']!;
+  await waitForCommitment(ledger, signature);
+  const tx = await ledger.getTransaction(signature);
+  if (!tx) throw new Error(`transaction ${signature} not found`);
+  return decodeTransaction(tx.wire)
+    .instructions.filter((ix) => ix.programId === MEMO_PROGRAM_ID)
+    .map((ix) => new TextDecoder().decode(ix.data));
+}
+
+test('request-bound: the kit binds its payment to the request; refused on another link or query; unbound refused only where the link requires binding', async (t) => {
+  const w = t.context;
+  const a = await createLink(w, { response: { body: { link: 'a' } } });
+  const sibling = await createLink(w, { response: { body: { link: 'b' } } }, a.agent);
+  const strict = await createLink(w, { request_binding: 'required', response: { body: { link: 'strict' } } });
+  t.is(a.link.request_binding, 'optional', 'default: stock clients keep paying');
+  t.is(strict.link.request_binding, 'required');
+  const buyer = await fundBuyer(w);
+
+  // The 402 states the digest of the request it answered (for scheme clients that see no request).
+  const path = new URL(a.url).pathname;
+  const digest = await requestDigest({ method: 'GET', path, query: 'network=chain-devnet', body: undefined });
+  const offer = await unpaidOffer(a.url);
+  t.like(offer.v2.extensions?.[REQUEST_BINDING_EXTENSION]?.info, { digest, required: false });
+  const other = await unpaidOffer(`${a.url}&city=Paris`);
+  t.is(other.v2.extensions?.[REQUEST_BINDING_EXTENSION]?.info.digest, await requestDigest({ method: 'GET', path, query: 'city=Paris', body: undefined }));
+
+  const { pay, sent } = recordingPayingFetch(w, buyer);
+  const paid = await pay(a.url);
+  t.is(paid.status, 200, await paid.text());
+  const { transaction } = decodePaymentResponse(paid.headers.get('payment-response')!);
+  t.true(
+    (await memosOf(t, transaction)).some((m) => m.startsWith(`${REQUEST_BINDING_PREFIX}${digest}:`)),
+    'the memo names this request',
+  );
+  const signature = sent.at(-1)!.get('payment-signature')!;
+  const spent = await tokenBalance(w, buyer.publicKey.toBase58());
+
+  // The same payment on another query of the link, and on a sibling link with the very same offer: bound elsewhere.
+  for (const url of [`${a.url}&city=Paris`, sibling.url]) {
+    const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': signature } });
+    t.is(res.status, 402, url);
+    const body = (await res.json()) as { error: string; details?: { request_digest?: string } };
+    t.is(body.error, 'payment_bound_elsewhere', url);
+    t.regex(body.details?.request_digest ?? '', /^[0-9a-f]{64}$/);
+  }
+  // … and on its own request it is the replay of the call it paid for.
+  const replay = await fetch(a.url, { headers: { 'PAYMENT-SIGNATURE': signature } });
+  t.is(replay.status, 200);
+  t.is(replay.headers.get('x-svc-replayed'), 'true');
+
+  // A stock-style unbound payment (a random memo): accepted by default, refused where binding is required.
+  const unbound = await buildPayment(w, strict.url, buyer);
+  const refused = await fetch(strict.url, { headers: { 'PAYMENT-SIGNATURE': unbound.paymentSignature } });
+  t.is(refused.status, 402);
+  t.is(((await refused.json()) as { error: string }).error, 'payment_unbound');
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), spent, 'nothing moved for the refused payments');
+  const bound = await payingFetch(w, buyer)(strict.url);
+  t.is(bound.status, 200, 'the kit pays a link that requires binding');
+  t.deepEqual(await bound.json(), { link: 'strict' });
+  const plain = await buildPayment(w, sibling.url, buyer);
+  t.is((await fetch(sibling.url, { headers: { 'PAYMENT-SIGNATURE': plain.paymentSignature } })).status, 200, 'unbound accepted on a default link');
+  t.is(await settledCount(t, sibling.link.id), 1);
+  t.is(await settledCount(t, strict.link.id), 1);
+});
+
+/** A wallet-adapter signer (signMessage) of a keypair, as @x402/extensions' sign-in-with-x client takes one. */
+function walletSigner(kp: Keypair) {
+  const pkcs8 = Buffer.concat([Buffer.from('302e020100300506032b657004220420', 'hex'), kp.secretKey.subarray(0, 32)]);
+  const key = createPrivateKey({ key: pkcs8, format: 'der', type: 'pkcs8' });
+  return { address: kp.publicKey.toBase58(), publicKey: kp.publicKey, signMessage: async (m: Uint8Array) => new Uint8Array(sign(null, m, key)) };
+}
+
+test('returning payers: within access_window the wallet that paid signs in (sign-in-with-x, stock @x402/extensions client) instead of paying; nonce single use; others and expired access get the 402', async (t) => {
+  const w = t.context;
+  const { link, url } = await createLink(w, { access_window: '1h', response: { body: { secret: 'sauce' } } });
+  t.is(link.access_window, '1h');
+  const buyer = await fundBuyer(w);
+  const signer = walletSigner(buyer);
+  const stranger = walletSigner(Keypair.generate());
+
+  // The 402 carries the extension's challenge, fresh each time.
+  const offer = await unpaidOffer(url);
+  const challenge = offer.v2.extensions?.[SIGN_IN_WITH_X];
+  t.like(challenge?.info, { domain: new URL(url).host, uri: offer.v2.resource.url, version: '1' });
+  t.deepEqual(challenge?.supportedChains, [{ chainId: CAIP2['chain-devnet'], type: 'ed25519' }]);
+  t.not((await unpaidOffer(url)).v2.extensions[SIGN_IN_WITH_X].info.nonce, challenge.info.nonce);
+
+  // Records the SIGN-IN-WITH-X header each sign-in sends.
+  const headersSent: string[] = [];
+  const recording = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    const request = new Request(input, init);
+    const h = request.headers.get(SIGN_IN_WITH_X);
+    if (h) headersSent.push(h);
+    return fetch(request);
+  }) as typeof fetch;
+
+  // Before paying: no access.
+  const early = await wrapFetchWithSIWx(recording, signer)(url);
+  t.is(early.status, 402);
+  t.is(((await early.json()) as { error: string }).error, 'siwx_not_paid');
+
+  const paid = await payingFetch(w, buyer)(url);
+  t.is(paid.status, 200, await paid.text());
+  const balance = await tokenBalance(w, buyer.publicKey.toBase58());
+
+  const again = await wrapFetchWithSIWx(recording, signer)(url);
+  t.is(again.status, 200);
+  t.is(again.headers.get('x-svc-access'), SIGN_IN_WITH_X);
+  t.deepEqual(await again.json(), { secret: 'sauce' });
+  t.is(await tokenBalance(w, buyer.publicKey.toBase58()), balance, 'not charged again');
+  t.is(await settledCount(t, link.id), 1, 'an access is not a sale');
+
+  // The same signed sign-in again: its nonce is spent.
+  const reused = await fetch(url, { headers: { [SIGN_IN_WITH_X]: headersSent.at(-1)! } });
+  t.is(reused.status, 402);
+  t.is(((await reused.json()) as { error: string }).error, 'siwx_nonce_used');
+  // Altered (another address claiming the signature): refused.
+  const forged = { ...JSON.parse(Buffer.from(headersSent.at(-1)!, 'base64').toString('utf8')), address: stranger.address };
+  const refusedForged = await fetch(url, { headers: { [SIGN_IN_WITH_X]: base64Json(forged) } });
+  t.is(((await refusedForged.json()) as { error: string }).error, 'siwx_invalid');
+  // A wallet that paid two hours ago, on a one-hour window: the 402.
+  const pk = (await w.app.database.store.paymentLinks.get('chain-devnet', link.id))!.pk;
+  await w.app.database.store.linkAccess.recordPayment('chain-devnet', pk, stranger.address, new Date(Date.now() - 2 * 3600_000));
+  const expired = await wrapFetchWithSIWx(fetch, stranger)(url);
+  t.is(expired.status, 402);
+  t.is(((await expired.json()) as { error: string }).error, 'siwx_access_expired');
 });

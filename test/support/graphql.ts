@@ -5,7 +5,7 @@ import { graphqlEnumName } from '../../interfaces/graphql/enums.ts';
 
 export const LINK_FIELDS = `
   id network label ownerAgent payTo payToTokenAccount method path price currency acceptsCurrencies protocol
-  response { status mimeType body } webhookUrl webhookSecretSet webhookSecret wrapReceipt settlePolicy disabled facilitator shareUrl
+  response { status mimeType body } webhookUrl webhookSecretSet webhookSecret wrapReceipt settlePolicy accessWindow requestBinding disabled facilitator shareUrl
   accepts { scheme network payTo payToTokenAccount payToReady asset amount currency }
   counters { callCount settledCount lastCalledAt lastSettledAt lastTxSig }
   metadata createdAt updatedAt`;

@@ -22,6 +22,9 @@ export interface PaymentLinkRow {
   webhook_secret: string | null;
   wrap_receipt: boolean;
   settle_policy: PaymentLinkRecord['settlePolicy'];
+  /** migration 0027 */
+  access_window_seconds: number | null;
+  request_binding: PaymentLinkRecord['requestBinding'];
   metadata: Record<string, unknown>;
   disabled: boolean;
   call_count: number;
@@ -61,6 +64,8 @@ export const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
   webhookSecret: r.webhook_secret,
   wrapReceipt: r.wrap_receipt,
   settlePolicy: r.settle_policy,
+  accessWindowSeconds: r.access_window_seconds,
+  requestBinding: r.request_binding,
   metadata: r.metadata,
   disabled: r.disabled,
   callCount: r.call_count,
@@ -78,8 +83,8 @@ export const fromRow = (r: PaymentLinkRow): PaymentLinkRecord => ({
 /** Every column but pk, in one order for insert and update, with its value from the record (json as text). */
 const COLUMNS = `id, network, label, owner_agent, method, price, currency, amount_atomic, accepts_currencies, protocol, response,
   webhook_url, webhook_secret, wrap_receipt, settle_policy, metadata, disabled, call_count, settled_count, last_called_at,
-  last_settled_at, last_tx_sig, created_by, owner_principal, created_at, updated_at`;
-const PLACEHOLDERS = '?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
+  last_settled_at, last_tx_sig, created_by, owner_principal, created_at, updated_at, access_window_seconds, request_binding`;
+const PLACEHOLDERS = '?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?::jsonb, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?';
 const values = (r: PaymentLinkRecord): unknown[] => [
   r.id,
   r.network,
@@ -107,6 +112,8 @@ const values = (r: PaymentLinkRecord): unknown[] => [
   r.ownerPrincipal,
   r.createdAt,
   r.updatedAt,
+  r.accessWindowSeconds,
+  r.requestBinding,
 ];
 
 /** The list page's SQL (exported so the query-plan test EXPLAINs what runs). */

@@ -5,6 +5,7 @@ import {
   LinkResponse,
   PaymentLinkWithSecret as PaymentLinkSchema,
   SettlePolicy,
+  RequestBinding,
   UpdatePaymentLinkInput as UpdatePaymentLinkInputSchema,
   type AcceptEntry,
   type CreatePaymentLinkInput,
@@ -22,6 +23,7 @@ import { pageRef, toDomainInput, given, type Assert, type KeysMatch, type SameKe
 
 export { HttpMethodEnum, ProtocolEnum };
 export const SettlePolicyEnum = graphqlEnum('SettlePolicy', SettlePolicy);
+export const RequestBindingEnum = graphqlEnum('RequestBinding', RequestBinding);
 
 const LinkResponseRef = builder.objectRef<PaymentLink['response']>('LinkResponse').implement({
   description: 'What the link answers once paid (hosted-api §2.1).',
@@ -91,6 +93,8 @@ export const PaymentLinkRef = builder.objectRef<PaymentLinkWithSecret>('PaymentL
     }),
     wrapReceipt: t.exposeBoolean('wrap_receipt'),
     settlePolicy: t.expose('settle_policy', { type: SettlePolicyEnum }),
+    accessWindow: t.exposeString('access_window', { nullable: true }),
+    requestBinding: t.expose('request_binding', { type: RequestBindingEnum }),
     disabled: t.exposeBoolean('disabled'),
     facilitator: t.exposeString('facilitator'),
     shareUrl: t.exposeString('share_url'),
@@ -131,6 +135,8 @@ const CreatePaymentLinkInputRef = builder.inputType('CreatePaymentLinkInput', {
     webhookUrl: t.string(),
     wrapReceipt: t.boolean(),
     settlePolicy: t.field({ type: SettlePolicyEnum }),
+    accessWindow: t.string({ description: '"<n><s|m|h|d>", 1m–30d: how long a paid call grants its wallet access by signing in' }),
+    requestBinding: t.field({ type: RequestBindingEnum }),
     metadata: t.field({ type: 'JSON' }),
   }),
 });
@@ -150,6 +156,8 @@ const UpdatePaymentLinkInputRef = builder.inputType('UpdatePaymentLinkInput', {
     webhookUrl: t.string(),
     wrapReceipt: t.boolean(),
     settlePolicy: t.field({ type: SettlePolicyEnum }),
+    accessWindow: t.string({ description: 'null clears it: every call pays' }),
+    requestBinding: t.field({ type: RequestBindingEnum }),
     metadata: t.field({ type: 'JSON' }),
     disabled: t.boolean(),
   }),
@@ -195,7 +203,7 @@ builder.mutationFields((t) => ({
     nullable: true,
     extensions: procedure('paymentLinks.update'),
     args: { id: t.arg.id({ required: true }), input: t.arg({ type: UpdatePaymentLinkInputRef, required: true }) },
-    resolve: (_root, { id, input }, ctx) => ctx.api.paymentLinks.update({ ...linkInput(input, ['webhookUrl']), id } as UpdatePaymentLinkInput),
+    resolve: (_root, { id, input }, ctx) => ctx.api.paymentLinks.update({ ...linkInput(input, ['webhookUrl', 'accessWindow']), id } as UpdatePaymentLinkInput),
   }),
   rotatePaymentLinkWebhookSecret: t.field({
     type: PaymentLinkRef,
