@@ -12,6 +12,8 @@ import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-sto
 import { PgEventFeed } from '../adapters/store/event-feed.ts';
 import { systemClock } from '../adapters/clock/system.ts';
 import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
+import { ensureSigningKeyRing, saveSigningKeyRing } from '../adapters/keys/signing-keys.ts';
+import { didWebOf, ReceiptSigner } from '../domain/receipts/signing.ts';
 import { MikroOrmFacilitatorStore } from '../adapters/store/repositories/facilitator.ts';
 import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
 import { databaseHeavySlots } from '../adapters/store/heavy-slots.ts';
@@ -248,8 +250,14 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow, ca: config.outbound.ca });
     refuseOwnListeners(outbound, { config, httpPort: port, ledgers, database });
     const mppSecret = config.mppSecret ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'mpp-challenge.json')));
+    const signingKeys = config.signingKeysFile;
+    const signer = new ReceiptSigner(await ensureSigningKeyRing(signingKeys, clock.now()), {
+      issuer: didWebOf(settings.baseUrl),
+      persist: (ring) => saveSigningKeyRing(signingKeys, ring),
+    });
     const services = buildServices({
       mppSecret,
+      signer,
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
       feed,

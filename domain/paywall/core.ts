@@ -20,6 +20,9 @@ import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type Iss
 import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
 import { verifyPayment } from '../facilitator/verify.ts';
+import type { ReceiptSigner } from '../receipts/signing.ts';
+import { offersRenewAt, receiptPayload, signedOffers, OFFER_RECEIPT, withSignedReceipt } from './offer-receipt.ts';
+import { PAYMENT_ID_DECLARATION, PAYMENT_IDENTIFIER, paymentIdConflict, paymentIdOf } from './payment-id.ts';
 import { PaidCalls, resourceOf, type Accept, type Call, type CallOutcome, type CallRecorder, type PaidCallSummary, type PaywallRequest } from './call.ts';
 
 export type { PaidCallSummary } from './call.ts';
@@ -33,6 +36,8 @@ export type { PaidCallSummary } from './call.ts';
 
 /** A concurrent replay waits this long for the first request to finish. */
 const WAIT_FOR_OWNER_MS = 10_000;
+/** A payment id stays bound to its payment as long as the paid call's response is kept for replays (call.ts). */
+const PAYMENT_ID_WINDOW_MS = 24 * 60 * 60 * 1000;
 const HEALTH_TTL_MS = 60_000;
 const UNPAID = 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).';
 
@@ -50,7 +55,7 @@ export type PaywallResult =
       message: string;
       /** what the refusal's reason needs to be acted on, e.g. insufficient_allowance's { allowance_atomic, required_atomic } */
       details?: Record<string, unknown> | undefined;
-      offer: () => { accepts: Accept[]; resource: ResourceInfo };
+      offer: () => OfferBuilt;
     }
   | {
       /** the MPP rail's 402: fresh challenges, and on a refused credential why (an error envelope's fields) */
@@ -70,6 +75,17 @@ export type WalletStatus =
   /** recorded; `response` only for the one read that recorded it (replays and later reads get null) */
   | { state: 'paid'; signature: string; response: StoredResponse | null; paid?: PaidCallSummary }
   | { state: 'refused'; signature: string; reason: string; message: string };
+
+/**
+ * An x402 offer as the 402 renders it: the accepts and resource, and the extensions the gateway adds (payment-identifier's
+ * declaration, the signed offers); `renewAt` (ms): when a rendered copy must be signed again.
+ */
+export interface OfferBuilt {
+  accepts: Accept[];
+  resource: ResourceInfo;
+  extensions?: Record<string, unknown> | undefined;
+  renewAt?: number | undefined;
+}
 
 /** Why an MPP credential was refused: the error envelope's fields, answered beside fresh challenges. */
 export interface MppRefusal {
@@ -94,19 +110,13 @@ export interface PaywallCoreDeps {
    * The link row says whether its owner agent was proven when read; only an unproven one costs a look.
    */
   proof: Pick<AgentProof, 'requireLinkPayable' | 'linkPayableAtHand'>;
+  /** signs the offers of the 402s and the receipts of paid answers (x402 offer-receipt); none: neither is signed */
+  signer?: ReceiptSigner | undefined;
 }
 
 /** x402's 402 for a refused payment: the call's offer and why. */
-function refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
-  return {
-    kind: 'payment_required',
-    link: call.link,
-    terms: null,
-    reason,
-    message,
-    ...(details ? { details } : {}),
-    offer: () => ({ accepts: call.accepts, resource: call.resource }),
-  };
+function refused(offer: { call: Call; build: () => OfferBuilt }, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
+  return { kind: 'payment_required', link: offer.call.link, terms: null, reason, message, ...(details ? { details } : {}), offer: offer.build };
 }
 
 /**
@@ -149,11 +159,11 @@ export class PaywallCore {
         terms,
         reason: 'payment_required',
         message: UNPAID,
-        offer: () => ({ accepts: acceptsFor(link, terms), resource: resourceOf(baseUrl, link) }),
+        offer: () => this.offerBuilt(acceptsFor(link, terms), resourceOf(baseUrl, link)),
       };
     const resource = resourceOf(baseUrl, link);
     const accepts = acceptsFor(link, terms);
-    const offer = () => ({ accepts, resource });
+    const offer = () => this.offerBuilt(accepts, resource);
     if (!payment.ok) return { kind: 'payment_required', link, terms: null, reason: payment.reason, message: payment.message, offer };
     const accept = chooseAccept(accepts, payment);
     if (!accept) {
@@ -190,7 +200,42 @@ export class PaywallCore {
       transaction: payment.transaction,
       paymentKey: sha256Hex(messageBytes),
     };
-    return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
+    const paymentId = paymentIdOf(payment.extensions);
+    if (paymentId === null) return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
+    return this.payIdentified(call, paymentId);
+  }
+
+  /**
+   * payment-id.ts: the id is bound to this payment (or was, by an earlier request with it), else refused before anything
+   * settles; then the paid call as any other — its claim answers a done payment's stored response, waits for one in
+   * flight. A payment refused with nothing moved frees its id for the buyer's next payment.
+   */
+  private async payIdentified(call: Call, paymentId: string): Promise<PaywallResult> {
+    const { network, pk: linkPk } = call.link;
+    const now = this.deps.clock.now();
+    const binding = { network, linkPk, paymentId, paymentKey: call.paymentKey };
+    const bound = await this.deps.store.paymentIds.bind({ ...binding, at: now, expiresAt: new Date(now.getTime() + PAYMENT_ID_WINDOW_MS) });
+    if (bound !== call.paymentKey) throw paymentIdConflict(paymentId);
+    let outcome: CallOutcome;
+    try {
+      outcome = await this.calls.pay(call, WAIT_FOR_OWNER_MS);
+    } catch (e) {
+      // pending (money may have moved) keeps its claim, and unbind keeps the id with it
+      if (!(e instanceof DomainError && e.code === 'payment_pending')) await this.deps.store.paymentIds.unbind(binding).catch(() => {});
+      throw e;
+    }
+    if (outcome.kind === 'refused') await this.deps.store.paymentIds.unbind(binding).catch(() => {});
+    return this.answer(call, outcome);
+  }
+
+  /** The x402 offer with the gateway's extensions: payment-identifier declared, each accept's offer signed. */
+  private offerBuilt(accepts: Accept[], resource: ResourceInfo): OfferBuilt {
+    const extensions: Record<string, unknown> = { [PAYMENT_IDENTIFIER]: PAYMENT_ID_DECLARATION };
+    const signer = this.deps.signer;
+    if (!signer) return { accepts, resource, extensions };
+    const now = this.deps.clock.now();
+    extensions[OFFER_RECEIPT] = signedOffers(signer, { accepts, resource, now });
+    return { accepts, resource, extensions, renewAt: offersRenewAt(now) };
   }
 
   /**
@@ -257,14 +302,26 @@ export class PaywallCore {
 
   /** A paid call's outcome as the core's result: what it bought, or its refusal in the rail's form. */
   private answer(call: Call, outcome: CallOutcome): PaywallResult {
-    if (outcome.kind === 'served') return outcome;
+    if (outcome.kind === 'served') return this.signed(call, outcome);
     const { reason, message, details } = outcome;
-    if (!call.mpp) return refused(call, reason, message, details);
+    if (!call.mpp) return refused({ call, build: () => this.offerBuilt(call.accepts, call.resource) }, reason, message, details);
     // MPP's 402 with fresh challenges, the refusal's reason beside them
     return this.mppRequired(
       { link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId },
       { error: reason, message, ...(details ? { details } : {}) },
     );
+  }
+
+  /**
+   * A paid x402 answer with its signed receipt (offer-receipt.ts) in PAYMENT-RESPONSE: the earn receipt the record
+   * step just wrote names what was paid and where it sits in the seller's chain. MPP answers carry their own
+   * Payment-Receipt; a replay answers what was stored.
+   */
+  private signed(call: Call, served: Extract<CallOutcome, { kind: 'served' }>): PaywallResult {
+    const signer = this.deps.signer;
+    if (!signer || call.mpp || !served.receipt) return served;
+    const payload = receiptPayload({ accept: call.accept, resourceUrl: call.resource.url, payer: served.paid?.buyer ?? null, receipt: served.receipt });
+    return { ...served, response: withSignedReceipt(served.response, signer.sign(payload)) };
   }
 
   /** MPP's 402: fresh challenges for the link's terms, and the refusal's reason when there is one. */

@@ -129,9 +129,15 @@ export function facilitatorFeePaid(accept: X402RequirementsV2, fee: bigint) {
 }
 
 /** The unpaid answer: the v2 envelope for PAYMENT-REQUIRED and the v1 form for the body. */
-export function paymentRequired(network: Network, accepts: X402RequirementsV2[], resource: ResourceInfo, error: string) {
+export function paymentRequired(
+  network: Network,
+  offer: { accepts: X402RequirementsV2[]; resource: ResourceInfo; extensions?: Record<string, unknown> | undefined },
+  error: string,
+) {
+  const { accepts, resource } = offer;
   const fees = facilitatorFeesDisclosure(accepts);
-  const v2 = { x402Version: 2, error, resource, accepts, ...(fees ? { extensions: { [FACILITATOR_FEES_KEY]: fees } } : {}) };
+  const extensions = { ...(fees ? { [FACILITATOR_FEES_KEY]: fees } : {}), ...offer.extensions };
+  const v2 = { x402Version: 2, error, resource, accepts, ...(Object.keys(extensions).length > 0 ? { extensions } : {}) };
   const v1 = { x402Version: 1, error, accepts: accepts.map((a) => toV1(a, network, resource)) };
   return { header: Buffer.from(JSON.stringify(v2)).toString('base64'), body: v1 };
 }
@@ -144,7 +150,15 @@ export interface PaymentHeaders {
 }
 
 export type ParsedPayment =
-  | { ok: true; version: 1 | 2; transaction: string; transactionBytes: Uint8Array; accepted: X402RequirementsV2 | null }
+  | {
+      ok: true;
+      version: 1 | 2;
+      transaction: string;
+      transactionBytes: Uint8Array;
+      accepted: X402RequirementsV2 | null;
+      /** a v2 payload's extensions (payment-identifier's id among them) */
+      extensions?: Record<string, unknown> | undefined;
+    }
   | { ok: false; reason: 'invalid_payload' | 'invalid_transaction'; message: string };
 
 function jsonOf(base64: string): unknown {
@@ -169,6 +183,7 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
   let version: 1 | 2;
   let transaction: string;
   let accepted: X402RequirementsV2 | null = null;
+  let extensions: Record<string, unknown> | undefined;
   if (json !== undefined && typeof json === 'object' && json !== null) {
     const v2 = PaymentPayloadV2.safeParse(json);
     const v1 = v2.success ? undefined : PaymentPayloadV1.safeParse(json);
@@ -176,6 +191,7 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
       version = 2;
       transaction = v2.data.payload.transaction;
       accepted = v2.data.accepted;
+      extensions = v2.data.extensions;
     } else if (v1?.success) {
       version = 1;
       transaction = v1.data.payload.transaction;
@@ -192,7 +208,7 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
   }
   const transactionBytes = bytesOf(transaction);
   if (!transactionBytes) return { ok: false, reason: 'invalid_transaction', message: 'the payment transaction is not base64' };
-  return { ok: true, version, transaction, transactionBytes, accepted };
+  return { ok: true, version, transaction, transactionBytes, accepted, extensions };
 }
 
 /**

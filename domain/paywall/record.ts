@@ -22,7 +22,7 @@ import type { Call } from './call.ts';
 // hosted-api §4.2 rule 9, DECISIONS "Receipts" and "Webhooks": what a landed payment leaves behind — the link's
 // counters, the owner's earn receipt, the events and the response replays get — written once, in one transaction.
 
-export type Recorded = { kind: 'recorded'; response: StoredResponse } | { kind: 'already_used' };
+export type Recorded = { kind: 'recorded'; response: StoredResponse; receipt?: Receipt | undefined } | { kind: 'already_used' };
 
 export interface RecorderDeps {
   store: Store;
@@ -42,7 +42,7 @@ const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString(
  * What recording a payment ended with: the response it answers (null for a sale nobody was served: a buyer/payment), or
  * null (recorded already: under a pruned row, or by the other path of a buyer/payment).
  */
-type Final = { response: StoredResponse | null } | null;
+type Final = { response: StoredResponse | null; receipt?: Receipt } | null;
 
 /** A landed payment to record. `served` null: no response was served for it (a buyer/payment of the link). */
 interface Landed {
@@ -91,7 +91,7 @@ export class PaidCallRecorder {
       return { kind: 'already_used' };
     }
     // a paid call was served: its record answers a response
-    return { kind: 'recorded', response: final.response! };
+    return { kind: 'recorded', response: final.response!, ...(final.receipt ? { receipt: final.receipt } : {}) };
   }
 
   /**
@@ -173,7 +173,7 @@ export class PaidCallRecorder {
     );
     const rows = live.map((l) => this.rowsOf(l.landed, chains));
     await persist(tx, { network, rows, webhook: (w) => this.webhook(tx, w.call, w) });
-    return new Map(live.map((l, i) => [l.index, { response: rows[i]!.response }]));
+    return new Map(live.map((l, i) => [l.index, { response: rows[i]!.response, receipt: rows[i]!.receipt }]));
   }
 
   /** One landed call's rows: its earn receipt (and its buyer's spend receipt), events, stored response and webhook. */
