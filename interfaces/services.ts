@@ -127,7 +127,15 @@ export function buildServices(deps: ServiceDeps): Services {
   const queue = deps.queue;
   const events = new EventService({ store, feed });
   // one recorder of sales: the paywall's paid calls and the links' buyer payments (DECISIONS buyer/payment)
-  const sales = new PaidCallRecorder({ store, outbound: deps.outbound, clock, settings, ledgers: deps.ledgers, onWarning: deps.onWarning });
+  const sales = new PaidCallRecorder({
+    store,
+    outbound: deps.outbound,
+    clock,
+    settings,
+    ledgers: deps.ledgers,
+    onWarning: deps.onWarning,
+    signer: deps.signer,
+  });
   const transactions = new TransactionService({
     store,
     clock,

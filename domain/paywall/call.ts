@@ -13,7 +13,6 @@ import { shareUrl } from '../payment-links/service.ts';
 import { sha256Hex } from '../receipts/schema.ts';
 import type { PaymentHeaders } from './offer.ts';
 import type { PaidCallRecord, PendingRequest, StoredResponse } from './schema.ts';
-import type { Receipt } from '../receipts/schema.ts';
 
 // One paid call of a payment link, top to bottom (hosted-api §4.2 rules 6–9, DECISIONS "x402 on the paywall"): claim
 // it in paid_calls (exactly once across instances) → keep its request in the claim (durable before any money can
@@ -85,14 +84,7 @@ export interface PaidCallSummary {
  * caller answers the refusal in its rail's form: x402's 402 offer, MPP's fresh challenges, the page's status).
  */
 export type CallOutcome =
-  | {
-      kind: 'served';
-      response: StoredResponse;
-      replayed: boolean;
-      paid?: PaidCallSummary;
-      /** the seller's earn receipt the record step wrote for this call (absent on a replay) */
-      receipt?: Receipt | undefined;
-    }
+  | { kind: 'served'; response: StoredResponse; replayed: boolean; paid?: PaidCallSummary }
   | { kind: 'refused'; reason: string; message: string; details?: Record<string, unknown> | undefined };
 
 /** The recorder's step (record.ts PaidCallRecorder): a settled call written once; already_used when another path did. */
@@ -102,7 +94,7 @@ export interface CallRecorder {
     signature: string,
     payer: string | null,
     served: StoredResponse,
-  ): Promise<{ kind: 'recorded'; response: StoredResponse; receipt?: Receipt | undefined } | { kind: 'already_used' }>;
+  ): Promise<{ kind: 'recorded'; response: StoredResponse } | { kind: 'already_used' }>;
 }
 
 export interface PaidCallDeps {
@@ -246,13 +238,7 @@ export class PaidCalls {
       const value = served.ok ? served.value : errorResponse(served.error);
       const recorded = await this.deps.recorder.record(call, settled.signature, settled.payer, value);
       return recorded.kind === 'recorded'
-        ? {
-            kind: 'served',
-            response: recorded.response,
-            replayed: false,
-            paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status),
-            receipt: recorded.receipt,
-          }
+        ? { kind: 'served', response: recorded.response, replayed: false, paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status) }
         : refusedAs('payment_already_used', USED_BEFORE);
     } catch (e) {
       // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;

@@ -21,7 +21,7 @@ import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
 import { verifyPayment } from '../facilitator/verify.ts';
 import type { ReceiptSigner } from '../receipts/signing.ts';
-import { offersRenewAt, receiptPayload, signedOffers, OFFER_RECEIPT, withSignedReceipt } from './offer-receipt.ts';
+import { offersRenewAt, signedOffers, OFFER_RECEIPT } from './offer-receipt.ts';
 import { PAYMENT_ID_DECLARATION, PAYMENT_IDENTIFIER, paymentIdConflict, paymentIdOf } from './payment-id.ts';
 import { PaidCalls, resourceOf, type Accept, type Call, type CallOutcome, type CallRecorder, type PaidCallSummary, type PaywallRequest } from './call.ts';
 
@@ -302,7 +302,7 @@ export class PaywallCore {
 
   /** A paid call's outcome as the core's result: what it bought, or its refusal in the rail's form. */
   private answer(call: Call, outcome: CallOutcome): PaywallResult {
-    if (outcome.kind === 'served') return this.signed(call, outcome);
+    if (outcome.kind === 'served') return outcome;
     const { reason, message, details } = outcome;
     if (!call.mpp) return refused({ call, build: () => this.offerBuilt(call.accepts, call.resource) }, reason, message, details);
     // MPP's 402 with fresh challenges, the refusal's reason beside them
@@ -310,18 +310,6 @@ export class PaywallCore {
       { link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId },
       { error: reason, message, ...(details ? { details } : {}) },
     );
-  }
-
-  /**
-   * A paid x402 answer with its signed receipt (offer-receipt.ts) in PAYMENT-RESPONSE: the earn receipt the record
-   * step just wrote names what was paid and where it sits in the seller's chain. MPP answers carry their own
-   * Payment-Receipt; a replay answers what was stored.
-   */
-  private signed(call: Call, served: Extract<CallOutcome, { kind: 'served' }>): PaywallResult {
-    const signer = this.deps.signer;
-    if (!signer || call.mpp || !served.receipt) return served;
-    const payload = receiptPayload({ accept: call.accept, resourceUrl: call.resource.url, payer: served.paid?.buyer ?? null, receipt: served.receipt });
-    return { ...served, response: withSignedReceipt(served.response, signer.sign(payload)) };
   }
 
   /** MPP's 402: fresh challenges for the link's terms, and the refusal's reason when there is one. */

@@ -18,11 +18,13 @@ import { enqueueLinkDelivery } from '../webhooks/service.ts';
 import { facilitatorFeePaid, toV1 } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { Call } from './call.ts';
+import type { ReceiptSigner } from '../receipts/signing.ts';
+import { receiptPayload, withSignedReceipt } from './offer-receipt.ts';
 
 // hosted-api §4.2 rule 9, DECISIONS "Receipts" and "Webhooks": what a landed payment leaves behind — the link's
 // counters, the owner's earn receipt, the events and the response replays get — written once, in one transaction.
 
-export type Recorded = { kind: 'recorded'; response: StoredResponse; receipt?: Receipt | undefined } | { kind: 'already_used' };
+export type Recorded = { kind: 'recorded'; response: StoredResponse } | { kind: 'already_used' };
 
 export interface RecorderDeps {
   store: Store;
@@ -31,6 +33,8 @@ export interface RecorderDeps {
   settings: GatewaySettings;
   ledgers: Partial<Record<Network, Ledger>>;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
+  /** x402 offer-receipt: signs each paid x402 answer's receipt, stored with it so replays answer the same (offer-receipt.ts) */
+  signer?: ReceiptSigner | undefined;
 }
 
 /** Group commit: at most this many of one seller's queued calls are recorded in one transaction. */
@@ -42,7 +46,7 @@ const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString(
  * What recording a payment ended with: the response it answers (null for a sale nobody was served: a buyer/payment), or
  * null (recorded already: under a pruned row, or by the other path of a buyer/payment).
  */
-type Final = { response: StoredResponse | null; receipt?: Receipt } | null;
+type Final = { response: StoredResponse | null } | null;
 
 /** A landed payment to record. `served` null: no response was served for it (a buyer/payment of the link). */
 interface Landed {
@@ -91,7 +95,7 @@ export class PaidCallRecorder {
       return { kind: 'already_used' };
     }
     // a paid call was served: its record answers a response
-    return { kind: 'recorded', response: final.response!, ...(final.receipt ? { receipt: final.receipt } : {}) };
+    return { kind: 'recorded', response: final.response! };
   }
 
   /**
@@ -173,7 +177,7 @@ export class PaidCallRecorder {
     );
     const rows = live.map((l) => this.rowsOf(l.landed, chains));
     await persist(tx, { network, rows, webhook: (w) => this.webhook(tx, w.call, w) });
-    return new Map(live.map((l, i) => [l.index, { response: rows[i]!.response, receipt: rows[i]!.receipt }]));
+    return new Map(live.map((l, i) => [l.index, { response: rows[i]!.response }]));
   }
 
   /** One landed call's rows: its earn receipt (and its buyer's spend receipt), events, stored response and webhook. */
@@ -193,8 +197,16 @@ export class PaidCallRecorder {
       events.push(spendEvent({ buyer, spend, linkId: call.link.id, signature, now }));
     }
     this.receiptEvents(append, call, { signature, receipt, fee: price.fee, stable: price.stable });
-    const response = served ? servedResponse({ landed, served, receipt, payment, fee: price.fee }) : null;
+    const response = served ? this.signed(landed, servedResponse({ landed, served, receipt, payment, fee: price.fee }), receipt) : null;
     return { call, now, signature, payer, receipts, events, response, payment, receipt };
+  }
+
+  /** The x402 answer with its signed receipt naming this earn receipt (offer-receipt.ts); MPP answers carry their own. */
+  private signed(landed: Landed, response: StoredResponse, receipt: Receipt): StoredResponse {
+    const { call, payer } = landed;
+    if (!this.deps.signer || call.mpp) return response;
+    const payload = receiptPayload({ accept: call.accept, resourceUrl: call.resource.url, payer, receipt });
+    return withSignedReceipt(response, this.deps.signer.sign(payload));
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */

@@ -161,21 +161,26 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
       splits: [{ payTo: w.feeAuthority, amount: FEE.toString(), ataCreationRequired: true }],
     },
   });
-  // x402's facilitatorFees disclosure: the facilitator and the most its fee comes to.
-  t.deepEqual(v2.extensions, {
-    facilitatorFees: {
-      info: {
-        version: '1',
-        options: [
-          {
-            facilitatorId: w.app.services.settings.facilitatorUrl,
-            facilitatorFeeQuoteRef: `${w.app.services.settings.facilitatorUrl}/health`,
-            maxFacilitatorFee: FEE.toString(),
-          },
-        ],
+  // x402's facilitatorFees disclosure: the facilitator and the most its fee comes to; beside it the offer-receipt and
+  // payment-identifier extensions (paywall-interop.test.ts verifies them).
+  t.deepEqual(Object.keys(v2.extensions).sort(), ['facilitatorFees', 'offer-receipt', 'payment-identifier']);
+  t.deepEqual(
+    { facilitatorFees: v2.extensions.facilitatorFees },
+    {
+      facilitatorFees: {
+        info: {
+          version: '1',
+          options: [
+            {
+              facilitatorId: w.app.services.settings.facilitatorUrl,
+              facilitatorFeeQuoteRef: `${w.app.services.settings.facilitatorUrl}/health`,
+              maxFacilitatorFee: FEE.toString(),
+            },
+          ],
+        },
       },
     },
-  });
+  );
   t.is(typeof accept.amount, 'string');
   // §2.3 an accept's pay_to is the offer's payTo in the other spelling (the treasury); pay_to_token_account is the
   // destination, ATA(treasury); the link's own pay_to is the same payTo, its pay_to_token_account that destination (§2.2).
@@ -232,7 +237,10 @@ test('a paid call through the kit: the link response, PAYMENT-RESPONSE, counters
   t.deepEqual(JSON.parse(text), body);
   t.is(res.headers.get('x-svc-replayed'), null, 'the first paid call is not a replay');
   t.is(res.headers.get('x-payment-response'), null, 'v2 payment: no v1 response header');
-  const settled = decodePaymentResponse(res.headers.get('payment-response')!);
+  const settled = decodePaymentResponse(res.headers.get('payment-response')!) as any;
+  // the signed receipt beside the fee receipt (offer-receipt; paywall-interop.test.ts verifies it)
+  t.is(settled.extensions['offer-receipt'].info.receipt.format, 'jws');
+  delete settled.extensions['offer-receipt'];
   t.deepEqual(settled, {
     success: true,
     transaction: settled.transaction,
