@@ -545,7 +545,7 @@ test.serial(
     t.is(again.status, 200);
     t.is(await again.text(), text);
     t.is(again.headers.get('x-svc-replayed'), 'true');
-  t.is(again.headers.get('PAYMENT-RESPONSE'), res.headers.get('PAYMENT-RESPONSE'), 'the same signed receipt');
+    t.is(again.headers.get('PAYMENT-RESPONSE'), res.headers.get('PAYMENT-RESPONSE'), 'the same signed receipt');
     // The same id with another payment: refused before anything settles.
     const other = await client.createPaymentPayload(required);
     t.not(other.payload.transaction, decodeBase64Json(sent[0]!).payload.transaction, 'another transaction');
