@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { Address } from '../domain/shared/address.ts';
 import { RateLimitOverrides } from '../domain/policies/rate-limit.ts';
@@ -148,6 +148,11 @@ export const ConfigSchema = z
       .min(32, 'must be at least 32 characters')
       .optional()
       .or(z.literal('').transform(() => undefined)),
+    /**
+     * x402 offer-receipt: the file of the Ed25519 keys that sign offers and receipts (created when missing; rotated with
+     * `npm run keys -- rotate-signing`). Every instance behind one base URL reads the same file.
+     */
+    SVC_SIGNING_KEYS_FILE: optionalString,
     SVC_FACILITATOR_SECRET_KEY: SecretKey.optional().or(z.literal('').transform(() => undefined)),
     SVC_FACILITATOR_NETWORKS: FacilitatorNetworks.optional().or(z.literal('').transform(() => undefined)),
     SVC_FACILITATOR_PORT: Port.default(8787),
@@ -219,6 +224,8 @@ export interface Config {
   };
   /** SVC_MPP_SECRET (UTF-8 bytes); unset: a key generated once under the data directory */
   mppSecret: Uint8Array | undefined;
+  /** SVC_SIGNING_KEYS_FILE: the offer-receipt signing key ring; default keys/receipt-signing.json under the data directory */
+  signingKeysFile: string;
   facilitator: {
     secretKey: Uint8Array | undefined;
     /** the standalone service's networks (default devnet); the gateway's in-process facilitator serves both */
@@ -297,6 +304,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       cloneUrl: e.SVC_LEDGER_CLONE_URL,
     },
     mppSecret: e.SVC_MPP_SECRET === undefined ? undefined : new TextEncoder().encode(e.SVC_MPP_SECRET),
+    signingKeysFile: e.SVC_SIGNING_KEYS_FILE ?? join(e.SVC_DATA_DIR, 'keys', 'receipt-signing.json'),
     facilitator: {
       secretKey: e.SVC_FACILITATOR_SECRET_KEY,
       networks: e.SVC_FACILITATOR_NETWORKS ?? ['chain-devnet'],

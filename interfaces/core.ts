@@ -12,6 +12,8 @@ import { initOrm, migrate, MikroOrmStore } from '../adapters/store/mikro-orm-sto
 import { PgEventFeed } from '../adapters/store/event-feed.ts';
 import { systemClock } from '../adapters/clock/system.ts';
 import { ensureKeypairFile, ensureSecretKeyFile } from '../adapters/keys/file-keypair.ts';
+import { ensureSigningKeyRing, saveSigningKeyRing } from '../adapters/keys/signing-keys.ts';
+import { didWebOf, ReceiptSigner, rotateRing } from '../domain/receipts/signing.ts';
 import { MikroOrmFacilitatorStore } from '../adapters/store/repositories/facilitator.ts';
 import { startProcessOwner, type ProcessOwner } from '../adapters/store/process-owner.ts';
 import { databaseHeavySlots } from '../adapters/store/heavy-slots.ts';
@@ -118,6 +120,17 @@ export async function openDatabase(
     await embedded?.stop();
     throw e;
   }
+}
+
+/**
+ * npm run keys -- rotate-signing: a new offer-receipt signing key in SVC_SIGNING_KEYS_FILE; the one that signed until
+ * now stays published (domain/receipts/signing.ts). Gateways sign with it from their next start. Answers the new key id.
+ */
+export async function rotateSigningKeysCommand(config: Config, now: Date): Promise<{ id: string; file: string }> {
+  const file = config.signingKeysFile;
+  const ring = rotateRing(await ensureSigningKeyRing(file, now), now);
+  await saveSigningKeyRing(file, ring);
+  return { id: ring.keys.at(-1)!.id, file };
 }
 
 /** For out-of-band commands (npm run keys): the access service on the same database, no HTTP. */
@@ -248,8 +261,14 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
     const outbound = new GuardedOutboundHttp({ allow: config.outbound.allow, ca: config.outbound.ca });
     refuseOwnListeners(outbound, { config, httpPort: port, ledgers, database });
     const mppSecret = config.mppSecret ?? (await ensureSecretKeyFile(join(config.dataDir, 'keys', 'mpp-challenge.json')));
+    const signingKeys = config.signingKeysFile;
+    const signer = new ReceiptSigner(await ensureSigningKeyRing(signingKeys, clock.now()), {
+      issuer: didWebOf(settings.baseUrl),
+      persist: (ring) => saveSigningKeyRing(signingKeys, ring),
+    });
     const services = buildServices({
       mppSecret,
+      signer,
       store: database.store,
       policies: options.policyStore ?? new MikroOrmPolicyStore(database.orm),
       feed,

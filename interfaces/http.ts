@@ -13,6 +13,7 @@ import type { RequestBounds } from '../domain/shared/request-bounds.ts';
 import type { Context } from './trpc/context.ts';
 import { appRouter } from './trpc/router.ts';
 import { openApiDocument, registerRest } from './rest/handler.ts';
+import { registerSigningKeyRoutes } from './rest/jwks.ts';
 import { noteRequestId, restAnswer } from './errors.ts';
 import { mountGraphql } from './graphql/yoga.ts';
 import { registerExplorerRoutes } from './explorer/routes.ts';
@@ -175,4 +176,5 @@ function mountDoors(app: FastifyInstance, deps: HttpDeps): void {
   registerPages(app, { services, rpcUrls: deps.ledgerRpcUrls ?? {} });
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
+  if (services.signer) registerSigningKeyRoutes(app, { signer: services.signer, now: () => services.clock.now() });
 }

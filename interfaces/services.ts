@@ -25,6 +25,7 @@ import { PaywallService } from '../domain/paywall/service.ts';
 import { LinkCache } from '../domain/paywall/link-cache.ts';
 import { PaidCallMaintenance } from '../domain/paywall/maintenance.ts';
 import { PaidCallRecorder } from '../domain/paywall/record.ts';
+import type { ReceiptSigner } from '../domain/receipts/signing.ts';
 import type { AgentProof } from '../domain/agents/proof.ts';
 import { TreasuryAccounts } from '../domain/treasury/accounts.ts';
 import { TreasuryService } from '../domain/treasury/balances.ts';
@@ -63,6 +64,8 @@ export interface Services {
   facilitator: FacilitatorService | undefined;
   /** the public /x/{id}; absent in a process without ledgers */
   paywall: PaywallService | undefined;
+  /** x402 offer-receipt: signs the paywall's offers and receipts; its public keys at /.well-known/jwks.json */
+  signer: ReceiptSigner | undefined;
   webhooks: WebhookService;
   /** Push, list, by-hash, verify-chain and the ledger checks */
   receipts: ReceiptService;
@@ -105,6 +108,8 @@ export interface ServiceDeps {
   ownPaywallFacilitator?: boolean | undefined;
   /** the MPP challenges' HMAC key (SVC_MPP_SECRET or one kept under the data directory); default a random one */
   mppSecret?: Uint8Array | undefined;
+  /** the offer-receipt signing keys (SVC_SIGNING_KEYS_FILE); none: the paywall signs no offers and no receipts */
+  signer?: ReceiptSigner | undefined;
   outbound: OutboundHttp;
   /** the job queue (wakes the pull worker when a target is created) */
   queue?: JobQueue | undefined;
@@ -132,6 +137,7 @@ export function buildServices(deps: ServiceDeps): Services {
     ledgers: deps.ledgers,
     ownFacilitator: deps.ownPaywallFacilitator,
     onWarning: deps.onWarning,
+    signer: deps.signer,
   });
   const transactions = new TransactionService({
     store,
@@ -195,8 +201,10 @@ export function buildServices(deps: ServiceDeps): Services {
           proof: agents.proof,
           onWarning: deps.onWarning,
           recorder: sales,
+          signer: deps.signer,
         })
       : undefined,
+    signer: deps.signer,
     webhooks: new WebhookService({ store, clock, outbound: deps.outbound, onWarning: deps.onWarning }),
     transactions,
     watchlist,

@@ -23,6 +23,7 @@ import { migration0024AgentProof } from './0024-agent-proof.ts';
 import { migration0025EventPhases } from './0025-event-phases.ts';
 import { migration0026ReputationVerified } from './0026-reputation-verified.ts';
 import { migration0027LinkAccess } from './0027-link-access.ts';
+import { migration0028PaymentIds } from './0028-payment-ids.ts';
 
 /** Every migration, in the order they run. Listed explicitly: MikroORM cannot discover TypeScript migrations by scanning. */
 export const MIGRATIONS: ReadonlyArray<{ name: string; steps: MigrationSteps }> = [
@@ -50,6 +51,7 @@ export const MIGRATIONS: ReadonlyArray<{ name: string; steps: MigrationSteps }> 
   { name: '0025-event-phases', steps: migration0025EventPhases },
   { name: '0026-reputation-verified', steps: migration0026ReputationVerified },
   { name: '0027-link-access', steps: migration0027LinkAccess },
+  { name: '0028-payment-ids', steps: migration0028PaymentIds },
 ];
 
 /** MikroORM's migrations list: each migration as a subclass of its `Migration`, loaded only when one is pending. */

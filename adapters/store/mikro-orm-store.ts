@@ -14,6 +14,7 @@ import { agentRepository } from './repositories/agents.ts';
 import { paymentLinkRepository } from './repositories/payment-links.ts';
 import { receiptRepository } from './repositories/receipts.ts';
 import { paidCallRepository } from './repositories/paid-calls.ts';
+import { paymentIdRepository } from './repositories/payment-ids.ts';
 import { eventRepository, eventsHeldBack, eventsSince, maxEventSeq } from './repositories/events.ts';
 import { pullTargetRepository } from './repositories/pull-targets.ts';
 import { preparedTransactionRepository } from './repositories/prepared-transactions.ts';
@@ -106,6 +107,7 @@ class Repos implements Repositories, RepoContext {
   readonly paymentLinks = paymentLinkRepository(this);
   readonly receipts = receiptRepository(this);
   readonly paidCalls = paidCallRepository(this);
+  readonly paymentIds = paymentIdRepository(this);
   readonly pullTargets = pullTargetRepository(this);
   readonly preparedTransactions = preparedTransactionRepository(this);
   readonly identity = identityRepository(this);

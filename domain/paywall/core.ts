@@ -24,6 +24,9 @@ import { requestBindingOf, verifyPayment } from '../facilitator/verify.ts';
 import { REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../shared/request-binding.ts';
 import { checkSignIn, SIGN_IN_WITH_X, signInChallenge } from './access.ts';
 import { formatAccessWindow } from '../payment-links/schema.ts';
+import type { ReceiptSigner } from '../receipts/signing.ts';
+import { offersRenewAt, signedOffers, OFFER_RECEIPT } from './offer-receipt.ts';
+import { PAYMENT_ID_DECLARATION, PAYMENT_IDENTIFIER, paymentIdConflict, paymentIdOf } from './payment-id.ts';
 import { PaidCalls, resourceOf, type Accept, type Call, type CallOutcome, type CallRecorder, type PaidCallSummary, type PaywallRequest } from './call.ts';
 
 export type { PaidCallSummary } from './call.ts';
@@ -37,6 +40,8 @@ export type { PaidCallSummary } from './call.ts';
 
 /** A concurrent replay waits this long for the first request to finish. */
 const WAIT_FOR_OWNER_MS = 10_000;
+/** A payment id stays bound to its payment as long as the paid call's response is kept for replays (call.ts). */
+const PAYMENT_ID_WINDOW_MS = 24 * 60 * 60 * 1000;
 const HEALTH_TTL_MS = 60_000;
 const UNPAID = 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).';
 
@@ -54,7 +59,7 @@ export type PaywallResult =
       message: string;
       /** what the refusal's reason needs to be acted on, e.g. insufficient_allowance's { allowance_atomic, required_atomic } */
       details?: Record<string, unknown> | undefined;
-      offer: () => { accepts: Accept[]; resource: ResourceInfo; extensions?: Record<string, unknown> };
+      offer: () => OfferBuilt;
     }
   | {
       /** the MPP rail's 402: fresh challenges, and on a refused credential why (an error envelope's fields) */
@@ -74,6 +79,17 @@ export type WalletStatus =
   /** recorded; `response` only for the one read that recorded it (replays and later reads get null) */
   | { state: 'paid'; signature: string; response: StoredResponse | null; paid?: PaidCallSummary }
   | { state: 'refused'; signature: string; reason: string; message: string };
+
+/**
+ * An x402 offer as the 402 renders it: the accepts and resource, and the extensions the gateway adds (payment-identifier's
+ * declaration, the signed offers); `renewAt` (ms): when a rendered copy must be signed again.
+ */
+export interface OfferBuilt {
+  accepts: Accept[];
+  resource: ResourceInfo;
+  extensions?: Record<string, unknown> | undefined;
+  renewAt?: number | undefined;
+}
 
 /** Why an MPP credential was refused: the error envelope's fields, answered beside fresh challenges. */
 export interface MppRefusal {
@@ -98,6 +114,8 @@ export interface PaywallCoreDeps {
    * The link row says whether its owner agent was proven when read; only an unproven one costs a look.
    */
   proof: Pick<AgentProof, 'requireLinkPayable' | 'linkPayableAtHand'>;
+  /** signs the offers of the 402s and the receipts of paid answers (x402 offer-receipt); none: neither is signed */
+  signer?: ReceiptSigner | undefined;
 }
 
 /** extensions["svc.request-binding"]: the digest of the request a 402 answered, and whether the link requires binding. */
@@ -106,16 +124,8 @@ function bindingExtension(digest: string, link: PaymentLinkRecord) {
 }
 
 /** x402's 402 for a refused payment: the call's offer and why. */
-function refused(call: Call, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
-  return {
-    kind: 'payment_required',
-    link: call.link,
-    terms: null,
-    reason,
-    message,
-    ...(details ? { details } : {}),
-    offer: () => ({ accepts: call.accepts, resource: call.resource }),
-  };
+function refused(offer: { call: Call; build: () => OfferBuilt }, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
+  return { kind: 'payment_required', link: offer.call.link, terms: null, reason, message, ...(details ? { details } : {}), offer: offer.build };
 }
 
 /**
@@ -169,11 +179,11 @@ export class PaywallCore {
         terms: plain && link.accessWindowSeconds === null ? terms : null,
         reason: access?.reason ?? 'payment_required',
         message: access?.message ?? UNPAID,
-        offer: () => ({ accepts: acceptsFor(link, terms), resource, extensions }),
+        offer: () => this.offerBuilt(acceptsFor(link, terms), resource, extensions),
       };
     }
     const accepts = acceptsFor(link, terms);
-    const offer = () => ({ accepts, resource, extensions });
+    const offer = () => this.offerBuilt(accepts, resource, extensions);
     if (!payment.ok) return { kind: 'payment_required', link, terms: null, reason: payment.reason, message: payment.message, offer };
     const accept = chooseAccept(accepts, payment);
     if (!accept) {
@@ -227,7 +237,45 @@ export class PaywallCore {
       transaction: payment.transaction,
       paymentKey: sha256Hex(messageBytes),
     };
-    return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
+    const paymentId = paymentIdOf(payment.extensions);
+    if (paymentId === null) return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
+    return this.payIdentified(call, paymentId);
+  }
+
+  /**
+   * payment-id.ts: the id is bound to this payment (or was, by an earlier request with it), else refused before anything
+   * settles; then the paid call as any other — its claim answers a done payment's stored response, waits for one in
+   * flight. A payment refused with nothing moved frees its id for the buyer's next payment.
+   */
+  private async payIdentified(call: Call, paymentId: string): Promise<PaywallResult> {
+    const { network, pk: linkPk } = call.link;
+    const now = this.deps.clock.now();
+    const binding = { network, linkPk, paymentId, paymentKey: call.paymentKey };
+    const bound = await this.deps.store.paymentIds.bind({ ...binding, at: now, expiresAt: new Date(now.getTime() + PAYMENT_ID_WINDOW_MS) });
+    if (bound !== call.paymentKey) throw paymentIdConflict(paymentId);
+    let outcome: CallOutcome;
+    try {
+      outcome = await this.calls.pay(call, WAIT_FOR_OWNER_MS);
+    } catch (e) {
+      // pending (money may have moved) keeps its claim, and unbind keeps the id with it
+      if (!(e instanceof DomainError && e.code === 'payment_pending')) await this.deps.store.paymentIds.unbind(binding).catch(() => {});
+      throw e;
+    }
+    if (outcome.kind === 'refused') await this.deps.store.paymentIds.unbind(binding).catch(() => {});
+    return this.answer(call, outcome);
+  }
+
+  /**
+   * The x402 offer with the gateway's extensions: payment-identifier declared, each accept's offer signed, and the
+   * request's own (`perRequest`: request binding, a sign-in challenge).
+   */
+  private offerBuilt(accepts: Accept[], resource: ResourceInfo, perRequest: Record<string, unknown> = {}): OfferBuilt {
+    const extensions: Record<string, unknown> = { ...perRequest, [PAYMENT_IDENTIFIER]: PAYMENT_ID_DECLARATION };
+    const signer = this.deps.signer;
+    if (!signer) return { accepts, resource, extensions };
+    const now = this.deps.clock.now();
+    extensions[OFFER_RECEIPT] = signedOffers(signer, { accepts, resource, now });
+    return { accepts, resource, extensions, renewAt: offersRenewAt(now) };
   }
 
   /**
@@ -296,7 +344,7 @@ export class PaywallCore {
   private answer(call: Call, outcome: CallOutcome): PaywallResult {
     if (outcome.kind === 'served') return outcome;
     const { reason, message, details } = outcome;
-    if (!call.mpp) return refused(call, reason, message, details);
+    if (!call.mpp) return refused({ call, build: () => this.offerBuilt(call.accepts, call.resource) }, reason, message, details);
     // MPP's 402 with fresh challenges, the refusal's reason beside them
     return this.mppRequired(
       { link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId },

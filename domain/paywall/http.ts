@@ -46,16 +46,20 @@ export function splitQuery(url: string): { network: string | undefined; forwardQ
 }
 
 export class PaywallHttp {
-  /** the unpaid 402 of a cached link record under given terms: rendered once (a record is replaced on any write) */
-  private readonly challenges = new WeakMap<PaymentLinkRecord, { terms: OfferTerms; response: PaywallResponse }>();
+  /**
+   * the unpaid 402 of a cached link record under given terms: rendered once (a record is replaced on any write), again
+   * from `renewAt` (ms) when it carries signed offers (offer-receipt.ts: their validUntil)
+   */
+  private readonly challenges = new WeakMap<PaymentLinkRecord, { terms: OfferTerms; response: PaywallResponse; renewAt: number }>();
 
-  /** the unpaid 402 already rendered for this link record under these terms (undefined: not rendered yet) */
-  renderedChallenge(link: PaymentLinkRecord, terms: OfferTerms): PaywallResponse | undefined {
+  /** the unpaid 402 already rendered for this link record under these terms and still fresh at `now` (ms); undefined: render it */
+  renderedChallenge(link: PaymentLinkRecord, terms: OfferTerms, now: number): PaywallResponse | undefined {
     const cached = this.challenges.get(link);
-    return cached && cached.terms === terms ? cached.response : undefined;
+    return cached && cached.terms === terms && cached.renewAt > now ? cached.response : undefined;
   }
 
-  render(result: PaywallResult): PaywallResponse {
+  /** `now` (ms): whether a rendered unpaid 402 is still fresh. */
+  render(result: PaywallResult, now: number): PaywallResponse {
     if (result.kind === 'served') return fromStored(result.response, result.replayed);
     if (result.kind === 'mpp_required') {
       // DECISIONS "MPP rail": the standard challenge header and the problem+json body (with the envelope's fields).
@@ -67,16 +71,17 @@ export class PaywallHttp {
     }
     const { link, terms } = result;
     if (terms) {
-      const cached = this.challenges.get(link);
-      if (cached && cached.terms === terms) return cached.response;
+      const cached = this.renderedChallenge(link, terms, now);
+      if (cached) return cached;
     }
-    const offer = paymentRequired(link.network, result.offer(), result.reason);
+    const built = result.offer();
+    const offer = paymentRequired(link.network, built, result.reason);
     const response: PaywallResponse = {
       status: 402,
       headers: { 'content-type': 'application/json', 'payment-required': offer.header, 'cache-control': 'no-store' },
       body: json({ ...offer.body, message: refusalMessage(result.reason, result.message), ...(result.details ? { details: result.details } : {}) }),
     };
-    if (terms) this.challenges.set(link, { terms, response });
+    if (terms) this.challenges.set(link, { terms, response, renewAt: built.renewAt ?? Number.POSITIVE_INFINITY });
     return response;
   }
 }

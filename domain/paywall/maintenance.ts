@@ -9,7 +9,10 @@ import type { Store } from '../ports/store.ts';
 export class PaidCallMaintenance {
   constructor(private readonly deps: { store: Store; clock: Clock }) {}
 
-  prune(): Promise<number> {
-    return this.deps.store.paidCalls.deleteExpired(this.deps.clock.now());
+  /** Answered calls past their window, and the payment ids bound for as long (payment-id.ts); returns the calls. */
+  async prune(): Promise<number> {
+    const now = this.deps.clock.now();
+    const [calls] = await Promise.all([this.deps.store.paidCalls.deleteExpired(now), this.deps.store.paymentIds.deleteExpired(now)]);
+    return calls;
   }
 }

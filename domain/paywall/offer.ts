@@ -165,7 +165,15 @@ export interface PaymentHeaders {
 }
 
 export type ParsedPayment =
-  | { ok: true; version: 1 | 2; transaction: string; transactionBytes: Uint8Array; accepted: X402RequirementsV2 | null }
+  | {
+      ok: true;
+      version: 1 | 2;
+      transaction: string;
+      transactionBytes: Uint8Array;
+      accepted: X402RequirementsV2 | null;
+      /** a v2 payload's extensions (payment-identifier's id among them) */
+      extensions?: Record<string, unknown> | undefined;
+    }
   | { ok: false; reason: 'invalid_payload' | 'invalid_transaction'; message: string };
 
 function jsonOf(base64: string): unknown {
@@ -190,6 +198,7 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
   let version: 1 | 2;
   let transaction: string;
   let accepted: X402RequirementsV2 | null = null;
+  let extensions: Record<string, unknown> | undefined;
   if (json !== undefined && typeof json === 'object' && json !== null) {
     const v2 = PaymentPayloadV2.safeParse(json);
     const v1 = v2.success ? undefined : PaymentPayloadV1.safeParse(json);
@@ -197,6 +206,7 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
       version = 2;
       transaction = v2.data.payload.transaction;
       accepted = v2.data.accepted;
+      extensions = v2.data.extensions;
     } else if (v1?.success) {
       version = 1;
       transaction = v1.data.payload.transaction;
@@ -213,7 +223,7 @@ export function parsePayment(headers: PaymentHeaders): ParsedPayment | null {
   }
   const transactionBytes = bytesOf(transaction);
   if (!transactionBytes) return { ok: false, reason: 'invalid_transaction', message: 'the payment transaction is not base64' };
-  return { ok: true, version, transaction, transactionBytes, accepted };
+  return { ok: true, version, transaction, transactionBytes, accepted, extensions };
 }
 
 /**

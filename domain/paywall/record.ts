@@ -20,6 +20,8 @@ import type { StoredResponse } from './schema.ts';
 import type { Call, Settled } from './call.ts';
 import { confirmedBySettlement } from '../receipts/verify.ts';
 import type { VerificationUpdate } from '../ports/store.ts';
+import type { ReceiptSigner } from '../receipts/signing.ts';
+import { receiptPayload, withSignedReceipt } from './offer-receipt.ts';
 
 // hosted-api §4.2 rule 9, DECISIONS "Receipts" and "Webhooks": what a landed payment leaves behind — the link's
 // counters, the owner's earn receipt, the events and the response replays get — written once, in one transaction.
@@ -39,6 +41,8 @@ export interface RecorderDeps {
    */
   ownFacilitator?: boolean | undefined;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
+  /** x402 offer-receipt: signs each paid x402 answer's receipt, stored with it so replays answer the same (offer-receipt.ts) */
+  signer?: ReceiptSigner | undefined;
 }
 
 /** Group commit: at most this many queued calls (of any sellers of one network) are recorded in one transaction. */
@@ -217,8 +221,16 @@ export class PaidCallRecorder {
       const owner = r.source === 'buyer' ? buyer!.ownerPrincipal : call.link.ownerPrincipal;
       if (r.verification?.status === 'verified') events.push(verifiedEvent({ record: r, verification: r.verification, owner, signature }));
     }
-    const response = served ? servedResponse({ landed, served, receipt, payment, fee: price.fee }) : null;
+    const response = served ? this.signed(landed, servedResponse({ landed, served, receipt, payment, fee: price.fee }), receipt) : null;
     return { call, now, signature, payer, receipts, events, response, payment, receipt };
+  }
+
+  /** The x402 answer with its signed receipt naming this earn receipt (offer-receipt.ts); MPP answers carry their own. */
+  private signed(landed: Landed, response: StoredResponse, receipt: Receipt): StoredResponse {
+    const { call, payer } = landed;
+    if (!this.deps.signer || call.mpp) return response;
+    const payload = receiptPayload({ accept: call.accept, resourceUrl: call.resource.url, payer, receipt });
+    return withSignedReceipt(response, this.deps.signer.sign(payload));
   }
 
   /** The buyer agent's spend receipt: the same request and price block as the earn receipt, on its own chain. */

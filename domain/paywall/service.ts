@@ -54,13 +54,13 @@ export class PaywallService {
     const network = named ?? 'chain-mainnet';
     if (!(NETWORKS as readonly string[]).includes(network)) return undefined;
     const unpaid = this.core.unpaidAtHand(network as Network, request.id, request.method);
-    return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms);
+    return unpaid && this.http.renderedChallenge(unpaid.link, unpaid.terms, this.deps.clock.now().getTime());
   }
 
   /** The rendered answer; `paid` when this request settled a payment (the HTTP layer logs it, hosted-api §4.2). */
   async handle(request: PaywallRequest): Promise<PaywallResponse & { paid?: PaidCallSummary }> {
     const result = await this.core.handle(request);
-    const response = this.http.render(result);
+    const response = this.http.render(result, this.deps.clock.now().getTime());
     return result.kind === 'served' && result.paid ? { ...response, paid: result.paid } : response;
   }
 

@@ -206,6 +206,26 @@ export interface PaidCallRepository {
   deleteExpired(now: Date): Promise<number>;
 }
 
+/**
+ * x402 payment-identifier ids (domain/paywall/payment-id.ts), per link: each bound to the payment (paid_calls key) it
+ * first came with, for the replay window. e.g. bind({ network: "chain-devnet", linkPk: "01J…", paymentId:
+ * "pay_7d5d747be160e280", paymentKey: "9f86…", at, expiresAt }) → "9f86…" (or the key another payment bound it to).
+ */
+export interface PaymentIdRepository {
+  /**
+   * Binds the id to `paymentKey` unless it is bound (and not expired); answers the key it is bound to now. Two
+   * requests racing with one id are decided by the database: one key wins, the other request reads it.
+   */
+  bind(binding: { network: Network; linkPk: string; paymentId: string; paymentKey: string; at: Date; expiresAt: Date }): Promise<string>;
+  /**
+   * Frees the id of a payment refused with nothing moved: removed only while bound to `paymentKey` and no paid call
+   * of that key exists (a retry of the same payment holding a claim keeps it).
+   */
+  unbind(binding: { network: Network; linkPk: string; paymentId: string; paymentKey: string }): Promise<void>;
+  /** removes ids past their replay window; returns how many */
+  deleteExpired(now: Date): Promise<number>;
+}
+
 export interface EventFilter {
   /** the owning principal; undefined: the whole network (an admin's read). Required so no caller forgets it. */
   owner: string | undefined;
@@ -350,6 +370,8 @@ export interface Repositories {
   receipts: ReceiptRepository;
   pullTargets: PullTargetRepository;
   paidCalls: PaidCallRepository;
+  /** x402 payment-identifier ids bound to their payment */
+  paymentIds: PaymentIdRepository;
   preparedTransactions: PreparedTransactionRepository;
   webhooks: WebhookRepository;
   webhookDeliveries: WebhookDeliveryRepository;

@@ -19,6 +19,9 @@ export const ERROR_CODES = {
   conflict: { status: 409, trpc: 'CONFLICT' },
   idempotency_body_mismatch: { status: 409, trpc: 'CONFLICT' },
   idempotency_in_progress: { status: 409, trpc: 'CONFLICT' },
+  // x402 payment-identifier: the paywall saw this payment id (per link) with another payment; nothing was settled.
+  // details.payment_id. The same id with the same payment answers the stored response instead.
+  payment_id_conflict: { status: 409, trpc: 'CONFLICT' },
   event_already_submitted: { status: 409, trpc: 'CONFLICT' },
   transaction_expired: { status: 409, trpc: 'CONFLICT' },
   // A submit of an event the ledger already refused (it is failed; nothing landed, nothing charged): prepare a new one.

@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { openAccess } from '../app.ts';
+import { openAccess, rotateSigningKeysCommand } from '../app.ts';
 import { dataDirOf, findGateway, type GatewayLookup } from '../announce.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Network } from '../../domain/shared/network.ts';
@@ -10,7 +10,8 @@ import type { Network } from '../../domain/shared/network.ts';
 // Issues an API key out of band and prints it once. Works while the gateway runs (it reuses the running
 // embedded PostgreSQL of SVC_DATA_DIR) and while it is stopped (it starts the cluster for the command).
 
-const USAGE = `usage: npm run keys -- create --network chain-devnet|chain-mainnet [--admin] [--owner-wallet ADDR] [--label TEXT] [--json]`;
+const USAGE = `usage: npm run keys -- create --network chain-devnet|chain-mainnet [--admin] [--owner-wallet ADDR] [--label TEXT] [--json]
+       npm run keys -- rotate-signing   (a new offer-receipt signing key; the old one stays published 30 days)`;
 
 const ALIASES: Record<string, string> = { devnet: 'chain-devnet', mainnet: 'chain-mainnet', test: 'chain-devnet', live: 'chain-mainnet' };
 
@@ -78,6 +79,11 @@ async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { values, positionals } = parsed;
+  if (positionals[0] === 'rotate-signing' && positionals.length === 1) {
+    const rotated = await rotateSigningKeysCommand(loadConfig(), new Date());
+    console.log(`A new signing key ${rotated.id} is in ${rotated.file}; restart the gateway (every instance) to sign with it.`);
+    return 0;
+  }
   if (values.help || positionals[0] !== 'create' || positionals.length !== 1) {
     console.error(USAGE);
     return values.help ? 0 : 2;

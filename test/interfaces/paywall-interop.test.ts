@@ -25,6 +25,16 @@ import { treasuryOf } from '../../domain/treasury/derive.ts';
 import { http, issueKey, linkBody, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
 import { waitForCommitment } from '../support/ledger.ts';
 import { paidCallsOf, receiptsOf } from '../support/paywall.ts';
+import { compactVerify, createLocalJWKSet, decodeProtectedHeader, type JSONWebKeySet } from 'jose';
+import { appendPaymentIdentifierToExtensions, generatePaymentId, PAYMENT_IDENTIFIER } from '@x402/extensions/payment-identifier';
+import {
+  decodeSignedOffers,
+  extractOffersFromPaymentRequired,
+  extractReceiptFromResponse,
+  findAcceptsObjectFromSignedOffer,
+  OFFER_RECEIPT,
+  type JWSSignedReceipt,
+} from '@x402/extensions/offer-receipt';
 
 // DECISIONS "x402 on the paywall" and fee-facilitator-mpp-tools §2.1–2.4: the paywall /x/{id} is paid by the official
 // x402 client (@x402/fetch + @x402/svm, unmodified, pointed at the embedded devnet JSON-RPC) and by our buyer kit
@@ -542,3 +552,122 @@ for (const version of [2, 1] as const) {
     t.deepEqual(await receiptsOf(w, agent), []);
   });
 }
+/** The published keys, read as any verifier would: GET /.well-known/jwks.json, nothing else. */
+async function publishedKeys(w: World) {
+  const res = await fetch(`${w.app.url}/.well-known/jwks.json`);
+  const jwks = (await res.json()) as JSONWebKeySet;
+  return { jwks, verify: (jws: string) => compactVerify(jws, createLocalJWKSet(jwks)) };
+}
+
+const payloadOf = async (verified: Promise<{ payload: Uint8Array }>) => JSON.parse(new TextDecoder().decode((await verified).payload)) as Record<string, any>;
+
+// x402 offer-receipt (extension-offer-and-receipt.md, JWS) and payment-identifier (payment_identifier.md), with the
+// official @x402/fetch client, the fee scheme and the @x402/extensions helpers; verified with jose from the JWKS alone.
+test.serial(
+  '(n) signed offers and receipts verify from the published JWKS; a payment id answers its stored response and refuses another payment; a rotation keeps old receipts verifiable',
+  async (t) => {
+    const w = t.context.fee;
+    const { link, treasury, url } = await sellerLink(t, w, { response: { body: { forecast: 'mist' } } });
+    const payer = await buyer(w);
+    const buyerAddress = payer.publicKey.toBase58();
+    const fee = feeFor(PRICE, 100);
+    const keys = await publishedKeys(w);
+    t.is(keys.jwks.keys.length, 1);
+    t.like(keys.jwks.keys[0], { kty: 'OKP', crv: 'Ed25519', alg: 'EdDSA', use: 'sig' });
+    t.false('d' in keys.jwks.keys[0]!, 'no private half published');
+
+    // The 402: every accept's offer signed; payment-identifier declared, optional.
+    const unpaid = await fetch(url);
+    t.is(unpaid.status, 402);
+    const required = decodeBase64Json(unpaid.headers.get('PAYMENT-REQUIRED'));
+    t.deepEqual(required.extensions[PAYMENT_IDENTIFIER].info, { required: false });
+    const offers = extractOffersFromPaymentRequired(required);
+    t.is(offers.length, required.accepts.length);
+    const [decoded] = decodeSignedOffers(offers);
+    t.is(findAcceptsObjectFromSignedOffer(decoded!, required.accepts), required.accepts[0], 'the reference client matches the offer to its accept');
+    const offer = await payloadOf(keys.verify(offers[0]!.signature));
+    t.like(offer, {
+      version: 1,
+      resourceUrl: required.resource.url,
+      scheme: 'exact',
+      network: CAIP2['chain-devnet'],
+      asset: USDC.mint,
+      payTo: treasury,
+      amount: PRICE.toString(),
+    });
+    t.true(offer.validUntil > Date.now() / 1000 + 60, 'the offer outlives maxTimeoutSeconds');
+
+    // Paid with a payment id by the official client (its documented way: the id appended before the payload is made).
+    const id = generatePaymentId();
+    const signer = await createKeyPairSignerFromBytes(payer.secretKey);
+    const client = new x402Client().register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl: w.rpcUrl }));
+    client.onBeforePaymentCreation(async ({ paymentRequired }) => {
+      paymentRequired.extensions ??= {};
+      appendPaymentIdentifierToExtensions(paymentRequired.extensions, id);
+    });
+    const sent: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const header = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined)).get('PAYMENT-SIGNATURE');
+      if (header) sent.push(header);
+      return fetch(input, init);
+    };
+    const buyerBefore = await usdcOf(w, buyerAddress);
+    const res = await wrapFetchWithPayment(recording, client)(url);
+    const text = await res.text();
+    t.is(res.status, 200, text);
+    t.is(sent.length, 1);
+    t.is(decodeBase64Json(sent[0]!).extensions[PAYMENT_IDENTIFIER].info.id, id);
+    const settled = decodePaymentResponseHeader(res.headers.get('PAYMENT-RESPONSE')!);
+
+    // The signed receipt: verified from the JWKS alone; it names the transaction, amount, fee and the earn receipt's hash.
+    const receipt = extractReceiptFromResponse(res) as JWSSignedReceipt | undefined;
+    t.is(receipt?.format, 'jws');
+    const claims = await payloadOf(keys.verify(receipt!.signature));
+    const earn = await http(w.app, 'GET', `/v1/receipts/${(link as unknown as { owner_agent: string }).owner_agent}?limit=1`, { key: w.key });
+    const earned = earn.body.data[0];
+    t.like(claims, {
+      version: 1,
+      network: CAIP2['chain-devnet'],
+      resourceUrl: required.resource.url,
+      payer: buyerAddress,
+      transaction: settled.transaction,
+      amount: PRICE.toString(),
+      fee: fee.toString(),
+      asset: USDC.mint,
+      payTo: treasury,
+      agent: (link as unknown as { owner_agent: string }).owner_agent,
+      receiptHash: earned.receipt_hash,
+      receiptNonce: earned.nonce,
+    });
+    t.is(earned.tx_sig, settled.transaction, 'the hash chain, the ledger and the answer: one signed object');
+    t.is(decodeProtectedHeader(receipt!.signature).kid, keys.jwks.keys[0]!.kid);
+
+    // The same id with the same payment: the stored response, no second charge.
+    const again = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': sent[0]! } });
+    t.is(again.status, 200);
+    t.is(await again.text(), text);
+    t.is(again.headers.get('x-svc-replayed'), 'true');
+    t.is(again.headers.get('PAYMENT-RESPONSE'), res.headers.get('PAYMENT-RESPONSE'), 'the same signed receipt');
+    // The same id with another payment: refused before anything settles.
+    const other = await client.createPaymentPayload(required);
+    t.not(other.payload.transaction, decodeBase64Json(sent[0]!).payload.transaction, 'another transaction');
+    t.is(other.extensions?.[PAYMENT_IDENTIFIER] && (other.extensions[PAYMENT_IDENTIFIER] as any).info.id, id);
+    const conflict = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': Buffer.from(JSON.stringify(other)).toString('base64') } });
+    t.is(conflict.status, 409);
+    const envelope = (await conflict.json()) as any;
+    t.like(envelope, { error: 'payment_id_conflict', details: { payment_id: id } });
+    t.is(typeof envelope.request_id, 'string');
+    t.is(buyerBefore - (await usdcOf(w, buyerAddress)), PRICE + fee, 'charged once');
+
+    // Rotation: a new key signs; the old one stays published, and the receipt it signed still verifies from the JWKS alone.
+    const kid = await w.app.services.signer!.rotate(new Date());
+    const rotated = await publishedKeys(w);
+    t.deepEqual(rotated.jwks.keys.map((k) => k.kid).sort(), [keys.jwks.keys[0]!.kid, kid].sort());
+    t.like(await payloadOf(rotated.verify(receipt!.signature)), { receiptHash: earned.receipt_hash });
+    const fresh = await sellerLink(t, w);
+    const next = extractOffersFromPaymentRequired(decodeBase64Json((await fetch(fresh.url)).headers.get('PAYMENT-REQUIRED')));
+    t.is(decodeProtectedHeader(next[0]!.signature).kid, kid, 'the new key signs');
+    t.like(await payloadOf(rotated.verify(next[0]!.signature)), { payTo: fresh.treasury });
+    t.is(OFFER_RECEIPT, 'offer-receipt');
+  },
+);

@@ -177,28 +177,33 @@ test('unpaid 402: PAYMENT-REQUIRED holds the x402 v2 offer (payTo = treasury, fe
       lastValidBlockHeight,
     },
   });
-  // x402's facilitatorFees disclosure: the facilitator and the most its fee comes to.
-  t.deepEqual(v2.extensions, {
-    facilitatorFees: {
-      info: {
-        version: '1',
-        options: [
-          {
-            facilitatorId: w.app.services.settings.facilitatorUrl,
-            facilitatorFeeQuoteRef: `${w.app.services.settings.facilitatorUrl}/health`,
-            maxFacilitatorFee: FEE.toString(),
-          },
-        ],
+  // x402's facilitatorFees disclosure: the facilitator and the most its fee comes to; beside it the offer-receipt and
+  // payment-identifier extensions (paywall-interop.test.ts verifies them).
+  t.deepEqual(Object.keys(v2.extensions).sort(), ['facilitatorFees', 'offer-receipt', 'payment-identifier', REQUEST_BINDING_EXTENSION].sort());
+  t.deepEqual(
+    { facilitatorFees: v2.extensions.facilitatorFees },
+    {
+      facilitatorFees: {
+        info: {
+          version: '1',
+          options: [
+            {
+              facilitatorId: w.app.services.settings.facilitatorUrl,
+              facilitatorFeeQuoteRef: `${w.app.services.settings.facilitatorUrl}/health`,
+              maxFacilitatorFee: FEE.toString(),
+            },
+          ],
+        },
       },
     },
-    // request-bound payments: the digest of the request this 402 answered (docs/paywall.md)
-    [REQUEST_BINDING_EXTENSION]: {
-      info: {
-        version: '1',
-        digest: await requestDigest({ method: 'GET', path: `/x/${link.id}`, query: '', body: undefined }),
-        memoPrefix: REQUEST_BINDING_PREFIX,
-        required: false,
-      },
+  );
+  // request-bound payments: the digest of the request this 402 answered (docs/paywall.md)
+  t.deepEqual(v2.extensions[REQUEST_BINDING_EXTENSION], {
+    info: {
+      version: '1',
+      digest: await requestDigest({ method: 'GET', path: `/x/${link.id}`, query: '', body: undefined }),
+      memoPrefix: REQUEST_BINDING_PREFIX,
+      required: false,
     },
   });
   t.is(typeof accept.amount, 'string');
@@ -307,7 +312,10 @@ test('a paid call through the kit: the link response, PAYMENT-RESPONSE, counters
   t.deepEqual(JSON.parse(text), body);
   t.is(res.headers.get('x-svc-replayed'), null, 'the first paid call is not a replay');
   t.is(res.headers.get('x-payment-response'), null, 'v2 payment: no v1 response header');
-  const settled = decodePaymentResponse(res.headers.get('payment-response')!);
+  const settled = decodePaymentResponse(res.headers.get('payment-response')!) as any;
+  // the signed receipt beside the fee receipt (offer-receipt; paywall-interop.test.ts verifies it)
+  t.is(settled.extensions['offer-receipt'].info.receipt.format, 'jws');
+  delete settled.extensions['offer-receipt'];
   t.deepEqual(settled, {
     success: true,
     transaction: settled.transaction,
