@@ -22,6 +22,7 @@ import { migration0023UsageRollup } from './0023-usage-rollup.ts';
 import { migration0024AgentProof } from './0024-agent-proof.ts';
 import { migration0025EventPhases } from './0025-event-phases.ts';
 import { migration0026ReputationVerified } from './0026-reputation-verified.ts';
+import { migration0027SettlementStatus } from './0027-settlement-status.ts';
 
 /** Every migration, in the order they run. Listed explicitly: MikroORM cannot discover TypeScript migrations by scanning. */
 export const MIGRATIONS: ReadonlyArray<{ name: string; steps: MigrationSteps }> = [
@@ -48,6 +49,7 @@ export const MIGRATIONS: ReadonlyArray<{ name: string; steps: MigrationSteps }> 
   { name: '0024-agent-proof', steps: migration0024AgentProof },
   { name: '0025-event-phases', steps: migration0025EventPhases },
   { name: '0026-reputation-verified', steps: migration0026ReputationVerified },
+  { name: '0027-settlement-status', steps: migration0027SettlementStatus },
 ];
 
 /** MikroORM's migrations list: each migration as a subclass of its `Migration`, loaded only when one is pending. */
