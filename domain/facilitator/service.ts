@@ -163,6 +163,11 @@ export class FacilitatorService implements Facilitator {
     };
   }
 
+  /** p50/p95 of the newest settlements of a network (GET /v1/metrics/settlement): from the facilitator's own rows. */
+  settlementLatency(network: Network, options: { since: Date; limit: number }): Promise<{ count: number; p50Ms: number | null; p95Ms: number | null }> {
+    return this.deps.store.settlementLatency(network, options);
+  }
+
   /**
    * GET /status: the outcome of this facilitator's settlement of one payment, by signature, message hash or
    * payment-identifier id. A pending row is read against the ledger (one status read, nothing written): a transaction
