@@ -18,7 +18,7 @@ import { systemClock } from '../../adapters/clock/system.ts';
 import { registerFacilitatorRoutes } from '../../interfaces/facilitator/routes.ts';
 import { faultyLedger } from '../support/faulty-ledger.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
-import { http, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, startTestApp, type TestApp } from '../support/app.ts';
 import { afterAll } from '../support/teardown.ts';
 
 // A facilitator any x402 seller can use (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): sellers built
@@ -145,6 +145,18 @@ test('an @x402/express seller on the gateway facilitator is paid by @x402/fetch 
   t.deepEqual(supported.body.extensions, ['svc.fee']);
   const kind = supported.body.kinds.find((k: any) => k.x402Version === 2 && k.network === NETWORK);
   t.deepEqual(kind?.extra?.['svc.fee'], { v: '1', bps: 100, feeAuthority });
+  // what settling may cost the fee payer, as verify enforces it (DECISIONS "Facilitator")
+  t.like(supported.body.costs, {
+    computeUnitLimitMax: 400_000,
+    computeUnitPriceMaxMicroLamports: 5_000_000,
+    priorityFeeMaxLamports: '2000000',
+    rent: {
+      sponsorsTokenAccounts: true,
+      perOwnerAndMint: 1,
+      dailyBudgetLamports: t.context.app.config.facilitator.rentBudgetLamports.toString(),
+      tokenAccountLamports: { [USDC.tokenProgramId]: '2039280' },
+    },
+  });
 
   const seller = await funded(t, '0.01'); // its token account exists
   const payTo = seller.publicKey.toBase58();
@@ -330,4 +342,11 @@ test('an @x402/express seller on a facilitator whose ledger confirms late gets s
   const bad = await http(app, 'GET', '/facilitator/status?paymentId=short');
   t.is(bad.status, 400);
   t.is(bad.body.error, 'invalid_request');
+
+  // the settlement counts in the network's latency figures (GET /v1/metrics/settlement)
+  const metrics = await http(app, 'GET', '/v1/metrics/settlement', { key: await issueKey(app) });
+  t.is(metrics.status, 200, JSON.stringify(metrics.body));
+  t.like(metrics.body, { network: 'chain-devnet', sample_limit: 1000 });
+  t.true(metrics.body.settlements >= 1);
+  t.true(metrics.body.p50_ms >= 0 && metrics.body.p50_ms <= metrics.body.p95_ms, JSON.stringify(metrics.body));
 });
