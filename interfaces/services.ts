@@ -177,7 +177,7 @@ export function buildServices(deps: ServiceDeps): Services {
     }),
     events,
     meta: new MetaService({ settings, clock, ledgers: deps.ledgerPrograms }),
-    metrics: new MetricsService({ store, records: policies.requestRecords, clock }),
+    metrics: new MetricsService({ store, records: policies.requestRecords, clock, settlements: deps.facilitator }),
     rateLimiter: new RateLimiter({ store: policies.rateLimits, clock, limits }),
     idempotency: new IdempotencyService({ store: policies.idempotency, clock }),
     recorder: new RequestRecorder({ store: policies.requestRecords, clock, onError: deps.onRecorderError }),

@@ -24,6 +24,7 @@ import { migration0025EventPhases } from './0025-event-phases.ts';
 import { migration0026ReputationVerified } from './0026-reputation-verified.ts';
 import { migration0027LinkAccess } from './0027-link-access.ts';
 import { migration0028PaymentIds } from './0028-payment-ids.ts';
+import { migration0029SettlementStatus } from './0029-settlement-status.ts';
 
 /** Every migration, in the order they run. Listed explicitly: MikroORM cannot discover TypeScript migrations by scanning. */
 export const MIGRATIONS: ReadonlyArray<{ name: string; steps: MigrationSteps }> = [
@@ -52,6 +53,7 @@ export const MIGRATIONS: ReadonlyArray<{ name: string; steps: MigrationSteps }> 
   { name: '0026-reputation-verified', steps: migration0026ReputationVerified },
   { name: '0027-link-access', steps: migration0027LinkAccess },
   { name: '0028-payment-ids', steps: migration0028PaymentIds },
+  { name: '0029-settlement-status', steps: migration0029SettlementStatus },
 ];
 
 /** MikroORM's migrations list: each migration as a subclass of its `Migration`, loaded only when one is pending. */

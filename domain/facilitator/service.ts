@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import type { z } from 'zod';
 import { PublicKey, TransactionMessage, VersionedTransaction } from '@solana/web3.js';
 import { createAssociatedTokenAccountIdempotentInstruction } from '@solana/spl-token';
 import { encodeBase58 } from '../shared/base58.ts';
@@ -5,13 +7,23 @@ import { decodeMint, decodeTokenAccount, isTokenProgram } from '../shared/token-
 import { CAIP2, type Network, STABLES, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID, X402_V1_NETWORK } from '../shared/network.ts';
 import type { Clock } from '../ports/clock.ts';
 import type { Facilitator } from '../ports/facilitator.ts';
-import type { FacilitatorStore } from '../ports/facilitator-store.ts';
+import type { FacilitatorStore, SettlementRecord } from '../ports/facilitator-store.ts';
 import type { Ledger, LedgerTransactionError } from '../ports/ledger.ts';
 import type { GatewaySettings } from '../shared/settings.ts';
+import { ceilDiv } from '../shared/money.ts';
+import { parseInput } from '../shared/validation.ts';
 import { ataOf } from './ata.ts';
 import { decodeTransaction } from './decode.ts';
 import type { FeePayerSigner } from './ed25519.ts';
-import { DEFAULT_MAX_TIMEOUT_SECONDS, FeeExtension, FEE_EXTENSION_KEY, type FeeTerms, type PaymentRequirements, type VerifyValid } from './schema.ts';
+import {
+  DEFAULT_MAX_TIMEOUT_SECONDS,
+  FacilitatorPolicy,
+  FeeExtension,
+  FEE_EXTENSION_KEY,
+  type FeeTerms,
+  type PaymentRequirements,
+  type VerifyValid,
+} from './schema.ts';
 import { splitsMismatch } from './splits.ts';
 import { verifyPayment } from './verify.ts';
 import { acceptOfCharge, bindingOf, MPP_INTENT, MPP_METHOD, MppSettleRequest, SolanaChargeRequest, type MppSettleResponse } from './mpp.ts';
@@ -22,7 +34,11 @@ import {
   FacilitatorRequest,
   type CosignResponse,
   networkFromX402,
+  paymentIdOf,
   requirementsV2,
+  type SettlementStatus,
+  SettlementStatusQuery,
+  type FacilitatorCosts,
   type FacilitatorHealth,
   type FacilitatorReason,
   type SettleResponse,
@@ -76,6 +92,8 @@ interface Prepared {
   wireNetwork: string;
   requirements: PaymentRequirements;
   transaction: Uint8Array;
+  /** the payment-identifier extension's id, when the payload carries one */
+  paymentId: string | null;
 }
 
 interface Checked {
@@ -85,6 +103,8 @@ interface Checked {
   signed: Uint8Array;
   signature: string;
   blockhash: string;
+  /** base64 SHA-256 of the message: the x402 reference facilitator's key of a payment (GET /status) */
+  messageHash: string;
   /** token accounts this settlement makes the fee payer create, with the in-transaction ones flagged */
   creations: { account: string; owner: string; inTransaction: boolean }[];
 }
@@ -99,6 +119,11 @@ export class FacilitatorService implements Facilitator {
 
   get feePayer(): string {
     return this.deps.signer.address;
+  }
+
+  /** What this facilitator brings to every verify: its fee payer and the caps /supported publishes (one definition). */
+  private get policy(): z.output<typeof FacilitatorPolicy> {
+    return FacilitatorPolicy.parse({ feePayer: this.feePayer, enforcement: this.deps.settings.fee.enforcement });
   }
 
   /**
@@ -117,7 +142,66 @@ export class FacilitatorService implements Facilitator {
       { x402Version: 2, scheme: 'exact', network: CAIP2[n], extra: extra(n) },
       { x402Version: 1, scheme: 'exact', network: X402_V1_NETWORK[n], extra: extra(n) },
     ]);
-    return { kinds, extensions: fee.bps > 0 ? [FEE_EXTENSION_KEY] : [], signers: { 'solana:*': [this.feePayer] } };
+    return { kinds, extensions: fee.bps > 0 ? [FEE_EXTENSION_KEY] : [], signers: { 'solana:*': [this.feePayer] }, costs: this.costs() };
+  }
+
+  /** The caps verify holds a transaction to (the same policy object) and the rent rules settle applies. */
+  private costs(): FacilitatorCosts {
+    const { computeUnitLimitMax, computeUnitPriceMax } = this.policy;
+    const rent: Record<string, string> = {};
+    for (const [program, lamports] of Object.entries(ATA_RENT)) rent[program] = lamports.toString();
+    return {
+      computeUnitLimitMax,
+      computeUnitPriceMaxMicroLamports: computeUnitPriceMax,
+      priorityFeeMaxLamports: ceilDiv(BigInt(computeUnitLimitMax) * BigInt(computeUnitPriceMax), 1_000_000n).toString(),
+      rent: {
+        sponsorsTokenAccounts: this.deps.settings.rentBudgetLamports > 0n,
+        perOwnerAndMint: 1,
+        dailyBudgetLamports: this.deps.settings.rentBudgetLamports.toString(),
+        tokenAccountLamports: rent,
+      },
+    };
+  }
+
+  /** p50/p95 of the newest settlements of a network (GET /v1/metrics/settlement): from the facilitator's own rows. */
+  settlementLatency(network: Network, options: { since: Date; limit: number }): Promise<{ count: number; p50Ms: number | null; p95Ms: number | null }> {
+    return this.deps.store.settlementLatency(network, options);
+  }
+
+  /**
+   * GET /status: the outcome of this facilitator's settlement of one payment, by signature, message hash or
+   * payment-identifier id. A pending row is read against the ledger (one status read, nothing written): a transaction
+   * confirmed there is settled — or failed — whatever request still has to reconcile the row.
+   */
+  async status(query: unknown): Promise<SettlementStatus> {
+    const q = parseInput(SettlementStatusQuery, query);
+    const served = this.deps.settings.networks;
+    const asked = q.network === undefined ? undefined : networkFromX402(q.network);
+    const networks = q.network === undefined ? served : asked && served.includes(asked) ? [asked] : [];
+    const unknown: SettlementStatus = { status: 'unknown', transaction: q.transaction ?? '', network: q.network ?? '' };
+    if (!networks.length) return unknown;
+    const key = q.transaction
+      ? { signature: q.transaction }
+      : q.messageHash
+        ? { messageHash: /^[0-9a-fA-F]{64}$/.test(q.messageHash) ? Buffer.from(q.messageHash, 'hex').toString('base64') : q.messageHash }
+        : { paymentId: q.paymentId! };
+    const [row] = await this.deps.store.findSettlements(key, { networks, limit: 1 });
+    if (!row) return unknown;
+    let status: SettlementStatus['status'] = row.status;
+    if (row.status === 'pending') {
+      const [seen] = await (this.deps.ledgers[row.network]?.getSignatureStatuses([row.signature]) ?? Promise.resolve([null])).catch(() => [null]);
+      if (seen && seen.confirmationStatus !== 'processed') status = seen.err === null ? 'settled' : 'failed';
+    }
+    return {
+      status,
+      transaction: row.signature,
+      network: CAIP2[row.network],
+      payer: row.payer,
+      messageHash: row.messageHash,
+      paymentId: row.paymentId,
+      ...(row.status === 'failed' && row.error ? { errorReason: row.error } : {}),
+      updatedAt: row.updatedAt.toISOString(),
+    };
   }
 
   /**
@@ -223,12 +307,20 @@ export class FacilitatorService implements Facilitator {
     const response = (outcome: Failure | null, transaction = c.signature): SettleResponse =>
       outcome ? failed(outcome, transaction, c.prepared.wireNetwork) : { success: true, transaction, network: c.prepared.wireNetwork, payer };
 
-    const claim = await this.deps.store.claimSettlement({ network, signature: c.signature, payer, blockhash: c.blockhash, at: this.deps.clock.now() });
+    const claim = await this.deps.store.claimSettlement({
+      network,
+      signature: c.signature,
+      payer,
+      blockhash: c.blockhash,
+      messageHash: c.messageHash,
+      paymentId: c.prepared.paymentId,
+      at: this.deps.clock.now(),
+    });
     if (!claim.claimed) {
       if (claim.existing.status === 'settled') {
         return response(fail('duplicate_settlement', `transaction ${c.signature} was already settled`, payer));
       }
-      return response(await this.resume(c, claim.existing.updatedAt, claim.ownerGone));
+      return response(await this.resume(c, claim.existing, claim.ownerGone));
     }
 
     // Rent sponsorship (DECISIONS "Facilitator"): reserved before anything is sent, given back if nothing lands.
@@ -445,7 +537,7 @@ export class FacilitatorService implements Facilitator {
     const verdict = verifyPayment({
       transaction: prepared.transaction,
       requirements,
-      facilitator: { feePayer: this.feePayer, enforcement: this.deps.settings.fee.enforcement },
+      facilitator: this.policy,
       buyerSignsLater: options.buyerSignsLater === true,
       layout: options.layout ?? 'x402',
     });
@@ -472,7 +564,8 @@ export class FacilitatorService implements Facilitator {
     const existing = await prepared.ledger.getMultipleAccounts(accounts);
     const creations = accounts.filter((_, i) => existing[i] === null).map((account) => ({ account, ...wanted.get(account)! }));
 
-    return { ok: true, value: { prepared, verdict, signed, signature, blockhash: decoded.recentBlockhash, creations } };
+    const messageHash = createHash('sha256').update(decoded.messageBytes).digest('base64');
+    return { ok: true, value: { prepared, verdict, signed, signature, blockhash: decoded.recentBlockhash, messageHash, creations } };
   }
 
   /** The payTo's agent, when it is one recorded here, must be proven: `agent_unproven` otherwise, before anything is signed. */
@@ -521,6 +614,7 @@ export class FacilitatorService implements Facilitator {
       ledger,
       wireNetwork: offer.network,
       transaction,
+      paymentId: paymentIdOf(request),
       requirements: {
         scheme: 'exact',
         network,
@@ -694,6 +788,7 @@ export class FacilitatorService implements Facilitator {
       sent = await ledger.sendTransaction(c.signed);
     } catch (e) {
       // submit_timeout or an unreachable node after the bytes may have left: the outcome is unknown.
+      await this.deps.store.leavePending({ network, signature: c.signature, at: this.deps.clock.now() });
       return {
         failure: fail(
           'settlement_pending',
@@ -711,9 +806,14 @@ export class FacilitatorService implements Facilitator {
     return { failure: await this.settleOutcome(c, await this.confirm(ledger, c.signature)), refused: false };
   }
 
-  /** A pending claim found again: in flight elsewhere, or abandoned — then resolve it from the ledger. */
-  private async resume(c: Checked, since: Date, ownerGone: boolean): Promise<Failure | null> {
+  /**
+   * A pending claim found again: left pending by a settle that answered settlement_pending (reconciled here), in
+   * flight elsewhere, or abandoned — then resolved from the ledger.
+   */
+  private async resume(c: Checked, existing: SettlementRecord, ownerGone: boolean): Promise<Failure | null> {
     const { ledger, network } = c.prepared;
+    if (existing.status === 'pending' && existing.error === 'settlement_pending') return this.reconcile(c);
+    const since = existing.updatedAt;
     // While its first request still waits for confirmation, that request answers for it: only one success. A claim
     // whose process died is abandoned at once (a replay after a restart is answered within seconds).
     const abandoned = ownerGone || this.deps.clock.now().getTime() - since.getTime() > this.deps.settings.confirmTimeoutMs;
@@ -737,9 +837,33 @@ export class FacilitatorService implements Facilitator {
     return (await this.broadcast(c)).failure;
   }
 
+  /**
+   * x402 `settlement_pending`, the reference's way: the settle of a payment this facilitator answered pending (the
+   * resource server's one retry, on whichever instance) takes the row — one taker across instances — and waits for the
+   * transaction already broadcast, on the ledger; it never sends anything. Confirmed: the one success; landed and
+   * failed: failed; still unknown: pending again, or transaction_expired once its blockhash expired unseen.
+   */
+  private async reconcile(c: Checked): Promise<Failure | null> {
+    const { ledger, network } = c.prepared;
+    if (!(await this.deps.store.takePending({ network, signature: c.signature, at: this.deps.clock.now() }))) {
+      return fail('settlement_pending', `transaction ${c.signature} is being reconciled by another request`, c.verdict.payer);
+    }
+    const outcome = await this.confirm(ledger, c.signature);
+    if (outcome === 'pending' && !(await ledger.isBlockhashValid(c.blockhash).catch(() => true))) {
+      const [status] = await ledger.getSignatureStatuses([c.signature]).catch(() => [null]);
+      if (!status) {
+        await this.giveUp(network, c.signature, 'transaction_expired');
+        return fail('transaction_expired', `transaction ${c.signature} never landed and its blockhash expired`, c.verdict.payer);
+      }
+    }
+    return this.settleOutcome(c, outcome);
+  }
+
   private async settleOutcome(c: Checked, outcome: LedgerTransactionError | null | 'pending'): Promise<Failure | null> {
     const { network } = c.prepared;
     if (outcome === 'pending') {
+      // no request waits on it any more: the next settle of this payment, on any instance, reconciles it
+      await this.deps.store.leavePending({ network, signature: c.signature, at: this.deps.clock.now() });
       return fail(
         'settlement_pending',
         `transaction ${c.signature} was sent but not confirmed within ${this.deps.settings.confirmTimeoutMs} ms; settle again to learn the outcome`,

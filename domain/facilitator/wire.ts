@@ -216,12 +216,93 @@ export const CosignResponse = z.looseObject({
 });
 export type CosignResponse = z.infer<typeof CosignResponse>;
 
+/**
+ * What settling costs the fee payer and what it accepts, beside the x402 fields of GET /supported (additions a
+ * stock client ignores): the compute-budget caps verify enforces (DECISIONS "Facilitator"), the most
+ * priority fee they allow, and the rent-sponsorship policy. Lamport amounts are decimal strings, e.g.
+ * { computeUnitLimitMax: 400000, computeUnitPriceMaxMicroLamports: 5000000, priorityFeeMaxLamports: "2000000",
+ *   rent: { sponsorsTokenAccounts: true, perOwnerAndMint: 1, dailyBudgetLamports: "1000000000",
+ *   tokenAccountLamports: { "Tokenkeg…": "2039280", "TokenzQd…": "2074080" } } }
+ */
+export const FacilitatorCosts = z.object({
+  computeUnitLimitMax: z.number().int(),
+  computeUnitPriceMaxMicroLamports: z.number().int(),
+  /** computeUnitLimitMax × computeUnitPriceMaxMicroLamports / 10^6, rounded up */
+  priorityFeeMaxLamports: z.string(),
+  rent: z.object({
+    /** the facilitator pays for the seller's (and fee authority's) missing token account at settlement */
+    sponsorsTokenAccounts: z.boolean(),
+    /** sponsored creations per (owner, mint), ever: a closed and recreated account is not paid for again */
+    perOwnerAndMint: z.number().int(),
+    /** lamports of rent sponsored per network per UTC day; beyond it verify answers ata_creation_not_sponsored */
+    dailyBudgetLamports: z.string(),
+    /** the rent of one token account, per token program */
+    tokenAccountLamports: z.record(z.string(), z.string()),
+  }),
+});
+export type FacilitatorCosts = z.infer<typeof FacilitatorCosts>;
+
 export const SupportedResponse = z.looseObject({
   kinds: z.array(z.looseObject({ x402Version: z.number().int(), scheme: z.string(), network: z.string(), extra: Extra.optional() })),
   extensions: z.array(z.string()),
   signers: z.record(z.string(), z.array(z.string())),
+  costs: FacilitatorCosts.optional(),
 });
 export type SupportedResponse = z.infer<typeof SupportedResponse>;
+
+/** The payment-identifier extension's id (@x402/extensions 2.27: 16–128 characters of letters, digits, `-` and `_`). */
+export const PaymentIdentifier = z.string().regex(/^[A-Za-z0-9_-]{16,128}$/, '16 to 128 letters, digits, - or _');
+
+/** The payment-identifier id a v2 payment payload carries in `extensions["payment-identifier"].info.id`, if a valid one. */
+export function paymentIdOf(request: FacilitatorRequest): string | null {
+  if (request.x402Version !== 2) return null;
+  const ext = request.paymentPayload.extensions?.['payment-identifier'] as { info?: { id?: unknown } } | undefined;
+  const id = PaymentIdentifier.safeParse(ext?.info?.id);
+  return id.success ? id.data : null;
+}
+
+/**
+ * GET /status: one of `transaction` (the signature), `messageHash` (base64 — or hex — SHA-256 of the transaction
+ * message, the x402 reference facilitator's key of a payment) or `paymentId` (the payment-identifier extension's id);
+ * `network` (CAIP-2 or v1 name) narrows it to one network. e.g. ?transaction=5VER… or ?paymentId=pay_7HkQ2m9xLw4RtY8Z
+ */
+export const SettlementStatusQuery = z
+  .object({
+    transaction: z
+      .string()
+      .regex(/^[1-9A-HJ-NP-Za-km-z]{32,90}$/, 'a base58 transaction signature')
+      .optional(),
+    messageHash: z
+      .string()
+      .regex(/^(?:[A-Za-z0-9+/]{43}=|[0-9a-fA-F]{64})$/, 'base64 or hex of a SHA-256 digest')
+      .optional(),
+    paymentId: PaymentIdentifier.optional(),
+    network: z.string().max(64).optional(),
+  })
+  .refine((q) => [q.transaction, q.messageHash, q.paymentId].filter((v) => v !== undefined).length === 1, {
+    message: 'give exactly one of transaction, messageHash or paymentId',
+    path: ['transaction'],
+  });
+export type SettlementStatusQuery = z.infer<typeof SettlementStatusQuery>;
+
+/**
+ * GET /status answer, in the settle response's terms: the outcome of the facilitator's settlement of one payment —
+ * `pending` (broadcast or being settled; the same settle again reconciles it), `settled`, `failed` (errorReason says
+ * why; nothing moved unless it landed and failed on the ledger) or `unknown` (this facilitator never settled it).
+ * e.g. { status: "settled", transaction: "5VER…", network: "solana:EtWT…", payer: "7Yk…", messageHash: "q3vB…=",
+ * paymentId: null, updatedAt: "2026-11-28T17:02:11.000Z" }
+ */
+export const SettlementStatus = z.looseObject({
+  status: z.enum(['pending', 'settled', 'failed', 'unknown']),
+  transaction: z.string(),
+  network: z.string(),
+  payer: z.string().optional(),
+  messageHash: z.string().nullable().optional(),
+  paymentId: z.string().nullable().optional(),
+  errorReason: z.string().optional(),
+  updatedAt: z.string().optional(),
+});
+export type SettlementStatus = z.infer<typeof SettlementStatus>;
 
 /** GET /health of the facilitator (fee-facilitator-mpp-tools §2.4, DECISIONS "Facilitator"). */
 export const FacilitatorHealth = z.looseObject({

@@ -7,6 +7,7 @@ import type { Clock } from '../ports/clock.ts';
 import type { RequestRecordStore } from '../ports/policy-store.ts';
 import type { Principal } from '../access/schema.ts';
 import { ownerFilter, type Caller } from '../access/ownership.ts';
+import type { Network } from '../shared/network.ts';
 
 export const UsageInput = z.object({
   days: z.coerce.number().int().min(1).max(30).default(7).describe('window in days: default 7, at most 30'),
@@ -55,11 +56,58 @@ export const EventCounters = z
   })
   .describe('Event counters of the network you can read.');
 
+export const SettlementInput = z.object({
+  hours: z.coerce.number().int().min(1).max(720).default(24).describe('window in hours: default 24, at most 720'),
+});
+export type SettlementInput = z.input<typeof SettlementInput>;
+
+export const SettlementLatency = z
+  .object({
+    network: z.string().describe('chain-devnet or chain-mainnet'),
+    since: z.string().describe('start of the window, ISO 8601'),
+    sample_limit: z.number().int().describe('at most this many of the newest settlements are counted'),
+    settlements: z.number().int().describe('settlements counted'),
+    p50_ms: z.number().int().nullable().describe('median milliseconds from claim to confirmation seen; null without settlements'),
+    p95_ms: z.number().int().nullable().describe('95th percentile, milliseconds; null without settlements'),
+  })
+  .describe("Settlement latency of the gateway facilitator on the key's network: from the settle's claim to the confirmation it saw.");
+
+/** The facilitator's settled rows, read for their latency (FacilitatorStore.settlementLatency). */
+export interface SettlementLatencyReader {
+  settlementLatency(network: Network, options: { since: Date; limit: number }): Promise<{ count: number; p50Ms: number | null; p95Ms: number | null }>;
+}
+
+/** The newest settlements a latency figure reads: a bounded read of an index, whatever the table holds. */
+export const SETTLEMENT_SAMPLE = 1000;
+
 const HOUR_MS = 3_600_000;
 
 /** hosted-api §4.8 metrics: usage from stored request records, event counters by kind. */
 export class MetricsService {
-  constructor(private readonly deps: { store: Store; records: RequestRecordStore; clock: Clock }) {}
+  constructor(private readonly deps: { store: Store; records: RequestRecordStore; clock: Clock; settlements?: SettlementLatencyReader | undefined }) {}
+
+  /**
+   * Timing of the facilitator (published like its costs on /supported): p50/p95 of the newest settlements
+   * on the key's network within the window. Any key reads it — the rows carry no owner, and the figures name no party
+   * or amount — so an owner sees the same network figure an admin does.
+   */
+  async settlement(caller: Caller, input: z.input<typeof SettlementInput>): Promise<z.infer<typeof SettlementLatency>> {
+    const q = parseInput(SettlementInput, input ?? {});
+    const since = new Date(this.deps.clock.now().getTime() - q.hours * HOUR_MS);
+    const figures = (await this.deps.settlements?.settlementLatency(caller.network, { since, limit: SETTLEMENT_SAMPLE })) ?? {
+      count: 0,
+      p50Ms: null,
+      p95Ms: null,
+    };
+    return {
+      network: caller.network,
+      since: since.toISOString(),
+      sample_limit: SETTLEMENT_SAMPLE,
+      settlements: figures.count,
+      p50_ms: figures.p50Ms,
+      p95_ms: figures.p95Ms,
+    };
+  }
 
   /** A user key sees its own usage; an admin key sees every key of its network (or one, with key_id). */
   async usage(principal: Principal, input: z.input<typeof UsageInput>): Promise<z.infer<typeof Usage>> {

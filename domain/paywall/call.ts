@@ -90,8 +90,24 @@ export interface PaidCallSummary {
  * caller answers the refusal in its rail's form: x402's 402 offer, MPP's fresh challenges, the page's status).
  */
 export type CallOutcome =
-  | { kind: 'served'; response: StoredResponse; replayed: boolean; paid?: PaidCallSummary }
+  | { kind: 'served'; response: StoredResponse; replayed: boolean; paid?: PaidCallSummary; timings?: ServerTimings }
   | { kind: 'refused'; reason: string; message: string; details?: Record<string, unknown> | undefined };
+
+/**
+ * Milliseconds each step of this request's paid call took, measured where it happens (the answer's `Server-Timing`,
+ * http.ts): verify (settle_policy on_success), settle, upstream (the response produced), record.
+ */
+export type ServerTimings = Partial<Record<'verify' | 'settle' | 'upstream' | 'record', number>>;
+
+/** Runs `step`, adding its wall time to `timings[name]`. */
+async function timed<T>(timings: ServerTimings, name: keyof ServerTimings, step: () => Promise<T>): Promise<T> {
+  const start = performance.now();
+  try {
+    return await step();
+  } finally {
+    timings[name] = (timings[name] ?? 0) + (performance.now() - start);
+  }
+}
 
 /** The recorder's step (record.ts PaidCallRecorder): a settled call written once; already_used when another path did. */
 export interface CallRecorder {
@@ -181,6 +197,7 @@ export class PaidCalls {
     const resuming = record.attempted && !marked;
     let attempted = record.attempted;
     let settledAs: string | null = record.signature;
+    const timings: ServerTimings = {};
     try {
       if (resuming) {
         // Money may have moved: only a facilitator with the fee payer the transaction names can learn its outcome. Any
@@ -216,7 +233,7 @@ export class PaidCalls {
       let served: Produced | undefined;
       // settle_policy on_success cannot hold back a wallet's payment: it landed before the paywall saw it.
       if (call.link.settlePolicy === 'on_success' && !resuming && !call.landed) {
-        const verdict = await this.deps.facilitator.verify(request);
+        const verdict = await timed(timings, 'verify', () => this.deps.facilitator.verify(request));
         if (!verdict.isValid && verdict.invalidReason !== 'duplicate_settlement') {
           await this.deps.store.paidCalls.release(network, call.paymentKey);
           return refusedAs(verdict.invalidReason ?? 'invalid_payment', verdict.invalidMessage ?? 'The payment was refused.', verdict.invalidDetails);
@@ -224,7 +241,7 @@ export class PaidCalls {
         // Already settled (by a process that died before recording it): the settle below learns from the ledger
         // whether it landed; the money moved, so the call is served and recorded like a resumed one.
         if (verdict.isValid) {
-          served = await this.produce(call);
+          served = await timed(timings, 'upstream', () => this.produce(call));
           if (!served.ok) {
             // DECISIONS settle_policy on_success: the buyer is not charged and gets the upstream status as
             // upstream_failed (the catch below forgets the payment).
@@ -240,21 +257,27 @@ export class PaidCalls {
         }
         attempted = true;
       }
-      const settled = await this.settle(call, request);
+      const settled = await timed(timings, 'settle', () => this.settle(call, request));
       if (!settled.ok) return settled.result;
       settledAs = settled.signature;
       // before_forward (or an on_success call resumed after its answer was lost): the payment landed; an upstream
       // failure is what this paid call served (and what replays get).
-      served ??= await this.produce(call);
+      served ??= await timed(timings, 'upstream', () => this.produce(call));
       const value = served.ok ? served.value : errorResponse(served.error);
-      const recorded = await this.deps.recorder.record(call, settled, value);
+      const recorded = await timed(timings, 'record', () => this.deps.recorder.record(call, settled, value));
       // Returning payers: the paying wallet may sign in instead of paying again (core.ts signedIn). After the record,
       // outside its transaction: a crash in between costs the buyer the window, never money.
       if (recorded.kind === 'recorded' && call.link.accessWindowSeconds !== null && settled.payer) {
         await this.deps.store.linkAccess.recordPayment(network, call.link.pk, settled.payer, this.deps.clock.now());
       }
       return recorded.kind === 'recorded'
-        ? { kind: 'served', response: recorded.response, replayed: false, paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status) }
+        ? {
+            kind: 'served',
+            response: recorded.response,
+            replayed: false,
+            paid: paidSummary(call, settled.signature, settled.payer, recorded.response.status),
+            timings,
+          }
         : refusedAs('payment_already_used', USED_BEFORE);
     } catch (e) {
       // Once money may have moved the claim is kept (pending, with what we know) for the replay or the job to finish;

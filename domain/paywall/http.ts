@@ -2,6 +2,7 @@ import type { PaymentLinkRecord } from '../payment-links/schema.ts';
 import { paymentRequired, refusalMessage, type OfferTerms } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { PaywallResult } from './core.ts';
+import type { ServerTimings } from './call.ts';
 import { problemBody, wwwAuthenticate } from './mpp.ts';
 
 // The paywall's HTTP layer (x402's x402HTTPResourceServer): status, headers and body from the core's result, nothing
@@ -60,7 +61,12 @@ export class PaywallHttp {
 
   /** `now` (ms): whether a rendered unpaid 402 is still fresh. */
   render(result: PaywallResult, now: number): PaywallResponse {
-    if (result.kind === 'served') return fromStored(result.response, result.replayed);
+    if (result.kind === 'served') {
+      const response = fromStored(result.response, result.replayed);
+      const timing = result.timings && serverTiming(result.timings);
+      if (timing) response.headers['server-timing'] = timing;
+      return response;
+    }
     if (result.kind === 'mpp_required') {
       // DECISIONS "MPP rail": the standard challenge header and the problem+json body (with the envelope's fields).
       return {
@@ -84,6 +90,15 @@ export class PaywallHttp {
     if (terms) this.challenges.set(link, { terms, response, renewAt: built.renewAt ?? Number.POSITIVE_INFINITY });
     return response;
   }
+}
+
+/**
+ * The one writer of a paid answer's `Server-Timing` (W3C Server Timing): each step this request ran, in milliseconds,
+ * e.g. "verify;dur=3.1, settle;dur=412.7, upstream;dur=25.0, record;dur=4.2". A replay ran none: it has none.
+ */
+export function serverTiming(timings: ServerTimings): string | undefined {
+  const steps = (['verify', 'settle', 'upstream', 'record'] as const).filter((step) => timings[step] !== undefined);
+  return steps.length ? steps.map((step) => `${step};dur=${timings[step]!.toFixed(1)}`).join(', ') : undefined;
 }
 
 /** A stored response as sent; a replay says so (X-Svc-Replayed). */

@@ -3,6 +3,7 @@ import type { Facilitator } from '../../domain/ports/facilitator.ts';
 import {
   AcceptsRequest,
   type AcceptsResponse,
+  type SettlementStatus,
   FacilitatorRequest,
   FacilitatorRequestV1,
   FacilitatorRequestV2,
@@ -22,7 +23,7 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 
 export interface FacilitatorRoutesOptions {
   /** the port, and POST /accepts (faremeter's endpoint: no paywall calls it, so it is not on the port) */
-  facilitator: Facilitator & { accepts(request: AcceptsRequest): Promise<AcceptsResponse> };
+  facilitator: Facilitator & { accepts(request: AcceptsRequest): Promise<AcceptsResponse>; status(query: unknown): Promise<SettlementStatus> };
   /** '' (standalone, at the root) or a path such as '/facilitator' */
   prefix: string;
   /**
@@ -55,6 +56,10 @@ export function registerFacilitatorRoutes(app: FastifyInstance, options: Facilit
         return reply.send(await facilitator.accepts(parsed.data));
       });
       scope.get('/supported', async (_req, reply) => reply.send(await facilitator.supported()));
+      // x402 settlement_pending's question: what became of a payment (by signature, message hash or payment id), for
+      // the seller that got the pending answer and for its buyer. Public facts only (what the ledger shows); open as
+      // /settle is, under the same server bounds.
+      scope.get('/status', async (req, reply) => reply.header('cache-control', 'no-store').send(await facilitator.status(req.query)));
       scope.get('/health', async (_req, reply) => reply.send(await facilitator.health()));
       // Not x402 (Solana Pay wallets): a co-signed transaction its buyer may still send failing, at the fee payer's
       // expense — behind the same bearer as /accounts.

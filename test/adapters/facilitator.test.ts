@@ -148,7 +148,18 @@ test('routes: POST /accounts spends rent, so it answers only the SVC_FACILITATOR
 /** A fake facilitator: fault injection for what the real one does not do on demand. */
 function fakeFacilitator(over: Partial<Facilitator>): FacilitatorRoutesOptions['facilitator'] {
   const never = () => Promise.reject(new Error('not used'));
-  return { supported: never, health: never, verify: never, settle: never, prepareAccounts: never, mppSettle: never, cosign: never, accepts: never, ...over };
+  return {
+    supported: never,
+    health: never,
+    verify: never,
+    settle: never,
+    prepareAccounts: never,
+    mppSettle: never,
+    cosign: never,
+    accepts: never,
+    status: never,
+    ...over,
+  };
 }
 
 test('routes standalone at the root (prefix ""): same paths without a prefix, same envelope, thrown errors mapped and masked', async (t) => {

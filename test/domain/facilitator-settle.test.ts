@@ -314,6 +314,75 @@ test('a settle that answered settlement_pending is resolved by settling again: s
   t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'moved once');
 });
 
+// x402 settlement_pending across instances (DECISIONS "Facilitator"): the instance that stopped waiting leaves the row
+// for the next settle, whichever instance gets it; that settle reconciles from PostgreSQL and the ledger, sending
+// nothing; GET /status answers by signature, message hash or payment id all along.
+test('a payment answered settlement_pending on one instance is reconciled by a settle on another: never sent twice, one success', async (t) => {
+  const { app, ledger } = t.context;
+  const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
+  await fund(app, signer.address, { sol: '1' });
+  let sends = 0;
+  const late = faultyLedger(ledger, {
+    getSignatureStatuses: async (signatures) => signatures.map(() => null),
+    waitForSignature: async () => null,
+    sendTransaction: async (wire) => {
+      sends++;
+      return ledger.sendTransaction(wire);
+    },
+  });
+  const counted = faultyLedger(ledger, {
+    sendTransaction: async (wire) => {
+      sends++;
+      return ledger.sendTransaction(wire);
+    },
+  });
+  const node = (l: Ledger) =>
+    new FacilitatorService({
+      ledgers: { [NETWORK]: l },
+      store: new MikroOrmFacilitatorStore(app.database.orm),
+      signer,
+      clock: systemClock,
+      settings: { networks: [NETWORK], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 200, confirmPollMs: 20 },
+    });
+  const [a, b] = [node(late), node(counted)];
+  const payer = await buyer(t);
+  const seller = Keypair.generate().publicKey.toBase58();
+  const p = await payment(t, { service: a, signer }, { buyer: payer, seller, layout: 'fee' });
+  const paymentId = `pay_${Keypair.generate().publicKey.toBase58().slice(0, 20)}`;
+  const payload = p.request.paymentPayload as Record<string, unknown>;
+  const request = {
+    ...p.request,
+    paymentPayload: { ...payload, extensions: { 'payment-identifier': { info: { required: false, id: paymentId } } } },
+  } as unknown as FacilitatorRequest;
+  const before = await usdc(ledger, payer.publicKey.toBase58());
+
+  t.like(await a.settle(request), { success: false, errorReason: 'settlement_pending', transaction: p.signature });
+  t.is(sends, 1);
+  const pending = await a.status({ transaction: p.signature });
+  t.like(pending, { status: 'pending', transaction: p.signature, paymentId }, 'the late ledger shows nothing yet');
+  t.like(await b.status({ paymentId }), { status: 'settled', transaction: p.signature }, 'the row is pending; the ledger already confirmed it');
+
+  t.like(await b.settle(request), { success: true, transaction: p.signature });
+  t.is(sends, 1, 'the reconciling settle sent nothing');
+  t.like(await a.settle(request), { success: false, errorReason: 'duplicate_settlement' });
+  t.is(await usdc(ledger, payer.publicKey.toBase58()), before - p.gross, 'charged once');
+
+  const hex = Buffer.from(pending.messageHash!, 'base64').toString('hex');
+  for (const q of [{ transaction: p.signature }, { messageHash: pending.messageHash! }, { messageHash: hex }, { paymentId, network: 'solana-devnet' }]) {
+    t.like(
+      await a.status(q),
+      { status: 'settled', transaction: p.signature, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', paymentId },
+      JSON.stringify(q),
+    );
+  }
+  t.like(await a.status({ paymentId, network: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp' }), { status: 'unknown' }, 'not a network it settled on');
+  t.like(await a.status({ transaction: encodeBase58(new Uint8Array(64).fill(7)) }), {
+    status: 'unknown',
+    transaction: encodeBase58(new Uint8Array(64).fill(7)),
+  });
+  await t.throwsAsync(a.status({ transaction: p.signature, paymentId }), { message: /exactly one of transaction, messageHash or paymentId/ });
+});
+
 // The confirmation wait goes through the Clock port — with a test clock that stands still the settle
 // waits however long real time runs, and it gives up exactly when the clock passes confirmTimeoutMs.
 test('settle waits for confirmation on the Clock: a standing test clock holds it; moved past confirmTimeoutMs it answers settlement_pending', async (t) => {

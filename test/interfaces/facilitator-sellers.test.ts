@@ -9,9 +9,16 @@ import { paymentMiddleware, x402ResourceServer } from '@x402/express';
 import { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmScheme as ExactSvmServerScheme } from '@x402/svm/exact/server';
+import Fastify from 'fastify';
 import { ataOf } from '../../domain/facilitator/ata.ts';
+import { feePayerFromSecretKey } from '../../domain/facilitator/ed25519.ts';
+import { FacilitatorService } from '../../domain/facilitator/service.ts';
+import { MikroOrmFacilitatorStore } from '../../adapters/store/repositories/facilitator.ts';
+import { systemClock } from '../../adapters/clock/system.ts';
+import { registerFacilitatorRoutes } from '../../interfaces/facilitator/routes.ts';
+import { faultyLedger } from '../support/faulty-ledger.ts';
 import { CAIP2, findStable, X402_V1_NETWORK } from '../../domain/shared/network.ts';
-import { http, startTestApp, type TestApp } from '../support/app.ts';
+import { http, issueKey, startTestApp, type TestApp } from '../support/app.ts';
 import { afterAll } from '../support/teardown.ts';
 
 // A facilitator any x402 seller can use (fee-facilitator-mpp-tools §4.1, DECISIONS "Facilitator"): sellers built
@@ -71,8 +78,8 @@ async function usdcOf(t: { context: Context }, owner: string): Promise<bigint> {
 const decodeBase64Json = (value: string | null): any => (value ? JSON.parse(Buffer.from(value, 'base64').toString('utf8')) : null);
 
 /** An @x402/express seller: x402ResourceServer on the gateway's facilitator through the official HTTPFacilitatorClient. */
-async function x402Seller(t: { context: Context }, payTo: string): Promise<string> {
-  const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: t.context.facilitatorUrl })).register(NETWORK, new ExactSvmServerScheme());
+async function x402Seller(t: { context: Context }, payTo: string, facilitatorUrl = t.context.facilitatorUrl): Promise<string> {
+  const resourceServer = new x402ResourceServer(new HTTPFacilitatorClient({ url: facilitatorUrl })).register(NETWORK, new ExactSvmServerScheme());
   const app = express();
   const routes = {
     'GET /weather': {
@@ -138,6 +145,18 @@ test('an @x402/express seller on the gateway facilitator is paid by @x402/fetch 
   t.deepEqual(supported.body.extensions, ['svc.fee']);
   const kind = supported.body.kinds.find((k: any) => k.x402Version === 2 && k.network === NETWORK);
   t.deepEqual(kind?.extra?.['svc.fee'], { v: '1', bps: 100, feeAuthority });
+  // what settling may cost the fee payer, as verify enforces it (DECISIONS "Facilitator")
+  t.like(supported.body.costs, {
+    computeUnitLimitMax: 400_000,
+    computeUnitPriceMaxMicroLamports: 5_000_000,
+    priorityFeeMaxLamports: '2000000',
+    rent: {
+      sponsorsTokenAccounts: true,
+      perOwnerAndMint: 1,
+      dailyBudgetLamports: t.context.app.config.facilitator.rentBudgetLamports.toString(),
+      tokenAccountLamports: { [USDC.tokenProgramId]: '2039280' },
+    },
+  });
 
   const seller = await funded(t, '0.01'); // its token account exists
   const payTo = seller.publicKey.toBase58();
@@ -261,4 +280,73 @@ test('the wire: a v2 body without x402Version verifies; a top-level version the 
   const refused = await http(app, 'POST', '/facilitator/accepts', { body: { x402Version: 2, accepts: [{ scheme: 'exact' }] } });
   t.is(refused.status, 400);
   t.is(refused.body.error, 'invalid_request');
+});
+
+// x402 settlement_pending (@x402/core 2.27): a facilitator instance whose ledger confirms late — the gateway's own
+// facilitator service on the gateway's database, over a fault-injecting ledger that shows nothing until that instance
+// has answered once — answers the seller's settle `settlement_pending` with the signature; @x402/express retries once
+// and the retry reconciles the broadcast transaction. The buyer is charged once, and the gateway's own /facilitator
+// (another instance on the same database) answers GET /status for the payment.
+test('an @x402/express seller on a facilitator whose ledger confirms late gets settlement_pending, and its one retry settles once', async (t) => {
+  const { app } = t.context;
+  const ledger = app.services.ledgers['chain-devnet']!;
+  let late = true;
+  const slow = faultyLedger(ledger, {
+    getSignatureStatuses: async (signatures) => (late ? signatures.map(() => null) : ledger.getSignatureStatuses(signatures)),
+    waitForSignature: async (...args) => (late ? null : ledger.waitForSignature(...args)),
+  });
+  const signer = feePayerFromSecretKey(Keypair.generate().secretKey);
+  await app.services.dev.fund('chain-devnet', { address: signer.address, sol: '1' });
+  const service = new FacilitatorService({
+    ledgers: { 'chain-devnet': slow },
+    store: new MikroOrmFacilitatorStore(app.database.orm, app.database.owner),
+    signer,
+    clock: systemClock,
+    settings: { networks: ['chain-devnet'], fee: app.services.settings.fee, rentBudgetLamports: 1_000_000_000n, confirmTimeoutMs: 200, confirmPollMs: 20 },
+  });
+  const answers: { reason: string; transaction: string }[] = [];
+  const fastify = Fastify();
+  fastify.addHook('onSend', async (req, _reply, payload) => {
+    if (req.url !== '/settle' || typeof payload !== 'string') return payload;
+    const body = JSON.parse(payload) as { success: boolean; errorReason?: string; transaction: string };
+    answers.push({ reason: body.success ? 'success' : (body.errorReason ?? ''), transaction: body.transaction });
+    late = false; // the confirmation arrives after the first answer: the retry finds it
+    return payload;
+  });
+  registerFacilitatorRoutes(fastify, { facilitator: service, prefix: '' });
+  await fastify.listen({ port: 0, host: '127.0.0.1' });
+  afterAll(() => fastify.close());
+  const url = await x402Seller(t, (await funded(t, '0.01')).publicKey.toBase58(), `http://127.0.0.1:${(fastify.server.address() as AddressInfo).port}`);
+
+  const buyer = await funded(t);
+  const before = await usdcOf(t, buyer.publicKey.toBase58());
+  const res = await (await x402Buyer(t, buyer))(url);
+  t.is(res.status, 200, await res.text());
+  const settled = decodePaymentResponseHeader(res.headers.get('PAYMENT-RESPONSE')!);
+  t.like(settled, { success: true, network: NETWORK, payer: buyer.publicKey.toBase58() });
+  t.deepEqual(
+    answers.map((a) => a.reason),
+    ['settlement_pending', 'success'],
+  );
+  t.true(
+    answers.every((a) => a.transaction === settled.transaction),
+    'the pending answer carries the signature the retry settles',
+  );
+  t.is(before - (await usdcOf(t, buyer.publicKey.toBase58())), PRICE, 'charged once');
+
+  const status = await http(app, 'GET', `/facilitator/status?transaction=${settled.transaction}`);
+  t.is(status.status, 200);
+  t.like(status.body, { status: 'settled', transaction: settled.transaction, network: NETWORK, payer: buyer.publicKey.toBase58() });
+  const byHash = await http(app, 'GET', `/facilitator/status?messageHash=${encodeURIComponent(status.body.messageHash)}`);
+  t.like(byHash.body, { status: 'settled', transaction: settled.transaction });
+  const bad = await http(app, 'GET', '/facilitator/status?paymentId=short');
+  t.is(bad.status, 400);
+  t.is(bad.body.error, 'invalid_request');
+
+  // the settlement counts in the network's latency figures (GET /v1/metrics/settlement)
+  const metrics = await http(app, 'GET', '/v1/metrics/settlement', { key: await issueKey(app) });
+  t.is(metrics.status, 200, JSON.stringify(metrics.body));
+  t.like(metrics.body, { network: 'chain-devnet', sample_limit: 1000 });
+  t.true(metrics.body.settlements >= 1);
+  t.true(metrics.body.p50_ms >= 0 && metrics.body.p50_ms <= metrics.body.p95_ms, JSON.stringify(metrics.body));
 });

@@ -433,6 +433,7 @@ function baselines(ctx: Ctx): Record<string, { body?: unknown; bodies?: unknown[
     'POST /v1/admin/api-keys/{id}/disable': { params: { id: ctx.spareKeyId } },
     'GET /v1/metrics/usage': { query: { days: '7' } },
     'GET /v1/metrics/events': { query: { days: '7' } },
+    'GET /v1/metrics/settlement': { query: { hours: '24' } },
     'POST /v1/dev/faucet': {
       bodies: [
         { address: ctx.owner, sol: '0.001' },

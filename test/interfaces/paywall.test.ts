@@ -411,6 +411,8 @@ test('exactly once: replaying the PAYMENT-SIGNATURE returns the stored response 
   const header = paidRetries[0]!.get('payment-signature');
   t.truthy(header, 'the kit paid with PAYMENT-SIGNATURE');
   const sig = decodePaymentResponse(first.headers.get('payment-response')!).transaction;
+  // Server-Timing: the steps this request ran (settle before the response, then the record); a replay ran none
+  t.regex(first.headers.get('server-timing') ?? '', /^settle;dur=\d+\.\d, upstream;dur=\d+\.\d, record;dur=\d+\.\d$/);
   const sellerAfter = await tokenBalance(w, treasury);
   const buyerAfter = await tokenBalance(w, buyer.publicKey.toBase58());
   t.is(sellerAfter, PRICE);
@@ -419,6 +421,7 @@ test('exactly once: replaying the PAYMENT-SIGNATURE returns the stored response 
   t.is(replay.status, 200);
   t.is(await replay.text(), firstText);
   t.is(replay.headers.get('x-svc-replayed'), 'true');
+  t.is(replay.headers.get('server-timing'), null);
   t.is(replay.headers.get('content-type'), first.headers.get('content-type'));
   t.is(decodePaymentResponse(replay.headers.get('payment-response')!).transaction, sig, 'the replay names the same settlement');
 
@@ -774,6 +777,8 @@ test('upstream: settle_policy on_success + upstream 200 → charged and served',
   const text = await res.text();
   t.is(res.status, 200, text);
   t.deepEqual(JSON.parse(text), { temp: 21 });
+  // on_success: verify, the upstream, then settle and record
+  t.regex(res.headers.get('server-timing') ?? '', /^verify;dur=[\d.]+, settle;dur=[\d.]+, upstream;dur=[\d.]+, record;dur=[\d.]+$/);
   const sig = decodePaymentResponse(res.headers.get('payment-response')!).transaction;
   t.is(upstream.received.length, 1);
   t.is(await tokenBalance(w, treasury), PRICE);

@@ -1,11 +1,18 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { Network } from '../../../domain/shared/network.ts';
-import type { ClaimResult, FacilitatorStore, SettlementRecord, SponsorshipDecision, SponsorshipRequest } from '../../../domain/ports/facilitator-store.ts';
+import type {
+  ClaimRequest,
+  ClaimResult,
+  FacilitatorStore,
+  SettlementRecord,
+  SponsorshipDecision,
+  SponsorshipRequest,
+} from '../../../domain/ports/facilitator-store.ts';
 import { ownerAlive, type ProcessOwner } from '../process-owner.ts';
 import { Coalescer } from './coalesce.ts';
 import { date, preparedOnPool, query } from './context.ts';
 
-/** A row of `facilitator_settlements` (migrations/0003-paid-calls.ts; owner from 0004-paid-call-owners.ts). */
+/** A row of `facilitator_settlements` (migrations/0003-paid-calls.ts; owner from 0004, message_hash and payment_id from 0029). */
 interface SettlementRow {
   network: Network;
   signature: string;
@@ -13,6 +20,8 @@ interface SettlementRow {
   payer: string;
   blockhash: string;
   error: string | null;
+  message_hash: string | null;
+  payment_id: string | null;
   created_at: Date;
   updated_at: Date;
 }
@@ -24,17 +33,21 @@ const fromRow = (r: SettlementRow): SettlementRecord => ({
   payer: r.payer,
   blockhash: r.blockhash,
   error: r.error,
+  messageHash: r.message_hash,
+  paymentId: r.payment_id,
   createdAt: date(r.created_at),
   updatedAt: date(r.updated_at),
 });
 
-type ClaimRequest = { network: Network; signature: string; payer: string; blockhash: string; at: Date };
 type FinishRequest = { network: Network; signature: string; status: 'settled' | 'failed'; error: string | null; at: Date };
 
 /** A sponsorship of (network, owner, mint, account) whose settlement has not finished yet. */
 const IN_FLIGHT = `select 1 from rent_sponsorships r join facilitator_settlements f
     on f.network = r.network and f.signature = regexp_replace(r.signature, '^precreate:', '')
   where r.network = ? and r.owner = ? and r.mint = ? and r.account = ? and f.status = 'pending'`;
+
+/** The mark of a pending row whose settle answered settlement_pending (FacilitatorStore.leavePending). */
+const LEFT_PENDING = 'settlement_pending';
 
 /** The facilitator's tables in plain SQL: each decision is one statement or one short transaction. */
 export class MikroOrmFacilitatorStore implements FacilitatorStore {
@@ -76,11 +89,20 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
     // statement may not touch a row twice: a signature repeated in the group is claimed by its first request only.
     const first = new Map<string, ClaimRequest>();
     for (const r of group) if (!first.has(`${r.network}:${r.signature}`)) first.set(`${r.network}:${r.signature}`, r);
-    const rows = [...first.values()].map((r) => ({ network: r.network, signature: r.signature, payer: r.payer, blockhash: r.blockhash, at: r.at }));
+    const rows = [...first.values()].map((r) => ({
+      network: r.network,
+      signature: r.signature,
+      payer: r.payer,
+      blockhash: r.blockhash,
+      message_hash: r.messageHash ?? null,
+      payment_id: r.paymentId ?? null,
+      at: r.at,
+    }));
     const claimed = await this.run<{ network: string; signature: string }>(
-      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, owner, created_at, updated_at)
-       select x.network, x.signature, 'pending', x.payer, x.blockhash, null, ?::int, x.at, x.at
-         from jsonb_to_recordset(?::jsonb) as x(network text, signature text, payer text, blockhash text, at timestamptz)
+      `insert into facilitator_settlements (network, signature, status, payer, blockhash, error, owner, message_hash, payment_id, created_at, updated_at)
+       select x.network, x.signature, 'pending', x.payer, x.blockhash, null, ?::int, x.message_hash, x.payment_id, x.at, x.at
+         from jsonb_to_recordset(?::jsonb)
+           as x(network text, signature text, payer text, blockhash text, message_hash text, payment_id text, at timestamptz)
        on conflict (network, signature) do update
          set status = 'pending', error = null, owner = excluded.owner, updated_at = excluded.updated_at
          where facilitator_settlements.status = 'failed'
@@ -110,6 +132,53 @@ export class MikroOrmFacilitatorStore implements FacilitatorStore {
   async getSettlement(network: Network, signature: string): Promise<SettlementRecord | null> {
     const rows = await this.exec<SettlementRow>(`select * from facilitator_settlements where network = ? and signature = ?`, [network, signature]);
     return rows[0] ? fromRow(rows[0]) : null;
+  }
+
+  async leavePending(r: { network: Network; signature: string; at: Date }): Promise<void> {
+    await this.exec(`update facilitator_settlements set error = '${LEFT_PENDING}', updated_at = ? where network = ? and signature = ? and status = 'pending'`, [
+      r.at,
+      r.network,
+      r.signature,
+    ]);
+  }
+
+  async takePending(r: { network: Network; signature: string; at: Date }): Promise<boolean> {
+    // The conditional update is the decision across instances: one taker clears the mark, the others find none.
+    const taken = await this.exec(
+      `update facilitator_settlements set error = null, owner = ?::int, updated_at = ?
+        where network = ? and signature = ? and status = 'pending' and error = '${LEFT_PENDING}' returning signature`,
+      [this.owner?.epoch ?? null, r.at, r.network, r.signature],
+    );
+    return taken.length > 0;
+  }
+
+  async findSettlements(
+    key: { signature: string } | { messageHash: string } | { paymentId: string },
+    options: { networks: Network[]; limit: number },
+  ): Promise<SettlementRecord[]> {
+    const [column, value] =
+      'signature' in key ? ['signature', key.signature] : 'messageHash' in key ? ['message_hash', key.messageHash] : ['payment_id', key.paymentId];
+    const rows = await this.exec<SettlementRow>(
+      `select * from facilitator_settlements where ${column} = ? and network = any(?::text[]) order by created_at desc limit ?`,
+      [value, `{${options.networks.join(',')}}`, options.limit],
+    );
+    return rows.map(fromRow);
+  }
+
+  async settlementLatency(network: Network, options: { since: Date; limit: number }): Promise<{ count: number; p50Ms: number | null; p95Ms: number | null }> {
+    // The newest settled rows through facilitator_settlements_settled_idx: at most `limit` rows read, whatever the table holds.
+    const rows = await this.exec<{ count: number; p50: number | null; p95: number | null }>(
+      `select count(*)::int as count,
+              percentile_disc(0.5) within group (order by ms) as p50,
+              percentile_disc(0.95) within group (order by ms) as p95
+         from (select greatest(0, round(extract(epoch from updated_at - created_at) * 1000))::int as ms
+                 from facilitator_settlements
+                where network = ? and status = 'settled' and updated_at >= ?
+                order by updated_at desc limit ?) newest`,
+      [network, options.since, options.limit],
+    );
+    const row = rows[0];
+    return { count: row?.count ?? 0, p50Ms: row?.p50 ?? null, p95Ms: row?.p95 ?? null };
   }
 
   async checkSponsorship(r: Omit<SponsorshipRequest, 'signature'>): Promise<SponsorshipDecision> {

@@ -1,4 +1,4 @@
-import { EventCounters, EventsInput, Usage, UsageInput } from '../../../domain/metrics/service.ts';
+import { EventCounters, EventsInput, SettlementInput, SettlementLatency, Usage, UsageInput } from '../../../domain/metrics/service.ts';
 import { keyedProcedure, router } from '../init.ts';
 
 const tags = ['metrics'];
@@ -32,4 +32,19 @@ export const metricsRouter = router({
     .input(EventsInput)
     .output(EventCounters)
     .query(({ ctx, input }) => ctx.services.metrics.events(ctx.principal, input)),
+
+  settlement: keyedProcedure
+    .meta({
+      openapi: {
+        method: 'GET',
+        path: '/v1/metrics/settlement',
+        tags,
+        summary: 'Settlement latency (p50, p95) of the gateway facilitator on your network',
+        description:
+          "From a settle's claim to the confirmation it saw, over the newest settlements (at most `sample_limit`) of the last `hours`; the same network figure for every key.",
+      },
+    })
+    .input(SettlementInput)
+    .output(SettlementLatency)
+    .query(({ ctx, input }) => ctx.services.metrics.settlement(ctx.principal, input)),
 });
