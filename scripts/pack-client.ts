@@ -39,6 +39,9 @@ export const CLIENT_IMPORTS: Readonly<Record<string, Role>> = {
   zod: 'dependency',
   // the buyer kit's RFC 8785 canonical JSON (small, and not something a buyer brings)
   canonicalize: 'dependency',
+  // the buyer kit derives the treasury and token accounts it pays (program addresses: sha256 and the ed25519 curve)
+  '@noble/curves': 'dependency',
+  '@noble/hashes': 'dependency',
   // the buyer kit's signer is a web3.js Keypair or a @solana/kit signer; spl-token builds the transfer
   '@solana/web3.js': 'peer',
   '@solana/spl-token': 'peer',

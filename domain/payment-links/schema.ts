@@ -102,7 +102,7 @@ const createFields = {
   webhook_url: HttpUrl.nullable().describe('per-link webhook POSTed on payment_link.settled, signed with webhook_secret; null clears it').optional(),
   wrap_receipt: z.boolean().describe('true: a settled body is { data: <body>, receipt: <earn receipt> }; default false').optional(),
   settle_policy: SettlePolicy.optional(),
-  access_window: AccessWindow.nullable().optional(),
+  access_window: AccessWindow.nullable().describe(AccessWindow.description!).optional(),
   request_binding: RequestBinding.optional(),
   metadata: LinkMetadata.optional(),
 };

@@ -45,7 +45,7 @@ export interface RecorderDeps {
   signer?: ReceiptSigner | undefined;
 }
 
-/** Group commit: at most this many queued calls (of any sellers of one network) are recorded in one transaction. */
+/** Group commit: at most this many of one seller's queued calls are recorded in one transaction. */
 const MAX_BATCH = 64;
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
@@ -68,7 +68,7 @@ interface Landed {
   confirmed: boolean;
 }
 
-/** A landed payment waiting for its network's next record transaction. */
+/** A landed payment waiting for its seller's next record transaction. */
 interface Queued extends Landed {
   served: StoredResponse;
   done: (final: Final) => void;
@@ -82,11 +82,11 @@ export class PaidCallRecorder {
    * Rule 9 in one transaction: counters, earn receipt, events, the stored response; then the webhook. Idempotent per
    * payment: a call recorded already answers what was stored; a transaction recorded under a pruned row is `already_used`.
    *
-   * Group commit across sellers: a network's calls are recorded one transaction after the other. The calls that land
-   * while one runs wait in memory (not on a pooled connection) and are recorded together in the next one, whichever
-   * sellers they pay: each call's rows as alone, each seller's receipts chained in arrival order (every chain the
-   * group extends locked in one order), each link's counters added once, in a fixed number of round trips whatever
-   * the group's size or number of sellers — so many sellers cost no more transactions than one. Should that
+   * Group commit per seller: a seller's calls are recorded one transaction after the other. The calls that land
+   * while one runs wait in memory (not on a pooled connection) and are recorded together in the next one: each call's
+   * rows as alone, the receipts chained in arrival order (every chain the group extends locked in one order), each
+   * link's counters added once, in a fixed number of round trips whatever the group's size. Sellers never share a
+   * transaction, so one whose chain is held (a receipt push) holds up no other seller. Should that
    * transaction fail, each of its calls is recorded again in a transaction of its own, so one call's failure fails
    * that call only.
    */
@@ -124,39 +124,44 @@ export class PaidCallRecorder {
     return final?.response === null;
   }
 
-  /** network → its calls waiting, and whether a record transaction of it runs (in this process) */
-  private readonly queues = new Map<Network, { running: boolean; waiting: Queued[] }>();
+  /**
+   * (network, seller) → its calls waiting, and whether a record transaction of them runs (in this process). One queue
+   * per seller: a seller whose chain is held (a receipt push in progress) holds up its own calls only, never another
+   * seller's (test/interfaces/paywall-concurrency.test.ts).
+   */
+  private readonly queues = new Map<string, { running: boolean; waiting: Queued[] }>();
 
-  /** How many landed calls of `seller` wait for their network's next record transaction in this process (not the one running). */
+  /** How many landed calls of `seller` wait for their next record transaction in this process (not the one running). */
   waiting(network: Network, seller: string): number {
-    return this.queues.get(network)?.waiting.filter((q) => q.call.link.ownerAgent === seller).length ?? 0;
+    return this.queues.get(`${network}:${seller}`)?.waiting.length ?? 0;
   }
 
   private enqueue(network: Network, item: Queued): void {
-    let queue = this.queues.get(network);
+    const key = `${network}:${item.call.link.ownerAgent}`;
+    let queue = this.queues.get(key);
     if (!queue) {
       queue = { running: false, waiting: [] };
-      this.queues.set(network, queue);
+      this.queues.set(key, queue);
     }
     queue.waiting.push(item);
     if (!queue.running) {
       const started = queue;
       // A group's transaction records several requests' calls: never under the scope (statement tag, timeout,
       // cancellation) of the request that happened to start it.
-      const drain = () => this.drain(network, started);
+      const drain = () => this.drain(key, started);
       void (this.deps.store.unscoped ? this.deps.store.unscoped(drain) : drain());
     }
   }
 
-  /** One transaction of the network's waiting calls after the other, until none waits. */
-  private async drain(network: Network, queue: { running: boolean; waiting: Queued[] }): Promise<void> {
+  /** One transaction of the seller's waiting calls after the other, until none waits. */
+  private async drain(key: string, queue: { running: boolean; waiting: Queued[] }): Promise<void> {
     queue.running = true;
     try {
       while (queue.waiting.length > 0) await this.commit(queue.waiting.splice(0, MAX_BATCH));
     } finally {
       queue.running = false;
-      if (queue.waiting.length === 0) this.queues.delete(network);
-      else void this.drain(network, queue);
+      if (queue.waiting.length === 0) this.queues.delete(key);
+      else void this.drain(key, queue);
     }
   }
 

@@ -1,13 +1,13 @@
-import { createHash } from 'node:crypto';
 import { ed25519 } from '@noble/curves/ed25519';
+import { sha256 } from '@noble/hashes/sha2';
 import { decodeAddress, encodeBase58 } from './base58.ts';
 
 // Solana program-derived addresses (the runtime's `find_program_address`): sha256(seeds ‖ bump ‖ program id ‖
 // "ProgramDerivedAddress"), the first bump from 255 down whose hash is NOT an ed25519 point. Written here, on the
-// curve library web3.js itself uses for that check, so the embedded ledger's thread (its faucet derives token
-// accounts) loads neither web3.js nor spl-token.
+// curve and hash library web3.js itself uses, so the embedded ledger's thread (its faucet derives token accounts)
+// loads neither web3.js nor spl-token, and the buyer kit (svc-gateway/client/pay) stays free of Node's modules.
 
-const PDA_MARKER = Buffer.from('ProgramDerivedAddress');
+const PDA_MARKER = new TextEncoder().encode('ProgramDerivedAddress');
 const MAX_SEED_LENGTH = 32;
 
 /** True when the 32 bytes decode to a point of the ed25519 curve (an address a private key may sign for). */
@@ -32,7 +32,7 @@ export function findProgramAddress(seeds: readonly Uint8Array[], programId: stri
   for (const seed of seeds) if (seed.length > MAX_SEED_LENGTH) throw new TypeError(`a seed is at most ${MAX_SEED_LENGTH} bytes`);
   const program = addressBytes(programId);
   for (let bump = 255; bump >= 0; bump--) {
-    const hash = createHash('sha256');
+    const hash = sha256.create();
     for (const seed of seeds) hash.update(seed);
     const digest = hash.update(Uint8Array.of(bump)).update(program).update(PDA_MARKER).digest();
     if (!isOnCurve(digest)) return { address: encodeBase58(digest), bump };

@@ -126,6 +126,53 @@ export function registerSvcFeeScheme(client: x402Client, config: RegisterSvcFeeS
   return client;
 }
 
+/**
+ * One payment requirement as faremeter's client hands it to a payment handler (@faremeter/types `x402PaymentRequirements`,
+ * v2 fields): only what the scheme reads, so this module imports nothing of faremeter.
+ */
+export interface FaremeterRequirements {
+  scheme: string;
+  network: string;
+  amount: string;
+  payTo: string;
+  asset: string;
+  maxTimeoutSeconds?: number;
+  extra?: unknown;
+}
+
+/** faremeter's `PaymentHandler` (@faremeter/types client): what `wrap(fetch, { handlers })` of @faremeter/fetch takes. */
+export type FaremeterPaymentHandler = <R extends FaremeterRequirements>(
+  context: { request: RequestInfo | URL },
+  accepts: R[],
+) => Promise<{ requirements: R; exec(): Promise<{ payload: object }> }[]>;
+
+/**
+ * The same scheme as a payment handler for @faremeter/fetch, whose own Solana "exact" handler pays the seller leg only
+ * (it reads no extra.splits), so a fee-on link refuses it with fee_leg_missing:
+ *
+ *   import { createSvcFeePaymentHandler } from 'svc-gateway/x402';
+ *   const pay = wrap(fetch, { handlers: [createSvcFeePaymentHandler({ signer, rpcUrl })] });
+ *
+ * faremeter hands every offer in its v2 form (`amount`), v1 402s included; the transaction is the buyer kit's.
+ */
+export function createSvcFeePaymentHandler(config: RegisterSvcFeeSchemeConfig): FaremeterPaymentHandler {
+  const { signer, networks = [...NETWORKS], ...options } = config;
+  const scheme = new ExactSvmFeeScheme(signer, options);
+  const names = new Set<string>(networks.flatMap((n) => [CAIP2[n], X402_V1_NETWORK[n]]));
+  return async (_context, accepts) =>
+    accepts
+      .filter((requirements) => requirements.scheme === 'exact' && names.has(requirements.network))
+      .map((requirements) => ({
+        requirements,
+        exec: async () => {
+          // a v1 network name (solana-devnet) is read as its CAIP-2 id, the form the scheme's v2 parser takes
+          const network = networkFromX402(requirements.network);
+          const v2 = { ...requirements, network: network ? CAIP2[network] : requirements.network } as unknown as PaymentRequirements;
+          return { payload: (await scheme.createPaymentPayload(2, v2)).payload };
+        },
+      }));
+}
+
 export {
   PaymentError,
   PAYING_FETCH_ERRORS,

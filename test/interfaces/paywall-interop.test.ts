@@ -8,7 +8,7 @@ import { ExactSvmScheme } from '@x402/svm/exact/client';
 import { ExactSvmSchemeV1 } from '@x402/svm/exact/v1/client';
 import { createSigner as createLegacySigner, decodeXPaymentResponse, wrapFetchWithPayment as wrapFetchWithPaymentV1 } from 'x402-fetch';
 import { createPayingFetch, decodePaymentResponse, PaymentError } from '../../interfaces/client/paying-fetch.ts';
-import { ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
+import { createSvcFeePaymentHandler, ExactSvmFeeScheme, registerSvcFeeScheme } from 'svc-gateway/x402'; // the published entry (package.json exports)
 import axios, { isAxiosError } from 'axios';
 import { wrapAxiosWithPayment, x402Client as AxiosX402Client } from '@x402/axios';
 import { x402Client as PayaiX402Client, x402HTTPClient as PayaiHttpClient } from '@payai/x402/client';
@@ -469,7 +469,7 @@ test('(k) x402-solana 2.0.4 refuses before paying: it derives the payTo token ac
  * and reads the v1 offer in the body otherwise: `version: 1` drops that header from the unpaid 402 (as a proxy that
  * forwards only standard headers would), so the body's v1 offer is what it pays.
  */
-async function faremeterPayer(w: World, kp: Keypair, version: 1 | 2) {
+async function faremeterPayer(w: World, kp: Keypair, version: 1 | 2, options: { ours?: boolean } = {}) {
   // faremeter's packages are loaded where they are used: their loggers are module-level `await`s, and a test file that
   // imported them statically would declare its tests a tick after the shared teardown's hook (test/support/teardown.ts)
   const [{ wrap }, { exact }, { createLocalWallet }] = await Promise.all([
@@ -492,7 +492,9 @@ async function faremeterPayer(w: World, kp: Keypair, version: 1 | 2) {
     if (payment) sent.push(payment);
     return fetch(input, init);
   };
-  const handler = exact.createPaymentHandler(wallet, address(USDC.mint), w.rpcUrl);
+  const handler = options.ours
+    ? createSvcFeePaymentHandler({ signer: kp, rpcUrl: w.rpcUrl, networks: ['chain-devnet'] })
+    : exact.createPaymentHandler(wallet, address(USDC.mint), w.rpcUrl);
   return { pay: wrap(paying, { phase1Fetch: unpaid, handlers: [handler] }), sent };
 }
 
@@ -550,6 +552,34 @@ for (const version of [2, 1] as const) {
     t.is(await usdcOf(w, treasury), 0n);
     t.deepEqual(await paidCallsOf(w, link.id), [], 'no paid call kept');
     t.deepEqual(await receiptsOf(w, agent), []);
+  });
+  test(`(o) @faremeter/fetch 0.22 with svc-gateway/x402's handler pays a fee-on link over x402 v${version}: both legs in one transaction, charged once`, async (t) => {
+    const w = t.context.fee;
+    const { agent, link, treasury, url } = await sellerLink(t, w, { response: { body: { via: 'faremeter + svc handler' } } });
+    const kp = await buyer(w);
+    const payer = kp.publicKey.toBase58();
+    const before = await usdcOf(w, payer);
+    const feeAuthority = w.app.services.settings.fee.authorities['chain-devnet']!;
+    const fee = feeFor(PRICE, 100);
+
+    const { pay, sent } = await faremeterPayer(w, kp, version, { ours: true });
+    const res = await pay(url);
+    const text = await res.text();
+    t.is(res.status, 200, text);
+    t.is(sent.length, 1, 'one payment sent');
+    const settled = decodeBase64Json(res.headers.get(responseHeader));
+    t.like(settled, { success: true, payer });
+    t.is(await usdcOf(w, treasury), PRICE, 'the seller leg');
+    t.is(await usdcOf(w, payer), before - PRICE - fee, 'the buyer charged once: price and fee');
+    // the fee leg, in the transaction PAYMENT-RESPONSE names (other tests of this app pay the same fee authority)
+    const ledger = w.app.services.ledgers['chain-devnet']!;
+    await waitForCommitment(ledger, settled.transaction);
+    const tx = await ledger.getTransaction(settled.transaction);
+    const feeAccount = ataOf(feeAuthority, USDC.mint, USDC.tokenProgramId);
+    const balance = (list: { account: string; amount: bigint }[] | undefined) => list?.find((b) => b.account === feeAccount)?.amount ?? 0n;
+    t.is(balance(tx?.postTokenBalances) - balance(tx?.preTokenBalances), fee, 'the fee leg');
+    t.deepEqual(await paidCallsOf(w, link.id), [{ status: 'done', signature: settled.transaction }]);
+    t.is((await receiptsOf(w, agent)).length, 1);
   });
 }
 /** The published keys, read as any verifier would: GET /.well-known/jwks.json, nothing else. */
