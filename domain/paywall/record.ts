@@ -18,7 +18,7 @@ import { enqueueLinkDelivery } from '../webhooks/service.ts';
 import { facilitatorFeePaid, toV1 } from './offer.ts';
 import type { StoredResponse } from './schema.ts';
 import type { Call, Settled } from './call.ts';
-import { confirmedBySettlement } from '../receipts/verify.ts';
+import { confirmedBySettlement, verificationEvent } from '../receipts/verify.ts';
 import type { VerificationUpdate } from '../ports/store.ts';
 import type { ReceiptSigner } from '../receipts/signing.ts';
 import { receiptPayload, withSignedReceipt } from './offer-receipt.ts';
@@ -224,7 +224,10 @@ export class PaidCallRecorder {
     this.receiptEvents(append, call, { signature, receipt, fee: price.fee, stable: price.stable });
     for (const r of receipts) {
       const owner = r.source === 'buyer' ? buyer!.ownerPrincipal : call.link.ownerPrincipal;
-      if (r.verification?.status === 'verified') events.push(verifiedEvent({ record: r, verification: r.verification, owner, signature }));
+      if (r.verification?.status !== 'verified') continue;
+      // as the receipts job would have written its decision
+      const event = verificationEvent({ network: r.network, owner, receipt: r.receipt, source: r.source, now: r.createdAt }, r.verification);
+      if (event) events.push(event);
     }
     const response = served ? this.signed(landed, servedResponse({ landed, served, receipt, payment, fee: price.fee }), receipt) : null;
     return { call, now, signature, payer, receipts, events, response, payment, receipt };
@@ -492,33 +495,6 @@ function verifiedAt(landed: Landed, receipt: Receipt): { verification?: Verifica
   if (!landed.confirmed) return {};
   const check = confirmedBySettlement(receipt);
   return { verification: { ...check, checkedAt: landed.now, attempts: 0, nextCheckAt: null } };
-}
-
-/** The `receipt.verified` of a receipt recorded verified, as the receipts job would have written its decision. */
-function verifiedEvent(e: { record: ReceiptRecord; verification: VerificationUpdate; owner: string | null; signature: string }): NewEvent {
-  const { record, verification } = e;
-  const { receipt, createdAt: now } = record;
-  return newEvent(
-    'receipt.verified',
-    {
-      id: newId(now.getTime()),
-      network: record.network,
-      agentAsset: receipt.agent,
-      owner: e.owner,
-      phase: 'confirmed',
-      createdAt: now,
-      confirmedAt: now,
-      signature: e.signature,
-    },
-    {
-      receipt_hash: receipt.receipt_hash,
-      nonce: receipt.nonce,
-      tx_sig: e.signature,
-      source: record.source,
-      verification: verification.status,
-      reason: verification.reason,
-    },
-  );
 }
 
 /** The buyer agent's `receipt.published`, on the buyer's own scope. */

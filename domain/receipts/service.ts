@@ -12,7 +12,7 @@ import { canAccess, type Caller } from '../access/ownership.ts';
 import { dailyBuckets, DailyTransactionsInput, windowStart, type DailyTransactions } from './daily.ts';
 import { newEvent } from '../events/kinds.ts';
 import type { EventRecord, NewEvent } from '../events/schema.ts';
-import { checkReceipt, nextCheckAt } from './verify.ts';
+import { checkReceipt, nextCheckAt, verificationEvent } from './verify.ts';
 import type { Watchlist } from '../indexer/watchlist.ts';
 import {
   ListReceiptsInput,
@@ -196,25 +196,8 @@ export class ReceiptService {
     e: { network: Network; owner: string | null; receipt: Receipt; source: string; now: Date },
     v: VerificationUpdate,
   ): Promise<void> {
-    const event = this.decidedEvent(e, v);
+    const event = verificationEvent(e, v);
     if (event) await tx.events.append(event);
-  }
-
-  private decidedEvent(e: { network: Network; owner: string | null; receipt: Receipt; source: string; now: Date }, v: VerificationUpdate): NewEvent | null {
-    const sig = settlementSignature(e.receipt);
-    if (!sig || (v.status !== 'verified' && v.status !== 'mismatch')) return null;
-    const fields = {
-      id: newId(e.now.getTime()),
-      network: e.network,
-      agentAsset: e.receipt.agent,
-      owner: e.owner,
-      phase: 'confirmed' as const,
-      createdAt: e.now,
-      confirmedAt: e.now,
-      signature: sig,
-    };
-    const metadata = { receipt_hash: e.receipt.receipt_hash, nonce: e.receipt.nonce, tx_sig: sig, source: e.source, verification: v.status, reason: v.reason };
-    return v.status === 'verified' ? newEvent('receipt.verified', fields, metadata) : newEvent('receipt.mismatch', fields, metadata);
   }
 
   /** One ledger check: never throws; an unreachable ledger (or none in this process) leaves the receipt pending. */
@@ -433,7 +416,7 @@ export class ReceiptService {
       );
       const events = decided
         .filter((d) => set.has(d.receipt.receipt_hash))
-        .map((d) => this.decidedEvent({ network, owner: owners.get(d.receipt.agent) ?? null, receipt: d.receipt, source: 'paywall', now }, d.update))
+        .map((d) => verificationEvent({ network, owner: owners.get(d.receipt.agent) ?? null, receipt: d.receipt, source: 'paywall', now }, d.update))
         .filter((e): e is NewEvent => e !== null);
       await tx.events.appendMany(events);
       return set.size;

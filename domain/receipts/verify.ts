@@ -1,6 +1,11 @@
 import type { LedgerTransaction, TransactionTokenBalance } from '../ports/ledger.ts';
 import { treasuryOf } from '../treasury/derive.ts';
 import { settlementSignature, type Receipt, type VerificationStatus } from './schema.ts';
+import { newId } from '../shared/ids.ts';
+import type { Network } from '../shared/network.ts';
+import type { VerificationUpdate } from '../ports/store.ts';
+import { newEvent } from '../events/kinds.ts';
+import type { NewEvent } from '../events/schema.ts';
 
 // A receipt's money claim checked against the ledger. The transaction must exist, have succeeded, and
 // have moved price.amount_atomic of price.asset into the seller's treasury token account — for an earn receipt the
@@ -79,4 +84,28 @@ export function confirmedBySettlement(receipt: Receipt): Check {
     status: 'verified',
     reason: `Transaction ${sig} was settled by this gateway's facilitator, which saw it confirmed on the ledger moving ${price.amount_atomic} of ${price.asset} ${receipt.kind === 'earn' ? 'to' : 'from'} the treasury${fee > 0n ? ` and ${fee} to the fee authority` : ''}.`,
   };
+}
+
+/**
+ * The receipt.verified / receipt.mismatch event of a decided check (the receipts job's, or the record transaction's for
+ * a settlement our facilitator saw confirmed); null while pending or for a receipt without a settlement.
+ */
+export function verificationEvent(
+  e: { network: Network; owner: string | null; receipt: Receipt; source: string; now: Date },
+  v: VerificationUpdate,
+): NewEvent | null {
+  const sig = settlementSignature(e.receipt);
+  if (!sig || (v.status !== 'verified' && v.status !== 'mismatch')) return null;
+  const fields = {
+    id: newId(e.now.getTime()),
+    network: e.network,
+    agentAsset: e.receipt.agent,
+    owner: e.owner,
+    phase: 'confirmed' as const,
+    createdAt: e.now,
+    confirmedAt: e.now,
+    signature: sig,
+  };
+  const metadata = { receipt_hash: e.receipt.receipt_hash, nonce: e.receipt.nonce, tx_sig: sig, source: e.source, verification: v.status, reason: v.reason };
+  return v.status === 'verified' ? newEvent('receipt.verified', fields, metadata) : newEvent('receipt.mismatch', fields, metadata);
 }
