@@ -107,7 +107,7 @@ const NODE_BUILTINS = new Set([
 ]);
 
 // pure computation only: schemas, ids, canonical JSON, Solana's types and layouts, hashing and the ed25519 curve
-const DOMAIN_PACKAGES = new Set(['zod', 'ulid', 'canonicalize', '@solana/web3.js', '@solana/spl-token', 'node:crypto', '@noble/curves']);
+const DOMAIN_PACKAGES = new Set(['zod', 'ulid', 'canonicalize', '@solana/web3.js', '@solana/spl-token', 'node:crypto', '@noble/curves', '@noble/hashes']);
 const isDomainPackage = (pkg: string) => DOMAIN_PACKAGES.has(pkg) || pkg.startsWith('@metaplex-foundation/');
 
 /** Named for clearer messages; the domain allow-list refuses these anyway. */
