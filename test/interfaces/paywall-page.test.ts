@@ -22,6 +22,7 @@ import {
   type CreatedLink,
   type PaywallWorld,
 } from '../support/paywall.ts';
+import { closeConnection } from '../support/ledger.ts';
 import { afterAll } from '../support/teardown.ts';
 
 // The paywall page (docs/paywall.md "In a browser"): a browser opening a share_url gets a 402 page a person can read
@@ -219,6 +220,7 @@ test.serial('status reads racing for one wallet payment: exactly one gets the re
   const tx = VersionedTransaction.deserialize(Buffer.from(((await answer.json()) as { transaction: string }).transaction, 'base64'));
   tx.sign([buyer]);
   const connection = new Connection(w.rpcUrl, 'confirmed');
+  t.teardown(() => closeConnection(connection));
   const sent = await connection.sendRawTransaction(tx.serialize());
   // waits on the ledger's confirmation, then reads race
   await connection.confirmTransaction(sent, 'confirmed');
@@ -318,9 +320,14 @@ async function signAndLand(w: PaywallWorld, transaction: string, buyer: Keypair)
   const tx = VersionedTransaction.deserialize(Buffer.from(transaction, 'base64'));
   tx.sign([buyer]);
   const connection = new Connection(w.rpcUrl, 'confirmed');
-  const signature = await connection.sendRawTransaction(tx.serialize());
-  await connection.confirmTransaction(signature, 'confirmed');
-  return signature;
+  try {
+    const signature = await connection.sendRawTransaction(tx.serialize());
+    await connection.confirmTransaction(signature, 'confirmed');
+    return signature;
+  } finally {
+    // web3.js would otherwise reconnect its WebSocket forever once the app is gone, and the file never exits
+    await closeConnection(connection);
+  }
 }
 
 test.serial(
