@@ -95,8 +95,10 @@ export function toV1(accept: X402RequirementsV2, network: Network, resource: Res
  */
 export function refusalMessage(reason: string, message: string): string {
   if (reason !== 'fee_leg_missing') return message;
+  // The verifier's part names the missing leg without a closing full stop; the hint is its own sentence.
+  const stated = /[.!?]$/.test(message) ? message : `${message}.`;
   return (
-    `${message} This link charges a protocol fee (extra["${FEE_EXTENSION_KEY}"] in the offer, also stated as extra.splits), ` +
+    `${stated} This link charges a protocol fee (extra["${FEE_EXTENSION_KEY}"] in the offer, also stated as extra.splits), ` +
     `which a stock x402 client that pays only payTo leaves out. ` +
     `With any @x402/core 2.x client (@x402/fetch, @x402/axios, @payai/x402) register the fee scheme, one line: ` +
     `client.register('solana:*', new ExactSvmFeeScheme(signer, { rpcUrl })) with ExactSvmFeeScheme from 'svc-gateway/x402'; ` +

@@ -413,6 +413,8 @@ test('exactly once: replaying the PAYMENT-SIGNATURE returns the stored response 
   const sig = decodePaymentResponse(first.headers.get('payment-response')!).transaction;
   // Server-Timing: the steps this request ran (settle before the response, then the record); a replay ran none
   t.regex(first.headers.get('server-timing') ?? '', /^settle;dur=\d+\.\d, upstream;dur=\d+\.\d, record;dur=\d+\.\d$/);
+  // a browser-based client may read it (CORS)
+  t.true((first.headers.get('access-control-expose-headers') ?? '').split(/,\s*/).includes('Server-Timing'));
   const sellerAfter = await tokenBalance(w, treasury);
   const buyerAfter = await tokenBalance(w, buyer.publicKey.toBase58());
   t.is(sellerAfter, PRICE);
