@@ -54,3 +54,28 @@ export type DiscoverItem = z.infer<typeof DiscoverItem>;
 /** DECISIONS "Wire conventions": the list envelope; pages go on while the catalogues' newest entries hold matches */
 export const DiscoverResult = listEnvelope(DiscoverItem);
 export type DiscoverResult = z.infer<typeof DiscoverResult>;
+
+// The bazaar's discovery routes (x402 specs/extensions/bazaar.md "Optional Discovery Endpoints"): the same catalogue of
+// public payment links, in the shapes @x402/extensions' withBazaar client reads. Only x402 links are listed there (an
+// MPP link takes no x402 payment); filters are the spec's.
+
+const BazaarFilters = {
+  type: z.string().max(20).describe('resource type: http (the only one listed); another lists nothing').optional(),
+  payTo: z.string().max(64).describe("the x402 payTo: a seller agent's treasury").optional(),
+  scheme: z.string().max(20).describe('payment scheme: exact (the only one offered); another lists nothing').optional(),
+  network: z.string().max(64).describe('CAIP-2 (solana:EtWT…) or x402 v1 name (solana-devnet); default both networks').optional(),
+  extensions: z.string().max(64).describe('an extension key each listed resource declares: bazaar (all of them)').optional(),
+  limit: z.coerce.number().int().min(1).max(100).default(20).describe('page size: default 20, at most 100'),
+};
+
+/** GET /discovery/resources: pages by offset, as the reference's list (pagination.total counts every match). */
+export const BazaarListInput = z.object({ ...BazaarFilters, offset: z.coerce.number().int().min(0).max(100_000).default(0) });
+export type BazaarListInput = z.input<typeof BazaarListInput>;
+
+/** GET /discovery/search: the words of /v1/discover's `q` over the same catalogue, paged by an opaque cursor. */
+export const BazaarSearchInput = z.object({
+  ...BazaarFilters,
+  query: z.string().trim().min(1).max(200).describe('words matched against name, description and capabilities (all must match, any case)'),
+  cursor: Cursor.describe('pagination.cursor of the previous page').optional(),
+});
+export type BazaarSearchInput = z.input<typeof BazaarSearchInput>;
