@@ -221,6 +221,7 @@ export function buildServices(deps: ServiceDeps): Services {
     discovery: new DiscoveryService({
       store,
       baseUrl: settings.baseUrl,
+      version: settings.version,
       offerTerms: deps.paywallFacilitator ? async (network) => services.paywall?.core.listingTerms(network) : undefined,
     }),
     clock,

@@ -21,6 +21,11 @@ const LOOPBACK = new Set(['localhost', 'localhost.localdomain', 'ip6-localhost',
 
 const QUERY_METHODS = new Set(['GET', 'HEAD', 'DELETE']);
 
+/** A method whose input is its query (the bazaar's QueryDiscoveryInfo), not a body. */
+export function isQueryMethod(method: string): boolean {
+  return QUERY_METHODS.has(method);
+}
+
 /** The fields of a link the declaration reads. */
 export type DiscoverableLink = Pick<PaymentLinkRecord, 'label' | 'method' | 'metadata' | 'response'>;
 
@@ -102,7 +107,7 @@ export interface BazaarDeclaration {
  * in metadata.expected_request_body) and what it answers (the response's type, never the response itself).
  */
 export function bazaarDeclaration(link: DiscoverableLink): BazaarDeclaration {
-  const query = QUERY_METHODS.has(link.method);
+  const query = isQueryMethod(link.method);
   const input: Record<string, unknown> = { type: 'http', method: link.method };
   const inputSchema: Record<string, unknown> = {
     type: { type: 'string', const: 'http' },
@@ -132,7 +137,8 @@ export function bazaarDeclaration(link: DiscoverableLink): BazaarDeclaration {
   };
 }
 
-function bodyExample(value: unknown): Record<string, unknown> {
+/** The seller's metadata.expected_request_body as a JSON object example: {} when it is none or too large to repeat. */
+export function bodyExample(value: unknown): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return {};
   return JSON.stringify(value).length <= MAX_BODY_EXAMPLE_BYTES ? (value as Record<string, unknown>) : {};
 }

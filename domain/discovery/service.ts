@@ -6,8 +6,18 @@ import { atomicToDecimal, decimalToAtomic } from '../shared/money.ts';
 import { findStable, Network as NetworkSchema, type Network } from '../shared/network.ts';
 import { parseInput } from '../shared/validation.ts';
 import { decodeCursor, encodeCursor } from '../shared/pagination.ts';
-import { BazaarListInput, BazaarSearchInput, DiscoverInput, DiscoverySource, PublicDiscoverInput, type DiscoverItem, type DiscoverResult } from './schema.ts';
+import {
+  BazaarListInput,
+  BazaarSearchInput,
+  DiscoverInput,
+  PaymentDocumentInput,
+  DiscoverySource,
+  PublicDiscoverInput,
+  type DiscoverItem,
+  type DiscoverResult,
+} from './schema.ts';
 import { BAZAAR_KEY, discoveryOf } from './bazaar.ts';
+import { paymentDocument, paymentOffers } from './openapi.ts';
 import { acceptsFor, type OfferTerms } from '../paywall/offer.ts';
 import { networkFromX402, type X402RequirementsV2 } from '../facilitator/wire.ts';
 
@@ -31,9 +41,14 @@ export function discoverChunks(limit: number, start = 0): Array<{ limit: number;
   return chunks;
 }
 
+/** the most links one MPP discovery document lists: the newest of the network (or of the seller) */
+export const DOCUMENT_MAX_LINKS = 500;
+
 export interface DiscoveryDeps {
   store: { discovery: DiscoveryRepository };
   baseUrl: string;
+  /** the gateway's version, the discovery document's info.version */
+  version?: string;
   /**
    * The paywall's offer terms of a network (fee payer, fee), for the accepts the bazaar lists state; undefined when this
    * process runs no paywall (the lists are then empty: nothing here could be paid). Without the blockhash: a listed
@@ -152,6 +167,7 @@ export class DiscoveryService {
     const want = q.limit + 1;
     const found: Array<{ row: DiscoverableLinkRow; at: z.infer<typeof BazaarCursor> }> = [];
     const networks = from ? scope.networks.slice(Math.max(0, scope.networks.indexOf(from.network))) : scope.networks;
+    const seen = new Set<string>(); // a link added between two chunks shifts the offsets by one: never list one twice
     for (const network of networks) {
       const start = from?.network === network ? from.offset : 0;
       for (const chunk of discoverChunks(want, start)) {
@@ -160,7 +176,8 @@ export class DiscoveryService {
         for (const [i, row] of rows.entries()) {
           const item = this.linkItem(row);
           const text = [item.name, item.description ?? '', ...item.capabilities].join(' ').toLowerCase();
-          if (!words.every((w) => text.includes(w))) continue;
+          if (seen.has(`${network}:${row.id}`) || !words.every((w) => text.includes(w))) continue;
+          seen.add(`${network}:${row.id}`);
           if (found.push({ row, at: { network, offset: chunk.offset + i } }) >= want) break;
         }
         if (rows.length < chunk.limit) break;
@@ -184,6 +201,23 @@ export class DiscoveryService {
       partialResults: next !== null,
       pagination: { limit: q.limit, cursor: next && encodeCursor(next) },
     };
+  }
+
+  /**
+   * GET /x/openapi.json: the OpenAPI document of the catalogue's MPP links with their `x-payment-info` (openapi.ts), so
+   * mppx discovery lists the sellers paid on that rail; the x402 links are the bazaar's (above).
+   */
+  async paymentDocument(input: PaymentDocumentInput): Promise<Record<string, unknown>> {
+    const q = parseInput(PaymentDocumentInput, input);
+    const filter: DiscoverableLinkFilter = { protocol: 'mpp', ...(q.payTo !== undefined ? { payTo: q.payTo } : {}) };
+    const terms = await this.deps.offerTerms?.(q.network);
+    const rows = terms ? await this.deps.store.discovery.discoverableLinks(q.network, DOCUMENT_MAX_LINKS, 0, filter) : [];
+    return paymentDocument({
+      baseUrl: this.deps.baseUrl,
+      version: this.deps.version ?? '1.0.0',
+      network: q.network,
+      links: rows.map((link) => ({ link, offers: terms ? paymentOffers(link, acceptsFor(link, terms)) : [] })),
+    });
   }
 
   /** The networks and filter a bazaar query names; undefined when it can list nothing here. */

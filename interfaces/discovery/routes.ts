@@ -2,13 +2,16 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { limitAnonymous } from '../policies/rate-limit.ts';
 import { restAnswer } from '../errors.ts';
 import type { Services } from '../services.ts';
-import type { BazaarListInput, BazaarSearchInput } from '../../domain/discovery/schema.ts';
+import type { BazaarListInput, BazaarSearchInput, PaymentDocumentInput } from '../../domain/discovery/schema.ts';
 
-// x402's bazaar discovery routes (specs/extensions/bazaar.md "Optional Discovery Endpoints"), read by
-// @x402/extensions' withBazaar client at `${facilitator url}/discovery/…`: served at the root and, where this process
-// mounts its facilitator, under /facilitator too, so a client pointed at either finds them. Public, like
-// GET /v1/discover/public (fee-facilitator-mpp-tools §4.3), on the per-IP public bucket; each route calls one
-// DiscoveryService method over the catalogue of GET /v1/discover.
+// Discovery others can read, over the catalogue of GET /v1/discover (domain/discovery/service.ts):
+// - x402's bazaar routes (specs/extensions/bazaar.md "Optional Discovery Endpoints"), read by @x402/extensions'
+//   withBazaar client at `${facilitator url}/discovery/…`: served at the root and, where this process mounts its
+//   facilitator, under /facilitator too, so a client pointed at either finds them;
+// - the MPP links' OpenAPI document with x-payment-info at /x/openapi.json, which mppx discovery reads at
+//   `<url>/openapi.json` when given the paywall's {base_url}/x.
+// Public, like GET /v1/discover/public (fee-facilitator-mpp-tools §4.3), on the per-IP public bucket; each route calls
+// one DiscoveryService method; bad input is the standard 400 envelope.
 
 export function registerDiscoveryRoutes(app: FastifyInstance, deps: { services: Services }): void {
   const { services } = deps;
@@ -24,6 +27,13 @@ export function registerDiscoveryRoutes(app: FastifyInstance, deps: { services: 
       return reply.code(status).headers(headers).send(body);
     }
   };
+  // mppx discovery reads `<url>/openapi.json`: the paywall's document, beside /x/{id} (a link id has no dot)
+  if (services.paywall) {
+    app.get(
+      '/x/openapi.json',
+      answer((query) => services.discovery.paymentDocument(query as PaymentDocumentInput)),
+    );
+  }
   for (const prefix of prefixes) {
     app.get(
       `${prefix}/discovery/resources`,
