@@ -168,11 +168,14 @@ export class DiscoveryService {
     const found: Array<{ row: DiscoverableLinkRow; at: z.infer<typeof BazaarCursor> }> = [];
     const networks = from ? scope.networks.slice(Math.max(0, scope.networks.indexOf(from.network))) : scope.networks;
     const seen = new Set<string>(); // a link added between two chunks shifts the offsets by one: never list one twice
+    let windowFull = false; // a network holds links past the searched window: their matches are not in the results
     for (const network of networks) {
       const start = from?.network === network ? from.offset : 0;
-      for (const chunk of discoverChunks(want, start)) {
+      const chunks = discoverChunks(want, start);
+      for (const [n, chunk] of chunks.entries()) {
         if (found.length >= want) break;
         const rows = await this.deps.store.discovery.discoverableLinks(network, chunk.limit, chunk.offset, scope.filter);
+        if (n === chunks.length - 1 && rows.length === chunk.limit) windowFull = true;
         for (const [i, row] of rows.entries()) {
           const item = this.linkItem(row);
           const text = [item.name, item.description ?? '', ...item.capabilities].join(' ').toLowerCase();
@@ -198,7 +201,8 @@ export class DiscoveryService {
     return {
       x402Version: 2 as const,
       resources,
-      partialResults: next !== null,
+      // the reference's partialResults: matches may exist that no page will list (past the newest CATALOGUE_WINDOW)
+      partialResults: windowFull,
       pagination: { limit: q.limit, cursor: next && encodeCursor(next) },
     };
   }

@@ -240,6 +240,7 @@ test.serial(
       // a search pages by cursor to its end: the five Zephyr x402 links (never the MPP or the hidden one), each once
       const found = await searchAll(client, { query: 'zephyr FEED' });
       t.deepEqual([...urlsOf(found)].sort(), Object.values(made).sort(), base);
+      t.like(await client.extensions.bazaar.search({ query: 'zephyr' }), { x402Version: 2, partialResults: false, pagination: { limit: 20, cursor: null } });
     }
     const client = bazaarClient(app.url);
     // a listed resource is what the link's 402 offers (less the blockhash, which a listing outlives)
