@@ -7,6 +7,7 @@ import { limitAnonymous } from './policies/rate-limit.ts';
 import { clientSignal } from './policies/heavy.ts';
 import { registerFacilitatorRoutes } from './facilitator/routes.ts';
 import { registerPaywallRoutes } from './paywall/routes.ts';
+import { registerDiscoveryRoutes } from './discovery/routes.ts';
 import { unpaidFastPath, type UnpaidFastPath } from './paywall/fast-402.ts';
 import type { Services } from './services.ts';
 import type { RequestBounds } from '../domain/shared/request-bounds.ts';
@@ -177,4 +178,5 @@ function mountDoors(app: FastifyInstance, deps: HttpDeps): void {
   if (services.facilitator) registerFacilitatorRoutes(app, { facilitator: services.facilitator, prefix: '/facilitator', accountsToken: deps.accountsSecret });
   if (services.paywall) registerPaywallRoutes(app, { services, paywall: services.paywall });
   if (services.signer) registerSigningKeyRoutes(app, { signer: services.signer, now: () => services.clock.now() });
+  registerDiscoveryRoutes(app, { services });
 }

@@ -152,7 +152,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const identity = new IdentityService({ store, clock, agents, ledgers: deps.ledgers, outbound: deps.outbound, baseUrl: settings.baseUrl, events });
   const quotes = new QuoteService({ store, clock, outbound: deps.outbound, identity, settings, facilitator: deps.paywallFacilitator });
   const spendPolicies = new SpendPolicyService({ store, clock, quotes, ledgers: deps.ledgers });
-  return {
+  const services: Services = {
     receipts,
     pull: new PullService({
       store,
@@ -217,7 +217,14 @@ export function buildServices(deps: ServiceDeps): Services {
       payments: new BuyerPaymentService({ store, quotes, policies: spendPolicies, transactions }),
       receipts: new BuyerReceiptService({ store, clock, ledgers: deps.ledgers, settings }),
     },
-    discovery: new DiscoveryService({ store, baseUrl: settings.baseUrl }),
+    // the bazaar's lists state the accepts the paywall would offer (domain/discovery/service.ts)
+    discovery: new DiscoveryService({
+      store,
+      baseUrl: settings.baseUrl,
+      version: settings.version,
+      offerTerms: deps.paywallFacilitator ? async (network) => services.paywall?.core.listingTerms(network) : undefined,
+    }),
     clock,
   };
+  return services;
 }

@@ -578,6 +578,11 @@ export class PaywallCore {
 
   private readonly terms = new Map<Network, { health: FacilitatorHealth; blockhash: OfferBlockhash | undefined; terms: OfferTerms }>();
 
+  /** The offer terms of a network for listings (the bazaar's discovery routes): no blockhash, which a listing outlives. */
+  async listingTerms(network: Network): Promise<OfferTerms> {
+    return { ...(await this.offerTerms(network)), blockhash: undefined };
+  }
+
   /** the blockhash each network's offers carry (x402 PR #2693), one value per network at a time */
   private readonly blockhashes: OfferBlockhashes;
 

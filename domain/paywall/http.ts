@@ -4,6 +4,7 @@ import type { StoredResponse } from './schema.ts';
 import type { PaywallResult } from './core.ts';
 import type { ServerTimings } from './call.ts';
 import { problemBody, wwwAuthenticate } from './mpp.ts';
+import { withDiscovery } from '../discovery/bazaar.ts';
 
 // The paywall's HTTP layer (x402's x402HTTPResourceServer): status, headers and body from the core's result, nothing
 // else — no I/O, no framework. interfaces/paywall/routes.ts writes what this returns.
@@ -80,7 +81,8 @@ export class PaywallHttp {
       const cached = this.renderedChallenge(link, terms, now);
       if (cached) return cached;
     }
-    const built = result.offer();
+    // a discoverable link's 402 also declares the bazaar extension and its service metadata (domain/discovery/bazaar.ts)
+    const built = withDiscovery(link, result.offer());
     const offer = paymentRequired(link.network, built, result.reason);
     const response: PaywallResponse = {
       status: 402,

@@ -35,7 +35,10 @@ export interface OfferTerms {
 }
 
 /** One x402 v2 accept per currency of the link (hosted-api §2.3): payTo is the owner agent's treasury. */
-export function acceptsFor(link: PaymentLinkRecord, terms: OfferTerms): X402RequirementsV2[] {
+export function acceptsFor(
+  link: Pick<PaymentLinkRecord, 'ownerAgent' | 'network' | 'currency' | 'acceptsCurrencies' | 'amountAtomic'>,
+  terms: OfferTerms,
+): X402RequirementsV2[] {
   const payTo = treasuryOf(link.ownerAgent);
   return [link.currency, ...link.acceptsCurrencies].map((symbol) => {
     const stable = findStable(link.network, symbol)!;

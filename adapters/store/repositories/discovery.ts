@@ -1,5 +1,5 @@
 import type { Network } from '../../../domain/shared/network.ts';
-import type { DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
+import type { DiscoverableLinkFilter, DiscoveryRepository, RegisteredAgentRow } from '../../../domain/ports/discovery-store.ts';
 import { query, type RepoContext } from './context.ts';
 import { fromRow, LINK_SELECT, type PaymentLinkRow } from './payment-links.ts';
 
@@ -31,23 +31,40 @@ const agentFromRow = (r: AgentRow): RegisteredAgentRow => ({
  * probe of agents per row, a scalar subquery so the links are still read in the index's order, never joined and
  * sorted); exported so bench:growth prints its plan
  */
-export function discoverableLinksSql(network: string, limit: number, offset = 0): { sql: string; params: unknown[] } {
-  return {
-    sql: `${LINK_SELECT} where network = ? and not disabled and (metadata->>'discoverable') = 'true'
-      and (select p.proven_at from agents p where p.network = l.network and p.mint = l.owner_agent) is not null
-      order by pk desc limit ? offset ?`,
-    params: [network, limit, offset],
-  };
+export function discoverableLinksSql(network: string, limit: number, offset = 0, filter: DiscoverableLinkFilter = {}): { sql: string; params: unknown[] } {
+  const where = discoverableWhere(network, filter);
+  return { sql: `${LINK_SELECT} where ${where.sql} order by pk desc limit ? offset ?`, params: [...where.params, limit, offset] };
+}
+
+/** the catalogue's condition, with the bazaar filters: payTo names the owner agent's treasury (agents.treasury) */
+function discoverableWhere(network: string, filter: DiscoverableLinkFilter): { sql: string; params: unknown[] } {
+  const params: unknown[] = [network];
+  let sql = `network = ? and not disabled and (metadata->>'discoverable') = 'true'
+      and (select p.proven_at from agents p where p.network = l.network and p.mint = l.owner_agent) is not null`;
+  if (filter.protocol !== undefined) {
+    sql += ' and protocol = ?';
+    params.push(filter.protocol);
+  }
+  if (filter.payTo !== undefined) {
+    sql += ' and (select p.treasury from agents p where p.network = l.network and p.mint = l.owner_agent) = ?';
+    params.push(filter.payTo);
+  }
+  return { sql, params };
 }
 
 export function discoveryRepository(ctx: RepoContext): DiscoveryRepository {
   const em = () => ctx.em();
   return {
-    discoverableLinks: async (network, limit, offset = 0) => {
+    discoverableLinks: async (network, limit, offset = 0, filter = {}) => {
       // rows read as the payment-links repository reads them, mapped by its one row mapper
-      const { sql, params } = discoverableLinksSql(network, limit, offset);
+      const { sql, params } = discoverableLinksSql(network, limit, offset, filter);
       const rows = await query<PaymentLinkRow>(em(), sql, params);
       return rows.map(fromRow);
+    },
+    countDiscoverableLinks: async (network, filter = {}) => {
+      const where = discoverableWhere(network, filter);
+      const [row] = await query<{ n: string }>(em(), `select count(*)::text as n from payment_links l where ${where.sql}`, where.params);
+      return Number(row?.n ?? 0);
     },
     registeredAgents: async (network, limit, offset = 0) => {
       const rows = await query<AgentRow>(
