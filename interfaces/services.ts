@@ -109,6 +109,7 @@ export interface ServiceDeps {
   onRecorderError?: (e: unknown) => void;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
   onSubmitted?: TransactionDeps['onSubmitted'];
+  onDecided?: TransactionDeps['onDecided'];
 }
 
 export function buildServices(deps: ServiceDeps): Services {
@@ -130,6 +131,7 @@ export function buildServices(deps: ServiceDeps): Services {
     settings,
     watchlist,
     onSubmitted: deps.onSubmitted,
+    onDecided: deps.onDecided,
     payees: agents.proof,
     sales,
   });
