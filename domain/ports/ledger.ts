@@ -161,6 +161,42 @@ export interface LedgerTransaction {
   unitsConsumed: number | null;
 }
 
+/**
+ * A transaction that touched followed addresses, delivered once it is readable at `confirmed` (getTransaction answers
+ * it), e.g. { signature: "5VER…", slot: 912, err: null, addresses: ["Treasury…"], feePayer: "Payer…" }.
+ */
+export interface AddressActivity {
+  signature: string;
+  slot: number;
+  err: LedgerTransactionError | null;
+  /** the followed addresses among its account keys */
+  addresses: string[];
+  /** its fee payer when the ledger says (the embedded ledger does; an RPC node's log notifications do not): null otherwise */
+  feePayer: string | null;
+}
+
+/** What a feed tells its follower. Called on the event loop, never concurrently; a throwing handler is ignored. */
+export interface ActivityHandlers {
+  onActivity(activity: AddressActivity): void;
+  /**
+   * The feed follows every address of the set from now on (at start, after a gap, and after `follow` widened the set):
+   * what happened before may have been missed and is read with getSignaturesForAddress.
+   */
+  onLive(): void;
+  /** Activity may be missed from now until the next onLive (a dropped socket, a refused subscription), e.g. "socket closed". */
+  onGap(reason: string): void;
+}
+
+/**
+ * A live feed of the transactions that touch a set of addresses (closed by `close`). Best effort by contract: between
+ * an onGap and the next onLive nothing is promised, and a follower catches up by listing signatures.
+ */
+export interface ActivityFeed {
+  /** replaces the followed set; onLive follows once every address of it is followed */
+  follow(addresses: readonly string[]): void;
+  close(): void;
+}
+
 export interface Ledger {
   getLatestBlockhash(): Promise<LatestBlockhash>;
   /** false once the block height passed the blockhash's lastValidBlockHeight, or for a blockhash never issued */
@@ -194,4 +230,11 @@ export interface Ledger {
   getSignaturesForAddress(address: string, options?: SignaturesForAddressOptions): Promise<SignatureInfo[]>;
   /** null when unknown */
   getTransaction(signature: string): Promise<LedgerTransaction | null>;
+  /**
+   * Notifications of the transactions touching `addresses` (the embedded ledger: its commit events; an RPC node:
+   * logsSubscribe per address over its WebSocket, reconnected after a drop with an onGap/onLive pair). Never throws:
+   * a ledger that cannot notify (no WebSocket reachable) reports onGap and keeps trying. Absent on a ledger that
+   * never notifies: its follower polls getSignaturesForAddress.
+   */
+  followAddresses?(handlers: ActivityHandlers): ActivityFeed;
 }

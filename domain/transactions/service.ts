@@ -46,6 +46,11 @@ const FIRST_CHECK_MS = 400;
 const MAX_CHECK_INTERVAL_MS = 5_000;
 /** How long a runner holds the rows it checks before another may take them. */
 const CHECK_LEASE_MS = 30_000;
+/**
+ * How long the process that broadcast a transaction waits for the ledger's notification of it (about a blockhash's
+ * life); past that, or when the wait ends without a confirmation, the confirmations job's polling decides.
+ */
+const FOLLOW_MS = 60_000;
 
 export interface TransactionDeps {
   store: Store;
@@ -66,6 +71,8 @@ export interface TransactionDeps {
   sales?: Pick<PaidCallRecorder, 'recordSale'> | undefined;
   /** told of every first submit, broadcast or refused by the ledger (the operator's log line); never throws */
   onSubmitted?: ((summary: SubmitSummary) => void) | undefined;
+  /** told of every transaction decided on the ledger's notification (the job logs its own decisions); never throws */
+  onDecided?: ((decision: Decision) => void) | undefined;
 }
 
 /** A submit, for the operator's log line: public facts only. */
@@ -95,6 +102,9 @@ export interface Decision {
 }
 
 export class TransactionService {
+  /** the waits for the notifications of this process's broadcasts */
+  private readonly following = new Set<Promise<void>>();
+
   constructor(private readonly deps: TransactionDeps) {}
 
   /** The build context of a network: its ledger's reads, its stables, the fee. */
@@ -311,6 +321,7 @@ export class TransactionService {
         });
       throw e;
     }
+    if (sent.ok) this.follow(ledger, { ...prepared, state: 'submitted', signature: signed.signature, transaction: wire, submittedAt: now, nextCheckAt });
     if (!sent.ok) {
       // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
       // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
@@ -327,6 +338,31 @@ export class TransactionService {
       throw rejected(prepared.eventId, { err: sent.err, logs: sent.logs, phase: 'failed', code: errorCode(sent.err) });
     }
     return this.told(prepared, { signature: signed.signature, started }, result);
+  }
+
+  /**
+   * hosted-api §3.1: the event is decided when the ledger notifies its signature confirmed (the embedded ledger at the
+   * history write holding it, an RPC node through signatureSubscribe), not at the job's next poll. The decision is the
+   * job's own (`decide`): a phase moves only from `submitted`, so this wait, the job and other nodes decide it once.
+   * Nothing here is needed for correctness: a wait that ends without a confirmation, or a process that stops, leaves
+   * the row to the confirmations job.
+   */
+  private follow(ledger: Ledger, row: PreparedTransactionRecord): void {
+    const done = ledger
+      .waitForSignature(row.signature!, { timeoutMs: FOLLOW_MS })
+      .then(async (status) => {
+        if (!status || status.confirmationStatus === 'processed') return;
+        const decision = await this.decide(ledger, row, status);
+        if (decision) this.deps.onDecided?.(decision);
+      })
+      .catch(() => undefined)
+      .finally(() => this.following.delete(done));
+    this.following.add(done);
+  }
+
+  /** Waits for the decisions in flight (before the store closes); the waits still open end with the ledger. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.following]);
   }
 
   /** Tells the observer of a first submit (broadcast, or refused by the ledger with `code`); passes the result through. */
