@@ -80,6 +80,8 @@ export class IndexFollower {
   private retry: NodeJS.Timeout | undefined;
   private syncTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** an onGap since the last onLive (the operator's "back" line) */
+  private interrupted = false;
 
   constructor(private readonly deps: { indexer: IndexerService; network: NetworkName; queue: JobQueue; log: JobLogger; now: () => Date }) {}
 
@@ -89,10 +91,13 @@ export class IndexFollower {
     this.feed = indexer.feed(network, {
       onActivity: (activity) => this.push({ kind: 'activity', activity }),
       onLive: () => {
+        if (this.interrupted) this.deps.log.info({ network }, 'ledger notifications back; the indexer catches up and follows them again');
+        this.interrupted = false;
         this.live = true;
         this.push({ kind: 'catch_up' });
       },
       onGap: (reason) => {
+        this.interrupted = true;
         this.live = false;
         this.covered = false;
         this.deps.log.info({ network, reason }, 'ledger notifications interrupted; the indexer polls until they are back');

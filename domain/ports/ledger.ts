@@ -218,11 +218,13 @@ export interface Ledger {
   /** same order as `signatures`; null for unknown (never landed, dropped or expired) */
   getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]>;
   /**
-   * Waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger where it
-   * can be (the embedded ledger: when the history write holding it completes), polled inside the adapter otherwise —
-   * or until `timeoutMs` (real time, the adapter's own deadline) passes. Resolves with its status then (the status may
-   * be below `commitment`, or null when unknown, once the deadline passed); never throws for a ledger that cannot be
-   * read meanwhile (it answers what it last knew). e.g. waitForSignature("5VER…", { timeoutMs: 2_000 }) →
+   * Waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger (the embedded
+   * ledger: when the history write holding it completes; an RPC node: signatureSubscribe over its WebSocket, its status
+   * polled inside the adapter while that socket is refused or dropped) — or until `timeoutMs` (real time, the adapter's
+   * own deadline) passes. Resolves with its status then (the status may be below `commitment`, or null when unknown,
+   * once the deadline passed); never throws for a ledger that cannot be read meanwhile (it answers what it last knew).
+   * Closing the adapter ends the wait early: the rpc adapter answers the status as last known, the ledger thread
+   * rejects with rpc_unavailable. e.g. waitForSignature("5VER…", { timeoutMs: 2_000 }) →
    * { slot: 912, confirmationStatus: "confirmed", err: null }.
    */
   waitForSignature(signature: string, options: WaitForSignatureOptions): Promise<SignatureStatus | null>;
@@ -232,9 +234,11 @@ export interface Ledger {
   getTransaction(signature: string): Promise<LedgerTransaction | null>;
   /**
    * Notifications of the transactions touching `addresses` (the embedded ledger: its commit events; an RPC node:
-   * logsSubscribe per address over its WebSocket, reconnected after a drop with an onGap/onLive pair). Never throws:
-   * a ledger that cannot notify (no WebSocket reachable) reports onGap and keeps trying. Absent on a ledger that
-   * never notifies: its follower polls getSignaturesForAddress.
+   * logsSubscribe per address over its WebSocket, subscribed again after a drop with an onGap/onLive pair; the job
+   * runner's joined ledger: the PubSub of whichever process serves the embedded ledger, attached anew when that
+   * changes). Never throws: a ledger that cannot notify (no WebSocket reachable) reports onGap and keeps trying until
+   * the feed is closed; a closed adapter reports onGap and stops. Absent on a ledger that never notifies: its follower
+   * polls getSignaturesForAddress.
    */
   followAddresses?(handlers: ActivityHandlers): ActivityFeed;
 }

@@ -448,13 +448,10 @@ export class TransactionService {
     });
     if (status && status.confirmationStatus !== 'processed') {
       const landed = await ledger.getTransaction(signature).catch(() => null);
-      if (status.err === null) {
-        await this.confirm(row, status.slot, landed);
-        return decision('confirmed', null, status.slot);
-      }
+      // null when another decided it first (the job, the notification's wait, another node): each decision is told once
+      if (status.err === null) return (await this.confirm(row, status.slot, landed)) ? decision('confirmed', null, status.slot) : null;
       const code = errorCode(status.err);
-      await this.fail(row, code, failureLogs(status.err, landed?.logs ?? []), status.slot);
-      return decision('failed', code, status.slot);
+      return (await this.fail(row, code, failureLogs(status.err, landed?.logs ?? []), status.slot)) ? decision('failed', code, status.slot) : null;
     }
     if (!status) {
       const valid = await ledger.isBlockhashValid(row.recentBlockhash).catch(() => true);
@@ -462,8 +459,7 @@ export class TransactionService {
         // One last read: it may have landed just before the blockhash ran out.
         const [late] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);
         if (late) return this.decide(ledger, row, late);
-        await this.fail(row, 'expired', ['the transaction did not land before its blockhash expired']);
-        return decision('failed', 'expired', null);
+        return (await this.fail(row, 'expired', ['the transaction did not land before its blockhash expired'])) ? decision('failed', 'expired', null) : null;
       }
       // Dropped or not yet seen: broadcast the same bytes again (same signature: it lands once at most).
       await ledger.sendTransaction(row.transaction!, { skipPreflight: true }).catch(() => undefined);
@@ -479,14 +475,15 @@ export class TransactionService {
 
   /**
    * Confirmed, with what it makes: the agent a mint created; for a buyer payment the buyer's spend receipt and, when it
-   * paid a payment link, the link's sale (counters, earn receipt, events — as the paywall records a paid call).
+   * paid a payment link, the link's sale (counters, earn receipt, events — as the paywall records a paid call). True
+   * when this call moved the event (false: it was decided already, and nothing more is written).
    */
-  private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<void> {
+  private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<boolean> {
     const now = this.deps.clock.now();
     // The link is read before the transaction: the sale locks the receipt chains first and the link's counters last,
     // in the paywall's order, so a confirmation and a paid call of the same agents never wait on each other in a cycle.
     const sale = row.kind === 'buyer.payment' ? await this.saleOf(row) : null;
-    await this.deps.store.transaction(async (tx) => {
+    return this.deps.store.transaction(async (tx) => {
       const event = await tx.events.transition(row.network, row.eventId, {
         from: ['submitted'],
         phase: 'confirmed',
@@ -496,7 +493,7 @@ export class TransactionService {
         confirmedAt: now,
       });
       await tx.preparedTransactions.finish(row.network, row.eventId);
-      if (!event) return;
+      if (!event) return false;
       if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
       await recordExecutive(tx, row, event.metadata);
       if (row.kind === 'buyer.payment') {
@@ -505,6 +502,7 @@ export class TransactionService {
         await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
         if (sale) await this.deps.sales!.recordSale(tx, { call: sale, signature: row.signature!, payer: sale.payer, now });
       }
+      return true;
     });
   }
 
@@ -542,10 +540,11 @@ export class TransactionService {
     return { ...call, payer: String(echo.delegate) };
   }
 
-  private async fail(row: PreparedTransactionRecord, code: string, logs: string[], slot?: number): Promise<void> {
+  /** true when this call moved the event (false: it was decided already) */
+  private async fail(row: PreparedTransactionRecord, code: string, logs: string[], slot?: number): Promise<boolean> {
     const now = this.deps.clock.now();
-    await this.deps.store.transaction(async (tx) => {
-      await tx.events.transition(row.network, row.eventId, {
+    return this.deps.store.transaction(async (tx) => {
+      const event = await tx.events.transition(row.network, row.eventId, {
         from: ['prepared', 'submitted'],
         phase: 'failed',
         at: now,
@@ -554,6 +553,7 @@ export class TransactionService {
         ...(slot !== undefined ? { slot } : {}),
       });
       await tx.preparedTransactions.finish(row.network, row.eventId);
+      return event !== null;
     });
   }
 

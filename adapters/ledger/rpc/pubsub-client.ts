@@ -2,8 +2,10 @@ import WebSocket from 'ws';
 
 // A Solana PubSub client (signatureSubscribe, logsSubscribe, …) over one or more WebSockets to a node: subscriptions
 // are spread over sockets of at most `perSocket` each (nodes cap them per socket), a socket opens on first use and
-// closes once idle. A socket that closes or errs drops every subscription on it (each is told once, onDrop); the
-// caller decides whether to subscribe again. No reconnect happens here: the caller owns what a drop means.
+// closes once idle. A socket that closes, errs or stops answering pings drops every subscription on it (each is told
+// once, onDrop); the caller decides whether to subscribe again. No reconnect happens here: the caller owns what a drop
+// means. Nothing is printed, and every timer is unref'd and cleared when its socket ends: after close() nothing keeps
+// the process alive.
 
 export interface PubSubHandlers {
   /** the subscription's notifications (`params.result`) */
@@ -22,8 +24,13 @@ export interface PubSubSubscription {
 const PER_SOCKET = 200;
 /** an idle socket is kept this long for the next subscription */
 const IDLE_MS = 30_000;
-/** a connect or a subscribe unanswered this long drops the subscription (the caller falls back to polling) */
+/** a connect unanswered this long drops its subscriptions (the caller falls back to polling) */
 const ANSWER_MS = 5_000;
+/**
+ * A socket is pinged this often and dropped when the previous ping got no pong: a half-open connection (a node or a
+ * middlebox gone without a FIN) would otherwise look live forever while nothing is notified.
+ */
+const PING_MS = 10_000;
 
 interface Sub {
   method: string;
@@ -45,6 +52,8 @@ class Socket {
   dead = false;
   private idle: NodeJS.Timeout | undefined;
   private readonly answerTimer: NodeJS.Timeout;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private ponged = true;
 
   constructor(
     url: string,
@@ -56,7 +65,16 @@ class Socket {
     this.ws.on('open', () => {
       this.open = true;
       clearTimeout(this.answerTimer);
+      this.heartbeat = setInterval(() => {
+        if (!this.ponged) return this.die('no pong from the node');
+        this.ponged = false;
+        if (this.ws.readyState === WebSocket.OPEN) this.ws.ping();
+      }, PING_MS);
+      this.heartbeat.unref();
       for (const sub of this.subs) this.request(sub);
+    });
+    this.ws.on('pong', () => {
+      this.ponged = true;
     });
     this.ws.on('message', (raw) => this.onMessage(raw.toString()));
     this.ws.on('error', (e) => this.die(e.message));
@@ -76,10 +94,13 @@ class Socket {
       this.byId.delete(sub.id);
       if (this.open) this.send({ jsonrpc: '2.0', id: this.nextRequest++, method: sub.unsubscribe, params: [sub.id] });
     }
-    if (this.subs.size === 0 && !this.dead) {
-      this.idle = setTimeout(() => this.ws.close(1000), IDLE_MS);
-      this.idle.unref();
-    }
+    this.idleIfEmpty();
+  }
+
+  private idleIfEmpty(): void {
+    if (this.subs.size > 0 || this.dead || this.idle) return;
+    this.idle = setTimeout(() => this.die('idle'), IDLE_MS);
+    this.idle.unref();
   }
 
   private request(sub: Sub): void {
@@ -109,6 +130,7 @@ class Socket {
       }
       if (typeof message.result !== 'number') {
         this.subs.delete(sub);
+        this.idleIfEmpty();
         drop(sub, `subscription refused: ${message.error?.message ?? 'no id'}`);
         return;
       }
@@ -126,6 +148,7 @@ class Socket {
       this.byId.delete(subscription);
       this.subs.delete(sub);
       sub.closed = true;
+      this.idleIfEmpty();
     }
     call(() => sub.handlers.onNotification(message.params!.result));
   }
@@ -134,6 +157,7 @@ class Socket {
     if (this.dead) return;
     this.dead = true;
     clearTimeout(this.answerTimer);
+    clearInterval(this.heartbeat);
     if (this.idle) clearTimeout(this.idle);
     this.onDead(this);
     const subs = [...this.subs];

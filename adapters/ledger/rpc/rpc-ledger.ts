@@ -199,17 +199,22 @@ export class RpcLedger implements Ledger {
     }
   }
 
-  /** Releases kept-alive sockets and the PubSub WebSockets (their waits fall back to polling, their feeds report a gap). */
+  /**
+   * Releases kept-alive sockets and the PubSub WebSockets: waits in flight answer the status as it is, feeds stop (no
+   * reconnect, no timer left behind), so nothing keeps the process alive.
+   */
   close(): void {
+    this.closed = true;
     this.agent.destroy();
     this.pubsub?.close();
-    this.closed = true;
   }
 
   private closed = false;
 
+  /** the PubSub client, opened on first use; a closed ledger's refuses every subscription ("client closed") */
   private subscriptions(): PubSubClient {
     this.pubsub ??= new PubSubClient(this.wsUrl);
+    if (this.closed) this.pubsub.close();
     return this.pubsub;
   }
 
@@ -423,13 +428,17 @@ export class RpcLedger implements Ledger {
 
   /**
    * logsSubscribe ({ mentions: [address] }, one subscription per address: nodes take one address each) at the reads'
-   * commitment. A dropped or refused subscription reports onGap and is tried again, sooner first; onLive follows once
-   * every address is subscribed again.
+   * commitment. onLive once every address of the set is subscribed (at start, after a widening `follow`, after a
+   * gap); a dropped or refused subscription reports onGap once and is tried again, sooner first. A closed feed stops
+   * trying; a closed ledger reports onGap and stops (no timer is left behind).
    */
   followAddresses(handlers: ActivityHandlers): ActivityFeed {
     const subs = new Map<string, { sub: PubSubSubscription | null; live: boolean; retry: NodeJS.Timeout | undefined; wait: number }>();
     let closed = false;
-    let gap = true; // nothing is followed until the first onLive
+    /** an onGap told and no onLive since */
+    let gap = false;
+    /** an onLive owed once every address is subscribed */
+    let owed = true;
     const safe = (f: () => void) => {
       try {
         f();
@@ -437,15 +446,17 @@ export class RpcLedger implements Ledger {
         // the follower's fault stays the follower's
       }
     };
+    const stopped = () => closed || this.closed;
     const checkLive = () => {
-      if (closed || !gap) return;
+      if (stopped() || !owed) return;
       for (const s of subs.values()) if (!s.live) return;
+      owed = false;
       gap = false;
       safe(() => handlers.onLive());
     };
     const subscribe = (address: string) => {
       const state = subs.get(address);
-      if (!state || closed) return;
+      if (!state || stopped()) return;
       state.retry = undefined;
       state.sub = this.subscriptions().subscribe('logsSubscribe', [{ mentions: [address] }, { commitment: this.commitment }], 'logsUnsubscribe', {
         onSubscribed: () => {
@@ -461,13 +472,16 @@ export class RpcLedger implements Ledger {
           );
         },
         onDrop: (reason) => {
-          if (closed || subs.get(address) !== state) return;
+          if (subs.get(address) !== state) return;
           state.live = false;
           state.sub = null;
+          if (closed) return;
+          owed = true;
           if (!gap) {
             gap = true;
-            safe(() => handlers.onGap(reason));
+            safe(() => handlers.onGap(this.closed ? 'the ledger adapter was closed' : reason));
           }
+          if (this.closed) return; // told once, never tried again
           state.retry = setTimeout(() => subscribe(address), state.wait);
           state.retry.unref();
           state.wait = Math.min(state.wait * 2, RESUBSCRIBE_MAX_MS);
@@ -476,21 +490,18 @@ export class RpcLedger implements Ledger {
     };
     return {
       follow: (addresses) => {
-        if (closed) return;
+        if (stopped()) return;
         const wanted = new Set(addresses.filter(isAddress));
         for (const [address, state] of subs) {
           if (wanted.has(address)) continue;
+          subs.delete(address);
           state.sub?.close();
           clearTimeout(state.retry);
-          subs.delete(address);
         }
         for (const address of wanted) {
           if (subs.has(address)) continue;
-          // a new address is followed from its subscription on: whatever came before is the follower's catch-up
-          if (!gap) {
-            gap = true;
-            safe(() => handlers.onGap('new addresses'));
-          }
+          // a new address is followed from its subscription on: its past is the follower's catch-up (after onLive)
+          owed = true;
           subs.set(address, { sub: null, live: false, retry: undefined, wait: RESUBSCRIBE_MS });
           subscribe(address);
         }
@@ -498,11 +509,12 @@ export class RpcLedger implements Ledger {
       },
       close: () => {
         closed = true;
-        for (const state of subs.values()) {
+        const states = [...subs.values()];
+        subs.clear();
+        for (const state of states) {
           state.sub?.close();
           clearTimeout(state.retry);
         }
-        subs.clear();
       },
     };
   }
