@@ -162,8 +162,10 @@ export interface LedgerTransaction {
 }
 
 /**
- * A transaction that touched followed addresses, delivered once it is readable at `confirmed` (getTransaction answers
- * it), e.g. { signature: "5VER…", slot: 912, err: null, addresses: ["Treasury…"], feePayer: "Payer…" }.
+ * A transaction that touched followed addresses, e.g. { signature: "5VER…", slot: 912, err: null, addresses:
+ * ["Treasury…"], feePayer: "Payer…" }. The embedded ledger tells it at the commit that makes it confirmed; an RPC
+ * node may tell it earlier than its confirmed read answers (the embedded JSON-RPC's logs notifications come at
+ * processed), so a follower that reads it waits for it (waitForSignature) when getTransaction answers null.
  */
 export interface AddressActivity {
   signature: string;

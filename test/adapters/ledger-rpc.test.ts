@@ -13,12 +13,15 @@ ledgerContract(test, 'rpc', async () => {
   const dir = await ledgerDir();
   const embedded = await openTestLedger({ dir });
   const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
+  // PubSub on the HTTP port (the server takes upgrades there): waits and feeds on notifications
+  const ledger = new RpcLedger({ url: server.url, wsUrl: server.wsUrl });
   return {
-    ledger: new RpcLedger({ url: server.url }),
+    ledger,
     airdrop: async (to, lamports) => void embedded.airdrop(to, lamports),
     mintUsdc: async (owner, amount) => void embedded.mintTo(owner, USDC_DEVNET.mint, amount),
     advance: async (slots) => embedded.advance(slots),
     close: async () => {
+      ledger.close();
       await server.close();
       await embedded.close();
       await removeDir(dir);
