@@ -1,12 +1,13 @@
 import test from 'ava';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Keypair } from '@solana/web3.js';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
 import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { ledgerContract } from './ledger-contract.ts';
-import { ledgerDir, openTestLedger, removeDir, solTransfer, USDC_DEVNET } from '../support/ledger.ts';
+import { ledgerDir, openTestLedger, removeDir, runTs, solTransfer, USDC_DEVNET } from '../support/ledger.ts';
 
 // The rpc adapter against the embedded ledger's JSON-RPC server: the same contract as the embedded adapter.
 ledgerContract(test, 'rpc', async () => {
@@ -27,6 +28,19 @@ ledgerContract(test, 'rpc', async () => {
       await removeDir(dir);
     },
   };
+});
+
+test('rpc: with the node’s WebSocket gone, a feed and a wait fall back; once the adapter is closed the process ends by itself, printing nothing', async (t) => {
+  const dir = await ledgerDir();
+  const embedded = await openTestLedger({ dir });
+  const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
+  t.teardown(async () => {
+    await server.close();
+    await embedded.close();
+    await removeDir(dir);
+  });
+  const child = await runTs(fileURLToPath(new URL('../support/rpc-close-child.ts', import.meta.url)), [server.url, 'ws://127.0.0.1:1']);
+  t.like(child, { status: 0, stdout: '', stderr: '' });
 });
 
 // ---- faults: an unreachable node, a node that never answers, a node that answers garbage ----
