@@ -30,7 +30,8 @@ ledgerContract(test, 'rpc', async () => {
   };
 });
 
-test('rpc: with the node’s WebSocket gone, a feed and a wait fall back; once the adapter is closed the process ends by itself, printing nothing', async (t) => {
+// serial: its child process compiles TypeScript, which would starve the concurrent tests' own ledgers on a busy machine
+test.serial('rpc: with the node’s WebSocket gone, a feed and a wait fall back; once the adapter is closed the process ends by itself, printing nothing', async (t) => {
   const dir = await ledgerDir();
   const embedded = await openTestLedger({ dir });
   const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
