@@ -31,18 +31,21 @@ ledgerContract(test, 'rpc', async () => {
 });
 
 // serial: its child process compiles TypeScript, which would starve the concurrent tests' own ledgers on a busy machine
-test.serial('rpc: with the node’s WebSocket gone, a feed and a wait fall back; once the adapter is closed the process ends by itself, printing nothing', async (t) => {
-  const dir = await ledgerDir();
-  const embedded = await openTestLedger({ dir });
-  const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
-  t.teardown(async () => {
-    await server.close();
-    await embedded.close();
-    await removeDir(dir);
-  });
-  const child = await runTs(fileURLToPath(new URL('../support/rpc-close-child.ts', import.meta.url)), [server.url, 'ws://127.0.0.1:1']);
-  t.like(child, { status: 0, stdout: '', stderr: '' });
-});
+test.serial(
+  'rpc: with the node’s WebSocket gone, a feed and a wait fall back; once the adapter is closed the process ends by itself, printing nothing',
+  async (t) => {
+    const dir = await ledgerDir();
+    const embedded = await openTestLedger({ dir });
+    const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
+    t.teardown(async () => {
+      await server.close();
+      await embedded.close();
+      await removeDir(dir);
+    });
+    const child = await runTs(fileURLToPath(new URL('../support/rpc-close-child.ts', import.meta.url)), [server.url, 'ws://127.0.0.1:1']);
+    t.like(child, { status: 0, stdout: '', stderr: '' });
+  },
+);
 
 // ---- faults: an unreachable node, a node that never answers, a node that answers garbage ----
 
