@@ -289,6 +289,8 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
       onWarning: (message, context) => log.warn(context, message),
       // the console's submit line (interfaces/log.ts): every first submit, from any door
       onSubmitted: (s) => log.info({ evt: 'submit', ...s }, s.outcome === 'submitted' ? 'transaction submitted' : 'transaction refused by the ledger'),
+      // the console's confirmation line for the events decided on the ledger's notification (the job logs its own)
+      onDecided: (d) => log.info({ evt: 'confirmation', ...d }, d.phase === 'confirmed' ? 'transaction confirmed' : 'transaction failed'),
     });
     const unwatchReceipts = services.receipts.watchPublished(feed);
     const flushTimer = setInterval(() => void services.recorder.flush(), 1000);
@@ -310,6 +312,7 @@ export async function openCore(config: Config, options: AppOptions = {}): Promis
         await services.rateLimiter.sync().catch(() => {});
         await services.recorder.flush();
         await opened.close();
+        await services.transactions.drain(); // the ledgers closed: the waits ended; decisions in flight finish
         await feed.close();
         await database.close();
       },
@@ -491,7 +494,7 @@ const FEE_PAYER_FLOOR = 1_000_000_000n;
 
 /** graphile-worker on the same database: each task once across processes (hosted-api §8 clean-up jobs). */
 export async function startJobRunner(url: string, services: Services, log: Logger): Promise<JobRunner> {
-  const { tasks, recurring } = jobDefinitions({
+  const { tasks, recurring, live } = jobDefinitions({
     maintenance: services.maintenance,
     metrics: services.metrics,
     paidCalls: services.paidCallMaintenance,
@@ -507,7 +510,15 @@ export async function startJobRunner(url: string, services: Services, log: Logge
     agentProof: Object.keys(services.ledgers).length ? { proof: services.agents.proof, now: () => services.clock.now() } : undefined,
   });
   // Webhook deliveries are jobs too (one per attempt): more than two at a time, so one slow receiver holds up little.
-  const runner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });
+  const queueRunner = await startGraphileRunner({ connectionString: url, tasks, recurring, concurrency: JOB_CONCURRENCY, log });
+  // the indexer's followers of the ledgers' notifications run while the runner does
+  live.start();
+  const runner: JobRunner = {
+    async stop() {
+      await live.stop();
+      await queueRunner.stop();
+    },
+  };
   // fee-facilitator-mpp-tools §6: the fee authorities' token accounts are watched from start-up (adding starts the job)
   for (const network of services.indexer.networks()) {
     const authority = services.settings.fee.authorities[network];

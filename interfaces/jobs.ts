@@ -8,7 +8,8 @@ import { onShutdownSignal } from './shutdown.ts';
 async function main(): Promise<void> {
   const config = loadConfig();
   // No ledger files are held here (the gateway holds them): ledgers are reached through its JSON-RPC, so every job
-  // registered — resolve_paid_calls included — can run.
+  // registered — resolve_paid_calls included — can run, and the indexer follows the ledgers' notifications through
+  // its PubSub WebSocket (adapters/ledger/joined.ts), polling only while they are interrupted.
   const core = await openCore(config, { ledgers: 'join' });
   const runner = await startJobRunner(core.database.url, core.services, core.log);
   console.log(`svc job runner started on ${core.database.embedded ? `embedded PostgreSQL in ${config.dataDir}/pg` : 'DATABASE_URL'}`);

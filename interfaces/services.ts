@@ -116,6 +116,7 @@ export interface ServiceDeps {
   onRecorderError?: (e: unknown) => void;
   onWarning?: (message: string, context: Record<string, unknown>) => void;
   onSubmitted?: TransactionDeps['onSubmitted'];
+  onDecided?: TransactionDeps['onDecided'];
 }
 
 export function buildServices(deps: ServiceDeps): Services {
@@ -146,6 +147,7 @@ export function buildServices(deps: ServiceDeps): Services {
     settings,
     watchlist,
     onSubmitted: deps.onSubmitted,
+    onDecided: deps.onDecided,
     payees: agents.proof,
     sales,
   });

@@ -12,7 +12,7 @@ import { PULL_TASK, pullReceipts, verifyReceipts } from './receipts.ts';
 import type { TransactionService } from '../domain/transactions/service.ts';
 import { CONFIRM_TASK, confirmTransactions, EXPIRE_PREPARED_TASK, expirePrepared } from './transactions.ts';
 import type { IndexerService } from '../domain/indexer/service.ts';
-import { INDEX_TASK, indexLedger } from './indexer.ts';
+import { INDEX_TASK, IndexFollowers, indexLedger } from './indexer.ts';
 import type { AgentProof } from '../domain/agents/proof.ts';
 import { PROVE_AGENTS_TASK, proveAgents } from './agent-proof.ts';
 
@@ -36,8 +36,11 @@ export function jobDefinitions(deps: {
 }): {
   tasks: Record<string, TaskHandler>;
   recurring: Recurring[];
+  /** what runs beside the queue while the runner does: the indexer's followers of the ledgers' notifications */
+  live: { start(): void; stop(): Promise<void> };
 } {
   const { paywall } = deps;
+  const followers = deps.indexer ? new IndexFollowers({ ...deps.indexer, log: deps.log }) : undefined;
   // A task is registered only where it can run: a process without a paywall (no ledgers) leaves resolve_paid_calls
   // to one that has it, rather than taking the job and doing nothing.
   return {
@@ -61,7 +64,7 @@ export function jobDefinitions(deps: {
             [EXPIRE_PREPARED_TASK]: expirePrepared({ transactions: deps.transactions.transactions, log: deps.log }),
           }
         : {}),
-      ...(deps.indexer ? { [INDEX_TASK]: indexLedger({ ...deps.indexer, log: deps.log }) } : {}),
+      ...(deps.indexer ? { [INDEX_TASK]: indexLedger({ ...deps.indexer, log: deps.log, followers }) } : {}),
       ...(deps.agentProof ? { [PROVE_AGENTS_TASK]: proveAgents({ ...deps.agentProof, log: deps.log }) } : {}),
     },
     recurring: [
@@ -85,9 +88,11 @@ export function jobDefinitions(deps: {
             { task: EXPIRE_PREPARED_TASK, schedule: '*/10 * * * *' },
           ]
         : []),
-      // Each network's indexer job reschedules itself every second or two; the minute tick restarts a lost chain.
+      // Each network's indexer follows the ledger's notifications (its job chain polls only while they are interrupted);
+      // the minute tick hands each follower the watchlist as it is and restarts a lost chain.
       ...(deps.indexer ? [{ task: INDEX_TASK, schedule: '* * * * *' }] : []),
       ...(deps.agentProof ? [{ task: PROVE_AGENTS_TASK, schedule: '* * * * *' }] : []),
     ],
+    live: { start: () => followers?.start(), stop: async () => followers?.stop() },
   };
 }

@@ -172,7 +172,9 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
   const embedded: Partial<Record<Network, LedgerThread>> = {};
   const rpcUrls: Partial<Record<Network, string>> = {};
   const programs: Partial<Record<Network, LedgerPrograms>> = {};
+  const remote: RpcLedger[] = [];
   const closeAll = async () => {
+    for (const l of remote) l.close(); // their PubSub sockets
     await Promise.allSettled(Object.values(embedded).map((l) => l.close()));
   };
   for (const network of NETWORKS) {
@@ -203,7 +205,9 @@ export async function openLedgers(options: OpenLedgersOptions): Promise<OpenedLe
         logPrograms(network, programs[network], options.onInfo);
       } else {
         const url = checkUrl(network, source);
-        ledgers[network] = new RpcLedger({ url, readTimeoutMs: options.rpcReadTimeoutMs, sendTimeoutMs: options.rpcSendTimeoutMs });
+        const ledger = new RpcLedger({ url, readTimeoutMs: options.rpcReadTimeoutMs, sendTimeoutMs: options.rpcSendTimeoutMs });
+        remote.push(ledger);
+        ledgers[network] = ledger;
         rpcUrls[network] = url;
       }
     }

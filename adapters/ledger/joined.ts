@@ -1,5 +1,13 @@
 import { join } from 'node:path';
-import type { Ledger, SendOptions, SignaturesForAddressOptions, SimulateOptions, WaitForSignatureOptions } from '../../domain/ports/ledger.ts';
+import type {
+  ActivityFeed,
+  ActivityHandlers,
+  Ledger,
+  SendOptions,
+  SignaturesForAddressOptions,
+  SimulateOptions,
+  WaitForSignatureOptions,
+} from '../../domain/ports/ledger.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';
 import { announcedRpc, lockHolder } from './embedded/files.ts';
@@ -8,7 +16,12 @@ import { RpcLedger } from './rpc/rpc-ledger.ts';
 // Ledgers for a process that works beside the gateway without ever holding its files (`npm run jobs`): a remote node
 // as configured, or an embedded ledger reached through the JSON-RPC of whichever process holds it, looked up on each
 // call. Nothing is opened here, so the job runner never keeps the gateway from starting; while no process holds the
-// ledger, calls fail with rpc_unavailable and the work waits for the next run.
+// ledger, calls fail with rpc_unavailable and the work waits for the next run. The runner's indexer follows the
+// holder's notifications (followAddresses below) as the gateway's own does, and polls only while there is none.
+
+/** while no process serves the ledger, a feed looks for one again after this long (doubling up to REATTACH_MAX_MS) */
+const REATTACH_MS = 500;
+const REATTACH_MAX_MS = 10_000;
 
 /** An embedded ledger under `dir`, through the JSON-RPC its holder announces (found again when the holder changes). */
 export class JoinedLedger implements Ledger {
@@ -27,7 +40,8 @@ export class JoinedLedger implements Ledger {
     }
     if (this.current?.url !== announced.url) {
       this.current?.close();
-      this.current = new RpcLedger({ url: announced.url });
+      // the embedded server takes WebSocket upgrades on its HTTP port: sure to be it, where port + 1 may not be
+      this.current = new RpcLedger({ url: announced.url, wsUrl: announced.url.replace(/^http/, 'ws') });
     }
     return this.current;
   }
@@ -73,6 +87,91 @@ export class JoinedLedger implements Ledger {
   }
   getTransaction(signature: string) {
     return this.at('getTransaction').getTransaction(signature);
+  }
+
+  /**
+   * The notifications of whichever process serves the ledger (its PubSub WebSocket, through the rpc adapter). A gap
+   * there — the holder stopped, or was replaced by one on another port — is passed on, and the feed attaches to the
+   * holder announced next (the follower catches up on the onLive that follows). While none serves it, onGap once and
+   * a look every few seconds (an unref'd timer, ended by close).
+   */
+  followAddresses(handlers: ActivityHandlers): ActivityFeed {
+    let addresses: readonly string[] | null = null;
+    let inner: { feed: ActivityFeed; url: string } | undefined;
+    let retry: NodeJS.Timeout | undefined;
+    let wait = REATTACH_MS;
+    let gap = false;
+    let closed = false;
+    const safe = (f: () => void) => {
+      try {
+        f();
+      } catch {
+        // the follower's fault stays the follower's
+      }
+    };
+    const gapOnce = (reason: string) => {
+      if (gap) return;
+      gap = true;
+      safe(() => handlers.onGap(reason));
+    };
+    const later = () => {
+      if (closed || retry) return;
+      retry = setTimeout(() => {
+        retry = undefined;
+        attach();
+      }, wait);
+      retry.unref();
+      wait = Math.min(wait * 2, REATTACH_MAX_MS);
+    };
+    const attach = () => {
+      if (closed || inner) return;
+      let ledger: RpcLedger;
+      try {
+        ledger = this.at('followAddresses');
+      } catch (e) {
+        gapOnce((e as Error).message);
+        return later();
+      }
+      const url = ledger.url;
+      const feed = ledger.followAddresses({
+        onActivity: (activity) => handlers.onActivity(activity),
+        onLive: () => {
+          wait = REATTACH_MS;
+          gap = false;
+          safe(() => handlers.onLive());
+        },
+        onGap: (reason) => {
+          gapOnce(reason);
+          // the same holder comes back on its own (the rpc adapter subscribes again); another one is attached anew
+          let current: string | null = null;
+          try {
+            current = this.at('followAddresses').url;
+          } catch {
+            // none serves it now
+          }
+          if (current === url || inner?.feed !== feed) return;
+          inner = undefined;
+          feed.close();
+          later();
+        },
+      });
+      inner = { feed, url };
+      if (addresses) feed.follow(addresses);
+    };
+    return {
+      follow: (next) => {
+        if (closed) return;
+        addresses = next;
+        if (inner) inner.feed.follow(next);
+        else attach();
+      },
+      close: () => {
+        closed = true;
+        clearTimeout(retry);
+        inner?.feed.close();
+        inner = undefined;
+      },
+    };
   }
 
   close(): void {

@@ -4,7 +4,7 @@ import { iso } from '../shared/settings.ts';
 import { bounded } from '../shared/pagination.ts';
 import { newId } from '../shared/ids.ts';
 import type { Clock } from '../ports/clock.ts';
-import type { Ledger, SignatureInfo } from '../ports/ledger.ts';
+import type { ActivityFeed, ActivityHandlers, AddressActivity, Ledger, LedgerTransaction, SignatureInfo } from '../ports/ledger.ts';
 import type { Store } from '../ports/store.ts';
 import type { WatchedAddress } from '../ports/indexer-store.ts';
 import type { Caller } from '../access/ownership.ts';
@@ -19,6 +19,8 @@ import type { IndexerStatus } from './schema.ts';
 /** getSignaturesForAddress page size; an address scanned for the first time reads one page (its recent history). */
 const PAGE = 1000;
 const WATCH_PAGE = 500;
+/** a notified transaction not readable yet (a node's notification before its confirmed read) is waited for this long */
+const NOTIFIED_READ_MS = 5_000;
 
 export interface IndexerDeps {
   store: Store;
@@ -81,6 +83,48 @@ export class IndexerService {
     }
   }
 
+  /** The network's ledger notifications of `handlers`' addresses; undefined where the ledger has none (polled then). */
+  feed(network: Network, handlers: ActivityHandlers): ActivityFeed | undefined {
+    return this.deps.ledgers[network]?.followAddresses?.(handlers);
+  }
+
+  /** the ledger's current slot (a follower's sync point) */
+  async ledgerSlot(network: Network): Promise<number | null> {
+    const ledger = this.deps.ledgers[network];
+    return ledger ? ledger.getSlot() : null;
+  }
+
+  /** the addresses the network's follower listens to (the whole watchlist) */
+  async watchedAddresses(network: Network): Promise<string[]> {
+    return (await this.watched(network)).map((w) => w.address);
+  }
+
+  /**
+   * One transaction the ledger notified (a follower's feed of the watched addresses): its events, each once (the same
+   * indexer_seen record as a run). A failed transaction or one paid by the gateway's own facilitator is nothing, known
+   * from the notification alone where it names the fee payer. Throws when the ledger cannot answer it: the follower
+   * then catches up by listing signatures.
+   */
+  async indexNotified(network: Network, activity: AddressActivity): Promise<number> {
+    const ledger = this.deps.ledgers[network];
+    if (!ledger || activity.err !== null) return 0;
+    if (activity.feePayer !== null && this.deps.ownFeePayers?.includes(activity.feePayer)) return 0;
+    let tx = await ledger.getTransaction(activity.signature);
+    if (!tx && (await ledger.waitForSignature(activity.signature, { timeoutMs: NOTIFIED_READ_MS }))) tx = await ledger.getTransaction(activity.signature);
+    if (!tx) throw new Error(`notified transaction ${activity.signature} is not readable`);
+    return this.record(network, tx);
+  }
+
+  /** The follower's sync point: every watched address is indexed up to `slot` (GET /v1/indexer/status cursor_slot). */
+  async recordSynced(network: Network, slot: number): Promise<void> {
+    await this.deps.store.indexer.recordRun(network, { at: this.deps.clock.now(), syncedSlot: slot, error: null });
+  }
+
+  /** Moves the cursors a follower has covered (every transaction up to each was indexed by it). */
+  async advanceCursors(network: Network, cursors: ReadonlyMap<string, { signature: string; slot: number }>): Promise<void> {
+    for (const [address, cursor] of cursors) await this.deps.store.indexer.advanceCursor(network, address, cursor);
+  }
+
   private async watched(network: Network): Promise<WatchedAddress[]> {
     const all: WatchedAddress[] = [];
     for (;;) {
@@ -114,6 +158,11 @@ export class IndexerService {
     const tx = await ledger.getTransaction(signature);
     // listed but not readable yet: fail the run so the cursors stay and the next run reads it again
     if (!tx) throw new Error(`transaction ${signature} is listed but not readable yet`);
+    return this.record(network, tx);
+  }
+
+  private async record(network: Network, tx: LedgerTransaction): Promise<number> {
+    const { signature } = tx;
     if (tx.err !== null || this.deps.ownFeePayers?.includes(tx.accountKeys[0]!)) return 0;
     const watched = await this.deps.store.indexer.lookup(network, addressesOf(tx));
     let findings = findingsOf(tx, { network, feeAuthority: this.deps.settings.fee.authorities[network] ?? null, watched });

@@ -161,6 +161,44 @@ export interface LedgerTransaction {
   unitsConsumed: number | null;
 }
 
+/**
+ * A transaction that touched followed addresses, e.g. { signature: "5VER…", slot: 912, err: null, addresses:
+ * ["Treasury…"], feePayer: "Payer…" }. The embedded ledger tells it at the commit that makes it confirmed; an RPC
+ * node may tell it earlier than its confirmed read answers (the embedded JSON-RPC's logs notifications come at
+ * processed), so a follower that reads it waits for it (waitForSignature) when getTransaction answers null.
+ */
+export interface AddressActivity {
+  signature: string;
+  slot: number;
+  err: LedgerTransactionError | null;
+  /** the followed addresses among its account keys */
+  addresses: string[];
+  /** its fee payer when the ledger says (the embedded ledger does; an RPC node's log notifications do not): null otherwise */
+  feePayer: string | null;
+}
+
+/** What a feed tells its follower. Called on the event loop, never concurrently; a throwing handler is ignored. */
+export interface ActivityHandlers {
+  onActivity(activity: AddressActivity): void;
+  /**
+   * The feed follows every address of the set from now on (at start, after a gap, and after `follow` widened the set):
+   * what happened before may have been missed and is read with getSignaturesForAddress.
+   */
+  onLive(): void;
+  /** Activity may be missed from now until the next onLive (a dropped socket, a refused subscription), e.g. "socket closed". */
+  onGap(reason: string): void;
+}
+
+/**
+ * A live feed of the transactions that touch a set of addresses (closed by `close`). Best effort by contract: between
+ * an onGap and the next onLive nothing is promised, and a follower catches up by listing signatures.
+ */
+export interface ActivityFeed {
+  /** replaces the followed set; onLive follows once every address of it is followed */
+  follow(addresses: readonly string[]): void;
+  close(): void;
+}
+
 export interface Ledger {
   getLatestBlockhash(): Promise<LatestBlockhash>;
   /** false once the block height passed the blockhash's lastValidBlockHeight, or for a blockhash never issued */
@@ -182,11 +220,13 @@ export interface Ledger {
   /** same order as `signatures`; null for unknown (never landed, dropped or expired) */
   getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]>;
   /**
-   * Waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger where it
-   * can be (the embedded ledger: when the history write holding it completes), polled inside the adapter otherwise —
-   * or until `timeoutMs` (real time, the adapter's own deadline) passes. Resolves with its status then (the status may
-   * be below `commitment`, or null when unknown, once the deadline passed); never throws for a ledger that cannot be
-   * read meanwhile (it answers what it last knew). e.g. waitForSignature("5VER…", { timeoutMs: 2_000 }) →
+   * Waits until `signature` has reached `commitment` (default confirmed) — notified by the ledger (the embedded
+   * ledger: when the history write holding it completes; an RPC node: signatureSubscribe over its WebSocket, its status
+   * polled inside the adapter while that socket is refused or dropped) — or until `timeoutMs` (real time, the adapter's
+   * own deadline) passes. Resolves with its status then (the status may be below `commitment`, or null when unknown,
+   * once the deadline passed); never throws for a ledger that cannot be read meanwhile (it answers what it last knew).
+   * Closing the adapter ends the wait early: the rpc adapter answers the status as last known, the ledger thread
+   * rejects with rpc_unavailable. e.g. waitForSignature("5VER…", { timeoutMs: 2_000 }) →
    * { slot: 912, confirmationStatus: "confirmed", err: null }.
    */
   waitForSignature(signature: string, options: WaitForSignatureOptions): Promise<SignatureStatus | null>;
@@ -194,4 +234,13 @@ export interface Ledger {
   getSignaturesForAddress(address: string, options?: SignaturesForAddressOptions): Promise<SignatureInfo[]>;
   /** null when unknown */
   getTransaction(signature: string): Promise<LedgerTransaction | null>;
+  /**
+   * Notifications of the transactions touching `addresses` (the embedded ledger: its commit events; an RPC node:
+   * logsSubscribe per address over its WebSocket, subscribed again after a drop with an onGap/onLive pair; the job
+   * runner's joined ledger: the PubSub of whichever process serves the embedded ledger, attached anew when that
+   * changes). Never throws: a ledger that cannot notify (no WebSocket reachable) reports onGap and keeps trying until
+   * the feed is closed; a closed adapter reports onGap and stops. Absent on a ledger that never notifies: its follower
+   * polls getSignaturesForAddress.
+   */
+  followAddresses?(handlers: ActivityHandlers): ActivityFeed;
 }

@@ -46,6 +46,11 @@ const FIRST_CHECK_MS = 400;
 const MAX_CHECK_INTERVAL_MS = 5_000;
 /** How long a runner holds the rows it checks before another may take them. */
 const CHECK_LEASE_MS = 30_000;
+/**
+ * How long the process that broadcast a transaction waits for the ledger's notification of it (about a blockhash's
+ * life); past that, or when the wait ends without a confirmation, the confirmations job's polling decides.
+ */
+const FOLLOW_MS = 60_000;
 
 export interface TransactionDeps {
   store: Store;
@@ -66,6 +71,8 @@ export interface TransactionDeps {
   sales?: Pick<PaidCallRecorder, 'recordSale'> | undefined;
   /** told of every first submit, broadcast or refused by the ledger (the operator's log line); never throws */
   onSubmitted?: ((summary: SubmitSummary) => void) | undefined;
+  /** told of every transaction decided on the ledger's notification (the job logs its own decisions); never throws */
+  onDecided?: ((decision: Decision) => void) | undefined;
 }
 
 /** A submit, for the operator's log line: public facts only. */
@@ -95,6 +102,9 @@ export interface Decision {
 }
 
 export class TransactionService {
+  /** the waits for the notifications of this process's broadcasts */
+  private readonly following = new Set<Promise<void>>();
+
   constructor(private readonly deps: TransactionDeps) {}
 
   /** The build context of a network: its ledger's reads, its stables, the fee. */
@@ -311,6 +321,7 @@ export class TransactionService {
         });
       throw e;
     }
+    if (sent.ok) this.follow(ledger, { ...prepared, state: 'submitted', signature: signed.signature, transaction: wire, submittedAt: now, nextCheckAt });
     if (!sent.ok) {
       // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
       // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
@@ -327,6 +338,31 @@ export class TransactionService {
       throw rejected(prepared.eventId, { err: sent.err, logs: sent.logs, phase: 'failed', code: errorCode(sent.err) });
     }
     return this.told(prepared, { signature: signed.signature, started }, result);
+  }
+
+  /**
+   * hosted-api §3.1: the event is decided when the ledger notifies its signature confirmed (the embedded ledger at the
+   * history write holding it, an RPC node through signatureSubscribe), not at the job's next poll. The decision is the
+   * job's own (`decide`): a phase moves only from `submitted`, so this wait, the job and other nodes decide it once.
+   * Nothing here is needed for correctness: a wait that ends without a confirmation, or a process that stops, leaves
+   * the row to the confirmations job.
+   */
+  private follow(ledger: Ledger, row: PreparedTransactionRecord): void {
+    const done = ledger
+      .waitForSignature(row.signature!, { timeoutMs: FOLLOW_MS })
+      .then(async (status) => {
+        if (!status || status.confirmationStatus === 'processed') return;
+        const decision = await this.decide(ledger, row, status);
+        if (decision) this.deps.onDecided?.(decision);
+      })
+      .catch(() => undefined)
+      .finally(() => this.following.delete(done));
+    this.following.add(done);
+  }
+
+  /** Waits for the decisions in flight (before the store closes); the waits still open end with the ledger. */
+  async drain(): Promise<void> {
+    await Promise.allSettled([...this.following]);
   }
 
   /** Tells the observer of a first submit (broadcast, or refused by the ledger with `code`); passes the result through. */
@@ -412,13 +448,10 @@ export class TransactionService {
     });
     if (status && status.confirmationStatus !== 'processed') {
       const landed = await ledger.getTransaction(signature).catch(() => null);
-      if (status.err === null) {
-        await this.confirm(row, status.slot, landed);
-        return decision('confirmed', null, status.slot);
-      }
+      // null when another decided it first (the job, the notification's wait, another node): each decision is told once
+      if (status.err === null) return (await this.confirm(row, status.slot, landed)) ? decision('confirmed', null, status.slot) : null;
       const code = errorCode(status.err);
-      await this.fail(row, code, failureLogs(status.err, landed?.logs ?? []), status.slot);
-      return decision('failed', code, status.slot);
+      return (await this.fail(row, code, failureLogs(status.err, landed?.logs ?? []), status.slot)) ? decision('failed', code, status.slot) : null;
     }
     if (!status) {
       const valid = await ledger.isBlockhashValid(row.recentBlockhash).catch(() => true);
@@ -426,8 +459,7 @@ export class TransactionService {
         // One last read: it may have landed just before the blockhash ran out.
         const [late] = await ledger.getSignatureStatuses([signature]).catch(() => [null]);
         if (late) return this.decide(ledger, row, late);
-        await this.fail(row, 'expired', ['the transaction did not land before its blockhash expired']);
-        return decision('failed', 'expired', null);
+        return (await this.fail(row, 'expired', ['the transaction did not land before its blockhash expired'])) ? decision('failed', 'expired', null) : null;
       }
       // Dropped or not yet seen: broadcast the same bytes again (same signature: it lands once at most).
       await ledger.sendTransaction(row.transaction!, { skipPreflight: true }).catch(() => undefined);
@@ -443,14 +475,15 @@ export class TransactionService {
 
   /**
    * Confirmed, with what it makes: the agent a mint created; for a buyer payment the buyer's spend receipt and, when it
-   * paid a payment link, the link's sale (counters, earn receipt, events — as the paywall records a paid call).
+   * paid a payment link, the link's sale (counters, earn receipt, events — as the paywall records a paid call). True
+   * when this call moved the event (false: it was decided already, and nothing more is written).
    */
-  private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<void> {
+  private async confirm(row: PreparedTransactionRecord, slot: number, landed: LedgerTransaction | null): Promise<boolean> {
     const now = this.deps.clock.now();
     // The link is read before the transaction: the sale locks the receipt chains first and the link's counters last,
     // in the paywall's order, so a confirmation and a paid call of the same agents never wait on each other in a cycle.
     const sale = row.kind === 'buyer.payment' ? await this.saleOf(row) : null;
-    await this.deps.store.transaction(async (tx) => {
+    return this.deps.store.transaction(async (tx) => {
       const event = await tx.events.transition(row.network, row.eventId, {
         from: ['submitted'],
         phase: 'confirmed',
@@ -460,7 +493,7 @@ export class TransactionService {
         confirmedAt: now,
       });
       await tx.preparedTransactions.finish(row.network, row.eventId);
-      if (!event) return;
+      if (!event) return false;
       if (row.kind === 'agent.create') await tx.agents.insert(createdAgent(row, event.metadata, now));
       await recordExecutive(tx, row, event.metadata);
       if (row.kind === 'buyer.payment') {
@@ -469,6 +502,7 @@ export class TransactionService {
         await recordSpendReceipt(tx, { row, metadata: event.metadata, landed, signature: row.signature!, now, baseUrl: this.deps.settings.baseUrl });
         if (sale) await this.deps.sales!.recordSale(tx, { call: sale, signature: row.signature!, payer: sale.payer, now });
       }
+      return true;
     });
   }
 
@@ -506,10 +540,11 @@ export class TransactionService {
     return { ...call, payer: String(echo.delegate) };
   }
 
-  private async fail(row: PreparedTransactionRecord, code: string, logs: string[], slot?: number): Promise<void> {
+  /** true when this call moved the event (false: it was decided already) */
+  private async fail(row: PreparedTransactionRecord, code: string, logs: string[], slot?: number): Promise<boolean> {
     const now = this.deps.clock.now();
-    await this.deps.store.transaction(async (tx) => {
-      await tx.events.transition(row.network, row.eventId, {
+    return this.deps.store.transaction(async (tx) => {
+      const event = await tx.events.transition(row.network, row.eventId, {
         from: ['prepared', 'submitted'],
         phase: 'failed',
         at: now,
@@ -518,6 +553,7 @@ export class TransactionService {
         ...(slot !== undefined ? { slot } : {}),
       });
       await tx.preparedTransactions.finish(row.network, row.eventId);
+      return event !== null;
     });
   }
 

@@ -1,7 +1,8 @@
 import type { ExecutionContext, TestFn } from 'ava';
-import { Keypair, Transaction, SystemProgram } from '@solana/web3.js';
+import { Keypair, PublicKey, Transaction, SystemProgram } from '@solana/web3.js';
 import { getBase58Decoder } from '@solana/kit';
-import type { Ledger } from '../../domain/ports/ledger.ts';
+import type { AddressActivity, Ledger } from '../../domain/ports/ledger.ts';
+import { until } from '../support/until.ts';
 import { TOKEN_PROGRAM_ID } from '../../domain/shared/network.ts';
 import { ata, MEMO_PROGRAM, randomHash, randomSignature, solTransfer, tokenTransfer, USDC_DEVNET, waitForCommitment } from '../support/ledger.ts';
 
@@ -137,6 +138,33 @@ export function ledgerContract(test: TestFn, name: string, open: () => Promise<L
     t.is(finalized?.confirmationStatus, 'finalized');
     t.is(await h.ledger.waitForSignature(randomSignature(), { timeoutMs: 50 }), null);
     t.is(await h.ledger.waitForSignature('garbage', { timeoutMs: 10 }), null);
+  });
+
+  test(`${name}: followAddresses: onLive once followed, then each transaction touching a followed address (once it is confirmed), no other`, async (t) => {
+    const h = await harness(t);
+    if (!h.ledger.followAddresses) return void t.pass('this adapter never notifies: its follower polls');
+    const payer = await funded(h);
+    const watched = Keypair.generate().publicKey.toBase58();
+    const activities: AddressActivity[] = [];
+    let lives = 0;
+    // a gap before the first onLive (a socket slow to open on a busy machine) only delays it
+    const feed = h.ledger.followAddresses({ onActivity: (a) => activities.push(a), onLive: () => lives++, onGap: () => {} });
+    t.teardown(() => feed.close());
+    feed.follow([watched]);
+    await until('live', () => lives >= 1);
+    const { blockhash } = await h.ledger.getLatestBlockhash();
+    const elsewhere = solTransfer(payer, Keypair.generate().publicKey, 1_000_000, blockhash);
+    const toWatched = solTransfer(payer, new PublicKey(watched), 1_000_000, blockhash);
+    t.true((await h.ledger.sendTransaction(elsewhere)).ok);
+    t.true((await h.ledger.sendTransaction(toWatched)).ok);
+    const signature = getBase58Decoder().decode(toWatched.subarray(1, 65));
+    // notifications come in ledger order: one about `elsewhere` would have come first
+    const [told] = await until('notified', () => (activities.length ? activities : undefined));
+    t.like(told, { signature, err: null, addresses: [watched] });
+    // a node may tell it before its confirmed read answers (the embedded JSON-RPC's logs come at processed): wait for it
+    t.truthy(await h.ledger.waitForSignature(signature, { timeoutMs: 20_000 }));
+    t.is((await h.ledger.getTransaction(signature))?.signature, signature);
+    t.is(activities.length, 1);
   });
 
   test(`${name}: send lands a payment: status, history and the transaction with its balances`, async (t) => {

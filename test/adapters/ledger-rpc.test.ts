@@ -1,30 +1,51 @@
 import test from 'ava';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
 import { Keypair } from '@solana/web3.js';
 import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
 import { startLedgerRpcServer } from '../../adapters/ledger/embedded/rpc-server.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { ledgerContract } from './ledger-contract.ts';
-import { ledgerDir, openTestLedger, removeDir, solTransfer, USDC_DEVNET } from '../support/ledger.ts';
+import { ledgerDir, openTestLedger, removeDir, runTs, solTransfer, USDC_DEVNET } from '../support/ledger.ts';
 
 // The rpc adapter against the embedded ledger's JSON-RPC server: the same contract as the embedded adapter.
 ledgerContract(test, 'rpc', async () => {
   const dir = await ledgerDir();
   const embedded = await openTestLedger({ dir });
   const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
+  // PubSub on the HTTP port (the server takes upgrades there): waits and feeds on notifications
+  const ledger = new RpcLedger({ url: server.url, wsUrl: server.wsUrl });
   return {
-    ledger: new RpcLedger({ url: server.url }),
+    ledger,
     airdrop: async (to, lamports) => void embedded.airdrop(to, lamports),
     mintUsdc: async (owner, amount) => void embedded.mintTo(owner, USDC_DEVNET.mint, amount),
     advance: async (slots) => embedded.advance(slots),
     close: async () => {
+      ledger.close();
       await server.close();
       await embedded.close();
       await removeDir(dir);
     },
   };
 });
+
+// serial: its child process compiles TypeScript, which would starve the concurrent tests' own ledgers on a busy machine
+test.serial(
+  'rpc: with the node’s WebSocket gone, a feed and a wait fall back; once the adapter is closed the process ends by itself, printing nothing',
+  async (t) => {
+    const dir = await ledgerDir();
+    const embedded = await openTestLedger({ dir });
+    const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
+    t.teardown(async () => {
+      await server.close();
+      await embedded.close();
+      await removeDir(dir);
+    });
+    const child = await runTs(fileURLToPath(new URL('../support/rpc-close-child.ts', import.meta.url)), [server.url, 'ws://127.0.0.1:1']);
+    t.like(child, { status: 0, stdout: '', stderr: '' });
+  },
+);
 
 // ---- faults: an unreachable node, a node that never answers, a node that answers garbage ----
 

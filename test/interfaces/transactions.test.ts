@@ -1,13 +1,16 @@
-import anyTest, { type TestFn } from 'ava';
+import anyTest, { type ExecutionContext, type TestFn } from 'ava';
 import { Keypair, SystemProgram, Transaction } from '@solana/web3.js';
 import { http, recordAgent, removeDataDir, startTestApp, type TestApp } from '../support/app.ts';
 import { faultyLedger } from '../support/faulty-ledger.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { until } from '../support/until.ts';
 import { TestClock } from '../support/clock.ts';
-import { PREPARED_TTL_MS, TransactionService } from '../../domain/transactions/service.ts';
+import { PREPARED_TTL_MS, TransactionService, type Decision } from '../../domain/transactions/service.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
-import type { Ledger, SendResult } from '../../domain/ports/ledger.ts';
+import { encodeBase58 } from '../../domain/shared/base58.ts';
+import type { Ledger, SendResult, SignatureStatus } from '../../domain/ports/ledger.ts';
+import { RpcLedger } from '../../adapters/ledger/rpc/rpc-ledger.ts';
+import { startTcpProxy } from '../support/node-proxy.ts';
 import { systemClock } from '../../adapters/clock/system.ts';
 import type { Caller } from '../../domain/access/ownership.ts';
 import type { PreparedEnvelope } from '../../domain/transactions/schema.ts';
@@ -303,6 +306,135 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
     t.is(await real.getBalance(to.toBase58()), 1_234_567n, 'landed once');
   });
 }
+
+// Tracking on the ledger's notifications (hosted-api §3.1): the process that broadcast a transaction decides its event
+// when the ledger says it is confirmed. Each test runs its own TransactionService whose clock is an hour ahead, so the
+// row's first check is an hour away and the app's confirmations job cannot take it: `onDecided` (told only by the wait
+// on the notification, and only when that wait moved the event) shows who decided.
+
+/** A TransactionService on `ledger` that the app's confirmations job cannot overtake; its notification decisions. */
+function tracker(app: TestApp, ledger: Ledger): { service: TransactionService; decided: Decision[] } {
+  const decided: Decision[] = [];
+  const service = new TransactionService({
+    store: app.database.store,
+    clock: new TestClock(Date.now() + 3_600_000),
+    ledgers: { 'chain-devnet': ledger },
+    settings: app.services.settings,
+    onDecided: (d) => decided.push(d),
+  });
+  return { service, decided };
+}
+
+/** The rpc adapter counting its status reads (each poll is one; the notification path reads once when subscribed). */
+class CountingRpcLedger extends RpcLedger {
+  statusReads = 0;
+  override getSignatureStatuses(signatures: string[]): Promise<(SignatureStatus | null)[]> {
+    this.statusReads++;
+    return super.getSignatureStatuses(signatures);
+  }
+}
+
+/**
+ * The rpc adapter over the app's embedded JSON-RPC, its PubSub WebSocket through a proxy the test can cut, and its
+ * broadcast held back (a fault: the node "accepted" it and lost it) so the test lands the bytes itself once the wait
+ * is subscribed: what decides the event is then the notification, or the fallback, never the read at subscribe.
+ */
+async function rpcTracked(t: ExecutionContext<Ctx>) {
+  const { app } = t.context;
+  const url = app.ledgers.rpcUrls['chain-devnet']!;
+  const proxy = await startTcpProxy({ host: '127.0.0.1', port: Number(new URL(url).port) }); // the server takes upgrades on its HTTP port too
+  const rpc = new CountingRpcLedger({ url, wsUrl: `ws://127.0.0.1:${proxy.port}` });
+  t.teardown(async () => {
+    rpc.close();
+    await proxy.close();
+  });
+  let held: Uint8Array | undefined;
+  const ledger = faultyLedger(rpc, {
+    sendTransaction: async (wire) => {
+      held = wire;
+      return { ok: true, signature: encodeBase58(wire.subarray(1, 65)) };
+    },
+  });
+  const land = async () => {
+    const sent = await app.services.ledgers['chain-devnet']!.sendTransaction(held!);
+    t.true(sent.ok, JSON.stringify(sent));
+  };
+  return { rpc, proxy, ledger, land };
+}
+
+/** A transfer prepared and submitted through `service`; its event id, signature and destination. */
+async function submitTransfer(t: ExecutionContext<Ctx>, service: TransactionService): Promise<{ eventId: string; signature: string; to: string }> {
+  const { app, caller, mint } = t.context;
+  const from = await funded(app);
+  const to = Keypair.generate().publicKey;
+  const envelope = await service.prepareForAgent(caller, mint, async () => ({
+    kind: 'agent.treasury.withdraw_sol',
+    agent: mint,
+    feePayer: from.publicKey.toBase58(),
+    instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports: 1_111_111n })],
+    echo: {},
+    metadata: { lamports: '1111111', destination: to.toBase58() },
+  }));
+  const res = await service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) });
+  t.like(res, { phase: 'submitted', replayed: false });
+  return { eventId: envelope.event_id!, signature: res.signature, to: to.toBase58() };
+}
+
+/** The event decided once: confirmed with its slot, one history entry per phase, the money moved once. */
+async function confirmedOnce(t: ExecutionContext<Ctx>, submitted: { eventId: string; signature: string; to: string }, decided: Decision[]): Promise<void> {
+  const { app, key } = t.context;
+  t.is(decided.length, 1);
+  t.like(decided[0], { event_id: submitted.eventId, phase: 'confirmed', signature: submitted.signature });
+  const event = (await http(app, 'GET', `/v1/events/${submitted.eventId}`, { key })).body;
+  t.like(event, { phase: 'confirmed', signature: submitted.signature, error_code: null });
+  t.deepEqual(
+    event.phases.map((p: { phase: string }) => p.phase),
+    ['prepared', 'submitted', 'confirmed'],
+  );
+  t.is(await app.services.ledgers['chain-devnet']!.getBalance(submitted.to), 1_111_111n, 'landed once');
+}
+
+test('submit → confirmed on the embedded ledger’s own commit event, with no status read and before the job’s first check', async (t) => {
+  const real = t.context.app.services.ledgers['chain-devnet']!;
+  let statusReads = 0;
+  const counted = faultyLedger(real, {
+    getSignatureStatuses: (signatures) => {
+      statusReads++;
+      return real.getSignatureStatuses(signatures);
+    },
+  });
+  const { service, decided } = tracker(t.context.app, counted);
+  const submitted = await submitTransfer(t, service);
+  await until('decided on the notification', () => decided.length > 0);
+  await confirmedOnce(t, submitted, decided);
+  t.is(statusReads, 0, 'nothing polled');
+});
+
+test('submit → confirmed through the rpc adapter on signatureSubscribe (the embedded JSON-RPC + WebSocket as the node): one status read at subscribe, no poll', async (t) => {
+  const { rpc, ledger, land } = await rpcTracked(t);
+  const { service, decided } = tracker(t.context.app, ledger);
+  const submitted = await submitTransfer(t, service);
+  await until('subscribed (its one status read)', () => rpc.statusReads >= 1);
+  t.is(decided.length, 0, 'not landed yet');
+  await land();
+  await until('decided on the notification', () => decided.length > 0);
+  await confirmedOnce(t, submitted, decided);
+  t.is(rpc.statusReads, 1, 'the notification decided it, not a poll');
+});
+
+test('the rpc adapter’s WebSocket cut mid-wait and refused: the wait falls back to polling, the event is confirmed once, nothing lost', async (t) => {
+  const { rpc, proxy, ledger, land } = await rpcTracked(t);
+  const { service, decided } = tracker(t.context.app, ledger);
+  const submitted = await submitTransfer(t, service);
+  await until('subscribed', () => rpc.statusReads >= 1);
+  proxy.refuse(true);
+  proxy.cut();
+  await until('polling after the drop', () => rpc.statusReads >= 3);
+  await land();
+  await until('decided by the fallback', () => decided.length > 0);
+  await confirmedOnce(t, submitted, decided);
+  t.true(rpc.statusReads >= 3, 'decided by a poll');
+});
 
 async function graphql(app: TestApp, key: string, query: string, variables: Record<string, unknown>) {
   const res = await fetch(`${app.url}/graphql`, {

@@ -10,7 +10,9 @@ import {
   MINT_SIZE,
   TOKEN_PROGRAM_ID,
 } from '@solana/spl-token';
-import { http, issueKey, recordAgent, startTestApp, type TestApp } from '../support/app.ts';
+import pino from 'pino';
+import { http, issueKey, recordAgent, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
+import { startNodeProxy } from '../support/node-proxy.ts';
 import { faultyLedger, refuses } from '../support/faulty-ledger.ts';
 import { until } from '../support/until.ts';
 import { watchEvents, type WatchedEvent } from '../support/graphql.ts';
@@ -29,18 +31,74 @@ import { MPL_CORE_PROGRAM_ID } from '../../domain/treasury/derive.ts';
 // subscription as agent.treasury.fund / fund_sol, on the embedded ledger and through the rpc adapter; each event is
 // written once however often the ledger is scanned; a transaction submitted through /v1/submit is not reported again;
 // a transfer into a fee authority's token account is protocol.fee.collected (on_chain); failed transactions write
-// nothing; GET /v1/indexer/status on the three doors.
+// nothing; GET /v1/indexer/status on the three doors. Deposits are indexed from the ledger's notifications (hosted-api
+// §6: a's commit events, b's logsSubscribe), and b's node sits behind a proxy whose WebSocket a test cuts.
 
-const test = anyTest as TestFn<{ a: TestApp; b: TestApp }>;
+type LogLine = { msg?: string; signature?: string; events?: number; via?: string; [key: string]: unknown };
+interface Ctx {
+  a: TestApp;
+  b: TestApp;
+  /** b's node (a's embedded JSON-RPC) behind a fault-injecting proxy: JSON-RPC on P, PubSub on P + 1 */
+  node: Awaited<ReturnType<typeof startNodeProxy>>;
+  /** each app's log lines at info, to see which path reported a transaction */
+  logs: Map<TestApp, LogLine[]>;
+}
+const test = anyTest as TestFn<Ctx>;
+
+/** An app logger keeping its lines (info and up). */
+function keptLogger(lines: LogLine[]): pino.Logger {
+  return pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line) as LogLine) });
+}
 const NET = 'chain-devnet' as const;
 const USDC = STABLES[NET][0]!;
 
 test.before(async (t) => {
-  const a = await startTestApp();
-  // b follows a's embedded devnet through the rpc ledger adapter (SVC_DEVNET_LEDGER = a's JSON-RPC URL)
-  const b = await startTestApp({ env: { SVC_DEVNET_LEDGER: a.ledgers.rpcUrls[NET]!, SVC_MAINNET_LEDGER: 'embedded' } });
-  t.context = { a, b };
+  const aLines: LogLine[] = [];
+  const bLines: LogLine[] = [];
+  const a = await startTestApp({ appOptions: { logger: keptLogger(aLines) } });
+  // b follows a's embedded devnet through the rpc ledger adapter (SVC_DEVNET_LEDGER = a's JSON-RPC, through the proxy)
+  const node = await startNodeProxy(a.ledgers.rpcUrls[NET]!);
+  const b = await startTestApp({ env: { SVC_DEVNET_LEDGER: node.url, SVC_MAINNET_LEDGER: 'embedded' }, appOptions: { logger: keptLogger(bLines) } });
+  t.context = {
+    a,
+    b,
+    node,
+    logs: new Map([
+      [a, aLines],
+      [b, bLines],
+    ]),
+  };
 });
+
+test.after.always(async (t) => {
+  await t.context.node?.close();
+});
+
+/** `app`'s follower wrote `signature`'s events from the ledger's notification (a catch-up or a polling run names none). */
+function notified(t: ExecutionContext<Ctx>, app: TestApp, signature: string): boolean {
+  return t.context.logs
+    .get(app)!
+    .some((l) => l.msg === 'indexer reported ledger activity' && l.via === 'notification' && l.signature === signature && (l.events ?? 0) > 0);
+}
+
+/** A plain SOL transfer of `lamports` from `from` to `to`, sent with web3.js; its signature and slot. */
+async function sendSol(connection: Connection, from: Keypair, to: string, lamports: number): Promise<{ signature: string; slot: number; err: unknown }> {
+  const { blockhash } = await connection.getLatestBlockhash();
+  const tx = new Transaction({ feePayer: from.publicKey, recentBlockhash: blockhash }).add(
+    SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: new PublicKey(to), lamports }),
+  );
+  tx.sign(from);
+  return send(connection, tx.serialize());
+}
+
+/** An agent recorded on `gateway`, its asset written on a's embedded ledger (b reads that ledger through the proxy). */
+async function recordOn(t: ExecutionContext<Ctx>, gateway: TestApp, key: string): Promise<{ mint: string }> {
+  if (gateway === t.context.a) return recordAgent(gateway, key);
+  const { mint, owner } = await writeAgentAsset(t.context.a, NET);
+  const res = await http(gateway, 'POST', '/v1/agents/record', { key, body: { mint, owner } });
+  if (res.status !== 200) throw new Error(`record agent failed: ${res.status} ${JSON.stringify(res.body)}`);
+  return { mint };
+}
 
 type SeenEvent = WatchedEvent;
 
@@ -52,7 +110,7 @@ async function watch(t: ExecutionContext, app: TestApp, key: string): Promise<Se
 }
 
 /** Plain web3.js against the embedded devnet's JSON-RPC (app a serves it). */
-function rpc(t: ExecutionContext<{ a: TestApp }>): Connection {
+function rpc(t: ExecutionContext<Ctx>): Connection {
   return new Connection(t.context.a.ledgers.rpcUrls[NET]!, 'confirmed');
 }
 
@@ -63,7 +121,7 @@ async function send(connection: Connection, wire: Uint8Array | Buffer, skipPrefl
   return { signature, slot: status.slot, err: status.err };
 }
 
-async function donor(t: ExecutionContext<{ a: TestApp }>, usdc = '10'): Promise<Keypair> {
+async function donor(t: ExecutionContext<Ctx>, usdc = '10'): Promise<Keypair> {
   const kp = Keypair.generate();
   await t.context.a.services.dev.fund(NET, { address: kp.publicKey.toBase58(), sol: '1', token: 'USDC', amount: usdc });
   return kp;
@@ -88,10 +146,10 @@ async function eventsOf(
 }
 
 /** A deposit with plain web3.js: 2.5 USDC (TransferChecked) and 0.01 SOL in one transaction, then 1000 lamports (noise). */
-async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway: TestApp): Promise<void> {
+async function deposit(t: ExecutionContext<Ctx>, gateway: TestApp): Promise<void> {
   const key = (await gateway.services.access.issueKey({ network: NET, role: 'user' })).key;
   const seen = await watch(t, gateway, key);
-  const { mint } = await recordAgent(gateway, key); // recording prepares the treasury's USDC account and watches it
+  const { mint } = await recordOn(t, gateway, key); // recording prepares the treasury's USDC account and watches it
   const treasury = treasuryOf(mint);
   const from = await donor(t);
   const connection = rpc(t);
@@ -153,6 +211,14 @@ async function deposit(t: ExecutionContext<{ a: TestApp; b: TestApp }>, gateway:
     'agent.treasury.fund_sol',
     ...(existed ? [] : ['agent.treasury.provision']),
   ]);
+
+  // followed now: a plain SOL deposit is fund_sol from the ledger's notification (a: its commit event; b: logsSubscribe)
+  const started = performance.now();
+  const more = await sendSol(connection, from, treasury, 20_000_000);
+  const notice = await until('fund_sol of the next deposit', () => seen.find((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === more.signature));
+  t.log(`deposit sent → agent.treasury.fund_sol on the subscription: ${Math.round(performance.now() - started)} ms`);
+  t.like(notice.metadata, { source: 'indexer', treasury, lamports: '20000000' });
+  t.true(notified(t, gateway, more.signature), 'written on the notification, not by a catch-up or a poll');
 }
 
 test('a plain web3.js deposit arrives as agent.treasury.fund and fund_sol on the GraphQL subscription; under 5000 lamports is ignored (embedded ledger)', async (t) => {
@@ -162,6 +228,46 @@ test('a plain web3.js deposit arrives as agent.treasury.fund and fund_sol on the
 test('the same through the rpc ledger adapter (the embedded JSON-RPC as the node)', async (t) => {
   await deposit(t, t.context.b);
 });
+
+// serial: b's notifications are down while it runs, which the deposit test through b would see
+test.serial(
+  'the rpc adapter’s WebSocket cut mid-flight and refused: deposits meanwhile are indexed through the fallback, each once; notifications come back',
+  async (t) => {
+    const { b, node } = t.context;
+    const lines = t.context.logs.get(b)!;
+    const key = await issueKey(b);
+    const { mint } = await recordOn(t, b, key);
+    const treasury = treasuryOf(mint);
+    const from = await donor(t);
+    const connection = rpc(t);
+    const fundSol = async (signature: string) =>
+      (await eventsOf(b, key, mint)).filter((e) => e.kind === 'agent.treasury.fund_sol' && e.signature === signature);
+    const first = await sendSol(connection, from, treasury, 6_000_000);
+    await until('the first deposit indexed', async () => (await fundSol(first.signature)).length > 0 || undefined, { everyMs: 100 });
+    const backs = () => lines.filter((l) => l.msg?.startsWith('ledger notifications back')).length;
+    const backBefore = backs();
+
+    node.ws.refuse(true);
+    node.ws.cut();
+    const during = [await sendSol(connection, from, treasury, 7_000_000), await sendSol(connection, from, treasury, 8_000_000)];
+    for (const d of during) await until('indexed through the fallback', async () => (await fundSol(d.signature)).length > 0 || undefined, { everyMs: 100 });
+    t.true(
+      lines.some((l) => l.msg?.startsWith('ledger notifications interrupted')),
+      'the gap was seen',
+    );
+    for (const d of during) t.false(notified(t, b, d.signature), 'not from a notification: the socket was down');
+
+    node.ws.refuse(false);
+    await until('notifications back', () => backs() > backBefore, { everyMs: 100 });
+    const after = await sendSol(connection, from, treasury, 9_000_000);
+    await until('the deposit after', async () => (await fundSol(after.signature)).length > 0 || undefined, { everyMs: 100 });
+
+    for (const d of [first, ...during, after]) {
+      t.is((await fundSol(d.signature)).length, 1, `one fund_sol for ${d.signature}`);
+      t.is(await b.database.store.indexer.countSeen(NET, d.signature), 1);
+    }
+  },
+);
 
 test('a rescan and two runners at once write each event once', async (t) => {
   const { a } = t.context;

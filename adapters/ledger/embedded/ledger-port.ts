@@ -1,7 +1,7 @@
 import type * as Port from '../../../domain/ports/ledger.ts';
 import { parseTokenAccount } from '../../../domain/shared/token-account.ts';
 import type { HistoryEntry } from './history.ts';
-import type { SimulateWireResult, SimulateWireOptions, TransactionRecord } from './ledger.ts';
+import type { LandedTransaction, SimulateWireResult, SimulateWireOptions, TransactionRecord } from './ledger.ts';
 import { toLedgerTransaction } from './ledger-messages.ts';
 
 const RANK: Record<Port.Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
@@ -101,6 +101,55 @@ export abstract class EmbeddedLedgerPort implements Port.Ledger {
   }
 
   abstract onCommit(listener: (level: 'confirmed' | 'finalized', seq: number) => void): () => void;
+  abstract onTransaction(listener: (landed: LandedTransaction) => void): () => void;
+
+  /**
+   * The ledger's own events: a landed transaction touching a followed address is held until the commit that makes it
+   * confirmed (its history write, within the same turn of the event loop), then delivered. In-process, so there is no
+   * gap: onLive right after each follow.
+   */
+  followAddresses(handlers: Port.ActivityHandlers): Port.ActivityFeed {
+    let followed = new Set<string>();
+    let started = false;
+    let held: { seq: number; activity: Port.AddressActivity }[] = [];
+    const safe = (f: () => void) => {
+      try {
+        f();
+      } catch {
+        // the follower's fault stays the follower's
+      }
+    };
+    const stopLanded = this.onTransaction((landed) => {
+      if (followed.size === 0) return;
+      const addresses = landed.keys.filter((key) => followed.has(key));
+      if (addresses.length)
+        held.push({
+          seq: landed.seq,
+          activity: { signature: landed.signature, slot: landed.slot, err: landed.err, addresses, feePayer: landed.keys[0] ?? null },
+        });
+    });
+    const stopCommit = this.onCommit((level, seq) => {
+      if (level !== 'confirmed' || held.length === 0) return;
+      const ready = held.filter((h) => h.seq <= seq);
+      held = held.filter((h) => h.seq > seq);
+      for (const h of ready) safe(() => handlers.onActivity(h.activity));
+    });
+    return {
+      follow: (addresses) => {
+        const first = !started;
+        started = true;
+        const widened = addresses.some((a) => !followed.has(a));
+        followed = new Set(addresses);
+        // followed from here on: a new address's past is the follower's catch-up
+        if (first || widened) queueMicrotask(() => safe(() => handlers.onLive()));
+      },
+      close: () => {
+        stopLanded();
+        stopCommit();
+        held = [];
+      },
+    };
+  }
 
   async getSignaturesForAddress(address: string, options: Port.SignaturesForAddressOptions = {}): Promise<Port.SignatureInfo[]> {
     return this.signaturesFor(address, options).map((e) => ({ signature: e.sig, slot: e.slot, blockTime: e.time, err: e.err, memo: e.memo }));

@@ -2,6 +2,9 @@ import type { RawAccount } from './ledger.ts';
 import { mkdirSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
 import type {
+  ActivityFeed,
+  ActivityHandlers,
+  AddressActivity,
   LatestBlockhash,
   Ledger,
   LedgerAccount,
@@ -57,6 +60,47 @@ async function startWorker(data: LedgerThreadData): Promise<Worker> {
   const tsx = import.meta.resolve('tsx/esm/api');
   const code = `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry)}); })`;
   return new Worker(code, { eval: true, workerData: data });
+}
+
+/** One follower's share of the thread's activity. */
+class ThreadFeed {
+  addresses = new Set<string>();
+  closed = false;
+  private started = false;
+
+  constructor(private readonly handlers: ActivityHandlers) {}
+
+  /** true when the set gained addresses (they are followed once the worker has the new union) */
+  set(addresses: readonly string[]): boolean {
+    const widened = !this.started || addresses.some((a) => !this.addresses.has(a));
+    this.started = true;
+    this.addresses = new Set(addresses);
+    return widened;
+  }
+
+  deliver(activities: AddressActivity[]): void {
+    if (this.closed) return;
+    for (const activity of activities) {
+      const mine = activity.addresses.filter((a) => this.addresses.has(a));
+      if (mine.length) this.safe(() => this.handlers.onActivity(mine.length === activity.addresses.length ? activity : { ...activity, addresses: mine }));
+    }
+  }
+
+  live(): void {
+    if (!this.closed) this.safe(() => this.handlers.onLive());
+  }
+
+  gap(reason: string): void {
+    if (!this.closed) this.safe(() => this.handlers.onGap(reason));
+  }
+
+  private safe(f: () => void): void {
+    try {
+      f();
+    } catch {
+      // the follower's fault stays the follower's
+    }
+  }
 }
 
 export class LedgerThread implements Ledger, FaucetLedger {
@@ -120,6 +164,7 @@ export class LedgerThread implements Ledger, FaucetLedger {
         settle.resolve(thread);
       } else if (message.type === 'failed') settle.reject(deserializeError(message.error));
       else if (message.type === 'warning') warn(message.message);
+      else if (message.type === 'activity') thread?.deliver(message.activities);
       else for (const reply of message.replies) thread?.settle(reply);
     });
     worker.on('error', (e) => {
@@ -144,7 +189,9 @@ export class LedgerThread implements Ledger, FaucetLedger {
   }
 
   private stop(cause: Error): void {
+    const first = this.stopped === null;
     this.stopped ??= cause;
+    if (first) for (const feed of this.feeds) feed.gap(`the ${this.network} ledger thread stopped`);
     for (const call of this.pending.values()) call.reject(this.unavailable());
     this.pending.clear();
   }
@@ -162,13 +209,13 @@ export class LedgerThread implements Ledger, FaucetLedger {
     if (calls.length && !this.stopped) this.worker.postMessage(calls);
   };
 
-  private call<T>(method: ThreadMethod | 'close', args: unknown[] = []): Promise<T> {
+  private call<T>(method: ThreadMethod | 'close' | 'follow', args: unknown[] = []): Promise<T> {
     if (this.stopped) return Promise.reject(this.unavailable());
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
       if (this.outbox.length === 0) setImmediate(this.flush);
-      this.outbox.push(method === 'close' ? { id, method } : { id, method, args });
+      this.outbox.push(method === 'close' ? { id, method } : method === 'follow' ? { id, method, args: [args[0] as string[]] } : { id, method, args });
     });
   }
 
@@ -216,6 +263,42 @@ export class LedgerThread implements Ledger, FaucetLedger {
   }
   getTransaction(signature: string): Promise<LedgerTransaction | null> {
     return this.call('getTransaction', [signature]);
+  }
+
+  // ---- notifications: the worker posts the activity of the union of the feeds' addresses ----
+
+  private readonly feeds = new Set<ThreadFeed>();
+
+  /** Each feed gets the activity of its own addresses; onLive once the worker follows what it asked for. */
+  followAddresses(handlers: ActivityHandlers): ActivityFeed {
+    const feed = new ThreadFeed(handlers);
+    this.feeds.add(feed);
+    return {
+      follow: (addresses) => {
+        const widened = feed.set(addresses);
+        const union = new Set<string>();
+        for (const f of this.feeds) for (const a of f.addresses) union.add(a);
+        this.call('follow', [[...union]]).then(
+          () => {
+            if (widened) feed.live();
+          },
+          (e: Error) => feed.gap(e.message),
+        );
+      },
+      close: () => {
+        this.feeds.delete(feed);
+        feed.closed = true;
+        if (!this.stopped) {
+          const union = new Set<string>();
+          for (const f of this.feeds) for (const a of f.addresses) union.add(a);
+          this.call('follow', [[...union]]).catch(() => undefined);
+        }
+      },
+    };
+  }
+
+  private deliver(activities: AddressActivity[]): void {
+    for (const feed of this.feeds) feed.deliver(activities);
   }
 
   // ---- the faucet and dev tooling ----

@@ -1,6 +1,7 @@
 import { DomainError, isErrorCode } from '../../../domain/shared/errors.ts';
 import type { RequestBounds } from '../../../domain/shared/request-bounds.ts';
 import type { Network } from '../../../domain/shared/network.ts';
+import type { AddressActivity } from '../../../domain/ports/ledger.ts';
 import { LedgerLockedError } from './files.ts';
 import { RpcListenError } from './rpc-server.ts';
 import type { PubSubLimits } from './pubsub.ts';
@@ -45,7 +46,11 @@ export const THREAD_METHODS = [
 ] as const;
 export type ThreadMethod = (typeof THREAD_METHODS)[number];
 
-export type ToThreadCall = { id: number; method: ThreadMethod; args: unknown[] } | { id: number; method: 'close' };
+export type ToThreadCall =
+  | { id: number; method: ThreadMethod; args: unknown[] }
+  /** the addresses whose transactions the worker posts as `activity` (the union of the main thread's feeds) */
+  | { id: number; method: 'follow'; args: [string[]] }
+  | { id: number; method: 'close' };
 /**
  * The calls made in one turn of the main thread's event loop cross as one message (an array), and the
  * replies ready in one turn of the worker's come back as one: a paid call made three messages each way of its own.
@@ -58,7 +63,9 @@ export type FromThread =
   | { type: 'ready'; url: string | null; wsUrl: string | null }
   | { type: 'failed'; error: SerializedError }
   | { type: 'warning'; message: string }
-  | { type: 'replies'; replies: Reply[] };
+  | { type: 'replies'; replies: Reply[] }
+  /** confirmed transactions touching followed addresses, posted at their commit (before any later reply) */
+  | { type: 'activity'; activities: AddressActivity[] };
 
 export interface SerializedError {
   name: string;

@@ -1,4 +1,5 @@
 import { parentPort, workerData } from 'node:worker_threads';
+import type { ActivityFeed, AddressActivity } from '../../../domain/ports/ledger.ts';
 import { EmbeddedLedger } from './ledger.ts';
 import { startLedgerRpcServer, type LedgerRpcServer } from './rpc-server.ts';
 import { serializeError, THREAD_METHODS, type FromThread, type LedgerThreadData, type Reply, type ThreadMethod, type ToThread } from './thread-protocol.ts';
@@ -50,17 +51,43 @@ function flush(): void {
   if (replies.length) post({ type: 'replies', replies });
 }
 
+/** The one feed of the main thread's followers (their union); activities of one commit go out as one message. */
+function follower(ledger: EmbeddedLedger): ActivityFeed {
+  let batch: AddressActivity[] = [];
+  const flushActivity = () => {
+    const activities = batch;
+    batch = [];
+    if (activities.length) post({ type: 'activity', activities });
+  };
+  return ledger.followAddresses({
+    onActivity: (activity) => {
+      if (batch.length === 0) queueMicrotask(flushActivity);
+      batch.push(activity);
+    },
+    onLive: () => {}, // the main thread's feeds go live on the reply to their follow
+    onGap: () => {},
+  });
+}
+
 function serve({ ledger, server }: { ledger: EmbeddedLedger; server: LedgerRpcServer | undefined }): void {
+  let feed: ActivityFeed | undefined;
   port.on('message', (calls: ToThread) => {
     for (const message of calls) {
       void (async () => {
         try {
           if (message.method === 'close') {
+            feed?.close();
             await server?.close();
             await ledger.close();
             reply({ type: 'reply', id: message.id, ok: true, value: undefined });
             flush();
             port.close(); // nothing else keeps the thread: it ends
+            return;
+          }
+          if (message.method === 'follow') {
+            feed ??= follower(ledger);
+            feed.follow(message.args[0]);
+            reply({ type: 'reply', id: message.id, ok: true, value: undefined });
             return;
           }
           if (!allowed.has(message.method)) throw new Error(`no method ${message.method}`);

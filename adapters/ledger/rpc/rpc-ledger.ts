@@ -4,6 +4,8 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { Connection, PublicKey, VersionedTransaction, type ParsedAccountData, type TokenBalance } from '@solana/web3.js';
 import { getBase58Decoder, getBase58Encoder } from '@solana/kit';
 import type {
+  ActivityFeed,
+  ActivityHandlers,
   Commitment,
   LatestBlockhash,
   Ledger,
@@ -23,10 +25,12 @@ import type {
 } from '../../../domain/ports/ledger.ts';
 import { DomainError } from '../../../domain/shared/errors.ts';
 import { TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../../domain/shared/network.ts';
+import { PubSubClient, type PubSubSubscription } from './pubsub-client.ts';
 
 // The Ledger port over any Solana JSON-RPC node (devnet, mainnet, a local validator, our embedded ledger's server)
 // through @solana/web3.js's Connection. Every call has a deadline; transport failures become rpc_unavailable, a
-// send without an answer in time becomes submit_timeout.
+// send without an answer in time becomes submit_timeout. Notifications (waitForSignature, followAddresses) come over
+// the node's PubSub WebSocket (pubsub-client.ts), with polling over HTTP wherever the socket is not there.
 
 export interface RpcLedgerOptions {
   /** e.g. https://api.devnet.solana.com */
@@ -38,6 +42,19 @@ export interface RpcLedgerOptions {
   /** deadline of sendTransaction, default 15 s */
   sendTimeoutMs?: number;
   httpHeaders?: Record<string, string>;
+  /**
+   * the node's PubSub WebSocket; default as web3.js derives it: ws(s) on the same host, port + 1 when the URL names a
+   * port (agave's layout, which the embedded ledger's server follows), the same port otherwise
+   */
+  wsUrl?: string;
+}
+
+/** web3.js's rule (makeWebsocketUrl): http → ws, https → wss, an explicit port + 1. */
+export function pubSubUrlOf(url: string): string {
+  const u = new URL(url);
+  u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+  if (u.port !== '') u.port = String(Number(u.port) + 1);
+  return u.toString();
 }
 
 interface CallContext {
@@ -79,8 +96,12 @@ function chunks<T>(items: T[], size: number): T[][] {
   return out;
 }
 
-/** how often waitForSignature asks the node */
+/** how often waitForSignature asks the node while its WebSocket is not there */
 const SIGNATURE_POLL_MS = 100;
+/** after a dropped or refused address subscription, the first try again; doubling up to RESUBSCRIBE_MAX_MS */
+const RESUBSCRIBE_MS = 250;
+const RESUBSCRIBE_MAX_MS = 10_000;
+const RANK: Record<Commitment, number> = { processed: 0, confirmed: 1, finalized: 2 };
 
 export class RpcLedger implements Ledger {
   readonly url: string;
@@ -89,9 +110,12 @@ export class RpcLedger implements Ledger {
   private readonly context = new AsyncLocalStorage<CallContext>();
   private readonly rawRequest: (method: string, params: unknown[]) => Promise<RawRpcResponse>;
   private readonly agent: HttpAgent;
+  readonly wsUrl: string;
+  private pubsub: PubSubClient | undefined;
 
   constructor(options: RpcLedgerOptions) {
     this.url = options.url;
+    this.wsUrl = options.wsUrl ?? pubSubUrlOf(options.url);
     this.commitment = options.commitment ?? 'confirmed';
     const readTimeoutMs = options.readTimeoutMs ?? 10_000;
     const sendTimeoutMs = options.sendTimeoutMs ?? 15_000;
@@ -175,9 +199,23 @@ export class RpcLedger implements Ledger {
     }
   }
 
-  /** Releases kept-alive sockets (optional: they are unref'd by the agent's timeout anyway). */
+  /**
+   * Releases kept-alive sockets and the PubSub WebSockets: waits in flight answer the status as it is, feeds stop (no
+   * reconnect, no timer left behind), so nothing keeps the process alive.
+   */
   close(): void {
+    this.closed = true;
     this.agent.destroy();
+    this.pubsub?.close();
+  }
+
+  private closed = false;
+
+  /** the PubSub client, opened on first use; a closed ledger's refuses every subscription ("client closed") */
+  private subscriptions(): PubSubClient {
+    this.pubsub ??= new PubSubClient(this.wsUrl);
+    if (this.closed) this.pubsub.close();
+    return this.pubsub;
   }
 
   getLatestBlockhash(): Promise<LatestBlockhash> {
@@ -336,19 +374,149 @@ export class RpcLedger implements Ledger {
   }
 
   /**
-   * Polled here, every SIGNATURE_POLL_MS until the deadline (signatureSubscribe is not used: a node's websocket is not
-   * always reachable where its HTTP is); a failed read is retried at the next poll.
+   * signatureSubscribe over the node's WebSocket, with one status read once subscribed (a signature that reached the
+   * level before the subscription is not notified by every node). Where the socket is not there (refused, dropped
+   * mid-wait, subscription refused) the status is polled every SIGNATURE_POLL_MS until the deadline; a failed read is
+   * retried at the next poll.
    */
   async waitForSignature(signature: string, options: WaitForSignatureOptions): Promise<SignatureStatus | null> {
     const wanted = options.commitment ?? 'confirmed';
-    const rank = { processed: 0, confirmed: 1, finalized: 2 } as const;
     const deadline = Date.now() + options.timeoutMs;
+    if (!isSignature(signature)) return null;
+    if (!this.closed && options.timeoutMs > 0) {
+      const notified = await this.notifiedSignature(signature, wanted, options.timeoutMs);
+      if (notified !== 'dropped') return notified === 'deadline' ? ((await this.getSignatureStatuses([signature]).catch(() => [null]))[0] ?? null) : notified;
+    }
     let last: SignatureStatus | null = null;
     for (;;) {
       last = (await this.getSignatureStatuses([signature]).catch(() => [last]))[0] ?? null;
-      if ((last && rank[last.confirmationStatus] >= rank[wanted]) || Date.now() >= deadline) return last;
+      if ((last && RANK[last.confirmationStatus] >= RANK[wanted]) || Date.now() >= deadline || this.closed) return last;
       await new Promise((r) => setTimeout(r, Math.min(SIGNATURE_POLL_MS, Math.max(deadline - Date.now(), 0))));
     }
+  }
+
+  /** The status the node notifies, or 'dropped' (fall back to polling), or 'deadline'. */
+  private notifiedSignature(signature: string, wanted: Exclude<Commitment, 'processed'>, timeoutMs: number): Promise<SignatureStatus | 'dropped' | 'deadline'> {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (outcome: SignatureStatus | 'dropped' | 'deadline') => {
+        if (done) return;
+        done = true;
+        clearTimeout(timer);
+        sub.close();
+        resolve(outcome);
+      };
+      const timer = setTimeout(() => finish('deadline'), timeoutMs);
+      const sub: PubSubSubscription = this.subscriptions().subscribe('signatureSubscribe', [signature, { commitment: wanted }], 'signatureUnsubscribe', {
+        onSubscribed: () => {
+          void this.getSignatureStatuses([signature]).then(
+            ([status]) => {
+              if (status && RANK[status.confirmationStatus] >= RANK[wanted]) finish(status);
+            },
+            () => undefined,
+          );
+        },
+        onNotification: (result) => {
+          const { context, value } = (result ?? {}) as { context?: { slot?: number }; value?: { err?: LedgerTransactionError | null } | string };
+          if (typeof value !== 'object' || value === null) return; // "receivedSignature": not asked for
+          finish({ slot: context?.slot ?? 0, confirmationStatus: wanted, err: value.err ?? null });
+        },
+        onDrop: () => finish('dropped'),
+      });
+    });
+  }
+
+  /**
+   * logsSubscribe ({ mentions: [address] }, one subscription per address: nodes take one address each) at the reads'
+   * commitment. onLive once every address of the set is subscribed (at start, after a widening `follow`, after a
+   * gap); a dropped or refused subscription reports onGap once and is tried again, sooner first. A closed feed stops
+   * trying; a closed ledger reports onGap and stops (no timer is left behind).
+   */
+  followAddresses(handlers: ActivityHandlers): ActivityFeed {
+    const subs = new Map<string, { sub: PubSubSubscription | null; live: boolean; retry: NodeJS.Timeout | undefined; wait: number }>();
+    let closed = false;
+    /** an onGap told and no onLive since */
+    let gap = false;
+    /** an onLive owed once every address is subscribed */
+    let owed = true;
+    const safe = (f: () => void) => {
+      try {
+        f();
+      } catch {
+        // the follower's fault stays the follower's
+      }
+    };
+    const stopped = () => closed || this.closed;
+    const checkLive = () => {
+      if (stopped() || !owed) return;
+      for (const s of subs.values()) if (!s.live) return;
+      owed = false;
+      gap = false;
+      safe(() => handlers.onLive());
+    };
+    const subscribe = (address: string) => {
+      const state = subs.get(address);
+      if (!state || stopped()) return;
+      state.retry = undefined;
+      state.sub = this.subscriptions().subscribe('logsSubscribe', [{ mentions: [address] }, { commitment: this.commitment }], 'logsUnsubscribe', {
+        onSubscribed: () => {
+          state.live = true;
+          state.wait = RESUBSCRIBE_MS;
+          checkLive();
+        },
+        onNotification: (result) => {
+          const { context, value } = (result ?? {}) as { context?: { slot?: number }; value?: { signature?: string; err?: LedgerTransactionError | null } };
+          if (typeof value?.signature !== 'string') return;
+          safe(() =>
+            handlers.onActivity({ signature: value.signature!, slot: context?.slot ?? 0, err: value.err ?? null, addresses: [address], feePayer: null }),
+          );
+        },
+        onDrop: (reason) => {
+          if (subs.get(address) !== state) return;
+          state.live = false;
+          state.sub = null;
+          if (closed) return;
+          owed = true;
+          if (!gap) {
+            gap = true;
+            safe(() => handlers.onGap(this.closed ? 'the ledger adapter was closed' : reason));
+          }
+          if (this.closed) return; // told once, never tried again
+          state.retry = setTimeout(() => subscribe(address), state.wait);
+          state.retry.unref();
+          state.wait = Math.min(state.wait * 2, RESUBSCRIBE_MAX_MS);
+        },
+      });
+    };
+    return {
+      follow: (addresses) => {
+        if (stopped()) return;
+        const wanted = new Set(addresses.filter(isAddress));
+        for (const [address, state] of subs) {
+          if (wanted.has(address)) continue;
+          subs.delete(address);
+          state.sub?.close();
+          clearTimeout(state.retry);
+        }
+        for (const address of wanted) {
+          if (subs.has(address)) continue;
+          // a new address is followed from its subscription on: its past is the follower's catch-up (after onLive)
+          owed = true;
+          subs.set(address, { sub: null, live: false, retry: undefined, wait: RESUBSCRIBE_MS });
+          subscribe(address);
+        }
+        checkLive();
+      },
+      close: () => {
+        closed = true;
+        const states = [...subs.values()];
+        subs.clear();
+        for (const state of states) {
+          state.sub?.close();
+          clearTimeout(state.retry);
+        }
+      },
+    };
   }
 
   async getSignaturesForAddress(address: string, options: SignaturesForAddressOptions = {}): Promise<SignatureInfo[]> {
