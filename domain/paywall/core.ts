@@ -21,7 +21,7 @@ import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type Iss
 import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
 import { requestBindingOf, verifyPayment } from '../facilitator/verify.ts';
-import { boundDigestOf, REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../shared/request-binding.ts';
+import { bindingMemo, boundDigestOf, REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../shared/request-binding.ts';
 import { checkSignIn, SIGN_IN_WITH_X, signInChallenge } from './access.ts';
 import { formatAccessWindow } from '../payment-links/schema.ts';
 import type { ReceiptSigner } from '../receipts/signing.ts';
@@ -126,6 +126,14 @@ function bindingExtension(digest: string, link: PaymentLinkRecord) {
 /** The request-binding digest of a request to a link's resource (request-binding.ts): what its payment must name. */
 function digestOf(request: Pick<PaywallRequest, 'method' | 'forwardQuery' | 'body'>, resource: ResourceInfo): Promise<string> {
   return requestDigest({ method: request.method, path: new URL(resource.url).pathname, query: request.forwardQuery, body: request.body });
+}
+
+/**
+ * The request a paywall page stands for — a browser's GET of the resource, no query for the seller, no body — which
+ * the page's wallet payment is bound to and produces (request-binding.ts), so a link requiring binding is payable there.
+ */
+function pageDigestOf(resource: ResourceInfo): Promise<string> {
+  return digestOf({ method: 'GET', forwardQuery: '', body: undefined }, resource);
 }
 
 /** Why a payment's request binding refuses it (checked before anything is claimed or settled), or null. */
@@ -429,8 +437,16 @@ export class PaywallCore {
     const ledger = this.deps.ledgers[link.network];
     if (!ledger) throw new DomainError('service_unavailable', `No ledger for ${link.network}.`);
     const accept = accepts[0]!;
-    const { blockhash } = await ledger.getLatestBlockhash();
-    const unsigned = walletTransaction({ network: link.network, accept, feePayer: terms.feePayer, account, reference: session.reference, blockhash });
+    const [{ blockhash }, digest] = await Promise.all([ledger.getLatestBlockhash(), pageDigestOf(resource)]);
+    const unsigned = walletTransaction({
+      network: link.network,
+      accept,
+      feePayer: terms.feePayer,
+      account,
+      reference: session.reference,
+      blockhash,
+      memo: bindingMemo(digest),
+    });
     const answer = await this.deps.facilitator.cosign(cosignRequest(accept, resource, unsigned));
     if (!answer.success) throw cosignRefusal(answer);
     const stable = STABLES[link.network].find((x) => x.mint === accept.asset);
@@ -447,7 +463,8 @@ export class PaywallCore {
    * reference, oldest first; the first confirmed one that is this link's settlement (re-verified: fee payer, legs,
    * fee) is paid through the paywall's own claim → record path (exactly once, whichever instance or request reads
    * it first) as a settled x402 payment. Transactions that are not such a settlement are ignored (the reference is
-   * public). The response goes to the read that recorded it; later reads learn it was paid.
+   * public), as are those bound to another request than the page's, or unbound where the link requires binding. The
+   * response goes to the read that recorded it; later reads learn it was paid.
    */
   async walletStatus(input: { id: string; network: string | undefined; reference: string; secret: string }): Promise<WalletStatus> {
     if (referenceOf(input.secret) !== input.reference) throw new DomainError('forbidden', "The page's secret does not match this payment's reference.");
@@ -458,12 +475,15 @@ export class PaywallCore {
     // of the JSON-RPC's answer (its maximum, 1000) keeps a paid page from being buried under a few dozen of them.
     const seen = (await ledger.getSignaturesForAddress(input.reference, { limit: 1000 })).filter((x) => x.err === null).reverse();
     const requirements = accepts.map((a) => ({ accept: a, requirements: requirementsOf(link.network, a) }));
+    const digest = await pageDigestOf(resource);
     for (const candidate of seen) {
       const [status] = await ledger.getSignatureStatuses([candidate.signature]);
       if (!status || status.err !== null) continue;
       if (status.confirmationStatus === 'processed') return { state: 'pending', signature: candidate.signature };
       const tx = await ledger.getTransaction(candidate.signature);
       if (!tx || tx.signers[0] !== terms.feePayer) continue;
+      const decoded = decodeTransaction(tx.wire);
+      if (bindingRefusal(requestBindingOf(decoded, digest), link, digest, '')) continue;
       const unsigned = withoutFeePayerSignature(tx.wire);
       const match = requirements
         .map((r) => ({
@@ -484,7 +504,7 @@ export class PaywallCore {
         accept: match.accept,
         version: 2,
         transaction: Buffer.from(tx.wire).toString('base64'),
-        paymentKey: sha256Hex(decodeTransaction(tx.wire).messageBytes),
+        paymentKey: sha256Hex(decoded.messageBytes),
         landed: { signature: candidate.signature, payer: match.verdict.payer },
       };
       let result: CallOutcome;
