@@ -192,6 +192,9 @@ export function chargeRequestFor(
       decimals: details.decimals,
       tokenProgram: details.tokenProgram,
       ...(fee && feeAtomic > 0n ? { splits: [{ recipient: fee.feeAuthority, amount: feeAtomic.toString() }] } : {}),
+      // the offer's server blockhash (x402 PR #2693's extra.recentBlockhash) under draft-solana-charge-00's name, which
+      // @solana/mpp's client signs on instead of asking its node; clients that ignore it fetch their own
+      ...(typeof accept.extra.recentBlockhash === 'string' ? { recentBlockhash: accept.extra.recentBlockhash } : {}),
       symbol: details.symbol,
       resource: details.resource,
       ...(fee ? { [FEE_EXTENSION_KEY]: fee } : {}),
@@ -207,6 +210,8 @@ export function acceptOfCharge(request: SolanaChargeRequest, maxTimeoutSeconds =
   const d = request.methodDetails;
   const extra: Record<string, unknown> = { feePayer: feePayerOf(d) };
   if (d[FEE_EXTENSION_KEY]) extra[FEE_EXTENSION_KEY] = d[FEE_EXTENSION_KEY];
+  // the buyer kit signs on the challenge's blockhash as on an x402 offer's (createOfferSigner)
+  if (d.recentBlockhash) extra.recentBlockhash = d.recentBlockhash;
   const splits = (d.splits ?? []).reduce((sum, s) => sum + BigInt(s.amount), 0n);
   const network = networkOfCharge(d.network);
   return {

@@ -403,12 +403,23 @@ function checkSignatures(tx: DecodedTransaction, buyerSignsLater: boolean): void
  * binding memo names another request (it was made for another resource, query or body: refused everywhere);
  * 'unbound': no binding memo (a stock client; the link's request_binding decides). The digests are public hashes of
  * the request, compared as they are.
+ *
+ * On the MPP rail (`challenge`) the credential's challenge states the digest of the request it was issued for (its
+ * externalId is the binding memo, covered by the HMAC id): a challenge issued for another request is 'foreign' whatever
+ * the transaction carries, and a memo holding the challenge id binds the transaction to that challenge's request.
  */
-export function requestBindingOf(tx: Pick<DecodedTransaction, 'instructions'>, digest: string): 'bound' | 'foreign' | 'unbound' {
+export function requestBindingOf(
+  tx: Pick<DecodedTransaction, 'instructions'>,
+  digest: string,
+  challenge?: { id: string; digest: string | undefined },
+): 'bound' | 'foreign' | 'unbound' {
+  if (challenge?.digest !== undefined && challenge.digest !== digest) return 'foreign';
   let seen: 'foreign' | 'unbound' = 'unbound';
   for (const ix of tx.instructions) {
     if (!isMemo(ix)) continue;
-    const bound = boundDigestOf(new TextDecoder().decode(ix.data));
+    const memo = new TextDecoder().decode(ix.data);
+    if (challenge?.digest !== undefined && memo === challenge.id) return 'bound';
+    const bound = boundDigestOf(memo);
     if (bound === undefined) continue;
     if (bound === digest) return 'bound';
     seen = 'foreign';

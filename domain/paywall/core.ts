@@ -21,7 +21,7 @@ import { issueChallenges, paymentCredentialOf, readCredential, realmOf, type Iss
 import { checkSession, referenceOf } from './solana-pay.ts';
 import { cosignRefusal, cosignRequest, requirementsOf, walletAccount, walletTransaction, withoutFeePayerSignature } from './wallet.ts';
 import { requestBindingOf, verifyPayment } from '../facilitator/verify.ts';
-import { REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../shared/request-binding.ts';
+import { bindingMemo, boundDigestOf, REQUEST_BINDING_EXTENSION, REQUEST_BINDING_PREFIX, requestDigest } from '../shared/request-binding.ts';
 import { checkSignIn, SIGN_IN_WITH_X, signInChallenge } from './access.ts';
 import { formatAccessWindow } from '../payment-links/schema.ts';
 import type { ReceiptSigner } from '../receipts/signing.ts';
@@ -123,6 +123,37 @@ function bindingExtension(digest: string, link: PaymentLinkRecord) {
   return { info: { version: '1', digest, memoPrefix: REQUEST_BINDING_PREFIX, required: link.requestBinding === 'required' } };
 }
 
+/** The request-binding digest of a request to a link's resource (request-binding.ts): what its payment must name. */
+function digestOf(request: Pick<PaywallRequest, 'method' | 'forwardQuery' | 'body'>, resource: ResourceInfo): Promise<string> {
+  return requestDigest({ method: request.method, path: new URL(resource.url).pathname, query: request.forwardQuery, body: request.body });
+}
+
+/**
+ * The request a paywall page stands for — a browser's GET of the resource, no query for the seller, no body — which
+ * the page's wallet payment is bound to and produces (request-binding.ts), so a link requiring binding is payable there.
+ */
+function pageDigestOf(resource: ResourceInfo): Promise<string> {
+  return digestOf({ method: 'GET', forwardQuery: '', body: undefined }, resource);
+}
+
+/** Why a payment's request binding refuses it (checked before anything is claimed or settled), or null. */
+function bindingRefusal(
+  binding: 'bound' | 'foreign' | 'unbound',
+  link: PaymentLinkRecord,
+  digest: string,
+  unboundHint: string,
+): { reason: string; message: string; details: Record<string, unknown> } | null {
+  if (binding === 'bound' || (binding === 'unbound' && link.requestBinding !== 'required')) return null;
+  return {
+    reason: binding === 'foreign' ? 'payment_bound_elsewhere' : 'payment_unbound',
+    message:
+      binding === 'foreign'
+        ? 'The payment is bound (by its memo) to another request — another resource, query or body: it pays for that request only.'
+        : `This link accepts only request-bound payments: ${unboundHint}`,
+    details: { request_digest: digest },
+  };
+}
+
 /** x402's 402 for a refused payment: the call's offer and why. */
 function refused(offer: { call: Call; build: () => OfferBuilt }, reason: string, message: string, details?: Record<string, unknown>): PaywallResult {
   return { kind: 'payment_required', link: offer.call.link, terms: null, reason, message, ...(details ? { details } : {}), offer: offer.build };
@@ -166,7 +197,7 @@ export class PaywallCore {
     // payment's binding memo. A plain request (no query for the seller, no body) has one digest per link, so its 402
     // stays rendered once; any other is rendered for itself.
     const plain = request.forwardQuery === '' && !request.body?.length;
-    const digest = await requestDigest({ method: request.method, path: new URL(resource.url).pathname, query: request.forwardQuery, body: request.body });
+    const digest = await digestOf(request, resource);
     const extensions = { ...this.accessExtension(link, resource), [REQUEST_BINDING_EXTENSION]: bindingExtension(digest, link) };
     // The unpaid offer is built only when the HTTP layer has not rendered this link under these terms yet.
     if (!payment) {
@@ -211,21 +242,13 @@ export class PaywallCore {
       };
     }
     // Checked before anything is claimed or settled: a payment made for another request moves no money here.
-    const binding = requestBindingOf(decoded, digest);
-    if (binding === 'foreign' || (binding === 'unbound' && link.requestBinding === 'required')) {
-      return {
-        kind: 'payment_required',
-        link,
-        terms: null,
-        reason: binding === 'foreign' ? 'payment_bound_elsewhere' : 'payment_unbound',
-        message:
-          binding === 'foreign'
-            ? 'The payment is bound (by its memo) to another request — another resource, query or body: it pays for that request only.'
-            : `This link accepts only request-bound payments: a memo "${REQUEST_BINDING_PREFIX}<digest>" naming this request (the digest is in the 402's extensions["${REQUEST_BINDING_EXTENSION}"]).`,
-        details: { request_digest: digest },
-        offer,
-      };
-    }
+    const unbound = bindingRefusal(
+      requestBindingOf(decoded, digest),
+      link,
+      digest,
+      `a memo "${REQUEST_BINDING_PREFIX}<digest>" naming this request (the digest is in the 402's extensions["${REQUEST_BINDING_EXTENSION}"]).`,
+    );
+    if (unbound) return { kind: 'payment_required', link, terms: null, ...unbound, offer };
     const messageBytes = decoded.messageBytes;
     const call: Call = {
       link,
@@ -279,10 +302,12 @@ export class PaywallCore {
   }
 
   /**
-   * The MPP rail (DECISIONS "MPP rail"): no credential → 402 with fresh challenges; a credential is authenticated (its
-   * challenge's HMAC, this link, these terms, its transaction not bound to another challenge by memo), then paid through the
-   * same claim → settle → record path as x402 (exactly once per transaction; a replay gets the stored response, also
-   * after the challenge expired). Every refusal is a 402 with fresh challenges and the reason.
+   * The MPP rail (DECISIONS "MPP rail"): no credential → 402 with fresh challenges, bound to this request (their
+   * externalId is its binding memo); a credential is authenticated (its challenge's HMAC, this link, these terms), held
+   * to this request (its challenge's and its transaction's binding, before anything is claimed), its transaction not
+   * bound to another challenge by memo, then paid through the same claim → settle → record path as x402 (exactly once
+   * per transaction; a replay gets the stored response, also after the challenge expired). Every refusal is a 402
+   * with fresh challenges and the reason.
    */
   private async handleMpp(link: PaymentLinkRecord, request: PaywallRequest): Promise<PaywallResult> {
     const terms = await this.offerTerms(link.network);
@@ -290,7 +315,8 @@ export class PaywallCore {
     const accepts = acceptsFor(link, terms);
     const now = this.deps.clock.now();
     const realm = realmOf(this.deps.settings.baseUrl);
-    const answer = (refusal: MppRefusal | null): PaywallResult => this.mppRequired({ link, accepts, resource, requestId: request.requestId }, refusal);
+    const digest = await digestOf(request, resource);
+    const answer = (refusal: MppRefusal | null): PaywallResult => this.mppRequired({ link, accepts, resource, digest, requestId: request.requestId }, refusal);
     const encoded = paymentCredentialOf(request.headers.authorization);
     if (!encoded) return answer(null);
     const read = readCredential(encoded, { secret: this.deps.mppSecret, realm, now });
@@ -304,12 +330,20 @@ export class PaywallCore {
         details: { challenge_id: read.challenge.id },
       });
     }
-    let messageBytes: Uint8Array;
+    let decoded: ReturnType<typeof decodeTransaction>;
     try {
-      messageBytes = decodeTransaction(read.transactionBytes).messageBytes;
+      decoded = decodeTransaction(read.transactionBytes);
     } catch (e) {
       return answer({ error: 'invalid_transaction', message: `The payment transaction does not parse: ${(e as Error).message}` });
     }
+    const stated = boundDigestOf(read.request.externalId ?? '');
+    const unbound = bindingRefusal(
+      requestBindingOf(decoded, digest, { id: read.challenge.id, digest: stated }),
+      link,
+      digest,
+      "a memo holding the challenge's externalId (its request-binding memo) or id — @solana/mpp writes the externalId.",
+    );
+    if (unbound) return answer({ error: unbound.reason, message: unbound.message, details: { ...unbound.details, challenge_id: read.challenge.id } });
     if (bindingOf(read.transactionBytes, { id: read.challenge.id, request: read.request }) === 'foreign') {
       return answer({
         error: 'challenge_mismatch',
@@ -317,7 +351,7 @@ export class PaywallCore {
         details: { challenge_id: read.challenge.id },
       });
     }
-    const paymentKey = sha256Hex(messageBytes);
+    const paymentKey = sha256Hex(decoded.messageBytes);
     if (read.expired && !(await this.deps.store.paidCalls.get(link.network, paymentKey))) {
       return answer({
         error: 'mpp_challenge_expired',
@@ -337,24 +371,24 @@ export class PaywallCore {
       paymentKey,
       mpp: { challenge: read.challenge },
     };
-    return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS));
+    return this.answer(call, await this.calls.pay(call, WAIT_FOR_OWNER_MS), digest);
   }
 
-  /** A paid call's outcome as the core's result: what it bought, or its refusal in the rail's form. */
-  private answer(call: Call, outcome: CallOutcome): PaywallResult {
+  /** A paid call's outcome as the core's result: what it bought, or its refusal in the rail's form (MPP: `digest` binds the fresh challenges). */
+  private answer(call: Call, outcome: CallOutcome, digest?: string): PaywallResult {
     if (outcome.kind === 'served') return outcome;
     const { reason, message, details } = outcome;
-    if (!call.mpp) return refused({ call, build: () => this.offerBuilt(call.accepts, call.resource) }, reason, message, details);
+    if (!call.mpp || digest === undefined) return refused({ call, build: () => this.offerBuilt(call.accepts, call.resource) }, reason, message, details);
     // MPP's 402 with fresh challenges, the refusal's reason beside them
     return this.mppRequired(
-      { link: call.link, accepts: call.accepts, resource: call.resource, requestId: call.request.requestId },
+      { link: call.link, accepts: call.accepts, resource: call.resource, digest, requestId: call.request.requestId },
       { error: reason, message, ...(details ? { details } : {}) },
     );
   }
 
-  /** MPP's 402: fresh challenges for the link's terms, and the refusal's reason when there is one. */
+  /** MPP's 402: fresh challenges for the link's terms, bound to the request of `digest`, and the refusal's reason when there is one. */
   private mppRequired(
-    offer: { link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; requestId: string | undefined },
+    offer: { link: PaymentLinkRecord; accepts: Accept[]; resource: ResourceInfo; digest: string; requestId: string | undefined },
     refusal: MppRefusal | null,
   ): PaywallResult {
     const challenges = issueChallenges({
@@ -363,6 +397,7 @@ export class PaywallCore {
       network: offer.link.network,
       accepts: offer.accepts,
       resource: offer.resource,
+      digest: offer.digest,
       now: this.deps.clock.now(),
     });
     return { kind: 'mpp_required', link: offer.link, challenges, refusal, requestId: offer.requestId };
@@ -402,8 +437,16 @@ export class PaywallCore {
     const ledger = this.deps.ledgers[link.network];
     if (!ledger) throw new DomainError('service_unavailable', `No ledger for ${link.network}.`);
     const accept = accepts[0]!;
-    const { blockhash } = await ledger.getLatestBlockhash();
-    const unsigned = walletTransaction({ network: link.network, accept, feePayer: terms.feePayer, account, reference: session.reference, blockhash });
+    const [{ blockhash }, digest] = await Promise.all([ledger.getLatestBlockhash(), pageDigestOf(resource)]);
+    const unsigned = walletTransaction({
+      network: link.network,
+      accept,
+      feePayer: terms.feePayer,
+      account,
+      reference: session.reference,
+      blockhash,
+      memo: bindingMemo(digest),
+    });
     const answer = await this.deps.facilitator.cosign(cosignRequest(accept, resource, unsigned));
     if (!answer.success) throw cosignRefusal(answer);
     const stable = STABLES[link.network].find((x) => x.mint === accept.asset);
@@ -420,7 +463,8 @@ export class PaywallCore {
    * reference, oldest first; the first confirmed one that is this link's settlement (re-verified: fee payer, legs,
    * fee) is paid through the paywall's own claim → record path (exactly once, whichever instance or request reads
    * it first) as a settled x402 payment. Transactions that are not such a settlement are ignored (the reference is
-   * public). The response goes to the read that recorded it; later reads learn it was paid.
+   * public), as are those bound to another request than the page's, or unbound where the link requires binding. The
+   * response goes to the read that recorded it; later reads learn it was paid.
    */
   async walletStatus(input: { id: string; network: string | undefined; reference: string; secret: string }): Promise<WalletStatus> {
     if (referenceOf(input.secret) !== input.reference) throw new DomainError('forbidden', "The page's secret does not match this payment's reference.");
@@ -431,12 +475,15 @@ export class PaywallCore {
     // of the JSON-RPC's answer (its maximum, 1000) keeps a paid page from being buried under a few dozen of them.
     const seen = (await ledger.getSignaturesForAddress(input.reference, { limit: 1000 })).filter((x) => x.err === null).reverse();
     const requirements = accepts.map((a) => ({ accept: a, requirements: requirementsOf(link.network, a) }));
+    const digest = await pageDigestOf(resource);
     for (const candidate of seen) {
       const [status] = await ledger.getSignatureStatuses([candidate.signature]);
       if (!status || status.err !== null) continue;
       if (status.confirmationStatus === 'processed') return { state: 'pending', signature: candidate.signature };
       const tx = await ledger.getTransaction(candidate.signature);
       if (!tx || tx.signers[0] !== terms.feePayer) continue;
+      const decoded = decodeTransaction(tx.wire);
+      if (bindingRefusal(requestBindingOf(decoded, digest), link, digest, '')) continue;
       const unsigned = withoutFeePayerSignature(tx.wire);
       const match = requirements
         .map((r) => ({
@@ -457,7 +504,7 @@ export class PaywallCore {
         accept: match.accept,
         version: 2,
         transaction: Buffer.from(tx.wire).toString('base64'),
-        paymentKey: sha256Hex(decodeTransaction(tx.wire).messageBytes),
+        paymentKey: sha256Hex(decoded.messageBytes),
         landed: { signature: candidate.signature, payer: match.verdict.payer },
       };
       let result: CallOutcome;

@@ -13,6 +13,7 @@ import {
 } from '../facilitator/mpp.ts';
 import type { ResourceInfo, X402RequirementsV2 } from '../facilitator/wire.ts';
 import { STABLES, type Network } from '../shared/network.ts';
+import { bindingMemo } from '../shared/request-binding.ts';
 
 // The paywall's MPP side (DECISIONS "MPP rail"): stateless challenges — the id is an HMAC-SHA256 of the challenge's
 // fields under the server's key, so a tampered field or a forged id is caught without storing anything — their
@@ -66,23 +67,29 @@ export function realmOf(baseUrl: string): string {
 
 /**
  * A challenge's externalId (draft-solana-charge-00): the reference a stock client writes as its memo, binding the
- * transaction to that challenge. It sits inside the request the id is computed over, so it cannot be the id; it is
- * derived from the challenge's own fields under the key instead (stateless, 128 bits, distinct per currency and issue).
+ * transaction to that challenge — and, being the request-binding memo `svc-req:v1:<digest>:<nonce>` of the request the
+ * challenge answers (request-binding.ts), to that request: a stock @solana/mpp client that echoes it pays a link with
+ * request_binding "required". It sits inside the request the id is computed over, so it cannot hold the id; its nonce
+ * is derived from the challenge's own fields under the key instead (stateless, 128 bits, distinct per currency, issue
+ * and request).
  */
-function referenceOf(secret: Uint8Array, fields: { realm: string; resource: string; asset: string; expires: string }): string {
-  return createHmac('sha256', secret)
-    .update(['externalId', fields.realm, fields.resource, fields.asset, fields.expires].join('|'))
-    .digest('base64url')
-    .slice(0, 22);
+function referenceOf(secret: Uint8Array, fields: { realm: string; resource: string; asset: string; expires: string; digest: string }): string {
+  const nonce = createHmac('sha256', secret)
+    .update(['externalId', fields.realm, fields.resource, fields.asset, fields.expires, fields.digest].join('|'))
+    .digest('hex')
+    .slice(0, 32);
+  return bindingMemo(fields.digest, nonce);
 }
 
-/** One challenge per accept (currency) of the link, valid CHALLENGE_TTL_MS from now. */
+/** One challenge per accept (currency) of the link, valid CHALLENGE_TTL_MS from now, bound to the request of `digest`. */
 export function issueChallenges(input: {
   secret: Uint8Array;
   realm: string;
   network: Network;
   accepts: X402RequirementsV2[];
   resource: ResourceInfo;
+  /** requestDigest of the request these challenges answer (request-binding.ts) */
+  digest: string;
   now: Date;
 }): IssuedChallenge[] {
   const expires = new Date(input.now.getTime() + CHALLENGE_TTL_MS).toISOString();
@@ -94,7 +101,7 @@ export function issueChallenges(input: {
       symbol: stable.symbol,
       resource: input.resource.url,
       description: input.resource.description,
-      reference: referenceOf(input.secret, { realm: input.realm, resource: input.resource.url, asset: accept.asset, expires }),
+      reference: referenceOf(input.secret, { realm: input.realm, resource: input.resource.url, asset: accept.asset, expires, digest: input.digest }),
     });
     const fields = { realm: input.realm, method: MPP_METHOD, intent: MPP_INTENT, request, expires };
     return { id: challengeId(input.secret, fields), ...fields };

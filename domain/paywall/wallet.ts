@@ -44,7 +44,8 @@ export function walletAccount(account: unknown, feePayer: string): string {
 
 /**
  * The unsigned settlement for `account`: no token-account creation (the seller's exists; the facilitator co-signs no
- * rent it cannot guard), the reference appended to the seller leg's accounts.
+ * rent it cannot guard), the reference appended to the seller leg's accounts, `memo` (the request-binding memo of the
+ * page's request, request-binding.ts) as its memo.
  */
 export function walletTransaction(input: {
   network: Network;
@@ -53,9 +54,16 @@ export function walletTransaction(input: {
   account: string;
   reference: string;
   blockhash: string;
+  memo?: string | undefined;
 }): Uint8Array {
   const requirements = requirementsOf(input.network, input.accept);
-  const { instructions } = settlementInstructions({ feePayer: input.feePayer, payer: input.account, requirements, createAtas: false });
+  const { instructions } = settlementInstructions({
+    feePayer: input.feePayer,
+    payer: input.account,
+    requirements,
+    createAtas: false,
+    ...(input.memo ? { memo: input.memo } : {}),
+  });
   const seller = instructions.find((ix) => ix.programId.toBase58() === requirements.tokenProgram && ix.data[0] === 12);
   if (!seller) throw new Error('the settlement has no seller leg');
   seller.keys.push({ pubkey: new PublicKey(input.reference), isSigner: false, isWritable: false });

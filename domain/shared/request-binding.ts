@@ -2,7 +2,9 @@
 // seller sees (every parameter but the paywall's own `network`, sorted) and the SHA-256 of the body — so a payment made
 // for one resource cannot be spent on another (the "cross-resource substitution" of paid HTTP). The buyer kit
 // (svc-gateway/client/pay) computes it from the request it sends; the x402 scheme client (svc-gateway/x402) reads it
-// from the 402's `svc.request-binding` extension; the paywall recomputes it from the request it got and compares
+// from the 402's `svc.request-binding` extension; on the MPP rail the challenge's externalId is the binding memo itself
+// (domain/paywall/mpp.ts), which stock clients write as their memo; the paywall page's wallet transaction carries the
+// binding of the page's GET. The paywall recomputes the digest from the request it got and compares
 // (domain/facilitator/verify.ts requestBindingOf). WebCrypto only: the client entry carries this file.
 
 /** The memo text's prefix; what follows is the digest (64 hex) and a nonce keeping two payments of one request apart. */
@@ -31,10 +33,12 @@ export async function requestDigest(request: BoundRequest): Promise<string> {
   return sha256(new TextEncoder().encode(['svc-req:v1', request.method.toUpperCase(), request.path, params.toString(), body].join('\n')));
 }
 
-/** The memo binding a payment to a request of this digest, with a nonce (two payments of one request differ). */
-export function bindingMemo(digest: string): string {
-  const nonce = hex(globalThis.crypto.getRandomValues(new Uint8Array(8)).buffer as ArrayBuffer);
-  return `${REQUEST_BINDING_PREFIX}${digest}:${nonce}`;
+/**
+ * The memo binding a payment to a request of this digest, with a nonce (two payments of one request differ): random,
+ * or given (hex, 1–64 digits) — an MPP challenge's externalId is this memo with a nonce derived from the challenge.
+ */
+export function bindingMemo(digest: string, nonce?: string): string {
+  return `${REQUEST_BINDING_PREFIX}${digest}:${nonce ?? hex(globalThis.crypto.getRandomValues(new Uint8Array(8)).buffer as ArrayBuffer)}`;
 }
 
 /** The digest a memo binds to; undefined when the memo is no binding (a stock client's nonce, a reference, …). */

@@ -26,7 +26,7 @@ import {
   type PaymentPayloadV2,
 } from '../../domain/facilitator/wire.ts';
 import { STABLES, type Network } from '../../domain/shared/network.ts';
-import { bindingMemo, requestDigest } from '../../domain/shared/request-binding.ts';
+import { bindingMemo, boundDigestOf, requestDigest } from '../../domain/shared/request-binding.ts';
 import { acceptOfCharge, challengeNetwork, encodeCredential, solanaCharges, SolanaChargeRequest, type WireChallenge } from '../../domain/facilitator/mpp.ts';
 
 // The buyer kit (DECISIONS "x402 on the paywall" and "MPP rail", fee-facilitator-mpp-tools §2.1–2.4, §4.2): a fetch
@@ -294,7 +294,9 @@ export function createOfferSigner(options: OfferSignerOptions): (offer: OfferToS
 
 /**
  * The MPP rail (DECISIONS "MPP rail"): the bound transaction of one Solana charge challenge (base64) — the same §2.3
- * transaction as on x402, its memo the challenge id. Shared by the paying fetch and svc-gateway/mpp's mppx method.
+ * transaction as on x402, its memo the challenge's externalId when that is the request-binding memo of the request the
+ * challenge answers (request-binding.ts: the payment then names that request on the ledger, as on x402), else the
+ * challenge id. Shared by the paying fetch and svc-gateway/mpp's mppx method.
  */
 export function createChallengeSigner(
   options: OfferSignerOptions & { network?: Network | undefined; maxAmountAtomic?: bigint | undefined },
@@ -314,7 +316,9 @@ export function createChallengeSigner(
         network: accept.network,
       });
     }
-    return sign({ accept, network, resourceUrl: request.data.methodDetails.resource, maxAmountAtomic: options.maxAmountAtomic, memo: challenge.id });
+    const { externalId } = request.data;
+    const memo = externalId && boundDigestOf(externalId) ? externalId : challenge.id;
+    return sign({ accept, network, resourceUrl: request.data.methodDetails.resource, maxAmountAtomic: options.maxAmountAtomic, memo });
   };
 }
 

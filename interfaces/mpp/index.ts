@@ -14,8 +14,9 @@ import { createChallengeSigner, type OfferSignerOptions } from '../client/paying
 //   const receipt = Receipt.fromResponse(res); // { method: 'solana', reference: <signature>, status: 'success', … }
 //
 // The transaction is the §2.3 settlement transaction of the x402 rail (seller leg, fee leg when the challenge carries
-// the fee split and methodDetails["svc.fee"], idempotent creations paid by the facilitator) with the challenge id as
-// its memo, which binds it to that challenge. @solana/mpp's `solana.charge` pays the same challenges (docs/mpp.md). The fee terms are held to the facilitator's published ones before anything is signed.
+// the fee split and methodDetails["svc.fee"], idempotent creations paid by the facilitator) with the challenge's
+// externalId as its memo — the request-binding memo of the request the challenge answers — which binds it to that
+// challenge and that request; on the challenge's recentBlockhash when it carries one. @solana/mpp's `solana.charge` pays the same challenges (docs/mpp.md). The fee terms are held to the facilitator's published ones before anything is signed.
 
 /** The method's wire shape (mppx Method): `request` as fee-facilitator-mpp-tools' charge, payload { type, transaction }. */
 export const solanaChargeMethod = Method.from({
@@ -31,6 +32,7 @@ export const solanaChargeMethod = Method.from({
       externalId: z.optional(z.string()),
       methodDetails: z.looseObject({
         network: z.string(),
+        recentBlockhash: z.optional(z.string()),
         feePayer: z.union([z.boolean(), z.string()]),
         feePayerKey: z.optional(z.string()),
         decimals: z.number(),

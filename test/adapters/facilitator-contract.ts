@@ -210,6 +210,7 @@ export function facilitatorContract(test: TestFn<any>, setup: FacilitatorSetup):
       network: NETWORK,
       accepts: [s.offer],
       resource: { url: 'http://127.0.0.1/x/mpp-contract', description: 'contract' },
+      digest: 'c'.repeat(64),
       now: new Date(),
     });
     const challenge = { ...issued! }; // the wire form: a plain object

@@ -38,6 +38,7 @@ const issue = () =>
     network: 'chain-devnet',
     accepts: [accept],
     resource: { url: 'https://gw.example/x/w?network=chain-devnet', description: 'Weather "now" — ü' },
+    digest: 'd'.repeat(64),
     now,
   });
 

@@ -8,10 +8,12 @@ import { Mppx } from 'mppx/client';
 import { solanaCharge } from '../../interfaces/mpp/index.ts';
 import { buildPaymentTransaction } from '../../domain/facilitator/build.ts';
 import type { PaymentRequirements } from '../../domain/facilitator/schema.ts';
-import { decodeReceipt, encodeRequest } from '../../domain/facilitator/mpp.ts';
+import { decodeReceipt, encodeRequest, memosOf } from '../../domain/facilitator/mpp.ts';
+import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { challengeId } from '../../domain/paywall/mpp.ts';
 import { feeFor } from '../../domain/shared/money.ts';
 import { CAIP2 } from '../../domain/shared/network.ts';
+import { REQUEST_BINDING_PREFIX, requestDigest } from '../../domain/shared/request-binding.ts';
 import { createClient } from '../../interfaces/client/index.ts';
 import { HttpFacilitator } from '../../adapters/facilitator/http.ts';
 import { http, issueKey, recordAgent, startTestApp } from '../support/app.ts';
@@ -132,7 +134,11 @@ test.serial('unpaid MPP 402: WWW-Authenticate Payment challenge (HMAC id, 5 min,
       resource: link.share_url,
     },
   });
-  t.regex((c.request as any).externalId, /^[A-Za-z0-9_-]{22}$/);
+  // externalId, the memo stock clients write: the request-binding memo of the request this challenge answers
+  const digest = await requestDigest({ method: 'GET', path: new URL(url).pathname, query: '', body: undefined });
+  t.regex((c.request as any).externalId, new RegExp(`^${REQUEST_BINDING_PREFIX}${digest}:[0-9a-f]{32}$`));
+  // the server blockhash, as x402 offers carry it (extra.recentBlockhash), under the draft's methodDetails name
+  t.regex((c.request as any).methodDetails.recentBlockhash, /^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
   t.deepEqual((c.request as any).methodDetails.splits, [{ recipient: t.context.feeAuthority, amount: (GROSS - PRICE).toString() }]);
   t.deepEqual((c.request as any).methodDetails['svc.fee'], { v: '1', bps: 100, feeAuthority: t.context.feeAuthority });
   t.like(res.body, {
@@ -596,3 +602,72 @@ test.serial('a forged split (fee leg to another account, or short) in a stock-bu
   t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n, 'nothing moved');
   t.like((await getLink(w, link.id)).counters, { settled_count: 0 });
 });
+
+/** The memos and blockhash of a credential's transaction (as a stock client or our kit built it). */
+function transactionOfCredential(authorization: string): { memos: string[]; blockhash: string; challenge: Challenge.Challenge } {
+  const cred = Credential.deserialize(authorization);
+  const bytes = Buffer.from((cred.payload as { transaction: string }).transaction, 'base64');
+  return { memos: memosOf(bytes), blockhash: decodeTransaction(bytes).recentBlockhash, challenge: cred.challenge };
+}
+
+test.serial(
+  'request-bound MPP: the challenge’s externalId binds to its request; another request’s credential or transaction is payment_bound_elsewhere, an unbound one payment_unbound where required; stock @solana/mpp and our method pay, on the offered blockhash',
+  async (t) => {
+    const w = t.context;
+    const strict = await createLink(w, { protocol: 'mpp', request_binding: 'required' });
+    t.is(strict.link.request_binding, 'required');
+    const paris = `${strict.url}&city=Paris`;
+    const rome = `${strict.url}&city=Rome`;
+    const path = new URL(strict.url).pathname;
+    const romeDigest = await requestDigest({ method: 'GET', path, query: 'city=Rome', body: undefined });
+    const forParis = (await unpaid(paris)).challenge;
+    const forRome = (await unpaid(rome)).challenge;
+    const parisRef = (forParis.request as { externalId: string }).externalId;
+    t.true(parisRef.startsWith(`${REQUEST_BINDING_PREFIX}${await requestDigest({ method: 'GET', path, query: 'city=Paris', body: undefined })}:`));
+    const buyer = await fundBuyer(w);
+
+    const refusedWith = async (url: string, authorization: string, error: string) => {
+      const res = await fetch(url, { headers: { authorization } });
+      t.is(res.status, 402, error);
+      const body = (await res.json()) as { error: string; details?: { request_digest?: string } };
+      t.is(body.error, error);
+      t.is(body.details?.request_digest, romeDigest, 'the digest of the request it came with');
+    };
+    const parisTx = await transactionFor(t, forParis, buyer, parisRef);
+    // Paris's whole credential on Rome: its challenge was issued for another request.
+    await refusedWith(rome, credential(plain(forParis), parisTx), 'payment_bound_elsewhere');
+    // Paris's transaction under Rome's challenge: its memo names another request.
+    await refusedWith(rome, credential(plain(forRome), parisTx), 'payment_bound_elsewhere');
+    // A memo that binds nothing (faremeter writes none): refused on a link that requires binding.
+    await refusedWith(rome, credential(plain(forRome), await transactionFor(t, forRome, buyer, 'a-stock-nonce')), 'payment_unbound');
+    t.is(await tokenBalance(w, buyer.publicKey.toBase58()), 1_000_000n, 'nothing moved for the refused credentials');
+    t.like((await getLink(w, strict.link.id)).counters, { settled_count: 0 });
+    // On its own request Paris's credential pays; the challenge id as memo binds through the challenge too.
+    t.is((await fetch(paris, { headers: { authorization: credential(plain(forParis), parisTx) } })).status, 200);
+    const byId = await transactionFor(t, forRome, buyer, forRome.id);
+    t.is((await fetch(rome, { headers: { authorization: credential(plain(forRome), byId) } })).status, 200);
+
+    // Stock @solana/mpp on mppx writes the externalId: it pays the required link, signing on the offered blockhash.
+    const stock = await solanaMppFetch(w, await fundBuyer(w));
+    const res = await stock.pay(rome);
+    t.is(res.status, 200, await res.clone().text());
+    const built = transactionOfCredential(stock.sent[0]!);
+    const offered = built.challenge.request as { externalId: string; methodDetails: { recentBlockhash?: string } };
+    t.true(built.memos.includes(offered.externalId) && offered.externalId.startsWith(`${REQUEST_BINDING_PREFIX}${romeDigest}:`));
+    t.truthy(offered.methodDetails.recentBlockhash);
+    t.is(built.blockhash, offered.methodDetails.recentBlockhash!, 'no blockhash of its own');
+
+    // svc-gateway/mpp's method on mppx: the same memo and blockhash.
+    const kitSent: string[] = [];
+    const kit = Mppx.create({ methods: [solanaCharge({ signer: await fundBuyer(w), rpcUrl: w.rpcUrl, network: 'chain-devnet' })], polyfill: false });
+    kit.onCredentialCreated(({ credential }) => {
+      kitSent.push(credential);
+    });
+    t.is((await kit.fetch(paris)).status, 200);
+    const ours = transactionOfCredential(kitSent[0]!);
+    const ourOffer = ours.challenge.request as { externalId: string; methodDetails: { recentBlockhash?: string } };
+    t.deepEqual(ours.memos, [ourOffer.externalId]);
+    t.is(ours.blockhash, ourOffer.methodDetails.recentBlockhash!);
+    t.like((await getLink(w, strict.link.id)).counters, { settled_count: 4 });
+  },
+);

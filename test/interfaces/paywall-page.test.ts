@@ -5,6 +5,9 @@ import { checkSession, newPageSession, PAGE_SESSION_MS, sessionQuery, type PageS
 import { cosignRequest, walletTransaction } from '../../domain/paywall/wallet.ts';
 import { feeSplits } from '../../domain/facilitator/splits.ts';
 import { treasuryOf } from '../../domain/treasury/derive.ts';
+import { decodeTransaction } from '../../domain/facilitator/decode.ts';
+import { isMemo } from '../../domain/facilitator/instructions.ts';
+import { REQUEST_BINDING_PREFIX, requestDigest } from '../../domain/shared/request-binding.ts';
 import type { UnpaidFastPath } from '../../interfaces/paywall/fast-402.ts';
 import { prefersHtml } from '../../interfaces/pages/html.ts';
 import { chromiumOrThrow } from '../support/chromium.ts';
@@ -391,6 +394,43 @@ test.serial(
     t.is((await receiptsOf(w, created.agent)).filter((r) => r.tx_sig === paid).length, 1);
     t.is((await eventsOf(w, 'payment_link.settled', created.agent)).filter((e) => e.signature === paid).length, 1);
     await unrecorded();
+  },
+);
+
+test.serial(
+  'a link requiring request binding is paid from its page: the wallet transaction names the page’s GET; an unbound settlement naming the reference is not recorded',
+  async (t) => {
+    const { w } = t.context;
+    const strict = await createLink(w, { request_binding: 'required' });
+    const session = newPageSession({ key: SESSION_KEY, network: 'chain-devnet', id: strict.link.id, now: new Date() });
+    const buyer = await fundBuyer(w);
+    const account = buyer.publicKey.toBase58();
+    // a settlement of the link's very terms naming the page's reference, but unbound (a random memo): not this page's payment
+    const cosign = await postJson(
+      `${w.app.url}/facilitator/cosign`,
+      await cosignBodyFor(w, { created: strict, reference: session.reference, account, amount: '10000' }),
+      { authorization: `Bearer ${ACCOUNTS_SECRET}` },
+    );
+    const unbound = await signAndLand(w, ((await cosign.json()) as { transaction: string }).transaction, buyer);
+    t.deepEqual(await (await readStatus(w, strict.link.id, session)).json(), { state: 'waiting' });
+
+    const answer = await postJson(requestUrl(w, strict.link.id, session), { account });
+    t.is(answer.status, 200);
+    const { transaction } = (await answer.json()) as { transaction: string };
+    const digest = await requestDigest({ method: 'GET', path: `/x/${strict.link.id}`, query: '', body: undefined });
+    const memos = decodeTransaction(Buffer.from(transaction, 'base64'))
+      .instructions.filter(isMemo)
+      .map((ix) => new TextDecoder().decode(ix.data));
+    t.is(memos.length, 1);
+    t.true(memos[0]!.startsWith(`${REQUEST_BINDING_PREFIX}${digest}:`), memos[0]);
+    const paid = await signAndLand(w, transaction, buyer);
+    t.like(await (await readStatus(w, strict.link.id, session)).json(), { state: 'paid', signature: paid });
+    t.deepEqual(
+      (await paidCallsOf(w, strict.link.id)).map((c) => c.signature),
+      [paid],
+      'the unbound one is not recorded',
+    );
+    t.not(unbound, paid);
   },
 );
 
