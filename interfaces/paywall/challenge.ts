@@ -6,7 +6,8 @@ import { type RateDecision, WINDOW_MS } from '../../domain/policies/rate-limit.t
 // challenge PaywallService.unpaidChallenge decided, its fixed headers, this request's id and its per-IP window.
 
 /** Response headers a buyer's browser-based client must be able to read. */
-export const EXPOSED = 'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed, Server-Timing';
+export const EXPOSED =
+  'PAYMENT-REQUIRED, PAYMENT-RESPONSE, X-PAYMENT-RESPONSE, WWW-Authenticate, Payment-Receipt, X-Svc-Request-Id, X-Svc-Replayed, Server-Timing';
 
 type Head = { headers: Record<string, string | number>; body: Buffer };
 

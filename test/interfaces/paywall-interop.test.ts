@@ -262,7 +262,7 @@ test.serial('(e) the official @x402/fetch client plus one registration of svc-ga
   t.is(refusal.error, 'fee_leg_missing');
   t.regex(refusal.message, /svc-gateway\/x402/);
   t.regex(refusal.message, /ExactSvmFeeScheme/);
-  t.regex(refusal.message, /[^.]\. This link charges a protocol fee/, 'the verifier\'s part and the hint are two sentences');
+  t.regex(refusal.message, /[^.]\. This link charges a protocol fee/, "the verifier's part and the hint are two sentences");
   t.is(decodeBase64Json(stock.headers.get('PAYMENT-REQUIRED'))?.error, 'fee_leg_missing');
   t.is(await usdcOf(w, buyerAddress), buyerBefore, 'the refused payment moved nothing');
 
