@@ -275,16 +275,19 @@ export class PaywallCore {
     const now = this.deps.clock.now();
     const binding = { network, linkPk, paymentId, paymentKey: call.paymentKey };
     const bound = await this.deps.store.paymentIds.bind({ ...binding, at: now, expiresAt: new Date(now.getTime() + PAYMENT_ID_WINDOW_MS) });
-    if (bound !== call.paymentKey) throw paymentIdConflict(paymentId);
+    if (bound.paymentKey !== call.paymentKey) throw paymentIdConflict(paymentId);
+    // only this request's own binding is freed: a retry of the same payment that bound it since keeps it
+    const free = () =>
+      bound.generation === null ? Promise.resolve() : this.deps.store.paymentIds.unbind({ ...binding, generation: bound.generation }).catch(() => {});
     let outcome: CallOutcome;
     try {
       outcome = await this.calls.pay(call, WAIT_FOR_OWNER_MS);
     } catch (e) {
       // pending (money may have moved) keeps its claim, and unbind keeps the id with it
-      if (!(e instanceof DomainError && e.code === 'payment_pending')) await this.deps.store.paymentIds.unbind(binding).catch(() => {});
+      if (!(e instanceof DomainError && e.code === 'payment_pending')) await free();
       throw e;
     }
-    if (outcome.kind === 'refused') await this.deps.store.paymentIds.unbind(binding).catch(() => {});
+    if (outcome.kind === 'refused') await free();
     return this.answer(call, outcome);
   }
 

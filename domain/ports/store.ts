@@ -213,15 +213,24 @@ export interface PaidCallRepository {
  */
 export interface PaymentIdRepository {
   /**
-   * Binds the id to `paymentKey` unless it is bound (and not expired); answers the key it is bound to now. Two
-   * requests racing with one id are decided by the database: one key wins, the other request reads it.
+   * Binds the id to `paymentKey` unless it is bound to another payment (and not expired); answers the key it is bound
+   * to now and, when that is `paymentKey`, this binding's generation (each request binding the same payment again
+   * starts a new one). Two requests racing with one id are decided by the database: one key wins, the other reads it.
    */
-  bind(binding: { network: Network; linkPk: string; paymentId: string; paymentKey: string; at: Date; expiresAt: Date }): Promise<string>;
+  bind(binding: {
+    network: Network;
+    linkPk: string;
+    paymentId: string;
+    paymentKey: string;
+    at: Date;
+    expiresAt: Date;
+  }): Promise<{ paymentKey: string; generation: string | null }>;
   /**
-   * Frees the id of a payment refused with nothing moved: removed only while bound to `paymentKey` and no paid call
-   * of that key exists (a retry of the same payment holding a claim keeps it).
+   * Frees the id of a payment refused with nothing moved: removed only while bound to `paymentKey` in the caller's
+   * `generation` (a retry of the same payment that bound it since goes on with it) and no paid call of that key exists
+   * (a retry holding a claim keeps it).
    */
-  unbind(binding: { network: Network; linkPk: string; paymentId: string; paymentKey: string }): Promise<void>;
+  unbind(binding: { network: Network; linkPk: string; paymentId: string; paymentKey: string; generation: string }): Promise<void>;
   /** removes ids past their replay window; returns how many */
   deleteExpired(now: Date): Promise<number>;
 }

@@ -702,3 +702,32 @@ test.serial(
     t.is(OFFER_RECEIPT, 'offer-receipt');
   },
 );
+
+test("a payment id a retry of the same payment bound again is not freed by the earlier attempt's refusal (one id never pays twice)", async (t) => {
+  const { store } = t.context.fee.app.database;
+  const [link] = (await t.context.fee.app.database.orm.em.fork().execute(`select pk from payment_links where network = 'chain-devnet' limit 1`)) as {
+    pk: string;
+  }[];
+  const at = new Date();
+  const base = {
+    network: 'chain-devnet' as const,
+    linkPk: link!.pk,
+    paymentId: `pay_${at.getTime()}_race`,
+    at,
+    expiresAt: new Date(at.getTime() + 86_400_000),
+  };
+  // request A binds the id to payment T; a retry B of T binds it again before A, refused, releases it
+  const a = await store.paymentIds.bind({ ...base, paymentKey: 'T' });
+  const b = await store.paymentIds.bind({ ...base, paymentKey: 'T' });
+  t.is(a.paymentKey, 'T');
+  t.is(b.paymentKey, 'T');
+  t.truthy(a.generation);
+  t.truthy(b.generation);
+  t.not(a.generation, b.generation, 'each binding of the same payment is its own generation');
+  await store.paymentIds.unbind({ ...base, paymentKey: 'T', generation: a.generation! });
+  // B goes on paying T: the id stays T's, so another payment with it is refused
+  t.like(await store.paymentIds.bind({ ...base, paymentKey: 'T2' }), { paymentKey: 'T', generation: null });
+  // B's own release (its attempt refused too) frees it for the buyer's next payment
+  await store.paymentIds.unbind({ ...base, paymentKey: 'T', generation: b.generation! });
+  t.is((await store.paymentIds.bind({ ...base, paymentKey: 'T2' })).paymentKey, 'T2');
+});
