@@ -50,23 +50,23 @@ export function createLogger(options: LoggerOptions): Logger {
   });
 }
 
-/** Bytes held before a write: at thousands of requests a second, one write per few dozen lines instead of one per line. */
+/** Characters held before a write: at thousands of requests a second, one write per few dozen lines instead of one per line. */
 const BUFFERED = 4096;
 /** The longest a line waits in the buffer when traffic is light (an operator tailing the log sees it by then). */
 const FLUSH_MS = 100;
 
 /**
- * The JSON lines' destination (pino's SonicBoom): a line is appended to a buffer, never written on its own; the buffer
- * goes out in one write when it holds BUFFERED bytes or FLUSH_MS passed. The writes themselves are synchronous: with
- * `sync: false` a write still in flight when the process ends is raced by pino's exit flush — a crash then lost or
- * reordered lines (test/interfaces/console-log.test.ts) — while a synchronous buffer is written out whole, in order, on
- * the process's exit (an uncaught exception's and a shutdown signal's alike, below) and by `App.close`.
+ * The JSON lines' destination: a line is appended to the lines held (HeldLines), never written on its own; they go out
+ * in one write when they reach BUFFERED characters or FLUSH_MS passed. The writes themselves are pino's SonicBoom's,
+ * synchronous: with `sync: false` a write still in flight when the process ends is raced by pino's exit flush — a
+ * crash then lost or reordered lines (test/interfaces/console-log.test.ts) — while synchronous writes of what is held
+ * go out whole, in order, on the process's exit (an uncaught exception's and a shutdown signal's alike, below) and by
+ * `App.close`.
  */
 function jsonDestination(dest: number | string) {
-  const stream = pino.destination({ dest, sync: true, minLength: BUFFERED, periodicFlush: FLUSH_MS });
-  // pino flushes only its asynchronous destinations on exit; this one's buffer is written here (held weakly: a closed
-  // logger is not kept alive by the process)
-  const held = new WeakRef(stream);
+  const lines = new HeldLines(pino.destination({ dest, sync: true }));
+  // what is held is written here on exit (held weakly: a closed logger is not kept alive by the process)
+  const held = new WeakRef(lines);
   process.once('exit', () => {
     try {
       held.deref()?.flushSync();
@@ -74,7 +74,45 @@ function jsonDestination(dest: number | string) {
       // already closed: nothing held
     }
   });
-  return stream;
+  return lines;
+}
+
+/**
+ * Lines held as one string until written: a line costs an append. (SonicBoom's own buffer, `minLength`, measured the
+ * UTF-8 length of everything it held at every line — the most of an access line's cost.)
+ */
+class HeldLines {
+  #text = '';
+  readonly #out: ReturnType<typeof pino.destination>;
+
+  constructor(out: ReturnType<typeof pino.destination>) {
+    this.#out = out;
+    setInterval(() => this.#writeHeld(), FLUSH_MS).unref();
+  }
+
+  write(line: string): boolean {
+    this.#text += line;
+    if (this.#text.length >= BUFFERED) this.#writeHeld();
+    return true;
+  }
+
+  /** pino's `logger.flush(cb)` */
+  flush(cb?: (err?: Error) => void): void {
+    this.#writeHeld();
+    this.#out.flush(cb);
+  }
+
+  flushSync(): void {
+    this.#writeHeld();
+    this.#out.flushSync();
+  }
+
+  #writeHeld(): void {
+    if (!this.#text) return;
+    const text = this.#text;
+    this.#text = '';
+    this.#out.write(text);
+  }
 }
 
 /** Writes out what the logger holds (the JSON destination's buffer); resolves once written. */

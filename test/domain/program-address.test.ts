@@ -6,6 +6,7 @@ import { findProgramAddress, isOnCurve } from '../../domain/shared/program-addre
 import { associatedTokenAccount, MPL_CORE_PROGRAM_ID, treasuryOf } from '../../domain/treasury/derive.ts';
 import { ASSOCIATED_TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../domain/shared/program-ids.ts';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
+import { memoize } from '../../domain/shared/memo.ts';
 
 // The gateway derives treasuries and token accounts itself (the embedded ledger's thread loads no web3.js); every
 // derivation must be the one web3.js and spl-token compute, or money would be sent where nobody can move it.
@@ -52,4 +53,29 @@ test('the on-curve check agrees with web3.js; a bad address or an over-long seed
   t.throws(() => findProgramAddress([], 'not-an-address'), { instanceOf: TypeError });
   t.throws(() => findProgramAddress([new Uint8Array(33)], TOKEN_PROGRAM_ID), { instanceOf: TypeError });
   t.throws(() => treasuryOf('0OIl'), { instanceOf: TypeError });
+});
+
+test('the derivations memo answers what the function does, computes a recent key once, and holds at most its bound', (t) => {
+  const calls: string[] = [];
+  const memo = memoize((key) => {
+    calls.push(key);
+    return `v:${key}`;
+  }, 4);
+  for (const key of ['a', 'b', 'a', 'b', 'a']) t.is(memo(key), `v:${key}`);
+  t.deepEqual(calls, ['a', 'b'], 'a recent key is not computed again');
+  // keys asked for keep their entries as others come and go; one nobody asked for is dropped within two generations
+  for (const key of ['c', 'a', 'd', 'a', 'e', 'a', 'f']) memo(key);
+  t.is(calls.filter((k) => k === 'a').length, 1);
+  memo('b');
+  t.is(calls.filter((k) => k === 'b').length, 2, 'an entry not asked for since was dropped');
+  fc.assert(
+    fc.property(fc.array(fc.constantFrom('p', 'q', 'r', 's', 't', 'u', 'v'), { maxLength: 200 }), (keys) => {
+      let computed = 0;
+      const m = memoize((key) => {
+        computed++;
+        return key.toUpperCase();
+      }, 4);
+      return keys.every((k) => m(k) === k.toUpperCase()) && computed <= keys.length;
+    }),
+  );
 });

@@ -5,6 +5,8 @@ import { fundBuyer, payingFetch, startLocalServer, type LocalServer } from '../s
 import { until } from '../support/until.ts';
 import { createLogger, readableFormatter, resolveLogFormat } from '../../interfaces/log.ts';
 import { loadConfig } from '../../interfaces/config.ts';
+import { type AccessLine, loggableUrl, writeAccessLine } from '../../interfaces/http/logging.ts';
+import pino from 'pino';
 import { run, RUN_TS } from '../support/commands.ts';
 
 // The console a person reads (interfaces/log.ts): with the pretty format a paid call, a submit, its confirmation and
@@ -206,6 +208,44 @@ test('the format: auto is pretty on a terminal and JSON otherwise; SVC_LOG_FORMA
   t.like(parsed, { evt: 'paid_call', link_id: 'l', msg: 'paid call' });
   t.false(lines[0]!.includes('Bearer secret'));
 });
+
+test('the access line written without the walk over its fields is the very line pino writes, for any URL, id and bindings', (t) => {
+  const written: string[] = [];
+  const sink = { write: (text: string) => void written.push(text) };
+  const root = createLogger({ level: 'info', format: 'json', sink });
+  const lines: AccessLine[] = [
+    { reqId: 'R1', method: 'GET', url: '/x/abc?network=chain-devnet', remoteAddress: '127.0.0.1', statusCode: 402, responseTime: 0.123 },
+    { reqId: 'R2', method: 'POST', url: '/v1/identity/disclosures/secret-token', remoteAddress: undefined, statusCode: 404, responseTime: 12 },
+    { reqId: 'R3', method: 'GET', url: '/v1/a"b\\c\u0007\u2028é', remoteAddress: '::1', statusCode: 200, responseTime: Number.NaN, clientRequestId: 'x"\\y' },
+  ];
+  for (const log of [root, root.child({ bound: 'yes' })]) {
+    for (const line of lines) {
+      written.length = 0;
+      writeAccessLine(log, line);
+      const ours = written.join('');
+      written.length = 0;
+      log.info(accessFieldsOf(line), 'request completed');
+      // the same line but for its time
+      t.is(ours.replace(/"time":\d+/, ''), written.join('').replace(/"time":\d+/, ''));
+    }
+  }
+  t.false(JSON.stringify(written).includes('secret-token'));
+  // a logger pino must format itself (a mixin) still gets its fields
+  written.length = 0;
+  writeAccessLine(pino({ mixin: () => ({ mixed: 1 }) }, sink), lines[0]!);
+  t.like(JSON.parse(written[0]!), { mixed: 1, reqId: 'R1', msg: 'request completed', res: { statusCode: 402 } });
+});
+
+/** The fields the access line carries, as a caller of pino would pass them. */
+function accessFieldsOf(line: AccessLine): Record<string, unknown> {
+  return {
+    reqId: line.reqId,
+    ...(line.clientRequestId === undefined ? {} : { client_request_id: line.clientRequestId }),
+    req: { method: line.method, url: loggableUrl(line.url), remoteAddress: line.remoteAddress },
+    res: { statusCode: line.statusCode },
+    responseTime: line.responseTime,
+  };
+}
 
 /** A prepared System transfer through the real TransactionService (the builders of the 14 routes have their own tests). */
 async function prepareTransfer(app: TestApp, mint: string, from: Keypair, caller: { network: 'chain-devnet'; role: 'user'; owner: string; ownerWallet: null }) {
