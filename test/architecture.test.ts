@@ -190,7 +190,10 @@ function checkFile(path: string, text: string): Violation[] {
       } else if (isIoPackage(pkg!)) {
         flag(ref, `domain/ must not import the I/O library ${pkg}`);
       } else if (!isDomainPackage(pkg!)) {
-        flag(ref, `domain/ may import only zod, ulid, canonicalize, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto; not ${pkg}`);
+        flag(
+          ref,
+          `domain/ may import only zod, ulid, canonicalize, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto, @noble/curves, @noble/hashes; not ${pkg}`,
+        );
       }
       if (pkg === '@solana/web3.js') {
         for (const name of ref.names) if (WEB3_IO_NAMES.has(name)) flag(ref, `domain/ must not use web3.js ${name} (network I/O)`);
