@@ -15,7 +15,9 @@ ledgerContract(test, 'rpc', async () => {
   const embedded = await openTestLedger({ dir });
   const server = await startLedgerRpcServer({ ledger: embedded, port: 0, wsPort: false });
   return {
-    ledger: new RpcLedger({ url: server.url }),
+    // the contract is not about deadlines (the tests below are): the adapter's defaults (10 s reads) were outlasted by
+    // a loaded machine, and a read that never comes is AVA's timeout to report
+    ledger: new RpcLedger({ url: server.url, readTimeoutMs: 120_000, sendTimeoutMs: 120_000 }),
     airdrop: async (to, lamports) => void embedded.airdrop(to, lamports),
     mintUsdc: async (owner, amount) => void embedded.mintTo(owner, USDC_DEVNET.mint, amount),
     advance: async (slots) => embedded.advance(slots),
