@@ -190,7 +190,10 @@ function checkFile(path: string, text: string): Violation[] {
       } else if (isIoPackage(pkg!)) {
         flag(ref, `domain/ must not import the I/O library ${pkg}`);
       } else if (!isDomainPackage(pkg!)) {
-        flag(ref, `domain/ may import only zod, ulid, canonicalize, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto; not ${pkg}`);
+        flag(
+          ref,
+          `domain/ may import only zod, ulid, canonicalize, @solana/web3.js, @solana/spl-token, @metaplex-foundation/*, node:crypto, @noble/curves, @noble/hashes; not ${pkg}`,
+        );
       }
       if (pkg === '@solana/web3.js') {
         for (const name of ref.names) if (WEB3_IO_NAMES.has(name)) flag(ref, `domain/ must not use web3.js ${name} (network I/O)`);
@@ -446,4 +449,45 @@ test('no product file, doc or served string names an issue or a session', async 
     });
   }
   t.deepEqual(found, []);
+});
+
+/**
+ * A web3.js `Connection` that opened its WebSocket (a confirmation, a subscription) reconnects forever once the server
+ * is gone, and AVA reports the file as "Failed to exit": a test file that makes one do so must close it
+ * (test/support/ledger.ts closeConnection, in a teardown). Plain HTTP reads open no socket and need nothing.
+ */
+const WEB3_WEBSOCKET_USE =
+  /\.(confirmTransaction|onSignature|onSignatureWithOptions|onLogs|onAccountChange|onProgramAccountChange|onSlotChange|onRootChange)\(|\bsendAndConfirm(Raw)?Transaction\(/;
+
+function leavesWebSocketOpen(path: string, text: string): boolean {
+  if (!readImports(path, text).imports.some((i) => i.specifier === '@solana/web3.js')) return false;
+  return WEB3_WEBSOCKET_USE.test(text) && !/\bcloseConnection\(/.test(text);
+}
+
+test('every test file whose web3.js Connection opens a WebSocket closes it (closeConnection), so the file can exit', async (t) => {
+  const files: string[] = [];
+  const walk = async (dir: string): Promise<void> => {
+    for (const entry of await readdir(posix.join(ROOT, dir), { withFileTypes: true })) {
+      const path = posix.join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (entry.name !== 'fixtures') await walk(path);
+      } else if (entry.name.endsWith('.ts') && path !== 'test/architecture.test.ts') files.push(path);
+    }
+  };
+  await walk('test');
+  const users: string[] = [];
+  const open: string[] = [];
+  for (const file of files) {
+    const text = await readFile(posix.join(ROOT, file), 'utf8');
+    if (WEB3_WEBSOCKET_USE.test(text)) users.push(file);
+    if (leavesWebSocketOpen(file, text)) open.push(file);
+  }
+  // Guard against a vacuous pass: the walk found the files that confirm over the WebSocket.
+  t.true(users.includes('test/adapters/ledger-clients.test.ts') && users.includes('test/interfaces/paywall-page.test.ts'), users.join(', '));
+  t.deepEqual(open, []);
+  // the checker itself
+  const confirms = "import { Connection } from '@solana/web3.js';\nconst c = new Connection(url);\nawait c.confirmTransaction(sig);";
+  t.true(leavesWebSocketOpen('test/x.test.ts', confirms));
+  t.false(leavesWebSocketOpen('test/x.test.ts', `${confirms}\nt.teardown(() => closeConnection(c));`));
+  t.false(leavesWebSocketOpen('test/x.test.ts', "import { Connection } from '@solana/web3.js';\nawait new Connection(url).getBalance(k);"));
 });

@@ -8,6 +8,7 @@ import type { EventRecord } from '../../domain/events/schema.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import type { Repositories } from '../../domain/ports/store.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { until } from '../support/until.ts';
 
 let app: TestApp;
 test.before(async () => {
@@ -224,15 +225,41 @@ test.serial('the newest-first first page is cut at the horizon: a subscription f
 });
 
 test.serial('read your writes: a row committed before the list is on its first page once the older writer ends within the wait', async (t) => {
-  const older = openWriter('ryw-older');
-  await older.row;
-  await app.database.store.transaction(async (tx) => void (await tx.events.append(deleted('ryw-mine'))));
   // The list starts while the older writer is open (its committed row is held above the horizon) and the writer
-  // ends right after: the list waits for the horizon to pass the held row instead of answering without it.
-  const listed = firstPage();
-  await new Promise((r) => setTimeout(r, 20)); // the list has read the held row and waits (without the wait: answered)
-  await older.commit();
-  const ids = linkIds(await listed);
-  t.true(ids.includes('ryw-mine'), 'the caller’s own committed row is listed');
-  t.true(ids.includes('ryw-older'));
+  // ends while the list waits: the list waits for the horizon to pass the held row instead of answering without it.
+  // The writer commits once the list is seen polling the horizon (pg_stat_activity), not after a guessed pause. The
+  // list's wait is bounded (HELD_WAIT_MS, 100 ms, adapters/store/repositories/events.ts): a machine too loaded to
+  // commit within it gets a page without the row — that page must have waited out the bound, and the round is
+  // run again; a list that does not wait fails every round.
+  const sql = async <T>(query: string, params: unknown[] = []) => (await app.database.orm.em.fork().execute(query, params)) as T[];
+  for (let round = 1; ; round++) {
+    const older = openWriter(`ryw-older-${round}`);
+    await older.row;
+    await app.database.store.transaction(async (tx) => void (await tx.events.append(deleted(`ryw-mine-${round}`))));
+    const [{ at }] = (await sql<{ at: string }>(`select clock_timestamp()::text as at`)) as [{ at: string }];
+    const started = performance.now();
+    let answered = false;
+    const listed = firstPage().finally(() => (answered = true));
+    await until('the list polls the horizon', async () => {
+      if (answered) return true;
+      const polling = await sql<{ n: number }>(
+        `select count(*)::int as n from pg_stat_activity where query like 'select svc_events_horizon() >%' and query_start > ?::timestamptz`,
+        [at],
+      );
+      return polling[0]!.n > 0;
+    });
+    await older.commit();
+    const ids = linkIds(await listed);
+    const waited = performance.now() - started;
+    if (ids.includes(`ryw-mine-${round}`)) {
+      t.true(ids.includes(`ryw-older-${round}`));
+      t.log(`listed with the caller's row in round ${round}`);
+      return;
+    }
+    t.true(waited >= 100, `round ${round}: the page left out the caller's row after ${waited.toFixed(0)} ms, before its wait was over`);
+    if (round === 5) {
+      t.fail('five rounds in a row, the list answered without the row its caller had committed');
+      return;
+    }
+  }
 });

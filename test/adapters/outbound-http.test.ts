@@ -688,10 +688,11 @@ test('a server that never answers → timeout, promptly, and the socket is abort
   // server has parsed the request, and the handler would never run.
   const closed = new Promise<void>((resolve) => server.on('connection', (socket) => socket.on('close', () => resolve())));
   const started = performance.now();
-  expectFailure(t, await client.request({ url: base, method: 'GET', timeoutMs: 150 }), 'timeout');
+  const failure = expectFailure(t, await client.request({ url: base, method: 'GET', timeoutMs: 150 }), 'timeout');
   const elapsed = performance.now() - started;
-  // promptly: the 150 ms deadline, not the 15 s default (the upper bound leaves room for a loaded machine)
-  t.true(elapsed >= 140 && elapsed < 10_000, `${elapsed} ms`);
+  // promptly: the 150 ms deadline, not the 15 s default (its message names it; a lower bound load cannot break)
+  t.regex(failure.message, /within 150 ms/);
+  t.true(elapsed >= 140, `${elapsed} ms`);
   await closed; // the server sees the connection go away
   t.pass();
 });
@@ -701,9 +702,8 @@ test('the timeout covers the whole body, not just the headers', async (t) => {
     res.writeHead(200, { 'content-type': 'text/plain' });
     res.write('first chunk, then silence');
   });
-  const started = performance.now();
-  expectFailure(t, await client.request({ url: base, method: 'GET', timeoutMs: 200 }), 'timeout');
-  t.true(performance.now() - started < 10_000, 'the 200 ms deadline, not the 15 s default');
+  const failure = expectFailure(t, await client.request({ url: base, method: 'GET', timeoutMs: 200 }), 'timeout');
+  t.regex(failure.message, /no complete answer within 200 ms/, 'the 200 ms deadline, not the 15 s default');
 });
 
 test('a response above maxResponseBytes → too_large; exactly at the limit is fine', async (t) => {

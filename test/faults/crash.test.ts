@@ -37,8 +37,6 @@ const FUNDING = 5_000_000n; // 5 USDC per buyer
 /** how long a request holds a payment before another may take it over (LEASE_MS, domain/paywall/call.ts) */
 const CLAIM_LEASE_MS = 120_000;
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function freePort(pair = false): Promise<number> {
   const listen = (port: number) =>
     new Promise<number>((resolve, reject) => {
@@ -125,7 +123,10 @@ interface Attempt {
 }
 
 test('kill -9 at random moments, K times, under N concurrent buyers: every landed payment is recorded once, every answer was paid for', async (t) => {
-  t.timeout(6 * 60_000);
+  // AVA's timeout, re-armed at every step: a step that never ends (a start, a replay, a resolve round) is reported
+  // as a hang, and a loaded machine makes the run longer without failing it — no deadline on the whole run.
+  const step = () => t.timeout(5 * 60_000, 'a step of the crash run made no progress (a hang)');
+  step();
   const dataDir = await makeDataDir();
   const port = await freePort();
   const rpcPort = await freePort(true);
@@ -157,6 +158,7 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   });
 
   gateway = await startGateway(env);
+  step();
   access = await openAccess(testConfig({ SVC_DATA_DIR: dataDir }));
   const { key } = await access.access.issueKey({ network: 'chain-devnet', role: 'user' });
   const api = async (method: string, path: string, body?: unknown) => {
@@ -182,12 +184,16 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   mintTx.partialSign(sellerOwner);
   await api('POST', '/v1/submit', { event_id: minted.event_id, transaction_base64: mintTx.serialize({ requireAllSignatures: true }).toString('base64') });
   const agent = String(minted.echo.asset);
-  for (;;) {
-    const event = await api('GET', `/v1/events/${minted.event_id}`);
-    if (event.phase === 'confirmed') break;
-    if (event.phase === 'failed') throw new Error(`the seller's mint failed: ${JSON.stringify(event)}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await until(
+    "the seller's mint confirmed",
+    async () => {
+      const event = await api('GET', `/v1/events/${minted.event_id}`);
+      if (event.phase === 'failed') throw new Error(`the seller's mint failed: ${JSON.stringify(event)}`);
+      return event.phase === 'confirmed';
+    },
+    { everyMs: 100 },
+  );
+  step();
   const link = await api('POST', '/v1/payment-links', {
     label: 'crash',
     owner_agent: agent,
@@ -243,16 +249,19 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     await Promise.all(
       open.map(async (a) => {
         const started = performance.now();
-        for (;;) {
-          const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': a.header! } });
-          await res.arrayBuffer();
-          if (res.status !== 504) {
-            a.replay = { status: res.status, after: kill, ms: Math.round(performance.now() - started) };
-            if (res.status === 200) a.replay.signature = decodePaymentResponse(res.headers.get('PAYMENT-RESPONSE')!).transaction;
-            return;
-          }
-          await sleep(500);
-        }
+        // a 504 is asked again, half a second apart (a pace between polls)
+        const res = await until(
+          'the replay got its final answer',
+          async () => {
+            const res = await fetch(url, { headers: { 'PAYMENT-SIGNATURE': a.header! } });
+            await res.arrayBuffer();
+            return res.status !== 504 && res;
+          },
+          { everyMs: 500 },
+        );
+        a.replay = { status: res.status, after: kill, ms: Math.round(performance.now() - started) };
+        if (res.status === 200) a.replay.signature = decodePaymentResponse(res.headers.get('PAYMENT-RESPONSE')!).transaction;
+        step();
       }),
     );
     return open;
@@ -264,11 +273,15 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
   const perKill: { landedUnrecorded: number; unanswered: number; replayed: Record<number, number>; slowestReplayMs: number }[] = [];
   for (let kill = 1; kill <= KILLS; kill++) {
     const state = { stop: false };
-    const sentBefore = attempts.filter((a) => a.header).length;
-    const loops = buyers.map((_, i) => payUntilGone(i, state));
-    // a random moment once payments are flowing (however slowly a loaded machine gets them going)
-    await until('a payment of this round was sent', () => attempts.filter((a) => a.header).length > sentBefore, { everyMs: 10 });
-    await sleep(Math.floor(Math.random() * 2_500));
+    const sent = () => attempts.filter((a) => a.header).length;
+    const sentBefore = sent();
+    let ended = 0;
+    const loops = buyers.map((_, i) => payUntilGone(i, state).finally(() => ended++));
+    // A random moment of this round's traffic: once 1 to 3 × N payments of it went out. Counted in payments, not
+    // timed, so a loaded machine moves the moment along with the traffic; the N buyers are at random points of
+    // their calls (signing, settling, recording, answering) when it comes.
+    const moment = sentBefore + 1 + Math.floor(Math.random() * 3 * BUYERS);
+    await until("the round's kill moment", () => sent() >= moment || ended === BUYERS, { everyMs: 10 });
     await kill9(gateway);
     state.stop = true;
     await Promise.all(loops);
@@ -276,6 +289,7 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
     const restarting = Date.now();
     gateway = await startGateway(env);
     restartMs.push(Date.now() - restarting);
+    step();
     // What the kill left: payments on the ledger with no record yet (once 5–7 per kill, never recovered).
     const landedUnrecorded = Number((await usdc(treasury)) / PRICE) - (await recordedCount());
     const open = await replayUnanswered(kill);
@@ -299,12 +313,18 @@ test('kill -9 at random moments, K times, under N concurrent buyers: every lande
       }[]
     )[0]!.n;
   // Rounds until nothing is unresolved (a paid call whose transaction is still on its way is resolved by a later
-  // round), with no deadline: a call that is never resolved is the test's timeout to report.
-  for (let round = 0; round === 0 || (await unresolved()) > 0; round++) {
-    if (round > 0) await sleep(1_000); // a pace between rounds, not a deadline
-    await quickAddJob({ connectionString: access.database.url }, 'resolve_paid_calls', { older_than_ms: 0 });
-    await until('the round ran', async () => (await pending()) === 0, { everyMs: 200 });
-  }
+  // round, a second apart: a pace between polls), with no deadline: a call that is never resolved is the test's
+  // timeout to report.
+  await until(
+    'no paid call is left unresolved',
+    async () => {
+      await quickAddJob({ connectionString: access!.database.url }, 'resolve_paid_calls', { older_than_ms: 0 });
+      await until('the round ran', async () => (await pending()) === 0, { everyMs: 200 });
+      step();
+      return (await unresolved()) === 0;
+    },
+    { everyMs: 1_000 },
+  );
 
   const em = access.database.orm.em.fork();
   const done = (await em.execute(`select signature, payer from paid_calls where network = 'chain-devnet' and link_id = ? and status = 'done'`, [link.id])) as {

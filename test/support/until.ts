@@ -18,3 +18,21 @@ export async function until<T>(
     await new Promise((r) => setTimeout(r, options.everyMs ?? 50));
   }
 }
+
+/**
+ * Settles as `work` does, or fails if a timer of `laterMs` set now fires first. For "the short deadline fired, not the
+ * long default" without a wall-clock bound: timers fire in the order they are due and the code's own rejection runs
+ * before the next timer's callback, so a 200 ms deadline inside `work` always beats a 10 s timer set here, however late a
+ * loaded machine runs both. `laterMs` is the default the test tells apart (it must be well above the deadline).
+ */
+export async function settlesBefore<T>(work: Promise<T>, laterMs: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const later = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what}: a ${laterMs} ms timer fired first`)), laterMs);
+  });
+  try {
+    return await Promise.race([work, later]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -70,7 +70,7 @@ export interface StoredTransaction {
 
 const FORMAT = 2;
 
-// Field by field through a DataView: Buffer's write helpers and subarray cost microseconds each on small VMs.
+// Field by field through a DataView: Buffer's write helpers and subarray cost more per field, on the ledger's hot path.
 export class Writer {
   buf = Buffer.allocUnsafe(256 * 1024);
   view = new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength);

@@ -122,8 +122,8 @@ export class RpcLedger implements Ledger {
     const context = this.context;
     const agent = options.url.startsWith('https:') ? new HttpsAgent({ keepAlive: true, maxSockets: 64 }) : new HttpAgent({ keepAlive: true, maxSockets: 64 });
     this.agent = agent;
-    // web3.js's transport, over node:http with a keep-alive agent: Node 20's global fetch costs 1–2 ms per call on
-    // a small VM, node:http a fraction of that. The deadline covers the whole exchange, body included.
+    // web3.js's transport, over node:http with a keep-alive agent: every ledger read takes it, and Node's global fetch
+    // costs several times more CPU per call. The deadline covers the whole exchange, body included.
     const timedFetch = (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]): Promise<Response> => {
       const ctx = context.getStore();
       const body = typeof init?.body === 'string' ? init.body : '';
