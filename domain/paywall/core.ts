@@ -43,6 +43,8 @@ const WAIT_FOR_OWNER_MS = 10_000;
 /** A payment id stays bound to its payment as long as the paid call's response is kept for replays (call.ts). */
 const PAYMENT_ID_WINDOW_MS = 24 * 60 * 60 * 1000;
 const HEALTH_TTL_MS = 60_000;
+/** plain requests' digests kept (one per link and method in use) */
+const MAX_PLAIN_DIGESTS = 10_000;
 const UNPAID = 'Payment required: pay one of the accepts and send it in PAYMENT-SIGNATURE (x402 v2) or X-PAYMENT (v1).';
 
 /**
@@ -172,6 +174,24 @@ function linkRefusal(link: PaymentLinkRecord, method: string | null): 'payment_l
 export class PaywallCore {
   private health: { at: number; value: Promise<FacilitatorHealth> } | undefined;
 
+  /**
+   * The request digest of a plain request (no query for the seller, no body) by method and resource URL: one per link
+   * and method, so computed once — not two WebCrypto digests (each a thread-pool job) per paid call and 402.
+   */
+  private readonly plainDigests = new Map<string, Promise<string>>();
+
+  private plainDigest(method: string, url: string): Promise<string> {
+    const key = `${method}\u0000${url}`;
+    let digest = this.plainDigests.get(key);
+    if (!digest) {
+      if (this.plainDigests.size >= MAX_PLAIN_DIGESTS) this.plainDigests.delete(this.plainDigests.keys().next().value!);
+      digest = requestDigest({ method, path: new URL(url).pathname, query: '', body: undefined });
+      this.plainDigests.set(key, digest);
+      digest.catch(() => this.plainDigests.delete(key));
+    }
+    return digest;
+  }
+
   /** one paid call's walk (call.ts), shared with the reconciliation job */
   readonly calls: PaidCalls;
 
@@ -197,7 +217,7 @@ export class PaywallCore {
     // payment's binding memo. A plain request (no query for the seller, no body) has one digest per link, so its 402
     // stays rendered once; any other is rendered for itself.
     const plain = request.forwardQuery === '' && !request.body?.length;
-    const digest = await digestOf(request, resource);
+    const digest = plain ? await this.plainDigest(request.method, resource.url) : await digestOf(request, resource);
     const extensions = { ...this.accessExtension(link, resource), [REQUEST_BINDING_EXTENSION]: bindingExtension(digest, link) };
     // The unpaid offer is built only when the HTTP layer has not rendered this link under these terms yet.
     if (!payment) {

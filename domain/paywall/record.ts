@@ -45,8 +45,16 @@ export interface RecorderDeps {
   signer?: ReceiptSigner | undefined;
 }
 
-/** Group commit: at most this many of one seller's queued calls are recorded in one transaction. */
+/** Group commit: at most this many queued calls are recorded in one transaction. */
 const MAX_BATCH = 64;
+
+/** Calls waiting for their next record transaction, and whether one of theirs runs. */
+interface Lane {
+  running: boolean;
+  waiting: Queued[];
+}
+
+const sellerKey = (network: Network, seller: string) => `${network}:${seller}`;
 
 const b64json = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
 
@@ -82,13 +90,14 @@ export class PaidCallRecorder {
    * Rule 9 in one transaction: counters, earn receipt, events, the stored response; then the webhook. Idempotent per
    * payment: a call recorded already answers what was stored; a transaction recorded under a pruned row is `already_used`.
    *
-   * Group commit per seller: a seller's calls are recorded one transaction after the other. The calls that land
-   * while one runs wait in memory (not on a pooled connection) and are recorded together in the next one: each call's
-   * rows as alone, the receipts chained in arrival order (every chain the group extends locked in one order), each
-   * link's counters added once, in a fixed number of round trips whatever the group's size. Sellers never share a
-   * transaction, so one whose chain is held (a receipt push) holds up no other seller. Should that
-   * transaction fail, each of its calls is recorded again in a transaction of its own, so one call's failure fails
-   * that call only.
+   * Group commit: the calls that land while a record transaction runs wait in memory (not on a pooled connection) and
+   * are recorded together in the next one, whichever sellers they pay: each call's rows as alone, each seller's receipts
+   * chained in arrival order, each link's counters added once, in a fixed number of round trips whatever the group's
+   * size. A group never waits for a chain: it takes each chain it extends only if it is free now, and a seller whose
+   * chain another transaction holds (a receipt push) is deferred to a queue of its own — where its calls wait for the
+   * chain, in order, holding up no other seller — until that queue is empty. Should a group's transaction fail, its
+   * calls are recorded again in their sellers' own queues, where a failing group is recorded call by call, so one
+   * call's failure fails that call only.
    */
   async record(call: Call, settled: Settled, served: StoredResponse): Promise<Recorded> {
     const { signature, payer } = settled;
@@ -124,55 +133,121 @@ export class PaidCallRecorder {
     return final?.response === null;
   }
 
+  /** network → the calls waiting for its next group, and whether a group transaction runs (in this process) */
+  private readonly groups = new Map<Network, Lane>();
   /**
-   * (network, seller) → its calls waiting, and whether a record transaction of them runs (in this process). One queue
-   * per seller: a seller whose chain is held (a receipt push in progress) holds up its own calls only, never another
-   * seller's (test/interfaces/paywall-concurrency.test.ts).
+   * (network, seller) → the calls of a seller deferred from a group (its chain was held): recorded in its own
+   * transactions, waiting for the chain, one after the other; the seller's new calls join them until none waits.
    */
-  private readonly queues = new Map<string, { running: boolean; waiting: Queued[] }>();
+  private readonly deferred = new Map<string, Lane>();
 
   /** How many landed calls of `seller` wait for their next record transaction in this process (not the one running). */
   waiting(network: Network, seller: string): number {
-    return this.queues.get(`${network}:${seller}`)?.waiting.length ?? 0;
+    const grouped = this.groups.get(network)?.waiting.filter((q) => q.call.link.ownerAgent === seller).length ?? 0;
+    return grouped + (this.deferred.get(sellerKey(network, seller))?.waiting.length ?? 0);
   }
 
   private enqueue(network: Network, item: Queued): void {
-    const key = `${network}:${item.call.link.ownerAgent}`;
-    let queue = this.queues.get(key);
-    if (!queue) {
-      queue = { running: false, waiting: [] };
-      this.queues.set(key, queue);
+    const own = this.deferred.get(sellerKey(network, item.call.link.ownerAgent));
+    if (own) {
+      own.waiting.push(item);
+      return;
     }
-    queue.waiting.push(item);
-    if (!queue.running) {
-      const started = queue;
-      // A group's transaction records several requests' calls: never under the scope (statement tag, timeout,
-      // cancellation) of the request that happened to start it.
-      const drain = () => this.drain(key, started);
-      void (this.deps.store.unscoped ? this.deps.store.unscoped(drain) : drain());
+    let group = this.groups.get(network);
+    if (!group) {
+      group = { running: false, waiting: [] };
+      this.groups.set(network, group);
+    }
+    group.waiting.push(item);
+    if (!group.running) {
+      const lane = group;
+      this.start(
+        lane,
+        () => this.commitGroup(network, lane.waiting.splice(0, MAX_BATCH)),
+        () => this.groups.delete(network),
+      );
     }
   }
 
-  /** One transaction of the seller's waiting calls after the other, until none waits. */
-  private async drain(key: string, queue: { running: boolean; waiting: Queued[] }): Promise<void> {
-    queue.running = true;
+  /**
+   * Runs `step` while `lane` has calls waiting, then `idle`. A transaction records several requests' calls: never under
+   * the scope (statement tag, timeout, cancellation) of the request that happened to start it.
+   */
+  private start(lane: Lane, step: () => Promise<void>, idle: () => void): void {
+    lane.running = true;
+    const drain = async () => {
+      try {
+        while (lane.waiting.length > 0) await step();
+      } finally {
+        lane.running = false;
+        if (lane.waiting.length === 0) idle();
+        else this.start(lane, step, idle);
+      }
+    };
+    void (this.deps.store.unscoped ? this.deps.store.unscoped(drain) : drain());
+  }
+
+  /** One group: the calls whose chains were free are recorded; the sellers of the others are deferred. */
+  private async commitGroup(network: Network, batch: Queued[]): Promise<void> {
+    let outcome: { recorded: Queued[]; finals: Final[]; deferred: Queued[] };
     try {
-      while (queue.waiting.length > 0) await this.commit(queue.waiting.splice(0, MAX_BATCH));
-    } finally {
-      queue.running = false;
-      if (queue.waiting.length === 0) this.queues.delete(key);
-      else void this.drain(key, queue);
+      outcome = await this.deps.store.transaction((tx) => this.writeGroup(tx, network, batch));
+    } catch (error) {
+      if (batch.length === 1) return batch[0]!.failed(error);
+      this.deps.onWarning?.('a group record transaction failed; its calls are recorded again by seller', { calls: batch.length, err: String(error) });
+      return this.defer(network, batch);
+    }
+    for (const [i, item] of outcome.recorded.entries()) item.done(outcome.finals[i]!);
+    if (outcome.deferred.length > 0) this.defer(network, outcome.deferred);
+  }
+
+  /**
+   * The chains of the group taken without waiting: a call is recorded now when every chain it extends (its seller's,
+   * its buyer agent's) was free; a seller with a call that is not has all its calls of the group deferred (its order kept).
+   */
+  private async writeGroup(tx: Repositories, network: Network, batch: Queued[]): Promise<{ recorded: Queued[]; finals: Final[]; deferred: Queued[] }> {
+    const heads = await tx.receipts.tryLockHeads(network, batch.flatMap(chainsOf));
+    const held = new Set(batch.filter((q) => chainsOf(q).some((agent) => !heads.has(agent))).map((q) => q.call.link.ownerAgent));
+    const recorded = batch.filter((q) => !held.has(q.call.link.ownerAgent));
+    const deferred = batch.filter((q) => held.has(q.call.link.ownerAgent));
+    const finals = recorded.length > 0 ? await this.write(tx, recorded, heads) : [];
+    return { recorded, finals, deferred };
+  }
+
+  /** Calls (in order) to their sellers' own queues, with those sellers' calls still waiting for a group after them. */
+  private defer(network: Network, items: Queued[]): void {
+    const sellers = new Set(items.map((q) => q.call.link.ownerAgent));
+    const group = this.groups.get(network);
+    const later = group ? group.waiting.filter((q) => sellers.has(q.call.link.ownerAgent)) : [];
+    if (group && later.length > 0) group.waiting = group.waiting.filter((q) => !sellers.has(q.call.link.ownerAgent));
+    for (const item of [...items, ...later]) {
+      const key = sellerKey(network, item.call.link.ownerAgent);
+      let own = this.deferred.get(key);
+      if (!own) {
+        own = { running: false, waiting: [] };
+        this.deferred.set(key, own);
+      }
+      own.waiting.push(item);
+      if (!own.running) {
+        const lane = own;
+        this.start(
+          lane,
+          () => this.commitOwn(lane.waiting.splice(0, MAX_BATCH)),
+          () => this.deferred.delete(key),
+        );
+      }
     }
   }
 
-  private async commit(batch: Queued[]): Promise<void> {
+  /** One transaction of a deferred seller's calls, waiting for its chain; a failed group is recorded call by call. */
+  private async commitOwn(batch: Queued[]): Promise<void> {
     try {
       const finals = await this.deps.store.transaction((tx) => this.write(tx, batch));
       for (const [i, item] of batch.entries()) item.done(finals[i]!);
     } catch (error) {
       if (batch.length === 1) return batch[0]!.failed(error);
       this.deps.onWarning?.('a group record transaction failed; its calls are recorded one by one', { calls: batch.length, err: String(error) });
-      for (const item of batch) await this.commit([item]);
+      for (const item of batch) await this.commitOwn([item]);
     }
   }
 
@@ -180,11 +255,11 @@ export class PaidCallRecorder {
    * The batch's rows, in a fixed number of statements: its paid calls locked and triaged (`triage`), then the calls to
    * record now written together (`recordLive`), and every call answered (`answers`).
    */
-  private async write(tx: Repositories, batch: readonly Landed[]): Promise<Final[]> {
+  private async write(tx: Repositories, batch: readonly Landed[], heads?: Map<string, ChainHead | null>): Promise<Final[]> {
     const network = batch[0]!.call.link.network;
     const verdicts = await triage(tx, network, batch);
     const live = verdicts.flatMap((v, i) => (v.kind === 'live' ? [{ index: i, landed: batch[i]! }] : []));
-    const recorded = live.length > 0 ? await this.recordLive(tx, network, live) : new Map<number, Final>();
+    const recorded = live.length > 0 ? await this.recordLive(tx, { network, live, heads }) : new Map<number, Final>();
     return answers(verdicts, recorded);
   }
 
@@ -192,11 +267,18 @@ export class PaidCallRecorder {
    * The live calls' rows: every chain they extend locked, each call's rows built in batch order (`rowsOf`), then written
    * in one statement per table. Answers each call's final by its index in the batch.
    */
-  private async recordLive(tx: Repositories, network: Network, live: readonly { index: number; landed: Landed }[]): Promise<Map<number, Final>> {
-    const chains = await lockChains(
-      tx,
-      network,
-      live.map((l) => l.landed),
+  private async recordLive(
+    tx: Repositories,
+    batch: { network: Network; live: readonly { index: number; landed: Landed }[]; heads: Map<string, ChainHead | null> | undefined },
+  ): Promise<Map<number, Final>> {
+    const { network, live } = batch;
+    // a group's chains are held already (writeGroup); else every chain the calls extend is locked now
+    const chains = chainsFrom(
+      batch.heads ??
+        (await tx.receipts.lockHeads(
+          network,
+          live.flatMap((l) => chainsOf(l.landed)),
+        )),
     );
     const rows = live.map((l) => this.rowsOf(l.landed, chains));
     await persist(tx, { network, rows, webhook: (w) => this.webhook(tx, w.call, w) });
@@ -401,10 +483,16 @@ interface Chains {
   append<D extends AnyReceiptDraft>(draft: D): ReturnType<typeof chainReceipt<D>>;
 }
 
-/** Every chain the batch extends is locked in one order (by mint), so payments crossing between agents cannot deadlock. */
-async function lockChains(tx: Repositories, network: Network, live: readonly Landed[]): Promise<Chains> {
-  const agents = [...new Set(live.flatMap((l) => [l.call.link.ownerAgent, ...(l.buyer ? [l.buyer.mint] : [])]))].sort();
-  const heads: Map<string, ChainHead | null> = await tx.receipts.lockHeads(network, agents);
+/** The agents whose chains a call extends: its seller's, and its buyer agent's (a spend receipt). */
+function chainsOf(landed: Landed): string[] {
+  return [landed.call.link.ownerAgent, ...(landed.buyer ? [landed.buyer.mint] : [])];
+}
+
+/**
+ * The chains of locked heads (receipts.lockHeads locks them in one order, by mint, so payments crossing between agents
+ * cannot deadlock; tryLockHeads waits for none).
+ */
+function chainsFrom(heads: Map<string, ChainHead | null>): Chains {
   return {
     append(draft) {
       const receipt = chainReceipt(draft, heads.get(draft.agent) ?? null);
@@ -424,11 +512,12 @@ async function persist(tx: Repositories, batch: { network: Network; rows: readon
   await tx.paidCalls.completeMany(network, completed);
   await tx.events.appendMany(rows.flatMap((r) => r.events));
   for (const r of rows) await batch.webhook(r);
-  const counted = new Map<string, { calls: number; at: Date; signature: string }>();
-  for (const r of rows) counted.set(r.call.link.pk, { calls: (counted.get(r.call.link.pk)?.calls ?? 0) + 1, at: r.now, signature: r.signature });
-  for (const [pk, c] of [...counted].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-    await tx.paymentLinks.countCall(network, pk, { at: c.at, settledTxSig: c.signature, calls: c.calls });
+  const counted = new Map<string, { pk: string; calls: number; at: Date; settledTxSig: string }>();
+  for (const r of rows) {
+    const pk = r.call.link.pk;
+    counted.set(pk, { pk, calls: (counted.get(pk)?.calls ?? 0) + 1, at: r.now, settledTxSig: r.signature });
   }
+  await tx.paymentLinks.countCalls(network, [...counted.values()]);
 }
 
 /** A call's price block: the link's amount in its stable, and the protocol fee its accept carried (F§2). */

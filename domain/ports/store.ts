@@ -69,6 +69,8 @@ export interface PaymentLinkRepository {
   update(record: PaymentLinkRecord): Promise<void>;
   /** true when a row was removed */
   delete(network: Network, id: string): Promise<boolean>;
+  /** `countCall` of several links in one statement (each link at most once), locked in the order of their pk */
+  countCalls(network: Network, calls: readonly { pk: string; at: Date; settledTxSig: string; calls: number }[]): Promise<void>;
   /** hosted-api §2.4 counters of a paid call, in place (no read-modify-write) */
   countCall(
     network: Network,
@@ -100,6 +102,11 @@ export interface ReceiptRepository {
   lockHead(network: Network, agent: string): Promise<ChainHead | null>;
   /** `lockHead` of several agents in two round trips whatever their number, locked in sorted order (no deadlock) */
   lockHeads(network: Network, agents: readonly string[]): Promise<Map<string, ChainHead | null>>;
+  /**
+   * `lockHeads` without waiting: the heads of the agents whose chains were free to lock now (locked until commit);
+   * an agent whose chain another transaction holds is left out of the map. Two round trips whatever their number.
+   */
+  tryLockHeads(network: Network, agents: readonly string[]): Promise<Map<string, ChainHead | null>>;
   /**
    * throws DomainError `receipt_chain_invalid` when the nonce or hash is taken. Without `verification` a receipt with a
    * transaction is stored `pending` and due for its ledger check at once; one without is `not_applicable`.

@@ -170,11 +170,11 @@ if (BREAKDOWN) {
   timed(LedgerThread.prototype, 'getSignatureStatuses', 'ledger getSignatureStatuses (any caller)');
   timed(LedgerThread.prototype, 'getAccount', 'ledger getAccount (any caller)');
   // the record transactions' group sizes (group commit): how many paid calls each one wrote
-  const recorder = PaidCallRecorder.prototype as unknown as Record<string, (batch: unknown[]) => Promise<void>>;
-  const commit = recorder.commit!;
-  recorder.commit = function (this: unknown, batch: unknown[]) {
-    if (timingOn) groups.push(batch.length);
-    return commit.call(this, batch);
+  const recorder = PaidCallRecorder.prototype as unknown as Record<string, (...args: unknown[]) => Promise<void>>;
+  const commitGroup = recorder.commitGroup!;
+  recorder.commitGroup = function (this: unknown, network: unknown, batch: unknown) {
+    if (timingOn) groups.push((batch as unknown[]).length);
+    return commitGroup.call(this, network, batch);
   };
 }
 

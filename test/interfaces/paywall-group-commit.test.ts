@@ -21,8 +21,8 @@ import {
   type PaywallWorld,
 } from '../support/paywall.ts';
 
-// Group commit: one seller's paid calls that land while a record transaction of that seller runs are
-// recorded together in the next one. Proven without timing: the seller's chain is held by an open transaction (as a
+// Group commit: the paid calls that land while a record transaction runs are recorded together in the next one,
+// whichever sellers they pay; a seller whose chain is held elsewhere is deferred to a queue of its own. Proven without timing: the seller's chain is held by an open transaction (as a
 // receipt push in progress would), N paid calls are sent, the first one's record transaction waits on the chain and
 // the other N-1 wait in the recorder's queue (observed, not slept for); released, they are written by one transaction.
 
@@ -135,7 +135,7 @@ test.serial("one seller's queued paid calls are recorded by one transaction: N r
   t.is(count(/^with x as \( select x\.\*, max\(x\.ts\)/), 2, 'receipts: one insert per record transaction');
   t.is(count(/^update paid_calls p set status = 'done'/), 2, 'paid calls: one completion per record transaction');
   t.is(count(/^with x as \( select \* from jsonb_to_recordset.*insert into events/), 2, 'events: one append per record transaction');
-  t.is(count(/^update payment_links set call_count/), 2, 'counters: one update per record transaction');
+  t.is(count(/update payment_links l set call_count/), 2, 'counters: one update per record transaction');
   t.is(count(/^insert into receipts/), 0, 'no receipt is inserted alone');
 
   const chain = await receiptsOf(w, link.agent);
@@ -260,5 +260,91 @@ test.serial(
     t.is(counters.call_count, N);
     t.is(counters.settled_count, N);
     t.is((await eventsOf(w, 'receipt.published', link.agent)).length, N);
+  },
+);
+
+test.serial(
+  "several sellers' paid calls are recorded by one transaction; a seller whose chain is held is deferred from that group while the others commit",
+  async (t) => {
+    const w = t.context;
+    const sellers = await Promise.all(Array.from({ length: 4 }, () => createLink(w)));
+    const [held, ...others] = sellers as [CreatedLink, ...CreatedLink[]];
+    const gate = await createLink(w);
+    const paid = await Promise.all([gate, ...sellers].map(async (link) => ({ link, payment: (await payments(w, link, [await fundBuyer(w)]))[0]! })));
+    const send = (p: (typeof paid)[number]) => fetch(p.link.url, { headers: { 'PAYMENT-SIGNATURE': p.payment.header } });
+    const recorder = w.app.services.paywall!.recorder;
+
+    // A fault-injecting adapter around the real store: the group recording the gate seller's call waits, its chains
+    // taken, until the gate opens; the calls that land meanwhile wait for the next group.
+    const store = w.app.database.store as Store;
+    const original = store.transaction;
+    let open!: () => void;
+    const opened = new Promise<void>((r) => (open = r));
+    let entered!: () => void;
+    const inGroup = new Promise<void>((r) => (entered = r));
+    store.transaction = function <T>(this: Store, work: (tx: Repositories) => Promise<T>): Promise<T> {
+      return original.call(this, (tx) => {
+        const gating: Repositories = {
+          ...tx,
+          receipts: {
+            ...tx.receipts,
+            tryLockHeads: async (network, agents) => {
+              const heads = await tx.receipts.tryLockHeads(network, agents);
+              if (agents.includes(gate.agent)) {
+                entered();
+                await opened;
+              }
+              return heads;
+            },
+          },
+        };
+        return work(gating);
+      }) as Promise<T>;
+    };
+    t.teardown(() => {
+      store.transaction = original;
+    });
+    const gated = send(paid[0]!);
+    await inGroup;
+
+    // One seller's chain is held by another open transaction (a receipt push in progress).
+    let release!: () => void;
+    const released = new Promise<void>((r) => (release = r));
+    let holding!: () => void;
+    const holds = new Promise<void>((r) => (holding = r));
+    const push = w.app.database.store.transaction(async (tx) => {
+      await tx.receipts.lockHead('chain-devnet', held.agent);
+      holding();
+      await released;
+    });
+    await holds;
+    let heldDone = false;
+    const heldAnswer = send(paid[1]!).then(async (res) => {
+      heldDone = true;
+      return { status: res.status, body: await res.text() };
+    });
+    const answers = paid.slice(2).map((p) => send(p).then(async (res) => ({ status: res.status, body: await res.text() })));
+    // polled, never timed: every seller's call waits for the next group
+    while (sellers.some((s) => recorder.waiting('chain-devnet', s.agent) < 1)) await new Promise((r) => setTimeout(r, 5));
+
+    open();
+    t.is((await gated).status, 200);
+    for (const a of await Promise.all(answers)) t.is(a.status, 200, a.body);
+    t.false(heldDone, "the held seller's call waits for its chain");
+    const rows = (await w.app.database.orm.em
+      .fork()
+      .execute(`select agent, xmin::text as xid from receipts where network = 'chain-devnet' and agent in (select jsonb_array_elements_text(?::jsonb))`, [
+        JSON.stringify(others.map((o) => o.agent)),
+      ])) as { agent: string; xid: string }[];
+    t.is(rows.length, others.length, 'one earn receipt per seller');
+    t.is(new Set(rows.map((r) => r.xid)).size, 1, "the other sellers' calls were recorded by one transaction");
+    t.deepEqual(await receiptsOf(w, held.agent), [], 'nothing recorded on the held chain');
+
+    release();
+    await push;
+    const last = await heldAnswer;
+    t.is(last.status, 200, last.body);
+    assertChain(t, await receiptsOf(w, held.agent), 1);
+    for (const s of sellers) t.is((await getLink(w, s.link.id)).counters.call_count, 1);
   },
 );

@@ -7,7 +7,7 @@ import { MikroOrmFacilitatorStore } from '../../adapters/store/repositories/faci
 import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { syntheticEvent } from '../support/app.ts';
+import { issueKey, syntheticEvent } from '../support/app.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import { PgEventFeed } from '../../adapters/store/event-feed.ts';
 import { EVENTS_HELD_BACK_SQL, eventPageSql, eventsSinceSql } from '../../adapters/store/repositories/events.ts';
@@ -122,6 +122,32 @@ test.serial(
     );
   },
 );
+
+test.serial("a paid call's own events (settled, served) leave the link cached: the next paid call reads no link", async (t) => {
+  const w = t.context;
+  const admin = await w.app.services.access.authenticate(`Bearer ${await issueKey(w.app, 'chain-devnet', 'admin')}`);
+  const first = await buildPayment(w, w.link.url, await fundBuyer(w));
+  const second = await buildPayment(w, w.link.url, await fundBuyer(w));
+  // the first call's payment_link.served, as this process's feed hands it to its listeners (the link cache's among them)
+  let unwatch = () => {};
+  const served = new Promise<void>((resolve) => {
+    unwatch = w.app.services.events.watch(admin, { kinds: ['payment_link.served'] }, (e) => {
+      if (e.metadata.payment_link_id === w.link.link.id) resolve();
+    });
+  });
+  t.teardown(() => unwatch());
+  t.is((await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': first.paymentSignature } })).status, 200);
+  await served;
+  const statements = await statementsOf(w.app, BACKGROUND, async () => {
+    const res = await fetch(w.link.url, { headers: { 'PAYMENT-SIGNATURE': second.paymentSignature } });
+    t.is(res.status, 200, await res.text());
+  });
+  t.deepEqual(
+    statements.filter((s) => /^select l\.\*.* from payment_links/.test(s)),
+    [],
+    'the link is answered from the cache',
+  );
+});
 
 test.serial('the claim is durable before money can move: when the facilitator is asked to settle, the row is attempted and holds the request', async (t) => {
   const w = t.context;

@@ -152,6 +152,21 @@ export function paymentLinkRepository(ctx: RepoContext): PaymentLinkRepository {
       await query(ctx.em(), `update payment_links set (${COLUMNS}) = row(${PLACEHOLDERS}) where pk = ?`, [...values(r), r.pk]);
     },
     delete: async (network, id) => (await affected(ctx.em(), 'delete from payment_links where network = ? and id = ?', [network, id])) > 0,
+    countCalls: async (network, calls) => {
+      if (calls.length === 0) return;
+      const rows = calls.map((c) => ({ pk: c.pk, calls: c.calls, at: c.at, tx_sig: c.settledTxSig }));
+      // the rows locked in pk order first (the order every record transaction takes them in), then counted
+      await prepared(
+        ctx.em(),
+        `with x as (select * from jsonb_to_recordset(?::jsonb) as x(pk text, calls int, at timestamptz, tx_sig text)),
+              locked as (select l.pk from payment_links l join x on x.pk = l.pk where l.network = ? order by l.pk for no key update of l)
+         update payment_links l set call_count = call_count + x.calls, last_called_at = x.at, settled_count = settled_count + x.calls,
+           last_settled_at = x.at, last_tx_sig = x.tx_sig
+           from x join locked on locked.pk = x.pk
+          where l.network = ? and l.pk = x.pk`,
+        [JSON.stringify(rows), network, network],
+      );
+    },
     countCall: async (network, pk, call) => {
       await prepared(
         ctx.em(),

@@ -2,7 +2,14 @@ import { DomainError } from '../../../domain/shared/errors.ts';
 import type { Network } from '../../../domain/shared/network.ts';
 import type { ReceiptPageQuery, ReceiptRepository, VerificationUpdate } from '../../../domain/ports/store.ts';
 import { date, dateOrNull, prepared, query, uniqueOr, Where, type RepoContext } from './context.ts';
-import { settlementSignature, type Receipt, type ReceiptRecord, type StoredReceipt, type VerificationStatus } from '../../../domain/receipts/schema.ts';
+import {
+  settlementSignature,
+  type ChainHead,
+  type Receipt,
+  type ReceiptRecord,
+  type StoredReceipt,
+  type VerificationStatus,
+} from '../../../domain/receipts/schema.ts';
 
 // The receipts table (migrations 0003 and 0008 are its definition), raw SQL through the MikroORM connection.
 
@@ -177,6 +184,18 @@ export function receiptDailySql(network: string, agent: string, since: Date): { 
 
 export function receiptRepository(ctx: RepoContext): ReceiptRepository {
   const em = () => ctx.em();
+  /** the heads of the agents of `agents` (a JSON array), read once their chains are locked */
+  const readHeads = async (network: Network, agents: string): Promise<Map<string, ChainHead | null>> => {
+    const rows = await prepared<{ agent: string; nonce: number | null; receipt_hash: string | null }>(
+      em(),
+      `select a.agent, h.nonce::int as nonce, h.receipt_hash from jsonb_array_elements_text(?::jsonb) as a(agent)
+         left join lateral (select nonce, receipt_hash from receipts where network = ? and agent = a.agent order by nonce desc limit 1) h on true`,
+      [agents, network],
+    );
+    const heads = new Map<string, ChainHead | null>();
+    for (const r of rows) heads.set(r.agent, r.nonce === null || r.receipt_hash === null ? null : { nonce: r.nonce, receiptHash: r.receipt_hash });
+    return heads;
+  };
   return {
     lockHead: async (network, agent) => {
       if (!ctx.inTransaction) throw new Error('receipts.lockHead must run inside store.transaction');
@@ -199,14 +218,19 @@ export function receiptRepository(ctx: RepoContext): ReceiptRepository {
         `select count(pg_advisory_xact_lock(?::int, hashtext(?::text || ':' || s.agent))) from (select a as agent from jsonb_array_elements_text(?::jsonb) a order by a) s`,
         [RECEIPTS_LOCK, network, sorted],
       );
-      const rows = await prepared<{ agent: string; nonce: number | null; receipt_hash: string | null }>(
+      return readHeads(network, sorted);
+    },
+    tryLockHeads: async (network, agents) => {
+      if (!ctx.inTransaction) throw new Error('receipts.tryLockHeads must run inside store.transaction');
+      if (agents.length === 0) return new Map();
+      // each chain taken if free now, never waited for (no order needed: nothing waits, nothing deadlocks)
+      const taken = await prepared<{ agent: string }>(
         em(),
-        `select a.agent, h.nonce::int as nonce, h.receipt_hash from jsonb_array_elements_text(?::jsonb) as a(agent)
-           left join lateral (select nonce, receipt_hash from receipts where network = ? and agent = a.agent order by nonce desc limit 1) h on true`,
-        [sorted, network],
+        `select s.agent from (select a as agent from jsonb_array_elements_text(?::jsonb) a order by a) s
+          where pg_try_advisory_xact_lock(?::int, hashtext(?::text || ':' || s.agent))`,
+        [JSON.stringify([...new Set(agents)].sort()), RECEIPTS_LOCK, network],
       );
-      for (const r of rows) heads.set(r.agent, r.nonce === null || r.receipt_hash === null ? null : { nonce: r.nonce, receiptHash: r.receipt_hash });
-      return heads;
+      return taken.length ? readHeads(network, JSON.stringify(taken.map((r) => r.agent))) : new Map();
     },
     insert: async (r, v) => {
       await uniqueOr(
