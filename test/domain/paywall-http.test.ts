@@ -9,7 +9,7 @@ import { CAIP2, findStable } from '../../domain/shared/network.ts';
 // is tested without a server, a database or a ledger.
 
 const USDC = findStable('chain-devnet', 'USDC')!;
-const link = { network: 'chain-devnet', id: 'weather' } as unknown as PaymentLinkRecord;
+const link = { network: 'chain-devnet', id: 'weather', metadata: {} } as unknown as PaymentLinkRecord;
 const terms: OfferTerms = { feePayer: '9EsQZSEGNQdQmcqfS7ptk3hyng4s7miSDSdE8WfxTqrz', fee: null };
 const accept = {
   scheme: 'exact',
