@@ -422,7 +422,9 @@ test('submit → confirmed through the rpc adapter on signatureSubscribe (the em
   t.is(rpc.statusReads, 1, 'the notification decided it, not a poll');
 });
 
-test('the rpc adapter’s WebSocket cut mid-wait and refused: the wait falls back to polling, the event is confirmed once, nothing lost', async (t) => {
+// serial: it cuts and refuses a socket and counts the status reads it causes; alone, nothing else in the file competes
+// for the ledger's answers while it waits on them
+test.serial('the rpc adapter’s WebSocket cut mid-wait and refused: the wait falls back to polling, the event is confirmed once, nothing lost', async (t) => {
   const { rpc, proxy, ledger, land } = await rpcTracked(t);
   const { service, decided } = tracker(t.context.app, ledger);
   const submitted = await submitTransfer(t, service);
