@@ -263,7 +263,7 @@ const withSend = (ledger: Ledger, send: (wire: Uint8Array) => Promise<SendResult
 
 for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
   test(`a broadcast that fails with ${fault} answers ${fault === 'rpc_unavailable' ? 502 : 504} with the event id; the event stays submitted and the job lands it`, async (t) => {
-    const { app, key, caller, mint } = t.context;
+    const { app, key, caller } = t.context;
     const real = app.services.ledgers['chain-devnet']!;
     // rpc_unavailable: the node never got it; submit_timeout: it got it, the answer was lost.
     const flaky = withSend(real, async (wire) => {
@@ -276,16 +276,7 @@ for (const fault of ['rpc_unavailable', 'submit_timeout'] as const) {
       ledgers: { 'chain-devnet': flaky },
       settings: app.services.settings,
     });
-    const from = await funded(app);
-    const to = Keypair.generate().publicKey;
-    const envelope = await service.prepareForAgent(caller, mint, async () => ({
-      kind: 'agent.treasury.withdraw_sol',
-      agent: mint,
-      feePayer: from.publicKey.toBase58(),
-      instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports: 1_234_567n })],
-      echo: {},
-      metadata: { lamports: '1234567', destination: to.toBase58() },
-    }));
+    const { from, to, envelope } = await preparedTransfer(t, service, 1_234_567n);
     const error = await t.throwsAsync(service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) }), {
       instanceOf: DomainError,
     });
@@ -362,8 +353,8 @@ async function rpcTracked(t: ExecutionContext<Ctx>) {
   return { rpc, proxy, ledger, land };
 }
 
-/** A transfer prepared and submitted through `service`; its event id, signature and destination. */
-async function submitTransfer(t: ExecutionContext<Ctx>, service: TransactionService): Promise<{ eventId: string; signature: string; to: string }> {
+/** A transfer of `lamports` from a funded wallet, prepared through `service` (the agent's withdraw_sol kind). */
+async function preparedTransfer(t: ExecutionContext<Ctx>, service: TransactionService, lamports: bigint) {
   const { app, caller, mint } = t.context;
   const from = await funded(app);
   const to = Keypair.generate().publicKey;
@@ -371,10 +362,17 @@ async function submitTransfer(t: ExecutionContext<Ctx>, service: TransactionServ
     kind: 'agent.treasury.withdraw_sol',
     agent: mint,
     feePayer: from.publicKey.toBase58(),
-    instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports: 1_111_111n })],
+    instructions: [SystemProgram.transfer({ fromPubkey: from.publicKey, toPubkey: to, lamports })],
     echo: {},
-    metadata: { lamports: '1111111', destination: to.toBase58() },
+    metadata: { lamports: String(lamports), destination: to.toBase58() },
   }));
+  return { from, to, envelope };
+}
+
+/** A transfer prepared and submitted through `service`; its event id, signature and destination. */
+async function submitTransfer(t: ExecutionContext<Ctx>, service: TransactionService): Promise<{ eventId: string; signature: string; to: string }> {
+  const { caller } = t.context;
+  const { from, to, envelope } = await preparedTransfer(t, service, 1_111_111n);
   const res = await service.submit(caller, { event_id: envelope.event_id!, transaction_base64: sign(envelope, from) });
   t.like(res, { phase: 'submitted', replayed: false });
   return { eventId: envelope.event_id!, signature: res.signature, to: to.toBase58() };
