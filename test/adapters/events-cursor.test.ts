@@ -8,7 +8,6 @@ import type { EventRecord } from '../../domain/events/schema.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import type { Repositories } from '../../domain/ports/store.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { until } from '../support/until.ts';
 
 let app: TestApp;
 test.before(async () => {
@@ -225,41 +224,52 @@ test.serial('the newest-first first page is cut at the horizon: a subscription f
 });
 
 test.serial('read your writes: a row committed before the list is on its first page once the older writer ends within the wait', async (t) => {
-  // The list starts while the older writer is open (its committed row is held above the horizon) and the writer
-  // ends while the list waits: the list waits for the horizon to pass the held row instead of answering without it.
-  // The writer commits once the list is seen polling the horizon (pg_stat_activity), not after a guessed pause. The
-  // list's wait is bounded (HELD_WAIT_MS, 100 ms, adapters/store/repositories/events.ts): a machine too loaded to
-  // commit within it gets a page without the row — that page must have waited out the bound, and the round is
-  // run again; a list that does not wait fails every round.
-  const sql = async <T>(query: string, params: unknown[] = []) => (await app.database.orm.em.fork().execute(query, params)) as T[];
-  for (let round = 1; ; round++) {
-    const older = openWriter(`ryw-older-${round}`);
-    await older.row;
-    await app.database.store.transaction(async (tx) => void (await tx.events.append(deleted(`ryw-mine-${round}`))));
-    const [{ at }] = (await sql<{ at: string }>(`select clock_timestamp()::text as at`)) as [{ at: string }];
-    const started = performance.now();
-    let answered = false;
-    const listed = firstPage().finally(() => (answered = true));
-    await until('the list polls the horizon', async () => {
-      if (answered) return true;
-      const polling = await sql<{ n: number }>(
-        `select count(*)::int as n from pg_stat_activity where query like 'select svc_events_horizon() >%' and query_start > ?::timestamptz`,
-        [at],
-      );
-      return polling[0]!.n > 0;
-    });
-    await older.commit();
-    const ids = linkIds(await listed);
-    const waited = performance.now() - started;
-    if (ids.includes(`ryw-mine-${round}`)) {
-      t.true(ids.includes(`ryw-older-${round}`));
-      t.log(`listed with the caller's row in round ${round}`);
-      return;
+  // The list starts while an older transaction is open (the caller's committed row is held above the horizon) and
+  // that transaction ends while the list waits: the list waits for the horizon to pass the held row instead of
+  // answering without it. The older transaction commits from inside the database as soon as the list is seen
+  // polling the horizon (one statement: a loop over pg_stat_activity, then COMMIT), so no client round trip or
+  // guessed pause stands between the two. The list's wait is bounded (HELD_WAIT_MS, 100 ms,
+  // adapters/store/repositories/events.ts): a process stalled past it gets a page without the row — that page must
+  // have waited out the bound, and the round is run again; a list that does not wait fails every round.
+  const older = new pg.Client({ connectionString: app.database.url });
+  await older.connect();
+  try {
+    for (let round = 1; ; round++) {
+      await older.query('begin');
+      await older.query('select pg_current_xact_id()'); // an xid older than the caller's append below
+      await app.database.store.transaction(async (tx) => void (await tx.events.append(deleted(`ryw-mine-${round}`))));
+      const started = performance.now();
+      const listed = firstPage();
+      // now() is this transaction's start: only horizon polls begun since then (this round's list) count.
+      const endsWhenPolled = older.query(`
+        do $$
+        declare deadline timestamptz := clock_timestamp() + interval '10 seconds';
+        begin
+          loop
+            perform pg_stat_clear_snapshot();
+            exit when clock_timestamp() > deadline or exists (
+              select 1 from pg_stat_activity
+               where pid <> pg_backend_pid() and datname = current_database()
+                 and query like 'select svc_events_horizon() >%' and query_start > now());
+            perform pg_sleep(0.001);
+          end loop;
+        end $$;
+        commit;`);
+      const ids = linkIds(await listed);
+      const waited = performance.now() - started;
+      await endsWhenPolled;
+      if (ids.includes(`ryw-mine-${round}`)) {
+        t.pass(`listed with the caller's row in round ${round}`);
+        return;
+      }
+      t.true(waited >= 100, `round ${round}: the page left out the caller's row after ${waited.toFixed(0)} ms, before its wait was over`);
+      if (round === 5) {
+        t.fail('five rounds in a row, the list answered without the row its caller had committed');
+        return;
+      }
     }
-    t.true(waited >= 100, `round ${round}: the page left out the caller's row after ${waited.toFixed(0)} ms, before its wait was over`);
-    if (round === 5) {
-      t.fail('five rounds in a row, the list answered without the row its caller had committed');
-      return;
-    }
+  } finally {
+    await older.query('rollback').catch(() => {});
+    await older.end();
   }
 });
