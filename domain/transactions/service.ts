@@ -239,9 +239,13 @@ export class TransactionService {
     const parsed = parseInput(SubmitInput, input);
     const { network } = caller;
     const { ledger } = this.context(network);
-    const event = await this.deps.store.events.get(network, parsed.event_id);
+    // Both rows read at once (two pool connections): the submit waits for one round trip, not two, before its
+    // broadcast. The prepared row is used only once the caller may read the event.
+    const [event, prepared] = await Promise.all([
+      this.deps.store.events.get(network, parsed.event_id),
+      this.deps.store.preparedTransactions.get(network, parsed.event_id),
+    ]);
     if (!event || !canAccess(caller, event.owner)) throw eventNotFound(network, parsed.event_id);
-    const prepared = await this.deps.store.preparedTransactions.get(network, parsed.event_id);
     if (!prepared) {
       throw new DomainError('invalid_request', `Event ${parsed.event_id} is a ${event.kind} event, not a prepared transaction.`, {
         path: 'event_id',
@@ -254,6 +258,10 @@ export class TransactionService {
     // fixed — the same bytes are a replay, any other bytes (another message included) are 409, never 422.
     if (prepared.state !== 'prepared') return this.repeat(prepared, firstSignature(wire));
     const signed = checkSigned(prepared, wire, event);
+    // The preflight is asked with the blockhash check, in the same message to the ledger (one hop, not two); its answer
+    // is read only once the blockhash is known valid, so an expired one is still transaction_expired.
+    const simulating = ledger.simulateTransaction(wire, { sigVerify: true });
+    simulating.catch(() => undefined); // read below, or dropped with the expired blockhash
     if (!(await ledger.isBlockhashValid(prepared.recentBlockhash))) {
       throw new DomainError('transaction_expired', `The blockhash of event ${prepared.eventId} is no longer valid; prepare again.`, {
         event_id: prepared.eventId,
@@ -264,7 +272,7 @@ export class TransactionService {
     // error, missing funds, a stale blockhash): signing it again cannot help, so the event is failed with the cause
     // (DECISIONS "Agents, submissions and events": a refused submit is written on the event) and a tracking loop ends.
     // Nothing landed, nothing was charged; the client prepares a new transaction.
-    const simulated = await ledger.simulateTransaction(wire, { sigVerify: true });
+    const simulated = await simulating;
     if (simulated.err !== null) {
       const code = errorCode(simulated.err);
       // Already processed: the same bytes reached the ledger another way; the event is not failed on that word.

@@ -7,6 +7,7 @@ import { newEvent } from '../../domain/events/kinds.ts';
 import type { EventRecord } from '../../domain/events/schema.ts';
 import { newId } from '../../domain/shared/ids.ts';
 import type { Repositories } from '../../domain/ports/store.ts';
+import { PgEventFeed } from '../../adapters/store/event-feed.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
 let app: TestApp;
@@ -167,6 +168,45 @@ test.serial('a transition takes a new seq above the horizon rules too: it is del
   t.true(moved!.seq > created.seq);
   await reader.poll();
   t.deepEqual(reader.seen, ['moved-1', 'moved-1'], 'the change is delivered again at its new seq');
+});
+
+test.serial('a transition wakes the feed in its own statement: a subscriber gets the moved row; one that moves nothing answers null', async (t) => {
+  // The update and its NOTIFY are one statement (no second round trip in the confirming transaction): the feed must
+  // still be woken by the transition itself — no other write follows here that could wake it instead.
+  const store = app.database.store;
+  const feed = new PgEventFeed(app.database.url, store, { warn: () => {} });
+  const seen: EventRecord[] = [];
+  let wake = () => {};
+  feed.subscribe((e) => {
+    seen.push(e);
+    wake();
+  });
+  const until = (found: (e: EventRecord) => boolean) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (seen.some(found)) resolve();
+        else wake = check;
+      };
+      check();
+    });
+  await feed.start();
+  try {
+    const created = await store.transaction((tx) => tx.events.append(deleted('woken-1')));
+    await until((e) => e.id === created.id);
+    const moved = await store.transaction((tx) =>
+      tx.events.transition('chain-devnet', created.id, { phase: 'confirmed', from: ['confirmed'], at: new Date() }),
+    );
+    t.truthy(moved);
+    await until((e) => e.id === created.id && e.seq === moved!.seq);
+    t.deepEqual(
+      seen.filter((e) => e.id === created.id).map((e) => e.seq),
+      [created.seq, moved!.seq],
+    );
+    const unmoved = await store.transaction((tx) => tx.events.transition('chain-devnet', created.id, { phase: 'failed', from: ['submitted'], at: new Date() }));
+    t.is(unmoved, null);
+  } finally {
+    await feed.close();
+  }
 });
 
 test.serial('a transaction open in ANOTHER database of the cluster does not hold this database’s events back (xids are cluster-wide)', async (t) => {

@@ -298,9 +298,11 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
       if (!ctx.inTransaction) throw new Error('events.transition must run inside store.transaction');
       const em = ctx.em();
       // A new seq from this transaction, as an append takes: a cursor reader gets the change once it is below the horizon.
+      // One round trip, as an append: the row and the feed's wake-up, delivered at commit (none when no row moved).
       const rows = await query<EventRow>(
         em,
-        `update events set phase = ?, seq = ${NEXT_SEQ}, updated_at = ?,
+        `with moved as (
+         update events set phase = ?, seq = ${NEXT_SEQ}, updated_at = ?,
                 -- the transition joins the history (a row from before migration 0025 first gets its known phase)
                 phases = (case when jsonb_array_length(phases) = 0 then ${FIRST_PHASE_SQL('phase', 'updated_at', 'signature')} else phases end)
                          || jsonb_build_array(jsonb_build_object('phase', ?::text, 'at', ?::timestamptz, 'signature', coalesce(?::text, signature))),
@@ -308,7 +310,8 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
                 confirmed_at = coalesce(?, confirmed_at), error_code = coalesce(?, error_code),
                 error_logs = coalesce(?::jsonb, error_logs), client_reference = coalesce(?, client_reference)
           where network = ? and id = ? and phase in (select jsonb_array_elements_text(?::jsonb))
-          returning *`,
+          returning *)
+         select moved.*, pg_notify('${EVENTS_CHANNEL}', moved.seq::text) as woke from moved`,
         [
           c.phase,
           c.at,
@@ -328,7 +331,6 @@ export function eventRepository(ctx: RepoContext): EventRepository & { appendMat
         ],
       );
       if (!rows[0]) return null;
-      await query(em, `select pg_notify('${EVENTS_CHANNEL}', ?)`, [rows[0].seq]);
       return fromRow(rows[0]);
     },
     get: async (network, id) => {
