@@ -9,12 +9,25 @@ export interface FeedLogger {
 }
 
 const PAGE = 500;
-/** how soon the feed looks again while committed events wait behind an open older transaction */
+/**
+ * How soon the feed looks again while committed events wait behind an open older transaction. No notification comes
+ * when that transaction ends without writing an event (it may be any transaction: migration 0018's horizon), so the
+ * feed must look by itself; short, because a held event is late by this much past that end, and safe to be short
+ * because at most one look is pending (pump below), which bounds the horizon queries to 1000 / HELD_BACK_RETRY_MS a
+ * second under a steady write load.
+ */
 const HELD_BACK_RETRY_MS = 5;
+/** after a failed catch-up (the database away): slow enough not to spin on a failing database; nothing is lost meanwhile, the next catch-up starts from the last seq */
+const FAILED_CATCH_UP_RETRY_MS = 500;
+/** the first reconnect after a lost LISTEN connection, doubling to RECONNECT_MAX_MS: the same, for a database restarting */
+const RECONNECT_FIRST_MS = 200;
+const RECONNECT_MAX_MS = 5000;
 
 /**
  * LISTEN/NOTIFY bridge: one connection per process listens on the events channel; each notification triggers
- * one catch-up query (seq > last seen) whose rows are fanned out, in seq order, to every local subscriber.
+ * one catch-up query (seq > last seen) whose rows are fanned out, in seq order, to every local subscriber. Every event
+ * write (append, appendMany, transition: repositories/events.ts) notifies in its own statement, delivered at its
+ * commit, so a subscriber waits for no poll: the one timer on the way is the held-back look below.
  * After a lost connection it reconnects and catches up from the last seq, so subscribers see no gap.
  */
 export class PgEventFeed implements EventFeed {
@@ -70,10 +83,10 @@ export class PgEventFeed implements EventFeed {
     this.log.warn({ err: err.message }, 'event feed connection lost; reconnecting');
     const attempt = (delay: number) => {
       this.retry = setTimeout(() => {
-        this.connect().catch(() => attempt(Math.min(delay * 2, 5000)));
+        this.connect().catch(() => attempt(Math.min(delay * 2, RECONNECT_MAX_MS)));
       }, delay);
     };
-    attempt(200);
+    attempt(RECONNECT_FIRST_MS);
   }
 
   private async pump(): Promise<void> {
@@ -108,7 +121,7 @@ export class PgEventFeed implements EventFeed {
     } catch (err) {
       if (!this.closed) {
         this.log.warn({ err: (err as Error).message }, 'event feed catch-up failed; retrying');
-        setTimeout(() => void this.pump(), 500).unref();
+        setTimeout(() => void this.pump(), FAILED_CATCH_UP_RETRY_MS).unref();
       }
     } finally {
       this.pumping = false;
