@@ -317,8 +317,15 @@ export class TransactionService {
     }
     const result: SubmitResult = { event_id: prepared.eventId, signature: signed.signature, phase: 'submitted', network, replayed: false };
     let sent: Awaited<ReturnType<typeof ledger.sendTransaction>>;
+    const sending = ledger.sendTransaction(wire);
+    // The wait for its confirmation is asked with the broadcast, not after its answer: the embedded ledger gets both in
+    // one message and answers the wait with the send when the commit confirms it (one hop to the ledger thread less
+    // between the confirmation and the event); an RPC node's signatureSubscribe is in place before the transaction can
+    // land. A broadcast that is refused or does not answer leaves the wait to its deadline (FOLLOW_MS); what it then
+    // reads decides nothing that the job would not (a phase moves only from `submitted`).
+    this.follow(ledger, { ...prepared, state: 'submitted', signature: signed.signature, transaction: wire, submittedAt: now, nextCheckAt });
     try {
-      sent = await ledger.sendTransaction(wire);
+      sent = await sending;
     } catch (e) {
       // rpc_unavailable or submit_timeout: the event stays submitted; poll it (hosted-api §7).
       if (e instanceof DomainError)
@@ -329,7 +336,6 @@ export class TransactionService {
         });
       throw e;
     }
-    if (sent.ok) this.follow(ledger, { ...prepared, state: 'submitted', signature: signed.signature, transaction: wire, submittedAt: now, nextCheckAt });
     if (!sent.ok) {
       // The confirmations job may have broadcast the same bytes first (a slow send): then it landed, and the job
       // decides the event. Otherwise it was refused after the preflight passed (the state moved in between):
