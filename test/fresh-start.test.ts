@@ -1,11 +1,12 @@
 import test from 'ava';
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { chmod, copyFile, mkdir, mkdtemp, rm, stat, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { spawnChild } from './support/children.ts';
 
 // STYLE "Traps" 6: the defaults a person runs, tested. The working tree as a fresh clone has it (tracked and
 // untracked-but-not-ignored files: uncommitted work is tested too; no .data, no built explorer) with this checkout's
@@ -63,7 +64,7 @@ test('fresh clone: npm start on the default ports and data directory; a key from
   await symlink(join(REPO, 'node_modules'), join(clone, 'node_modules'), 'dir');
 
   // npm start with no settings at all; ready when the banner names the REST door (not after a sleep).
-  const gateway = spawn('npm', ['start'], { cwd: clone, env: ENV, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  const gateway = spawnChild('npm', ['start'], { cwd: clone, env: ENV, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>

@@ -1,5 +1,4 @@
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -9,6 +8,7 @@ import { appRouter } from '../interfaces/trpc/router.ts';
 import { startTestApp, type TestApp } from './support/app.ts';
 import { coreProgramsDir, ENABLE_HINT } from './support/programs.ts';
 import { anchorsOf, exampleText, readBlocks, relativeLinks, type Block } from './support/readme.ts';
+import { spawnChild } from './support/children.ts';
 
 // STYLE habit 18: what the README shows is run by the suite. Every fenced block of README.md is one of:
 //   - a shell block, run here verbatim (but for SUBSTITUTIONS) against a real gateway started as `npm start` starts
@@ -201,7 +201,7 @@ function runBlock(text: string, state: string, env: NodeJS.ProcessEnv): Promise<
     `mv ${JSON.stringify(`${state}.next`)} ${JSON.stringify(state)}`,
   ].join('\n');
   return new Promise((done, fail) => {
-    const child = spawn('bash', ['-c', script], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnChild('bash', ['-c', script], { cwd: REPO, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));

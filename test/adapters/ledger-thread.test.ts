@@ -1,5 +1,4 @@
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { Keypair } from '@solana/web3.js';
@@ -10,6 +9,7 @@ import { issueKey, randomAddress, removeDataDir, startTestApp } from '../support
 import { ledgerDir, openTestLedger, removeDir, USDC_DEVNET } from '../support/ledger.ts';
 import { ledgerContract } from './ledger-contract.ts';
 import { RUN_TS } from '../support/commands.ts';
+import { spawnChild } from '../support/children.ts';
 
 // The embedded ledger and its JSON-RPC/PubSub server run in a worker thread, so a flood of subscriptions
 // keeps that thread busy, not the gateway's event loop. The flood runs in a child process (its client work must not
@@ -97,7 +97,7 @@ interface FloodResult {
 
 /** The flood child: resolves `subscribed` with its first report line and `done` when it exits. */
 function flood(wsUrl: string, sockets: number, subs: number, hot?: { address: string; rounds: number }) {
-  const child = spawn(process.execPath, [RUN_TS, FLOOD, wsUrl, String(sockets), String(subs), ...(hot ? [hot.address, String(hot.rounds)] : [])], {
+  const child = spawnChild(process.execPath, [RUN_TS, FLOOD, wsUrl, String(sockets), String(subs), ...(hot ? [hot.address, String(hot.rounds)] : [])], {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';

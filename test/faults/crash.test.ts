@@ -1,5 +1,5 @@
 import test from 'ava';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { makeDataDir, removeDataDir, testConfig } from '../support/app.ts';
 import { programsDir } from '../support/programs.ts';
 import { RUN_TS } from '../support/commands.ts';
 import { until } from '../support/until.ts';
+import { spawnChild } from '../support/children.ts';
 
 // No money lost on a crash, end to end: the gateway runs as a child process (`npm start`'s entry point) on one
 // data directory; N buyers pay one link concurrently through the buyer kit; the gateway is kill -9'd at random moments
@@ -68,7 +69,7 @@ interface Gateway {
 
 /** `npm start` as a child process; resolves once it printed that it is ready. */
 async function startGateway(env: Record<string, string>): Promise<Gateway> {
-  const child = spawn(process.execPath, [RUN_TS, 'interfaces/main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/main.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-20_000);

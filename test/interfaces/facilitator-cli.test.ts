@@ -1,5 +1,4 @@
 import test from 'ava';
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Keypair } from '@solana/web3.js';
 import { encodeBase58 } from '../../domain/shared/base58.ts';
@@ -7,6 +6,7 @@ import { loadConfig, ConfigError } from '../../interfaces/config.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { afterAll } from '../support/teardown.ts';
 import { RUN_TS } from '../support/commands.ts';
+import { spawnChild } from '../support/children.ts';
 
 // fee-facilitator-mpp-tools §2.5: `npm run facilitator` with its environment. The gateway (test app) holds the
 // embedded ledgers, so the facilitator process joins them through the gateway's JSON-RPC and its database.
@@ -19,7 +19,7 @@ test.before(async () => {
 });
 
 function start(env: Record<string, string>) {
-  const child = spawn(process.execPath, [RUN_TS, 'interfaces/cli/facilitator.ts'], {
+  const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/cli/facilitator.ts'], {
     cwd: root,
     env: {
       ...process.env,

@@ -8,7 +8,6 @@ import { Keypair } from '@solana/web3.js';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { spawn } from 'node:child_process';
 import { Ajv } from 'ajv';
 import { http, issueKey, randomAddress, recordAgent, startTestApp, writeAgentAsset, type TestApp } from '../support/app.ts';
 import { metaplexTest } from '../support/programs.ts';
@@ -17,6 +16,7 @@ import { encodeBase58 } from '../../domain/shared/base58.ts';
 import { STABLES } from '../../domain/shared/network.ts';
 import { feeFor, U64_MAX } from '../../domain/shared/money.ts';
 import { RUN_TS } from '../support/commands.ts';
+import { spawnChild } from '../support/children.ts';
 
 // the agent tool server as an MCP host runs it — a real subprocess (`npm run mcp`: node scripts/run.mjs interfaces/mcp/main.ts)
 // spoken to over stdio by the SDK's own Client — against a gateway on the embedded devnet running Metaplex Core.
@@ -196,7 +196,7 @@ test.serial('lists exactly the 17 tools of the spec, each with a valid JSON Sche
 
 test.serial('--http PORT serves the same 17 tools over streamable HTTP', async (t) => {
   const { app, key, dir } = t.context;
-  const child = spawn(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', '--http', '0'], {
+  const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', '--http', '0'], {
     env: { PATH: process.env.PATH ?? '', HOME: dir, SVC_AGENT_CONFIG: join(dir, 'http', 'agent.json'), SVC_API_URL: app.url, SVC_API_KEY: key },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -614,7 +614,7 @@ test.serial('export and import round-trip the configuration file (0600); a malfo
   });
   const run = (args: string[], path = configPath) =>
     new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-      const child = spawn(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', ...args], {
+      const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/mcp/main.ts', ...args], {
         env: { PATH: process.env.PATH ?? '', HOME: dir, SVC_AGENT_CONFIG: path },
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -1,5 +1,4 @@
 import test, { type ExecutionContext } from 'ava';
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { createServer } from 'node:net';
 import { readFile } from 'node:fs/promises';
@@ -13,6 +12,7 @@ import { http, issueKey, makeDataDir, removeDataDir, startTestApp } from '../sup
 import { sharedDatabaseUrl } from '../support/cluster.ts';
 import { metaplexTest } from '../support/programs.ts';
 import { until } from '../support/until.ts';
+import { spawnChild } from '../support/children.ts';
 
 // `npm run programs` copies the well-known programs from a Solana JSON-RPC into the data directory's program cache;
 // a gateway started on that directory afterwards — without SVC_LEDGER_PROGRAMS — runs Metaplex Core on both embedded
@@ -25,7 +25,7 @@ const CORE_SHA256 = '0d3ac8cce3d6158924313a697c2c53fdb06b5882f6c07601c8ad7604cb1
 /** `npm run -s programs -- …` in the repository with only PATH and HOME, as a person runs it. */
 function programsCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['run', '-s', 'programs', '--', ...args], {
+    const child = spawnChild('npm', ['run', '-s', 'programs', '--', ...args], {
       cwd: REPO,
       env: { PATH: process.env.PATH, HOME: process.env.HOME },
       stdio: ['ignore', 'pipe', 'pipe'],

@@ -316,6 +316,20 @@ function tracker(app: TestApp, ledger: Ledger): { service: TransactionService; d
   return { service, decided };
 }
 
+/**
+ * Waits for `check` while `service`'s wait on its submitted signature is open. That wait ends by itself (its 60 s
+ * deadline, or a decision that failed) and nothing else decides these rows within the hour, so a condition it still
+ * owes once it has ended never comes: the test fails then with `what`, instead of hanging until AVA's timeout.
+ */
+async function whileFollowing(service: TransactionService, what: string, check: () => boolean): Promise<void> {
+  let ended = false;
+  void service.drain().then(() => {
+    ended = true;
+  });
+  await until(what, () => check() || ended);
+  if (!check()) throw new Error(`${what}: the service's wait on the signature ended first (its deadline passed, or its decision failed)`);
+}
+
 /** The rpc adapter counting its status reads (each poll is one; the notification path reads once when subscribed). */
 class CountingRpcLedger extends RpcLedger {
   statusReads = 0;
@@ -403,7 +417,7 @@ test('submit → confirmed on the embedded ledger’s own commit event, with no 
   });
   const { service, decided } = tracker(t.context.app, counted);
   const submitted = await submitTransfer(t, service);
-  await until('decided on the notification', () => decided.length > 0);
+  await whileFollowing(service, 'decided on the notification', () => decided.length > 0);
   await confirmedOnce(t, submitted, decided);
   t.is(statusReads, 0, 'nothing polled');
 });
@@ -412,10 +426,10 @@ test('submit → confirmed through the rpc adapter on signatureSubscribe (the em
   const { rpc, ledger, land } = await rpcTracked(t);
   const { service, decided } = tracker(t.context.app, ledger);
   const submitted = await submitTransfer(t, service);
-  await until('subscribed (its one status read)', () => rpc.statusReads >= 1);
+  await whileFollowing(service, 'subscribed (its one status read)', () => rpc.statusReads >= 1);
   t.is(decided.length, 0, 'not landed yet');
   await land();
-  await until('decided on the notification', () => decided.length > 0);
+  await whileFollowing(service, 'decided on the notification', () => decided.length > 0);
   await confirmedOnce(t, submitted, decided);
   t.is(rpc.statusReads, 1, 'the notification decided it, not a poll');
 });
@@ -426,12 +440,12 @@ test.serial('the rpc adapter’s WebSocket cut mid-wait and refused: the wait fa
   const { rpc, proxy, ledger, land } = await rpcTracked(t);
   const { service, decided } = tracker(t.context.app, ledger);
   const submitted = await submitTransfer(t, service);
-  await until('subscribed', () => rpc.statusReads >= 1);
+  await whileFollowing(service, 'subscribed', () => rpc.statusReads >= 1);
   proxy.refuse(true);
   proxy.cut();
-  await until('polling after the drop', () => rpc.statusReads >= 3);
+  await whileFollowing(service, 'polling after the drop', () => rpc.statusReads >= 3);
   await land();
-  await until('decided by the fallback', () => decided.length > 0);
+  await whileFollowing(service, 'decided by the fallback', () => decided.length > 0);
   await confirmedOnce(t, submitted, decided);
   t.true(rpc.statusReads >= 3, 'decided by a poll');
 });

@@ -1,5 +1,6 @@
 import anyTest, { type TestFn } from 'ava';
 import { Webhook as StandardWebhook } from 'standardwebhooks';
+import pg from 'pg';
 import { createClient, errorCode } from '../../interfaces/client/index.ts';
 import { verifyWebhook, WebhookVerificationError } from '../../interfaces/client/webhooks.ts';
 import { newId } from '../../domain/shared/ids.ts';
@@ -564,4 +565,26 @@ test('one outbound rule at every entry: a link’s webhook_url the guard refuses
   });
   t.like(failed, { attempts: 1, next_attempt_at: null, last_status: null });
   t.regex(failed.last_error, /^url_refused: /);
+});
+
+test('a webhook deleted while an event it matched is being written: the event commits, with no delivery for the deleted webhook', async (t) => {
+  const { app, receiver } = t.context;
+  const a = await issue(app);
+  const hook = await createHook(app, a.key, { url: `${receiver.url}/deleted-midway` });
+  // DELETE /v1/webhooks in another transaction, not yet committed: the event's write matches the webhook meanwhile
+  const deleting = new pg.Client({ connectionString: app.database.url });
+  await deleting.connect();
+  t.teardown(() => deleting.end());
+  await deleting.query('begin');
+  await deleting.query('delete from webhooks where id = $1', [hook.id]);
+  const writing = append(app, { owner: a.principal, kind: 'payment_link.created' });
+  writing.catch(() => {}); // awaited below
+  await until(
+    "the event's deliveries wait on the deleting transaction",
+    async () => (await sql(app, `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%insert into webhook_deliveries%'`)).length > 0,
+  );
+  await deleting.query('commit');
+  const id = await writing;
+  t.is((await sql(app, 'select 1 from events where id = ?', [id])).length, 1, 'the event committed');
+  t.deepEqual(await sql(app, 'select id from webhook_deliveries where event_id = ?', [id]), [], 'no delivery for the deleted webhook');
 });

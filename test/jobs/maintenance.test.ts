@@ -1,5 +1,4 @@
 import anyTest, { type ExecutionContext, type TestFn } from 'ava';
-import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -21,6 +20,7 @@ import {
 import { decodeTransaction } from '../../domain/facilitator/decode.ts';
 import { REQUEST_RECORD_RETENTION_MS } from '../../domain/policies/maintenance.ts';
 import { RUN_TS } from '../support/commands.ts';
+import { spawnChild } from '../support/children.ts';
 
 // hosted-api §5.7/§7/§8: expired idempotency records and request records older than 30 days are removed by
 // periodic graphile-worker jobs, run in-process by `npm start` (SVC_JOBS=inline) or on their own (`npm run jobs`),
@@ -179,7 +179,7 @@ test.serial('`npm run jobs` runs the job runner on its own and it processes queu
 
 /** `npm run jobs` (the command of package.json) as a child process on the test database. */
 function startRunner(app: TestApp, env: Record<string, string> = {}): { output(): string; stop(): Promise<{ code: number | null; signal: string | null }> } {
-  const child = spawn(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], {
+  const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], {
     cwd: root,
     env: { ...process.env, DATABASE_URL: app.database.url, SVC_DATA_DIR: app.dataDir, SVC_LOG_LEVEL: 'silent', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

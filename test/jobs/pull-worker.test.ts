@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -8,6 +7,7 @@ import { until as waitUntil } from '../support/until.ts';
 import { quickAddJob } from 'graphile-worker';
 import { buildChain, buildReceipt, headOf, unknownSignature } from '../support/receipts.ts';
 import { RUN_TS } from '../support/commands.ts';
+import { spawnChild } from '../support/children.ts';
 
 // hosted-api §2.9, §4.7: the pull worker, run by the real job runner process (`npm run jobs`), fetches a
 // real local HTTP server serving an agent's chain — with a malformed line and a forked item in it — ingests the good
@@ -47,7 +47,7 @@ test.after.always(async (t) => {
 });
 
 function startRunner(ctx: Ctx): { output(): string; stop(): Promise<void> } {
-  const child = spawn(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], {
+  const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], {
     cwd: root,
     env: {
       ...process.env,

@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { spawnChild } from './children.ts';
 
 // Runs the repository's commands (npm scripts, examples) as a person does: a child process in the repository root,
 // its output collected. Every wait is on the child's own events (its exit, a line it printed).
@@ -27,7 +28,7 @@ export interface Running {
 
 /** Starts `command args` in the repository with `env` over the test's environment. */
 export function start(command: string, args: string[], env: Record<string, string | undefined> = {}): Running {
-  const child = spawn(command, args, { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnChild(command, args, { cwd: REPO, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   const watchers: { pattern: RegExp; resolve: () => void }[] = [];

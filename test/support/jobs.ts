@@ -1,6 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { RUN_TS } from './commands.ts';
+import { spawnChild } from './children.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -13,7 +14,7 @@ export interface JobsProcess {
 
 /** `npm run jobs` as its own process (node scripts/run.mjs interfaces/jobs.ts) with `env` over this process's. */
 export function startJobsProcess(env: Record<string, string>): JobsProcess {
-  const child = spawn(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnChild(process.execPath, [RUN_TS, 'interfaces/jobs.ts'], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {
     out = (out + d.toString()).slice(-20_000);

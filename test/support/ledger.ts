@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -21,6 +20,7 @@ import { findStable, TOKEN_PROGRAM_ID, type Network } from '../../domain/shared/
 import { RUN_TS } from './commands.ts';
 import { afterAll } from './teardown.ts';
 import { until } from './until.ts';
+import { spawnChild } from './children.ts';
 
 export const MEMO_PROGRAM = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
 export const USDC_DEVNET = findStable('chain-devnet', 'USDC')!;
@@ -132,7 +132,7 @@ export interface ChildResult {
  */
 export function runTs(script: string, args: string[], env: Record<string, string> = {}): Promise<ChildResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [RUN_TS, script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawnChild(process.execPath, [RUN_TS, script, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));

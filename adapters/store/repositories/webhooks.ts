@@ -249,10 +249,16 @@ export async function fanOutMatched(
   const task = deliverJob(events[0]!.network, '').task;
   const counted = await rows<{ n: number }>(
     em,
-    `with made as (
+    `with x as (
+       select * from jsonb_to_recordset(?::jsonb) as x(id text, network text, webhook_id text, event_id text, kind text, phase text, created_at timestamptz)
+     ),
+     -- The subscriptions still there, held until commit: one deleted after the caller matched it (DELETE /v1/webhooks
+     -- in another transaction) gets no delivery, where its foreign key would fail the event's whole write.
+     live as (select id from webhooks where id in (select webhook_id from x) for key share),
+     made as (
        insert into webhook_deliveries (id, network, webhook_id, event_id, kind, phase, status, next_attempt_at, created_at, updated_at)
        select x.id, x.network, x.webhook_id, x.event_id, x.kind, x.phase, 'pending', x.created_at, x.created_at, x.created_at
-         from jsonb_to_recordset(?::jsonb) as x(id text, network text, webhook_id text, event_id text, kind text, phase text, created_at timestamptz)
+         from x join live on live.id = x.webhook_id
        on conflict do nothing
        returning id, network
      )
