@@ -14,6 +14,8 @@ import { SOURCE_BUNDLE } from './bundle-source.mjs';
 
 const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CACHE = path.join(ROOT, 'node_modules', '.cache', 'svc-gateway', 'run');
+/** the build's options: an input of every bundle (one built under other options is stale) */
+const OPTIONS = fileURLToPath(new URL('./bundle-source.mjs', import.meta.url));
 
 /** mtime and size: what makes a cached bundle stale (an edit, a checkout, a restored file) */
 const stamp = (file) =>
@@ -25,7 +27,7 @@ const stamp = (file) =>
 async function isFresh(manifestFile, entry) {
   try {
     const manifest = JSON.parse(await readFile(manifestFile, 'utf8'));
-    if (manifest.esbuild !== version || manifest.entry !== entry) return false;
+    if (manifest.esbuild !== version || manifest.entry !== entry || !(OPTIONS in manifest.inputs)) return false;
     const files = Object.keys(manifest.inputs);
     const stamps = await Promise.all(files.map(stamp));
     return files.every((file, i) => stamps[i] === manifest.inputs[file]);
@@ -40,7 +42,8 @@ async function rebuild(entry, name) {
   await mkdir(work, { recursive: true });
   try {
     const result = await build({ ...SOURCE_BUNDLE, absWorkingDir: ROOT, entryPoints: [entry], outfile: path.join(work, `${name}.mjs`), metafile: true });
-    const files = Object.keys(result.metafile.inputs).map((input) => path.resolve(ROOT, input));
+    // the build's own options count as an input: a bundle built under other options is stale too
+    const files = [...Object.keys(result.metafile.inputs).map((input) => path.resolve(ROOT, input)), OPTIONS];
     const stamps = await Promise.all(files.map(stamp));
     await rename(path.join(work, `${name}.mjs.map`), path.join(CACHE, `${name}.mjs.map`));
     await rename(path.join(work, `${name}.mjs`), path.join(CACHE, `${name}.mjs`));

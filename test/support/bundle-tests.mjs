@@ -4,10 +4,10 @@ import { build } from 'esbuild';
 import { SOURCE_BUNDLE } from '../../scripts/bundle-source.mjs';
 
 // The whole suite's test files as one esbuild build (ava.config.mjs, when no file is named on the command line): every
-// test file an ES module entry, the TypeScript they import split into shared chunks, packages left to Node. The
-// workers then load plain JavaScript with no module hooks: under hooks (ts-hooks.mjs) every one of the ~3,000 modules
-// a test app imports, node_modules included, is resolved and loaded through the hooks thread, ~1.5 s of CPU per test
-// process of the ~110 the suite starts. One build of the suite takes ~2 s.
+// test file an ES module entry, the TypeScript and packages they import split into shared chunks (scripts/bundle-source.mjs
+// says which packages stay with Node, and why bundling the rest halves a process's start). The workers then load plain
+// JavaScript with no module hooks: under hooks (ts-hooks.mjs) every one of the ~3,500 modules a test app imports,
+// node_modules included, is resolved and loaded through the hooks thread.
 
 /** Where the build goes: inside the repository, so packages resolve from its node_modules as from the sources. */
 export const BUILD_DIR = '.test-build';
@@ -25,6 +25,8 @@ export async function bundleTests(root, files) {
     outExtension: { '.js': '.mjs' },
     chunkNames: 'chunks/[name]-[hash]',
     splitting: true,
+    // the test files' `ava` must be the instance the runner loaded (one per process), not a bundled copy
+    external: ['ava'],
   });
   return files.map((file) => relative(root, join(outdir, dirname(file), `${file.split('/').pop().replace(/\.ts$/, '')}.mjs`)));
 }
