@@ -1,9 +1,8 @@
 // Runs one of the repository's TypeScript entries (`node scripts/run.mjs interfaces/main.ts [arguments]`): the npm
-// scripts start the gateway, the jobs and every command through it. The entry and the sources it imports are bundled
-// by esbuild into one ES module, cached under node_modules/.cache and rebuilt when any of those sources changes; the
-// packages load straight from node_modules. Under module hooks (tsx) every one of the ~3,000 modules a gateway
-// imports, packages included, is resolved and loaded through the hooks' thread, which doubles the CPU a start costs;
-// from the bundle, Node loads them itself.
+// scripts start the gateway, the jobs and every command through it. The entry, the sources it imports and their
+// packages are bundled by esbuild into one ES module (scripts/bundle-source.mjs says why and which packages stay
+// with Node), cached under node_modules/.cache and rebuilt when a source, the build's options or the installed
+// packages change.
 
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
@@ -16,6 +15,8 @@ const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CACHE = path.join(ROOT, 'node_modules', '.cache', 'svc-gateway', 'run');
 /** the build's options: an input of every bundle (one built under other options is stale) */
 const OPTIONS = fileURLToPath(new URL('./bundle-source.mjs', import.meta.url));
+/** npm rewrites it on every install: one stamp stands for the ~3,500 package files a bundle holds */
+const INSTALLED = path.join(ROOT, 'node_modules', '.package-lock.json');
 
 /** mtime and size: what makes a cached bundle stale (an edit, a checkout, a restored file) */
 const stamp = (file) =>
@@ -42,8 +43,11 @@ async function rebuild(entry, name) {
   await mkdir(work, { recursive: true });
   try {
     const result = await build({ ...SOURCE_BUNDLE, absWorkingDir: ROOT, entryPoints: [entry], outfile: path.join(work, `${name}.mjs`), metafile: true });
-    // the build's own options count as an input: a bundle built under other options is stale too
-    const files = [...Object.keys(result.metafile.inputs).map((input) => path.resolve(ROOT, input)), OPTIONS];
+    // our sources by their own stamps, the packages by the install's; the build's own options count as an input too
+    const sources = Object.keys(result.metafile.inputs)
+      .map((input) => path.resolve(ROOT, input))
+      .filter((file) => !file.split(path.sep).includes('node_modules'));
+    const files = [...sources, OPTIONS, INSTALLED];
     const stamps = await Promise.all(files.map(stamp));
     await rename(path.join(work, `${name}.mjs.map`), path.join(CACHE, `${name}.mjs.map`));
     await rename(path.join(work, `${name}.mjs`), path.join(CACHE, `${name}.mjs`));
