@@ -28,6 +28,15 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 type Ctx = { app: TestApp; em: EntityManager };
 const test = anyTest as TestFn<Ctx>;
 const PAGE = 50;
+/**
+ * The generated request records end here: now, or two hours into today (UTC) when the suite runs earlier than that, so
+ * the one-day window of each key (a key's records are minutes apart) holds records at any hour, midnight included.
+ */
+const RECORDS_END = (() => {
+  const now = Date.now();
+  return new Date(Math.max(now, now - (now % 86_400_000) + 2 * 3_600_000));
+})();
+
 const BIG = new Set(['events', 'payment_links', 'receipts', 'webhook_deliveries', 'event_counts', 'request_records', 'request_usage_daily']);
 
 test.before(async (t) => {
@@ -70,11 +79,14 @@ test.before(async (t) => {
     select 'd' || lpad(g::text, 8, '0'), 'chain-devnet', 'wh' || (g % 5), 'ev' || g, 'payment_link.settled', 'confirmed', 'delivered', now(), now()
       from generate_series(1, 50000) g`);
   // request records of 30 days: 8 devnet keys (key0 half of them), 3 buckets, some errors and throttled
-  await em.execute(`insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
+  await em.execute(
+    `insert into request_records (id, key_id, network, bucket, method, route, status, duration_ms, at)
     select 'rr' || lpad(g::text, 8, '0'), case when g % 5 = 0 then 'keyM' when g % 2 = 0 then 'key0' else 'key' || (g % 8) end,
            case when g % 5 = 0 then 'chain-mainnet' else 'chain-devnet' end, (array['default', 'events.read', 'receipts.read'])[g % 3 + 1], 'GET',
-           'events.list', case when g % 23 = 0 then 429 when g % 17 = 0 then 500 else 200 end, 3, now() - (50000 - g) * interval '50 seconds'
-      from generate_series(1, 50000) g`);
+           'events.list', case when g % 23 = 0 then 429 when g % 17 = 0 then 500 else 200 end, 3, ?::timestamptz - (50000 - g) * interval '50 seconds'
+      from generate_series(1, 50000) g`,
+    [RECORDS_END],
+  );
   // the generated events' counters are deltas until folded, as the compaction job and a metrics read do first
   await em.execute('select svc_compact_event_counts()');
   await em.execute('select svc_compact_receipt_rollups()');
@@ -283,10 +295,7 @@ test('receipt aggregates: the reputation and the daily buckets read their rollup
 test('usage: per key and per network from the request_usage_daily rollup, never the request records', async (t) => {
   const { em } = t.context;
   const devnet = 'chain-devnet';
-  const dayStart = (days: number) => {
-    const now = new Date();
-    return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate() - (days - 1)));
-  };
+  const dayStart = (days: number) => new Date(Date.UTC(RECORDS_END.getUTCFullYear(), RECORDS_END.getUTCMonth(), RECORDS_END.getUTCDate() - (days - 1)));
   // what the rollup must answer: the records themselves, grouped as the read groups them
   const direct = async (since: Date, keyId?: string) =>
     (await em.execute(
