@@ -159,8 +159,10 @@ const dynamicCommonJs = {
         // a package that cannot load on its own still answers `default`
       }
       const path = JSON.stringify(args.path);
-      const named = names.length > 0 ? `export const { ${names.join(', ')} } = mod;\n` : '';
-      return { contents: `const mod = require(${path});\nexport default mod;\n${named}`, loader: 'js', resolveDir: dirname(args.path) };
+      // `export { local as name }`: a name may be a reserved word (`delete`), which no declaration could bind
+      const locals = names.map((n, i) => `const __svcName${i} = mod[${JSON.stringify(n)}];\n`).join('');
+      const named = names.length > 0 ? `export { ${names.map((n, i) => `__svcName${i} as ${n}`).join(', ')} };\n` : '';
+      return { contents: `const mod = require(${path});\nexport default mod;\n${locals}${named}`, loader: 'js', resolveDir: dirname(args.path) };
     });
   },
 };
