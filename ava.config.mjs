@@ -3,7 +3,7 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleTests } from './test/support/bundle-tests.mjs';
+import { bundlePrograms, bundleTests } from './test/support/bundle-tests.mjs';
 
 /**
  * The slowest files first (longest first, measured on the idle 2-core machine; rough order is enough): AVA runs two
@@ -74,8 +74,9 @@ export default async () => {
     };
   }
   // The whole suite: built once into plain JavaScript (test/support/bundle-tests.mjs says why), run without hooks.
-  // Processes the tests start (npm scripts, CLIs) still run the TypeScript sources as a user does.
-  await bundleTests(ROOT, testFiles());
+  // Processes the tests start (npm scripts, CLIs) run as a user's do, through scripts/run.mjs, whose bundles are made
+  // ready beside it.
+  await Promise.all([bundleTests(ROOT, testFiles()), bundlePrograms(ROOT)]);
   return {
     ...common,
     files: ['.test-build/test/**/*.test.mjs'],

@@ -1,6 +1,7 @@
-import { rm } from 'node:fs/promises';
+import { readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { build } from 'esbuild';
+import { prepareBundles, scriptEntries } from '../../scripts/bundle-cache.mjs';
 import { SOURCE_BUNDLE } from '../../scripts/bundle-source.mjs';
 
 // The whole suite's test files as one esbuild build (ava.config.mjs, when no file is named on the command line): every
@@ -29,4 +30,21 @@ export async function bundleTests(root, files) {
     external: ['ava'],
   });
   return files.map((file) => relative(root, join(outdir, dirname(file), `${file.split('/').pop().replace(/\.ts$/, '')}.mjs`)));
+}
+
+/**
+ * The programs the tests start through scripts/run.mjs, bundled in one esbuild run before any test starts: the npm
+ * scripts' entries (package.json) and test/support's own programs (each says `Usage: node scripts/run.mjs <itself>`).
+ * Left to the tests, a cold cache (every CI run, every fresh clone) builds each entry on first use, once per test that
+ * starts it meanwhile, with the packages read and parsed again each time.
+ */
+export async function bundlePrograms(root) {
+  const support = join(root, 'test', 'support');
+  const programs = [];
+  for (const file of await readdir(support)) {
+    if (!file.endsWith('.ts')) continue;
+    const usage = (await readFile(join(support, file), 'utf8')).match(/Usage: node scripts\/run\.mjs (test\/support\/[\w.-]+\.ts)/);
+    if (usage?.[1] === `test/support/${file}`) programs.push(usage[1]);
+  }
+  await prepareBundles([...(await scriptEntries()), ...programs]);
 }

@@ -8,6 +8,7 @@ import { TEMPLATE } from './cluster.ts';
 
 // One PostgreSQL cluster for a whole test run (see cluster.ts): started detached by the first test file, it builds the
 // migrated template database, announces itself in ready.json, and removes itself once the run's process is gone.
+// Usage: node scripts/run.mjs test/support/cluster-daemon.ts OWNER_PID DIR
 
 const [ownerPid, dir] = [Number(process.argv[2]), process.argv[3]!];
 const FAST_PG = { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off', max_connections: '1000' };

@@ -5,6 +5,7 @@ import { randomSignature } from './ledger.ts';
 // A process using the rpc adapter's notifications while the node's WebSocket is not there (a feed and a wait, both
 // falling back), then closing the adapter: it must end by itself and print nothing (test/adapters/ledger-rpc.test.ts).
 // No process.exit here: a timer, a socket or a reconnect loop left behind would keep it running.
+// Usage: node scripts/run.mjs test/support/rpc-close-child.ts URL WS_URL
 const [url, wsUrl] = process.argv.slice(2) as [string, string];
 const ledger = new RpcLedger({ url, wsUrl });
 const gap = new Promise<void>((resolve) => {
