@@ -1,5 +1,5 @@
 import { ConfigError, loadConfig } from './config.ts';
-import { openCore, startJobRunner } from './app.ts';
+import { openCore, startJobRunner } from './core.ts';
 import { onShutdownSignal } from './shutdown.ts';
 
 // npm run jobs: the job runner on its own (npm start runs it in-process unless SVC_JOBS=off). Several runners on one

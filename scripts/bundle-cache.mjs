@@ -3,12 +3,12 @@
 // says why and which packages stay with Node), kept under node_modules/.cache (npm ci starts it afresh) and rebuilt when
 // a source, the build's options or the installed packages change.
 
+import { readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build, version } from 'esbuild';
-import { SOURCE_BUNDLE } from './bundle-source.mjs';
 
 const ROOT = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const CACHE = path.join(ROOT, 'node_modules', '.cache', 'svc-gateway', 'run');
@@ -16,6 +16,12 @@ const CACHE = path.join(ROOT, 'node_modules', '.cache', 'svc-gateway', 'run');
 const OPTIONS = [fileURLToPath(new URL('./bundle-source.mjs', import.meta.url)), fileURLToPath(import.meta.url)];
 /** npm rewrites it on every install: one stamp stands for the ~3,500 package files a bundle holds */
 const INSTALLED = path.join(ROOT, 'node_modules', '.package-lock.json');
+
+/**
+ * The installed esbuild's version, from its package.json: a fresh bundle runs without loading esbuild (or the build's
+ * options and plugins), about 0.2 s of CPU less for every start of a command.
+ */
+const esbuildVersion = JSON.parse(readFileSync(createRequire(import.meta.url).resolve('esbuild/package.json'), 'utf8')).version;
 
 /** mtime and size: what makes a cached bundle stale (an edit, a checkout, a restored file) */
 const stamp = (file) =>
@@ -30,7 +36,7 @@ const nameOf = (entry) => `${path.basename(entry, '.ts')}-${createHash('sha256')
 async function isFresh(entry) {
   try {
     const manifest = JSON.parse(await readFile(path.join(CACHE, `${nameOf(entry)}.json`), 'utf8'));
-    if (manifest.esbuild !== version || manifest.entry !== entry || !OPTIONS.every((file) => file in manifest.inputs)) return false;
+    if (manifest.esbuild !== esbuildVersion || manifest.entry !== entry || !OPTIONS.every((file) => file in manifest.inputs)) return false;
     const files = Object.keys(manifest.inputs);
     const stamps = await Promise.all(files.map(stamp));
     return files.every((file, i) => stamps[i] === manifest.inputs[file]);
@@ -46,6 +52,7 @@ async function isFresh(entry) {
 async function rebuild(entries) {
   const work = path.join(CACHE, `.build-${process.pid}`);
   await mkdir(work, { recursive: true });
+  const [{ build }, { SOURCE_BUNDLE }] = await Promise.all([import('esbuild'), import('./bundle-source.mjs')]);
   try {
     const result = await build({
       ...SOURCE_BUNDLE,
@@ -68,7 +75,7 @@ async function rebuild(entries) {
       await rename(path.join(work, `${name}.mjs`), path.join(CACHE, `${name}.mjs`));
       await writeFile(
         path.join(work, `${name}.json`),
-        JSON.stringify({ esbuild: version, entry, inputs: Object.fromEntries(files.map((file, i) => [file, stamps[i]])) }),
+        JSON.stringify({ esbuild: esbuildVersion, entry, inputs: Object.fromEntries(files.map((file, i) => [file, stamps[i]])) }),
       );
       await rename(path.join(work, `${name}.json`), path.join(CACHE, `${name}.json`));
     }

@@ -1,5 +1,5 @@
 import { loadConfigOrExit } from '../config.ts';
-import { createFacilitatorApp } from '../app.ts';
+import { createFacilitatorApp } from '../facilitator/app.ts';
 import { onShutdownSignal } from '../shutdown.ts';
 
 // npm run facilitator: the x402 facilitator as its own HTTP service (fee-facilitator-mpp-tools §2.5, §4.1).

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { commandArgs } from './command-args.ts';
 import { ConfigError, loadConfig } from '../config.ts';
-import { faucetCommand as runFaucet } from '../app.ts';
+import { faucetCommand as runFaucet } from '../core.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import { atomicToDecimal, SOL_DECIMALS } from '../../domain/shared/money.ts';
 import { NETWORKS, type Network } from '../../domain/shared/network.ts';

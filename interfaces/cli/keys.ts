@@ -1,7 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { openAccess, rotateSigningKeysCommand } from '../app.ts';
+import { openAccess, rotateSigningKeysCommand } from '../core.ts';
 import { dataDirOf, findGateway, type GatewayLookup } from '../announce.ts';
 import { DomainError } from '../../domain/shared/errors.ts';
 import type { Network } from '../../domain/shared/network.ts';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { commandArgs } from './command-args.ts';
 import { loadConfigOrExit } from '../config.ts';
-import { programsCopyCommand } from '../app.ts';
+import { programsCopyCommand } from '../core.ts';
 import { WELL_KNOWN_PROGRAMS } from '../../domain/ledger/programs.ts';
 import { NETWORKS } from '../../domain/shared/network.ts';
 
