@@ -67,7 +67,7 @@ async function main(argv: string[]): Promise<number> {
       if (network.data !== 'chain-devnet')
         throw new CliError(`The buyer holds ${atomicToDecimal(usdcAtomic, 6)} USDC, less than the price; fund ${address} on ${network.data}.`);
       const { ledgers } = loadConfig();
-      const { faucetCommand } = await import('../app.ts'); // the ledger's code, only when funding
+      const { faucetCommand } = await import('../core.ts'); // the ledger's code, only when funding
       await faucetCommand(
         { dataDir: dir, programsDir: ledgers.programsDir, cloneUrl: ledgers.cloneUrl },
         { network: network.data, to: address, token: 'USDC', amount: TOP_UP },
