@@ -1,4 +1,4 @@
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 
 /** `BENCH_CPU_PROF=dir`: where a bench writes the CPU profile of its server's measured round (unset: no profile). */
@@ -19,6 +19,7 @@ export async function profiled<T>(on: boolean, name: string, fn: () => Promise<T
   } finally {
     const { profile } = await session.post('Profiler.stop');
     const file = `${PROFILE_DIR}/${name}-${Date.now()}.cpuprofile`;
+    await mkdir(PROFILE_DIR, { recursive: true });
     await writeFile(file, JSON.stringify(profile));
     console.log(`  CPU profile of the ${name} round: ${file}`);
     session.disconnect();
