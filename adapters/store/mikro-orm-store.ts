@@ -32,9 +32,13 @@ const MIGRATION_LOCK = 7_201_001;
 
 export async function initOrm(url: string, poolMax = 10, options: { statementTimeoutMs?: number; acquireTimeoutMs?: number } = {}): Promise<MikroORM> {
   const { statementTimeoutMs, acquireTimeoutMs } = options;
+  // A Unix socket directory in the URL's `host` parameter (the embedded cluster's: embedded-postgres.ts) is what
+  // node-postgres connects through; MikroORM reads the host from the URL's address unless it is given.
+  const socketHost = new URL(url).searchParams.get('host');
   return MikroORM.init({
     driver: PostgreSqlDriver,
     clientUrl: url,
+    ...(socketHost ? { host: socketHost } : {}),
     // Migrations are hand-written SQL listed in migrations/index.ts (its list is set when one is pending: migratorOf);
     // no snapshot is written at run time.
     migrations: { silent: true, transactional: true, allOrNothing: true, snapshot: false },

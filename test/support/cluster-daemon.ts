@@ -1,7 +1,7 @@
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
-import { startEmbeddedPostgres } from '../../adapters/store/embedded-postgres.ts';
+import { startEmbeddedPostgres, withDatabase } from '../../adapters/store/embedded-postgres.ts';
 import { initOrm, migrate } from '../../adapters/store/mikro-orm-store.ts';
 import { migrateQueue } from '../../adapters/queue/graphile.ts';
 import { TEMPLATE } from './cluster.ts';
@@ -20,11 +20,11 @@ try {
   await orm.close(true);
   await migrateQueue(cluster.url);
   // A template must have no open connections while databases are copied from it.
-  const admin = new pg.Client({ connectionString: cluster.url.replace(/\/[^/]+$/, '/postgres') });
+  const admin = new pg.Client({ connectionString: withDatabase(cluster.url, 'postgres') });
   await admin.connect();
   await admin.query(`update pg_database set datistemplate = true where datname = $1`, [TEMPLATE]);
   await admin.end();
-  await writeFile(join(dir, 'ready.json.tmp'), JSON.stringify({ pid: process.pid, adminUrl: cluster.url.replace(/\/[^/]+$/, '/postgres') }));
+  await writeFile(join(dir, 'ready.json.tmp'), JSON.stringify({ pid: process.pid, adminUrl: withDatabase(cluster.url, 'postgres') }));
   await rename(join(dir, 'ready.json.tmp'), join(dir, 'ready.json'));
 } catch (e) {
   await writeFile(join(dir, 'failed.txt'), String((e as Error).stack ?? e));

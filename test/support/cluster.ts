@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { withDatabase } from '../../adapters/store/embedded-postgres.ts';
 import { RUN_TS } from './commands.ts';
 
 // ARCHITECTURE "Tests": one PostgreSQL cluster per test run instead of an initdb per test file. The
@@ -107,5 +108,5 @@ export async function sharedDatabaseUrl(name: string): Promise<string> {
   } finally {
     await client.end();
   }
-  return adminUrl.replace(/\/postgres$/, `/${database}`);
+  return withDatabase(adminUrl, database);
 }
