@@ -31,7 +31,9 @@ test('the embedded cluster is reached through a socket in its own directory; TCP
 
     const orm = await initOrm(cluster.url, 1);
     try {
-      const rows = (await orm.em.fork().execute('select client_addr::text as addr from pg_stat_activity where pid = pg_backend_pid()')) as { addr: string | null }[];
+      const rows = (await orm.em.fork().execute('select client_addr::text as addr from pg_stat_activity where pid = pg_backend_pid()')) as {
+        addr: string | null;
+      }[];
       t.is(rows[0]!.addr, null, 'MikroORM connects through the socket too');
     } finally {
       await orm.close(true);

@@ -587,5 +587,9 @@ test('a webhook deleted while an event it matched is being written: the event co
   const id = await writing;
   t.is((await sql(app, 'select 1 from events where id = ?', [id])).length, 1, 'the event committed');
   // the deleted webhook's own deliveries: a network subscription of a test running beside this one may match the event
-  t.deepEqual(await sql(app, 'select id from webhook_deliveries where event_id = ? and webhook_id = ?', [id, hook.id]), [], 'no delivery for the deleted webhook');
+  t.deepEqual(
+    await sql(app, 'select id from webhook_deliveries where event_id = ? and webhook_id = ?', [id, hook.id]),
+    [],
+    'no delivery for the deleted webhook',
+  );
 });
