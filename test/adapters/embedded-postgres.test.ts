@@ -13,7 +13,7 @@ async function clientAddr(connectionString: string): Promise<string | null> {
   const client = new pg.Client({ connectionString });
   await client.connect();
   try {
-    const { rows } = await client.query<{ addr: string | null }>('select client_addr::text as addr from pg_stat_activity where pid = pg_backend_pid()');
+    const { rows } = await client.query<{ addr: string | null }>('select host(client_addr) as addr from pg_stat_activity where pid = pg_backend_pid()');
     return rows[0]!.addr;
   } finally {
     await client.end();
@@ -31,7 +31,7 @@ test('the embedded cluster is reached through a socket in its own directory; TCP
 
     const orm = await initOrm(cluster.url, 1);
     try {
-      const rows = (await orm.em.fork().execute('select client_addr::text as addr from pg_stat_activity where pid = pg_backend_pid()')) as {
+      const rows = (await orm.em.fork().execute('select host(client_addr) as addr from pg_stat_activity where pid = pg_backend_pid()')) as {
         addr: string | null;
       }[];
       t.is(rows[0]!.addr, null, 'MikroORM connects through the socket too');
