@@ -63,8 +63,9 @@ const SOCKET_PATH_MAX = 107;
  * so no other local user can reach the socket or stand in for it. Local clients speak to PostgreSQL through it
  * rather than loopback TCP: measured on the 2-core machine, 13–16% more statements per second and 17–20% less client
  * CPU per statement (the kernel's TCP path on each write and read is most of a short statement's cost). TCP on
- * 127.0.0.1 stays open for other tools. None (TCP only) when the socket's path would be too long, or holds a character
- * PostgreSQL's list syntax would read apart (a comma, a space, a quote).
+ * 127.0.0.1 stays open for other tools. Null (clients connect over TCP, PostgreSQL's own socket setting untouched) when
+ * the socket's path would be too long, or holds a character PostgreSQL's list syntax would read apart (a comma, a
+ * space, a quote).
  */
 export function socketDirFor(clusterDir: string, port: number): string | null {
   const socket = join(clusterDir, `.s.PGSQL.${port}`);

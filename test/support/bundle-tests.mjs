@@ -30,7 +30,7 @@ export async function bundleTests(root, files) {
     external: ['ava'],
     // No source maps: AVA runs its workers with --enable-source-maps, and a worker then reads and parses the maps of
     // every chunk it loads (11 MB in all, the packages' lines included) plus, on the first stack trace it formats, the
-    // whole mapping of that chunk: about 0.6 s of CPU per test file, a tenth of the suite. A failure's stack names
+    // whole mapping of that chunk: 0.3–0.7 s of CPU per test file, measured. A failure's stack names
     // lines of the built chunks (readable, unminified JavaScript that says which source each part came from); name the
     // file (`npx ava test/x.test.ts`) to run it from TypeScript with source lines.
     sourcemap: false,
